@@ -1,0 +1,158 @@
+//! Time: raw ticks from RDTSCP, their rate, and the host facts behind their accuracy.
+//!
+//! Patterns never read a clock themselves: they receive a [`Clock`] (smoltcp passes
+//! `timestamp` into `Interface::poll` for the same reason), so the same code runs on
+//! the real TSC, on a clock with injected skew (`NGAUGE_TEST_CLOCK_SKEW`, for tests
+//! of clock synchronization), and inside the simulator.
+
+mod calibrate;
+mod facts;
+mod host;
+mod overhead;
+mod pin;
+mod ticks;
+mod timer;
+
+pub use calibrate::{calibrate, fit as fit_calibration, Calibration, Sample as CalibrationSample};
+pub use facts::{TimerFacts, RATE_DISAGREEMENT};
+pub use host::{
+    parse_cpuinfo_mhz, parse_kernel_log, FrequencyControl, KernelTscRate, TscFlags, Warning,
+};
+pub use overhead::{measure_overhead, TimerOverhead};
+pub use pin::{allowed_cores, available_cores, parse_cpu_list, pin_to, pinned_core};
+pub use ticks::{Nanos, TickRate, Ticks};
+pub use timer::{monotonic_raw_ns, TimerSource};
+
+#[cfg(target_arch = "x86_64")]
+pub use timer::read_tsc;
+
+/// A source of tick readings with a known rate.
+pub trait Clock {
+    /// The current reading.
+    fn now(&self) -> Ticks;
+    /// Ticks per second.
+    fn rate(&self) -> TickRate;
+}
+
+/// An injected clock error: this rank's readings are shifted by
+/// `offset + drift * (raw - epoch)`, so tests of clock synchronization know the truth.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Skew {
+    /// Offset at `epoch`, in ticks (may be negative).
+    pub offset_ticks: f64,
+    /// Rate error as a fraction (40 ppm = 40e-6).
+    pub drift: f64,
+    /// Raw reading at which the offset is exactly `offset_ticks`.
+    pub epoch: Ticks,
+}
+
+impl Skew {
+    /// The skewed reading for a raw one.
+    pub fn apply(&self, raw: Ticks) -> Ticks {
+        let elapsed = raw.0 as f64 - self.epoch.0 as f64;
+        let shifted = raw.0 as f64 + self.offset_ticks + self.drift * elapsed;
+        Ticks(shifted.max(0.0).round() as u64)
+    }
+}
+
+/// The machine's timer (RDTSCP or CLOCK_MONOTONIC_RAW), calibrated, optionally skewed.
+#[derive(Clone, Copy, Debug)]
+pub struct SystemClock {
+    source: TimerSource,
+    rate: TickRate,
+    skew: Option<Skew>,
+}
+
+impl SystemClock {
+    /// A clock on `source` with a calibrated `rate`.
+    pub fn new(source: TimerSource, rate: TickRate) -> Self {
+        SystemClock {
+            source,
+            rate,
+            skew: None,
+        }
+    }
+
+    /// Detects the timer and calibrates it over a 100 ms window.
+    pub fn calibrated() -> (Self, Calibration) {
+        let source = TimerSource::detect();
+        let cal = calibrate(source, std::time::Duration::from_millis(100));
+        (Self::new(source, cal.rate), cal)
+    }
+
+    /// The same clock with readings shifted by `skew`.
+    pub fn with_skew(mut self, skew: Option<Skew>) -> Self {
+        self.skew = skew;
+        self
+    }
+
+    /// The injected skew, if any.
+    pub fn skew(&self) -> Option<Skew> {
+        self.skew
+    }
+
+    /// The timer behind this clock.
+    pub fn source(&self) -> TimerSource {
+        self.source
+    }
+
+    /// The unskewed reading.
+    #[inline(always)]
+    pub fn raw(&self) -> Ticks {
+        timer::read(self.source)
+    }
+}
+
+impl Clock for SystemClock {
+    #[inline(always)]
+    fn now(&self) -> Ticks {
+        let raw = timer::read(self.source);
+        match &self.skew {
+            None => raw,
+            Some(skew) => skew.apply(raw),
+        }
+    }
+    fn rate(&self) -> TickRate {
+        self.rate
+    }
+}
+
+/// Spins until `clock` reaches `deadline` (for the busy-waits of PRTT's `d` and of
+/// window-based starts). Returns the reading that ended the wait.
+#[inline]
+pub fn spin_until<C: Clock + ?Sized>(clock: &C, deadline: Ticks) -> Ticks {
+    loop {
+        let now = clock.now();
+        if now >= deadline {
+            return now;
+        }
+        std::hint::spin_loop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skew_applies_offset_and_drift_from_its_epoch() {
+        let skew = Skew {
+            offset_ticks: -1000.0,
+            drift: 40e-6,
+            epoch: Ticks(1_000_000),
+        };
+        assert_eq!(skew.apply(Ticks(1_000_000)), Ticks(999_000));
+        // 1e6 ticks later the drift has added 40 ticks.
+        assert_eq!(skew.apply(Ticks(2_000_000)), Ticks(1_999_040));
+    }
+
+    #[test]
+    fn spin_until_returns_at_or_after_the_deadline() {
+        let (clock, _) = (
+            SystemClock::new(TimerSource::detect(), TickRate::new(1e9)),
+            (),
+        );
+        let deadline = clock.now().plus(10_000);
+        assert!(spin_until(&clock, deadline) >= deadline);
+    }
+}

@@ -1,0 +1,92 @@
+//! `ngauge info`: transports compiled and usable, the launcher, timer facts.
+
+use crate::cli::GlobalArgs;
+use ngauge::clock::TimerFacts;
+use ngauge::launch;
+use ngauge::report::{BuildFacts, Meta};
+use serde::Serialize;
+use std::time::Duration;
+
+/// One transport's availability.
+#[derive(Debug, Serialize)]
+pub struct TransportInfo {
+    pub name: &'static str,
+    pub compiled: bool,
+    pub usable: bool,
+    pub reason: Option<String>,
+}
+
+fn probe(name: &'static str) -> TransportInfo {
+    let build = BuildFacts::current();
+    if !build.has_transport(name) {
+        return TransportInfo {
+            name,
+            compiled: false,
+            usable: false,
+            reason: Some(format!(
+                "built without the `{name}` feature; rebuild with `cargo build --release --features {name}`"
+            )),
+        };
+    }
+    let usable = match name {
+        "tcp" => std::net::TcpListener::bind("127.0.0.1:0").map(drop),
+        "udp" => std::net::UdpSocket::bind("127.0.0.1:0").map(drop),
+        _ => Err(std::io::Error::other("no probe for this transport")),
+    };
+    TransportInfo {
+        name,
+        compiled: true,
+        usable: usable.is_ok(),
+        reason: usable.err().map(|e| format!("cannot open a socket: {e}")),
+    }
+}
+
+pub fn run(global: &GlobalArgs) -> anyhow::Result<()> {
+    let transports: Vec<TransportInfo> = ["tcp", "udp", "verbs", "mpi"]
+        .into_iter()
+        .map(probe)
+        .collect();
+    let env = launch::detect();
+    let (facts, _) = TimerFacts::measure(Duration::from_millis(50), 100_000);
+    if global.json {
+        let mut meta = Meta::for_this_host(
+            facts.source.as_str(),
+            facts.hz,
+            &facts.frequency.description,
+        );
+        meta.launcher = env.kind.describe().into();
+        let doc = serde_json::json!({
+            "transports": transports,
+            "launcher": { "kind": env.kind, "name": env.kind.describe(), "rank": env.rank, "size": env.size },
+            "timer": facts,
+            "meta": meta,
+        });
+        super::print_json(&doc)?;
+    } else {
+        println!("transports:");
+        for t in &transports {
+            let state = match (t.compiled, t.usable) {
+                (true, true) => "usable".to_string(),
+                (true, false) => format!(
+                    "compiled, not usable: {}",
+                    t.reason.as_deref().unwrap_or("")
+                ),
+                (false, _) => format!("not compiled: {}", t.reason.as_deref().unwrap_or("")),
+            };
+            println!("  {:<6} {state}", t.name);
+        }
+        println!("launcher: {}", env.kind.describe());
+        println!(
+            "timer:    {} at {:.6} GHz, read cost {:.1} ns median, TSC {}",
+            facts.source.as_str(),
+            facts.hz / 1e9,
+            facts.overhead_ns.median,
+            if facts.invariant_tsc {
+                "invariant"
+            } else {
+                "NOT invariant"
+            }
+        );
+    }
+    Ok(())
+}

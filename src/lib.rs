@@ -1,0 +1,22 @@
+//! ngauge: what communication really costs, measured over raw transports and MPI with
+//! one clock discipline and one statistics pipeline.
+//!
+//! The library holds the measurement core; the `ngauge` binary only parses the command
+//! line and glues these modules together:
+//!
+//! - [`clock`]: RDTSCP ticks, calibration, host facts, pinning.
+//! - [`launch`]: launcher detection, local launcher, rendezvous, control channel.
+//! - [`model`]: least squares, change points, LogGP parameters.
+//! - [`stats`]: summaries and tests.
+//! - [`report`]: metadata, tables, JSON lines.
+//!
+//! Transports are separate crates implementing [`ngauge_transport::Transport`].
+#![deny(unsafe_code)]
+
+pub mod clock;
+pub mod launch;
+pub mod model;
+pub mod report;
+pub mod stats;
+
+pub use ngauge_transport as transport;

@@ -1,0 +1,127 @@
+//! Ordinary least squares for a straight line `y = intercept + slope * x`.
+
+/// A fitted line and its quality.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Line {
+    /// Value at `x = 0`.
+    pub intercept: f64,
+    /// Change of `y` per unit of `x`.
+    pub slope: f64,
+    /// Standard error of `slope`.
+    pub slope_stderr: f64,
+    /// Standard error of `intercept`.
+    pub intercept_stderr: f64,
+    /// Root mean square of the residuals `y - fit(x)`.
+    pub rms_residual: f64,
+}
+
+impl Line {
+    /// The fitted value at `x`.
+    pub fn at(&self, x: f64) -> f64 {
+        self.intercept + self.slope * x
+    }
+}
+
+/// Fits `ys` against `xs` by ordinary least squares.
+///
+/// `None` when there are fewer than two points, the lengths differ, all `xs` are equal,
+/// or any value is not finite. With exactly two points the standard errors are zero.
+pub fn fit_line(xs: &[f64], ys: &[f64]) -> Option<Line> {
+    fit_weighted_line(xs, ys, &vec![1.0; xs.len()])
+}
+
+/// Weighted least squares: minimises `sum w_i (y_i - a - b x_i)^2`. Weights must be
+/// non-negative with at least two distinct `x` carrying positive weight.
+pub fn fit_weighted_line(xs: &[f64], ys: &[f64], weights: &[f64]) -> Option<Line> {
+    let n = xs.len();
+    if n < 2 || ys.len() != n || weights.len() != n {
+        return None;
+    }
+    if xs.iter().chain(ys).chain(weights).any(|v| !v.is_finite())
+        || weights.iter().any(|&w| w < 0.0)
+    {
+        return None;
+    }
+    let w_sum: f64 = weights.iter().sum();
+    if w_sum <= 0.0 {
+        return None;
+    }
+    let mean_x = xs.iter().zip(weights).map(|(x, w)| x * w).sum::<f64>() / w_sum;
+    let mean_y = ys.iter().zip(weights).map(|(y, w)| y * w).sum::<f64>() / w_sum;
+    let (mut sxx, mut sxy) = (0.0, 0.0);
+    for i in 0..n {
+        let dx = xs[i] - mean_x;
+        sxx += weights[i] * dx * dx;
+        sxy += weights[i] * dx * (ys[i] - mean_y);
+    }
+    if sxx <= 0.0 || !sxx.is_finite() {
+        return None;
+    }
+    let slope = sxy / sxx;
+    let intercept = mean_y - slope * mean_x;
+    let sse: f64 = (0..n)
+        .map(|i| weights[i] * (ys[i] - intercept - slope * xs[i]).powi(2))
+        .sum();
+    let effective = weights.iter().filter(|&&w| w > 0.0).count();
+    let dof = effective.saturating_sub(2);
+    let sigma2 = if dof > 0 {
+        sse / dof as f64 * effective as f64 / w_sum
+    } else {
+        0.0
+    };
+    let slope_stderr = (sigma2 / sxx * w_sum / effective as f64).sqrt();
+    let intercept_stderr = (sigma2
+        * (1.0 / effective as f64 + mean_x * mean_x / sxx * w_sum / effective as f64))
+        .sqrt();
+    Some(Line {
+        intercept,
+        slope,
+        slope_stderr,
+        intercept_stderr,
+        rms_residual: (sse / w_sum).sqrt(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_line_is_recovered_with_zero_error() {
+        let xs = [1.0, 2.0, 3.0, 4.0];
+        let ys: Vec<f64> = xs.iter().map(|x| 3.0 + 0.5 * x).collect();
+        let line = fit_line(&xs, &ys).unwrap();
+        assert!((line.slope - 0.5).abs() < 1e-12);
+        assert!((line.intercept - 3.0).abs() < 1e-12);
+        assert!(line.slope_stderr < 1e-12 && line.rms_residual < 1e-12);
+        assert_eq!(line.at(10.0), line.intercept + 10.0 * line.slope);
+    }
+
+    #[test]
+    fn standard_error_matches_textbook_example() {
+        // Fit: y = x, residuals (1, -1, -1, 1): sse 4, s^2 = 4 / 2, sxx = 5, so
+        // stderr = sqrt(2 / 5).
+        let xs = [0.0, 1.0, 2.0, 3.0];
+        let ys = [1.0, 0.0, 1.0, 4.0];
+        let line = fit_line(&xs, &ys).unwrap();
+        assert!((line.slope - 1.0).abs() < 1e-12);
+        assert!(line.intercept.abs() < 1e-12, "{line:?}");
+        assert!((line.slope_stderr - 0.4f64.sqrt()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn weights_of_zero_ignore_points() {
+        let xs = [0.0, 1.0, 2.0, 3.0];
+        let ys = [0.0, 1.0, 2.0, 100.0];
+        let line = fit_weighted_line(&xs, &ys, &[1.0, 1.0, 1.0, 0.0]).unwrap();
+        assert!((line.slope - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn degenerate_inputs_are_refused() {
+        assert!(fit_line(&[1.0], &[1.0]).is_none());
+        assert!(fit_line(&[1.0, 1.0], &[1.0, 2.0]).is_none());
+        assert!(fit_line(&[1.0, 2.0], &[1.0]).is_none());
+        assert!(fit_line(&[1.0, f64::NAN], &[1.0, 2.0]).is_none());
+    }
+}

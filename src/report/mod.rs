@@ -1,0 +1,10 @@
+//! Rendering results: metadata every result carries, human tables, JSON, JSON lines.
+//!
+//! Exporters are pure functions from results to bytes (hyperfine's
+//! `Exporter::serialize`); measuring and statistics live elsewhere.
+
+pub mod jsonl;
+pub mod meta;
+pub mod table;
+
+pub use meta::{BuildFacts, Meta};
