@@ -9,6 +9,7 @@
 //! - [`model`]: least squares, change points, LogGP parameters.
 //! - [`stats`]: summaries and tests.
 //! - [`report`]: metadata, tables, JSON lines.
+//! - [`sizes`]: `--sizes` specifications.
 //!
 //! Transports are separate crates implementing [`ngauge_transport::Transport`].
 #![deny(unsafe_code)]
@@ -17,6 +18,7 @@ pub mod clock;
 pub mod launch;
 pub mod model;
 pub mod report;
+pub mod sizes;
 pub mod stats;
 
 pub use ngauge_transport as transport;
