@@ -1,0 +1,244 @@
+//! Where things live: work-request ids, registered buffer sizes, the control-slot
+//! area of the write path, and region bounds.
+//!
+//! Every work request carries a 64-bit `wr_id` that comes back in its completion;
+//! ours says what the request was ([`WrKind`]) and which request or slot it
+//! belongs to. The write path keeps one registered area of small slots per peer:
+//! `recv_depth` receive slots (advertisements land there; RDMA writes with
+//! immediate consume one receive request each) followed by `send_depth` slots from
+//! which advertisements are sent.
+
+use ngauge_transport::{BufferId, Region, TransportError};
+
+/// What a work request was posted for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WrKind {
+    /// A data send or RDMA write of request `index`.
+    DataSend,
+    /// A receive posted straight into the region of request `index` (send path).
+    DataRecv,
+    /// A receive into control slot `index` (write path).
+    SlotRecv,
+    /// An advertisement sent from control slot `index` (write path).
+    SlotSend,
+}
+
+const KIND_SHIFT: u32 = 62;
+const INDEX_MASK: u64 = (1 << KIND_SHIFT) - 1;
+
+/// Packs kind and index into a `wr_id`. Indices use the low 62 bits.
+pub fn wr_id(kind: WrKind, index: u64) -> u64 {
+    let k = match kind {
+        WrKind::DataSend => 0,
+        WrKind::DataRecv => 1,
+        WrKind::SlotRecv => 2,
+        WrKind::SlotSend => 3,
+    };
+    (k << KIND_SHIFT) | (index & INDEX_MASK)
+}
+
+/// Inverse of [`wr_id`].
+pub fn split_wr_id(id: u64) -> (WrKind, u64) {
+    let kind = match id >> KIND_SHIFT {
+        0 => WrKind::DataSend,
+        1 => WrKind::DataRecv,
+        2 => WrKind::SlotRecv,
+        _ => WrKind::SlotSend,
+    };
+    (kind, id & INDEX_MASK)
+}
+
+/// Alignment of registered buffers: a page, so that registration pins whole pages
+/// a buffer does not share with the heap.
+pub const BUFFER_ALIGN: usize = 4096;
+
+/// Bytes to allocate for a buffer of `len` bytes: at least one (a zero-length
+/// memory registration is refused by some providers), rounded up to the page.
+pub fn alloc_bytes(len: usize) -> Option<usize> {
+    let len = len.max(1);
+    len.checked_add(BUFFER_ALIGN - 1)
+        .map(|n| n / BUFFER_ALIGN * BUFFER_ALIGN)
+}
+
+/// Size of one control slot (an advertisement is 20 bytes).
+pub const SLOT_BYTES: usize = 32;
+
+/// The control-slot area of the write path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlotLayout {
+    /// Ranks in the job (one block of slots per rank; our own block is unused).
+    pub ranks: usize,
+    /// Receive slots per peer.
+    pub recv_depth: usize,
+    /// Send slots per peer.
+    pub send_depth: usize,
+}
+
+impl SlotLayout {
+    /// Slots per peer block.
+    pub fn per_peer(&self) -> usize {
+        self.recv_depth + self.send_depth
+    }
+
+    /// Total bytes of the area.
+    pub fn bytes(&self) -> usize {
+        self.ranks * self.per_peer() * SLOT_BYTES
+    }
+
+    /// Global index of receive slot `i` of `peer`.
+    pub fn recv_slot(&self, peer: usize, i: usize) -> usize {
+        debug_assert!(i < self.recv_depth);
+        peer * self.per_peer() + i
+    }
+
+    /// Global index of send slot `i` of `peer`.
+    pub fn send_slot(&self, peer: usize, i: usize) -> usize {
+        debug_assert!(i < self.send_depth);
+        peer * self.per_peer() + self.recv_depth + i
+    }
+
+    /// Which peer a global slot index belongs to, and whether it is a receive slot.
+    pub fn owner(&self, slot: usize) -> Option<(usize, bool)> {
+        let peer = slot / self.per_peer();
+        (peer < self.ranks).then(|| (peer, slot % self.per_peer() < self.recv_depth))
+    }
+
+    /// Byte offset of a slot in the area.
+    pub fn offset(&self, slot: usize) -> usize {
+        slot * SLOT_BYTES
+    }
+}
+
+/// The byte range of `region` in a buffer of `capacity` bytes, or the error that
+/// names it.
+pub fn region_range(
+    region: Region,
+    capacity: usize,
+) -> Result<std::ops::Range<usize>, TransportError> {
+    match region.offset.checked_add(region.len) {
+        Some(end) if end <= capacity => Ok(region.offset..end),
+        _ => Err(TransportError::RegionOutOfBounds {
+            transport: "verbs",
+            buffer: region.buffer,
+            offset: region.offset,
+            len: region.len,
+            capacity,
+        }),
+    }
+}
+
+/// A verbs message is at most 2^31 bytes (`max_msg_sz` of every current device);
+/// lengths travel as u32.
+pub fn check_len(len: usize, max_msg_bytes: u32) -> Result<u32, TransportError> {
+    if len > max_msg_bytes as usize {
+        return Err(TransportError::TooLarge {
+            transport: "verbs",
+            len_bytes: len,
+            max_bytes: max_msg_bytes as usize,
+        });
+    }
+    Ok(len as u32)
+}
+
+/// Immediate data of a write: the message length, with the top bit set when the
+/// sender refused to write because the advertised length differed (the receiver
+/// then reports the mismatch too instead of waiting forever).
+pub fn write_imm(len: u32, mismatch: bool) -> u32 {
+    (len & 0x7fff_ffff) | if mismatch { 0x8000_0000 } else { 0 }
+}
+
+/// Inverse of [`write_imm`]: (length, mismatch).
+pub fn split_write_imm(imm: u32) -> (u32, bool) {
+    (imm & 0x7fff_ffff, imm & 0x8000_0000 != 0)
+}
+
+/// Whether a send of `len` bytes goes inline (copied into the work request by the
+/// CPU, no DMA read of the buffer, so the buffer is free when the post returns).
+pub fn goes_inline(len: usize, max_inline: u32) -> bool {
+    len > 0 && len <= max_inline as usize
+}
+
+/// Unused-buffer handle check helper: the index a [`BufferId`] addresses.
+pub fn buffer_index(buffer: BufferId) -> usize {
+    buffer.0 as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wr_ids_roundtrip_every_kind() {
+        for kind in [
+            WrKind::DataSend,
+            WrKind::DataRecv,
+            WrKind::SlotRecv,
+            WrKind::SlotSend,
+        ] {
+            for index in [0, 1, 12345, INDEX_MASK] {
+                assert_eq!(split_wr_id(wr_id(kind, index)), (kind, index));
+            }
+        }
+        assert_ne!(wr_id(WrKind::DataSend, 5), wr_id(WrKind::DataRecv, 5));
+    }
+
+    #[test]
+    fn alloc_sizes_are_page_multiples_and_never_zero() {
+        assert_eq!(alloc_bytes(0), Some(4096));
+        assert_eq!(alloc_bytes(1), Some(4096));
+        assert_eq!(alloc_bytes(4096), Some(4096));
+        assert_eq!(alloc_bytes(4097), Some(8192));
+        assert_eq!(alloc_bytes(usize::MAX), None);
+    }
+
+    #[test]
+    fn slot_layout_partitions_the_area() {
+        let l = SlotLayout {
+            ranks: 3,
+            recv_depth: 4,
+            send_depth: 2,
+        };
+        assert_eq!(l.bytes(), 3 * 6 * SLOT_BYTES);
+        let mut seen = std::collections::HashSet::new();
+        for peer in 0..3 {
+            for i in 0..4 {
+                let s = l.recv_slot(peer, i);
+                assert_eq!(l.owner(s), Some((peer, true)));
+                assert!(seen.insert(s));
+            }
+            for i in 0..2 {
+                let s = l.send_slot(peer, i);
+                assert_eq!(l.owner(s), Some((peer, false)));
+                assert!(seen.insert(s));
+            }
+        }
+        assert_eq!(seen.len(), 18);
+        assert!(seen.iter().all(|&s| l.offset(s) + SLOT_BYTES <= l.bytes()));
+        assert_eq!(l.owner(18), None);
+    }
+
+    #[test]
+    fn regions_are_checked_without_overflow() {
+        let b = BufferId(0);
+        assert_eq!(region_range(b.region(2, 3), 5).unwrap(), 2..5);
+        assert!(region_range(b.region(3, 3), 5).is_err());
+        assert!(region_range(b.region(usize::MAX, 2), 5).is_err());
+        assert_eq!(region_range(b.prefix(0), 0).unwrap(), 0..0);
+    }
+
+    #[test]
+    fn lengths_and_immediates() {
+        assert_eq!(check_len(10, 1 << 31).unwrap(), 10);
+        assert!(matches!(
+            check_len(11, 10),
+            Err(TransportError::TooLarge { len_bytes: 11, .. })
+        ));
+        assert_eq!(split_write_imm(write_imm(1 << 20, false)), (1 << 20, false));
+        assert_eq!(split_write_imm(write_imm(7, true)), (7, true));
+        assert!(goes_inline(1, 64));
+        assert!(goes_inline(64, 64));
+        assert!(!goes_inline(65, 64));
+        assert!(!goes_inline(0, 64));
+        assert!(!goes_inline(1, 0));
+    }
+}
