@@ -129,6 +129,57 @@ pub struct GlobalArgs {
     /// control operation; a lost rank is reported within it.
     #[arg(long, global = true, default_value_t = 30.0, value_name = "SECONDS", value_parser = parse_timeout)]
     pub timeout: f64,
+
+    #[command(flatten)]
+    pub verbs: VerbsArgs,
+}
+
+/// Flags of the verbs transport (`-t verbs`).
+#[derive(Debug, Args, Clone)]
+pub struct VerbsArgs {
+    /// RDMA device to use (see `ibv_devices`); default: the first one.
+    #[arg(
+        long,
+        global = true,
+        value_name = "NAME",
+        help_heading = "Verbs (-t verbs)"
+    )]
+    pub device: Option<String>,
+
+    /// Port of the device, 1-based.
+    #[arg(long, global = true, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u8).range(1..), help_heading = "Verbs (-t verbs)")]
+    pub port: u8,
+
+    /// GID table index for RoCE or routed InfiniBand (see `ibv_devinfo -v`); default:
+    /// no GRH on InfiniBand, the first IPv4-mapped GID on RoCE.
+    #[arg(
+        long,
+        global = true,
+        value_name = "N",
+        help_heading = "Verbs (-t verbs)"
+    )]
+    pub gid_index: Option<u8>,
+
+    /// Data path: `send` (send/recv into pre-posted receives) or `write` (RDMA write
+    /// with immediate into the region the receiver advertised).
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value = "send",
+        value_name = "OP",
+        help_heading = "Verbs (-t verbs)"
+    )]
+    pub verbs_op: VerbsOpArg,
+}
+
+/// `--verbs-op` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum VerbsOpArg {
+    /// Two-sided send/recv.
+    Send,
+    /// One-sided RDMA write with immediate.
+    Write,
 }
 
 fn parse_timeout(s: &str) -> Result<f64, String> {
@@ -202,6 +253,17 @@ pub enum SelftestCommand {
         /// Barriers before --die-rank kills itself.
         #[arg(long, default_value_t = 10)]
         die_after: u64,
+    },
+    /// Ping-pong with data checks between ranks 0 and 1 over the first `-t`
+    /// transport (sizes 1 B .. --max in powers of two); rank 0 prints one line
+    /// per size.
+    Pingpong {
+        /// Largest message in bytes.
+        #[arg(long, default_value_t = 1 << 20)]
+        max: usize,
+        /// Round trips per size.
+        #[arg(long, default_value_t = 20)]
+        iters: usize,
     },
 }
 

@@ -3,6 +3,7 @@
 mod info;
 mod selftest;
 mod timer;
+mod verbs;
 
 use crate::cli::{Cli, Command, GlobalArgs};
 use ngauge::launch::{self, LaunchError, LaunchOptions, Started, World};

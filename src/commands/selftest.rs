@@ -28,5 +28,77 @@ pub fn run(global: &GlobalArgs, cmd: &SelftestCommand) -> anyhow::Result<()> {
             }
             Ok(())
         }),
+        SelftestCommand::Pingpong { max, iters } => {
+            super::with_world(global, |world| pingpong(global, world, max, iters))
+        }
     }
+}
+
+/// Ranks 0 and 1 ping-pong every power-of-two size up to `max` with a data check;
+/// the other ranks only connect.
+fn pingpong(
+    global: &GlobalArgs,
+    world: &mut ngauge::launch::World,
+    max: usize,
+    iters: usize,
+) -> anyhow::Result<()> {
+    use ngauge_transport::WaitMode;
+    // Online cores, not the affinity mask (a pinned rank sees one core).
+    let cores = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|list| ngauge::clock::parse_cpu_list(&list))
+        .map_or_else(ngauge::clock::available_cores, |c| c.len());
+    let wait = if world.ranks_on_host <= cores {
+        WaitMode::Poll
+    } else {
+        WaitMode::Block
+    };
+    let mut t = match global.transport.first() {
+        Some(crate::cli::TransportName::Verbs) => super::verbs::open(world, global, wait)?,
+        _ => anyhow::bail!("selftest pingpong runs over -t verbs only"),
+    };
+    let me = world.rank;
+    if me > 1 {
+        world.control.barrier()?;
+        return Ok(());
+    }
+    let peer = 1 - me;
+    let fill = |size: usize, round: usize, from: usize| -> Vec<u8> {
+        (0..size)
+            .map(|i| (i.wrapping_mul(31) ^ round.wrapping_mul(7) ^ (from * 101)) as u8)
+            .collect()
+    };
+    let sbuf = t.alloc_buffer(max)?;
+    let rbuf = t.alloc_buffer(max)?;
+    let mut size = 1;
+    while size <= max {
+        let mut half_rtt_us = Vec::with_capacity(iters);
+        for round in 0..iters {
+            t.buffer_mut(sbuf)?[..size].copy_from_slice(&fill(size, round, me));
+            let start = std::time::Instant::now();
+            if me == 0 {
+                t.send(peer, sbuf.prefix(size))?;
+                t.recv(peer, rbuf.prefix(size))?;
+            } else {
+                t.recv(peer, rbuf.prefix(size))?;
+                t.send(peer, sbuf.prefix(size))?;
+            }
+            half_rtt_us.push(start.elapsed().as_secs_f64() * 1e6 / 2.0);
+            if t.buffer(rbuf)?[..size] != fill(size, round, peer)[..] {
+                anyhow::bail!("data check failed: size {size} round {round}");
+            }
+        }
+        half_rtt_us.sort_by(f64::total_cmp);
+        if me == 0 {
+            println!(
+                "{} ({}) size {size} median half round trip {:.2} us (data checked)",
+                t.name(),
+                t.wait_mode().as_str(),
+                half_rtt_us[half_rtt_us.len() / 2]
+            );
+        }
+        size *= 2;
+    }
+    world.control.barrier()?;
+    Ok(())
 }

@@ -1343,6 +1343,12 @@ impl VerbsTransport {
                     }
                     std::hint::spin_loop();
                 }
+                // Nothing for a while: let anything runnable on this core go first.
+                // Soft-RoCE (rxe) moves packets in softirq context, which runs in
+                // ksoftirqd when raised from a process: a rank that never yields
+                // would hold it off for a whole scheduler tick per message. On a
+                // hardware device completions arrive within the spin above.
+                std::thread::yield_now();
             }
             WaitMode::Block => {
                 if self.poll()? > 0 {
