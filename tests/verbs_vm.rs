@@ -73,7 +73,13 @@ fn ngauge_points(section: &str) -> Vec<(usize, f64)> {
         .filter(|l| l.contains("data checked"))
         .filter_map(|l| {
             let size = l.split(" size ").nth(1)?.split(' ').next()?.parse().ok()?;
-            let us = l.split("round trip ").nth(1)?.split(' ').next()?.parse().ok()?;
+            let us = l
+                .split("round trip ")
+                .nth(1)?
+                .split(' ')
+                .next()?
+                .parse()
+                .ok()?;
             Some((size, us))
         })
         .collect()
@@ -87,7 +93,9 @@ fn perftest_typical(section: &str) -> Option<f64> {
 }
 
 fn section<'a>(log: &'a str, title: &str) -> &'a str {
-    let start = log.find(&format!("=== {title}")).map_or(log.len(), |i| i + 4);
+    let start = log
+        .find(&format!("=== {title}"))
+        .map_or(log.len(), |i| i + 4);
     let rest = &log[start..];
     &rest[..rest.find("=== ").unwrap_or(rest.len())]
 }
@@ -142,7 +150,10 @@ fn verbs_over_soft_roce_in_a_vm() {
     eprintln!("op     ngauge 1 B half-RTT [us]   perftest 1 B t_typical [us]   ratio");
     for (op, tool, ours, theirs) in rows {
         match theirs {
-            Some(t) => eprintln!("{op:<6} {ours:>24.2}   {tool} {t:>14.2}   {:>6.2}", ours / t),
+            Some(t) => eprintln!(
+                "{op:<6} {ours:>24.2}   {tool} {t:>14.2}   {:>6.2}",
+                ours / t
+            ),
             None => eprintln!("{op:<6} {ours:>24.2}   {tool}: no result"),
         }
     }

@@ -91,10 +91,11 @@ fn pingpong(
         half_rtt_us.sort_by(f64::total_cmp);
         if me == 0 {
             println!(
-                "{} ({}) size {size} median half round trip {:.2} us (data checked)",
+                "{} ({}) size {size} median half round trip {:.2} us min {:.2} us (data checked)",
                 t.name(),
                 t.wait_mode().as_str(),
-                half_rtt_us[half_rtt_us.len() / 2]
+                half_rtt_us[half_rtt_us.len() / 2],
+                half_rtt_us[0]
             );
         }
         size *= 2;

@@ -381,8 +381,10 @@ struct Resources {
     pd: *mut ibv_pd,
     channel: *mut ibv_comp_channel,
     cq: *mut ibv_cq,
-    /// Indexed by rank; null for this rank.
+    /// Message QPs, indexed by rank; null for this rank.
     qps: Vec<*mut ibv_qp>,
+    /// Bulk QPs (send path), indexed by rank; null for this rank and on the write path.
+    bulk: Vec<*mut ibv_qp>,
     buffers: Vec<Option<Buffer>>,
     slots: Option<Registered>,
     unacked_events: u32,
@@ -400,7 +402,7 @@ impl Drop for Resources {
         // destroyed once, children before parents (QPs and MRs before the CQ and the
         // PD, the CQ before its channel, everything before the context).
         unsafe {
-            for qp in self.qps.drain(..) {
+            for qp in self.qps.drain(..).chain(self.bulk.drain(..)) {
                 if !qp.is_null() {
                     ibv_destroy_qp(qp);
                 }
@@ -487,14 +489,18 @@ struct Request {
 
 #[derive(Debug, Default)]
 struct Peer {
-    qpn: u32,
+    /// Sends outstanding on both QPs together (each QP holds `depth`).
     sq_used: u32,
     rq_used: u32,
     adverts: VecDeque<Advert>,
     queued_sends: VecDeque<u64>,
     queued_recvs: VecDeque<u64>,
-    /// Write path: receives whose advertisement went out, in order.
-    advertised: VecDeque<u64>,
+    /// Receives waiting for a message in a slot (eager on the send path, RDMA
+    /// write with immediate on the write path), in posting order.
+    awaiting: VecDeque<u64>,
+    /// Send path: eager messages that arrived before their receive was posted:
+    /// (slot, length). Their slots are re-posted once copied out.
+    unexpected: VecDeque<(usize, usize)>,
     next_send_slot: usize,
     broken: Option<String>,
 }
@@ -605,6 +611,7 @@ fn prepare(
         channel: std::ptr::null_mut(),
         cq: std::ptr::null_mut(),
         qps: vec![std::ptr::null_mut(); size],
+        bulk: vec![std::ptr::null_mut(); size],
         buffers: Vec::new(),
         slots: None,
         unacked_events: 0,
@@ -655,36 +662,45 @@ fn prepare(
         ^ u64::from(std::process::id());
     let mut max_inline = u32::MAX;
     let mut qps = vec![QpAddr::default(); size];
-    let mut peers: Vec<Peer> = (0..size).map(|_| Peer::default()).collect();
+    let mut bulk = vec![QpAddr::default(); size];
+    let peers: Vec<Peer> = (0..size).map(|_| Peer::default()).collect();
     for peer in (0..size).filter(|&p| p != rank) {
-        let (qp, granted) = create_qp(&res, depth, opts.max_inline)?;
-        res.qps[peer] = qp;
-        max_inline = max_inline.min(granted);
-        modify(qp, &qp::to_init(&local), o.port)
-            .map_err(|e| setup(format!("queue pair for rank {peer} RESET->INIT: {e}")))?;
-        // SAFETY: `qp` is live.
-        let qpn = unsafe { (*qp).qp_num };
-        peers[peer].qpn = qpn;
-        qps[peer] = QpAddr {
-            qpn,
-            psn: qp::initial_psn(rank, peer, seed),
-        };
+        for is_bulk in [false, true] {
+            if is_bulk && opts.op == VerbsOp::Write {
+                continue;
+            }
+            let (qp, granted) = create_qp(&res, depth, opts.max_inline)?;
+            if is_bulk {
+                res.bulk[peer] = qp;
+            } else {
+                res.qps[peer] = qp;
+            }
+            max_inline = max_inline.min(granted);
+            modify(qp, &qp::to_init(&local), o.port)
+                .map_err(|e| setup(format!("queue pair for rank {peer} RESET->INIT: {e}")))?;
+            let addr = QpAddr {
+                // SAFETY: `qp` is live.
+                qpn: unsafe { (*qp).qp_num },
+                psn: qp::initial_psn(rank, peer + usize::from(is_bulk) * size, seed),
+            };
+            if is_bulk {
+                bulk[peer] = addr;
+            } else {
+                qps[peer] = addr;
+            }
+        }
     }
     if max_inline == u32::MAX {
         max_inline = 0;
     }
     let slots = SlotLayout {
         ranks: size,
-        recv_depth: if opts.op == VerbsOp::Write {
-            depth as usize
-        } else {
-            0
+        recv_depth: depth as usize,
+        recv_bytes: match opts.op {
+            VerbsOp::Send => layout::EAGER_BYTES,
+            VerbsOp::Write => SLOT_BYTES,
         },
-        send_depth: if opts.op == VerbsOp::Write {
-            depth as usize
-        } else {
-            0
-        },
+        send_depth: depth as usize,
     };
     let endpoint = Endpoint {
         op: opts.op,
@@ -692,6 +708,7 @@ fn prepare(
         lid: o.port_attr.lid,
         gid: gid.map(|(_, g)| g).unwrap_or([0; 16]),
         qps,
+        bulk,
     };
     let mut t = VerbsTransport {
         res,
@@ -713,7 +730,7 @@ fn prepare(
         inline_sends: 0,
         cq_events: 0,
     };
-    if opts.op == VerbsOp::Write && size > 1 {
+    if size > 1 {
         t.res.slots = Some(Registered::new(
             t.res.pd,
             slots.bytes(),
@@ -777,6 +794,16 @@ impl VerbsTransport {
             let rts = qp::to_rts(own.qps[peer].psn, &rel);
             modify(qp, &rts, self.local.port)
                 .map_err(|e| setup(format!("queue pair for rank {peer} RTR->RTS: {e}")))?;
+            let bulk = self.res.bulk[peer];
+            if !bulk.is_null() {
+                let rtr = qp::to_rtr(&self.local, remote, remote.bulk[self.rank], &rel);
+                modify(bulk, &rtr, self.local.port).map_err(|e| {
+                    setup(format!("bulk queue pair for rank {peer} INIT->RTR: {e}"))
+                })?;
+                let rts = qp::to_rts(own.bulk[peer].psn, &rel);
+                modify(bulk, &rts, self.local.port)
+                    .map_err(|e| setup(format!("bulk queue pair for rank {peer} RTR->RTS: {e}")))?;
+            }
         }
         Ok(())
     }
@@ -816,10 +843,10 @@ impl VerbsTransport {
     }
 
     fn post_slot_recv(&mut self, peer: Rank, slot: usize) -> Result<(), TransportError> {
-        let slots = self.res.slots.as_ref().expect("write path has slots");
+        let slots = self.res.slots.as_ref().expect("slots");
         let mut sge = ibv_sge {
             addr: slots.addr(self.slots.offset(slot)),
-            length: SLOT_BYTES as u32,
+            length: self.slots.slot_bytes(slot) as u32,
             lkey: slots.lkey(),
         };
         // SAFETY: plain data, all-zero is valid.
@@ -878,11 +905,52 @@ impl VerbsTransport {
         );
         if is_send {
             self.peers[peer].queued_sends.push_back(id);
+        } else if self.is_eager(region.len) {
+            // nothing to post: the message lands in a pre-posted slot
+            self.requests.get_mut(&id).expect("request").state = State::Posted;
+            self.peers[peer].awaiting.push_back(id);
+            if let Some((slot, len)) = self.peers[peer].unexpected.pop_front() {
+                self.deliver_eager(peer, slot, len)?;
+            }
         } else {
             self.peers[peer].queued_recvs.push_back(id);
         }
         self.pump(peer);
         Ok(RequestId(id))
+    }
+
+    /// Send path: whether a message of `len` bytes goes eagerly through a slot.
+    fn is_eager(&self, len: usize) -> bool {
+        self.op == VerbsOp::Send && len <= self.slots.recv_bytes
+    }
+
+    /// Copies an eager message out of its slot into the oldest waiting receive,
+    /// completes that receive, and re-posts the slot.
+    fn deliver_eager(&mut self, peer: Rank, slot: usize, len: usize) -> Result<(), TransportError> {
+        let id = self.peers[peer]
+            .awaiting
+            .pop_front()
+            .expect("a waiting receive");
+        let region = self.requests[&id].region;
+        let state = if len != region.len {
+            State::Failed(TransportError::SizeMismatch {
+                transport: NAME,
+                peer,
+                expected_bytes: region.len,
+                got_bytes: len,
+            })
+        } else {
+            let offset = self.slots.offset(slot);
+            let Resources { slots, buffers, .. } = &mut self.res;
+            let from = &slots.as_ref().expect("slots").bytes(offset + len)[offset..];
+            let b = buffers[region.buffer.0 as usize]
+                .as_mut()
+                .expect("busy buffer");
+            b.reg.bytes_mut(region.offset + len)[region.offset..].copy_from_slice(from);
+            State::Done
+        };
+        self.requests.get_mut(&id).expect("request").state = state;
+        self.post_slot_recv(peer, slot)
     }
 
     fn fail(&mut self, id: u64, err: TransportError) {
@@ -903,7 +971,7 @@ impl VerbsTransport {
             .queued_sends
             .drain(..)
             .chain(p.queued_recvs.drain(..))
-            .chain(p.advertised.drain(..))
+            .chain(p.awaiting.drain(..))
             .collect();
         for id in ids {
             let op = if self.requests.get(&id).is_some_and(|r| r.is_send) {
@@ -916,33 +984,27 @@ impl VerbsTransport {
         }
     }
 
-    /// Posts what is queued for `peer` as far as queue space (and, on the write
-    /// path, advertisements) allow.
+    /// Posts what is queued for `peer` as far as queue space (and advertisements)
+    /// allow.
     fn pump(&mut self, peer: Rank) {
         if self.peers[peer].broken.is_some() {
             let reason = self.peers[peer].broken.clone().unwrap_or_default();
             self.break_peer(peer, reason);
             return;
         }
-        // receives first: on the write path their advertisements unblock the peer
+        // receives first: their advertisements unblock the peer
         loop {
             let p = &self.peers[peer];
             let Some(&id) = p.queued_recvs.front() else {
                 break;
             };
-            let room = match self.op {
-                VerbsOp::Send => p.rq_used < self.depth,
-                VerbsOp::Write => p.sq_used < self.depth,
-            };
+            let room =
+                p.sq_used < self.depth && (self.op == VerbsOp::Write || p.rq_used < self.depth);
             if !room {
                 break;
             }
             self.peers[peer].queued_recvs.pop_front();
-            let posted = match self.op {
-                VerbsOp::Send => self.post_data_recv(id),
-                VerbsOp::Write => self.post_advert(id),
-            };
-            if let Err(e) = posted {
+            if let Err(e) = self.post_recv_and_advert(id) {
                 self.fail(id, e);
             }
         }
@@ -951,7 +1013,8 @@ impl VerbsTransport {
             let Some(&id) = p.queued_sends.front() else {
                 break;
             };
-            if p.sq_used >= self.depth || (self.op == VerbsOp::Write && p.adverts.is_empty()) {
+            let eager = self.is_eager(self.requests[&id].region.len);
+            if p.sq_used >= self.depth || (!eager && p.adverts.is_empty()) {
                 break;
             }
             self.peers[peer].queued_sends.pop_front();
@@ -961,6 +1024,46 @@ impl VerbsTransport {
         }
     }
 
+    /// A receive that is not eager: on the send path post it on the bulk QP, then
+    /// advertise it (so the send cannot arrive before it); on the write path only
+    /// advertise the region.
+    fn post_recv_and_advert(&mut self, id: u64) -> Result<(), TransportError> {
+        let r = &self.requests[&id];
+        let (peer, region) = (r.peer, r.region);
+        if self.op == VerbsOp::Send {
+            self.post_data_recv(id)?;
+        } else {
+            self.peers[peer].awaiting.push_back(id);
+        }
+        let b = self.buf(region.buffer)?;
+        let advert = Advert {
+            addr: b.reg.addr(region.offset),
+            rkey: b.reg.rkey(),
+            len: region.len as u32,
+        };
+        let p = &mut self.peers[peer];
+        let slot = self.slots.send_slot(peer, p.next_send_slot);
+        p.next_send_slot = (p.next_send_slot + 1) % self.slots.send_depth;
+        let offset = self.slots.offset(slot);
+        let slots = self.res.slots.as_mut().expect("slots");
+        // The slot is free: at most `depth` sends are outstanding and the ring has
+        // `depth` slots.
+        slots.bytes_mut(offset + SLOT_BYTES)[offset..offset + ADVERT_BYTES]
+            .copy_from_slice(&advert.encode());
+        let mut sge = ibv_sge {
+            addr: slots.addr(offset),
+            length: ADVERT_BYTES as u32,
+            lkey: slots.lkey(),
+        };
+        let inline = layout::goes_inline(ADVERT_BYTES, self.max_inline);
+        let wr_id = layout::wr_id(WrKind::SlotSend, slot as u64);
+        let op = ibv_wr_opcode::IBV_WR_SEND;
+        self.post_send(peer, false, wr_id, &mut sge, op, inline, None, None)?;
+        self.requests.get_mut(&id).expect("request").state = State::Posted;
+        Ok(())
+    }
+
+    /// Send path, large message: a receive straight into the region, on the bulk QP.
     fn post_data_recv(&mut self, id: u64) -> Result<(), TransportError> {
         let r = &self.requests[&id];
         let (peer, region) = (r.peer, r.region);
@@ -976,52 +1079,13 @@ impl VerbsTransport {
         wr.sg_list = &mut sge;
         wr.num_sge = 1;
         let mut bad = std::ptr::null_mut();
-        // SAFETY: the QP is live; the region lies inside a registered buffer that is
-        // marked busy (cannot be freed or touched) until this request retires.
-        let rc = unsafe { ibv_post_recv(self.res.qps[peer], &mut wr, &mut bad) };
+        // SAFETY: the bulk QP is live; the region lies inside a registered buffer
+        // that is marked busy (cannot be freed or touched) until this request retires.
+        let rc = unsafe { ibv_post_recv(self.res.bulk[peer], &mut wr, &mut bad) };
         if rc != 0 {
             return Err(self.io(peer, "post receive", rc_error(rc)));
         }
         self.peers[peer].rq_used += 1;
-        self.requests.get_mut(&id).expect("request").state = State::Posted;
-        Ok(())
-    }
-
-    fn post_advert(&mut self, id: u64) -> Result<(), TransportError> {
-        let r = &self.requests[&id];
-        let (peer, region) = (r.peer, r.region);
-        let b = self.buf(region.buffer)?;
-        let advert = Advert {
-            addr: b.reg.addr(region.offset),
-            rkey: b.reg.rkey(),
-            len: region.len as u32,
-        };
-        let p = &mut self.peers[peer];
-        let slot = self.slots.send_slot(peer, p.next_send_slot);
-        p.next_send_slot = (p.next_send_slot + 1) % self.slots.send_depth;
-        let offset = self.slots.offset(slot);
-        let slots = self.res.slots.as_mut().expect("write path has slots");
-        // The slot is free: at most `depth` sends are outstanding on this QP and the
-        // ring has `depth` slots.
-        slots.bytes_mut(offset + SLOT_BYTES)[offset..offset + ADVERT_BYTES]
-            .copy_from_slice(&advert.encode());
-        let mut sge = ibv_sge {
-            addr: slots.addr(offset),
-            length: ADVERT_BYTES as u32,
-            lkey: slots.lkey(),
-        };
-        let inline = layout::goes_inline(ADVERT_BYTES, self.max_inline);
-        self.post_send(
-            peer,
-            layout::wr_id(WrKind::SlotSend, slot as u64),
-            &mut sge,
-            ibv_wr_opcode::IBV_WR_SEND,
-            inline,
-            None,
-            None,
-        )?;
-        self.peers[peer].advertised.push_back(id);
-        self.requests.get_mut(&id).expect("request").state = State::Posted;
         Ok(())
     }
 
@@ -1034,52 +1098,47 @@ impl VerbsTransport {
             length: region.len as u32,
             lkey: b.reg.lkey(),
         };
+        let len = region.len as u32;
         let inline = layout::goes_inline(region.len, self.max_inline);
         let wr_id = layout::wr_id(WrKind::DataSend, id);
-        match self.op {
-            VerbsOp::Send => self.post_send(
-                peer,
-                wr_id,
-                &mut sge,
-                ibv_wr_opcode::IBV_WR_SEND,
-                inline,
-                None,
-                None,
-            )?,
-            VerbsOp::Write => {
-                let advert = self.peers[peer]
-                    .adverts
-                    .pop_front()
-                    .expect("checked by pump");
-                let len = region.len as u32;
-                if advert.len == len {
-                    self.post_send(
-                        peer,
-                        wr_id,
-                        &mut sge,
-                        ibv_wr_opcode::IBV_WR_RDMA_WRITE_WITH_IMM,
-                        inline,
-                        Some(layout::write_imm(len, false)),
-                        Some((advert.addr, advert.rkey)),
-                    )?;
-                } else {
-                    // Write nothing, but tell the receiver, so both sides fail.
-                    sge.length = 0;
-                    self.post_send(
-                        peer,
-                        wr_id,
-                        &mut sge,
-                        ibv_wr_opcode::IBV_WR_RDMA_WRITE_WITH_IMM,
-                        false,
-                        Some(layout::write_imm(len, true)),
-                        Some((advert.addr, advert.rkey)),
-                    )?;
-                    self.requests.get_mut(&id).expect("request").mismatch = Some(advert.len);
+        let mut mismatch = None;
+        if self.is_eager(region.len) {
+            // into the peer's next pre-posted slot; the immediate marks it as data
+            let op = ibv_wr_opcode::IBV_WR_SEND_WITH_IMM;
+            self.post_send(peer, false, wr_id, &mut sge, op, inline, Some(len), None)?;
+        } else {
+            let advert = self.peers[peer]
+                .adverts
+                .pop_front()
+                .expect("checked by pump");
+            if advert.len != len {
+                mismatch = Some(advert.len);
+            }
+            match self.op {
+                // into the receive posted on the bulk QP before this advertisement;
+                // a length mismatch shows at the receiver too (short or too long)
+                VerbsOp::Send => {
+                    let op = ibv_wr_opcode::IBV_WR_SEND;
+                    self.post_send(peer, true, wr_id, &mut sge, op, inline, None, None)?;
+                }
+                VerbsOp::Write => {
+                    let op = ibv_wr_opcode::IBV_WR_RDMA_WRITE_WITH_IMM;
+                    let remote = Some((advert.addr, advert.rkey));
+                    if mismatch.is_none() {
+                        let imm = Some(layout::write_imm(len, false));
+                        self.post_send(peer, false, wr_id, &mut sge, op, inline, imm, remote)?;
+                    } else {
+                        // write nothing, but tell the receiver, so both sides fail
+                        sge.length = 0;
+                        let imm = Some(layout::write_imm(len, true));
+                        self.post_send(peer, false, wr_id, &mut sge, op, false, imm, remote)?;
+                    }
                 }
             }
         }
         let r = self.requests.get_mut(&id).expect("request");
-        if inline && r.mismatch.is_none() {
+        r.mismatch = mismatch;
+        if inline && mismatch.is_none() {
             // The data was copied into the work request: the buffer is free now, as
             // in C verbs code. The completion is still reaped (every send is
             // signaled) to account for send-queue space.
@@ -1096,6 +1155,7 @@ impl VerbsTransport {
     fn post_send(
         &mut self,
         peer: Rank,
+        bulk: bool,
         wr_id: u64,
         sge: &mut ibv_sge,
         opcode: ibv_wr_opcode::Type,
@@ -1123,12 +1183,17 @@ impl VerbsTransport {
             wr.wr.rdma.remote_addr = addr;
             wr.wr.rdma.rkey = rkey;
         }
+        let qp = if bulk {
+            self.res.bulk[peer]
+        } else {
+            self.res.qps[peer]
+        };
         let mut bad = std::ptr::null_mut();
         // SAFETY: the QP is live and in RTS; `wr` and the sge it points to are valid
         // for the call; the source memory is registered and stays allocated (busy
         // buffer or slot ring) until the completion is polled. ibv_post_send is the
         // verbs.h inline that calls the provider through the context ops table.
-        let rc = unsafe { ibv_post_send(self.res.qps[peer], &mut wr, &mut bad) };
+        let rc = unsafe { ibv_post_send(qp, &mut wr, &mut bad) };
         if rc != 0 {
             return Err(self.io(peer, "post send", rc_error(rc)));
         }
@@ -1263,11 +1328,12 @@ impl VerbsTransport {
                     return Ok(Some(peer));
                 }
                 let slot = index as usize;
+                let with_imm = wc.wc_flags & ibv_wc_flags::IBV_WC_WITH_IMM.0 != 0;
                 if wc.opcode == ibv_wc_opcode::IBV_WC_RECV_RDMA_WITH_IMM {
                     // SAFETY: reading the imm member of a completion that has one.
                     let imm = u32::from_be(unsafe { wc.imm_data_invalidated_rkey_union.imm_data });
                     let (got, refused) = layout::split_write_imm(imm);
-                    match self.peers[peer].advertised.pop_front() {
+                    match self.peers[peer].awaiting.pop_front() {
                         Some(id) => {
                             let len = self.requests[&id].region.len;
                             let state = if refused || got as usize != len {
@@ -1287,6 +1353,16 @@ impl VerbsTransport {
                             format!("rank {peer} wrote {got} bytes that no receive had advertised"),
                         ),
                     }
+                } else if with_imm {
+                    // an eager message: to the oldest waiting receive, or kept in its
+                    // slot until one is posted
+                    let len = wc.byte_len as usize;
+                    if self.peers[peer].awaiting.is_empty() {
+                        self.peers[peer].unexpected.push_back((slot, len));
+                    } else {
+                        self.deliver_eager(peer, slot, len)?;
+                    }
+                    return Ok(Some(peer));
                 } else {
                     let offset = self.slots.offset(slot);
                     let bytes = self

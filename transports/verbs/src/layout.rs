@@ -4,11 +4,12 @@
 //! Every work request carries a 64-bit `wr_id` that comes back in its completion;
 //! ours says what the request was ([`WrKind`]) and which request or slot it
 //! belongs to. The write path keeps one registered area of small slots per peer:
-//! `recv_depth` receive slots (advertisements land there; RDMA writes with
-//! immediate consume one receive request each) followed by `send_depth` slots from
-//! which advertisements are sent.
+//! `recv_depth` receive slots of `recv_bytes` each (eager messages and
+//! advertisements land there; RDMA writes with immediate consume one receive request
+//! each) followed by `send_depth` slots of [`SLOT_BYTES`] from which advertisements
+//! are sent.
 
-use ngauge_transport::{BufferId, Region, TransportError};
+use ngauge_transport::{Region, TransportError};
 
 /// What a work request was posted for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,8 +61,13 @@ pub fn alloc_bytes(len: usize) -> Option<usize> {
         .map(|n| n / BUFFER_ALIGN * BUFFER_ALIGN)
 }
 
-/// Size of one control slot (an advertisement is 20 bytes).
+/// Size of one advertisement slot (an advertisement is 20 bytes).
 pub const SLOT_BYTES: usize = 32;
+
+/// Largest message the send path delivers eagerly (into a pre-posted receive slot,
+/// copied out on arrival); larger ones go to a receive posted before its
+/// advertisement (rendezvous), on the bulk QP.
+pub const EAGER_BYTES: usize = 4096;
 
 /// The control-slot area of the write path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,6 +76,8 @@ pub struct SlotLayout {
     pub ranks: usize,
     /// Receive slots per peer.
     pub recv_depth: usize,
+    /// Bytes per receive slot (a multiple of [`SLOT_BYTES`]).
+    pub recv_bytes: usize,
     /// Send slots per peer.
     pub send_depth: usize,
 }
@@ -80,9 +88,22 @@ impl SlotLayout {
         self.recv_depth + self.send_depth
     }
 
+    /// Bytes of one peer's block.
+    fn block_bytes(&self) -> usize {
+        self.recv_depth * self.recv_bytes + self.send_depth * SLOT_BYTES
+    }
+
     /// Total bytes of the area.
     pub fn bytes(&self) -> usize {
-        self.ranks * self.per_peer() * SLOT_BYTES
+        self.ranks * self.block_bytes()
+    }
+
+    /// Capacity of a slot in bytes.
+    pub fn slot_bytes(&self, slot: usize) -> usize {
+        match self.owner(slot) {
+            Some((_, true)) => self.recv_bytes,
+            _ => SLOT_BYTES,
+        }
     }
 
     /// Global index of receive slot `i` of `peer`.
@@ -105,7 +126,13 @@ impl SlotLayout {
 
     /// Byte offset of a slot in the area.
     pub fn offset(&self, slot: usize) -> usize {
-        slot * SLOT_BYTES
+        let (peer, i) = (slot / self.per_peer(), slot % self.per_peer());
+        let base = peer * self.block_bytes();
+        if i < self.recv_depth {
+            base + i * self.recv_bytes
+        } else {
+            base + self.recv_depth * self.recv_bytes + (i - self.recv_depth) * SLOT_BYTES
+        }
     }
 }
 
@@ -158,14 +185,10 @@ pub fn goes_inline(len: usize, max_inline: u32) -> bool {
     len > 0 && len <= max_inline as usize
 }
 
-/// Unused-buffer handle check helper: the index a [`BufferId`] addresses.
-pub fn buffer_index(buffer: BufferId) -> usize {
-    buffer.0 as usize
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ngauge_transport::BufferId;
 
     #[test]
     fn wr_ids_roundtrip_every_kind() {
@@ -196,9 +219,10 @@ mod tests {
         let l = SlotLayout {
             ranks: 3,
             recv_depth: 4,
+            recv_bytes: 64,
             send_depth: 2,
         };
-        assert_eq!(l.bytes(), 3 * 6 * SLOT_BYTES);
+        assert_eq!(l.bytes(), 3 * (4 * 64 + 2 * SLOT_BYTES));
         let mut seen = std::collections::HashSet::new();
         for peer in 0..3 {
             for i in 0..4 {
@@ -213,7 +237,20 @@ mod tests {
             }
         }
         assert_eq!(seen.len(), 18);
-        assert!(seen.iter().all(|&s| l.offset(s) + SLOT_BYTES <= l.bytes()));
+        // slots tile the area: sorted by offset, each ends where the next begins
+        let mut spans: Vec<(usize, usize)> = seen
+            .iter()
+            .map(|&s| (l.offset(s), l.slot_bytes(s)))
+            .collect();
+        spans.sort();
+        assert_eq!(spans[0].0, 0);
+        for w in spans.windows(2) {
+            assert_eq!(w[0].0 + w[0].1, w[1].0);
+        }
+        let last = spans.last().unwrap();
+        assert_eq!(last.0 + last.1, l.bytes());
+        assert_eq!(l.slot_bytes(l.recv_slot(1, 0)), 64);
+        assert_eq!(l.slot_bytes(l.send_slot(1, 0)), SLOT_BYTES);
         assert_eq!(l.owner(18), None);
     }
 

@@ -6,12 +6,16 @@
 //! when a pattern allocates a buffer, never inside a timed region. Two data paths
 //! (`--verbs-op`):
 //!
-//! - **send**: two-sided. `irecv` posts a receive work request straight into the
-//!   target region (zero copy), `isend` posts a send; small sends go inline (copied
-//!   into the work request, up to the device's `max_inline_data`). An RC receive
-//!   queue matches in order, so messages between one pair of ranks match in order,
-//!   as in MPI. A send that finds no posted receive is retried by the hardware
-//!   (RNR retry, set to "forever"): late receives cost time, never data.
+//! - **send**: two-sided, with pre-posted receives. Messages up to
+//!   [`layout::EAGER_BYTES`] are sent (inline up to the device's `max_inline_data`)
+//!   into receive slots that are always posted, and copied out into the region of
+//!   the matching `irecv` (or kept until it is posted): a send can never find the
+//!   receive queue empty. Larger messages go zero-copy through a second RC queue
+//!   pair per peer: `irecv` posts the receive straight into the target region and
+//!   then advertises it (clear to send); `isend` waits for that advertisement, so
+//!   the receive is always posted before the data arrives (no receiver-not-ready
+//!   retries, which soft-RoCE times in scheduler ticks). Messages between one pair
+//!   of ranks match in order, as in MPI.
 //! - **write**: one-sided. `irecv` advertises the target region (address, rkey,
 //!   length; a 20-byte inline send) and `isend` RDMA-writes into the oldest
 //!   advertised region *with immediate data*, which completes a pre-posted receive

@@ -226,6 +226,7 @@ mod tests {
             lid: 7,
             gid: [9; 16],
             qps: vec![QpAddr::default(); 2],
+            bulk: vec![QpAddr::default(); 2],
         }
     }
 

@@ -20,8 +20,8 @@ pub const VERSION: u8 = 1;
 /// Fixed part of an encoded endpoint: magic, version, op, mtu, reserved, lid,
 /// gid, rank count.
 pub const HEADER_BYTES: usize = 4 + 1 + 1 + 1 + 1 + 2 + 16 + 4;
-/// Bytes per peer entry: qpn, psn.
-pub const ENTRY_BYTES: usize = 8;
+/// Bytes per peer entry: qpn, psn of the message QP, then of the bulk QP.
+pub const ENTRY_BYTES: usize = 16;
 /// Queue-pair numbers and packet sequence numbers are 24-bit quantities.
 pub const MAX_24BIT: u32 = 0x00FF_FFFF;
 
@@ -84,8 +84,10 @@ pub struct QpAddr {
     pub psn: u32,
 }
 
-/// What one rank publishes: its port address and one QP per rank of the job (the
-/// entry for itself is all zero).
+/// What one rank publishes: its port address and, per rank of the job, the QPs it
+/// created for that rank (the entry for itself is all zero): the message QP (eager
+/// messages, receive advertisements, RDMA writes) and, on the send path, the bulk QP
+/// (large sends into receives posted before their advertisement went out).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Endpoint {
     /// The data path this rank runs.
@@ -96,8 +98,10 @@ pub struct Endpoint {
     pub lid: u16,
     /// GID at the chosen index (all zero when no GID is used).
     pub gid: [u8; 16],
-    /// Indexed by rank: the QP this rank created for that rank.
+    /// Indexed by rank: the message QP this rank created for that rank.
     pub qps: Vec<QpAddr>,
+    /// Indexed by rank: the bulk QP (all zero on the write path).
+    pub bulk: Vec<QpAddr>,
 }
 
 /// Why an endpoint message was refused.
@@ -151,7 +155,10 @@ pub enum WireError {
 
 impl Endpoint {
     /// Encodes as `magic, version, op, mtu, 0, lid:u16, gid[16], count:u32,
-    /// (qpn:u32, psn:u32) * count`, little endian.
+    /// (qpn:u32, psn:u32, bulk_qpn:u32, bulk_psn:u32) * count`, little endian.
+    ///
+    /// # Panics
+    /// If `bulk` and `qps` differ in length.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(HEADER_BYTES + ENTRY_BYTES * self.qps.len());
         out.extend_from_slice(&MAGIC);
@@ -162,9 +169,11 @@ impl Endpoint {
         out.extend_from_slice(&self.lid.to_le_bytes());
         out.extend_from_slice(&self.gid);
         out.extend_from_slice(&(self.qps.len() as u32).to_le_bytes());
-        for qp in &self.qps {
-            out.extend_from_slice(&qp.qpn.to_le_bytes());
-            out.extend_from_slice(&qp.psn.to_le_bytes());
+        assert_eq!(self.qps.len(), self.bulk.len(), "one bulk entry per rank");
+        for (qp, bulk) in self.qps.iter().zip(&self.bulk) {
+            for v in [qp.qpn, qp.psn, bulk.qpn, bulk.psn] {
+                out.extend_from_slice(&v.to_le_bytes());
+            }
         }
         out
     }
@@ -212,15 +221,26 @@ impl Endpoint {
             });
         }
         let mut qps = Vec::with_capacity(count);
+        let mut bulk = Vec::with_capacity(count);
         for (rank, entry) in bytes[HEADER_BYTES..].chunks_exact(ENTRY_BYTES).enumerate() {
-            let qpn = u32::from_le_bytes(entry[0..4].try_into().expect("4 bytes"));
-            let psn = u32::from_le_bytes(entry[4..8].try_into().expect("4 bytes"));
-            for (field, value) in [("qpn", qpn), ("psn", psn)] {
+            let word =
+                |i: usize| u32::from_le_bytes(entry[4 * i..4 * i + 4].try_into().expect("4"));
+            let (qpn, psn, bqpn, bpsn) = (word(0), word(1), word(2), word(3));
+            for (field, value) in [
+                ("qpn", qpn),
+                ("psn", psn),
+                ("bulk qpn", bqpn),
+                ("bulk psn", bpsn),
+            ] {
                 if value > MAX_24BIT {
                     return Err(WireError::Not24Bit { field, rank, value });
                 }
             }
             qps.push(QpAddr { qpn, psn });
+            bulk.push(QpAddr {
+                qpn: bqpn,
+                psn: bpsn,
+            });
         }
         Ok(Endpoint {
             op,
@@ -228,6 +248,7 @@ impl Endpoint {
             lid,
             gid,
             qps,
+            bulk,
         })
     }
 }
@@ -307,6 +328,12 @@ mod tests {
                     psn: 0xabcdef - r as u32,
                 })
                 .collect(),
+            bulk: (0..ranks)
+                .map(|r| QpAddr {
+                    qpn: 0x22 * r as u32,
+                    psn: 0x123456 + r as u32,
+                })
+                .collect(),
         }
     }
 
@@ -318,8 +345,11 @@ mod tests {
         assert_eq!(&bytes[0..8], b"NGVB\x01\x02\x03\x00");
         assert_eq!(&bytes[8..10], &[0x34, 0x12]);
         assert_eq!(&bytes[26..30], &[2, 0, 0, 0]);
-        // rank 1: qpn 0x11, psn 0xabcdee
-        assert_eq!(&bytes[38..46], &[0x11, 0, 0, 0, 0xee, 0xcd, 0xab, 0]);
+        // rank 1: qpn 0x11, psn 0xabcdee, bulk qpn 0x22, bulk psn 0x123457
+        assert_eq!(
+            &bytes[46..62],
+            &[0x11, 0, 0, 0, 0xee, 0xcd, 0xab, 0, 0x22, 0, 0, 0, 0x57, 0x34, 0x12, 0]
+        );
         assert_eq!(Endpoint::decode(&bytes, 2), Ok(ep));
     }
 
@@ -362,6 +392,16 @@ mod tests {
             bad[6] = mtu;
             assert_eq!(Endpoint::decode(&bad, 3), Err(WireError::BadMtu(mtu)));
         }
+        let mut bad = good.clone();
+        bad[HEADER_BYTES + ENTRY_BYTES + 15] = 1; // rank 1 bulk psn >= 2^24
+        assert!(matches!(
+            Endpoint::decode(&bad, 3),
+            Err(WireError::Not24Bit {
+                field: "bulk psn",
+                rank: 1,
+                ..
+            })
+        ));
         let mut bad = good.clone();
         bad[HEADER_BYTES + ENTRY_BYTES + 3] = 1; // rank 1 qpn >= 2^24
         assert!(matches!(
