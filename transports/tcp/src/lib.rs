@@ -531,7 +531,7 @@ fn spin_or_timeout(
 ) -> Result<(), Duration> {
     std::hint::spin_loop();
     *spins = spins.wrapping_add(1);
-    if *spins % 1024 == 0 {
+    if *spins & 1023 == 0 {
         let start = *since.get_or_insert_with(Instant::now);
         if start.elapsed() >= timeout {
             return Err(timeout);

@@ -137,7 +137,7 @@ fn queued_nonblocking_messages_arrive_in_order() {
             let ids: Vec<_> = (0..4)
                 .map(|i| t.irecv(0, buf.region(i * 10, 10)).unwrap())
                 .collect();
-            let mut done = vec![false; 4];
+            let mut done = [false; 4];
             while done.iter().any(|d| !d) {
                 for (i, id) in ids.iter().enumerate() {
                     if !done[i] && t.test(*id).unwrap() {
