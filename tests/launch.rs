@@ -141,11 +141,17 @@ fn start_rank0(size: usize, token: &str, args: &[&str]) -> (Child, String, mpsc:
     });
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let line = rx
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .expect("rank 0 announces its address");
-        if let Some(addr) = line.strip_prefix(ANNOUNCE) {
-            return (child, addr.trim().to_string(), rx);
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(line) => {
+                if let Some(addr) = line.strip_prefix(ANNOUNCE) {
+                    return (child, addr.trim().to_string(), rx);
+                }
+            }
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("rank 0 did not announce its address: {e}");
+            }
         }
     }
 }
