@@ -131,15 +131,20 @@ fn carries(buf: &[u8], size: usize, rank: Rank) -> bool {
         .all(|(i, &b)| b == payload_byte(size, rank, i))
 }
 
-/// Runs the sweep. Every rank calls it with the same `params`. Rank 0 gets one
-/// [`SizeResult`] per size, handed to `on_size` as soon as the size is finished (so a
-/// later failure keeps it) and returned at the end; other ranks get an empty vector.
+/// The per-size callback of [`run`]: `(size, rank 0's result)`; an `Err` stops the
+/// sweep with [`PingPongError::Sink`].
+pub type OnSize<'a> = dyn FnMut(usize, Option<&SizeResult>) -> Result<(), String> + 'a;
+
+/// Runs the sweep. Every rank calls it with the same `params`. After each size every
+/// rank calls `on_size(size, result)`; rank 0 passes its [`SizeResult`] (as soon as the
+/// size is finished, so a later failure keeps it), the others `None`. Rank 0 gets
+/// every result back at the end; other ranks get an empty vector.
 pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
     clock: &C,
     transport: &mut T,
     control: &mut dyn Control,
     params: &Params,
-    on_size: &mut dyn FnMut(&SizeResult) -> Result<(), String>,
+    on_size: &mut OnSize<'_>,
 ) -> Result<Vec<SizeResult>, PingPongError> {
     let rank = transport.rank();
     let np = transport.size();
@@ -220,6 +225,7 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
         }
         let gathered = control.gather(PINGER, &report)?;
         if rank != PINGER {
+            on_size(size, None).map_err(PingPongError::Sink)?;
             continue;
         }
         let mut counters = BTreeMap::new();
@@ -263,7 +269,7 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
             data_check: params.check.then_some(true),
             counters,
         };
-        on_size(&result).map_err(PingPongError::Sink)?;
+        on_size(size, Some(&result)).map_err(PingPongError::Sink)?;
         results.push(result);
     }
     if let (Some(s), Some(r)) = (sbuf, rbuf) {
@@ -319,15 +325,18 @@ mod tests {
             .map(|(mut t, mut c)| {
                 let params = params.clone();
                 std::thread::spawn(move || {
+                    let c_rank = c.rank();
                     let clock = SteppingClock {
                         next: Cell::new(0),
                         step: 3000,
                     };
                     let mut seen = Vec::new();
-                    let out = run(&clock, &mut t, &mut c, &params, &mut |r| {
-                        seen.push(r.size);
+                    let out = run(&clock, &mut t, &mut c, &params, &mut |size, r| {
+                        assert_eq!(r.is_some(), c_rank == 0);
+                        seen.push(size);
                         Ok(())
                     });
+                    let seen: Vec<usize> = if c_rank == 0 { seen } else { Vec::new() };
                     out.inspect(|v| {
                         assert_eq!(seen, v.iter().map(|r| r.size).collect::<Vec<_>>());
                     })
@@ -475,9 +484,11 @@ mod tests {
                         warmup: 1,
                         check: true,
                     };
-                    run(&clock, &mut Corrupting(t), &mut c, &params, &mut |_| Ok(()))
-                        .map(|_| ())
-                        .map_err(|e| e.to_string())
+                    run(&clock, &mut Corrupting(t), &mut c, &params, &mut |_, _| {
+                        Ok(())
+                    })
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
                 })
             })
             .collect();
@@ -520,7 +531,7 @@ mod tests {
                         warmup: 2,
                         check: true,
                     };
-                    run(&clock, t.as_mut(), &mut c, &params, &mut |_| Ok(())).unwrap()
+                    run(&clock, t.as_mut(), &mut c, &params, &mut |_, _| Ok(())).unwrap()
                 })
             })
             .collect();
