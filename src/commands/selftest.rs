@@ -42,21 +42,9 @@ fn pingpong(
     max: usize,
     iters: usize,
 ) -> anyhow::Result<()> {
-    use ngauge_transport::WaitMode;
-    // Online cores, not the affinity mask (a pinned rank sees one core).
-    let cores = std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .ok()
-        .and_then(|list| ngauge::clock::parse_cpu_list(&list))
-        .map_or_else(ngauge::clock::available_cores, |c| c.len());
-    let wait = if world.ranks_on_host <= cores {
-        WaitMode::Poll
-    } else {
-        WaitMode::Block
-    };
-    let mut t = match global.transport.first() {
-        Some(crate::cli::TransportName::Verbs) => super::verbs::open(world, global, wait)?,
-        _ => anyhow::bail!("selftest pingpong runs over -t verbs only"),
-    };
+    let opts = super::transports::TransportOptions::new(global, world);
+    let name = *global.transport.first().expect("clap gives a default");
+    let mut t = super::transports::open(name, world, &opts)?;
     let me = world.rank;
     if me > 1 {
         world.control.barrier()?;

@@ -1,30 +1,28 @@
 //! `-t verbs`: opens the verbs transport of a rank (cargo feature `verbs`) from the
 //! `--device`, `--port`, `--gid-index` and `--verbs-op` flags.
 
+use super::transports::TransportOptions;
 use crate::cli::GlobalArgs;
 use ngauge::launch::World;
-use ngauge_transport::{Transport, WaitMode};
+use ngauge_transport::Transport;
 
 /// Connects this rank to every other rank over verbs. A machine without a usable
 /// device is bad input (exit status 2) with the reason in one line.
 #[cfg(feature = "verbs")]
-pub fn open(
-    world: &mut World,
-    global: &GlobalArgs,
-    wait: WaitMode,
-) -> anyhow::Result<Box<dyn Transport>> {
+pub fn open(world: &mut World, opts: &TransportOptions) -> anyhow::Result<Box<dyn Transport>> {
     use crate::cli::VerbsOpArg;
     use ngauge_transport::TransportError;
+    let verbs = &opts.verbs;
     let opts = ngauge_verbs::VerbsOptions {
-        device: global.verbs.device.clone(),
-        port: global.verbs.port,
-        gid_index: global.verbs.gid_index,
-        op: match global.verbs.verbs_op {
+        device: verbs.device.clone(),
+        port: verbs.port,
+        gid_index: verbs.gid_index,
+        op: match verbs.verbs_op {
             VerbsOpArg::Send => ngauge_verbs::VerbsOp::Send,
             VerbsOpArg::Write => ngauge_verbs::VerbsOp::Write,
         },
-        wait,
-        timeout: std::time::Duration::from_secs_f64(global.timeout),
+        wait: opts.wait,
+        timeout: opts.timeout,
         ..ngauge_verbs::VerbsOptions::default()
     };
     match ngauge_verbs::open(world.control.as_mut(), &opts) {
@@ -38,11 +36,7 @@ pub fn open(
 
 /// Without the `verbs` feature: a one-line usage error.
 #[cfg(not(feature = "verbs"))]
-pub fn open(
-    _world: &mut World,
-    _global: &GlobalArgs,
-    _wait: WaitMode,
-) -> anyhow::Result<Box<dyn Transport>> {
+pub fn open(_world: &mut World, _opts: &TransportOptions) -> anyhow::Result<Box<dyn Transport>> {
     Err(anyhow::Error::new(crate::UsageError(
         "verbs is not compiled in: rebuild with `cargo build --release --features verbs`".into(),
     )))
