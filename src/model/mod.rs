@@ -1,4 +1,8 @@
 //! Models fitted to measurements: least squares (plain and robust), change points,
 //! LogGP parameters.
 
+pub mod changepoint;
+pub mod loggp;
 pub mod lsq;
+pub mod robust;
+pub mod segment;
