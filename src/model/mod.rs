@@ -4,5 +4,6 @@
 pub mod changepoint;
 pub mod loggp;
 pub mod lsq;
+pub mod params;
 pub mod robust;
 pub mod segment;
