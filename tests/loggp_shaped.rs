@@ -49,10 +49,15 @@ impl Link {
         let (va, vb) = (format!("va{pid}"), format!("vb{pid}"));
         sh(&["ip", "netns", "add", &link.a]);
         sh(&["ip", "netns", "add", &link.b]);
-        sh(&["ip", "link", "add", &va, "type", "veth", "peer", "name", &vb]);
+        sh(&[
+            "ip", "link", "add", &va, "type", "veth", "peer", "name", &vb,
+        ]);
         sh(&["ip", "link", "set", &va, "netns", &link.a]);
         sh(&["ip", "link", "set", &vb, "netns", &link.b]);
-        for (ns, dev, addr) in [(&link.a, &va, "10.77.0.1/24"), (&link.b, &vb, "10.77.0.2/24")] {
+        for (ns, dev, addr) in [
+            (&link.a, &va, "10.77.0.1/24"),
+            (&link.b, &vb, "10.77.0.2/24"),
+        ] {
             sh(&["ip", "-n", ns, "addr", "add", addr, "dev", dev]);
             sh(&["ip", "-n", ns, "link", "set", dev, "up"]);
             sh(&["ip", "-n", ns, "link", "set", "lo", "up"]);
@@ -60,8 +65,8 @@ impl Link {
             // cannot slip through at line rate), a queue deep enough for n = 10
             // messages of 64 KiB without drops.
             sh(&[
-                "ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root", "tbf",
-                "rate", RATE, "burst", "16kb", "latency", "800ms",
+                "ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate",
+                RATE, "burst", "16kb", "latency", "800ms",
             ]);
         }
         link
@@ -104,11 +109,18 @@ fn iperf3_bps(link: &Link) -> f64 {
         .expect("iperf3 server");
     std::thread::sleep(Duration::from_millis(300));
     let out = link
-        .exec(&link.a, &["iperf3", "-c", "10.77.0.2", "-p", "5301", "-t", "4", "-J"])
+        .exec(
+            &link.a,
+            &["iperf3", "-c", "10.77.0.2", "-p", "5301", "-t", "4", "-J"],
+        )
         .output()
         .expect("iperf3 client");
     wait_with_timeout(&mut server, Duration::from_secs(10));
-    assert!(out.status.success(), "iperf3: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "iperf3: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("iperf3 -J");
     doc["end"]["sum_received"]["bits_per_second"]
         .as_f64()
@@ -134,8 +146,21 @@ fn loggp_g_matches_iperf3_on_a_shaped_link() {
     let bin = env!("CARGO_BIN_EXE_ngauge");
     let token = format!("shaped-{}", std::process::id());
     let common = [
-        "--size", "2", "--rendezvous", "10.77.0.1:7301", "--job-token", &token,
-        "--timeout", "60", "loggp", "--sizes", "4K-64K:4K", "--reps", "7", "--warmup", "2",
+        "--size",
+        "2",
+        "--rendezvous",
+        "10.77.0.1:7301",
+        "--job-token",
+        &token,
+        "--timeout",
+        "60",
+        "loggp",
+        "--sizes",
+        "4K-64K:4K",
+        "--reps",
+        "7",
+        "--warmup",
+        "2",
     ];
     let rank = |ns: &str, r: &str, json: bool| {
         let mut args = vec![bin, "--rank", r];

@@ -9,13 +9,14 @@ use ngauge::clock::{Clock, SystemClock};
 use ngauge::model::changepoint::LookaheadOptions;
 use ngauge::model::loggp::{assess, AssessOptions, Detector};
 use ngauge::model::segment::SegmentOptions;
-use ngauge::patterns::loggp::{self as pattern, DelayChoice, PairsMode, Params, PairResult};
+use ngauge::patterns::loggp::{self as pattern, DelayChoice, PairResult, PairsMode, Params};
 use ngauge::report::jsonl::JsonlWriter;
 use ngauge::report::loggp::{self as export, PairAnalysis};
 use ngauge::report::Meta;
 use ngauge::sizes::parse_sizes;
 
 /// Everything checked before any rank starts.
+#[derive(Debug)]
 struct Plan {
     params: Params,
     assess: AssessOptions,
@@ -29,7 +30,9 @@ fn plan(args: &LoggpArgs) -> Result<Plan, UsageError> {
             sizes.sort_unstable();
             sizes.dedup();
             if sizes.first() == Some(&0) {
-                return Err(UsageError("--sizes: message sizes must be at least 1 byte".into()));
+                return Err(UsageError(
+                    "--sizes: message sizes must be at least 1 byte".into(),
+                ));
             }
             if sizes.len() < 3 {
                 return Err(UsageError(format!(
@@ -40,9 +43,15 @@ fn plan(args: &LoggpArgs) -> Result<Plan, UsageError> {
             sizes
         }
     };
-    for (flag, v) in [("--pfact", args.pfact), ("--floor-us", args.floor_us), ("--penalty", args.penalty)] {
+    for (flag, v) in [
+        ("--pfact", args.pfact),
+        ("--floor-us", args.floor_us),
+        ("--penalty", args.penalty),
+    ] {
         if !(v.is_finite() && v >= 0.0) {
-            return Err(UsageError(format!("{flag}: must be a non-negative number, got {v}")));
+            return Err(UsageError(format!(
+                "{flag}: must be a non-negative number, got {v}"
+            )));
         }
     }
     let detector = match args.detector {
@@ -124,6 +133,13 @@ pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
         if let Some(e) = stream_error {
             return Err(anyhow::Error::new(e).context("writing --output"));
         }
+        let pinned = world.control.gather(
+            0,
+            &world
+                .pinned_core
+                .map_or(u64::MAX, |c| c as u64)
+                .to_le_bytes(),
+        )?;
         if world.rank != 0 {
             return Ok(());
         }
@@ -134,8 +150,18 @@ pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
         );
         meta.transport = vec![name.as_str().to_string()];
         meta.wait = Some(transport.wait_mode().as_str().to_string());
-        meta.launcher = format!("{:?}", world.env);
+        meta.launcher = world.env.kind.describe().into();
         meta.np = world.size;
+        meta.pinning = pinned
+            .iter()
+            .map(|b| {
+                <[u8; 8]>::try_from(b.as_slice())
+                    .ok()
+                    .map(u64::from_le_bytes)
+                    .filter(|&c| c != u64::MAX)
+                    .map(|c| c as usize)
+            })
+            .collect();
         report(global, args, &plan, name.as_str(), meta, &results)
     })
 }
@@ -248,8 +274,18 @@ mod tests {
     #[test]
     fn options_reach_the_plan() {
         let p = plan(&args(&[
-            "--dg", "2rtt", "--pairs", "concurrent", "--detector", "segmented", "--penalty",
-            "3", "--sizes", "1K-8K:1K", "--n", "4",
+            "--dg",
+            "2rtt",
+            "--pairs",
+            "concurrent",
+            "--detector",
+            "segmented",
+            "--penalty",
+            "3",
+            "--sizes",
+            "1K-8K:1K",
+            "--n",
+            "4",
         ]))
         .unwrap();
         assert_eq!(p.params.delay, DelayChoice::TwoRtt);
@@ -261,9 +297,15 @@ mod tests {
 
     #[test]
     fn bad_input_is_a_usage_error() {
-        assert!(plan(&args(&["--sizes", "1,2"])).unwrap_err().0.contains("at least 3"));
+        assert!(plan(&args(&["--sizes", "1,2"]))
+            .unwrap_err()
+            .0
+            .contains("at least 3"));
         assert!(plan(&args(&["--sizes", "0,1,2"])).is_err());
-        assert!(plan(&args(&["--pfact", "-1"])).unwrap_err().0.contains("--pfact"));
+        assert!(plan(&args(&["--pfact", "-1"]))
+            .unwrap_err()
+            .0
+            .contains("--pfact"));
         let mut argv = vec!["ngauge", "loggp", "--n", "1"];
         assert!(Cli::try_parse_from(&argv).is_err());
         argv = vec!["ngauge", "loggp", "--dg", "3rtt"];

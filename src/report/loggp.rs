@@ -261,10 +261,24 @@ pub fn params_file(pa: &PairAnalysis, transport: &str) -> ParamsFile {
 pub fn plot_svg(pa: &PairAnalysis, title: &str) -> Result<String, String> {
     use plotters::prelude::*;
     let a = &pa.assessment;
-    let max_size = pa.points.iter().map(|p| p.size).max().unwrap_or(1) as f64;
-    let values = a.gap_us.iter().chain(&a.os_us).copied();
-    let (lo, hi) = values.fold((0.0f64, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
-    let pad = (hi - lo).max(1e-3) * 0.05;
+    const KIB: f64 = 1024.0;
+    let max_size = pa.points.iter().map(|p| p.size).max().unwrap_or(1) as f64 / KIB;
+    // Robust vertical range: the fitted lines and the bulk of the points; single
+    // points far above (a size disturbed by the scheduler) are left out of the view
+    // and counted in the legend instead of squashing everything else flat.
+    let mut all: Vec<f64> = a.gap_us.iter().chain(&a.os_us).copied().collect();
+    all.sort_by(f64::total_cmp);
+    let bulk = all.get(all.len() * 95 / 100).copied().unwrap_or(0.0);
+    let fit_max = a
+        .ranges
+        .iter()
+        .map(|r| r.gap_at(r.to as f64).max(r.gap_at(r.from as f64)))
+        .fold(0.0f64, f64::max);
+    let hi = (bulk * 1.5).max(fit_max * 1.2).max(1e-3);
+    let lo = all.first().copied().unwrap_or(0.0).min(0.0).max(-hi);
+    let pad = (hi - lo) * 0.05;
+    let hidden = all.iter().filter(|&&v| v > hi + pad).count();
+    let visible = |v: f64| v <= hi + pad && v >= lo - pad;
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (960, 600)).into_drawing_area();
@@ -279,8 +293,9 @@ pub fn plot_svg(pa: &PairAnalysis, title: &str) -> Result<String, String> {
             .map_err(e)?;
         chart
             .configure_mesh()
-            .x_desc("message size s [bytes]")
+            .x_desc("message size s [KiB]")
             .y_desc("time [us]")
+            .y_label_formatter(&|y| format!("{y:.1}"))
             .light_line_style(WHITE.mix(0.0))
             .draw()
             .map_err(e)?;
@@ -294,13 +309,14 @@ pub fn plot_svg(pa: &PairAnalysis, title: &str) -> Result<String, String> {
                     .iter()
                     .zip(&a.gap_us)
                     .zip(&a.weights)
+                    .filter(|((_, &y), _)| visible(y))
                     .map(|((p, &y), &w)| {
                         let style = if w < 0.5 {
                             measured.stroke_width(1)
                         } else {
                             measured.filled()
                         };
-                        Circle::new((p.size as f64, y), 3, style)
+                        Circle::new((p.size as f64 / KIB, y), 3, style)
                     }),
             )
             .map_err(e)?
@@ -308,7 +324,7 @@ pub fn plot_svg(pa: &PairAnalysis, title: &str) -> Result<String, String> {
             .legend(move |(x, y)| Circle::new((x + 10, y), 3, measured.filled()));
         for (i, r) in a.ranges.iter().enumerate() {
             let series = LineSeries::new(
-                [r.from as f64, r.to as f64].map(|s| (s, r.gap_at(s))),
+                [r.from as f64, r.to as f64].map(|s| (s / KIB, r.gap_at(s))),
                 fitted.stroke_width(2),
             );
             let drawn = chart.draw_series(series).map_err(e)?;
@@ -325,13 +341,20 @@ pub fn plot_svg(pa: &PairAnalysis, title: &str) -> Result<String, String> {
                 pa.points
                     .iter()
                     .zip(&a.os_us)
-                    .map(|(p, &y)| TriangleMarker::new((p.size as f64, y), 4, overhead.filled())),
+                    .filter(|(_, &y)| visible(y))
+                    .map(|(p, &y)| {
+                        TriangleMarker::new((p.size as f64 / KIB, y), 4, overhead.filled())
+                    }),
             )
             .map_err(e)?
-            .label("o_s(s), eq. (4)")
+            .label(if hidden > 0 {
+                format!("o_s(s), eq. (4); {hidden} point(s) above the view")
+            } else {
+                "o_s(s), eq. (4)".to_string()
+            })
             .legend(move |(x, y)| TriangleMarker::new((x + 10, y), 4, overhead.filled()));
         for (i, &c) in a.changes.iter().enumerate() {
-            let x = c as f64;
+            let x = c as f64 / KIB;
             let drawn = chart
                 .draw_series(LineSeries::new(
                     [(x, lo - pad), (x, hi + pad)],
