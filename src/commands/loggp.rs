@@ -302,7 +302,7 @@ mod tests {
             .0
             .contains("at least 3"));
         assert!(plan(&args(&["--sizes", "0,1,2"])).is_err());
-        assert!(plan(&args(&["--pfact", "-1"]))
+        assert!(plan(&args(&["--pfact=-1"]))
             .unwrap_err()
             .0
             .contains("--pfact"));
