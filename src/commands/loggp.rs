@@ -106,7 +106,7 @@ pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
             return Err(UsageError("loggp needs at least 2 ranks (--np 2)".into()).into());
         }
         let clock = SystemClock::calibrated().0;
-        let opts = super::transports::TransportOptions::for_world(global, world);
+        let opts = super::transports::TransportOptions::new(global, world);
         let mut transport = super::transports::open(name, world, &opts)?;
         let mut jsonl = match (&global.output, world.rank) {
             (Some(path), 0) => Some(

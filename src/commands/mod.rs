@@ -2,6 +2,7 @@
 
 mod info;
 mod loggp;
+mod pingpong;
 mod selftest;
 mod timer;
 pub mod transports;
@@ -15,6 +16,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Timer(args) => timer::run(&cli.global, &args),
         Command::Info => info::run(&cli.global),
         Command::Loggp(args) => loggp::run(&cli.global, &args),
+        Command::Pingpong(args) => pingpong::run(&cli.global, &args),
         Command::Selftest(cmd) => selftest::run(&cli.global, &cmd),
     }
 }

@@ -1,36 +1,41 @@
-//! Opening the data transport a command measures (`--transport`). Each transport
-//! owner adds its match arm here.
+//! Opening a data transport for a rank of a running job: one match arm per transport.
 
-use crate::cli::{GlobalArgs, TransportName};
+use crate::cli::{GlobalArgs, TransportName, WaitArg};
+use anyhow::Context;
+use ngauge::clock::{available_cores, parse_cpu_list};
 use ngauge::launch::World;
-use ngauge_transport::{Transport, WaitMode};
+use ngauge::transport::{Transport, WaitMode};
 use std::time::Duration;
 
-/// How every transport of a run is set up.
+/// Options every data transport understands.
 #[derive(Clone, Debug)]
 pub struct TransportOptions {
-    /// Spin or sleep while waiting for the data plane.
+    /// Spin or sleep while waiting (`--wait`).
     pub wait: WaitMode,
-    /// How long an operation may make no progress before the peer is declared lost.
+    /// `SO_SNDBUF` (`--sndbuf`).
+    pub send_buffer_bytes: Option<usize>,
+    /// `SO_RCVBUF` (`--rcvbuf`).
+    pub recv_buffer_bytes: Option<usize>,
+    /// How long an operation may make no progress before the peer is declared lost
+    /// (`--timeout`).
     pub timeout: Duration,
 }
 
 impl TransportOptions {
-    /// The defaults for this rank: poll when every rank on this host has a core of
-    /// its own, block otherwise (so co-located ranks are not starved).
-    pub fn for_world(global: &GlobalArgs, world: &World) -> Self {
-        // Not `available_cores()`: a pinned rank's affinity mask holds one core, but
-        // the question is whether the host has a core for every rank.
-        let cores = std::fs::read_to_string("/sys/devices/system/cpu/online")
-            .ok()
-            .and_then(|list| ngauge::clock::parse_cpu_list(list.trim()))
-            .map_or_else(ngauge::clock::available_cores, |c| c.len());
+    /// The options from the command line; `--wait` defaults to poll when this host's
+    /// ranks fit on its cores, block otherwise (spinning ranks that share a core
+    /// would steal it from the peer they wait for).
+    pub fn new(global: &GlobalArgs, world: &World) -> Self {
+        let wait = match global.wait {
+            Some(WaitArg::Poll) => WaitMode::Poll,
+            Some(WaitArg::Block) => WaitMode::Block,
+            None if world.ranks_on_host <= host_cores() => WaitMode::Poll,
+            None => WaitMode::Block,
+        };
         TransportOptions {
-            wait: if world.ranks_on_host <= cores {
-                WaitMode::Poll
-            } else {
-                WaitMode::Block
-            },
+            wait,
+            send_buffer_bytes: global.sndbuf,
+            recv_buffer_bytes: global.rcvbuf,
             timeout: Duration::from_secs_f64(global.timeout),
         }
     }
@@ -42,35 +47,45 @@ pub fn open(
     world: &mut World,
     opts: &TransportOptions,
 ) -> anyhow::Result<Box<dyn Transport>> {
-    match name {
+    let control = world.control.as_mut();
+    let addr = world.data_addr;
+    let transport: Box<dyn Transport> = match name {
         TransportName::Tcp => {
-            let tcp = ngauge_tcp::TcpOptions {
+            let o = ngauge_tcp::TcpOptions {
                 wait: opts.wait,
+                send_buffer_bytes: opts.send_buffer_bytes,
+                recv_buffer_bytes: opts.recv_buffer_bytes,
                 timeout: opts.timeout,
-                ..ngauge_tcp::TcpOptions::default()
             };
-            Ok(Box::new(ngauge_tcp::TcpTransport::connect(
-                world.control.as_mut(),
-                world.data_addr,
-                &tcp,
-            )?))
+            Box::new(ngauge_tcp::TcpTransport::connect(control, addr, &o)?)
         }
         TransportName::Udp => {
-            let udp = ngauge_udp::UdpOptions {
+            let mut o = ngauge_udp::UdpOptions {
                 wait: opts.wait,
+                send_buffer_bytes: opts.send_buffer_bytes,
+                recv_buffer_bytes: opts.recv_buffer_bytes,
                 timeout: opts.timeout,
                 ..ngauge_udp::UdpOptions::default()
             };
-            Ok(Box::new(ngauge_udp::UdpTransport::connect(
-                world.control.as_mut(),
-                world.data_addr,
-                &udp,
-            )?))
+            // Hidden test hook: drop every n-th outgoing datagram (loss on loopback).
+            if let Ok(n) = std::env::var("NGAUGE_TEST_UDP_DROP_ONE_IN") {
+                o.drop_one_in = Some(n.parse().context("NGAUGE_TEST_UDP_DROP_ONE_IN")?);
+                o.retransmit_after = Duration::from_millis(5);
+            }
+            Box::new(ngauge_udp::UdpTransport::connect(control, addr, &o)?)
         }
-        other => Err(crate::UsageError(format!(
-            "transport {} is not built into this ngauge (see `ngauge info`)",
+        other => anyhow::bail!(
+            "transport {} is not available in this build",
             other.as_str()
-        ))
-        .into()),
-    }
+        ),
+    };
+    Ok(transport)
+}
+
+/// Cores of this host (online CPUs), not just the ones this pinned rank may use.
+fn host_cores() -> usize {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| parse_cpu_list(s.trim()))
+        .map_or_else(available_cores, |cpus| cpus.len().max(1))
 }

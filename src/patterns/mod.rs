@@ -1,5 +1,7 @@
-//! Measurement procedures written against the [`ngauge_transport::Transport`] and
-//! [`ngauge_transport::Control`] traits: each gets a clock, a transport and a control
-//! channel, and nothing else.
+//! Measurement procedures written against [`crate::transport::Transport`] and
+//! [`crate::transport::Control`] only: each gets a clock, a transport and a control
+//! channel, reads no global, and never touches the control channel inside a timed
+//! region.
 
 pub mod loggp;
+pub mod pingpong;

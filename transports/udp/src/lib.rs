@@ -73,6 +73,11 @@ const MAGIC: [u8; 2] = *b"NU";
 pub const HEADER_BYTES: usize = 8;
 const FLAG_RETX: u8 = 1;
 const FLAG_REPLAY: u8 = 2;
+const FLAG_BYE: u8 = 4;
+/// Bounds of how long a dropped transport keeps answering retransmissions (see
+/// [`Drop`]): 16 initial RTOs, covering four doublings.
+const MIN_LINGER: Duration = Duration::from_millis(100);
+const MAX_LINGER: Duration = Duration::from_secs(2);
 /// Largest UDP payload over IPv4 (65 535 − 20 IP − 8 UDP).
 pub const MAX_DATAGRAM_V4: usize = 65_507;
 /// Largest UDP payload over IPv6 without jumbograms (65 535 − 8 UDP).
@@ -137,6 +142,8 @@ struct Peer {
     quiet_since: Instant,
     /// Current `SO_RCVTIMEO` (block mode).
     socket_timeout: Option<Duration>,
+    /// The peer dropped its transport (sent `BYE`).
+    said_bye: bool,
 }
 
 impl Peer {
@@ -301,6 +308,7 @@ impl UdpTransport {
                 last_heard: now,
                 quiet_since: now,
                 socket_timeout: None,
+                said_bye: false,
             });
         }
         let max_datagram = if data_addr.is_ipv4() {
@@ -478,6 +486,10 @@ impl UdpTransport {
         p.quiet_since = now;
         let seq = u32::from_le_bytes([hdr[4], hdr[5], hdr[6], hdr[7]]);
         let flags = hdr[2];
+        if flags & FLAG_BYE != 0 {
+            p.said_bye = true;
+            return Ok(Ok(Arrival::Ignored));
+        }
         let ahead_of_expected = seq.wrapping_sub(p.expected) as i32;
         if ahead_of_expected < 0 {
             // Already delivered or skipped.
@@ -833,6 +845,76 @@ impl Transport for UdpTransport {
             entries.push(("test_dropped_datagrams", s.test_dropped));
         }
         Counters { entries }
+    }
+}
+
+/// The last message of a conversation may be lost after its sender has finished (the
+/// final pong of a sweep): the peer then retransmits its request and needs an answer.
+/// So a dropped transport tells every peer `BYE` and keeps answering retransmitted
+/// requests until every peer has said `BYE` too (it is done as well) or until 16
+/// initial RTOs (0.1 to 2 s) have passed.
+impl Drop for UdpTransport {
+    fn drop(&mut self) {
+        for peer in 0..self.size {
+            if self.peers[peer].is_some() {
+                let _ = self.send_control(peer, FLAG_BYE);
+            }
+        }
+        let linger = (self.rto_initial * 16).clamp(MIN_LINGER, MAX_LINGER);
+        let deadline = Instant::now() + linger;
+        let mut scratch = vec![0u8; MAX_DATAGRAM_V6];
+        loop {
+            for peer in 0..self.size {
+                while let Some(retx) = self.linger_receive(peer, &mut scratch) {
+                    if retx {
+                        let _ = self.retransmit(peer, FLAG_REPLAY);
+                    }
+                }
+            }
+            let waiting: Vec<Rank> = (0..self.size)
+                .filter(|&r| self.peers[r].as_ref().is_some_and(|p| !p.said_bye))
+                .collect();
+            let left = deadline.saturating_duration_since(Instant::now());
+            if waiting.is_empty() || left.is_zero() {
+                return;
+            }
+            let mut fds: Vec<PollFd<'_>> = waiting
+                .iter()
+                .filter_map(|&r| self.peers[r].as_ref())
+                .map(|p| PollFd::new(&p.socket, PollFlags::IN))
+                .collect();
+            let _ = poll(&mut fds, Some(&timespec(left)));
+        }
+    }
+}
+
+impl UdpTransport {
+    /// A header-only datagram with `flags` (no sequence number of its own).
+    fn send_control(&self, peer: Rank, flags: u8) -> rustix::io::Result<usize> {
+        let p = self.peers[peer].as_ref().expect("checked peer");
+        rustix::net::send(
+            &p.socket,
+            &header(flags, 0),
+            SendFlags::DONTWAIT | SendFlags::NOSIGNAL,
+        )
+    }
+
+    /// While lingering: one datagram from `peer` if any; `Some(true)` when it is a
+    /// retransmitted request that was already answered (so the answer was lost).
+    fn linger_receive(&mut self, peer: Rank, scratch: &mut [u8]) -> Option<bool> {
+        let p = self.peers[peer].as_mut().filter(|p| !p.said_bye)?;
+        let (n, _) = rustix::net::recv(&p.socket, &mut *scratch, RecvFlags::DONTWAIT).ok()?;
+        if n < HEADER_BYTES || scratch[..2] != MAGIC {
+            return Some(false);
+        }
+        let flags = scratch[2];
+        if flags & FLAG_BYE != 0 {
+            p.said_bye = true;
+            return Some(false);
+        }
+        let seq = u32::from_le_bytes([scratch[4], scratch[5], scratch[6], scratch[7]]);
+        let old = (seq.wrapping_sub(p.expected) as i32) < 0;
+        Some(old && flags & FLAG_RETX != 0)
     }
 }
 
