@@ -154,6 +154,10 @@ fn loggp_g_matches_iperf3_on_a_shaped_link() {
         &token,
         "--timeout",
         "60",
+        // Block, not poll: at 100 Mbit/s the wire dominates every PRTT, and ranks that
+        // spin on a loaded 2-core machine lose whole scheduler slices (tens of ms).
+        "--wait",
+        "block",
         "loggp",
         "--sizes",
         "4K-64K:4K",
