@@ -310,17 +310,6 @@ pub enum SelftestCommand {
         #[arg(long, default_value_t = 10)]
         die_after: u64,
     },
-    /// Ping-pong with data checks between ranks 0 and 1 over the first `-t`
-    /// transport (sizes 1 B .. --max in powers of two); rank 0 prints one line
-    /// per size.
-    Pingpong {
-        /// Largest message in bytes.
-        #[arg(long, default_value_t = 1 << 20)]
-        max: usize,
-        /// Round trips per size.
-        #[arg(long, default_value_t = 20)]
-        iters: usize,
-    },
 }
 
 /// Delay `d` of PRTT(n,d,s).

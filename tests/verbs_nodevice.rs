@@ -53,9 +53,7 @@ fn transport_verbs_without_a_device_is_one_line_and_status_2() {
         return;
     }
     let out = ngauge()
-        .args([
-            "--np", "2", "-t", "verbs", "selftest", "pingpong", "--max", "8",
-        ])
+        .args(["--np", "2", "-t", "verbs", "pingpong", "--sizes", "8"])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -1644,7 +1644,6 @@ impl Transport for VerbsTransport {
         Counters {
             entries: vec![
                 ("inline_sends", self.inline_sends),
-                ("max_inline_bytes", u64::from(self.max_inline)),
                 ("completion_events", self.cq_events),
             ],
         }
