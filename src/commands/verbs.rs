@@ -36,7 +36,8 @@ pub fn open(world: &mut World, opts: &TransportOptions) -> anyhow::Result<Box<dy
 
 /// Without the `verbs` feature: a one-line usage error.
 #[cfg(not(feature = "verbs"))]
-pub fn open(_world: &mut World, _opts: &TransportOptions) -> anyhow::Result<Box<dyn Transport>> {
+pub fn open(_world: &mut World, opts: &TransportOptions) -> anyhow::Result<Box<dyn Transport>> {
+    let _unused_without_the_feature = &opts.verbs;
     Err(anyhow::Error::new(crate::UsageError(
         "verbs is not compiled in: rebuild with `cargo build --release --features verbs`".into(),
     )))
