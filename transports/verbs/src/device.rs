@@ -10,7 +10,7 @@
 
 use crate::layout::{self, SlotLayout, WrKind, SLOT_BYTES};
 use crate::qp::{self, LocalPort, Reliability, Transition};
-use crate::wire::{Advert, Endpoint, QpAddr, VerbsOp, ADVERT_BYTES};
+use crate::wire::{self, Advert, Endpoint, QpAddr, VerbsOp, ADVERT_BYTES};
 use crate::VerbsOptions;
 use ngauge_transport::{
     BufferId, Capabilities, Control, Counters, Rank, Region, RequestId, Transport, TransportError,
@@ -550,46 +550,14 @@ pub fn open(
     // must still take part in the exchange, or the others would wait for it.
     let local = prepare(rank, size, opts);
     let message = match &local {
-        Ok((_, ep)) => {
-            let mut m = vec![1u8];
-            m.extend_from_slice(&ep.encode());
-            m
-        }
-        Err(e) => {
-            let mut m = vec![0u8];
-            m.extend_from_slice(e.to_string().as_bytes());
-            m
-        }
+        Ok((_, ep)) => wire::setup_message(Ok(ep)),
+        Err(e) => wire::setup_message(Err(&e.to_string())),
     };
     let all = control
         .allgather(&message)
         .map_err(|e| setup(format!("exchanging queue-pair addresses: {e}")))?;
     let (mut t, _own) = local?;
-    let mut endpoints = Vec::with_capacity(size);
-    for (r, m) in all.iter().enumerate() {
-        match m.split_first() {
-            Some((1, rest)) => endpoints.push(
-                Endpoint::decode(rest, size)
-                    .map_err(|e| setup(format!("rank {r} sent a bad endpoint: {e}")))?,
-            ),
-            Some((0, rest)) => {
-                return Err(setup(format!(
-                    "rank {r} could not set up: {}",
-                    String::from_utf8_lossy(rest)
-                )))
-            }
-            _ => return Err(setup(format!("rank {r} sent a malformed endpoint message"))),
-        }
-    }
-    for (r, ep) in endpoints.iter().enumerate() {
-        if ep.op != t.op {
-            return Err(setup(format!(
-                "rank {r} runs --verbs-op {}, rank {rank} runs --verbs-op {}",
-                ep.op.as_str(),
-                t.op.as_str()
-            )));
-        }
-    }
+    let endpoints = wire::endpoints_from(&all, size, rank, t.op).map_err(setup)?;
     t.connect(&endpoints)?;
     control
         .barrier()
@@ -617,11 +585,16 @@ fn prepare(
         unacked_events: 0,
     };
     let gid = choose_gid(&o, opts.gid_index).map_err(unavailable)?;
-    let depth = opts
-        .queue_depth
-        .clamp(4, o.dev_attr.max_qp_wr.max(4) as u32);
     let peers_n = size.saturating_sub(1).max(1);
-    let cqe = ((2 * depth as usize * peers_n) + 16).min(o.dev_attr.max_cqe.max(16) as usize);
+    let max_cqe = o.dev_attr.max_cqe.max(64) as usize;
+    let depth = layout::queue_depth(
+        opts.queue_depth,
+        o.dev_attr.max_qp_wr.max(4) as u32,
+        max_cqe,
+        peers_n,
+    );
+    // every work request that can be outstanding has room for its completion
+    let cqe = layout::cq_entries(depth, peers_n);
 
     // SAFETY: `res.ctx` is open; the PD is released by Resources::drop.
     res.pd = unsafe { ibv_alloc_pd(res.ctx) };

@@ -185,6 +185,25 @@ pub fn goes_inline(len: usize, max_inline: u32) -> bool {
     len > 0 && len <= max_inline as usize
 }
 
+/// Work requests that can be outstanding per peer and queue depth: `depth` sends
+/// (both QPs together), `depth` slot receives and `depth` bulk receives.
+pub const WRS_PER_DEPTH: usize = 3;
+
+/// Completion-queue entries for `peers` connections of `depth`: room for every
+/// work request that can be outstanding (an overrun CQ is a fatal error).
+pub fn cq_entries(depth: u32, peers: usize) -> usize {
+    WRS_PER_DEPTH * depth as usize * peers + 16
+}
+
+/// The queue depth to use: the wish, within the device's work-request limit, and
+/// small enough that [`cq_entries`] fits the device's CQ limit (at least 4).
+pub fn queue_depth(wish: u32, max_qp_wr: u32, max_cqe: usize, peers: usize) -> u32 {
+    let by_cq = max_cqe.saturating_sub(16) / (WRS_PER_DEPTH * peers.max(1));
+    wish.min(max_qp_wr)
+        .min(u32::try_from(by_cq).unwrap_or(u32::MAX))
+        .max(4)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,6 +280,17 @@ mod tests {
         assert!(region_range(b.region(3, 3), 5).is_err());
         assert!(region_range(b.region(usize::MAX, 2), 5).is_err());
         assert_eq!(region_range(b.prefix(0), 0).unwrap(), 0..0);
+    }
+
+    #[test]
+    fn queue_depth_keeps_the_cq_within_the_device_limit() {
+        assert_eq!(queue_depth(128, 16384, 1 << 20, 1), 128);
+        assert_eq!(queue_depth(128, 64, 1 << 20, 1), 64);
+        // 4096 CQ entries for 63 peers: 3 * depth * 63 + 16 <= 4096
+        let d = queue_depth(128, 16384, 4096, 63);
+        assert_eq!(d, 21);
+        assert!(cq_entries(d, 63) <= 4096);
+        assert_eq!(queue_depth(128, 16384, 100, 1000), 4);
     }
 
     #[test]

@@ -312,6 +312,61 @@ impl fmt::Display for Endpoint {
     }
 }
 
+/// What a rank contributes to the setup exchange: `1` and its endpoint, or `0` and
+/// the reason it could not set up (it still takes part, so nobody waits for it).
+pub fn setup_message(local: Result<&Endpoint, &str>) -> Vec<u8> {
+    match local {
+        Ok(ep) => {
+            let mut m = vec![1u8];
+            m.extend_from_slice(&ep.encode());
+            m
+        }
+        Err(reason) => {
+            let mut m = vec![0u8];
+            m.extend_from_slice(reason.as_bytes());
+            m
+        }
+    }
+}
+
+/// Every rank's endpoint from the gathered [`setup_message`]s, or a one-line reason
+/// naming the first rank that could not set up, sent something malformed, or runs
+/// another data path than `op` (this rank, `me`, runs `op`).
+pub fn endpoints_from(
+    all: &[Vec<u8>],
+    size: usize,
+    me: usize,
+    op: VerbsOp,
+) -> Result<Vec<Endpoint>, String> {
+    if all.len() != size {
+        return Err(format!("{} setup messages for {size} ranks", all.len()));
+    }
+    let mut endpoints = Vec::with_capacity(size);
+    for (rank, m) in all.iter().enumerate() {
+        match m.split_first() {
+            Some((1, rest)) => endpoints.push(
+                Endpoint::decode(rest, size)
+                    .map_err(|e| format!("rank {rank} sent a bad endpoint: {e}"))?,
+            ),
+            Some((0, rest)) => {
+                return Err(format!(
+                    "rank {rank} could not set up: {}",
+                    String::from_utf8_lossy(rest)
+                ))
+            }
+            _ => return Err(format!("rank {rank} sent a malformed setup message")),
+        }
+    }
+    if let Some((rank, ep)) = endpoints.iter().enumerate().find(|(_, ep)| ep.op != op) {
+        return Err(format!(
+            "rank {rank} runs --verbs-op {}, rank {me} runs --verbs-op {}",
+            ep.op.as_str(),
+            op.as_str()
+        ));
+    }
+    Ok(endpoints)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -436,6 +491,41 @@ mod tests {
         bad[0] ^= 1;
         assert_eq!(Advert::decode(&bad), None);
         assert_eq!(Advert::decode(&[0u8; 21]), None);
+    }
+
+    #[test]
+    fn setup_exchange_names_the_rank_that_failed_or_disagrees() {
+        let ok = |op| {
+            let mut ep = sample(3);
+            ep.op = op;
+            setup_message(Ok(&ep))
+        };
+        let all = vec![ok(VerbsOp::Write), ok(VerbsOp::Write), ok(VerbsOp::Write)];
+        assert_eq!(endpoints_from(&all, 3, 0, VerbsOp::Write).unwrap().len(), 3);
+
+        let mut failed = all.clone();
+        failed[2] = setup_message(Err("verbs is not usable: no RDMA device"));
+        let err = endpoints_from(&failed, 3, 0, VerbsOp::Write).unwrap_err();
+        assert_eq!(
+            err,
+            "rank 2 could not set up: verbs is not usable: no RDMA device"
+        );
+
+        let mut other_op = all.clone();
+        other_op[1] = ok(VerbsOp::Send);
+        let err = endpoints_from(&other_op, 3, 0, VerbsOp::Write).unwrap_err();
+        assert_eq!(
+            err,
+            "rank 1 runs --verbs-op send, rank 0 runs --verbs-op write"
+        );
+
+        for garbage in [vec![], vec![7u8, 1, 2], vec![1u8, 0, 0]] {
+            let mut bad = all.clone();
+            bad[1] = garbage;
+            let err = endpoints_from(&bad, 3, 0, VerbsOp::Write).unwrap_err();
+            assert!(err.starts_with("rank 1 "), "{err}");
+        }
+        assert!(endpoints_from(&all[..2], 3, 0, VerbsOp::Write).is_err());
     }
 
     #[test]
