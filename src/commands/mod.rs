@@ -2,6 +2,7 @@
 
 mod info;
 mod selftest;
+mod sync;
 mod timer;
 
 use crate::cli::{Cli, Command, GlobalArgs};
@@ -13,6 +14,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Timer(args) => timer::run(&cli.global, &args),
         Command::Info => info::run(&cli.global),
         Command::Selftest(cmd) => selftest::run(&cli.global, &cmd),
+        Command::Sync(args) => sync::run(&cli.global, &args),
     }
 }
 
@@ -54,6 +56,42 @@ pub fn with_world(
                 .map_err(|e| anyhow::Error::new(e).context(format!("rank {rank}")))
         }
     }
+}
+
+/// This rank's clock: the timer calibrated once, skewed when `NGAUGE_TEST_CLOCK_SKEW`
+/// names this rank (see `ngauge::sync::skew`). Every command that times anything
+/// gets its clock here, so the injected test clock applies everywhere. A malformed
+/// variable is a usage error (exit status 2).
+pub fn rank_clock(world: &World) -> anyhow::Result<ngauge::clock::SystemClock> {
+    use ngauge::clock::Clock;
+    use ngauge::sync::skew::{self, SkewSpec, EPOCH_ENV};
+    let usage = |e: skew::SkewSpecError| anyhow::Error::new(crate::UsageError(e.to_string()));
+    let spec = SkewSpec::from_env().map_err(usage)?;
+    let (clock, _) = ngauge::clock::SystemClock::calibrated();
+    let Some(spec) = spec else {
+        return Ok(clock);
+    };
+    spec.check_size(world.size).map_err(usage)?;
+    let epoch_env = std::env::var(EPOCH_ENV).ok();
+    let epoch = skew::epoch(epoch_env.as_deref(), clock.raw()).map_err(usage)?;
+    Ok(clock.with_skew(spec.skew_for(world.rank, clock.rate(), epoch)))
+}
+
+/// Checks the test-clock variables before any rank starts, so that a malformed one is
+/// reported once (by the launcher) rather than by every rank. `np` is the local
+/// launcher's job size; ranks check the real size again in [`rank_clock`].
+pub fn check_clock_env(np: usize) -> anyhow::Result<()> {
+    use ngauge::sync::skew::{self, SkewSpec, EPOCH_ENV};
+    let usage = |e: skew::SkewSpecError| anyhow::Error::new(crate::UsageError(e.to_string()));
+    if let Some(spec) = SkewSpec::from_env().map_err(usage)? {
+        if ngauge::launch::detect().kind == ngauge::launch::LauncherKind::Local {
+            spec.check_size(np).map_err(usage)?;
+        }
+        if let Ok(text) = std::env::var(EPOCH_ENV) {
+            skew::epoch(Some(&text), ngauge::clock::Ticks(0)).map_err(usage)?;
+        }
+    }
+    Ok(())
 }
 
 /// Prints `value` as one pretty JSON document on stdout.
