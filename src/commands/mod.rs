@@ -40,6 +40,7 @@ pub fn with_world(
     global: &GlobalArgs,
     body: impl FnOnce(&mut World) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
+    check_clock_env(global)?;
     let started = launch::start(&launch_options(global)).map_err(|e| match e {
         LaunchError::Usage(msg) => anyhow::Error::new(crate::UsageError(msg)),
         e => anyhow::Error::new(e),
@@ -78,18 +79,33 @@ pub fn rank_clock(world: &World) -> anyhow::Result<ngauge::clock::SystemClock> {
 }
 
 /// Checks the test-clock variables before any rank starts, so that a malformed one is
-/// reported once (by the launcher) rather than by every rank. `np` is the local
-/// launcher's job size; ranks check the real size again in [`rank_clock`].
-pub fn check_clock_env(np: usize) -> anyhow::Result<()> {
+/// reported once (by the local launcher) rather than by every rank; and, in the local
+/// launcher, fixes the common epoch of the injected skews (`NGAUGE_TEST_CLOCK_EPOCH`,
+/// inherited by the ranks it starts) at its own raw timer reading, so the spec's
+/// offsets hold at launch time. Ranks check the real job size again in [`rank_clock`].
+pub fn check_clock_env(global: &GlobalArgs) -> anyhow::Result<()> {
+    use ngauge::clock::{SystemClock, TickRate, TimerSource};
     use ngauge::sync::skew::{self, SkewSpec, EPOCH_ENV};
     let usage = |e: skew::SkewSpecError| anyhow::Error::new(crate::UsageError(e.to_string()));
-    if let Some(spec) = SkewSpec::from_env().map_err(usage)? {
-        if ngauge::launch::detect().kind == ngauge::launch::LauncherKind::Local {
-            spec.check_size(np).map_err(usage)?;
-        }
-        if let Ok(text) = std::env::var(EPOCH_ENV) {
+    let Some(spec) = SkewSpec::from_env().map_err(usage)? else {
+        return Ok(());
+    };
+    let env = launch::detect();
+    let local_launcher =
+        env.kind == launch::LauncherKind::Local && env.rank.is_none() && global.rank.is_none();
+    if local_launcher {
+        spec.check_size(global.np as usize).map_err(usage)?;
+    }
+    match std::env::var(EPOCH_ENV) {
+        Ok(text) => {
             skew::epoch(Some(&text), ngauge::clock::Ticks(0)).map_err(usage)?;
         }
+        Err(_) if local_launcher => {
+            let raw = SystemClock::new(TimerSource::detect(), TickRate::new(1.0)).raw();
+            // Single-threaded here: no rank, transport or timer thread exists yet.
+            std::env::set_var(EPOCH_ENV, raw.0.to_string());
+        }
+        Err(_) => {}
     }
     Ok(())
 }

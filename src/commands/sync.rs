@@ -69,9 +69,6 @@ struct RankReport {
 }
 
 pub fn run(global: &GlobalArgs, args: &SyncArgs) -> anyhow::Result<()> {
-    // Bad test-clock settings are the user's input: report them once, before any rank
-    // starts (every rank would check them again in `rank_clock`).
-    super::check_clock_env(global.np as usize)?;
     let options = args.sync.options();
     options.validate().map_err(|e| UsageError(e.to_string()))?;
     super::with_world(global, |world| run_rank(global, args, &options, world))

@@ -16,9 +16,10 @@
 //! (boot) would do for agreement but not for meaning: after a day of uptime a 40 ppm
 //! drift has added 3.5 s to the "3 ms" offset. So:
 //!
-//! 1. `NGAUGE_TEST_CLOCK_EPOCH` (a raw timer reading, decimal ticks), when set. A
-//!    launcher that wants exact spec offsets sets it to its own raw reading before it
-//!    starts the ranks;
+//! 1. `NGAUGE_TEST_CLOCK_EPOCH` (a raw timer reading, decimal ticks), when set. The
+//!    local launcher sets it to its own raw reading before it starts the ranks (in
+//!    the binary's `commands::check_clock_env`), so the spec's offsets hold at launch;
+//!    under `mpirun`/`srun` the user may set it;
 //! 2. otherwise the raw reading at clock construction rounded down to a multiple of
 //!    [`EPOCH_GRANULARITY_TICKS`] (2^37 ticks, about 50 s at 2.6 GHz). Ranks started
 //!    within a few hundred milliseconds of each other agree unless they straddle a
