@@ -11,11 +11,13 @@ use assert_cmd::Command;
 use serde_json::Value;
 
 /// Offsets of tens of milliseconds: far above any round trip on a loaded host, so an
-/// offset estimate within 2 ms of the truth shows the algorithm is right (a sign or
-/// composition error is off by tens of milliseconds).
+/// offset estimate within 5 ms of the truth shows the algorithm is right (a sign or
+/// composition error is off by tens of milliseconds). The tolerance is wide because
+/// the short drift fits of jk/hca here (a few tens of ms of fit points on a shared
+/// 2-core host) can misjudge the slope by a few thousand ppm.
 const SKEW: &str =
-    "1:+30ms:+40ppm,2:-50ms:-25ppm,3:+8ms:+10ppm,4:-12ms:+55ppm,5:+70ms:-60ppm,6:-3ms:+5ppm,7:+22ms:-35ppm";
-const TOLERANCE_NS: f64 = 2e6;
+    "1:+30ms:+40ppm,2:-50ms:-25ppm,3:+20ms:+10ppm,4:-25ms:+55ppm,5:+70ms:-60ppm,6:-40ms:+5ppm,7:+22ms:-35ppm";
+const TOLERANCE_NS: f64 = 5e6;
 
 fn ngauge() -> Command {
     Command::cargo_bin("ngauge").unwrap()
@@ -24,7 +26,7 @@ fn ngauge() -> Command {
 fn sync_json(np: usize, algo: &str, skew: Option<&str>) -> Value {
     let mut cmd = ngauge();
     cmd.args(["--np", &np.to_string(), "sync", "--sync", algo])
-        .args(["--fitpoints", "20", "--exchanges", "5"])
+        .args(["--fitpoints", "50", "--exchanges", "5"])
         .args(["--check-after", "0s,1s", "--json"])
         .env_remove("NGAUGE_TEST_CLOCK_EPOCH");
     match skew {
@@ -132,9 +134,13 @@ fn without_injected_skew_the_truth_is_zero() {
 }
 
 #[test]
-fn human_table_has_units_in_headers() {
+fn human_table_has_units_in_headers_and_output_gets_one_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sync.jsonl");
     let out = ngauge()
         .args(["--np", "2", "sync", "--sync", "logp", "--check-after", "0s"])
+        .arg("-o")
+        .arg(&file)
         .env_remove("NGAUGE_TEST_CLOCK_SKEW")
         .output()
         .unwrap();
@@ -143,6 +149,11 @@ fn human_table_has_units_in_headers() {
     for header in ["rank", "offset [us]", "drift [ppm]", "residual @0s [ns]"] {
         assert!(text.contains(header), "{header} in\n{text}");
     }
+    let lines = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(lines.lines().count(), 1);
+    let record: Value = serde_json::from_str(lines.trim()).unwrap();
+    assert_eq!(record["algo"], "logp");
+    assert_eq!(record["ranks"].as_array().unwrap().len(), 2);
 }
 
 #[test]

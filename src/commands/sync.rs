@@ -13,6 +13,7 @@ use crate::cli::{GlobalArgs, SyncAlgorithm, SyncArgs, SyncEstimator, SyncFlags, 
 use crate::UsageError;
 use ngauge::clock::{available_cores, parse_cpu_list, Clock, Skew, Ticks};
 use ngauge::launch::World;
+use ngauge::report::jsonl::JsonlWriter;
 use ngauge::report::table::Table;
 use ngauge::report::Meta;
 use ngauge::sync::skew;
@@ -197,7 +198,8 @@ fn run_rank(
         }),
         ranks,
     };
-    if global.json {
+    let mut doc = serde_json::to_value(&summary)?;
+    {
         let facts_hz = rate.hz;
         let mut meta = Meta::for_this_host(
             clock.source().as_str(),
@@ -210,8 +212,15 @@ fn run_rank(
         meta.np = world.size;
         meta.pinning = summary.ranks.iter().map(|r| r.pinned_core).collect();
         meta.sync = Some(options.algorithm.as_str().into());
-        let mut doc = serde_json::to_value(&summary)?;
         doc["meta"] = serde_json::to_value(&meta)?;
+    }
+    if let Some(path) = &global.output {
+        // One synchronization is one measurement point: one record.
+        JsonlWriter::create(path)
+            .and_then(|mut w| w.write(&doc))
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    }
+    if global.json {
         super::print_json(&doc)?;
     } else {
         print!("{}", render(&summary));
@@ -411,4 +420,42 @@ fn host_cores() -> usize {
         .ok()
         .and_then(|s| parse_cpu_list(s.trim()))
         .map_or_else(available_cores, |cores| cores.len().max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rank_zeros_skew_survives_the_broadcast_encoding() {
+        let skew = Skew {
+            offset_ticks: -7.5e6,
+            drift: 40e-6,
+            epoch: Ticks(1 << 40),
+        };
+        assert_eq!(decode_skew(&encode_skew(Some(skew))), Some(skew));
+        assert_eq!(decode_skew(&encode_skew(None)), None);
+        assert_eq!(decode_skew(&[1, 2, 3]), None);
+    }
+
+    #[test]
+    fn flags_map_to_options() {
+        let flags = SyncFlags {
+            algorithm: SyncAlgorithm::Jk,
+            fitpoints: 7,
+            exchanges: 3,
+            estimator: Some(SyncEstimator::Minrtt),
+        };
+        let o = flags.options();
+        assert_eq!(o.algorithm, Algorithm::Jk);
+        assert_eq!((o.fitpoints, o.exchanges), (7, 3));
+        assert_eq!(o.estimator, Some(Estimator::MinRtt));
+    }
+
+    #[test]
+    fn check_time_labels() {
+        assert_eq!(seconds_label(0.0), "0s");
+        assert_eq!(seconds_label(0.25), "250ms");
+        assert_eq!(seconds_label(5.0), "5s");
+    }
 }
