@@ -298,7 +298,9 @@ pub struct SyncFlags {
     #[arg(long = "sync", value_enum, default_value = "hca", value_name = "ALGO")]
     pub algorithm: SyncAlgorithm,
 
-    /// Fit points per drift model (jk, hca).
+    /// Fit points per drift model (jk, hca). The fit spans the whole exchange, so
+    /// more points give a better drift; with many ranks on few cores the sync takes
+    /// long, and ranks that finish their part early wait within --timeout.
     #[arg(long, default_value_t = 1000, value_name = "NUM", value_parser = clap::value_parser!(u32).range(2..=1_000_000))]
     pub fitpoints: u32,
 
