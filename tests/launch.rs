@@ -574,3 +574,50 @@ fn issue_3_under_mpirun_rank_and_size_come_from_open_mpi() {
     assert_eq!(doc["launcher"]["kind"], "open_mpi");
     assert_eq!(doc["launcher"]["ranks"].as_array().unwrap().len(), 4);
 }
+
+/// Whether a process is gone (or a zombie nobody reaped yet).
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
+    }
+}
+
+#[test]
+fn issue_3_ranks_die_with_a_killed_local_launcher() {
+    let mut launcher = raw(&["--np", "3", "selftest", "barrier-loop"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = launcher.stderr.take().unwrap();
+    let line = BufReader::new(err)
+        .lines()
+        .map_while(Result::ok)
+        .find(|l| l.contains("ranks joined"));
+    let Some(line) = line else {
+        let _ = launcher.kill();
+        let _ = launcher.wait();
+        panic!("the job did not start");
+    };
+    let pids: Vec<u32> = line
+        .rsplit_once('[')
+        .map(|(_, list)| list.trim_end_matches(']'))
+        .unwrap_or("")
+        .split(", ")
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    assert_eq!(pids.len(), 3, "{line}");
+    launcher.kill().unwrap(); // SIGKILL: the launcher cannot clean up
+    launcher.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !pids.iter().all(|&p| gone(p)) {
+        assert!(
+            Instant::now() < deadline,
+            "ranks {pids:?} outlived their launcher"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -10,7 +10,11 @@ pub fn run(global: &GlobalArgs, cmd: &SelftestCommand) -> anyhow::Result<()> {
             die_after,
         } => super::with_world(global, |world| {
             if world.rank == 0 {
-                eprintln!("ngauge: selftest: {} ranks joined", world.size);
+                let pids: Vec<u32> = world.peers.iter().map(|p| p.pid).collect();
+                eprintln!(
+                    "ngauge: selftest: {} ranks joined, pids {pids:?}",
+                    world.size
+                );
             }
             let mut done = 0u64;
             while count == 0 || done < count {

@@ -46,6 +46,24 @@ pub fn random_token() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// In a rank started by the local launcher: die with the launcher. A launcher
+/// killed with SIGKILL cannot stop its ranks, so each asks the kernel to kill it when
+/// the launcher goes (`PR_SET_PDEATHSIG`), and exits if the launcher is already gone.
+pub fn die_with_launcher() {
+    let Some(launcher) = std::env::var("NGAUGE_LAUNCHER_PID")
+        .ok()
+        .and_then(|p| p.parse::<i32>().ok())
+    else {
+        return;
+    };
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+    let parent = rustix::process::getppid().map(|p| p.as_raw_nonzero().get());
+    if parent != Some(launcher) {
+        eprintln!("ngauge: the local launcher (pid {launcher}) is gone; exiting");
+        std::process::exit(1);
+    }
+}
+
 /// Exit code of a finished child: its code, or 128 + signal.
 fn code_of(status: &ExitStatus) -> i32 {
     use std::os::unix::process::ExitStatusExt;
@@ -106,6 +124,7 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
             .env("NGAUGE_JOB_TOKEN", &token)
             .env("NGAUGE_RENDEZVOUS", rendezvous)
             .env("NGAUGE_CORE", cores[rank % cores.len()].to_string())
+            .env("NGAUGE_LAUNCHER_PID", std::process::id().to_string())
             .env_remove("NGAUGE_ANNOUNCE")
             .stdin(Stdio::null())
             .stderr(Stdio::piped());
