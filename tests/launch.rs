@@ -267,6 +267,31 @@ fn issue_3_local_launcher_reports_a_rank_that_kills_itself() {
     assert!(started.elapsed() < Duration::from_secs(30), "{err}");
 }
 
+#[test]
+fn issue_3_a_failing_rank_tells_the_others_why() {
+    let out = ngauge()
+        .args([
+            "--np",
+            "3",
+            "selftest",
+            "barrier-loop",
+            "--fail-rank",
+            "1",
+            "--die-after",
+            "5",
+        ])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("lost rank 1"), "{err}");
+    assert!(
+        err.contains("selftest failure requested after 5 barriers"),
+        "{err}"
+    );
+}
+
 fn join_frame(token: &str, rank: u32, size: u32, version: u16) -> Vec<u8> {
     let join = Join {
         token: token.into(),

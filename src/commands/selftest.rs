@@ -7,6 +7,7 @@ pub fn run(global: &GlobalArgs, cmd: &SelftestCommand) -> anyhow::Result<()> {
         SelftestCommand::BarrierLoop {
             count,
             die_rank,
+            fail_rank,
             die_after,
         } => super::with_world(global, |world| {
             if world.rank == 0 {
@@ -23,6 +24,9 @@ pub fn run(global: &GlobalArgs, cmd: &SelftestCommand) -> anyhow::Result<()> {
                         rustix::process::getpid(),
                         rustix::process::Signal::KILL,
                     );
+                }
+                if fail_rank == Some(world.rank) && done == die_after {
+                    anyhow::bail!("selftest failure requested after {done} barriers");
                 }
                 world.control.barrier()?;
                 done += 1;
