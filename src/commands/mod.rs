@@ -1,9 +1,11 @@
 //! One module per subcommand: each glues launch, a pattern, statistics and a report.
 
 mod info;
+mod pingpong;
 mod selftest;
 mod sync;
 mod timer;
+pub mod transports;
 
 use crate::cli::{Cli, Command, GlobalArgs};
 use ngauge::launch::{self, LaunchError, LaunchOptions, Started, World};
@@ -13,6 +15,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Timer(args) => timer::run(&cli.global, &args),
         Command::Info => info::run(&cli.global),
+        Command::Pingpong(args) => pingpong::run(&cli.global, &args),
         Command::Selftest(cmd) => selftest::run(&cli.global, &cmd),
         Command::Sync(args) => sync::run(&cli.global, &args),
     }

@@ -329,3 +329,33 @@ fn endpoint_parsing_rejects_garbage() {
     assert_eq!(parse_endpoint(b"127.0.0.1|0,99999", 2), None);
     assert_eq!(parse_endpoint(b"nonsense", 1), None);
 }
+
+/// Rank 1's last answer is lost and rank 1 has already finished: its dropped
+/// transport lingers and answers rank 0's retransmission.
+fn last_answer_lost_after_the_peer_finished(wait: WaitMode) {
+    let rounds = 5;
+    let got = run_world(
+        2,
+        move |rank| UdpOptions {
+            drop_one_in: (rank == 1).then_some(rounds as u64),
+            ..opts(wait)
+        },
+        move |rank, mut t| {
+            let ok = pingpong(&mut t, rank, &[100], rounds);
+            let lost = counter(&t, "lost_datagrams");
+            drop(t);
+            (ok, lost)
+        },
+    );
+    assert_eq!(got, vec![(true, 1), (true, 0)]);
+}
+
+#[test]
+fn last_answer_lost_after_the_peer_finished_polling() {
+    last_answer_lost_after_the_peer_finished(WaitMode::Poll);
+}
+
+#[test]
+fn last_answer_lost_after_the_peer_finished_blocking() {
+    last_answer_lost_after_the_peer_finished(WaitMode::Block);
+}
