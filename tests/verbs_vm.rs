@@ -1,7 +1,7 @@
 //! Issue 8: the verbs transport on a real (software) RDMA device. Boots the host's
 //! Debian kernel under qemu with soft-RoCE (`scripts/rxe-vm`, one boot) and runs,
 //! inside it, `ngauge pingpong -t verbs --check` with both data paths over 1 B .. 1 MiB,
-//! `ngauge loggp -t verbs`, and perftest's `ib_send_lat`/`ib_write_lat` beside them. Prints both
+//! `ngauge loggp -t verbs`, `ngauge sync -t verbs`, and perftest's `ib_send_lat`/`ib_write_lat` beside them. Prints both
 //! figures side by side: emulated time (TCG), so only a ratio, never a speed claim.
 //!
 //! Skipped, with a message, only where qemu or a kernel image is missing.
@@ -22,6 +22,12 @@ fn guest_commands() -> Vec<(&'static str, String)> {
             ),
         ));
     }
+    cmds.push((
+        "sync",
+        "ngauge --np 2 -t verbs --timeout 120 sync --sync linear --fitpoints 50 \
+         --exchanges 20 --check-after 0s"
+            .into(),
+    ));
     cmds.push((
         "loggp",
         "ngauge --np 2 -t verbs --timeout 120 loggp --sizes 1-16K --reps 10 --warmup 2".into(),
@@ -145,6 +151,10 @@ fn verbs_over_soft_roce_in_a_vm() {
     assert!(
         section(&log, "ngauge loggp").contains("LogGP parameters"),
         "loggp printed no parameters\n{log}"
+    );
+    assert!(
+        section(&log, "ngauge sync").contains("clock sync: linear over verbs"),
+        "sync over verbs printed no result\n{log}"
     );
     eprintln!("soft-RoCE under TCG, 1-byte messages (emulated time: ratios, not speeds)");
     eprintln!(
