@@ -24,6 +24,8 @@ use std::os::raw::{c_int, c_void};
 use std::time::{Duration, Instant};
 
 const NAME: &str = "verbs";
+/// How long a polling wait spins without progress before it starts yielding.
+const SPIN_BEFORE_YIELD: Duration = Duration::from_micros(20);
 /// `IBV_LINK_LAYER_ETHERNET` (a #define in verbs.h, not in the bindings).
 const LINK_LAYER_ETHERNET: u8 = 2;
 
@@ -1385,19 +1387,20 @@ impl VerbsTransport {
     fn progress_wait(&mut self, peer: Rank, since: &mut Instant) -> Result<(), TransportError> {
         match self.wait {
             WaitMode::Poll => {
-                for _ in 0..1024 {
+                for _ in 0..64 {
                     if self.poll()? > 0 {
                         *since = Instant::now();
                         return Ok(());
                     }
                     std::hint::spin_loop();
                 }
-                // Nothing for a while: let anything runnable on this core go first.
-                // Soft-RoCE (rxe) moves packets in softirq context, which runs in
-                // ksoftirqd when raised from a process: a rank that never yields
-                // would hold it off for a whole scheduler tick per message. On a
-                // hardware device completions arrive within the spin above.
-                std::thread::yield_now();
+                // Nothing for a while: let anything runnable on this core go first
+                // (a co-located rank, or the softirq thread through which soft-RoCE
+                // moves its packets). A hardware device completes a small message
+                // within the first microseconds, before any yield.
+                if since.elapsed() >= SPIN_BEFORE_YIELD {
+                    std::thread::yield_now();
+                }
             }
             WaitMode::Block => {
                 if self.poll()? > 0 {
