@@ -466,6 +466,20 @@ fn modify(qp: *mut ibv_qp, t: &Transition, port: u8) -> std::io::Result<()> {
     }
 }
 
+/// Moves a QP to the error state (any state may go there).
+fn to_error(qp: *mut ibv_qp) -> std::io::Result<()> {
+    // SAFETY: plain data, all-zero is valid.
+    let mut attr: ibv_qp_attr = unsafe { std::mem::zeroed() };
+    attr.qp_state = ibv_qp_state::IBV_QPS_ERR;
+    // SAFETY: `qp` is live; the mask names only the state, which is set.
+    let rc = unsafe { ibv_modify_qp(qp, &mut attr, qp::mask::STATE as c_int) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(rc_error(rc))
+    }
+}
+
 // ---------------------------------------------------------------------------
 // The transport
 
@@ -936,9 +950,18 @@ impl VerbsTransport {
         }
     }
 
+    /// Marks the connection to `peer` failed: its QPs go to the error state (the
+    /// device flushes every posted request and writes nothing more into our
+    /// buffers), and every request still queued or waiting fails with `reason`.
     fn break_peer(&mut self, peer: Rank, reason: String) {
         if self.peers[peer].broken.is_none() {
             self.peers[peer].broken = Some(reason);
+            for qp in [self.res.qps[peer], self.res.bulk[peer]] {
+                if !qp.is_null() {
+                    // best effort: a QP that is already in error stays there
+                    let _ = to_error(qp);
+                }
+            }
         }
         let reason = self.peers[peer].broken.clone().unwrap_or_default();
         let p = &mut self.peers[peer];
@@ -1444,6 +1467,10 @@ impl VerbsTransport {
             }
         }
         if since.elapsed() >= self.timeout {
+            self.break_peer(
+                peer,
+                format!("rank {peer} made no progress within {:?}", self.timeout),
+            );
             return Err(TransportError::Timeout {
                 transport: NAME,
                 peer,

@@ -35,6 +35,7 @@
 //! the ping-pong round trip, `--verbs-op send` against perftest's `ib_send_lat` and
 //! `write` against `ib_write_lat`.
 #![deny(missing_docs)]
+#![deny(unsafe_code)]
 
 pub mod layout;
 pub mod qp;
