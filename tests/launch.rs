@@ -292,6 +292,33 @@ fn issue_3_a_failing_rank_tells_the_others_why() {
     );
 }
 
+#[test]
+fn issue_3_local_launcher_stops_ranks_that_outlive_a_failure() {
+    let started = Instant::now();
+    let out = ngauge()
+        .args([
+            "--np",
+            "4",
+            "selftest",
+            "barrier-loop",
+            "--die-rank",
+            "1",
+            "--hang-rank",
+            "2",
+            "--die-after",
+            "10",
+        ])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("lost rank 1"), "{err}");
+    assert!(err.contains("stopped ranks [2]"), "{err}");
+    // Rank 2 sleeps for an hour unless the launcher stops it.
+    assert!(started.elapsed() < Duration::from_secs(30), "{err}");
+}
+
 fn join_frame(token: &str, rank: u32, size: u32, version: u16) -> Vec<u8> {
     let join = Join {
         token: token.into(),

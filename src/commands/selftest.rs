@@ -8,6 +8,7 @@ pub fn run(global: &GlobalArgs, cmd: &SelftestCommand) -> anyhow::Result<()> {
             count,
             die_rank,
             fail_rank,
+            hang_rank,
             die_after,
         } => super::with_world(global, |world| {
             if world.rank == 0 {
@@ -24,6 +25,11 @@ pub fn run(global: &GlobalArgs, cmd: &SelftestCommand) -> anyhow::Result<()> {
                         rustix::process::getpid(),
                         rustix::process::Signal::KILL,
                     );
+                }
+                if hang_rank == Some(world.rank) && done == die_after {
+                    loop {
+                        std::thread::sleep(std::time::Duration::from_secs(3600));
+                    }
                 }
                 if fail_rank == Some(world.rank) && done == die_after {
                     anyhow::bail!("selftest failure requested after {done} barriers");

@@ -317,5 +317,45 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
             }
         }
     }
-    Ok(codes.into_iter().flatten().max().unwrap_or(1))
+    Ok(worst_status(&codes, &killed))
+}
+
+/// The job's exit status: the worst of the ranks that ended on their own (a usage
+/// error's 2 is not hidden behind the 137 of ranks the launcher had to stop), or 1
+/// when only stopped ranks failed.
+fn worst_status(codes: &[Option<i32>], killed: &[bool]) -> i32 {
+    let own = codes
+        .iter()
+        .zip(killed)
+        .filter(|(_, &k)| !k)
+        .map(|(c, _)| c.unwrap_or(1))
+        .max()
+        .unwrap_or(0);
+    if own == 0 && killed.iter().any(|&k| k) {
+        1
+    } else {
+        own
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worst_status_prefers_what_ranks_said_themselves() {
+        assert_eq!(worst_status(&[Some(0), Some(0)], &[false, false]), 0);
+        assert_eq!(worst_status(&[Some(2), Some(137)], &[false, true]), 2);
+        assert_eq!(worst_status(&[Some(1), Some(137)], &[false, false]), 137);
+        assert_eq!(worst_status(&[Some(0), Some(137)], &[false, true]), 1);
+        assert_eq!(worst_status(&[Some(0), None], &[false, false]), 1);
+    }
+
+    #[test]
+    fn tokens_are_random_hex() {
+        let (a, b) = (random_token(), random_token());
+        assert_eq!(a.len(), 32);
+        assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b);
+    }
 }
