@@ -180,13 +180,14 @@ fn blocking_wait_and_human_table() {
         .stdout(predicate::str::contains("\n4096 "));
 }
 
+/// Three ranks: the pair (0, 1) measures, rank 2 idles; the default wait mode is
+/// block exactly when the host's ranks outnumber its cores.
 #[test]
 fn three_ranks_measure_the_first_pair() {
     let out = ngauge()
         .args([
-            "--np", "3", "--wait", "block", "pingpong", "--sizes", "8", "--reps", "5",
+            "--np", "3", "pingpong", "--sizes", "8", "--reps", "5", "--json",
         ])
-        .arg("--json")
         .assert()
         .success()
         .get_output()
@@ -195,6 +196,57 @@ fn three_ranks_measure_the_first_pair() {
     let doc = json_of(&out);
     assert_eq!(results(&doc).len(), 1);
     assert_eq!(doc["meta"]["np"], 3);
+    assert_eq!(doc["meta"]["pinning"].as_array().unwrap().len(), 3);
+    let cores: usize = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .map(|s| {
+            s.trim()
+                .split(',')
+                .map(|r| match r.split_once('-') {
+                    Some((a, b)) => b.parse::<usize>().unwrap() - a.parse::<usize>().unwrap() + 1,
+                    None => 1,
+                })
+                .sum()
+        })
+        .unwrap_or(1);
+    let expect = if 3 > cores { "tcp=block" } else { "tcp=poll" };
+    assert_eq!(doc["meta"]["wait"], expect);
+}
+
+/// Tiny socket buffers force partial reads and writes of a 1 MiB message between
+/// real processes; the payload check still passes. Two transports, one after the other.
+#[test]
+fn small_socket_buffers_and_two_transports_in_one_run() {
+    let out = ngauge()
+        .args([
+            "-t", "tcp,udp", "--sndbuf", "4K", "--rcvbuf", "4K", "pingpong",
+        ])
+        .args([
+            "--sizes", "1,1M", "--reps", "5", "--warmup", "1", "--check", "--json",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let doc = json_of(&out);
+    let got: Vec<(String, u64)> = results(&doc)
+        .iter()
+        .map(|r| {
+            (
+                r["transport"].as_str().unwrap().to_string(),
+                r["size"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("tcp".into(), 1),
+            ("tcp".into(), 1 << 20),
+            ("udp".into(), 1)
+        ]
+    );
+    assert!(results(&doc).iter().all(|r| r["data_check"] == true));
 }
 
 #[test]
