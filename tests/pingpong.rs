@@ -210,6 +210,18 @@ fn three_ranks_measure_the_first_pair() {
         .unwrap_or(1);
     let expect = if 3 > cores { "tcp=block" } else { "tcp=poll" };
     assert_eq!(doc["meta"]["wait"], expect);
+
+    // Forcing poll on too few cores works but says what it costs.
+    let out = ngauge()
+        .args([
+            "--np", "3", "--wait", "poll", "pingpong", "--sizes", "8", "--reps", "5",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let warned = String::from_utf8_lossy(&out.stderr).contains("--wait poll with 3 ranks");
+    assert_eq!(warned, 3 > cores);
 }
 
 /// Tiny socket buffers force partial reads and writes of a 1 MiB message between

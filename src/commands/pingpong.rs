@@ -91,6 +91,11 @@ pub fn run(global: &GlobalArgs, args: &PingpongArgs) -> anyhow::Result<()> {
         let mut waits = Vec::new();
         for &name in &global.transport {
             let opts = TransportOptions::new(global, world);
+            if let Some(w) = opts.warning(world) {
+                if !warnings.contains(&w) {
+                    warnings.push(w);
+                }
+            }
             let mut transport = transports::open(name, world, &opts)
                 .with_context(|| format!("opening {}", name.as_str()))?;
             let wait = transport.wait_mode().as_str();
