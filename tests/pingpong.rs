@@ -276,3 +276,42 @@ fn bad_input_exits_2_with_one_line() {
         assert!(out.stdout.is_empty(), "{args:?}");
     }
 }
+
+/// Rank 1 stops (SIGSTOP) after size 64: a peer that hangs instead of dying. Rank 0
+/// names it within --timeout, and the finished sizes are kept.
+fn hung_peer(transport: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sweep.jsonl");
+    ngauge()
+        .env("NGAUGE_TEST_DIE_AFTER_SIZE", "64")
+        .env("NGAUGE_TEST_DIE_SIGNAL", "STOP")
+        .args([
+            "-t",
+            transport,
+            "--timeout",
+            "1",
+            "pingpong",
+            "--sizes",
+            "1-4K",
+        ])
+        .args(["--reps", "20", "--warmup", "2", "-o"])
+        .arg(&path)
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(format!(
+            "{transport}: rank 1 did not answer within 1s during recv"
+        )));
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(text.lines().count(), 7, "{text}");
+}
+
+#[test]
+fn hung_peer_is_named_within_the_timeout_tcp() {
+    hung_peer("tcp");
+}
+
+#[test]
+fn hung_peer_is_named_within_the_timeout_udp() {
+    hung_peer("udp");
+}

@@ -41,7 +41,8 @@ struct Sweep {
 }
 
 /// Hidden test hooks: `NGAUGE_TEST_DIE_AFTER_SIZE=BYTES` makes rank
-/// `NGAUGE_TEST_DIE_RANK` (default 1) kill itself with SIGKILL right after that size.
+/// `NGAUGE_TEST_DIE_RANK` (default 1) kill itself with SIGKILL right after that size
+/// (with `NGAUGE_TEST_DIE_SIGNAL=STOP`: stop itself, a peer that hangs).
 fn die_hook() -> anyhow::Result<Option<(usize, usize)>> {
     let Ok(size) = std::env::var("NGAUGE_TEST_DIE_AFTER_SIZE") else {
         return Ok(None);
@@ -146,10 +147,11 @@ pub fn run(global: &GlobalArgs, args: &PingpongArgs) -> anyhow::Result<()> {
                         );
                     }
                     if die.is_some_and(|(s, r)| s == size && r == rank) {
-                        let _ = rustix::process::kill_process(
-                            rustix::process::getpid(),
-                            rustix::process::Signal::KILL,
-                        );
+                        let signal = match std::env::var("NGAUGE_TEST_DIE_SIGNAL").as_deref() {
+                            Ok("STOP") => rustix::process::Signal::STOP,
+                            _ => rustix::process::Signal::KILL,
+                        };
+                        let _ = rustix::process::kill_process(rustix::process::getpid(), signal);
                     }
                     Ok(())
                 },
