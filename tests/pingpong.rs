@@ -315,3 +315,23 @@ fn hung_peer_is_named_within_the_timeout_tcp() {
 fn hung_peer_is_named_within_the_timeout_udp() {
     hung_peer("udp");
 }
+
+#[test]
+fn tcp_skips_size_0_udp_measures_it() {
+    let out = ngauge()
+        .args([
+            "-t", "tcp,udp", "pingpong", "--sizes", "0,1", "--reps", "5", "--json",
+        ])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("tcp has no 0-byte messages"))
+        .get_output()
+        .stdout
+        .clone();
+    let doc = json_of(&out);
+    let got: Vec<String> = results(&doc)
+        .iter()
+        .map(|r| format!("{} {}", r["transport"].as_str().unwrap(), r["size"]))
+        .collect();
+    assert_eq!(got, vec!["tcp 1", "udp 0", "udp 1"]);
+}

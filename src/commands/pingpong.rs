@@ -1,7 +1,7 @@
 //! `ngauge pingpong`: latency and bandwidth per message size between ranks 0 and 1.
 
 use super::transports::{self, TransportOptions};
-use crate::cli::{GlobalArgs, PingpongArgs};
+use crate::cli::{GlobalArgs, PingpongArgs, TransportName};
 use crate::UsageError;
 use anyhow::Context;
 use ngauge::clock::{FrequencyControl, SystemClock};
@@ -102,6 +102,11 @@ pub fn run(global: &GlobalArgs, args: &PingpongArgs) -> anyhow::Result<()> {
             let wait = transport.wait_mode().as_str();
             waits.push(format!("{}={wait}", name.as_str()));
             let mut these = sizes.clone();
+            if name == TransportName::Tcp && these.contains(&0) {
+                // A byte stream carries no empty messages: nothing would be timed.
+                warnings.push("tcp has no 0-byte messages (a byte stream): size 0 skipped".into());
+                these.retain(|&s| s > 0);
+            }
             if let Some(max) = transport.capabilities().max_message_bytes {
                 let skipped: Vec<String> = these
                     .iter()
