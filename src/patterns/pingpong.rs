@@ -563,6 +563,60 @@ mod tests {
         }
     }
 
+    /// The ponger vanishes after the third size: the pinger's sweep fails naming it,
+    /// and the JSON-lines file written by the per-size callback holds exactly the
+    /// three finished sizes, each a valid record.
+    #[test]
+    fn records_of_finished_sizes_survive_a_crash() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sweep.jsonl");
+        let handles: Vec<_> = inproc::world(2)
+            .into_iter()
+            .map(|(mut t, mut c)| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    let rank = c.rank();
+                    let clock = SteppingClock {
+                        next: Cell::new(0),
+                        step: 100,
+                    };
+                    let params = Params {
+                        sizes: vec![1, 2, 4, 8, 16],
+                        reps: 3,
+                        warmup: 1,
+                        check: true,
+                    };
+                    let mut writer = (rank == 0)
+                        .then(|| crate::report::jsonl::JsonlWriter::create(&path).unwrap());
+                    let out = run(&clock, &mut t, &mut c, &params, &mut |size, r| {
+                        if let (Some(w), Some(r)) = (writer.as_mut(), r) {
+                            w.write(r).map_err(|e| e.to_string())?;
+                        }
+                        if rank == 1 && size == 4 {
+                            return Err("crash".into());
+                        }
+                        Ok(())
+                    });
+                    // The writer is never closed properly.
+                    std::mem::forget(writer);
+                    out.map(|_| ()).map_err(|e| e.to_string())
+                })
+            })
+            .collect();
+        let out: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        assert!(out[0].as_ref().unwrap_err().contains("rank 1"), "{out:?}");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let sizes: Vec<u64> = text
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["size"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(sizes, vec![1, 2, 4]);
+    }
+
     #[test]
     fn payload_patterns_differ_by_rank_and_size() {
         let a: Vec<u8> = (0..64).map(|i| payload_byte(64, 0, i)).collect();
