@@ -83,6 +83,13 @@ fn run_rank(
 ) -> anyhow::Result<()> {
     let clock = super::rank_clock(world)?;
     let (mut transport, wait) = open_data(global, world)?;
+    if !transport.capabilities().reliable {
+        return Err(UsageError(format!(
+            "ngauge sync needs a transport that never loses a message, and {} may; use -t tcp",
+            transport.name()
+        ))
+        .into());
+    }
     let outcome = sync::synchronize(&clock, transport.as_mut(), world.control.as_mut(), options)?;
     let model = outcome.model;
     let after_sync = Instant::now();
