@@ -2,7 +2,7 @@
 //! (Hoefler et al., "LogGP in theory and practice", sec. 2-3), as a table, JSON,
 //! Netgauge columns, a parameter file and a plot.
 
-use crate::cli::{DelayArg, DetectorArg, GlobalArgs, LoggpArgs, PairsArg};
+use crate::cli::{DelayArg, DetectorArg, GlobalArgs, LoggpArgs, PairsArg, TransportName};
 use crate::UsageError;
 use anyhow::Context;
 use ngauge::clock::{Clock, SystemClock};
@@ -106,8 +106,27 @@ pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
             return Err(UsageError("loggp needs at least 2 ranks (--np 2)".into()).into());
         }
         let clock = SystemClock::calibrated().0;
-        let opts = super::transports::TransportOptions::new(global, world);
+        let mut opts = super::transports::TransportOptions::new(global, world);
+        let largest = *plan.params.sizes.last().unwrap_or(&1) as usize;
+        if name == TransportName::Udp && opts.recv_buffer_bytes.is_none() {
+            // PRTT(n,0,s) sends n datagrams back to back; a default-sized receive
+            // buffer overflows at tens of KiB, and a datagram lost inside a stream
+            // stalls it. Ask for room for two streams (the kernel caps it at
+            // net.core.rmem_max).
+            opts.recv_buffer_bytes = Some((2 * plan.params.n * (largest + 64)).max(1 << 18));
+        }
         let mut transport = super::transports::open(name, world, &opts)?;
+        if let Some(limit) = transport.capabilities().max_message_bytes {
+            if largest > limit {
+                return Err(UsageError(format!(
+                    "--sizes: {largest} bytes exceeds the {} message limit of {limit} bytes; \
+                     give sizes up to {limit} (e.g. --sizes 1K-{}K:1K)",
+                    name.as_str(),
+                    limit / 1024
+                ))
+                .into());
+            }
+        }
         let mut jsonl = match (&global.output, world.rank) {
             (Some(path), 0) => Some(
                 JsonlWriter::create(path)
