@@ -267,6 +267,58 @@ fn issue_3_local_launcher_reports_a_rank_that_kills_itself() {
     assert!(started.elapsed() < Duration::from_secs(30), "{err}");
 }
 
+#[test]
+fn issue_3_a_failing_rank_tells_the_others_why() {
+    let out = ngauge()
+        .args([
+            "--np",
+            "3",
+            "selftest",
+            "barrier-loop",
+            "--fail-rank",
+            "1",
+            "--die-after",
+            "5",
+        ])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("lost rank 1"), "{err}");
+    assert!(
+        err.contains("selftest failure requested after 5 barriers"),
+        "{err}"
+    );
+}
+
+#[test]
+fn issue_3_local_launcher_stops_ranks_that_outlive_a_failure() {
+    let started = Instant::now();
+    let out = ngauge()
+        .args([
+            "--np",
+            "4",
+            "selftest",
+            "barrier-loop",
+            "--die-rank",
+            "1",
+            "--hang-rank",
+            "2",
+            "--die-after",
+            "10",
+        ])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("lost rank 1"), "{err}");
+    assert!(err.contains("stopped ranks [2]"), "{err}");
+    // Rank 2 sleeps for an hour unless the launcher stops it.
+    assert!(started.elapsed() < Duration::from_secs(30), "{err}");
+}
+
 fn join_frame(token: &str, rank: u32, size: u32, version: u16) -> Vec<u8> {
     let join = Join {
         token: token.into(),
@@ -573,4 +625,51 @@ fn issue_3_under_mpirun_rank_and_size_come_from_open_mpi() {
     assert_eq!(doc["launcher"]["size"], 4);
     assert_eq!(doc["launcher"]["kind"], "open_mpi");
     assert_eq!(doc["launcher"]["ranks"].as_array().unwrap().len(), 4);
+}
+
+/// Whether a process is gone (or a zombie nobody reaped yet).
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
+    }
+}
+
+#[test]
+fn issue_3_ranks_die_with_a_killed_local_launcher() {
+    let mut launcher = raw(&["--np", "3", "selftest", "barrier-loop"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = launcher.stderr.take().unwrap();
+    let line = BufReader::new(err)
+        .lines()
+        .map_while(Result::ok)
+        .find(|l| l.contains("ranks joined"));
+    let Some(line) = line else {
+        let _ = launcher.kill();
+        let _ = launcher.wait();
+        panic!("the job did not start");
+    };
+    let pids: Vec<u32> = line
+        .rsplit_once('[')
+        .map(|(_, list)| list.trim_end_matches(']'))
+        .unwrap_or("")
+        .split(", ")
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    assert_eq!(pids.len(), 3, "{line}");
+    launcher.kill().unwrap(); // SIGKILL: the launcher cannot clean up
+    launcher.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !pids.iter().all(|&p| gone(p)) {
+        assert!(
+            Instant::now() < deadline,
+            "ranks {pids:?} outlived their launcher"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

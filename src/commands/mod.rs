@@ -53,7 +53,11 @@ pub fn with_world(
         Started::Launcher(code) => std::process::exit(code),
         Started::Rank(mut world) => {
             let rank = world.rank;
-            body(&mut world).map_err(|e| e.context(format!("rank {rank}")))?;
+            if let Err(e) = body(&mut world) {
+                // Tell the others why, so their errors name this rank and the reason.
+                world.control.abort(&format!("{e:#}"));
+                return Err(e.context(format!("rank {rank}")));
+            }
             world
                 .finish()
                 .map_err(|e| anyhow::Error::new(e).context(format!("rank {rank}")))
