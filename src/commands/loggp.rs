@@ -5,7 +5,7 @@
 use crate::cli::{DelayArg, DetectorArg, GlobalArgs, LoggpArgs, PairsArg, TransportName};
 use crate::UsageError;
 use anyhow::Context;
-use ngauge::clock::{Clock, SystemClock};
+use ngauge::clock::Clock;
 use ngauge::model::changepoint::LookaheadOptions;
 use ngauge::model::loggp::{assess, AssessOptions, Detector};
 use ngauge::model::segment::SegmentOptions;
@@ -105,7 +105,7 @@ pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
         if world.size < 2 {
             return Err(UsageError("loggp needs at least 2 ranks (--np 2)".into()).into());
         }
-        let clock = SystemClock::calibrated().0;
+        let clock = super::rank_clock(world)?;
         let mut opts = super::transports::TransportOptions::new(global, world);
         let largest = *plan.params.sizes.last().unwrap_or(&1) as usize;
         if name == TransportName::Udp && opts.recv_buffer_bytes.is_none() {
