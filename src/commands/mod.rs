@@ -121,9 +121,17 @@ pub fn check_clock_env(global: &GlobalArgs) -> anyhow::Result<()> {
 
 /// Prints `value` as one pretty JSON document on stdout.
 pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
+    let mut text = serde_json::to_string_pretty(value)?;
+    text.push('\n');
+    print_text(&text)
+}
+
+/// Writes `text` to stdout. Unlike `print!`, a closed pipe (`ngauge ... | head`) is
+/// an `io::Error` that `main` treats as success, not a panic.
+pub fn print_text(text: &str) -> anyhow::Result<()> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, value)?;
-    writeln!(out)?;
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
     Ok(())
 }
