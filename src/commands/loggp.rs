@@ -15,6 +15,9 @@ use ngauge::report::loggp::{self as export, PairAnalysis};
 use ngauge::report::Meta;
 use ngauge::sizes::parse_sizes;
 
+/// Warn when more than this fraction of repetitions was disturbed by the host.
+const DISTURBED_WARN: f64 = 0.10;
+
 /// Everything checked before any rank starts.
 #[derive(Debug)]
 struct Plan {
@@ -229,8 +232,30 @@ fn report(
         std::fs::write(path, svg).with_context(|| format!("cannot write {}", path.display()))?;
     }
     let low_weight = plan.assess.low_weight;
+    let extra: Vec<Vec<String>> = analyses
+        .iter()
+        .map(|a| {
+            let fraction = pattern::disturbed_fraction(&a.points);
+            if fraction > DISTURBED_WARN {
+                vec![format!(
+                    "{:.0}% of the timed repetitions took more than {}x their median: other \
+                     processes competed for the cores; medians are robust to a few such \
+                     repetitions, not to many (try the other --wait mode, more --reps, or a quieter host)",
+                    fraction * 100.0,
+                    pattern::DISTURBED_FACTOR
+                )]
+            } else {
+                Vec::new()
+            }
+        })
+        .collect();
     if global.json {
-        let mut doc = serde_json::to_value(export::pair_doc(first, low_weight))?;
+        let with_extra = |i: usize, a: &PairAnalysis| -> anyhow::Result<serde_json::Value> {
+            let mut doc = export::pair_doc(a, low_weight);
+            doc.warnings.extend(extra[i].iter().cloned());
+            Ok(serde_json::to_value(doc)?)
+        };
+        let mut doc = with_extra(0, first)?;
         doc["transport"] = transport.into();
         doc["detector"] = plan.assess.detector.name().into();
         doc["n"] = plan.params.n.into();
@@ -241,12 +266,13 @@ fn report(
         }
         .into();
         if analyses.len() > 1 {
-            doc["pairs"] = serde_json::to_value(
+            doc["pairs"] = serde_json::Value::Array(
                 analyses
                     .iter()
-                    .map(|a| export::pair_doc(a, low_weight))
-                    .collect::<Vec<_>>(),
-            )?;
+                    .enumerate()
+                    .map(|(i, a)| with_extra(i, a))
+                    .collect::<anyhow::Result<Vec<_>>>()?,
+            );
         }
         doc["meta"] = serde_json::to_value(&meta)?;
         super::print_json(&doc)?;
@@ -255,8 +281,9 @@ fn report(
             print!("{}", export::table(a));
         }
     }
-    for a in &analyses {
-        for w in &a.assessment.warnings {
+    for (a, extra) in analyses.iter().zip(&extra) {
+        let model = a.assessment.warnings.iter().map(ToString::to_string);
+        for w in model.chain(extra.iter().cloned()) {
             eprintln!("ngauge: warning: pair {}-{}: {w}", a.client, a.server);
         }
     }
