@@ -85,6 +85,7 @@ fn plan(args: &LoggpArgs) -> Result<Plan, UsageError> {
                 PairsArg::InTurn => PairsMode::InTurn,
                 PairsArg::Concurrent => PairsMode::Concurrent,
             },
+            attempts: args.attempts as usize,
         },
         assess: AssessOptions {
             n: args.n as usize,
