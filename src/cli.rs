@@ -380,6 +380,12 @@ pub struct LoggpArgs {
     #[arg(long, default_value_t = 5, value_name = "NUM")]
     pub warmup: u64,
 
+    /// Measurements of a size at most: a size whose PRTT median exceeds 1.5x its
+    /// minimum + 50 us (most repetitions disturbed by other processes) is measured
+    /// again, up to NUM times in all.
+    #[arg(long, default_value_t = 3, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=100))]
+    pub attempts: u64,
+
     /// Delay d of PRTT(n,d,s): one or two round trips.
     #[arg(long, value_enum, default_value = "rtt", value_name = "D")]
     pub dg: DelayArg,

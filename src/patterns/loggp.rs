@@ -26,7 +26,7 @@
 //! [`PairsMode::InTurn`], take part with empty data). Rank 0 receives every pair's
 //! points; it can stream them as they finish through the `on_point` callback.
 
-use crate::clock::{spin_until, Clock, Ticks};
+use crate::clock::{spin_until, Clock, Nanos, Ticks};
 use crate::model::loggp::Sample;
 use crate::stats::Summary;
 use ngauge_transport::{BufferId, Control, ControlError, Rank, Transport, TransportError};
@@ -65,6 +65,11 @@ pub struct Params {
     pub delay: DelayChoice,
     /// How pairs take turns.
     pub pairs: PairsMode,
+    /// Measurements of a size at most (at least 1): a size is measured again when
+    /// a PRTT's median exceeds 1.5 times its minimum plus 50 us, i.e. when most of
+    /// its repetitions were disturbed by the host and the median no longer
+    /// describes the network. The last attempt is kept.
+    pub attempts: usize,
 }
 
 impl Default for Params {
@@ -76,6 +81,7 @@ impl Default for Params {
             warmup: 5,
             delay: DelayChoice::OneRtt,
             pairs: PairsMode::InTurn,
+            attempts: 3,
         }
     }
 }
@@ -107,6 +113,13 @@ pub struct Point {
     pub prtt_n_d_us: Summary,
     /// Receive overhead `o_r(s)` timed at the server, us.
     pub or_us: Summary,
+    /// How often this size was measured (more than once when most repetitions of
+    /// an attempt were disturbed, see [`Params::attempts`]).
+    pub attempts: usize,
+    /// Timed PRTT repetitions at this size (all PRTT kinds, last attempt).
+    pub timed_reps: usize,
+    /// Of those, the ones slower than [`DISTURBED_FACTOR`] times their median.
+    pub disturbed_reps: usize,
 }
 
 impl Point {
@@ -120,6 +133,38 @@ impl Point {
             d_us: self.d_us,
             or_us: self.or_us.median,
         }
+    }
+}
+
+/// A repetition slower than this many medians of its PRTT was disturbed by the host
+/// (another process took the core, an interrupt storm).
+pub const DISTURBED_FACTOR: f64 = 3.0;
+
+/// Absolute slack of the "mostly disturbed" test, us (timer and wake-up jitter on a
+/// microsecond round trip is not a disturbance).
+const DISTURBED_SLACK_US: f64 = 50.0;
+
+/// `true` when the median of `ticks` exceeds 1.5 times their minimum plus `slack`:
+/// more than half of the repetitions were slowed by something other than the network.
+fn mostly_disturbed(ticks: &[u64], slack: u64) -> bool {
+    let Some(&min) = ticks.iter().min() else {
+        return false;
+    };
+    median_ticks(ticks) as f64 > 1.5 * min as f64 + slack as f64
+}
+
+/// The fraction of all timed PRTT repetitions of `points` that were disturbed
+/// (slower than [`DISTURBED_FACTOR`] times their median). Medians survive a minority
+/// of such repetitions; a large fraction means the host was too busy to trust the
+/// figures.
+pub fn disturbed_fraction(points: &[Point]) -> f64 {
+    let (disturbed, total) = points
+        .iter()
+        .fold((0, 0), |(d, t), p| (d + p.disturbed_reps, t + p.timed_reps));
+    if total == 0 {
+        0.0
+    } else {
+        disturbed as f64 / total as f64
     }
 }
 
@@ -211,33 +256,53 @@ pub fn run<C: Clock, T: Transport + ?Sized>(
         };
         control.barrier()?;
         for &s in &params.sizes {
-            let mut exp = Exchange {
-                clock,
-                transport: &mut *transport,
-                params,
-                size: s as usize,
-            };
-            let report = match (active, my_role, buffers) {
-                (true, Role::Client { server }, Some((tx, rx))) => {
-                    let first = exp.client_first(server, tx, rx)?;
-                    share_delay(control, Some(first.d_ticks))?;
-                    let (n0, nd) = exp.client_second(server, tx, rx, first.d_ticks)?;
-                    exp.client_or(server, tx, rx)?;
-                    encode_client(&first, &n0, &nd)
+            let mut report = Vec::new();
+            let mut pending = active;
+            for attempt in 1..=params.attempts.max(1) {
+                let mut exp = Exchange {
+                    clock,
+                    transport: &mut *transport,
+                    params,
+                    size: s as usize,
+                };
+                let mut disturbed = false;
+                match (pending, my_role, buffers) {
+                    (true, Role::Client { server }, Some((tx, rx))) => {
+                        let first = exp.client_first(server, tx, rx)?;
+                        share_delay(control, Some(first.d_ticks))?;
+                        let (n0, nd) = exp.client_second(server, tx, rx, first.d_ticks)?;
+                        exp.client_or(server, tx, rx)?;
+                        let slack = clock.rate().to_ticks(Nanos(DISTURBED_SLACK_US * 1e3));
+                        disturbed = [&first.prtt_1_0, &n0, &nd]
+                            .iter()
+                            .any(|t| mostly_disturbed(t, slack));
+                        report = encode_client(attempt as u64, &first, &n0, &nd);
+                    }
+                    (true, Role::Server { client }, Some((tx, rx))) => {
+                        exp.server_first(client, tx, rx)?;
+                        let d = share_delay(control, None)?[client]
+                            .ok_or(PatternError::Malformed { rank: client })?;
+                        exp.server_second(client, tx, rx)?;
+                        let or = exp.server_or(client, tx, rx, d.saturating_mul(2))?;
+                        report = encode_u64s(&or);
+                    }
+                    _ => {
+                        share_delay(control, None)?;
+                    }
                 }
-                (true, Role::Server { client }, Some((tx, rx))) => {
-                    exp.server_first(client, tx, rx)?;
-                    let d = share_delay(control, None)?[client]
-                        .ok_or(PatternError::Malformed { rank: client })?;
-                    exp.server_second(client, tx, rx)?;
-                    let or = exp.server_or(client, tx, rx, d.saturating_mul(2))?;
-                    encode_u64s(&or)
+                // Every rank learns which clients measure this size again, so the
+                // control calls stay collective.
+                let again = disturbed && attempt < params.attempts;
+                let flags = control.allgather(&[u8::from(again)])?;
+                if flags.iter().all(|f| f.as_slice() != [1]) {
+                    break;
                 }
-                _ => {
-                    share_delay(control, None)?;
-                    Vec::new()
-                }
-            };
+                pending = match my_role {
+                    Role::Client { .. } => again,
+                    Role::Server { client } => flags[client].as_slice() == [1],
+                    Role::Idle => false,
+                };
+            }
             let gathered = control.gather(0, &report)?;
             if rank == 0 {
                 let measured: Vec<usize> = match params.pairs {
@@ -507,8 +572,9 @@ fn decode_u64s(bytes: &mut &[u8]) -> Option<Vec<u64>> {
     (0..len).map(|_| take(bytes)).collect()
 }
 
-fn encode_client(first: &First, n0: &[u64], nd: &[u64]) -> Vec<u8> {
-    let mut out = first.d_ticks.to_le_bytes().to_vec();
+fn encode_client(attempts: u64, first: &First, n0: &[u64], nd: &[u64]) -> Vec<u8> {
+    let mut out = attempts.to_le_bytes().to_vec();
+    out.extend(first.d_ticks.to_le_bytes());
     out.extend(encode_u64s(&first.prtt_1_0));
     out.extend(encode_u64s(first.prtt_2_0.as_deref().unwrap_or(&[])));
     out.extend(encode_u64s(n0));
@@ -526,6 +592,9 @@ fn decode_point<C: Clock>(
 ) -> Result<Point, PatternError> {
     let bad = |rank| PatternError::Malformed { rank };
     let mut c = client_bytes;
+    let (attempts, rest) = c.split_first_chunk::<8>().ok_or(bad(client))?;
+    let attempts = u64::from_le_bytes(*attempts) as usize;
+    c = rest;
     let (d, rest) = c.split_first_chunk::<8>().ok_or(bad(client))?;
     let d_ticks = u64::from_le_bytes(*d);
     c = rest;
@@ -540,7 +609,20 @@ fn decode_point<C: Clock>(
         let values: Vec<f64> = ticks.iter().map(|&t| rate.to_nanos(t).as_us()).collect();
         Summary::of(&values).ok_or(bad(rank))
     };
+    let mut timed_reps = 0;
+    let mut disturbed_reps = 0;
+    for ticks in [&p1, &p2, &n0, &nd] {
+        if ticks.is_empty() {
+            continue;
+        }
+        let limit = DISTURBED_FACTOR * median_ticks(ticks) as f64;
+        timed_reps += ticks.len();
+        disturbed_reps += ticks.iter().filter(|&&t| t as f64 > limit).count();
+    }
     Ok(Point {
+        attempts,
+        timed_reps,
+        disturbed_reps,
         size,
         n: params.n,
         d_us: rate.to_nanos(d_ticks).as_us(),
@@ -589,6 +671,7 @@ mod tests {
             warmup: 1,
             delay,
             pairs,
+            attempts: 2,
         }
     }
 
@@ -649,6 +732,84 @@ mod tests {
         p.n = 2;
         p.sizes = vec![0];
         assert!(run(&clock, &mut t, &mut c, &p, |_, _| {}).is_err());
+    }
+
+    #[test]
+    fn disturbed_fraction_counts_slow_repetitions() {
+        let quiet = Summary::of(&[10.0]).unwrap();
+        let point = |timed_reps, disturbed_reps| Point {
+            size: 1,
+            n: 10,
+            d_us: 10.0,
+            prtt_1_0_us: quiet,
+            prtt_2_0_us: None,
+            prtt_n_0_us: quiet,
+            prtt_n_d_us: quiet,
+            or_us: quiet,
+            attempts: 1,
+            timed_reps,
+            disturbed_reps,
+        };
+        assert_eq!(disturbed_fraction(&[point(30, 3), point(30, 0)]), 0.05);
+        assert_eq!(disturbed_fraction(&[]), 0.0);
+    }
+
+    /// The system clock, except that during its first `disturbed_calls` readings
+    /// three of every five round trips (pairs of readings) look 1 ms longer.
+    struct DisturbedClock {
+        inner: SystemClock,
+        calls: std::sync::atomic::AtomicU64,
+        disturbed_calls: u64,
+    }
+
+    impl Clock for DisturbedClock {
+        fn now(&self) -> Ticks {
+            let i = self
+                .calls
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let t = self.inner.now();
+            if i < self.disturbed_calls && i % 2 == 1 && (i / 2) % 5 < 3 {
+                t.plus(1_000_000) // 1 ms at the 1 GHz test rate
+            } else {
+                t
+            }
+        }
+        fn rate(&self) -> TickRate {
+            self.inner.rate()
+        }
+    }
+
+    #[test]
+    fn a_mostly_disturbed_size_is_measured_again() {
+        let params = small(vec![64], DelayChoice::OneRtt, PairsMode::InTurn);
+        // Exactly the readings of the first attempt's warmup and PRTT(1,0,s) phase.
+        let disturbed_calls = 2 * (params.warmup + params.reps) as u64;
+        let mut world = inproc::world(2);
+        let (mut t1, mut c1) = world.pop().unwrap();
+        let p1 = params.clone();
+        let server = std::thread::spawn(move || {
+            let clock = SystemClock::new(TimerSource::detect(), TickRate::new(1e9));
+            run(&clock, &mut t1, &mut c1, &p1, |_, _| {})
+        });
+        let (mut t0, mut c0) = world.pop().unwrap();
+        let clock = DisturbedClock {
+            inner: SystemClock::new(TimerSource::detect(), TickRate::new(1e9)),
+            calls: Default::default(),
+            disturbed_calls,
+        };
+        let res = run(&clock, &mut t0, &mut c0, &params, |_, _| {}).unwrap();
+        server.join().unwrap().unwrap();
+        let point = &res[0].points[0];
+        assert_eq!(point.attempts, 2);
+        assert!(point.prtt_1_0_us.median < 1000.0, "{point:?}");
+    }
+
+    #[test]
+    fn mostly_disturbed_needs_a_disturbed_median() {
+        assert!(!mostly_disturbed(&[100, 101, 5000], 10));
+        assert!(mostly_disturbed(&[100, 5000, 5001], 10));
+        assert!(!mostly_disturbed(&[100, 150, 160], 10));
+        assert!(!mostly_disturbed(&[], 10));
     }
 
     #[test]

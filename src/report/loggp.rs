@@ -59,6 +59,9 @@ pub struct PointRecord {
     pub d_us: f64,
     /// Weight of this point in its range's robust fit, `(0, 1]`.
     pub fit_weight: f64,
+    /// How often the size was measured (more than once when the host disturbed
+    /// most repetitions).
+    pub attempts: usize,
     /// Min, median, mean, p99, max of the repetitions.
     pub spread_us: Spread,
 }
@@ -109,6 +112,7 @@ pub fn pair_doc(pa: &PairAnalysis, low_weight: f64) -> PairDoc {
             gap_us: a.gap_us[i],
             d_us: p.d_us,
             fit_weight: a.weights[i],
+            attempts: p.attempts,
             spread_us: Spread {
                 prtt_1_0: p.prtt_1_0_us,
                 prtt_n_0: p.prtt_n_0_us,
@@ -412,6 +416,9 @@ mod tests {
                     prtt_n_0_us: summary(p1 + 9.0 * (g + big_g * x)),
                     prtt_n_d_us: summary(p1 + 9.0 * (1.5 + p1)),
                     or_us: summary(1.25),
+                    attempts: 1,
+                    timed_reps: 3,
+                    disturbed_reps: 0,
                 }
             })
             .collect();
