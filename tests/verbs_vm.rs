@@ -1,6 +1,7 @@
 //! Issue 8: the verbs transport on a real (software) RDMA device. Boots the host's
 //! Debian kernel under qemu with soft-RoCE (`scripts/rxe-vm`, one boot) and runs,
 //! inside it, `ngauge pingpong -t verbs --check` with both data paths over 1 B .. 1 MiB,
+//! the same with `--wait block` (completion channel) for three sizes, `ngauge info`,
 //! `ngauge loggp -t verbs`, `ngauge sync -t verbs`, and perftest's `ib_send_lat`/`ib_write_lat` beside them. Prints both
 //! figures side by side: emulated time (TCG), so only a ratio, never a speed claim.
 //!
@@ -22,6 +23,13 @@ fn guest_commands() -> Vec<(&'static str, String)> {
             ),
         ));
     }
+    cmds.push((
+        "block",
+        "ngauge --np 2 -t verbs --wait block --timeout 120 pingpong --sizes 1,4K,1M \
+         --reps 10 --warmup 2 --check"
+            .into(),
+    ));
+    cmds.push(("info", "ngauge --np 1 info".into()));
     cmds.push((
         "sync",
         "ngauge --np 2 -t verbs --timeout 120 sync --sync linear --fitpoints 50 \
@@ -151,6 +159,21 @@ fn verbs_over_soft_roce_in_a_vm() {
     assert!(
         section(&log, "ngauge loggp").contains("LogGP parameters"),
         "loggp printed no parameters\n{log}"
+    );
+    let block: Vec<usize> = ngauge_points(section(&log, "ngauge block"))
+        .iter()
+        .map(|p| p.0)
+        .collect();
+    assert_eq!(
+        block,
+        vec![1, 4096, 1 << 20],
+        "pingpong --wait block\n{log}"
+    );
+    assert!(
+        section(&log, "ngauge info")
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["verbs", "usable"]),
+        "info does not call verbs usable\n{log}"
     );
     assert!(
         section(&log, "ngauge sync").contains("clock sync: linear over verbs"),
