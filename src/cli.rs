@@ -68,6 +68,74 @@ pub struct GlobalArgs {
     /// Let every rank print its progress and warnings, not just rank 0.
     #[arg(short = 'v', long, global = true)]
     pub verbose: bool,
+
+    /// This process's rank when starting ranks by hand (with --size and
+    /// --rendezvous; rank 0 prints the command line for the others).
+    #[arg(
+        long,
+        global = true,
+        env = "NGAUGE_RANK",
+        value_name = "R",
+        help_heading = "Starting by hand"
+    )]
+    pub rank: Option<usize>,
+
+    /// Number of ranks when starting ranks by hand.
+    #[arg(long, global = true, env = "NGAUGE_SIZE", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=65536), help_heading = "Starting by hand")]
+    pub size: Option<u32>,
+
+    /// Rank 0's listener, HOST:PORT: rank 0 binds it, the others connect to it.
+    /// Needed across hosts (under Slurm the first node is the default).
+    #[arg(
+        long,
+        global = true,
+        env = "NGAUGE_RENDEZVOUS",
+        value_name = "HOST:PORT",
+        help_heading = "Starting by hand"
+    )]
+    pub rendezvous: Option<String>,
+
+    /// Where rank 0 listens when not the --rendezvous address (e.g. 0.0.0.0:7000).
+    #[arg(
+        long,
+        global = true,
+        value_name = "ADDR:PORT",
+        help_heading = "Starting by hand"
+    )]
+    pub bind: Option<String>,
+
+    /// Proof that a rank belongs to this job; rank 0 generates one when missing.
+    #[arg(
+        long,
+        global = true,
+        env = "NGAUGE_JOB_TOKEN",
+        value_name = "TOKEN",
+        hide_env_values = true,
+        help_heading = "Starting by hand"
+    )]
+    pub job_token: Option<String>,
+
+    /// Address this rank's data transports listen on (default: the local address
+    /// of its connection to rank 0, i.e. the link the user chose).
+    #[arg(
+        long,
+        global = true,
+        value_name = "IP",
+        help_heading = "Starting by hand"
+    )]
+    pub data_addr: Option<std::net::IpAddr>,
+
+    /// Seconds to wait for ranks to join, and for the slowest rank to enter a
+    /// control operation; a lost rank is reported within it.
+    #[arg(long, global = true, default_value_t = 30.0, value_name = "SECONDS", value_parser = parse_timeout)]
+    pub timeout: f64,
+}
+
+fn parse_timeout(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(t) if t.is_finite() && t > 0.0 && t <= 86_400.0 => Ok(t),
+        _ => Err(format!("{s:?} is not a number of seconds in (0, 86400]")),
+    }
 }
 
 /// The transports ngauge knows (whether compiled in or not).
@@ -114,6 +182,27 @@ pub enum Command {
     ///
     /// Example: ngauge --np 4 info --json
     Info,
+
+    /// Self-tests of the launcher, for the integration tests.
+    #[command(hide = true, subcommand)]
+    Selftest(SelftestCommand),
+}
+
+/// Hidden self-test subcommands.
+#[derive(Debug, Subcommand)]
+pub enum SelftestCommand {
+    /// Every rank loops in barriers (forever unless --count); rank 0 prints the count.
+    BarrierLoop {
+        /// Barriers to run (0: until a rank is lost).
+        #[arg(long, default_value_t = 0)]
+        count: u64,
+        /// This rank kills itself with SIGKILL after --die-after barriers.
+        #[arg(long)]
+        die_rank: Option<usize>,
+        /// Barriers before --die-rank kills itself.
+        #[arg(long, default_value_t = 10)]
+        die_after: u64,
+    },
 }
 
 /// Options of `ngauge timer`.
@@ -153,5 +242,8 @@ mod tests {
         assert!(Cli::try_parse_from(["ngauge", "--np", "0", "info"]).is_err());
         assert!(Cli::try_parse_from(["ngauge", "-t", "carrier-pigeon", "info"]).is_err());
         assert!(Cli::try_parse_from(["ngauge", "timer", "--reads", "1"]).is_err());
+        assert!(Cli::try_parse_from(["ngauge", "--timeout", "0", "info"]).is_err());
+        assert!(Cli::try_parse_from(["ngauge", "--timeout", "nan", "info"]).is_err());
+        assert!(Cli::try_parse_from(["ngauge", "--data-addr", "host", "info"]).is_err());
     }
 }

@@ -41,12 +41,46 @@ fn probe(name: &'static str) -> TransportInfo {
     }
 }
 
+/// One rank's place in the job, gathered at rank 0.
+#[derive(Debug, Serialize, serde::Deserialize)]
+pub struct RankInfo {
+    pub rank: usize,
+    pub host: String,
+    pub pid: u32,
+    pub data_addr: std::net::IpAddr,
+    pub pinned_core: Option<usize>,
+}
+
 pub fn run(global: &GlobalArgs) -> anyhow::Result<()> {
+    super::with_world(global, |world| {
+        let mine = RankInfo {
+            rank: world.rank,
+            host: world
+                .peers
+                .get(world.rank)
+                .map_or_else(String::new, |p| p.host.clone()),
+            pid: std::process::id(),
+            data_addr: world.data_addr,
+            pinned_core: world.pinned_core,
+        };
+        let gathered = world.control.gather(0, &serde_json::to_vec(&mine)?)?;
+        if world.rank != 0 {
+            return Ok(());
+        }
+        let ranks = gathered
+            .iter()
+            .map(|bytes| serde_json::from_slice::<RankInfo>(bytes))
+            .collect::<Result<Vec<_>, _>>()?;
+        report(global, world, &ranks)
+    })
+}
+
+fn report(global: &GlobalArgs, world: &launch::World, ranks: &[RankInfo]) -> anyhow::Result<()> {
     let transports: Vec<TransportInfo> = ["tcp", "udp", "verbs", "mpi"]
         .into_iter()
         .map(probe)
         .collect();
-    let env = launch::detect();
+    let env = &world.env;
     let (facts, _) = TimerFacts::measure(Duration::from_millis(50), 100_000);
     if global.json {
         let mut meta = Meta::for_this_host(
@@ -55,9 +89,18 @@ pub fn run(global: &GlobalArgs) -> anyhow::Result<()> {
             &facts.frequency.description,
         );
         meta.launcher = env.kind.describe().into();
+        meta.np = world.size;
+        meta.pinning = ranks.iter().map(|r| r.pinned_core).collect();
         let doc = serde_json::json!({
             "transports": transports,
-            "launcher": { "kind": env.kind, "name": env.kind.describe(), "rank": env.rank, "size": env.size },
+            "launcher": {
+                "kind": env.kind,
+                "name": env.kind.describe(),
+                "rank": world.rank,
+                "size": world.size,
+                "ranks_on_host": world.ranks_on_host,
+                "ranks": ranks,
+            },
             "timer": facts,
             "meta": meta,
         });
@@ -75,7 +118,18 @@ pub fn run(global: &GlobalArgs) -> anyhow::Result<()> {
             };
             println!("  {:<6} {state}", t.name);
         }
-        println!("launcher: {}", env.kind.describe());
+        println!("launcher: {}, {} ranks", env.kind.describe(), world.size);
+        for r in ranks {
+            println!(
+                "  rank {:<3} {} pid {} data {} core {}",
+                r.rank,
+                r.host,
+                r.pid,
+                r.data_addr,
+                r.pinned_core
+                    .map_or_else(|| "unpinned".to_string(), |c| c.to_string())
+            );
+        }
         println!(
             "timer:    {} at {:.6} GHz, read cost {:.1} ns median, TSC {}",
             facts.source.as_str(),

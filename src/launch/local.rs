@@ -1,0 +1,302 @@
+//! The local launcher: `ngauge --np N COMMAND` with no launcher around it starts N
+//! copies of the current executable on this host, one per core.
+//!
+//! Each child gets `NGAUGE_RANK`, `NGAUGE_SIZE`, `NGAUGE_RENDEZVOUS`,
+//! `NGAUGE_JOB_TOKEN` (random per job), `NGAUGE_LAUNCHER=local` and `NGAUGE_CORE` (the
+//! core it pins itself to; ranks wrap around the allowed cores, with a warning, when
+//! they outnumber them). Rank 0 is started first, listens on `--bind`/`--rendezvous`
+//! (default `127.0.0.1:0`) and announces the address it got on stderr; then the others
+//! are started with that address.
+//!
+//! Output: rank 0's stdout and stderr go to ours; the others' stderr only with
+//! `--verbose` (prefixed with the rank), and otherwise the tail of a failing rank's
+//! stderr when rank 0 did not explain the failure itself. When a rank fails, the
+//! others get [`GRACE`] to notice (the control channel tells them) and report; then
+//! the launcher kills what is left. It exits with the worst status of all ranks.
+
+use super::error::LaunchError;
+use super::LaunchOptions;
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// How long the surviving ranks get to report after one failed.
+pub const GRACE: Duration = Duration::from_secs(3);
+/// The line with which rank 0 announces its rendezvous address on stderr.
+pub const ANNOUNCE: &str = "NGAUGE-RENDEZVOUS-ADDRESS ";
+/// Lines of a quiet rank's stderr kept to show if it fails.
+const TAIL_LINES: usize = 20;
+
+/// A random job token (128 bits from the kernel).
+pub fn random_token() -> String {
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    let ok = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .is_ok();
+    if !ok {
+        // No /dev/urandom: time and pid are unique enough to keep jobs apart.
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        bytes = (t ^ (u128::from(std::process::id()) << 64)).to_le_bytes();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Exit code of a finished child: its code, or 128 + signal.
+fn code_of(status: &ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(1)
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        2 => "SIGINT",
+        6 => "SIGABRT",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        15 => "SIGTERM",
+        _ => "a signal",
+    }
+}
+
+struct Rank {
+    pid: rustix::process::Pid,
+    done: bool,
+}
+
+/// Runs the job; returns the worst exit status of its ranks.
+pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
+    let np = opts.np.max(1);
+    let exe = std::env::current_exe().map_err(|source| LaunchError::Io {
+        what: "finding the ngauge executable".into(),
+        source,
+    })?;
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    let token = opts.job_token.clone().unwrap_or_else(random_token);
+    let mut cores = crate::clock::allowed_cores();
+    if cores.is_empty() {
+        cores = (0..crate::clock::available_cores()).collect();
+    }
+    if np > cores.len() {
+        eprintln!(
+            "ngauge: warning: {np} ranks on {} cores: ranks share cores (wrapping around); \
+             figures measure the scheduler too",
+            cores.len()
+        );
+    }
+    let listen = opts
+        .bind
+        .clone()
+        .or_else(|| opts.rendezvous.clone())
+        .unwrap_or_else(|| "127.0.0.1:0".into());
+
+    let command = |rank: usize, rendezvous: &str| {
+        let mut c = Command::new(&exe);
+        c.args(&args)
+            .env("NGAUGE_RANK", rank.to_string())
+            .env("NGAUGE_SIZE", np.to_string())
+            .env("NGAUGE_LAUNCHER", "local")
+            .env("NGAUGE_JOB_TOKEN", &token)
+            .env("NGAUGE_RENDEZVOUS", rendezvous)
+            .env("NGAUGE_CORE", cores[rank % cores.len()].to_string())
+            .env_remove("NGAUGE_ANNOUNCE")
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped());
+        c
+    };
+    let spawn_err = |rank: usize| {
+        move |source| LaunchError::Io {
+            what: format!("starting rank {rank}"),
+            source,
+        }
+    };
+
+    // Rank 0 first: it tells us where it listens.
+    let mut zero = command(0, &listen)
+        .env("NGAUGE_ANNOUNCE", "1")
+        .stdout(Stdio::inherit())
+        .spawn()
+        .map_err(spawn_err(0))?;
+    let (addr_tx, addr_rx) = mpsc::channel::<String>();
+    let zero_err = zero.stderr.take().expect("piped");
+    let forward_zero = std::thread::spawn(move || {
+        let mut addr_tx = Some(addr_tx);
+        for line in BufReader::new(zero_err).lines() {
+            let Ok(line) = line else { break };
+            if let Some(addr) = line.strip_prefix(ANNOUNCE) {
+                if let Some(tx) = addr_tx.take() {
+                    let _ = tx.send(addr.trim().to_string());
+                    continue;
+                }
+            }
+            eprintln!("{line}");
+        }
+    });
+    let announced = match addr_rx.recv_timeout(opts.timeout) {
+        Ok(addr) => addr,
+        Err(_) => {
+            // Rank 0 failed before listening (its stderr said why) or hangs.
+            let _ = zero.kill();
+            let status = zero.wait().map_err(spawn_err(0))?;
+            let _ = forward_zero.join();
+            let code = code_of(&status);
+            return Ok(if code == 0 { 1 } else { code });
+        }
+    };
+    // Others connect to 127.0.0.1 when rank 0 listens on all interfaces.
+    let connect_to = match announced.parse::<std::net::SocketAddr>() {
+        Ok(mut a) if a.ip().is_unspecified() => {
+            a.set_ip(if a.is_ipv4() {
+                std::net::Ipv4Addr::LOCALHOST.into()
+            } else {
+                std::net::Ipv6Addr::LOCALHOST.into()
+            });
+            a.to_string()
+        }
+        _ => announced,
+    };
+
+    let mut children: Vec<Child> = vec![zero];
+    let mut forwarders = vec![forward_zero];
+    let tails: Vec<std::sync::Arc<std::sync::Mutex<VecDeque<String>>>> =
+        (0..np).map(|_| Default::default()).collect();
+    for (rank, tail) in tails.iter().enumerate().skip(1) {
+        let mut c = command(rank, &connect_to);
+        c.stdout(if opts.verbose {
+            Stdio::inherit()
+        } else {
+            Stdio::null()
+        });
+        let mut child = match c.spawn() {
+            Ok(child) => child,
+            Err(e) => {
+                for mut ch in children {
+                    let _ = ch.kill();
+                    let _ = ch.wait();
+                }
+                return Err(spawn_err(rank)(e));
+            }
+        };
+        let err = child.stderr.take().expect("piped");
+        let verbose = opts.verbose;
+        let tail = tail.clone();
+        forwarders.push(std::thread::spawn(move || {
+            for line in BufReader::new(err).lines() {
+                let Ok(line) = line else { break };
+                if verbose {
+                    let mut e = std::io::stderr().lock();
+                    let _ = writeln!(e, "[rank {rank}] {line}");
+                } else {
+                    let mut t = tail.lock().unwrap_or_else(|p| p.into_inner());
+                    if t.len() == TAIL_LINES {
+                        t.pop_front();
+                    }
+                    t.push_back(line);
+                }
+            }
+        }));
+        children.push(child);
+    }
+
+    // One waiter thread per child: the main thread blocks on the channel.
+    let (done_tx, done_rx) = mpsc::channel::<(usize, std::io::Result<ExitStatus>)>();
+    let mut ranks = Vec::with_capacity(np);
+    for (rank, mut child) in children.into_iter().enumerate() {
+        ranks.push(Rank {
+            pid: rustix::process::Pid::from_child(&child),
+            done: false,
+        });
+        let tx = done_tx.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send((rank, child.wait()));
+        });
+    }
+    drop(done_tx);
+
+    let mut codes: Vec<Option<i32>> = vec![None; np];
+    let mut killed = vec![false; np];
+    let mut first_failure: Option<(usize, Instant)> = None;
+    let mut left = np;
+    while left > 0 {
+        let msg = match first_failure {
+            None => done_rx.recv().ok(),
+            Some((_, at)) => {
+                let wait = (at + GRACE).saturating_duration_since(Instant::now());
+                match done_rx.recv_timeout(wait) {
+                    Ok(m) => Some(m),
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        for (r, rk) in ranks.iter().enumerate() {
+                            if !rk.done && !killed[r] {
+                                killed[r] = true;
+                                let _ = rustix::process::kill_process(
+                                    rk.pid,
+                                    rustix::process::Signal::KILL,
+                                );
+                            }
+                        }
+                        // Now wait for them to be reaped.
+                        first_failure =
+                            first_failure.map(|(r, _)| (r, Instant::now() + GRACE * 100));
+                        continue;
+                    }
+                    Err(mpsc::RecvTimeoutError::Disconnected) => None,
+                }
+            }
+        };
+        let Some((rank, status)) = msg else { break };
+        ranks[rank].done = true;
+        left -= 1;
+        let code = match status {
+            Ok(s) => {
+                use std::os::unix::process::ExitStatusExt;
+                if let Some(sig) = s.signal() {
+                    if !killed[rank] {
+                        eprintln!(
+                            "ngauge: rank {rank} was killed by signal {sig} ({})",
+                            signal_name(sig)
+                        );
+                    }
+                }
+                code_of(&s)
+            }
+            Err(e) => {
+                eprintln!("ngauge: waiting for rank {rank} failed: {e}");
+                1
+            }
+        };
+        codes[rank] = Some(code);
+        if code != 0 && first_failure.is_none() {
+            first_failure = Some((rank, Instant::now()));
+        }
+    }
+    for f in forwarders {
+        let _ = f.join();
+    }
+    let stopped: Vec<usize> = (0..np).filter(|&r| killed[r]).collect();
+    if !stopped.is_empty() {
+        eprintln!(
+            "ngauge: stopped ranks {stopped:?}: still running {GRACE:?} after rank {} failed",
+            first_failure.map_or(0, |(r, _)| r)
+        );
+    }
+    // Rank 0 explains failures itself unless it exited cleanly or by a signal.
+    let zero_explained = matches!(codes[0], Some(c) if c != 0 && c < 128);
+    if !opts.verbose && !zero_explained {
+        for rank in 1..np {
+            if matches!(codes[rank], Some(c) if c != 0) && !killed[rank] {
+                let t = tails[rank].lock().unwrap_or_else(|p| p.into_inner());
+                for line in t.iter() {
+                    eprintln!("[rank {rank}] {line}");
+                }
+            }
+        }
+    }
+    Ok(codes.into_iter().flatten().max().unwrap_or(1))
+}

@@ -1,0 +1,491 @@
+//! Rendezvous: rank 0 listens, every other rank connects and joins, rank 0 answers
+//! with the full table once all have joined.
+//!
+//! A join proves membership with the per-job token and states rank, size, protocol
+//! version (in the frame header) and the address of the rank's data transports.
+//! Rank 0 runs one blocking `poll` loop over the listener and every connection that
+//! has not joined yet, feeding their bytes to the frame decoder as they arrive, so a
+//! silent or hostile client can neither stall the honest ones nor crash rank 0: a
+//! frame that is malformed, oversized, of another version, from another job, or from
+//! a rank that already joined is refused (a `Refuse` frame with the reason, when the
+//! peer can still read it), logged to stderr, and the connection closed. The
+//! connections that joined stay open and become the control channel.
+
+use super::error::LaunchError;
+use super::frame::{self, FrameError, Join, Kind, Peer, MAX_JOIN_PAYLOAD};
+use super::wire::{self, WireError};
+use std::io::{ErrorKind, Read};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant};
+
+/// How long an accepted connection may take to send its join.
+const JOIN_GRACE: Duration = Duration::from_secs(5);
+
+/// What rank 0 expects of every join.
+#[derive(Clone, Debug)]
+pub struct Expect {
+    /// Job size.
+    pub size: usize,
+    /// The job token.
+    pub token: String,
+    /// How long to wait for all ranks.
+    pub timeout: Duration,
+}
+
+/// Rank 0's side once everyone joined.
+#[derive(Debug)]
+pub struct Hub {
+    /// The control connection of each rank, indexed by rank (`None` at 0).
+    pub streams: Vec<Option<TcpStream>>,
+    /// The job table.
+    pub peers: Vec<Peer>,
+}
+
+struct Pending {
+    stream: TcpStream,
+    from: SocketAddr,
+    buf: Vec<u8>,
+    since: Instant,
+}
+
+fn refuse(mut stream: TcpStream, from: SocketAddr, reason: &str) {
+    eprintln!("ngauge: rendezvous: refused connection from {from}: {reason}");
+    let _ = stream.set_nonblocking(false);
+    let _ = wire::write_frame(
+        &mut stream,
+        Kind::Refuse,
+        reason.as_bytes(),
+        Duration::from_millis(200),
+    );
+}
+
+/// What to do with a pending connection after reading from it.
+enum Verdict {
+    Wait,
+    Refuse(String),
+    Joined(Join),
+}
+
+fn judge(buf: &[u8], expect: &Expect, joined: &[Option<(TcpStream, Join)>]) -> Verdict {
+    let (kind, payload, total) = match frame::decode(buf, MAX_JOIN_PAYLOAD) {
+        Err(FrameError::Truncated { .. }) => return Verdict::Wait,
+        Err(e) => return Verdict::Refuse(e.to_string()),
+        Ok(f) => f,
+    };
+    if kind != Kind::Join {
+        return Verdict::Refuse(format!("expected a join frame, got {}", kind.name()));
+    }
+    if total != buf.len() {
+        return Verdict::Refuse("bytes after the join frame".into());
+    }
+    let join = match Join::decode(payload) {
+        Ok(j) => j,
+        Err(e) => return Verdict::Refuse(e.to_string()),
+    };
+    if !token_eq(&join.token, &expect.token) {
+        return Verdict::Refuse("wrong job token (not a rank of this job)".into());
+    }
+    if join.size as usize != expect.size {
+        return Verdict::Refuse(format!(
+            "rank {} believes the job has {} ranks, it has {}",
+            join.rank, join.size, expect.size
+        ));
+    }
+    let rank = join.rank as usize;
+    if rank == 0 || rank >= expect.size {
+        return Verdict::Refuse(format!(
+            "rank {rank} is outside 1..{} (rank 0 is this process)",
+            expect.size - 1
+        ));
+    }
+    if let Some((_, first)) = &joined[rank] {
+        return Verdict::Refuse(format!(
+            "rank {rank} already joined (pid {} on {})",
+            first.pid, first.host
+        ));
+    }
+    Verdict::Joined(join)
+}
+
+/// Compares tokens without an early exit (no timing oracle for the token).
+fn token_eq(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}
+
+/// Rank 0: accepts joins on `listener` until every rank of `expect.size` joined,
+/// then sends everyone the table. `me` is rank 0's own entry; its `data_addr` is
+/// replaced by the address the first rank reached us at unless `data_addr_fixed`.
+pub fn serve(
+    listener: &TcpListener,
+    expect: &Expect,
+    mut me: Peer,
+    data_addr_fixed: bool,
+) -> Result<Hub, LaunchError> {
+    let io = |what: &str| {
+        let what = what.to_string();
+        move |source| LaunchError::Io { what, source }
+    };
+    listener
+        .set_nonblocking(true)
+        .map_err(io("listener nonblocking"))?;
+    let deadline = Instant::now() + expect.timeout;
+    let mut pending: Vec<Pending> = Vec::new();
+    let mut joined: Vec<Option<(TcpStream, Join)>> = (0..expect.size).map(|_| None).collect();
+    let mut missing = expect.size - 1;
+    let mut first_local: Option<IpAddr> = None;
+    while missing > 0 {
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(LaunchError::JoinTimeout {
+                missing: (1..expect.size).filter(|&r| joined[r].is_none()).collect(),
+                after: expect.timeout,
+            });
+        }
+        // Drop connections that never sent a complete join.
+        pending.retain(|p| {
+            let stale = now.duration_since(p.since) >= JOIN_GRACE;
+            if stale {
+                eprintln!(
+                    "ngauge: rendezvous: dropped connection from {}: no complete join within {JOIN_GRACE:?}",
+                    p.from
+                );
+            }
+            !stale
+        });
+        let mut wake = deadline - now;
+        for p in &pending {
+            wake = wake.min((p.since + JOIN_GRACE).saturating_duration_since(now));
+        }
+        let ready = {
+            let mut fds: Vec<std::os::fd::BorrowedFd<'_>> = Vec::new();
+            use std::os::fd::AsFd;
+            fds.push(listener.as_fd());
+            fds.extend(pending.iter().map(|p| p.stream.as_fd()));
+            fds.extend(joined.iter().flatten().map(|(s, _)| s.as_fd()));
+            wire::wait_readable(&fds, wake).map_err(io("poll"))?
+        };
+        // A rank that joined must stay silent until the table: data or EOF means it
+        // is gone or broken.
+        let joined_ready = &ready[1 + pending.len()..];
+        let joined_ranks: Vec<usize> = (0..expect.size).filter(|&r| joined[r].is_some()).collect();
+        for (&rank, &r) in joined_ranks.iter().zip(joined_ready) {
+            if r {
+                let (stream, _) = joined[rank].as_mut().expect("listed as joined");
+                let mut byte = [0u8; 1];
+                let _ = stream.set_nonblocking(true);
+                match stream.read(&mut byte) {
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+                    _ => {
+                        return Err(LaunchError::Rendezvous(format!(
+                            "rank {rank} left (or spoke out of turn) before every rank had joined"
+                        )))
+                    }
+                }
+                let _ = stream.set_nonblocking(false);
+            }
+        }
+        // Read what arrived on pending connections, back to front so removal is cheap.
+        for i in (0..pending.len()).rev() {
+            if !ready[1 + i] {
+                continue;
+            }
+            let p = &mut pending[i];
+            let room = frame::HEADER_LEN + MAX_JOIN_PAYLOAD + 1 - p.buf.len();
+            let mut chunk = vec![0u8; room.min(8192)];
+            let verdict = match p.stream.read(&mut chunk) {
+                Ok(0) => Verdict::Refuse("closed the connection before joining".into()),
+                Ok(n) => {
+                    p.buf.extend_from_slice(&chunk[..n]);
+                    judge(&p.buf, expect, &joined)
+                }
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {
+                    Verdict::Wait
+                }
+                Err(e) => Verdict::Refuse(format!("read failed: {e}")),
+            };
+            match verdict {
+                Verdict::Wait => {}
+                Verdict::Refuse(reason) => {
+                    let p = pending.swap_remove(i);
+                    refuse(p.stream, p.from, &reason);
+                }
+                Verdict::Joined(join) => {
+                    let p = pending.swap_remove(i);
+                    if first_local.is_none() {
+                        first_local = p.stream.local_addr().ok().map(|a| a.ip());
+                    }
+                    let _ = p.stream.set_nonblocking(false);
+                    let _ = p.stream.set_nodelay(true);
+                    let rank = join.rank as usize;
+                    joined[rank] = Some((p.stream, join));
+                    missing -= 1;
+                }
+            }
+        }
+        if ready[0] {
+            loop {
+                match listener.accept() {
+                    Ok((stream, from)) => {
+                        if stream.set_nonblocking(true).is_ok() {
+                            pending.push(Pending {
+                                stream,
+                                from,
+                                buf: Vec::new(),
+                                since: Instant::now(),
+                            });
+                        }
+                    }
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                    // Per-connection failures (ECONNABORTED, EMFILE) must not end
+                    // the job: log and keep serving.
+                    Err(e) => {
+                        eprintln!("ngauge: rendezvous: accept failed: {e}");
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    for p in pending {
+        refuse(p.stream, p.from, "every rank already joined");
+    }
+    if !data_addr_fixed {
+        if let Some(ip) = first_local {
+            me.data_addr = ip;
+        }
+    }
+    let mut peers = vec![me];
+    let mut streams = vec![None];
+    for (stream, join) in joined.into_iter().skip(1).flatten() {
+        peers.push(Peer {
+            rank: join.rank as usize,
+            data_addr: join.data_addr,
+            host: join.host,
+            pid: join.pid,
+        });
+        streams.push(Some(stream));
+    }
+    let table = frame::encode_table(&peers);
+    for (rank, stream) in streams.iter_mut().enumerate() {
+        if let Some(s) = stream {
+            wire::write_frame(s, Kind::Table, &table, expect.timeout).map_err(|e| {
+                LaunchError::Rendezvous(format!("sending the table to rank {rank}: {e}"))
+            })?;
+        }
+    }
+    Ok(Hub { streams, peers })
+}
+
+/// A rank other than 0: connects to rank 0 at `addr` (retrying until `timeout`, as
+/// rank 0 may start later), joins, and waits for the table.
+pub struct Joiner<'a> {
+    /// `HOST:PORT` of rank 0.
+    pub addr: &'a str,
+    /// This rank.
+    pub rank: usize,
+    /// Job size.
+    pub size: usize,
+    /// Job token.
+    pub token: &'a str,
+    /// Data address override (`--data-addr`).
+    pub data_addr: Option<IpAddr>,
+    /// This host's name.
+    pub host: String,
+    /// How long to try.
+    pub timeout: Duration,
+}
+
+impl Joiner<'_> {
+    /// Joins; returns the control connection, this rank's data address and the table.
+    pub fn join(&self) -> Result<(TcpStream, IpAddr, Vec<Peer>), LaunchError> {
+        let deadline = Instant::now() + self.timeout;
+        let mut stream = self.connect(deadline)?;
+        let _ = stream.set_nodelay(true);
+        let data_addr = match self.data_addr {
+            Some(ip) => ip,
+            None => stream
+                .local_addr()
+                .map_err(|source| LaunchError::Io {
+                    what: "local address of the rendezvous connection".into(),
+                    source,
+                })?
+                .ip(),
+        };
+        let join = Join {
+            token: self.token.to_string(),
+            rank: self.rank as u32,
+            size: self.size as u32,
+            data_addr,
+            host: self.host.clone(),
+            pid: std::process::id(),
+        };
+        let fail = |e: WireError| match e {
+            WireError::Closed => LaunchError::Rendezvous(format!(
+                "rank 0 at {} closed the connection during the join",
+                self.addr
+            )),
+            WireError::TimedOut(_) => LaunchError::Rendezvous(format!(
+                "rank 0 at {} sent no table within {:?} (are all {} ranks started?)",
+                self.addr, self.timeout, self.size
+            )),
+            e => LaunchError::Rendezvous(format!("join with rank 0 at {}: {e}", self.addr)),
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        wire::write_frame(&mut stream, Kind::Join, &join.encode(), left).map_err(fail)?;
+        let left = deadline.saturating_duration_since(Instant::now());
+        let (kind, payload) =
+            wire::read_frame(&mut stream, frame::MAX_CONTROL_PAYLOAD, left).map_err(fail)?;
+        match kind {
+            Kind::Table => {
+                let peers = frame::decode_table(&payload, self.size)
+                    .map_err(|e| LaunchError::Rendezvous(e.to_string()))?;
+                Ok((stream, data_addr, peers))
+            }
+            Kind::Refuse => Err(LaunchError::Refused(frame::decode_refusal(&payload))),
+            other => Err(LaunchError::Rendezvous(format!(
+                "rank 0 answered the join with a {} frame",
+                other.name()
+            ))),
+        }
+    }
+
+    fn connect(&self, deadline: Instant) -> Result<TcpStream, LaunchError> {
+        let mut backoff = Duration::from_millis(10);
+        let mut last = String::from("no attempt");
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(LaunchError::Connect {
+                    addr: self.addr.into(),
+                    after: self.timeout,
+                    detail: last,
+                });
+            }
+            match self.addr.to_socket_addrs() {
+                Ok(addrs) => {
+                    for a in addrs {
+                        match TcpStream::connect_timeout(&a, left.min(Duration::from_secs(2))) {
+                            Ok(s) => return Ok(s),
+                            Err(e) => last = format!("{a}: {e}"),
+                        }
+                    }
+                }
+                Err(e) => last = format!("cannot resolve: {e}"),
+            }
+            // Rank 0 may not listen yet: sleep (never spin) and retry.
+            std::thread::sleep(backoff.min(deadline.saturating_duration_since(Instant::now())));
+            backoff = (backoff * 2).min(Duration::from_millis(250));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn me() -> Peer {
+        Peer {
+            rank: 0,
+            data_addr: "127.0.0.1".parse().unwrap(),
+            host: "h".into(),
+            pid: 1,
+        }
+    }
+
+    fn joiner(addr: &str, rank: usize, token: &str) -> Joiner<'static> {
+        Joiner {
+            addr: Box::leak(addr.to_string().into_boxed_str()),
+            rank,
+            size: 3,
+            token: Box::leak(token.to_string().into_boxed_str()),
+            data_addr: None,
+            host: "h".into(),
+            timeout: Duration::from_secs(10),
+        }
+    }
+
+    #[test]
+    fn three_ranks_join_despite_hostile_clients() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let expect = Expect {
+            size: 3,
+            token: "T".into(),
+            timeout: Duration::from_secs(10),
+        };
+        let server = std::thread::spawn(move || serve(&listener, &expect, me(), false));
+        // Garbage, wrong token, wrong version, oversized, duplicate.
+        let mut garbage = TcpStream::connect(&addr).unwrap();
+        garbage.write_all(b"GET / HTTP/1.0\r\n\r\n").unwrap();
+        let wrong = joiner(&addr, 1, "X").join();
+        assert!(
+            matches!(&wrong, Err(LaunchError::Refused(r)) if r.contains("token")),
+            "{wrong:?}"
+        );
+        let mut old = TcpStream::connect(&addr).unwrap();
+        let j = Join {
+            token: "T".into(),
+            rank: 1,
+            size: 3,
+            data_addr: "127.0.0.1".parse().unwrap(),
+            host: "h".into(),
+            pid: 2,
+        };
+        old.write_all(&frame::encode_with_version(Kind::Join, 7, &j.encode()))
+            .unwrap();
+        let mut big = TcpStream::connect(&addr).unwrap();
+        let mut head = frame::encode(Kind::Join, &[]);
+        head[8..12].copy_from_slice(&(1u32 << 30).to_le_bytes());
+        big.write_all(&head).unwrap();
+        let one = std::thread::spawn({
+            let addr = addr.clone();
+            move || joiner(&addr, 1, "T").join()
+        });
+        // Wait for rank 1 to be in before sending the duplicate.
+        std::thread::sleep(Duration::from_millis(300));
+        let dup = joiner(&addr, 1, "T").join();
+        assert!(
+            matches!(&dup, Err(LaunchError::Refused(r)) if r.contains("already joined")),
+            "{dup:?}"
+        );
+        let two = joiner(&addr, 2, "T").join().unwrap();
+        let one = one.join().unwrap().unwrap();
+        let hub = server.join().unwrap().unwrap();
+        assert_eq!(hub.peers.len(), 3);
+        assert_eq!(one.2, hub.peers);
+        assert_eq!(two.2, hub.peers);
+        for (kind, mut s) in [("version", old), ("oversized", big)] {
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let (k, reason) = wire::read_frame(&mut s, 4096, Duration::from_secs(5)).unwrap();
+            assert_eq!(k, Kind::Refuse, "{kind}");
+            assert!(!reason.is_empty());
+        }
+    }
+
+    #[test]
+    fn missing_ranks_are_named_after_the_timeout() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let expect = Expect {
+            size: 3,
+            token: "T".into(),
+            timeout: Duration::from_millis(300),
+        };
+        match serve(&listener, &expect, me(), false) {
+            Err(LaunchError::JoinTimeout { missing, .. }) => assert_eq!(missing, [1, 2]),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn tokens_compare_exactly() {
+        assert!(token_eq("abc", "abc"));
+        assert!(!token_eq("abc", "abd"));
+        assert!(!token_eq("abc", "abcd"));
+    }
+}
