@@ -28,6 +28,22 @@ fn probe(name: &'static str) -> TransportInfo {
             )),
         };
     }
+    #[cfg(feature = "mpi")]
+    if name == "mpi" {
+        let usable = ngauge_mpi::launched_by_mpi();
+        return TransportInfo {
+            name,
+            compiled: true,
+            usable,
+            reason: (!usable).then(|| {
+                format!(
+                    "needs an MPI launcher: run under {} (built against {})",
+                    ngauge_mpi::BUILD_MPIEXEC,
+                    ngauge_mpi::BUILD_FLAVOR
+                )
+            }),
+        };
+    }
     let usable = match name {
         "tcp" => std::net::TcpListener::bind("127.0.0.1:0").map(drop),
         "udp" => std::net::UdpSocket::bind("127.0.0.1:0").map(drop),

@@ -4,7 +4,7 @@ mod info;
 mod selftest;
 mod timer;
 
-use crate::cli::{Cli, Command, GlobalArgs};
+use crate::cli::{Cli, Command, GlobalArgs, TransportName};
 use ngauge::launch::{self, LaunchError, LaunchOptions, Started, World};
 
 /// Runs the parsed command line.
@@ -38,7 +38,7 @@ pub fn with_world(
     global: &GlobalArgs,
     body: impl FnOnce(&mut World) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
-    let started = launch::start(&launch_options(global)).map_err(|e| match e {
+    let started = start_job(global, &launch_options(global)).map_err(|e| match e {
         LaunchError::Usage(msg) => anyhow::Error::new(crate::UsageError(msg)),
         e => anyhow::Error::new(e),
     })?;
@@ -48,12 +48,45 @@ pub fn with_world(
         Started::Launcher(code) => std::process::exit(code),
         Started::Rank(mut world) => {
             let rank = world.rank;
-            body(&mut world).map_err(|e| e.context(format!("rank {rank}")))?;
-            world
-                .finish()
-                .map_err(|e| anyhow::Error::new(e).context(format!("rank {rank}")))
+            let result = body(&mut world)
+                .map_err(|e| e.context(format!("rank {rank}")))
+                .and_then(|()| {
+                    world
+                        .finish()
+                        .map_err(|e| anyhow::Error::new(e).context(format!("rank {rank}")))
+                });
+            #[cfg(feature = "mpi")]
+            if let Err(e) = &result {
+                // Under MPI a failed rank ends the job: the others may wait for it.
+                let code = if e.downcast_ref::<crate::UsageError>().is_some() {
+                    2
+                } else {
+                    1
+                };
+                launch::mpi::abort_job_on_error(&format!("{e:#}"), code);
+            }
+            result
         }
     }
+}
+
+/// Starts this process's part of the job: through MPI when `-t` asks for it or an
+/// MPI launcher started us (feature `mpi`), else through [`launch::start`].
+fn start_job(global: &GlobalArgs, opts: &LaunchOptions) -> Result<Started, LaunchError> {
+    let wants_mpi = global.transport.contains(&TransportName::Mpi);
+    #[cfg(feature = "mpi")]
+    if launch::mpi::wanted(wants_mpi, opts) {
+        return launch::mpi::start(opts);
+    }
+    #[cfg(not(feature = "mpi"))]
+    if wants_mpi {
+        return Err(LaunchError::Usage(
+            "-t mpi: this ngauge was built without MPI; rebuild with \
+             `cargo build --release --features mpi` (needs libopenmpi-dev or libmpich-dev)"
+                .into(),
+        ));
+    }
+    launch::start(opts)
 }
 
 /// Prints `value` as one pretty JSON document on stdout.

@@ -162,6 +162,8 @@ int ngm_finalize(void) {
     return rc;
 }
 
+int ngm_abort(int code) { return MPI_Abort(MPI_COMM_WORLD, code); }
+
 int ngm_initialized(void) {
     int flag = 0;
     MPI_Initialized(&flag);

@@ -45,6 +45,8 @@ extern "C" {
  * MPI_COMM_WORLD; *provided receives the NGM_THREAD_* level granted. */
 int ngm_init(int required, int *provided);
 int ngm_finalize(void);
+/* MPI_Abort(MPI_COMM_WORLD, code): ends every rank of the job. */
+int ngm_abort(int code);
 int ngm_initialized(void);
 int ngm_finalized(void);
 /* Writes a NUL-terminated string of at most cap bytes. */

@@ -60,6 +60,7 @@ macro_rules! shim {
 shim! {
     fn ngm_init(required: c_int, provided: *mut c_int) -> c_int;
     fn ngm_finalize() -> c_int;
+    fn ngm_abort(code: c_int) -> c_int;
     fn ngm_initialized() -> c_int;
     fn ngm_finalized() -> c_int;
     fn ngm_library_version(buf: *mut c_char, cap: c_int) -> ();

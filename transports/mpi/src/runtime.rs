@@ -234,6 +234,26 @@ impl Mpi {
         Mpi::init()
     }
 
+    /// The live instance, if MPI is initialized and not finalized.
+    pub fn live() -> Option<Arc<Mpi>> {
+        match &*STATE.lock().unwrap_or_else(|e| e.into_inner()) {
+            State::Live(weak) => weak.upgrade(),
+            _ => None,
+        }
+    }
+
+    /// `MPI_Abort(MPI_COMM_WORLD, code)`: ends every rank of the job (the launcher
+    /// reports it). For a rank that failed while others may wait for it: finalizing
+    /// instead could wait forever.
+    pub fn abort(&self, code: i32) -> ! {
+        // No lock: another thread may be stuck inside MPI holding it, and aborting
+        // is exactly what must still work then.
+        // SAFETY: MPI is initialized while `self` lives; MPI_Abort may be called
+        // from any thread and does not return on success.
+        unsafe { ffi::ngm_abort(code) };
+        std::process::exit(code)
+    }
+
     /// Rank in `MPI_COMM_WORLD`.
     pub fn rank(&self) -> usize {
         self.rank
