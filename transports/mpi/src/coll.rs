@@ -10,7 +10,7 @@
 //! checked and refused here.
 
 use crate::ffi;
-use crate::runtime::CallLock;
+use crate::runtime::Caller;
 use crate::transport::{count, invalid, mpi_error, MpiTransport, Op};
 #[allow(unused_imports)] // for the docs
 use ngauge_transport::Transport;
@@ -144,9 +144,10 @@ impl MpiTransport {
         root: Rank,
         call: impl FnOnce() -> c_int,
     ) -> Result<(), TransportError> {
-        let lock = CallLock::take();
+        let caller = Caller::take();
         let rc = call();
-        lock.check(name, rc)
+        caller
+            .check(name, rc)
             .map_err(|e| mpi_error(Op::Coll { name, root }, e))
     }
 

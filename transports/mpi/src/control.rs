@@ -11,7 +11,7 @@
 //! then the bytes.
 
 use crate::ffi;
-use crate::runtime::{CallLock, Comm, Mpi, MpiError};
+use crate::runtime::{Caller, Comm, Mpi, MpiError};
 use crate::transport::Backoff;
 use ngauge_transport::{Control, ControlError, Rank};
 use std::os::raw::{c_int, c_void};
@@ -30,10 +30,9 @@ pub struct MpiControl {
     broken: bool,
 }
 
-// SAFETY: every call into MPI goes through `CallLock`, which serializes the calls of
-// all threads as `MPI_THREAD_SERIALIZED` requires, and the struct holds no pointer
-// into memory another thread could touch. (The `Control` trait requires `Send`.)
-unsafe impl Send for MpiControl {}
+// The `Control` trait requires `Send`. Moving the control plane to another thread is
+// allowed; calling MPI from there is not, and every operation checks it first
+// (`Caller::checked`), failing with `ControlError::Invalid`.
 
 impl MpiControl {
     /// A control plane over a fresh duplicate of `MPI_COMM_WORLD` (collective).
@@ -71,6 +70,7 @@ impl MpiControl {
     }
 
     fn usable(&self, op: &'static str) -> Result<(), ControlError> {
+        Caller::checked().map_err(|e| ControlError::Invalid(format!("{op}: {e}")))?;
         if self.broken {
             return Err(ControlError::Invalid(format!(
                 "{op} on an MPI control plane that timed out earlier"
@@ -92,20 +92,21 @@ impl MpiControl {
         let comm = self.comm.index;
         let mut req: c_int = -1;
         {
-            let lock = CallLock::take();
-            lock.check(op, start(comm, &mut req))
+            let caller =
+                Caller::checked().map_err(|e| ControlError::Invalid(format!("{op}: {e}")))?;
+            caller
+                .check(op, start(comm, &mut req))
                 .map_err(|e| lost(root, op, e))?;
         }
         let began = Instant::now();
         let mut backoff = Backoff::default();
         loop {
             let (mut done, mut got): (c_int, c_int) = (0, -1);
-            let lock = CallLock::take();
+            let caller = Caller::take();
             // SAFETY: `req` is the request just started and not yet completed;
-            // out pointers are valid; serialized by the lock.
+            // out pointers are valid; on the MPI thread (checked when it started).
             let rc = unsafe { ffi::ngm_test(req, &mut done, &mut got) };
-            lock.check(op, rc).map_err(|e| lost(root, op, e))?;
-            drop(lock);
+            caller.check(op, rc).map_err(|e| lost(root, op, e))?;
             if done != 0 {
                 return Ok(keep);
             }

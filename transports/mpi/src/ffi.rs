@@ -20,8 +20,6 @@ pub const E_ARG: c_int = -4;
 #[allow(dead_code)]
 pub const E_NOT_BUILT: c_int = -100;
 
-pub const THREAD_SERIALIZED: c_int = 2;
-
 /// What a stub returns.
 #[allow(dead_code)]
 trait Stub {

@@ -1,15 +1,16 @@
-//! [`MpiTransport`]: the [`Transport`] trait over MPI point-to-point on a private
-//! duplicate of `MPI_COMM_WORLD`.
+//! [`MpiTransport`]: the [`Transport`] trait over MPI point-to-point on
+//! `MPI_COMM_WORLD`.
 //!
 //! `send`/`recv` are `MPI_Send`/`MPI_Recv` when the transport polls (MPI's own
 //! progress loop, which is what a C benchmark measures), and `MPI_Isend`/`MPI_Irecv`
 //! followed by `MPI_Test` with a yield between tests when it blocks (so co-located
-//! ranks that outnumber the cores still get to run). Messages are tagged 0 on the
-//! private communicator, so nothing else in the process (the MPI control plane, a
-//! user's own MPI traffic) can match them.
+//! ranks that outnumber the cores still get to run). Messages are tagged 0 on
+//! `MPI_COMM_WORLD` (a duplicate costs a few ns per message in Open MPI, and the C
+//! ping-pong it is compared with uses the world); the MPI control plane has its own
+//! duplicate, so nothing else in ngauge can match them.
 
 use crate::ffi;
-use crate::runtime::{CallLock, Comm, Mpi, MpiError};
+use crate::runtime::{Caller, Comm, Mpi, MpiError};
 use ngauge_transport::{
     BufferId, BufferPool, Capabilities, Rank, Region, RequestId, Transport, TransportError,
     WaitMode,
@@ -54,8 +55,8 @@ struct Pending {
 /// MPI point-to-point messages (and MPI's collectives, see the `coll` methods)
 /// between the ranks of `MPI_COMM_WORLD`.
 ///
-/// Not `Send`: MPI may have granted only `MPI_THREAD_FUNNELED`, so the transport
-/// stays on the thread that made it.
+/// Not `Send`: only the thread that initialized MPI may call it, so the transport is
+/// made there and stays there (which is why its calls need no check).
 #[derive(Debug)]
 pub struct MpiTransport {
     pub(crate) comm: Comm,
@@ -70,10 +71,10 @@ pub struct MpiTransport {
 }
 
 impl MpiTransport {
-    /// A transport over a fresh duplicate of `MPI_COMM_WORLD` (collective: every
-    /// rank calls it).
+    /// A transport over `MPI_COMM_WORLD`.
+    /// Fails off the thread that initialized MPI.
     pub fn new(mpi: &Arc<Mpi>, options: MpiOptions) -> Result<Self, TransportError> {
-        let comm = mpi.dup_world().map_err(setup)?;
+        let comm = mpi.world().map_err(setup)?; // checks the thread
         Ok(MpiTransport {
             rank: mpi.rank(),
             size: mpi.size(),
@@ -163,7 +164,7 @@ impl MpiTransport {
     }
 
     /// Starts a nonblocking operation whose pointers were taken from `regions`:
-    /// marks them busy, calls `start` under the MPI lock, and registers the request.
+    /// marks them busy, calls `start`, and registers the request.
     pub(crate) fn start(
         &mut self,
         op: Op,
@@ -175,8 +176,8 @@ impl MpiTransport {
         }
         let mut slot: c_int = -1;
         let rc = {
-            let lock = CallLock::take();
-            lock.check(op_name(op), start(&mut slot))
+            let caller = Caller::take();
+            caller.check(op_name(op), start(&mut slot))
         };
         let buffers = regions.map(|r| r.map(|r| r.buffer));
         if let Err(e) = rc {
@@ -207,10 +208,9 @@ impl MpiTransport {
         slot: usize,
         rc: c_int,
         got: c_int,
-        lock: CallLock,
+        caller: Caller,
     ) -> Result<(), TransportError> {
-        let verdict = lock.check(call, rc);
-        drop(lock);
+        let verdict = caller.check(call, rc);
         let pending = self.pending[slot].take().expect("looked up");
         for buffer in pending.buffers.iter().flatten() {
             self.pool.release(*buffer);
@@ -374,12 +374,13 @@ impl Transport for MpiTransport {
         let peer_c = self.check_peer(peer)?;
         let len = count(region.len)?;
         let ptr = self.pool.region(region)?.as_ptr();
-        let lock = CallLock::take();
+        let caller = Caller::take();
         // SAFETY: `ptr` points at `len` readable bytes of a pool buffer that stays
         // allocated for the call (the pool is borrowed through `self`); MPI_Send
-        // returns only when it no longer reads them. Serialized by the lock.
+        // returns only when it no longer reads them. On the MPI thread (the transport is not Send).
         let rc = unsafe { ffi::ngm_send(self.comm.index, ptr.cast::<c_void>(), len, peer_c, TAG) };
-        lock.check("MPI_Send", rc)
+        caller
+            .check("MPI_Send", rc)
             .map_err(|e| mpi_error(Op::Send { peer }, e))
     }
 
@@ -392,10 +393,10 @@ impl Transport for MpiTransport {
         let len = count(region.len)?;
         let ptr = self.pool.region_mut(region)?.as_mut_ptr();
         let mut got: c_int = -1;
-        let lock = CallLock::take();
+        let caller = Caller::take();
         // SAFETY: `ptr` points at `len` writable bytes of a pool buffer that no Rust
         // reference covers during the call; MPI_Recv writes at most `len` bytes
-        // (longer messages fail with MPI_ERR_TRUNCATE). Serialized by the lock.
+        // (longer messages fail with MPI_ERR_TRUNCATE). On the MPI thread (the transport is not Send).
         let rc = unsafe {
             ffi::ngm_recv(
                 self.comm.index,
@@ -406,8 +407,7 @@ impl Transport for MpiTransport {
                 &mut got,
             )
         };
-        let verdict = lock.check("MPI_Recv", rc);
-        drop(lock);
+        let verdict = caller.check("MPI_Recv", rc);
         finish(
             Op::Recv {
                 peer,
@@ -452,16 +452,17 @@ impl Transport for MpiTransport {
     fn test(&mut self, request: RequestId) -> Result<bool, TransportError> {
         let slot = self.lookup(request)?;
         let (mut done, mut got): (c_int, c_int) = (0, -1);
-        let lock = CallLock::take();
+        let caller = Caller::take();
         // SAFETY: `slot` is a request of this transport still in flight (looked up
-        // above); out pointers are valid. Serialized by the lock.
+        // above); out pointers are valid. On the MPI thread (the transport is not Send).
         let rc = unsafe { ffi::ngm_test(slot as c_int, &mut done, &mut got) };
         if done == 0 {
-            lock.check("MPI_Test", rc)
+            caller
+                .check("MPI_Test", rc)
                 .map_err(|e| mpi_error(self.pending[slot].as_ref().expect("looked up").op, e))?;
             return Ok(false);
         }
-        self.complete("MPI_Test", slot, rc, got, lock)?;
+        self.complete("MPI_Test", slot, rc, got, caller)?;
         Ok(true)
     }
 
@@ -471,10 +472,10 @@ impl Transport for MpiTransport {
         }
         let slot = self.lookup(request)?;
         let mut got: c_int = -1;
-        let lock = CallLock::take();
+        let caller = Caller::take();
         // SAFETY: as in `test`.
         let rc = unsafe { ffi::ngm_wait(slot as c_int, &mut got) };
-        self.complete("MPI_Wait", slot, rc, got, lock)
+        self.complete("MPI_Wait", slot, rc, got, caller)
     }
 }
 

@@ -4,6 +4,10 @@
 //! ```text
 //! mpirun -np 4 ngauge-mpi-check            every check
 //! ngauge-mpi-check --require-launcher      fails outside mpirun (tests the error)
+//! mpirun -np 2 ngauge-mpi-check --pingpong SIZE REPS
+//!                                          the backend's ping-pong, timed like
+//!                                          benches/c/mpi_pingpong.c (for the
+//!                                          benchmark script, not a test)
 //! ```
 //!
 //! Each check moves data whose every byte is known (a function of size, rank and
@@ -476,6 +480,16 @@ fn main() {
         }
         return;
     }
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|a| a == "--pingpong") {
+        let num = |i: usize, default: usize| {
+            args.get(at + i)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(default)
+        };
+        bench_pingpong(num(1, 1), num(2, 100_000), num(3, 10_000));
+        return;
+    }
     let mpi = match Mpi::init() {
         Ok(mpi) => mpi,
         Err(err) => {
@@ -537,4 +551,44 @@ fn main() {
     drop(control);
     drop(mpi);
     std::process::exit(i32::from(failed));
+}
+
+/// The same loop as `benches/c/mpi_pingpong.c`, through [`MpiTransport`]: every round
+/// trip timed on rank 0 with `CLOCK_MONOTONIC_RAW` semantics (`Instant`), half of it
+/// recorded; prints the same line.
+fn bench_pingpong(bytes: usize, reps: usize, warmup: usize) {
+    let mpi = Mpi::init().expect("MPI_Init_thread");
+    let mut t = MpiTransport::new(&mpi, MpiOptions::default()).expect("MPI_Comm_dup");
+    let buf = t.alloc_buffer(bytes.max(1)).expect("buffer");
+    let region = buf.prefix(bytes);
+    let mut half = vec![0f64; reps];
+    t.barrier().expect("barrier");
+    for i in 0..warmup + reps {
+        match t.rank() {
+            0 => {
+                let t0 = std::time::Instant::now();
+                t.send(1, region).expect("send");
+                t.recv(1, region).expect("recv");
+                let dt = t0.elapsed();
+                if i >= warmup {
+                    half[i - warmup] = dt.as_nanos() as f64 / 2.0;
+                }
+            }
+            1 => {
+                t.recv(0, region).expect("recv");
+                t.send(0, region).expect("send");
+            }
+            _ => {}
+        }
+    }
+    if t.rank() == 0 {
+        let mean = half.iter().sum::<f64>() / reps as f64;
+        half.sort_by(f64::total_cmp);
+        println!(
+            "size {bytes} reps {reps} min_us {:.4} median_us {:.4} mean_us {:.4}",
+            half[0] / 1e3,
+            half[reps / 2] / 1e3,
+            mean / 1e3
+        );
+    }
 }
