@@ -199,7 +199,13 @@ pub enum SelftestCommand {
         /// This rank kills itself with SIGKILL after --die-after barriers.
         #[arg(long)]
         die_rank: Option<usize>,
-        /// Barriers before --die-rank kills itself.
+        /// This rank returns an error after --die-after barriers.
+        #[arg(long)]
+        fail_rank: Option<usize>,
+        /// This rank stops taking part (sleeps) after --die-after barriers.
+        #[arg(long)]
+        hang_rank: Option<usize>,
+        /// Barriers before --die-rank kills itself (or --fail-rank fails).
         #[arg(long, default_value_t = 10)]
         die_after: u64,
     },

@@ -122,7 +122,8 @@ fn report(global: &GlobalArgs, world: &launch::World, ranks: &[RankInfo]) -> any
         });
         super::print_json(&doc)?;
     } else {
-        println!("transports:");
+        use std::fmt::Write as _;
+        let mut out = String::from("transports:\n");
         for t in &transports {
             let state = match (t.compiled, t.usable) {
                 (true, true) => "usable".to_string(),
@@ -132,11 +133,17 @@ fn report(global: &GlobalArgs, world: &launch::World, ranks: &[RankInfo]) -> any
                 ),
                 (false, _) => format!("not compiled: {}", t.reason.as_deref().unwrap_or("")),
             };
-            println!("  {:<6} {state}", t.name);
+            writeln!(out, "  {:<6} {state}", t.name)?;
         }
-        println!("launcher: {}, {} ranks", env.kind.describe(), world.size);
+        writeln!(
+            out,
+            "launcher: {}, {} ranks",
+            env.kind.describe(),
+            world.size
+        )?;
         for r in ranks {
-            println!(
+            writeln!(
+                out,
                 "  rank {:<3} {} pid {} data {} core {}",
                 r.rank,
                 r.host,
@@ -144,9 +151,10 @@ fn report(global: &GlobalArgs, world: &launch::World, ranks: &[RankInfo]) -> any
                 r.data_addr,
                 r.pinned_core
                     .map_or_else(|| "unpinned".to_string(), |c| c.to_string())
-            );
+            )?;
         }
-        println!(
+        writeln!(
+            out,
             "timer:    {} at {:.6} GHz, read cost {:.1} ns median, TSC {}",
             facts.source.as_str(),
             facts.hz / 1e9,
@@ -156,7 +164,11 @@ fn report(global: &GlobalArgs, world: &launch::World, ranks: &[RankInfo]) -> any
             } else {
                 "NOT invariant"
             }
-        );
+        )?;
+        // Written, not println!: a closed pipe (`| head`) is an error main() treats
+        // as success, not a panic.
+        use std::io::Write as _;
+        std::io::stdout().lock().write_all(out.as_bytes())?;
     }
     Ok(())
 }

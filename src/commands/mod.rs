@@ -48,16 +48,20 @@ pub fn with_world(
         Started::Launcher(code) => std::process::exit(code),
         Started::Rank(mut world) => {
             let rank = world.rank;
-            let result = body(&mut world)
-                .map_err(|e| e.context(format!("rank {rank}")))
-                .and_then(|()| {
-                    world
-                        .finish()
-                        .map_err(|e| anyhow::Error::new(e).context(format!("rank {rank}")))
-                });
+            let result = match body(&mut world) {
+                Err(e) => {
+                    // Tell the others why, so their errors name this rank and the reason.
+                    world.control.abort(&format!("{e:#}"));
+                    Err(e.context(format!("rank {rank}")))
+                }
+                Ok(()) => world
+                    .finish()
+                    .map_err(|e| anyhow::Error::new(e).context(format!("rank {rank}"))),
+            };
             #[cfg(feature = "mpi")]
             if let Err(e) = &result {
-                // Under MPI a failed rank ends the job: the others may wait for it.
+                // Under MPI a failed rank ends the job (MPI_Abort): the others may wait
+                // for it, and MPI_Finalize would wait for them.
                 let code = if e.downcast_ref::<crate::UsageError>().is_some() {
                     2
                 } else {

@@ -7,10 +7,16 @@ pub fn run(global: &GlobalArgs, cmd: &SelftestCommand) -> anyhow::Result<()> {
         SelftestCommand::BarrierLoop {
             count,
             die_rank,
+            fail_rank,
+            hang_rank,
             die_after,
         } => super::with_world(global, |world| {
             if world.rank == 0 {
-                eprintln!("ngauge: selftest: {} ranks joined", world.size);
+                let pids: Vec<u32> = world.peers.iter().map(|p| p.pid).collect();
+                eprintln!(
+                    "ngauge: selftest: {} ranks joined, pids {pids:?}",
+                    world.size
+                );
             }
             let mut done = 0u64;
             while count == 0 || done < count {
@@ -19,6 +25,14 @@ pub fn run(global: &GlobalArgs, cmd: &SelftestCommand) -> anyhow::Result<()> {
                         rustix::process::getpid(),
                         rustix::process::Signal::KILL,
                     );
+                }
+                if hang_rank == Some(world.rank) && done == die_after {
+                    loop {
+                        std::thread::sleep(std::time::Duration::from_secs(3600));
+                    }
+                }
+                if fail_rank == Some(world.rank) && done == die_after {
+                    anyhow::bail!("selftest failure requested after {done} barriers");
                 }
                 world.control.barrier()?;
                 done += 1;

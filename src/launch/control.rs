@@ -108,8 +108,8 @@ impl TcpControl {
     fn fail(&mut self, err: ControlError) -> ControlError {
         let (rank, detail) = match &err {
             ControlError::LostRank { rank, detail, .. } => (*rank, detail.clone()),
-            ControlError::Timeout { rank, after, .. } => {
-                (*rank, format!("no answer within {after:?}"))
+            ControlError::Timeout { rank, op, after } => {
+                (*rank, format!("did not answer {op} within {after:?}"))
             }
             ControlError::Protocol { rank, detail } => (*rank, detail.clone()),
             ControlError::Invalid(_) => return err,
@@ -117,7 +117,7 @@ impl TcpControl {
         if let Links::Root(streams) = &mut self.links {
             let notice = Abort {
                 rank: rank as u32,
-                detail: format!("{err}"),
+                detail: detail.clone(),
             }
             .encode();
             for (r, s) in streams.iter_mut().enumerate() {
@@ -202,11 +202,14 @@ impl TcpControl {
                 rank: peer,
                 detail: e.to_string(),
             })?;
-            return Err(self.lost(
-                abort.rank as usize,
-                op,
-                format!("reported by rank 0: {}", abort.detail),
-            ));
+            // From rank 0: its verdict on some rank (maybe itself). From another
+            // rank: that rank's own last words.
+            let detail = if peer == 0 && abort.rank != 0 {
+                format!("{} (reported by rank 0)", abort.detail)
+            } else {
+                abort.detail
+            };
+            return Err(self.lost(abort.rank as usize, op, detail));
         }
         if got != kind {
             return Err(ControlError::Protocol {
@@ -400,6 +403,28 @@ impl Control for TcpControl {
         let seq = self.begin("gather")?;
         self.gather_inner(root, data, seq).map_err(|e| self.fail(e))
     }
+
+    fn abort(&mut self, reason: &str) {
+        if self.failed.is_some() {
+            return;
+        }
+        let notice = Abort {
+            rank: self.rank as u32,
+            detail: format!("failed: {reason}"),
+        }
+        .encode();
+        match &mut self.links {
+            Links::Leaf(s) => {
+                let _ = wire::write_frame(s, Kind::Abort, &notice, ABORT_WRITE);
+            }
+            Links::Root(streams) => {
+                for s in streams.iter_mut().flatten() {
+                    let _ = wire::write_frame(s, Kind::Abort, &notice, ABORT_WRITE);
+                }
+            }
+        }
+        self.failed = Some((self.rank, format!("failed: {reason}")));
+    }
 }
 
 /// Packs byte strings as `count:u32, (len:u32, bytes)*`, little endian.
@@ -512,6 +537,38 @@ mod tests {
         for e in errors {
             assert!(e.contains("lost rank 2"), "{e}");
         }
+    }
+
+    #[test]
+    fn an_aborting_rank_is_named_with_its_reason() {
+        let errors = run_all(star(3, Duration::from_secs(10)), |c| {
+            if c.rank() == 1 {
+                c.abort("disk on fire");
+                String::new()
+            } else {
+                c.barrier().unwrap_err().to_string()
+            }
+        });
+        for e in [&errors[0], &errors[2]] {
+            assert!(
+                e.contains("lost rank 1") && e.contains("disk on fire"),
+                "{e}"
+            );
+        }
+        assert!(errors[2].contains("reported by rank 0"), "{}", errors[2]);
+        let errors = run_all(star(2, Duration::from_secs(10)), |c| {
+            if c.rank() == 0 {
+                c.abort("bad fit");
+                String::new()
+            } else {
+                c.barrier().unwrap_err().to_string()
+            }
+        });
+        assert!(
+            errors[1].contains("lost rank 0") && errors[1].contains("bad fit"),
+            "{}",
+            errors[1]
+        );
     }
 
     #[test]

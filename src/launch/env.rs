@@ -3,7 +3,9 @@
 //! Read from the environment only: no MPI library is linked for this. Open MPI sets
 //! `OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK}`; MPICH's Hydra sets `PMI_RANK`,
 //! `PMI_SIZE` and `MPI_LOCALRANKID`; Slurm's `srun` sets `SLURM_PROCID`,
-//! `SLURM_NTASKS`, `SLURM_LOCALID` and `SLURM_JOB_NODELIST`. ngauge's own local
+//! `SLURM_NTASKS`, `SLURM_LOCALID`, `SLURM_STEP_ID` and `SLURM_JOB_NODELIST`
+//! (a batch script without `srun` is not a step: ngauge starts its own ranks there).
+//! ngauge's own local
 //! launcher and users starting ranks by hand set `NGAUGE_RANK`/`NGAUGE_SIZE` (the
 //! local launcher adds `NGAUGE_LAUNCHER=local`); those win over everything else.
 //!
@@ -164,13 +166,18 @@ pub fn detect_from(var: impl Fn(&str) -> Option<String>) -> LauncherEnv {
             nodelist: None,
         };
     }
-    if let (Some(rank), Some(size)) = (num("SLURM_PROCID"), num("SLURM_NTASKS")) {
+    // Only inside a job step: a batch script's own environment carries SLURM_PROCID
+    // and the allocation's SLURM_NTASKS too, and `ngauge --np 2` run there must
+    // start its own ranks instead of waiting for tasks that never come.
+    let step = var("SLURM_STEP_ID").or_else(|| var("SLURM_STEPID"));
+    let slurm_size = num("SLURM_STEP_NUM_TASKS").or_else(|| num("SLURM_NTASKS"));
+    if let (Some(rank), Some(size), Some(_)) = (num("SLURM_PROCID"), slurm_size, &step) {
         return LauncherEnv {
             kind: LauncherKind::Slurm,
             rank: Some(rank),
             size: Some(size),
             local_rank: num("SLURM_LOCALID"),
-            job_id: var("SLURM_JOB_ID").map(|j| match var("SLURM_STEP_ID") {
+            job_id: var("SLURM_JOB_ID").map(|j| match &step {
                 Some(step) => format!("{j}.{step}"),
                 None => j,
             }),
@@ -271,6 +278,7 @@ mod tests {
             ("SLURM_PROCID", "0"),
             ("SLURM_NTASKS", "4"),
             ("SLURM_JOB_NUM_NODES", "2"),
+            ("SLURM_STEP_ID", "3"),
             ("SLURM_JOB_NODELIST", "node[01-02]"),
         ]));
         assert_eq!(two.single_host(), Some(false));
@@ -290,6 +298,23 @@ mod tests {
         // Pinned values: every rank, whatever build, must compute the same.
         assert_eq!(fnv1a(0, b""), 0xcbf2_9ce4_8422_2325);
         assert_eq!(fnv1a(0, b"a"), 0xaf63_dc4c_8601_ec8c);
+    }
+
+    #[test]
+    fn a_slurm_batch_script_is_not_a_step() {
+        let e = detect_from(env(&[
+            ("SLURM_PROCID", "0"),
+            ("SLURM_NTASKS", "4"),
+            ("SLURM_JOB_ID", "77"),
+        ]));
+        assert_eq!(e.kind, LauncherKind::Local);
+        let e = detect_from(env(&[
+            ("SLURM_PROCID", "1"),
+            ("SLURM_NTASKS", "16"),
+            ("SLURM_STEP_NUM_TASKS", "2"),
+            ("SLURM_STEPID", "0"),
+        ]));
+        assert_eq!((e.kind, e.size), (LauncherKind::Slurm, Some(2)));
     }
 
     #[test]

@@ -46,6 +46,24 @@ pub fn random_token() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// In a rank started by the local launcher: die with the launcher. A launcher
+/// killed with SIGKILL cannot stop its ranks, so each asks the kernel to kill it when
+/// the launcher goes (`PR_SET_PDEATHSIG`), and exits if the launcher is already gone.
+pub fn die_with_launcher() {
+    let Some(launcher) = std::env::var("NGAUGE_LAUNCHER_PID")
+        .ok()
+        .and_then(|p| p.parse::<i32>().ok())
+    else {
+        return;
+    };
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+    let parent = rustix::process::getppid().map(|p| p.as_raw_nonzero().get());
+    if parent != Some(launcher) {
+        eprintln!("ngauge: the local launcher (pid {launcher}) is gone; exiting");
+        std::process::exit(1);
+    }
+}
+
 /// Exit code of a finished child: its code, or 128 + signal.
 fn code_of(status: &ExitStatus) -> i32 {
     use std::os::unix::process::ExitStatusExt;
@@ -106,6 +124,7 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
             .env("NGAUGE_JOB_TOKEN", &token)
             .env("NGAUGE_RENDEZVOUS", rendezvous)
             .env("NGAUGE_CORE", cores[rank % cores.len()].to_string())
+            .env("NGAUGE_LAUNCHER_PID", std::process::id().to_string())
             .env_remove("NGAUGE_ANNOUNCE")
             .stdin(Stdio::null())
             .stderr(Stdio::piped());
@@ -298,5 +317,45 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
             }
         }
     }
-    Ok(codes.into_iter().flatten().max().unwrap_or(1))
+    Ok(worst_status(&codes, &killed))
+}
+
+/// The job's exit status: the worst of the ranks that ended on their own (a usage
+/// error's 2 is not hidden behind the 137 of ranks the launcher had to stop), or 1
+/// when only stopped ranks failed.
+fn worst_status(codes: &[Option<i32>], killed: &[bool]) -> i32 {
+    let own = codes
+        .iter()
+        .zip(killed)
+        .filter(|(_, &k)| !k)
+        .map(|(c, _)| c.unwrap_or(1))
+        .max()
+        .unwrap_or(0);
+    if own == 0 && killed.iter().any(|&k| k) {
+        1
+    } else {
+        own
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worst_status_prefers_what_ranks_said_themselves() {
+        assert_eq!(worst_status(&[Some(0), Some(0)], &[false, false]), 0);
+        assert_eq!(worst_status(&[Some(2), Some(137)], &[false, true]), 2);
+        assert_eq!(worst_status(&[Some(1), Some(137)], &[false, false]), 137);
+        assert_eq!(worst_status(&[Some(0), Some(137)], &[false, true]), 1);
+        assert_eq!(worst_status(&[Some(0), None], &[false, false]), 1);
+    }
+
+    #[test]
+    fn tokens_are_random_hex() {
+        let (a, b) = (random_token(), random_token());
+        assert_eq!(a.len(), 32);
+        assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b);
+    }
 }

@@ -20,6 +20,9 @@ use std::time::{Duration, Instant};
 
 /// How long an accepted connection may take to send its join.
 const JOIN_GRACE: Duration = Duration::from_secs(5);
+/// Connections waiting to join at once; beyond that the oldest is dropped, so a
+/// flood of idle connections cannot exhaust rank 0's file descriptors.
+const MAX_PENDING: usize = 256;
 
 /// What rank 0 expects of every join.
 #[derive(Clone, Debug)]
@@ -230,6 +233,14 @@ pub fn serve(
             loop {
                 match listener.accept() {
                     Ok((stream, from)) => {
+                        if pending.len() >= MAX_PENDING {
+                            let oldest = pending.remove(0);
+                            refuse(
+                                oldest.stream,
+                                oldest.from,
+                                "too many connections waiting to join",
+                            );
+                        }
                         if stream.set_nonblocking(true).is_ok() {
                             pending.push(Pending {
                                 stream,
@@ -245,6 +256,9 @@ pub fn serve(
                     // the job: log and keep serving.
                     Err(e) => {
                         eprintln!("ngauge: rendezvous: accept failed: {e}");
+                        // The listener stays readable while, say, descriptors are
+                        // exhausted: pause instead of spinning on poll.
+                        std::thread::sleep(Duration::from_millis(50));
                         break;
                     }
                 }

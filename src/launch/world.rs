@@ -95,6 +95,9 @@ pub fn start_with(opts: &LaunchOptions, detected: LauncherEnv) -> Result<Started
     if env.rank.is_none() {
         return local::run(opts).map(Started::Launcher);
     }
+    if env.kind == LauncherKind::Local {
+        local::die_with_launcher();
+    }
     if let Some(core) = std::env::var("NGAUGE_CORE")
         .ok()
         .filter(|_| env.kind == LauncherKind::Local)

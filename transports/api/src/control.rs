@@ -59,6 +59,13 @@ pub trait Control: Send {
     /// Rank `root` receives every rank's `data`, indexed by rank (its own included);
     /// the other ranks receive an empty vector.
     fn gather(&mut self, root: Rank, data: &[u8]) -> Result<Vec<Vec<u8>>, ControlError>;
+    /// Tells the other ranks, best effort and without blocking for long, that this
+    /// rank is failing because of `reason`, so that their next control call fails
+    /// naming this rank and the reason instead of just "connection closed". The
+    /// default does nothing: a rank that exits is noticed as lost anyway.
+    fn abort(&mut self, reason: &str) {
+        let _ = reason;
+    }
     /// Every rank receives every rank's `data`, indexed by rank.
     fn allgather(&mut self, data: &[u8]) -> Result<Vec<Vec<u8>>, ControlError> {
         let gathered = self.gather(0, data)?;
