@@ -129,6 +129,42 @@ pub struct GlobalArgs {
     /// control operation; a lost rank is reported within it.
     #[arg(long, global = true, default_value_t = 30.0, value_name = "SECONDS", value_parser = parse_timeout)]
     pub timeout: f64,
+    /// How data transports wait: `poll` spins on nonblocking calls (lowest latency,
+    /// burns the core), `block` sleeps in the kernel. Default: poll when this host's
+    /// ranks fit on its cores, block otherwise.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        value_name = "MODE",
+        help_heading = "Transports"
+    )]
+    pub wait: Option<WaitArg>,
+
+    /// SO_SNDBUF for TCP/UDP sockets, in bytes (K/M suffixes; kernel default if unset).
+    #[arg(long, global = true, value_name = "BYTES", value_parser = parse_buffer_bytes, help_heading = "Transports")]
+    pub sndbuf: Option<usize>,
+
+    /// SO_RCVBUF for TCP/UDP sockets, in bytes (K/M suffixes; kernel default if unset).
+    #[arg(long, global = true, value_name = "BYTES", value_parser = parse_buffer_bytes, help_heading = "Transports")]
+    pub rcvbuf: Option<usize>,
+}
+
+/// `--wait`: how data transports wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WaitArg {
+    /// Spin on nonblocking calls.
+    Poll,
+    /// Sleep in the kernel.
+    Block,
+}
+
+fn parse_buffer_bytes(s: &str) -> Result<usize, String> {
+    match ngauge::sizes::parse_size(s) {
+        Ok(b) if (1..=(1u64 << 30)).contains(&b) => Ok(b as usize),
+        Ok(_) => Err(format!("{s:?} is not between 1 byte and 1G")),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 fn parse_timeout(s: &str) -> Result<f64, String> {
@@ -153,7 +189,6 @@ pub enum TransportName {
 
 impl TransportName {
     /// Lowercase name.
-    #[allow(dead_code)] // used once the launcher and patterns land
     pub fn as_str(self) -> &'static str {
         match self {
             TransportName::Tcp => "tcp",
@@ -183,6 +218,17 @@ pub enum Command {
     /// Example: ngauge --np 4 info --json
     Info,
 
+    /// Latency and bandwidth per message size: rank 0 pings rank 1.
+    ///
+    /// Per size: --warmup untimed round trips, then --reps round trips, each timed on
+    /// its own with RDTSCP (never a loop divided by n). Reports the half round-trip
+    /// time (min/median/mean/p99/max, microseconds) and the bandwidth from the median
+    /// (MB/s, MB = 10^6 bytes). With more than 2 ranks, ranks 2.. stay idle. UDP sizes
+    /// above the datagram limit are skipped with a warning.
+    ///
+    /// Example: ngauge pingpong --sizes 1-1M -o sweep.jsonl
+    Pingpong(PingpongArgs),
+
     /// Self-tests of the launcher, for the integration tests.
     #[command(hide = true, subcommand)]
     Selftest(SelftestCommand),
@@ -209,6 +255,26 @@ pub enum SelftestCommand {
         #[arg(long, default_value_t = 10)]
         die_after: u64,
     },
+}
+
+/// Options of `ngauge pingpong`.
+#[derive(Debug, Args, Clone)]
+pub struct PingpongArgs {
+    /// Message sizes: `1-1M` (powers of two), `1-64K:1K` (step), `1,8,4K` (list).
+    #[arg(long, default_value = "1-1M", value_name = "SPEC")]
+    pub sizes: String,
+
+    /// Timed round trips per size.
+    #[arg(long, default_value_t = 1000, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    pub reps: u64,
+
+    /// Untimed round trips before the timed ones, per size.
+    #[arg(long, default_value_t = 100, value_name = "NUM", value_parser = clap::value_parser!(u64).range(0..=100_000_000))]
+    pub warmup: u64,
+
+    /// Verify every size's payloads (outside the timed region).
+    #[arg(long)]
+    pub check: bool,
 }
 
 /// Options of `ngauge timer`.

@@ -7,6 +7,7 @@
 //! - [`clock`]: RDTSCP ticks, calibration, host facts, pinning.
 //! - [`launch`]: launcher detection, local launcher, rendezvous, control channel.
 //! - [`model`]: least squares, change points, LogGP parameters.
+//! - [`patterns`]: measurement procedures (ping-pong, ...).
 //! - [`stats`]: summaries and tests.
 //! - [`report`]: metadata, tables, JSON lines.
 //! - [`sizes`]: `--sizes` specifications.
@@ -17,6 +18,7 @@
 pub mod clock;
 pub mod launch;
 pub mod model;
+pub mod patterns;
 pub mod report;
 pub mod sizes;
 pub mod stats;

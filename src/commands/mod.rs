@@ -1,8 +1,10 @@
 //! One module per subcommand: each glues launch, a pattern, statistics and a report.
 
 mod info;
+mod pingpong;
 mod selftest;
 mod timer;
+pub mod transports;
 
 use crate::cli::{Cli, Command, GlobalArgs, TransportName};
 use ngauge::launch::{self, LaunchError, LaunchOptions, Started, World};
@@ -12,6 +14,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Timer(args) => timer::run(&cli.global, &args),
         Command::Info => info::run(&cli.global),
+        Command::Pingpong(args) => pingpong::run(&cli.global, &args),
         Command::Selftest(cmd) => selftest::run(&cli.global, &cmd),
     }
 }

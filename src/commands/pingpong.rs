@@ -1,0 +1,280 @@
+//! `ngauge pingpong`: latency and bandwidth per message size between ranks 0 and 1.
+
+use super::transports::{self, TransportOptions};
+use crate::cli::{GlobalArgs, PingpongArgs};
+use crate::UsageError;
+use anyhow::Context;
+use ngauge::clock::{FrequencyControl, SystemClock};
+use ngauge::patterns::pingpong::{self, Params, SizeResult, PINGER, PONGER};
+use ngauge::report::jsonl::JsonlWriter;
+use ngauge::report::table::Table;
+use ngauge::report::Meta;
+use ngauge::sizes::parse_sizes;
+use serde::Serialize;
+use std::io::{IsTerminal, Write};
+
+/// One JSON record: a size's result and the transport it was measured over.
+#[derive(Debug, Serialize)]
+struct Record<'a> {
+    transport: &'static str,
+    wait: &'static str,
+    #[serde(flatten)]
+    result: &'a SizeResult,
+}
+
+/// The `--json` document.
+#[derive(Debug, Serialize)]
+struct Document<'a> {
+    meta: Meta,
+    /// The measuring pair (pinger, ponger).
+    pair: [usize; 2],
+    /// MB in `bandwidth_MBps` means 10^6 bytes.
+    bandwidth_unit: &'static str,
+    results: Vec<Record<'a>>,
+    warnings: &'a [String],
+}
+
+struct Sweep {
+    transport: &'static str,
+    wait: &'static str,
+    results: Vec<SizeResult>,
+}
+
+/// Hidden test hooks: `NGAUGE_TEST_DIE_AFTER_SIZE=BYTES` makes rank
+/// `NGAUGE_TEST_DIE_RANK` (default 1) kill itself with SIGKILL right after that size.
+fn die_hook() -> anyhow::Result<Option<(usize, usize)>> {
+    let Ok(size) = std::env::var("NGAUGE_TEST_DIE_AFTER_SIZE") else {
+        return Ok(None);
+    };
+    let size = ngauge::sizes::parse_size(&size).context("NGAUGE_TEST_DIE_AFTER_SIZE")? as usize;
+    let rank = match std::env::var("NGAUGE_TEST_DIE_RANK") {
+        Ok(r) => r.parse().context("NGAUGE_TEST_DIE_RANK")?,
+        Err(_) => PONGER,
+    };
+    Ok(Some((size, rank)))
+}
+
+pub fn run(global: &GlobalArgs, args: &PingpongArgs) -> anyhow::Result<()> {
+    let sizes: Vec<usize> = parse_sizes(&args.sizes)
+        .map_err(|e| UsageError(format!("--sizes: {e}")))?
+        .into_iter()
+        .map(|s| s as usize)
+        .collect();
+    if global.np < 2 && global.size.is_none_or(|s| s < 2) {
+        return Err(UsageError("pingpong needs at least 2 ranks (--np 2 or more)".into()).into());
+    }
+    let die = die_hook()?;
+    super::with_world(global, |world| {
+        let (clock, calibration) = SystemClock::calibrated();
+        let rank = world.rank;
+        // Every rank's core, for `meta`.
+        let core = world.pinned_core.map_or(-1i64, |c| c as i64);
+        let cores: Vec<Option<usize>> = world
+            .control
+            .gather(0, &core.to_le_bytes())?
+            .iter()
+            .map(|b| {
+                let c = i64::from_le_bytes(b.as_slice().try_into().unwrap_or([255; 8]));
+                usize::try_from(c).ok()
+            })
+            .collect();
+        let mut writer = match (&global.output, rank) {
+            (Some(path), 0) => Some(
+                JsonlWriter::create(path)
+                    .with_context(|| format!("cannot create {}", path.display()))?,
+            ),
+            _ => None,
+        };
+        let show_progress = rank == 0 && std::io::stderr().is_terminal();
+        let mut warnings = Vec::new();
+        let mut sweeps = Vec::new();
+        let mut waits = Vec::new();
+        for &name in &global.transport {
+            let opts = TransportOptions::new(global, world);
+            let mut transport = transports::open(name, world, &opts)
+                .with_context(|| format!("opening {}", name.as_str()))?;
+            let wait = transport.wait_mode().as_str();
+            waits.push(format!("{}={wait}", name.as_str()));
+            let mut these = sizes.clone();
+            if let Some(max) = transport.capabilities().max_message_bytes {
+                let skipped: Vec<String> = these
+                    .iter()
+                    .filter(|&&s| s > max)
+                    .map(usize::to_string)
+                    .collect();
+                if !skipped.is_empty() {
+                    warnings.push(format!(
+                        "{} carries at most {max} bytes per message: sizes {} skipped",
+                        name.as_str(),
+                        skipped.join(", ")
+                    ));
+                    these.retain(|&s| s <= max);
+                }
+            }
+            let params = Params {
+                sizes: these,
+                reps: args.reps as usize,
+                warmup: args.warmup as usize,
+                check: args.check,
+            };
+            let total = params.sizes.len();
+            let mut done = 0usize;
+            let results = pingpong::run(
+                &clock,
+                transport.as_mut(),
+                world.control.as_mut(),
+                &params,
+                &mut |size, result| {
+                    if let (Some(w), Some(r)) = (writer.as_mut(), result) {
+                        w.write(&Record {
+                            transport: name.as_str(),
+                            wait,
+                            result: r,
+                        })
+                        .map_err(|e| format!("writing the output file: {e}"))?;
+                    }
+                    done += 1;
+                    if show_progress {
+                        eprint!(
+                            "\r\x1b[K{}: {done}/{total} sizes ({size} B done)",
+                            name.as_str()
+                        );
+                    }
+                    if die.is_some_and(|(s, r)| s == size && r == rank) {
+                        let _ = rustix::process::kill_process(
+                            rustix::process::getpid(),
+                            rustix::process::Signal::KILL,
+                        );
+                    }
+                    Ok(())
+                },
+            );
+            if show_progress {
+                eprint!("\r\x1b[K");
+            }
+            let results = results?;
+            // Dropping the transport before anything else lets a UDP peer stop
+            // lingering for retransmissions.
+            drop(transport);
+            sweeps.push(Sweep {
+                transport: name.as_str(),
+                wait,
+                results,
+            });
+        }
+        if rank != 0 {
+            return Ok(());
+        }
+        if global.json {
+            let mut meta = Meta::for_this_host(
+                clock.source().as_str(),
+                calibration.rate.hz,
+                &FrequencyControl::read().description,
+            );
+            meta.transport = global.transport.iter().map(|t| t.as_str().into()).collect();
+            meta.wait = Some(waits.join(","));
+            meta.launcher = world.env.kind.describe().into();
+            meta.np = world.size;
+            meta.pinning = cores;
+            let records = sweeps
+                .iter()
+                .flat_map(|s| {
+                    s.results.iter().map(|r| Record {
+                        transport: s.transport,
+                        wait: s.wait,
+                        result: r,
+                    })
+                })
+                .collect();
+            super::print_json(&Document {
+                meta,
+                pair: [PINGER, PONGER],
+                bandwidth_unit: "MB/s, MB = 10^6 bytes",
+                results: records,
+                warnings: &warnings,
+            })?;
+        } else {
+            let mut out = std::io::stdout().lock();
+            for s in &sweeps {
+                writeln!(
+                    out,
+                    "{} ping-pong, rank {PINGER} <-> rank {PONGER}, wait {}, cores {}; \
+                     half round-trip times; MB = 10^6 bytes",
+                    s.transport,
+                    s.wait,
+                    cores
+                        .iter()
+                        .take(2)
+                        .map(|c| c.map_or("unpinned".to_string(), |c| c.to_string()))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                )?;
+                write!(out, "{}", render(&s.results))?;
+            }
+        }
+        for w in &warnings {
+            eprintln!("ngauge: warning: {w}");
+        }
+        Ok(())
+    })
+}
+
+/// The human table of one sweep.
+fn render(results: &[SizeResult]) -> String {
+    let counter_names: Vec<&String> = results
+        .first()
+        .map(|r| r.counters.keys().collect())
+        .unwrap_or_default();
+    let mut header: Vec<String> = [
+        "size [B]",
+        "reps",
+        "min [us]",
+        "median [us]",
+        "mean [us]",
+        "p99 [us]",
+        "max [us]",
+        "bandwidth [MB/s]",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    header.extend(
+        counter_names
+            .iter()
+            .map(|n| short_counter_name(n).to_string()),
+    );
+    let mut table = Table::new(header);
+    for r in results {
+        let h = &r.half_rtt_us;
+        let mut row = vec![
+            r.size.to_string(),
+            r.reps.to_string(),
+            format!("{:.2}", h.min),
+            format!("{:.2}", h.median),
+            format!("{:.2}", h.mean),
+            format!("{:.2}", h.p99),
+            format!("{:.2}", h.max),
+            format!("{:.1}", r.bandwidth_mbps),
+        ];
+        row.extend(
+            counter_names
+                .iter()
+                .map(|n| r.counters.get(*n).copied().unwrap_or(0).to_string()),
+        );
+        table.row(row);
+    }
+    table.render()
+}
+
+/// Table headers for the transport counters (the JSON keeps the full names).
+fn short_counter_name(name: &str) -> &str {
+    match name {
+        "lost_datagrams" => "lost",
+        "duplicated_datagrams" => "dup",
+        "reordered_datagrams" => "reord",
+        "retransmissions" => "retx",
+        "receive_timeouts" => "rto",
+        "test_dropped_datagrams" => "dropped",
+        other => other,
+    }
+}

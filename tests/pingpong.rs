@@ -1,0 +1,214 @@
+//! `ngauge pingpong` end to end: real processes started by the local launcher, real
+//! TCP and UDP sockets on loopback. No timing figure is asserted beyond "a megabyte
+//! takes longer than a byte".
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+fn ngauge() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ngauge"));
+    cmd.env_remove("NGAUGE_TEST_DIE_AFTER_SIZE")
+        .env_remove("NGAUGE_TEST_UDP_DROP_ONE_IN")
+        .timeout(std::time::Duration::from_secs(120));
+    cmd
+}
+
+fn json_of(out: &[u8]) -> Value {
+    serde_json::from_slice(out).expect("one JSON document on stdout")
+}
+
+fn results(doc: &Value) -> &Vec<Value> {
+    doc["results"].as_array().expect("results array")
+}
+
+fn median(r: &Value) -> f64 {
+    r["half_rtt_us"]["median"].as_f64().unwrap()
+}
+
+#[test]
+fn tcp_sweep_gives_finite_latencies_and_bandwidth_per_size() {
+    let out = ngauge()
+        .args([
+            "pingpong", "--sizes", "1-1M", "--reps", "20", "--warmup", "2", "--json", "--check",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let doc = json_of(&out);
+    let rs = results(&doc);
+    let sizes: Vec<u64> = rs.iter().map(|r| r["size"].as_u64().unwrap()).collect();
+    assert_eq!(sizes, (0..=20).map(|p| 1u64 << p).collect::<Vec<_>>());
+    for r in rs {
+        let h = &r["half_rtt_us"];
+        for k in ["min", "median", "mean", "p99", "max"] {
+            let v = h[k].as_f64().unwrap();
+            assert!(v.is_finite() && v > 0.0, "{k} = {v} in {r}");
+        }
+        assert!(h["min"].as_f64() <= h["median"].as_f64());
+        assert!(h["median"].as_f64() <= h["max"].as_f64());
+        assert!(r["bandwidth_MBps"].as_f64().unwrap() > 0.0);
+        assert_eq!(r["reps"], 20);
+        assert_eq!(r["data_check"], true);
+        assert_eq!(r["transport"], "tcp");
+    }
+    assert!(
+        median(&rs[20]) > median(&rs[0]),
+        "1 MiB faster than 1 byte?"
+    );
+    let meta = &doc["meta"];
+    assert_eq!(meta["np"], 2);
+    assert_eq!(meta["transport"][0], "tcp");
+    assert!(meta["wait"].as_str().unwrap().starts_with("tcp="));
+    assert_eq!(meta["pinning"].as_array().unwrap().len(), 2);
+    assert_eq!(doc["pair"], serde_json::json!([0, 1]));
+}
+
+#[test]
+fn udp_sweep_stops_at_the_datagram_limit_with_counters() {
+    let assert = ngauge()
+        .args([
+            "-t", "udp", "pingpong", "--sizes", "1-1M", "--reps", "10", "--warmup", "1", "--json",
+            "--check",
+        ])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "udp carries at most 65499 bytes per message: sizes 65536, 131072",
+        ));
+    let doc = json_of(&assert.get_output().stdout);
+    let rs = results(&doc);
+    assert_eq!(rs.last().unwrap()["size"], 32768);
+    assert_eq!(rs.len(), 16);
+    for r in rs {
+        for k in [
+            "lost_datagrams",
+            "duplicated_datagrams",
+            "reordered_datagrams",
+            "retransmissions",
+        ] {
+            assert!(r["counters"][k].is_u64(), "{k} missing in {r}");
+        }
+        assert!(median(r).is_finite());
+    }
+    assert_eq!(doc["warnings"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn udp_recovers_from_injected_loss_and_counts_it() {
+    for wait in ["poll", "block"] {
+        let out = ngauge()
+            .env("NGAUGE_TEST_UDP_DROP_ONE_IN", "5")
+            .args([
+                "-t", "udp", "--wait", wait, "pingpong", "--sizes", "1,1K,16K", "--reps", "20",
+                "--warmup", "2", "--json", "--check",
+            ])
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        let doc = json_of(&out);
+        let sum = |k: &str| -> u64 {
+            results(&doc)
+                .iter()
+                .map(|r| r["counters"][k].as_u64().unwrap())
+                .sum()
+        };
+        assert!(sum("test_dropped_datagrams") >= 10);
+        assert!(sum("lost_datagrams") >= 1);
+        assert!(sum("retransmissions") >= sum("lost_datagrams"));
+        assert!(results(&doc).iter().all(|r| r["data_check"] == true));
+        assert_eq!(doc["meta"]["wait"], format!("udp={wait}"));
+    }
+}
+
+/// Rank 1 is killed (SIGKILL) right after size 64: rank 0 reports it by rank, the
+/// sizes finished before are in the JSON-lines file, each line valid.
+fn killed_peer(transport: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sweep.jsonl");
+    ngauge()
+        .env("NGAUGE_TEST_DIE_AFTER_SIZE", "64")
+        .args([
+            "-t", transport, "pingpong", "--sizes", "1-4K", "--reps", "20",
+        ])
+        .args(["--warmup", "2", "-o"])
+        .arg(&path)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(format!(
+            "{transport}: rank 1 closed the connection"
+        )))
+        .stderr(predicate::str::contains("rank 1 was killed by signal 9"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.ends_with('\n'));
+    let sizes: Vec<u64> = text
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).expect("every line is a JSON record");
+            assert_eq!(v["transport"], transport);
+            v["size"].as_u64().unwrap()
+        })
+        .collect();
+    assert_eq!(sizes, vec![1, 2, 4, 8, 16, 32, 64]);
+}
+
+#[test]
+fn killed_peer_is_named_and_finished_sizes_are_kept_tcp() {
+    killed_peer("tcp");
+}
+
+#[test]
+fn killed_peer_is_named_and_finished_sizes_are_kept_udp() {
+    killed_peer("udp");
+}
+
+#[test]
+fn blocking_wait_and_human_table() {
+    ngauge()
+        .args([
+            "--wait", "block", "pingpong", "--sizes", "1,4K", "--reps", "10",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("wait block"))
+        .stdout(predicate::str::contains("median [us]"))
+        .stdout(predicate::str::contains("bandwidth [MB/s]"))
+        .stdout(predicate::str::contains("\n4096 "));
+}
+
+#[test]
+fn three_ranks_measure_the_first_pair() {
+    let out = ngauge()
+        .args([
+            "--np", "3", "--wait", "block", "pingpong", "--sizes", "8", "--reps", "5",
+        ])
+        .arg("--json")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let doc = json_of(&out);
+    assert_eq!(results(&doc).len(), 1);
+    assert_eq!(doc["meta"]["np"], 3);
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line() {
+    for args in [
+        vec!["pingpong", "--sizes", "1-x"],
+        vec!["--np", "1", "pingpong"],
+        vec!["pingpong", "--reps", "0"],
+        vec!["--wait", "sometimes", "pingpong"],
+        vec!["--sndbuf", "0", "pingpong"],
+    ] {
+        let out = ngauge().args(&args).assert().code(2).get_output().clone();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}

@@ -1,0 +1,685 @@
+//! TCP transport for ngauge: one connection per pair of ranks, `TCP_NODELAY` on.
+//!
+//! # Design decisions
+//!
+//! **No header bytes.** The receiver always posts the exact size of the next message
+//! (see `ngauge_transport`), so a message is just its bytes on the stream: a 1-byte
+//! ping-pong puts one byte on the wire each way, exactly like the hand-written C
+//! reference it is compared with (`benches/c/pingpong.c`).
+//!
+//! **`TCP_NODELAY` always.** Netgauge 2.4.6's TCP module never set it, so its LogGP
+//! runs over TCP stalled on Nagle's algorithm and delayed ACKs (about 44 ms per burst of
+//! 10 messages) and reported nonsense (Hoefler et al., "LogGP in theory and practice",
+//! sec. 3 measures o_s, o_r and g with bursts of n messages).
+//!
+//! **One syscall per step.** In [`WaitMode::Block`] the sockets are blocking, so a
+//! blocking `send`/`recv` is a single blocking syscall (with `SO_SNDTIMEO`/`SO_RCVTIMEO`
+//! set to the peer timeout, so a silent peer becomes an error instead of a hang). In
+//! [`WaitMode::Poll`] every call carries `MSG_DONTWAIT` and the transport spins with
+//! [`std::hint::spin_loop`]. Nonblocking requests (`isend`/`irecv`) always use
+//! `MSG_DONTWAIT`, and [`Transport::wait_all`] progresses every pending request of every
+//! peer together, sleeping in `poll(2)` (block) or spinning (poll) only when nothing
+//! moved, so two ranks exchanging messages larger than the socket buffers cannot
+//! deadlock.
+//!
+//! **Connection setup** needs no MPI: every rank listens on an ephemeral port of its
+//! data address, the endpoints are exchanged with [`Control::allgather`], the higher
+//! rank of each pair connects and sends an 8-byte hello (`NGT1` + its rank), the lower
+//! rank accepts. Every rank connects to all lower ranks first (the kernel's listen
+//! backlog completes those without an `accept`), then accepts all higher ones, so the
+//! setup cannot deadlock.
+#![deny(missing_docs)]
+#![deny(unsafe_code)]
+
+use ngauge_transport::{
+    BufferId, BufferPool, Capabilities, Control, Rank, Region, RequestId, Transport,
+    TransportError, WaitMode,
+};
+use rustix::event::{poll, PollFd, PollFlags, Timespec};
+use rustix::io::Errno;
+use rustix::net::{RecvFlags, SendFlags};
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+use std::collections::{HashMap, VecDeque};
+use std::io::{Read, Write};
+use std::net::{IpAddr, SocketAddr};
+use std::time::{Duration, Instant};
+
+const NAME: &str = "tcp";
+const HELLO_MAGIC: &[u8; 4] = b"NGT1";
+
+/// How a [`TcpTransport`] is set up.
+#[derive(Clone, Debug)]
+pub struct TcpOptions {
+    /// Spin on nonblocking calls or sleep in the kernel.
+    pub wait: WaitMode,
+    /// `SO_SNDBUF` for every connection (kernel default when `None`).
+    pub send_buffer_bytes: Option<usize>,
+    /// `SO_RCVBUF` for every connection (kernel default when `None`); set on the
+    /// listener and before `connect`, so the window scale is negotiated for it.
+    pub recv_buffer_bytes: Option<usize>,
+    /// How long connecting may take, and how long an operation may wait without any
+    /// progress before the peer is declared lost.
+    pub timeout: Duration,
+}
+
+impl Default for TcpOptions {
+    fn default() -> Self {
+        TcpOptions {
+            wait: WaitMode::Poll,
+            send_buffer_bytes: None,
+            recv_buffer_bytes: None,
+            timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Send,
+    Recv,
+}
+
+#[derive(Debug)]
+struct Request {
+    peer: Rank,
+    kind: Kind,
+    region: Region,
+    done: usize,
+    complete: bool,
+}
+
+#[derive(Debug)]
+struct Peer {
+    socket: Socket,
+    sends: VecDeque<u64>,
+    recvs: VecDeque<u64>,
+}
+
+/// A connected TCP transport: one stream per peer rank.
+#[derive(Debug)]
+pub struct TcpTransport {
+    rank: Rank,
+    size: usize,
+    wait: WaitMode,
+    timeout: Duration,
+    peers: Vec<Option<Peer>>,
+    pool: BufferPool,
+    requests: HashMap<u64, Request>,
+    next_request: u64,
+}
+
+fn setup(reason: impl Into<String>) -> TransportError {
+    TransportError::Setup {
+        transport: NAME,
+        reason: reason.into(),
+    }
+}
+
+fn io_err(peer: Rank, op: &'static str, source: std::io::Error) -> TransportError {
+    match source.kind() {
+        std::io::ErrorKind::ConnectionReset
+        | std::io::ErrorKind::BrokenPipe
+        | std::io::ErrorKind::ConnectionAborted
+        | std::io::ErrorKind::UnexpectedEof => TransportError::PeerClosed {
+            transport: NAME,
+            peer,
+            op,
+        },
+        _ => TransportError::Io {
+            transport: NAME,
+            peer,
+            op,
+            source,
+        },
+    }
+}
+
+fn errno_err(peer: Rank, op: &'static str, errno: Errno) -> TransportError {
+    io_err(peer, op, std::io::Error::from(errno))
+}
+
+fn timeout_err(peer: Rank, op: &'static str, after: Duration) -> TransportError {
+    TransportError::Timeout {
+        transport: NAME,
+        peer,
+        op,
+        after,
+    }
+}
+
+fn new_socket(addr: &SocketAddr, opts: &TcpOptions) -> std::io::Result<Socket> {
+    let socket = Socket::new(
+        Domain::for_address(*addr),
+        Type::STREAM,
+        Some(Protocol::TCP),
+    )?;
+    if let Some(bytes) = opts.send_buffer_bytes {
+        socket.set_send_buffer_size(bytes)?;
+    }
+    if let Some(bytes) = opts.recv_buffer_bytes {
+        socket.set_recv_buffer_size(bytes)?;
+    }
+    Ok(socket)
+}
+
+/// Makes a connected socket ready for the data plane.
+fn configure(socket: &Socket, opts: &TcpOptions) -> std::io::Result<()> {
+    socket.set_tcp_nodelay(true)?;
+    socket.set_nonblocking(false)?;
+    if let Some(bytes) = opts.send_buffer_bytes {
+        socket.set_send_buffer_size(bytes)?;
+    }
+    if let Some(bytes) = opts.recv_buffer_bytes {
+        socket.set_recv_buffer_size(bytes)?;
+    }
+    // Blocking calls give up after the peer timeout (EAGAIN), never hang.
+    socket.set_read_timeout(Some(opts.timeout))?;
+    socket.set_write_timeout(Some(opts.timeout))?;
+    Ok(())
+}
+
+fn timespec(d: Duration) -> Timespec {
+    Timespec {
+        tv_sec: d.as_secs() as _,
+        tv_nsec: d.subsec_nanos() as _,
+    }
+}
+
+impl TcpTransport {
+    /// Connects this rank to every other rank of the job.
+    ///
+    /// Listens on an ephemeral port of `data_addr`, exchanges endpoints with
+    /// `control.allgather` (a collective call: every rank must call this together),
+    /// connects to every lower rank and accepts every higher one.
+    pub fn connect(
+        control: &mut dyn Control,
+        data_addr: IpAddr,
+        opts: &TcpOptions,
+    ) -> Result<TcpTransport, TransportError> {
+        let rank = control.rank();
+        let size = control.size();
+        let bind = SocketAddr::new(data_addr, 0);
+        let listener = new_socket(&bind, opts)
+            .and_then(|s| {
+                s.set_reuse_address(true)?;
+                s.bind(&bind.into())?;
+                s.listen(size.max(1) as i32)?;
+                Ok(s)
+            })
+            .map_err(|e| setup(format!("cannot listen on {bind}: {e}")))?;
+        let local = listener
+            .local_addr()
+            .ok()
+            .and_then(|a| a.as_socket())
+            .ok_or_else(|| setup("listener has no address"))?;
+        let endpoints = control
+            .allgather(local.to_string().as_bytes())
+            .map_err(|e| setup(format!("exchanging endpoints: {e}")))?;
+        let endpoints: Vec<SocketAddr> = endpoints
+            .iter()
+            .enumerate()
+            .map(|(r, bytes)| {
+                std::str::from_utf8(bytes)
+                    .ok()
+                    .and_then(|s| s.parse().ok())
+                    .ok_or_else(|| setup(format!("rank {r} sent a malformed endpoint")))
+            })
+            .collect::<Result<_, _>>()?;
+
+        let mut peers: Vec<Option<Peer>> = (0..size).map(|_| None).collect();
+        // Lower ranks first: their listeners complete our connect from the backlog.
+        for (peer, endpoint) in endpoints.iter().enumerate().take(rank) {
+            let socket = new_socket(endpoint, opts)
+                .and_then(|s| {
+                    s.connect_timeout(&SockAddr::from(*endpoint), opts.timeout)?;
+                    configure(&s, opts)?;
+                    let mut hello = [0u8; 8];
+                    hello[..4].copy_from_slice(HELLO_MAGIC);
+                    hello[4..].copy_from_slice(&(rank as u32).to_le_bytes());
+                    (&s).write_all(&hello)?;
+                    Ok(s)
+                })
+                .map_err(|e| setup(format!("connecting to rank {peer} at {endpoint}: {e}")))?;
+            peers[peer] = Some(Peer::new(socket));
+        }
+        // Then every higher rank connects to us.
+        let deadline = Instant::now() + opts.timeout;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| setup(format!("listener: {e}")))?;
+        let mut missing = size - rank - 1;
+        while missing > 0 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                let who: Vec<String> = (rank + 1..size)
+                    .filter(|&r| peers[r].is_none())
+                    .map(|r| r.to_string())
+                    .collect();
+                return Err(setup(format!(
+                    "rank(s) {} did not connect within {:?}",
+                    who.join(", "),
+                    opts.timeout
+                )));
+            }
+            let mut fds = [PollFd::new(&listener, PollFlags::IN)];
+            match poll(&mut fds, Some(&timespec(left))) {
+                Ok(_) | Err(Errno::INTR) => {}
+                Err(e) => return Err(setup(format!("waiting for connections: {e}"))),
+            }
+            let (socket, from) = match listener.accept() {
+                Ok(pair) => pair,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Err(setup(format!("accepting a connection: {e}"))),
+            };
+            let describe = from
+                .as_socket()
+                .map_or_else(|| "?".to_string(), |a| a.to_string());
+            let mut hello = [0u8; 8];
+            configure(&socket, opts)
+                .and_then(|()| (&socket).read_exact(&mut hello))
+                .map_err(|e| setup(format!("reading the hello from {describe}: {e}")))?;
+            let peer = u32::from_le_bytes([hello[4], hello[5], hello[6], hello[7]]) as usize;
+            if &hello[..4] != HELLO_MAGIC || peer <= rank || peer >= size {
+                return Err(setup(format!(
+                    "a connection from {describe} is not an ngauge rank above {rank} \
+                     (hello {hello:02x?}); is another job using this address?"
+                )));
+            }
+            if peers[peer].is_some() {
+                return Err(setup(format!("rank {peer} connected twice")));
+            }
+            peers[peer] = Some(Peer::new(socket));
+            missing -= 1;
+        }
+        Ok(TcpTransport {
+            rank,
+            size,
+            wait: opts.wait,
+            timeout: opts.timeout,
+            peers,
+            pool: BufferPool::new(NAME),
+            requests: HashMap::new(),
+            next_request: 0,
+        })
+    }
+
+    fn peer(&self, peer: Rank) -> Result<&Peer, TransportError> {
+        self.peers
+            .get(peer)
+            .and_then(Option::as_ref)
+            .ok_or(TransportError::NoSuchPeer {
+                transport: NAME,
+                peer,
+                size: self.size,
+                me: self.rank,
+            })
+    }
+
+    fn new_request(&mut self, peer: Rank, kind: Kind, region: Region) -> u64 {
+        let id = self.next_request;
+        self.next_request += 1;
+        self.requests.insert(
+            id,
+            Request {
+                peer,
+                kind,
+                region,
+                done: 0,
+                complete: region.len == 0,
+            },
+        );
+        if region.len > 0 {
+            let p = self.peers[peer].as_mut().expect("checked peer");
+            match kind {
+                Kind::Send => p.sends.push_back(id),
+                Kind::Recv => p.recvs.push_back(id),
+            }
+        }
+        id
+    }
+
+    /// Moves every pending request as far as the sockets allow without waiting.
+    /// Returns whether any byte moved.
+    fn progress(&mut self) -> Result<bool, TransportError> {
+        let mut moved = false;
+        for peer in 0..self.size {
+            let Some(p) = self.peers[peer].as_mut() else {
+                continue;
+            };
+            while let Some(&id) = p.sends.front() {
+                let req = self.requests.get_mut(&id).expect("queued request exists");
+                let bytes = self.pool.region(req.region)?;
+                match rustix::net::send(
+                    &p.socket,
+                    &bytes[req.done..],
+                    SendFlags::DONTWAIT | SendFlags::NOSIGNAL,
+                ) {
+                    Ok(n) => {
+                        moved |= n > 0;
+                        req.done += n;
+                        if req.done == req.region.len {
+                            req.complete = true;
+                            self.pool.release(req.region.buffer);
+                            p.sends.pop_front();
+                        } else {
+                            break;
+                        }
+                    }
+                    Err(Errno::AGAIN) | Err(Errno::INTR) => break,
+                    Err(e) => return Err(errno_err(peer, "send", e)),
+                }
+            }
+            while let Some(&id) = p.recvs.front() {
+                let req = self.requests.get_mut(&id).expect("queued request exists");
+                let bytes = self.pool.region_mut(req.region)?;
+                match rustix::net::recv(&p.socket, &mut bytes[req.done..], RecvFlags::DONTWAIT) {
+                    Ok((0, _)) => {
+                        return Err(TransportError::PeerClosed {
+                            transport: NAME,
+                            peer,
+                            op: "recv",
+                        })
+                    }
+                    Ok((n, _)) => {
+                        moved = true;
+                        req.done += n;
+                        if req.done == req.region.len {
+                            req.complete = true;
+                            self.pool.release(req.region.buffer);
+                            p.recvs.pop_front();
+                        } else {
+                            break;
+                        }
+                    }
+                    Err(Errno::AGAIN) | Err(Errno::INTR) => break,
+                    Err(e) => return Err(errno_err(peer, "recv", e)),
+                }
+            }
+        }
+        Ok(moved)
+    }
+
+    /// Sleeps in `poll(2)` until a socket with pending work is ready or `left` passes.
+    /// Returns `false` on timeout.
+    fn sleep_until_ready(&self, left: Duration) -> Result<bool, TransportError> {
+        let mut fds = Vec::new();
+        for p in self.peers.iter().flatten() {
+            let mut events = PollFlags::empty();
+            if !p.sends.is_empty() {
+                events |= PollFlags::OUT;
+            }
+            if !p.recvs.is_empty() {
+                events |= PollFlags::IN;
+            }
+            if !events.is_empty() {
+                fds.push(PollFd::new(&p.socket, events));
+            }
+        }
+        if fds.is_empty() {
+            return Ok(true);
+        }
+        match poll(&mut fds, Some(&timespec(left))) {
+            Ok(0) => Ok(false),
+            Ok(_) | Err(Errno::INTR) => Ok(true),
+            Err(e) => Err(setup(format!("poll failed: {e}"))),
+        }
+    }
+
+    fn first_pending_peer(&self, ids: &[u64]) -> (Rank, &'static str) {
+        ids.iter()
+            .filter_map(|id| self.requests.get(id))
+            .find(|r| !r.complete)
+            .map_or((0, "wait"), |r| {
+                (
+                    r.peer,
+                    match r.kind {
+                        Kind::Send => "send",
+                        Kind::Recv => "recv",
+                    },
+                )
+            })
+    }
+
+    fn check_request(&self, request: RequestId) -> Result<(), TransportError> {
+        if self.requests.contains_key(&request.0) {
+            Ok(())
+        } else {
+            Err(TransportError::UnknownRequest {
+                transport: NAME,
+                request,
+            })
+        }
+    }
+
+    /// Blocking send on an idle connection: no queue in front of it.
+    fn send_direct(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
+        let p = self.peers[peer].as_ref().expect("checked peer");
+        let bytes = self.pool.region(region)?;
+        let mut done = 0;
+        let mut spins: u32 = 0;
+        let mut since: Option<Instant> = None;
+        let flags = match self.wait {
+            WaitMode::Poll => SendFlags::DONTWAIT | SendFlags::NOSIGNAL,
+            WaitMode::Block => SendFlags::NOSIGNAL,
+        };
+        while done < bytes.len() {
+            match rustix::net::send(&p.socket, &bytes[done..], flags) {
+                Ok(n) => {
+                    done += n;
+                    since = None;
+                }
+                Err(Errno::INTR) => {}
+                Err(Errno::AGAIN) if self.wait == WaitMode::Block => {
+                    return Err(timeout_err(peer, "send", self.timeout))
+                }
+                Err(Errno::AGAIN) => {
+                    spin_or_timeout(&mut spins, &mut since, self.timeout)
+                        .map_err(|after| timeout_err(peer, "send", after))?;
+                }
+                Err(e) => return Err(errno_err(peer, "send", e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Blocking receive on an idle connection: no queue in front of it.
+    fn recv_direct(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
+        let p = self.peers[peer].as_ref().expect("checked peer");
+        let bytes = self.pool.region_mut(region)?;
+        let mut done = 0;
+        let mut spins: u32 = 0;
+        let mut since: Option<Instant> = None;
+        let flags = match self.wait {
+            WaitMode::Poll => RecvFlags::DONTWAIT,
+            WaitMode::Block => RecvFlags::empty(),
+        };
+        while done < bytes.len() {
+            match rustix::net::recv(&p.socket, &mut bytes[done..], flags) {
+                Ok((0, _)) => {
+                    return Err(TransportError::PeerClosed {
+                        transport: NAME,
+                        peer,
+                        op: "recv",
+                    })
+                }
+                Ok((n, _)) => {
+                    done += n;
+                    since = None;
+                }
+                Err(Errno::INTR) => {}
+                Err(Errno::AGAIN) if self.wait == WaitMode::Block => {
+                    return Err(timeout_err(peer, "recv", self.timeout))
+                }
+                Err(Errno::AGAIN) => {
+                    spin_or_timeout(&mut spins, &mut since, self.timeout)
+                        .map_err(|after| timeout_err(peer, "recv", after))?;
+                }
+                Err(e) => return Err(errno_err(peer, "recv", e)),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One spin of a poll-mode wait; every 1024 spins checks whether `timeout` has passed
+/// since the first spin without progress (`since`), and returns it as the error.
+#[inline]
+fn spin_or_timeout(
+    spins: &mut u32,
+    since: &mut Option<Instant>,
+    timeout: Duration,
+) -> Result<(), Duration> {
+    std::hint::spin_loop();
+    *spins = spins.wrapping_add(1);
+    if *spins & 1023 == 0 {
+        let start = *since.get_or_insert_with(Instant::now);
+        if start.elapsed() >= timeout {
+            return Err(timeout);
+        }
+    }
+    Ok(())
+}
+
+impl Peer {
+    fn new(socket: Socket) -> Self {
+        Peer {
+            socket,
+            sends: VecDeque::new(),
+            recvs: VecDeque::new(),
+        }
+    }
+}
+
+impl Transport for TcpTransport {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn rank(&self) -> Rank {
+        self.rank
+    }
+    fn size(&self) -> usize {
+        self.size
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            reliable: true,
+            ordered: true,
+            max_message_bytes: None,
+            may_split: true,
+            needs_registered_memory: false,
+            checks_message_size: false,
+        }
+    }
+    fn wait_mode(&self) -> WaitMode {
+        self.wait
+    }
+
+    fn alloc_buffer(&mut self, len: usize) -> Result<BufferId, TransportError> {
+        Ok(self.pool.alloc(len))
+    }
+    fn free_buffer(&mut self, buffer: BufferId) -> Result<(), TransportError> {
+        self.pool.free(buffer)
+    }
+    fn buffer(&self, buffer: BufferId) -> Result<&[u8], TransportError> {
+        self.pool.get(buffer)
+    }
+    fn buffer_mut(&mut self, buffer: BufferId) -> Result<&mut [u8], TransportError> {
+        self.pool.get_mut(buffer)
+    }
+
+    fn send(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
+        if self.peer(peer)?.sends.is_empty() {
+            self.send_direct(peer, region)
+        } else {
+            let id = self.isend(peer, region)?;
+            self.wait(id)
+        }
+    }
+
+    fn recv(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
+        if self.peer(peer)?.recvs.is_empty() {
+            self.recv_direct(peer, region)
+        } else {
+            let id = self.irecv(peer, region)?;
+            self.wait(id)
+        }
+    }
+
+    fn isend(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {
+        self.peer(peer)?;
+        self.pool.acquire(region)?;
+        let id = self.new_request(peer, Kind::Send, region);
+        if region.len == 0 {
+            self.pool.release(region.buffer);
+        }
+        Ok(RequestId(id))
+    }
+
+    fn irecv(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {
+        self.peer(peer)?;
+        self.pool.acquire(region)?;
+        let id = self.new_request(peer, Kind::Recv, region);
+        if region.len == 0 {
+            self.pool.release(region.buffer);
+        }
+        Ok(RequestId(id))
+    }
+
+    fn test(&mut self, request: RequestId) -> Result<bool, TransportError> {
+        self.check_request(request)?;
+        if !self.requests[&request.0].complete {
+            self.progress()?;
+        }
+        if self.requests[&request.0].complete {
+            self.requests.remove(&request.0);
+            Ok(true)
+        } else {
+            Ok(false)
+        }
+    }
+
+    fn wait(&mut self, request: RequestId) -> Result<(), TransportError> {
+        self.wait_all(&[request])
+    }
+
+    fn wait_all(&mut self, requests: &[RequestId]) -> Result<(), TransportError> {
+        for &r in requests {
+            self.check_request(r)?;
+        }
+        let ids: Vec<u64> = requests.iter().map(|r| r.0).collect();
+        let mut spins: u32 = 0;
+        let mut since: Option<Instant> = None;
+        loop {
+            let all_done = ids.iter().all(|id| self.requests[id].complete);
+            if all_done {
+                for id in &ids {
+                    self.requests.remove(id);
+                }
+                return Ok(());
+            }
+            if self.progress()? {
+                since = None;
+                continue;
+            }
+            match self.wait {
+                WaitMode::Poll => {
+                    if let Err(after) = spin_or_timeout(&mut spins, &mut since, self.timeout) {
+                        let (peer, op) = self.first_pending_peer(&ids);
+                        return Err(timeout_err(peer, op, after));
+                    }
+                }
+                WaitMode::Block => {
+                    let start = *since.get_or_insert_with(Instant::now);
+                    let left = self.timeout.saturating_sub(start.elapsed());
+                    if left.is_zero() || !self.sleep_until_ready(left)? {
+                        let (peer, op) = self.first_pending_peer(&ids);
+                        return Err(timeout_err(peer, op, self.timeout));
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,269 @@
+//! In-process tests: ranks are threads, the control plane is `inproc`, the data plane
+//! real TCP connections on loopback.
+
+use super::*;
+use ngauge_transport::inproc;
+use std::net::Ipv4Addr;
+use std::sync::mpsc;
+
+const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+
+fn opts(wait: WaitMode) -> TcpOptions {
+    TcpOptions {
+        wait,
+        timeout: Duration::from_secs(10),
+        ..TcpOptions::default()
+    }
+}
+
+/// Runs `body(rank, transport, control)` on `n` threads, returns their results in rank
+/// order.
+fn run_world<R: Send + 'static>(
+    n: usize,
+    opts: TcpOptions,
+    body: impl Fn(Rank, TcpTransport) -> R + Send + Sync + Clone + 'static,
+) -> Vec<R> {
+    let handles: Vec<_> = inproc::world(n)
+        .into_iter()
+        .enumerate()
+        .map(|(rank, (_, mut control))| {
+            let body = body.clone();
+            let opts = opts.clone();
+            std::thread::spawn(move || {
+                let t = TcpTransport::connect(&mut control, LOOPBACK, &opts).unwrap();
+                body(rank, t)
+            })
+        })
+        .collect();
+    handles.into_iter().map(|h| h.join().unwrap()).collect()
+}
+
+fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect()
+}
+
+fn pingpong_sizes(wait: WaitMode) {
+    let sizes = [0usize, 1, 7, 1000, 65536, 1 << 20];
+    let got = run_world(2, opts(wait), move |rank, mut t| {
+        let sbuf = t.alloc_buffer(1 << 20).unwrap();
+        let rbuf = t.alloc_buffer(1 << 20).unwrap();
+        for &size in &sizes {
+            t.buffer_mut(sbuf).unwrap()[..size].copy_from_slice(&pattern(size, rank as u8));
+            for _ in 0..3 {
+                if rank == 0 {
+                    t.send(1, sbuf.prefix(size)).unwrap();
+                    t.recv(1, rbuf.prefix(size)).unwrap();
+                } else {
+                    t.recv(0, rbuf.prefix(size)).unwrap();
+                    t.send(0, sbuf.prefix(size)).unwrap();
+                }
+            }
+            let other = 1 - rank as u8;
+            assert_eq!(&t.buffer(rbuf).unwrap()[..size], &pattern(size, other)[..]);
+        }
+        true
+    });
+    assert_eq!(got, vec![true, true]);
+}
+
+#[test]
+fn pingpong_carries_every_size_intact_polling() {
+    pingpong_sizes(WaitMode::Poll);
+}
+
+#[test]
+fn pingpong_carries_every_size_intact_blocking() {
+    pingpong_sizes(WaitMode::Block);
+}
+
+/// Both ranks post a send and a receive of 8 MiB with small socket buffers: only
+/// progressing both requests together completes it.
+fn simultaneous_large_exchange(wait: WaitMode) {
+    let len = 8 << 20;
+    let o = TcpOptions {
+        send_buffer_bytes: Some(16 * 1024),
+        recv_buffer_bytes: Some(16 * 1024),
+        ..opts(wait)
+    };
+    let got = run_world(2, o, move |rank, mut t| {
+        let peer = 1 - rank;
+        let sbuf = t.alloc_buffer(len).unwrap();
+        let rbuf = t.alloc_buffer(len).unwrap();
+        t.buffer_mut(sbuf)
+            .unwrap()
+            .copy_from_slice(&pattern(len, rank as u8));
+        let s = t.isend(peer, sbuf.prefix(len)).unwrap();
+        let r = t.irecv(peer, rbuf.prefix(len)).unwrap();
+        assert!(matches!(
+            t.buffer(rbuf),
+            Err(TransportError::BufferBusy { .. })
+        ));
+        t.wait_all(&[s, r]).unwrap();
+        t.buffer(rbuf).unwrap() == &pattern(len, peer as u8)[..]
+    });
+    assert_eq!(got, vec![true, true]);
+}
+
+#[test]
+fn simultaneous_large_exchange_completes_polling() {
+    simultaneous_large_exchange(WaitMode::Poll);
+}
+
+#[test]
+fn simultaneous_large_exchange_completes_blocking() {
+    simultaneous_large_exchange(WaitMode::Block);
+}
+
+#[test]
+fn queued_nonblocking_messages_arrive_in_order() {
+    let got = run_world(2, opts(WaitMode::Poll), |rank, mut t| {
+        let buf = t.alloc_buffer(40).unwrap();
+        if rank == 0 {
+            for i in 0..4u8 {
+                t.buffer_mut(buf).unwrap()[i as usize * 10..][..10].fill(i + 1);
+            }
+            let ids: Vec<_> = (0..4)
+                .map(|i| t.isend(1, buf.region(i * 10, 10)).unwrap())
+                .collect();
+            // A blocking send behind queued ones must go after them.
+            let tail = t.alloc_buffer(1).unwrap();
+            t.buffer_mut(tail).unwrap()[0] = 9;
+            t.send(1, tail.prefix(1)).unwrap();
+            t.wait_all(&ids).unwrap();
+            Vec::new()
+        } else {
+            let ids: Vec<_> = (0..4)
+                .map(|i| t.irecv(0, buf.region(i * 10, 10)).unwrap())
+                .collect();
+            let mut done = [false; 4];
+            while done.iter().any(|d| !d) {
+                for (i, id) in ids.iter().enumerate() {
+                    if !done[i] && t.test(*id).unwrap() {
+                        done[i] = true;
+                    }
+                }
+            }
+            let tail = t.alloc_buffer(1).unwrap();
+            t.recv(0, tail.prefix(1)).unwrap();
+            let mut v = t.buffer(buf).unwrap().to_vec();
+            v.push(t.buffer(tail).unwrap()[0]);
+            v
+        }
+    });
+    let mut expect: Vec<u8> = (1..=4u8).flat_map(|i| [i; 10]).collect();
+    expect.push(9);
+    assert_eq!(got[1], expect);
+}
+
+#[test]
+fn three_ranks_connect_all_pairs() {
+    let got = run_world(3, opts(WaitMode::Block), |rank, mut t| {
+        let buf = t.alloc_buffer(3).unwrap();
+        t.buffer_mut(buf).unwrap()[rank] = rank as u8 + 10;
+        let mut ids = Vec::new();
+        for peer in (0..3).filter(|&p| p != rank) {
+            ids.push(t.isend(peer, buf.region(rank, 1)).unwrap());
+        }
+        let rbuf = t.alloc_buffer(3).unwrap();
+        for peer in (0..3).filter(|&p| p != rank) {
+            ids.push(t.irecv(peer, rbuf.region(peer, 1)).unwrap());
+        }
+        t.wait_all(&ids).unwrap();
+        let mut v = t.buffer(rbuf).unwrap().to_vec();
+        v[rank] = rank as u8 + 10;
+        v
+    });
+    for v in got {
+        assert_eq!(v, vec![10, 11, 12]);
+    }
+}
+
+fn closed_peer_is_named(wait: WaitMode) {
+    let got = run_world(2, opts(wait), |rank, mut t| {
+        let buf = t.alloc_buffer(8).unwrap();
+        if rank == 1 {
+            drop(t);
+            return String::new();
+        }
+        let err = t.recv(1, buf.prefix(8)).unwrap_err();
+        assert_eq!(err.peer(), Some(1));
+        err.to_string()
+    });
+    assert!(got[0].contains("rank 1 closed"), "{}", got[0]);
+}
+
+#[test]
+fn closed_peer_is_named_polling() {
+    closed_peer_is_named(WaitMode::Poll);
+}
+
+#[test]
+fn closed_peer_is_named_blocking() {
+    closed_peer_is_named(WaitMode::Block);
+}
+
+fn silent_peer_times_out(wait: WaitMode) {
+    let o = TcpOptions {
+        timeout: Duration::from_millis(300),
+        ..opts(wait)
+    };
+    let (tx, rx) = mpsc::channel::<()>();
+    let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
+    let got = run_world(2, o, move |rank, mut t| {
+        let buf = t.alloc_buffer(8).unwrap();
+        if rank == 1 {
+            // Stay connected but silent until rank 0 has given up.
+            let _ = rx.lock().unwrap().recv();
+            return String::new();
+        }
+        let blocking = t.recv(1, buf.prefix(8)).unwrap_err();
+        let id = t.irecv(1, buf.prefix(8)).unwrap();
+        let nonblocking = t.wait(id).unwrap_err();
+        tx.send(()).unwrap();
+        format!("{blocking} / {nonblocking}")
+    });
+    assert_eq!(
+        got[0].matches("rank 1 did not answer").count(),
+        2,
+        "{}",
+        got[0]
+    );
+}
+
+#[test]
+fn silent_peer_times_out_polling() {
+    silent_peer_times_out(WaitMode::Poll);
+}
+
+#[test]
+fn silent_peer_times_out_blocking() {
+    silent_peer_times_out(WaitMode::Block);
+}
+
+#[test]
+fn bad_peer_and_request_are_errors() {
+    let got = run_world(2, opts(WaitMode::Poll), |_, mut t| {
+        let buf = t.alloc_buffer(8).unwrap();
+        let me = t.rank();
+        let a = matches!(
+            t.send(me, buf.prefix(1)),
+            Err(TransportError::NoSuchPeer { .. })
+        );
+        let b = matches!(
+            t.send(5, buf.prefix(1)),
+            Err(TransportError::NoSuchPeer { .. })
+        );
+        let c = matches!(
+            t.test(RequestId(999)),
+            Err(TransportError::UnknownRequest { .. })
+        );
+        let d = matches!(
+            t.send(1 - me, buf.region(4, 8)),
+            Err(TransportError::RegionOutOfBounds { .. })
+        );
+        a && b && c && d
+    });
+    assert_eq!(got, vec![true, true]);
+}

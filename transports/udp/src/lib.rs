@@ -1,0 +1,922 @@
+//! UDP transport for ngauge: one datagram per message, one connected socket per pair
+//! of ranks, sequence numbers, retransmission suited to ping-pong patterns, and counts
+//! of lost, duplicated and reordered datagrams.
+//!
+//! # Wire format
+//!
+//! Every datagram is an 8-byte header followed by the message:
+//!
+//! ```text
+//! 0      2      3      4                8
+//! | "NU" | flags| 0    | seq (u32, LE)  | payload ...
+//! ```
+//!
+//! `seq` counts the messages this rank sent to that peer (wrapping). `flags` marks a
+//! timeout-driven retransmission (`RETX`) and a replay of a reply (`REPLAY`). The
+//! largest message is the datagram limit minus the header: 65 507 − 8 = 65 499 bytes
+//! over IPv4 (65 519 over IPv6); larger ones are refused with
+//! [`TransportError::TooLarge`] naming the limit.
+//!
+//! # Recovery (why a lost datagram never hangs a run)
+//!
+//! A receive that hears nothing for the retransmission timeout (RTO, doubling up to
+//! 1 s) retransmits this rank's last message to that peer, but only if this rank is
+//! *ahead* of the peer (it sent more messages than it received, so it is waiting for
+//! an answer: the pinging side of a ping-pong). A peer that receives a retransmitted
+//! message it has already delivered replays its own last message (the lost answer).
+//! Together this recovers every single loss in a ping-pong, whichever direction it hit,
+//! in one RTO. Streaming patterns (n messages, one answer) recover a lost answer the
+//! same way; a lost message in the middle of a stream is counted and skipped, and the
+//! receive that can no longer be matched ends with [`TransportError::Timeout`] naming
+//! the peer, after `timeout` without any datagram from it. A peer whose socket is gone
+//! makes the kernel answer with ICMP port unreachable, which ends the wait at once
+//! with [`TransportError::PeerClosed`].
+//!
+//! # Counters ([`Transport::counters`])
+//!
+//! - `lost_datagrams`: messages whose first copy to arrive was a retransmission (the
+//!   original was lost) plus sequence gaps skipped and never filled;
+//! - `duplicated_datagrams`: arrivals of an already delivered sequence number;
+//! - `reordered_datagrams`: arrivals of a skipped sequence number (it was late, not
+//!   lost; it is taken off `lost_datagrams`);
+//! - `retransmissions`: datagrams sent again (timeouts and replays);
+//! - `receive_timeouts`: RTO expiries while a receive waited.
+//!
+//! # Waiting
+//!
+//! As in the TCP transport: in [`WaitMode::Block`] a blocking receive is one blocking
+//! `recvmsg` with `SO_RCVTIMEO` set to the RTO (or to the peer timeout on the side that
+//! waits for a request), in [`WaitMode::Poll`] `recvmsg(MSG_DONTWAIT)` in a
+//! [`std::hint::spin_loop`]. Messages are sent with `sendmsg` straight from the
+//! caller's buffer (header and payload as two iovecs: no copy); the last message to
+//! each peer is kept for retransmission by reference and copied only if its buffer is
+//! about to be overwritten (a receive into it, `buffer_mut`, `free_buffer`).
+#![deny(missing_docs)]
+#![deny(unsafe_code)]
+
+use ngauge_transport::{
+    BufferId, BufferPool, Capabilities, Control, Counters, Rank, Region, RequestId, Transport,
+    TransportError, WaitMode,
+};
+use rustix::event::{poll, PollFd, PollFlags, Timespec};
+use rustix::io::Errno;
+use rustix::net::{RecvAncillaryBuffer, RecvFlags, ReturnFlags, SendAncillaryBuffer, SendFlags};
+use socket2::{Domain, Protocol, Socket, Type};
+use std::collections::{HashMap, VecDeque};
+use std::io::{IoSlice, IoSliceMut};
+use std::net::{IpAddr, SocketAddr};
+use std::time::{Duration, Instant};
+
+const NAME: &str = "udp";
+const MAGIC: [u8; 2] = *b"NU";
+/// Bytes of the ngauge header in front of every datagram's payload.
+pub const HEADER_BYTES: usize = 8;
+const FLAG_RETX: u8 = 1;
+const FLAG_REPLAY: u8 = 2;
+const FLAG_BYE: u8 = 4;
+/// Bounds of how long a dropped transport keeps answering retransmissions (see
+/// [`Drop`]): 16 initial RTOs, covering four doublings.
+const MIN_LINGER: Duration = Duration::from_millis(100);
+const MAX_LINGER: Duration = Duration::from_secs(2);
+/// Largest UDP payload over IPv4 (65 535 − 20 IP − 8 UDP).
+pub const MAX_DATAGRAM_V4: usize = 65_507;
+/// Largest UDP payload over IPv6 without jumbograms (65 535 − 8 UDP).
+pub const MAX_DATAGRAM_V6: usize = 65_527;
+const MAX_RTO: Duration = Duration::from_secs(1);
+/// How many skipped sequence numbers are remembered to tell "late" from "lost".
+const MISSING_MEMORY: usize = 4096;
+
+/// How a [`UdpTransport`] is set up.
+#[derive(Clone, Debug)]
+pub struct UdpOptions {
+    /// Spin on nonblocking calls or sleep in the kernel.
+    pub wait: WaitMode,
+    /// `SO_SNDBUF` (kernel default when `None`).
+    pub send_buffer_bytes: Option<usize>,
+    /// `SO_RCVBUF` (kernel default when `None`).
+    pub recv_buffer_bytes: Option<usize>,
+    /// How long a receive may hear nothing from its peer before it fails.
+    pub timeout: Duration,
+    /// First retransmission timeout (doubles per expiry up to 1 s).
+    pub retransmit_after: Duration,
+    /// Test hook: silently drop every n-th outgoing datagram (counted as
+    /// `test_dropped_datagrams`), to exercise recovery on a loss-free link.
+    pub drop_one_in: Option<u64>,
+}
+
+impl Default for UdpOptions {
+    fn default() -> Self {
+        UdpOptions {
+            wait: WaitMode::Poll,
+            send_buffer_bytes: None,
+            recv_buffer_bytes: None,
+            timeout: Duration::from_secs(30),
+            retransmit_after: Duration::from_millis(50),
+            drop_one_in: None,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct LastSent {
+    seq: u32,
+    region: Region,
+    /// The payload, once the buffer behind `region` was about to change.
+    copy: Option<Vec<u8>>,
+}
+
+#[derive(Debug)]
+struct Peer {
+    socket: Socket,
+    /// Sequence number of the next message sent to this peer.
+    next_seq: u32,
+    /// Sequence number of the next message delivered from this peer.
+    expected: u32,
+    missing: VecDeque<u32>,
+    last_sent: Option<LastSent>,
+    recvs: VecDeque<u64>,
+    rto: Duration,
+    /// Last datagram heard from this peer (for the give-up timeout).
+    last_heard: Instant,
+    /// Last time something happened on this link (for the RTO).
+    quiet_since: Instant,
+    /// Current `SO_RCVTIMEO` (block mode).
+    socket_timeout: Option<Duration>,
+    /// The peer dropped its transport (sent `BYE`).
+    said_bye: bool,
+}
+
+impl Peer {
+    /// Whether this rank sent more messages to the peer than it received from it.
+    fn ahead(&self) -> bool {
+        (self.next_seq.wrapping_sub(self.expected) as i32) > 0
+    }
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Stats {
+    lost: u64,
+    duplicated: u64,
+    reordered: u64,
+    retransmissions: u64,
+    timeouts: u64,
+    sent: u64,
+    test_dropped: u64,
+}
+
+#[derive(Debug)]
+struct Request {
+    region: Region,
+    complete: bool,
+}
+
+/// A connected UDP transport: one connected socket per peer rank.
+#[derive(Debug)]
+pub struct UdpTransport {
+    rank: Rank,
+    size: usize,
+    wait: WaitMode,
+    timeout: Duration,
+    rto_initial: Duration,
+    drop_one_in: Option<u64>,
+    max_payload: usize,
+    peers: Vec<Option<Peer>>,
+    pool: BufferPool,
+    requests: HashMap<u64, Request>,
+    next_request: u64,
+    stats: Stats,
+}
+
+enum Arrival {
+    Delivered,
+    Ignored,
+}
+
+fn setup(reason: impl Into<String>) -> TransportError {
+    TransportError::Setup {
+        transport: NAME,
+        reason: reason.into(),
+    }
+}
+
+fn errno_err(peer: Rank, op: &'static str, errno: Errno) -> TransportError {
+    match errno {
+        Errno::CONNREFUSED | Errno::CONNRESET | Errno::HOSTUNREACH | Errno::NETUNREACH => {
+            TransportError::PeerClosed {
+                transport: NAME,
+                peer,
+                op,
+            }
+        }
+        _ => TransportError::Io {
+            transport: NAME,
+            peer,
+            op,
+            source: std::io::Error::from(errno),
+        },
+    }
+}
+
+fn timespec(d: Duration) -> Timespec {
+    Timespec {
+        tv_sec: d.as_secs() as _,
+        tv_nsec: d.subsec_nanos() as _,
+    }
+}
+
+fn header(flags: u8, seq: u32) -> [u8; HEADER_BYTES] {
+    let s = seq.to_le_bytes();
+    [MAGIC[0], MAGIC[1], flags, 0, s[0], s[1], s[2], s[3]]
+}
+
+fn regions_overlap(a: Region, b: Region) -> bool {
+    a.buffer == b.buffer && a.offset < b.offset + b.len && b.offset < a.offset + a.len
+}
+
+impl UdpTransport {
+    /// Opens one socket per peer on `data_addr`, exchanges the ports with
+    /// `control.allgather` (a collective call: every rank must call this together)
+    /// and connects each socket to its peer's.
+    pub fn connect(
+        control: &mut dyn Control,
+        data_addr: IpAddr,
+        opts: &UdpOptions,
+    ) -> Result<UdpTransport, TransportError> {
+        let rank = control.rank();
+        let size = control.size();
+        let bind = SocketAddr::new(data_addr, 0);
+        let mut sockets: Vec<Option<Socket>> = Vec::with_capacity(size);
+        let mut ports = Vec::with_capacity(size);
+        for peer in 0..size {
+            if peer == rank {
+                sockets.push(None);
+                ports.push(0u16);
+                continue;
+            }
+            let socket = Socket::new(Domain::for_address(bind), Type::DGRAM, Some(Protocol::UDP))
+                .and_then(|s| {
+                    if let Some(bytes) = opts.send_buffer_bytes {
+                        s.set_send_buffer_size(bytes)?;
+                    }
+                    if let Some(bytes) = opts.recv_buffer_bytes {
+                        s.set_recv_buffer_size(bytes)?;
+                    }
+                    s.bind(&bind.into())?;
+                    Ok(s)
+                })
+                .map_err(|e| setup(format!("cannot bind a socket on {bind}: {e}")))?;
+            let port = socket
+                .local_addr()
+                .ok()
+                .and_then(|a| a.as_socket())
+                .map(|a| a.port())
+                .ok_or_else(|| setup("socket has no address"))?;
+            sockets.push(Some(socket));
+            ports.push(port);
+        }
+        let mine = format!(
+            "{}|{}",
+            data_addr,
+            ports
+                .iter()
+                .map(u16::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let all = control
+            .allgather(mine.as_bytes())
+            .map_err(|e| setup(format!("exchanging endpoints: {e}")))?;
+        let now = Instant::now();
+        let mut peers: Vec<Option<Peer>> = (0..size).map(|_| None).collect();
+        for (peer, socket) in sockets.into_iter().enumerate() {
+            let Some(socket) = socket else { continue };
+            let endpoint = parse_endpoint(&all[peer], size)
+                .map(|(ip, ports)| SocketAddr::new(ip, ports[rank]))
+                .ok_or_else(|| setup(format!("rank {peer} sent a malformed endpoint")))?;
+            socket
+                .connect(&endpoint.into())
+                .and_then(|()| socket.set_write_timeout(Some(opts.timeout)))
+                .map_err(|e| setup(format!("connecting to rank {peer} at {endpoint}: {e}")))?;
+            peers[peer] = Some(Peer {
+                socket,
+                next_seq: 0,
+                expected: 0,
+                missing: VecDeque::new(),
+                last_sent: None,
+                recvs: VecDeque::new(),
+                rto: opts.retransmit_after,
+                last_heard: now,
+                quiet_since: now,
+                socket_timeout: None,
+                said_bye: false,
+            });
+        }
+        let max_datagram = if data_addr.is_ipv4() {
+            MAX_DATAGRAM_V4
+        } else {
+            MAX_DATAGRAM_V6
+        };
+        Ok(UdpTransport {
+            rank,
+            size,
+            wait: opts.wait,
+            timeout: opts.timeout,
+            rto_initial: opts.retransmit_after.max(Duration::from_micros(100)),
+            drop_one_in: opts.drop_one_in.filter(|&n| n > 0),
+            max_payload: max_datagram - HEADER_BYTES,
+            peers,
+            pool: BufferPool::new(NAME),
+            requests: HashMap::new(),
+            next_request: 0,
+            stats: Stats::default(),
+        })
+    }
+
+    fn check_peer(&self, peer: Rank) -> Result<(), TransportError> {
+        if self.peers.get(peer).is_some_and(Option::is_some) {
+            Ok(())
+        } else {
+            Err(TransportError::NoSuchPeer {
+                transport: NAME,
+                peer,
+                size: self.size,
+                me: self.rank,
+            })
+        }
+    }
+
+    fn check_size(&self, len: usize) -> Result<(), TransportError> {
+        if len > self.max_payload {
+            Err(TransportError::TooLarge {
+                transport: NAME,
+                len_bytes: len,
+                max_bytes: self.max_payload,
+            })
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Copies every kept last message that `region` is about to overwrite.
+    fn preserve(&mut self, region: Region) -> Result<(), TransportError> {
+        for p in self.peers.iter_mut().flatten() {
+            if let Some(last) = p.last_sent.as_mut() {
+                if last.copy.is_none() && regions_overlap(last.region, region) {
+                    last.copy = Some(self.pool.region(last.region)?.to_vec());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn preserve_buffer(&mut self, buffer: BufferId) -> Result<(), TransportError> {
+        self.preserve(buffer.prefix(usize::MAX / 2))
+    }
+
+    /// Sends one datagram: header plus `payload` (a region of the pool, or a kept copy).
+    fn transmit(
+        &mut self,
+        peer: Rank,
+        flags: u8,
+        seq: u32,
+        payload: Payload,
+    ) -> Result<(), TransportError> {
+        self.stats.sent += 1;
+        if self.drop_one_in.is_some_and(|n| self.stats.sent % n == 0) {
+            self.stats.test_dropped += 1;
+            return Ok(());
+        }
+        let p = self.peers[peer].as_ref().expect("checked peer");
+        let bytes: &[u8] = match payload {
+            Payload::Region(region) => self.pool.region(region)?,
+            Payload::Kept => p
+                .last_sent
+                .as_ref()
+                .and_then(|l| l.copy.as_deref())
+                .unwrap_or(&[]),
+        };
+        let hdr = header(flags, seq);
+        let iov = [IoSlice::new(&hdr), IoSlice::new(bytes)];
+        let send_flags = match self.wait {
+            WaitMode::Poll => SendFlags::DONTWAIT | SendFlags::NOSIGNAL,
+            WaitMode::Block => SendFlags::NOSIGNAL,
+        };
+        let mut spins = 0u32;
+        let mut since: Option<Instant> = None;
+        loop {
+            match rustix::net::sendmsg(
+                &p.socket,
+                &iov,
+                &mut SendAncillaryBuffer::default(),
+                send_flags,
+            ) {
+                Ok(_) => return Ok(()),
+                Err(Errno::INTR) => {}
+                Err(Errno::AGAIN) if self.wait == WaitMode::Poll => {
+                    std::hint::spin_loop();
+                    spins = spins.wrapping_add(1);
+                    if spins & 1023 == 0
+                        && since.get_or_insert_with(Instant::now).elapsed() >= self.timeout
+                    {
+                        return Err(self.timeout_err(peer, "send"));
+                    }
+                }
+                Err(Errno::AGAIN) => return Err(self.timeout_err(peer, "send")),
+                Err(e) => return Err(errno_err(peer, "send", e)),
+            }
+        }
+    }
+
+    fn timeout_err(&self, peer: Rank, op: &'static str) -> TransportError {
+        TransportError::Timeout {
+            transport: NAME,
+            peer,
+            op,
+            after: self.timeout,
+        }
+    }
+
+    /// Sends the last message to `peer` again, if there is one.
+    fn retransmit(&mut self, peer: Rank, flags: u8) -> Result<(), TransportError> {
+        let p = self.peers[peer].as_ref().expect("checked peer");
+        let Some(last) = p.last_sent.as_ref() else {
+            return Ok(());
+        };
+        let (seq, payload) = match last.copy {
+            Some(_) => (last.seq, Payload::Kept),
+            None => (last.seq, Payload::Region(last.region)),
+        };
+        self.stats.retransmissions += 1;
+        self.transmit(peer, flags, seq, payload)
+    }
+
+    /// One `recvmsg` into `region` from `peer`; classifies what arrived.
+    fn receive_once(
+        &mut self,
+        peer: Rank,
+        region: Region,
+        wait: bool,
+    ) -> Result<Result<Arrival, Errno>, TransportError> {
+        let p = self.peers[peer].as_mut().expect("checked peer");
+        let mut hdr = [0u8; HEADER_BYTES];
+        let bytes = self.pool.region_mut(region)?;
+        let mut iov = [IoSliceMut::new(&mut hdr), IoSliceMut::new(bytes)];
+        let flags = if wait {
+            RecvFlags::TRUNC
+        } else {
+            RecvFlags::TRUNC | RecvFlags::DONTWAIT
+        };
+        let got = match rustix::net::recvmsg(
+            &p.socket,
+            &mut iov,
+            &mut RecvAncillaryBuffer::default(),
+            flags,
+        ) {
+            Ok(msg) => msg,
+            Err(e @ (Errno::AGAIN | Errno::INTR)) => return Ok(Err(e)),
+            Err(e) => return Err(errno_err(peer, "recv", e)),
+        };
+        let truncated = got.flags.contains(ReturnFlags::TRUNC);
+        if got.bytes < HEADER_BYTES || hdr[..2] != MAGIC {
+            // Not ours (a stray datagram on the port): ignore it.
+            return Ok(Ok(Arrival::Ignored));
+        }
+        let now = Instant::now();
+        p.last_heard = now;
+        p.quiet_since = now;
+        let seq = u32::from_le_bytes([hdr[4], hdr[5], hdr[6], hdr[7]]);
+        let flags = hdr[2];
+        if flags & FLAG_BYE != 0 {
+            p.said_bye = true;
+            return Ok(Ok(Arrival::Ignored));
+        }
+        let ahead_of_expected = seq.wrapping_sub(p.expected) as i32;
+        if ahead_of_expected < 0 {
+            // Already delivered or skipped.
+            if let Some(i) = p.missing.iter().position(|&s| s == seq) {
+                p.missing.remove(i);
+                self.stats.lost = self.stats.lost.saturating_sub(1);
+                self.stats.reordered += 1;
+            } else {
+                self.stats.duplicated += 1;
+                if flags & FLAG_RETX != 0 {
+                    // The peer is still waiting for our answer: it was lost.
+                    self.retransmit(peer, FLAG_REPLAY)?;
+                }
+            }
+            return Ok(Ok(Arrival::Ignored));
+        }
+        let payload_len = got.bytes - HEADER_BYTES;
+        if truncated || payload_len != region.len {
+            return Err(TransportError::SizeMismatch {
+                transport: NAME,
+                peer,
+                expected_bytes: region.len,
+                got_bytes: payload_len,
+            });
+        }
+        if ahead_of_expected > 0 {
+            for s in 0..ahead_of_expected as u32 {
+                if p.missing.len() == MISSING_MEMORY {
+                    p.missing.pop_front();
+                }
+                p.missing.push_back(p.expected.wrapping_add(s));
+            }
+            self.stats.lost += ahead_of_expected as u64;
+        }
+        if flags & (FLAG_RETX | FLAG_REPLAY) != 0 {
+            // The first copy to arrive is a retransmission: the original was lost.
+            self.stats.lost += 1;
+        }
+        p.expected = seq.wrapping_add(1);
+        p.rto = self.rto_initial;
+        Ok(Ok(Arrival::Delivered))
+    }
+
+    /// The RTO for `peer` expired: give up after `timeout` of silence, else
+    /// retransmit if this rank waits for an answer, and back off.
+    fn on_quiet(&mut self, peer: Rank) -> Result<(), TransportError> {
+        let timeout = self.timeout;
+        let p = self.peers[peer].as_mut().expect("checked peer");
+        if p.last_heard.elapsed() >= timeout {
+            return Err(self.timeout_err(peer, "recv"));
+        }
+        p.quiet_since = Instant::now();
+        p.rto = (p.rto * 2).min(MAX_RTO);
+        if p.ahead() {
+            self.stats.timeouts += 1;
+            self.retransmit(peer, FLAG_RETX)?;
+        }
+        Ok(())
+    }
+
+    /// How long the next blocking wait on `peer` may sleep before acting.
+    fn patience(&self, peer: Rank) -> Duration {
+        let p = self.peers[peer].as_ref().expect("checked peer");
+        if p.ahead() {
+            p.rto.saturating_sub(p.quiet_since.elapsed())
+        } else {
+            self.timeout.saturating_sub(p.last_heard.elapsed())
+        }
+        .max(Duration::from_micros(100))
+    }
+
+    fn quiet_expired(&self, peer: Rank) -> bool {
+        let p = self.peers[peer].as_ref().expect("checked peer");
+        let limit = if p.ahead() {
+            p.rto
+        } else {
+            self.timeout.saturating_sub(p.last_heard.elapsed())
+        };
+        p.quiet_since.elapsed() >= limit
+    }
+
+    fn recv_direct(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
+        self.preserve(region)?;
+        let now = Instant::now();
+        {
+            let p = self.peers[peer].as_mut().expect("checked peer");
+            p.quiet_since = now;
+            p.last_heard = now;
+        }
+        let mut spins = 0u32;
+        loop {
+            let blocking = self.wait == WaitMode::Block;
+            if blocking {
+                let want = Some(self.patience(peer));
+                let p = self.peers[peer].as_mut().expect("checked peer");
+                // Re-arm SO_RCVTIMEO only when the wanted value changes by > 1 ms.
+                let close = match (p.socket_timeout, want) {
+                    (Some(a), Some(b)) => a.abs_diff(b) < Duration::from_millis(1),
+                    _ => false,
+                };
+                if !close {
+                    p.socket
+                        .set_read_timeout(want)
+                        .map_err(|source| TransportError::Io {
+                            transport: NAME,
+                            peer,
+                            op: "recv",
+                            source,
+                        })?;
+                    p.socket_timeout = want;
+                }
+            }
+            match self.receive_once(peer, region, blocking)? {
+                Ok(Arrival::Delivered) => return Ok(()),
+                Ok(Arrival::Ignored) => {}
+                Err(Errno::INTR) => {}
+                Err(_) if blocking => self.on_quiet(peer)?,
+                Err(_) => {
+                    std::hint::spin_loop();
+                    spins = spins.wrapping_add(1);
+                    if spins & 15 == 0 && self.quiet_expired(peer) {
+                        self.on_quiet(peer)?;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Receives whatever has arrived for pending requests, without waiting; handles
+    /// expired RTOs. Returns whether a request completed or a datagram arrived.
+    fn progress(&mut self) -> Result<bool, TransportError> {
+        let mut moved = false;
+        for peer in 0..self.size {
+            while let Some(&id) = self.peers[peer].as_ref().and_then(|p| p.recvs.front()) {
+                let region = self.requests[&id].region;
+                match self.receive_once(peer, region, false)? {
+                    Ok(Arrival::Delivered) => {
+                        moved = true;
+                        self.requests.get_mut(&id).expect("queued").complete = true;
+                        self.pool.release(region.buffer);
+                        self.peers[peer].as_mut().expect("peer").recvs.pop_front();
+                    }
+                    Ok(Arrival::Ignored) => moved = true,
+                    Err(_) => {
+                        if self.quiet_expired(peer) {
+                            self.on_quiet(peer)?;
+                        }
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(moved)
+    }
+
+    fn sleep_until_ready(&self) -> Result<(), TransportError> {
+        let mut fds = Vec::new();
+        let mut left = MAX_RTO;
+        for (peer, p) in self.peers.iter().enumerate() {
+            let Some(p) = p else { continue };
+            if !p.recvs.is_empty() {
+                fds.push(PollFd::new(&p.socket, PollFlags::IN));
+                left = left.min(self.patience(peer));
+            }
+        }
+        if fds.is_empty() {
+            return Ok(());
+        }
+        match poll(&mut fds, Some(&timespec(left))) {
+            Ok(_) | Err(Errno::INTR) => Ok(()),
+            Err(e) => Err(setup(format!("poll failed: {e}"))),
+        }
+    }
+
+    fn check_request(&self, request: RequestId) -> Result<(), TransportError> {
+        if self.requests.contains_key(&request.0) {
+            Ok(())
+        } else {
+            Err(TransportError::UnknownRequest {
+                transport: NAME,
+                request,
+            })
+        }
+    }
+
+    fn new_request(&mut self, region: Region, complete: bool) -> RequestId {
+        let id = self.next_request;
+        self.next_request += 1;
+        self.requests.insert(id, Request { region, complete });
+        RequestId(id)
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Payload {
+    Region(Region),
+    Kept,
+}
+
+fn parse_endpoint(bytes: &[u8], size: usize) -> Option<(IpAddr, Vec<u16>)> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let (ip, ports) = text.split_once('|')?;
+    let ports: Vec<u16> = ports
+        .split(',')
+        .map(|p| p.parse().ok())
+        .collect::<Option<_>>()?;
+    (ports.len() == size).then_some((ip.parse().ok()?, ports))
+}
+
+impl Transport for UdpTransport {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn rank(&self) -> Rank {
+        self.rank
+    }
+    fn size(&self) -> usize {
+        self.size
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            reliable: false,
+            ordered: false,
+            max_message_bytes: Some(self.max_payload),
+            may_split: false,
+            needs_registered_memory: false,
+            checks_message_size: true,
+        }
+    }
+    fn wait_mode(&self) -> WaitMode {
+        self.wait
+    }
+
+    fn alloc_buffer(&mut self, len: usize) -> Result<BufferId, TransportError> {
+        Ok(self.pool.alloc(len))
+    }
+    fn free_buffer(&mut self, buffer: BufferId) -> Result<(), TransportError> {
+        self.pool.get(buffer)?;
+        self.preserve_buffer(buffer)?;
+        self.pool.free(buffer)
+    }
+    fn buffer(&self, buffer: BufferId) -> Result<&[u8], TransportError> {
+        self.pool.get(buffer)
+    }
+    fn buffer_mut(&mut self, buffer: BufferId) -> Result<&mut [u8], TransportError> {
+        self.pool.get(buffer)?;
+        self.preserve_buffer(buffer)?;
+        self.pool.get_mut(buffer)
+    }
+
+    fn send(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
+        self.check_peer(peer)?;
+        self.check_size(region.len)?;
+        self.pool.region(region)?;
+        let p = self.peers[peer].as_mut().expect("checked peer");
+        let seq = p.next_seq;
+        self.transmit(peer, 0, seq, Payload::Region(region))?;
+        let p = self.peers[peer].as_mut().expect("checked peer");
+        p.next_seq = seq.wrapping_add(1);
+        p.last_sent = Some(LastSent {
+            seq,
+            region,
+            copy: None,
+        });
+        if p.recvs.is_empty() {
+            p.quiet_since = Instant::now();
+        }
+        Ok(())
+    }
+
+    fn recv(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
+        self.check_peer(peer)?;
+        self.check_size(region.len)?;
+        self.pool.region(region)?;
+        if self.peers[peer].as_ref().expect("peer").recvs.is_empty() {
+            self.recv_direct(peer, region)
+        } else {
+            let id = self.irecv(peer, region)?;
+            self.wait(id)
+        }
+    }
+
+    fn isend(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {
+        // A datagram leaves (or is dropped) at once: the request is complete.
+        self.send(peer, region)?;
+        Ok(self.new_request(region, true))
+    }
+
+    fn irecv(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {
+        self.check_peer(peer)?;
+        self.check_size(region.len)?;
+        self.preserve(region)?;
+        self.pool.acquire(region)?;
+        let id = self.new_request(region, false);
+        let p = self.peers[peer].as_mut().expect("peer");
+        if p.recvs.is_empty() {
+            let now = Instant::now();
+            p.quiet_since = now;
+            p.last_heard = now;
+        }
+        p.recvs.push_back(id.0);
+        Ok(id)
+    }
+
+    fn test(&mut self, request: RequestId) -> Result<bool, TransportError> {
+        self.check_request(request)?;
+        if !self.requests[&request.0].complete {
+            self.progress()?;
+        }
+        if self.requests[&request.0].complete {
+            self.requests.remove(&request.0);
+            Ok(true)
+        } else {
+            Ok(false)
+        }
+    }
+
+    fn wait(&mut self, request: RequestId) -> Result<(), TransportError> {
+        self.wait_all(&[request])
+    }
+
+    fn wait_all(&mut self, requests: &[RequestId]) -> Result<(), TransportError> {
+        for &r in requests {
+            self.check_request(r)?;
+        }
+        loop {
+            if requests.iter().all(|r| self.requests[&r.0].complete) {
+                for r in requests {
+                    self.requests.remove(&r.0);
+                }
+                return Ok(());
+            }
+            if self.progress()? {
+                continue;
+            }
+            match self.wait {
+                WaitMode::Poll => std::hint::spin_loop(),
+                WaitMode::Block => self.sleep_until_ready()?,
+            }
+        }
+    }
+
+    fn counters(&self) -> Counters {
+        let s = self.stats;
+        let mut entries = vec![
+            ("lost_datagrams", s.lost),
+            ("duplicated_datagrams", s.duplicated),
+            ("reordered_datagrams", s.reordered),
+            ("retransmissions", s.retransmissions),
+            ("receive_timeouts", s.timeouts),
+        ];
+        if self.drop_one_in.is_some() {
+            entries.push(("test_dropped_datagrams", s.test_dropped));
+        }
+        Counters { entries }
+    }
+}
+
+/// The last message of a conversation may be lost after its sender has finished (the
+/// final pong of a sweep): the peer then retransmits its request and needs an answer.
+/// So a dropped transport tells every peer `BYE` and keeps answering retransmitted
+/// requests until every peer has said `BYE` too (it is done as well) or until 16
+/// initial RTOs (0.1 to 2 s) have passed.
+impl Drop for UdpTransport {
+    fn drop(&mut self) {
+        for peer in 0..self.size {
+            if self.peers[peer].is_some() {
+                let _ = self.send_control(peer, FLAG_BYE);
+            }
+        }
+        let linger = (self.rto_initial * 16).clamp(MIN_LINGER, MAX_LINGER);
+        let deadline = Instant::now() + linger;
+        let mut scratch = vec![0u8; MAX_DATAGRAM_V6];
+        loop {
+            for peer in 0..self.size {
+                while let Some(retx) = self.linger_receive(peer, &mut scratch) {
+                    if retx {
+                        let _ = self.retransmit(peer, FLAG_REPLAY);
+                    }
+                }
+            }
+            let waiting: Vec<Rank> = (0..self.size)
+                .filter(|&r| self.peers[r].as_ref().is_some_and(|p| !p.said_bye))
+                .collect();
+            let left = deadline.saturating_duration_since(Instant::now());
+            if waiting.is_empty() || left.is_zero() {
+                return;
+            }
+            let mut fds: Vec<PollFd<'_>> = waiting
+                .iter()
+                .filter_map(|&r| self.peers[r].as_ref())
+                .map(|p| PollFd::new(&p.socket, PollFlags::IN))
+                .collect();
+            let _ = poll(&mut fds, Some(&timespec(left)));
+        }
+    }
+}
+
+impl UdpTransport {
+    /// A header-only datagram with `flags` (no sequence number of its own).
+    fn send_control(&self, peer: Rank, flags: u8) -> rustix::io::Result<usize> {
+        let p = self.peers[peer].as_ref().expect("checked peer");
+        rustix::net::send(
+            &p.socket,
+            &header(flags, 0),
+            SendFlags::DONTWAIT | SendFlags::NOSIGNAL,
+        )
+    }
+
+    /// While lingering: one datagram from `peer` if any; `Some(true)` when it is a
+    /// retransmitted request that was already answered (so the answer was lost).
+    fn linger_receive(&mut self, peer: Rank, scratch: &mut [u8]) -> Option<bool> {
+        let p = self.peers[peer].as_mut().filter(|p| !p.said_bye)?;
+        let (n, _) = rustix::net::recv(&p.socket, &mut *scratch, RecvFlags::DONTWAIT).ok()?;
+        if n < HEADER_BYTES || scratch[..2] != MAGIC {
+            return Some(false);
+        }
+        let flags = scratch[2];
+        if flags & FLAG_BYE != 0 {
+            p.said_bye = true;
+            return Some(false);
+        }
+        let seq = u32::from_le_bytes([scratch[4], scratch[5], scratch[6], scratch[7]]);
+        let old = (seq.wrapping_sub(p.expected) as i32) < 0;
+        Some(old && flags & FLAG_RETX != 0)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,361 @@
+//! In-process tests: ranks are threads, the control plane is `inproc`, the data plane
+//! real UDP sockets on loopback; losses are injected with `drop_one_in`.
+
+use super::*;
+use ngauge_transport::inproc;
+use std::net::Ipv4Addr;
+use std::sync::{mpsc, Arc, Mutex};
+
+const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+
+fn opts(wait: WaitMode) -> UdpOptions {
+    UdpOptions {
+        wait,
+        timeout: Duration::from_secs(10),
+        retransmit_after: Duration::from_millis(5),
+        ..UdpOptions::default()
+    }
+}
+
+/// Runs `body(rank, transport)` on `n` threads with per-rank options.
+fn run_world<R: Send + 'static>(
+    n: usize,
+    opts: impl Fn(Rank) -> UdpOptions,
+    body: impl Fn(Rank, UdpTransport) -> R + Send + Sync + Clone + 'static,
+) -> Vec<R> {
+    let handles: Vec<_> = inproc::world(n)
+        .into_iter()
+        .enumerate()
+        .map(|(rank, (_, mut control))| {
+            let body = body.clone();
+            let o = opts(rank);
+            std::thread::spawn(move || {
+                let t = UdpTransport::connect(&mut control, LOOPBACK, &o).unwrap();
+                body(rank, t)
+            })
+        })
+        .collect();
+    handles.into_iter().map(|h| h.join().unwrap()).collect()
+}
+
+fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect()
+}
+
+fn counter(t: &UdpTransport, name: &str) -> u64 {
+    t.counters()
+        .entries
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|e| e.1)
+        .unwrap()
+}
+
+/// `rounds` round trips per size, payloads checked each time.
+fn pingpong(t: &mut UdpTransport, rank: Rank, sizes: &[usize], rounds: usize) -> bool {
+    let max = *sizes.iter().max().unwrap();
+    let sbuf = t.alloc_buffer(max).unwrap();
+    let rbuf = t.alloc_buffer(max).unwrap();
+    let mut ok = true;
+    for &size in sizes {
+        for round in 0..rounds {
+            let mine = pattern(size, (rank * 100 + round) as u8);
+            t.buffer_mut(sbuf).unwrap()[..size].copy_from_slice(&mine);
+            let theirs = pattern(size, ((1 - rank) * 100 + round) as u8);
+            if rank == 0 {
+                t.send(1, sbuf.prefix(size)).unwrap();
+                t.recv(1, rbuf.prefix(size)).unwrap();
+            } else {
+                t.recv(0, rbuf.prefix(size)).unwrap();
+                t.send(0, sbuf.prefix(size)).unwrap();
+            }
+            ok &= t.buffer(rbuf).unwrap()[..size] == theirs[..];
+        }
+    }
+    ok
+}
+
+fn pingpong_sizes(wait: WaitMode) {
+    // A long RTO: no spurious retransmission even on a loaded machine.
+    let got = run_world(
+        2,
+        |_| UdpOptions {
+            retransmit_after: Duration::from_secs(2),
+            ..opts(wait)
+        },
+        |rank, mut t| {
+            let max = t.capabilities().max_message_bytes.unwrap();
+            let ok = pingpong(&mut t, rank, &[0, 1, 1000, 32768, max], 3);
+            ok && counter(&t, "lost_datagrams") == 0 && counter(&t, "duplicated_datagrams") == 0
+        },
+    );
+    assert_eq!(got, vec![true, true]);
+}
+
+#[test]
+fn pingpong_carries_every_size_intact_polling() {
+    pingpong_sizes(WaitMode::Poll);
+}
+
+#[test]
+fn pingpong_carries_every_size_intact_blocking() {
+    pingpong_sizes(WaitMode::Block);
+}
+
+#[test]
+fn too_large_names_the_limit_and_mismatch_names_the_sizes() {
+    let got = run_world(
+        2,
+        |_| opts(WaitMode::Poll),
+        |rank, mut t| {
+            let buf = t.alloc_buffer(70_000).unwrap();
+            let too_large = t
+                .send(1 - rank, buf.prefix(65_500))
+                .unwrap_err()
+                .to_string();
+            let mismatch = if rank == 0 {
+                t.send(1, buf.prefix(10)).unwrap();
+                String::new()
+            } else {
+                t.recv(0, buf.prefix(20)).unwrap_err().to_string()
+            };
+            (too_large, mismatch)
+        },
+    );
+    assert!(
+        got[0]
+            .0
+            .contains("65500 bytes exceeds the limit of 65499 bytes"),
+        "{}",
+        got[0].0
+    );
+    assert!(
+        got[1]
+            .1
+            .contains("rank 0 sent 10 bytes where 20 were posted"),
+        "{}",
+        got[1].1
+    );
+}
+
+/// Every third datagram of each rank is dropped: every round trip still completes
+/// with the right payload, and the loss shows in the counters.
+fn recovers_from_loss(wait: WaitMode) {
+    let got = run_world(
+        2,
+        |_| UdpOptions {
+            drop_one_in: Some(3),
+            ..opts(wait)
+        },
+        |rank, mut t| {
+            let ok = pingpong(&mut t, rank, &[1, 1000], 30);
+            (
+                ok,
+                counter(&t, "lost_datagrams"),
+                counter(&t, "test_dropped_datagrams"),
+                counter(&t, "retransmissions"),
+            )
+        },
+    );
+    assert!(got.iter().all(|g| g.0), "payload damaged: {got:?}");
+    let lost: u64 = got.iter().map(|g| g.1).sum();
+    let dropped: u64 = got.iter().map(|g| g.2).sum();
+    let retransmitted: u64 = got.iter().map(|g| g.3).sum();
+    assert!(dropped >= 20, "{got:?}");
+    assert!(lost >= dropped / 2 && lost <= dropped, "{got:?}");
+    assert!(retransmitted >= lost, "{got:?}");
+}
+
+#[test]
+fn recovers_from_loss_polling() {
+    recovers_from_loss(WaitMode::Poll);
+}
+
+#[test]
+fn recovers_from_loss_blocking() {
+    recovers_from_loss(WaitMode::Block);
+}
+
+/// Rank 0's second datagram is dropped, and rank 0 receives the answer into the very
+/// buffer it sent from: the retransmission must still carry the original bytes.
+#[test]
+fn retransmission_sends_the_original_bytes_after_the_buffer_changed() {
+    let got = run_world(
+        2,
+        |rank| UdpOptions {
+            drop_one_in: (rank == 0).then_some(2),
+            // Long enough that no retransmission happens but the needed one.
+            retransmit_after: Duration::from_millis(300),
+            ..opts(WaitMode::Poll)
+        },
+        |rank, mut t| {
+            let buf = t.alloc_buffer(100).unwrap();
+            let mut seen = Vec::new();
+            for round in 0..2u8 {
+                if rank == 0 {
+                    t.buffer_mut(buf)
+                        .unwrap()
+                        .copy_from_slice(&pattern(100, round));
+                    t.send(1, buf.prefix(100)).unwrap();
+                    t.recv(1, buf.prefix(100)).unwrap();
+                } else {
+                    t.recv(0, buf.prefix(100)).unwrap();
+                    seen.push(t.buffer(buf).unwrap().to_vec());
+                    t.buffer_mut(buf).unwrap().fill(0xee);
+                    t.send(0, buf.prefix(100)).unwrap();
+                }
+            }
+            (seen, counter(&t, "lost_datagrams"))
+        },
+    );
+    assert_eq!(got[1].0, vec![pattern(100, 0), pattern(100, 1)]);
+    assert_eq!(got[1].1, 1);
+}
+
+fn closed_peer_is_named(wait: WaitMode) {
+    let got = run_world(
+        2,
+        |_| opts(wait),
+        |rank, mut t| {
+            let buf = t.alloc_buffer(8).unwrap();
+            if rank == 1 {
+                drop(t);
+                return String::new();
+            }
+            // Give rank 1 time to close its sockets.
+            std::thread::sleep(Duration::from_millis(50));
+            let err = match t.send(1, buf.prefix(8)) {
+                Err(e) => e,
+                Ok(()) => t.recv(1, buf.prefix(8)).unwrap_err(),
+            };
+            assert_eq!(err.peer(), Some(1));
+            err.to_string()
+        },
+    );
+    assert!(got[0].contains("rank 1 closed"), "{}", got[0]);
+}
+
+#[test]
+fn closed_peer_is_named_polling() {
+    closed_peer_is_named(WaitMode::Poll);
+}
+
+#[test]
+fn closed_peer_is_named_blocking() {
+    closed_peer_is_named(WaitMode::Block);
+}
+
+fn silent_peer_times_out(wait: WaitMode) {
+    let (tx, rx) = mpsc::channel::<()>();
+    let rx = Arc::new(Mutex::new(rx));
+    let got = run_world(
+        2,
+        |_| UdpOptions {
+            timeout: Duration::from_millis(300),
+            ..opts(wait)
+        },
+        move |rank, mut t| {
+            let buf = t.alloc_buffer(8).unwrap();
+            if rank == 1 {
+                let _ = rx.lock().unwrap().recv();
+                return (String::new(), 0);
+            }
+            t.send(1, buf.prefix(8)).unwrap();
+            let blocking = t.recv(1, buf.prefix(8)).unwrap_err();
+            let id = t.irecv(1, buf.prefix(8)).unwrap();
+            let nonblocking = t.wait(id).unwrap_err();
+            tx.send(()).unwrap();
+            (
+                format!("{blocking} / {nonblocking}"),
+                counter(&t, "receive_timeouts"),
+            )
+        },
+    );
+    assert_eq!(
+        got[0].0.matches("rank 1 did not answer").count(),
+        2,
+        "{}",
+        got[0].0
+    );
+    assert!(got[0].1 >= 2, "rank 0 retransmitted while waiting");
+}
+
+#[test]
+fn silent_peer_times_out_polling() {
+    silent_peer_times_out(WaitMode::Poll);
+}
+
+#[test]
+fn silent_peer_times_out_blocking() {
+    silent_peer_times_out(WaitMode::Block);
+}
+
+#[test]
+fn three_ranks_exchange_nonblocking() {
+    let got = run_world(
+        3,
+        |_| opts(WaitMode::Block),
+        |rank, mut t| {
+            let buf = t.alloc_buffer(3).unwrap();
+            t.buffer_mut(buf).unwrap()[rank] = rank as u8 + 10;
+            let rbuf = t.alloc_buffer(3).unwrap();
+            let mut ids = Vec::new();
+            for peer in (0..3).filter(|&p| p != rank) {
+                ids.push(t.irecv(peer, rbuf.region(peer, 1)).unwrap());
+            }
+            for peer in (0..3).filter(|&p| p != rank) {
+                ids.push(t.isend(peer, buf.region(rank, 1)).unwrap());
+            }
+            t.wait_all(&ids).unwrap();
+            let mut v = t.buffer(rbuf).unwrap().to_vec();
+            v[rank] = rank as u8 + 10;
+            v
+        },
+    );
+    for v in got {
+        assert_eq!(v, vec![10, 11, 12]);
+    }
+}
+
+#[test]
+fn endpoint_parsing_rejects_garbage() {
+    assert_eq!(
+        parse_endpoint(b"127.0.0.1|0,4000", 2),
+        Some((LOOPBACK, vec![0, 4000]))
+    );
+    assert_eq!(parse_endpoint(b"127.0.0.1|0,4000", 3), None);
+    assert_eq!(parse_endpoint(b"127.0.0.1|0,99999", 2), None);
+    assert_eq!(parse_endpoint(b"nonsense", 1), None);
+}
+
+/// Rank 1's last answer is lost and rank 1 has already finished: its dropped
+/// transport lingers and answers rank 0's retransmission.
+fn last_answer_lost_after_the_peer_finished(wait: WaitMode) {
+    let rounds = 5;
+    let got = run_world(
+        2,
+        move |rank| UdpOptions {
+            drop_one_in: (rank == 1).then_some(rounds as u64),
+            ..opts(wait)
+        },
+        move |rank, mut t| {
+            let ok = pingpong(&mut t, rank, &[100], rounds);
+            let lost = counter(&t, "lost_datagrams");
+            drop(t);
+            (ok, lost)
+        },
+    );
+    assert_eq!(got, vec![(true, 1), (true, 0)]);
+}
+
+#[test]
+fn last_answer_lost_after_the_peer_finished_polling() {
+    last_answer_lost_after_the_peer_finished(WaitMode::Poll);
+}
+
+#[test]
+fn last_answer_lost_after_the_peer_finished_blocking() {
+    last_answer_lost_after_the_peer_finished(WaitMode::Block);
+}
