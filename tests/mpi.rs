@@ -122,6 +122,56 @@ mod with_mpi {
         assert!(stderr.contains("4 ranks joined"), "stderr: {stderr}");
     }
 
+    /// `-t mpi,tcp` in one MPI job: both transports measured, each size present for
+    /// both, and the comparison's ratio is the quotient of the two medians.
+    #[test]
+    fn pingpong_over_mpi_and_tcp_side_by_side() {
+        if skip() {
+            return;
+        }
+        let out = run_with_limit(
+            mpirun(
+                2,
+                &[
+                    "-t", "mpi,tcp", "pingpong", "--sizes", "1,4K", "--reps", "200", "--warmup",
+                    "20", "--check", "--json",
+                ],
+            ),
+            Duration::from_secs(120),
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "stderr: {stderr}");
+        let doc: serde_json::Value =
+            serde_json::from_slice(&out.stdout).expect("one JSON document from rank 0 only");
+        let results = doc["results"].as_array().expect("results");
+        for transport in ["mpi", "tcp"] {
+            for size in [1, 4096] {
+                let r = results
+                    .iter()
+                    .find(|r| r["transport"] == transport && r["size"] == size)
+                    .unwrap_or_else(|| panic!("no {transport} result for {size} B: {doc}"));
+                assert_eq!(r["data_check"], true, "{r}");
+                assert_eq!(r["reps"], 200, "{r}");
+            }
+        }
+        let cmp = &doc["comparison"];
+        assert_eq!(cmp["baseline"], "tcp", "{doc}");
+        let rows = cmp["rows"].as_array().expect("comparison rows");
+        assert_eq!(rows.len(), 2, "{doc}");
+        for row in rows {
+            let mpi = row["median_us"]["mpi"].as_f64().unwrap();
+            let tcp = row["median_us"]["tcp"].as_f64().unwrap();
+            let ratio = row["ratio"]["mpi"].as_f64().unwrap();
+            assert!((ratio - mpi / tcp).abs() < 1e-9 * ratio.max(1.0), "{row}");
+        }
+        assert!(
+            doc["meta"]["transport"]
+                .as_array()
+                .is_some_and(|t| t.len() == 2),
+            "{doc}"
+        );
+    }
+
     #[test]
     fn mpi_outside_a_launcher_is_a_usage_error() {
         if skip() {
