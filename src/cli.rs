@@ -218,6 +218,16 @@ pub enum Command {
     /// Example: ngauge --np 4 info --json
     Info,
 
+    /// LogGP parameters per protocol range from parametrized round trips.
+    ///
+    /// Measures PRTT(1,0,s), PRTT(n,0,s) and PRTT(n,d,s) between rank pairs (Hoefler
+    /// et al., "LogGP in theory and practice", sec. 2), times the receive overhead at
+    /// the receiver, finds protocol changes (look-ahead as in the paper, or an
+    /// optimal segmentation), and reports L, o_s, o_r, g and G per range.
+    ///
+    /// Example: ngauge loggp --plot loggp.svg --params-out tcp.json
+    Loggp(LoggpArgs),
+
     /// Latency and bandwidth per message size: rank 0 pings rank 1.
     ///
     /// Per size: --warmup untimed round trips, then --reps round trips, each timed on
@@ -255,6 +265,98 @@ pub enum SelftestCommand {
         #[arg(long, default_value_t = 10)]
         die_after: u64,
     },
+}
+
+/// Delay `d` of PRTT(n,d,s).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DelayArg {
+    /// d = PRTT(1,0,s) (the paper's default).
+    Rtt,
+    /// d = PRTT(2,0,s) (the paper's fallback when d <= g + (s-1)G).
+    #[value(name = "2rtt")]
+    TwoRtt,
+}
+
+/// How rank pairs take turns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PairsArg {
+    /// One pair at a time.
+    InTurn,
+    /// All pairs at once.
+    Concurrent,
+}
+
+/// Protocol-change detector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DetectorArg {
+    /// The paper's look-ahead (sec. 2.6): --lookahead, --pfact, --floor-us.
+    Lookahead,
+    /// Optimal piecewise-linear segmentation with a BIC penalty (--penalty).
+    Segmented,
+    /// One range over all sizes.
+    None,
+}
+
+/// Options of `ngauge loggp`.
+#[derive(Debug, Args, Clone)]
+pub struct LoggpArgs {
+    /// Message sizes: 1-65536 (powers of two), 1K-64K:1K (step), 1,8,4K (list).
+    /// Default: powers of two below 1 KiB, then every 1 KiB up to 64 KiB.
+    #[arg(long, value_name = "SPEC")]
+    pub sizes: Option<String>,
+
+    /// Messages per PRTT(n,.,s).
+    #[arg(long = "n", default_value_t = 10, value_name = "NUM", value_parser = clap::value_parser!(u64).range(2..=100_000))]
+    pub n: u64,
+
+    /// Timed repetitions of each PRTT per size (summarised by their median).
+    #[arg(long, default_value_t = 50, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub reps: u64,
+
+    /// Untimed round trips before each size.
+    #[arg(long, default_value_t = 5, value_name = "NUM")]
+    pub warmup: u64,
+
+    /// Delay d of PRTT(n,d,s): one or two round trips.
+    #[arg(long, value_enum, default_value = "rtt", value_name = "D")]
+    pub dg: DelayArg,
+
+    /// With more than 2 ranks: pairs (0,1), (2,3), ... measure in turn or at once.
+    #[arg(long, value_enum, default_value = "in-turn", value_name = "MODE")]
+    pub pairs: PairsArg,
+
+    /// Protocol-change detector.
+    #[arg(long, value_enum, default_value = "lookahead", value_name = "NAME")]
+    pub detector: DetectorArg,
+
+    /// Look-ahead detector: points looked ahead (x).
+    #[arg(long, default_value_t = 5, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub lookahead: u64,
+
+    /// Look-ahead detector: factor every look-ahead deviation must exceed (pfact).
+    #[arg(long, default_value_t = 2.0, value_name = "F")]
+    pub pfact: f64,
+
+    /// Look-ahead detector and robust fits: noise floor in us (Netgauge: 0.15).
+    #[arg(long, default_value_t = 0.15, value_name = "US")]
+    pub floor_us: f64,
+
+    /// Segmented detector: multiplier on BIC's per-segment penalty 3 ln N.
+    #[arg(long, default_value_t = 2.0, value_name = "F")]
+    pub penalty: f64,
+
+    /// Write Netgauge's column file (size n PRTT(1,0,s) PRTT(n,0,s) PRTT(n,d,s) L
+    /// o_s o_r g G lsq) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub netgauge_out: Option<PathBuf>,
+
+    /// Write the parameter file `ngauge simulate` reads to FILE (JSON).
+    #[arg(long, value_name = "FILE")]
+    pub params_out: Option<PathBuf>,
+
+    /// Draw the gap per size, the fitted lines, the switches and o_s(s) to FILE (SVG).
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
 }
 
 /// Options of `ngauge pingpong`.

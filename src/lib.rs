@@ -7,7 +7,7 @@
 //! - [`clock`]: RDTSCP ticks, calibration, host facts, pinning.
 //! - [`launch`]: launcher detection, local launcher, rendezvous, control channel.
 //! - [`model`]: least squares, change points, LogGP parameters.
-//! - [`patterns`]: measurement procedures (ping-pong, ...).
+//! - [`patterns`]: measurement procedures (ping-pong, PRTT for LogGP).
 //! - [`stats`]: summaries and tests.
 //! - [`report`]: metadata, tables, JSON lines.
 //! - [`sizes`]: `--sizes` specifications.

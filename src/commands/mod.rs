@@ -1,6 +1,7 @@
 //! One module per subcommand: each glues launch, a pattern, statistics and a report.
 
 mod info;
+mod loggp;
 mod pingpong;
 mod selftest;
 mod timer;
@@ -14,6 +15,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Timer(args) => timer::run(&cli.global, &args),
         Command::Info => info::run(&cli.global),
+        Command::Loggp(args) => loggp::run(&cli.global, &args),
         Command::Pingpong(args) => pingpong::run(&cli.global, &args),
         Command::Selftest(cmd) => selftest::run(&cli.global, &cmd),
     }

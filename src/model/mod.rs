@@ -1,4 +1,9 @@
 //! Models fitted to measurements: least squares (plain and robust), change points,
 //! LogGP parameters.
 
+pub mod changepoint;
+pub mod loggp;
 pub mod lsq;
+pub mod params;
+pub mod robust;
+pub mod segment;

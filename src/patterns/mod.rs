@@ -3,4 +3,5 @@
 //! channel, reads no global, and never touches the control channel inside a timed
 //! region.
 
+pub mod loggp;
 pub mod pingpong;

@@ -4,6 +4,7 @@
 //! `Exporter::serialize`); measuring and statistics live elsewhere.
 
 pub mod jsonl;
+pub mod loggp;
 pub mod meta;
 pub mod table;
 

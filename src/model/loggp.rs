@@ -1,0 +1,743 @@
+//! LogGP parameters from parametrized round-trip times (Hoefler, Schneider,
+//! Lumsdaine, "LogGP in theory and practice", sec. 2.2-2.6).
+//!
+//! Input: per message size `s`, the medians of `PRTT(1,0,s)`, `PRTT(n,0,s)`,
+//! `PRTT(n,d,s)` (with the delay `d` used), and the receive overhead `o_r(s)` timed at
+//! the receiver. Per size we derive
+//!
+//! - the gap `g + G(s-1) = (PRTT(n,0,s) - PRTT(1,0,s)) / (n-1)` (eq. 5),
+//! - the send overhead `o_s(s) = (PRTT(n,d,s) - PRTT(1,0,s)) / (n-1) - d` (eq. 4).
+//!
+//! A detector (look-ahead, sec. 2.6, or the optimal segmentation of
+//! [`super::segment`]) cuts the sizes into protocol ranges. Per range:
+//!
+//! - `g` and `G`: intercept at `s = 1` and slope of a Huber fit of eq. (5) (the paper
+//!   uses plain least squares; the robust fit reports which points it discounted),
+//!   each point weighted by its local noise level (PRTT noise grows with `s`),
+//!   with eq. (6)'s mean squared deviation as the residual;
+//! - `L = PRTT(1,0,1)/2` (sec. 2.5) for the range that contains `s = 1`; a later range
+//!   (another protocol) gets half the intercept at `s = 1` of a line through its own
+//!   `PRTT(1,0,s)`, i.e. what `PRTT(1,0,1)/2` would be if that protocol were used for
+//!   one byte;
+//! - `o_s`, `o_r`: the median over the range, plus a line `o(s)` (the paper notes that
+//!   `o_s` grows with `s`);
+//! - Hockney's `alpha + beta * s` fitted to `PRTT(1,0,s)/2`, for users of that model.
+//!
+//! The paper's check (sec. 3): `d` must exceed `G_all = g + (s-1)G` for eq. (4) to hold;
+//! sizes where it does not are reported as a warning.
+
+use super::changepoint::{self, LookaheadOptions};
+use super::lsq::Line;
+use super::robust::{huber_line, huber_line_scaled, median, RobustLine};
+use super::segment::{self, local_noise, SegmentOptions};
+use serde::Serialize;
+
+/// One measured size: the medians of the three PRTTs and the receive overhead.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Sample {
+    /// Message size `s` in bytes.
+    pub size: u64,
+    /// Median `PRTT(1,0,s)`.
+    pub prtt_1_0_us: f64,
+    /// Median `PRTT(n,0,s)`.
+    pub prtt_n_0_us: f64,
+    /// Median `PRTT(n,d,s)`.
+    pub prtt_n_d_us: f64,
+    /// The delay `d` used for `PRTT(n,d,s)`.
+    pub d_us: f64,
+    /// Median receive overhead `o_r(s)` timed at the receiver.
+    pub or_us: f64,
+}
+
+/// Which protocol-change detector to use.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Detector {
+    /// The paper's greedy look-ahead (sec. 2.6).
+    Lookahead(LookaheadOptions),
+    /// Optimal piecewise-linear segmentation with a BIC penalty.
+    Segmented(SegmentOptions),
+    /// One range over all sizes.
+    None,
+}
+
+impl Detector {
+    /// `lookahead`, `segmented` or `none`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Detector::Lookahead(_) => "lookahead",
+            Detector::Segmented(_) => "segmented",
+            Detector::None => "none",
+        }
+    }
+}
+
+/// Options of [`assess`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AssessOptions {
+    /// Messages per PRTT (`n`, at least 2).
+    pub n: usize,
+    /// How to find protocol ranges.
+    pub detector: Detector,
+    /// Points whose Huber weight ends below this are reported as low-weight.
+    pub low_weight: f64,
+    /// Floor under the local noise level of the gap values (us) against which the
+    /// robust gap fit judges residuals.
+    pub noise_floor_us: f64,
+}
+
+impl Default for AssessOptions {
+    fn default() -> Self {
+        AssessOptions {
+            n: 10,
+            detector: Detector::Lookahead(LookaheadOptions::default()),
+            low_weight: 0.5,
+            noise_floor_us: 0.15,
+        }
+    }
+}
+
+/// A line `value(s) = at_1 + per_byte * (s - 1)`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct SizeLine {
+    /// Value at `s = 1`, in us.
+    pub at_1_us: f64,
+    /// Increase per byte, in us.
+    pub per_byte_us: f64,
+}
+
+impl SizeLine {
+    fn from_line(line: &Line) -> Self {
+        SizeLine {
+            at_1_us: line.intercept,
+            per_byte_us: line.slope,
+        }
+    }
+
+    /// The value at size `s`.
+    pub fn at(&self, s: f64) -> f64 {
+        self.at_1_us + self.per_byte_us * (s - 1.0)
+    }
+}
+
+/// Hockney's model `T(s) = alpha + beta * s` of the one-way time `PRTT(1,0,s)/2`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Hockney {
+    /// Start-up time alpha, in us.
+    pub alpha_us: f64,
+    /// Time per byte beta, in us.
+    pub beta_us_per_byte: f64,
+}
+
+/// LogGP parameters of one protocol range.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RangeParams {
+    /// First size of the range, bytes.
+    pub from: u64,
+    /// Last size of the range, bytes.
+    pub to: u64,
+    /// Sizes measured in the range.
+    pub points: usize,
+    /// `L`, us.
+    #[serde(rename = "L_us")]
+    pub l_us: f64,
+    /// Median `o_s` over the range, us.
+    pub os_us: f64,
+    /// Median `o_r` over the range, us.
+    pub or_us: f64,
+    /// `g`, us.
+    pub g_us: f64,
+    /// `G`, us per byte.
+    #[serde(rename = "G_us_per_byte")]
+    pub big_g_us_per_byte: f64,
+    /// Standard error of `g`, us.
+    pub g_stderr_us: f64,
+    /// Standard error of `G`, us per byte.
+    #[serde(rename = "G_stderr_us_per_byte")]
+    pub big_g_stderr_us_per_byte: f64,
+    /// Eq. (6): mean squared deviation of the gap fit, us^2.
+    pub lsq_us2: f64,
+    /// Root mean square residual of the gap fit, us.
+    pub residual_us: f64,
+    /// `o_s(s)` as a line.
+    pub os_line: SizeLine,
+    /// `o_r(s)` as a line.
+    pub or_line: SizeLine,
+    /// Hockney's alpha and beta of the same data.
+    pub hockney: Hockney,
+    /// Sizes whose weight in the robust gap fit ended below the threshold.
+    pub low_weight_sizes: Vec<u64>,
+}
+
+impl RangeParams {
+    /// `G_all = g + (s-1)G` at size `s`, us.
+    pub fn gap_at(&self, s: f64) -> f64 {
+        self.g_us + self.big_g_us_per_byte * (s - 1.0)
+    }
+}
+
+/// Something the data say about the measurement's validity.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ModelWarning {
+    /// `d <= g + (s-1)G` at these sizes, so eq. (4) does not give `o_s` there.
+    DelayTooShort {
+        /// Sizes concerned.
+        sizes: Vec<u64>,
+    },
+    /// Negative parameters, which LogGP does not allow (usually noise or overlap of
+    /// `o` and `L`, sec. 2.5).
+    Negative {
+        /// Which parameter and range.
+        what: String,
+    },
+}
+
+impl std::fmt::Display for ModelWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ModelWarning::DelayTooShort { sizes } => write!(
+                f,
+                "d <= g + (s-1)G at {} size(s) ({}): o_s is not valid there; try --dg 2rtt",
+                sizes.len(),
+                list(sizes)
+            ),
+            ModelWarning::Negative { what } => {
+                write!(f, "{what} is negative: the fit is dominated by noise")
+            }
+        }
+    }
+}
+
+fn list(sizes: &[u64]) -> String {
+    let shown: Vec<String> = sizes.iter().take(6).map(u64::to_string).collect();
+    let more = if sizes.len() > 6 { ", ..." } else { "" };
+    format!("{}{more}", shown.join(", "))
+}
+
+/// Everything derived from a sweep.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Assessment {
+    /// Per sample: `(PRTT(n,0,s) - PRTT(1,0,s)) / (n-1)`, us (eq. 5).
+    pub gap_us: Vec<f64>,
+    /// Per sample: `o_s(s)` from eq. (4), us.
+    pub os_us: Vec<f64>,
+    /// Per sample: weight in its range's robust gap fit.
+    pub weights: Vec<f64>,
+    /// The protocol ranges, ascending.
+    pub ranges: Vec<RangeParams>,
+    /// First size of every range after the first.
+    pub changes: Vec<u64>,
+    /// Validity warnings.
+    pub warnings: Vec<ModelWarning>,
+}
+
+/// Why an assessment is impossible.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ModelError {
+    /// Too few sizes for a line.
+    #[error("need at least 3 message sizes to fit LogGP parameters, got {0}")]
+    TooFewSizes(usize),
+    /// `n` below 2.
+    #[error("n must be at least 2 (got {0}): PRTT(n,0,s) - PRTT(1,0,s) needs n > 1")]
+    BadN(usize),
+    /// Sizes not strictly ascending or a value not finite.
+    #[error("bad sample at size {size}: {detail}")]
+    BadSample {
+        /// The offending size.
+        size: u64,
+        /// What is wrong.
+        detail: &'static str,
+    },
+    /// A fit failed (all sizes equal in a range).
+    #[error("cannot fit a line over sizes {from}..={to}")]
+    Degenerate {
+        /// First size.
+        from: u64,
+        /// Last size.
+        to: u64,
+    },
+}
+
+/// Scale floor for robust fits, us: below the timer's resolution differences mean
+/// nothing, and an exact line must not give its points zero weight.
+const SCALE_FLOOR_US: f64 = 1e-3;
+
+/// Derives the LogGP parameters per protocol range from a sweep.
+pub fn assess(samples: &[Sample], opts: &AssessOptions) -> Result<Assessment, ModelError> {
+    if opts.n < 2 {
+        return Err(ModelError::BadN(opts.n));
+    }
+    if samples.len() < 3 {
+        return Err(ModelError::TooFewSizes(samples.len()));
+    }
+    for (i, s) in samples.iter().enumerate() {
+        let values = [s.prtt_1_0_us, s.prtt_n_0_us, s.prtt_n_d_us, s.d_us, s.or_us];
+        if values.iter().any(|v| !v.is_finite()) {
+            return Err(ModelError::BadSample {
+                size: s.size,
+                detail: "a value is not finite",
+            });
+        }
+        if s.size == 0 || (i > 0 && samples[i - 1].size >= s.size) {
+            return Err(ModelError::BadSample {
+                size: s.size,
+                detail: "sizes must be positive and strictly ascending",
+            });
+        }
+    }
+    let n1 = (opts.n - 1) as f64;
+    let xs: Vec<f64> = samples.iter().map(|s| s.size as f64 - 1.0).collect();
+    let gap_us: Vec<f64> = samples
+        .iter()
+        .map(|s| (s.prtt_n_0_us - s.prtt_1_0_us) / n1)
+        .collect();
+    let os_us: Vec<f64> = samples
+        .iter()
+        .map(|s| (s.prtt_n_d_us - s.prtt_1_0_us) / n1 - s.d_us)
+        .collect();
+    let starts = match &opts.detector {
+        Detector::Lookahead(o) => changepoint::detect(&xs, &gap_us, o),
+        Detector::Segmented(o) => segment::detect(&xs, &gap_us, o).starts,
+        Detector::None => Vec::new(),
+    };
+    let sigma = local_noise(&xs, &gap_us, opts.noise_floor_us);
+    let bounds: Vec<(usize, usize)> = std::iter::once(0)
+        .chain(starts.iter().copied())
+        .zip(starts.iter().copied().chain(std::iter::once(samples.len())))
+        .collect();
+    let mut weights = vec![1.0; samples.len()];
+    let mut ranges = Vec::with_capacity(bounds.len());
+    let mut warnings = Vec::new();
+    let mut short_delay = Vec::new();
+    for &(a, b) in &bounds {
+        let range = &samples[a..b];
+        let degenerate = || ModelError::Degenerate {
+            from: range[0].size,
+            to: range[range.len() - 1].size,
+        };
+        let x = &xs[a..b];
+        let gap = huber_line_scaled(x, &gap_us[a..b], &sigma[a..b]).ok_or_else(degenerate)?;
+        weights[a..b].copy_from_slice(&gap.weights);
+        let prtt1: Vec<f64> = range.iter().map(|s| s.prtt_1_0_us).collect();
+        let prtt1_line = huber_line(x, &prtt1, SCALE_FLOOR_US).ok_or_else(degenerate)?;
+        let l_us = if range[0].size == 1 {
+            range[0].prtt_1_0_us / 2.0
+        } else {
+            prtt1_line.line.intercept / 2.0
+        };
+        let os_line = huber_line(x, &os_us[a..b], SCALE_FLOOR_US).ok_or_else(degenerate)?;
+        let or: Vec<f64> = range.iter().map(|s| s.or_us).collect();
+        let or_line = huber_line(x, &or, SCALE_FLOOR_US).ok_or_else(degenerate)?;
+        let sizes: Vec<f64> = range.iter().map(|s| s.size as f64).collect();
+        let half: Vec<f64> = prtt1.iter().map(|p| p / 2.0).collect();
+        let hockney = huber_line(&sizes, &half, SCALE_FLOOR_US).ok_or_else(degenerate)?;
+        let params = RangeParams {
+            from: range[0].size,
+            to: range[range.len() - 1].size,
+            points: range.len(),
+            l_us,
+            os_us: median(&os_us[a..b]).unwrap_or(f64::NAN),
+            or_us: median(&or).unwrap_or(f64::NAN),
+            g_us: gap.line.intercept,
+            big_g_us_per_byte: gap.line.slope,
+            g_stderr_us: gap.line.intercept_stderr,
+            big_g_stderr_us_per_byte: gap.line.slope_stderr,
+            lsq_us2: eq6(&gap, x, &gap_us[a..b]),
+            residual_us: gap.line.rms_residual,
+            os_line: SizeLine::from_line(&os_line.line),
+            or_line: SizeLine::from_line(&or_line.line),
+            hockney: Hockney {
+                alpha_us: hockney.line.intercept,
+                beta_us_per_byte: hockney.line.slope,
+            },
+            low_weight_sizes: range
+                .iter()
+                .zip(&gap.weights)
+                .filter(|(_, &w)| w < opts.low_weight)
+                .map(|(s, _)| s.size)
+                .collect(),
+        };
+        for s in range {
+            if s.d_us <= params.gap_at(s.size as f64) {
+                short_delay.push(s.size);
+            }
+        }
+        for (what, value) in [
+            ("g", params.g_us),
+            ("G", params.big_g_us_per_byte),
+            ("o_s", params.os_us),
+            ("o_r", params.or_us),
+        ] {
+            if value < 0.0 {
+                warnings.push(ModelWarning::Negative {
+                    what: format!("{what} of range {}..{}", params.from, params.to),
+                });
+            }
+        }
+        ranges.push(params);
+    }
+    if !short_delay.is_empty() {
+        warnings.insert(0, ModelWarning::DelayTooShort { sizes: short_delay });
+    }
+    Ok(Assessment {
+        gap_us,
+        os_us,
+        weights,
+        changes: starts.iter().map(|&i| samples[i].size).collect(),
+        ranges,
+        warnings,
+    })
+}
+
+/// Eq. (6) for a fitted line: squared deviations over degrees of freedom.
+fn eq6(fit: &RobustLine, xs: &[f64], ys: &[f64]) -> f64 {
+    let sse: f64 = xs
+        .iter()
+        .zip(ys)
+        .map(|(x, y)| (y - fit.line.at(*x)).powi(2))
+        .sum();
+    sse / (xs.len().saturating_sub(2).max(1)) as f64
+}
+
+#[cfg(test)]
+pub(crate) mod synthetic {
+    //! PRTT sweeps generated from known LogGP parameters, with noise.
+
+    use super::Sample;
+
+    /// One protocol's parameters, in us and us/byte.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Truth {
+        pub l: f64,
+        pub os: f64,
+        pub or: f64,
+        pub g: f64,
+        pub big_g: f64,
+    }
+
+    /// Deterministic xorshift with Gaussian draws (Box-Muller).
+    pub struct Rng(u64);
+    impl Rng {
+        pub fn new(seed: u64) -> Self {
+            Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+        }
+        pub fn uniform(&mut self) -> f64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 >> 11) as f64 / (1u64 << 53) as f64
+        }
+        pub fn gauss(&mut self) -> f64 {
+            let u1 = self.uniform().max(1e-300);
+            let u2 = self.uniform();
+            (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+        }
+    }
+
+    /// Noise applied to each median.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Noise {
+        /// Gaussian noise, as a fraction of the value.
+        pub relative: f64,
+        /// Gaussian noise, absolute us.
+        pub absolute: f64,
+        /// Probability that a size's small-message latency sits on the upper level.
+        pub bimodal_p: f64,
+        /// Extra round-trip time on the upper level, us.
+        pub bimodal_us: f64,
+    }
+
+    /// The default sweep: powers of two below 1 KiB, then every 1 KiB to 64 KiB.
+    pub fn default_sizes() -> Vec<u64> {
+        let mut sizes: Vec<u64> = (0..10).map(|k| 1u64 << k).collect();
+        sizes.extend((1..=64).map(|k| k * 1024));
+        sizes
+    }
+
+    /// A sweep where `protocols[i]` holds from `switches[i-1]` (bytes) on.
+    pub fn sweep(
+        sizes: &[u64],
+        protocols: &[Truth],
+        switches: &[u64],
+        n: usize,
+        noise: Noise,
+        seed: u64,
+    ) -> Vec<Sample> {
+        let mut rng = Rng::new(seed);
+        let n1 = (n - 1) as f64;
+        sizes
+            .iter()
+            .map(|&size| {
+                let k = switches.iter().filter(|&&sw| size >= sw).count();
+                let t = protocols[k];
+                let s1 = size as f64 - 1.0;
+                let prtt1 = 2.0 * (t.l + t.os + t.or + s1 * t.big_g);
+                let gall = t.g + s1 * t.big_g;
+                let d = prtt1;
+                let prttn = prtt1 + n1 * gall;
+                let prttd = prtt1 + n1 * (t.os + d).max(gall);
+                let noisy = |v: f64, rng: &mut Rng| {
+                    let bump = if size < 1024 && rng.uniform() < noise.bimodal_p {
+                        noise.bimodal_us
+                    } else {
+                        0.0
+                    };
+                    v + bump + rng.gauss() * (noise.absolute + noise.relative * v)
+                };
+                Sample {
+                    size,
+                    prtt_1_0_us: noisy(prtt1, &mut rng),
+                    prtt_n_0_us: noisy(prttn, &mut rng),
+                    prtt_n_d_us: noisy(prttd, &mut rng),
+                    d_us: d,
+                    or_us: t.or + rng.gauss() * noise.absolute,
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::synthetic::*;
+    use super::*;
+
+    const TCP: Truth = Truth {
+        l: 8.0,
+        os: 3.0,
+        or: 4.0,
+        g: 6.0,
+        big_g: 0.0008,
+    };
+    const RNDV: Truth = Truth {
+        l: 20.0,
+        os: 5.0,
+        or: 6.0,
+        g: 40.0,
+        big_g: 0.0005,
+    };
+    const DMA: Truth = Truth {
+        l: 25.0,
+        os: 2.0,
+        or: 2.5,
+        g: 12.0,
+        big_g: 0.0011,
+    };
+    const NOISE: Noise = Noise {
+        relative: 0.001,
+        absolute: 0.05,
+        bimodal_p: 0.3,
+        bimodal_us: 1.0,
+    };
+
+    fn within(what: &str, got: f64, want: f64, tol: f64) {
+        assert!(
+            (got - want).abs() <= tol * want.abs(),
+            "{what}: got {got}, want {want} within {}%",
+            tol * 100.0
+        );
+    }
+
+    fn check(range: &RangeParams, t: &Truth) {
+        // The paper's L is PRTT(1,0,1)/2 = L + o_s + o_r of the model.
+        within("L", range.l_us, t.l + t.os + t.or, 0.05);
+        within("o_s", range.os_us, t.os, 0.05);
+        within("o_r", range.or_us, t.or, 0.05);
+        within("g", range.g_us, t.g, 0.05);
+        within("G", range.big_g_us_per_byte, t.big_g, 0.05);
+    }
+
+    fn index_of(sizes: &[u64], size: u64) -> usize {
+        sizes.iter().position(|&s| s == size).unwrap()
+    }
+
+    fn detectors() -> [Detector; 2] {
+        [
+            Detector::Lookahead(LookaheadOptions::default()),
+            Detector::Segmented(SegmentOptions::default()),
+        ]
+    }
+
+    #[test]
+    fn one_switch_is_placed_within_a_step_and_parameters_recovered() {
+        let sizes = default_sizes();
+        for detector in detectors() {
+            for seed in 1..=5 {
+                let samples = sweep(&sizes, &[TCP, RNDV], &[16 * 1024], 10, NOISE, seed);
+                let opts = AssessOptions {
+                    detector,
+                    ..AssessOptions::default()
+                };
+                let a = assess(&samples, &opts).unwrap();
+                assert_eq!(
+                    a.changes.len(),
+                    1,
+                    "{} seed {seed}: {:?}",
+                    detector.name(),
+                    a.changes
+                );
+                let at = index_of(&sizes, a.changes[0]) as i64;
+                assert!((at - index_of(&sizes, 16 * 1024) as i64).abs() <= 1);
+                check(&a.ranges[0], &TCP);
+                check(&a.ranges[1], &RNDV);
+            }
+        }
+    }
+
+    #[test]
+    fn two_switches_are_placed_within_a_step_and_parameters_recovered() {
+        let sizes = default_sizes();
+        for detector in detectors() {
+            for seed in 1..=5 {
+                let samples = sweep(
+                    &sizes,
+                    &[TCP, RNDV, DMA],
+                    &[12 * 1024, 40 * 1024],
+                    10,
+                    NOISE,
+                    seed,
+                );
+                let opts = AssessOptions {
+                    detector,
+                    ..AssessOptions::default()
+                };
+                let a = assess(&samples, &opts).unwrap();
+                assert_eq!(
+                    a.changes.len(),
+                    2,
+                    "{} seed {seed}: {:?}",
+                    detector.name(),
+                    a.changes
+                );
+                for (got, want) in a.changes.iter().zip([12 * 1024, 40 * 1024]) {
+                    let d = index_of(&sizes, *got) as i64 - index_of(&sizes, want) as i64;
+                    assert!(
+                        d.abs() <= 1,
+                        "{}: change at {got}, want {want}",
+                        detector.name()
+                    );
+                }
+                check(&a.ranges[0], &TCP);
+                check(&a.ranges[1], &RNDV);
+                check(&a.ranges[2], &DMA);
+            }
+        }
+    }
+
+    #[test]
+    fn a_noisy_straight_line_has_no_switch() {
+        let sizes = default_sizes();
+        let noisy = Noise {
+            relative: 0.005,
+            absolute: 0.1,
+            bimodal_p: 0.4,
+            bimodal_us: 2.0,
+        };
+        for detector in detectors() {
+            for seed in 1..=20 {
+                let samples = sweep(&sizes, &[TCP], &[], 10, noisy, seed);
+                let opts = AssessOptions {
+                    detector,
+                    ..AssessOptions::default()
+                };
+                let a = assess(&samples, &opts).unwrap();
+                assert!(
+                    a.changes.is_empty(),
+                    "{} seed {seed}: {:?}",
+                    detector.name(),
+                    a.changes
+                );
+                assert_eq!(a.ranges.len(), 1);
+                within("G", a.ranges[0].big_g_us_per_byte, TCP.big_g, 0.05);
+            }
+        }
+    }
+
+    #[test]
+    fn an_outlier_is_named_and_does_not_move_the_fit() {
+        let sizes = default_sizes();
+        let quiet = Noise {
+            relative: 0.0005,
+            absolute: 0.01,
+            bimodal_p: 0.0,
+            bimodal_us: 0.0,
+        };
+        let mut samples = sweep(&sizes, &[TCP], &[], 10, quiet, 7);
+        let i = index_of(&sizes, 30 * 1024);
+        samples[i].prtt_n_0_us += 9.0 * 40.0; // one size 40 us slower per message
+        let a = assess(&samples, &AssessOptions::default()).unwrap();
+        assert_eq!(a.ranges.len(), 1, "{:?}", a.changes);
+        assert_eq!(a.ranges[0].low_weight_sizes, vec![30 * 1024]);
+        within("G", a.ranges[0].big_g_us_per_byte, TCP.big_g, 0.01);
+    }
+
+    #[test]
+    fn growing_overhead_is_fitted_as_a_line_and_hockney_matches() {
+        let sizes = default_sizes();
+        let quiet = Noise {
+            relative: 0.0,
+            absolute: 0.0,
+            bimodal_p: 0.0,
+            bimodal_us: 0.0,
+        };
+        let mut samples = sweep(&sizes, &[TCP], &[], 10, quiet, 1);
+        // o_s(s) = 3 us + 0.0001 us/byte: PRTT(n,d,s) grows by (n-1) times that.
+        for s in &mut samples {
+            s.prtt_n_d_us += 9.0 * 0.0001 * (s.size as f64 - 1.0);
+        }
+        let a = assess(&samples, &AssessOptions::default()).unwrap();
+        let r = &a.ranges[0];
+        within("o_s(1)", r.os_line.at_1_us, 3.0, 1e-6);
+        within("o_s slope", r.os_line.per_byte_us, 0.0001, 1e-6);
+        // PRTT(1,0,s)/2 = L + o_s + o_r + (s-1)G: beta = G, alpha = 15 us - G.
+        within("beta", r.hockney.beta_us_per_byte, TCP.big_g, 1e-9);
+        within("alpha", r.hockney.alpha_us, 15.0 - TCP.big_g, 1e-9);
+        assert!(a.warnings.is_empty(), "{:?}", a.warnings);
+    }
+
+    #[test]
+    fn short_delay_is_warned_about() {
+        let sizes = default_sizes();
+        let quiet = Noise {
+            relative: 0.0,
+            absolute: 0.0,
+            bimodal_p: 0.0,
+            bimodal_us: 0.0,
+        };
+        let mut samples = sweep(&sizes, &[TCP], &[], 10, quiet, 1);
+        for s in &mut samples {
+            s.d_us = 1.0;
+        }
+        let a = assess(&samples, &AssessOptions::default()).unwrap();
+        assert!(
+            matches!(&a.warnings[0], ModelWarning::DelayTooShort { sizes } if sizes.len() == samples.len())
+        );
+        assert!(a.warnings[0].to_string().contains("--dg 2rtt"));
+    }
+
+    #[test]
+    fn bad_input_is_refused() {
+        let sizes = default_sizes();
+        let quiet = Noise {
+            relative: 0.0,
+            absolute: 0.0,
+            bimodal_p: 0.0,
+            bimodal_us: 0.0,
+        };
+        let samples = sweep(&sizes, &[TCP], &[], 10, quiet, 1);
+        assert_eq!(
+            assess(&samples[..2], &AssessOptions::default()),
+            Err(ModelError::TooFewSizes(2))
+        );
+        let opts = AssessOptions {
+            n: 1,
+            ..AssessOptions::default()
+        };
+        assert_eq!(assess(&samples, &opts), Err(ModelError::BadN(1)));
+        let mut swapped = samples.clone();
+        swapped.swap(3, 4);
+        assert!(matches!(
+            assess(&swapped, &AssessOptions::default()),
+            Err(ModelError::BadSample { .. })
+        ));
+    }
+}

@@ -1,0 +1,660 @@
+//! Parametrized round-trip times PRTT(n,d,s) and the receive overhead o_r(s)
+//! (Hoefler, Schneider, Lumsdaine, "LogGP in theory and practice", sec. 2.2-2.3, 3).
+//!
+//! Ranks are paired `(0,1), (2,3), ...`; the even rank is the client. Per message
+//! size `s`, every measurement repeated `reps` times after `warmup` untimed rounds:
+//!
+//! - `PRTT(1,0,s)`: the client sends one message of `s` bytes, the server answers with
+//!   one of `s` bytes; the client times send to the end of the answer.
+//! - `d_G`: the median `PRTT(1,0,s)` (sec. 2.3 and 3), or with [`DelayChoice::TwoRtt`]
+//!   the median `PRTT(2,0,s)`, which the paper guarantees to exceed `G_all`.
+//! - `PRTT(n,0,s)`: the client sends `n` messages back to back; the server answers
+//!   once after the `n`-th.
+//! - `PRTT(n,d_G,s)`: as above with a busy-wait of `d_G` (RDTSCP-timed spin,
+//!   [`crate::clock::spin_until`]) after each of the first `n - 1` sends, so the
+//!   client's cycle is `o_s + d_G` (eq. 3).
+//! - `o_r(s)` (Kielmann's method, as Netgauge): the server busy-waits before each
+//!   receive long enough for the whole message to have arrived, then times the
+//!   receive call alone; it answers with one byte so the client sends the next
+//!   message. The wait is `2 d_G`, counted from the server's previous answer (one
+//!   `PRTT(1,0,s)` is about what the answer and the next message need, so twice that
+//!   leaves margin). The times travel to rank 0 over the control channel between
+//!   sizes: no MPI and no side messages in a timed region.
+//!
+//! Every rank runs [`run`] with the same [`Params`]; control-plane calls are the same
+//! on all ranks (ranks without a pair, or whose pair is not measuring in
+//! [`PairsMode::InTurn`], take part with empty data). Rank 0 receives every pair's
+//! points; it can stream them as they finish through the `on_point` callback.
+
+use crate::clock::{spin_until, Clock, Ticks};
+use crate::model::loggp::Sample;
+use crate::stats::Summary;
+use ngauge_transport::{BufferId, Control, ControlError, Rank, Transport, TransportError};
+use serde::Serialize;
+
+/// Which delay `d` to use for `PRTT(n,d,s)` (sec. 2.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DelayChoice {
+    /// `d_G = PRTT(1,0,s)`, the paper's and Netgauge's default.
+    OneRtt,
+    /// `d_G = PRTT(2,0,s)`, the paper's fallback when `d_G <= g + (s-1)G`.
+    TwoRtt,
+}
+
+/// How pairs of ranks take turns when there are more than two ranks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PairsMode {
+    /// One pair at a time (no interference between pairs).
+    InTurn,
+    /// All pairs at once (the network under load from every pair).
+    Concurrent,
+}
+
+/// Parameters of a PRTT sweep.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Params {
+    /// Message sizes in bytes, ascending, each at least 1.
+    pub sizes: Vec<u64>,
+    /// Messages per `PRTT(n, ., s)` (at least 2).
+    pub n: usize,
+    /// Timed repetitions per PRTT and size.
+    pub reps: usize,
+    /// Untimed `PRTT(1,0,s)` rounds before each size.
+    pub warmup: usize,
+    /// The delay for `PRTT(n,d,s)`.
+    pub delay: DelayChoice,
+    /// How pairs take turns.
+    pub pairs: PairsMode,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            sizes: default_sizes(),
+            n: 10,
+            reps: 50,
+            warmup: 5,
+            delay: DelayChoice::OneRtt,
+            pairs: PairsMode::InTurn,
+        }
+    }
+}
+
+/// The default sweep: every power of two below 1 KiB, then every 1 KiB up to 64 KiB
+/// (74 sizes), dense enough to place a protocol switch within 1 KiB.
+pub fn default_sizes() -> Vec<u64> {
+    let mut sizes: Vec<u64> = (0..10).map(|k| 1u64 << k).collect();
+    sizes.extend((1..=64).map(|k| k * 1024));
+    sizes
+}
+
+/// The measurements of one size between one pair.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Point {
+    /// Message size `s`, bytes.
+    pub size: u64,
+    /// Messages per PRTT.
+    pub n: usize,
+    /// Delay `d_G` used, us.
+    pub d_us: f64,
+    /// `PRTT(1,0,s)`, us.
+    pub prtt_1_0_us: Summary,
+    /// `PRTT(2,0,s)` (only with [`DelayChoice::TwoRtt`]), us.
+    pub prtt_2_0_us: Option<Summary>,
+    /// `PRTT(n,0,s)`, us.
+    pub prtt_n_0_us: Summary,
+    /// `PRTT(n,d_G,s)`, us.
+    pub prtt_n_d_us: Summary,
+    /// Receive overhead `o_r(s)` timed at the server, us.
+    pub or_us: Summary,
+}
+
+impl Point {
+    /// The medians the model works on.
+    pub fn sample(&self) -> Sample {
+        Sample {
+            size: self.size,
+            prtt_1_0_us: self.prtt_1_0_us.median,
+            prtt_n_0_us: self.prtt_n_0_us.median,
+            prtt_n_d_us: self.prtt_n_d_us.median,
+            d_us: self.d_us,
+            or_us: self.or_us.median,
+        }
+    }
+}
+
+/// Everything one pair measured.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PairResult {
+    /// The rank that sent and timed the PRTTs.
+    pub client: Rank,
+    /// The rank that answered and timed its receives.
+    pub server: Rank,
+    /// One entry per size, ascending.
+    pub points: Vec<Point>,
+}
+
+/// What can go wrong during a sweep.
+#[derive(Debug, thiserror::Error)]
+pub enum PatternError {
+    /// A data-plane operation failed.
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+    /// A control-plane operation failed.
+    #[error(transparent)]
+    Control(#[from] ControlError),
+    /// The parameters cannot be measured.
+    #[error("invalid loggp parameters: {0}")]
+    Invalid(String),
+    /// A peer sent control data that does not parse.
+    #[error("loggp: malformed control data from rank {rank}")]
+    Malformed {
+        /// The sender.
+        rank: Rank,
+    },
+}
+
+/// This rank's role in a pair.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    Client { server: Rank },
+    Server { client: Rank },
+    Idle,
+}
+
+fn role(rank: Rank, size: usize) -> Role {
+    let peer = rank ^ 1;
+    if peer >= size {
+        Role::Idle
+    } else if rank % 2 == 0 {
+        Role::Client { server: peer }
+    } else {
+        Role::Server { client: peer }
+    }
+}
+
+/// Runs the sweep on this rank. Returns every pair's results on rank 0 (ascending
+/// client rank) and an empty vector elsewhere. `on_point` is called on rank 0 for
+/// every finished `(pair index, point)`.
+pub fn run<C: Clock, T: Transport + ?Sized>(
+    clock: &C,
+    transport: &mut T,
+    control: &mut dyn Control,
+    params: &Params,
+    mut on_point: impl FnMut(usize, &Point),
+) -> Result<Vec<PairResult>, PatternError> {
+    validate(params, transport.size())?;
+    let size = control.size();
+    let rank = control.rank();
+    let my_role = role(rank, size);
+    let pairs = size / 2;
+    let max = *params.sizes.iter().max().unwrap_or(&1) as usize;
+    let buffers = match my_role {
+        Role::Idle => None,
+        _ => Some((transport.alloc_buffer(max)?, transport.alloc_buffer(max)?)),
+    };
+    let mut results: Vec<PairResult> = (0..pairs)
+        .map(|p| PairResult {
+            client: 2 * p,
+            server: 2 * p + 1,
+            points: Vec::new(),
+        })
+        .collect();
+    let turns = match params.pairs {
+        PairsMode::InTurn => pairs,
+        PairsMode::Concurrent => 1,
+    };
+    for turn in 0..turns {
+        let active = match params.pairs {
+            PairsMode::InTurn => rank / 2 == turn && my_role != Role::Idle,
+            PairsMode::Concurrent => my_role != Role::Idle,
+        };
+        control.barrier()?;
+        for &s in &params.sizes {
+            let mut exp = Exchange {
+                clock,
+                transport: &mut *transport,
+                params,
+                size: s as usize,
+            };
+            let report = match (active, my_role, buffers) {
+                (true, Role::Client { server }, Some((tx, rx))) => {
+                    let first = exp.client_first(server, tx, rx)?;
+                    share_delay(control, Some(first.d_ticks))?;
+                    let (n0, nd) = exp.client_second(server, tx, rx, first.d_ticks)?;
+                    exp.client_or(server, tx, rx)?;
+                    encode_client(&first, &n0, &nd)
+                }
+                (true, Role::Server { client }, Some((tx, rx))) => {
+                    exp.server_first(client, tx, rx)?;
+                    let d = share_delay(control, None)?[client]
+                        .ok_or(PatternError::Malformed { rank: client })?;
+                    exp.server_second(client, tx, rx)?;
+                    let or = exp.server_or(client, tx, rx, d.saturating_mul(2))?;
+                    encode_u64s(&or)
+                }
+                _ => {
+                    share_delay(control, None)?;
+                    Vec::new()
+                }
+            };
+            let gathered = control.gather(0, &report)?;
+            if rank == 0 {
+                let measured: Vec<usize> = match params.pairs {
+                    PairsMode::InTurn => vec![turn],
+                    PairsMode::Concurrent => (0..pairs).collect(),
+                };
+                for p in measured {
+                    let point = decode_point(
+                        s,
+                        params,
+                        clock,
+                        &gathered[2 * p],
+                        &gathered[2 * p + 1],
+                        2 * p,
+                    )?;
+                    on_point(p, &point);
+                    results[p].points.push(point);
+                }
+            }
+        }
+    }
+    if let Some((tx, rx)) = buffers {
+        transport.free_buffer(tx)?;
+        transport.free_buffer(rx)?;
+    }
+    Ok(if rank == 0 { results } else { Vec::new() })
+}
+
+fn validate(params: &Params, transport_size: usize) -> Result<(), PatternError> {
+    if params.n < 2 {
+        return Err(PatternError::Invalid(format!(
+            "n must be at least 2, got {}",
+            params.n
+        )));
+    }
+    if params.reps == 0 {
+        return Err(PatternError::Invalid("reps must be at least 1".into()));
+    }
+    if params.sizes.is_empty() || params.sizes.contains(&0) {
+        return Err(PatternError::Invalid(
+            "sizes must be a non-empty list of sizes of at least 1 byte".into(),
+        ));
+    }
+    if transport_size < 2 {
+        return Err(PatternError::Invalid(
+            "PRTT needs at least 2 ranks (use --np 2 or more)".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Client's first phase: `PRTT(1,0,s)` (and `PRTT(2,0,s)`), giving `d_G`.
+struct First {
+    prtt_1_0: Vec<u64>,
+    prtt_2_0: Option<Vec<u64>>,
+    d_ticks: u64,
+}
+
+struct Exchange<'a, C: Clock, T: Transport + ?Sized> {
+    clock: &'a C,
+    transport: &'a mut T,
+    params: &'a Params,
+    size: usize,
+}
+
+impl<C: Clock, T: Transport + ?Sized> Exchange<'_, C, T> {
+    /// One `PRTT(k, d, s)` at the client, in ticks: `k` sends with a spin of
+    /// `d_ticks` after each but the last, then the answer.
+    fn prtt(
+        &mut self,
+        server: Rank,
+        tx: BufferId,
+        rx: BufferId,
+        k: usize,
+        d_ticks: u64,
+    ) -> Result<u64, TransportError> {
+        let msg = tx.prefix(self.size);
+        let t0 = self.clock.now();
+        for i in 0..k {
+            self.transport.send(server, msg)?;
+            if d_ticks > 0 && i + 1 < k {
+                let start = self.clock.now();
+                spin_until(self.clock, start.plus(d_ticks));
+            }
+        }
+        self.transport.recv(server, rx.prefix(self.size))?;
+        Ok(self.clock.now().since(t0))
+    }
+
+    /// The server's side of `rounds` PRTTs of `k` messages.
+    fn serve(
+        &mut self,
+        client: Rank,
+        tx: BufferId,
+        rx: BufferId,
+        k: usize,
+        rounds: usize,
+    ) -> Result<(), TransportError> {
+        for _ in 0..rounds {
+            for _ in 0..k {
+                self.transport.recv(client, rx.prefix(self.size))?;
+            }
+            self.transport.send(client, tx.prefix(self.size))?;
+        }
+        Ok(())
+    }
+
+    fn repeat(
+        &mut self,
+        server: Rank,
+        tx: BufferId,
+        rx: BufferId,
+        k: usize,
+        d: u64,
+    ) -> Result<Vec<u64>, TransportError> {
+        (0..self.params.reps)
+            .map(|_| self.prtt(server, tx, rx, k, d))
+            .collect()
+    }
+
+    fn client_first(
+        &mut self,
+        server: Rank,
+        tx: BufferId,
+        rx: BufferId,
+    ) -> Result<First, TransportError> {
+        for _ in 0..self.params.warmup {
+            self.prtt(server, tx, rx, 1, 0)?;
+        }
+        let prtt_1_0 = self.repeat(server, tx, rx, 1, 0)?;
+        let prtt_2_0 = match self.params.delay {
+            DelayChoice::OneRtt => None,
+            DelayChoice::TwoRtt => Some(self.repeat(server, tx, rx, 2, 0)?),
+        };
+        let d_ticks = median_ticks(prtt_2_0.as_ref().unwrap_or(&prtt_1_0));
+        Ok(First {
+            prtt_1_0,
+            prtt_2_0,
+            d_ticks,
+        })
+    }
+
+    fn server_first(
+        &mut self,
+        client: Rank,
+        tx: BufferId,
+        rx: BufferId,
+    ) -> Result<(), TransportError> {
+        self.serve(client, tx, rx, 1, self.params.warmup + self.params.reps)?;
+        if self.params.delay == DelayChoice::TwoRtt {
+            self.serve(client, tx, rx, 2, self.params.reps)?;
+        }
+        Ok(())
+    }
+
+    fn client_second(
+        &mut self,
+        server: Rank,
+        tx: BufferId,
+        rx: BufferId,
+        d: u64,
+    ) -> Result<(Vec<u64>, Vec<u64>), TransportError> {
+        let n = self.params.n;
+        let n0 = self.repeat(server, tx, rx, n, 0)?;
+        let nd = self.repeat(server, tx, rx, n, d)?;
+        Ok((n0, nd))
+    }
+
+    fn server_second(
+        &mut self,
+        client: Rank,
+        tx: BufferId,
+        rx: BufferId,
+    ) -> Result<(), TransportError> {
+        self.serve(client, tx, rx, self.params.n, 2 * self.params.reps)
+    }
+
+    /// Client side of the `o_r` phase: one message, then wait for a 1-byte answer;
+    /// `reps + 1` rounds (the server discards the first, which it did not wait for).
+    fn client_or(
+        &mut self,
+        server: Rank,
+        tx: BufferId,
+        rx: BufferId,
+    ) -> Result<(), TransportError> {
+        for _ in 0..=self.params.reps {
+            self.transport.send(server, tx.prefix(self.size))?;
+            self.transport.recv(server, rx.prefix(1))?;
+        }
+        Ok(())
+    }
+
+    /// Server side of the `o_r` phase: spin `wait` ticks after each answer, then
+    /// time the receive alone. Returns `reps` times in ticks.
+    fn server_or(
+        &mut self,
+        client: Rank,
+        tx: BufferId,
+        rx: BufferId,
+        wait: u64,
+    ) -> Result<Vec<u64>, TransportError> {
+        let mut times = Vec::with_capacity(self.params.reps);
+        for round in 0..=self.params.reps {
+            if round > 0 {
+                let start = self.clock.now();
+                spin_until(self.clock, start.plus(wait));
+            }
+            let t0: Ticks = self.clock.now();
+            self.transport.recv(client, rx.prefix(self.size))?;
+            let t1 = self.clock.now();
+            if round > 0 {
+                times.push(t1.since(t0));
+            }
+            self.transport.send(client, tx.prefix(1))?;
+        }
+        Ok(times)
+    }
+}
+
+fn median_ticks(values: &[u64]) -> u64 {
+    let mut v = values.to_vec();
+    v.sort_unstable();
+    let mid = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[mid]
+    } else {
+        (v[mid - 1] + v[mid]) / 2
+    }
+}
+
+/// Allgathers each client's `d` (ticks); `None` for ranks that did not send one.
+fn share_delay(
+    control: &mut dyn Control,
+    mine: Option<u64>,
+) -> Result<Vec<Option<u64>>, PatternError> {
+    let bytes = mine.map(|d| d.to_le_bytes().to_vec()).unwrap_or_default();
+    let all = control.allgather(&bytes)?;
+    Ok(all
+        .iter()
+        .map(|b| {
+            <[u8; 8]>::try_from(b.as_slice())
+                .ok()
+                .map(u64::from_le_bytes)
+        })
+        .collect())
+}
+
+fn encode_u64s(values: &[u64]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(8 + 8 * values.len());
+    out.extend_from_slice(&(values.len() as u64).to_le_bytes());
+    for v in values {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out
+}
+
+fn decode_u64s(bytes: &mut &[u8]) -> Option<Vec<u64>> {
+    let take = |bytes: &mut &[u8]| -> Option<u64> {
+        let (head, tail) = bytes.split_first_chunk::<8>()?;
+        *bytes = tail;
+        Some(u64::from_le_bytes(*head))
+    };
+    let len = take(bytes)? as usize;
+    if bytes.len() < 8 * len {
+        return None;
+    }
+    (0..len).map(|_| take(bytes)).collect()
+}
+
+fn encode_client(first: &First, n0: &[u64], nd: &[u64]) -> Vec<u8> {
+    let mut out = first.d_ticks.to_le_bytes().to_vec();
+    out.extend(encode_u64s(&first.prtt_1_0));
+    out.extend(encode_u64s(first.prtt_2_0.as_deref().unwrap_or(&[])));
+    out.extend(encode_u64s(n0));
+    out.extend(encode_u64s(nd));
+    out
+}
+
+fn decode_point<C: Clock>(
+    size: u64,
+    params: &Params,
+    clock: &C,
+    client_bytes: &[u8],
+    server_bytes: &[u8],
+    client: Rank,
+) -> Result<Point, PatternError> {
+    let bad = |rank| PatternError::Malformed { rank };
+    let mut c = client_bytes;
+    let (d, rest) = c.split_first_chunk::<8>().ok_or(bad(client))?;
+    let d_ticks = u64::from_le_bytes(*d);
+    c = rest;
+    let p1 = decode_u64s(&mut c).ok_or(bad(client))?;
+    let p2 = decode_u64s(&mut c).ok_or(bad(client))?;
+    let n0 = decode_u64s(&mut c).ok_or(bad(client))?;
+    let nd = decode_u64s(&mut c).ok_or(bad(client))?;
+    let mut s = server_bytes;
+    let or = decode_u64s(&mut s).ok_or(bad(client + 1))?;
+    let rate = clock.rate();
+    let us = |ticks: &[u64], rank| -> Result<Summary, PatternError> {
+        let values: Vec<f64> = ticks.iter().map(|&t| rate.to_nanos(t).as_us()).collect();
+        Summary::of(&values).ok_or(bad(rank))
+    };
+    Ok(Point {
+        size,
+        n: params.n,
+        d_us: rate.to_nanos(d_ticks).as_us(),
+        prtt_1_0_us: us(&p1, client)?,
+        prtt_2_0_us: if p2.is_empty() {
+            None
+        } else {
+            Some(us(&p2, client)?)
+        },
+        prtt_n_0_us: us(&n0, client)?,
+        prtt_n_d_us: us(&nd, client)?,
+        or_us: us(&or, client + 1)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::{SystemClock, TickRate, TimerSource};
+    use ngauge_transport::inproc;
+
+    fn run_world(np: usize, params: Params) -> Vec<PairResult> {
+        let handles: Vec<_> = inproc::world(np)
+            .into_iter()
+            .map(|(mut t, mut c)| {
+                let params = params.clone();
+                std::thread::spawn(move || {
+                    let clock = SystemClock::new(TimerSource::detect(), TickRate::new(1e9));
+                    run(&clock, &mut t, &mut c, &params, |_, _| {})
+                })
+            })
+            .collect();
+        let mut out: Vec<Vec<PairResult>> = handles
+            .into_iter()
+            .map(|h| h.join().unwrap().unwrap())
+            .collect();
+        assert!(out[1..].iter().all(Vec::is_empty));
+        out.swap_remove(0)
+    }
+
+    fn small(sizes: Vec<u64>, delay: DelayChoice, pairs: PairsMode) -> Params {
+        Params {
+            sizes,
+            n: 4,
+            reps: 5,
+            warmup: 1,
+            delay,
+            pairs,
+        }
+    }
+
+    #[test]
+    fn two_ranks_measure_every_size_with_consistent_prtts() {
+        let sizes = vec![1, 64, 4096];
+        let res = run_world(
+            2,
+            small(sizes.clone(), DelayChoice::OneRtt, PairsMode::InTurn),
+        );
+        assert_eq!(res.len(), 1);
+        assert_eq!((res[0].client, res[0].server), (0, 1));
+        let got: Vec<u64> = res[0].points.iter().map(|p| p.size).collect();
+        assert_eq!(got, sizes);
+        for p in &res[0].points {
+            assert_eq!(p.prtt_1_0_us.n, 5);
+            assert_eq!(p.or_us.n, 5);
+            assert!(p.prtt_2_0_us.is_none());
+            // d_G is the median PRTT(1,0,s); PRTT(n,d,s) contains (n-1) spins of it.
+            assert!((p.d_us - p.prtt_1_0_us.median).abs() < 1e-6);
+            assert!(p.prtt_n_d_us.min >= 3.0 * p.d_us);
+            assert!(p.prtt_1_0_us.min > 0.0 && p.or_us.min > 0.0);
+            assert_eq!(p.sample().size, p.size);
+        }
+    }
+
+    #[test]
+    fn two_rtt_delay_uses_prtt_2_0() {
+        let res = run_world(
+            2,
+            small(vec![8, 16], DelayChoice::TwoRtt, PairsMode::InTurn),
+        );
+        for p in &res[0].points {
+            let p2 = p.prtt_2_0_us.expect("PRTT(2,0,s) measured");
+            assert!((p.d_us - p2.median).abs() < 1e-6);
+        }
+    }
+
+    #[test]
+    fn five_ranks_make_two_pairs_in_turn_and_concurrently() {
+        for mode in [PairsMode::InTurn, PairsMode::Concurrent] {
+            let res = run_world(5, small(vec![1, 2], DelayChoice::OneRtt, mode));
+            assert_eq!(res.len(), 2, "{mode:?}");
+            assert_eq!((res[1].client, res[1].server), (2, 3));
+            assert!(res.iter().all(|r| r.points.len() == 2));
+        }
+    }
+
+    #[test]
+    fn bad_parameters_are_refused_on_every_rank() {
+        let mut world = inproc::world(2);
+        let (mut t, mut c) = world.remove(0);
+        let clock = SystemClock::new(TimerSource::detect(), TickRate::new(1e9));
+        let mut p = small(vec![1], DelayChoice::OneRtt, PairsMode::InTurn);
+        p.n = 1;
+        let err = run(&clock, &mut t, &mut c, &p, |_, _| {}).unwrap_err();
+        assert!(err.to_string().contains("n must be at least 2"));
+        p.n = 2;
+        p.sizes = vec![0];
+        assert!(run(&clock, &mut t, &mut c, &p, |_, _| {}).is_err());
+    }
+
+    #[test]
+    fn role_assignment() {
+        assert_eq!(role(0, 2), Role::Client { server: 1 });
+        assert_eq!(role(1, 2), Role::Server { client: 0 });
+        assert_eq!(role(4, 5), Role::Idle);
+    }
+}

@@ -1,0 +1,489 @@
+//! Exporters of a LogGP sweep (`ngauge loggp`): the JSON document's body, the human
+//! table per protocol range, Netgauge's column file, the parameter file, and an SVG
+//! plot. All are pure functions of one [`PairAnalysis`].
+
+use crate::model::loggp::{Assessment, RangeParams};
+use crate::model::params::{ParamRange, ParamsFile, SCHEMA};
+use crate::patterns::loggp::Point;
+use crate::report::table::Table;
+use crate::stats::Summary;
+use serde::Serialize;
+
+/// One pair's measurements and the parameters derived from them.
+#[derive(Clone, Debug)]
+pub struct PairAnalysis {
+    /// Client rank.
+    pub client: usize,
+    /// Server rank.
+    pub server: usize,
+    /// Measured points, ascending size.
+    pub points: Vec<Point>,
+    /// Ranges and parameters.
+    pub assessment: Assessment,
+}
+
+/// The spread of the repetitions behind a point's medians.
+#[derive(Clone, Debug, Serialize)]
+pub struct Spread {
+    /// `PRTT(1,0,s)`, us.
+    pub prtt_1_0: Summary,
+    /// `PRTT(n,0,s)`, us.
+    pub prtt_n_0: Summary,
+    /// `PRTT(n,d,s)`, us.
+    pub prtt_n_d: Summary,
+    /// `o_r(s)`, us.
+    pub or: Summary,
+}
+
+/// One size in the JSON document.
+#[derive(Clone, Debug, Serialize)]
+pub struct PointRecord {
+    /// Message size, bytes.
+    pub size: u64,
+    /// Median `PRTT(1,0,s)`, us.
+    pub prtt_1_0_us: f64,
+    /// Median `PRTT(n,0,s)`, us.
+    pub prtt_n_0_us: f64,
+    /// Median `PRTT(n,d,s)`, us.
+    pub prtt_n_d_us: f64,
+    /// Median `PRTT(2,0,s)` when `--dg 2rtt`, us.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prtt_2_0_us: Option<f64>,
+    /// `o_s(s)` from eq. (4), us.
+    pub os_us: f64,
+    /// Median `o_r(s)`, us.
+    pub or_us: f64,
+    /// `(PRTT(n,0,s) - PRTT(1,0,s)) / (n-1)` (eq. 5), us.
+    pub gap_us: f64,
+    /// The delay `d` used, us.
+    pub d_us: f64,
+    /// Weight of this point in its range's robust fit, `(0, 1]`.
+    pub fit_weight: f64,
+    /// Min, median, mean, p99, max of the repetitions.
+    pub spread_us: Spread,
+}
+
+/// A point that counted little in the robust fit.
+#[derive(Clone, Debug, Serialize)]
+pub struct LowWeight {
+    /// Message size, bytes.
+    pub size: u64,
+    /// Its final weight.
+    pub weight: f64,
+}
+
+/// The part of the JSON document that describes one pair.
+#[derive(Clone, Debug, Serialize)]
+pub struct PairDoc {
+    /// Client rank.
+    pub client: usize,
+    /// Server rank.
+    pub server: usize,
+    /// Every size.
+    pub points: Vec<PointRecord>,
+    /// Parameters per protocol range.
+    pub ranges: Vec<RangeParams>,
+    /// First size of each range after the first.
+    pub changes: Vec<u64>,
+    /// Points whose robust weight ended low.
+    pub low_weight_points: Vec<LowWeight>,
+    /// Validity warnings of the model.
+    pub warnings: Vec<String>,
+}
+
+/// The JSON body for one pair.
+pub fn pair_doc(pa: &PairAnalysis, low_weight: f64) -> PairDoc {
+    let a = &pa.assessment;
+    let points = pa
+        .points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| PointRecord {
+            size: p.size,
+            prtt_1_0_us: p.prtt_1_0_us.median,
+            prtt_n_0_us: p.prtt_n_0_us.median,
+            prtt_n_d_us: p.prtt_n_d_us.median,
+            prtt_2_0_us: p.prtt_2_0_us.map(|s| s.median),
+            os_us: a.os_us[i],
+            or_us: p.or_us.median,
+            gap_us: a.gap_us[i],
+            d_us: p.d_us,
+            fit_weight: a.weights[i],
+            spread_us: Spread {
+                prtt_1_0: p.prtt_1_0_us,
+                prtt_n_0: p.prtt_n_0_us,
+                prtt_n_d: p.prtt_n_d_us,
+                or: p.or_us,
+            },
+        })
+        .collect();
+    PairDoc {
+        client: pa.client,
+        server: pa.server,
+        points,
+        ranges: a.ranges.clone(),
+        changes: a.changes.clone(),
+        low_weight_points: pa
+            .points
+            .iter()
+            .zip(&a.weights)
+            .filter(|(_, &w)| w < low_weight)
+            .map(|(p, &w)| LowWeight {
+                size: p.size,
+                weight: w,
+            })
+            .collect(),
+        warnings: a.warnings.iter().map(ToString::to_string).collect(),
+    }
+}
+
+/// The human table: one row per protocol range, times in us.
+pub fn table(pa: &PairAnalysis) -> String {
+    let mut t = Table::new([
+        "range [bytes]",
+        "L [us]",
+        "o_s [us]",
+        "o_r [us]",
+        "g [us]",
+        "G [us/KiB]",
+        "1/G [MB/s]",
+        "lsq [us^2]",
+        "sizes",
+    ]);
+    for r in &pa.assessment.ranges {
+        let bw = if r.big_g_us_per_byte > 0.0 {
+            format!("{:.1}", 1.0 / r.big_g_us_per_byte)
+        } else {
+            "-".into()
+        };
+        t.row([
+            format!("{}-{}", r.from, r.to),
+            format!("{:.2}", r.l_us),
+            format!("{:.2}", r.os_us),
+            format!("{:.2}", r.or_us),
+            format!("{:.2}", r.g_us),
+            format!("{:.4}", r.big_g_us_per_byte * 1024.0),
+            bw,
+            format!("{:.4}", r.lsq_us2),
+            r.points.to_string(),
+        ]);
+    }
+    let mut out = format!(
+        "LogGP parameters, rank {} -> rank {} ({} sizes, {} protocol range{})\n",
+        pa.client,
+        pa.server,
+        pa.points.len(),
+        pa.assessment.ranges.len(),
+        if pa.assessment.ranges.len() == 1 {
+            ""
+        } else {
+            "s"
+        }
+    );
+    out += &t.render();
+    if !pa.assessment.changes.is_empty() {
+        let list: Vec<String> = pa.assessment.changes.iter().map(u64::to_string).collect();
+        out += &format!("protocol changes at: {} bytes\n", list.join(", "));
+    }
+    let low: Vec<String> = pa
+        .assessment
+        .ranges
+        .iter()
+        .flat_map(|r| r.low_weight_sizes.iter().map(u64::to_string))
+        .collect();
+    if !low.is_empty() {
+        out += &format!("low-weight points (outliers): {} bytes\n", low.join(", "));
+    }
+    out
+}
+
+/// Netgauge's LogGP column file (`size n PRTT(1,0,s) PRTT(n,0,s) PRTT(n,d,s) L o_s
+/// o_r g G lsq`), one line per size, times in us and `G` in us per byte, with the
+/// parameters of the range the size belongs to, so gnuplot scripts written for
+/// Netgauge's output keep working.
+pub fn netgauge_columns(pa: &PairAnalysis) -> String {
+    let mut out = String::from(
+        "# ngauge loggp: times in us, G in us/byte; L g G lsq are those of the size's range\n\
+         # size n PRTT(1,0,s) PRTT(n,0,s) PRTT(n,d,s) L o_s o_r g G lsq\n",
+    );
+    for (i, p) in pa.points.iter().enumerate() {
+        let r = range_of(&pa.assessment.ranges, p.size);
+        out += &format!(
+            "{} {} {:.4} {:.4} {:.4} {:.4} {:.4} {:.4} {:.4} {:.8} {:.6}\n",
+            p.size,
+            p.n,
+            p.prtt_1_0_us.median,
+            p.prtt_n_0_us.median,
+            p.prtt_n_d_us.median,
+            r.l_us,
+            pa.assessment.os_us[i],
+            p.or_us.median,
+            r.g_us,
+            r.big_g_us_per_byte,
+            r.lsq_us2
+        );
+    }
+    out
+}
+
+fn range_of(ranges: &[RangeParams], size: u64) -> &RangeParams {
+    ranges
+        .iter()
+        .rev()
+        .find(|r| r.from <= size)
+        .unwrap_or(&ranges[0])
+}
+
+/// The parameter file `ngauge simulate` reads.
+pub fn params_file(pa: &PairAnalysis, transport: &str) -> ParamsFile {
+    ParamsFile {
+        schema: SCHEMA.into(),
+        transport: transport.into(),
+        ranges: pa
+            .assessment
+            .ranges
+            .iter()
+            .map(|r| ParamRange {
+                from_bytes: r.from,
+                to_bytes: r.to,
+                l_us: r.l_us,
+                o_s_us: r.os_us,
+                o_r_us: r.or_us,
+                g_us: r.g_us,
+                big_g_us_per_byte: r.big_g_us_per_byte,
+            })
+            .collect(),
+    }
+}
+
+/// An SVG plot: the measured `(PRTT(n,0,s) - PRTT(1,0,s))/(n-1)` per size, the fitted
+/// `g + G(s-1)` of each range, the detected switches, and `o_s(s)`.
+pub fn plot_svg(pa: &PairAnalysis, title: &str) -> Result<String, String> {
+    use plotters::prelude::*;
+    let a = &pa.assessment;
+    const KIB: f64 = 1024.0;
+    let max_size = pa.points.iter().map(|p| p.size).max().unwrap_or(1) as f64 / KIB;
+    // Robust vertical range: the fitted lines and the bulk of the points; single
+    // points far above (a size disturbed by the scheduler) are left out of the view
+    // and counted in the legend instead of squashing everything else flat.
+    let mut all: Vec<f64> = a.gap_us.iter().chain(&a.os_us).copied().collect();
+    all.sort_by(f64::total_cmp);
+    let bulk = all.get(all.len() * 95 / 100).copied().unwrap_or(0.0);
+    let fit_max = a
+        .ranges
+        .iter()
+        .map(|r| r.gap_at(r.to as f64).max(r.gap_at(r.from as f64)))
+        .fold(0.0f64, f64::max);
+    let hi = (bulk * 1.5).max(fit_max * 1.2).max(1e-3);
+    let lo = all.first().copied().unwrap_or(0.0).min(0.0).max(-hi);
+    let pad = (hi - lo) * 0.05;
+    let hidden = all.iter().filter(|&&v| v > hi + pad).count();
+    let visible = |v: f64| v <= hi + pad && v >= lo - pad;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (960, 600)).into_drawing_area();
+        let e = |err: DrawingAreaErrorKind<_>| err.to_string();
+        root.fill(&WHITE).map_err(e)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 20))
+            .margin(16)
+            .x_label_area_size(45)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.0..max_size * 1.02, (lo - pad)..(hi + pad))
+            .map_err(e)?;
+        chart
+            .configure_mesh()
+            .x_desc("message size s [KiB]")
+            .y_desc("time [us]")
+            .y_label_formatter(&|y| format!("{y:.1}"))
+            .light_line_style(WHITE.mix(0.0))
+            .draw()
+            .map_err(e)?;
+        let measured = RGBColor(31, 119, 180);
+        let fitted = RGBColor(214, 39, 40);
+        let overhead = RGBColor(44, 160, 44);
+        let switch = RGBColor(120, 120, 120);
+        chart
+            .draw_series(
+                pa.points
+                    .iter()
+                    .zip(&a.gap_us)
+                    .zip(&a.weights)
+                    .filter(|((_, &y), _)| visible(y))
+                    .map(|((p, &y), &w)| {
+                        let style = if w < 0.5 {
+                            measured.stroke_width(1)
+                        } else {
+                            measured.filled()
+                        };
+                        Circle::new((p.size as f64 / KIB, y), 3, style)
+                    }),
+            )
+            .map_err(e)?
+            .label("measured (PRTT(n,0,s) - PRTT(1,0,s)) / (n-1); hollow: low weight")
+            .legend(move |(x, y)| Circle::new((x + 10, y), 3, measured.filled()));
+        for (i, r) in a.ranges.iter().enumerate() {
+            let series = LineSeries::new(
+                [r.from as f64, r.to as f64].map(|s| (s / KIB, r.gap_at(s))),
+                fitted.stroke_width(2),
+            );
+            let drawn = chart.draw_series(series).map_err(e)?;
+            if i == 0 {
+                drawn
+                    .label("fit g + G(s-1) per range")
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 20, y)], fitted.stroke_width(2))
+                    });
+            }
+        }
+        chart
+            .draw_series(
+                pa.points
+                    .iter()
+                    .zip(&a.os_us)
+                    .filter(|(_, &y)| visible(y))
+                    .map(|(p, &y)| {
+                        TriangleMarker::new((p.size as f64 / KIB, y), 4, overhead.filled())
+                    }),
+            )
+            .map_err(e)?
+            .label(if hidden > 0 {
+                format!("o_s(s), eq. (4); {hidden} point(s) above the view")
+            } else {
+                "o_s(s), eq. (4)".to_string()
+            })
+            .legend(move |(x, y)| TriangleMarker::new((x + 10, y), 4, overhead.filled()));
+        for (i, &c) in a.changes.iter().enumerate() {
+            let x = c as f64 / KIB;
+            let drawn = chart
+                .draw_series(LineSeries::new(
+                    [(x, lo - pad), (x, hi + pad)],
+                    switch.stroke_width(1),
+                ))
+                .map_err(e)?;
+            if i == 0 {
+                drawn.label("protocol change").legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], switch.stroke_width(1))
+                });
+            }
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(e)?;
+        root.present().map_err(e)?;
+    }
+    Ok(svg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::loggp::{assess, AssessOptions, Detector};
+    use crate::model::segment::SegmentOptions;
+
+    fn summary(v: f64) -> Summary {
+        Summary::of(&[v]).unwrap()
+    }
+
+    /// A clean sweep with a switch at 8 KiB: gap 2 + 0.001 (s-1) below, 20 +
+    /// 0.0005 (s-1) above.
+    fn analysis() -> PairAnalysis {
+        let sizes: Vec<u64> = (1..=16).map(|k| k * 1024).collect();
+        let points: Vec<Point> = sizes
+            .iter()
+            .map(|&s| {
+                let x = s as f64 - 1.0;
+                let (g, big_g) = if s < 8192 {
+                    (2.0, 0.001)
+                } else {
+                    (20.0, 0.0005)
+                };
+                let p1 = 10.0 + 0.002 * x;
+                Point {
+                    size: s,
+                    n: 10,
+                    d_us: p1,
+                    prtt_1_0_us: summary(p1),
+                    prtt_2_0_us: None,
+                    prtt_n_0_us: summary(p1 + 9.0 * (g + big_g * x)),
+                    prtt_n_d_us: summary(p1 + 9.0 * (1.5 + p1)),
+                    or_us: summary(1.25),
+                }
+            })
+            .collect();
+        let samples: Vec<_> = points.iter().map(Point::sample).collect();
+        let opts = AssessOptions {
+            detector: Detector::Segmented(SegmentOptions::default()),
+            ..AssessOptions::default()
+        };
+        PairAnalysis {
+            client: 0,
+            server: 1,
+            assessment: assess(&samples, &opts).unwrap(),
+            points,
+        }
+    }
+
+    #[test]
+    fn json_body_carries_the_contract_fields() {
+        let doc = serde_json::to_value(pair_doc(&analysis(), 0.5)).unwrap();
+        assert_eq!(doc["changes"], serde_json::json!([8192]));
+        let p = &doc["points"][0];
+        for key in [
+            "size",
+            "prtt_1_0_us",
+            "prtt_n_0_us",
+            "prtt_n_d_us",
+            "os_us",
+            "or_us",
+        ] {
+            assert!(p[key].is_number(), "{key}");
+        }
+        assert!((p["os_us"].as_f64().unwrap() - 1.5).abs() < 1e-9);
+        let r = &doc["ranges"][1];
+        for key in [
+            "from",
+            "to",
+            "L_us",
+            "os_us",
+            "or_us",
+            "g_us",
+            "G_us_per_byte",
+            "lsq_us2",
+        ] {
+            assert!(r[key].is_number(), "{key}");
+        }
+        assert!((r["g_us"].as_f64().unwrap() - 20.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn table_netgauge_and_params_agree() {
+        let pa = analysis();
+        let t = table(&pa);
+        assert!(
+            t.contains("8192-16384") && t.contains("protocol changes at: 8192"),
+            "{t}"
+        );
+        let cols = netgauge_columns(&pa);
+        let lines: Vec<&str> = cols.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(lines.len(), 16);
+        let last: Vec<f64> = lines[15].split(' ').map(|v| v.parse().unwrap()).collect();
+        assert_eq!(last.len(), 11);
+        assert_eq!((last[0], last[1]), (16384.0, 10.0));
+        assert!((last[8] - 20.0).abs() < 1e-3 && (last[9] - 0.0005).abs() < 1e-8);
+        let params = params_file(&pa, "tcp");
+        params.check().unwrap();
+        assert_eq!(params.for_size(9000).g_us, pa.assessment.ranges[1].g_us);
+    }
+
+    #[test]
+    fn plot_is_an_svg_with_the_legend() {
+        let svg = plot_svg(&analysis(), "test").unwrap();
+        assert!(svg.starts_with("<svg"));
+        assert!(svg.contains("protocol change") && svg.contains("o_s(s)"));
+    }
+}

@@ -1,0 +1,154 @@
+//! `ngauge loggp` end to end over TCP on this host: the JSON contract, every output
+//! file, streaming, several pairs, and bad input. Timing figures are not asserted.
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn ngauge() -> Command {
+    Command::cargo_bin("ngauge").unwrap()
+}
+
+fn json_of(out: &std::process::Output) -> Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("exactly one JSON document")
+}
+
+#[test]
+fn json_and_every_output_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let out = ngauge()
+        .args([
+            "loggp", "--json", "--sizes", "1K-8K:1K", "--reps", "3", "--warmup", "1",
+        ])
+        .args(["-o", &path("points.jsonl"), "--plot", &path("gap.svg")])
+        .args([
+            "--netgauge-out",
+            &path("ng.txt"),
+            "--params-out",
+            &path("p.json"),
+        ])
+        .output()
+        .unwrap();
+    let doc = json_of(&out);
+    let points = doc["points"].as_array().unwrap();
+    assert_eq!(points.len(), 8);
+    for p in points {
+        for key in [
+            "size",
+            "prtt_1_0_us",
+            "prtt_n_0_us",
+            "prtt_n_d_us",
+            "os_us",
+            "or_us",
+        ] {
+            assert!(p[key].is_number(), "points[].{key} in {p}");
+        }
+        assert_eq!(p["spread_us"]["prtt_1_0"]["n"], 3);
+    }
+    let ranges = doc["ranges"].as_array().unwrap();
+    assert!(!ranges.is_empty());
+    for r in ranges {
+        for key in [
+            "from",
+            "to",
+            "L_us",
+            "os_us",
+            "or_us",
+            "g_us",
+            "G_us_per_byte",
+        ] {
+            assert!(r[key].is_number(), "ranges[].{key} in {r}");
+        }
+    }
+    assert_eq!(ranges[0]["from"], 1024);
+    assert_eq!(ranges.last().unwrap()["to"], 8192);
+    assert_eq!(doc["changes"].as_array().unwrap().len(), ranges.len() - 1);
+    assert_eq!(doc["meta"]["transport"][0], "tcp");
+    assert_eq!(doc["n"], 10);
+
+    let jsonl = std::fs::read_to_string(path("points.jsonl")).unwrap();
+    assert_eq!(jsonl.lines().count(), 8);
+    let first: Value = serde_json::from_str(jsonl.lines().next().unwrap()).unwrap();
+    assert_eq!(first["point"]["size"], 1024);
+
+    let svg = std::fs::read_to_string(path("gap.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("o_s(s)"));
+
+    let ng = std::fs::read_to_string(path("ng.txt")).unwrap();
+    let rows: Vec<&str> = ng.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(rows.len(), 8);
+    assert!(rows.iter().all(|r| r.split(' ').count() == 11));
+    assert!(ng.contains("# size n PRTT(1,0,s) PRTT(n,0,s) PRTT(n,d,s) L o_s o_r g G lsq"));
+
+    let params: Value =
+        serde_json::from_str(&std::fs::read_to_string(path("p.json")).unwrap()).unwrap();
+    assert_eq!(params["schema"], "ngauge-loggp-params/1");
+    assert_eq!(params["ranges"].as_array().unwrap().len(), ranges.len());
+}
+
+#[test]
+fn four_ranks_make_two_pairs() {
+    let out = ngauge()
+        .args([
+            "--np", "4", "loggp", "--json", "--sizes", "1,2,4,8", "--reps", "2",
+        ])
+        .args([
+            "--warmup",
+            "0",
+            "--pairs",
+            "concurrent",
+            "--detector",
+            "segmented",
+        ])
+        .output()
+        .unwrap();
+    let doc = json_of(&out);
+    let pairs = doc["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 2);
+    assert_eq!(
+        (pairs[1]["client"].as_u64(), pairs[1]["server"].as_u64()),
+        (Some(2), Some(3))
+    );
+    assert_eq!(doc["detector"], "segmented");
+}
+
+#[test]
+fn table_by_default() {
+    let out = ngauge()
+        .args([
+            "loggp", "--sizes", "1,2,4,8", "--reps", "2", "--warmup", "0",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("L [us]") && text.contains("G [us/KiB]"),
+        "{text}"
+    );
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line() {
+    for args in [
+        vec!["loggp", "--sizes", "1,2"],
+        vec!["loggp", "--sizes", "1-x"],
+        vec!["loggp", "--n", "1"],
+        vec!["loggp", "--dg", "3rtt"],
+        vec!["-t", "tcp,udp", "loggp", "--sizes", "1,2,4"],
+    ] {
+        let out = ngauge().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}

@@ -1,0 +1,210 @@
+//! `ngauge loggp` across a shaped link (issue 7's acceptance): two network namespaces
+//! joined by a veth pair, each end shaped by `tc ... tbf rate R`; iperf3 measures the
+//! payload throughput first, then two ranks started by hand (`--rank/--size/
+//! --rendezvous/--job-token`), one per namespace, measure LogGP. The G of the
+//! largest-size range must be within 5% of iperf3's per-byte time.
+//!
+//! Needs root, `ip`, `tc` and `iperf3`; skipped with a message otherwise. Names carry
+//! the PID and are removed on every exit path.
+
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const RATE: &str = "100mbit";
+
+fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn sh(args: &[&str]) -> Output {
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {args:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Two namespaces and a veth pair between them; removed on drop.
+struct Link {
+    a: String,
+    b: String,
+}
+
+impl Link {
+    fn new() -> Link {
+        let pid = std::process::id();
+        let link = Link {
+            a: format!("ngla{pid}"),
+            b: format!("nglb{pid}"),
+        };
+        let (va, vb) = (format!("va{pid}"), format!("vb{pid}"));
+        sh(&["ip", "netns", "add", &link.a]);
+        sh(&["ip", "netns", "add", &link.b]);
+        sh(&[
+            "ip", "link", "add", &va, "type", "veth", "peer", "name", &vb,
+        ]);
+        sh(&["ip", "link", "set", &va, "netns", &link.a]);
+        sh(&["ip", "link", "set", &vb, "netns", &link.b]);
+        for (ns, dev, addr) in [
+            (&link.a, &va, "10.77.0.1/24"),
+            (&link.b, &vb, "10.77.0.2/24"),
+        ] {
+            sh(&["ip", "-n", ns, "addr", "add", addr, "dev", dev]);
+            sh(&["ip", "-n", ns, "link", "set", dev, "up"]);
+            sh(&["ip", "-n", ns, "link", "set", "lo", "up"]);
+            // Token bucket: R on egress, a burst of a few packets (so a message
+            // cannot slip through at line rate), a queue deep enough for n = 10
+            // messages of 64 KiB without drops.
+            sh(&[
+                "ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate",
+                RATE, "burst", "16kb", "latency", "800ms",
+            ]);
+        }
+        link
+    }
+
+    fn exec(&self, ns: &str, args: &[&str]) -> Command {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", ns]).args(args);
+        cmd
+    }
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        for ns in [&self.a, &self.b] {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
+fn wait_with_timeout(child: &mut std::process::Child, limit: Duration) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if child.try_wait().ok().flatten().is_some() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    false
+}
+
+/// iperf3's received payload rate over the link, bits per second.
+fn iperf3_bps(link: &Link) -> f64 {
+    let mut server = link
+        .exec(&link.b, &["iperf3", "-s", "-1", "-p", "5301"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("iperf3 server");
+    std::thread::sleep(Duration::from_millis(300));
+    let out = link
+        .exec(
+            &link.a,
+            &["iperf3", "-c", "10.77.0.2", "-p", "5301", "-t", "4", "-J"],
+        )
+        .output()
+        .expect("iperf3 client");
+    wait_with_timeout(&mut server, Duration::from_secs(10));
+    assert!(
+        out.status.success(),
+        "iperf3: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("iperf3 -J");
+    doc["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .expect("iperf3 sum_received")
+}
+
+#[test]
+fn loggp_g_matches_iperf3_on_a_shaped_link() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipped: loggp_shaped needs root for network namespaces");
+        return;
+    }
+    for tool in ["ip", "tc", "iperf3"] {
+        if !have(tool) {
+            eprintln!("skipped: loggp_shaped needs {tool} (scripts/test installs it)");
+            return;
+        }
+    }
+    let link = Link::new();
+    let bps = iperf3_bps(&link);
+    let iperf_us_per_byte = 8.0 / bps * 1e6;
+
+    let bin = env!("CARGO_BIN_EXE_ngauge");
+    let token = format!("shaped-{}", std::process::id());
+    let common = [
+        "--size",
+        "2",
+        "--rendezvous",
+        "10.77.0.1:7301",
+        "--job-token",
+        &token,
+        "--timeout",
+        "60",
+        // Block, not poll: at 100 Mbit/s the wire dominates every PRTT, and ranks that
+        // spin on a loaded 2-core machine lose whole scheduler slices (tens of ms).
+        "--wait",
+        "block",
+        "loggp",
+        "--sizes",
+        "4K-64K:4K",
+        "--reps",
+        "7",
+        "--warmup",
+        "2",
+    ];
+    let rank = |ns: &str, r: &str, json: bool| {
+        let mut args = vec![bin, "--rank", r];
+        args.extend_from_slice(&common);
+        if json {
+            args.push("--json");
+        }
+        let mut cmd = link.exec(ns, &args);
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd
+    };
+    let mut r0 = rank(&link.a, "0", true).spawn().expect("rank 0");
+    std::thread::sleep(Duration::from_millis(200));
+    let mut r1 = rank(&link.b, "1", false).spawn().expect("rank 1");
+    let limit = Duration::from_secs(240);
+    let done0 = wait_with_timeout(&mut r0, limit);
+    let done1 = wait_with_timeout(&mut r1, Duration::from_secs(10));
+    let out0 = r0.wait_with_output().unwrap();
+    let out1 = r1.wait_with_output().unwrap();
+    assert!(
+        done0 && done1 && out0.status.success() && out1.status.success(),
+        "ranks failed:\nrank 0: {}\nrank 1: {}",
+        String::from_utf8_lossy(&out0.stderr),
+        String::from_utf8_lossy(&out1.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out0.stdout).expect("one JSON document");
+    let ranges = doc["ranges"].as_array().expect("ranges");
+    let last = ranges.last().expect("at least one range");
+    let big_g = last["G_us_per_byte"].as_f64().unwrap();
+    let ratio = big_g / iperf_us_per_byte;
+    eprintln!(
+        "iperf3 {:.2} Mbit/s = {iperf_us_per_byte:.5} us/byte; loggp G {big_g:.5} us/byte \
+         (range {}..{}), ratio {ratio:.4}; ranges {}",
+        bps / 1e6,
+        last["from"],
+        last["to"],
+        ranges.len()
+    );
+    assert!(
+        (ratio - 1.0).abs() <= 0.05,
+        "G {big_g} us/byte vs iperf3 {iperf_us_per_byte} us/byte (ratio {ratio})"
+    );
+}
