@@ -559,7 +559,7 @@ fn main() {
 fn bench_pingpong(bytes: usize, reps: usize, warmup: usize) {
     let mpi = Mpi::init().expect("MPI_Init_thread");
     let mut t = MpiTransport::new(&mpi, MpiOptions::default()).expect("MPI_Comm_dup");
-    let buf = t.alloc_buffer(bytes.max(1)).expect("buffer");
+    let buf = t.alloc_buffer(bytes.max(4096)).expect("buffer");
     let region = buf.prefix(bytes);
     let mut half = vec![0f64; reps];
     t.barrier().expect("barrier");
