@@ -1,14 +1,21 @@
-//! [`MpiControl`]: ngauge's control plane over MPI's collectives, on a private
-//! duplicate of `MPI_COMM_WORLD`.
+//! [`MpiControl`]: ngauge's control plane over MPI point-to-point messages on
+//! `MPI_COMM_WORLD`, with tags of its own (1 and 2; the data plane uses 0).
 //!
 //! Under `mpirun` this replaces the TCP rendezvous of the local launcher: rank and
-//! size come from MPI, and barrier, broadcast, gather and allgather are
-//! `MPI_Ibarrier`, `MPI_Ibcast`, `MPI_Igather(v)` and `MPI_Iallgather(v)`. The
-//! nonblocking forms are completed with `MPI_Test` and a backoff that yields and then
-//! sleeps, because the [`Control`] contract says waits must not spin: a control-plane
-//! wait on an oversubscribed host must leave the core to the rank being waited for.
-//! Variable-length data travel in two steps: the lengths first (8 bytes per rank),
-//! then the bytes.
+//! size come from MPI, and barrier, broadcast and gather are linear exchanges with
+//! the root over `MPI_Isend`/`MPI_Irecv` (a length message, then the bytes),
+//! completed with `MPI_Test` and a backoff that yields and then sleeps, because the
+//! [`Control`] contract says waits must not spin: a control-plane wait on an
+//! oversubscribed host must leave the core to the rank being waited for.
+//!
+//! Why not MPI's nonblocking collectives (`MPI_Ibarrier`, `MPI_Igatherv`, ...)? In
+//! Open MPI 4.1 the first one hooks libnbc's progress function into every later
+//! progress loop: a 1-byte ping-pong measured after a single `MPI_Ibarrier` spends
+//! 6% of its time in `mca_coll_libnbc` and is that much slower than the C benchmark.
+//! `MPI_Comm_dup` does the same (its context-id agreement is a nonblocking
+//! allreduce). The control plane must not change what the data plane measures, so it
+//! uses point-to-point requests on the world communicator, which leave nothing
+//! behind, and tags the data plane never uses.
 
 use crate::ffi;
 use crate::runtime::{Caller, Comm, Mpi, MpiError};
@@ -35,10 +42,10 @@ pub struct MpiControl {
 // (`Caller::checked`), failing with `ControlError::Invalid`.
 
 impl MpiControl {
-    /// A control plane over a fresh duplicate of `MPI_COMM_WORLD` (collective).
+    /// The control plane on `MPI_COMM_WORLD` (fails off the MPI thread).
     pub fn new(mpi: &Arc<Mpi>) -> Result<Self, MpiError> {
         Ok(MpiControl {
-            comm: mpi.dup_world()?,
+            comm: mpi.world()?,
             rank: mpi.rank(),
             size: mpi.size(),
             timeout: None,
@@ -79,43 +86,48 @@ impl MpiControl {
         Ok(())
     }
 
-    /// Starts a nonblocking collective and waits for it with backoff. `keep` owns
-    /// the memory the collective reads or writes: on a timeout it is leaked, since
-    /// MPI still holds pointers into it.
-    fn run<K>(
+    /// Waits with backoff until every request in `reqs` completed; `keep` owns the
+    /// memory they read or write and is returned, or leaked on a timeout (MPI still
+    /// holds pointers into it). A receive that got another length than posted
+    /// (`expected`, per request; `None` for sends) is a protocol error.
+    fn wait_all<K>(
         &mut self,
         op: &'static str,
-        root: Rank,
+        peers: &[(c_int, Rank, Option<usize>)],
         keep: K,
-        start: impl FnOnce(c_int, *mut c_int) -> c_int,
     ) -> Result<K, ControlError> {
-        let comm = self.comm.index;
-        let mut req: c_int = -1;
-        {
-            let caller =
-                Caller::checked().map_err(|e| ControlError::Invalid(format!("{op}: {e}")))?;
-            caller
-                .check(op, start(comm, &mut req))
-                .map_err(|e| lost(root, op, e))?;
-        }
+        let mut pending: Vec<(c_int, Rank, Option<usize>)> = peers.to_vec();
         let began = Instant::now();
         let mut backoff = Backoff::default();
-        loop {
-            let (mut done, mut got): (c_int, c_int) = (0, -1);
-            let caller = Caller::take();
-            // SAFETY: `req` is the request just started and not yet completed;
-            // out pointers are valid; on the MPI thread (checked when it started).
-            let rc = unsafe { ffi::ngm_test(req, &mut done, &mut got) };
-            caller.check(op, rc).map_err(|e| lost(root, op, e))?;
-            if done != 0 {
-                return Ok(keep);
+        while !pending.is_empty() {
+            let caller =
+                Caller::checked().map_err(|e| ControlError::Invalid(format!("{op}: {e}")))?;
+            let mut still = Vec::with_capacity(pending.len());
+            for &(req, rank, expected) in &pending {
+                let (mut done, mut got): (c_int, c_int) = (0, -1);
+                // SAFETY: `req` is a request this call started and that has not
+                // completed; out pointers are valid; on the MPI thread.
+                let rc = unsafe { ffi::ngm_test(req, &mut done, &mut got) };
+                caller.check(op, rc).map_err(|e| lost(rank, op, e))?;
+                if done == 0 {
+                    still.push((req, rank, expected));
+                } else if let Some(len) = expected.filter(|&len| got as usize != len) {
+                    return Err(ControlError::Protocol {
+                        rank,
+                        detail: format!("{op}: {got} bytes arrived where {len} were announced"),
+                    });
+                }
+            }
+            pending = still;
+            if pending.is_empty() {
+                break;
             }
             if let Some(limit) = self.timeout {
                 if began.elapsed() > limit {
                     self.broken = true;
                     std::mem::forget(keep);
                     return Err(ControlError::Timeout {
-                        rank: root,
+                        rank: pending[0].1,
                         op,
                         after: limit,
                     });
@@ -123,111 +135,69 @@ impl MpiControl {
             }
             backoff.pause();
         }
+        Ok(keep)
     }
 
-    /// Every rank's length, via `MPI_Iallgather` or `MPI_Igather` (root only).
-    fn lengths(
-        &mut self,
+    /// Starts a send of `len` bytes at `ptr` to `peer` (the caller keeps the memory
+    /// alive until the request completes).
+    fn isend(
+        &self,
         op: &'static str,
-        root: Option<Rank>,
+        peer: Rank,
+        tag: c_int,
+        ptr: *const u8,
         len: usize,
-    ) -> Result<Vec<usize>, ControlError> {
-        let mine = (len as u64).to_le_bytes();
-        let all = vec![0u8; 8 * self.size];
-        let keep = (mine, all);
-        let (_, all) = match root {
-            Some(root) => {
-                let root_c = root as c_int;
-                let (send, recv) = (
-                    keep.0.as_ptr().cast::<c_void>(),
-                    keep.1.as_ptr() as *mut c_void,
-                );
-                // SAFETY: `send` (8 bytes) and `recv` (8 * size bytes) live in `keep`,
-                // which `run` holds until completion (or leaks on timeout).
-                self.run(op, root, keep, |comm, req| unsafe {
-                    ffi::ngm_igather(comm, send, 8, recv, root_c, req)
-                })?
-            }
-            None => {
-                let (send, recv) = (
-                    keep.0.as_ptr().cast::<c_void>(),
-                    keep.1.as_ptr() as *mut c_void,
-                );
-                // SAFETY: as above.
-                self.run(op, 0, keep, |comm, req| unsafe {
-                    ffi::ngm_iallgather(comm, send, 8, recv, req)
-                })?
-            }
+    ) -> Result<c_int, ControlError> {
+        let len = c_len(op, len)?;
+        let caller = Caller::checked().map_err(|e| ControlError::Invalid(format!("{op}: {e}")))?;
+        let mut req: c_int = -1;
+        // SAFETY: `ptr` points at `len` bytes the caller keeps alive and unchanged
+        // until the request completes (`wait_all` owns them); on the MPI thread.
+        let rc = unsafe {
+            ffi::ngm_isend(
+                self.comm.index,
+                ptr.cast::<c_void>(),
+                len,
+                peer as c_int,
+                tag,
+                &mut req,
+            )
         };
-        Ok(all
-            .chunks_exact(8)
-            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")) as usize)
-            .collect())
+        caller.check(op, rc).map_err(|e| lost(peer, op, e))?;
+        Ok(req)
     }
 
-    /// Gathers variable-length `data` to `root` (or to everyone when `root` is None).
-    fn gather_any(
-        &mut self,
+    /// Starts a receive of `len` bytes into `ptr` from `peer`.
+    fn irecv(
+        &self,
         op: &'static str,
-        root: Option<Rank>,
-        data: &[u8],
-    ) -> Result<Vec<Vec<u8>>, ControlError> {
-        let len = c_len(op, data.len())?;
-        let lens = self.lengths(op, root, data.len())?;
-        let receives = root.is_none_or(|r| r == self.rank);
-        let (counts, displs, total) = if receives {
-            layout(op, &lens)?
-        } else {
-            (vec![0; self.size], vec![0; self.size], 0)
+        peer: Rank,
+        tag: c_int,
+        ptr: *mut u8,
+        len: usize,
+    ) -> Result<c_int, ControlError> {
+        let len = c_len(op, len)?;
+        let caller = Caller::checked().map_err(|e| ControlError::Invalid(format!("{op}: {e}")))?;
+        let mut req: c_int = -1;
+        // SAFETY: `ptr` points at `len` writable bytes the caller keeps alive and
+        // otherwise unreferenced until the request completes; on the MPI thread.
+        let rc = unsafe {
+            ffi::ngm_irecv(
+                self.comm.index,
+                ptr.cast::<c_void>(),
+                len,
+                peer as c_int,
+                tag,
+                &mut req,
+            )
         };
-        let keep = (data.to_vec(), vec![0u8; total], counts, displs);
-        let send = keep.0.as_ptr().cast::<c_void>();
-        let recv = keep.1.as_ptr() as *mut c_void;
-        let (counts_p, displs_p) = (keep.2.as_ptr(), keep.3.as_ptr());
-        let (_, all, counts, displs) = match root {
-            Some(root) => {
-                let root_c = root as c_int;
-                // SAFETY: every pointer points into `keep`, which `run` owns until
-                // the collective completes (or leaks on timeout); on the root, `recv`
-                // holds `total` = sum(counts) bytes at the displacements given.
-                self.run(op, root, keep, |comm, req| unsafe {
-                    ffi::ngm_igatherv(comm, send, len, recv, counts_p, displs_p, root_c, req)
-                })?
-            }
-            None => {
-                // SAFETY: as above, on every rank.
-                self.run(op, 0, keep, |comm, req| unsafe {
-                    ffi::ngm_iallgatherv(comm, send, len, recv, counts_p, displs_p, req)
-                })?
-            }
-        };
-        if !receives {
-            return Ok(Vec::new());
-        }
-        Ok(counts
-            .iter()
-            .zip(&displs)
-            .map(|(&n, &at)| all[at as usize..at as usize + n as usize].to_vec())
-            .collect())
+        caller.check(op, rc).map_err(|e| lost(peer, op, e))?;
+        Ok(req)
     }
 }
 
-/// Receive counts and displacements for `lens`, checked against MPI's `int`.
-fn layout(
-    op: &'static str,
-    lens: &[usize],
-) -> Result<(Vec<c_int>, Vec<c_int>, usize), ControlError> {
-    let mut counts = Vec::with_capacity(lens.len());
-    let mut displs = Vec::with_capacity(lens.len());
-    let mut total = 0usize;
-    for &len in lens {
-        displs.push(c_len(op, total)?);
-        counts.push(c_len(op, len)?);
-        total += len;
-    }
-    c_len(op, total)?;
-    Ok((counts, displs, total))
-}
+const TAG_LEN: c_int = 1;
+const TAG_DATA: c_int = 2;
 
 fn c_len(op: &'static str, len: usize) -> Result<c_int, ControlError> {
     c_int::try_from(len).map_err(|_| {
@@ -255,46 +225,100 @@ impl Control for MpiControl {
 
     fn barrier(&mut self) -> Result<(), ControlError> {
         self.usable("barrier")?;
-        // SAFETY: no buffers; `req` is a valid out pointer.
-        self.run("barrier", 0, (), |comm, req| unsafe {
-            ffi::ngm_ibarrier(comm, req)
-        })
+        self.gather(0, &[])?;
+        self.broadcast(0, &mut Vec::new())
     }
 
     fn broadcast(&mut self, root: Rank, data: &mut Vec<u8>) -> Result<(), ControlError> {
-        self.usable("broadcast")?;
-        let root_c = self.check_root(root)?;
-        let header = (data.len() as u64).to_le_bytes().to_vec();
-        let ptr = header.as_ptr() as *mut c_void;
-        // SAFETY: `ptr` covers the 8 bytes of `header`, owned by `run` until done.
-        let header = self.run("broadcast", root, header, |comm, req| unsafe {
-            ffi::ngm_ibcast(comm, ptr, 8, root_c, req)
-        })?;
-        let len = u64::from_le_bytes(header[..8].try_into().expect("8 bytes")) as usize;
-        let len_c = c_len("broadcast", len)?;
-        let mut body = if self.rank == root {
-            std::mem::take(data)
-        } else {
-            vec![0u8; len]
-        };
-        let ptr = body.as_mut_ptr().cast::<c_void>();
-        // SAFETY: `body` holds `len` bytes (the root's length, broadcast above) and
-        // is owned by `run` until the broadcast completes.
-        *data = self.run("broadcast", root, body, |comm, req| unsafe {
-            ffi::ngm_ibcast(comm, ptr, len_c, root_c, req)
-        })?;
+        const OP: &str = "broadcast";
+        self.usable(OP)?;
+        self.check_root(root)?;
+        if self.rank == root {
+            let header = Box::new((data.len() as u64).to_le_bytes());
+            let body = std::mem::take(data);
+            let mut reqs = Vec::new();
+            for peer in (0..self.size).filter(|&p| p != root) {
+                reqs.push((
+                    self.isend(OP, peer, TAG_LEN, header.as_ptr(), 8)?,
+                    peer,
+                    None,
+                ));
+                reqs.push((
+                    self.isend(OP, peer, TAG_DATA, body.as_ptr(), body.len())?,
+                    peer,
+                    None,
+                ));
+            }
+            let (_, body) = self.wait_all(OP, &reqs, (header, body))?;
+            *data = body;
+            return Ok(());
+        }
+        let mut header = Box::new([0u8; 8]);
+        let req = self.irecv(OP, root, TAG_LEN, header.as_mut_ptr(), 8)?;
+        let header = self.wait_all(OP, &[(req, root, Some(8))], header)?;
+        let len = u64::from_le_bytes(*header) as usize;
+        let mut body = vec![0u8; len];
+        let req = self.irecv(OP, root, TAG_DATA, body.as_mut_ptr(), len)?;
+        *data = self.wait_all(OP, &[(req, root, Some(len))], body)?;
         Ok(())
     }
 
     fn gather(&mut self, root: Rank, data: &[u8]) -> Result<Vec<Vec<u8>>, ControlError> {
-        self.usable("gather")?;
+        const OP: &str = "gather";
+        self.usable(OP)?;
         self.check_root(root)?;
-        self.gather_any("gather", Some(root), data)
-    }
-
-    fn allgather(&mut self, data: &[u8]) -> Result<Vec<Vec<u8>>, ControlError> {
-        self.usable("allgather")?;
-        self.gather_any("allgather", None, data)
+        if self.rank != root {
+            let header = Box::new((data.len() as u64).to_le_bytes());
+            let body = data.to_vec();
+            let reqs = [
+                (
+                    self.isend(OP, root, TAG_LEN, header.as_ptr(), 8)?,
+                    root,
+                    None,
+                ),
+                (
+                    self.isend(OP, root, TAG_DATA, body.as_ptr(), body.len())?,
+                    root,
+                    None,
+                ),
+            ];
+            self.wait_all(OP, &reqs, (header, body))?;
+            return Ok(Vec::new());
+        }
+        let peers: Vec<Rank> = (0..self.size).filter(|&p| p != root).collect();
+        let mut headers = vec![[0u8; 8]; peers.len()];
+        let mut reqs = Vec::with_capacity(peers.len());
+        for (i, &peer) in peers.iter().enumerate() {
+            reqs.push((
+                self.irecv(OP, peer, TAG_LEN, headers[i].as_mut_ptr(), 8)?,
+                peer,
+                Some(8),
+            ));
+        }
+        let headers = self.wait_all(OP, &reqs, headers)?;
+        let mut parts: Vec<Vec<u8>> = headers
+            .iter()
+            .map(|h| vec![0u8; u64::from_le_bytes(*h) as usize])
+            .collect();
+        let mut reqs = Vec::with_capacity(peers.len());
+        for (part, &peer) in parts.iter_mut().zip(&peers) {
+            let len = part.len();
+            reqs.push((
+                self.irecv(OP, peer, TAG_DATA, part.as_mut_ptr(), len)?,
+                peer,
+                Some(len),
+            ));
+        }
+        let mut parts = self.wait_all(OP, &reqs, parts)?.into_iter();
+        Ok((0..self.size)
+            .map(|r| {
+                if r == root {
+                    data.to_vec()
+                } else {
+                    parts.next().expect("one part per peer")
+                }
+            })
+            .collect())
     }
 }
 
@@ -303,18 +327,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn layout_places_parts_back_to_back() {
-        let (counts, displs, total) = layout("gather", &[3, 0, 5]).unwrap();
-        assert_eq!(counts, vec![3, 0, 5]);
-        assert_eq!(displs, vec![0, 3, 3]);
-        assert_eq!(total, 8);
-    }
-
-    #[test]
-    fn layout_refuses_totals_beyond_int() {
-        let half = c_int::MAX as usize / 2 + 1;
+    fn lengths_beyond_int_are_refused() {
+        assert!(c_len("gather", c_int::MAX as usize).is_ok());
         assert!(matches!(
-            layout("gather", &[half, half]),
+            c_len("gather", c_int::MAX as usize + 1),
             Err(ControlError::Invalid(_))
         ));
     }

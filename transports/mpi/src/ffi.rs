@@ -67,7 +67,6 @@ shim! {
     fn ngm_wtime() -> c_double;
     fn ngm_wtick() -> c_double;
 
-    fn ngm_comm_dup_world(comm: *mut c_int) -> c_int;
     fn ngm_comm_free(comm: c_int) -> c_int;
     fn ngm_comm_rank(comm: c_int, rank: *mut c_int) -> c_int;
     fn ngm_comm_size(comm: c_int, size: *mut c_int) -> c_int;
@@ -90,10 +89,8 @@ shim! {
     fn ngm_iallreduce(comm: c_int, send: *const c_void, recv: *mut c_void, count: c_int, dtype: c_int, op: c_int, req: *mut c_int) -> c_int;
     fn ngm_gather(comm: c_int, send: *const c_void, len: c_int, recv: *mut c_void, root: c_int) -> c_int;
     fn ngm_igather(comm: c_int, send: *const c_void, len: c_int, recv: *mut c_void, root: c_int, req: *mut c_int) -> c_int;
-    fn ngm_igatherv(comm: c_int, send: *const c_void, len: c_int, recv: *mut c_void, lens: *const c_int, displs: *const c_int, root: c_int, req: *mut c_int) -> c_int;
     fn ngm_allgather(comm: c_int, send: *const c_void, len: c_int, recv: *mut c_void) -> c_int;
     fn ngm_iallgather(comm: c_int, send: *const c_void, len: c_int, recv: *mut c_void, req: *mut c_int) -> c_int;
-    fn ngm_iallgatherv(comm: c_int, send: *const c_void, len: c_int, recv: *mut c_void, lens: *const c_int, displs: *const c_int, req: *mut c_int) -> c_int;
     fn ngm_alltoall(comm: c_int, send: *const c_void, len: c_int, recv: *mut c_void) -> c_int;
     fn ngm_ialltoall(comm: c_int, send: *const c_void, len: c_int, recv: *mut c_void, req: *mut c_int) -> c_int;
 }

@@ -338,21 +338,6 @@ impl Mpi {
             _mpi: Arc::clone(self),
         })
     }
-
-    /// A private duplicate of `MPI_COMM_WORLD` (collective: every rank calls it).
-    pub(crate) fn dup_world(self: &Arc<Self>) -> Result<Comm, MpiError> {
-        let caller = Caller::checked()?;
-        let mut index: c_int = -1;
-        // SAFETY: MPI is initialized while `self` lives; `index` is a valid out
-        // pointer; we are on the MPI thread.
-        caller.check("MPI_Comm_dup", unsafe {
-            ffi::ngm_comm_dup_world(&mut index)
-        })?;
-        Ok(Comm {
-            index,
-            _mpi: Arc::clone(self),
-        })
-    }
 }
 
 impl Drop for Mpi {
