@@ -239,6 +239,18 @@ pub enum Command {
     /// Example: ngauge pingpong --sizes 1-1M -o sweep.jsonl
     Pingpong(PingpongArgs),
 
+    /// Clock synchronization: how long it takes and how far each rank's global time
+    /// is off, right after and some time after the sync.
+    ///
+    /// Every rank learns a model of its clock relative to rank 0 (offset, and drift
+    /// for jk/hca) over the data transport; then, at each --check-after time, rank 0
+    /// measures each rank's residual afresh with the min-RTT ping-pong. With
+    /// NGAUGE_TEST_CLOCK_SKEW=RANK:OFFSET:DRIFT,... (e.g. 1:+3ms:+40ppm) the named
+    /// ranks' clocks are skewed and the true residual is reported too.
+    ///
+    /// Example: ngauge --np 4 sync --sync hca --check-after 0s,1s,5s --json
+    Sync(SyncArgs),
+
     /// Self-tests of the launcher, for the integration tests.
     #[command(hide = true, subcommand)]
     Selftest(SelftestCommand),
@@ -412,6 +424,36 @@ mod tests {
     }
 
     #[test]
+    fn sync_flags_and_check_times() {
+        let cli = Cli::try_parse_from([
+            "ngauge",
+            "sync",
+            "--sync",
+            "logp",
+            "--check-after",
+            "0s,250ms,5s",
+        ])
+        .unwrap();
+        let Command::Sync(args) = cli.command else {
+            panic!("not sync")
+        };
+        assert_eq!(args.sync.algorithm, SyncAlgorithm::Logp);
+        assert_eq!(args.check_after, vec![0.0, 0.25, 5.0]);
+        assert_eq!(args.sync.fitpoints, 1000);
+        assert_eq!(args.sync.exchanges, 100);
+        for bad in [
+            &["ngauge", "sync", "--check-after", "5"][..],
+            &["ngauge", "sync", "--check-after", "-1s"],
+            &["ngauge", "sync", "--check-after", "2h"],
+            &["ngauge", "sync", "--sync", "ntp"],
+            &["ngauge", "sync", "--fitpoints", "1"],
+            &["ngauge", "sync", "--exchanges", "0"],
+        ] {
+            assert!(Cli::try_parse_from(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
     fn bad_values_are_rejected() {
         assert!(Cli::try_parse_from(["ngauge", "--np", "0", "info"]).is_err());
         assert!(Cli::try_parse_from(["ngauge", "-t", "carrier-pigeon", "info"]).is_err());
@@ -420,4 +462,79 @@ mod tests {
         assert!(Cli::try_parse_from(["ngauge", "--timeout", "nan", "info"]).is_err());
         assert!(Cli::try_parse_from(["ngauge", "--data-addr", "host", "info"]).is_err());
     }
+}
+
+/// Clock-synchronization flags, shared by every command that synchronizes clocks.
+#[derive(Debug, Args, Clone)]
+pub struct SyncFlags {
+    /// Algorithm: linear (SKaMPI, O(p)), logp (Netgauge tree, O(log p)), jk (Jones &
+    /// Koenig drift models, O(p)), hca (drift models in the log p tree).
+    #[arg(long = "sync", value_enum, default_value = "hca", value_name = "ALGO")]
+    pub algorithm: SyncAlgorithm,
+
+    /// Fit points per drift model (jk, hca). The fit spans the whole exchange, so
+    /// more points give a better drift; with many ranks on few cores the sync takes
+    /// long, and ranks that finish their part early wait within --timeout.
+    #[arg(long, default_value_t = 1000, value_name = "NUM", value_parser = clap::value_parser!(u32).range(2..=1_000_000))]
+    pub fitpoints: u32,
+
+    /// Ping-pongs per fit point (jk, hca); the median one is kept.
+    #[arg(long, default_value_t = 100, value_name = "NUM", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub exchanges: u32,
+
+    /// Offset estimator of linear, logp and hca's intercepts: minrtt (Hoefler: the
+    /// smallest of RTTs, stop after 100 without a smaller one) or skampi (bracket of
+    /// 100 ping-pongs). Default: skampi for linear and hca, minrtt for logp.
+    #[arg(long, value_enum, value_name = "EST")]
+    pub estimator: Option<SyncEstimator>,
+}
+
+/// `--sync` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SyncAlgorithm {
+    /// SKaMPI: root with each rank in turn, offsets only.
+    Linear,
+    /// Netgauge: power-of-two tree plus remainder, offsets only.
+    Logp,
+    /// Jones & Koenig: root learns a drift model per rank.
+    Jk,
+    /// Hunold & Carpen-Amarie: drift models in the log p tree, intercepts from root.
+    Hca,
+}
+
+/// `--estimator` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SyncEstimator {
+    /// Minimal round trip, stop after 100 exchanges without a smaller one.
+    Minrtt,
+    /// SKaMPI's [td_min, td_max] bracket of 100 ping-pongs.
+    Skampi,
+}
+
+/// Options of `ngauge sync`.
+#[derive(Debug, Args, Clone)]
+pub struct SyncArgs {
+    #[command(flatten)]
+    pub sync: SyncFlags,
+
+    /// When to measure the residuals, after the sync ends: durations with a unit
+    /// (ns, us, ms, s), comma separated.
+    #[arg(long, value_delimiter = ',', default_value = "0s,1s,5s", value_name = "TIMES", value_parser = parse_check_time)]
+    pub check_after: Vec<f64>,
+}
+
+/// A duration with a unit (`500ms`, `5s`), as seconds; at most one hour.
+fn parse_check_time(s: &str) -> Result<f64, String> {
+    let (number, scale) = [("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3), ("s", 1.0)]
+        .iter()
+        .find_map(|(unit, scale)| s.trim().strip_suffix(unit).map(|n| (n, *scale)))
+        .ok_or_else(|| format!("{s:?} needs a unit: ns, us, ms or s (e.g. 5s)"))?;
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number with a unit (e.g. 500ms)"))?;
+    let seconds = value * scale;
+    if !(0.0..=3600.0).contains(&seconds) {
+        return Err(format!("{s:?} must be between 0s and 3600s"));
+    }
+    Ok(seconds)
 }

@@ -11,6 +11,8 @@
 //! - [`stats`]: summaries and tests.
 //! - [`report`]: metadata, tables, JSON lines.
 //! - [`sizes`]: `--sizes` specifications.
+//! - [`sync`]: clock synchronization (pairwise, linear, log p tree, drift models) and
+//!   window-based starts.
 //!
 //! Transports are separate crates implementing [`ngauge_transport::Transport`].
 #![deny(unsafe_code)]
@@ -22,5 +24,6 @@ pub mod patterns;
 pub mod report;
 pub mod sizes;
 pub mod stats;
+pub mod sync;
 
 pub use ngauge_transport as transport;

@@ -152,3 +152,21 @@ fn bad_input_exits_2_with_one_line() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn udp_sizes_above_the_datagram_limit_are_refused_and_streams_fit() {
+    let out = ngauge()
+        .args(["-t", "udp", "loggp", "--reps", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("message limit of 65499 bytes"), "{err}");
+    // n = 10 datagrams of 48 KiB back to back: the command sizes the receive buffer.
+    let out = ngauge()
+        .args(["-t", "udp", "--timeout", "20", "loggp", "--json"])
+        .args(["--sizes", "16K,32K,48K", "--reps", "3", "--warmup", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(json_of(&out)["points"].as_array().unwrap().len(), 3);
+}

@@ -2,10 +2,10 @@
 //! (Hoefler et al., "LogGP in theory and practice", sec. 2-3), as a table, JSON,
 //! Netgauge columns, a parameter file and a plot.
 
-use crate::cli::{DelayArg, DetectorArg, GlobalArgs, LoggpArgs, PairsArg};
+use crate::cli::{DelayArg, DetectorArg, GlobalArgs, LoggpArgs, PairsArg, TransportName};
 use crate::UsageError;
 use anyhow::Context;
-use ngauge::clock::{Clock, SystemClock};
+use ngauge::clock::Clock;
 use ngauge::model::changepoint::LookaheadOptions;
 use ngauge::model::loggp::{assess, AssessOptions, Detector};
 use ngauge::model::segment::SegmentOptions;
@@ -14,6 +14,9 @@ use ngauge::report::jsonl::JsonlWriter;
 use ngauge::report::loggp::{self as export, PairAnalysis};
 use ngauge::report::Meta;
 use ngauge::sizes::parse_sizes;
+
+/// Warn when more than this fraction of repetitions was disturbed by the host.
+const DISTURBED_WARN: f64 = 0.10;
 
 /// Everything checked before any rank starts.
 #[derive(Debug)]
@@ -105,9 +108,28 @@ pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
         if world.size < 2 {
             return Err(UsageError("loggp needs at least 2 ranks (--np 2)".into()).into());
         }
-        let clock = SystemClock::calibrated().0;
-        let opts = super::transports::TransportOptions::new(global, world);
+        let clock = super::rank_clock(world)?;
+        let mut opts = super::transports::TransportOptions::new(global, world);
+        let largest = *plan.params.sizes.last().unwrap_or(&1) as usize;
+        if name == TransportName::Udp && opts.recv_buffer_bytes.is_none() {
+            // PRTT(n,0,s) sends n datagrams back to back; a default-sized receive
+            // buffer overflows at tens of KiB, and a datagram lost inside a stream
+            // stalls it. Ask for room for two streams (the kernel caps it at
+            // net.core.rmem_max).
+            opts.recv_buffer_bytes = Some((2 * plan.params.n * (largest + 64)).max(1 << 18));
+        }
         let mut transport = super::transports::open(name, world, &opts)?;
+        if let Some(limit) = transport.capabilities().max_message_bytes {
+            if largest > limit {
+                return Err(UsageError(format!(
+                    "--sizes: {largest} bytes exceeds the {} message limit of {limit} bytes; \
+                     give sizes up to {limit} (e.g. --sizes 1K-{}K:1K)",
+                    name.as_str(),
+                    limit / 1024
+                ))
+                .into());
+            }
+        }
         let mut jsonl = match (&global.output, world.rank) {
             (Some(path), 0) => Some(
                 JsonlWriter::create(path)
@@ -210,8 +232,30 @@ fn report(
         std::fs::write(path, svg).with_context(|| format!("cannot write {}", path.display()))?;
     }
     let low_weight = plan.assess.low_weight;
+    let extra: Vec<Vec<String>> = analyses
+        .iter()
+        .map(|a| {
+            let fraction = pattern::disturbed_fraction(&a.points);
+            if fraction > DISTURBED_WARN {
+                vec![format!(
+                    "{:.0}% of the timed repetitions took more than {}x their median: other \
+                     processes competed for the cores; medians are robust to a few such \
+                     repetitions, not to many (try the other --wait mode, more --reps, or a quieter host)",
+                    fraction * 100.0,
+                    pattern::DISTURBED_FACTOR
+                )]
+            } else {
+                Vec::new()
+            }
+        })
+        .collect();
     if global.json {
-        let mut doc = serde_json::to_value(export::pair_doc(first, low_weight))?;
+        let with_extra = |i: usize, a: &PairAnalysis| -> anyhow::Result<serde_json::Value> {
+            let mut doc = export::pair_doc(a, low_weight);
+            doc.warnings.extend(extra[i].iter().cloned());
+            Ok(serde_json::to_value(doc)?)
+        };
+        let mut doc = with_extra(0, first)?;
         doc["transport"] = transport.into();
         doc["detector"] = plan.assess.detector.name().into();
         doc["n"] = plan.params.n.into();
@@ -222,12 +266,13 @@ fn report(
         }
         .into();
         if analyses.len() > 1 {
-            doc["pairs"] = serde_json::to_value(
+            doc["pairs"] = serde_json::Value::Array(
                 analyses
                     .iter()
-                    .map(|a| export::pair_doc(a, low_weight))
-                    .collect::<Vec<_>>(),
-            )?;
+                    .enumerate()
+                    .map(|(i, a)| with_extra(i, a))
+                    .collect::<anyhow::Result<Vec<_>>>()?,
+            );
         }
         doc["meta"] = serde_json::to_value(&meta)?;
         super::print_json(&doc)?;
@@ -236,8 +281,9 @@ fn report(
             print!("{}", export::table(a));
         }
     }
-    for a in &analyses {
-        for w in &a.assessment.warnings {
+    for (a, extra) in analyses.iter().zip(&extra) {
+        let model = a.assessment.warnings.iter().map(ToString::to_string);
+        for w in model.chain(extra.iter().cloned()) {
             eprintln!("ngauge: warning: pair {}-{}: {w}", a.client, a.server);
         }
     }

@@ -4,6 +4,7 @@ mod info;
 mod loggp;
 mod pingpong;
 mod selftest;
+mod sync;
 mod timer;
 pub mod transports;
 
@@ -18,6 +19,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Loggp(args) => loggp::run(&cli.global, &args),
         Command::Pingpong(args) => pingpong::run(&cli.global, &args),
         Command::Selftest(cmd) => selftest::run(&cli.global, &cmd),
+        Command::Sync(args) => sync::run(&cli.global, &args),
     }
 }
 
@@ -43,6 +45,7 @@ pub fn with_world(
     global: &GlobalArgs,
     body: impl FnOnce(&mut World) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
+    check_clock_env(global)?;
     let started = start_job(global, &launch_options(global)).map_err(|e| match e {
         LaunchError::Usage(msg) => anyhow::Error::new(crate::UsageError(msg)),
         e => anyhow::Error::new(e),
@@ -98,11 +101,70 @@ fn start_job(global: &GlobalArgs, opts: &LaunchOptions) -> Result<Started, Launc
     launch::start(opts)
 }
 
+/// This rank's clock: the timer calibrated once, skewed when `NGAUGE_TEST_CLOCK_SKEW`
+/// names this rank (see `ngauge::sync::skew`). Every command that times anything
+/// gets its clock here, so the injected test clock applies everywhere. A malformed
+/// variable is a usage error (exit status 2).
+pub fn rank_clock(world: &World) -> anyhow::Result<ngauge::clock::SystemClock> {
+    use ngauge::clock::Clock;
+    use ngauge::sync::skew::{self, SkewSpec, EPOCH_ENV};
+    let usage = |e: skew::SkewSpecError| anyhow::Error::new(crate::UsageError(e.to_string()));
+    let spec = SkewSpec::from_env().map_err(usage)?;
+    let (clock, _) = ngauge::clock::SystemClock::calibrated();
+    let Some(spec) = spec else {
+        return Ok(clock);
+    };
+    spec.check_size(world.size).map_err(usage)?;
+    let epoch_env = std::env::var(EPOCH_ENV).ok();
+    let epoch = skew::epoch(epoch_env.as_deref(), clock.raw()).map_err(usage)?;
+    Ok(clock.with_skew(spec.skew_for(world.rank, clock.rate(), epoch)))
+}
+
+/// Checks the test-clock variables before any rank starts, so that a malformed one is
+/// reported once (by the local launcher) rather than by every rank; and, in the local
+/// launcher, fixes the common epoch of the injected skews (`NGAUGE_TEST_CLOCK_EPOCH`,
+/// inherited by the ranks it starts) at its own raw timer reading, so the spec's
+/// offsets hold at launch time. Ranks check the real job size again in [`rank_clock`].
+pub fn check_clock_env(global: &GlobalArgs) -> anyhow::Result<()> {
+    use ngauge::clock::{SystemClock, TickRate, TimerSource};
+    use ngauge::sync::skew::{self, SkewSpec, EPOCH_ENV};
+    let usage = |e: skew::SkewSpecError| anyhow::Error::new(crate::UsageError(e.to_string()));
+    let Some(spec) = SkewSpec::from_env().map_err(usage)? else {
+        return Ok(());
+    };
+    let env = launch::detect();
+    let local_launcher =
+        env.kind == launch::LauncherKind::Local && env.rank.is_none() && global.rank.is_none();
+    if local_launcher {
+        spec.check_size(global.np as usize).map_err(usage)?;
+    }
+    match std::env::var(EPOCH_ENV) {
+        Ok(text) => {
+            skew::epoch(Some(&text), ngauge::clock::Ticks(0)).map_err(usage)?;
+        }
+        Err(_) if local_launcher => {
+            let raw = SystemClock::new(TimerSource::detect(), TickRate::new(1.0)).raw();
+            // Single-threaded here: no rank, transport or timer thread exists yet.
+            std::env::set_var(EPOCH_ENV, raw.0.to_string());
+        }
+        Err(_) => {}
+    }
+    Ok(())
+}
+
 /// Prints `value` as one pretty JSON document on stdout.
 pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
+    let mut text = serde_json::to_string_pretty(value)?;
+    text.push('\n');
+    print_text(&text)
+}
+
+/// Writes `text` to stdout. Unlike `print!`, a closed pipe (`ngauge ... | head`) is
+/// an `io::Error` that `main` treats as success, not a panic.
+pub fn print_text(text: &str) -> anyhow::Result<()> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, value)?;
-    writeln!(out)?;
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
     Ok(())
 }

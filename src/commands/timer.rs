@@ -25,7 +25,7 @@ pub fn run(global: &GlobalArgs, args: &TimerArgs) -> anyhow::Result<()> {
         doc["meta"] = serde_json::to_value(&meta)?;
         super::print_json(&doc)?;
     } else {
-        print!("{}", render(&facts));
+        super::print_text(&render(&facts))?;
     }
     for w in &facts.warnings {
         eprintln!("ngauge: warning: {w}");

@@ -30,10 +30,11 @@ pub struct LookaheadOptions {
     /// Points a range needs before a change after it is considered (at least 3, so
     /// that eq. (6) has a degree of freedom).
     pub min_points: usize,
-    /// Ignore the single worst look-ahead point for `j >= 2`, so that one outlier
-    /// right after `current` cannot fake a change (the paper's look-ahead is meant
-    /// "to reduce the effect of single outliers", but every interval
-    /// `[lastchange : current + j]` contains the point `current + 1`).
+    /// Ignore the worst `min(j - 1, x / 2)` look-ahead points of the interval
+    /// `[lastchange : current + j]`, so that outliers right after `current` (up to
+    /// `x / 2` in a row) cannot fake a change: the paper's look-ahead is meant "to
+    /// reduce the effect of single outliers", but every such interval contains the
+    /// point `current + 1`.
     pub robust: bool,
     /// Raise the floor to the data's own noise level (the mean of the squared local
     /// robust noise estimates of [`local_noise`] over `[lastchange : current]`), so
@@ -65,20 +66,29 @@ pub fn lsq(xs: &[f64], ys: &[f64], k: usize, l: usize) -> Option<f64> {
     Some(sse / (l - k + 1 - 2) as f64)
 }
 
-/// Eq. (6) over `k..=l` without the look-ahead point (index in `current+1..=l`)
-/// that lies farthest from the line through `k..=current`.
-fn lsq_without_worst(xs: &[f64], ys: &[f64], k: usize, current: usize, l: usize) -> Option<f64> {
+/// Eq. (6) over `k..=l` without the `trim` look-ahead points (indices in
+/// `current+1..=l`) that lie farthest from the line through `k..=current`.
+fn lsq_trimmed(
+    xs: &[f64],
+    ys: &[f64],
+    k: usize,
+    current: usize,
+    l: usize,
+    trim: usize,
+) -> Option<f64> {
     let base = fit_line(&xs[k..=current], &ys[k..=current])?;
-    let worst = (current + 1..=l).max_by(|&a, &b| {
+    let mut ahead: Vec<usize> = (current + 1..=l).collect();
+    ahead.sort_by(|&a, &b| {
         let ra = (ys[a] - base.at(xs[a])).abs();
         let rb = (ys[b] - base.at(xs[b])).abs();
-        ra.total_cmp(&rb)
-    })?;
+        rb.total_cmp(&ra)
+    });
+    let dropped = &ahead[..trim.min(ahead.len())];
     let (kx, ky): (Vec<f64>, Vec<f64>) = (k..=l)
-        .filter(|&i| i != worst)
+        .filter(|i| !dropped.contains(i))
         .map(|i| (xs[i], ys[i]))
         .unzip();
-    lsq(&kx, &ky, 0, kx.len() - 1)
+    lsq(&kx, &ky, 0, kx.len().checked_sub(1)?)
 }
 
 /// The indices at which a new range starts (the first point after each detected
@@ -107,8 +117,12 @@ pub fn detect(xs: &[f64], ys: &[f64], opts: &LookaheadOptions) -> Vec<usize> {
         });
         let reference = here.max(floor_lsq).max(noise) * opts.pfact;
         let rises = (1..=x).all(|j| {
-            let v = if opts.robust && j >= 2 {
-                lsq_without_worst(xs, ys, last, current, current + j)
+            // Robust: ignore the worst min(j - 1, x / 2) look-ahead points, so up to
+            // x / 2 outliers in a row cannot fake a change, while a real change
+            // (every look-ahead point off the line) still shows for every j.
+            let trim = (j - 1).min(x / 2);
+            let v = if opts.robust && trim > 0 {
+                lsq_trimmed(xs, ys, last, current, current + j, trim)
             } else {
                 lsq(xs, ys, last, current + j)
             };
@@ -160,6 +174,15 @@ mod tests {
             ..LookaheadOptions::default()
         };
         assert_eq!(detect(&xs, &ys, &paper), vec![15]);
+    }
+
+    #[test]
+    fn two_outliers_in_a_row_are_not_a_change() {
+        let xs: Vec<f64> = (0..30).map(f64::from).collect();
+        let mut ys: Vec<f64> = xs.iter().map(|&x| 1.0 + 2.0 * x).collect();
+        ys[15] += 30.0;
+        ys[16] += 25.0;
+        assert!(detect(&xs, &ys, &LookaheadOptions::default()).is_empty());
     }
 
     #[test]

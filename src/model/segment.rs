@@ -9,11 +9,12 @@
 //! each fitted by its own line. The cut minimises
 //!
 //! ```text
-//! sum over segments of 2 * sum_i rho(r_i / sigma_i)  +  segments * 3 * ln(N) * factor
+//! sum over segments of sum_i min(2 rho(r_i / sigma_i), cap)  +  segments * 3 * ln(N) * factor
 //! ```
 //!
-//! where `rho` is Huber's loss (so the first term is the chi-square of Gaussian noise
-//! and grows only linearly in an outlier), `sigma_i` is the noise level at point `i`,
+//! where `rho` is Huber's loss (so the first term is the chi-square of Gaussian noise)
+//! capped per point (an outlier costs no more than a 3-sigma residual, so isolating
+//! it in a segment of its own never pays), `sigma_i` is the noise level at point `i`,
 //! and `3 ln N` is BIC's price for a segment's three parameters (intercept, slope,
 //! where it starts). Both terms add up over segments, so the optimum is exact by
 //! dynamic programming over "best cost of the first `j` points" (Bellman 1961,
@@ -44,6 +45,11 @@ pub struct SegmentOptions {
     pub penalty_factor: f64,
     /// Floor under the estimated noise level, in the unit of the values (us).
     pub noise_floor: f64,
+    /// Largest cost one point can add (in units of squared standard deviations):
+    /// an outlier costs at most this, so cutting it into a segment of its own never
+    /// pays BIC's price, while a real change, off the line at every later point,
+    /// still does. 9 is a residual of 3 sigma.
+    pub outlier_cap: f64,
 }
 
 impl Default for SegmentOptions {
@@ -52,6 +58,7 @@ impl Default for SegmentOptions {
             min_points: 3,
             penalty_factor: 2.0,
             noise_floor: 0.15,
+            outlier_cap: 9.0,
         }
     }
 }
@@ -99,11 +106,11 @@ pub fn local_noise(xs: &[f64], ys: &[f64], floor: f64) -> Vec<f64> {
 }
 
 /// Huber fit of `xs`/`ys` with per-point noise `sigma` (fixed); returns the line and
-/// `2 * sum rho(r / sigma)`.
-pub fn segment_cost(xs: &[f64], ys: &[f64], sigma: &[f64]) -> Option<(Line, f64)> {
+/// `sum min(2 rho(r / sigma), cap)`.
+pub fn segment_cost(xs: &[f64], ys: &[f64], sigma: &[f64], cap: f64) -> Option<(Line, f64)> {
     let fit = huber_line_scaled(xs, ys, sigma)?;
     let cost = (0..xs.len())
-        .map(|i| 2.0 * huber_rho((ys[i] - fit.line.at(xs[i])) / sigma[i], HUBER_K))
+        .map(|i| (2.0 * huber_rho((ys[i] - fit.line.at(xs[i])) / sigma[i], HUBER_K)).min(cap))
         .sum();
     Some((fit.line, cost))
 }
@@ -114,7 +121,8 @@ pub fn detect(xs: &[f64], ys: &[f64], opts: &SegmentOptions) -> Segmentation {
     let sigma = local_noise(&xs[..n], &ys[..n], opts.noise_floor);
     let m = opts.min_points.max(3);
     if n < 2 * m {
-        let criterion = segment_cost(&xs[..n], &ys[..n], &sigma).map_or(0.0, |(_, c)| c);
+        let criterion =
+            segment_cost(&xs[..n], &ys[..n], &sigma, opts.outlier_cap).map_or(0.0, |(_, c)| c);
         return Segmentation {
             starts: Vec::new(),
             sigma,
@@ -132,7 +140,9 @@ pub fn detect(xs: &[f64], ys: &[f64], opts: &SegmentOptions) -> Segmentation {
             if !best[i].is_finite() {
                 continue;
             }
-            let Some((_, cost)) = segment_cost(&xs[i..j], &ys[i..j], &sigma[i..j]) else {
+            let Some((_, cost)) =
+                segment_cost(&xs[i..j], &ys[i..j], &sigma[i..j], opts.outlier_cap)
+            else {
                 continue;
             };
             let total = best[i] + cost + penalty;
@@ -184,6 +194,17 @@ mod tests {
         let ys: Vec<f64> = xs.iter().map(|x| 3.0 + 0.25 * x).collect();
         let sigma = local_noise(&xs, &ys, 0.15);
         assert!(sigma.iter().all(|&s| (s - 0.15).abs() < 1e-12), "{sigma:?}");
+    }
+
+    #[test]
+    fn isolated_outliers_do_not_become_segments() {
+        let xs: Vec<f64> = (0..40).map(f64::from).collect();
+        let mut ys: Vec<f64> = xs.iter().map(|&x| 3.0 + 0.5 * x).collect();
+        ys[12] += 1000.0;
+        ys[27] += 50.0;
+        ys[28] += 40.0;
+        let seg = detect(&xs, &ys, &SegmentOptions::default());
+        assert!(seg.starts.is_empty(), "{:?}", seg.starts);
     }
 
     #[test]

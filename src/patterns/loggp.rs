@@ -107,6 +107,10 @@ pub struct Point {
     pub prtt_n_d_us: Summary,
     /// Receive overhead `o_r(s)` timed at the server, us.
     pub or_us: Summary,
+    /// Timed PRTT repetitions at this size (all PRTT kinds).
+    pub timed_reps: usize,
+    /// Of those, the ones slower than [`DISTURBED_FACTOR`] times their median.
+    pub disturbed_reps: usize,
 }
 
 impl Point {
@@ -120,6 +124,25 @@ impl Point {
             d_us: self.d_us,
             or_us: self.or_us.median,
         }
+    }
+}
+
+/// A repetition slower than this many medians of its PRTT was disturbed by the host
+/// (another process took the core, an interrupt storm).
+pub const DISTURBED_FACTOR: f64 = 3.0;
+
+/// The fraction of all timed PRTT repetitions of `points` that were disturbed
+/// (slower than [`DISTURBED_FACTOR`] times their median). Medians survive a minority
+/// of such repetitions; a large fraction means the host was too busy to trust the
+/// figures.
+pub fn disturbed_fraction(points: &[Point]) -> f64 {
+    let (disturbed, total) = points
+        .iter()
+        .fold((0, 0), |(d, t), p| (d + p.disturbed_reps, t + p.timed_reps));
+    if total == 0 {
+        0.0
+    } else {
+        disturbed as f64 / total as f64
     }
 }
 
@@ -540,7 +563,19 @@ fn decode_point<C: Clock>(
         let values: Vec<f64> = ticks.iter().map(|&t| rate.to_nanos(t).as_us()).collect();
         Summary::of(&values).ok_or(bad(rank))
     };
+    let mut timed_reps = 0;
+    let mut disturbed_reps = 0;
+    for ticks in [&p1, &p2, &n0, &nd] {
+        if ticks.is_empty() {
+            continue;
+        }
+        let limit = DISTURBED_FACTOR * median_ticks(ticks) as f64;
+        timed_reps += ticks.len();
+        disturbed_reps += ticks.iter().filter(|&&t| t as f64 > limit).count();
+    }
     Ok(Point {
+        timed_reps,
+        disturbed_reps,
         size,
         n: params.n,
         d_us: rate.to_nanos(d_ticks).as_us(),
@@ -649,6 +684,25 @@ mod tests {
         p.n = 2;
         p.sizes = vec![0];
         assert!(run(&clock, &mut t, &mut c, &p, |_, _| {}).is_err());
+    }
+
+    #[test]
+    fn disturbed_fraction_counts_slow_repetitions() {
+        let quiet = Summary::of(&[10.0]).unwrap();
+        let point = |timed_reps, disturbed_reps| Point {
+            size: 1,
+            n: 10,
+            d_us: 10.0,
+            prtt_1_0_us: quiet,
+            prtt_2_0_us: None,
+            prtt_n_0_us: quiet,
+            prtt_n_d_us: quiet,
+            or_us: quiet,
+            timed_reps,
+            disturbed_reps,
+        };
+        assert_eq!(disturbed_fraction(&[point(30, 3), point(30, 0)]), 0.05);
+        assert_eq!(disturbed_fraction(&[]), 0.0);
     }
 
     #[test]

@@ -412,6 +412,8 @@ mod tests {
                     prtt_n_0_us: summary(p1 + 9.0 * (g + big_g * x)),
                     prtt_n_d_us: summary(p1 + 9.0 * (1.5 + p1)),
                     or_us: summary(1.25),
+                    timed_reps: 3,
+                    disturbed_reps: 0,
                 }
             })
             .collect();

@@ -1,0 +1,77 @@
+//! `hca`: Hunold & Carpen-Amarie's hierarchical clock synchronization (MPI
+//! benchmarking revisited, sec. 4.4, Algorithms 2-4), in its first variant ("HCA", not
+//! "HCA2"): slopes hierarchically, intercepts linearly.
+//!
+//! 1. Drift models are learned pairwise in Netgauge's power-of-two tree plus remainder
+//!    step ([`super::logp::tree`]; `Sync_Clocks_Pow2`, `Sync_Clocks_Remaining`), each
+//!    pair by `Learn_Model_HCA` (Algorithm 4: fit points as in Jones & Koenig), and
+//!    merged along the tree with `Merge_LMs`, equation (1) ([`ClockModel::then`]).
+//! 2. The merged intercepts carry the errors of every step, and regression intercepts
+//!    are poorly determined anyway (the paper finds their confidence intervals ~1e7
+//!    times wider than the slopes'), so each rank then re-measures its offset against
+//!    the root with SKaMPI's estimator and moves its line through it, keeping the slope
+//!    (`Compute_And_Set_All_Intercepts`, `Compute_And_Set_Intercept`, Fig. 5). These
+//!    `p - 1` short measurements are O(p), but each is ~100 ping-pongs against the
+//!    tree's `n_fitpts * n_exchanges`, so the tree dominates (the paper's sec. 4.5
+//!    reaches the same conclusion).
+//!
+//! One refinement of step 2: the intercept measurement reads the local clock with the
+//! learned drift already removed, so the SKaMPI bracket intersects intervals of one
+//! constant offset instead of a moving one.
+
+use super::logp::tree;
+use super::model::{ClockModel, GlobalClock};
+use super::pairwise::{learn_model, respond, Wire};
+use super::{measure_offset, SyncError, SyncOptions};
+use crate::clock::Clock;
+use ngauge_transport::{Control, Transport};
+
+/// Runs `hca` on this rank; returns its model relative to rank 0 and the number of
+/// exchanges it took part in.
+pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
+    clock: &C,
+    t: &mut T,
+    control: &mut dyn Control,
+    options: &SyncOptions,
+) -> Result<(ClockModel, usize), SyncError> {
+    let (fitpoints, n_exchanges) = (options.fitpoints, options.exchanges);
+    let (merged, mut exchanges) = tree(
+        clock,
+        t,
+        control,
+        |clock, t, wire, peer| learn_model(clock, t, wire, peer, fitpoints, n_exchanges),
+        |clock, t, wire, peer| {
+            let mut served = 0;
+            for _ in 0..fitpoints {
+                served += respond(clock, t, wire, peer)?;
+            }
+            Ok(served)
+        },
+    )?;
+
+    // Step 2, between the phases: intercepts against the root, one rank at a time.
+    control.barrier()?;
+    let (rank, size) = (control.rank(), control.size());
+    let wire = Wire::new(t, 0)?;
+    let model = if rank == 0 {
+        for peer in 1..size {
+            exchanges += respond(clock, t, &wire, peer)?;
+        }
+        ClockModel::IDENTITY
+    } else {
+        let anchor = clock.now();
+        let drift_removed = ClockModel {
+            anchor,
+            offset_ticks: 0.0,
+            drift: merged.drift,
+        };
+        let corrected = GlobalClock::new(clock, drift_removed);
+        let (offset, _, n) =
+            measure_offset(&corrected, t, &wire, 0, options.offset_estimator(), options)?;
+        exchanges += n;
+        // corrected(x) - root = offset for all x  <=>  x - root = offset + drift (x - anchor).
+        merged.with_offset_at(anchor, offset)
+    };
+    wire.free(t)?;
+    Ok((model, exchanges))
+}

@@ -1,0 +1,42 @@
+//! `jk`: Jones & Koenig's drift-aware synchronization (Hunold & Carpen-Amarie,
+//! sec. 4.3 and Appendix B.3, Algorithm 15 `Learn_Model`).
+//!
+//! Every rank learns a line `local - global = slope * local + intercept` against the
+//! root from `n_fitpts` fit points, each the median offset of `n_exchanges`
+//! ping-pongs, and normalizes its time with it (Algorithm 16). The root serves the
+//! ranks fit point by fit point (`for idx { for r { n_exchanges } }`, lines 10-15), so
+//! every rank's points spread over the whole synchronization and its slope is fitted
+//! over the longest span. The intercept is the regression's (JK does not re-measure
+//! it; HCA does). O(p * n_fitpts * n_exchanges) ping-pongs at the root: slow but, in
+//! the paper's measurements, the most accurate after a few seconds (Figs. 7, 8).
+
+use super::model::ClockModel;
+use super::pairwise::{learn_model, respond, Wire};
+use super::{SyncError, SyncOptions};
+use crate::clock::Clock;
+use ngauge_transport::{Control, Transport};
+
+/// Runs `jk` on this rank; returns its model relative to rank 0 and the number of
+/// exchanges it took part in.
+pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
+    clock: &C,
+    t: &mut T,
+    control: &mut dyn Control,
+    options: &SyncOptions,
+) -> Result<(ClockModel, usize), SyncError> {
+    let (rank, size) = (control.rank(), control.size());
+    let wire = Wire::new(t, 0)?;
+    let result = if rank == 0 {
+        let mut served = 0;
+        for _ in 0..options.fitpoints {
+            for peer in 1..size {
+                served += respond(clock, t, &wire, peer)?;
+            }
+        }
+        (ClockModel::IDENTITY, served)
+    } else {
+        learn_model(clock, t, &wire, 0, options.fitpoints, options.exchanges)?
+    };
+    wire.free(t)?;
+    Ok(result)
+}

@@ -1,0 +1,38 @@
+//! `linear`: SKaMPI's synchronization, the root with each rank in turn (Hunold &
+//! Carpen-Amarie, Appendix B.1, Algorithm 8 `Compute_And_Set_Clock_Offsets`, with the
+//! pairwise estimator of Algorithm 7 `SKaMPI_PingPong` by default).
+//!
+//! `p - 1` sequential pairwise measurements: O(p) steps. Offsets only, no drift, so the
+//! global time of every rank drifts away at the rate error of its clock (Hunold
+//! sec. 4.2.2, Fig. 4). Each rank measures its own offset against rank 0 (SKaMPI's
+//! root measures and broadcasts; the result is the same), and the root serves the
+//! ranks in rank order, as Algorithm 8's loop does.
+
+use super::model::ClockModel;
+use super::pairwise::{respond, Wire};
+use super::{offset_model, SyncError, SyncOptions};
+use crate::clock::Clock;
+use ngauge_transport::{Control, Transport};
+
+/// Runs `linear` on this rank; returns its model relative to rank 0 and the number of
+/// exchanges it took part in.
+pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
+    clock: &C,
+    t: &mut T,
+    control: &mut dyn Control,
+    options: &SyncOptions,
+) -> Result<(ClockModel, usize), SyncError> {
+    let (rank, size) = (control.rank(), control.size());
+    let wire = Wire::new(t, 0)?;
+    let result = if rank == 0 {
+        let mut served = 0;
+        for peer in 1..size {
+            served += respond(clock, t, &wire, peer)?;
+        }
+        (ClockModel::IDENTITY, served)
+    } else {
+        offset_model(clock, t, &wire, 0, options)?
+    };
+    wire.free(t)?;
+    Ok(result)
+}

@@ -1,0 +1,136 @@
+//! `logp`: Netgauge's O(log p) group synchronization (Hoefler et al., accurately
+//! measuring collectives, sec. 3.2 and Fig. 7; Hunold & Carpen-Amarie, Appendix B.2,
+//! Algorithm 11 `Sync_Clocks_Pow2` / `Sync_Clocks_Remaining`), with Hoefler's min-RTT
+//! pairwise offset (sec. 3.1, Algorithm 12) by default.
+//!
+//! The ranks split into group 1, the largest power of two `t <= p` (ranks `0..t`), and
+//! group 2 (ranks `t..p`). Group 1 synchronizes in `log2 t` rounds: in round `k`
+//! (`h = 2^(k-1)`), every rank `r` with `r mod 2h == 0` pairs with `r + h`, all pairs
+//! at once; `r + h` then hands `r` the models it has collected for its `h` ranks, and
+//! `r` rebases them onto itself. After the last round rank 0 knows ranks `0..t`; it
+//! broadcasts them (on the control channel, between the phases), and in one more round
+//! every group-2 rank `r` measures against `r - t` and composes with that rank's
+//! model. So `ceil(log2 p)` rounds in all, against `p - 1` for `linear`.
+//!
+//! [`tree`] is the skeleton with the pairwise step as a parameter: `logp` plugs in an
+//! offset measurement, [`super::hca`] a drift model (its Algorithm 3 is this tree).
+
+use super::model::{pack_models, unpack_models, ClockModel, MODEL_BYTES};
+use super::pairwise::{respond, Wire};
+use super::{offset_model, SyncError, SyncOptions};
+use crate::clock::Clock;
+use ngauge_transport::{Control, Rank, Transport};
+
+/// Runs `logp` on this rank; returns its model relative to rank 0 and the number of
+/// exchanges it took part in.
+pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
+    clock: &C,
+    t: &mut T,
+    control: &mut dyn Control,
+    options: &SyncOptions,
+) -> Result<(ClockModel, usize), SyncError> {
+    tree(
+        clock,
+        t,
+        control,
+        |clock, t, wire, peer| offset_model(clock, t, wire, peer, options),
+        |clock, t, wire, peer| respond(clock, t, wire, peer),
+    )
+}
+
+/// Largest power of two not above `size` (`size >= 1`).
+pub fn largest_power_of_two(size: usize) -> usize {
+    1 << (usize::BITS - 1 - size.max(1).leading_zeros())
+}
+
+/// The power-of-two tree plus remainder step, with `measure` run by the modelled rank
+/// against its reference (returning its model relative to it and the exchanges made)
+/// and `serve` run by the reference.
+pub fn tree<C, T, M, S>(
+    clock: &C,
+    t: &mut T,
+    control: &mut dyn Control,
+    mut measure: M,
+    mut serve: S,
+) -> Result<(ClockModel, usize), SyncError>
+where
+    C: Clock + ?Sized,
+    T: Transport + ?Sized,
+    M: FnMut(&C, &mut T, &Wire, Rank) -> Result<(ClockModel, usize), SyncError>,
+    S: FnMut(&C, &mut T, &Wire, Rank) -> Result<usize, SyncError>,
+{
+    let (rank, size) = (control.rank(), control.size());
+    let pow2 = largest_power_of_two(size);
+    let wire = Wire::new(t, pow2 / 2 * MODEL_BYTES)?;
+    let mut exchanges = 0;
+
+    // Group 1: `subtree[i]` is the model of rank `rank + i` relative to this rank.
+    let mut subtree = vec![ClockModel::IDENTITY];
+    if rank < pow2 {
+        let mut half = 1;
+        while 2 * half <= pow2 {
+            if rank % (2 * half) == 0 {
+                let peer = rank + half;
+                exchanges += serve(clock, t, &wire, peer)?;
+                let bytes = wire.recv_bytes(t, peer, half * MODEL_BYTES)?;
+                let list = unpack_models(&bytes, half).ok_or_else(|| SyncError::Protocol {
+                    peer,
+                    detail: "malformed list of clock models".into(),
+                })?;
+                // list[0]: peer relative to us; list[i]: peer + i relative to peer.
+                let peer_model = list[0];
+                subtree.push(peer_model);
+                subtree.extend(list[1..].iter().map(|m| m.then(&peer_model)));
+            } else {
+                // rank % (2 * half) == half: the first round where we are not a
+                // reference; we hand our subtree up and are done with group 1.
+                let peer = rank - half;
+                let (own, n) = measure(clock, t, &wire, peer)?;
+                exchanges += n;
+                let mut list = vec![own];
+                list.extend_from_slice(&subtree[1..]);
+                wire.send_bytes(t, peer, &pack_models(&list))?;
+                break;
+            }
+            half *= 2;
+        }
+    }
+
+    // Between the phases: rank 0 tells everybody the models of group 1.
+    let mut table = if rank == 0 {
+        pack_models(&subtree)
+    } else {
+        Vec::new()
+    };
+    control.broadcast(0, &mut table)?;
+    let table = unpack_models(&table, pow2).ok_or_else(|| SyncError::Protocol {
+        peer: 0,
+        detail: "malformed table of clock models".into(),
+    })?;
+
+    // Group 2: one more round against partner `rank - pow2`.
+    let model = if rank < pow2 {
+        if rank + pow2 < size {
+            exchanges += serve(clock, t, &wire, rank + pow2)?;
+        }
+        table[rank]
+    } else {
+        let peer = rank - pow2;
+        let (own, n) = measure(clock, t, &wire, peer)?;
+        exchanges += n;
+        own.then(&table[peer])
+    };
+    wire.free(t)?;
+    Ok((model, exchanges))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::largest_power_of_two;
+
+    #[test]
+    fn powers_of_two() {
+        let got: Vec<usize> = (1..=9).map(largest_power_of_two).collect();
+        assert_eq!(got, vec![1, 2, 2, 4, 4, 4, 4, 8, 8]);
+    }
+}

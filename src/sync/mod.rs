@@ -1,0 +1,327 @@
+//! Clock synchronization: every rank learns a model that maps its local ticks to
+//! rank 0's time (the global time), so that ranks can start operations together
+//! (window-based starts) and compare timestamps taken on different clocks.
+//!
+//! Methods, from `../shared/papers/`:
+//!
+//! | `--sync` | method | rounds | drift |
+//! |---|---|---|---|
+//! | `linear` | SKaMPI: root with each rank (Hunold & Carpen-Amarie, Algorithms 7, 8) | O(p) | no |
+//! | `logp` | Netgauge/NBCBench: power-of-two tree plus remainder step (Hoefler et al., accurately measuring collectives, sec. 3.2, Fig. 7; Hunold Algorithm 11) | O(log p) | no |
+//! | `jk` | Jones & Koenig: root learns a line per rank from fit points (Hunold sec. 4.3, Algorithm 15) | O(p) | yes |
+//! | `hca` | Hunold & Carpen-Amarie: lines learned pairwise in the log p tree and merged (eq. 1), intercepts re-measured against the root (sec. 4.4, Algorithms 2-4) | O(log p) + O(p) short | yes |
+//!
+//! The pairwise estimators they build on are in [`pairwise`]; the model in [`model`];
+//! the window-based start that uses the result in [`window`]; the injected test clock
+//! in [`skew`]; a deterministic virtual-time world for tests in [`sim`].
+//!
+//! # Design decisions
+//!
+//! **Exchanges run over the data transport, never the control channel.** The offset
+//! estimate is only as good as the round trip it is taken over; the control channel
+//! is a blocking, general-purpose path and would measure itself. Control calls
+//! (barrier, broadcast, gather) separate the phases only: before and after the sync,
+//! between the power-of-two and the remainder step of the tree, to collect models.
+//!
+//! **The modelled rank initiates.** In every algorithm the rank whose clock is being
+//! modelled sends the pings and computes its own offset to its reference (Jones &
+//! Koenig and HCA do this; Netgauge's tree lets the reference measure instead, which
+//! is equivalent). So one responder loop ([`pairwise::respond`]) serves every
+//! estimator, and a rank always ends up holding its own model.
+//!
+//! **Everything is in ticks** (see [`model`]): rates enter only in reports.
+//!
+//! **Generic over [`Clock`] and [`Transport`]**, so unit tests run every algorithm on
+//! skewed virtual clocks ([`sim`]) whose truth is exact.
+
+pub mod hca;
+pub mod jk;
+pub mod linear;
+pub mod logp;
+pub mod model;
+pub mod pairwise;
+pub mod sim;
+pub mod skew;
+pub mod window;
+
+pub use model::{ClockModel, GlobalClock};
+
+use crate::clock::{Clock, Ticks};
+use ngauge_transport::{Control, ControlError, Rank, Transport, TransportError};
+use pairwise::{defaults, Wire};
+
+/// What went wrong during a synchronization.
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    /// The data transport failed (names the peer).
+    #[error("clock sync: {0}")]
+    Transport(#[from] TransportError),
+    /// The control channel failed (names the rank).
+    #[error("clock sync: {0}")]
+    Control(#[from] ControlError),
+    /// A peer sent something that does not follow the sync protocol.
+    #[error("clock sync: rank {peer} broke the protocol: {detail}")]
+    Protocol {
+        /// The peer.
+        peer: Rank,
+        /// What was wrong.
+        detail: String,
+    },
+    /// No drift model could be fitted.
+    #[error("clock sync: cannot fit a drift model against rank {peer}: {detail}")]
+    Fit {
+        /// The reference rank.
+        peer: Rank,
+        /// Why.
+        detail: String,
+    },
+    /// Options that cannot work.
+    #[error("clock sync: {0}")]
+    Options(String),
+    /// A bug in ngauge.
+    #[error("clock sync: internal error: {0}")]
+    Internal(String),
+}
+
+/// The synchronization algorithm (`--sync`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Algorithm {
+    /// SKaMPI: offsets, root with each rank in turn.
+    Linear,
+    /// Netgauge: offsets in a power-of-two tree, O(log p) rounds.
+    Logp,
+    /// Jones & Koenig: drift models, root with each rank.
+    Jk,
+    /// Hunold & Carpen-Amarie: drift models in the log p tree, intercepts from root.
+    Hca,
+}
+
+impl Algorithm {
+    /// The name on the command line and in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Algorithm::Linear => "linear",
+            Algorithm::Logp => "logp",
+            Algorithm::Jk => "jk",
+            Algorithm::Hca => "hca",
+        }
+    }
+
+    /// Whether the algorithm learns a drift.
+    pub fn models_drift(self) -> bool {
+        matches!(self, Algorithm::Jk | Algorithm::Hca)
+    }
+}
+
+/// How one offset between two clocks is measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Estimator {
+    /// Hoefler's minimal RTT with the "N consecutive no-improvement" stop.
+    MinRtt,
+    /// SKaMPI's `[td_min, td_max]` bracket of a fixed number of ping-pongs.
+    Skampi,
+}
+
+impl Estimator {
+    /// The name on the command line and in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Estimator::MinRtt => "minrtt",
+            Estimator::Skampi => "skampi",
+        }
+    }
+}
+
+/// Parameters of a synchronization; [`SyncOptions::new`] fills in the papers'
+/// defaults.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct SyncOptions {
+    /// The algorithm.
+    pub algorithm: Algorithm,
+    /// Offset estimator for `linear`, `logp` and HCA's intercepts; `None` picks each
+    /// method's own (SKaMPI for `linear` and `hca`, min-RTT for `logp`).
+    pub estimator: Option<Estimator>,
+    /// Fit points per drift model (`n_fitpts`, default 1000).
+    pub fitpoints: usize,
+    /// Ping-pongs per fit point (`n_exchanges`, default 100).
+    pub exchanges: usize,
+    /// Hoefler's `N` for the min-RTT estimator (default 100).
+    pub stop_after: usize,
+    /// Cap on one min-RTT measurement.
+    pub max_exchanges: usize,
+    /// Ping-pongs of one SKaMPI bracket (default 100).
+    pub skampi_pingpongs: usize,
+}
+
+impl SyncOptions {
+    /// `algorithm` with the papers' defaults.
+    pub fn new(algorithm: Algorithm) -> Self {
+        SyncOptions {
+            algorithm,
+            estimator: None,
+            fitpoints: defaults::FITPOINTS,
+            exchanges: defaults::EXCHANGES,
+            stop_after: defaults::STOP_AFTER,
+            max_exchanges: defaults::MAX_EXCHANGES,
+            skampi_pingpongs: defaults::SKAMPI_PINGPONGS,
+        }
+    }
+
+    /// The offset estimator in effect.
+    pub fn offset_estimator(&self) -> Estimator {
+        self.estimator.unwrap_or(match self.algorithm {
+            Algorithm::Logp => Estimator::MinRtt,
+            _ => Estimator::Skampi,
+        })
+    }
+
+    /// Rejects parameters no measurement can work with.
+    pub fn validate(&self) -> Result<(), SyncError> {
+        let fail = |what: &str| Err(SyncError::Options(what.to_string()));
+        if self.algorithm.models_drift() && self.fitpoints < 2 {
+            return fail("a drift model needs at least 2 fit points (--fitpoints)");
+        }
+        if self.exchanges == 0 {
+            return fail("a fit point needs at least 1 exchange (--exchanges)");
+        }
+        if self.stop_after == 0 || self.max_exchanges == 0 || self.skampi_pingpongs == 0 {
+            return fail("an offset measurement needs at least 1 exchange");
+        }
+        Ok(())
+    }
+}
+
+/// What one rank knows after a synchronization.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct SyncOutcome {
+    /// This rank's clock relative to rank 0 (the identity on rank 0).
+    pub model: ClockModel,
+    /// Local reading after the opening barrier.
+    pub started: Ticks,
+    /// Local reading after the closing barrier.
+    pub finished: Ticks,
+    /// Ping-pong exchanges this rank took part in.
+    pub exchanges: usize,
+}
+
+impl SyncOutcome {
+    /// Duration of the synchronization on this rank, in its ticks.
+    pub fn duration_ticks(&self) -> u64 {
+        self.finished.since(self.started)
+    }
+}
+
+/// Synchronizes this rank's clock with rank 0's. Collective: every rank calls it with
+/// the same options. The duration runs from the opening to the closing barrier, so at
+/// rank 0 it covers the whole job's synchronization.
+pub fn synchronize<C: Clock + ?Sized, T: Transport + ?Sized>(
+    clock: &C,
+    transport: &mut T,
+    control: &mut dyn Control,
+    options: &SyncOptions,
+) -> Result<SyncOutcome, SyncError> {
+    options.validate()?;
+    if transport.rank() != control.rank() || transport.size() != control.size() {
+        return Err(SyncError::Internal(format!(
+            "transport is rank {} of {}, control rank {} of {}",
+            transport.rank(),
+            transport.size(),
+            control.rank(),
+            control.size()
+        )));
+    }
+    if !transport.capabilities().reliable {
+        return Err(SyncError::Options(format!(
+            "the {} transport is not reliable; clock sync needs every ping answered",
+            transport.name()
+        )));
+    }
+    control.barrier()?;
+    let started = clock.now();
+    let (model, exchanges) = match options.algorithm {
+        Algorithm::Linear => linear::run(clock, transport, control, options)?,
+        Algorithm::Logp => logp::run(clock, transport, control, options)?,
+        Algorithm::Jk => jk::run(clock, transport, control, options)?,
+        Algorithm::Hca => hca::run(clock, transport, control, options)?,
+    };
+    control.barrier()?;
+    let finished = clock.now();
+    Ok(SyncOutcome {
+        model,
+        started,
+        finished,
+        exchanges,
+    })
+}
+
+/// Collects every rank's model at rank 0 (indexed by rank; empty elsewhere).
+pub fn gather_models(
+    control: &mut dyn Control,
+    model: &ClockModel,
+) -> Result<Vec<ClockModel>, SyncError> {
+    let parts = control.gather(0, &model.to_bytes())?;
+    parts
+        .iter()
+        .enumerate()
+        .map(|(rank, bytes)| {
+            ClockModel::from_bytes(bytes).ok_or_else(|| SyncError::Protocol {
+                peer: rank,
+                detail: "malformed clock model".into(),
+            })
+        })
+        .collect()
+}
+
+/// One offset of this rank's clock (as `clock` reads it) relative to `peer`'s, with
+/// `estimator`: `(local - peer in ticks, the local reading it holds at, exchanges)`.
+pub(crate) fn measure_offset<C: Clock + ?Sized, T: Transport + ?Sized>(
+    clock: &C,
+    t: &mut T,
+    wire: &Wire,
+    peer: Rank,
+    estimator: Estimator,
+    options: &SyncOptions,
+) -> Result<(f64, Ticks, usize), SyncError> {
+    Ok(match estimator {
+        Estimator::MinRtt => {
+            let m = pairwise::min_rtt(
+                clock,
+                t,
+                wire,
+                peer,
+                options.stop_after,
+                options.max_exchanges,
+            )?;
+            (m.best.offset(), m.best.midpoint(), m.exchanges)
+        }
+        Estimator::Skampi => {
+            let b = pairwise::bracket(clock, t, wire, peer, options.skampi_pingpongs)?;
+            (b.offset(), b.at, b.exchanges)
+        }
+    })
+}
+
+/// An offset-only model from one measured offset.
+pub(crate) fn offset_model<C: Clock + ?Sized, T: Transport + ?Sized>(
+    clock: &C,
+    t: &mut T,
+    wire: &Wire,
+    peer: Rank,
+    options: &SyncOptions,
+) -> Result<(ClockModel, usize), SyncError> {
+    let (offset, at, n) =
+        measure_offset(clock, t, wire, peer, options.offset_estimator(), options)?;
+    Ok((
+        ClockModel {
+            anchor: at,
+            offset_ticks: offset,
+            drift: 0.0,
+        },
+        n,
+    ))
+}
+
+#[cfg(test)]
+mod tests;

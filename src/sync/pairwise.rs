@@ -1,0 +1,448 @@
+//! Pairwise clock offset: ping-pongs of timer stamps between an *initiator* (the rank
+//! whose clock is being modelled) and a *responder* (its reference).
+//!
+//! One exchange: the initiator reads `sent`, sends a ping, the responder answers with
+//! its own reading `peer`, the initiator reads `received`. The responder's reading lies
+//! somewhere in `[sent, received]` of the initiator's time, so the initiator's offset
+//! `local - peer` lies in `[sent - peer, received - peer]`, and the midpoint estimate
+//! `sent + rtt/2 - peer` errs by at most `rtt/2` (by the delay asymmetry, in practice).
+//! Three estimators build on it:
+//!
+//! - [`min_rtt`]: Hoefler et al. (accurately measuring collectives, sec. 3.1; Netgauge's
+//!   `Compute_Offset`, Hunold & Carpen-Amarie Algorithm 12): keep the exchange with the
+//!   smallest round-trip time and stop after `N` consecutive exchanges that do not beat
+//!   it; `N = 100` is the paper's choice (error below 10% of the minimal RTT, about 180
+//!   exchanges).
+//! - [`bracket`]: SKaMPI's estimator (Hunold & Carpen-Amarie Algorithm 7,
+//!   `SKaMPI_PingPong`): intersect the intervals of 100 exchanges into
+//!   `[td_min, td_max]` and take its middle.
+//! - [`fit_point`]/[`learn_model`]: Jones & Koenig's fit points (Algorithm 15,
+//!   `Learn_Model`; Algorithm 4, `Learn_Model_HCA`): the median offset of
+//!   `n_exchanges` exchanges is one point, a line through `n_fitpts` points is the
+//!   drift model. One deliberate change: each exchange's offset is corrected by its
+//!   own half round trip (the midpoint), not by a mean RTT measured beforehand
+//!   (Algorithm 17), which the paper itself names a possible source of error.
+//!
+//! The wire protocol carries one `u64` per message, little endian: the initiator sends
+//! [`PING`] for each exchange and [`DONE`] at the end of a measurement; the responder
+//! answers each ping with its reading. So [`respond`] serves any estimator without
+//! knowing how many exchanges it will make.
+
+use super::model::{delta, offset_by, ClockModel};
+use super::SyncError;
+use crate::clock::{Clock, Ticks};
+use crate::model::lsq::fit_line;
+use ngauge_transport::{BufferId, Rank, Transport};
+
+/// Initiator to responder: answer with your reading.
+pub const PING: u64 = 0;
+/// Initiator to responder: this measurement is over.
+pub const DONE: u64 = 1;
+
+/// Defaults from the papers.
+pub mod defaults {
+    /// Hoefler's `N`: consecutive exchanges without a smaller RTT before stopping.
+    pub const STOP_AFTER: usize = 100;
+    /// A cap on one min-RTT measurement, in exchanges (Hoefler expects ~180 for N=100).
+    pub const MAX_EXCHANGES: usize = 20_000;
+    /// SKaMPI's `n_pingpongs`.
+    pub const SKAMPI_PINGPONGS: usize = 100;
+    /// Jones & Koenig / HCA `n_fitpts` (Hunold & Carpen-Amarie, Appendix C.5/C.6).
+    pub const FITPOINTS: usize = 1000;
+    /// Jones & Koenig / HCA `n_exchanges` (Appendix C.5/C.6).
+    pub const EXCHANGES: usize = 100;
+}
+
+/// A transport buffer for the sync messages: an 8-byte send slot, an 8-byte receive
+/// slot, and room for model lists after them.
+#[derive(Debug)]
+pub struct Wire {
+    buffer: BufferId,
+    capacity: usize,
+}
+
+const SEND_SLOT: usize = 0;
+const RECV_SLOT: usize = 8;
+const BULK: usize = 16;
+
+impl Wire {
+    /// Allocates the buffer (outside any timed region) with room for `bulk_bytes` of
+    /// model lists.
+    pub fn new<T: Transport + ?Sized>(t: &mut T, bulk_bytes: usize) -> Result<Self, SyncError> {
+        let capacity = BULK + bulk_bytes;
+        Ok(Wire {
+            buffer: t.alloc_buffer(capacity)?,
+            capacity,
+        })
+    }
+
+    /// Returns the buffer to the transport.
+    pub fn free<T: Transport + ?Sized>(self, t: &mut T) -> Result<(), SyncError> {
+        t.free_buffer(self.buffer)?;
+        Ok(())
+    }
+
+    fn put<T: Transport + ?Sized>(&self, t: &mut T, value: u64) -> Result<(), SyncError> {
+        t.buffer_mut(self.buffer)?[SEND_SLOT..SEND_SLOT + 8].copy_from_slice(&value.to_le_bytes());
+        Ok(())
+    }
+
+    fn take<T: Transport + ?Sized>(&self, t: &T) -> Result<u64, SyncError> {
+        let bytes = &t.buffer(self.buffer)?[RECV_SLOT..RECV_SLOT + 8];
+        Ok(u64::from_le_bytes(bytes.try_into().expect("8 bytes")))
+    }
+
+    /// Sends one `u64`.
+    pub fn send_u64<T: Transport + ?Sized>(
+        &self,
+        t: &mut T,
+        peer: Rank,
+        value: u64,
+    ) -> Result<(), SyncError> {
+        self.put(t, value)?;
+        t.send(peer, self.buffer.region(SEND_SLOT, 8))?;
+        Ok(())
+    }
+
+    /// Receives one `u64`.
+    pub fn recv_u64<T: Transport + ?Sized>(&self, t: &mut T, peer: Rank) -> Result<u64, SyncError> {
+        t.recv(peer, self.buffer.region(RECV_SLOT, 8))?;
+        self.take(t)
+    }
+
+    /// Sends `bytes` (at most the bulk capacity) as one message.
+    pub fn send_bytes<T: Transport + ?Sized>(
+        &self,
+        t: &mut T,
+        peer: Rank,
+        bytes: &[u8],
+    ) -> Result<(), SyncError> {
+        self.check_bulk(bytes.len())?;
+        t.buffer_mut(self.buffer)?[BULK..BULK + bytes.len()].copy_from_slice(bytes);
+        t.send(peer, self.buffer.region(BULK, bytes.len()))?;
+        Ok(())
+    }
+
+    /// Receives one message of exactly `len` bytes.
+    pub fn recv_bytes<T: Transport + ?Sized>(
+        &self,
+        t: &mut T,
+        peer: Rank,
+        len: usize,
+    ) -> Result<Vec<u8>, SyncError> {
+        self.check_bulk(len)?;
+        t.recv(peer, self.buffer.region(BULK, len))?;
+        Ok(t.buffer(self.buffer)?[BULK..BULK + len].to_vec())
+    }
+
+    fn check_bulk(&self, len: usize) -> Result<(), SyncError> {
+        if BULK + len > self.capacity {
+            return Err(SyncError::Internal(format!(
+                "sync message of {len} bytes exceeds the {} bytes reserved",
+                self.capacity - BULK
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// One ping-pong as the initiator saw it.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Exchange {
+    /// Initiator's reading before sending the ping.
+    pub sent: Ticks,
+    /// Initiator's reading after receiving the answer.
+    pub received: Ticks,
+    /// The responder's reading in its answer.
+    pub peer: Ticks,
+}
+
+impl Exchange {
+    /// Round-trip time in the initiator's ticks.
+    pub fn rtt(&self) -> u64 {
+        self.received.since(self.sent)
+    }
+
+    /// The initiator's reading halfway through the exchange.
+    pub fn midpoint(&self) -> Ticks {
+        offset_by(self.sent, self.rtt() as f64 / 2.0)
+    }
+
+    /// `local - peer` at the midpoint, in ticks (Algorithm 12, line 11:
+    /// `s_time + rtt/2 - tremote`).
+    pub fn offset(&self) -> f64 {
+        delta(self.sent, self.peer) + self.rtt() as f64 / 2.0
+    }
+}
+
+/// Initiator side of one exchange (the ping value must be in the send slot).
+#[inline]
+fn exchange<C: Clock + ?Sized, T: Transport + ?Sized>(
+    clock: &C,
+    t: &mut T,
+    wire: &Wire,
+    peer: Rank,
+) -> Result<Exchange, SyncError> {
+    let sent = clock.now();
+    t.send(peer, wire.buffer.region(SEND_SLOT, 8))?;
+    t.recv(peer, wire.buffer.region(RECV_SLOT, 8))?;
+    let received = clock.now();
+    Ok(Exchange {
+        sent,
+        received,
+        peer: Ticks(wire.take(t)?),
+    })
+}
+
+/// Runs `count` exchanges (or until `keep_going` says stop), then sends [`DONE`].
+fn exchanges<C: Clock + ?Sized, T: Transport + ?Sized>(
+    clock: &C,
+    t: &mut T,
+    wire: &Wire,
+    peer: Rank,
+    mut keep_going: impl FnMut(&Exchange) -> bool,
+) -> Result<(), SyncError> {
+    wire.put(t, PING)?;
+    loop {
+        let e = exchange(clock, t, wire, peer)?;
+        if !keep_going(&e) {
+            break;
+        }
+    }
+    wire.send_u64(t, peer, DONE)
+}
+
+/// Responder side of any estimator: answers pings from `peer` with this rank's
+/// reading until [`DONE`]. Returns the number of exchanges served.
+pub fn respond<C: Clock + ?Sized, T: Transport + ?Sized>(
+    clock: &C,
+    t: &mut T,
+    wire: &Wire,
+    peer: Rank,
+) -> Result<usize, SyncError> {
+    let mut served = 0;
+    loop {
+        t.recv(peer, wire.buffer.region(RECV_SLOT, 8))?;
+        match wire.take(t)? {
+            PING => {
+                let now = clock.now();
+                wire.send_u64(t, peer, now.0)?;
+                served += 1;
+            }
+            DONE => return Ok(served),
+            other => {
+                return Err(SyncError::Protocol {
+                    peer,
+                    detail: format!("expected a ping or done, got {other}"),
+                })
+            }
+        }
+    }
+}
+
+/// Result of [`min_rtt`].
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct MinRtt {
+    /// The exchange with the smallest round trip.
+    pub best: Exchange,
+    /// Exchanges made.
+    pub exchanges: usize,
+}
+
+/// Hoefler's estimator (sec. 3.1): exchange until `stop_after` consecutive exchanges
+/// do not beat the smallest RTT seen (or `max_exchanges` were made); keep the exchange
+/// with the smallest RTT.
+pub fn min_rtt<C: Clock + ?Sized, T: Transport + ?Sized>(
+    clock: &C,
+    t: &mut T,
+    wire: &Wire,
+    peer: Rank,
+    stop_after: usize,
+    max_exchanges: usize,
+) -> Result<MinRtt, SyncError> {
+    let mut best: Option<Exchange> = None;
+    let (mut count, mut since_best) = (0usize, 0usize);
+    exchanges(clock, t, wire, peer, |e| {
+        count += 1;
+        if best.is_none_or(|b| e.rtt() < b.rtt()) {
+            best = Some(*e);
+            since_best = 0;
+        } else {
+            since_best += 1;
+        }
+        since_best < stop_after && count < max_exchanges
+    })?;
+    Ok(MinRtt {
+        best: best.expect("at least one exchange"),
+        exchanges: count,
+    })
+}
+
+/// Result of [`bracket`]: the interval of the initiator's offset `local - peer`.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Bracket {
+    /// Largest lower bound, `max(sent - peer)` (SKaMPI's `-td_max`).
+    pub low: f64,
+    /// Smallest upper bound, `min(received - peer)` (SKaMPI's `-td_min`).
+    pub high: f64,
+    /// The initiator's reading in the middle of the measurement.
+    pub at: Ticks,
+    /// Exchanges made.
+    pub exchanges: usize,
+}
+
+impl Bracket {
+    /// SKaMPI's estimate: the middle of the interval (Algorithm 7, line 20).
+    pub fn offset(&self) -> f64 {
+        (self.low + self.high) / 2.0
+    }
+
+    /// False when the bounds crossed (drift or a clock jump during the measurement);
+    /// the middle is still returned, as SKaMPI does.
+    pub fn consistent(&self) -> bool {
+        self.low <= self.high
+    }
+}
+
+/// SKaMPI's estimator (Algorithm 7): `pingpongs` exchanges, intersecting the
+/// interval each one gives for the offset.
+pub fn bracket<C: Clock + ?Sized, T: Transport + ?Sized>(
+    clock: &C,
+    t: &mut T,
+    wire: &Wire,
+    peer: Rank,
+    pingpongs: usize,
+) -> Result<Bracket, SyncError> {
+    let (mut low, mut high) = (f64::NEG_INFINITY, f64::INFINITY);
+    let (mut first, mut last) = (None, Ticks(0));
+    let mut count = 0;
+    exchanges(clock, t, wire, peer, |e| {
+        count += 1;
+        low = low.max(delta(e.sent, e.peer));
+        high = high.min(delta(e.received, e.peer));
+        first.get_or_insert(e.sent);
+        last = e.received;
+        count < pingpongs.max(1)
+    })?;
+    let first = first.expect("at least one exchange");
+    Ok(Bracket {
+        low,
+        high,
+        at: offset_by(first, delta(last, first) / 2.0),
+        exchanges: count,
+    })
+}
+
+/// One of Jones & Koenig's fit points: `local - peer` at a local reading.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct FitPoint {
+    /// The initiator's reading (midpoint of the chosen exchange).
+    pub local: Ticks,
+    /// `local - peer` there, in ticks.
+    pub offset: f64,
+}
+
+/// One fit point (Algorithm 15, lines 17-27): `n_exchanges` exchanges, the one with
+/// the median offset.
+pub fn fit_point<C: Clock + ?Sized, T: Transport + ?Sized>(
+    clock: &C,
+    t: &mut T,
+    wire: &Wire,
+    peer: Rank,
+    n_exchanges: usize,
+) -> Result<FitPoint, SyncError> {
+    let n = n_exchanges.max(1);
+    let mut seen: Vec<Exchange> = Vec::with_capacity(n);
+    exchanges(clock, t, wire, peer, |e| {
+        seen.push(*e);
+        seen.len() < n
+    })?;
+    seen.sort_by(|a, b| a.offset().total_cmp(&b.offset()));
+    // The lower median is an actual exchange, so its reading is the point's x
+    // (Algorithm 15, line 25: the index whose difference equals the median).
+    let median = seen[(seen.len() - 1) / 2];
+    Ok(FitPoint {
+        local: median.midpoint(),
+        offset: median.offset(),
+    })
+}
+
+/// Fits the drift model through fit points (Algorithm 15, line 28, `Linear_Fit`): the
+/// line `local - peer = offset + drift * (local - anchor)`, anchored at the mean of
+/// the points' readings, where the regression intercept is best determined.
+pub fn fit_model(points: &[FitPoint]) -> Option<ClockModel> {
+    let first = points.first()?.local;
+    let xs: Vec<f64> = points.iter().map(|p| delta(p.local, first)).collect();
+    let ys: Vec<f64> = points.iter().map(|p| p.offset).collect();
+    let line = fit_line(&xs, &ys)?;
+    let mean_x = xs.iter().sum::<f64>() / xs.len() as f64;
+    let anchor = offset_by(first, mean_x);
+    let x = delta(anchor, first);
+    Some(ClockModel {
+        anchor,
+        offset_ticks: line.at(x),
+        drift: line.slope,
+    })
+}
+
+/// Initiator side of a pairwise drift model (`Learn_Model_HCA`, Algorithm 4):
+/// `fitpoints` fit points of `n_exchanges` exchanges each, then a line through them.
+/// The responder calls [`respond`] `fitpoints` times. Returns the model of this
+/// rank's clock relative to `peer`'s and the number of exchanges made.
+pub fn learn_model<C: Clock + ?Sized, T: Transport + ?Sized>(
+    clock: &C,
+    t: &mut T,
+    wire: &Wire,
+    peer: Rank,
+    fitpoints: usize,
+    n_exchanges: usize,
+) -> Result<(ClockModel, usize), SyncError> {
+    let points = (0..fitpoints)
+        .map(|_| fit_point(clock, t, wire, peer, n_exchanges))
+        .collect::<Result<Vec<_>, _>>()?;
+    let model = fit_model(&points).ok_or_else(|| SyncError::Fit {
+        peer,
+        detail: format!("no line through {} fit points", points.len()),
+    })?;
+    Ok((model, fitpoints * n_exchanges.max(1)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn e(sent: u64, peer: u64, received: u64) -> Exchange {
+        Exchange {
+            sent: Ticks(sent),
+            received: Ticks(received),
+            peer: Ticks(peer),
+        }
+    }
+
+    #[test]
+    fn exchange_offset_is_taken_at_the_midpoint() {
+        // Peer is 1000 ticks behind; symmetric 50-tick delays.
+        let x = e(10_000, 9_050, 10_100);
+        assert_eq!(x.rtt(), 100);
+        assert_eq!(x.midpoint(), Ticks(10_050));
+        assert_eq!(x.offset(), 1000.0);
+    }
+
+    #[test]
+    fn fit_model_recovers_a_line_and_anchors_at_the_mean() {
+        let points: Vec<FitPoint> = (0..10)
+            .map(|i| {
+                let x = 1_000_000_000_000 + i * 1_000_000;
+                FitPoint {
+                    local: Ticks(x),
+                    offset: 500.0 + 40e-6 * (i * 1_000_000) as f64,
+                }
+            })
+            .collect();
+        let m = fit_model(&points).unwrap();
+        assert!((m.drift - 40e-6).abs() < 1e-12);
+        assert_eq!(m.anchor, Ticks(1_000_000_000_000 + 4_500_000));
+        assert!((m.offset_ticks - (500.0 + 40e-6 * 4.5e6)).abs() < 1e-6);
+        assert_eq!(fit_model(&points[..1]), None);
+    }
+}

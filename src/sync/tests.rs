@@ -1,0 +1,403 @@
+//! Every algorithm on skewed virtual clocks (truth exact), p = 2, 4, 8; the pairwise
+//! estimators; window-based starts.
+
+use super::pairwise::{self, Wire};
+use super::sim::{self, NetModel, SimRank, SIM_HZ, SIM_START};
+use super::skew::true_error_ticks;
+use super::window::{self, SlotStatus, Tally, Windows};
+use super::*;
+use crate::clock::{Skew, Ticks};
+use ngauge_transport::WaitMode;
+
+/// Offsets (ms) and drifts (ppm) of ranks 1..8; ranks 1-3 are the example.
+const SKEWS: [(f64, f64); 7] = [
+    (3.0, 40.0),
+    (-5.0, -25.0),
+    (0.8, 10.0),
+    (-1.2, 55.0),
+    (7.0, -60.0),
+    (-0.3, 5.0),
+    (2.2, -35.0),
+];
+
+fn skew(offset_ms: f64, drift_ppm: f64) -> Skew {
+    Skew {
+        offset_ticks: offset_ms * 1e6 * SIM_HZ / 1e9,
+        drift: drift_ppm / 1e6,
+        epoch: SIM_START,
+    }
+}
+
+fn skews(p: usize) -> Vec<Option<Skew>> {
+    std::iter::once(None)
+        .chain(SKEWS.iter().map(|&(o, d)| Some(skew(o, d))))
+        .take(p)
+        .collect()
+}
+
+fn test_options(algorithm: Algorithm) -> SyncOptions {
+    SyncOptions {
+        fitpoints: 200,
+        exchanges: 9,
+        ..SyncOptions::new(algorithm)
+    }
+}
+
+/// What a rank reports after a synchronization in the virtual world.
+struct Synced {
+    model: ClockModel,
+    skew: Option<Skew>,
+    raw_end: Ticks,
+    outcome: SyncOutcome,
+}
+
+fn synchronize_world(skews: &[Option<Skew>], options: SyncOptions) -> Vec<Synced> {
+    sim::run(skews, NetModel::default(), move |mut r: SimRank| {
+        let outcome = synchronize(&r.clock, &mut r.transport, &mut r.control, &options)
+            .unwrap_or_else(|e| panic!("rank {}: {e}", r.control.rank()));
+        Synced {
+            model: outcome.model,
+            skew: r.clock.skew(),
+            raw_end: r.clock.raw(),
+            outcome,
+        }
+    })
+}
+
+/// True global-time error of every rank, in ns, `after_s` seconds after the sync.
+fn true_errors_ns(ranks: &[Synced], after_s: f64) -> Vec<f64> {
+    let end = ranks.iter().map(|r| r.raw_end).max().unwrap();
+    let at = end.plus((after_s * SIM_HZ) as u64);
+    ranks
+        .iter()
+        .map(|r| {
+            true_error_ticks(&r.model, r.skew.as_ref(), ranks[0].skew.as_ref(), at) * 1e9 / SIM_HZ
+        })
+        .collect()
+}
+
+fn true_drift_ppm(ranks: &[Synced], rank: usize) -> f64 {
+    let d = |s: &Option<Skew>| s.map_or(0.0, |s| s.drift);
+    ((1.0 + d(&ranks[rank].skew)) / (1.0 + d(&ranks[0].skew)) - 1.0) * 1e6
+}
+
+fn check_offset_only(algorithm: Algorithm, p: usize) {
+    let ranks = synchronize_world(&skews(p), test_options(algorithm));
+    let now = true_errors_ns(&ranks, 0.0);
+    let later = true_errors_ns(&ranks, 5.0);
+    for (rank, r) in ranks.iter().enumerate() {
+        assert_eq!(r.model.drift, 0.0, "{algorithm:?} learns no drift");
+        // Offsets of milliseconds are removed to within the drift during the sync.
+        assert!(
+            now[rank].abs() < 5_000.0,
+            "{algorithm:?} p={p} rank {rank}: {} ns right after the sync",
+            now[rank]
+        );
+        // ... and 5 s later the drift shows: |drift| * 5 s.
+        let drift = true_drift_ppm(&ranks, rank);
+        let expected = drift * 5.0 * 1e3;
+        assert!(
+            (later[rank] - now[rank] - expected).abs() < 0.05 * expected.abs() + 100.0,
+            "{algorithm:?} p={p} rank {rank}: {} ns after 5 s, drift alone gives {expected}",
+            later[rank] - now[rank]
+        );
+        if rank > 0 {
+            assert!(later[rank].abs() > 10_000.0, "rank {rank} drifted away");
+        }
+    }
+    assert!(ranks[0].outcome.exchanges > 0);
+}
+
+fn check_drift_model(algorithm: Algorithm, skews: &[Option<Skew>]) {
+    let p = skews.len();
+    let ranks = synchronize_world(skews, test_options(algorithm));
+    let later = true_errors_ns(&ranks, 5.0);
+    for (rank, r) in ranks.iter().enumerate() {
+        let truth = true_drift_ppm(&ranks, rank);
+        assert!(
+            (r.model.drift_ppm() - truth).abs() < 0.5,
+            "{algorithm:?} p={p} rank {rank}: drift {} ppm, truth {truth}",
+            r.model.drift_ppm()
+        );
+        assert!(
+            later[rank].abs() < 3_000.0,
+            "{algorithm:?} p={p} rank {rank}: {} ns 5 s after the sync",
+            later[rank]
+        );
+    }
+}
+
+#[test]
+fn linear_removes_offsets_and_drifts_for_p_2_4_8() {
+    for p in [2, 4, 8] {
+        check_offset_only(Algorithm::Linear, p);
+    }
+}
+
+#[test]
+fn logp_removes_offsets_and_drifts_for_p_2_4_8() {
+    for p in [2, 4, 8] {
+        check_offset_only(Algorithm::Logp, p);
+    }
+}
+
+#[test]
+fn logp_with_a_remainder_step() {
+    // 6 = 4 + 2: ranks 4 and 5 go through the remainder round.
+    check_offset_only(Algorithm::Logp, 6);
+}
+
+#[test]
+fn jk_holds_residuals_for_p_2_4_8() {
+    for p in [2, 4, 8] {
+        check_drift_model(Algorithm::Jk, &skews(p));
+    }
+}
+
+#[test]
+fn hca_holds_residuals_for_p_2_4_8() {
+    for p in [2, 4, 8] {
+        check_drift_model(Algorithm::Hca, &skews(p));
+    }
+}
+
+#[test]
+fn hca_with_a_remainder_step_and_a_skewed_root() {
+    let mut s = skews(7);
+    s[0] = Some(skew(-2.0, 15.0));
+    check_drift_model(Algorithm::Hca, &s);
+}
+
+#[test]
+fn unskewed_clocks_stay_unskewed() {
+    // One shared timer: the truth is zero offset, zero drift.
+    for algorithm in [Algorithm::Linear, Algorithm::Logp, Algorithm::Hca] {
+        let ranks = synchronize_world(&[None, None, None], test_options(algorithm));
+        for (rank, e) in true_errors_ns(&ranks, 0.0).iter().enumerate() {
+            assert!(e.abs() < 1_000.0, "{algorithm:?} rank {rank}: {e} ns");
+        }
+    }
+}
+
+#[test]
+fn the_estimator_can_be_chosen() {
+    let options = SyncOptions {
+        estimator: Some(Estimator::MinRtt),
+        ..test_options(Algorithm::Linear)
+    };
+    assert_eq!(options.offset_estimator(), Estimator::MinRtt);
+    assert_eq!(
+        SyncOptions::new(Algorithm::Logp).offset_estimator(),
+        Estimator::MinRtt
+    );
+    assert_eq!(
+        SyncOptions::new(Algorithm::Hca).offset_estimator(),
+        Estimator::Skampi
+    );
+    let ranks = synchronize_world(&skews(3), options);
+    for e in true_errors_ns(&ranks, 0.0) {
+        assert!(e.abs() < 5_000.0, "{e}");
+    }
+}
+
+#[test]
+fn bad_options_are_rejected_before_any_message() {
+    let bad = [
+        SyncOptions {
+            fitpoints: 1,
+            ..SyncOptions::new(Algorithm::Jk)
+        },
+        SyncOptions {
+            exchanges: 0,
+            ..SyncOptions::new(Algorithm::Hca)
+        },
+        SyncOptions {
+            stop_after: 0,
+            ..SyncOptions::new(Algorithm::Logp)
+        },
+    ];
+    for options in bad {
+        assert!(matches!(options.validate(), Err(SyncError::Options(_))));
+    }
+    // fitpoints do not matter to offset-only algorithms.
+    assert!(SyncOptions {
+        fitpoints: 0,
+        ..SyncOptions::new(Algorithm::Logp)
+    }
+    .validate()
+    .is_ok());
+}
+
+#[test]
+fn gather_models_collects_every_rank() {
+    let models = sim::run(&skews(4), NetModel::default(), |mut r| {
+        let model = ClockModel::offset_only(r.control.rank() as f64 * 10.0);
+        gather_models(&mut r.control, &model).unwrap()
+    });
+    assert_eq!(models[0].len(), 4);
+    assert_eq!(models[0][3].offset_ticks, 30.0);
+    assert!(models[1].is_empty());
+}
+
+/// Runs one estimator between rank 1 (initiator) and rank 0 with a static offset.
+fn pairwise_run<R: Send>(offset_ms: f64, estimate: impl Fn(&mut SimRank, &Wire) -> R + Sync) -> R {
+    let skews = [None, Some(skew(offset_ms, 0.0))];
+    let mut out = sim::run(&skews, NetModel::default(), |mut r| {
+        let wire = Wire::new(&mut r.transport, 0).unwrap();
+        let result = if r.control.rank() == 0 {
+            pairwise::respond(&r.clock, &mut r.transport, &wire, 1).unwrap();
+            None
+        } else {
+            Some(estimate(&mut r, &wire))
+        };
+        wire.free(&mut r.transport).unwrap();
+        result
+    });
+    out.pop().flatten().unwrap()
+}
+
+#[test]
+fn min_rtt_stops_after_n_without_improvement_and_keeps_the_best() {
+    let m = pairwise_run(3.0, |r, wire| {
+        pairwise::min_rtt(&r.clock, &mut r.transport, wire, 0, 100, 10_000).unwrap()
+    });
+    assert!(m.exchanges > 100, "{}", m.exchanges);
+    let truth = 3e6 * SIM_HZ / 1e9;
+    // The best exchange has the base RTT (40 us) plus little jitter: its error is at
+    // most half the jitter.
+    assert!(m.best.rtt() < (40_500.0 * SIM_HZ / 1e9) as u64);
+    assert!((m.best.offset() - truth).abs() < 0.5 * 200.0 * SIM_HZ / 1e9 + 100.0);
+    let capped = pairwise_run(3.0, |r, wire| {
+        pairwise::min_rtt(&r.clock, &mut r.transport, wire, 0, 100, 7).unwrap()
+    });
+    assert_eq!(capped.exchanges, 7);
+}
+
+#[test]
+fn skampi_bracket_contains_the_true_offset() {
+    let b = pairwise_run(-5.0, |r, wire| {
+        pairwise::bracket(&r.clock, &mut r.transport, wire, 0, 100).unwrap()
+    });
+    let truth = -5e6 * SIM_HZ / 1e9;
+    assert_eq!(b.exchanges, 100);
+    assert!(b.consistent());
+    assert!(b.low <= truth && truth <= b.high, "{b:?} vs {truth}");
+}
+
+#[test]
+fn fit_points_take_the_median_exchange() {
+    let p = pairwise_run(0.8, |r, wire| {
+        pairwise::fit_point(&r.clock, &mut r.transport, wire, 0, 9).unwrap()
+    });
+    let truth = 0.8e6 * SIM_HZ / 1e9;
+    // Outliers (one message in 7 is 30 us late) are voted out by the median.
+    assert!((p.offset - truth).abs() < 200.0 * SIM_HZ / 1e9, "{p:?}");
+}
+
+#[test]
+fn responder_rejects_garbage() {
+    let errs = sim::run(&[None, None], NetModel::default(), |mut r| {
+        let wire = Wire::new(&mut r.transport, 0).unwrap();
+        if r.control.rank() == 0 {
+            Some(pairwise::respond(&r.clock, &mut r.transport, &wire, 1).unwrap_err())
+        } else {
+            wire.send_u64(&mut r.transport, 0, 77).unwrap();
+            None
+        }
+    });
+    let err = errs[0].as_ref().unwrap();
+    assert!(matches!(err, SyncError::Protocol { peer: 1, .. }), "{err}");
+}
+
+/// Each rank: the true (raw) times at which its measurements started, and the
+/// agreed statuses, for an operation lasting `op_ns(rank, slot)` virtual ns.
+fn windowed(
+    skews: &[Option<Skew>],
+    window_ns: f64,
+    slots: u64,
+    op_ns: impl Fn(usize, u64) -> f64 + Sync,
+) -> Vec<(Vec<Ticks>, Vec<SlotStatus>)> {
+    sim::run(skews, NetModel::default(), |mut r| {
+        let options = test_options(Algorithm::Hca);
+        let outcome = synchronize(&r.clock, &mut r.transport, &mut r.control, &options).unwrap();
+        let mut windows = Windows::announce(
+            &r.clock,
+            &mut r.control,
+            &outcome.model,
+            (window_ns * SIM_HZ / 1e9) as u64,
+        )
+        .unwrap();
+        let rank = r.control.rank();
+        let (mut starts, mut statuses) = (Vec::new(), Vec::new());
+        for i in 0..slots {
+            let slot = windows.wait(&r.clock, WaitMode::Poll);
+            starts.push(r.clock.raw());
+            r.clock.advance_ns(op_ns(rank, i));
+            statuses.push(windows.finish(&r.clock, &slot));
+        }
+        let agreed = window::agree(&mut r.control, &statuses).unwrap();
+        (starts, agreed)
+    })
+}
+
+#[test]
+fn windows_start_every_rank_together() {
+    let out = windowed(&skews(4), 200_000.0, 5, |_, _| 50_000.0);
+    for slot in 0..5 {
+        let starts: Vec<u64> = out.iter().map(|(s, _)| s[slot].0).collect();
+        let spread = starts.iter().max().unwrap() - starts.iter().min().unwrap();
+        // Offsets of milliseconds, yet all ranks start within a microsecond.
+        assert!(
+            (spread as f64) < 1_000.0 * SIM_HZ / 1e9,
+            "slot {slot}: spread {spread} ticks"
+        );
+    }
+    // Consecutive windows are one window apart in true time.
+    let (starts, statuses) = &out[2];
+    let gap = starts[3].0 - starts[2].0;
+    assert!((gap as f64 - 200_000.0 * SIM_HZ / 1e9).abs() < 1_000.0);
+    assert!(statuses.iter().all(|s| *s == SlotStatus::Valid));
+}
+
+#[test]
+fn late_starts_and_overruns_are_flagged_on_every_rank() {
+    // Rank 2's operation in slot 1 takes 1.5 windows: it overruns slot 1 and starts
+    // slot 2 late; all ranks must agree that both are invalid.
+    let out = windowed(&skews(3), 100_000.0, 4, |rank, slot| {
+        if rank == 2 && slot == 1 {
+            150_000.0
+        } else {
+            10_000.0
+        }
+    });
+    for (rank, (_, statuses)) in out.iter().enumerate() {
+        assert_eq!(
+            statuses,
+            &vec![
+                SlotStatus::Valid,
+                SlotStatus::Overran,
+                SlotStatus::StartedLate,
+                SlotStatus::Valid
+            ],
+            "rank {rank}"
+        );
+        let tally = Tally::of(statuses);
+        assert_eq!((tally.valid, tally.invalid()), (2, 2));
+    }
+}
+
+#[test]
+fn the_window_adapts_to_the_measured_operation() {
+    assert_eq!(window::initial_window(1000), 1500);
+    assert_eq!(window::initial_window(0), 1);
+    // Fewer than a quarter invalid: unchanged.
+    assert_eq!(window::adapt_window(1000, 2, 10, 900.0), None);
+    // A quarter or more: doubled, or 1.5 x the mean run time if that is larger.
+    assert_eq!(window::adapt_window(1000, 3, 10, 900.0), Some(2000));
+    assert_eq!(window::adapt_window(1000, 5, 10, 4000.0), Some(6000));
+    assert_eq!(window::adapt_window(1000, 0, 0, 0.0), None);
+    // With the adapted window, the overrunning operation fits.
+    let window_ns = window::adapt_window(100_000, 2, 4, 150_000.0).unwrap() as f64;
+    let out = windowed(&skews(3), window_ns, 3, |_, _| 150_000.0);
+    assert!(out[0].1.iter().all(|s| *s == SlotStatus::Valid));
+}
