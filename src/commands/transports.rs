@@ -41,6 +41,21 @@ impl TransportOptions {
     }
 }
 
+impl TransportOptions {
+    /// A warning when `--wait poll` was forced with more ranks on this host than
+    /// cores: spinning ranks then steal the core the rank they wait for needs.
+    pub fn warning(&self, world: &World) -> Option<String> {
+        let cores = host_cores();
+        (self.wait == WaitMode::Poll && world.ranks_on_host > cores).then(|| {
+            format!(
+                "--wait poll with {} ranks on {cores} cores: spinning ranks delay the \
+                 peers they wait for; use --wait block (the default here)",
+                world.ranks_on_host
+            )
+        })
+    }
+}
+
 /// Connects `name` among all ranks of `world` (a collective call).
 pub fn open(
     name: TransportName,
