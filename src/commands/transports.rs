@@ -95,6 +95,11 @@ pub fn open(
             }
             Box::new(ngauge_udp::UdpTransport::connect(control, addr, &o)?)
         }
+        #[cfg(feature = "mpi")]
+        TransportName::Mpi => Box::new(ngauge_mpi::MpiTransport::connect(
+            control,
+            ngauge_mpi::MpiOptions { wait: opts.wait },
+        )?),
         other => anyhow::bail!(
             "transport {} is not available in this build",
             other.as_str()
