@@ -76,11 +76,6 @@ impl TcpControl {
         }
     }
 
-    /// Changes how long a collective waits for the slowest rank.
-    pub fn set_timeout(&mut self, timeout: Duration) {
-        self.timeout = timeout;
-    }
-
     fn lost(&self, rank: Rank, op: &'static str, detail: String) -> ControlError {
         ControlError::LostRank { rank, op, detail }
     }
