@@ -107,3 +107,51 @@ fn version_names_the_build() {
     assert!(text.contains("transports: tcp,udp"), "{text}");
     assert!(text.contains("rustc"), "{text}");
 }
+
+#[test]
+fn timer_reports_the_pinning_it_was_started_with_not_its_own() {
+    // `ngauge timer` pins itself to measure the read cost; that pin is not a host fact.
+    if ngauge::clock::allowed_cores().len() > 1 {
+        let out = ngauge().args(["timer", "--json"]).output().unwrap();
+        assert!(out.status.success());
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(doc["pinned_core"], Value::Null, "{doc}");
+        assert_eq!(doc["meta"]["pinning"][0], Value::Null, "{doc}");
+        let kinds: Vec<&str> = doc["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|w| w["kind"].as_str())
+            .collect();
+        assert!(kinds.contains(&"unpinned"), "{kinds:?}");
+        if doc["source"] == "rdtscp" {
+            assert!(doc["measured_on_core"].is_u64(), "{doc}");
+        }
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("not pinned"), "{stderr}");
+    }
+    // Started pinned (taskset), it says so and does not warn.
+    let core = ngauge::clock::allowed_cores()[0];
+    let Ok(out) = std::process::Command::new("taskset")
+        .args(["-c", &core.to_string()])
+        .arg(env!("CARGO_BIN_EXE_ngauge"))
+        .args(["timer", "--json"])
+        .output()
+    else {
+        eprintln!("skipped the pinned half: no taskset");
+        return;
+    };
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["pinned_core"], core, "{doc}");
+    assert_eq!(doc["measured_on_core"], core, "{doc}");
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("not pinned"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
