@@ -106,6 +106,8 @@ pub struct TcpTransport {
     pool: BufferPool,
     requests: HashMap<u64, Request>,
     next_request: u64,
+    /// Requests queued on some peer and not complete yet (all peers together).
+    queued: usize,
 }
 
 fn setup(reason: impl Into<String>) -> TransportError {
@@ -300,6 +302,7 @@ impl TcpTransport {
             pool: BufferPool::new(NAME),
             requests: HashMap::new(),
             next_request: 0,
+            queued: 0,
         })
     }
 
@@ -329,6 +332,7 @@ impl TcpTransport {
             },
         );
         if region.len > 0 {
+            self.queued += 1;
             let p = self.peers[peer].as_mut().expect("checked peer");
             match kind {
                 Kind::Send => p.sends.push_back(id),
@@ -361,6 +365,7 @@ impl TcpTransport {
                             req.complete = true;
                             self.pool.release(req.region.buffer);
                             p.sends.pop_front();
+                            self.queued -= 1;
                         } else {
                             break;
                         }
@@ -387,6 +392,7 @@ impl TcpTransport {
                             req.complete = true;
                             self.pool.release(req.region.buffer);
                             p.recvs.pop_front();
+                            self.queued -= 1;
                         } else {
                             break;
                         }
@@ -451,7 +457,7 @@ impl TcpTransport {
         }
     }
 
-    /// Blocking send on an idle connection: no queue in front of it.
+    /// Blocking send while nothing is queued on any connection.
     fn send_direct(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
         let p = self.peers[peer].as_ref().expect("checked peer");
         let bytes = self.pool.region(region)?;
@@ -482,7 +488,7 @@ impl TcpTransport {
         Ok(())
     }
 
-    /// Blocking receive on an idle connection: no queue in front of it.
+    /// Blocking receive while nothing is queued on any connection.
     fn recv_direct(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
         let p = self.peers[peer].as_ref().expect("checked peer");
         let bytes = self.pool.region_mut(region)?;
@@ -587,8 +593,12 @@ impl Transport for TcpTransport {
         self.pool.get_mut(buffer)
     }
 
+    // The direct (one syscall) path is taken only when nothing at all is queued: a
+    // blocking call on one connection would otherwise leave a queued `isend` to
+    // another rank (or the same one) unprogressed while that rank waits for it.
     fn send(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
-        if self.peer(peer)?.sends.is_empty() {
+        self.peer(peer)?;
+        if self.queued == 0 {
             self.send_direct(peer, region)
         } else {
             let id = self.isend(peer, region)?;
@@ -597,7 +607,8 @@ impl Transport for TcpTransport {
     }
 
     fn recv(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
-        if self.peer(peer)?.recvs.is_empty() {
+        self.peer(peer)?;
+        if self.queued == 0 {
             self.recv_direct(peer, region)
         } else {
             let id = self.irecv(peer, region)?;
@@ -611,6 +622,10 @@ impl Transport for TcpTransport {
         let id = self.new_request(peer, Kind::Send, region);
         if region.len == 0 {
             self.pool.release(region.buffer);
+        } else {
+            // Start it now: a small message then leaves before the caller blocks
+            // elsewhere, as with a blocking send.
+            self.progress()?;
         }
         Ok(RequestId(id))
     }
