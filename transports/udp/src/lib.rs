@@ -30,7 +30,10 @@
 //! receive that can no longer be matched ends with [`TransportError::Timeout`] naming
 //! the peer, after `timeout` without any datagram from it. A peer whose socket is gone
 //! makes the kernel answer with ICMP port unreachable, which ends the wait at once
-//! with [`TransportError::PeerClosed`].
+//! with [`TransportError::PeerClosed`]. A peer that drops its transport says `BYE`:
+//! a receive waiting for it then ends with [`TransportError::PeerClosed`] at once, or,
+//! when this rank waits for an answer (which the lingering peer may still replay),
+//! after one more retransmission and RTO.
 //!
 //! # Counters ([`Transport::counters`])
 //!
@@ -223,6 +226,15 @@ fn errno_err(peer: Rank, op: &'static str, errno: Errno) -> TransportError {
             op,
             source: std::io::Error::from(errno),
         },
+    }
+}
+
+/// The peer said `BYE` (dropped its transport) while a receive from it was pending.
+fn closed_err(peer: Rank) -> TransportError {
+    TransportError::PeerClosed {
+        transport: NAME,
+        peer,
+        op: "recv",
     }
 }
 
@@ -519,7 +531,15 @@ impl UdpTransport {
         let seq = u32::from_le_bytes([hdr[4], hdr[5], hdr[6], hdr[7]]);
         let flags = hdr[2];
         if flags & FLAG_BYE != 0 {
+            // The peer dropped its transport while we wait for it. If we wait for an
+            // answer, it may have been lost: ask again now (the lingering peer
+            // replays it) and give up after one more RTO of silence (`quiet_for`,
+            // `on_quiet`). Otherwise nothing more will come.
             p.said_bye = true;
+            if !p.ahead() {
+                return Err(closed_err(peer));
+            }
+            self.retransmit(peer, FLAG_RETX)?;
             return Ok(Ok(Arrival::Ignored));
         }
         let ahead_of_expected = seq.wrapping_sub(p.expected) as i32;
@@ -579,6 +599,9 @@ impl UdpTransport {
     fn on_quiet(&mut self, peer: Rank) -> Result<(), TransportError> {
         let timeout = self.timeout;
         let p = self.peers[peer].as_mut().expect("checked peer");
+        if p.said_bye {
+            return Err(closed_err(peer));
+        }
         if p.last_heard.elapsed() >= timeout {
             return Err(self.timeout_err(peer, "recv"));
         }
@@ -617,6 +640,10 @@ impl UdpTransport {
     /// that waits for a request) is re-armed only when that value changes; in poll
     /// mode the clock is read once per 256 empty spins.
     fn recv_direct(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
+        let p = self.peers[peer].as_ref().expect("checked peer");
+        if p.said_bye && !p.ahead() {
+            return Err(closed_err(peer));
+        }
         self.preserve(region)?;
         let blocking = self.wait == WaitMode::Block;
         // When this wait began, and when the RTO was last restarted (set lazily).
@@ -672,6 +699,9 @@ impl UdpTransport {
     /// A blocking receive waiting since `since` heard nothing for an RTO: give up
     /// after `timeout`, else retransmit if this rank waits for an answer, and back off.
     fn quiet_for(&mut self, peer: Rank, since: Instant) -> Result<(), TransportError> {
+        if self.peers[peer].as_ref().expect("checked peer").said_bye {
+            return Err(closed_err(peer));
+        }
         if since.elapsed() >= self.timeout {
             return Err(self.timeout_err(peer, "recv"));
         }

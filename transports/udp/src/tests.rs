@@ -249,6 +249,48 @@ fn closed_peer_is_named_blocking() {
     closed_peer_is_named(WaitMode::Block);
 }
 
+/// Rank 1 drops its transport (says `BYE`) while rank 0 waits for a message from it:
+/// rank 0's receive ends with `PeerClosed` naming rank 1, not after the timeout.
+fn bye_ends_a_pending_receive(wait: WaitMode) {
+    let got = run_world(
+        2,
+        |_| UdpOptions {
+            timeout: Duration::from_secs(5),
+            ..opts(wait)
+        },
+        |rank, mut t| {
+            if rank == 1 {
+                drop(t);
+                return None;
+            }
+            let buf = t.alloc_buffer(8).unwrap();
+            Some(t.recv(1, buf.prefix(8)).unwrap_err())
+        },
+    );
+    assert!(
+        matches!(
+            got[0],
+            Some(TransportError::PeerClosed {
+                peer: 1,
+                op: "recv",
+                ..
+            })
+        ),
+        "{:?}",
+        got[0]
+    );
+}
+
+#[test]
+fn bye_ends_a_pending_receive_polling() {
+    bye_ends_a_pending_receive(WaitMode::Poll);
+}
+
+#[test]
+fn bye_ends_a_pending_receive_blocking() {
+    bye_ends_a_pending_receive(WaitMode::Block);
+}
+
 fn silent_peer_times_out(wait: WaitMode) {
     let (tx, rx) = mpsc::channel::<()>();
     let rx = Arc::new(Mutex::new(rx));
