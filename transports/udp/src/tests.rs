@@ -209,11 +209,20 @@ fn retransmission_sends_the_original_bytes_after_the_buffer_changed() {
                     t.send(0, buf.prefix(100)).unwrap();
                 }
             }
-            (seen, counter(&t, "lost_datagrams"))
+            (
+                seen,
+                counter(&t, "lost_datagrams"),
+                counter(&t, "retransmissions"),
+            )
         },
     );
     assert_eq!(got[1].0, vec![pattern(100, 0), pattern(100, 1)]);
-    assert_eq!(got[1].1, 1);
+    // A slow thread may cause a spurious retransmission (counted as lost too when
+    // its copy arrives first): only "at least the dropped one" is certain.
+    let lost: u64 = got.iter().map(|g| g.1).sum();
+    let retransmissions: u64 = got.iter().map(|g| g.2).sum();
+    assert!(lost >= 1, "{lost}");
+    assert!(retransmissions >= lost, "{retransmissions} < {lost}");
 }
 
 fn closed_peer_is_named(wait: WaitMode) {
@@ -389,11 +398,17 @@ fn last_answer_lost_after_the_peer_finished(wait: WaitMode) {
         move |rank, mut t| {
             let ok = pingpong(&mut t, rank, &[100], rounds);
             let lost = counter(&t, "lost_datagrams");
+            let retransmissions = counter(&t, "retransmissions");
             drop(t);
-            (ok, lost)
+            (ok, lost, retransmissions)
         },
     );
-    assert_eq!(got, vec![(true, 1), (true, 0)]);
+    assert!(got.iter().all(|g| g.0), "{got:?}");
+    // At least the dropped answer; a slow thread may add spurious retransmissions.
+    let lost: u64 = got.iter().map(|g| g.1).sum();
+    let retransmissions: u64 = got.iter().map(|g| g.2).sum();
+    assert!(lost >= 1, "{got:?}");
+    assert!(retransmissions >= lost, "{got:?}");
 }
 
 #[test]
