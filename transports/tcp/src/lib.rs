@@ -108,6 +108,8 @@ pub struct TcpTransport {
     next_request: u64,
     /// Requests queued on some peer and not complete yet (all peers together).
     queued: usize,
+    /// `poll(2)` descriptors, kept empty between sleeps to reuse the allocation.
+    poll_fds: Vec<PollFd<'static>>,
 }
 
 fn setup(reason: impl Into<String>) -> TransportError {
@@ -178,6 +180,14 @@ fn configure(socket: &Socket, opts: &TcpOptions) -> std::io::Result<()> {
     socket.set_read_timeout(Some(opts.timeout))?;
     socket.set_write_timeout(Some(opts.timeout))?;
     Ok(())
+}
+
+/// Empties `fds` and hands back its allocation for descriptors of another lifetime
+/// (the collect reuses the buffer in place: same layout, no element survives), so a
+/// sleep needs no allocation once the vector has grown.
+fn recycle<'a>(mut fds: Vec<PollFd<'_>>) -> Vec<PollFd<'a>> {
+    fds.clear();
+    fds.into_iter().map(|_| unreachable!("cleared")).collect()
 }
 
 fn timespec(d: Duration) -> Timespec {
@@ -303,6 +313,7 @@ impl TcpTransport {
             requests: HashMap::new(),
             next_request: 0,
             queued: 0,
+            poll_fds: Vec::new(),
         })
     }
 
@@ -407,8 +418,8 @@ impl TcpTransport {
 
     /// Sleeps in `poll(2)` until a socket with pending work is ready or `left` passes.
     /// Returns `false` on timeout.
-    fn sleep_until_ready(&self, left: Duration) -> Result<bool, TransportError> {
-        let mut fds = Vec::new();
+    fn sleep_until_ready(&mut self, left: Duration) -> Result<bool, TransportError> {
+        let mut fds = recycle(std::mem::take(&mut self.poll_fds));
         for p in self.peers.iter().flatten() {
             let mut events = PollFlags::empty();
             if !p.sends.is_empty() {
@@ -421,19 +432,23 @@ impl TcpTransport {
                 fds.push(PollFd::new(&p.socket, events));
             }
         }
-        if fds.is_empty() {
-            return Ok(true);
-        }
-        match poll(&mut fds, Some(&timespec(left))) {
+        let polled = if fds.is_empty() {
+            Ok(1)
+        } else {
+            poll(&mut fds, Some(&timespec(left)))
+        };
+        self.poll_fds = recycle(fds);
+        match polled {
             Ok(0) => Ok(false),
             Ok(_) | Err(Errno::INTR) => Ok(true),
             Err(e) => Err(setup(format!("poll failed: {e}"))),
         }
     }
 
-    fn first_pending_peer(&self, ids: &[u64]) -> (Rank, &'static str) {
-        ids.iter()
-            .filter_map(|id| self.requests.get(id))
+    fn first_pending_peer(&self, requests: &[RequestId]) -> (Rank, &'static str) {
+        requests
+            .iter()
+            .filter_map(|r| self.requests.get(&r.0))
             .find(|r| !r.complete)
             .map_or((0, "wait"), |r| {
                 (
@@ -661,14 +676,13 @@ impl Transport for TcpTransport {
         for &r in requests {
             self.check_request(r)?;
         }
-        let ids: Vec<u64> = requests.iter().map(|r| r.0).collect();
         let mut spins: u32 = 0;
         let mut since: Option<Instant> = None;
         loop {
-            let all_done = ids.iter().all(|id| self.requests[id].complete);
+            let all_done = requests.iter().all(|r| self.requests[&r.0].complete);
             if all_done {
-                for id in &ids {
-                    self.requests.remove(id);
+                for r in requests {
+                    self.requests.remove(&r.0);
                 }
                 return Ok(());
             }
@@ -679,7 +693,7 @@ impl Transport for TcpTransport {
             match self.wait {
                 WaitMode::Poll => {
                     if let Err(after) = spin_or_timeout(&mut spins, &mut since, self.timeout) {
-                        let (peer, op) = self.first_pending_peer(&ids);
+                        let (peer, op) = self.first_pending_peer(requests);
                         return Err(timeout_err(peer, op, after));
                     }
                 }
@@ -687,7 +701,7 @@ impl Transport for TcpTransport {
                     let start = *since.get_or_insert_with(Instant::now);
                     let left = self.timeout.saturating_sub(start.elapsed());
                     if left.is_zero() || !self.sleep_until_ready(left)? {
-                        let (peer, op) = self.first_pending_peer(&ids);
+                        let (peer, op) = self.first_pending_peer(requests);
                         return Err(timeout_err(peer, op, self.timeout));
                     }
                 }

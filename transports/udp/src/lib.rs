@@ -131,8 +131,9 @@ impl Default for UdpOptions {
 struct LastSent {
     seq: u32,
     region: Region,
-    /// The payload, once the buffer behind `region` was about to change.
-    copy: Option<Vec<u8>>,
+    /// The payload was copied to [`Peer::kept`] because the buffer behind `region`
+    /// was about to change.
+    copied: bool,
 }
 
 #[derive(Debug)]
@@ -144,12 +145,17 @@ struct Peer {
     expected: u32,
     missing: VecDeque<u32>,
     last_sent: Option<LastSent>,
+    /// The last message's bytes once its buffer changed (reused: cleared and
+    /// refilled, so keeping a copy allocates only when a larger message comes).
+    kept: Vec<u8>,
     recvs: VecDeque<u64>,
     rto: Duration,
-    /// Last datagram heard from this peer (for the give-up timeout).
-    last_heard: Instant,
-    /// Last time something happened on this link (for the RTO).
-    quiet_since: Instant,
+    /// Last datagram heard from this peer (for the give-up timeout). `None`: reset
+    /// since the clock was last read; the next read starts it (so the nonblocking
+    /// path reads no clock per delivery).
+    last_heard: Option<Instant>,
+    /// Last time something happened on this link (for the RTO); `None` as above.
+    quiet_since: Option<Instant>,
     /// Current `SO_RCVTIMEO` (block mode).
     socket_timeout: Option<Duration>,
     /// The peer dropped its transport (sent `BYE`).
@@ -197,6 +203,10 @@ pub struct UdpTransport {
     stats: Stats,
     /// Header plus a small message, for the copy path.
     scratch: Vec<u8>,
+    /// Nonblocking receive attempts that found nothing (to pace clock reads).
+    empty_polls: u32,
+    /// `poll(2)` descriptors, kept empty between sleeps to reuse the allocation.
+    poll_fds: Vec<PollFd<'static>>,
 }
 
 enum Arrival {
@@ -243,6 +253,14 @@ fn timespec(d: Duration) -> Timespec {
         tv_sec: d.as_secs() as _,
         tv_nsec: d.subsec_nanos() as _,
     }
+}
+
+/// Empties `fds` and hands back its allocation for descriptors of another lifetime
+/// (the collect reuses the buffer in place: same layout, no element survives), so a
+/// sleep needs no allocation once the vector has grown.
+fn recycle<'a>(mut fds: Vec<PollFd<'_>>) -> Vec<PollFd<'a>> {
+    fds.clear();
+    fds.into_iter().map(|_| unreachable!("cleared")).collect()
 }
 
 fn header(flags: u8, seq: u32) -> [u8; HEADER_BYTES] {
@@ -324,10 +342,11 @@ impl UdpTransport {
                 expected: 0,
                 missing: VecDeque::new(),
                 last_sent: None,
+                kept: Vec::new(),
                 recvs: VecDeque::new(),
                 rto: opts.retransmit_after,
-                last_heard: now,
-                quiet_since: now,
+                last_heard: Some(now),
+                quiet_since: Some(now),
                 socket_timeout: None,
                 said_bye: false,
             });
@@ -351,6 +370,8 @@ impl UdpTransport {
             next_request: 0,
             stats: Stats::default(),
             scratch: vec![0; HEADER_BYTES + SMALL_BYTES],
+            empty_polls: 0,
+            poll_fds: Vec::new(),
         })
     }
 
@@ -383,8 +404,10 @@ impl UdpTransport {
     fn preserve(&mut self, region: Region) -> Result<(), TransportError> {
         for p in self.peers.iter_mut().flatten() {
             if let Some(last) = p.last_sent.as_mut() {
-                if last.copy.is_none() && regions_overlap(last.region, region) {
-                    last.copy = Some(self.pool.region(last.region)?.to_vec());
+                if !last.copied && regions_overlap(last.region, region) {
+                    p.kept.clear();
+                    p.kept.extend_from_slice(self.pool.region(last.region)?);
+                    last.copied = true;
                 }
             }
         }
@@ -414,8 +437,8 @@ impl UdpTransport {
             Payload::Kept => p
                 .last_sent
                 .as_ref()
-                .and_then(|l| l.copy.as_deref())
-                .unwrap_or(&[]),
+                .filter(|l| l.copied)
+                .map_or(&[], |_| &p.kept[..]),
         };
         let hdr = header(flags, seq);
         let small = bytes.len() <= SMALL_BYTES;
@@ -475,9 +498,10 @@ impl UdpTransport {
         let Some(last) = p.last_sent.as_ref() else {
             return Ok(());
         };
-        let (seq, payload) = match last.copy {
-            Some(_) => (last.seq, Payload::Kept),
-            None => (last.seq, Payload::Region(last.region)),
+        let (seq, payload) = if last.copied {
+            (last.seq, Payload::Kept)
+        } else {
+            (last.seq, Payload::Region(last.region))
         };
         self.stats.retransmissions += 1;
         self.transmit(peer, flags, seq, payload)
@@ -545,9 +569,8 @@ impl UdpTransport {
         let ahead_of_expected = seq.wrapping_sub(p.expected) as i32;
         if ahead_of_expected < 0 {
             // The peer is alive: restart the nonblocking path's timers.
-            let now = Instant::now();
-            p.last_heard = now;
-            p.quiet_since = now;
+            p.last_heard = None;
+            p.quiet_since = None;
             // Already delivered or skipped.
             if let Some(i) = p.missing.iter().position(|&s| s == seq) {
                 p.missing.remove(i);
@@ -602,10 +625,11 @@ impl UdpTransport {
         if p.said_bye {
             return Err(closed_err(peer));
         }
-        if p.last_heard.elapsed() >= timeout {
+        let now = Instant::now();
+        if now - *p.last_heard.get_or_insert(now) >= timeout {
             return Err(self.timeout_err(peer, "recv"));
         }
-        p.quiet_since = Instant::now();
+        p.quiet_since = Some(now);
         p.rto = (p.rto * 2).min(MAX_RTO);
         if p.ahead() {
             self.stats.timeouts += 1;
@@ -615,24 +639,35 @@ impl UdpTransport {
     }
 
     /// How long the next blocking wait on `peer` may sleep before acting.
-    fn patience(&self, peer: Rank) -> Duration {
-        let p = self.peers[peer].as_ref().expect("checked peer");
+    /// How long the next blocking wait on `peer` may sleep before acting; starts the
+    /// timers that were reset (`None`) at `now`.
+    fn patience(&mut self, peer: Rank, now: Instant) -> Duration {
+        let timeout = self.timeout;
+        let p = self.peers[peer].as_mut().expect("checked peer");
+        let quiet_since = *p.quiet_since.get_or_insert(now);
+        let last_heard = *p.last_heard.get_or_insert(now);
         if p.ahead() {
-            p.rto.saturating_sub(p.quiet_since.elapsed())
+            p.rto.saturating_sub(now - quiet_since)
         } else {
-            self.timeout.saturating_sub(p.last_heard.elapsed())
+            timeout.saturating_sub(now - last_heard)
         }
         .max(Duration::from_micros(100))
     }
 
-    fn quiet_expired(&self, peer: Rank) -> bool {
-        let p = self.peers[peer].as_ref().expect("checked peer");
+    /// Whether the RTO (or the give-up timeout) of `peer` has passed; starts the
+    /// timers that were reset (`None`) now.
+    fn quiet_expired(&mut self, peer: Rank) -> bool {
+        let now = Instant::now();
+        let timeout = self.timeout;
+        let p = self.peers[peer].as_mut().expect("checked peer");
+        let quiet_since = *p.quiet_since.get_or_insert(now);
+        let last_heard = *p.last_heard.get_or_insert(now);
         let limit = if p.ahead() {
             p.rto
         } else {
-            self.timeout.saturating_sub(p.last_heard.elapsed())
+            timeout.saturating_sub(now - last_heard)
         };
-        p.quiet_since.elapsed() >= limit
+        now - quiet_since >= limit
     }
 
     /// Blocking receive with nothing queued in front of it. The fast path reads no
@@ -728,13 +763,16 @@ impl UdpTransport {
                         self.pool.release(region.buffer);
                         let p = self.peers[peer].as_mut().expect("peer");
                         p.recvs.pop_front();
-                        let now = Instant::now();
-                        p.last_heard = now;
-                        p.quiet_since = now;
+                        p.last_heard = None;
+                        p.quiet_since = None;
                     }
                     Ok(Arrival::Ignored) => moved = true,
                     Err(_) => {
-                        if self.quiet_expired(peer) {
+                        // Polling reads the clock once per 256 empty polls; blocking
+                        // sleeps in between, so every wake-up checks.
+                        self.empty_polls = self.empty_polls.wrapping_add(1);
+                        let check = self.wait == WaitMode::Block || self.empty_polls & 255 == 0;
+                        if check && self.quiet_expired(peer) {
                             self.on_quiet(peer)?;
                         }
                         break;
@@ -745,20 +783,30 @@ impl UdpTransport {
         Ok(moved)
     }
 
-    fn sleep_until_ready(&self) -> Result<(), TransportError> {
-        let mut fds = Vec::new();
+    fn sleep_until_ready(&mut self) -> Result<(), TransportError> {
+        let now = Instant::now();
         let mut left = MAX_RTO;
-        for (peer, p) in self.peers.iter().enumerate() {
-            let Some(p) = p else { continue };
-            if !p.recvs.is_empty() {
-                fds.push(PollFd::new(&p.socket, PollFlags::IN));
-                left = left.min(self.patience(peer));
+        for peer in 0..self.size {
+            if self.peers[peer]
+                .as_ref()
+                .is_some_and(|p| !p.recvs.is_empty())
+            {
+                left = left.min(self.patience(peer, now));
             }
         }
-        if fds.is_empty() {
-            return Ok(());
+        let mut fds = recycle(std::mem::take(&mut self.poll_fds));
+        for p in self.peers.iter().flatten() {
+            if !p.recvs.is_empty() {
+                fds.push(PollFd::new(&p.socket, PollFlags::IN));
+            }
         }
-        match poll(&mut fds, Some(&timespec(left))) {
+        let polled = if fds.is_empty() {
+            Ok(0)
+        } else {
+            poll(&mut fds, Some(&timespec(left)))
+        };
+        self.poll_fds = recycle(fds);
+        match polled {
             Ok(_) | Err(Errno::INTR) => Ok(()),
             Err(e) => Err(setup(format!("poll failed: {e}"))),
         }
@@ -852,7 +900,7 @@ impl Transport for UdpTransport {
         p.last_sent = Some(LastSent {
             seq,
             region,
-            copy: None,
+            copied: false,
         });
         Ok(())
     }
@@ -883,9 +931,8 @@ impl Transport for UdpTransport {
         let id = self.new_request(region, false);
         let p = self.peers[peer].as_mut().expect("peer");
         if p.recvs.is_empty() {
-            let now = Instant::now();
-            p.quiet_since = now;
-            p.last_heard = now;
+            p.quiet_since = None;
+            p.last_heard = None;
         }
         p.recvs.push_back(id.0);
         Ok(id)
