@@ -43,7 +43,7 @@ pub mod inproc;
 mod pool;
 mod transport;
 
-pub use control::{Control, ControlError};
+pub use control::{pack, unpack, Control, ControlError};
 pub use error::TransportError;
 pub use pool::BufferPool;
 pub use transport::{
