@@ -42,6 +42,7 @@ mod error;
 pub mod inproc;
 mod pool;
 mod transport;
+pub mod util;
 
 pub use control::{pack, unpack, Control, ControlError};
 pub use error::TransportError;

@@ -31,15 +31,16 @@
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
+use ngauge_transport::util::{self, recycle, timespec, Completion, Requests};
 use ngauge_transport::{
     BufferId, BufferPool, Capabilities, Control, Rank, Region, RequestId, Transport,
     TransportError, WaitMode,
 };
-use rustix::event::{poll, PollFd, PollFlags, Timespec};
+use rustix::event::{poll, PollFd, PollFlags};
 use rustix::io::Errno;
 use rustix::net::{RecvFlags, SendFlags};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
@@ -88,11 +89,17 @@ struct Request {
     complete: bool,
 }
 
+impl Completion for Request {
+    fn is_complete(&self) -> bool {
+        self.complete
+    }
+}
+
 #[derive(Debug)]
 struct Peer {
     socket: Socket,
-    sends: VecDeque<u64>,
-    recvs: VecDeque<u64>,
+    sends: VecDeque<RequestId>,
+    recvs: VecDeque<RequestId>,
 }
 
 /// A connected TCP transport: one stream per peer rank.
@@ -104,8 +111,7 @@ pub struct TcpTransport {
     timeout: Duration,
     peers: Vec<Option<Peer>>,
     pool: BufferPool,
-    requests: HashMap<u64, Request>,
-    next_request: u64,
+    requests: Requests<Request>,
     /// Requests queued on some peer and not complete yet (all peers together).
     queued: usize,
     /// `poll(2)` descriptors, kept empty between sleeps to reuse the allocation.
@@ -113,33 +119,11 @@ pub struct TcpTransport {
 }
 
 fn setup(reason: impl Into<String>) -> TransportError {
-    TransportError::Setup {
-        transport: NAME,
-        reason: reason.into(),
-    }
-}
-
-fn io_err(peer: Rank, op: &'static str, source: std::io::Error) -> TransportError {
-    match source.kind() {
-        std::io::ErrorKind::ConnectionReset
-        | std::io::ErrorKind::BrokenPipe
-        | std::io::ErrorKind::ConnectionAborted
-        | std::io::ErrorKind::UnexpectedEof => TransportError::PeerClosed {
-            transport: NAME,
-            peer,
-            op,
-        },
-        _ => TransportError::Io {
-            transport: NAME,
-            peer,
-            op,
-            source,
-        },
-    }
+    util::setup_error(NAME, reason)
 }
 
 fn errno_err(peer: Rank, op: &'static str, errno: Errno) -> TransportError {
-    io_err(peer, op, std::io::Error::from(errno))
+    util::errno_error(NAME, peer, op, errno)
 }
 
 fn timeout_err(peer: Rank, op: &'static str, after: Duration) -> TransportError {
@@ -180,21 +164,6 @@ fn configure(socket: &Socket, opts: &TcpOptions) -> std::io::Result<()> {
     socket.set_read_timeout(Some(opts.timeout))?;
     socket.set_write_timeout(Some(opts.timeout))?;
     Ok(())
-}
-
-/// Empties `fds` and hands back its allocation for descriptors of another lifetime
-/// (the collect reuses the buffer in place: same layout, no element survives), so a
-/// sleep needs no allocation once the vector has grown.
-fn recycle<'a>(mut fds: Vec<PollFd<'_>>) -> Vec<PollFd<'a>> {
-    fds.clear();
-    fds.into_iter().map(|_| unreachable!("cleared")).collect()
-}
-
-fn timespec(d: Duration) -> Timespec {
-    Timespec {
-        tv_sec: d.as_secs() as _,
-        tv_nsec: d.subsec_nanos() as _,
-    }
 }
 
 impl TcpTransport {
@@ -310,8 +279,7 @@ impl TcpTransport {
             timeout: opts.timeout,
             peers,
             pool: BufferPool::new(NAME),
-            requests: HashMap::new(),
-            next_request: 0,
+            requests: Requests::new(NAME),
             queued: 0,
             poll_fds: Vec::new(),
         })
@@ -329,19 +297,14 @@ impl TcpTransport {
             })
     }
 
-    fn new_request(&mut self, peer: Rank, kind: Kind, region: Region) -> u64 {
-        let id = self.next_request;
-        self.next_request += 1;
-        self.requests.insert(
-            id,
-            Request {
-                peer,
-                kind,
-                region,
-                done: 0,
-                complete: region.len == 0,
-            },
-        );
+    fn new_request(&mut self, peer: Rank, kind: Kind, region: Region) -> RequestId {
+        let id = self.requests.insert(Request {
+            peer,
+            kind,
+            region,
+            done: 0,
+            complete: region.len == 0,
+        });
         if region.len > 0 {
             self.queued += 1;
             let p = self.peers[peer].as_mut().expect("checked peer");
@@ -362,7 +325,7 @@ impl TcpTransport {
                 continue;
             };
             while let Some(&id) = p.sends.front() {
-                let req = self.requests.get_mut(&id).expect("queued request exists");
+                let req = self.requests.get_mut(id).expect("queued request exists");
                 let bytes = self.pool.region(req.region)?;
                 match rustix::net::send(
                     &p.socket,
@@ -386,7 +349,7 @@ impl TcpTransport {
                 }
             }
             while let Some(&id) = p.recvs.front() {
-                let req = self.requests.get_mut(&id).expect("queued request exists");
+                let req = self.requests.get_mut(id).expect("queued request exists");
                 let bytes = self.pool.region_mut(req.region)?;
                 match rustix::net::recv(&p.socket, &mut bytes[req.done..], RecvFlags::DONTWAIT) {
                     Ok((0, _)) => {
@@ -448,7 +411,7 @@ impl TcpTransport {
     fn first_pending_peer(&self, requests: &[RequestId]) -> (Rank, &'static str) {
         requests
             .iter()
-            .filter_map(|r| self.requests.get(&r.0))
+            .filter_map(|&r| self.requests.get(r))
             .find(|r| !r.complete)
             .map_or((0, "wait"), |r| {
                 (
@@ -459,17 +422,6 @@ impl TcpTransport {
                     },
                 )
             })
-    }
-
-    fn check_request(&self, request: RequestId) -> Result<(), TransportError> {
-        if self.requests.contains_key(&request.0) {
-            Ok(())
-        } else {
-            Err(TransportError::UnknownRequest {
-                transport: NAME,
-                request,
-            })
-        }
     }
 
     /// Blocking send while nothing is queued on any connection.
@@ -642,7 +594,7 @@ impl Transport for TcpTransport {
             // elsewhere, as with a blocking send.
             self.progress()?;
         }
-        Ok(RequestId(id))
+        Ok(id)
     }
 
     fn irecv(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {
@@ -652,20 +604,14 @@ impl Transport for TcpTransport {
         if region.len == 0 {
             self.pool.release(region.buffer);
         }
-        Ok(RequestId(id))
+        Ok(id)
     }
 
     fn test(&mut self, request: RequestId) -> Result<bool, TransportError> {
-        self.check_request(request)?;
-        if !self.requests[&request.0].complete {
+        if !self.requests.is_complete(request)? {
             self.progress()?;
         }
-        if self.requests[&request.0].complete {
-            self.requests.remove(&request.0);
-            Ok(true)
-        } else {
-            Ok(false)
-        }
+        Ok(self.requests.retire_if_complete(request))
     }
 
     fn wait(&mut self, request: RequestId) -> Result<(), TransportError> {
@@ -673,17 +619,12 @@ impl Transport for TcpTransport {
     }
 
     fn wait_all(&mut self, requests: &[RequestId]) -> Result<(), TransportError> {
-        for &r in requests {
-            self.check_request(r)?;
-        }
+        self.requests.check_all(requests)?;
         let mut spins: u32 = 0;
         let mut since: Option<Instant> = None;
         loop {
-            let all_done = requests.iter().all(|r| self.requests[&r.0].complete);
-            if all_done {
-                for r in requests {
-                    self.requests.remove(&r.0);
-                }
+            if self.requests.all_complete(requests) {
+                self.requests.retire_all(requests);
                 return Ok(());
             }
             if self.progress()? {

@@ -310,14 +310,3 @@ fn bad_peer_and_request_are_errors() {
     });
     assert_eq!(got, vec![true, true]);
 }
-
-#[test]
-fn recycled_poll_descriptors_keep_their_allocation() {
-    let socket = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
-    let mut fds = Vec::with_capacity(8);
-    fds.push(PollFd::new(&socket, PollFlags::IN));
-    let before = fds.as_ptr() as usize;
-    let fds: Vec<PollFd<'static>> = recycle(fds);
-    assert!(fds.is_empty());
-    assert_eq!((fds.as_ptr() as usize, fds.capacity()), (before, 8));
-}

@@ -60,15 +60,16 @@
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
+use ngauge_transport::util::{self, recycle, timespec, Completion, Requests};
 use ngauge_transport::{
     BufferId, BufferPool, Capabilities, Control, Counters, Rank, Region, RequestId, Transport,
     TransportError, WaitMode,
 };
-use rustix::event::{poll, PollFd, PollFlags, Timespec};
+use rustix::event::{poll, PollFd, PollFlags};
 use rustix::io::Errno;
 use rustix::net::{RecvAncillaryBuffer, RecvFlags, ReturnFlags, SendAncillaryBuffer, SendFlags};
 use socket2::{Domain, Protocol, Socket, Type};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::io::{IoSlice, IoSliceMut};
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
@@ -148,7 +149,7 @@ struct Peer {
     /// The last message's bytes once its buffer changed (reused: cleared and
     /// refilled, so keeping a copy allocates only when a larger message comes).
     kept: Vec<u8>,
-    recvs: VecDeque<u64>,
+    recvs: VecDeque<RequestId>,
     rto: Duration,
     /// Last datagram heard from this peer (for the give-up timeout). `None`: reset
     /// since the clock was last read; the next read starts it (so the nonblocking
@@ -186,6 +187,12 @@ struct Request {
     complete: bool,
 }
 
+impl Completion for Request {
+    fn is_complete(&self) -> bool {
+        self.complete
+    }
+}
+
 /// A connected UDP transport: one connected socket per peer rank.
 #[derive(Debug)]
 pub struct UdpTransport {
@@ -198,8 +205,7 @@ pub struct UdpTransport {
     max_payload: usize,
     peers: Vec<Option<Peer>>,
     pool: BufferPool,
-    requests: HashMap<u64, Request>,
-    next_request: u64,
+    requests: Requests<Request>,
     stats: Stats,
     /// Header plus a small message, for the copy path.
     scratch: Vec<u8>,
@@ -215,28 +221,12 @@ enum Arrival {
 }
 
 fn setup(reason: impl Into<String>) -> TransportError {
-    TransportError::Setup {
-        transport: NAME,
-        reason: reason.into(),
-    }
+    util::setup_error(NAME, reason)
 }
 
+/// ICMP port unreachable (the peer's socket is gone) shows as `ECONNREFUSED`.
 fn errno_err(peer: Rank, op: &'static str, errno: Errno) -> TransportError {
-    match errno {
-        Errno::CONNREFUSED | Errno::CONNRESET | Errno::HOSTUNREACH | Errno::NETUNREACH => {
-            TransportError::PeerClosed {
-                transport: NAME,
-                peer,
-                op,
-            }
-        }
-        _ => TransportError::Io {
-            transport: NAME,
-            peer,
-            op,
-            source: std::io::Error::from(errno),
-        },
-    }
+    util::errno_error(NAME, peer, op, errno)
 }
 
 /// The peer said `BYE` (dropped its transport) while a receive from it was pending.
@@ -246,21 +236,6 @@ fn closed_err(peer: Rank) -> TransportError {
         peer,
         op: "recv",
     }
-}
-
-fn timespec(d: Duration) -> Timespec {
-    Timespec {
-        tv_sec: d.as_secs() as _,
-        tv_nsec: d.subsec_nanos() as _,
-    }
-}
-
-/// Empties `fds` and hands back its allocation for descriptors of another lifetime
-/// (the collect reuses the buffer in place: same layout, no element survives), so a
-/// sleep needs no allocation once the vector has grown.
-fn recycle<'a>(mut fds: Vec<PollFd<'_>>) -> Vec<PollFd<'a>> {
-    fds.clear();
-    fds.into_iter().map(|_| unreachable!("cleared")).collect()
 }
 
 fn header(flags: u8, seq: u32) -> [u8; HEADER_BYTES] {
@@ -366,8 +341,7 @@ impl UdpTransport {
             max_payload: max_datagram - HEADER_BYTES,
             peers,
             pool: BufferPool::new(NAME),
-            requests: HashMap::new(),
-            next_request: 0,
+            requests: Requests::new(NAME),
             stats: Stats::default(),
             scratch: vec![0; HEADER_BYTES + SMALL_BYTES],
             empty_polls: 0,
@@ -755,11 +729,11 @@ impl UdpTransport {
         let mut moved = false;
         for peer in 0..self.size {
             while let Some(&id) = self.peers[peer].as_ref().and_then(|p| p.recvs.front()) {
-                let region = self.requests[&id].region;
+                let region = self.requests.get(id).expect("queued").region;
                 match self.receive_once(peer, region, false)? {
                     Ok(Arrival::Delivered) => {
                         moved = true;
-                        self.requests.get_mut(&id).expect("queued").complete = true;
+                        self.requests.get_mut(id).expect("queued").complete = true;
                         self.pool.release(region.buffer);
                         let p = self.peers[peer].as_mut().expect("peer");
                         p.recvs.pop_front();
@@ -812,22 +786,8 @@ impl UdpTransport {
         }
     }
 
-    fn check_request(&self, request: RequestId) -> Result<(), TransportError> {
-        if self.requests.contains_key(&request.0) {
-            Ok(())
-        } else {
-            Err(TransportError::UnknownRequest {
-                transport: NAME,
-                request,
-            })
-        }
-    }
-
     fn new_request(&mut self, region: Region, complete: bool) -> RequestId {
-        let id = self.next_request;
-        self.next_request += 1;
-        self.requests.insert(id, Request { region, complete });
-        RequestId(id)
+        self.requests.insert(Request { region, complete })
     }
 }
 
@@ -934,21 +894,15 @@ impl Transport for UdpTransport {
             p.quiet_since = None;
             p.last_heard = None;
         }
-        p.recvs.push_back(id.0);
+        p.recvs.push_back(id);
         Ok(id)
     }
 
     fn test(&mut self, request: RequestId) -> Result<bool, TransportError> {
-        self.check_request(request)?;
-        if !self.requests[&request.0].complete {
+        if !self.requests.is_complete(request)? {
             self.progress()?;
         }
-        if self.requests[&request.0].complete {
-            self.requests.remove(&request.0);
-            Ok(true)
-        } else {
-            Ok(false)
-        }
+        Ok(self.requests.retire_if_complete(request))
     }
 
     fn wait(&mut self, request: RequestId) -> Result<(), TransportError> {
@@ -956,14 +910,10 @@ impl Transport for UdpTransport {
     }
 
     fn wait_all(&mut self, requests: &[RequestId]) -> Result<(), TransportError> {
-        for &r in requests {
-            self.check_request(r)?;
-        }
+        self.requests.check_all(requests)?;
         loop {
-            if requests.iter().all(|r| self.requests[&r.0].complete) {
-                for r in requests {
-                    self.requests.remove(&r.0);
-                }
+            if self.requests.all_complete(requests) {
+                self.requests.retire_all(requests);
                 return Ok(());
             }
             if self.progress()? {
