@@ -72,11 +72,10 @@ fn render(f: &TimerFacts, measured_on_core: Option<usize>) -> String {
         "read cost    min {:.1} ns, median {:.1} ns, p99 {:.1} ns ({} back-to-back reads)\n",
         f.overhead_ns.min, f.overhead_ns.median, f.overhead_ns.p99, f.reads
     );
-    out += &format!(
-        "resolution   {:.2} ns{}\n",
-        f.resolution_ns,
-        measured_on_core.map_or(String::new(), |c| format!(" (measured on core {c})"))
-    );
+    if let Some(core) = measured_on_core {
+        out += &format!("measured on  core {core} (read cost and resolution)\n");
+    }
+    out += &format!("resolution   {:.2} ns\n", f.resolution_ns);
     out += &format!(
         "pinned       {}\n",
         f.pinned_core
