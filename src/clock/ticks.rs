@@ -29,10 +29,6 @@ impl Nanos {
     pub fn as_us(self) -> f64 {
         self.0 / 1e3
     }
-    /// The same span in seconds.
-    pub fn as_secs(self) -> f64 {
-        self.0 / 1e9
-    }
 }
 
 impl std::fmt::Display for Nanos {

@@ -1,18 +1,30 @@
 //! `ngauge timer`: the timer's facts, as a table or JSON.
 
 use crate::cli::{GlobalArgs, TimerArgs};
-use ngauge::clock::{pin_to, read_tsc, TimerFacts, TimerSource};
+use ngauge::clock::{pin_to, pinned_core, read_tsc, TimerFacts, TimerSource, Warning};
 use ngauge::report::Meta;
 use std::time::Duration;
 
 pub fn run(global: &GlobalArgs, args: &TimerArgs) -> anyhow::Result<()> {
+    // How the process was started is the host fact (`pinned_core`, and the Unpinned
+    // warning); the pin below is only for our own measurement.
+    let pinned_at_start = pinned_core();
     // A single process measuring its own host: pin to the core we are on so that the
     // read-cost figure is not disturbed by a migration.
+    let mut measured_on_core = None;
     if TimerSource::detect() == TimerSource::Rdtscp {
         let (_, cpu) = read_tsc();
-        let _ = pin_to(cpu as usize);
+        if pin_to(cpu as usize).is_ok() {
+            measured_on_core = Some(cpu as usize);
+        }
     }
-    let (facts, _clock) = TimerFacts::measure(Duration::from_millis(100), args.reads as usize);
+    let (mut facts, _clock) = TimerFacts::measure(Duration::from_millis(100), args.reads as usize);
+    facts.pinned_core = pinned_at_start;
+    facts.warnings.retain(|w| *w != Warning::Unpinned);
+    if pinned_at_start.is_none() {
+        facts.warnings.push(Warning::Unpinned);
+    }
+    let measured_on_core = measured_on_core.or(pinned_at_start);
     if global.json {
         let mut meta = Meta::for_this_host(
             facts.source.as_str(),
@@ -22,10 +34,11 @@ pub fn run(global: &GlobalArgs, args: &TimerArgs) -> anyhow::Result<()> {
         meta.pinning = vec![facts.pinned_core];
         let mut doc = serde_json::to_value(&facts)?;
         doc["source"] = facts.source.as_str().into();
+        doc["measured_on_core"] = serde_json::to_value(measured_on_core)?;
         doc["meta"] = serde_json::to_value(&meta)?;
         super::print_json(&doc)?;
     } else {
-        super::print_text(&render(&facts))?;
+        super::print_text(&render(&facts, measured_on_core))?;
     }
     for w in &facts.warnings {
         eprintln!("ngauge: warning: {w}");
@@ -33,7 +46,7 @@ pub fn run(global: &GlobalArgs, args: &TimerArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn render(f: &TimerFacts) -> String {
+fn render(f: &TimerFacts, measured_on_core: Option<usize>) -> String {
     let mut out = String::new();
     let invariant = if f.invariant_tsc {
         "invariant"
@@ -59,11 +72,14 @@ fn render(f: &TimerFacts) -> String {
         "read cost    min {:.1} ns, median {:.1} ns, p99 {:.1} ns ({} back-to-back reads)\n",
         f.overhead_ns.min, f.overhead_ns.median, f.overhead_ns.p99, f.reads
     );
+    if let Some(core) = measured_on_core {
+        out += &format!("measured on  core {core} (read cost and resolution)\n");
+    }
     out += &format!("resolution   {:.2} ns\n", f.resolution_ns);
     out += &format!(
         "pinned       {}\n",
         f.pinned_core
-            .map_or("no".to_string(), |c| format!("core {c}"))
+            .map_or("no (at start)".to_string(), |c| format!("core {c}"))
     );
     out += &format!("cpu freq     {}\n", f.frequency.description);
     out

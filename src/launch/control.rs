@@ -17,7 +17,7 @@
 
 use super::frame::{self, Abort, Kind, MAX_CONTROL_PAYLOAD};
 use super::wire::{self, WireError};
-use ngauge_transport::{Control, ControlError, Rank};
+use ngauge_transport::{pack, unpack, Control, ControlError, Rank};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
@@ -74,11 +74,6 @@ impl TcpControl {
             links: Links::Leaf(stream),
             failed: None,
         }
-    }
-
-    /// Changes how long a collective waits for the slowest rank.
-    pub fn set_timeout(&mut self, timeout: Duration) {
-        self.timeout = timeout;
     }
 
     fn lost(&self, rank: Rank, op: &'static str, detail: String) -> ControlError {
@@ -425,41 +420,6 @@ impl Control for TcpControl {
         }
         self.failed = Some((self.rank, format!("failed: {reason}")));
     }
-}
-
-/// Packs byte strings as `count:u32, (len:u32, bytes)*`, little endian.
-fn pack(parts: &[Vec<u8>]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(4 + parts.iter().map(|p| 4 + p.len()).sum::<usize>());
-    out.extend_from_slice(&(parts.len() as u32).to_le_bytes());
-    for part in parts {
-        out.extend_from_slice(&(part.len() as u32).to_le_bytes());
-        out.extend_from_slice(part);
-    }
-    out
-}
-
-/// Inverse of [`pack`]; `None` unless exactly `expected` parts fill `bytes`.
-fn unpack(bytes: &[u8], expected: usize) -> Option<Vec<Vec<u8>>> {
-    let mut rest = bytes;
-    let take_u32 = |rest: &mut &[u8]| -> Option<usize> {
-        let (head, tail) = rest.split_first_chunk::<4>()?;
-        *rest = tail;
-        Some(u32::from_le_bytes(*head) as usize)
-    };
-    if take_u32(&mut rest)? != expected {
-        return None;
-    }
-    let mut parts = Vec::with_capacity(expected.min(4096));
-    for _ in 0..expected {
-        let len = take_u32(&mut rest)?;
-        if rest.len() < len {
-            return None;
-        }
-        let (part, tail) = rest.split_at(len);
-        parts.push(part.to_vec());
-        rest = tail;
-    }
-    rest.is_empty().then_some(parts)
 }
 
 #[cfg(test)]

@@ -262,8 +262,14 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// Writes `s` with a length prefix, cut to at most [`MAX_STRING`] bytes at a char
+/// boundary (so the reader's UTF-8 check still passes).
 fn put_string(out: &mut Vec<u8>, s: &str) {
-    let bytes = &s.as_bytes()[..s.len().min(MAX_STRING)];
+    let mut end = s.len().min(MAX_STRING);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    let bytes = &s.as_bytes()[..end];
     out.extend_from_slice(&(bytes.len() as u16).to_le_bytes());
     out.extend_from_slice(bytes);
 }
@@ -481,6 +487,21 @@ mod tests {
         let (kind, payload, total) = decode(&bytes, MAX_JOIN_PAYLOAD).unwrap();
         assert_eq!((kind, total), (Kind::Join, bytes.len()));
         assert_eq!(Join::decode(payload).unwrap(), join());
+    }
+
+    #[test]
+    fn long_multibyte_strings_are_cut_at_a_char_boundary() {
+        // 'é' is 2 bytes, '€' 3: MAX_STRING falls inside a character either way.
+        for text in [
+            "x".to_string() + &"é".repeat(MAX_STRING),
+            "€".repeat(MAX_STRING),
+        ] {
+            let mut j = join();
+            j.host = text.clone();
+            let back = Join::decode(&j.encode()).unwrap();
+            assert!(back.host.len() <= MAX_STRING && back.host.len() > MAX_STRING - 4);
+            assert!(text.starts_with(&back.host));
+        }
     }
 
     #[test]

@@ -457,19 +457,20 @@ mod tests {
         let mut head = frame::encode(Kind::Join, &[]);
         head[8..12].copy_from_slice(&(1u32 << 30).to_le_bytes());
         big.write_all(&head).unwrap();
-        let one = std::thread::spawn({
-            let addr = addr.clone();
-            move || joiner(&addr, 1, "T").join()
-        });
-        // Wait for rank 1 to be in before sending the duplicate.
-        std::thread::sleep(Duration::from_millis(300));
-        let dup = joiner(&addr, 1, "T").join();
+        // Rank 1 joins twice at once: whichever comes second is refused at once, the
+        // other stays in until the job is complete (rank 2 joins after the refusal).
+        let (tx, rx) = std::sync::mpsc::channel();
+        for _ in 0..2 {
+            let (addr, tx) = (addr.clone(), tx.clone());
+            std::thread::spawn(move || tx.send(joiner(&addr, 1, "T").join()).unwrap());
+        }
+        let dup = rx.recv().unwrap();
         assert!(
             matches!(&dup, Err(LaunchError::Refused(r)) if r.contains("already joined")),
             "{dup:?}"
         );
         let two = joiner(&addr, 2, "T").join().unwrap();
-        let one = one.join().unwrap().unwrap();
+        let one = rx.recv().unwrap().unwrap();
         let hub = server.join().unwrap().unwrap();
         assert_eq!(hub.peers.len(), 3);
         assert_eq!(one.2, hub.peers);

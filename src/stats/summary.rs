@@ -45,18 +45,6 @@ impl Summary {
             max: sorted[sorted.len() - 1],
         }
     }
-
-    /// The same summary with every value multiplied by `factor` (unit conversion).
-    pub fn scaled(&self, factor: f64) -> Self {
-        Summary {
-            n: self.n,
-            min: self.min * factor,
-            median: self.median * factor,
-            mean: self.mean * factor,
-            p99: self.p99 * factor,
-            max: self.max * factor,
-        }
-    }
 }
 
 /// The `p`-th percentile (0..=100) of ascending `sorted` values, interpolating
@@ -96,11 +84,5 @@ mod tests {
         assert_eq!((s.min, s.median, s.p99, s.max), (7.0, 7.0, 7.0, 7.0));
         assert!(Summary::of(&[]).is_none());
         assert!(Summary::of(&[1.0, f64::NAN]).is_none());
-    }
-
-    #[test]
-    fn scaling_converts_units() {
-        let s = Summary::of(&[1000.0, 3000.0]).unwrap().scaled(1e-3);
-        assert_eq!((s.min, s.median, s.max), (1.0, 2.0, 3.0));
     }
 }

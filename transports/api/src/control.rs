@@ -82,8 +82,10 @@ pub trait Control: Send {
     }
 }
 
-/// Packs a list of byte strings as `count:u32, (len:u32, bytes)*`, little endian.
-pub(crate) fn pack(parts: &[Vec<u8>]) -> Vec<u8> {
+/// Packs a list of byte strings as `count:u32, (len:u32, bytes)*`, little endian:
+/// the payload of [`Control::allgather`]'s broadcast, and of any control
+/// implementation that moves a gathered list in one message (`ngauge::launch`).
+pub fn pack(parts: &[Vec<u8>]) -> Vec<u8> {
     let mut out = Vec::with_capacity(4 + parts.iter().map(|p| 4 + p.len()).sum::<usize>());
     out.extend_from_slice(&(parts.len() as u32).to_le_bytes());
     for part in parts {
@@ -93,8 +95,9 @@ pub(crate) fn pack(parts: &[Vec<u8>]) -> Vec<u8> {
     out
 }
 
-/// Inverse of [`pack`]; `None` unless exactly `expected` parts fill `bytes` exactly.
-pub(crate) fn unpack(bytes: &[u8], expected: usize) -> Option<Vec<Vec<u8>>> {
+/// Inverse of [`pack`]; `None` unless exactly `expected` parts fill `bytes` exactly
+/// (so a truncated, padded or hostile payload is refused, never trusted for sizes).
+pub fn unpack(bytes: &[u8], expected: usize) -> Option<Vec<Vec<u8>>> {
     let mut rest = bytes;
     let take_u32 = |rest: &mut &[u8]| -> Option<usize> {
         let (head, tail) = rest.split_first_chunk::<4>()?;
@@ -105,7 +108,7 @@ pub(crate) fn unpack(bytes: &[u8], expected: usize) -> Option<Vec<Vec<u8>>> {
     if count != expected {
         return None;
     }
-    let mut parts = Vec::with_capacity(count);
+    let mut parts = Vec::with_capacity(count.min(4096));
     for _ in 0..count {
         let len = take_u32(&mut rest)?;
         if rest.len() < len {

@@ -42,8 +42,9 @@ mod error;
 pub mod inproc;
 mod pool;
 mod transport;
+pub mod util;
 
-pub use control::{Control, ControlError};
+pub use control::{pack, unpack, Control, ControlError};
 pub use error::TransportError;
 pub use pool::BufferPool;
 pub use transport::{

@@ -137,7 +137,21 @@ pub trait Transport {
     fn wait(&mut self, request: RequestId) -> Result<(), TransportError>;
     /// Waits for all of `requests`, making progress on all of them together (so two
     /// ranks that exchange large messages cannot deadlock).
+    ///
+    /// The default, in [`WaitMode::Block`], sleeps in [`Transport::wait`] on each
+    /// request in turn; in [`WaitMode::Poll`] it spins on [`Transport::test`] over all
+    /// of them. Waiting in turn is deadlock-free only when sends complete without the
+    /// peer's help (as in [`crate::inproc`], whose sends are buffered): a transport
+    /// whose sends can block until the peer receives (a full socket buffer, a
+    /// rendezvous protocol) must override this method and progress every request
+    /// together.
     fn wait_all(&mut self, requests: &[RequestId]) -> Result<(), TransportError> {
+        if self.wait_mode() == WaitMode::Block {
+            for &request in requests {
+                self.wait(request)?;
+            }
+            return Ok(());
+        }
         let mut pending: Vec<RequestId> = requests.to_vec();
         while !pending.is_empty() {
             let mut still = Vec::with_capacity(pending.len());
@@ -147,8 +161,8 @@ pub trait Transport {
                 }
             }
             pending = still;
-            if !pending.is_empty() && self.wait_mode() == WaitMode::Block {
-                std::thread::yield_now();
+            if !pending.is_empty() {
+                std::hint::spin_loop();
             }
         }
         Ok(())
@@ -157,5 +171,92 @@ pub trait Transport {
     /// Event counters (empty for transports that count nothing).
     fn counters(&self) -> Counters {
         Counters::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records which requests were waited on and how often `test` was called.
+    struct Recorder {
+        mode: WaitMode,
+        tests: usize,
+        waited: Vec<RequestId>,
+    }
+
+    impl Transport for Recorder {
+        fn name(&self) -> &'static str {
+            "recorder"
+        }
+        fn rank(&self) -> Rank {
+            0
+        }
+        fn size(&self) -> usize {
+            1
+        }
+        fn capabilities(&self) -> Capabilities {
+            unreachable!()
+        }
+        fn wait_mode(&self) -> WaitMode {
+            self.mode
+        }
+        fn alloc_buffer(&mut self, _: usize) -> Result<BufferId, TransportError> {
+            unreachable!()
+        }
+        fn free_buffer(&mut self, _: BufferId) -> Result<(), TransportError> {
+            unreachable!()
+        }
+        fn buffer(&self, _: BufferId) -> Result<&[u8], TransportError> {
+            unreachable!()
+        }
+        fn buffer_mut(&mut self, _: BufferId) -> Result<&mut [u8], TransportError> {
+            unreachable!()
+        }
+        fn send(&mut self, _: Rank, _: Region) -> Result<(), TransportError> {
+            unreachable!()
+        }
+        fn recv(&mut self, _: Rank, _: Region) -> Result<(), TransportError> {
+            unreachable!()
+        }
+        fn isend(&mut self, _: Rank, _: Region) -> Result<RequestId, TransportError> {
+            unreachable!()
+        }
+        fn irecv(&mut self, _: Rank, _: Region) -> Result<RequestId, TransportError> {
+            unreachable!()
+        }
+        fn test(&mut self, _: RequestId) -> Result<bool, TransportError> {
+            self.tests += 1;
+            Ok(self.tests > 2)
+        }
+        fn wait(&mut self, request: RequestId) -> Result<(), TransportError> {
+            self.waited.push(request);
+            Ok(())
+        }
+    }
+
+    fn recorder(mode: WaitMode) -> Recorder {
+        Recorder {
+            mode,
+            tests: 0,
+            waited: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn default_wait_all_sleeps_in_wait_when_blocking() {
+        let mut t = recorder(WaitMode::Block);
+        let ids = [RequestId(4), RequestId(1), RequestId(9)];
+        t.wait_all(&ids).unwrap();
+        assert_eq!(t.waited, ids);
+        assert_eq!(t.tests, 0, "a blocking wait_all must not spin on test");
+    }
+
+    #[test]
+    fn default_wait_all_tests_every_request_when_polling() {
+        let mut t = recorder(WaitMode::Poll);
+        t.wait_all(&[RequestId(4), RequestId(1)]).unwrap();
+        assert!(t.waited.is_empty());
+        assert!(t.tests >= 2);
     }
 }

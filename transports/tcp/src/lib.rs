@@ -31,15 +31,16 @@
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
+use ngauge_transport::util::{self, recycle, timespec, Completion, Requests};
 use ngauge_transport::{
     BufferId, BufferPool, Capabilities, Control, Rank, Region, RequestId, Transport,
     TransportError, WaitMode,
 };
-use rustix::event::{poll, PollFd, PollFlags, Timespec};
+use rustix::event::{poll, PollFd, PollFlags};
 use rustix::io::Errno;
 use rustix::net::{RecvFlags, SendFlags};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
@@ -88,11 +89,17 @@ struct Request {
     complete: bool,
 }
 
+impl Completion for Request {
+    fn is_complete(&self) -> bool {
+        self.complete
+    }
+}
+
 #[derive(Debug)]
 struct Peer {
     socket: Socket,
-    sends: VecDeque<u64>,
-    recvs: VecDeque<u64>,
+    sends: VecDeque<RequestId>,
+    recvs: VecDeque<RequestId>,
 }
 
 /// A connected TCP transport: one stream per peer rank.
@@ -104,38 +111,19 @@ pub struct TcpTransport {
     timeout: Duration,
     peers: Vec<Option<Peer>>,
     pool: BufferPool,
-    requests: HashMap<u64, Request>,
-    next_request: u64,
+    requests: Requests<Request>,
+    /// Requests queued on some peer and not complete yet (all peers together).
+    queued: usize,
+    /// `poll(2)` descriptors, kept empty between sleeps to reuse the allocation.
+    poll_fds: Vec<PollFd<'static>>,
 }
 
 fn setup(reason: impl Into<String>) -> TransportError {
-    TransportError::Setup {
-        transport: NAME,
-        reason: reason.into(),
-    }
-}
-
-fn io_err(peer: Rank, op: &'static str, source: std::io::Error) -> TransportError {
-    match source.kind() {
-        std::io::ErrorKind::ConnectionReset
-        | std::io::ErrorKind::BrokenPipe
-        | std::io::ErrorKind::ConnectionAborted
-        | std::io::ErrorKind::UnexpectedEof => TransportError::PeerClosed {
-            transport: NAME,
-            peer,
-            op,
-        },
-        _ => TransportError::Io {
-            transport: NAME,
-            peer,
-            op,
-            source,
-        },
-    }
+    util::setup_error(NAME, reason)
 }
 
 fn errno_err(peer: Rank, op: &'static str, errno: Errno) -> TransportError {
-    io_err(peer, op, std::io::Error::from(errno))
+    util::errno_error(NAME, peer, op, errno)
 }
 
 fn timeout_err(peer: Rank, op: &'static str, after: Duration) -> TransportError {
@@ -176,13 +164,6 @@ fn configure(socket: &Socket, opts: &TcpOptions) -> std::io::Result<()> {
     socket.set_read_timeout(Some(opts.timeout))?;
     socket.set_write_timeout(Some(opts.timeout))?;
     Ok(())
-}
-
-fn timespec(d: Duration) -> Timespec {
-    Timespec {
-        tv_sec: d.as_secs() as _,
-        tv_nsec: d.subsec_nanos() as _,
-    }
 }
 
 impl TcpTransport {
@@ -298,8 +279,9 @@ impl TcpTransport {
             timeout: opts.timeout,
             peers,
             pool: BufferPool::new(NAME),
-            requests: HashMap::new(),
-            next_request: 0,
+            requests: Requests::new(NAME),
+            queued: 0,
+            poll_fds: Vec::new(),
         })
     }
 
@@ -315,20 +297,16 @@ impl TcpTransport {
             })
     }
 
-    fn new_request(&mut self, peer: Rank, kind: Kind, region: Region) -> u64 {
-        let id = self.next_request;
-        self.next_request += 1;
-        self.requests.insert(
-            id,
-            Request {
-                peer,
-                kind,
-                region,
-                done: 0,
-                complete: region.len == 0,
-            },
-        );
+    fn new_request(&mut self, peer: Rank, kind: Kind, region: Region) -> RequestId {
+        let id = self.requests.insert(Request {
+            peer,
+            kind,
+            region,
+            done: 0,
+            complete: region.len == 0,
+        });
         if region.len > 0 {
+            self.queued += 1;
             let p = self.peers[peer].as_mut().expect("checked peer");
             match kind {
                 Kind::Send => p.sends.push_back(id),
@@ -347,7 +325,7 @@ impl TcpTransport {
                 continue;
             };
             while let Some(&id) = p.sends.front() {
-                let req = self.requests.get_mut(&id).expect("queued request exists");
+                let req = self.requests.get_mut(id).expect("queued request exists");
                 let bytes = self.pool.region(req.region)?;
                 match rustix::net::send(
                     &p.socket,
@@ -361,6 +339,7 @@ impl TcpTransport {
                             req.complete = true;
                             self.pool.release(req.region.buffer);
                             p.sends.pop_front();
+                            self.queued -= 1;
                         } else {
                             break;
                         }
@@ -370,7 +349,7 @@ impl TcpTransport {
                 }
             }
             while let Some(&id) = p.recvs.front() {
-                let req = self.requests.get_mut(&id).expect("queued request exists");
+                let req = self.requests.get_mut(id).expect("queued request exists");
                 let bytes = self.pool.region_mut(req.region)?;
                 match rustix::net::recv(&p.socket, &mut bytes[req.done..], RecvFlags::DONTWAIT) {
                     Ok((0, _)) => {
@@ -387,6 +366,7 @@ impl TcpTransport {
                             req.complete = true;
                             self.pool.release(req.region.buffer);
                             p.recvs.pop_front();
+                            self.queued -= 1;
                         } else {
                             break;
                         }
@@ -401,8 +381,8 @@ impl TcpTransport {
 
     /// Sleeps in `poll(2)` until a socket with pending work is ready or `left` passes.
     /// Returns `false` on timeout.
-    fn sleep_until_ready(&self, left: Duration) -> Result<bool, TransportError> {
-        let mut fds = Vec::new();
+    fn sleep_until_ready(&mut self, left: Duration) -> Result<bool, TransportError> {
+        let mut fds = recycle(std::mem::take(&mut self.poll_fds));
         for p in self.peers.iter().flatten() {
             let mut events = PollFlags::empty();
             if !p.sends.is_empty() {
@@ -415,19 +395,23 @@ impl TcpTransport {
                 fds.push(PollFd::new(&p.socket, events));
             }
         }
-        if fds.is_empty() {
-            return Ok(true);
-        }
-        match poll(&mut fds, Some(&timespec(left))) {
+        let polled = if fds.is_empty() {
+            Ok(1)
+        } else {
+            poll(&mut fds, Some(&timespec(left)))
+        };
+        self.poll_fds = recycle(fds);
+        match polled {
             Ok(0) => Ok(false),
             Ok(_) | Err(Errno::INTR) => Ok(true),
             Err(e) => Err(setup(format!("poll failed: {e}"))),
         }
     }
 
-    fn first_pending_peer(&self, ids: &[u64]) -> (Rank, &'static str) {
-        ids.iter()
-            .filter_map(|id| self.requests.get(id))
+    fn first_pending_peer(&self, requests: &[RequestId]) -> (Rank, &'static str) {
+        requests
+            .iter()
+            .filter_map(|&r| self.requests.get(r))
             .find(|r| !r.complete)
             .map_or((0, "wait"), |r| {
                 (
@@ -440,18 +424,7 @@ impl TcpTransport {
             })
     }
 
-    fn check_request(&self, request: RequestId) -> Result<(), TransportError> {
-        if self.requests.contains_key(&request.0) {
-            Ok(())
-        } else {
-            Err(TransportError::UnknownRequest {
-                transport: NAME,
-                request,
-            })
-        }
-    }
-
-    /// Blocking send on an idle connection: no queue in front of it.
+    /// Blocking send while nothing is queued on any connection.
     fn send_direct(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
         let p = self.peers[peer].as_ref().expect("checked peer");
         let bytes = self.pool.region(region)?;
@@ -482,7 +455,7 @@ impl TcpTransport {
         Ok(())
     }
 
-    /// Blocking receive on an idle connection: no queue in front of it.
+    /// Blocking receive while nothing is queued on any connection.
     fn recv_direct(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
         let p = self.peers[peer].as_ref().expect("checked peer");
         let bytes = self.pool.region_mut(region)?;
@@ -587,8 +560,12 @@ impl Transport for TcpTransport {
         self.pool.get_mut(buffer)
     }
 
+    // The direct (one syscall) path is taken only when nothing at all is queued: a
+    // blocking call on one connection would otherwise leave a queued `isend` to
+    // another rank (or the same one) unprogressed while that rank waits for it.
     fn send(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
-        if self.peer(peer)?.sends.is_empty() {
+        self.peer(peer)?;
+        if self.queued == 0 {
             self.send_direct(peer, region)
         } else {
             let id = self.isend(peer, region)?;
@@ -597,7 +574,8 @@ impl Transport for TcpTransport {
     }
 
     fn recv(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
-        if self.peer(peer)?.recvs.is_empty() {
+        self.peer(peer)?;
+        if self.queued == 0 {
             self.recv_direct(peer, region)
         } else {
             let id = self.irecv(peer, region)?;
@@ -611,8 +589,12 @@ impl Transport for TcpTransport {
         let id = self.new_request(peer, Kind::Send, region);
         if region.len == 0 {
             self.pool.release(region.buffer);
+        } else {
+            // Start it now: a small message then leaves before the caller blocks
+            // elsewhere, as with a blocking send.
+            self.progress()?;
         }
-        Ok(RequestId(id))
+        Ok(id)
     }
 
     fn irecv(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {
@@ -622,20 +604,14 @@ impl Transport for TcpTransport {
         if region.len == 0 {
             self.pool.release(region.buffer);
         }
-        Ok(RequestId(id))
+        Ok(id)
     }
 
     fn test(&mut self, request: RequestId) -> Result<bool, TransportError> {
-        self.check_request(request)?;
-        if !self.requests[&request.0].complete {
+        if !self.requests.is_complete(request)? {
             self.progress()?;
         }
-        if self.requests[&request.0].complete {
-            self.requests.remove(&request.0);
-            Ok(true)
-        } else {
-            Ok(false)
-        }
+        Ok(self.requests.retire_if_complete(request))
     }
 
     fn wait(&mut self, request: RequestId) -> Result<(), TransportError> {
@@ -643,18 +619,12 @@ impl Transport for TcpTransport {
     }
 
     fn wait_all(&mut self, requests: &[RequestId]) -> Result<(), TransportError> {
-        for &r in requests {
-            self.check_request(r)?;
-        }
-        let ids: Vec<u64> = requests.iter().map(|r| r.0).collect();
+        self.requests.check_all(requests)?;
         let mut spins: u32 = 0;
         let mut since: Option<Instant> = None;
         loop {
-            let all_done = ids.iter().all(|id| self.requests[id].complete);
-            if all_done {
-                for id in &ids {
-                    self.requests.remove(id);
-                }
+            if self.requests.all_complete(requests) {
+                self.requests.retire_all(requests);
                 return Ok(());
             }
             if self.progress()? {
@@ -664,7 +634,7 @@ impl Transport for TcpTransport {
             match self.wait {
                 WaitMode::Poll => {
                     if let Err(after) = spin_or_timeout(&mut spins, &mut since, self.timeout) {
-                        let (peer, op) = self.first_pending_peer(&ids);
+                        let (peer, op) = self.first_pending_peer(requests);
                         return Err(timeout_err(peer, op, after));
                     }
                 }
@@ -672,7 +642,7 @@ impl Transport for TcpTransport {
                     let start = *since.get_or_insert_with(Instant::now);
                     let left = self.timeout.saturating_sub(start.elapsed());
                     if left.is_zero() || !self.sleep_until_ready(left)? {
-                        let (peer, op) = self.first_pending_peer(&ids);
+                        let (peer, op) = self.first_pending_peer(requests);
                         return Err(timeout_err(peer, op, self.timeout));
                     }
                 }

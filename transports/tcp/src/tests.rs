@@ -116,6 +116,49 @@ fn simultaneous_large_exchange_completes_blocking() {
     simultaneous_large_exchange(WaitMode::Block);
 }
 
+/// Rank 0 `isend(1); recv(1); wait` against rank 1 `recv(0); send(0)`: the blocking
+/// receive on rank 0 must progress the queued send, or both ranks wait for each
+/// other until the timeout. Small messages, and ones far above the socket buffers.
+fn blocking_call_progresses_queued_isend(wait: WaitMode) {
+    let o = TcpOptions {
+        send_buffer_bytes: Some(16 * 1024),
+        recv_buffer_bytes: Some(16 * 1024),
+        timeout: Duration::from_secs(5),
+        ..opts(wait)
+    };
+    let got = run_world(2, o, move |rank, mut t| {
+        let mut ok = true;
+        for len in [1usize, 4 << 20] {
+            let sbuf = t.alloc_buffer(len).unwrap();
+            let rbuf = t.alloc_buffer(len).unwrap();
+            t.buffer_mut(sbuf)
+                .unwrap()
+                .copy_from_slice(&pattern(len, rank as u8));
+            if rank == 0 {
+                let s = t.isend(1, sbuf.prefix(len)).unwrap();
+                t.recv(1, rbuf.prefix(len)).unwrap();
+                t.wait(s).unwrap();
+            } else {
+                t.recv(0, rbuf.prefix(len)).unwrap();
+                t.send(0, sbuf.prefix(len)).unwrap();
+            }
+            ok &= t.buffer(rbuf).unwrap() == &pattern(len, 1 - rank as u8)[..];
+        }
+        ok
+    });
+    assert_eq!(got, vec![true, true]);
+}
+
+#[test]
+fn blocking_call_progresses_queued_isend_polling() {
+    blocking_call_progresses_queued_isend(WaitMode::Poll);
+}
+
+#[test]
+fn blocking_call_progresses_queued_isend_blocking() {
+    blocking_call_progresses_queued_isend(WaitMode::Block);
+}
+
 #[test]
 fn queued_nonblocking_messages_arrive_in_order() {
     let got = run_world(2, opts(WaitMode::Poll), |rank, mut t| {

@@ -30,7 +30,10 @@
 //! receive that can no longer be matched ends with [`TransportError::Timeout`] naming
 //! the peer, after `timeout` without any datagram from it. A peer whose socket is gone
 //! makes the kernel answer with ICMP port unreachable, which ends the wait at once
-//! with [`TransportError::PeerClosed`].
+//! with [`TransportError::PeerClosed`]. A peer that drops its transport says `BYE`:
+//! a receive waiting for it then ends with [`TransportError::PeerClosed`] at once, or,
+//! when this rank waits for an answer (which the lingering peer may still replay),
+//! after one more retransmission and RTO.
 //!
 //! # Counters ([`Transport::counters`])
 //!
@@ -57,15 +60,16 @@
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
+use ngauge_transport::util::{self, recycle, timespec, Completion, Requests};
 use ngauge_transport::{
     BufferId, BufferPool, Capabilities, Control, Counters, Rank, Region, RequestId, Transport,
     TransportError, WaitMode,
 };
-use rustix::event::{poll, PollFd, PollFlags, Timespec};
+use rustix::event::{poll, PollFd, PollFlags};
 use rustix::io::Errno;
 use rustix::net::{RecvAncillaryBuffer, RecvFlags, ReturnFlags, SendAncillaryBuffer, SendFlags};
 use socket2::{Domain, Protocol, Socket, Type};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::io::{IoSlice, IoSliceMut};
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
@@ -128,8 +132,9 @@ impl Default for UdpOptions {
 struct LastSent {
     seq: u32,
     region: Region,
-    /// The payload, once the buffer behind `region` was about to change.
-    copy: Option<Vec<u8>>,
+    /// The payload was copied to [`Peer::kept`] because the buffer behind `region`
+    /// was about to change.
+    copied: bool,
 }
 
 #[derive(Debug)]
@@ -141,12 +146,17 @@ struct Peer {
     expected: u32,
     missing: VecDeque<u32>,
     last_sent: Option<LastSent>,
-    recvs: VecDeque<u64>,
+    /// The last message's bytes once its buffer changed (reused: cleared and
+    /// refilled, so keeping a copy allocates only when a larger message comes).
+    kept: Vec<u8>,
+    recvs: VecDeque<RequestId>,
     rto: Duration,
-    /// Last datagram heard from this peer (for the give-up timeout).
-    last_heard: Instant,
-    /// Last time something happened on this link (for the RTO).
-    quiet_since: Instant,
+    /// Last datagram heard from this peer (for the give-up timeout). `None`: reset
+    /// since the clock was last read; the next read starts it (so the nonblocking
+    /// path reads no clock per delivery).
+    last_heard: Option<Instant>,
+    /// Last time something happened on this link (for the RTO); `None` as above.
+    quiet_since: Option<Instant>,
     /// Current `SO_RCVTIMEO` (block mode).
     socket_timeout: Option<Duration>,
     /// The peer dropped its transport (sent `BYE`).
@@ -177,6 +187,12 @@ struct Request {
     complete: bool,
 }
 
+impl Completion for Request {
+    fn is_complete(&self) -> bool {
+        self.complete
+    }
+}
+
 /// A connected UDP transport: one connected socket per peer rank.
 #[derive(Debug)]
 pub struct UdpTransport {
@@ -189,11 +205,14 @@ pub struct UdpTransport {
     max_payload: usize,
     peers: Vec<Option<Peer>>,
     pool: BufferPool,
-    requests: HashMap<u64, Request>,
-    next_request: u64,
+    requests: Requests<Request>,
     stats: Stats,
     /// Header plus a small message, for the copy path.
     scratch: Vec<u8>,
+    /// Nonblocking receive attempts that found nothing (to pace clock reads).
+    empty_polls: u32,
+    /// `poll(2)` descriptors, kept empty between sleeps to reuse the allocation.
+    poll_fds: Vec<PollFd<'static>>,
 }
 
 enum Arrival {
@@ -202,34 +221,20 @@ enum Arrival {
 }
 
 fn setup(reason: impl Into<String>) -> TransportError {
-    TransportError::Setup {
-        transport: NAME,
-        reason: reason.into(),
-    }
+    util::setup_error(NAME, reason)
 }
 
+/// ICMP port unreachable (the peer's socket is gone) shows as `ECONNREFUSED`.
 fn errno_err(peer: Rank, op: &'static str, errno: Errno) -> TransportError {
-    match errno {
-        Errno::CONNREFUSED | Errno::CONNRESET | Errno::HOSTUNREACH | Errno::NETUNREACH => {
-            TransportError::PeerClosed {
-                transport: NAME,
-                peer,
-                op,
-            }
-        }
-        _ => TransportError::Io {
-            transport: NAME,
-            peer,
-            op,
-            source: std::io::Error::from(errno),
-        },
-    }
+    util::errno_error(NAME, peer, op, errno)
 }
 
-fn timespec(d: Duration) -> Timespec {
-    Timespec {
-        tv_sec: d.as_secs() as _,
-        tv_nsec: d.subsec_nanos() as _,
+/// The peer said `BYE` (dropped its transport) while a receive from it was pending.
+fn closed_err(peer: Rank) -> TransportError {
+    TransportError::PeerClosed {
+        transport: NAME,
+        peer,
+        op: "recv",
     }
 }
 
@@ -312,10 +317,11 @@ impl UdpTransport {
                 expected: 0,
                 missing: VecDeque::new(),
                 last_sent: None,
+                kept: Vec::new(),
                 recvs: VecDeque::new(),
                 rto: opts.retransmit_after,
-                last_heard: now,
-                quiet_since: now,
+                last_heard: Some(now),
+                quiet_since: Some(now),
                 socket_timeout: None,
                 said_bye: false,
             });
@@ -335,10 +341,11 @@ impl UdpTransport {
             max_payload: max_datagram - HEADER_BYTES,
             peers,
             pool: BufferPool::new(NAME),
-            requests: HashMap::new(),
-            next_request: 0,
+            requests: Requests::new(NAME),
             stats: Stats::default(),
             scratch: vec![0; HEADER_BYTES + SMALL_BYTES],
+            empty_polls: 0,
+            poll_fds: Vec::new(),
         })
     }
 
@@ -371,8 +378,10 @@ impl UdpTransport {
     fn preserve(&mut self, region: Region) -> Result<(), TransportError> {
         for p in self.peers.iter_mut().flatten() {
             if let Some(last) = p.last_sent.as_mut() {
-                if last.copy.is_none() && regions_overlap(last.region, region) {
-                    last.copy = Some(self.pool.region(last.region)?.to_vec());
+                if !last.copied && regions_overlap(last.region, region) {
+                    p.kept.clear();
+                    p.kept.extend_from_slice(self.pool.region(last.region)?);
+                    last.copied = true;
                 }
             }
         }
@@ -402,8 +411,8 @@ impl UdpTransport {
             Payload::Kept => p
                 .last_sent
                 .as_ref()
-                .and_then(|l| l.copy.as_deref())
-                .unwrap_or(&[]),
+                .filter(|l| l.copied)
+                .map_or(&[], |_| &p.kept[..]),
         };
         let hdr = header(flags, seq);
         let small = bytes.len() <= SMALL_BYTES;
@@ -463,9 +472,10 @@ impl UdpTransport {
         let Some(last) = p.last_sent.as_ref() else {
             return Ok(());
         };
-        let (seq, payload) = match last.copy {
-            Some(_) => (last.seq, Payload::Kept),
-            None => (last.seq, Payload::Region(last.region)),
+        let (seq, payload) = if last.copied {
+            (last.seq, Payload::Kept)
+        } else {
+            (last.seq, Payload::Region(last.region))
         };
         self.stats.retransmissions += 1;
         self.transmit(peer, flags, seq, payload)
@@ -519,15 +529,22 @@ impl UdpTransport {
         let seq = u32::from_le_bytes([hdr[4], hdr[5], hdr[6], hdr[7]]);
         let flags = hdr[2];
         if flags & FLAG_BYE != 0 {
+            // The peer dropped its transport while we wait for it. If we wait for an
+            // answer, it may have been lost: ask again now (the lingering peer
+            // replays it) and give up after one more RTO of silence (`quiet_for`,
+            // `on_quiet`). Otherwise nothing more will come.
             p.said_bye = true;
+            if !p.ahead() {
+                return Err(closed_err(peer));
+            }
+            self.retransmit(peer, FLAG_RETX)?;
             return Ok(Ok(Arrival::Ignored));
         }
         let ahead_of_expected = seq.wrapping_sub(p.expected) as i32;
         if ahead_of_expected < 0 {
             // The peer is alive: restart the nonblocking path's timers.
-            let now = Instant::now();
-            p.last_heard = now;
-            p.quiet_since = now;
+            p.last_heard = None;
+            p.quiet_since = None;
             // Already delivered or skipped.
             if let Some(i) = p.missing.iter().position(|&s| s == seq) {
                 p.missing.remove(i);
@@ -579,10 +596,14 @@ impl UdpTransport {
     fn on_quiet(&mut self, peer: Rank) -> Result<(), TransportError> {
         let timeout = self.timeout;
         let p = self.peers[peer].as_mut().expect("checked peer");
-        if p.last_heard.elapsed() >= timeout {
+        if p.said_bye {
+            return Err(closed_err(peer));
+        }
+        let now = Instant::now();
+        if now - *p.last_heard.get_or_insert(now) >= timeout {
             return Err(self.timeout_err(peer, "recv"));
         }
-        p.quiet_since = Instant::now();
+        p.quiet_since = Some(now);
         p.rto = (p.rto * 2).min(MAX_RTO);
         if p.ahead() {
             self.stats.timeouts += 1;
@@ -592,24 +613,35 @@ impl UdpTransport {
     }
 
     /// How long the next blocking wait on `peer` may sleep before acting.
-    fn patience(&self, peer: Rank) -> Duration {
-        let p = self.peers[peer].as_ref().expect("checked peer");
+    /// How long the next blocking wait on `peer` may sleep before acting; starts the
+    /// timers that were reset (`None`) at `now`.
+    fn patience(&mut self, peer: Rank, now: Instant) -> Duration {
+        let timeout = self.timeout;
+        let p = self.peers[peer].as_mut().expect("checked peer");
+        let quiet_since = *p.quiet_since.get_or_insert(now);
+        let last_heard = *p.last_heard.get_or_insert(now);
         if p.ahead() {
-            p.rto.saturating_sub(p.quiet_since.elapsed())
+            p.rto.saturating_sub(now - quiet_since)
         } else {
-            self.timeout.saturating_sub(p.last_heard.elapsed())
+            timeout.saturating_sub(now - last_heard)
         }
         .max(Duration::from_micros(100))
     }
 
-    fn quiet_expired(&self, peer: Rank) -> bool {
-        let p = self.peers[peer].as_ref().expect("checked peer");
+    /// Whether the RTO (or the give-up timeout) of `peer` has passed; starts the
+    /// timers that were reset (`None`) now.
+    fn quiet_expired(&mut self, peer: Rank) -> bool {
+        let now = Instant::now();
+        let timeout = self.timeout;
+        let p = self.peers[peer].as_mut().expect("checked peer");
+        let quiet_since = *p.quiet_since.get_or_insert(now);
+        let last_heard = *p.last_heard.get_or_insert(now);
         let limit = if p.ahead() {
             p.rto
         } else {
-            self.timeout.saturating_sub(p.last_heard.elapsed())
+            timeout.saturating_sub(now - last_heard)
         };
-        p.quiet_since.elapsed() >= limit
+        now - quiet_since >= limit
     }
 
     /// Blocking receive with nothing queued in front of it. The fast path reads no
@@ -617,6 +649,10 @@ impl UdpTransport {
     /// that waits for a request) is re-armed only when that value changes; in poll
     /// mode the clock is read once per 256 empty spins.
     fn recv_direct(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
+        let p = self.peers[peer].as_ref().expect("checked peer");
+        if p.said_bye && !p.ahead() {
+            return Err(closed_err(peer));
+        }
         self.preserve(region)?;
         let blocking = self.wait == WaitMode::Block;
         // When this wait began, and when the RTO was last restarted (set lazily).
@@ -672,6 +708,9 @@ impl UdpTransport {
     /// A blocking receive waiting since `since` heard nothing for an RTO: give up
     /// after `timeout`, else retransmit if this rank waits for an answer, and back off.
     fn quiet_for(&mut self, peer: Rank, since: Instant) -> Result<(), TransportError> {
+        if self.peers[peer].as_ref().expect("checked peer").said_bye {
+            return Err(closed_err(peer));
+        }
         if since.elapsed() >= self.timeout {
             return Err(self.timeout_err(peer, "recv"));
         }
@@ -690,21 +729,24 @@ impl UdpTransport {
         let mut moved = false;
         for peer in 0..self.size {
             while let Some(&id) = self.peers[peer].as_ref().and_then(|p| p.recvs.front()) {
-                let region = self.requests[&id].region;
+                let region = self.requests.get(id).expect("queued").region;
                 match self.receive_once(peer, region, false)? {
                     Ok(Arrival::Delivered) => {
                         moved = true;
-                        self.requests.get_mut(&id).expect("queued").complete = true;
+                        self.requests.get_mut(id).expect("queued").complete = true;
                         self.pool.release(region.buffer);
                         let p = self.peers[peer].as_mut().expect("peer");
                         p.recvs.pop_front();
-                        let now = Instant::now();
-                        p.last_heard = now;
-                        p.quiet_since = now;
+                        p.last_heard = None;
+                        p.quiet_since = None;
                     }
                     Ok(Arrival::Ignored) => moved = true,
                     Err(_) => {
-                        if self.quiet_expired(peer) {
+                        // Polling reads the clock once per 256 empty polls; blocking
+                        // sleeps in between, so every wake-up checks.
+                        self.empty_polls = self.empty_polls.wrapping_add(1);
+                        let check = self.wait == WaitMode::Block || self.empty_polls & 255 == 0;
+                        if check && self.quiet_expired(peer) {
                             self.on_quiet(peer)?;
                         }
                         break;
@@ -715,41 +757,37 @@ impl UdpTransport {
         Ok(moved)
     }
 
-    fn sleep_until_ready(&self) -> Result<(), TransportError> {
-        let mut fds = Vec::new();
+    fn sleep_until_ready(&mut self) -> Result<(), TransportError> {
+        let now = Instant::now();
         let mut left = MAX_RTO;
-        for (peer, p) in self.peers.iter().enumerate() {
-            let Some(p) = p else { continue };
-            if !p.recvs.is_empty() {
-                fds.push(PollFd::new(&p.socket, PollFlags::IN));
-                left = left.min(self.patience(peer));
+        for peer in 0..self.size {
+            if self.peers[peer]
+                .as_ref()
+                .is_some_and(|p| !p.recvs.is_empty())
+            {
+                left = left.min(self.patience(peer, now));
             }
         }
-        if fds.is_empty() {
-            return Ok(());
+        let mut fds = recycle(std::mem::take(&mut self.poll_fds));
+        for p in self.peers.iter().flatten() {
+            if !p.recvs.is_empty() {
+                fds.push(PollFd::new(&p.socket, PollFlags::IN));
+            }
         }
-        match poll(&mut fds, Some(&timespec(left))) {
+        let polled = if fds.is_empty() {
+            Ok(0)
+        } else {
+            poll(&mut fds, Some(&timespec(left)))
+        };
+        self.poll_fds = recycle(fds);
+        match polled {
             Ok(_) | Err(Errno::INTR) => Ok(()),
             Err(e) => Err(setup(format!("poll failed: {e}"))),
         }
     }
 
-    fn check_request(&self, request: RequestId) -> Result<(), TransportError> {
-        if self.requests.contains_key(&request.0) {
-            Ok(())
-        } else {
-            Err(TransportError::UnknownRequest {
-                transport: NAME,
-                request,
-            })
-        }
-    }
-
     fn new_request(&mut self, region: Region, complete: bool) -> RequestId {
-        let id = self.next_request;
-        self.next_request += 1;
-        self.requests.insert(id, Request { region, complete });
-        RequestId(id)
+        self.requests.insert(Request { region, complete })
     }
 }
 
@@ -822,7 +860,7 @@ impl Transport for UdpTransport {
         p.last_sent = Some(LastSent {
             seq,
             region,
-            copy: None,
+            copied: false,
         });
         Ok(())
     }
@@ -853,25 +891,18 @@ impl Transport for UdpTransport {
         let id = self.new_request(region, false);
         let p = self.peers[peer].as_mut().expect("peer");
         if p.recvs.is_empty() {
-            let now = Instant::now();
-            p.quiet_since = now;
-            p.last_heard = now;
+            p.quiet_since = None;
+            p.last_heard = None;
         }
-        p.recvs.push_back(id.0);
+        p.recvs.push_back(id);
         Ok(id)
     }
 
     fn test(&mut self, request: RequestId) -> Result<bool, TransportError> {
-        self.check_request(request)?;
-        if !self.requests[&request.0].complete {
+        if !self.requests.is_complete(request)? {
             self.progress()?;
         }
-        if self.requests[&request.0].complete {
-            self.requests.remove(&request.0);
-            Ok(true)
-        } else {
-            Ok(false)
-        }
+        Ok(self.requests.retire_if_complete(request))
     }
 
     fn wait(&mut self, request: RequestId) -> Result<(), TransportError> {
@@ -879,14 +910,10 @@ impl Transport for UdpTransport {
     }
 
     fn wait_all(&mut self, requests: &[RequestId]) -> Result<(), TransportError> {
-        for &r in requests {
-            self.check_request(r)?;
-        }
+        self.requests.check_all(requests)?;
         loop {
-            if requests.iter().all(|r| self.requests[&r.0].complete) {
-                for r in requests {
-                    self.requests.remove(&r.0);
-                }
+            if self.requests.all_complete(requests) {
+                self.requests.retire_all(requests);
                 return Ok(());
             }
             if self.progress()? {

@@ -209,11 +209,20 @@ fn retransmission_sends_the_original_bytes_after_the_buffer_changed() {
                     t.send(0, buf.prefix(100)).unwrap();
                 }
             }
-            (seen, counter(&t, "lost_datagrams"))
+            (
+                seen,
+                counter(&t, "lost_datagrams"),
+                counter(&t, "retransmissions"),
+            )
         },
     );
     assert_eq!(got[1].0, vec![pattern(100, 0), pattern(100, 1)]);
-    assert_eq!(got[1].1, 1);
+    // A slow thread may cause a spurious retransmission (counted as lost too when
+    // its copy arrives first): only "at least the dropped one" is certain.
+    let lost: u64 = got.iter().map(|g| g.1).sum();
+    let retransmissions: u64 = got.iter().map(|g| g.2).sum();
+    assert!(lost >= 1, "{lost}");
+    assert!(retransmissions >= lost, "{retransmissions} < {lost}");
 }
 
 fn closed_peer_is_named(wait: WaitMode) {
@@ -247,6 +256,48 @@ fn closed_peer_is_named_polling() {
 #[test]
 fn closed_peer_is_named_blocking() {
     closed_peer_is_named(WaitMode::Block);
+}
+
+/// Rank 1 drops its transport (says `BYE`) while rank 0 waits for a message from it:
+/// rank 0's receive ends with `PeerClosed` naming rank 1, not after the timeout.
+fn bye_ends_a_pending_receive(wait: WaitMode) {
+    let got = run_world(
+        2,
+        |_| UdpOptions {
+            timeout: Duration::from_secs(5),
+            ..opts(wait)
+        },
+        |rank, mut t| {
+            if rank == 1 {
+                drop(t);
+                return None;
+            }
+            let buf = t.alloc_buffer(8).unwrap();
+            Some(t.recv(1, buf.prefix(8)).unwrap_err())
+        },
+    );
+    assert!(
+        matches!(
+            got[0],
+            Some(TransportError::PeerClosed {
+                peer: 1,
+                op: "recv",
+                ..
+            })
+        ),
+        "{:?}",
+        got[0]
+    );
+}
+
+#[test]
+fn bye_ends_a_pending_receive_polling() {
+    bye_ends_a_pending_receive(WaitMode::Poll);
+}
+
+#[test]
+fn bye_ends_a_pending_receive_blocking() {
+    bye_ends_a_pending_receive(WaitMode::Block);
 }
 
 fn silent_peer_times_out(wait: WaitMode) {
@@ -347,11 +398,17 @@ fn last_answer_lost_after_the_peer_finished(wait: WaitMode) {
         move |rank, mut t| {
             let ok = pingpong(&mut t, rank, &[100], rounds);
             let lost = counter(&t, "lost_datagrams");
+            let retransmissions = counter(&t, "retransmissions");
             drop(t);
-            (ok, lost)
+            (ok, lost, retransmissions)
         },
     );
-    assert_eq!(got, vec![(true, 1), (true, 0)]);
+    assert!(got.iter().all(|g| g.0), "{got:?}");
+    // At least the dropped answer; a slow thread may add spurious retransmissions.
+    let lost: u64 = got.iter().map(|g| g.1).sum();
+    let retransmissions: u64 = got.iter().map(|g| g.2).sum();
+    assert!(lost >= 1, "{got:?}");
+    assert!(retransmissions >= lost, "{got:?}");
 }
 
 #[test]
