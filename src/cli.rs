@@ -148,6 +148,57 @@ pub struct GlobalArgs {
     /// SO_RCVBUF for TCP/UDP sockets, in bytes (K/M suffixes; kernel default if unset).
     #[arg(long, global = true, value_name = "BYTES", value_parser = parse_buffer_bytes, help_heading = "Transports")]
     pub rcvbuf: Option<usize>,
+
+    #[command(flatten)]
+    pub verbs: VerbsArgs,
+}
+
+/// Flags of the verbs transport (`-t verbs`).
+#[derive(Debug, Args, Clone)]
+pub struct VerbsArgs {
+    /// RDMA device to use (see `ibv_devices`); default: the first one.
+    #[arg(
+        long,
+        global = true,
+        value_name = "NAME",
+        help_heading = "Verbs (-t verbs)"
+    )]
+    pub device: Option<String>,
+
+    /// Port of the device, 1-based.
+    #[arg(long, global = true, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u8).range(1..), help_heading = "Verbs (-t verbs)")]
+    pub port: u8,
+
+    /// GID table index for RoCE or routed InfiniBand (see `ibv_devinfo -v`); default:
+    /// no GRH on InfiniBand, the first IPv4-mapped GID on RoCE.
+    #[arg(
+        long,
+        global = true,
+        value_name = "N",
+        help_heading = "Verbs (-t verbs)"
+    )]
+    pub gid_index: Option<u8>,
+
+    /// Data path: `send` (send/recv into pre-posted receives) or `write` (RDMA write
+    /// with immediate into the region the receiver advertised).
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value = "send",
+        value_name = "OP",
+        help_heading = "Verbs (-t verbs)"
+    )]
+    pub verbs_op: VerbsOpArg,
+}
+
+/// `--verbs-op` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum VerbsOpArg {
+    /// Two-sided send/recv.
+    Send,
+    /// One-sided RDMA write with immediate.
+    Write,
 }
 
 /// `--wait`: how data transports wait.

@@ -180,13 +180,14 @@ fn blocking_wait_and_human_table() {
         .stdout(predicate::str::contains("\n4096 "));
 }
 
+/// Three ranks: the pair (0, 1) measures, rank 2 idles; the default wait mode is
+/// block exactly when the host's ranks outnumber its cores.
 #[test]
 fn three_ranks_measure_the_first_pair() {
     let out = ngauge()
         .args([
-            "--np", "3", "--wait", "block", "pingpong", "--sizes", "8", "--reps", "5",
+            "--np", "3", "pingpong", "--sizes", "8", "--reps", "5", "--json",
         ])
-        .arg("--json")
         .assert()
         .success()
         .get_output()
@@ -195,6 +196,69 @@ fn three_ranks_measure_the_first_pair() {
     let doc = json_of(&out);
     assert_eq!(results(&doc).len(), 1);
     assert_eq!(doc["meta"]["np"], 3);
+    assert_eq!(doc["meta"]["pinning"].as_array().unwrap().len(), 3);
+    let cores: usize = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .map(|s| {
+            s.trim()
+                .split(',')
+                .map(|r| match r.split_once('-') {
+                    Some((a, b)) => b.parse::<usize>().unwrap() - a.parse::<usize>().unwrap() + 1,
+                    None => 1,
+                })
+                .sum()
+        })
+        .unwrap_or(1);
+    let expect = if 3 > cores { "tcp=block" } else { "tcp=poll" };
+    assert_eq!(doc["meta"]["wait"], expect);
+
+    // Forcing poll on too few cores works but says what it costs.
+    let out = ngauge()
+        .args([
+            "--np", "3", "--wait", "poll", "pingpong", "--sizes", "8", "--reps", "5",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let warned = String::from_utf8_lossy(&out.stderr).contains("--wait poll with 3 ranks");
+    assert_eq!(warned, 3 > cores);
+}
+
+/// Tiny socket buffers force partial reads and writes of a 1 MiB message between
+/// real processes; the payload check still passes. Two transports, one after the other.
+#[test]
+fn small_socket_buffers_and_two_transports_in_one_run() {
+    let out = ngauge()
+        .args([
+            "-t", "tcp,udp", "--sndbuf", "4K", "--rcvbuf", "4K", "pingpong",
+        ])
+        .args([
+            "--sizes", "1,1M", "--reps", "5", "--warmup", "1", "--check", "--json",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let doc = json_of(&out);
+    let got: Vec<(String, u64)> = results(&doc)
+        .iter()
+        .map(|r| {
+            (
+                r["transport"].as_str().unwrap().to_string(),
+                r["size"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("tcp".into(), 1),
+            ("tcp".into(), 1 << 20),
+            ("udp".into(), 1)
+        ]
+    );
+    assert!(results(&doc).iter().all(|r| r["data_check"] == true));
 }
 
 #[test]
@@ -211,4 +275,63 @@ fn bad_input_exits_2_with_one_line() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
         assert!(out.stdout.is_empty(), "{args:?}");
     }
+}
+
+/// Rank 1 stops (SIGSTOP) after size 64: a peer that hangs instead of dying. Rank 0
+/// names it within --timeout, and the finished sizes are kept.
+fn hung_peer(transport: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sweep.jsonl");
+    ngauge()
+        .env("NGAUGE_TEST_DIE_AFTER_SIZE", "64")
+        .env("NGAUGE_TEST_DIE_SIGNAL", "STOP")
+        .args([
+            "-t",
+            transport,
+            "--timeout",
+            "1",
+            "pingpong",
+            "--sizes",
+            "1-4K",
+        ])
+        .args(["--reps", "20", "--warmup", "2", "-o"])
+        .arg(&path)
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(format!(
+            "{transport}: rank 1 did not answer within 1s during recv"
+        )));
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(text.lines().count(), 7, "{text}");
+}
+
+#[test]
+fn hung_peer_is_named_within_the_timeout_tcp() {
+    hung_peer("tcp");
+}
+
+#[test]
+fn hung_peer_is_named_within_the_timeout_udp() {
+    hung_peer("udp");
+}
+
+#[test]
+fn tcp_skips_size_0_udp_measures_it() {
+    let out = ngauge()
+        .args([
+            "-t", "tcp,udp", "pingpong", "--sizes", "0,1", "--reps", "5", "--json",
+        ])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("tcp has no 0-byte messages"))
+        .get_output()
+        .stdout
+        .clone();
+    let doc = json_of(&out);
+    let got: Vec<String> = results(&doc)
+        .iter()
+        .map(|r| format!("{} {}", r["transport"].as_str().unwrap(), r["size"]))
+        .collect();
+    assert_eq!(got, vec!["tcp 1", "udp 0", "udp 1"]);
 }

@@ -185,6 +185,17 @@ fn bad_skew_specs_are_usage_errors() {
 }
 
 #[test]
+fn a_transport_that_may_lose_messages_is_refused() {
+    let out = ngauge()
+        .args(["--np", "2", "-t", "udp", "sync", "--check-after", "0s"])
+        .env_remove("NGAUGE_TEST_CLOCK_SKEW")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("-t tcp"));
+}
+
+#[test]
 fn bad_check_times_are_usage_errors() {
     let out = ngauge()
         .args(["sync", "--check-after", "5"])

@@ -16,7 +16,7 @@ pub struct TransportInfo {
     pub reason: Option<String>,
 }
 
-fn probe(name: &'static str) -> TransportInfo {
+fn probe(name: &'static str, global: &GlobalArgs) -> TransportInfo {
     let build = BuildFacts::current();
     if !build.has_transport(name) {
         return TransportInfo {
@@ -26,6 +26,15 @@ fn probe(name: &'static str) -> TransportInfo {
             reason: Some(format!(
                 "built without the `{name}` feature; rebuild with `cargo build --release --features {name}`"
             )),
+        };
+    }
+    if name == "verbs" {
+        let probe = super::verbs::probe(global);
+        return TransportInfo {
+            name,
+            compiled: true,
+            usable: probe.is_ok(),
+            reason: probe.err(),
         };
     }
     let usable = match name {
@@ -78,7 +87,7 @@ pub fn run(global: &GlobalArgs) -> anyhow::Result<()> {
 fn report(global: &GlobalArgs, world: &launch::World, ranks: &[RankInfo]) -> anyhow::Result<()> {
     let transports: Vec<TransportInfo> = ["tcp", "udp", "verbs", "mpi"]
         .into_iter()
-        .map(probe)
+        .map(|name| probe(name, global))
         .collect();
     let env = &world.env;
     let (facts, _) = TimerFacts::measure(Duration::from_millis(50), 100_000);

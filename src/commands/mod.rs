@@ -7,6 +7,7 @@ mod selftest;
 mod sync;
 mod timer;
 pub mod transports;
+mod verbs;
 
 use crate::cli::{Cli, Command, GlobalArgs};
 use ngauge::launch::{self, LaunchError, LaunchOptions, Started, World};

@@ -1,7 +1,7 @@
 //! `ngauge pingpong`: latency and bandwidth per message size between ranks 0 and 1.
 
 use super::transports::{self, TransportOptions};
-use crate::cli::{GlobalArgs, PingpongArgs};
+use crate::cli::{GlobalArgs, PingpongArgs, TransportName};
 use crate::UsageError;
 use anyhow::Context;
 use ngauge::clock::{FrequencyControl, SystemClock};
@@ -41,7 +41,8 @@ struct Sweep {
 }
 
 /// Hidden test hooks: `NGAUGE_TEST_DIE_AFTER_SIZE=BYTES` makes rank
-/// `NGAUGE_TEST_DIE_RANK` (default 1) kill itself with SIGKILL right after that size.
+/// `NGAUGE_TEST_DIE_RANK` (default 1) kill itself with SIGKILL right after that size
+/// (with `NGAUGE_TEST_DIE_SIGNAL=STOP`: stop itself, a peer that hangs).
 fn die_hook() -> anyhow::Result<Option<(usize, usize)>> {
     let Ok(size) = std::env::var("NGAUGE_TEST_DIE_AFTER_SIZE") else {
         return Ok(None);
@@ -91,11 +92,21 @@ pub fn run(global: &GlobalArgs, args: &PingpongArgs) -> anyhow::Result<()> {
         let mut waits = Vec::new();
         for &name in &global.transport {
             let opts = TransportOptions::new(global, world);
+            if let Some(w) = opts.warning(world) {
+                if !warnings.contains(&w) {
+                    warnings.push(w);
+                }
+            }
             let mut transport = transports::open(name, world, &opts)
                 .with_context(|| format!("opening {}", name.as_str()))?;
             let wait = transport.wait_mode().as_str();
             waits.push(format!("{}={wait}", name.as_str()));
             let mut these = sizes.clone();
+            if name == TransportName::Tcp && these.contains(&0) {
+                // A byte stream carries no empty messages: nothing would be timed.
+                warnings.push("tcp has no 0-byte messages (a byte stream): size 0 skipped".into());
+                these.retain(|&s| s > 0);
+            }
             if let Some(max) = transport.capabilities().max_message_bytes {
                 let skipped: Vec<String> = these
                     .iter()
@@ -141,10 +152,11 @@ pub fn run(global: &GlobalArgs, args: &PingpongArgs) -> anyhow::Result<()> {
                         );
                     }
                     if die.is_some_and(|(s, r)| s == size && r == rank) {
-                        let _ = rustix::process::kill_process(
-                            rustix::process::getpid(),
-                            rustix::process::Signal::KILL,
-                        );
+                        let signal = match std::env::var("NGAUGE_TEST_DIE_SIGNAL").as_deref() {
+                            Ok("STOP") => rustix::process::Signal::STOP,
+                            _ => rustix::process::Signal::KILL,
+                        };
+                        let _ = rustix::process::kill_process(rustix::process::getpid(), signal);
                     }
                     Ok(())
                 },

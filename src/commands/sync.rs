@@ -11,7 +11,7 @@
 
 use crate::cli::{GlobalArgs, SyncAlgorithm, SyncArgs, SyncEstimator, SyncFlags, TransportName};
 use crate::UsageError;
-use ngauge::clock::{available_cores, parse_cpu_list, Clock, Skew, Ticks};
+use ngauge::clock::{Clock, Skew, Ticks};
 use ngauge::launch::World;
 use ngauge::report::jsonl::JsonlWriter;
 use ngauge::report::table::Table;
@@ -83,6 +83,13 @@ fn run_rank(
 ) -> anyhow::Result<()> {
     let clock = super::rank_clock(world)?;
     let (mut transport, wait) = open_data(global, world)?;
+    if !transport.capabilities().reliable {
+        return Err(UsageError(format!(
+            "ngauge sync needs a transport that never loses a message, and {} may; use -t tcp",
+            transport.name()
+        ))
+        .into());
+    }
     let outcome = sync::synchronize(&clock, transport.as_mut(), world.control.as_mut(), options)?;
     let model = outcome.model;
     let after_sync = Instant::now();
@@ -367,59 +374,20 @@ fn decode_skew(bytes: &[u8]) -> Option<Skew> {
     })
 }
 
-/// The data transport for the exchanges: `--transport` (tcp by default), waiting by
-/// polling when every rank on this host has a core, else blocking.
+/// The data transport for the exchanges: the first `--transport` (tcp by default),
+/// with the common transport options (`--wait` etc.).
 fn open_data(
     global: &GlobalArgs,
     world: &mut World,
 ) -> anyhow::Result<(Box<dyn Transport>, WaitMode)> {
-    let wait = if world.ranks_on_host <= host_cores() {
-        WaitMode::Poll
-    } else {
-        WaitMode::Block
-    };
-    let timeout = Duration::from_secs_f64(global.timeout);
+    let opts = super::transports::TransportOptions::new(global, world);
     let name = global
         .transport
         .first()
         .copied()
         .unwrap_or(TransportName::Tcp);
-    let transport: Box<dyn Transport> = match name {
-        TransportName::Tcp => Box::new(ngauge_tcp::TcpTransport::connect(
-            world.control.as_mut(),
-            world.data_addr,
-            &ngauge_tcp::TcpOptions {
-                wait,
-                timeout,
-                ..Default::default()
-            },
-        )?),
-        TransportName::Udp => Box::new(ngauge_udp::UdpTransport::connect(
-            world.control.as_mut(),
-            world.data_addr,
-            &ngauge_udp::UdpOptions {
-                wait,
-                timeout,
-                ..Default::default()
-            },
-        )?),
-        other => {
-            return Err(UsageError(format!(
-                "ngauge sync runs over tcp or udp in this build, not {}",
-                other.as_str()
-            ))
-            .into())
-        }
-    };
-    Ok((transport, wait))
-}
-
-/// Cores of this host (not of this process: a pinned rank may use only one).
-fn host_cores() -> usize {
-    std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .ok()
-        .and_then(|s| parse_cpu_list(s.trim()))
-        .map_or_else(available_cores, |cores| cores.len().max(1))
+    let transport = super::transports::open(name, world, &opts)?;
+    Ok((transport, opts.wait))
 }
 
 #[cfg(test)]

@@ -19,6 +19,8 @@ pub struct TransportOptions {
     /// How long an operation may make no progress before the peer is declared lost
     /// (`--timeout`).
     pub timeout: Duration,
+    /// `--device`, `--port`, `--gid-index`, `--verbs-op`.
+    pub verbs: crate::cli::VerbsArgs,
 }
 
 impl TransportOptions {
@@ -37,7 +39,23 @@ impl TransportOptions {
             send_buffer_bytes: global.sndbuf,
             recv_buffer_bytes: global.rcvbuf,
             timeout: Duration::from_secs_f64(global.timeout),
+            verbs: global.verbs.clone(),
         }
+    }
+}
+
+impl TransportOptions {
+    /// A warning when `--wait poll` was forced with more ranks on this host than
+    /// cores: spinning ranks then steal the core the rank they wait for needs.
+    pub fn warning(&self, world: &World) -> Option<String> {
+        let cores = host_cores();
+        (self.wait == WaitMode::Poll && world.ranks_on_host > cores).then(|| {
+            format!(
+                "--wait poll with {} ranks on {cores} cores: spinning ranks delay the \
+                 peers they wait for; use --wait block (the default here)",
+                world.ranks_on_host
+            )
+        })
     }
 }
 
@@ -47,6 +65,9 @@ pub fn open(
     world: &mut World,
     opts: &TransportOptions,
 ) -> anyhow::Result<Box<dyn Transport>> {
+    if name == TransportName::Verbs {
+        return super::verbs::open(world, opts);
+    }
     let control = world.control.as_mut();
     let addr = world.data_addr;
     let transport: Box<dyn Transport> = match name {

@@ -234,7 +234,7 @@ pub fn synchronize<C: Clock + ?Sized, T: Transport + ?Sized>(
     }
     if !transport.capabilities().reliable {
         return Err(SyncError::Options(format!(
-            "the {} transport is not reliable; clock sync needs every ping answered",
+            "the {} transport may lose messages, and clock sync needs every message delivered; use a reliable transport (-t tcp)",
             transport.name()
         )));
     }

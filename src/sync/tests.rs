@@ -401,3 +401,19 @@ fn the_window_adapts_to_the_measured_operation() {
     let out = windowed(&skews(3), window_ns, 3, |_, _| 150_000.0);
     assert!(out[0].1.iter().all(|s| *s == SlotStatus::Valid));
 }
+
+#[test]
+fn blocking_wait_reaches_the_deadline_on_the_real_clock() {
+    use crate::clock::{Clock, SystemClock};
+    let (clock, _) = SystemClock::calibrated();
+    for mode in [WaitMode::Block, WaitMode::Poll] {
+        // 3 ms: long enough for the blocking wait to sleep first.
+        let deadline = clock
+            .now()
+            .plus(clock.rate().to_ticks(crate::clock::Nanos(3e6)));
+        assert!(
+            window::wait_until(&clock, deadline, mode) >= deadline,
+            "{mode:?}"
+        );
+    }
+}

@@ -970,7 +970,15 @@ impl UdpTransport {
     /// retransmitted request that was already answered (so the answer was lost).
     fn linger_receive(&mut self, peer: Rank, scratch: &mut [u8]) -> Option<bool> {
         let p = self.peers[peer].as_mut().filter(|p| !p.said_bye)?;
-        let (n, _) = rustix::net::recv(&p.socket, &mut *scratch, RecvFlags::DONTWAIT).ok()?;
+        let (n, _) = match rustix::net::recv(&p.socket, &mut *scratch, RecvFlags::DONTWAIT) {
+            Ok(got) => got,
+            Err(Errno::AGAIN | Errno::INTR) => return None,
+            Err(_) => {
+                // Port unreachable: the peer is gone, nobody to answer.
+                p.said_bye = true;
+                return None;
+            }
+        };
         if n < HEADER_BYTES || scratch[..2] != MAGIC {
             return Some(false);
         }

@@ -164,7 +164,9 @@ fn recovers_from_loss(wait: WaitMode) {
     let dropped: u64 = got.iter().map(|g| g.2).sum();
     let retransmitted: u64 = got.iter().map(|g| g.3).sum();
     assert!(dropped >= 20, "{got:?}");
-    assert!(lost >= dropped / 2 && lost <= dropped, "{got:?}");
+    // Every lost message costs at least one drop; drops of spurious retransmissions
+    // (a loaded machine stalls a thread past the 5 ms RTO) cost none.
+    assert!(lost >= 1 && lost <= dropped, "{got:?}");
     assert!(retransmitted >= lost, "{got:?}");
 }
 
@@ -338,6 +340,8 @@ fn last_answer_lost_after_the_peer_finished(wait: WaitMode) {
         2,
         move |rank| UdpOptions {
             drop_one_in: (rank == 1).then_some(rounds as u64),
+            // No spurious retransmission may shift which datagram is dropped.
+            retransmit_after: Duration::from_millis(100),
             ..opts(wait)
         },
         move |rank, mut t| {

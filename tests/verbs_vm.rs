@@ -1,0 +1,213 @@
+//! Issue 8: the verbs transport on a real (software) RDMA device. Boots the host's
+//! Debian kernel under qemu with soft-RoCE (`scripts/rxe-vm`, one boot) and runs,
+//! inside it, `ngauge pingpong -t verbs --check` with both data paths over 1 B .. 1 MiB,
+//! the same with `--wait block` (completion channel) for three sizes, `ngauge info`,
+//! `ngauge loggp -t verbs`, `ngauge sync -t verbs`, and perftest's `ib_send_lat`/`ib_write_lat` beside them. Prints both
+//! figures side by side: emulated time (TCG), so only a ratio, never a speed claim.
+//!
+//! Skipped, with a message, only where qemu or a kernel image is missing.
+#![cfg(feature = "verbs")]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The commands run in the guest: (label, command line). Each must exit 0.
+fn guest_commands() -> Vec<(&'static str, String)> {
+    let mut cmds = Vec::new();
+    for op in ["send", "write"] {
+        cmds.push((
+            op,
+            format!(
+                "ngauge --np 2 -t verbs --verbs-op {op} --timeout 120 pingpong --sizes 1-1M \
+                 --reps 20 --warmup 5 --check"
+            ),
+        ));
+    }
+    cmds.push((
+        "block",
+        "ngauge --np 2 -t verbs --wait block --timeout 120 pingpong --sizes 1,4K,1M \
+         --reps 10 --warmup 2 --check"
+            .into(),
+    ));
+    cmds.push(("info", "ngauge --np 1 info".into()));
+    cmds.push((
+        "sync",
+        "ngauge --np 2 -t verbs --timeout 120 sync --sync linear --fitpoints 50 \
+         --exchanges 20 --check-after 0s"
+            .into(),
+    ));
+    cmds.push((
+        "loggp",
+        "ngauge --np 2 -t verbs --timeout 120 loggp --sizes 1-16K --reps 10 --warmup 2".into(),
+    ));
+    cmds
+}
+
+fn guest_script() -> String {
+    let mut s = String::from("#!/bin/sh\nRC=0\n");
+    for (label, cmd) in guest_commands() {
+        s.push_str(&format!(
+            "echo '=== ngauge {label}'\n{cmd} || {{ echo 'FAILED: {label}'; RC=1; }}\n"
+        ));
+    }
+    for tool in ["ib_send_lat", "ib_write_lat"] {
+        s.push_str(&format!(
+            "echo '=== {tool}'\n\
+             {tool} -d rxe0 -x 1 -s 1 -n 500 >/tmp/{tool}.srv 2>&1 &\n\
+             sleep 2\n\
+             {tool} -d rxe0 -x 1 -s 1 -n 500 127.0.0.1 2>&1 | grep -A1 '#bytes' || echo '{tool}: no result'\n\
+             wait\n"
+        ));
+    }
+    s.push_str("echo '=== end'\nexit $RC\n");
+    s
+}
+
+fn have(program: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn kernel_image() -> Option<PathBuf> {
+    let mut images: Vec<PathBuf> = std::fs::read_dir("/boot")
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("vmlinuz-"))
+        })
+        .filter(|p| std::fs::File::open(p).is_ok())
+        .collect();
+    images.sort();
+    images.pop()
+}
+
+/// (size, min, median) half round trip in us per row of the pingpong table.
+fn ngauge_points(section: &str) -> Vec<(usize, f64, f64)> {
+    section
+        .lines()
+        .filter_map(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            let size = cols.first()?.parse().ok()?;
+            let _reps: u64 = cols.get(1)?.parse().ok()?;
+            Some((size, cols.get(2)?.parse().ok()?, cols.get(3)?.parse().ok()?))
+        })
+        .collect()
+}
+
+/// perftest's (t_min, t_typical) in us from the line after its `#bytes` header.
+fn perftest_figures(section: &str) -> Option<(f64, f64)> {
+    let mut lines = section.lines().skip_while(|l| !l.contains("#bytes"));
+    lines.next()?;
+    let cols: Vec<&str> = lines.next()?.split_whitespace().collect();
+    Some((cols.get(2)?.parse().ok()?, cols.get(4)?.parse().ok()?))
+}
+
+fn section<'a>(log: &'a str, title: &str) -> &'a str {
+    let start = log
+        .find(&format!("=== {title}"))
+        .map_or(log.len(), |i| i + 4);
+    let rest = &log[start..];
+    &rest[..rest.find("=== ").unwrap_or(rest.len())]
+}
+
+#[test]
+fn verbs_over_soft_roce_in_a_vm() {
+    if !have("qemu-system-x86_64") {
+        eprintln!("skipping verbs VM test: qemu-system-x86_64 is not installed");
+        return;
+    }
+    if kernel_image().is_none() {
+        eprintln!("skipping verbs VM test: no readable /boot/vmlinuz-* (linux-image-amd64)");
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("guest.sh");
+    std::fs::write(&script, guest_script()).unwrap();
+    let out = Command::new(root.join("scripts/rxe-vm"))
+        .arg(&script)
+        .arg(env!("CARGO_BIN_EXE_ngauge"))
+        .env("OUTDIR", dir.path())
+        .env("TIMEOUT", "600")
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stdout);
+    if out.status.code() == Some(3) {
+        eprintln!(
+            "skipping verbs VM test: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+        return;
+    }
+    assert!(
+        out.status.success(),
+        "guest failed (status {:?}):\n{log}\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sizes_expected: Vec<usize> = (0..=20).map(|p| 1usize << p).collect();
+    let mut rows = Vec::new();
+    for (op, tool) in [("send", "ib_send_lat"), ("write", "ib_write_lat")] {
+        let points = ngauge_points(section(&log, &format!("ngauge {op}")));
+        let sizes: Vec<usize> = points.iter().map(|p| p.0).collect();
+        assert_eq!(sizes, sizes_expected, "ngauge {op}: sizes missing\n{log}");
+        rows.push((op, tool, points[0], perftest_figures(section(&log, tool))));
+    }
+    assert!(
+        section(&log, "ngauge loggp").contains("LogGP parameters"),
+        "loggp printed no parameters\n{log}"
+    );
+    let block: Vec<usize> = ngauge_points(section(&log, "ngauge block"))
+        .iter()
+        .map(|p| p.0)
+        .collect();
+    assert_eq!(
+        block,
+        vec![1, 4096, 1 << 20],
+        "pingpong --wait block\n{log}"
+    );
+    assert!(
+        section(&log, "ngauge info")
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["verbs", "usable"]),
+        "info does not call verbs usable\n{log}"
+    );
+    assert!(
+        section(&log, "ngauge sync").contains("clock sync: linear over verbs"),
+        "sync over verbs printed no result\n{log}"
+    );
+    eprintln!("soft-RoCE under TCG, 1-byte messages (emulated time: ratios, not speeds)");
+    eprintln!(
+        "op     ngauge min/median [us]   perftest          min/typical [us]   ratio of medians"
+    );
+    for (op, tool, (_, min, median), theirs) in rows {
+        match theirs {
+            Some((tmin, typical)) => eprintln!(
+                "{op:<6} {min:>9.2} {median:>10.2}   {tool:<13} {tmin:>9.2} {typical:>10.2}   {:>8.2}",
+                median / typical
+            ),
+            None => eprintln!("{op:<6} {min:>9.2} {median:>10.2}   {tool}: no result"),
+        }
+    }
+}
+
+#[test]
+fn log_parsers_read_known_lines() {
+    let log = "=== ngauge send\nsize [B]  reps  min [us]  median [us]  mean [us]\n\
+               1           20     20.50      21.16    28.71\n\
+               2           20     18.39        19.34      21.23\n\
+               === ib_send_lat\n #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]\n \
+               1       500          8.87           15108.69      9.50\n=== end\n";
+    assert_eq!(
+        ngauge_points(section(log, "ngauge send")),
+        vec![(1, 20.5, 21.16), (2, 18.39, 19.34)]
+    );
+    assert_eq!(
+        perftest_figures(section(log, "ib_send_lat")),
+        Some((8.87, 9.5))
+    );
+    assert_eq!(perftest_figures(section(log, "ib_write_lat")), None);
+}

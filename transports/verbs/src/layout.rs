@@ -1,0 +1,311 @@
+//! Where things live: work-request ids, registered buffer sizes, the control-slot
+//! area of the write path, and region bounds.
+//!
+//! Every work request carries a 64-bit `wr_id` that comes back in its completion;
+//! ours says what the request was ([`WrKind`]) and which request or slot it
+//! belongs to. The write path keeps one registered area of small slots per peer:
+//! `recv_depth` receive slots of `recv_bytes` each (eager messages and
+//! advertisements land there; RDMA writes with immediate consume one receive request
+//! each) followed by `send_depth` slots of [`SLOT_BYTES`] from which advertisements
+//! are sent.
+
+use ngauge_transport::{Region, TransportError};
+
+/// What a work request was posted for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WrKind {
+    /// A data send or RDMA write of request `index`.
+    DataSend,
+    /// A receive posted straight into the region of request `index` (send path).
+    DataRecv,
+    /// A receive into control slot `index` (write path).
+    SlotRecv,
+    /// An advertisement sent from control slot `index` (write path).
+    SlotSend,
+}
+
+const KIND_SHIFT: u32 = 62;
+const INDEX_MASK: u64 = (1 << KIND_SHIFT) - 1;
+
+/// Packs kind and index into a `wr_id`. Indices use the low 62 bits.
+pub fn wr_id(kind: WrKind, index: u64) -> u64 {
+    let k = match kind {
+        WrKind::DataSend => 0,
+        WrKind::DataRecv => 1,
+        WrKind::SlotRecv => 2,
+        WrKind::SlotSend => 3,
+    };
+    (k << KIND_SHIFT) | (index & INDEX_MASK)
+}
+
+/// Inverse of [`wr_id`].
+pub fn split_wr_id(id: u64) -> (WrKind, u64) {
+    let kind = match id >> KIND_SHIFT {
+        0 => WrKind::DataSend,
+        1 => WrKind::DataRecv,
+        2 => WrKind::SlotRecv,
+        _ => WrKind::SlotSend,
+    };
+    (kind, id & INDEX_MASK)
+}
+
+/// Alignment of registered buffers: a page, so that registration pins whole pages
+/// a buffer does not share with the heap.
+pub const BUFFER_ALIGN: usize = 4096;
+
+/// Bytes to allocate for a buffer of `len` bytes: at least one (a zero-length
+/// memory registration is refused by some providers), rounded up to the page.
+pub fn alloc_bytes(len: usize) -> Option<usize> {
+    let len = len.max(1);
+    len.checked_add(BUFFER_ALIGN - 1)
+        .map(|n| n / BUFFER_ALIGN * BUFFER_ALIGN)
+}
+
+/// Size of one advertisement slot (an advertisement is 20 bytes).
+pub const SLOT_BYTES: usize = 32;
+
+/// Largest message the send path delivers eagerly (into a pre-posted receive slot,
+/// copied out on arrival); larger ones go to a receive posted before its
+/// advertisement (rendezvous), on the bulk QP.
+pub const EAGER_BYTES: usize = 4096;
+
+/// The control-slot area of the write path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlotLayout {
+    /// Ranks in the job (one block of slots per rank; our own block is unused).
+    pub ranks: usize,
+    /// Receive slots per peer.
+    pub recv_depth: usize,
+    /// Bytes per receive slot (a multiple of [`SLOT_BYTES`]).
+    pub recv_bytes: usize,
+    /// Send slots per peer.
+    pub send_depth: usize,
+}
+
+impl SlotLayout {
+    /// Slots per peer block.
+    pub fn per_peer(&self) -> usize {
+        self.recv_depth + self.send_depth
+    }
+
+    /// Bytes of one peer's block.
+    fn block_bytes(&self) -> usize {
+        self.recv_depth * self.recv_bytes + self.send_depth * SLOT_BYTES
+    }
+
+    /// Total bytes of the area.
+    pub fn bytes(&self) -> usize {
+        self.ranks * self.block_bytes()
+    }
+
+    /// Capacity of a slot in bytes.
+    pub fn slot_bytes(&self, slot: usize) -> usize {
+        match self.owner(slot) {
+            Some((_, true)) => self.recv_bytes,
+            _ => SLOT_BYTES,
+        }
+    }
+
+    /// Global index of receive slot `i` of `peer`.
+    pub fn recv_slot(&self, peer: usize, i: usize) -> usize {
+        debug_assert!(i < self.recv_depth);
+        peer * self.per_peer() + i
+    }
+
+    /// Global index of send slot `i` of `peer`.
+    pub fn send_slot(&self, peer: usize, i: usize) -> usize {
+        debug_assert!(i < self.send_depth);
+        peer * self.per_peer() + self.recv_depth + i
+    }
+
+    /// Which peer a global slot index belongs to, and whether it is a receive slot.
+    pub fn owner(&self, slot: usize) -> Option<(usize, bool)> {
+        let peer = slot / self.per_peer();
+        (peer < self.ranks).then(|| (peer, slot % self.per_peer() < self.recv_depth))
+    }
+
+    /// Byte offset of a slot in the area.
+    pub fn offset(&self, slot: usize) -> usize {
+        let (peer, i) = (slot / self.per_peer(), slot % self.per_peer());
+        let base = peer * self.block_bytes();
+        if i < self.recv_depth {
+            base + i * self.recv_bytes
+        } else {
+            base + self.recv_depth * self.recv_bytes + (i - self.recv_depth) * SLOT_BYTES
+        }
+    }
+}
+
+/// The byte range of `region` in a buffer of `capacity` bytes, or the error that
+/// names it.
+pub fn region_range(
+    region: Region,
+    capacity: usize,
+) -> Result<std::ops::Range<usize>, TransportError> {
+    match region.offset.checked_add(region.len) {
+        Some(end) if end <= capacity => Ok(region.offset..end),
+        _ => Err(TransportError::RegionOutOfBounds {
+            transport: "verbs",
+            buffer: region.buffer,
+            offset: region.offset,
+            len: region.len,
+            capacity,
+        }),
+    }
+}
+
+/// A verbs message is at most 2^31 bytes (`max_msg_sz` of every current device);
+/// lengths travel as u32.
+pub fn check_len(len: usize, max_msg_bytes: u32) -> Result<u32, TransportError> {
+    if len > max_msg_bytes as usize {
+        return Err(TransportError::TooLarge {
+            transport: "verbs",
+            len_bytes: len,
+            max_bytes: max_msg_bytes as usize,
+        });
+    }
+    Ok(len as u32)
+}
+
+/// Immediate data of a write: the message length, with the top bit set when the
+/// sender refused to write because the advertised length differed (the receiver
+/// then reports the mismatch too instead of waiting forever).
+pub fn write_imm(len: u32, mismatch: bool) -> u32 {
+    (len & 0x7fff_ffff) | if mismatch { 0x8000_0000 } else { 0 }
+}
+
+/// Inverse of [`write_imm`]: (length, mismatch).
+pub fn split_write_imm(imm: u32) -> (u32, bool) {
+    (imm & 0x7fff_ffff, imm & 0x8000_0000 != 0)
+}
+
+/// Whether a send of `len` bytes goes inline (copied into the work request by the
+/// CPU, no DMA read of the buffer, so the buffer is free when the post returns).
+pub fn goes_inline(len: usize, max_inline: u32) -> bool {
+    len > 0 && len <= max_inline as usize
+}
+
+/// Work requests that can be outstanding per peer and queue depth: `depth` sends
+/// (both QPs together), `depth` slot receives and `depth` bulk receives.
+pub const WRS_PER_DEPTH: usize = 3;
+
+/// Completion-queue entries for `peers` connections of `depth`: room for every
+/// work request that can be outstanding (an overrun CQ is a fatal error).
+pub fn cq_entries(depth: u32, peers: usize) -> usize {
+    WRS_PER_DEPTH * depth as usize * peers + 16
+}
+
+/// The queue depth to use: the wish, within the device's work-request limit, and
+/// small enough that [`cq_entries`] fits the device's CQ limit (at least 4).
+pub fn queue_depth(wish: u32, max_qp_wr: u32, max_cqe: usize, peers: usize) -> u32 {
+    let by_cq = max_cqe.saturating_sub(16) / (WRS_PER_DEPTH * peers.max(1));
+    wish.min(max_qp_wr)
+        .min(u32::try_from(by_cq).unwrap_or(u32::MAX))
+        .max(4)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ngauge_transport::BufferId;
+
+    #[test]
+    fn wr_ids_roundtrip_every_kind() {
+        for kind in [
+            WrKind::DataSend,
+            WrKind::DataRecv,
+            WrKind::SlotRecv,
+            WrKind::SlotSend,
+        ] {
+            for index in [0, 1, 12345, INDEX_MASK] {
+                assert_eq!(split_wr_id(wr_id(kind, index)), (kind, index));
+            }
+        }
+        assert_ne!(wr_id(WrKind::DataSend, 5), wr_id(WrKind::DataRecv, 5));
+    }
+
+    #[test]
+    fn alloc_sizes_are_page_multiples_and_never_zero() {
+        assert_eq!(alloc_bytes(0), Some(4096));
+        assert_eq!(alloc_bytes(1), Some(4096));
+        assert_eq!(alloc_bytes(4096), Some(4096));
+        assert_eq!(alloc_bytes(4097), Some(8192));
+        assert_eq!(alloc_bytes(usize::MAX), None);
+    }
+
+    #[test]
+    fn slot_layout_partitions_the_area() {
+        let l = SlotLayout {
+            ranks: 3,
+            recv_depth: 4,
+            recv_bytes: 64,
+            send_depth: 2,
+        };
+        assert_eq!(l.bytes(), 3 * (4 * 64 + 2 * SLOT_BYTES));
+        let mut seen = std::collections::HashSet::new();
+        for peer in 0..3 {
+            for i in 0..4 {
+                let s = l.recv_slot(peer, i);
+                assert_eq!(l.owner(s), Some((peer, true)));
+                assert!(seen.insert(s));
+            }
+            for i in 0..2 {
+                let s = l.send_slot(peer, i);
+                assert_eq!(l.owner(s), Some((peer, false)));
+                assert!(seen.insert(s));
+            }
+        }
+        assert_eq!(seen.len(), 18);
+        // slots tile the area: sorted by offset, each ends where the next begins
+        let mut spans: Vec<(usize, usize)> = seen
+            .iter()
+            .map(|&s| (l.offset(s), l.slot_bytes(s)))
+            .collect();
+        spans.sort();
+        assert_eq!(spans[0].0, 0);
+        for w in spans.windows(2) {
+            assert_eq!(w[0].0 + w[0].1, w[1].0);
+        }
+        let last = spans.last().unwrap();
+        assert_eq!(last.0 + last.1, l.bytes());
+        assert_eq!(l.slot_bytes(l.recv_slot(1, 0)), 64);
+        assert_eq!(l.slot_bytes(l.send_slot(1, 0)), SLOT_BYTES);
+        assert_eq!(l.owner(18), None);
+    }
+
+    #[test]
+    fn regions_are_checked_without_overflow() {
+        let b = BufferId(0);
+        assert_eq!(region_range(b.region(2, 3), 5).unwrap(), 2..5);
+        assert!(region_range(b.region(3, 3), 5).is_err());
+        assert!(region_range(b.region(usize::MAX, 2), 5).is_err());
+        assert_eq!(region_range(b.prefix(0), 0).unwrap(), 0..0);
+    }
+
+    #[test]
+    fn queue_depth_keeps_the_cq_within_the_device_limit() {
+        assert_eq!(queue_depth(128, 16384, 1 << 20, 1), 128);
+        assert_eq!(queue_depth(128, 64, 1 << 20, 1), 64);
+        // 4096 CQ entries for 63 peers: 3 * depth * 63 + 16 <= 4096
+        let d = queue_depth(128, 16384, 4096, 63);
+        assert_eq!(d, 21);
+        assert!(cq_entries(d, 63) <= 4096);
+        assert_eq!(queue_depth(128, 16384, 100, 1000), 4);
+    }
+
+    #[test]
+    fn lengths_and_immediates() {
+        assert_eq!(check_len(10, 1 << 31).unwrap(), 10);
+        assert!(matches!(
+            check_len(11, 10),
+            Err(TransportError::TooLarge { len_bytes: 11, .. })
+        ));
+        assert_eq!(split_write_imm(write_imm(1 << 20, false)), (1 << 20, false));
+        assert_eq!(split_write_imm(write_imm(7, true)), (7, true));
+        assert!(goes_inline(1, 64));
+        assert!(goes_inline(64, 64));
+        assert!(!goes_inline(65, 64));
+        assert!(!goes_inline(0, 64));
+        assert!(!goes_inline(1, 0));
+    }
+}
