@@ -183,8 +183,8 @@ pub enum ModelWarning {
         /// Sizes concerned.
         sizes: Vec<u64>,
     },
-    /// Negative parameters, which LogGP does not allow (usually noise or overlap of
-    /// `o` and `L`, sec. 2.5).
+    /// Negative parameters beyond two standard errors, which LogGP does not allow
+    /// (usually noise or overlap of `o` and `L`, sec. 2.5).
     Negative {
         /// Which parameter and range.
         what: String,
@@ -372,13 +372,18 @@ pub fn assess(samples: &[Sample], opts: &AssessOptions) -> Result<Assessment, Mo
                 short_delay.push(s.size);
             }
         }
-        for (what, value) in [
-            ("g", params.g_us),
-            ("G", params.big_g_us_per_byte),
-            ("o_s", params.os_us),
-            ("o_r", params.or_us),
+        // Negative beyond two standard errors (a g of -0.1 us +- 3 us is zero).
+        for (what, value, stderr) in [
+            ("g", params.g_us, params.g_stderr_us),
+            (
+                "G",
+                params.big_g_us_per_byte,
+                params.big_g_stderr_us_per_byte,
+            ),
+            ("o_s", params.os_us, 0.0),
+            ("o_r", params.or_us, 0.0),
         ] {
-            if value < 0.0 {
+            if value < -2.0 * stderr {
                 warnings.push(ModelWarning::Negative {
                     what: format!("{what} of range {}..{}", params.from, params.to),
                 });
