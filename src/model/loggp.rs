@@ -778,6 +778,36 @@ mod tests {
     }
 
     #[test]
+    fn clearly_negative_parameters_are_warned_about() {
+        let sizes = default_sizes();
+        let quiet = Noise {
+            relative: 0.0005,
+            absolute: 0.01,
+            bimodal_p: 0.0,
+            bimodal_us: 0.0,
+        };
+        let odd = Truth { g: -3.0, ..TCP };
+        let a = assess(
+            &sweep(&sizes, &[odd], &[], 10, quiet, 3),
+            &AssessOptions::default(),
+        )
+        .unwrap();
+        assert!(
+            a.warnings
+                .iter()
+                .any(|w| w.to_string().starts_with("g of range 1..65536 is negative")),
+            "{:?}",
+            a.warnings
+        );
+        let fine = assess(
+            &sweep(&sizes, &[TCP], &[], 10, quiet, 3),
+            &AssessOptions::default(),
+        )
+        .unwrap();
+        assert!(fine.warnings.is_empty(), "{:?}", fine.warnings);
+    }
+
+    #[test]
     fn bad_input_is_refused() {
         let sizes = default_sizes();
         let quiet = Noise {
