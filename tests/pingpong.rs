@@ -335,3 +335,31 @@ fn tcp_skips_size_0_udp_measures_it() {
         .collect();
     assert_eq!(got, vec!["tcp 1", "udp 0", "udp 1"]);
 }
+
+/// Review finding: under `taskset -c 0` both ranks share one core, and two spinning
+/// ranks on one core measure the scheduler's time slice. The default wait must then
+/// be `block`, decided from the cores the launcher had, not the host's.
+#[test]
+fn ranks_sharing_one_core_default_to_blocking_waits() {
+    if std::process::Command::new("taskset")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: taskset not installed");
+        return;
+    }
+    let out = std::process::Command::new("taskset")
+        .args(["-c", "0", env!("CARGO_BIN_EXE_ngauge")])
+        .args(["pingpong", "--sizes", "1", "--reps", "20", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json_of(&out.stdout);
+    assert_eq!(doc["meta"]["pinning"], serde_json::json!([0, 0]));
+    assert_eq!(doc["meta"]["wait"], "tcp=block");
+}

@@ -28,6 +28,22 @@ fn probe(name: &'static str, global: &GlobalArgs) -> TransportInfo {
             )),
         };
     }
+    #[cfg(feature = "mpi")]
+    if name == "mpi" {
+        let usable = ngauge_mpi::launched_by_mpi();
+        return TransportInfo {
+            name,
+            compiled: true,
+            usable,
+            reason: (!usable).then(|| {
+                format!(
+                    "needs an MPI launcher: run under {} (built against {})",
+                    ngauge_mpi::BUILD_MPIEXEC,
+                    ngauge_mpi::BUILD_FLAVOR
+                )
+            }),
+        };
+    }
     if name == "verbs" {
         let probe = super::verbs::probe(global);
         return TransportInfo {

@@ -9,7 +9,7 @@ mod timer;
 pub mod transports;
 mod verbs;
 
-use crate::cli::{Cli, Command, GlobalArgs};
+use crate::cli::{Cli, Command, GlobalArgs, TransportName};
 use ngauge::launch::{self, LaunchError, LaunchOptions, Started, World};
 
 /// Runs the parsed command line.
@@ -47,7 +47,7 @@ pub fn with_world(
     body: impl FnOnce(&mut World) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     check_clock_env(global)?;
-    let started = launch::start(&launch_options(global)).map_err(|e| match e {
+    let started = start_job(global, &launch_options(global)).map_err(|e| match e {
         LaunchError::Usage(msg) => anyhow::Error::new(crate::UsageError(msg)),
         e => anyhow::Error::new(e),
     })?;
@@ -57,16 +57,49 @@ pub fn with_world(
         Started::Launcher(code) => std::process::exit(code),
         Started::Rank(mut world) => {
             let rank = world.rank;
-            if let Err(e) = body(&mut world) {
-                // Tell the others why, so their errors name this rank and the reason.
-                world.control.abort(&format!("{e:#}"));
-                return Err(e.context(format!("rank {rank}")));
+            let result = match body(&mut world) {
+                Err(e) => {
+                    // Tell the others why, so their errors name this rank and the reason.
+                    world.control.abort(&format!("{e:#}"));
+                    Err(e.context(format!("rank {rank}")))
+                }
+                Ok(()) => world
+                    .finish()
+                    .map_err(|e| anyhow::Error::new(e).context(format!("rank {rank}"))),
+            };
+            #[cfg(feature = "mpi")]
+            if let Err(e) = &result {
+                // Under MPI a failed rank ends the job (MPI_Abort): the others may wait
+                // for it, and MPI_Finalize would wait for them.
+                let code = if e.downcast_ref::<crate::UsageError>().is_some() {
+                    2
+                } else {
+                    1
+                };
+                launch::mpi::abort_job_on_error(&format!("{e:#}"), code);
             }
-            world
-                .finish()
-                .map_err(|e| anyhow::Error::new(e).context(format!("rank {rank}")))
+            result
         }
     }
+}
+
+/// Starts this process's part of the job: through MPI when `-t` asks for it or an
+/// MPI launcher started us (feature `mpi`), else through [`launch::start`].
+fn start_job(global: &GlobalArgs, opts: &LaunchOptions) -> Result<Started, LaunchError> {
+    let wants_mpi = global.transport.contains(&TransportName::Mpi);
+    #[cfg(feature = "mpi")]
+    if launch::mpi::wanted(wants_mpi, opts) {
+        return launch::mpi::start(opts);
+    }
+    #[cfg(not(feature = "mpi"))]
+    if wants_mpi {
+        return Err(LaunchError::Usage(
+            "-t mpi: this ngauge was built without MPI; rebuild with \
+             `cargo build --release --features mpi` (needs libopenmpi-dev or libmpich-dev)"
+                .into(),
+        ));
+    }
+    launch::start(opts)
 }
 
 /// This rank's clock: the timer calibrated once, skewed when `NGAUGE_TEST_CLOCK_SKEW`

@@ -31,7 +31,84 @@ struct Document<'a> {
     /// MB in `bandwidth_MBps` means 10^6 bytes.
     bandwidth_unit: &'static str,
     results: Vec<Record<'a>>,
+    /// With several transports: per size, each one's median half round trip and
+    /// its ratio to the last transport listed (the baseline: `-t mpi,tcp` gives
+    /// MPI over raw TCP).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    comparison: Option<Comparison>,
     warnings: &'a [String],
+}
+
+/// Side by side medians and ratios (several transports in one run).
+#[derive(Debug, Serialize)]
+struct Comparison {
+    /// The transport the ratios divide by.
+    baseline: &'static str,
+    rows: Vec<ComparisonRow>,
+}
+
+#[derive(Debug, Serialize)]
+struct ComparisonRow {
+    size: usize,
+    /// Median half round trip per transport, in microseconds.
+    median_us: std::collections::BTreeMap<&'static str, f64>,
+    /// Median over the baseline's median, per other transport.
+    ratio: std::collections::BTreeMap<&'static str, f64>,
+}
+
+/// The side-by-side comparison of several sweeps; `None` for a single transport.
+fn compare(sweeps: &[Sweep]) -> Option<Comparison> {
+    let baseline = sweeps.last().filter(|_| sweeps.len() > 1)?;
+    let rows = baseline
+        .results
+        .iter()
+        .map(|base| {
+            let mut median_us = std::collections::BTreeMap::new();
+            let mut ratio = std::collections::BTreeMap::new();
+            for s in sweeps {
+                if let Some(r) = s.results.iter().find(|r| r.size == base.size) {
+                    median_us.insert(s.transport, r.half_rtt_us.median);
+                    if s.transport != baseline.transport && base.half_rtt_us.median > 0.0 {
+                        ratio.insert(s.transport, r.half_rtt_us.median / base.half_rtt_us.median);
+                    }
+                }
+            }
+            ComparisonRow {
+                size: base.size,
+                median_us,
+                ratio,
+            }
+        })
+        .collect();
+    Some(Comparison {
+        baseline: baseline.transport,
+        rows,
+    })
+}
+
+/// The human side-by-side table: per size each transport's median and its ratio to
+/// the baseline.
+fn render_comparison(c: &Comparison, order: &[&'static str]) -> String {
+    let others: Vec<&str> = order.iter().copied().filter(|t| *t != c.baseline).collect();
+    let mut header = vec!["size [B]".to_string()];
+    header.extend(order.iter().map(|t| format!("{t} median [us]")));
+    header.extend(others.iter().map(|t| format!("{t}/{}", c.baseline)));
+    let mut table = Table::new(header);
+    for row in &c.rows {
+        let mut cells = vec![row.size.to_string()];
+        cells.extend(order.iter().map(|t| {
+            row.median_us
+                .get(t)
+                .map_or("-".to_string(), |m| format!("{m:.2}"))
+        }));
+        cells.extend(others.iter().map(|t| {
+            row.ratio
+                .get(t)
+                .map_or("-".to_string(), |r| format!("{r:.3}"))
+        }));
+        table.row(cells);
+    }
+    table.render()
 }
 
 struct Sweep {
@@ -90,6 +167,10 @@ pub fn run(global: &GlobalArgs, args: &PingpongArgs) -> anyhow::Result<()> {
         let mut warnings = Vec::new();
         let mut sweeps = Vec::new();
         let mut waits = Vec::new();
+        // Open every transport first, then measure them interleaved, size by size,
+        // so that a drift of the machine (frequency, a neighbour's load) hits all
+        // of them alike and the side-by-side ratios compare like with like.
+        let mut open = Vec::new();
         for &name in &global.transport {
             let opts = TransportOptions::new(global, world);
             if let Some(w) = opts.warning(world) {
@@ -97,7 +178,7 @@ pub fn run(global: &GlobalArgs, args: &PingpongArgs) -> anyhow::Result<()> {
                     warnings.push(w);
                 }
             }
-            let mut transport = transports::open(name, world, &opts)
+            let transport = transports::open(name, world, &opts)
                 .with_context(|| format!("opening {}", name.as_str()))?;
             let wait = transport.wait_mode().as_str();
             waits.push(format!("{}={wait}", name.as_str()));
@@ -119,61 +200,71 @@ pub fn run(global: &GlobalArgs, args: &PingpongArgs) -> anyhow::Result<()> {
                         name.as_str(),
                         skipped.join(", ")
                     ));
-                    these.retain(|&s| s <= max);
                 }
+                these.retain(|&s| s <= max);
             }
-            let params = Params {
-                sizes: these,
-                reps: args.reps as usize,
-                warmup: args.warmup as usize,
-                check: args.check,
-            };
-            let total = params.sizes.len();
-            let mut done = 0usize;
-            let results = pingpong::run(
-                &clock,
-                transport.as_mut(),
-                world.control.as_mut(),
-                &params,
-                &mut |size, result| {
-                    if let (Some(w), Some(r)) = (writer.as_mut(), result) {
-                        w.write(&Record {
-                            transport: name.as_str(),
-                            wait,
-                            result: r,
-                        })
-                        .map_err(|e| format!("writing the output file: {e}"))?;
-                    }
-                    done += 1;
-                    if show_progress {
-                        eprint!(
-                            "\r\x1b[K{}: {done}/{total} sizes ({size} B done)",
-                            name.as_str()
-                        );
-                    }
-                    if die.is_some_and(|(s, r)| s == size && r == rank) {
-                        let signal = match std::env::var("NGAUGE_TEST_DIE_SIGNAL").as_deref() {
-                            Ok("STOP") => rustix::process::Signal::STOP,
-                            _ => rustix::process::Signal::KILL,
-                        };
-                        let _ = rustix::process::kill_process(rustix::process::getpid(), signal);
-                    }
-                    Ok(())
-                },
-            );
-            if show_progress {
-                eprint!("\r\x1b[K");
-            }
-            let results = results?;
-            // Dropping the transport before anything else lets a UDP peer stop
-            // lingering for retransmissions.
-            drop(transport);
             sweeps.push(Sweep {
                 transport: name.as_str(),
                 wait,
-                results,
+                results: Vec::new(),
             });
+            open.push((name, transport, these));
         }
+        let total: usize = open.iter().map(|(_, _, these)| these.len()).sum();
+        let mut done = 0usize;
+        for &size in &sizes {
+            for (i, (name, transport, these)) in open.iter_mut().enumerate() {
+                if !these.contains(&size) {
+                    continue;
+                }
+                let params = Params {
+                    sizes: vec![size],
+                    reps: args.reps as usize,
+                    warmup: args.warmup as usize,
+                    check: args.check,
+                };
+                let wait = sweeps[i].wait;
+                let results = pingpong::run(
+                    &clock,
+                    transport.as_mut(),
+                    world.control.as_mut(),
+                    &params,
+                    &mut |size, result| {
+                        if let (Some(w), Some(r)) = (writer.as_mut(), result) {
+                            w.write(&Record {
+                                transport: name.as_str(),
+                                wait,
+                                result: r,
+                            })
+                            .map_err(|e| format!("writing the output file: {e}"))?;
+                        }
+                        done += 1;
+                        if show_progress {
+                            eprint!(
+                                "\r\x1b[K{}: {done}/{total} points ({size} B done)",
+                                name.as_str()
+                            );
+                        }
+                        if die.is_some_and(|(s, r)| s == size && r == rank) {
+                            let signal = match std::env::var("NGAUGE_TEST_DIE_SIGNAL").as_deref() {
+                                Ok("STOP") => rustix::process::Signal::STOP,
+                                _ => rustix::process::Signal::KILL,
+                            };
+                            let _ =
+                                rustix::process::kill_process(rustix::process::getpid(), signal);
+                        }
+                        Ok(())
+                    },
+                );
+                if show_progress {
+                    eprint!("\r\x1b[K");
+                }
+                sweeps[i].results.extend(results?);
+            }
+        }
+        // Dropping the transports before anything else lets a UDP peer stop
+        // lingering for retransmissions.
+        drop(open);
         if rank != 0 {
             return Ok(());
         }
@@ -203,6 +294,7 @@ pub fn run(global: &GlobalArgs, args: &PingpongArgs) -> anyhow::Result<()> {
                 pair: [PINGER, PONGER],
                 bandwidth_unit: "MB/s, MB = 10^6 bytes",
                 results: records,
+                comparison: compare(&sweeps),
                 warnings: &warnings,
             })?;
         } else {
@@ -222,6 +314,16 @@ pub fn run(global: &GlobalArgs, args: &PingpongArgs) -> anyhow::Result<()> {
                         .join(",")
                 )?;
                 write!(out, "{}", render(&s.results))?;
+            }
+            if let Some(c) = compare(&sweeps) {
+                let order: Vec<&'static str> = sweeps.iter().map(|s| s.transport).collect();
+                writeln!(
+                    out,
+                    "side by side (measured interleaved, size by size): median half \
+                     round trip, ratio to {}",
+                    c.baseline
+                )?;
+                write!(out, "{}", render_comparison(&c, &order))?;
             }
         }
         for w in &warnings {

@@ -31,7 +31,7 @@ impl TransportOptions {
         let wait = match global.wait {
             Some(WaitArg::Poll) => WaitMode::Poll,
             Some(WaitArg::Block) => WaitMode::Block,
-            None if world.ranks_on_host <= host_cores() => WaitMode::Poll,
+            None if world.ranks_on_host <= job_cores() => WaitMode::Poll,
             None => WaitMode::Block,
         };
         TransportOptions {
@@ -48,7 +48,7 @@ impl TransportOptions {
     /// A warning when `--wait poll` was forced with more ranks on this host than
     /// cores: spinning ranks then steal the core the rank they wait for needs.
     pub fn warning(&self, world: &World) -> Option<String> {
-        let cores = host_cores();
+        let cores = job_cores();
         (self.wait == WaitMode::Poll && world.ranks_on_host > cores).then(|| {
             format!(
                 "--wait poll with {} ranks on {cores} cores: spinning ranks delay the \
@@ -95,12 +95,28 @@ pub fn open(
             }
             Box::new(ngauge_udp::UdpTransport::connect(control, addr, &o)?)
         }
+        #[cfg(feature = "mpi")]
+        TransportName::Mpi => Box::new(ngauge_mpi::MpiTransport::connect(
+            control,
+            ngauge_mpi::MpiOptions { wait: opts.wait },
+        )?),
         other => anyhow::bail!(
             "transport {} is not available in this build",
             other.as_str()
         ),
     };
     Ok(transport)
+}
+
+/// Cores the ranks on this host may share: what the local launcher spread them over
+/// (it may itself run under `taskset` or in a cpuset), else the host's online CPUs
+/// (a pinned rank's own affinity shows only its core).
+fn job_cores() -> usize {
+    std::env::var(ngauge::launch::local::JOB_CORES_VAR)
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(host_cores)
 }
 
 /// Cores of this host (online CPUs), not just the ones this pinned rank may use.

@@ -14,6 +14,11 @@
 //! others get [`GRACE`] to notice (the control channel tells them) and report; then
 //! the launcher kills what is left. It exits with the worst status of all ranks.
 
+/// The number of distinct cores the local launcher spread its ranks over, passed to
+/// every rank: a pinned rank sees only its own core, and a launcher started under
+/// `taskset` or in a cpuset has fewer cores than the host.
+pub const JOB_CORES_VAR: &str = "NGAUGE_JOB_CORES";
+
 use super::error::LaunchError;
 use super::LaunchOptions;
 use std::collections::VecDeque;
@@ -124,6 +129,7 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
             .env("NGAUGE_JOB_TOKEN", &token)
             .env("NGAUGE_RENDEZVOUS", rendezvous)
             .env("NGAUGE_CORE", cores[rank % cores.len()].to_string())
+            .env(JOB_CORES_VAR, cores.len().to_string())
             .env("NGAUGE_LAUNCHER_PID", std::process::id().to_string())
             .env_remove("NGAUGE_ANNOUNCE")
             .stdin(Stdio::null())

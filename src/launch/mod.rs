@@ -19,6 +19,8 @@ mod error;
 pub mod frame;
 pub mod hostlist;
 pub mod local;
+#[cfg(feature = "mpi")]
+pub mod mpi;
 pub mod rendezvous;
 pub mod wire;
 pub mod world;

@@ -1,0 +1,155 @@
+//! Starting a rank under `mpirun`/`mpiexec` with MPI itself as the bootstrap (cargo
+//! feature `mpi`).
+//!
+//! Rank and size come from `MPI_Init_thread`; the control plane is
+//! [`ngauge_mpi::MpiControl`] (MPI's nonblocking collectives on a private
+//! communicator), so `mpirun -np 2 ngauge -t mpi pingpong` needs no rendezvous flag,
+//! and `-t tcp` (or `-t mpi,tcp`) in the same job uses the raw transport with this
+//! same control plane. The peers' table (data address, host, pid) is exchanged with
+//! one allgather. Data addresses: `--data-addr` when given; loopback when every rank
+//! runs on this host; otherwise the address this host's name resolves to.
+//!
+//! Used by the binary's `with_world` instead of [`super::start`] when
+//! [`wanted`] says so.
+
+use super::env::{self, LauncherEnv, LauncherKind};
+use super::frame::{self, Peer};
+use super::world::{hostname, Started, World};
+use super::{LaunchError, LaunchOptions};
+use ngauge_mpi::{Mpi, MpiControl, MpiError};
+use ngauge_transport::Control;
+use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs};
+
+/// Whether this process should bootstrap through MPI: `-t` asks for MPI, or an MPI
+/// launcher started it (and no `--rank` says otherwise).
+pub fn wanted(transport_mpi: bool, opts: &LaunchOptions) -> bool {
+    transport_mpi || (opts.rank.is_none() && ngauge_mpi::launched_by_mpi())
+}
+
+/// Joins this process to the MPI job as one rank.
+pub fn start(opts: &LaunchOptions) -> Result<Started, LaunchError> {
+    start_with(opts, env::detect())
+}
+
+/// [`start`] with the launcher environment given.
+pub fn start_with(opts: &LaunchOptions, detected: LauncherEnv) -> Result<Started, LaunchError> {
+    let mpi = Mpi::init_under_launcher().map_err(|e| match e {
+        MpiError::NotBuilt | MpiError::NoLauncher => LaunchError::Usage(e.to_string()),
+        e => LaunchError::Rendezvous(format!("MPI start failed: {e}")),
+    })?;
+    if let Some(size) = detected.size.filter(|&s| s != mpi.size()) {
+        return Err(LaunchError::Usage(format!(
+            "the launcher ({}) started {size} ranks but {} sees {} ranks: this ngauge \
+             was built against {} ({}); launch it with that library's mpirun/mpiexec",
+            detected.kind.describe(),
+            mpi.library_version(),
+            mpi.size(),
+            ngauge_mpi::BUILD_FLAVOR,
+            ngauge_mpi::BUILD_MPIEXEC,
+        )));
+    }
+    let mut control = MpiControl::new(&mpi)
+        .map_err(|e| LaunchError::Rendezvous(format!("MPI control plane: {e}")))?
+        .with_timeout(Some(opts.timeout));
+    let (rank, size) = (mpi.rank(), mpi.size());
+    let host = hostname();
+
+    // Who runs where: hosts first, so the data address can depend on it.
+    let hosts = control.allgather(host.as_bytes())?;
+    let single_host = hosts.iter().all(|h| h == host.as_bytes());
+    let data_addr = match opts.data_addr {
+        Some(addr) => addr,
+        None if single_host => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        None => host_addr(&host).ok_or_else(|| {
+            LaunchError::Usage(format!(
+                "the ranks run on several hosts and {host:?} does not resolve to a \
+                 non-loopback address: give --data-addr IP"
+            ))
+        })?,
+    };
+    let me = Peer {
+        rank,
+        data_addr,
+        host: host.clone(),
+        pid: std::process::id(),
+    };
+    let entries = control.allgather(&frame::encode_table(std::slice::from_ref(&me)))?;
+    let mut peers = Vec::with_capacity(size);
+    for (r, bytes) in entries.iter().enumerate() {
+        let mut one = frame::decode_table(bytes, 1)
+            .map_err(|e| LaunchError::Rendezvous(format!("rank {r}'s entry: {e}")))?;
+        let mut peer = one.pop().expect("decode_table checked the count");
+        peer.rank = r;
+        peers.push(peer);
+    }
+    let ranks_on_host = peers.iter().filter(|p| p.host == host).count().max(1);
+    let kind = match detected.kind {
+        k @ (LauncherKind::OpenMpi | LauncherKind::Hydra | LauncherKind::Slurm) => k,
+        _ => LauncherKind::OpenMpi,
+    };
+    Ok(Started::Rank(World {
+        rank,
+        size,
+        control: Box::new(control),
+        data_addr,
+        env: LauncherEnv {
+            kind,
+            rank: Some(rank),
+            size: Some(size),
+            ..detected
+        },
+        pinned_core: crate::clock::pinned_core(),
+        ranks_on_host,
+        peers,
+    }))
+}
+
+/// The first non-loopback address `host` resolves to.
+fn host_addr(host: &str) -> Option<IpAddr> {
+    (host, 0)
+        .to_socket_addrs()
+        .ok()?
+        .map(|a| a.ip())
+        .find(|ip| !ip.is_loopback() && !ip.is_unspecified())
+}
+
+/// When MPI is running, ends the whole job with `MPI_Abort` after printing `message`:
+/// a rank that fails must not wait in `MPI_Finalize` for ranks that wait for it.
+/// Returns (doing nothing) when MPI is not running.
+pub fn abort_job_on_error(message: &str, code: i32) {
+    if let Some(mpi) = Mpi::live() {
+        eprintln!("ngauge: error: {message}");
+        mpi.abort(code);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn opts(rank: Option<usize>) -> LaunchOptions {
+        LaunchOptions {
+            np: 2,
+            rank,
+            size: rank.map(|_| 2),
+            rendezvous: None,
+            bind: None,
+            job_token: None,
+            data_addr: None,
+            timeout: Duration::from_secs(1),
+            verbose: false,
+        }
+    }
+
+    #[test]
+    fn asking_for_mpi_always_wants_the_mpi_bootstrap() {
+        assert!(wanted(true, &opts(None)));
+        assert!(wanted(true, &opts(Some(0))));
+    }
+
+    #[test]
+    fn by_hand_ranks_keep_the_tcp_bootstrap() {
+        assert!(!wanted(false, &opts(Some(1))));
+    }
+}

@@ -1,0 +1,213 @@
+//! The binary under a real MPI launcher (cargo feature `mpi`): MPI bootstraps the job
+//! (rank, size, control plane), `-t mpi` outside a launcher is a usage error, and a
+//! rank that dies ends the job instead of hanging it. Without the feature, `-t mpi` is
+//! a usage error naming the feature.
+
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const NGAUGE: &str = env!("CARGO_BIN_EXE_ngauge");
+
+/// Runs `cmd`, killing it after `limit` so that a hung job fails the test.
+fn run_with_limit(mut cmd: Command, limit: Duration) -> Output {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {:?}: {e}", cmd.get_program()));
+    let began = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if began.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!(
+                "{cmd:?} hung for {limit:?}; stderr:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+/// A plain `ngauge` with no MPI launcher variables in its environment.
+fn outside_mpi(args: &[&str]) -> Command {
+    let mut cmd = Command::new(NGAUGE);
+    cmd.args(args);
+    for var in [
+        "OMPI_COMM_WORLD_SIZE",
+        "OMPI_COMM_WORLD_RANK",
+        "PMI_SIZE",
+        "PMI_RANK",
+        "PMIX_RANK",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn mpi_transport_without_the_feature_is_a_usage_error() {
+    let out = run_with_limit(outside_mpi(&["-t", "mpi", "info"]), Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    assert!(stderr.contains("built without MPI"), "stderr: {stderr}");
+    assert!(stderr.contains("--features mpi"), "stderr: {stderr}");
+}
+
+#[cfg(feature = "mpi")]
+mod with_mpi {
+    use super::*;
+
+    /// The launcher of the MPI this binary links, for `np` ranks.
+    fn mpirun(np: usize, args: &[&str]) -> Command {
+        let mut cmd = Command::new(ngauge_mpi::BUILD_MPIEXEC);
+        if ngauge_mpi::BUILD_FLAVOR == "openmpi" {
+            cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+                .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+                .arg("--oversubscribe");
+        }
+        cmd.arg("-n").arg(np.to_string()).arg(NGAUGE).args(args);
+        cmd
+    }
+
+    fn skip() -> bool {
+        if !ngauge_mpi::AVAILABLE {
+            eprintln!("skipped: ngauge-mpi was built without an MPI library");
+        }
+        !ngauge_mpi::AVAILABLE
+    }
+
+    #[test]
+    fn mpirun_bootstraps_rank_size_and_control_plane() {
+        if skip() {
+            return;
+        }
+        let out = run_with_limit(
+            mpirun(2, &["-t", "mpi", "info", "--json"]),
+            Duration::from_secs(120),
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "stderr: {stderr}");
+        let doc: serde_json::Value =
+            serde_json::from_slice(&out.stdout).expect("one JSON document from rank 0 only");
+        assert_eq!(doc["launcher"]["size"], 2, "{doc}");
+        let mpi = doc["transports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "mpi")
+            .unwrap();
+        assert_eq!(mpi["usable"], true, "{doc}");
+    }
+
+    #[test]
+    fn mpi_control_plane_carries_barriers_with_4_ranks_and_tcp_selected() {
+        if skip() {
+            return;
+        }
+        // -t tcp under an MPI launcher: the control plane is still MPI's.
+        let out = run_with_limit(
+            mpirun(
+                4,
+                &["-t", "tcp", "selftest", "barrier-loop", "--count", "300"],
+            ),
+            Duration::from_secs(120),
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "stderr: {stderr}");
+        assert_eq!(stdout.trim(), "barriers: 300", "stderr: {stderr}");
+        assert!(stderr.contains("4 ranks joined"), "stderr: {stderr}");
+    }
+
+    /// `-t mpi,tcp` in one MPI job: both transports measured, each size present for
+    /// both, and the comparison's ratio is the quotient of the two medians.
+    #[test]
+    fn pingpong_over_mpi_and_tcp_side_by_side() {
+        if skip() {
+            return;
+        }
+        let out = run_with_limit(
+            mpirun(
+                2,
+                &[
+                    "-t", "mpi,tcp", "pingpong", "--sizes", "1,4K", "--reps", "200", "--warmup",
+                    "20", "--check", "--json",
+                ],
+            ),
+            Duration::from_secs(120),
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "stderr: {stderr}");
+        let doc: serde_json::Value =
+            serde_json::from_slice(&out.stdout).expect("one JSON document from rank 0 only");
+        let results = doc["results"].as_array().expect("results");
+        for transport in ["mpi", "tcp"] {
+            for size in [1, 4096] {
+                let r = results
+                    .iter()
+                    .find(|r| r["transport"] == transport && r["size"] == size)
+                    .unwrap_or_else(|| panic!("no {transport} result for {size} B: {doc}"));
+                assert_eq!(r["data_check"], true, "{r}");
+                assert_eq!(r["reps"], 200, "{r}");
+            }
+        }
+        let cmp = &doc["comparison"];
+        assert_eq!(cmp["baseline"], "tcp", "{doc}");
+        let rows = cmp["rows"].as_array().expect("comparison rows");
+        assert_eq!(rows.len(), 2, "{doc}");
+        for row in rows {
+            let mpi = row["median_us"]["mpi"].as_f64().unwrap();
+            let tcp = row["median_us"]["tcp"].as_f64().unwrap();
+            let ratio = row["ratio"]["mpi"].as_f64().unwrap();
+            assert!((ratio - mpi / tcp).abs() < 1e-9 * ratio.max(1.0), "{row}");
+        }
+        assert!(
+            doc["meta"]["transport"]
+                .as_array()
+                .is_some_and(|t| t.len() == 2),
+            "{doc}"
+        );
+    }
+
+    #[test]
+    fn mpi_outside_a_launcher_is_a_usage_error() {
+        if skip() {
+            return;
+        }
+        let out = run_with_limit(outside_mpi(&["-t", "mpi", "info"]), Duration::from_secs(60));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+        assert!(stderr.contains("needs an MPI launcher"), "stderr: {stderr}");
+    }
+
+    #[test]
+    fn a_rank_that_dies_ends_the_mpi_job() {
+        if skip() {
+            return;
+        }
+        let began = Instant::now();
+        let out = run_with_limit(
+            mpirun(
+                3,
+                &[
+                    "-t",
+                    "mpi",
+                    "--timeout",
+                    "10",
+                    "selftest",
+                    "barrier-loop",
+                    "--die-rank",
+                    "1",
+                    "--die-after",
+                    "5",
+                ],
+            ),
+            Duration::from_secs(60),
+        );
+        assert!(!out.status.success());
+        assert!(began.elapsed() < Duration::from_secs(60));
+    }
+}

@@ -1,0 +1,594 @@
+//! Self-test of the MPI backend, run under a real MPI launcher by the crate's
+//! integration tests (`tests/mpirun.rs`) with 2 and 4 ranks:
+//!
+//! ```text
+//! mpirun -np 4 ngauge-mpi-check            every check
+//! ngauge-mpi-check --require-launcher      fails outside mpirun (tests the error)
+//! mpirun -np 2 ngauge-mpi-check --pingpong SIZE REPS
+//!                                          the backend's ping-pong, timed like
+//!                                          benches/c/mpi_pingpong.c (for the
+//!                                          benchmark script, not a test)
+//! ```
+//!
+//! Each check moves data whose every byte is known (a function of size, rank and
+//! iteration) and compares it on arrival. Rank 0 prints `PASS name` per check; any
+//! rank that sees a failure prints `FAIL rank R: name: why` and exits with status 1.
+
+use ngauge_mpi::{Datatype, Mpi, MpiControl, MpiOptions, MpiTransport, ReduceOp};
+use ngauge_transport::{Control, Rank, Transport, TransportError, WaitMode};
+use std::sync::Arc;
+
+type Check = Result<(), String>;
+
+macro_rules! ensure {
+    ($cond:expr, $($fmt:tt)*) => {
+        if !$cond {
+            return Err(format!($($fmt)*));
+        }
+    };
+}
+
+fn e<E: std::fmt::Display>(err: E) -> String {
+    err.to_string()
+}
+
+/// The byte at `i` of message `iter` of `size` bytes sent by `from`.
+fn pattern(from: Rank, size: usize, iter: usize, i: usize) -> u8 {
+    (i.wrapping_mul(31) ^ from.wrapping_mul(7) ^ size ^ iter.wrapping_mul(13)) as u8
+}
+
+fn fill(buf: &mut [u8], from: Rank, size: usize, iter: usize) {
+    for (i, b) in buf.iter_mut().enumerate() {
+        *b = pattern(from, size, iter, i);
+    }
+}
+
+fn verify(buf: &[u8], from: Rank, size: usize, iter: usize) -> Check {
+    for (i, &b) in buf.iter().enumerate() {
+        ensure!(
+            b == pattern(from, size, iter, i),
+            "byte {i} of a {size}-byte message {iter} from rank {from} is {b}, expected {}",
+            pattern(from, size, iter, i)
+        );
+    }
+    Ok(())
+}
+
+/// Rank 0 ping-pongs with every other rank: each side checks what arrives and answers
+/// with its own pattern.
+fn pingpong(t: &mut MpiTransport) -> Check {
+    let sizes = [0usize, 1, 7, 4096, 65536, 1 << 20];
+    let buf = t.alloc_buffer(1 << 20).map_err(e)?;
+    for &size in &sizes {
+        for peer in 1..t.size() {
+            for iter in 0..3 {
+                if t.rank() == 0 {
+                    fill(&mut t.buffer_mut(buf).map_err(e)?[..size], 0, size, iter);
+                    t.send(peer, buf.prefix(size)).map_err(e)?;
+                    t.recv(peer, buf.prefix(size)).map_err(e)?;
+                    verify(&t.buffer(buf).map_err(e)?[..size], peer, size, iter)?;
+                } else if t.rank() == peer {
+                    t.recv(0, buf.prefix(size)).map_err(e)?;
+                    verify(&t.buffer(buf).map_err(e)?[..size], 0, size, iter)?;
+                    fill(&mut t.buffer_mut(buf).map_err(e)?[..size], peer, size, iter);
+                    t.send(0, buf.prefix(size)).map_err(e)?;
+                }
+            }
+        }
+    }
+    t.free_buffer(buf).map_err(e)
+}
+
+/// Every rank sends to and receives from every other rank at once, with
+/// `isend`/`irecv` into disjoint regions of two buffers, completed by `wait_all` (a
+/// large size, so rendezvous protocols must progress both directions together) and
+/// by a `test` loop.
+fn exchange(t: &mut MpiTransport) -> Check {
+    let (me, n) = (t.rank(), t.size());
+    for (round, &size) in [3usize, 200_000].iter().enumerate() {
+        let out = t.alloc_buffer(size * n).map_err(e)?;
+        let inb = t.alloc_buffer(size * n).map_err(e)?;
+        for peer in 0..n {
+            fill(
+                &mut t.buffer_mut(out).map_err(e)?[peer * size..][..size],
+                me,
+                size,
+                peer,
+            );
+        }
+        let mut requests = Vec::new();
+        for peer in (0..n).filter(|&p| p != me) {
+            requests.push(t.irecv(peer, inb.region(peer * size, size)).map_err(e)?);
+        }
+        ensure!(
+            matches!(t.buffer(inb), Err(TransportError::BufferBusy { .. })),
+            "a buffer with pending receives is readable"
+        );
+        for peer in (0..n).filter(|&p| p != me) {
+            requests.push(t.isend(peer, out.region(peer * size, size)).map_err(e)?);
+        }
+        if round == 0 {
+            t.wait_all(&requests).map_err(e)?;
+        } else {
+            let mut left = requests.clone();
+            while !left.is_empty() {
+                let mut still = Vec::new();
+                for r in left {
+                    if !t.test(r).map_err(e)? {
+                        still.push(r);
+                    }
+                }
+                left = still;
+            }
+        }
+        ensure!(
+            matches!(
+                t.wait(requests[0]),
+                Err(TransportError::UnknownRequest { .. })
+            ),
+            "a completed request was accepted again"
+        );
+        for peer in (0..n).filter(|&p| p != me) {
+            verify(
+                &t.buffer(inb).map_err(e)?[peer * size..][..size],
+                peer,
+                size,
+                me,
+            )?;
+        }
+        t.free_buffer(out).map_err(e)?;
+        t.free_buffer(inb).map_err(e)?;
+    }
+    Ok(())
+}
+
+/// Wrong sizes and wrong peers give errors that name the peer.
+fn errors(t: &mut MpiTransport) -> Check {
+    let me = t.rank();
+    let buf = t.alloc_buffer(64).map_err(e)?;
+    ensure!(
+        matches!(
+            t.send(me, buf.prefix(1)),
+            Err(TransportError::NoSuchPeer { .. })
+        ),
+        "sending to oneself was accepted"
+    );
+    ensure!(
+        matches!(
+            t.send(t.size(), buf.prefix(1)),
+            Err(TransportError::NoSuchPeer { .. })
+        ),
+        "sending outside the job was accepted"
+    );
+    ensure!(
+        matches!(
+            t.send(1 - me.min(1), buf.region(60, 8)),
+            Err(TransportError::RegionOutOfBounds { .. })
+        ),
+        "a region past the buffer's end was accepted"
+    );
+    match me {
+        0 => {
+            t.send(1, buf.prefix(10)).map_err(e)?;
+            t.send(1, buf.prefix(10)).map_err(e)?;
+        }
+        1 => {
+            match t.recv(0, buf.prefix(20)) {
+                Err(TransportError::SizeMismatch {
+                    peer: 0,
+                    expected_bytes: 20,
+                    got_bytes: 10,
+                    ..
+                }) => {}
+                other => {
+                    return Err(format!(
+                        "short message: expected SizeMismatch, got {other:?}"
+                    ))
+                }
+            }
+            match t.recv(0, buf.prefix(5)) {
+                Err(err @ TransportError::Io { peer: 0, .. }) => ensure!(
+                    err.to_string().contains("longer than the 5 bytes"),
+                    "truncation error says: {err}"
+                ),
+                other => return Err(format!("long message: expected truncation, got {other:?}")),
+            }
+        }
+        _ => {}
+    }
+    t.free_buffer(buf).map_err(e)
+}
+
+/// MPI's collectives, blocking and nonblocking, on data whose result is known.
+fn collectives(t: &mut MpiTransport) -> Check {
+    let (me, n) = (t.rank(), t.size());
+    let root = n - 1;
+    for nonblocking in [false, true] {
+        let run = |t: &mut MpiTransport,
+                   r: Result<Option<ngauge_transport::RequestId>, TransportError>|
+         -> Check {
+            if let Some(req) = r.map_err(e)? {
+                t.wait(req).map_err(e)?;
+            }
+            Ok(())
+        };
+        // Barrier.
+        let r = if nonblocking {
+            t.ibarrier().map(Some)
+        } else {
+            t.barrier().map(|_| None)
+        };
+        run(t, r)?;
+
+        // Bcast of 1000 bytes from the last rank.
+        let b = t.alloc_buffer(1000).map_err(e)?;
+        if me == root {
+            fill(t.buffer_mut(b).map_err(e)?, root, 1000, 1);
+        }
+        let r = if nonblocking {
+            t.ibcast(root, b.prefix(1000)).map(Some)
+        } else {
+            t.bcast(root, b.prefix(1000)).map(|_| None)
+        };
+        run(t, r)?;
+        verify(t.buffer(b).map_err(e)?, root, 1000, 1)?;
+
+        // Reduce (sum of i64) to the root, allreduce (max of f64).
+        let k = 5usize;
+        let send = t.alloc_buffer(8 * k).map_err(e)?;
+        let recv = t.alloc_buffer(8 * k).map_err(e)?;
+        for (j, chunk) in t
+            .buffer_mut(send)
+            .map_err(e)?
+            .chunks_exact_mut(8)
+            .enumerate()
+        {
+            chunk.copy_from_slice(&(((me + 1) * (j + 1)) as i64).to_le_bytes());
+        }
+        let r = if nonblocking {
+            t.ireduce(
+                root,
+                send.prefix(8 * k),
+                recv.prefix(8 * k),
+                Datatype::I64,
+                ReduceOp::Sum,
+            )
+            .map(Some)
+        } else {
+            t.reduce(
+                root,
+                send.prefix(8 * k),
+                recv.prefix(8 * k),
+                Datatype::I64,
+                ReduceOp::Sum,
+            )
+            .map(|_| None)
+        };
+        run(t, r)?;
+        if me == root {
+            let total: usize = (1..=n).sum();
+            for (j, chunk) in t.buffer(recv).map_err(e)?.chunks_exact(8).enumerate() {
+                let got = i64::from_le_bytes(chunk.try_into().unwrap());
+                ensure!(
+                    got == (total * (j + 1)) as i64,
+                    "reduce element {j} is {got}"
+                );
+            }
+        }
+        for (j, chunk) in t
+            .buffer_mut(send)
+            .map_err(e)?
+            .chunks_exact_mut(8)
+            .enumerate()
+        {
+            chunk.copy_from_slice(&((me as f64) * 1.5 - j as f64).to_le_bytes());
+        }
+        let r = if nonblocking {
+            t.iallreduce(
+                send.prefix(8 * k),
+                recv.prefix(8 * k),
+                Datatype::F64,
+                ReduceOp::Max,
+            )
+            .map(Some)
+        } else {
+            t.allreduce(
+                send.prefix(8 * k),
+                recv.prefix(8 * k),
+                Datatype::F64,
+                ReduceOp::Max,
+            )
+            .map(|_| None)
+        };
+        run(t, r)?;
+        for (j, chunk) in t.buffer(recv).map_err(e)?.chunks_exact(8).enumerate() {
+            let got = f64::from_le_bytes(chunk.try_into().unwrap());
+            ensure!(
+                got == ((n - 1) as f64) * 1.5 - j as f64,
+                "allreduce element {j} is {got}"
+            );
+        }
+        ensure!(
+            t.allreduce(send.prefix(7), recv.prefix(7), Datatype::F64, ReduceOp::Sum)
+                .is_err(),
+            "7 bytes accepted as f64 elements"
+        );
+        ensure!(
+            t.allreduce(
+                send.prefix(8),
+                send.region(4, 8),
+                Datatype::F64,
+                ReduceOp::Sum
+            )
+            .is_err(),
+            "overlapping send and receive regions accepted"
+        );
+
+        // Gather to rank 0, allgather, alltoall: 3 bytes per rank.
+        let m = 3;
+        let mine = t.alloc_buffer(m * n).map_err(e)?;
+        let all = t.alloc_buffer(m * n).map_err(e)?;
+        fill(&mut t.buffer_mut(mine).map_err(e)?[..m], me, m, 0);
+        let r = if nonblocking {
+            t.igather(0, mine.prefix(m), all.prefix(m * n)).map(Some)
+        } else {
+            t.gather(0, mine.prefix(m), all.prefix(m * n)).map(|_| None)
+        };
+        run(t, r)?;
+        if me == 0 {
+            for from in 0..n {
+                verify(&t.buffer(all).map_err(e)?[from * m..][..m], from, m, 0)?;
+            }
+        }
+        t.buffer_mut(all).map_err(e)?.fill(0);
+        let r = if nonblocking {
+            t.iallgather(mine.prefix(m), all.prefix(m * n)).map(Some)
+        } else {
+            t.allgather(mine.prefix(m), all.prefix(m * n)).map(|_| None)
+        };
+        run(t, r)?;
+        for from in 0..n {
+            verify(&t.buffer(all).map_err(e)?[from * m..][..m], from, m, 0)?;
+        }
+        for to in 0..n {
+            fill(
+                &mut t.buffer_mut(mine).map_err(e)?[to * m..][..m],
+                me,
+                m,
+                to,
+            );
+        }
+        let r = if nonblocking {
+            t.ialltoall(mine.prefix(m * n), all.prefix(m * n)).map(Some)
+        } else {
+            t.alltoall(mine.prefix(m * n), all.prefix(m * n))
+                .map(|_| None)
+        };
+        run(t, r)?;
+        for from in 0..n {
+            verify(&t.buffer(all).map_err(e)?[from * m..][..m], from, m, me)?;
+        }
+        for buf in [b, send, recv, mine, all] {
+            t.free_buffer(buf).map_err(e)?;
+        }
+    }
+    Ok(())
+}
+
+/// The control plane: barrier, broadcast, gather and allgather of rank-dependent
+/// lengths (rank 0 contributes nothing).
+fn control_plane(c: &mut MpiControl) -> Check {
+    let (me, n) = (c.rank(), c.size());
+    c.barrier().map_err(e)?;
+    let root = 1 % n;
+    let mut data = if me == root {
+        b"parameters from the root".to_vec()
+    } else {
+        b"stale".to_vec()
+    };
+    c.broadcast(root, &mut data).map_err(e)?;
+    ensure!(
+        data == b"parameters from the root",
+        "broadcast gave {data:?}"
+    );
+    let mut empty = Vec::new();
+    c.broadcast(0, &mut empty).map_err(e)?;
+    ensure!(
+        empty.is_empty(),
+        "empty broadcast gave {} bytes",
+        empty.len()
+    );
+    let mine = vec![me as u8; me * 100];
+    let gathered = c.gather(root, &mine).map_err(e)?;
+    if me == root {
+        ensure!(
+            gathered.len() == n,
+            "gather returned {} parts",
+            gathered.len()
+        );
+        for (r, part) in gathered.iter().enumerate() {
+            ensure!(
+                *part == vec![r as u8; r * 100],
+                "gathered part {r} is wrong"
+            );
+        }
+    } else {
+        ensure!(gathered.is_empty(), "a non-root got gather data");
+    }
+    let everyone = c.allgather(&mine).map_err(e)?;
+    for (r, part) in everyone.iter().enumerate() {
+        ensure!(
+            *part == vec![r as u8; r * 100],
+            "allgathered part {r} is wrong"
+        );
+    }
+    ensure!(
+        matches!(
+            c.gather(n, &mine),
+            Err(ngauge_transport::ControlError::Invalid(_))
+        ),
+        "a root outside the job was accepted"
+    );
+    Ok(())
+}
+
+fn timer(mpi: &Arc<Mpi>) -> Check {
+    let tick = mpi.wtick();
+    ensure!(tick > 0.0 && tick < 1e-3, "MPI_Wtick is {tick} s");
+    let a = mpi.wtime();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let b = mpi.wtime();
+    let advanced = b - a;
+    if advanced < 0.019 {
+        return Err(format!(
+            "MPI_Wtime advanced {advanced} s over a 20 ms sleep"
+        ));
+    }
+    Ok(())
+}
+
+fn identity(mpi: &Arc<Mpi>) -> Check {
+    let from_env = ["OMPI_COMM_WORLD_RANK", "PMI_RANK"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.parse::<usize>().ok());
+    if let Some(rank) = from_env {
+        ensure!(
+            rank == mpi.rank(),
+            "launcher says rank {rank}, MPI says {}",
+            mpi.rank()
+        );
+    }
+    ensure!(
+        mpi.rank() < mpi.size(),
+        "rank {} of {}",
+        mpi.rank(),
+        mpi.size()
+    );
+    let again = Mpi::init().map_err(e)?;
+    ensure!(Arc::ptr_eq(mpi, &again), "a second init made a second MPI");
+    Ok(())
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--require-launcher") {
+        match Mpi::init_under_launcher() {
+            Ok(_) => println!("launcher found"),
+            Err(err) => {
+                eprintln!("ngauge-mpi-check: {err}");
+                std::process::exit(2);
+            }
+        }
+        return;
+    }
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|a| a == "--pingpong") {
+        let num = |i: usize, default: usize| {
+            args.get(at + i)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(default)
+        };
+        bench_pingpong(num(1, 1), num(2, 100_000), num(3, 10_000));
+        return;
+    }
+    let mpi = match Mpi::init() {
+        Ok(mpi) => mpi,
+        Err(err) => {
+            eprintln!("ngauge-mpi-check: {err}");
+            std::process::exit(2);
+        }
+    };
+    let me = mpi.rank();
+    if me == 0 {
+        println!(
+            "MPI {} ({}), {} ranks, thread level {}",
+            mpi.library_version(),
+            mpi.flavor().as_str(),
+            mpi.size(),
+            mpi.thread_level()
+        );
+    }
+    let mut control = MpiControl::new(&mpi).expect("MPI_Comm_dup for the control plane");
+    let mut failed = false;
+    let mut report = |name: &str, result: Check, control: &mut MpiControl| {
+        if let Err(why) = &result {
+            eprintln!("FAIL rank {me}: {name}: {why}");
+            failed = true;
+        }
+        // Agree that every rank passed before the next check starts.
+        let verdicts = control
+            .allgather(&[u8::from(result.is_ok())])
+            .expect("control allgather");
+        if me == 0 && verdicts.iter().all(|v| v == &[1]) {
+            println!("PASS {name}");
+        }
+    };
+    report("identity", identity(&mpi), &mut control);
+    report("timer", timer(&mpi), &mut control);
+    let result = control_plane(&mut control);
+    report("control", result, &mut control);
+    for wait in [WaitMode::Poll, WaitMode::Block] {
+        let mut t = MpiTransport::new(&mpi, MpiOptions { wait }).expect("MPI_Comm_dup");
+        let w = wait.as_str();
+        report(&format!("pingpong-{w}"), pingpong(&mut t), &mut control);
+        report(&format!("exchange-{w}"), exchange(&mut t), &mut control);
+        report(&format!("errors-{w}"), errors(&mut t), &mut control);
+        report(
+            &format!("collectives-{w}"),
+            collectives(&mut t),
+            &mut control,
+        );
+    }
+    let leaked = mpi.requests_in_flight();
+    report(
+        "no-leaked-requests",
+        if leaked == 0 {
+            Ok(())
+        } else {
+            Err(format!("{leaked} requests in flight"))
+        },
+        &mut control,
+    );
+    drop(control);
+    drop(mpi);
+    std::process::exit(i32::from(failed));
+}
+
+/// The same loop as `benches/c/mpi_pingpong.c`, through [`MpiTransport`]: every round
+/// trip timed on rank 0 with `CLOCK_MONOTONIC_RAW` semantics (`Instant`), half of it
+/// recorded; prints the same line.
+fn bench_pingpong(bytes: usize, reps: usize, warmup: usize) {
+    let mpi = Mpi::init().expect("MPI_Init_thread");
+    let mut t = MpiTransport::new(&mpi, MpiOptions::default()).expect("MPI_Comm_dup");
+    let buf = t.alloc_buffer(bytes.max(4096)).expect("buffer");
+    let region = buf.prefix(bytes);
+    let mut half = vec![0f64; reps];
+    t.barrier().expect("barrier");
+    for i in 0..warmup + reps {
+        match t.rank() {
+            0 => {
+                let t0 = std::time::Instant::now();
+                t.send(1, region).expect("send");
+                t.recv(1, region).expect("recv");
+                let dt = t0.elapsed();
+                if i >= warmup {
+                    half[i - warmup] = dt.as_nanos() as f64 / 2.0;
+                }
+            }
+            1 => {
+                t.recv(0, region).expect("recv");
+                t.send(0, region).expect("send");
+            }
+            _ => {}
+        }
+    }
+    if t.rank() == 0 {
+        let mean = half.iter().sum::<f64>() / reps as f64;
+        half.sort_by(f64::total_cmp);
+        println!(
+            "size {bytes} reps {reps} min_us {:.4} median_us {:.4} mean_us {:.4}",
+            half[0] / 1e3,
+            half[reps / 2] / 1e3,
+            mean / 1e3
+        );
+    }
+}

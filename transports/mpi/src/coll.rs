@@ -1,0 +1,435 @@
+//! MPI's own collectives on the transport's communicator and buffers, blocking and
+//! nonblocking: what `ngauge coll` times when it measures MPI's algorithms instead of
+//! its own schedules (Hoefler et al., "Accurately measuring collective operations",
+//! times exactly these calls in a window).
+//!
+//! Blocking forms call MPI's blocking function whatever the wait mode (its progress
+//! loop is part of what is measured); nonblocking forms return a [`RequestId`] that
+//! [`Transport::test`]/[`Transport::wait`] complete like any other request, with the
+//! buffers busy until then. MPI forbids overlapping send and receive buffers; that is
+//! checked and refused here.
+
+use crate::ffi;
+use crate::runtime::Caller;
+use crate::transport::{count, invalid, mpi_error, MpiTransport, Op};
+#[allow(unused_imports)] // for the docs
+use ngauge_transport::Transport;
+use ngauge_transport::{Rank, Region, RequestId, TransportError};
+use std::os::raw::{c_int, c_void};
+
+/// Element type of a reduction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Datatype {
+    /// `MPI_DOUBLE`.
+    F64,
+    /// `MPI_INT64_T`.
+    I64,
+    /// `MPI_UINT64_T`.
+    U64,
+    /// `MPI_INT32_T`.
+    I32,
+}
+
+impl Datatype {
+    /// Bytes per element.
+    pub fn size_bytes(self) -> usize {
+        match self {
+            Datatype::F64 | Datatype::I64 | Datatype::U64 => 8,
+            Datatype::I32 => 4,
+        }
+    }
+    fn code(self) -> c_int {
+        match self {
+            Datatype::F64 => 0,
+            Datatype::I64 => 1,
+            Datatype::U64 => 2,
+            Datatype::I32 => 3,
+        }
+    }
+}
+
+/// Reduction operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReduceOp {
+    /// `MPI_SUM`.
+    Sum,
+    /// `MPI_MAX`.
+    Max,
+    /// `MPI_MIN`.
+    Min,
+    /// `MPI_BOR` (integer types only).
+    Bor,
+}
+
+impl ReduceOp {
+    fn code(self) -> c_int {
+        match self {
+            ReduceOp::Sum => 0,
+            ReduceOp::Max => 1,
+            ReduceOp::Min => 2,
+            ReduceOp::Bor => 3,
+        }
+    }
+}
+
+fn overlap(a: Region, b: Region) -> bool {
+    a.len > 0
+        && b.len > 0
+        && a.buffer == b.buffer
+        && a.offset < b.offset + b.len
+        && b.offset < a.offset + a.len
+}
+
+/// Send and receive pointers, checked: bounds, no overlap, receive length.
+struct Pair {
+    send: *const c_void,
+    recv: *mut c_void,
+}
+
+impl MpiTransport {
+    fn pair(
+        &mut self,
+        op: &'static str,
+        send: Region,
+        recv: Region,
+        recv_len: usize,
+    ) -> Result<Pair, TransportError> {
+        if overlap(send, recv) {
+            return Err(invalid(
+                op,
+                self.mpi().rank(),
+                "send and receive regions overlap (MPI forbids aliased buffers)".into(),
+            ));
+        }
+        if recv.len != recv_len {
+            return Err(invalid(
+                op,
+                self.mpi().rank(),
+                format!(
+                    "receive region of {} bytes where {recv_len} are needed",
+                    recv.len
+                ),
+            ));
+        }
+        let send_ptr = self.pool.region(send)?.as_ptr().cast::<c_void>();
+        let recv_ptr = self.pool.region_mut(recv)?.as_mut_ptr().cast::<c_void>();
+        Ok(Pair {
+            send: send_ptr,
+            recv: recv_ptr,
+        })
+    }
+
+    fn elements(
+        &self,
+        op: &'static str,
+        region: Region,
+        dtype: Datatype,
+    ) -> Result<c_int, TransportError> {
+        if region.len % dtype.size_bytes() != 0 {
+            return Err(invalid(
+                op,
+                self.mpi().rank(),
+                format!(
+                    "{} bytes is not a whole number of {dtype:?} elements",
+                    region.len
+                ),
+            ));
+        }
+        count(region.len / dtype.size_bytes())
+    }
+
+    fn blocking(
+        &self,
+        name: &'static str,
+        root: Rank,
+        call: impl FnOnce() -> c_int,
+    ) -> Result<(), TransportError> {
+        let caller = Caller::take();
+        let rc = call();
+        caller
+            .check(name, rc)
+            .map_err(|e| mpi_error(Op::Coll { name, root }, e))
+    }
+
+    /// `MPI_Barrier`.
+    pub fn barrier(&mut self) -> Result<(), TransportError> {
+        let comm = self.comm.index;
+        // SAFETY: a collective on this transport's live communicator; no buffers.
+        self.blocking("MPI_Barrier", 0, || unsafe { ffi::ngm_barrier(comm) })
+    }
+
+    /// `MPI_Ibarrier`.
+    pub fn ibarrier(&mut self) -> Result<RequestId, TransportError> {
+        let comm = self.comm.index;
+        let op = Op::Coll {
+            name: "MPI_Ibarrier",
+            root: 0,
+        };
+        // SAFETY: no buffers; `slot` is a valid out pointer.
+        self.start(op, [None, None], |slot| unsafe {
+            ffi::ngm_ibarrier(comm, slot)
+        })
+    }
+
+    /// `MPI_Bcast` of `region` (the same length on every rank) from `root`.
+    pub fn bcast(&mut self, root: Rank, region: Region) -> Result<(), TransportError> {
+        let root_c = self.check_root("MPI_Bcast", root)?;
+        let len = count(region.len)?;
+        let ptr = self.pool.region_mut(region)?.as_mut_ptr().cast::<c_void>();
+        let comm = self.comm.index;
+        // SAFETY: `ptr` covers `len` bytes of a pool buffer that stays allocated and
+        // unreferenced during the blocking call.
+        self.blocking("MPI_Bcast", root, || unsafe {
+            ffi::ngm_bcast(comm, ptr, len, root_c)
+        })
+    }
+
+    /// `MPI_Ibcast`.
+    pub fn ibcast(&mut self, root: Rank, region: Region) -> Result<RequestId, TransportError> {
+        let root_c = self.check_root("MPI_Ibcast", root)?;
+        let len = count(region.len)?;
+        let ptr = self.pool.region_mut(region)?.as_mut_ptr().cast::<c_void>();
+        let comm = self.comm.index;
+        let op = Op::Coll {
+            name: "MPI_Ibcast",
+            root,
+        };
+        // SAFETY: `start` keeps the buffer busy (not freed, not handed out) until the
+        // request completes; `slot` is a valid out pointer.
+        self.start(op, [Some(region), None], |slot| unsafe {
+            ffi::ngm_ibcast(comm, ptr, len, root_c, slot)
+        })
+    }
+
+    /// `MPI_Reduce` of `send` into `recv` (same length; `recv` is written on `root`
+    /// only but must be a valid region everywhere).
+    pub fn reduce(
+        &mut self,
+        root: Rank,
+        send: Region,
+        recv: Region,
+        dtype: Datatype,
+        op: ReduceOp,
+    ) -> Result<(), TransportError> {
+        let root_c = self.check_root("MPI_Reduce", root)?;
+        let n = self.elements("MPI_Reduce", send, dtype)?;
+        let p = self.pair("MPI_Reduce", send, recv, send.len)?;
+        let comm = self.comm.index;
+        // SAFETY: `p` holds checked, non-overlapping pointers into live pool buffers
+        // of `send.len` bytes each; the call is blocking.
+        self.blocking("MPI_Reduce", root, || unsafe {
+            ffi::ngm_reduce(comm, p.send, p.recv, n, dtype.code(), op.code(), root_c)
+        })
+    }
+
+    /// `MPI_Ireduce`.
+    pub fn ireduce(
+        &mut self,
+        root: Rank,
+        send: Region,
+        recv: Region,
+        dtype: Datatype,
+        op: ReduceOp,
+    ) -> Result<RequestId, TransportError> {
+        let root_c = self.check_root("MPI_Ireduce", root)?;
+        let n = self.elements("MPI_Ireduce", send, dtype)?;
+        let p = self.pair("MPI_Ireduce", send, recv, send.len)?;
+        let comm = self.comm.index;
+        let o = Op::Coll {
+            name: "MPI_Ireduce",
+            root,
+        };
+        // SAFETY: both buffers stay busy until the request completes (see `start`).
+        self.start(o, [Some(send), Some(recv)], |slot| unsafe {
+            ffi::ngm_ireduce(
+                comm,
+                p.send,
+                p.recv,
+                n,
+                dtype.code(),
+                op.code(),
+                root_c,
+                slot,
+            )
+        })
+    }
+
+    /// `MPI_Allreduce` of `send` into `recv` (same length).
+    pub fn allreduce(
+        &mut self,
+        send: Region,
+        recv: Region,
+        dtype: Datatype,
+        op: ReduceOp,
+    ) -> Result<(), TransportError> {
+        let n = self.elements("MPI_Allreduce", send, dtype)?;
+        let p = self.pair("MPI_Allreduce", send, recv, send.len)?;
+        let comm = self.comm.index;
+        // SAFETY: as in `reduce`.
+        self.blocking("MPI_Allreduce", 0, || unsafe {
+            ffi::ngm_allreduce(comm, p.send, p.recv, n, dtype.code(), op.code())
+        })
+    }
+
+    /// `MPI_Iallreduce`.
+    pub fn iallreduce(
+        &mut self,
+        send: Region,
+        recv: Region,
+        dtype: Datatype,
+        op: ReduceOp,
+    ) -> Result<RequestId, TransportError> {
+        let n = self.elements("MPI_Iallreduce", send, dtype)?;
+        let p = self.pair("MPI_Iallreduce", send, recv, send.len)?;
+        let comm = self.comm.index;
+        let o = Op::Coll {
+            name: "MPI_Iallreduce",
+            root: 0,
+        };
+        // SAFETY: as in `ireduce`.
+        self.start(o, [Some(send), Some(recv)], |slot| unsafe {
+            ffi::ngm_iallreduce(comm, p.send, p.recv, n, dtype.code(), op.code(), slot)
+        })
+    }
+
+    /// `MPI_Gather`: every rank's `send` lands at `rank * send.len` in `recv` on
+    /// `root`, whose `recv` must hold `size * send.len` bytes (elsewhere any region,
+    /// even empty, will do).
+    pub fn gather(&mut self, root: Rank, send: Region, recv: Region) -> Result<(), TransportError> {
+        let root_c = self.check_root("MPI_Gather", root)?;
+        let len = count(send.len)?;
+        let need = if self.mpi().rank() == root {
+            send.len * self.mpi().size()
+        } else {
+            recv.len
+        };
+        let p = self.pair("MPI_Gather", send, recv, need)?;
+        let comm = self.comm.index;
+        // SAFETY: checked pointers into live pool buffers; `recv` holds size * len
+        // bytes on the root; blocking call.
+        self.blocking("MPI_Gather", root, || unsafe {
+            ffi::ngm_gather(comm, p.send, len, p.recv, root_c)
+        })
+    }
+
+    /// `MPI_Igather`.
+    pub fn igather(
+        &mut self,
+        root: Rank,
+        send: Region,
+        recv: Region,
+    ) -> Result<RequestId, TransportError> {
+        let root_c = self.check_root("MPI_Igather", root)?;
+        let len = count(send.len)?;
+        let need = if self.mpi().rank() == root {
+            send.len * self.mpi().size()
+        } else {
+            recv.len
+        };
+        let p = self.pair("MPI_Igather", send, recv, need)?;
+        let comm = self.comm.index;
+        let o = Op::Coll {
+            name: "MPI_Igather",
+            root,
+        };
+        // SAFETY: as in `gather`; both buffers stay busy until completion.
+        self.start(o, [Some(send), Some(recv)], |slot| unsafe {
+            ffi::ngm_igather(comm, p.send, len, p.recv, root_c, slot)
+        })
+    }
+
+    /// `MPI_Allgather`: every rank's `send` lands at `rank * send.len` in every
+    /// rank's `recv` (`size * send.len` bytes).
+    pub fn allgather(&mut self, send: Region, recv: Region) -> Result<(), TransportError> {
+        let len = count(send.len)?;
+        let need = send.len * self.mpi().size();
+        let p = self.pair("MPI_Allgather", send, recv, need)?;
+        let comm = self.comm.index;
+        // SAFETY: checked pointers into live pool buffers; blocking call.
+        self.blocking("MPI_Allgather", 0, || unsafe {
+            ffi::ngm_allgather(comm, p.send, len, p.recv)
+        })
+    }
+
+    /// `MPI_Iallgather`.
+    pub fn iallgather(&mut self, send: Region, recv: Region) -> Result<RequestId, TransportError> {
+        let len = count(send.len)?;
+        let need = send.len * self.mpi().size();
+        let p = self.pair("MPI_Iallgather", send, recv, need)?;
+        let comm = self.comm.index;
+        let o = Op::Coll {
+            name: "MPI_Iallgather",
+            root: 0,
+        };
+        // SAFETY: as in `allgather`; both buffers stay busy until completion.
+        self.start(o, [Some(send), Some(recv)], |slot| unsafe {
+            ffi::ngm_iallgather(comm, p.send, len, p.recv, slot)
+        })
+    }
+
+    /// `MPI_Alltoall`: block `j` of `send` (`send.len / size` bytes) goes to rank `j`,
+    /// and arrives as block `rank` of its `recv` (same length as `send`).
+    pub fn alltoall(&mut self, send: Region, recv: Region) -> Result<(), TransportError> {
+        let block = self.alltoall_block("MPI_Alltoall", send)?;
+        let p = self.pair("MPI_Alltoall", send, recv, send.len)?;
+        let comm = self.comm.index;
+        // SAFETY: checked pointers, `size * block` bytes each; blocking call.
+        self.blocking("MPI_Alltoall", 0, || unsafe {
+            ffi::ngm_alltoall(comm, p.send, block, p.recv)
+        })
+    }
+
+    /// `MPI_Ialltoall`.
+    pub fn ialltoall(&mut self, send: Region, recv: Region) -> Result<RequestId, TransportError> {
+        let block = self.alltoall_block("MPI_Ialltoall", send)?;
+        let p = self.pair("MPI_Ialltoall", send, recv, send.len)?;
+        let comm = self.comm.index;
+        let o = Op::Coll {
+            name: "MPI_Ialltoall",
+            root: 0,
+        };
+        // SAFETY: as in `alltoall`; both buffers stay busy until completion.
+        self.start(o, [Some(send), Some(recv)], |slot| unsafe {
+            ffi::ngm_ialltoall(comm, p.send, block, p.recv, slot)
+        })
+    }
+
+    fn alltoall_block(&self, op: &'static str, send: Region) -> Result<c_int, TransportError> {
+        let size = self.mpi().size();
+        if send.len % size != 0 {
+            return Err(invalid(
+                op,
+                self.mpi().rank(),
+                format!("{} bytes do not split into {size} equal blocks", send.len),
+            ));
+        }
+        count(send.len / size)
+    }
+
+    /// `MPI_Wtime()` (seconds), for comparison with the RDTSCP clock.
+    pub fn wtime(&self) -> f64 {
+        self.mpi().wtime()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ngauge_transport::BufferId;
+
+    #[test]
+    fn overlap_is_per_buffer_and_half_open() {
+        let a = BufferId(0);
+        let b = BufferId(1);
+        assert!(overlap(a.region(0, 8), a.region(7, 8)));
+        assert!(!overlap(a.region(0, 8), a.region(8, 8)));
+        assert!(!overlap(a.region(0, 8), b.region(0, 8)));
+        assert!(!overlap(a.region(4, 0), a.region(0, 8)));
+    }
+
+    #[test]
+    fn datatype_sizes() {
+        assert_eq!(Datatype::F64.size_bytes(), 8);
+        assert_eq!(Datatype::I32.size_bytes(), 4);
+    }
+}

@@ -1,0 +1,490 @@
+//! [`MpiTransport`]: the [`Transport`] trait over MPI point-to-point on
+//! `MPI_COMM_WORLD`.
+//!
+//! `send`/`recv` are `MPI_Send`/`MPI_Recv` when the transport polls (MPI's own
+//! progress loop, which is what a C benchmark measures), and `MPI_Isend`/`MPI_Irecv`
+//! followed by `MPI_Test` with a yield between tests when it blocks (so co-located
+//! ranks that outnumber the cores still get to run). Messages are tagged 0 on
+//! `MPI_COMM_WORLD` (a duplicate costs a few ns per message in Open MPI, and the C
+//! ping-pong it is compared with uses the world); the MPI control plane has its own
+//! duplicate, so nothing else in ngauge can match them.
+
+use crate::ffi;
+use crate::runtime::{Caller, Comm, Mpi, MpiError};
+use ngauge_transport::{
+    BufferId, BufferPool, Capabilities, Rank, Region, RequestId, Transport, TransportError,
+    WaitMode,
+};
+use std::marker::PhantomData;
+use std::os::raw::{c_int, c_void};
+use std::sync::Arc;
+
+pub(crate) const NAME: &str = "mpi";
+const TAG: c_int = 0;
+
+/// Options of the MPI transport.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MpiOptions {
+    /// Spin in MPI's progress engine, or test and yield.
+    pub wait: WaitMode,
+}
+
+impl Default for MpiOptions {
+    fn default() -> Self {
+        MpiOptions {
+            wait: WaitMode::Poll,
+        }
+    }
+}
+
+/// What a pending request is, for completing it and for naming it in errors.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Op {
+    Send { peer: Rank },
+    Recv { peer: Rank, expected: usize },
+    Coll { name: &'static str, root: Rank },
+}
+
+#[derive(Debug)]
+struct Pending {
+    generation: u32,
+    op: Op,
+    buffers: [Option<BufferId>; 2],
+}
+
+/// MPI point-to-point messages (and MPI's collectives, see the `coll` methods)
+/// between the ranks of `MPI_COMM_WORLD`.
+///
+/// Not `Send`: only the thread that initialized MPI may call it, so the transport is
+/// made there and stays there (which is why its calls need no check).
+#[derive(Debug)]
+pub struct MpiTransport {
+    pub(crate) comm: Comm,
+    rank: Rank,
+    size: usize,
+    wait: WaitMode,
+    pub(crate) pool: BufferPool,
+    /// Pending requests, indexed by the shim's request slot.
+    pending: Vec<Option<Pending>>,
+    generation: u32,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl MpiTransport {
+    /// A transport over `MPI_COMM_WORLD`.
+    /// Fails off the thread that initialized MPI.
+    pub fn new(mpi: &Arc<Mpi>, options: MpiOptions) -> Result<Self, TransportError> {
+        let comm = mpi.world().map_err(setup)?; // checks the thread
+        Ok(MpiTransport {
+            rank: mpi.rank(),
+            size: mpi.size(),
+            comm,
+            wait: options.wait,
+            pool: BufferPool::new(NAME),
+            pending: Vec::new(),
+            generation: 0,
+            _not_send: PhantomData,
+        })
+    }
+
+    /// The ngauge transport constructor: starts MPI (under an MPI launcher only),
+    /// checks that the control plane's ranks are MPI's ranks, and returns the
+    /// connected transport. MPI needs no address exchange; the control plane only
+    /// confirms that every rank got this far.
+    pub fn connect(
+        control: &mut dyn ngauge_transport::Control,
+        options: MpiOptions,
+    ) -> Result<Self, TransportError> {
+        let mpi = Mpi::init_under_launcher().map_err(|e| TransportError::Unavailable {
+            transport: NAME,
+            reason: e.to_string(),
+        })?;
+        if (control.rank(), control.size()) != (mpi.rank(), mpi.size()) {
+            return Err(TransportError::Setup {
+                transport: NAME,
+                reason: format!(
+                    "the control plane says rank {} of {}, MPI says rank {} of {}: \
+                     start every rank with the same MPI launcher",
+                    control.rank(),
+                    control.size(),
+                    mpi.rank(),
+                    mpi.size()
+                ),
+            });
+        }
+        let transport = MpiTransport::new(&mpi, options)?;
+        control.barrier().map_err(|e| TransportError::Setup {
+            transport: NAME,
+            reason: format!("barrier after MPI_Comm_dup: {e}"),
+        })?;
+        Ok(transport)
+    }
+
+    /// The MPI library this transport runs on.
+    pub fn mpi(&self) -> &Arc<Mpi> {
+        self.comm.mpi()
+    }
+
+    pub(crate) fn check_peer(&self, peer: Rank) -> Result<c_int, TransportError> {
+        if peer >= self.size || peer == self.rank {
+            return Err(TransportError::NoSuchPeer {
+                transport: NAME,
+                peer,
+                size: self.size,
+                me: self.rank,
+            });
+        }
+        Ok(peer as c_int)
+    }
+
+    pub(crate) fn check_root(&self, op: &'static str, root: Rank) -> Result<c_int, TransportError> {
+        if root >= self.size {
+            return Err(invalid(
+                op,
+                root,
+                format!("root {root} outside a job of {} ranks", self.size),
+            ));
+        }
+        Ok(root as c_int)
+    }
+
+    /// The shim's request slot and the generation, packed into one id.
+    fn register(&mut self, slot: c_int, op: Op, buffers: [Option<BufferId>; 2]) -> RequestId {
+        let slot = slot as usize;
+        if self.pending.len() <= slot {
+            self.pending.resize_with(slot + 1, || None);
+        }
+        self.generation = self.generation.wrapping_add(1);
+        self.pending[slot] = Some(Pending {
+            generation: self.generation,
+            op,
+            buffers,
+        });
+        RequestId((u64::from(self.generation) << 32) | slot as u64)
+    }
+
+    /// Starts a nonblocking operation whose pointers were taken from `regions`:
+    /// marks them busy, calls `start`, and registers the request.
+    pub(crate) fn start(
+        &mut self,
+        op: Op,
+        regions: [Option<Region>; 2],
+        start: impl FnOnce(*mut c_int) -> c_int,
+    ) -> Result<RequestId, TransportError> {
+        for region in regions.iter().flatten() {
+            self.pool.acquire(*region)?;
+        }
+        let mut slot: c_int = -1;
+        let rc = {
+            let caller = Caller::take();
+            caller.check(op_name(op), start(&mut slot))
+        };
+        let buffers = regions.map(|r| r.map(|r| r.buffer));
+        if let Err(e) = rc {
+            for buffer in buffers.iter().flatten() {
+                self.pool.release(*buffer);
+            }
+            return Err(mpi_error(op, e));
+        }
+        Ok(self.register(slot, op, buffers))
+    }
+
+    fn lookup(&self, request: RequestId) -> Result<usize, TransportError> {
+        let slot = (request.0 & 0xffff_ffff) as usize;
+        let generation = (request.0 >> 32) as u32;
+        match self.pending.get(slot) {
+            Some(Some(p)) if p.generation == generation => Ok(slot),
+            _ => Err(TransportError::UnknownRequest {
+                transport: NAME,
+                request,
+            }),
+        }
+    }
+
+    /// Retires a completed request and turns the shim's verdict into a result.
+    fn complete(
+        &mut self,
+        call: &'static str,
+        slot: usize,
+        rc: c_int,
+        got: c_int,
+        caller: Caller,
+    ) -> Result<(), TransportError> {
+        let verdict = caller.check(call, rc);
+        let pending = self.pending[slot].take().expect("looked up");
+        for buffer in pending.buffers.iter().flatten() {
+            self.pool.release(*buffer);
+        }
+        finish(pending.op, rc, verdict, got)
+    }
+
+    fn wait_blocking(&mut self, request: RequestId) -> Result<(), TransportError> {
+        let mut backoff = Backoff::default();
+        while !self.test(request)? {
+            backoff.pause();
+        }
+        Ok(())
+    }
+}
+
+/// Turns the outcome of a completed operation into a `Result`.
+fn finish(
+    op: Op,
+    rc: c_int,
+    verdict: Result<(), MpiError>,
+    got: c_int,
+) -> Result<(), TransportError> {
+    match (op, verdict) {
+        (Op::Recv { peer, expected }, Err(_)) if rc == ffi::E_TRUNCATE => Err(TransportError::Io {
+            transport: NAME,
+            peer,
+            op: "recv",
+            source: std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("message longer than the {expected} bytes posted (MPI_ERR_TRUNCATE)"),
+            ),
+        }),
+        (op, Err(e)) => Err(mpi_error(op, e)),
+        (Op::Recv { peer, expected }, Ok(())) if got as usize != expected => {
+            Err(TransportError::SizeMismatch {
+                transport: NAME,
+                peer,
+                expected_bytes: expected,
+                got_bytes: got.max(0) as usize,
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Gives the core away between tests: a yield at first, then short sleeps, so a
+/// blocking-mode wait neither burns a core a co-located rank needs nor adds more than
+/// tens of microseconds once the peer is back.
+#[derive(Default)]
+pub(crate) struct Backoff {
+    rounds: u32,
+}
+
+impl Backoff {
+    pub(crate) fn pause(&mut self) {
+        self.rounds = self.rounds.saturating_add(1);
+        if self.rounds < 1000 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(std::time::Duration::from_micros(20));
+        }
+    }
+}
+
+fn op_name(op: Op) -> &'static str {
+    match op {
+        Op::Send { .. } => "MPI_Isend",
+        Op::Recv { .. } => "MPI_Irecv",
+        Op::Coll { name, .. } => name,
+    }
+}
+
+/// The rank an operation is about (the root for collectives).
+fn op_peer(op: Op) -> Rank {
+    match op {
+        Op::Send { peer } | Op::Recv { peer, .. } => peer,
+        Op::Coll { root, .. } => root,
+    }
+}
+
+pub(crate) fn mpi_error(op: Op, e: MpiError) -> TransportError {
+    TransportError::Io {
+        transport: NAME,
+        peer: op_peer(op),
+        op: match op {
+            Op::Send { .. } => "send",
+            Op::Recv { .. } => "recv",
+            Op::Coll { name, .. } => name,
+        },
+        source: std::io::Error::other(e),
+    }
+}
+
+pub(crate) fn invalid(op: &'static str, peer: Rank, what: String) -> TransportError {
+    TransportError::Io {
+        transport: NAME,
+        peer,
+        op,
+        source: std::io::Error::new(std::io::ErrorKind::InvalidInput, what),
+    }
+}
+
+fn setup(e: MpiError) -> TransportError {
+    TransportError::Setup {
+        transport: NAME,
+        reason: e.to_string(),
+    }
+}
+
+/// A message length as MPI's `int` count.
+pub(crate) fn count(len: usize) -> Result<c_int, TransportError> {
+    c_int::try_from(len).map_err(|_| TransportError::TooLarge {
+        transport: NAME,
+        len_bytes: len,
+        max_bytes: c_int::MAX as usize,
+    })
+}
+
+impl Transport for MpiTransport {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn rank(&self) -> Rank {
+        self.rank
+    }
+    fn size(&self) -> usize {
+        self.size
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            reliable: true,
+            ordered: true,
+            max_message_bytes: Some(c_int::MAX as usize),
+            may_split: true,
+            needs_registered_memory: false,
+            checks_message_size: true,
+        }
+    }
+    fn wait_mode(&self) -> WaitMode {
+        self.wait
+    }
+    fn alloc_buffer(&mut self, len: usize) -> Result<BufferId, TransportError> {
+        Ok(self.pool.alloc(len))
+    }
+    fn free_buffer(&mut self, buffer: BufferId) -> Result<(), TransportError> {
+        self.pool.free(buffer)
+    }
+    fn buffer(&self, buffer: BufferId) -> Result<&[u8], TransportError> {
+        self.pool.get(buffer)
+    }
+    fn buffer_mut(&mut self, buffer: BufferId) -> Result<&mut [u8], TransportError> {
+        self.pool.get_mut(buffer)
+    }
+
+    fn send(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
+        if self.wait == WaitMode::Block {
+            let request = self.isend(peer, region)?;
+            return self.wait_blocking(request);
+        }
+        let peer_c = self.check_peer(peer)?;
+        let len = count(region.len)?;
+        let ptr = self.pool.region(region)?.as_ptr();
+        let caller = Caller::take();
+        // SAFETY: `ptr` points at `len` readable bytes of a pool buffer that stays
+        // allocated for the call (the pool is borrowed through `self`); MPI_Send
+        // returns only when it no longer reads them. On the MPI thread (the transport is not Send).
+        let rc = unsafe { ffi::ngm_send(self.comm.index, ptr.cast::<c_void>(), len, peer_c, TAG) };
+        caller
+            .check("MPI_Send", rc)
+            .map_err(|e| mpi_error(Op::Send { peer }, e))
+    }
+
+    fn recv(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
+        if self.wait == WaitMode::Block {
+            let request = self.irecv(peer, region)?;
+            return self.wait_blocking(request);
+        }
+        let peer_c = self.check_peer(peer)?;
+        let len = count(region.len)?;
+        let ptr = self.pool.region_mut(region)?.as_mut_ptr();
+        let mut got: c_int = -1;
+        let caller = Caller::take();
+        // SAFETY: `ptr` points at `len` writable bytes of a pool buffer that no Rust
+        // reference covers during the call; MPI_Recv writes at most `len` bytes
+        // (longer messages fail with MPI_ERR_TRUNCATE). On the MPI thread (the transport is not Send).
+        let rc = unsafe {
+            ffi::ngm_recv(
+                self.comm.index,
+                ptr.cast::<c_void>(),
+                len,
+                peer_c,
+                TAG,
+                &mut got,
+            )
+        };
+        let verdict = caller.check("MPI_Recv", rc);
+        finish(
+            Op::Recv {
+                peer,
+                expected: region.len,
+            },
+            rc,
+            verdict,
+            got,
+        )
+    }
+
+    fn isend(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {
+        let peer_c = self.check_peer(peer)?;
+        let len = count(region.len)?;
+        let ptr = self.pool.region(region)?.as_ptr();
+        let comm = self.comm.index;
+        self.start(Op::Send { peer }, [Some(region), None], |slot| {
+            // SAFETY: `ptr` points at `len` bytes of a pool buffer that `start` marks
+            // busy until the request completes, so it is neither freed nor handed out
+            // mutably while MPI reads it; `slot` is a valid out pointer.
+            unsafe { ffi::ngm_isend(comm, ptr.cast::<c_void>(), len, peer_c, TAG, slot) }
+        })
+    }
+
+    fn irecv(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {
+        let peer_c = self.check_peer(peer)?;
+        let len = count(region.len)?;
+        let ptr = self.pool.region_mut(region)?.as_mut_ptr();
+        let comm = self.comm.index;
+        let op = Op::Recv {
+            peer,
+            expected: region.len,
+        };
+        self.start(op, [Some(region), None], |slot| {
+            // SAFETY: `ptr` points at `len` writable bytes of a pool buffer that
+            // `start` marks busy until the request completes: it is not freed, and
+            // `buffer`/`buffer_mut` refuse it, while MPI writes into it.
+            unsafe { ffi::ngm_irecv(comm, ptr.cast::<c_void>(), len, peer_c, TAG, slot) }
+        })
+    }
+
+    fn test(&mut self, request: RequestId) -> Result<bool, TransportError> {
+        let slot = self.lookup(request)?;
+        let (mut done, mut got): (c_int, c_int) = (0, -1);
+        let caller = Caller::take();
+        // SAFETY: `slot` is a request of this transport still in flight (looked up
+        // above); out pointers are valid. On the MPI thread (the transport is not Send).
+        let rc = unsafe { ffi::ngm_test(slot as c_int, &mut done, &mut got) };
+        if done == 0 {
+            caller
+                .check("MPI_Test", rc)
+                .map_err(|e| mpi_error(self.pending[slot].as_ref().expect("looked up").op, e))?;
+            return Ok(false);
+        }
+        self.complete("MPI_Test", slot, rc, got, caller)?;
+        Ok(true)
+    }
+
+    fn wait(&mut self, request: RequestId) -> Result<(), TransportError> {
+        if self.wait == WaitMode::Block {
+            return self.wait_blocking(request);
+        }
+        let slot = self.lookup(request)?;
+        let mut got: c_int = -1;
+        let caller = Caller::take();
+        // SAFETY: as in `test`.
+        let rc = unsafe { ffi::ngm_wait(slot as c_int, &mut got) };
+        self.complete("MPI_Wait", slot, rc, got, caller)
+    }
+}
+
+impl Drop for MpiTransport {
+    fn drop(&mut self) {
+        if self.pending.iter().any(Option::is_some) {
+            // MPI may still write into buffers of requests nobody completed: leak the
+            // memory rather than free it under MPI's feet.
+            std::mem::forget(std::mem::replace(&mut self.pool, BufferPool::new(NAME)));
+        }
+    }
+}

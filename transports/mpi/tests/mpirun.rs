@@ -1,0 +1,117 @@
+//! Runs the MPI backend's self-test (`ngauge-mpi-check`) under the real MPI launcher
+//! that belongs to the library this build linked (Open MPI's `mpirun` or MPICH's
+//! `mpiexec.hydra`), with 2 and 4 ranks: ping-pong with data checks, nonblocking
+//! exchange, size and peer errors, MPI collectives blocking and nonblocking, and the
+//! MPI control plane. Skips (with a message) in a build without MPI.
+
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const CHECKS: &[&str] = &[
+    "identity",
+    "timer",
+    "control",
+    "pingpong-poll",
+    "exchange-poll",
+    "errors-poll",
+    "collectives-poll",
+    "pingpong-block",
+    "exchange-block",
+    "errors-block",
+    "collectives-block",
+    "no-leaked-requests",
+];
+
+/// The launcher command for `np` ranks, with what it needs on this machine: Open MPI
+/// refuses root and more ranks than cores unless told.
+fn launcher(np: usize) -> Command {
+    let mut cmd = Command::new(ngauge_mpi::BUILD_MPIEXEC);
+    if ngauge_mpi::BUILD_FLAVOR == "openmpi" {
+        cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .arg("--oversubscribe");
+    }
+    cmd.arg("-n").arg(np.to_string());
+    cmd
+}
+
+/// Runs `cmd` to completion, killing it after `limit` (a hung MPI job must fail the
+/// test, not the suite).
+fn run_with_limit(mut cmd: Command, limit: Duration) -> Output {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {:?}: {e}", cmd.get_program()));
+    let began = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if began.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!(
+                "{:?} hung for {limit:?}; stdout:\n{}\nstderr:\n{}",
+                cmd,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+fn self_test(np: usize) {
+    if !ngauge_mpi::AVAILABLE {
+        eprintln!("skipped: this build has no MPI (build.rs found none)");
+        return;
+    }
+    let mut cmd = launcher(np);
+    cmd.arg(env!("CARGO_BIN_EXE_ngauge-mpi-check"));
+    let out = run_with_limit(cmd, Duration::from_secs(180));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "{} -n {np} failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        ngauge_mpi::BUILD_MPIEXEC,
+        out.status
+    );
+    assert!(
+        stdout.contains(&format!("{np} ranks")),
+        "not {np} ranks:\n{stdout}"
+    );
+    for check in CHECKS {
+        assert!(
+            stdout.lines().any(|l| l == format!("PASS {check}")),
+            "check {check} did not pass with {np} ranks:\nstdout:\n{stdout}\nstderr:\n{stderr}"
+        );
+    }
+}
+
+#[test]
+fn backend_under_mpirun_with_2_ranks() {
+    self_test(2);
+}
+
+#[test]
+fn backend_under_mpirun_with_4_ranks() {
+    self_test(4);
+}
+
+#[test]
+fn mpi_outside_a_launcher_is_a_clear_error() {
+    if !ngauge_mpi::AVAILABLE {
+        eprintln!("skipped: this build has no MPI");
+        return;
+    }
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ngauge-mpi-check"));
+    cmd.arg("--require-launcher");
+    for var in ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMI_RANK", "PMIX_RANK"] {
+        cmd.env_remove(var);
+    }
+    let out = run_with_limit(cmd, Duration::from_secs(30));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    assert!(stderr.contains("needs an MPI launcher"), "stderr: {stderr}");
+    assert!(stderr.contains("mpirun -np 2"), "stderr: {stderr}");
+}
