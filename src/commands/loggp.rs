@@ -14,6 +14,7 @@ use ngauge::report::jsonl::JsonlWriter;
 use ngauge::report::loggp::{self as export, PairAnalysis};
 use ngauge::report::Meta;
 use ngauge::sizes::parse_sizes;
+use std::io::IsTerminal;
 
 /// Warn when more than this fraction of repetitions was disturbed by the host.
 const DISTURBED_WARN: f64 = 0.10;
@@ -139,12 +140,23 @@ pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
             _ => None,
         };
         let mut stream_error = None;
+        // Progress on a terminal only, never into data (rank 0 only).
+        let progress = world.rank == 0 && std::io::stderr().is_terminal();
+        let total = plan.params.sizes.len() * (world.size / 2);
+        let mut done = 0;
         let results = pattern::run(
             &clock,
             transport.as_mut(),
             world.control.as_mut(),
             &plan.params,
             |pair, point| {
+                if progress {
+                    done += 1;
+                    eprint!(
+                        "\rloggp: pair {pair}, {} bytes ({done}/{total} points)   ",
+                        point.size
+                    );
+                }
                 if let Some(w) = jsonl.as_mut() {
                     let record = serde_json::json!({"pair": pair, "point": point});
                     if let Err(e) = w.write(&record) {
@@ -153,6 +165,9 @@ pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
                 }
             },
         )?;
+        if progress {
+            eprint!("\r{:60}\r", "");
+        }
         if let Some(e) = stream_error {
             return Err(anyhow::Error::new(e).context("writing --output"));
         }

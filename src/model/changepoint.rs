@@ -41,6 +41,11 @@ pub struct LookaheadOptions {
     /// that noise above Netgauge's fixed 0.15 us (latency flipping between levels)
     /// does not flap either.
     pub adaptive_floor: bool,
+    /// Keep only the changes that pay for themselves under the segmentation
+    /// criterion of [`super::segment::best_subset`] (BIC with outliers capped): a
+    /// run of a few disturbed sizes is not a protocol. Applied by
+    /// [`super::loggp::assess`].
+    pub confirm: bool,
 }
 
 impl Default for LookaheadOptions {
@@ -52,6 +57,7 @@ impl Default for LookaheadOptions {
             min_points: 3,
             robust: true,
             adaptive_floor: true,
+            confirm: true,
         }
     }
 }
@@ -171,6 +177,7 @@ mod tests {
         let paper = LookaheadOptions {
             robust: false,
             adaptive_floor: false,
+            confirm: false,
             ..LookaheadOptions::default()
         };
         assert_eq!(detect(&xs, &ys, &paper), vec![15]);

@@ -183,8 +183,8 @@ pub enum ModelWarning {
         /// Sizes concerned.
         sizes: Vec<u64>,
     },
-    /// Negative parameters, which LogGP does not allow (usually noise or overlap of
-    /// `o` and `L`, sec. 2.5).
+    /// Negative parameters beyond two standard errors, which LogGP does not allow
+    /// (usually noise or overlap of `o` and `L`, sec. 2.5).
     Negative {
         /// Which parameter and range.
         what: String,
@@ -295,7 +295,18 @@ pub fn assess(samples: &[Sample], opts: &AssessOptions) -> Result<Assessment, Mo
         .map(|s| (s.prtt_n_d_us - s.prtt_1_0_us) / n1 - s.d_us)
         .collect();
     let starts = match &opts.detector {
-        Detector::Lookahead(o) => changepoint::detect(&xs, &gap_us, o),
+        Detector::Lookahead(o) => {
+            let found = changepoint::detect(&xs, &gap_us, o);
+            if o.confirm && !found.is_empty() {
+                let confirm = SegmentOptions {
+                    noise_floor: o.floor.max(1e-6),
+                    ..SegmentOptions::default()
+                };
+                segment::best_subset(&xs, &gap_us, &found, &confirm)
+            } else {
+                found
+            }
+        }
         Detector::Segmented(o) => segment::detect(&xs, &gap_us, o).starts,
         Detector::None => Vec::new(),
     };
@@ -361,13 +372,18 @@ pub fn assess(samples: &[Sample], opts: &AssessOptions) -> Result<Assessment, Mo
                 short_delay.push(s.size);
             }
         }
-        for (what, value) in [
-            ("g", params.g_us),
-            ("G", params.big_g_us_per_byte),
-            ("o_s", params.os_us),
-            ("o_r", params.or_us),
+        // Negative beyond two standard errors (a g of -0.1 us +- 3 us is zero).
+        for (what, value, stderr) in [
+            ("g", params.g_us, params.g_stderr_us),
+            (
+                "G",
+                params.big_g_us_per_byte,
+                params.big_g_stderr_us_per_byte,
+            ),
+            ("o_s", params.os_us, 0.0),
+            ("o_r", params.or_us, 0.0),
         ] {
-            if value < 0.0 {
+            if value < -2.0 * stderr {
                 warnings.push(ModelWarning::Negative {
                     what: format!("{what} of range {}..{}", params.from, params.to),
                 });
@@ -515,11 +531,13 @@ mod tests {
         g: 40.0,
         big_g: 0.0005,
     };
+    /// A third protocol: twice the per-byte cost of the second (a jump of 24% at
+    /// 40 KiB that grows to 40% at 64 KiB).
     const DMA: Truth = Truth {
         l: 25.0,
         os: 2.0,
         or: 2.5,
-        g: 12.0,
+        g: 30.0,
         big_g: 0.0011,
     };
     const NOISE: Noise = Noise {
@@ -652,13 +670,22 @@ mod tests {
         }
     }
 
-    /// A real sweep (TCP loopback on a 2-core VM at load average 10): several sizes
-    /// had most repetitions disturbed by other processes (gap 1771 us instead of 6).
-    /// TCP has no protocol switch up to 64 KiB (the paper, sec. 3.1).
+    /// Real sweeps (TCP loopback on a 2-core VM at load average 7-10): several sizes
+    /// had most repetitions disturbed by other processes (gap 1771 us instead of 6;
+    /// a run of four disturbed sizes). TCP has no protocol switch up to 64 KiB (the
+    /// paper, sec. 3.1).
     #[test]
     fn loaded_tcp_loopback_sweep_is_one_range_for_both_detectors() {
-        let data: serde_json::Value =
-            serde_json::from_str(include_str!("testdata/tcp_loopback_loaded.json")).unwrap();
+        for text in [
+            include_str!("testdata/tcp_loopback_loaded.json"),
+            include_str!("testdata/tcp_loopback_loaded2.json"),
+        ] {
+            one_range_for_both_detectors(text);
+        }
+    }
+
+    fn one_range_for_both_detectors(text: &str) {
+        let data: serde_json::Value = serde_json::from_str(text).unwrap();
         let samples: Vec<Sample> = data["rows"]
             .as_array()
             .unwrap()
@@ -684,7 +711,7 @@ mod tests {
             assert!(a.changes.is_empty(), "{}: {:?}", detector.name(), a.changes);
             let r = &a.ranges[0];
             assert!(r.g_us > 0.0 && r.big_g_us_per_byte > 0.0, "{r:?}");
-            assert!(r.low_weight_sizes.contains(&50176) && r.low_weight_sizes.contains(&65536));
+            assert!(!r.low_weight_sizes.is_empty());
         }
     }
 
@@ -748,6 +775,36 @@ mod tests {
             matches!(&a.warnings[0], ModelWarning::DelayTooShort { sizes } if sizes.len() == samples.len())
         );
         assert!(a.warnings[0].to_string().contains("--dg 2rtt"));
+    }
+
+    #[test]
+    fn clearly_negative_parameters_are_warned_about() {
+        let sizes = default_sizes();
+        let quiet = Noise {
+            relative: 0.0005,
+            absolute: 0.01,
+            bimodal_p: 0.0,
+            bimodal_us: 0.0,
+        };
+        let odd = Truth { g: -3.0, ..TCP };
+        let a = assess(
+            &sweep(&sizes, &[odd], &[], 10, quiet, 3),
+            &AssessOptions::default(),
+        )
+        .unwrap();
+        assert!(
+            a.warnings
+                .iter()
+                .any(|w| w.to_string().starts_with("g of range 1..65536 is negative")),
+            "{:?}",
+            a.warnings
+        );
+        let fine = assess(
+            &sweep(&sizes, &[TCP], &[], 10, quiet, 3),
+            &AssessOptions::default(),
+        )
+        .unwrap();
+        assert!(fine.warnings.is_empty(), "{:?}", fine.warnings);
     }
 
     #[test]

@@ -21,6 +21,11 @@
 //!   leaves margin). The times travel to rank 0 over the control channel between
 //!   sizes: no MPI and no side messages in a timed region.
 //!
+//! A size whose PRTT median exceeds 1.5 times its minimum plus 50 us (most
+//! repetitions slowed by another process, not by the network) is measured again,
+//! up to [`Params::attempts`] times; the clients' verdicts travel over the control
+//! channel between attempts so every rank makes the same control calls.
+//!
 //! Every rank runs [`run`] with the same [`Params`]; control-plane calls are the same
 //! on all ranks (ranks without a pair, or whose pair is not measuring in
 //! [`PairsMode::InTurn`], take part with empty data). Rank 0 receives every pair's
