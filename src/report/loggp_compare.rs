@@ -363,7 +363,7 @@ mod tests {
         assert!((low.g_us.difference["mpi"] - 1.0).abs() < 1e-6);
         assert!((high.g_us.difference["mpi"] - 19.0).abs() < 1e-6);
         assert!((low.or_us.difference["mpi"] - 0.75).abs() < 1e-9);
-        assert!(low.g_us.difference.get("tcp").is_none());
+        assert!(!low.g_us.difference.contains_key("tcp"));
         assert!((high.big_g_us_per_byte.difference["mpi"] + 0.0005).abs() < 1e-8);
         assert_eq!(
             high.range["tcp"],
