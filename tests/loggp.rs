@@ -177,10 +177,13 @@ fn udp_sizes_above_the_datagram_limit_are_refused_and_streams_fit() {
 fn two_transports_side_by_side() {
     let dir = tempfile::tempdir().unwrap();
     let plot = dir.path().join("gap.svg");
+    let jsonl = dir.path().join("points.jsonl");
     let out = ngauge()
         .args(["-t", "tcp,udp", "loggp", "--sizes", "1-4K:1K", "--json"])
         .args(["--reps", "3", "--warmup", "1", "--plot"])
         .arg(&plot)
+        .arg("-o")
+        .arg(&jsonl)
         .output()
         .unwrap();
     let doc = json_of(&out);
@@ -231,6 +234,21 @@ fn two_transports_side_by_side() {
         );
     }
     assert_eq!(doc["meta"]["transport"], serde_json::json!(["tcp", "udp"]));
+    // Measured interleaved: size by size, alternating transports.
+    let order: Vec<(String, u64)> = std::fs::read_to_string(&jsonl)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let r: Value = serde_json::from_str(l).unwrap();
+            let t = r["transport"].as_str().unwrap().to_string();
+            (t, r["point"]["size"].as_u64().unwrap())
+        })
+        .collect();
+    let expected: Vec<(String, u64)> = [1, 1025, 2049, 3073, 4096]
+        .iter()
+        .flat_map(|&s| [("tcp".to_string(), s), ("udp".to_string(), s)])
+        .collect();
+    assert_eq!(order, expected);
     // Output files get the transport in their name.
     for t in ["tcp", "udp"] {
         assert!(dir.path().join(format!("gap.{t}.svg")).exists(), "{t}");
