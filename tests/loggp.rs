@@ -144,7 +144,7 @@ fn bad_input_exits_2_with_one_line() {
         vec!["loggp", "--sizes", "1-x"],
         vec!["loggp", "--n", "1"],
         vec!["loggp", "--dg", "3rtt"],
-        vec!["-t", "tcp,udp", "loggp", "--sizes", "1,2,4"],
+        vec!["-t", "tcp,tcp", "loggp", "--sizes", "1,2,4"],
     ] {
         let out = ngauge().args(&args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
@@ -169,4 +169,106 @@ fn udp_sizes_above_the_datagram_limit_are_refused_and_streams_fit() {
         .output()
         .unwrap();
     assert_eq!(json_of(&out)["points"].as_array().unwrap().len(), 3);
+}
+
+/// `-t tcp,udp`: both transports measured interleaved in one run, fitted
+/// separately, and compared against the last listed (udp), every figure finite.
+#[test]
+fn two_transports_side_by_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let plot = dir.path().join("gap.svg");
+    let jsonl = dir.path().join("points.jsonl");
+    let out = ngauge()
+        .args(["-t", "tcp,udp", "loggp", "--sizes", "1-4K:1K", "--json"])
+        .args(["--reps", "3", "--warmup", "1", "--plot"])
+        .arg(&plot)
+        .arg("-o")
+        .arg(&jsonl)
+        .output()
+        .unwrap();
+    let doc = json_of(&out);
+    assert!(
+        doc.get("points").is_none(),
+        "no single-transport body: {doc}"
+    );
+    let transports = doc["transports"].as_array().expect("transports");
+    let names: Vec<&str> = transports
+        .iter()
+        .map(|t| t["transport"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["tcp", "udp"]);
+    for t in transports {
+        let sizes: Vec<u64> = t["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["size"].as_u64().unwrap())
+            .collect();
+        assert_eq!(sizes, [1, 1025, 2049, 3073, 4096], "{t}");
+        let ranges = t["ranges"].as_array().unwrap();
+        assert!(!ranges.is_empty());
+        assert_eq!(t["changes"].as_array().unwrap().len(), ranges.len() - 1);
+        assert!(ranges
+            .iter()
+            .all(|r| r["g_us"].as_f64().unwrap().is_finite()));
+    }
+    let cmp = &doc["comparison"];
+    assert_eq!(cmp["baseline"], "udp", "{cmp}");
+    let segments = cmp["segments"].as_array().unwrap();
+    assert_eq!(segments[0]["from"], 1);
+    assert_eq!(segments.last().unwrap()["to"], 4096);
+    for s in segments {
+        for key in ["L_us", "os_us", "or_us", "g_us", "G_us_per_byte"] {
+            for t in ["tcp", "udp"] {
+                assert!(s[key]["value"][t].as_f64().unwrap().is_finite(), "{s}");
+            }
+            let d = s[key]["difference"]["tcp"].as_f64().unwrap();
+            let v = |t: &str| s[key]["value"][t].as_f64().unwrap();
+            assert!((d - (v("tcp") - v("udp"))).abs() < 1e-9, "{key} in {s}");
+        }
+    }
+    for key in ["changes", "changes_only_in", "ranges_only_in"] {
+        assert!(
+            cmp[key]["tcp"].is_array() && cmp[key]["udp"].is_array(),
+            "{cmp}"
+        );
+    }
+    assert_eq!(doc["meta"]["transport"], serde_json::json!(["tcp", "udp"]));
+    // Measured interleaved: size by size, alternating transports.
+    let order: Vec<(String, u64)> = std::fs::read_to_string(&jsonl)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let r: Value = serde_json::from_str(l).unwrap();
+            let t = r["transport"].as_str().unwrap().to_string();
+            (t, r["point"]["size"].as_u64().unwrap())
+        })
+        .collect();
+    let expected: Vec<(String, u64)> = [1, 1025, 2049, 3073, 4096]
+        .iter()
+        .flat_map(|&s| [("tcp".to_string(), s), ("udp".to_string(), s)])
+        .collect();
+    assert_eq!(order, expected);
+    // Output files get the transport in their name.
+    for t in ["tcp", "udp"] {
+        assert!(dir.path().join(format!("gap.{t}.svg")).exists(), "{t}");
+    }
+}
+
+#[test]
+fn two_transports_as_tables() {
+    let out = ngauge()
+        .args(["-t", "tcp,udp", "loggp", "--sizes", "1,2,4,8"])
+        .args(["--reps", "2", "--warmup", "0"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    for needle in ["LogGP over tcp", "LogGP over udp", "tcp - udp", "o_s [us]"] {
+        assert!(text.contains(needle), "{needle} in {text}");
+    }
 }

@@ -172,6 +172,59 @@ mod with_mpi {
         );
     }
 
+    /// `-t mpi,tcp loggp`: both transports fitted, the comparison to tcp present, and
+    /// every parameter and difference finite.
+    #[test]
+    fn loggp_over_mpi_and_tcp_side_by_side() {
+        if skip() {
+            return;
+        }
+        let out = run_with_limit(
+            mpirun(
+                2,
+                &[
+                    "-t", "mpi,tcp", "loggp", "--sizes", "1-8K:2K", "--reps", "5", "--warmup", "1",
+                    "--json",
+                ],
+            ),
+            Duration::from_secs(180),
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "stderr: {stderr}");
+        let doc: serde_json::Value =
+            serde_json::from_slice(&out.stdout).expect("one JSON document from rank 0 only");
+        let transports = doc["transports"].as_array().expect("transports");
+        let names: Vec<&str> = transports
+            .iter()
+            .map(|t| t["transport"].as_str().unwrap_or(""))
+            .collect();
+        assert_eq!(names, ["mpi", "tcp"], "{doc}");
+        for t in transports {
+            assert_eq!(t["points"].as_array().map(Vec::len), Some(5), "{t}");
+            let ranges = t["ranges"].as_array().expect("ranges");
+            assert!(!ranges.is_empty(), "{t}");
+            for r in ranges {
+                for key in ["L_us", "os_us", "or_us", "g_us", "G_us_per_byte"] {
+                    assert!(r[key].as_f64().is_some_and(f64::is_finite), "{key} in {r}");
+                }
+            }
+        }
+        let cmp = &doc["comparison"];
+        assert_eq!(cmp["baseline"], "tcp", "{doc}");
+        let segments = cmp["segments"].as_array().expect("segments");
+        assert!(!segments.is_empty(), "{cmp}");
+        for s in segments {
+            for key in ["L_us", "os_us", "or_us", "g_us", "G_us_per_byte"] {
+                let finite = |v: &serde_json::Value| v.as_f64().is_some_and(f64::is_finite);
+                assert!(finite(&s[key]["value"]["mpi"]), "{key} in {s}");
+                assert!(finite(&s[key]["value"]["tcp"]), "{key} in {s}");
+                assert!(finite(&s[key]["difference"]["mpi"]), "{key} in {s}");
+            }
+        }
+        assert!(cmp["ranges_only_in"]["mpi"].is_array(), "{cmp}");
+        assert_eq!(doc["meta"]["transport"], serde_json::json!(["mpi", "tcp"]));
+    }
+
     #[test]
     fn mpi_outside_a_launcher_is_a_usage_error() {
         if skip() {

@@ -1,7 +1,10 @@
 //! `ngauge loggp`: PRTT sweep between rank pairs, LogGP parameters per protocol range
 //! (Hoefler et al., "LogGP in theory and practice", sec. 2-3), as a table, JSON,
-//! Netgauge columns, a parameter file and a plot.
+//! Netgauge columns, a parameter file and a plot. Several transports (`-t mpi,tcp`)
+//! are measured interleaved, size by size, fitted separately and compared side by
+//! side ([`ngauge::report::loggp_compare`]; issue 6, "MPI versus raw").
 
+use super::interleave;
 use crate::cli::{DelayArg, DetectorArg, GlobalArgs, LoggpArgs, PairsArg, TransportName};
 use crate::UsageError;
 use anyhow::Context;
@@ -12,9 +15,11 @@ use ngauge::model::segment::SegmentOptions;
 use ngauge::patterns::loggp::{self as pattern, DelayChoice, PairResult, PairsMode, Params};
 use ngauge::report::jsonl::JsonlWriter;
 use ngauge::report::loggp::{self as export, PairAnalysis};
+use ngauge::report::loggp_compare as compare;
 use ngauge::report::Meta;
 use ngauge::sizes::parse_sizes;
 use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
 
 /// Warn when more than this fraction of repetitions was disturbed by the host.
 const DISTURBED_WARN: f64 = 0.10;
@@ -99,39 +104,37 @@ fn plan(args: &LoggpArgs) -> Result<Plan, UsageError> {
 
 pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
     let plan = plan(args)?;
-    if global.transport.len() != 1 {
-        return Err(UsageError(
-            "loggp measures one transport at a time: give a single --transport".into(),
-        )
-        .into());
-    }
-    let name = global.transport[0];
+    interleave::check_distinct(&global.transport)?;
     super::with_world(global, |world| {
         if world.size < 2 {
             return Err(UsageError("loggp needs at least 2 ranks (--np 2)".into()).into());
         }
         let clock = super::rank_clock(world)?;
-        let mut opts = super::transports::TransportOptions::new(global, world);
         let largest = *plan.params.sizes.last().unwrap_or(&1) as usize;
-        if name == TransportName::Udp && opts.recv_buffer_bytes.is_none() {
-            // PRTT(n,0,s) sends n datagrams back to back; a default-sized receive
-            // buffer overflows at tens of KiB, and a datagram lost inside a stream
-            // stalls it. Ask for room for two streams (the kernel caps it at
-            // net.core.rmem_max).
-            opts.recv_buffer_bytes = Some((2 * plan.params.n * (largest + 64)).max(1 << 18));
-        }
-        let mut transport = super::transports::open(name, world, &opts)?;
-        if let Some(limit) = transport.capabilities().max_message_bytes {
-            if largest > limit {
-                return Err(UsageError(format!(
-                    "--sizes: {largest} bytes exceeds the {} message limit of {limit} bytes; \
-                     give sizes up to {limit} (e.g. --sizes 1K-{}K:1K)",
-                    name.as_str(),
-                    limit / 1024
-                ))
-                .into());
+        let mut warnings = Vec::new();
+        let mut open = interleave::open_all(global, world, &mut warnings, |name, opts| {
+            if name == TransportName::Udp && opts.recv_buffer_bytes.is_none() {
+                // PRTT(n,0,s) sends n datagrams back to back; a default-sized receive
+                // buffer overflows at tens of KiB, and a datagram lost inside a stream
+                // stalls it. Ask for room for two streams (the kernel caps it at
+                // net.core.rmem_max).
+                opts.recv_buffer_bytes = Some((2 * plan.params.n * (largest + 64)).max(1 << 18));
+            }
+        })?;
+        for o in &open {
+            if let Some(limit) = o.transport.capabilities().max_message_bytes {
+                if largest > limit {
+                    return Err(UsageError(format!(
+                        "--sizes: {largest} bytes exceeds the {} message limit of {limit} bytes; \
+                         give sizes up to {limit} (e.g. --sizes 1K-{}K:1K)",
+                        o.name.as_str(),
+                        limit / 1024
+                    ))
+                    .into());
+                }
             }
         }
+        let several = open.len() > 1;
         let mut jsonl = match (&global.output, world.rank) {
             (Some(path), 0) => Some(
                 JsonlWriter::create(path)
@@ -142,35 +145,70 @@ pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
         let mut stream_error = None;
         // Progress on a terminal only, never into data (rank 0 only).
         let progress = world.rank == 0 && std::io::stderr().is_terminal();
-        let total = plan.params.sizes.len() * (world.size / 2);
+        // One transport: one sweep. Several: interleaved, size by size, alternating
+        // transports (see `interleave`).
+        let chunks: Vec<(Vec<u64>, usize)> = if several {
+            let all = vec![plan.params.sizes.clone(); open.len()];
+            interleave::schedule(&plan.params.sizes, &all)
+                .into_iter()
+                .map(|(s, i)| (vec![s], i))
+                .collect()
+        } else {
+            vec![(plan.params.sizes.clone(), 0)]
+        };
+        let total = plan.params.sizes.len() * open.len() * (world.size / 2);
         let mut done = 0;
-        let results = pattern::run(
-            &clock,
-            transport.as_mut(),
-            world.control.as_mut(),
-            &plan.params,
-            |pair, point| {
-                if progress {
-                    done += 1;
-                    eprint!(
-                        "\rloggp: pair {pair}, {} bytes ({done}/{total} points)   ",
-                        point.size
-                    );
-                }
-                if let Some(w) = jsonl.as_mut() {
-                    let record = serde_json::json!({"pair": pair, "point": point});
-                    if let Err(e) = w.write(&record) {
-                        stream_error.get_or_insert(e);
+        let mut results: Vec<Vec<PairResult>> = vec![Vec::new(); open.len()];
+        for (sizes, i) in chunks {
+            let params = Params {
+                sizes,
+                ..plan.params.clone()
+            };
+            let name = open[i].name.as_str();
+            let got = pattern::run(
+                &clock,
+                open[i].transport.as_mut(),
+                world.control.as_mut(),
+                &params,
+                |pair, point| {
+                    if progress {
+                        done += 1;
+                        eprint!(
+                            "\rloggp: {name}, pair {pair}, {} bytes ({done}/{total} points)   ",
+                            point.size
+                        );
                     }
-                }
-            },
-        )?;
+                    if let Some(w) = jsonl.as_mut() {
+                        let mut record = serde_json::json!({"pair": pair, "point": point});
+                        if several {
+                            record["transport"] = name.into();
+                        }
+                        if let Err(e) = w.write(&record) {
+                            stream_error.get_or_insert(e);
+                        }
+                    }
+                },
+            )?;
+            merge(&mut results[i], got);
+        }
         if progress {
-            eprint!("\r{:60}\r", "");
+            eprint!("\r{:70}\r", "");
         }
         if let Some(e) = stream_error {
             return Err(anyhow::Error::new(e).context("writing --output"));
         }
+        let measured: Vec<Measured> = open
+            .iter()
+            .zip(results)
+            .map(|(o, results)| Measured {
+                transport: o.name.as_str(),
+                wait: o.wait,
+                results,
+            })
+            .collect();
+        // Dropping the transports before anything else lets a UDP peer stop
+        // lingering for retransmissions.
+        drop(open);
         let pinned = world.control.gather(
             0,
             &world
@@ -186,8 +224,16 @@ pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
             clock.rate().hz,
             &ngauge::clock::FrequencyControl::read().description,
         );
-        meta.transport = vec![name.as_str().to_string()];
-        meta.wait = Some(transport.wait_mode().as_str().to_string());
+        meta.transport = measured.iter().map(|m| m.transport.to_string()).collect();
+        meta.wait = Some(if several {
+            measured
+                .iter()
+                .map(|m| format!("{}={}", m.transport, m.wait))
+                .collect::<Vec<_>>()
+                .join(",")
+        } else {
+            measured[0].wait.to_string()
+        });
         meta.launcher = world.env.kind.describe().into();
         meta.np = world.size;
         meta.pinning = pinned
@@ -200,8 +246,27 @@ pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
                     .map(|c| c as usize)
             })
             .collect();
-        report(global, args, &plan, name.as_str(), meta, &results)
+        report(global, args, &plan, meta, &measured, &warnings)
     })
+}
+
+/// One transport's sweep.
+struct Measured {
+    transport: &'static str,
+    wait: &'static str,
+    /// Every pair's points (rank 0).
+    results: Vec<PairResult>,
+}
+
+/// Appends the points of a sweep over more sizes to the pairs measured so far.
+fn merge(into: &mut Vec<PairResult>, got: Vec<PairResult>) {
+    if into.is_empty() {
+        *into = got;
+        return;
+    }
+    for (pair, more) in into.iter_mut().zip(got) {
+        pair.points.extend(more.points);
+    }
 }
 
 fn analyse(plan: &Plan, results: &[PairResult]) -> anyhow::Result<Vec<PairAnalysis>> {
@@ -221,34 +286,62 @@ fn analyse(plan: &Plan, results: &[PairResult]) -> anyhow::Result<Vec<PairAnalys
         .collect()
 }
 
-fn report(
-    global: &GlobalArgs,
+/// `gap.svg` becomes `gap.mpi.svg` when several transports write files.
+fn per_transport(path: &Path, transport: &str, several: bool) -> PathBuf {
+    if !several {
+        return path.to_path_buf();
+    }
+    let stem = path
+        .file_stem()
+        .map_or_else(Default::default, |s| s.to_string_lossy());
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}.{transport}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.{transport}"),
+    };
+    path.with_file_name(name)
+}
+
+/// One transport's analyses, output files and JSON body (its first pair, with every
+/// pair under `pairs` when there are several).
+struct Analysed {
+    transport: &'static str,
+    analyses: Vec<PairAnalysis>,
+    /// Host warnings per pair.
+    extra: Vec<Vec<String>>,
+}
+
+fn analyse_transport(
     args: &LoggpArgs,
     plan: &Plan,
-    transport: &str,
-    meta: Meta,
-    results: &[PairResult],
-) -> anyhow::Result<()> {
-    let analyses = analyse(plan, results)?;
+    m: &Measured,
+    several: bool,
+) -> anyhow::Result<Analysed> {
+    let transport = m.transport;
+    let analyses = analyse(plan, &m.results).with_context(|| transport.to_string())?;
     let first = analyses.first().context("no pair was measured")?;
     let title = format!(
         "LogGP over {transport}: gap per message, rank {} -> {} (n = {})",
         first.client, first.server, plan.params.n
     );
     if let Some(path) = &args.netgauge_out {
-        std::fs::write(path, export::netgauge_columns(first))
+        let path = per_transport(path, transport, several);
+        std::fs::write(&path, export::netgauge_columns(first))
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     if let Some(path) = &args.params_out {
-        std::fs::write(path, export::params_file(first, transport).to_json() + "\n")
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        let path = per_transport(path, transport, several);
+        std::fs::write(
+            &path,
+            export::params_file(first, transport).to_json() + "\n",
+        )
+        .with_context(|| format!("cannot write {}", path.display()))?;
     }
     if let Some(path) = &args.plot {
+        let path = per_transport(path, transport, several);
         let svg = export::plot_svg(first, &title).map_err(|e| anyhow::anyhow!("plot: {e}"))?;
-        std::fs::write(path, svg).with_context(|| format!("cannot write {}", path.display()))?;
+        std::fs::write(&path, svg).with_context(|| format!("cannot write {}", path.display()))?;
     }
-    let low_weight = plan.assess.low_weight;
-    let extra: Vec<Vec<String>> = analyses
+    let extra = analyses
         .iter()
         .map(|a| {
             let fraction = pattern::disturbed_fraction(&a.points);
@@ -265,14 +358,73 @@ fn report(
             }
         })
         .collect();
-    if global.json {
-        let with_extra = |i: usize, a: &PairAnalysis| -> anyhow::Result<serde_json::Value> {
-            let mut doc = export::pair_doc(a, low_weight);
-            doc.warnings.extend(extra[i].iter().cloned());
+    Ok(Analysed {
+        transport,
+        analyses,
+        extra,
+    })
+}
+
+impl Analysed {
+    /// The JSON body: the first pair's document, every pair under `pairs` when there
+    /// are several.
+    fn doc(&self, low_weight: f64) -> anyhow::Result<serde_json::Value> {
+        let with_extra = |i: usize| -> anyhow::Result<serde_json::Value> {
+            let mut doc = export::pair_doc(&self.analyses[i], low_weight);
+            doc.warnings.extend(self.extra[i].iter().cloned());
             Ok(serde_json::to_value(doc)?)
         };
-        let mut doc = with_extra(0, first)?;
-        doc["transport"] = transport.into();
+        let mut doc = with_extra(0)?;
+        if self.analyses.len() > 1 {
+            doc["pairs"] = serde_json::Value::Array(
+                (0..self.analyses.len())
+                    .map(with_extra)
+                    .collect::<anyhow::Result<Vec<_>>>()?,
+            );
+        }
+        Ok(doc)
+    }
+}
+
+fn report(
+    global: &GlobalArgs,
+    args: &LoggpArgs,
+    plan: &Plan,
+    meta: Meta,
+    measured: &[Measured],
+    warnings: &[String],
+) -> anyhow::Result<()> {
+    let several = measured.len() > 1;
+    let analysed = measured
+        .iter()
+        .map(|m| analyse_transport(args, plan, m, several))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let firsts: Vec<(&str, &PairAnalysis)> = analysed
+        .iter()
+        .map(|a| (a.transport, &a.analyses[0]))
+        .collect();
+    let comparison = compare::compare(&firsts);
+    let low_weight = plan.assess.low_weight;
+    if global.json {
+        let mut doc = if several {
+            let transports = analysed
+                .iter()
+                .zip(measured)
+                .map(|(a, m)| {
+                    let mut doc = a.doc(low_weight)?;
+                    doc["transport"] = a.transport.into();
+                    doc["wait"] = m.wait.into();
+                    Ok(doc)
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let mut doc = serde_json::json!({ "transports": transports });
+            doc["comparison"] = serde_json::to_value(&comparison)?;
+            doc
+        } else {
+            let mut doc = analysed[0].doc(low_weight)?;
+            doc["transport"] = analysed[0].transport.into();
+            doc
+        };
         doc["detector"] = plan.assess.detector.name().into();
         doc["n"] = plan.params.n.into();
         doc["reps"] = plan.params.reps.into();
@@ -281,26 +433,38 @@ fn report(
             DelayChoice::TwoRtt => "2rtt",
         }
         .into();
-        if analyses.len() > 1 {
-            doc["pairs"] = serde_json::Value::Array(
-                analyses
-                    .iter()
-                    .enumerate()
-                    .map(|(i, a)| with_extra(i, a))
-                    .collect::<anyhow::Result<Vec<_>>>()?,
-            );
-        }
         doc["meta"] = serde_json::to_value(&meta)?;
         super::print_json(&doc)?;
     } else {
-        for a in &analyses {
-            print!("{}", export::table(a));
+        for (a, m) in analysed.iter().zip(measured) {
+            if several {
+                println!("LogGP over {} (wait {})", a.transport, m.wait);
+            }
+            for pa in &a.analyses {
+                print!("{}", export::table(pa));
+            }
+        }
+        if let Some(c) = &comparison {
+            print!("{}", compare::table(c));
         }
     }
-    for (a, extra) in analyses.iter().zip(&extra) {
-        let model = a.assessment.warnings.iter().map(ToString::to_string);
-        for w in model.chain(extra.iter().cloned()) {
-            eprintln!("ngauge: warning: pair {}-{}: {w}", a.client, a.server);
+    for w in warnings {
+        eprintln!("ngauge: warning: {w}");
+    }
+    for a in &analysed {
+        let prefix = if several {
+            format!("{}: ", a.transport)
+        } else {
+            String::new()
+        };
+        for (pa, extra) in a.analyses.iter().zip(&a.extra) {
+            let model = pa.assessment.warnings.iter().map(ToString::to_string);
+            for w in model.chain(extra.iter().cloned()) {
+                eprintln!(
+                    "ngauge: warning: {prefix}pair {}-{}: {w}",
+                    pa.client, pa.server
+                );
+            }
         }
     }
     Ok(())

@@ -1,6 +1,7 @@
 //! One module per subcommand: each glues launch, a pattern, statistics and a report.
 
 mod info;
+mod interleave;
 mod loggp;
 mod pingpong;
 mod selftest;

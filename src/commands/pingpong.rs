@@ -1,6 +1,6 @@
 //! `ngauge pingpong`: latency and bandwidth per message size between ranks 0 and 1.
 
-use super::transports::{self, TransportOptions};
+use super::interleave;
 use crate::cli::{GlobalArgs, PingpongArgs, TransportName};
 use crate::UsageError;
 use anyhow::Context;
@@ -167,28 +167,19 @@ pub fn run(global: &GlobalArgs, args: &PingpongArgs) -> anyhow::Result<()> {
         let mut warnings = Vec::new();
         let mut sweeps = Vec::new();
         let mut waits = Vec::new();
-        // Open every transport first, then measure them interleaved, size by size,
-        // so that a drift of the machine (frequency, a neighbour's load) hits all
-        // of them alike and the side-by-side ratios compare like with like.
+        // Open every transport first, then measure them interleaved, size by size
+        // (see `interleave`).
         let mut open = Vec::new();
-        for &name in &global.transport {
-            let opts = TransportOptions::new(global, world);
-            if let Some(w) = opts.warning(world) {
-                if !warnings.contains(&w) {
-                    warnings.push(w);
-                }
-            }
-            let transport = transports::open(name, world, &opts)
-                .with_context(|| format!("opening {}", name.as_str()))?;
-            let wait = transport.wait_mode().as_str();
-            waits.push(format!("{}={wait}", name.as_str()));
+        for opened in interleave::open_all(global, world, &mut warnings, |_, _| {})? {
+            let name = opened.name;
+            waits.push(format!("{}={}", name.as_str(), opened.wait));
             let mut these = sizes.clone();
             if name == TransportName::Tcp && these.contains(&0) {
                 // A byte stream carries no empty messages: nothing would be timed.
                 warnings.push("tcp has no 0-byte messages (a byte stream): size 0 skipped".into());
                 these.retain(|&s| s > 0);
             }
-            if let Some(max) = transport.capabilities().max_message_bytes {
+            if let Some(max) = opened.transport.capabilities().max_message_bytes {
                 let skipped: Vec<String> = these
                     .iter()
                     .filter(|&&s| s > max)
@@ -205,62 +196,60 @@ pub fn run(global: &GlobalArgs, args: &PingpongArgs) -> anyhow::Result<()> {
             }
             sweeps.push(Sweep {
                 transport: name.as_str(),
-                wait,
+                wait: opened.wait,
                 results: Vec::new(),
             });
-            open.push((name, transport, these));
+            open.push((name, opened.transport, these));
         }
-        let total: usize = open.iter().map(|(_, _, these)| these.len()).sum();
+        let per_transport: Vec<Vec<usize>> =
+            open.iter().map(|(_, _, these)| these.clone()).collect();
+        let order = interleave::schedule(&sizes, &per_transport);
+        let total = order.len();
         let mut done = 0usize;
-        for &size in &sizes {
-            for (i, (name, transport, these)) in open.iter_mut().enumerate() {
-                if !these.contains(&size) {
-                    continue;
-                }
-                let params = Params {
-                    sizes: vec![size],
-                    reps: args.reps as usize,
-                    warmup: args.warmup as usize,
-                    check: args.check,
-                };
-                let wait = sweeps[i].wait;
-                let results = pingpong::run(
-                    &clock,
-                    transport.as_mut(),
-                    world.control.as_mut(),
-                    &params,
-                    &mut |size, result| {
-                        if let (Some(w), Some(r)) = (writer.as_mut(), result) {
-                            w.write(&Record {
-                                transport: name.as_str(),
-                                wait,
-                                result: r,
-                            })
-                            .map_err(|e| format!("writing the output file: {e}"))?;
-                        }
-                        done += 1;
-                        if show_progress {
-                            eprint!(
-                                "\r\x1b[K{}: {done}/{total} points ({size} B done)",
-                                name.as_str()
-                            );
-                        }
-                        if die.is_some_and(|(s, r)| s == size && r == rank) {
-                            let signal = match std::env::var("NGAUGE_TEST_DIE_SIGNAL").as_deref() {
-                                Ok("STOP") => rustix::process::Signal::STOP,
-                                _ => rustix::process::Signal::KILL,
-                            };
-                            let _ =
-                                rustix::process::kill_process(rustix::process::getpid(), signal);
-                        }
-                        Ok(())
-                    },
-                );
-                if show_progress {
-                    eprint!("\r\x1b[K");
-                }
-                sweeps[i].results.extend(results?);
+        for (size, i) in order {
+            let (name, transport, _) = &mut open[i];
+            let params = Params {
+                sizes: vec![size],
+                reps: args.reps as usize,
+                warmup: args.warmup as usize,
+                check: args.check,
+            };
+            let wait = sweeps[i].wait;
+            let results = pingpong::run(
+                &clock,
+                transport.as_mut(),
+                world.control.as_mut(),
+                &params,
+                &mut |size, result| {
+                    if let (Some(w), Some(r)) = (writer.as_mut(), result) {
+                        w.write(&Record {
+                            transport: name.as_str(),
+                            wait,
+                            result: r,
+                        })
+                        .map_err(|e| format!("writing the output file: {e}"))?;
+                    }
+                    done += 1;
+                    if show_progress {
+                        eprint!(
+                            "\r\x1b[K{}: {done}/{total} points ({size} B done)",
+                            name.as_str()
+                        );
+                    }
+                    if die.is_some_and(|(s, r)| s == size && r == rank) {
+                        let signal = match std::env::var("NGAUGE_TEST_DIE_SIGNAL").as_deref() {
+                            Ok("STOP") => rustix::process::Signal::STOP,
+                            _ => rustix::process::Signal::KILL,
+                        };
+                        let _ = rustix::process::kill_process(rustix::process::getpid(), signal);
+                    }
+                    Ok(())
+                },
+            );
+            if show_progress {
+                eprint!("\r\x1b[K");
             }
+            sweeps[i].results.extend(results?);
         }
         // Dropping the transports before anything else lets a UDP peer stop
         // lingering for retransmissions.

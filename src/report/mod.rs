@@ -5,6 +5,7 @@
 
 pub mod jsonl;
 pub mod loggp;
+pub mod loggp_compare;
 pub mod meta;
 pub mod table;
 
