@@ -363,3 +363,38 @@ fn ranks_sharing_one_core_default_to_blocking_waits() {
     assert_eq!(doc["meta"]["pinning"], serde_json::json!([0, 0]));
     assert_eq!(doc["meta"]["wait"], "tcp=block");
 }
+
+/// Review finding: rank 0's stderr is a pipe to the local launcher, so the progress
+/// display never showed. On a terminal (a pty made by `script`) it must.
+#[test]
+fn progress_reaches_a_terminal_through_the_local_launcher() {
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: script (util-linux) not installed");
+        return;
+    }
+    let command = format!(
+        "{} pingpong --sizes 1-64 --reps 20 --warmup 2",
+        env!("CARGO_BIN_EXE_ngauge")
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("points (64 B done)"),
+        "no progress line in: {text}"
+    );
+    // Without a terminal there is no progress on stderr.
+    let plain = ngauge()
+        .args(["pingpong", "--sizes", "1-64", "--reps", "20"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&plain.stderr).contains("points ("));
+}

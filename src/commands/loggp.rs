@@ -18,7 +18,6 @@ use ngauge::report::loggp::{self as export, PairAnalysis};
 use ngauge::report::loggp_compare as compare;
 use ngauge::report::Meta;
 use ngauge::sizes::parse_sizes;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 /// Warn when more than this fraction of repetitions was disturbed by the host.
@@ -144,7 +143,7 @@ pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
         };
         let mut stream_error = None;
         // Progress on a terminal only, never into data (rank 0 only).
-        let progress = world.rank == 0 && std::io::stderr().is_terminal();
+        let progress = world.rank == 0 && ngauge::launch::local::stderr_is_terminal();
         // One transport: one sweep. Several: interleaved, size by size, alternating
         // transports (see `interleave`).
         let chunks: Vec<(Vec<u64>, usize)> = if several {

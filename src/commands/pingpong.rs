@@ -11,7 +11,7 @@ use ngauge::report::table::Table;
 use ngauge::report::Meta;
 use ngauge::sizes::parse_sizes;
 use serde::Serialize;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 
 /// One JSON record: a size's result and the transport it was measured over.
 #[derive(Debug, Serialize)]
@@ -163,7 +163,7 @@ pub fn run(global: &GlobalArgs, args: &PingpongArgs) -> anyhow::Result<()> {
             ),
             _ => None,
         };
-        let show_progress = rank == 0 && std::io::stderr().is_terminal();
+        let show_progress = rank == 0 && ngauge::launch::local::stderr_is_terminal();
         let mut warnings = Vec::new();
         let mut sweeps = Vec::new();
         let mut waits = Vec::new();

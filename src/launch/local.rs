@@ -19,6 +19,18 @@
 /// `taskset` or in a cpuset has fewer cores than the host.
 pub const JOB_CORES_VAR: &str = "NGAUGE_JOB_CORES";
 
+/// Set for rank 0 when the launcher's own stderr is a terminal: rank 0's stderr is a
+/// pipe to the launcher, which forwards it byte for byte once the rank has
+/// announced itself, so a progress display still reaches the user's terminal.
+pub const STDERR_TTY_VAR: &str = "NGAUGE_STDERR_TTY";
+
+/// Whether progress may be drawn on stderr: it is a terminal, or the local launcher
+/// forwards it to one.
+pub fn stderr_is_terminal() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal() || std::env::var_os(STDERR_TTY_VAR).is_some_and(|v| v == "1")
+}
+
 use super::error::LaunchError;
 use super::LaunchOptions;
 use std::collections::VecDeque;
@@ -144,25 +156,35 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
     };
 
     // Rank 0 first: it tells us where it listens.
-    let mut zero = command(0, &listen)
-        .env("NGAUGE_ANNOUNCE", "1")
+    let mut zero = command(0, &listen);
+    zero.env("NGAUGE_ANNOUNCE", "1");
+    if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        zero.env(STDERR_TTY_VAR, "1");
+    }
+    let mut zero = zero
         .stdout(Stdio::inherit())
         .spawn()
         .map_err(spawn_err(0))?;
     let (addr_tx, addr_rx) = mpsc::channel::<String>();
     let zero_err = zero.stderr.take().expect("piped");
     let forward_zero = std::thread::spawn(move || {
-        let mut addr_tx = Some(addr_tx);
-        for line in BufReader::new(zero_err).lines() {
-            let Ok(line) = line else { break };
-            if let Some(addr) = line.strip_prefix(ANNOUNCE) {
-                if let Some(tx) = addr_tx.take() {
-                    let _ = tx.send(addr.trim().to_string());
-                    continue;
-                }
+        let mut reader = BufReader::new(zero_err);
+        let mut line = String::new();
+        // Line by line until rank 0 announces its address, then byte for byte, so
+        // that a progress line redrawn with '\r' is not held back until a newline.
+        loop {
+            line.clear();
+            match reader.read_line(&mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
             }
-            eprintln!("{line}");
+            if let Some(addr) = line.trim_end().strip_prefix(ANNOUNCE) {
+                let _ = addr_tx.send(addr.trim().to_string());
+                break;
+            }
+            eprint!("{line}");
         }
+        let _ = std::io::copy(&mut reader, &mut std::io::stderr());
     });
     let announced = match addr_rx.recv_timeout(opts.timeout) {
         Ok(addr) => addr,
