@@ -226,6 +226,9 @@ pub struct Assessment {
     pub ranges: Vec<RangeParams>,
     /// First size of every range after the first.
     pub changes: Vec<u64>,
+    /// Per change, the series in which it shows (names from [`SERIES`]): a switch
+    /// to rendezvous may show in `prtt_1_0` and the overheads but not in the gap.
+    pub changes_shown_by: Vec<Vec<&'static str>>,
     /// Validity warnings.
     pub warnings: Vec<ModelWarning>,
 }
@@ -256,6 +259,10 @@ pub enum ModelError {
         to: u64,
     },
 }
+
+/// The series the detectors cut jointly, in order: the gap per message (eq. 5),
+/// `PRTT(1,0,s)`, `o_s(s)` (eq. 4) and `o_r(s)`.
+pub const SERIES: [&str; 4] = ["gap", "prtt_1_0", "o_s", "o_r"];
 
 /// Scale floor for robust fits, us: below the timer's resolution differences mean
 /// nothing, and an exact line must not give its points zero weight.
@@ -294,22 +301,39 @@ pub fn assess(samples: &[Sample], opts: &AssessOptions) -> Result<Assessment, Mo
         .iter()
         .map(|s| (s.prtt_n_d_us - s.prtt_1_0_us) / n1 - s.d_us)
         .collect();
-    let starts = match &opts.detector {
+    let prtt1_us: Vec<f64> = samples.iter().map(|s| s.prtt_1_0_us).collect();
+    let or_us: Vec<f64> = samples.iter().map(|s| s.or_us).collect();
+    let series: [&[f64]; 4] = [&gap_us, &prtt1_us, &os_us, &or_us];
+    let (starts, seg_opts) = match &opts.detector {
         Detector::Lookahead(o) => {
-            let found = changepoint::detect(&xs, &gap_us, o);
-            if o.confirm && !found.is_empty() {
-                let confirm = SegmentOptions {
-                    noise_floor: o.floor.max(1e-6),
-                    ..SegmentOptions::default()
-                };
-                segment::best_subset(&xs, &gap_us, &found, &confirm)
-            } else {
-                found
+            let confirm = SegmentOptions {
+                noise_floor: o.floor.max(1e-6),
+                ..SegmentOptions::default()
+            };
+            let mut found: Vec<usize> = series
+                .iter()
+                .flat_map(|ys| changepoint::detect(&xs, ys, o))
+                .collect();
+            if o.confirm {
+                // The look-ahead sees one series at a time and misses a change
+                // that is small in each; the joint segmentation proposes it.
+                found.extend(segment::detect_joint(&xs, &series, &confirm));
             }
+            found.sort_unstable();
+            found.dedup();
+            if o.confirm && !found.is_empty() {
+                found = segment::best_subset_joint(&xs, &series, &found, &confirm);
+                found = segment::keep_steps(&xs, &series, &found, &confirm);
+            }
+            (found, confirm)
         }
-        Detector::Segmented(o) => segment::detect(&xs, &gap_us, o).starts,
-        Detector::None => Vec::new(),
+        Detector::Segmented(o) => {
+            let found = segment::detect_joint(&xs, &series, o);
+            (segment::keep_steps(&xs, &series, &found, o), *o)
+        }
+        Detector::None => (Vec::new(), SegmentOptions::default()),
     };
+    let shown = segment::shown_by(&xs, &series, &starts, &seg_opts);
     let sigma = local_noise(&xs, &gap_us, opts.noise_floor_us);
     let bounds: Vec<(usize, usize)> = std::iter::once(0)
         .chain(starts.iter().copied())
@@ -399,6 +423,10 @@ pub fn assess(samples: &[Sample], opts: &AssessOptions) -> Result<Assessment, Mo
         os_us,
         weights,
         changes: starts.iter().map(|&i| samples[i].size).collect(),
+        changes_shown_by: shown
+            .into_iter()
+            .map(|ks| ks.into_iter().map(|k| SERIES[k]).collect())
+            .collect(),
         ranges,
         warnings,
     })
@@ -639,6 +667,81 @@ mod tests {
                 check(&a.ranges[2], &DMA);
             }
         }
+    }
+
+    /// A shared-memory-like protocol whose round trip drops at the switch while the
+    /// gap and both overheads stay as they were (Open MPI's vader and MPICH's UCX
+    /// switches drop `PRTT(1,0,s)` by 20-25%): eq. (5) alone cannot see it.
+    #[test]
+    fn a_downward_step_in_the_round_trip_only_is_found_and_attributed() {
+        const SHM: Truth = Truth {
+            l: 3.0,
+            os: 0.5,
+            or: 0.5,
+            g: 1.0,
+            big_g: 0.0001,
+        };
+        let faster = Truth { l: 1.0, ..SHM };
+        let noise = Noise {
+            relative: 0.005,
+            absolute: 0.05,
+            bimodal_p: 0.3,
+            bimodal_us: 1.0,
+        };
+        let sizes = default_sizes();
+        for detector in detectors() {
+            for seed in 1..=10 {
+                let samples = sweep(&sizes, &[SHM, faster], &[16 * 1024], 10, noise, seed);
+                let opts = AssessOptions {
+                    detector,
+                    ..AssessOptions::default()
+                };
+                let a = assess(&samples, &opts).unwrap();
+                assert_eq!(
+                    a.changes.len(),
+                    1,
+                    "{} seed {seed}: {:?}",
+                    detector.name(),
+                    a.changes
+                );
+                let at = index_of(&sizes, a.changes[0]) as i64;
+                assert!((at - index_of(&sizes, 16 * 1024) as i64).abs() <= 1);
+                assert_eq!(a.changes_shown_by, vec![vec!["prtt_1_0"]], "seed {seed}");
+                assert!(a.ranges[1].l_us < a.ranges[0].l_us);
+            }
+        }
+    }
+
+    /// The same step without the joint cut: the look-ahead on the gap alone (the
+    /// paper's detector) does not see it, which is why the series are cut jointly.
+    #[test]
+    fn the_gap_alone_does_not_show_a_round_trip_step() {
+        const SHM: Truth = Truth {
+            l: 3.0,
+            os: 0.5,
+            or: 0.5,
+            g: 1.0,
+            big_g: 0.0001,
+        };
+        let quiet = Noise {
+            relative: 0.0,
+            absolute: 0.01,
+            bimodal_p: 0.0,
+            bimodal_us: 0.0,
+        };
+        let sizes = default_sizes();
+        let samples = sweep(
+            &sizes,
+            &[SHM, Truth { l: 1.0, ..SHM }],
+            &[16 * 1024],
+            10,
+            quiet,
+            1,
+        );
+        let xs: Vec<f64> = sizes.iter().map(|&s| s as f64 - 1.0).collect();
+        let a = assess(&samples, &AssessOptions::default()).unwrap();
+        assert!(changepoint::detect(&xs, &a.gap_us, &LookaheadOptions::default()).is_empty());
+        assert_eq!(a.changes, vec![16 * 1024]);
     }
 
     #[test]
