@@ -55,6 +55,21 @@ fn changes(mpi_args: &[&str], env: &[(&str, &str)], sizes: &str) -> Vec<u64> {
         String::from_utf8_lossy(&out.stderr)
     );
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    // Shown when the test fails: the curves the detector cut.
+    eprintln!(
+        "size, PRTT(1,0,s), gap, o_s, o_r [us]; ranges {}",
+        doc["ranges"]
+    );
+    for p in doc["points"].as_array().into_iter().flatten() {
+        eprintln!(
+            "{} {:.2} {:.2} {:.2} {:.2}",
+            p["size"],
+            p["prtt_1_0_us"].as_f64().unwrap_or(f64::NAN),
+            p["gap_us"].as_f64().unwrap_or(f64::NAN),
+            p["os_us"].as_f64().unwrap_or(f64::NAN),
+            p["or_us"].as_f64().unwrap_or(f64::NAN)
+        );
+    }
     doc["changes"]
         .as_array()
         .expect("changes[]")
