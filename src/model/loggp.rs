@@ -787,9 +787,27 @@ mod tests {
         }
     }
 
-    fn one_range_for_both_detectors(text: &str) {
+    /// A real MPICH sweep (ch4:ucx, `UCX_RNDV_THRESH=20000`) in which the detector
+    /// once found nothing: the switch drops PRTT(1,0,s) 6.4 -> 4.4 us and o_r, the
+    /// gap hardly moves, the first size is off in every series and 31744 B was
+    /// disturbed (gap 8749 us). Both detectors find the one switch.
+    #[test]
+    fn mpich_rendezvous_switch_with_disturbed_sizes_is_found() {
+        let samples = fixture(include_str!("testdata/mpich_ucx_rndv_20000_outlier.json"));
+        for detector in detectors() {
+            let opts = AssessOptions {
+                detector,
+                ..AssessOptions::default()
+            };
+            let a = assess(&samples, &opts).unwrap();
+            assert_eq!(a.changes, vec![20480], "{}", detector.name());
+            assert!(a.changes_shown_by[0].contains(&"prtt_1_0"));
+        }
+    }
+
+    fn fixture(text: &str) -> Vec<Sample> {
         let data: serde_json::Value = serde_json::from_str(text).unwrap();
-        let samples: Vec<Sample> = data["rows"]
+        data["rows"]
             .as_array()
             .unwrap()
             .iter()
@@ -804,7 +822,11 @@ mod tests {
                     or_us: v(5),
                 }
             })
-            .collect();
+            .collect()
+    }
+
+    fn one_range_for_both_detectors(text: &str) {
+        let samples = fixture(text);
         for detector in detectors() {
             let opts = AssessOptions {
                 detector,

@@ -245,8 +245,8 @@ pub fn best_subset(
 /// one set of cuts, each segment fitted by its own line in every series, the cost of
 /// a segment the sum of the series' costs (each series scaled by its own noise
 /// level, so a series with larger noise counts for no more), and BIC's price per
-/// segment `(1 + 2k) ln N * factor` for `k` series (a start plus an intercept and a
-/// slope per series; `3 ln N` for one series, as in [`detect`]).
+/// segment for `k` series (a start plus an intercept and a slope per series, see
+/// [`joint_penalty`]; `3 ln N * factor` for one series, as in [`detect`]).
 ///
 /// A protocol switch shows in different series on different paths: a switch to
 /// rendezvous adds a handshake to the round-trip time `PRTT(1,0,s)` while the gap
@@ -263,13 +263,7 @@ pub fn detect_joint(xs: &[f64], series: &[&[f64]], opts: &SegmentOptions) -> Vec
         return Vec::new();
     }
     let penalty = joint_penalty(n, series.len(), opts);
-    let cost = |i: usize, j: usize| -> Option<f64> {
-        let mut total = 0.0;
-        for (ys, sigma) in series.iter().zip(&sigmas) {
-            total += segment_cost(&xs[i..j], &ys[i..j], &sigma[i..j], opts.outlier_cap)?.1;
-        }
-        Some(total)
-    };
+    let cost = |i: usize, j: usize| joint_cost(xs, series, &sigmas, i, j, opts.outlier_cap);
     let mut best = vec![f64::INFINITY; n + 1];
     let mut from = vec![0usize; n + 1];
     best[0] = 0.0;
@@ -299,9 +293,15 @@ pub fn detect_joint(xs: &[f64], series: &[&[f64]], opts: &SegmentOptions) -> Vec
     starts
 }
 
-/// BIC's price of one more segment over `k` series of `n` points.
+/// BIC's price of one more segment over `k` series of `n` points: `ln N` for each
+/// of its `2k + 1` parameters, plus the surcharge of `penalty_factor` on the one
+/// parameter that is searched for, the start (`3 (factor - 1) ln N`, so that one
+/// series pays `3 ln N * factor` as in [`detect`]): the surcharge pays for trying
+/// every position, which does not grow with the number of series, while each
+/// series' intercept and slope are fitted as BIC assumes.
 fn joint_penalty(n: usize, k: usize, opts: &SegmentOptions) -> f64 {
-    (1 + 2 * k) as f64 * (n as f64).ln() * opts.penalty_factor
+    let ln_n = (n as f64).ln();
+    (1 + 2 * k) as f64 * ln_n + 3.0 * (opts.penalty_factor - 1.0) * ln_n
 }
 
 /// For each change `starts[c]` (a segmentation of `xs` as returned by
@@ -330,6 +330,31 @@ pub fn shown_by(
             })
             .collect()
     })
+}
+
+/// Cost of the segment `a..b` of several series: each series fitted by its own
+/// Huber line (scaled by its noise level `sigmas[k]`), and per point the sum over
+/// the series of `2 rho(r / sigma)`, capped at `cap`: a disturbed size usually
+/// disturbs every series at once, and still costs no more than one 3-sigma
+/// residual, so that cutting a run of disturbed sizes into a segment of its own
+/// does not pay more for having several series.
+pub fn joint_cost(
+    xs: &[f64],
+    series: &[&[f64]],
+    sigmas: &[Vec<f64>],
+    a: usize,
+    b: usize,
+    cap: f64,
+) -> Option<f64> {
+    let mut per_point = vec![0.0; b - a];
+    for (ys, sigma) in series.iter().zip(sigmas) {
+        let fit = huber_line_scaled(&xs[a..b], &ys[a..b], &sigma[a..b])?;
+        for (p, cost) in per_point.iter_mut().enumerate() {
+            let r = (ys[a + p] - fit.line.at(xs[a + p])) / sigma[a + p];
+            *cost += 2.0 * huber_rho(r, HUBER_K);
+        }
+    }
+    Some(per_point.into_iter().map(|c: f64| c.min(cap)).sum())
 }
 
 /// Calls `body` with a cost function `(series, from, to)` over `series` (each
@@ -371,32 +396,39 @@ pub fn best_subset_joint(
     cuts.sort_unstable();
     cuts.dedup();
     cuts.push(n);
-    series_costs(xs, series, n, opts, |cost| {
-        let m = cuts.len();
-        let mut best = vec![f64::INFINITY; m];
-        let mut from = vec![0usize; m];
-        best[0] = 0.0;
-        for j in 1..m {
-            for i in 0..j {
-                let c: f64 = (0..series.len()).map(|k| cost(k, cuts[i], cuts[j])).sum();
-                let total = best[i] + c + penalty;
-                if total < best[j] {
-                    best[j] = total;
-                    from[j] = i;
-                }
+    let sigmas: Vec<Vec<f64>> = series
+        .iter()
+        .map(|ys| noise(&xs[..n], &ys[..n], opts))
+        .collect();
+    let cost = |a: usize, b: usize| -> f64 {
+        if b < a + 3 {
+            return 0.0;
+        }
+        joint_cost(xs, series, &sigmas, a, b, opts.outlier_cap).unwrap_or(0.0)
+    };
+    let m = cuts.len();
+    let mut best = vec![f64::INFINITY; m];
+    let mut from = vec![0usize; m];
+    best[0] = 0.0;
+    for j in 1..m {
+        for i in 0..j {
+            let total = best[i] + cost(cuts[i], cuts[j]) + penalty;
+            if total < best[j] {
+                best[j] = total;
+                from[j] = i;
             }
         }
-        let mut kept = Vec::new();
-        let mut j = m - 1;
-        while j > 0 {
-            j = from[j];
-            if j > 0 {
-                kept.push(cuts[j]);
-            }
+    }
+    let mut kept = Vec::new();
+    let mut j = m - 1;
+    while j > 0 {
+        j = from[j];
+        if j > 0 {
+            kept.push(cuts[j]);
         }
-        kept.reverse();
-        kept
-    })
+    }
+    kept.reverse();
+    kept
 }
 
 /// The step at each change `starts[c]`: the largest, over `series`, of the
