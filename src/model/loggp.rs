@@ -323,12 +323,14 @@ pub fn assess(samples: &[Sample], opts: &AssessOptions) -> Result<Assessment, Mo
             found.dedup();
             if o.confirm && !found.is_empty() {
                 found = segment::best_subset_joint(&xs, &series, &found, &confirm);
+                found = segment::refine(&xs, &series, &found, &confirm);
                 found = segment::keep_steps(&xs, &series, &found, &confirm);
             }
             (found, confirm)
         }
         Detector::Segmented(o) => {
             let found = segment::detect_joint(&xs, &series, o);
+            let found = segment::refine(&xs, &series, &found, o);
             (segment::keep_steps(&xs, &series, &found, o), *o)
         }
         Detector::None => (Vec::new(), SegmentOptions::default()),
@@ -802,6 +804,23 @@ mod tests {
             let a = assess(&samples, &opts).unwrap();
             assert_eq!(a.changes, vec![20480], "{}", detector.name());
             assert!(a.changes_shown_by[0].contains(&"prtt_1_0"));
+        }
+    }
+
+    /// A real Open MPI TCP sweep (`btl_tcp_eager_limit=20000`) with a noisy
+    /// rendezvous range: the capped joint cost placed the change two sizes late
+    /// (the first two rendezvous points cost the cap on either side); refining the
+    /// boundary without the cap puts it at the step.
+    #[test]
+    fn open_mpi_tcp_switch_is_placed_at_the_step_despite_a_noisy_range() {
+        let samples = fixture(include_str!("testdata/openmpi_tcp_eager_20000_noisy.json"));
+        for detector in detectors() {
+            let opts = AssessOptions {
+                detector,
+                ..AssessOptions::default()
+            };
+            let a = assess(&samples, &opts).unwrap();
+            assert_eq!(a.changes, vec![20480], "{}", detector.name());
         }
     }
 

@@ -431,6 +431,53 @@ pub fn best_subset_joint(
     kept
 }
 
+/// Moves each change `starts[c]` by up to 2 points to where the two neighbouring
+/// segments fit best without the outlier cap (Huber's loss, summed over the
+/// series). The cap makes [`detect_joint`] robust to disturbed sizes, but also
+/// blind to which side of a step its first points belong: off either line they cost
+/// the same capped amount. Uncapped, points on the wrong side of a step cost in
+/// proportion to the step, so the boundary goes to the step.
+pub fn refine(
+    xs: &[f64],
+    series: &[&[f64]],
+    starts: &[usize],
+    opts: &SegmentOptions,
+) -> Vec<usize> {
+    let n = series.iter().fold(xs.len(), |n, ys| n.min(ys.len()));
+    let sigmas: Vec<Vec<f64>> = series
+        .iter()
+        .map(|ys| noise(&xs[..n], &ys[..n], opts))
+        .collect();
+    let m = opts.min_points.max(3);
+    let cost = |a: usize, b: usize| -> f64 {
+        series
+            .iter()
+            .zip(&sigmas)
+            .map(|(ys, sigma)| {
+                segment_cost(&xs[a..b], &ys[a..b], &sigma[a..b], f64::INFINITY)
+                    .map_or(0.0, |(_, c)| c)
+            })
+            .sum()
+    };
+    let mut cuts = starts.to_vec();
+    for c in 0..cuts.len() {
+        let a = if c == 0 { 0 } else { cuts[c - 1] };
+        let b = cuts.get(c + 1).copied().unwrap_or(n);
+        let lo = cuts[c].saturating_sub(2).max(a + m);
+        let hi = (cuts[c] + 2).min(b.saturating_sub(m));
+        if lo > hi {
+            continue;
+        }
+        let best = (lo..=hi)
+            .map(|p| (p, cost(a, p) + cost(p, b)))
+            .min_by(|x, y| x.1.total_cmp(&y.1));
+        if let Some((p, _)) = best {
+            cuts[c] = p;
+        }
+    }
+    cuts
+}
+
 /// The step at each change `starts[c]`: the largest, over `series`, of the
 /// difference between the lines of the two neighbouring segments midway between
 /// the last point of one and the first of the other, in units of that series' noise
