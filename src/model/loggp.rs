@@ -9,7 +9,15 @@
 //! - the send overhead `o_s(s) = (PRTT(n,d,s) - PRTT(1,0,s)) / (n-1) - d` (eq. 4).
 //!
 //! A detector (look-ahead, sec. 2.6, or the optimal segmentation of
-//! [`super::segment`]) cuts the sizes into protocol ranges. Per range:
+//! [`super::segment`]) cuts the sizes into protocol ranges. The paper fits the gap
+//! curve only; here both detectors cut four series jointly, the gap, `PRTT(1,0,s)`,
+//! `o_s(s)` and `o_r(s)` ([`SERIES`]), because a switch to rendezvous may show in
+//! the round trip and the overheads but hardly in the gap
+//! ([`super::segment::detect_joint`]). The look-ahead runs on each series; its
+//! candidates, together with the joint segmentation's, are confirmed by the joint
+//! criterion ([`super::segment::best_subset_joint`]), placed by
+//! [`super::segment::refine`] and kept only with a step
+//! ([`super::segment::keep_steps`]). Per range:
 //!
 //! - `g` and `G`: intercept at `s = 1` and slope of a Huber fit of eq. (5) (the paper
 //!   uses plain least squares; the robust fit reports which points it discounted),

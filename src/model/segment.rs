@@ -31,6 +31,32 @@
 //! `noise_floor` (the timer/scheduler noise below which differences mean nothing)
 //! and at `relative_floor` (10%) of the value: measured gap curves bend smoothly
 //! (caches), and a change smaller than that is not reported as a protocol.
+//!
+//! # Several series at once
+//!
+//! A protocol switch does not always show in eq. (5). Open MPI's shared-memory and
+//! MPICH's UCX switches (eager to rendezvous) show as a 20-25% drop of the round
+//! trip `PRTT(1,0,s)` and as steps in `o_s` and `o_r`, while the gap per message
+//! hardly moves or moves by less than its noise. [`detect_joint`] therefore cuts
+//! several series measured at the same sizes at once (in [`super::loggp`]: the gap,
+//! `PRTT(1,0,s)`, `o_s` and `o_r`): multiple change-point detection with a shared
+//! set of change points over a multivariate cost (the "segment neighbourhood" /
+//! optimal partitioning recursion of Jackson et al. 2005, "An algorithm for optimal
+//! partitioning of data on an interval", with a BIC penalty as in Yao 1988,
+//! "Estimating the number of change-points via Schwarz' criterion"). Each series is
+//! scaled by its own robust noise level, so none dominates by its unit or its
+//! noise. Three guards keep it robust on this machine's bimodal, loaded timings:
+//!
+//! - the outlier cap applies to each size's cost summed over the series
+//!   ([`joint_cost`]): a disturbed size disturbs every series at once and still
+//!   costs no more than one 3-sigma residual;
+//! - each boundary is then moved by up to two sizes to where the two segments fit
+//!   best without the cap ([`refine`]), since the cap cannot tell on which side of a
+//!   step its first points belong;
+//! - a change is kept only if the two lines are apart at the boundary by
+//!   `min_step` (2) noise levels in at least one series ([`keep_steps`]): a switch
+//!   changes the time of a message at once, a cache bend or a drifting load does
+//!   not. [`shown_by`] names the series in which each kept change shows.
 
 use super::lsq::Line;
 use super::robust::{huber_line_scaled, huber_rho, median, HUBER_K};
