@@ -41,9 +41,11 @@ pub struct LookaheadOptions {
     /// that noise above Netgauge's fixed 0.15 us (latency flipping between levels)
     /// does not flap either.
     pub adaptive_floor: bool,
-    /// Keep only the changes that pay for themselves under the segmentation
-    /// criterion of [`super::segment::best_subset`] (BIC with outliers capped): a
-    /// run of a few disturbed sizes is not a protocol. Applied by
+    /// Keep only the changes that pay for themselves under the joint segmentation
+    /// criterion of [`super::segment::best_subset_joint`] (BIC with outliers
+    /// capped, over the gap, `PRTT(1,0,s)`, `o_s` and `o_r`), adding the joint
+    /// segmentation's own changes as candidates: a run of a few disturbed sizes is
+    /// not a protocol, and a switch small in each series is one. Applied by
     /// [`super::loggp::assess`].
     pub confirm: bool,
 }

@@ -9,7 +9,15 @@
 //! - the send overhead `o_s(s) = (PRTT(n,d,s) - PRTT(1,0,s)) / (n-1) - d` (eq. 4).
 //!
 //! A detector (look-ahead, sec. 2.6, or the optimal segmentation of
-//! [`super::segment`]) cuts the sizes into protocol ranges. Per range:
+//! [`super::segment`]) cuts the sizes into protocol ranges. The paper fits the gap
+//! curve only; here both detectors cut four series jointly, the gap, `PRTT(1,0,s)`,
+//! `o_s(s)` and `o_r(s)` ([`SERIES`]), because a switch to rendezvous may show in
+//! the round trip and the overheads but hardly in the gap
+//! ([`super::segment::detect_joint`]). The look-ahead runs on each series; its
+//! candidates, together with the joint segmentation's, are confirmed by the joint
+//! criterion ([`super::segment::best_subset_joint`]), placed by
+//! [`super::segment::refine`] and kept only with a step
+//! ([`super::segment::keep_steps`]). Per range:
 //!
 //! - `g` and `G`: intercept at `s = 1` and slope of a Huber fit of eq. (5) (the paper
 //!   uses plain least squares; the robust fit reports which points it discounted),
@@ -226,6 +234,9 @@ pub struct Assessment {
     pub ranges: Vec<RangeParams>,
     /// First size of every range after the first.
     pub changes: Vec<u64>,
+    /// Per change, the series in which it shows (names from [`SERIES`]): a switch
+    /// to rendezvous may show in `prtt_1_0` and the overheads but not in the gap.
+    pub changes_shown_by: Vec<Vec<&'static str>>,
     /// Validity warnings.
     pub warnings: Vec<ModelWarning>,
 }
@@ -256,6 +267,10 @@ pub enum ModelError {
         to: u64,
     },
 }
+
+/// The series the detectors cut jointly, in order: the gap per message (eq. 5),
+/// `PRTT(1,0,s)`, `o_s(s)` (eq. 4) and `o_r(s)`.
+pub const SERIES: [&str; 4] = ["gap", "prtt_1_0", "o_s", "o_r"];
 
 /// Scale floor for robust fits, us: below the timer's resolution differences mean
 /// nothing, and an exact line must not give its points zero weight.
@@ -294,22 +309,41 @@ pub fn assess(samples: &[Sample], opts: &AssessOptions) -> Result<Assessment, Mo
         .iter()
         .map(|s| (s.prtt_n_d_us - s.prtt_1_0_us) / n1 - s.d_us)
         .collect();
-    let starts = match &opts.detector {
+    let prtt1_us: Vec<f64> = samples.iter().map(|s| s.prtt_1_0_us).collect();
+    let or_us: Vec<f64> = samples.iter().map(|s| s.or_us).collect();
+    let series: [&[f64]; 4] = [&gap_us, &prtt1_us, &os_us, &or_us];
+    let (starts, seg_opts) = match &opts.detector {
         Detector::Lookahead(o) => {
-            let found = changepoint::detect(&xs, &gap_us, o);
-            if o.confirm && !found.is_empty() {
-                let confirm = SegmentOptions {
-                    noise_floor: o.floor.max(1e-6),
-                    ..SegmentOptions::default()
-                };
-                segment::best_subset(&xs, &gap_us, &found, &confirm)
-            } else {
-                found
+            let confirm = SegmentOptions {
+                noise_floor: o.floor.max(1e-6),
+                ..SegmentOptions::default()
+            };
+            let mut found: Vec<usize> = series
+                .iter()
+                .flat_map(|ys| changepoint::detect(&xs, ys, o))
+                .collect();
+            if o.confirm {
+                // The look-ahead sees one series at a time and misses a change
+                // that is small in each; the joint segmentation proposes it.
+                found.extend(segment::detect_joint(&xs, &series, &confirm));
             }
+            found.sort_unstable();
+            found.dedup();
+            if o.confirm && !found.is_empty() {
+                found = segment::best_subset_joint(&xs, &series, &found, &confirm);
+                found = segment::refine(&xs, &series, &found, &confirm);
+                found = segment::keep_steps(&xs, &series, &found, &confirm);
+            }
+            (found, confirm)
         }
-        Detector::Segmented(o) => segment::detect(&xs, &gap_us, o).starts,
-        Detector::None => Vec::new(),
+        Detector::Segmented(o) => {
+            let found = segment::detect_joint(&xs, &series, o);
+            let found = segment::refine(&xs, &series, &found, o);
+            (segment::keep_steps(&xs, &series, &found, o), *o)
+        }
+        Detector::None => (Vec::new(), SegmentOptions::default()),
     };
+    let shown = segment::shown_by(&xs, &series, &starts, &seg_opts);
     let sigma = local_noise(&xs, &gap_us, opts.noise_floor_us);
     let bounds: Vec<(usize, usize)> = std::iter::once(0)
         .chain(starts.iter().copied())
@@ -399,6 +433,10 @@ pub fn assess(samples: &[Sample], opts: &AssessOptions) -> Result<Assessment, Mo
         os_us,
         weights,
         changes: starts.iter().map(|&i| samples[i].size).collect(),
+        changes_shown_by: shown
+            .into_iter()
+            .map(|ks| ks.into_iter().map(|k| SERIES[k]).collect())
+            .collect(),
         ranges,
         warnings,
     })
@@ -641,6 +679,81 @@ mod tests {
         }
     }
 
+    /// A shared-memory-like protocol whose round trip drops at the switch while the
+    /// gap and both overheads stay as they were (Open MPI's vader and MPICH's UCX
+    /// switches drop `PRTT(1,0,s)` by 20-25%): eq. (5) alone cannot see it.
+    #[test]
+    fn a_downward_step_in_the_round_trip_only_is_found_and_attributed() {
+        const SHM: Truth = Truth {
+            l: 3.0,
+            os: 0.5,
+            or: 0.5,
+            g: 1.0,
+            big_g: 0.0001,
+        };
+        let faster = Truth { l: 1.0, ..SHM };
+        let noise = Noise {
+            relative: 0.005,
+            absolute: 0.05,
+            bimodal_p: 0.3,
+            bimodal_us: 1.0,
+        };
+        let sizes = default_sizes();
+        for detector in detectors() {
+            for seed in 1..=10 {
+                let samples = sweep(&sizes, &[SHM, faster], &[16 * 1024], 10, noise, seed);
+                let opts = AssessOptions {
+                    detector,
+                    ..AssessOptions::default()
+                };
+                let a = assess(&samples, &opts).unwrap();
+                assert_eq!(
+                    a.changes.len(),
+                    1,
+                    "{} seed {seed}: {:?}",
+                    detector.name(),
+                    a.changes
+                );
+                let at = index_of(&sizes, a.changes[0]) as i64;
+                assert!((at - index_of(&sizes, 16 * 1024) as i64).abs() <= 1);
+                assert_eq!(a.changes_shown_by, vec![vec!["prtt_1_0"]], "seed {seed}");
+                assert!(a.ranges[1].l_us < a.ranges[0].l_us);
+            }
+        }
+    }
+
+    /// The same step without the joint cut: the look-ahead on the gap alone (the
+    /// paper's detector) does not see it, which is why the series are cut jointly.
+    #[test]
+    fn the_gap_alone_does_not_show_a_round_trip_step() {
+        const SHM: Truth = Truth {
+            l: 3.0,
+            os: 0.5,
+            or: 0.5,
+            g: 1.0,
+            big_g: 0.0001,
+        };
+        let quiet = Noise {
+            relative: 0.0,
+            absolute: 0.01,
+            bimodal_p: 0.0,
+            bimodal_us: 0.0,
+        };
+        let sizes = default_sizes();
+        let samples = sweep(
+            &sizes,
+            &[SHM, Truth { l: 1.0, ..SHM }],
+            &[16 * 1024],
+            10,
+            quiet,
+            1,
+        );
+        let xs: Vec<f64> = sizes.iter().map(|&s| s as f64 - 1.0).collect();
+        let a = assess(&samples, &AssessOptions::default()).unwrap();
+        assert!(changepoint::detect(&xs, &a.gap_us, &LookaheadOptions::default()).is_empty());
+        assert_eq!(a.changes, vec![16 * 1024]);
+    }
+
     #[test]
     fn a_noisy_straight_line_has_no_switch() {
         let sizes = default_sizes();
@@ -684,9 +797,44 @@ mod tests {
         }
     }
 
-    fn one_range_for_both_detectors(text: &str) {
+    /// A real MPICH sweep (ch4:ucx, `UCX_RNDV_THRESH=20000`) in which the detector
+    /// once found nothing: the switch drops PRTT(1,0,s) 6.4 -> 4.4 us and o_r, the
+    /// gap hardly moves, the first size is off in every series and 31744 B was
+    /// disturbed (gap 8749 us). Both detectors find the one switch.
+    #[test]
+    fn mpich_rendezvous_switch_with_disturbed_sizes_is_found() {
+        let samples = fixture(include_str!("testdata/mpich_ucx_rndv_20000_outlier.json"));
+        for detector in detectors() {
+            let opts = AssessOptions {
+                detector,
+                ..AssessOptions::default()
+            };
+            let a = assess(&samples, &opts).unwrap();
+            assert_eq!(a.changes, vec![20480], "{}", detector.name());
+            assert!(a.changes_shown_by[0].contains(&"prtt_1_0"));
+        }
+    }
+
+    /// A real Open MPI TCP sweep (`btl_tcp_eager_limit=20000`) with a noisy
+    /// rendezvous range: the capped joint cost placed the change two sizes late
+    /// (the first two rendezvous points cost the cap on either side); refining the
+    /// boundary without the cap puts it at the step.
+    #[test]
+    fn open_mpi_tcp_switch_is_placed_at_the_step_despite_a_noisy_range() {
+        let samples = fixture(include_str!("testdata/openmpi_tcp_eager_20000_noisy.json"));
+        for detector in detectors() {
+            let opts = AssessOptions {
+                detector,
+                ..AssessOptions::default()
+            };
+            let a = assess(&samples, &opts).unwrap();
+            assert_eq!(a.changes, vec![20480], "{}", detector.name());
+        }
+    }
+
+    fn fixture(text: &str) -> Vec<Sample> {
         let data: serde_json::Value = serde_json::from_str(text).unwrap();
-        let samples: Vec<Sample> = data["rows"]
+        data["rows"]
             .as_array()
             .unwrap()
             .iter()
@@ -701,7 +849,11 @@ mod tests {
                     or_us: v(5),
                 }
             })
-            .collect();
+            .collect()
+    }
+
+    fn one_range_for_both_detectors(text: &str) {
+        let samples = fixture(text);
         for detector in detectors() {
             let opts = AssessOptions {
                 detector,
