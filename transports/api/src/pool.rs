@@ -49,22 +49,21 @@ impl BufferPool {
         Ok(())
     }
 
+    #[inline]
     fn slot(&self, buffer: BufferId) -> Result<&Slot, TransportError> {
-        self.slots
-            .get(buffer.0 as usize)
-            .and_then(Option::as_ref)
-            .ok_or(TransportError::UnknownBuffer {
-                transport: self.transport,
-                buffer,
-            })
+        match self.slots.get(buffer.0 as usize) {
+            Some(Some(slot)) => Ok(slot),
+            _ => Err(unknown_buffer(self.transport, buffer)),
+        }
     }
 
+    #[inline]
     fn slot_mut(&mut self, buffer: BufferId) -> Result<&mut Slot, TransportError> {
         let transport = self.transport;
-        self.slots
-            .get_mut(buffer.0 as usize)
-            .and_then(Option::as_mut)
-            .ok_or(TransportError::UnknownBuffer { transport, buffer })
+        match self.slots.get_mut(buffer.0 as usize) {
+            Some(Some(slot)) => Ok(slot),
+            _ => Err(unknown_buffer(transport, buffer)),
+        }
     }
 
     fn check_idle(&self, buffer: BufferId) -> Result<(), TransportError> {
@@ -91,6 +90,7 @@ impl BufferPool {
 
     /// The bytes of `region`, checked against the buffer's bounds; ignores the busy
     /// count (the transport itself reads busy buffers while it progresses them).
+    #[inline]
     pub fn region(&self, region: Region) -> Result<&[u8], TransportError> {
         let bytes = &self.slot(region.buffer)?.bytes;
         let range = self.range(region, bytes.len())?;
@@ -98,12 +98,14 @@ impl BufferPool {
     }
 
     /// Mutable bytes of `region`, checked against the buffer's bounds.
+    #[inline]
     pub fn region_mut(&mut self, region: Region) -> Result<&mut [u8], TransportError> {
         let capacity = self.slot(region.buffer)?.bytes.len();
         let range = self.range(region, capacity)?;
         Ok(&mut self.slot_mut(region.buffer)?.bytes[range])
     }
 
+    #[inline]
     fn range(
         &self,
         region: Region,
@@ -135,6 +137,13 @@ impl BufferPool {
             slot.busy = slot.busy.saturating_sub(1);
         }
     }
+}
+
+/// Out of line, so that a lookup on a latency-critical path (a transport's `send`,
+/// inlined) neither builds nor drops an error value when the buffer exists.
+#[cold]
+fn unknown_buffer(transport: &'static str, buffer: BufferId) -> TransportError {
+    TransportError::UnknownBuffer { transport, buffer }
 }
 
 #[cfg(test)]
