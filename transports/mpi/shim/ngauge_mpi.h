@@ -8,7 +8,7 @@
  *
  * Return convention of every int function: 0 on success; a positive MPI error code
  * (describe it with ngm_error_string); or a negative NGM_E_* code from the shim.
- * Not thread safe: callers serialize all calls (ngauge holds a lock).
+ * Not thread safe: ngauge calls it only from the thread that initialized MPI.
  */
 #ifndef NGAUGE_MPI_H
 #define NGAUGE_MPI_H
