@@ -88,6 +88,8 @@ pub struct PairDoc {
     pub ranges: Vec<RangeParams>,
     /// First size of each range after the first.
     pub changes: Vec<u64>,
+    /// For each change, the series it showed in (`gap`, `prtt_1_0`, `o_s`, `o_r`).
+    pub changes_shown_by: Vec<Vec<&'static str>>,
     /// Points whose robust weight ended low.
     pub low_weight_points: Vec<LowWeight>,
     /// Validity warnings of the model.
@@ -127,6 +129,7 @@ pub fn pair_doc(pa: &PairAnalysis, low_weight: f64) -> PairDoc {
         points,
         ranges: a.ranges.clone(),
         changes: a.changes.clone(),
+        changes_shown_by: a.changes_shown_by.clone(),
         low_weight_points: pa
             .points
             .iter()
@@ -186,8 +189,19 @@ pub fn table(pa: &PairAnalysis) -> String {
     );
     out += &t.render();
     if !pa.assessment.changes.is_empty() {
-        let list: Vec<String> = pa.assessment.changes.iter().map(u64::to_string).collect();
-        out += &format!("protocol changes at: {} bytes\n", list.join(", "));
+        let a = &pa.assessment;
+        let list: Vec<String> = a
+            .changes
+            .iter()
+            .enumerate()
+            .map(
+                |(i, c)| match a.changes_shown_by.get(i).filter(|s| !s.is_empty()) {
+                    Some(series) => format!("{c} (in {})", series.join(", ")),
+                    None => c.to_string(),
+                },
+            )
+            .collect();
+        out += &format!("protocol changes at: {} bytes\n", list.join("; "));
     }
     let low: Vec<String> = pa
         .assessment
@@ -439,6 +453,10 @@ mod tests {
     fn json_body_carries_the_contract_fields() {
         let doc = serde_json::to_value(pair_doc(&analysis(), 0.5)).unwrap();
         assert_eq!(doc["changes"], serde_json::json!([8192]));
+        let shown = doc["changes_shown_by"][0]
+            .as_array()
+            .expect("series per change");
+        assert!(!shown.is_empty(), "a change names the series it showed in");
         let p = &doc["points"][0];
         for key in [
             "size",
