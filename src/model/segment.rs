@@ -235,6 +235,8 @@ pub fn best_subset(
     let penalty = 3.0 * (n as f64).ln() * opts.penalty_factor;
     let mut cuts: Vec<usize> = vec![0];
     cuts.extend(candidates.iter().copied().filter(|&c| c > 0 && c < n));
+    cuts.sort_unstable();
+    cuts.dedup();
     cuts.push(n);
     let cost = |a: usize, b: usize| -> f64 {
         if b - a < 3 {
@@ -242,29 +244,7 @@ pub fn best_subset(
         }
         segment_cost(&xs[a..b], &ys[a..b], &sigma[a..b], opts.outlier_cap).map_or(0.0, |(_, c)| c)
     };
-    let m = cuts.len();
-    let mut best = vec![f64::INFINITY; m];
-    let mut from = vec![0usize; m];
-    best[0] = 0.0;
-    for j in 1..m {
-        for i in 0..j {
-            let total = best[i] + cost(cuts[i], cuts[j]) + penalty;
-            if total < best[j] {
-                best[j] = total;
-                from[j] = i;
-            }
-        }
-    }
-    let mut kept = Vec::new();
-    let mut j = m - 1;
-    while j > 0 {
-        j = from[j];
-        if j > 0 {
-            kept.push(cuts[j]);
-        }
-    }
-    kept.reverse();
-    kept
+    optimal_partition(&cuts, penalty, cost)
 }
 
 /// The optimal segmentation of several series measured at the same `xs` jointly:
@@ -432,29 +412,7 @@ pub fn best_subset_joint(
         }
         joint_cost(xs, series, &sigmas, a, b, opts.outlier_cap).unwrap_or(0.0)
     };
-    let m = cuts.len();
-    let mut best = vec![f64::INFINITY; m];
-    let mut from = vec![0usize; m];
-    best[0] = 0.0;
-    for j in 1..m {
-        for i in 0..j {
-            let total = best[i] + cost(cuts[i], cuts[j]) + penalty;
-            if total < best[j] {
-                best[j] = total;
-                from[j] = i;
-            }
-        }
-    }
-    let mut kept = Vec::new();
-    let mut j = m - 1;
-    while j > 0 {
-        j = from[j];
-        if j > 0 {
-            kept.push(cuts[j]);
-        }
-    }
-    kept.reverse();
-    kept
+    optimal_partition(&cuts, penalty, cost)
 }
 
 /// Moves each change `starts[c]` by up to 2 points to where the two neighbouring
@@ -566,6 +524,39 @@ pub fn keep_steps(
         }
         kept.remove(i);
     }
+}
+
+/// Optimal partitioning (Jackson et al. 2005) restricted to `cuts` (ascending, from
+/// 0 to n): the subset of inner cuts minimising the sum of segment costs plus
+/// `penalty` per segment, by dynamic programming over the cuts.
+fn optimal_partition(
+    cuts: &[usize],
+    penalty: f64,
+    cost: impl Fn(usize, usize) -> f64,
+) -> Vec<usize> {
+    let m = cuts.len();
+    let mut best = vec![f64::INFINITY; m];
+    let mut from = vec![0usize; m];
+    best[0] = 0.0;
+    for j in 1..m {
+        for i in 0..j {
+            let total = best[i] + cost(cuts[i], cuts[j]) + penalty;
+            if total < best[j] {
+                best[j] = total;
+                from[j] = i;
+            }
+        }
+    }
+    let mut kept = Vec::new();
+    let mut j = m - 1;
+    while j > 0 {
+        j = from[j];
+        if j > 0 {
+            kept.push(cuts[j]);
+        }
+    }
+    kept.reverse();
+    kept
 }
 
 #[cfg(test)]
