@@ -397,28 +397,25 @@ pub fn plot_svg(pa: &PairAnalysis, title: &str) -> Result<String, String> {
     Ok(svg)
 }
 
+/// Synthetic analyses shared by the report tests.
 #[cfg(test)]
-mod tests {
+pub(crate) mod fixtures {
     use super::*;
     use crate::model::loggp::{assess, AssessOptions, Detector};
     use crate::model::segment::SegmentOptions;
 
-    fn summary(v: f64) -> Summary {
-        Summary::of(&[v]).unwrap()
-    }
-
-    /// A clean sweep with a switch at 8 KiB: gap 2 + 0.001 (s-1) below, 20 +
-    /// 0.0005 (s-1) above.
-    fn analysis() -> PairAnalysis {
-        let sizes: Vec<u64> = (1..=16).map(|k| k * 1024).collect();
-        let points: Vec<Point> = sizes
-            .iter()
-            .map(|&s| {
+    /// A clean sweep 1-16 KiB with gap `g0 + 0.001 (s-1)` below `switch` and
+    /// `g0 + 18 + 0.0005 (s-1)` from it on (no switch when `switch` is `None`);
+    /// `o_r` is `or`.
+    pub(crate) fn synthetic_analysis(g0: f64, or: f64, switch: Option<u64>) -> PairAnalysis {
+        let summary = |v: f64| Summary::of(&[v]).unwrap();
+        let points: Vec<Point> = (1..=16)
+            .map(|k| {
+                let s = k * 1024;
                 let x = s as f64 - 1.0;
-                let (g, big_g) = if s < 8192 {
-                    (2.0, 0.001)
-                } else {
-                    (20.0, 0.0005)
+                let (g, big_g) = match switch {
+                    Some(w) if s >= w => (g0 + 18.0, 0.0005),
+                    _ => (g0, 0.001),
                 };
                 let p1 = 10.0 + 0.002 * x;
                 Point {
@@ -429,7 +426,7 @@ mod tests {
                     prtt_2_0_us: None,
                     prtt_n_0_us: summary(p1 + 9.0 * (g + big_g * x)),
                     prtt_n_d_us: summary(p1 + 9.0 * (1.5 + p1)),
-                    or_us: summary(1.25),
+                    or_us: summary(or),
                     attempts: 1,
                     timed_reps: 3,
                     disturbed_reps: 0,
@@ -447,6 +444,17 @@ mod tests {
             assessment: assess(&samples, &opts).unwrap(),
             points,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A clean sweep with a switch at 8 KiB: gap 2 + 0.001 (s-1) below, 20 +
+    /// 0.0005 (s-1) above.
+    fn analysis() -> PairAnalysis {
+        super::fixtures::synthetic_analysis(2.0, 1.25, Some(8192))
     }
 
     #[test]

@@ -291,54 +291,8 @@ pub fn table(c: &Comparison) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::loggp::{assess, AssessOptions, Detector};
-    use crate::model::segment::SegmentOptions;
-    use crate::patterns::loggp::Point;
-    use crate::stats::Summary;
-
-    fn summary(v: f64) -> Summary {
-        Summary::of(&[v]).unwrap()
-    }
-
-    /// A clean sweep 1-16 KiB with gap `g0 + 0.001 (s-1)` below `switch` and
-    /// `g0 + 18 + 0.0005 (s-1)` from it on (no switch when `switch` is `None`);
-    /// `o_r` is `or`.
     fn analysis(g0: f64, or: f64, switch: Option<u64>) -> PairAnalysis {
-        let points: Vec<Point> = (1..=16)
-            .map(|k| {
-                let s = k * 1024;
-                let x = s as f64 - 1.0;
-                let (g, big_g) = match switch {
-                    Some(w) if s >= w => (g0 + 18.0, 0.0005),
-                    _ => (g0, 0.001),
-                };
-                let p1 = 10.0 + 0.002 * x;
-                Point {
-                    size: s,
-                    n: 10,
-                    d_us: p1,
-                    prtt_1_0_us: summary(p1),
-                    prtt_2_0_us: None,
-                    prtt_n_0_us: summary(p1 + 9.0 * (g + big_g * x)),
-                    prtt_n_d_us: summary(p1 + 9.0 * (1.5 + p1)),
-                    or_us: summary(or),
-                    attempts: 1,
-                    timed_reps: 3,
-                    disturbed_reps: 0,
-                }
-            })
-            .collect();
-        let samples: Vec<_> = points.iter().map(Point::sample).collect();
-        let opts = AssessOptions {
-            detector: Detector::Segmented(SegmentOptions::default()),
-            ..AssessOptions::default()
-        };
-        PairAnalysis {
-            client: 0,
-            server: 1,
-            assessment: assess(&samples, &opts).unwrap(),
-            points,
-        }
+        crate::report::loggp::fixtures::synthetic_analysis(g0, or, switch)
     }
 
     #[test]
