@@ -16,6 +16,7 @@ use ngauge::patterns::loggp::{self as pattern, DelayChoice, PairResult, PairsMod
 use ngauge::report::jsonl::JsonlWriter;
 use ngauge::report::loggp::{self as export, PairAnalysis};
 use ngauge::report::loggp_compare as compare;
+use ngauge::report::progress::Progress;
 use ngauge::report::Meta;
 use ngauge::sizes::parse_sizes;
 use std::path::{Path, PathBuf};
@@ -143,7 +144,8 @@ pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
         };
         let mut stream_error = None;
         // Progress on a terminal only, never into data (rank 0 only).
-        let progress = world.rank == 0 && ngauge::launch::local::stderr_is_terminal();
+        let mut progress =
+            Progress::new(world.rank == 0 && ngauge::launch::local::stderr_is_terminal());
         // One transport: one sweep. Several: interleaved, size by size, alternating
         // transports (see `interleave`).
         let chunks: Vec<(Vec<u64>, usize)> = if several {
@@ -170,13 +172,11 @@ pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
                 world.control.as_mut(),
                 &params,
                 |pair, point| {
-                    if progress {
-                        done += 1;
-                        eprint!(
-                            "\rloggp: {name}, pair {pair}, {} bytes ({done}/{total} points)   ",
-                            point.size
-                        );
-                    }
+                    done += 1;
+                    progress.update(&format!(
+                        "loggp: {name}, pair {pair}, {} bytes ({done}/{total} points)",
+                        point.size
+                    ));
                     if let Some(w) = jsonl.as_mut() {
                         let mut record = serde_json::json!({"pair": pair, "point": point});
                         if several {
@@ -190,9 +190,7 @@ pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
             )?;
             merge(&mut results[i], got);
         }
-        if progress {
-            eprint!("\r{:70}\r", "");
-        }
+        progress.finish();
         if let Some(e) = stream_error {
             return Err(anyhow::Error::new(e).context("writing --output"));
         }

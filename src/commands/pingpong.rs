@@ -7,6 +7,7 @@ use anyhow::Context;
 use ngauge::clock::{FrequencyControl, SystemClock};
 use ngauge::patterns::pingpong::{self, Params, SizeResult, PINGER, PONGER};
 use ngauge::report::jsonl::JsonlWriter;
+use ngauge::report::progress::Progress;
 use ngauge::report::table::Table;
 use ngauge::report::Meta;
 use ngauge::sizes::parse_sizes;
@@ -163,7 +164,7 @@ pub fn run(global: &GlobalArgs, args: &PingpongArgs) -> anyhow::Result<()> {
             ),
             _ => None,
         };
-        let show_progress = rank == 0 && ngauge::launch::local::stderr_is_terminal();
+        let mut progress = Progress::new(rank == 0 && ngauge::launch::local::stderr_is_terminal());
         let mut warnings = Vec::new();
         let mut sweeps = Vec::new();
         let mut waits = Vec::new();
@@ -230,12 +231,10 @@ pub fn run(global: &GlobalArgs, args: &PingpongArgs) -> anyhow::Result<()> {
                         .map_err(|e| format!("writing the output file: {e}"))?;
                     }
                     done += 1;
-                    if show_progress {
-                        eprint!(
-                            "\r\x1b[K{}: {done}/{total} points ({size} B done)",
-                            name.as_str()
-                        );
-                    }
+                    progress.update(&format!(
+                        "{}: {done}/{total} points ({size} B done)",
+                        name.as_str()
+                    ));
                     if die.is_some_and(|(s, r)| s == size && r == rank) {
                         let signal = match std::env::var("NGAUGE_TEST_DIE_SIGNAL").as_deref() {
                             Ok("STOP") => rustix::process::Signal::STOP,
@@ -246,9 +245,7 @@ pub fn run(global: &GlobalArgs, args: &PingpongArgs) -> anyhow::Result<()> {
                     Ok(())
                 },
             );
-            if show_progress {
-                eprint!("\r\x1b[K");
-            }
+            progress.finish();
             sweeps[i].results.extend(results?);
         }
         // Dropping the transports before anything else lets a UDP peer stop

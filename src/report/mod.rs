@@ -7,6 +7,7 @@ pub mod jsonl;
 pub mod loggp;
 pub mod loggp_compare;
 pub mod meta;
+pub mod progress;
 pub mod table;
 
 pub use meta::{BuildFacts, Meta};
