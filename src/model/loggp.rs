@@ -55,6 +55,9 @@ pub struct Sample {
     pub d_us: f64,
     /// Median receive overhead `o_r(s)` timed at the receiver.
     pub or_us: f64,
+    /// Median time of a send call while the receiver is late (the protocol probe of
+    /// [`crate::patterns::loggp`]); `None` in data measured without it.
+    pub send_late_us: Option<f64>,
 }
 
 /// Which protocol-change detector to use.
@@ -269,8 +272,9 @@ pub enum ModelError {
 }
 
 /// The series the detectors cut jointly, in order: the gap per message (eq. 5),
-/// `PRTT(1,0,s)`, `o_s(s)` (eq. 4) and `o_r(s)`.
-pub const SERIES: [&str; 4] = ["gap", "prtt_1_0", "o_s", "o_r"];
+/// `PRTT(1,0,s)`, `o_s(s)` (eq. 4), `o_r(s)`, and the send with a late receiver
+/// when every sample has it.
+pub const SERIES: [&str; 5] = ["gap", "prtt_1_0", "o_s", "o_r", "send_late"];
 
 /// Scale floor for robust fits, us: below the timer's resolution differences mean
 /// nothing, and an exact line must not give its points zero weight.
@@ -285,7 +289,14 @@ pub fn assess(samples: &[Sample], opts: &AssessOptions) -> Result<Assessment, Mo
         return Err(ModelError::TooFewSizes(samples.len()));
     }
     for (i, s) in samples.iter().enumerate() {
-        let values = [s.prtt_1_0_us, s.prtt_n_0_us, s.prtt_n_d_us, s.d_us, s.or_us];
+        let values = [
+            s.prtt_1_0_us,
+            s.prtt_n_0_us,
+            s.prtt_n_d_us,
+            s.d_us,
+            s.or_us,
+            s.send_late_us.unwrap_or(0.0),
+        ];
         if values.iter().any(|v| !v.is_finite()) {
             return Err(ModelError::BadSample {
                 size: s.size,
@@ -311,7 +322,9 @@ pub fn assess(samples: &[Sample], opts: &AssessOptions) -> Result<Assessment, Mo
         .collect();
     let prtt1_us: Vec<f64> = samples.iter().map(|s| s.prtt_1_0_us).collect();
     let or_us: Vec<f64> = samples.iter().map(|s| s.or_us).collect();
-    let series: [&[f64]; 4] = [&gap_us, &prtt1_us, &os_us, &or_us];
+    let send_late_us: Option<Vec<f64>> = samples.iter().map(|s| s.send_late_us).collect();
+    let mut series: Vec<&[f64]> = vec![&gap_us, &prtt1_us, &os_us, &or_us];
+    series.extend(send_late_us.as_deref());
     let (starts, seg_opts) = match &opts.detector {
         Detector::Lookahead(o) => {
             let confirm = SegmentOptions {
@@ -466,6 +479,9 @@ pub(crate) mod synthetic {
         pub or: f64,
         pub g: f64,
         pub big_g: f64,
+        /// Whether a send waits for the receiver (rendezvous) rather than returning
+        /// after `os` (eager).
+        pub synchronous: bool,
     }
 
     /// Deterministic xorshift with Gaussian draws (Box-Muller).
@@ -544,6 +560,11 @@ pub(crate) mod synthetic {
                     prtt_n_d_us: noisy(prttd, &mut rng),
                     d_us: d,
                     or_us: t.or + rng.gauss() * noise.absolute,
+                    // The receiver posts its receive about 1.5 round trips late.
+                    send_late_us: Some(noisy(
+                        t.os + if t.synchronous { 1.5 * prtt1 } else { 0.0 },
+                        &mut rng,
+                    )),
                 }
             })
             .collect()
@@ -561,6 +582,7 @@ mod tests {
         or: 4.0,
         g: 6.0,
         big_g: 0.0008,
+        synchronous: false,
     };
     const RNDV: Truth = Truth {
         l: 20.0,
@@ -568,6 +590,7 @@ mod tests {
         or: 6.0,
         g: 40.0,
         big_g: 0.0005,
+        synchronous: false,
     };
     /// A third protocol: twice the per-byte cost of the second (a jump of 24% at
     /// 40 KiB that grows to 40% at 64 KiB).
@@ -577,6 +600,7 @@ mod tests {
         or: 2.5,
         g: 30.0,
         big_g: 0.0011,
+        synchronous: false,
     };
     const NOISE: Noise = Noise {
         relative: 0.001,
@@ -690,6 +714,7 @@ mod tests {
             or: 0.5,
             g: 1.0,
             big_g: 0.0001,
+            synchronous: false,
         };
         let faster = Truth { l: 1.0, ..SHM };
         let noise = Noise {
@@ -722,6 +747,56 @@ mod tests {
         }
     }
 
+    /// Open MPI's shared-memory switch at its eager limit: the round trip moves by
+    /// 5%, well inside the bimodal noise, and gap and overheads not at all; but from
+    /// the switch on a send waits for its receiver. The send with a late receiver
+    /// shows it in every seed; without that series the same sweeps show nothing.
+    #[test]
+    fn a_rendezvous_switch_too_small_for_the_round_trip_shows_in_the_late_send() {
+        const EAGER: Truth = Truth {
+            l: 3.0,
+            os: 0.5,
+            or: 0.5,
+            g: 1.0,
+            big_g: 0.0001,
+            synchronous: false,
+        };
+        let rendezvous = Truth {
+            l: 3.2,
+            synchronous: true,
+            ..EAGER
+        };
+        let noise = Noise {
+            relative: 0.01,
+            absolute: 0.05,
+            bimodal_p: 0.3,
+            bimodal_us: 1.0,
+        };
+        let sizes: Vec<u64> = (4..=32).map(|k| k * 512).collect();
+        let switch = 8192;
+        for detector in detectors() {
+            let opts = AssessOptions {
+                detector,
+                ..AssessOptions::default()
+            };
+            for seed in 1..=10 {
+                let mut samples = sweep(&sizes, &[EAGER, rendezvous], &[switch], 10, noise, seed);
+                let a = assess(&samples, &opts).unwrap();
+                assert_eq!(a.changes, vec![switch], "{} seed {seed}", detector.name());
+                assert!(
+                    a.changes_shown_by[0].contains(&"send_late"),
+                    "{:?}",
+                    a.changes_shown_by
+                );
+                for s in &mut samples {
+                    s.send_late_us = None;
+                }
+                let blind = assess(&samples, &opts).unwrap();
+                assert!(blind.changes.is_empty(), "seed {seed}: {:?}", blind.changes);
+            }
+        }
+    }
+
     /// The same step without the joint cut: the look-ahead on the gap alone (the
     /// paper's detector) does not see it, which is why the series are cut jointly.
     #[test]
@@ -732,6 +807,7 @@ mod tests {
             or: 0.5,
             g: 1.0,
             big_g: 0.0001,
+            synchronous: false,
         };
         let quiet = Noise {
             relative: 0.0,
@@ -847,6 +923,7 @@ mod tests {
                     prtt_n_d_us: v(3),
                     d_us: v(4),
                     or_us: v(5),
+                    send_late_us: None,
                 }
             })
             .collect()

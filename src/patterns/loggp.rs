@@ -20,6 +20,15 @@
 //!   `PRTT(1,0,s)` is about what the answer and the next message need, so twice that
 //!   leaves margin). The times travel to rank 0 over the control channel between
 //!   sizes: no MPI and no side messages in a timed region.
+//! - The send with a late receiver (not in the paper; a protocol probe): in the same
+//!   `o_r` rounds the client times its send call, which starts while the server is
+//!   still spinning (about `1.5 d_G` before it posts the receive). A buffered
+//!   (eager) send returns after `o_s`; a synchronous one (rendezvous: the sender
+//!   waits for the receiver to match before the data moves) returns only once the
+//!   receiver is there, so the series jumps by about the receiver's lateness where
+//!   a stack switches protocol. The paper finds switches in the gap (sec. 2.6),
+//!   where an eager-to-rendezvous switch on shared memory moves by less than the
+//!   noise; here it moves by several round trips.
 //!
 //! A size whose PRTT median exceeds 1.5 times its minimum plus 50 us (most
 //! repetitions slowed by another process, not by the network) is measured again,
@@ -118,6 +127,9 @@ pub struct Point {
     pub prtt_n_d_us: Summary,
     /// Receive overhead `o_r(s)` timed at the server, us.
     pub or_us: Summary,
+    /// The client's send call while the server is late (about `1.5 d_G`), us:
+    /// `o_s` for a buffered (eager) send, about the lateness for a synchronous one.
+    pub send_late_us: Summary,
     /// How often this size was measured (more than once when most repetitions of
     /// an attempt were disturbed, see [`Params::attempts`]).
     pub attempts: usize,
@@ -137,6 +149,7 @@ impl Point {
             prtt_n_d_us: self.prtt_n_d_us.median,
             d_us: self.d_us,
             or_us: self.or_us.median,
+            send_late_us: Some(self.send_late_us.median),
         }
     }
 }
@@ -276,12 +289,12 @@ pub fn run<C: Clock, T: Transport + ?Sized>(
                         let first = exp.client_first(server, tx, rx)?;
                         share_delay(control, Some(first.d_ticks))?;
                         let (n0, nd) = exp.client_second(server, tx, rx, first.d_ticks)?;
-                        exp.client_or(server, tx, rx)?;
+                        let late = exp.client_or(server, tx, rx)?;
                         let slack = clock.rate().to_ticks(Nanos(DISTURBED_SLACK_US * 1e3));
                         disturbed = [&first.prtt_1_0, &n0, &nd]
                             .iter()
                             .any(|t| mostly_disturbed(t, slack));
-                        report = encode_client(attempt as u64, &first, &n0, &nd);
+                        report = encode_client(attempt as u64, &first, &n0, &nd, &late);
                     }
                     (true, Role::Server { client }, Some((tx, rx))) => {
                         exp.server_first(client, tx, rx)?;
@@ -487,17 +500,25 @@ impl<C: Clock, T: Transport + ?Sized> Exchange<'_, C, T> {
 
     /// Client side of the `o_r` phase: one message, then wait for a 1-byte answer;
     /// `reps + 1` rounds (the server discards the first, which it did not wait for).
+    /// Returns the `reps` send calls of the later rounds, made while the server was
+    /// late, in ticks.
     fn client_or(
         &mut self,
         server: Rank,
         tx: BufferId,
         rx: BufferId,
-    ) -> Result<(), TransportError> {
-        for _ in 0..=self.params.reps {
+    ) -> Result<Vec<u64>, TransportError> {
+        let mut late_sends = Vec::with_capacity(self.params.reps);
+        for round in 0..=self.params.reps {
+            let t0 = self.clock.now();
             self.transport.send(server, tx.prefix(self.size))?;
+            let t1 = self.clock.now();
+            if round > 0 {
+                late_sends.push(t1.since(t0));
+            }
             self.transport.recv(server, rx.prefix(1))?;
         }
-        Ok(())
+        Ok(late_sends)
     }
 
     /// Server side of the `o_r` phase: spin `wait` ticks after each answer, then
@@ -577,13 +598,14 @@ fn decode_u64s(bytes: &mut &[u8]) -> Option<Vec<u64>> {
     (0..len).map(|_| take(bytes)).collect()
 }
 
-fn encode_client(attempts: u64, first: &First, n0: &[u64], nd: &[u64]) -> Vec<u8> {
+fn encode_client(attempts: u64, first: &First, n0: &[u64], nd: &[u64], late: &[u64]) -> Vec<u8> {
     let mut out = attempts.to_le_bytes().to_vec();
     out.extend(first.d_ticks.to_le_bytes());
     out.extend(encode_u64s(&first.prtt_1_0));
     out.extend(encode_u64s(first.prtt_2_0.as_deref().unwrap_or(&[])));
     out.extend(encode_u64s(n0));
     out.extend(encode_u64s(nd));
+    out.extend(encode_u64s(late));
     out
 }
 
@@ -607,6 +629,7 @@ fn decode_point<C: Clock>(
     let p2 = decode_u64s(&mut c).ok_or(bad(client))?;
     let n0 = decode_u64s(&mut c).ok_or(bad(client))?;
     let nd = decode_u64s(&mut c).ok_or(bad(client))?;
+    let late = decode_u64s(&mut c).ok_or(bad(client))?;
     let mut s = server_bytes;
     let or = decode_u64s(&mut s).ok_or(bad(client + 1))?;
     let rate = clock.rate();
@@ -640,6 +663,7 @@ fn decode_point<C: Clock>(
         prtt_n_0_us: us(&n0, client)?,
         prtt_n_d_us: us(&nd, client)?,
         or_us: us(&or, client + 1)?,
+        send_late_us: us(&late, client)?,
     })
 }
 
@@ -703,6 +727,155 @@ mod tests {
         }
     }
 
+    /// The in-process transport with a rendezvous protocol from `limit` bytes on:
+    /// such a send returns only after the receiver has taken the message and
+    /// acknowledged it (as MPI_Send does above an eager limit).
+    struct Synchronous {
+        inner: inproc::InprocTransport,
+        limit: usize,
+        ack: Option<BufferId>,
+    }
+
+    impl Synchronous {
+        fn ack(&mut self) -> Result<ngauge_transport::Region, TransportError> {
+            let ack = match self.ack {
+                Some(a) => a,
+                None => *self.ack.insert(self.inner.alloc_buffer(1)?),
+            };
+            Ok(ack.prefix(1))
+        }
+    }
+
+    impl Transport for Synchronous {
+        fn name(&self) -> &'static str {
+            "synchronous"
+        }
+        fn rank(&self) -> Rank {
+            self.inner.rank()
+        }
+        fn size(&self) -> usize {
+            self.inner.size()
+        }
+        fn capabilities(&self) -> ngauge_transport::Capabilities {
+            self.inner.capabilities()
+        }
+        fn wait_mode(&self) -> ngauge_transport::WaitMode {
+            self.inner.wait_mode()
+        }
+        fn alloc_buffer(&mut self, len: usize) -> Result<BufferId, TransportError> {
+            self.inner.alloc_buffer(len)
+        }
+        fn free_buffer(&mut self, b: BufferId) -> Result<(), TransportError> {
+            self.inner.free_buffer(b)
+        }
+        fn buffer(&self, b: BufferId) -> Result<&[u8], TransportError> {
+            self.inner.buffer(b)
+        }
+        fn buffer_mut(&mut self, b: BufferId) -> Result<&mut [u8], TransportError> {
+            self.inner.buffer_mut(b)
+        }
+        fn send(
+            &mut self,
+            peer: Rank,
+            region: ngauge_transport::Region,
+        ) -> Result<(), TransportError> {
+            self.inner.send(peer, region)?;
+            if region.len >= self.limit {
+                let ack = self.ack()?;
+                self.inner.recv(peer, ack)?;
+            }
+            Ok(())
+        }
+        fn recv(
+            &mut self,
+            peer: Rank,
+            region: ngauge_transport::Region,
+        ) -> Result<(), TransportError> {
+            self.inner.recv(peer, region)?;
+            if region.len >= self.limit {
+                let ack = self.ack()?;
+                self.inner.send(peer, ack)?;
+            }
+            Ok(())
+        }
+        fn isend(
+            &mut self,
+            peer: Rank,
+            region: ngauge_transport::Region,
+        ) -> Result<ngauge_transport::RequestId, TransportError> {
+            self.inner.isend(peer, region)
+        }
+        fn irecv(
+            &mut self,
+            peer: Rank,
+            region: ngauge_transport::Region,
+        ) -> Result<ngauge_transport::RequestId, TransportError> {
+            self.inner.irecv(peer, region)
+        }
+        fn test(&mut self, request: ngauge_transport::RequestId) -> Result<bool, TransportError> {
+            self.inner.test(request)
+        }
+        fn wait(&mut self, request: ngauge_transport::RequestId) -> Result<(), TransportError> {
+            self.inner.wait(request)
+        }
+    }
+
+    /// The protocol probe: below the limit a send returns at once however late the
+    /// receiver is; from the limit on it waits for the receiver, who posts its
+    /// receive `2 d_G` after its previous answer, so the send takes about as long
+    /// as a round trip or more. Ratios within one run, on the minimum (the
+    /// threads may be descheduled, never sped up).
+    #[test]
+    fn a_send_that_waits_for_the_receiver_shows_in_send_late() {
+        let limit = 1024;
+        let params = Params {
+            reps: 15,
+            ..small(
+                vec![256, 512, 1024, 2048],
+                DelayChoice::OneRtt,
+                PairsMode::InTurn,
+            )
+        };
+        let handles: Vec<_> = inproc::world(2)
+            .into_iter()
+            .map(|(t, mut c)| {
+                let params = params.clone();
+                std::thread::spawn(move || {
+                    let clock = SystemClock::new(TimerSource::detect(), TickRate::new(1e9));
+                    let mut t = Synchronous {
+                        inner: t,
+                        limit,
+                        ack: None,
+                    };
+                    run(&clock, &mut t, &mut c, &params, |_, _| {})
+                })
+            })
+            .collect();
+        let mut results: Vec<Vec<PairResult>> = handles
+            .into_iter()
+            .map(|h| h.join().unwrap().unwrap())
+            .collect();
+        let points = results.swap_remove(0).swap_remove(0).points;
+        for p in &points {
+            let late = p.send_late_us.median;
+            if (p.size as usize) < limit {
+                assert!(
+                    late < 0.5 * p.d_us,
+                    "eager {} B: {late} us, d {} us",
+                    p.size,
+                    p.d_us
+                );
+            } else {
+                assert!(
+                    late > p.d_us,
+                    "synchronous {} B: {late} us, d {} us",
+                    p.size,
+                    p.d_us
+                );
+            }
+        }
+    }
+
     #[test]
     fn two_rtt_delay_uses_prtt_2_0() {
         let res = run_world(
@@ -751,6 +924,7 @@ mod tests {
             prtt_n_0_us: quiet,
             prtt_n_d_us: quiet,
             or_us: quiet,
+            send_late_us: quiet,
             attempts: 1,
             timed_reps,
             disturbed_reps,

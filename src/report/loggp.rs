@@ -33,6 +33,8 @@ pub struct Spread {
     pub prtt_n_d: Summary,
     /// `o_r(s)`, us.
     pub or: Summary,
+    /// The send call with a late receiver, us.
+    pub send_late: Summary,
 }
 
 /// One size in the JSON document.
@@ -53,6 +55,9 @@ pub struct PointRecord {
     pub os_us: f64,
     /// Median `o_r(s)`, us.
     pub or_us: f64,
+    /// Median send call while the receiver is late (the protocol probe: `o_s` for
+    /// an eager send, about the receiver's lateness for a rendezvous send), us.
+    pub send_late_us: f64,
     /// `(PRTT(n,0,s) - PRTT(1,0,s)) / (n-1)` (eq. 5), us.
     pub gap_us: f64,
     /// The delay `d` used, us.
@@ -88,7 +93,8 @@ pub struct PairDoc {
     pub ranges: Vec<RangeParams>,
     /// First size of each range after the first.
     pub changes: Vec<u64>,
-    /// For each change, the series it showed in (`gap`, `prtt_1_0`, `o_s`, `o_r`).
+    /// For each change, the series it showed in (`gap`, `prtt_1_0`, `o_s`, `o_r`,
+    /// `send_late`).
     pub changes_shown_by: Vec<Vec<&'static str>>,
     /// Points whose robust weight ended low.
     pub low_weight_points: Vec<LowWeight>,
@@ -111,6 +117,7 @@ pub fn pair_doc(pa: &PairAnalysis, low_weight: f64) -> PairDoc {
             prtt_2_0_us: p.prtt_2_0_us.map(|s| s.median),
             os_us: a.os_us[i],
             or_us: p.or_us.median,
+            send_late_us: p.send_late_us.median,
             gap_us: a.gap_us[i],
             d_us: p.d_us,
             fit_weight: a.weights[i],
@@ -120,6 +127,7 @@ pub fn pair_doc(pa: &PairAnalysis, low_weight: f64) -> PairDoc {
                 prtt_n_0: p.prtt_n_0_us,
                 prtt_n_d: p.prtt_n_d_us,
                 or: p.or_us,
+                send_late: p.send_late_us,
             },
         })
         .collect();
@@ -427,6 +435,7 @@ pub(crate) mod fixtures {
                     prtt_n_0_us: summary(p1 + 9.0 * (g + big_g * x)),
                     prtt_n_d_us: summary(p1 + 9.0 * (1.5 + p1)),
                     or_us: summary(or),
+                    send_late_us: summary(1.5),
                     attempts: 1,
                     timed_reps: 3,
                     disturbed_reps: 0,
