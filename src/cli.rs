@@ -352,8 +352,14 @@ pub enum PairsArg {
 /// Protocol-change detector.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DetectorArg {
-    /// The paper's look-ahead (sec. 2.6): --lookahead, --pfact, --floor-us.
+    /// The paper's look-ahead (sec. 2.6) on the gap, o_s, o_r, PRTT(1,0,s) and the
+    /// send with a late receiver, robust to outliers, its changes confirmed by the
+    /// joint segmentation criterion (which also proposes changes): --lookahead,
+    /// --pfact, --floor-us, --penalty.
     Lookahead,
+    /// The paper's look-ahead (sec. 2.6) exactly as written, on the gap per message
+    /// alone, nothing confirmed: --lookahead, --pfact, --floor-us.
+    Paper,
     /// Optimal piecewise-linear segmentation with a BIC penalty (--penalty).
     Segmented,
     /// One range over all sizes.
@@ -410,7 +416,8 @@ pub struct LoggpArgs {
     #[arg(long, default_value_t = 0.15, value_name = "US")]
     pub floor_us: f64,
 
-    /// Segmented detector: multiplier on BIC's per-segment penalty 3 ln N.
+    /// Segmented and look-ahead detectors: multiplier on the joint criterion's
+    /// per-segment penalty (BIC's 3 ln N for one series).
     #[arg(long, default_value_t = 2.0, value_name = "F")]
     pub penalty: f64,
 

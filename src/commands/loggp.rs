@@ -64,7 +64,19 @@ fn plan(args: &LoggpArgs) -> Result<Plan, UsageError> {
         }
     }
     let detector = match args.detector {
-        DetectorArg::Lookahead => Detector::Lookahead(LookaheadOptions {
+        DetectorArg::Lookahead => Detector::Lookahead(
+            LookaheadOptions {
+                lookahead: args.lookahead as usize,
+                pfact: args.pfact,
+                floor: args.floor_us,
+                ..LookaheadOptions::default()
+            },
+            SegmentOptions {
+                penalty_factor: args.penalty,
+                ..SegmentOptions::default()
+            },
+        ),
+        DetectorArg::Paper => Detector::Paper(LookaheadOptions {
             lookahead: args.lookahead as usize,
             pfact: args.pfact,
             floor: args.floor_us,
@@ -490,7 +502,7 @@ mod tests {
         assert_eq!(p.params.delay, DelayChoice::OneRtt);
         assert_eq!(
             p.assess.detector,
-            Detector::Lookahead(LookaheadOptions::default())
+            Detector::Lookahead(LookaheadOptions::default(), SegmentOptions::default())
         );
     }
 

@@ -63,8 +63,14 @@ pub struct Sample {
 /// Which protocol-change detector to use.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Detector {
-    /// The paper's greedy look-ahead (sec. 2.6).
-    Lookahead(LookaheadOptions),
+    /// The paper's greedy look-ahead (sec. 2.6) as written: on the gap per message
+    /// (eq. 5) alone, plain (no robust look-ahead, no adaptive floor, no
+    /// confirmation), for comparison with Netgauge's results.
+    Paper(LookaheadOptions),
+    /// The look-ahead (sec. 2.6) on every series, its changes and the joint
+    /// segmentation's confirmed under the joint criterion with the given options
+    /// (see [`LookaheadOptions::confirm`]).
+    Lookahead(LookaheadOptions, SegmentOptions),
     /// Optimal piecewise-linear segmentation with a BIC penalty.
     Segmented(SegmentOptions),
     /// One range over all sizes.
@@ -72,10 +78,11 @@ pub enum Detector {
 }
 
 impl Detector {
-    /// `lookahead`, `segmented` or `none`.
+    /// `paper`, `lookahead`, `segmented` or `none`.
     pub fn name(&self) -> &'static str {
         match self {
-            Detector::Lookahead(_) => "lookahead",
+            Detector::Paper(_) => "paper",
+            Detector::Lookahead(..) => "lookahead",
             Detector::Segmented(_) => "segmented",
             Detector::None => "none",
         }
@@ -100,7 +107,7 @@ impl Default for AssessOptions {
     fn default() -> Self {
         AssessOptions {
             n: 10,
-            detector: Detector::Lookahead(LookaheadOptions::default()),
+            detector: Detector::Lookahead(LookaheadOptions::default(), SegmentOptions::default()),
             low_weight: 0.5,
             noise_floor_us: 0.15,
         }
@@ -326,10 +333,20 @@ pub fn assess(samples: &[Sample], opts: &AssessOptions) -> Result<Assessment, Mo
     let mut series: Vec<&[f64]> = vec![&gap_us, &prtt1_us, &os_us, &or_us];
     series.extend(send_late_us.as_deref());
     let (starts, seg_opts) = match &opts.detector {
-        Detector::Lookahead(o) => {
+        Detector::Paper(o) => {
+            let plain = LookaheadOptions {
+                robust: false,
+                adaptive_floor: false,
+                confirm: false,
+                ..*o
+            };
+            let found = changepoint::detect(&xs, &gap_us, &plain);
+            (found, SegmentOptions::default())
+        }
+        Detector::Lookahead(o, joint) => {
             let confirm = SegmentOptions {
                 noise_floor: o.floor.max(1e-6),
-                ..SegmentOptions::default()
+                ..*joint
             };
             let mut found: Vec<usize> = series
                 .iter()
@@ -356,6 +373,9 @@ pub fn assess(samples: &[Sample], opts: &AssessOptions) -> Result<Assessment, Mo
         }
         Detector::None => (Vec::new(), SegmentOptions::default()),
     };
+    // Changes from different series (or moved by `refine`) may leave a range too
+    // short to fit a line: merge it into the range before it.
+    let starts = without_short_ranges(&starts, samples.len(), MIN_RANGE_POINTS);
     let shown = segment::shown_by(&xs, &series, &starts, &seg_opts);
     let sigma = local_noise(&xs, &gap_us, opts.noise_floor_us);
     let bounds: Vec<(usize, usize)> = std::iter::once(0)
@@ -455,14 +475,36 @@ pub fn assess(samples: &[Sample], opts: &AssessOptions) -> Result<Assessment, Mo
     })
 }
 
-/// Eq. (6) for a fitted line: squared deviations over degrees of freedom.
+/// Eq. (6) for a robustly fitted line: squared deviations over degrees of freedom,
+/// each weighted by the point's final robust weight (with all weights 1, the
+/// paper's eq. (6)): a point the fit discounted must not dominate the residual of
+/// the fit it did not shape.
 fn eq6(fit: &RobustLine, xs: &[f64], ys: &[f64]) -> f64 {
-    let sse: f64 = xs
+    let (sse, weight) = xs
         .iter()
         .zip(ys)
-        .map(|(x, y)| (y - fit.line.at(*x)).powi(2))
-        .sum();
-    sse / (xs.len().saturating_sub(2).max(1)) as f64
+        .zip(&fit.weights)
+        .fold((0.0, 0.0), |(sse, sum), ((x, y), w)| {
+            (sse + w * (y - fit.line.at(*x)).powi(2), sum + w)
+        });
+    sse / (weight - 2.0).max(1.0)
+}
+
+/// Fewest sizes a protocol range may have: a line needs two.
+const MIN_RANGE_POINTS: usize = 2;
+
+/// `starts` (ascending indices into `n` sizes) without the changes that would leave
+/// a range of fewer than `min` sizes: a too-short range joins the range before it
+/// (the last one, the range before it too).
+fn without_short_ranges(starts: &[usize], n: usize, min: usize) -> Vec<usize> {
+    let mut kept: Vec<usize> = Vec::with_capacity(starts.len());
+    for &s in starts {
+        let from = kept.last().copied().unwrap_or(0);
+        if s >= from + min && s + min <= n {
+            kept.push(s);
+        }
+    }
+    kept
 }
 
 #[cfg(test)]
@@ -632,7 +674,7 @@ mod tests {
 
     fn detectors() -> [Detector; 2] {
         [
-            Detector::Lookahead(LookaheadOptions::default()),
+            Detector::Lookahead(LookaheadOptions::default(), SegmentOptions::default()),
             Detector::Segmented(SegmentOptions::default()),
         ]
     }
@@ -795,6 +837,30 @@ mod tests {
                 assert!(blind.changes.is_empty(), "seed {seed}: {:?}", blind.changes);
             }
         }
+    }
+
+    #[test]
+    fn changes_that_leave_a_range_too_short_to_fit_are_merged() {
+        assert_eq!(without_short_ranges(&[3, 4, 8], 12, 2), vec![3, 8]);
+        assert_eq!(without_short_ranges(&[1, 5, 11], 12, 2), vec![5]);
+        assert_eq!(without_short_ranges(&[2, 4, 6], 8, 2), vec![2, 4, 6]);
+        assert!(without_short_ranges(&[], 5, 2).is_empty());
+    }
+
+    /// A single wild point cannot dominate eq. (6): the robust fit discounts it, so
+    /// does the residual.
+    #[test]
+    fn eq6_weighs_points_as_the_fit_did() {
+        let xs: Vec<f64> = (0..20).map(f64::from).collect();
+        let mut ys: Vec<f64> = xs
+            .iter()
+            .map(|x| 1.0 + 0.5 * x + 0.01 * (x * 7.0).sin())
+            .collect();
+        ys[10] += 1000.0;
+        let fit = huber_line(&xs, &ys, SCALE_FLOOR_US).unwrap();
+        assert!(fit.weights[10] < 0.01);
+        let lsq = eq6(&fit, &xs, &ys);
+        assert!(lsq < 1.0, "eq. (6) {lsq} us^2");
     }
 
     /// The same step without the joint cut: the look-ahead on the gap alone (the

@@ -226,7 +226,8 @@ pub fn table(pa: &PairAnalysis) -> String {
 /// Netgauge's LogGP column file (`size n PRTT(1,0,s) PRTT(n,0,s) PRTT(n,d,s) L o_s
 /// o_r g G lsq`), one line per size, times in us and `G` in us per byte, with the
 /// parameters of the range the size belongs to, so gnuplot scripts written for
-/// Netgauge's output keep working.
+/// Netgauge's output keep working: `lsq` is, as Netgauge's `lsqu(g,G)`, the square
+/// root of eq. (6), in us.
 pub fn netgauge_columns(pa: &PairAnalysis) -> String {
     let mut out = String::from(
         "# ngauge loggp: times in us, G in us/byte; L g G lsq are those of the size's range\n\
@@ -246,7 +247,7 @@ pub fn netgauge_columns(pa: &PairAnalysis) -> String {
             p.or_us.median,
             r.g_us,
             r.big_g_us_per_byte,
-            r.lsq_us2
+            r.lsq_us2.sqrt()
         );
     }
     out
