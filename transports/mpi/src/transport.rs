@@ -502,6 +502,8 @@ impl Transport for MpiTransport {
         // above); out pointers are valid. On the MPI thread (the transport is not Send).
         let rc = unsafe { ffi::ngm_test(slot as c_int, &mut done, &mut got) };
         if done == 0 {
+            // Still MPI's (even on an error): the request stays pending and its
+            // buffers busy.
             caller
                 .check("MPI_Test", rc)
                 .map_err(|e| mpi_error(self.pending[slot].as_ref().expect("looked up").op, e))?;
@@ -516,10 +518,26 @@ impl Transport for MpiTransport {
             return self.wait_blocking(request);
         }
         let slot = self.lookup(request)?;
-        let mut got: c_int = -1;
+        let (mut done, mut got): (c_int, c_int) = (0, -1);
         let caller = Caller::take();
         // SAFETY: as in `test`.
-        let rc = unsafe { ffi::ngm_wait(slot as c_int, &mut got) };
+        let rc = unsafe { ffi::ngm_wait(slot as c_int, &mut done, &mut got) };
+        if done == 0 {
+            // MPI_Wait failed and MPI still holds the request: keep it pending (and
+            // its buffers busy) rather than hand memory MPI owns back to safe code.
+            let op = self.pending[slot].as_ref().expect("looked up").op;
+            return Err(mpi_error(
+                op,
+                caller
+                    .check("MPI_Wait", rc)
+                    .err()
+                    .unwrap_or_else(|| MpiError::Call {
+                        op: "MPI_Wait",
+                        code: ffi::E_HANDLE,
+                        message: "returned with the request still active".into(),
+                    }),
+            ));
+        }
         self.complete("MPI_Wait", slot, rc, got, caller)
     }
 }
