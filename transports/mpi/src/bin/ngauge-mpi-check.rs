@@ -196,6 +196,65 @@ fn errors(t: &mut MpiTransport) -> Check {
         }
         _ => {}
     }
+    t.free_buffer(buf).map_err(e)?;
+    busy(t)
+}
+
+fn is_busy<T>(r: Result<T, TransportError>) -> bool {
+    matches!(r, Err(TransportError::BufferBusy { .. }))
+}
+
+/// Operations on bytes a pending operation uses are refused with `BufferBusy`
+/// before MPI sees them: a receive (blocking or not, point-to-point or collective)
+/// into bytes a pending send reads, and any use of bytes a pending receive writes.
+fn busy(t: &mut MpiTransport) -> Check {
+    let me = t.rank();
+    let buf = t.alloc_buffer(64).map_err(e)?;
+    match me {
+        0 => {
+            fill(&mut t.buffer_mut(buf).map_err(e)?[..16], 0, 16, 0);
+            let sending = t.isend(1, buf.prefix(16)).map_err(e)?;
+            ensure!(
+                is_busy(t.recv(1, buf.region(8, 16))),
+                "a blocking receive into a buffer a pending send reads was accepted"
+            );
+            ensure!(
+                is_busy(t.irecv(1, buf.region(0, 1))),
+                "a receive into a buffer a pending send reads was accepted"
+            );
+            ensure!(
+                is_busy(t.bcast(0, buf.prefix(8))),
+                "a broadcast into a buffer a pending send reads was accepted"
+            );
+            // Another send of the same bytes, and a receive into other bytes, are fine.
+            let again = t.isend(1, buf.prefix(16)).map_err(e)?;
+            let answer = t.irecv(1, buf.region(32, 16)).map_err(e)?;
+            t.wait_all(&[sending, again, answer]).map_err(e)?;
+            verify(&t.buffer(buf).map_err(e)?[32..48], 1, 16, 0)?;
+        }
+        1 => {
+            let receiving = t.irecv(0, buf.prefix(16)).map_err(e)?;
+            ensure!(
+                is_busy(t.send(0, buf.region(15, 1))),
+                "a blocking send from a buffer a pending receive writes was accepted"
+            );
+            ensure!(
+                is_busy(t.isend(0, buf.prefix(1))),
+                "a send from a buffer a pending receive writes was accepted"
+            );
+            ensure!(
+                is_busy(t.recv(0, buf.region(4, 4))),
+                "a second receive into the same bytes was accepted"
+            );
+            let second = t.irecv(0, buf.region(16, 16)).map_err(e)?;
+            t.wait_all(&[receiving, second]).map_err(e)?;
+            verify(&t.buffer(buf).map_err(e)?[..16], 0, 16, 0)?;
+            verify(&t.buffer(buf).map_err(e)?[16..32], 0, 16, 0)?;
+            fill(&mut t.buffer_mut(buf).map_err(e)?[..16], 1, 16, 0);
+            t.send(0, buf.prefix(16)).map_err(e)?;
+        }
+        _ => {}
+    }
     t.free_buffer(buf).map_err(e)
 }
 
