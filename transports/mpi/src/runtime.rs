@@ -340,6 +340,9 @@ impl Mpi {
     }
 }
 
+/// The exit status of a job aborted because requests were left in flight.
+pub(crate) const ABORT_IN_FLIGHT: i32 = 3;
+
 impl Drop for Mpi {
     fn drop(&mut self) {
         let mut state = STATE.lock().unwrap_or_else(|e| e.into_inner());
@@ -348,9 +351,24 @@ impl Drop for Mpi {
             eprintln!("ngauge-mpi: warning: MPI not finalized: its last handle was dropped on another thread");
             return;
         }
+        // SAFETY: reads a counter of the shim, on the MPI thread.
+        let in_flight = unsafe { ffi::ngm_requests_in_flight() };
+        if in_flight > 0 {
+            // A request left behind (a transport dropped with requests pending, a
+            // control-plane collective that timed out) may never complete, and
+            // MPI_Finalize could wait for it forever: end the job instead.
+            eprintln!(
+                "ngauge-mpi: error: {in_flight} MPI request(s) still in flight at the end; \
+                 aborting the job instead of calling MPI_Finalize, which could wait for them"
+            );
+            // SAFETY: MPI is initialized (not finalized yet) and we are on its thread;
+            // MPI_Abort does not return on success.
+            unsafe { ffi::ngm_abort(ABORT_IN_FLIGHT) };
+            std::process::exit(ABORT_IN_FLIGHT);
+        }
         // SAFETY: the last handle on the library is going away: every Comm holds an
-        // Arc<Mpi>, so all communicators were freed (and their requests completed or
-        // leaked deliberately) before this point; we are on the MPI thread.
+        // Arc<Mpi>, so no transport or control plane is left, and no request is in
+        // flight (checked above); we are on the MPI thread.
         unsafe { ffi::ngm_finalize() };
     }
 }

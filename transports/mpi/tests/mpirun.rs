@@ -98,6 +98,37 @@ fn backend_under_mpirun_with_4_ranks() {
     self_test(4);
 }
 
+/// Review findings 4 and 10: an `MpiTransport` dropped with a receive pending leaks
+/// the buffer MPI will write into (memory allocated afterwards stays intact), and
+/// the end of MPI aborts the job instead of calling `MPI_Finalize` with a request
+/// in flight (which may wait forever).
+#[test]
+fn a_transport_dropped_with_a_receive_pending_leaks_and_the_job_aborts() {
+    if !ngauge_mpi::AVAILABLE {
+        eprintln!("skipped: this build has no MPI");
+        return;
+    }
+    let mut cmd = launcher(2);
+    cmd.arg(env!("CARGO_BIN_EXE_ngauge-mpi-check"))
+        .arg("--drop-pending");
+    let out = run_with_limit(cmd, Duration::from_secs(60));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stdout.lines().any(|l| l == "PASS drop-pending"),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(
+        stdout.contains("requests in flight: 1"),
+        "stdout:\n{stdout}"
+    );
+    assert!(!out.status.success(), "stderr:\n{stderr}");
+    assert!(
+        stderr.contains("still in flight") && stderr.contains("aborting the job"),
+        "stderr:\n{stderr}"
+    );
+}
+
 #[test]
 fn mpi_outside_a_launcher_is_a_clear_error() {
     if !ngauge_mpi::AVAILABLE {

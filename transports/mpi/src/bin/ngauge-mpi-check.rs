@@ -556,6 +556,10 @@ fn main() {
             std::process::exit(2);
         }
     };
+    if args.iter().any(|a| a == "--drop-pending") {
+        drop_pending(mpi);
+        return;
+    }
     let me = mpi.rank();
     if me == 0 {
         println!(
@@ -610,6 +614,47 @@ fn main() {
     drop(control);
     drop(mpi);
     std::process::exit(i32::from(failed));
+}
+
+/// `--drop-pending` (2 ranks): rank 0 drops its transport with a receive pending,
+/// then rank 1 sends the message. The transport must leak the receive buffer rather
+/// than free it (memory allocated afterwards, likely at the same address, must not
+/// change when MPI delivers), and the end of MPI must abort the job instead of
+/// finalizing with a request in flight. Rank 0 prints `PASS drop-pending` when its
+/// memory stayed intact; the job then ends with a failure status.
+fn drop_pending(mpi: Arc<Mpi>) {
+    const LEN: usize = 1024;
+    let mut control = MpiControl::new(&mpi).expect("control plane");
+    let mut t = MpiTransport::new(&mpi, MpiOptions::default()).expect("transport");
+    let buf = t.alloc_buffer(LEN).expect("buffer");
+    let mut fresh = Vec::new();
+    if t.rank() == 0 {
+        t.irecv(1, buf.prefix(LEN)).expect("irecv");
+        drop(t);
+        // Where the receive buffer was, if it had been freed.
+        fresh = vec![0xAAu8; LEN];
+        control.barrier().expect("barrier");
+    } else {
+        control.barrier().expect("barrier");
+        fill(&mut t.buffer_mut(buf).expect("buffer")[..], 1, LEN, 0);
+        t.send(0, buf.prefix(LEN)).expect("send");
+        drop(t);
+    }
+    // Gives MPI on rank 0 time and calls to deliver the message.
+    for _ in 0..50 {
+        control.barrier().expect("barrier");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    if mpi.rank() == 0 {
+        if fresh.iter().all(|&b| b == 0xAA) {
+            println!("PASS drop-pending");
+        } else {
+            println!("FAIL rank 0: drop-pending: MPI wrote into memory freed by the drop");
+        }
+        println!("requests in flight: {}", mpi.requests_in_flight());
+    }
+    drop(control);
+    drop(mpi); // aborts the job on rank 0: its receive is still in flight
 }
 
 /// The same loop as `benches/c/mpi_pingpong.c`, through [`MpiTransport`]: every round
