@@ -194,6 +194,11 @@ impl Mpi {
     /// dropped (MPI cannot be initialized twice), on another thread than the one
     /// that initialized it, and in a build without MPI.
     pub fn init() -> Result<Arc<Mpi>, MpiError> {
+        Mpi::init_at(std::env::var("NGAUGE_MPI_THREAD_LEVEL").ok().as_deref())
+    }
+
+    /// [`Mpi::init`] with the value of `NGAUGE_MPI_THREAD_LEVEL` given.
+    fn init_at(level: Option<&str>) -> Result<Arc<Mpi>, MpiError> {
         if !crate::AVAILABLE {
             return Err(MpiError::NotBuilt);
         }
@@ -209,9 +214,10 @@ impl Mpi {
             State::Finalized => return Err(MpiError::Finalized),
             State::Never => {}
         }
-        ON_MPI_THREAD.with(|t| t.set(true));
-        let caller = Caller::take();
-        let required = thread_level_from(std::env::var("NGAUGE_MPI_THREAD_LEVEL").ok().as_deref())?;
+        // This thread becomes the MPI thread only once MPI is up (below): a failed
+        // init must not leave it marked.
+        let caller = Caller(std::marker::PhantomData);
+        let required = thread_level_from(level)?;
         // SAFETY: plain queries, allowed before MPI_Init; no other thread calls MPI
         // (the state mutex is held and MPI is not initialized).
         if unsafe { ffi::ngm_finalized() } != 0 {
@@ -248,6 +254,7 @@ impl Mpi {
             thread_level: provided,
         });
         *state = State::Live(Arc::downgrade(&mpi));
+        ON_MPI_THREAD.with(|t| t.set(true));
         Ok(mpi)
     }
 
@@ -429,6 +436,16 @@ mod tests {
         let other = std::thread::spawn(|| Caller::checked().is_err());
         assert!(other.join().unwrap());
         ON_MPI_THREAD.with(|t| t.set(false));
+    }
+
+    #[test]
+    fn a_failed_init_leaves_the_thread_unmarked() {
+        // Fails before any MPI call (and in a build without MPI, earlier still).
+        assert!(Mpi::init_at(Some("many")).is_err());
+        assert!(
+            matches!(Caller::checked(), Err(MpiError::WrongThread)),
+            "a failed init marked this thread as the MPI thread"
+        );
     }
 
     #[test]
