@@ -282,10 +282,17 @@ impl Mpi {
     /// `MPI_Abort(MPI_COMM_WORLD, code)`: ends every rank of the job (the launcher
     /// reports it). For a rank that failed while others may wait for it: finalizing
     /// instead could wait forever.
+    ///
+    /// Off the MPI thread at a thread level below `MPI_THREAD_MULTIPLE`, where MPI
+    /// may not be called from there, it ends only this process
+    /// (`std::process::exit`); the launcher then ends the job.
     pub fn abort(&self, code: i32) -> ! {
-        // SAFETY: MPI is initialized while `self` lives; MPI_Abort may be called
-        // from any thread and does not return on success.
-        unsafe { ffi::ngm_abort(code) };
+        if Caller::checked().is_ok() || self.thread_level == 3 {
+            // SAFETY: MPI is initialized while `self` lives, and this thread may call
+            // it: it is the thread that initialized MPI, or MPI granted
+            // MPI_THREAD_MULTIPLE. MPI_Abort does not return on success.
+            unsafe { ffi::ngm_abort(code) };
+        }
         std::process::exit(code)
     }
 
