@@ -72,12 +72,13 @@ impl ReduceOp {
     }
 }
 
+/// Whether two regions share a byte. Called before the bounds checks, so the ends
+/// are computed in `u128`, where they cannot overflow (a region that ends past
+/// `usize::MAX` is refused by the bounds check later).
 fn overlap(a: Region, b: Region) -> bool {
-    a.len > 0
-        && b.len > 0
-        && a.buffer == b.buffer
-        && a.offset < b.offset + b.len
-        && b.offset < a.offset + a.len
+    let end = |r: Region| r.offset as u128 + r.len as u128;
+    let start = |r: Region| r.offset as u128;
+    a.len > 0 && b.len > 0 && a.buffer == b.buffer && start(a) < end(b) && start(b) < end(a)
 }
 
 /// Send and receive pointers, checked: bounds, no overlap, receive length.
@@ -453,6 +454,12 @@ mod tests {
         assert!(!overlap(a.region(0, 8), a.region(8, 8)));
         assert!(!overlap(a.region(0, 8), b.region(0, 8)));
         assert!(!overlap(a.region(4, 0), a.region(0, 8)));
+        // Review finding 6: huge offsets must not overflow (a debug-build panic).
+        assert!(overlap(
+            a.region(usize::MAX, 2),
+            a.region(usize::MAX - 1, 4)
+        ));
+        assert!(!overlap(a.region(usize::MAX, 2), a.region(0, 8)));
     }
 
     #[test]
