@@ -2,8 +2,8 @@
 //! feature `mpi`).
 //!
 //! Rank and size come from `MPI_Init_thread`; the control plane is
-//! [`ngauge_mpi::MpiControl`] (MPI's nonblocking collectives on a private
-//! communicator), so `mpirun -np 2 ngauge -t mpi pingpong` needs no rendezvous flag,
+//! [`ngauge_mpi::MpiControl`] (MPI point-to-point messages on `MPI_COMM_WORLD` with
+//! tags of their own, 1 and 2), so `mpirun -np 2 ngauge -t mpi pingpong` needs no rendezvous flag,
 //! and `-t tcp` (or `-t mpi,tcp`) in the same job uses the raw transport with this
 //! same control plane. The peers' table (data address, host, pid) is exchanged with
 //! one allgather. Data addresses: `--data-addr` when given; loopback when every rank

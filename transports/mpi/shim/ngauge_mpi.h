@@ -58,7 +58,8 @@ int ngm_flavor(void);
 double ngm_wtime(void);
 double ngm_wtick(void);
 
-/* Communicators: index 0 is MPI_COMM_WORLD itself; dup returns a new index. */
+/* Communicators: index 0 is MPI_COMM_WORLD itself (the only one ngauge uses: its
+ * control plane has tags of its own there); dup returns a new index. */
 int ngm_comm_dup_world(int *comm);
 int ngm_comm_free(int comm);
 int ngm_comm_rank(int comm, int *rank);

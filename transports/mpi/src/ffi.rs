@@ -67,7 +67,6 @@ shim! {
     fn ngm_wtime() -> c_double;
     fn ngm_wtick() -> c_double;
 
-    fn ngm_comm_free(comm: c_int) -> c_int;
     fn ngm_comm_rank(comm: c_int, rank: *mut c_int) -> c_int;
     fn ngm_comm_size(comm: c_int, size: *mut c_int) -> c_int;
 

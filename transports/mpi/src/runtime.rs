@@ -387,8 +387,8 @@ impl Drop for Mpi {
     }
 }
 
-/// A communicator of the shim (a dup of `MPI_COMM_WORLD`); keeps MPI alive and frees
-/// itself on drop.
+/// A communicator of the shim: always `MPI_COMM_WORLD` (index 0; ngauge makes no
+/// other, see the crate docs), which is never freed. Keeps MPI alive.
 #[derive(Debug)]
 pub(crate) struct Comm {
     pub(crate) index: c_int,
@@ -398,19 +398,6 @@ pub(crate) struct Comm {
 impl Comm {
     pub(crate) fn mpi(&self) -> &Arc<Mpi> {
         &self._mpi
-    }
-}
-
-impl Drop for Comm {
-    fn drop(&mut self) {
-        if self.index == 0 || Caller::checked().is_err() {
-            // MPI_COMM_WORLD is never freed; on another thread, leak it.
-            return;
-        }
-        // SAFETY: the index came from ngm_comm_dup_world and is freed once, here; MPI
-        // is still initialized because `_mpi` is dropped after this body runs; we
-        // are on the MPI thread.
-        unsafe { ffi::ngm_comm_free(self.index) };
     }
 }
 

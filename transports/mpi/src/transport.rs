@@ -6,8 +6,8 @@
 //! followed by `MPI_Test` with a yield between tests when it blocks (so co-located
 //! ranks that outnumber the cores still get to run). Messages are tagged 0 on
 //! `MPI_COMM_WORLD` (a duplicate costs a few ns per message in Open MPI, and the C
-//! ping-pong it is compared with uses the world); the MPI control plane has its own
-//! duplicate, so nothing else in ngauge can match them.
+//! ping-pong it is compared with uses the world); the MPI control plane uses tags 1
+//! and 2 on the same communicator, so nothing else in ngauge can match them.
 
 use crate::ffi;
 use crate::runtime::{Caller, Comm, Mpi, MpiError};
@@ -116,7 +116,7 @@ impl MpiTransport {
         let transport = MpiTransport::new(&mpi, options)?;
         control.barrier().map_err(|e| TransportError::Setup {
             transport: NAME,
-            reason: format!("barrier after MPI_Comm_dup: {e}"),
+            reason: format!("barrier after starting the MPI transport: {e}"),
         })?;
         Ok(transport)
     }

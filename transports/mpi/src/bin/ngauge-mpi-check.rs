@@ -570,7 +570,7 @@ fn main() {
             mpi.thread_level()
         );
     }
-    let mut control = MpiControl::new(&mpi).expect("MPI_Comm_dup for the control plane");
+    let mut control = MpiControl::new(&mpi).expect("the control plane on MPI_COMM_WORLD");
     let mut failed = false;
     let mut report = |name: &str, result: Check, control: &mut MpiControl| {
         if let Err(why) = &result {
@@ -590,7 +590,7 @@ fn main() {
     let result = control_plane(&mut control);
     report("control", result, &mut control);
     for wait in [WaitMode::Poll, WaitMode::Block] {
-        let mut t = MpiTransport::new(&mpi, MpiOptions { wait }).expect("MPI_Comm_dup");
+        let mut t = MpiTransport::new(&mpi, MpiOptions { wait }).expect("the MPI transport");
         let w = wait.as_str();
         report(&format!("pingpong-{w}"), pingpong(&mut t), &mut control);
         report(&format!("exchange-{w}"), exchange(&mut t), &mut control);
@@ -662,7 +662,7 @@ fn drop_pending(mpi: Arc<Mpi>) {
 /// recorded; prints the same line.
 fn bench_pingpong(bytes: usize, reps: usize, warmup: usize) {
     let mpi = Mpi::init().expect("MPI_Init_thread");
-    let mut t = MpiTransport::new(&mpi, MpiOptions::default()).expect("MPI_Comm_dup");
+    let mut t = MpiTransport::new(&mpi, MpiOptions::default()).expect("the MPI transport");
     let buf = t.alloc_buffer(bytes.max(4096)).expect("buffer");
     let region = buf.prefix(bytes);
     let mut half = vec![0f64; reps];
