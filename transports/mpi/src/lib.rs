@@ -45,6 +45,14 @@ mod ffi;
 mod runtime;
 mod transport;
 
+/// The wrapper-output parser of `build.rs`, compiled here for its unit tests.
+#[cfg(test)]
+#[path = "../build/flags.rs"]
+#[allow(dead_code)]
+mod build_flags;
+#[cfg(test)]
+mod build_flags_tests;
+
 pub use coll::{Datatype, ReduceOp};
 pub use control::MpiControl;
 pub use runtime::{launched_by_mpi, launched_by_mpi_from, Flavor, Mpi, MpiError};
