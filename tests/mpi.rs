@@ -78,11 +78,20 @@ mod with_mpi {
         cmd
     }
 
+    /// True (after saying so) when ngauge-mpi has no MPI and the test must be
+    /// skipped; a failure instead when `NGAUGE_REQUIRE_MPI=1` (set by `scripts/test`
+    /// where it installed MPI) says MPI must be there.
     fn skip() -> bool {
-        if !ngauge_mpi::AVAILABLE {
-            eprintln!("skipped: ngauge-mpi was built without an MPI library");
+        if ngauge_mpi::AVAILABLE {
+            return false;
         }
-        !ngauge_mpi::AVAILABLE
+        assert!(
+            std::env::var("NGAUGE_REQUIRE_MPI").map_or(true, |v| v != "1"),
+            "NGAUGE_REQUIRE_MPI=1, but ngauge-mpi was built without MPI (build.rs found \
+             no mpicc or pkg-config MPI; set MPICC)"
+        );
+        eprintln!("skipped: ngauge-mpi was built without an MPI library");
+        true
     }
 
     #[test]
