@@ -46,6 +46,14 @@ fn main() {
         transports.join(",")
     );
     println!("cargo:rustc-env=NGAUGE_BUILD_GIT={git}");
+    // The run-time search paths of the MPI library (ngauge-mpi's links metadata;
+    // see transports/mpi/build.rs): an MPI under /opt loads without LD_LIBRARY_PATH.
+    println!("cargo:rerun-if-env-changed=DEP_NGAUGE_MPI_SHIM_RPATH");
+    if let Some(rpath) = std::env::var_os("DEP_NGAUGE_MPI_SHIM_RPATH") {
+        for dir in std::env::split_paths(&rpath).filter(|d| !d.as_os_str().is_empty()) {
+            println!("cargo:rustc-link-arg=-Wl,-rpath,{}", dir.display());
+        }
+    }
     println!("cargo:rerun-if-changed=build.rs");
     if let Some(git_dir) = output_of("git", &["rev-parse", "--git-dir"]) {
         println!("cargo:rerun-if-changed={git_dir}/HEAD");

@@ -60,23 +60,38 @@ fn mpi_transport_without_the_feature_is_a_usage_error() {
 mod with_mpi {
     use super::*;
 
-    /// The launcher of the MPI this binary links, for `np` ranks.
-    fn mpirun(np: usize, args: &[&str]) -> Command {
+    /// The launcher of the MPI this binary links, with what it needs here.
+    fn launcher() -> Command {
         let mut cmd = Command::new(ngauge_mpi::BUILD_MPIEXEC);
         if ngauge_mpi::BUILD_FLAVOR == "openmpi" {
             cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
                 .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
                 .arg("--oversubscribe");
         }
+        cmd
+    }
+
+    /// The launcher for `np` ranks of `ngauge args`.
+    fn mpirun(np: usize, args: &[&str]) -> Command {
+        let mut cmd = launcher();
         cmd.arg("-n").arg(np.to_string()).arg(NGAUGE).args(args);
         cmd
     }
 
+    /// True (after saying so) when ngauge-mpi has no MPI and the test must be
+    /// skipped; a failure instead when `NGAUGE_REQUIRE_MPI=1` (set by `scripts/test`
+    /// where it installed MPI) says MPI must be there.
     fn skip() -> bool {
-        if !ngauge_mpi::AVAILABLE {
-            eprintln!("skipped: ngauge-mpi was built without an MPI library");
+        if ngauge_mpi::AVAILABLE {
+            return false;
         }
-        !ngauge_mpi::AVAILABLE
+        assert!(
+            std::env::var("NGAUGE_REQUIRE_MPI").map_or(true, |v| v != "1"),
+            "NGAUGE_REQUIRE_MPI=1, but ngauge-mpi was built without MPI (build.rs found \
+             no mpicc or pkg-config MPI; set MPICC)"
+        );
+        eprintln!("skipped: ngauge-mpi was built without an MPI library");
+        true
     }
 
     #[test]
@@ -234,6 +249,39 @@ mod with_mpi {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
         assert!(stderr.contains("needs an MPI launcher"), "stderr: {stderr}");
+    }
+
+    /// Review finding 4: a rank whose start fails after `MPI_Init` (here: its
+    /// launcher variables claim 3 ranks in a job of 2) must `MPI_Abort` the job. It
+    /// used to return the error and call `MPI_Finalize`, which waits for the other
+    /// rank, itself waiting in the control plane for this one until `--timeout`.
+    #[test]
+    fn a_rank_that_fails_after_mpi_init_aborts_the_job() {
+        if skip() {
+            return;
+        }
+        // Two contexts (MPMD): the first rank gets the wrong size, the second not.
+        let args = [
+            "-t",
+            "mpi",
+            "--timeout",
+            "60",
+            "selftest",
+            "barrier-loop",
+            "--count",
+            "3",
+        ];
+        let mut cmd = launcher();
+        cmd.args(["-n", "1", "env", "NGAUGE_RANK=0", "NGAUGE_SIZE=3", NGAUGE])
+            .args(args)
+            .args([":", "-n", "1", NGAUGE])
+            .args(args);
+        let began = Instant::now();
+        let out = run_with_limit(cmd, Duration::from_secs(30));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "stderr: {stderr}");
+        assert!(stderr.contains("started 3 ranks"), "stderr: {stderr}");
+        assert!(began.elapsed() < Duration::from_secs(30));
     }
 
     #[test]

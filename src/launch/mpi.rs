@@ -2,8 +2,8 @@
 //! feature `mpi`).
 //!
 //! Rank and size come from `MPI_Init_thread`; the control plane is
-//! [`ngauge_mpi::MpiControl`] (MPI's nonblocking collectives on a private
-//! communicator), so `mpirun -np 2 ngauge -t mpi pingpong` needs no rendezvous flag,
+//! [`ngauge_mpi::MpiControl`] (MPI point-to-point messages on `MPI_COMM_WORLD` with
+//! tags of their own, 1 and 2), so `mpirun -np 2 ngauge -t mpi pingpong` needs no rendezvous flag,
 //! and `-t tcp` (or `-t mpi,tcp`) in the same job uses the raw transport with this
 //! same control plane. The peers' table (data address, host, pid) is exchanged with
 //! one allgather. Data addresses: `--data-addr` when given; loopback when every rank
@@ -19,6 +19,7 @@ use super::{LaunchError, LaunchOptions};
 use ngauge_mpi::{Mpi, MpiControl, MpiError};
 use ngauge_transport::Control;
 use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs};
+use std::sync::Arc;
 
 /// Whether this process should bootstrap through MPI: `-t` asks for MPI, or an MPI
 /// launcher started it (and no `--rank` says otherwise).
@@ -37,6 +38,23 @@ pub fn start_with(opts: &LaunchOptions, detected: LauncherEnv) -> Result<Started
         MpiError::NotBuilt | MpiError::NoLauncher => LaunchError::Usage(e.to_string()),
         e => LaunchError::Rendezvous(format!("MPI start failed: {e}")),
     })?;
+    match join(&mpi, opts, detected) {
+        Ok(started) => Ok(started),
+        Err(e) => {
+            // MPI is up: returning would drop the last handle and call MPI_Finalize,
+            // which can wait forever for ranks that wait for this one. End the job.
+            eprintln!("ngauge: error: {e}");
+            mpi.abort(if e.is_usage() { 2 } else { 1 })
+        }
+    }
+}
+
+/// The part of [`start_with`] that runs with MPI initialized.
+fn join(
+    mpi: &Arc<Mpi>,
+    opts: &LaunchOptions,
+    detected: LauncherEnv,
+) -> Result<Started, LaunchError> {
     if let Some(size) = detected.size.filter(|&s| s != mpi.size()) {
         return Err(LaunchError::Usage(format!(
             "the launcher ({}) started {size} ranks but {} sees {} ranks: this ngauge \
@@ -48,7 +66,7 @@ pub fn start_with(opts: &LaunchOptions, detected: LauncherEnv) -> Result<Started
             ngauge_mpi::BUILD_MPIEXEC,
         )));
     }
-    let mut control = MpiControl::new(&mpi)
+    let mut control = MpiControl::new(mpi)
         .map_err(|e| LaunchError::Rendezvous(format!("MPI control plane: {e}")))?
         .with_timeout(Some(opts.timeout));
     let (rank, size) = (mpi.rank(), mpi.size());

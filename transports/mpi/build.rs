@@ -8,44 +8,34 @@
 //! `Mpi::init` reports that this build has no MPI, so a workspace build never needs an
 //! MPI installation.
 //!
+//! Run-time search paths the wrapper or pkg-config asks for (`-Wl,-rpath,DIR`; an MPI
+//! under `/opt` needs them unless `LD_LIBRARY_PATH` names it) are passed on:
+//! `cargo:rustc-link-arg` for this package's own binaries and tests, and the links
+//! metadata `rpath` (`DEP_NGAUGE_MPI_SHIM_RPATH`, directories joined like `PATH`),
+//! which the top-level `build.rs` turns into link arguments of `ngauge` (a library's
+//! link arguments do not reach the binaries that depend on it).
+//!
+//! The script reruns when `MPICC`, `MPIEXEC`, `PATH`, `PKG_CONFIG_PATH` or
+//! `PKG_CONFIG_LIBDIR` change, when the wrapper found changes, and, in a stub
+//! build, when a directory of `PATH` changes (an MPI installed later is found).
+//!
 //! Also exported to the crate (for its tests and `info`): `NGAUGE_MPI_FLAVOR`
 //! (`openmpi`, `mpich`, `unknown`, `none`), `NGAUGE_MPI_MPICC`, and
 //! `NGAUGE_MPIEXEC`, the launcher that belongs to the library linked (override with
 //! `MPIEXEC`).
 
+#[path = "build/flags.rs"]
+mod flags;
+
+use flags::{parse, Flags};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-#[derive(Default, Debug)]
-struct Flags {
-    includes: Vec<PathBuf>,
-    defines: Vec<(String, Option<String>)>,
-    lib_dirs: Vec<PathBuf>,
-    libs: Vec<String>,
-}
 
 fn run(program: &str, args: &[&str]) -> Option<String> {
     let out = Command::new(program).args(args).output().ok()?;
     out.status
         .success()
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
-
-/// Splits compiler-wrapper output into the flags we use; unknown flags are ignored.
-fn parse(words: &str, flags: &mut Flags) {
-    for word in words.split_whitespace() {
-        if let Some(dir) = word.strip_prefix("-I") {
-            flags.includes.push(dir.into());
-        } else if let Some(def) = word.strip_prefix("-D") {
-            let mut parts = def.splitn(2, '=');
-            let name = parts.next().unwrap_or_default().to_string();
-            flags.defines.push((name, parts.next().map(str::to_string)));
-        } else if let Some(dir) = word.strip_prefix("-L") {
-            flags.lib_dirs.push(dir.into());
-        } else if let Some(lib) = word.strip_prefix("-l") {
-            flags.libs.push(lib.to_string());
-        }
-    }
 }
 
 fn from_wrapper(mpicc: &str) -> Option<(Flags, &'static str)> {
@@ -124,6 +114,15 @@ fn main() {
     println!("cargo:rerun-if-env-changed=MPICC");
     println!("cargo:rerun-if-env-changed=MPIEXEC");
     println!("cargo:rerun-if-env-changed=NGAUGE_MPI_STUB");
+    println!("cargo:rerun-if-changed=build/flags.rs");
+    for var in [
+        "PATH",
+        "PKG_CONFIG_PATH",
+        "PKG_CONFIG_LIBDIR",
+        "PKG_CONFIG_SYSROOT_DIR",
+    ] {
+        println!("cargo:rerun-if-env-changed={var}");
+    }
     println!("cargo::rustc-check-cfg=cfg(ngauge_mpi_stub)");
 
     let mpicc = std::env::var("MPICC").unwrap_or_else(|_| "mpicc".into());
@@ -138,6 +137,14 @@ fn main() {
              pkg-config); building without MPI. Install libopenmpi-dev or libmpich-dev, or \
              set MPICC."
         );
+        // Installing MPI adds its wrapper to a directory of PATH: look again then.
+        for dir in std::env::var_os("PATH")
+            .iter()
+            .flat_map(std::env::split_paths)
+            .filter(|d| d.is_dir())
+        {
+            println!("cargo:rerun-if-changed={}", dir.display());
+        }
         println!("cargo:rustc-cfg=ngauge_mpi_stub");
         println!("cargo:rustc-env=NGAUGE_MPI_FLAVOR=none");
         println!("cargo:rustc-env=NGAUGE_MPI_MPICC=");
@@ -165,6 +172,15 @@ fn main() {
     }
     for lib in &flags.libs {
         println!("cargo:rustc-link-lib=dylib={lib}");
+    }
+    for dir in &flags.rpaths {
+        println!("cargo:rustc-link-arg=-Wl,-rpath,{}", dir.display());
+    }
+    if let Ok(joined) = std::env::join_paths(&flags.rpaths) {
+        println!("cargo:rpath={}", joined.to_string_lossy());
+    }
+    if let Some(wrapper) = on_path(&mpicc) {
+        println!("cargo:rerun-if-changed={}", wrapper.display());
     }
     println!("cargo:rustc-env=NGAUGE_MPI_FLAVOR={flavor}");
     println!("cargo:rustc-env=NGAUGE_MPI_MPICC={mpicc}");

@@ -8,7 +8,7 @@
 
 use crate::control::{Control, ControlError};
 use crate::error::TransportError;
-use crate::pool::BufferPool;
+use crate::pool::{Access, BufferPool};
 use crate::transport::{BufferId, Capabilities, Rank, Region, RequestId, Transport, WaitMode};
 use std::collections::{HashMap, VecDeque};
 use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
@@ -155,7 +155,7 @@ impl InprocTransport {
                 unreachable!("pending_recvs holds only receive requests");
             };
             self.pending_recvs[peer].pop_front();
-            self.pool.release(region.buffer);
+            self.pool.release_region(region, Access::Write);
             self.requests.insert(request, Pending::RecvDone);
             self.deliver(peer, region, message)?;
         }
@@ -201,7 +201,7 @@ impl Transport for InprocTransport {
 
     fn send(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
         self.check_peer(peer)?;
-        let message = self.pool.region(region)?.to_vec();
+        let message = self.pool.region_for_read(region)?.to_vec();
         self.to[peer]
             .as_ref()
             .expect("checked peer")
@@ -221,7 +221,7 @@ impl Transport for InprocTransport {
 
     fn irecv(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {
         self.check_peer(peer)?;
-        self.pool.acquire(region)?;
+        self.pool.acquire_write(region)?;
         let request = self.new_request(Pending::Recv { peer, region });
         self.pending_recvs[peer].push_back(request);
         Ok(request)

@@ -46,7 +46,7 @@ pub mod util;
 
 pub use control::{pack, unpack, Control, ControlError};
 pub use error::TransportError;
-pub use pool::BufferPool;
+pub use pool::{Access, BufferPool};
 pub use transport::{
     BufferId, Capabilities, Counters, Rank, Region, RequestId, Transport, WaitMode,
 };

@@ -1,11 +1,35 @@
 //! Plain heap buffers with busy tracking, for transports that need no registration
 //! (TCP, UDP, MPI, in-process). Verbs keeps its own registered regions instead.
+//!
+//! # Holds
+//!
+//! A pending operation holds the region it reads or writes, as a reader (a send:
+//! [`Access::Read`]) or as the writer (a receive, a broadcast, a reduction's result:
+//! [`Access::Write`]), like a `RwLock` per byte range: any number of readers may hold
+//! overlapping regions, a writer excludes every other hold on an overlapping region.
+//! Regions that do not overlap never conflict, so an all-to-all can post one receive
+//! per peer into disjoint parts of one buffer. A region of 0 bytes touches no memory
+//! and conflicts with nothing. A conflicting request gets
+//! [`TransportError::BufferBusy`]; blocking operations check the same rule
+//! ([`BufferPool::region_for_read`], [`BufferPool::region_for_write`]), so a blocking
+//! receive into a buffer a pending send reads from fails instead of overwriting it.
+//! While any hold exists, the whole buffer is refused to [`BufferPool::get`],
+//! [`BufferPool::get_mut`] and [`BufferPool::free`].
 
 use crate::error::TransportError;
 use crate::transport::{BufferId, Region};
 
-/// A set of heap buffers addressed by [`BufferId`], each with a busy count held by
-/// pending nonblocking operations.
+/// How a pending operation uses the region it holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Reads it (a send): shared with other readers.
+    Read,
+    /// Writes it (a receive): exclusive.
+    Write,
+}
+
+/// A set of heap buffers addressed by [`BufferId`], each with the holds of the
+/// pending nonblocking operations on it (see the module docs).
 #[derive(Debug)]
 pub struct BufferPool {
     transport: &'static str,
@@ -15,7 +39,41 @@ pub struct BufferPool {
 #[derive(Debug)]
 struct Slot {
     bytes: Vec<u8>,
-    busy: u32,
+    holds: Vec<Hold>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Hold {
+    offset: usize,
+    len: usize,
+    access: Access,
+}
+
+impl Hold {
+    fn of(region: Region, access: Access) -> Hold {
+        Hold {
+            offset: region.offset,
+            len: region.len,
+            access,
+        }
+    }
+
+    /// Whether `self` and a new hold `other` may not coexist. Bounds were checked,
+    /// so `offset + len` does not overflow.
+    fn conflicts(&self, other: &Hold) -> bool {
+        (self.access == Access::Write || other.access == Access::Write)
+            && self.len > 0
+            && other.len > 0
+            && self.offset < other.offset + other.len
+            && other.offset < self.offset + self.len
+    }
+}
+
+impl Slot {
+    #[inline]
+    fn allows(&self, hold: &Hold) -> bool {
+        self.holds.is_empty() || !self.holds.iter().any(|h| h.conflicts(hold))
+    }
 }
 
 impl BufferPool {
@@ -35,7 +93,10 @@ impl BufferPool {
     pub fn alloc(&mut self, len: usize) -> BufferId {
         let mut bytes = Vec::with_capacity(len.max(CACHE_LINE));
         bytes.resize(len, 0);
-        let slot = Some(Slot { bytes, busy: 0 });
+        let slot = Some(Slot {
+            bytes,
+            holds: Vec::new(),
+        });
         if let Some(free) = self.slots.iter().position(Option::is_none) {
             self.slots[free] = slot;
             BufferId(free as u32)
@@ -70,13 +131,15 @@ impl BufferPool {
     }
 
     fn check_idle(&self, buffer: BufferId) -> Result<(), TransportError> {
-        if self.slot(buffer)?.busy > 0 {
-            return Err(TransportError::BufferBusy {
-                transport: self.transport,
-                buffer,
-            });
+        if !self.slot(buffer)?.holds.is_empty() {
+            return Err(busy(self.transport, buffer));
         }
         Ok(())
+    }
+
+    /// Whether any pending operation holds part of `buffer` (false for unknown ones).
+    pub fn is_busy(&self, buffer: BufferId) -> bool {
+        self.slot(buffer).is_ok_and(|s| !s.holds.is_empty())
     }
 
     /// The whole buffer, if it is not busy.
@@ -91,8 +154,8 @@ impl BufferPool {
         Ok(&mut self.slot_mut(buffer)?.bytes)
     }
 
-    /// The bytes of `region`, checked against the buffer's bounds; ignores the busy
-    /// count (the transport itself reads busy buffers while it progresses them).
+    /// The bytes of `region`, checked against the buffer's bounds; ignores holds
+    /// (the transport itself reads busy buffers while it progresses them).
     #[inline]
     pub fn region(&self, region: Region) -> Result<&[u8], TransportError> {
         let bytes = &self.slot(region.buffer)?.bytes;
@@ -100,12 +163,42 @@ impl BufferPool {
         Ok(&bytes[range])
     }
 
-    /// Mutable bytes of `region`, checked against the buffer's bounds.
+    /// Mutable bytes of `region`, checked against the buffer's bounds; ignores holds.
     #[inline]
     pub fn region_mut(&mut self, region: Region) -> Result<&mut [u8], TransportError> {
         let capacity = self.slot(region.buffer)?.bytes.len();
         let range = self.range(region, capacity)?;
         Ok(&mut self.slot_mut(region.buffer)?.bytes[range])
+    }
+
+    /// The bytes of `region` for a blocking send: bounds checked, and refused
+    /// ([`TransportError::BufferBusy`]) while a pending operation writes an
+    /// overlapping region.
+    #[inline]
+    pub fn region_for_read(&self, region: Region) -> Result<&[u8], TransportError> {
+        let slot = self.slot(region.buffer)?;
+        let range = self.range(region, slot.bytes.len())?;
+        if !slot.allows(&Hold::of(region, Access::Read)) {
+            return Err(busy(self.transport, region.buffer));
+        }
+        Ok(&slot.bytes[range])
+    }
+
+    /// Mutable bytes of `region` for a blocking receive: bounds checked, and refused
+    /// while a pending operation reads or writes an overlapping region.
+    #[inline]
+    pub fn region_for_write(&mut self, region: Region) -> Result<&mut [u8], TransportError> {
+        let transport = self.transport;
+        let slot = self.slot_mut(region.buffer)?;
+        let capacity = slot.bytes.len();
+        let range = match region.offset.checked_add(region.len) {
+            Some(end) if end <= capacity => region.offset..end,
+            _ => return Err(out_of_bounds(transport, region, capacity)),
+        };
+        if !slot.allows(&Hold::of(region, Access::Write)) {
+            return Err(busy(transport, region.buffer));
+        }
+        Ok(&mut slot.bytes[range])
     }
 
     #[inline]
@@ -116,28 +209,62 @@ impl BufferPool {
     ) -> Result<std::ops::Range<usize>, TransportError> {
         match region.offset.checked_add(region.len) {
             Some(end) if end <= capacity => Ok(region.offset..end),
-            _ => Err(TransportError::RegionOutOfBounds {
-                transport: self.transport,
-                buffer: region.buffer,
-                offset: region.offset,
-                len: region.len,
-                capacity,
-            }),
+            _ => Err(out_of_bounds(self.transport, region, capacity)),
         }
     }
 
-    /// Marks the buffer busy for one more pending operation (after checking bounds).
-    pub fn acquire(&mut self, region: Region) -> Result<(), TransportError> {
+    /// Holds `region` for a pending operation that uses it as `access` says (after
+    /// checking bounds); fails with [`TransportError::BufferBusy`] when a hold on
+    /// an overlapping region conflicts (see the module docs). Undo with
+    /// [`BufferPool::release_region`].
+    pub fn acquire_as(&mut self, region: Region, access: Access) -> Result<(), TransportError> {
+        let transport = self.transport;
         let capacity = self.slot(region.buffer)?.bytes.len();
         self.range(region, capacity)?;
-        self.slot_mut(region.buffer)?.busy += 1;
+        let hold = Hold::of(region, access);
+        let slot = self.slot_mut(region.buffer)?;
+        if !slot.allows(&hold) {
+            return Err(busy(transport, region.buffer));
+        }
+        slot.holds.push(hold);
         Ok(())
     }
 
-    /// Releases one pending operation's hold on the buffer.
+    /// [`BufferPool::acquire_as`] for a pending send.
+    pub fn acquire_read(&mut self, region: Region) -> Result<(), TransportError> {
+        self.acquire_as(region, Access::Read)
+    }
+
+    /// [`BufferPool::acquire_as`] for a pending receive.
+    pub fn acquire_write(&mut self, region: Region) -> Result<(), TransportError> {
+        self.acquire_as(region, Access::Write)
+    }
+
+    /// Releases the hold [`BufferPool::acquire_as`] took with the same arguments.
+    pub fn release_region(&mut self, region: Region, access: Access) {
+        if let Ok(slot) = self.slot_mut(region.buffer) {
+            let hold = Hold::of(region, access);
+            if let Some(i) = slot.holds.iter().rposition(|h| *h == hold) {
+                slot.holds.swap_remove(i);
+            }
+        }
+    }
+
+    /// A shared hold on `region`, as for a send ([`BufferPool::acquire_read`]). The
+    /// form of the first pool, which had one kind of hold; receives should use
+    /// [`BufferPool::acquire_write`].
+    pub fn acquire(&mut self, region: Region) -> Result<(), TransportError> {
+        self.acquire_read(region)
+    }
+
+    /// Releases one read hold on `buffer` (the counterpart of
+    /// [`BufferPool::acquire`]; holds taken with [`BufferPool::acquire_as`] are
+    /// released with [`BufferPool::release_region`]).
     pub fn release(&mut self, buffer: BufferId) {
         if let Ok(slot) = self.slot_mut(buffer) {
-            slot.busy = slot.busy.saturating_sub(1);
+            if let Some(i) = slot.holds.iter().rposition(|h| h.access == Access::Read) {
+                slot.holds.swap_remove(i);
+            }
         }
     }
 }
@@ -150,6 +277,22 @@ const CACHE_LINE: usize = 64;
 #[cold]
 fn unknown_buffer(transport: &'static str, buffer: BufferId) -> TransportError {
     TransportError::UnknownBuffer { transport, buffer }
+}
+
+#[cold]
+fn busy(transport: &'static str, buffer: BufferId) -> TransportError {
+    TransportError::BufferBusy { transport, buffer }
+}
+
+#[cold]
+fn out_of_bounds(transport: &'static str, region: Region, capacity: usize) -> TransportError {
+    TransportError::RegionOutOfBounds {
+        transport,
+        buffer: region.buffer,
+        offset: region.offset,
+        len: region.len,
+        capacity,
+    }
 }
 
 #[cfg(test)]
@@ -187,6 +330,73 @@ mod tests {
         assert!(pool.region(b.region(1, 4)).is_err());
         assert!(pool.region(b.region(usize::MAX, 2)).is_err());
         assert!(pool.acquire(b.region(3, 2)).is_err());
+    }
+
+    fn is_busy(r: Result<impl Sized, TransportError>) -> bool {
+        matches!(r, Err(TransportError::BufferBusy { .. }))
+    }
+
+    #[test]
+    fn a_pending_send_excludes_writers_but_not_readers() {
+        let mut pool = BufferPool::new("test");
+        let b = pool.alloc(16);
+        pool.acquire_read(b.region(0, 8)).unwrap();
+        // Another send from the same bytes is fine, and so is a blocking send.
+        pool.acquire_read(b.region(4, 8)).unwrap();
+        assert!(pool.region_for_read(b.region(0, 8)).is_ok());
+        // A receive into them, pending or blocking, is not.
+        assert!(is_busy(pool.acquire_write(b.region(7, 2))));
+        assert!(is_busy(pool.region_for_write(b.region(0, 1))));
+        // Bytes no send reads may be received into.
+        pool.acquire_write(b.region(12, 4)).unwrap();
+        assert!(pool.region_for_write(b.region(12, 0)).is_ok());
+        pool.release_region(b.region(0, 8), Access::Read);
+        pool.release_region(b.region(4, 8), Access::Read);
+        pool.release_region(b.region(12, 4), Access::Write);
+        assert!(pool.region_for_write(b.region(0, 16)).is_ok());
+        assert!(!pool.is_busy(b));
+        pool.free(b).unwrap();
+    }
+
+    #[test]
+    fn a_pending_receive_excludes_everything_on_its_bytes() {
+        let mut pool = BufferPool::new("test");
+        let b = pool.alloc(16);
+        pool.acquire_write(b.region(8, 8)).unwrap();
+        assert!(is_busy(pool.acquire_read(b.region(15, 1))));
+        assert!(is_busy(pool.acquire_write(b.region(0, 9))));
+        assert!(is_busy(pool.region_for_read(b.region(8, 1))));
+        assert!(is_busy(pool.region_for_write(b.region(10, 2))));
+        assert!(is_busy(pool.get(b)));
+        assert!(is_busy(pool.get_mut(b)));
+        assert!(is_busy(pool.free(b)));
+        // Disjoint parts of one buffer: one receive per peer (an all-to-all).
+        pool.acquire_write(b.region(0, 8)).unwrap();
+        assert!(pool.region_for_read(b.region(0, 0)).is_ok());
+        pool.release_region(b.region(8, 8), Access::Write);
+        assert!(pool.region_for_read(b.region(8, 8)).is_ok());
+        assert!(is_busy(pool.region_for_read(b.region(7, 2))));
+        pool.release_region(b.region(0, 8), Access::Write);
+        pool.free(b).unwrap();
+    }
+
+    #[test]
+    fn holds_are_bounds_checked_and_unknown_buffers_fail() {
+        let mut pool = BufferPool::new("test");
+        let b = pool.alloc(4);
+        assert!(matches!(
+            pool.acquire_write(b.region(usize::MAX, 2)),
+            Err(TransportError::RegionOutOfBounds { .. })
+        ));
+        assert!(matches!(
+            pool.region_for_write(b.region(3, 2)),
+            Err(TransportError::RegionOutOfBounds { .. })
+        ));
+        assert!(matches!(
+            pool.region_for_read(BufferId(9).prefix(1)),
+            Err(TransportError::UnknownBuffer { .. })
+        ));
+        assert!(!pool.is_busy(b));
     }
 
     #[test]

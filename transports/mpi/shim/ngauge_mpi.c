@@ -317,11 +317,19 @@ int ngm_irecv(int comm, void *buf, int len, int peer, int tag, int *req) {
     return started(MPI_Irecv(NZ(buf), len, MPI_BYTE, peer, tag, c, &reqs[slot]), slot, req);
 }
 
-static int finish(int req, int rc, MPI_Status *status, int *got) {
+/* Completes a test or wait. A request MPI freed (MPI_REQUEST_NULL) is retired here,
+ * successful or not, and reported done; one MPI still holds (an error returned
+ * before completion) keeps its slot and is reported not done, whatever rc says: its
+ * buffer still belongs to MPI, so the caller must keep it alive and busy. */
+static int finish(int req, int rc, MPI_Status *status, int *done, int *got) {
     *got = -1;
+    if (reqs[req] != MPI_REQUEST_NULL) {
+        *done = 0;
+        return translate(rc);
+    }
+    *done = 1;
     int is_recv = req_kind[req] == 2;
-    /* MPI frees the request on completion, successful or not. */
-    if (reqs[req] == MPI_REQUEST_NULL) release_req(req);
+    release_req(req);
     if (rc != MPI_SUCCESS) return translate(rc);
     if (is_recv) return status_bytes(status, got);
     return NGM_OK;
@@ -335,16 +343,16 @@ int ngm_test(int req, int *done, int *got) {
     int flag = 0;
     int rc = MPI_Test(&reqs[req], &flag, &status);
     if (rc == MPI_SUCCESS && !flag) return NGM_OK;
-    *done = 1;
-    return finish(req, rc, &status, got);
+    return finish(req, rc, &status, done, got);
 }
 
-int ngm_wait(int req, int *got) {
+int ngm_wait(int req, int *done, int *got) {
+    *done = 0;
     *got = -1;
     if (!req_valid(req)) return NGM_E_HANDLE;
     MPI_Status status;
     int rc = MPI_Wait(&reqs[req], &status);
-    return finish(req, rc, &status, got);
+    return finish(req, rc, &status, done, got);
 }
 
 int ngm_requests_in_flight(void) { return in_flight; }

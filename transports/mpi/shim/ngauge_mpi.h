@@ -58,7 +58,8 @@ int ngm_flavor(void);
 double ngm_wtime(void);
 double ngm_wtick(void);
 
-/* Communicators: index 0 is MPI_COMM_WORLD itself; dup returns a new index. */
+/* Communicators: index 0 is MPI_COMM_WORLD itself (the only one ngauge uses: its
+ * control plane has tags of its own there); dup returns a new index. */
 int ngm_comm_dup_world(int *comm);
 int ngm_comm_free(int comm);
 int ngm_comm_rank(int comm, int *rank);
@@ -69,10 +70,13 @@ int ngm_send(int comm, const void *buf, int len, int peer, int tag);
 int ngm_recv(int comm, void *buf, int len, int peer, int tag, int *got);
 int ngm_isend(int comm, const void *buf, int len, int peer, int tag, int *req);
 int ngm_irecv(int comm, void *buf, int len, int peer, int tag, int *req);
-/* *done is 1 when the request completed (and was retired); *got is the received
- * length for receives, -1 for everything else. */
+/* *done is 1 when MPI freed the request (completed, or failed and freed it) and the
+ * shim retired its slot; then the return code is the operation's outcome. *done is 0
+ * while MPI still holds the request, even when an error is returned: its buffers
+ * still belong to MPI and the slot stays valid. *got is the received length of a
+ * successful receive, -1 for everything else. */
 int ngm_test(int req, int *done, int *got);
-int ngm_wait(int req, int *got);
+int ngm_wait(int req, int *done, int *got);
 /* Number of requests in flight (for leak checks in tests). */
 int ngm_requests_in_flight(void);
 

@@ -14,7 +14,7 @@ use crate::runtime::Caller;
 use crate::transport::{count, invalid, mpi_error, MpiTransport, Op};
 #[allow(unused_imports)] // for the docs
 use ngauge_transport::Transport;
-use ngauge_transport::{Rank, Region, RequestId, TransportError};
+use ngauge_transport::{Access, Rank, Region, RequestId, TransportError};
 use std::os::raw::{c_int, c_void};
 
 /// Element type of a reduction.
@@ -72,12 +72,13 @@ impl ReduceOp {
     }
 }
 
+/// Whether two regions share a byte. Called before the bounds checks, so the ends
+/// are computed in `u128`, where they cannot overflow (a region that ends past
+/// `usize::MAX` is refused by the bounds check later).
 fn overlap(a: Region, b: Region) -> bool {
-    a.len > 0
-        && b.len > 0
-        && a.buffer == b.buffer
-        && a.offset < b.offset + b.len
-        && b.offset < a.offset + a.len
+    let end = |r: Region| r.offset as u128 + r.len as u128;
+    let start = |r: Region| r.offset as u128;
+    a.len > 0 && b.len > 0 && a.buffer == b.buffer && start(a) < end(b) && start(b) < end(a)
 }
 
 /// Send and receive pointers, checked: bounds, no overlap, receive length.
@@ -111,8 +112,14 @@ impl MpiTransport {
                 ),
             ));
         }
-        let send_ptr = self.pool.region(send)?.as_ptr().cast::<c_void>();
-        let recv_ptr = self.pool.region_mut(recv)?.as_mut_ptr().cast::<c_void>();
+        // Checked against pending operations as well: MPI must not write where a
+        // pending send reads, nor read or write where a pending receive writes.
+        let send_ptr = self.pool.region_for_read(send)?.as_ptr().cast::<c_void>();
+        let recv_ptr = self
+            .pool
+            .region_for_write(recv)?
+            .as_mut_ptr()
+            .cast::<c_void>();
         Ok(Pair {
             send: send_ptr,
             recv: recv_ptr,
@@ -175,10 +182,15 @@ impl MpiTransport {
     pub fn bcast(&mut self, root: Rank, region: Region) -> Result<(), TransportError> {
         let root_c = self.check_root("MPI_Bcast", root)?;
         let len = count(region.len)?;
-        let ptr = self.pool.region_mut(region)?.as_mut_ptr().cast::<c_void>();
+        let ptr = self
+            .pool
+            .region_for_write(region)?
+            .as_mut_ptr()
+            .cast::<c_void>();
         let comm = self.comm.index;
         // SAFETY: `ptr` covers `len` bytes of a pool buffer that stays allocated and
-        // unreferenced during the blocking call.
+        // unreferenced during the blocking call, and that no pending operation reads
+        // or writes (`region_for_write`).
         self.blocking("MPI_Bcast", root, || unsafe {
             ffi::ngm_bcast(comm, ptr, len, root_c)
         })
@@ -194,9 +206,10 @@ impl MpiTransport {
             name: "MPI_Ibcast",
             root,
         };
-        // SAFETY: `start` keeps the buffer busy (not freed, not handed out) until the
-        // request completes; `slot` is a valid out pointer.
-        self.start(op, [Some(region), None], |slot| unsafe {
+        // SAFETY: `start` holds the region exclusively (not freed, not handed out,
+        // not used by another operation) until the request completes; `slot` is a
+        // valid out pointer.
+        self.start(op, [Some((region, Access::Write)), None], |slot| unsafe {
             ffi::ngm_ibcast(comm, ptr, len, root_c, slot)
         })
     }
@@ -216,7 +229,8 @@ impl MpiTransport {
         let p = self.pair("MPI_Reduce", send, recv, send.len)?;
         let comm = self.comm.index;
         // SAFETY: `p` holds checked, non-overlapping pointers into live pool buffers
-        // of `send.len` bytes each; the call is blocking.
+        // of `send.len` bytes each, clear of pending operations (`pair`); the call
+        // is blocking.
         self.blocking("MPI_Reduce", root, || unsafe {
             ffi::ngm_reduce(comm, p.send, p.recv, n, dtype.code(), op.code(), root_c)
         })
@@ -239,19 +253,24 @@ impl MpiTransport {
             name: "MPI_Ireduce",
             root,
         };
-        // SAFETY: both buffers stay busy until the request completes (see `start`).
-        self.start(o, [Some(send), Some(recv)], |slot| unsafe {
-            ffi::ngm_ireduce(
-                comm,
-                p.send,
-                p.recv,
-                n,
-                dtype.code(),
-                op.code(),
-                root_c,
-                slot,
-            )
-        })
+        // SAFETY: both regions stay held (send shared, receive exclusive) until the
+        // request completes (see `start`).
+        self.start(
+            o,
+            [Some((send, Access::Read)), Some((recv, Access::Write))],
+            |slot| unsafe {
+                ffi::ngm_ireduce(
+                    comm,
+                    p.send,
+                    p.recv,
+                    n,
+                    dtype.code(),
+                    op.code(),
+                    root_c,
+                    slot,
+                )
+            },
+        )
     }
 
     /// `MPI_Allreduce` of `send` into `recv` (same length).
@@ -287,9 +306,13 @@ impl MpiTransport {
             root: 0,
         };
         // SAFETY: as in `ireduce`.
-        self.start(o, [Some(send), Some(recv)], |slot| unsafe {
-            ffi::ngm_iallreduce(comm, p.send, p.recv, n, dtype.code(), op.code(), slot)
-        })
+        self.start(
+            o,
+            [Some((send, Access::Read)), Some((recv, Access::Write))],
+            |slot| unsafe {
+                ffi::ngm_iallreduce(comm, p.send, p.recv, n, dtype.code(), op.code(), slot)
+            },
+        )
     }
 
     /// `MPI_Gather`: every rank's `send` lands at `rank * send.len` in `recv` on
@@ -333,9 +356,11 @@ impl MpiTransport {
             root,
         };
         // SAFETY: as in `gather`; both buffers stay busy until completion.
-        self.start(o, [Some(send), Some(recv)], |slot| unsafe {
-            ffi::ngm_igather(comm, p.send, len, p.recv, root_c, slot)
-        })
+        self.start(
+            o,
+            [Some((send, Access::Read)), Some((recv, Access::Write))],
+            |slot| unsafe { ffi::ngm_igather(comm, p.send, len, p.recv, root_c, slot) },
+        )
     }
 
     /// `MPI_Allgather`: every rank's `send` lands at `rank * send.len` in every
@@ -362,9 +387,11 @@ impl MpiTransport {
             root: 0,
         };
         // SAFETY: as in `allgather`; both buffers stay busy until completion.
-        self.start(o, [Some(send), Some(recv)], |slot| unsafe {
-            ffi::ngm_iallgather(comm, p.send, len, p.recv, slot)
-        })
+        self.start(
+            o,
+            [Some((send, Access::Read)), Some((recv, Access::Write))],
+            |slot| unsafe { ffi::ngm_iallgather(comm, p.send, len, p.recv, slot) },
+        )
     }
 
     /// `MPI_Alltoall`: block `j` of `send` (`send.len / size` bytes) goes to rank `j`,
@@ -389,9 +416,11 @@ impl MpiTransport {
             root: 0,
         };
         // SAFETY: as in `alltoall`; both buffers stay busy until completion.
-        self.start(o, [Some(send), Some(recv)], |slot| unsafe {
-            ffi::ngm_ialltoall(comm, p.send, block, p.recv, slot)
-        })
+        self.start(
+            o,
+            [Some((send, Access::Read)), Some((recv, Access::Write))],
+            |slot| unsafe { ffi::ngm_ialltoall(comm, p.send, block, p.recv, slot) },
+        )
     }
 
     fn alltoall_block(&self, op: &'static str, send: Region) -> Result<c_int, TransportError> {
@@ -425,6 +454,12 @@ mod tests {
         assert!(!overlap(a.region(0, 8), a.region(8, 8)));
         assert!(!overlap(a.region(0, 8), b.region(0, 8)));
         assert!(!overlap(a.region(4, 0), a.region(0, 8)));
+        // Review finding 6: huge offsets must not overflow (a debug-build panic).
+        assert!(overlap(
+            a.region(usize::MAX, 2),
+            a.region(usize::MAX - 1, 4)
+        ));
+        assert!(!overlap(a.region(usize::MAX, 2), a.region(0, 8)));
     }
 
     #[test]

@@ -21,6 +21,7 @@ use crate::ffi;
 use crate::runtime::{Caller, Comm, Mpi, MpiError};
 use crate::transport::Backoff;
 use ngauge_transport::{Control, ControlError, Rank};
+use std::cell::Cell;
 use std::os::raw::{c_int, c_void};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -32,14 +33,73 @@ pub struct MpiControl {
     rank: Rank,
     size: usize,
     timeout: Option<Duration>,
-    /// Set when a collective timed out: its request is still in MPI's hands, so the
-    /// communicator cannot be used again.
-    broken: bool,
+    /// Set when a collective failed (timed out, lost a rank, broke the protocol)
+    /// after posting requests: some may still be in MPI's hands, and a receive left
+    /// posted on tags 1-2 of `MPI_COMM_WORLD` would match a later control message,
+    /// so the control plane cannot be used again.
+    broken: Cell<bool>,
 }
 
 // The `Control` trait requires `Send`. Moving the control plane to another thread is
 // allowed; calling MPI from there is not, and every operation checks it first
 // (`Caller::checked`), failing with `ControlError::Invalid`.
+
+/// A posted request: the shim's slot, the peer, and the length a receive expects
+/// (`None` for sends).
+type Posted = (c_int, Rank, Option<usize>);
+
+/// The requests of one exchange step and the memory they read or write (`keep`).
+///
+/// Every request is recorded here as soon as MPI accepted it, before anything else
+/// can fail. [`InFlight::finish`] hands `keep` back once all of them completed; if
+/// the step is dropped before (an error returned early), it marks the control plane
+/// broken and, while requests are still pending, leaks `keep` instead of freeing
+/// memory MPI may still write into.
+struct InFlight<'a, K> {
+    broken: &'a Cell<bool>,
+    keep: Option<K>,
+    reqs: Vec<Posted>,
+}
+
+impl<'a, K> InFlight<'a, K> {
+    fn new(broken: &'a Cell<bool>, keep: K) -> Self {
+        InFlight {
+            broken,
+            keep: Some(keep),
+            reqs: Vec::new(),
+        }
+    }
+
+    /// Records a request MPI accepted, or passes on the error of one it refused.
+    fn post(
+        &mut self,
+        started: Result<c_int, ControlError>,
+        rank: Rank,
+        expected: Option<usize>,
+    ) -> Result<(), ControlError> {
+        self.reqs.push((started?, rank, expected));
+        Ok(())
+    }
+
+    /// The memory back, after every request completed (`wait_all`).
+    fn finish(mut self) -> K {
+        assert!(self.reqs.is_empty(), "finish with requests in flight");
+        self.keep.take().expect("kept until finished")
+    }
+}
+
+impl<K> Drop for InFlight<'_, K> {
+    fn drop(&mut self) {
+        let Some(keep) = self.keep.take() else {
+            return; // finished
+        };
+        self.broken.set(true);
+        if !self.reqs.is_empty() {
+            // MPI still holds pointers into `keep` (receives may write into it).
+            std::mem::forget(keep);
+        }
+    }
+}
 
 impl MpiControl {
     /// The control plane on `MPI_COMM_WORLD` (fails off the MPI thread).
@@ -49,13 +109,13 @@ impl MpiControl {
             rank: mpi.rank(),
             size: mpi.size(),
             timeout: None,
-            broken: false,
+            broken: Cell::new(false),
         })
     }
 
     /// Gives up on a collective after `timeout` (default: wait forever, as a lost
-    /// rank makes the MPI launcher end the whole job anyway). After a timeout the
-    /// control plane refuses further calls.
+    /// rank makes the MPI launcher end the whole job anyway). After a timeout, or
+    /// any other failure of a collective, the control plane refuses further calls.
     pub fn with_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.timeout = timeout;
         self
@@ -78,56 +138,59 @@ impl MpiControl {
 
     fn usable(&self, op: &'static str) -> Result<(), ControlError> {
         Caller::checked().map_err(|e| ControlError::Invalid(format!("{op}: {e}")))?;
-        if self.broken {
+        if self.broken.get() {
             return Err(ControlError::Invalid(format!(
-                "{op} on an MPI control plane that timed out earlier"
+                "{op} on an MPI control plane that failed earlier (timeout or lost rank)"
             )));
         }
         Ok(())
     }
 
-    /// Waits with backoff until every request in `reqs` completed; `keep` owns the
-    /// memory they read or write and is returned, or leaked on a timeout (MPI still
-    /// holds pointers into it). A receive that got another length than posted
-    /// (`expected`, per request; `None` for sends) is a protocol error.
+    /// Waits with backoff until every request of `step` completed, removing each
+    /// from `step` as it does. A receive that got another length than posted is a
+    /// protocol error. On any error the requests still pending stay in `step`, whose
+    /// drop then leaks the memory and marks the control plane broken.
     fn wait_all<K>(
-        &mut self,
+        &self,
         op: &'static str,
-        peers: &[(c_int, Rank, Option<usize>)],
-        keep: K,
-    ) -> Result<K, ControlError> {
-        let mut pending: Vec<(c_int, Rank, Option<usize>)> = peers.to_vec();
+        step: &mut InFlight<'_, K>,
+    ) -> Result<(), ControlError> {
         let began = Instant::now();
         let mut backoff = Backoff::default();
-        while !pending.is_empty() {
+        while !step.reqs.is_empty() {
             let caller =
                 Caller::checked().map_err(|e| ControlError::Invalid(format!("{op}: {e}")))?;
-            let mut still = Vec::with_capacity(pending.len());
-            for &(req, rank, expected) in &pending {
+            let mut i = 0;
+            while i < step.reqs.len() {
+                let (req, rank, expected) = step.reqs[i];
                 let (mut done, mut got): (c_int, c_int) = (0, -1);
-                // SAFETY: `req` is a request this call started and that has not
-                // completed; out pointers are valid; on the MPI thread.
+                // SAFETY: `req` is a request this control plane started and that has
+                // not completed (completed ones leave `step.reqs`); out pointers are
+                // valid; on the MPI thread.
                 let rc = unsafe { ffi::ngm_test(req, &mut done, &mut got) };
+                if done != 0 {
+                    // Retired by the shim, with or without an error.
+                    step.reqs.swap_remove(i);
+                } else {
+                    i += 1;
+                }
                 caller.check(op, rc).map_err(|e| lost(rank, op, e))?;
-                if done == 0 {
-                    still.push((req, rank, expected));
-                } else if let Some(len) = expected.filter(|&len| got as usize != len) {
-                    return Err(ControlError::Protocol {
-                        rank,
-                        detail: format!("{op}: {got} bytes arrived where {len} were announced"),
-                    });
+                if done != 0 {
+                    if let Some(len) = expected.filter(|&len| got as usize != len) {
+                        return Err(ControlError::Protocol {
+                            rank,
+                            detail: format!("{op}: {got} bytes arrived where {len} were announced"),
+                        });
+                    }
                 }
             }
-            pending = still;
-            if pending.is_empty() {
+            if step.reqs.is_empty() {
                 break;
             }
             if let Some(limit) = self.timeout {
                 if began.elapsed() > limit {
-                    self.broken = true;
-                    std::mem::forget(keep);
                     return Err(ControlError::Timeout {
-                        rank: pending[0].1,
+                        rank: step.reqs[0].1,
                         op,
                         after: limit,
                     });
@@ -135,7 +198,7 @@ impl MpiControl {
             }
             backoff.pause();
         }
-        Ok(keep)
+        Ok(())
     }
 
     /// Starts a send of `len` bytes at `ptr` to `peer` (the caller keeps the memory
@@ -152,7 +215,8 @@ impl MpiControl {
         let caller = Caller::checked().map_err(|e| ControlError::Invalid(format!("{op}: {e}")))?;
         let mut req: c_int = -1;
         // SAFETY: `ptr` points at `len` bytes the caller keeps alive and unchanged
-        // until the request completes (`wait_all` owns them); on the MPI thread.
+        // until the request completes (an `InFlight` owns them, and leaks them if it
+        // is dropped before); on the MPI thread.
         let rc = unsafe {
             ffi::ngm_isend(
                 self.comm.index,
@@ -180,7 +244,8 @@ impl MpiControl {
         let caller = Caller::checked().map_err(|e| ControlError::Invalid(format!("{op}: {e}")))?;
         let mut req: c_int = -1;
         // SAFETY: `ptr` points at `len` writable bytes the caller keeps alive and
-        // otherwise unreferenced until the request completes; on the MPI thread.
+        // otherwise unreferenced until the request completes (an `InFlight` owns
+        // them, and leaks them if it is dropped before); on the MPI thread.
         let rc = unsafe {
             ffi::ngm_irecv(
                 self.comm.index,
@@ -205,6 +270,13 @@ fn c_len(op: &'static str, len: usize) -> Result<c_int, ControlError> {
             "{op} of {len} bytes exceeds MPI's 2 GiB count limit"
         ))
     })
+}
+
+/// A little-endian length header (8 bytes: `wait_all` checked the count).
+fn le_u64(header: &[u8]) -> u64 {
+    let mut bytes = [0u8; 8];
+    bytes.copy_from_slice(&header[..8]);
+    u64::from_le_bytes(bytes)
 }
 
 fn lost(rank: Rank, op: &'static str, e: MpiError) -> ControlError {
@@ -234,32 +306,30 @@ impl Control for MpiControl {
         self.usable(OP)?;
         self.check_root(root)?;
         if self.rank == root {
-            let header = Box::new((data.len() as u64).to_le_bytes());
+            let header = (data.len() as u64).to_le_bytes().to_vec();
             let body = std::mem::take(data);
-            let mut reqs = Vec::new();
+            let (header_ptr, body_ptr, len) = (header.as_ptr(), body.as_ptr(), body.len());
+            let mut step = InFlight::new(&self.broken, (header, body));
             for peer in (0..self.size).filter(|&p| p != root) {
-                reqs.push((
-                    self.isend(OP, peer, TAG_LEN, header.as_ptr(), 8)?,
-                    peer,
-                    None,
-                ));
-                reqs.push((
-                    self.isend(OP, peer, TAG_DATA, body.as_ptr(), body.len())?,
-                    peer,
-                    None,
-                ));
+                step.post(self.isend(OP, peer, TAG_LEN, header_ptr, 8), peer, None)?;
+                step.post(self.isend(OP, peer, TAG_DATA, body_ptr, len), peer, None)?;
             }
-            let (_, body) = self.wait_all(OP, &reqs, (header, body))?;
-            *data = body;
+            self.wait_all(OP, &mut step)?;
+            *data = step.finish().1;
             return Ok(());
         }
-        let mut header = Box::new([0u8; 8]);
-        let req = self.irecv(OP, root, TAG_LEN, header.as_mut_ptr(), 8)?;
-        let header = self.wait_all(OP, &[(req, root, Some(8))], header)?;
-        let len = u64::from_le_bytes(*header) as usize;
+        let mut header = [0u8; 8].to_vec();
+        let ptr = header.as_mut_ptr();
+        let mut step = InFlight::new(&self.broken, header);
+        step.post(self.irecv(OP, root, TAG_LEN, ptr, 8), root, Some(8))?;
+        self.wait_all(OP, &mut step)?;
+        let len = le_u64(&step.finish()) as usize;
         let mut body = vec![0u8; len];
-        let req = self.irecv(OP, root, TAG_DATA, body.as_mut_ptr(), len)?;
-        *data = self.wait_all(OP, &[(req, root, Some(len))], body)?;
+        let ptr = body.as_mut_ptr();
+        let mut step = InFlight::new(&self.broken, body);
+        step.post(self.irecv(OP, root, TAG_DATA, ptr, len), root, Some(len))?;
+        self.wait_all(OP, &mut step)?;
+        *data = step.finish();
         Ok(())
     }
 
@@ -268,48 +338,39 @@ impl Control for MpiControl {
         self.usable(OP)?;
         self.check_root(root)?;
         if self.rank != root {
-            let header = Box::new((data.len() as u64).to_le_bytes());
+            let header = (data.len() as u64).to_le_bytes().to_vec();
             let body = data.to_vec();
-            let reqs = [
-                (
-                    self.isend(OP, root, TAG_LEN, header.as_ptr(), 8)?,
-                    root,
-                    None,
-                ),
-                (
-                    self.isend(OP, root, TAG_DATA, body.as_ptr(), body.len())?,
-                    root,
-                    None,
-                ),
-            ];
-            self.wait_all(OP, &reqs, (header, body))?;
+            let (header_ptr, body_ptr, len) = (header.as_ptr(), body.as_ptr(), body.len());
+            let mut step = InFlight::new(&self.broken, (header, body));
+            step.post(self.isend(OP, root, TAG_LEN, header_ptr, 8), root, None)?;
+            step.post(self.isend(OP, root, TAG_DATA, body_ptr, len), root, None)?;
+            self.wait_all(OP, &mut step)?;
+            step.finish();
             return Ok(Vec::new());
         }
         let peers: Vec<Rank> = (0..self.size).filter(|&p| p != root).collect();
-        let mut headers = vec![[0u8; 8]; peers.len()];
-        let mut reqs = Vec::with_capacity(peers.len());
-        for (i, &peer) in peers.iter().enumerate() {
-            reqs.push((
-                self.irecv(OP, peer, TAG_LEN, headers[i].as_mut_ptr(), 8)?,
-                peer,
-                Some(8),
-            ));
+        let mut headers = vec![vec![0u8; 8]; peers.len()];
+        let ptrs: Vec<*mut u8> = headers.iter_mut().map(|h| h.as_mut_ptr()).collect();
+        let mut step = InFlight::new(&self.broken, headers);
+        for (&ptr, &peer) in ptrs.iter().zip(&peers) {
+            step.post(self.irecv(OP, peer, TAG_LEN, ptr, 8), peer, Some(8))?;
         }
-        let headers = self.wait_all(OP, &reqs, headers)?;
+        self.wait_all(OP, &mut step)?;
+        let headers = step.finish();
         let mut parts: Vec<Vec<u8>> = headers
             .iter()
-            .map(|h| vec![0u8; u64::from_le_bytes(*h) as usize])
+            .map(|h| vec![0u8; le_u64(h) as usize])
             .collect();
-        let mut reqs = Vec::with_capacity(peers.len());
-        for (part, &peer) in parts.iter_mut().zip(&peers) {
-            let len = part.len();
-            reqs.push((
-                self.irecv(OP, peer, TAG_DATA, part.as_mut_ptr(), len)?,
-                peer,
-                Some(len),
-            ));
+        let ptrs: Vec<(*mut u8, usize)> = parts
+            .iter_mut()
+            .map(|p| (p.as_mut_ptr(), p.len()))
+            .collect();
+        let mut step = InFlight::new(&self.broken, parts);
+        for (&(ptr, len), &peer) in ptrs.iter().zip(&peers) {
+            step.post(self.irecv(OP, peer, TAG_DATA, ptr, len), peer, Some(len))?;
         }
-        let mut parts = self.wait_all(OP, &reqs, parts)?.into_iter();
+        self.wait_all(OP, &mut step)?;
+        let mut parts = step.finish().into_iter();
         Ok((0..self.size)
             .map(|r| {
                 if r == root {
@@ -333,5 +394,47 @@ mod tests {
             c_len("gather", c_int::MAX as usize + 1),
             Err(ControlError::Invalid(_))
         ));
+    }
+
+    /// Counts its drops, to see whether a step freed or leaked its memory.
+    struct Tracked<'a>(&'a Cell<usize>);
+    impl Drop for Tracked<'_> {
+        fn drop(&mut self) {
+            self.0.set(self.0.get() + 1);
+        }
+    }
+
+    #[test]
+    fn a_step_dropped_with_requests_pending_leaks_its_memory_and_breaks_the_plane() {
+        let (broken, drops) = (Cell::new(false), Cell::new(0));
+        let mut step = InFlight::new(&broken, Tracked(&drops));
+        step.post(Ok(3), 1, Some(8)).unwrap();
+        // The second request fails to start: the first one stays recorded.
+        let failed = step.post(Err(ControlError::Invalid("refused".into())), 2, None);
+        assert!(failed.is_err());
+        assert_eq!(step.reqs.len(), 1);
+        drop(step);
+        assert!(broken.get(), "the control plane must refuse further use");
+        assert_eq!(drops.get(), 0, "memory MPI may write into was freed");
+    }
+
+    #[test]
+    fn a_failed_step_without_pending_requests_frees_but_still_breaks() {
+        let (broken, drops) = (Cell::new(false), Cell::new(0));
+        let step = InFlight::new(&broken, Tracked(&drops));
+        drop(step);
+        assert!(broken.get());
+        assert_eq!(drops.get(), 1);
+    }
+
+    #[test]
+    fn a_finished_step_returns_its_memory_and_leaves_the_plane_usable() {
+        let (broken, drops) = (Cell::new(false), Cell::new(0));
+        let step = InFlight::new(&broken, Tracked(&drops));
+        let kept = step.finish();
+        assert_eq!(drops.get(), 0);
+        drop(kept);
+        assert_eq!(drops.get(), 1);
+        assert!(!broken.get());
     }
 }

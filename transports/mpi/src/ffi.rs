@@ -67,7 +67,6 @@ shim! {
     fn ngm_wtime() -> c_double;
     fn ngm_wtick() -> c_double;
 
-    fn ngm_comm_free(comm: c_int) -> c_int;
     fn ngm_comm_rank(comm: c_int, rank: *mut c_int) -> c_int;
     fn ngm_comm_size(comm: c_int, size: *mut c_int) -> c_int;
 
@@ -76,7 +75,7 @@ shim! {
     fn ngm_isend(comm: c_int, buf: *const c_void, len: c_int, peer: c_int, tag: c_int, req: *mut c_int) -> c_int;
     fn ngm_irecv(comm: c_int, buf: *mut c_void, len: c_int, peer: c_int, tag: c_int, req: *mut c_int) -> c_int;
     fn ngm_test(req: c_int, done: *mut c_int, got: *mut c_int) -> c_int;
-    fn ngm_wait(req: c_int, got: *mut c_int) -> c_int;
+    fn ngm_wait(req: c_int, done: *mut c_int, got: *mut c_int) -> c_int;
     fn ngm_requests_in_flight() -> c_int;
 
     fn ngm_barrier(comm: c_int) -> c_int;

@@ -1,7 +1,7 @@
 //! MPI for ngauge: a [`Transport`](ngauge_transport::Transport) over MPI
 //! point-to-point, MPI's collectives for `coll`, a
-//! [`Control`](ngauge_transport::Control) plane over MPI collectives, and
-//! `MPI_Wtime`.
+//! [`Control`](ngauge_transport::Control) plane over MPI point-to-point messages,
+//! and `MPI_Wtime`.
 //!
 //! The first use of ngauge is comparing an MPI library with the transport under it
 //! (Hoefler et al., "LogGP in theory and practice", measure both with one
@@ -27,9 +27,12 @@
 //! with; Open MPI 4.1 adds ~65 ns to a 1-byte shared-memory latency at any higher
 //! level.
 //!
-//! **Communicators.** The transport sends on `MPI_COMM_WORLD` itself, as a C
-//! benchmark does; the control plane works on its own duplicate, so control messages
-//! can never match data messages.
+//! **Communicators.** There is one: `MPI_COMM_WORLD`. The transport sends on it
+//! with tag 0, as a C benchmark does; the control plane sends on it with tags 1
+//! and 2, which the data plane never uses, so control messages can never match
+//! data messages. No duplicate: `MPI_Comm_dup` (like any nonblocking collective)
+//! leaves Open MPI's libnbc in every later progress loop and slows the data plane
+//! down (see `control`).
 //!
 //! **Builds without MPI.** When `build.rs` finds no MPI the crate still compiles
 //! ([`AVAILABLE`] is false) and [`Mpi::init`] returns [`MpiError::NotBuilt`], so a
@@ -41,6 +44,14 @@ mod control;
 mod ffi;
 mod runtime;
 mod transport;
+
+/// The wrapper-output parser of `build.rs`, compiled here for its unit tests.
+#[cfg(test)]
+#[path = "../build/flags.rs"]
+#[allow(dead_code)]
+mod build_flags;
+#[cfg(test)]
+mod build_flags_tests;
 
 pub use coll::{Datatype, ReduceOp};
 pub use control::MpiControl;

@@ -194,6 +194,11 @@ impl Mpi {
     /// dropped (MPI cannot be initialized twice), on another thread than the one
     /// that initialized it, and in a build without MPI.
     pub fn init() -> Result<Arc<Mpi>, MpiError> {
+        Mpi::init_at(std::env::var("NGAUGE_MPI_THREAD_LEVEL").ok().as_deref())
+    }
+
+    /// [`Mpi::init`] with the value of `NGAUGE_MPI_THREAD_LEVEL` given.
+    fn init_at(level: Option<&str>) -> Result<Arc<Mpi>, MpiError> {
         if !crate::AVAILABLE {
             return Err(MpiError::NotBuilt);
         }
@@ -209,9 +214,10 @@ impl Mpi {
             State::Finalized => return Err(MpiError::Finalized),
             State::Never => {}
         }
-        ON_MPI_THREAD.with(|t| t.set(true));
-        let caller = Caller::take();
-        let required = thread_level_from(std::env::var("NGAUGE_MPI_THREAD_LEVEL").ok().as_deref())?;
+        // This thread becomes the MPI thread only once MPI is up (below): a failed
+        // init must not leave it marked.
+        let caller = Caller(std::marker::PhantomData);
+        let required = thread_level_from(level)?;
         // SAFETY: plain queries, allowed before MPI_Init; no other thread calls MPI
         // (the state mutex is held and MPI is not initialized).
         if unsafe { ffi::ngm_finalized() } != 0 {
@@ -248,6 +254,7 @@ impl Mpi {
             thread_level: provided,
         });
         *state = State::Live(Arc::downgrade(&mpi));
+        ON_MPI_THREAD.with(|t| t.set(true));
         Ok(mpi)
     }
 
@@ -275,10 +282,17 @@ impl Mpi {
     /// `MPI_Abort(MPI_COMM_WORLD, code)`: ends every rank of the job (the launcher
     /// reports it). For a rank that failed while others may wait for it: finalizing
     /// instead could wait forever.
+    ///
+    /// Off the MPI thread at a thread level below `MPI_THREAD_MULTIPLE`, where MPI
+    /// may not be called from there, it ends only this process
+    /// (`std::process::exit`); the launcher then ends the job.
     pub fn abort(&self, code: i32) -> ! {
-        // SAFETY: MPI is initialized while `self` lives; MPI_Abort may be called
-        // from any thread and does not return on success.
-        unsafe { ffi::ngm_abort(code) };
+        if Caller::checked().is_ok() || self.thread_level == 3 {
+            // SAFETY: MPI is initialized while `self` lives, and this thread may call
+            // it: it is the thread that initialized MPI, or MPI granted
+            // MPI_THREAD_MULTIPLE. MPI_Abort does not return on success.
+            unsafe { ffi::ngm_abort(code) };
+        }
         std::process::exit(code)
     }
 
@@ -340,6 +354,9 @@ impl Mpi {
     }
 }
 
+/// The exit status of a job aborted because requests were left in flight.
+pub(crate) const ABORT_IN_FLIGHT: i32 = 3;
+
 impl Drop for Mpi {
     fn drop(&mut self) {
         let mut state = STATE.lock().unwrap_or_else(|e| e.into_inner());
@@ -348,15 +365,30 @@ impl Drop for Mpi {
             eprintln!("ngauge-mpi: warning: MPI not finalized: its last handle was dropped on another thread");
             return;
         }
+        // SAFETY: reads a counter of the shim, on the MPI thread.
+        let in_flight = unsafe { ffi::ngm_requests_in_flight() };
+        if in_flight > 0 {
+            // A request left behind (a transport dropped with requests pending, a
+            // control-plane collective that timed out) may never complete, and
+            // MPI_Finalize could wait for it forever: end the job instead.
+            eprintln!(
+                "ngauge-mpi: error: {in_flight} MPI request(s) still in flight at the end; \
+                 aborting the job instead of calling MPI_Finalize, which could wait for them"
+            );
+            // SAFETY: MPI is initialized (not finalized yet) and we are on its thread;
+            // MPI_Abort does not return on success.
+            unsafe { ffi::ngm_abort(ABORT_IN_FLIGHT) };
+            std::process::exit(ABORT_IN_FLIGHT);
+        }
         // SAFETY: the last handle on the library is going away: every Comm holds an
-        // Arc<Mpi>, so all communicators were freed (and their requests completed or
-        // leaked deliberately) before this point; we are on the MPI thread.
+        // Arc<Mpi>, so no transport or control plane is left, and no request is in
+        // flight (checked above); we are on the MPI thread.
         unsafe { ffi::ngm_finalize() };
     }
 }
 
-/// A communicator of the shim (a dup of `MPI_COMM_WORLD`); keeps MPI alive and frees
-/// itself on drop.
+/// A communicator of the shim: always `MPI_COMM_WORLD` (index 0; ngauge makes no
+/// other, see the crate docs), which is never freed. Keeps MPI alive.
 #[derive(Debug)]
 pub(crate) struct Comm {
     pub(crate) index: c_int,
@@ -366,19 +398,6 @@ pub(crate) struct Comm {
 impl Comm {
     pub(crate) fn mpi(&self) -> &Arc<Mpi> {
         &self._mpi
-    }
-}
-
-impl Drop for Comm {
-    fn drop(&mut self) {
-        if self.index == 0 || Caller::checked().is_err() {
-            // MPI_COMM_WORLD is never freed; on another thread, leak it.
-            return;
-        }
-        // SAFETY: the index came from ngm_comm_dup_world and is freed once, here; MPI
-        // is still initialized because `_mpi` is dropped after this body runs; we
-        // are on the MPI thread.
-        unsafe { ffi::ngm_comm_free(self.index) };
     }
 }
 
@@ -411,6 +430,16 @@ mod tests {
         let other = std::thread::spawn(|| Caller::checked().is_err());
         assert!(other.join().unwrap());
         ON_MPI_THREAD.with(|t| t.set(false));
+    }
+
+    #[test]
+    fn a_failed_init_leaves_the_thread_unmarked() {
+        // Fails before any MPI call (and in a build without MPI, earlier still).
+        assert!(Mpi::init_at(Some("many")).is_err());
+        assert!(
+            matches!(Caller::checked(), Err(MpiError::WrongThread)),
+            "a failed init marked this thread as the MPI thread"
+        );
     }
 
     #[test]

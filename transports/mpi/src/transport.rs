@@ -6,13 +6,13 @@
 //! followed by `MPI_Test` with a yield between tests when it blocks (so co-located
 //! ranks that outnumber the cores still get to run). Messages are tagged 0 on
 //! `MPI_COMM_WORLD` (a duplicate costs a few ns per message in Open MPI, and the C
-//! ping-pong it is compared with uses the world); the MPI control plane has its own
-//! duplicate, so nothing else in ngauge can match them.
+//! ping-pong it is compared with uses the world); the MPI control plane uses tags 1
+//! and 2 on the same communicator, so nothing else in ngauge can match them.
 
 use crate::ffi;
 use crate::runtime::{Caller, Comm, Mpi, MpiError};
 use ngauge_transport::{
-    BufferId, BufferPool, Capabilities, Rank, Region, RequestId, Transport, TransportError,
+    Access, BufferId, BufferPool, Capabilities, Rank, Region, RequestId, Transport, TransportError,
     WaitMode,
 };
 use std::marker::PhantomData;
@@ -49,7 +49,8 @@ pub(crate) enum Op {
 struct Pending {
     generation: u32,
     op: Op,
-    buffers: [Option<BufferId>; 2],
+    /// The regions MPI reads or writes until the request completes.
+    holds: [Option<(Region, Access)>; 2],
 }
 
 /// MPI point-to-point messages (and MPI's collectives, see the `coll` methods)
@@ -115,7 +116,7 @@ impl MpiTransport {
         let transport = MpiTransport::new(&mpi, options)?;
         control.barrier().map_err(|e| TransportError::Setup {
             transport: NAME,
-            reason: format!("barrier after MPI_Comm_dup: {e}"),
+            reason: format!("barrier after starting the MPI transport: {e}"),
         })?;
         Ok(transport)
     }
@@ -156,7 +157,7 @@ impl MpiTransport {
     }
 
     /// The shim's request slot and the generation, packed into one id.
-    fn register(&mut self, slot: c_int, op: Op, buffers: [Option<BufferId>; 2]) -> RequestId {
+    fn register(&mut self, slot: c_int, op: Op, holds: [Option<(Region, Access)>; 2]) -> RequestId {
         let slot = slot as usize;
         if self.pending.len() <= slot {
             self.pending.resize_with(slot + 1, || None);
@@ -165,35 +166,41 @@ impl MpiTransport {
         self.pending[slot] = Some(Pending {
             generation: self.generation,
             op,
-            buffers,
+            holds,
         });
         RequestId((u64::from(self.generation) << 32) | slot as u64)
     }
 
     /// Starts a nonblocking operation whose pointers were taken from `regions`:
-    /// marks them busy, calls `start`, and registers the request.
+    /// holds them in the pool (reads shared, writes exclusive; a conflict with a
+    /// pending operation fails with `BufferBusy` before MPI sees anything), calls
+    /// `start`, and registers the request.
     pub(crate) fn start(
         &mut self,
         op: Op,
-        regions: [Option<Region>; 2],
+        regions: [Option<(Region, Access)>; 2],
         start: impl FnOnce(*mut c_int) -> c_int,
     ) -> Result<RequestId, TransportError> {
-        for region in regions.iter().flatten() {
-            self.pool.acquire(*region)?;
+        for (i, &(region, access)) in regions.iter().flatten().enumerate() {
+            if let Err(e) = self.pool.acquire_as(region, access) {
+                for &(region, access) in regions.iter().flatten().take(i) {
+                    self.pool.release_region(region, access);
+                }
+                return Err(e);
+            }
         }
         let mut slot: c_int = -1;
         let rc = {
             let caller = Caller::take();
             caller.check(op_name(op), start(&mut slot))
         };
-        let buffers = regions.map(|r| r.map(|r| r.buffer));
         if let Err(e) = rc {
-            for buffer in buffers.iter().flatten() {
-                self.pool.release(*buffer);
+            for &(region, access) in regions.iter().flatten() {
+                self.pool.release_region(region, access);
             }
             return Err(mpi_error(op, e));
         }
-        Ok(self.register(slot, op, buffers))
+        Ok(self.register(slot, op, regions))
     }
 
     fn lookup(&self, request: RequestId) -> Result<usize, TransportError> {
@@ -219,8 +226,8 @@ impl MpiTransport {
     ) -> Result<(), TransportError> {
         let verdict = caller.check(call, rc);
         let pending = self.pending[slot].take().expect("looked up");
-        for buffer in pending.buffers.iter().flatten() {
-            self.pool.release(*buffer);
+        for &(region, access) in pending.holds.iter().flatten() {
+            self.pool.release_region(region, access);
         }
         finish(pending.op, rc, verdict, got)
     }
@@ -423,11 +430,12 @@ impl Transport for MpiTransport {
         }
         let peer_c = self.check_peer(peer)?;
         let len = count(region.len)?;
-        let ptr = self.pool.region(region)?.as_ptr();
+        let ptr = self.pool.region_for_read(region)?.as_ptr();
         let caller = Caller::take();
         // SAFETY: `ptr` points at `len` readable bytes of a pool buffer that stays
-        // allocated for the call (the pool is borrowed through `self`); MPI_Send
-        // returns only when it no longer reads them. On the MPI thread (the transport is not Send).
+        // allocated for the call (the pool is borrowed through `self`) and that no
+        // pending receive writes (`region_for_read`); MPI_Send returns only when it
+        // no longer reads them. On the MPI thread (the transport is not Send).
         let rc = unsafe { ffi::ngm_send(self.comm.index, ptr.cast::<c_void>(), len, peer_c, TAG) };
         if rc != ffi::OK {
             return Err(send_failed(&caller, peer, rc));
@@ -442,12 +450,14 @@ impl Transport for MpiTransport {
         }
         let peer_c = self.check_peer(peer)?;
         let len = count(region.len)?;
-        let ptr = self.pool.region_mut(region)?.as_mut_ptr();
+        let ptr = self.pool.region_for_write(region)?.as_mut_ptr();
         let mut got: c_int = -1;
         let caller = Caller::take();
         // SAFETY: `ptr` points at `len` writable bytes of a pool buffer that no Rust
-        // reference covers during the call; MPI_Recv writes at most `len` bytes
-        // (longer messages fail with MPI_ERR_TRUNCATE). On the MPI thread (the transport is not Send).
+        // reference covers during the call and that no pending operation reads or
+        // writes (`region_for_write`); MPI_Recv writes at most `len` bytes (longer
+        // messages fail with MPI_ERR_TRUNCATE). On the MPI thread (the transport is
+        // not Send).
         let rc = unsafe {
             ffi::ngm_recv(
                 self.comm.index,
@@ -469,12 +479,17 @@ impl Transport for MpiTransport {
         let len = count(region.len)?;
         let ptr = self.pool.region(region)?.as_ptr();
         let comm = self.comm.index;
-        self.start(Op::Send { peer }, [Some(region), None], |slot| {
-            // SAFETY: `ptr` points at `len` bytes of a pool buffer that `start` marks
-            // busy until the request completes, so it is neither freed nor handed out
-            // mutably while MPI reads it; `slot` is a valid out pointer.
-            unsafe { ffi::ngm_isend(comm, ptr.cast::<c_void>(), len, peer_c, TAG, slot) }
-        })
+        self.start(
+            Op::Send { peer },
+            [Some((region, Access::Read)), None],
+            |slot| {
+                // SAFETY: `ptr` points at `len` bytes of a pool buffer that `start` holds
+                // for reading until the request completes, so it is neither freed, nor
+                // handed out mutably, nor received into while MPI reads it; `slot` is a
+                // valid out pointer.
+                unsafe { ffi::ngm_isend(comm, ptr.cast::<c_void>(), len, peer_c, TAG, slot) }
+            },
+        )
     }
 
     fn irecv(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {
@@ -486,10 +501,11 @@ impl Transport for MpiTransport {
             peer,
             expected: region.len,
         };
-        self.start(op, [Some(region), None], |slot| {
+        self.start(op, [Some((region, Access::Write)), None], |slot| {
             // SAFETY: `ptr` points at `len` writable bytes of a pool buffer that
-            // `start` marks busy until the request completes: it is not freed, and
-            // `buffer`/`buffer_mut` refuse it, while MPI writes into it.
+            // `start` holds exclusively until the request completes: it is not
+            // freed, `buffer`/`buffer_mut` refuse it, and no other operation reads
+            // or writes those bytes while MPI writes into them.
             unsafe { ffi::ngm_irecv(comm, ptr.cast::<c_void>(), len, peer_c, TAG, slot) }
         })
     }
@@ -502,6 +518,8 @@ impl Transport for MpiTransport {
         // above); out pointers are valid. On the MPI thread (the transport is not Send).
         let rc = unsafe { ffi::ngm_test(slot as c_int, &mut done, &mut got) };
         if done == 0 {
+            // Still MPI's (even on an error): the request stays pending and its
+            // buffers busy.
             caller
                 .check("MPI_Test", rc)
                 .map_err(|e| mpi_error(self.pending[slot].as_ref().expect("looked up").op, e))?;
@@ -516,10 +534,26 @@ impl Transport for MpiTransport {
             return self.wait_blocking(request);
         }
         let slot = self.lookup(request)?;
-        let mut got: c_int = -1;
+        let (mut done, mut got): (c_int, c_int) = (0, -1);
         let caller = Caller::take();
         // SAFETY: as in `test`.
-        let rc = unsafe { ffi::ngm_wait(slot as c_int, &mut got) };
+        let rc = unsafe { ffi::ngm_wait(slot as c_int, &mut done, &mut got) };
+        if done == 0 {
+            // MPI_Wait failed and MPI still holds the request: keep it pending (and
+            // its buffers busy) rather than hand memory MPI owns back to safe code.
+            let op = self.pending[slot].as_ref().expect("looked up").op;
+            return Err(mpi_error(
+                op,
+                caller
+                    .check("MPI_Wait", rc)
+                    .err()
+                    .unwrap_or_else(|| MpiError::Call {
+                        op: "MPI_Wait",
+                        code: ffi::E_HANDLE,
+                        message: "returned with the request still active".into(),
+                    }),
+            ));
+        }
         self.complete("MPI_Wait", slot, rc, got, caller)
     }
 }

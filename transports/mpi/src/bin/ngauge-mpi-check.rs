@@ -196,6 +196,65 @@ fn errors(t: &mut MpiTransport) -> Check {
         }
         _ => {}
     }
+    t.free_buffer(buf).map_err(e)?;
+    busy(t)
+}
+
+fn is_busy<T>(r: Result<T, TransportError>) -> bool {
+    matches!(r, Err(TransportError::BufferBusy { .. }))
+}
+
+/// Operations on bytes a pending operation uses are refused with `BufferBusy`
+/// before MPI sees them: a receive (blocking or not, point-to-point or collective)
+/// into bytes a pending send reads, and any use of bytes a pending receive writes.
+fn busy(t: &mut MpiTransport) -> Check {
+    let me = t.rank();
+    let buf = t.alloc_buffer(64).map_err(e)?;
+    match me {
+        0 => {
+            fill(&mut t.buffer_mut(buf).map_err(e)?[..16], 0, 16, 0);
+            let sending = t.isend(1, buf.prefix(16)).map_err(e)?;
+            ensure!(
+                is_busy(t.recv(1, buf.region(8, 16))),
+                "a blocking receive into a buffer a pending send reads was accepted"
+            );
+            ensure!(
+                is_busy(t.irecv(1, buf.region(0, 1))),
+                "a receive into a buffer a pending send reads was accepted"
+            );
+            ensure!(
+                is_busy(t.bcast(0, buf.prefix(8))),
+                "a broadcast into a buffer a pending send reads was accepted"
+            );
+            // Another send of the same bytes, and a receive into other bytes, are fine.
+            let again = t.isend(1, buf.prefix(16)).map_err(e)?;
+            let answer = t.irecv(1, buf.region(32, 16)).map_err(e)?;
+            t.wait_all(&[sending, again, answer]).map_err(e)?;
+            verify(&t.buffer(buf).map_err(e)?[32..48], 1, 16, 0)?;
+        }
+        1 => {
+            let receiving = t.irecv(0, buf.prefix(16)).map_err(e)?;
+            ensure!(
+                is_busy(t.send(0, buf.region(15, 1))),
+                "a blocking send from a buffer a pending receive writes was accepted"
+            );
+            ensure!(
+                is_busy(t.isend(0, buf.prefix(1))),
+                "a send from a buffer a pending receive writes was accepted"
+            );
+            ensure!(
+                is_busy(t.recv(0, buf.region(4, 4))),
+                "a second receive into the same bytes was accepted"
+            );
+            let second = t.irecv(0, buf.region(16, 16)).map_err(e)?;
+            t.wait_all(&[receiving, second]).map_err(e)?;
+            verify(&t.buffer(buf).map_err(e)?[..16], 0, 16, 0)?;
+            verify(&t.buffer(buf).map_err(e)?[16..32], 0, 16, 0)?;
+            fill(&mut t.buffer_mut(buf).map_err(e)?[..16], 1, 16, 0);
+            t.send(0, buf.prefix(16)).map_err(e)?;
+        }
+        _ => {}
+    }
     t.free_buffer(buf).map_err(e)
 }
 
@@ -466,6 +525,16 @@ fn identity(mpi: &Arc<Mpi>) -> Check {
     );
     let again = Mpi::init().map_err(e)?;
     ensure!(Arc::ptr_eq(mpi, &again), "a second init made a second MPI");
+    // The library that runs is the one build.rs compiled the shim against (build.rs
+    // says `unknown` where the shim says `other`).
+    let runtime = mpi.flavor().as_str();
+    let built = ngauge_mpi::BUILD_FLAVOR;
+    ensure!(
+        runtime == built || (built == "unknown" && runtime == "other"),
+        "the shim reports {runtime} ({}), but build.rs found {built} ({})",
+        mpi.library_version(),
+        ngauge_mpi::BUILD_MPICC
+    );
     Ok(())
 }
 
@@ -497,6 +566,10 @@ fn main() {
             std::process::exit(2);
         }
     };
+    if args.iter().any(|a| a == "--drop-pending") {
+        drop_pending(mpi);
+        return;
+    }
     let me = mpi.rank();
     if me == 0 {
         println!(
@@ -507,7 +580,7 @@ fn main() {
             mpi.thread_level()
         );
     }
-    let mut control = MpiControl::new(&mpi).expect("MPI_Comm_dup for the control plane");
+    let mut control = MpiControl::new(&mpi).expect("the control plane on MPI_COMM_WORLD");
     let mut failed = false;
     let mut report = |name: &str, result: Check, control: &mut MpiControl| {
         if let Err(why) = &result {
@@ -527,7 +600,7 @@ fn main() {
     let result = control_plane(&mut control);
     report("control", result, &mut control);
     for wait in [WaitMode::Poll, WaitMode::Block] {
-        let mut t = MpiTransport::new(&mpi, MpiOptions { wait }).expect("MPI_Comm_dup");
+        let mut t = MpiTransport::new(&mpi, MpiOptions { wait }).expect("the MPI transport");
         let w = wait.as_str();
         report(&format!("pingpong-{w}"), pingpong(&mut t), &mut control);
         report(&format!("exchange-{w}"), exchange(&mut t), &mut control);
@@ -553,12 +626,53 @@ fn main() {
     std::process::exit(i32::from(failed));
 }
 
+/// `--drop-pending` (2 ranks): rank 0 drops its transport with a receive pending,
+/// then rank 1 sends the message. The transport must leak the receive buffer rather
+/// than free it (memory allocated afterwards, likely at the same address, must not
+/// change when MPI delivers), and the end of MPI must abort the job instead of
+/// finalizing with a request in flight. Rank 0 prints `PASS drop-pending` when its
+/// memory stayed intact; the job then ends with a failure status.
+fn drop_pending(mpi: Arc<Mpi>) {
+    const LEN: usize = 1024;
+    let mut control = MpiControl::new(&mpi).expect("control plane");
+    let mut t = MpiTransport::new(&mpi, MpiOptions::default()).expect("transport");
+    let buf = t.alloc_buffer(LEN).expect("buffer");
+    let mut fresh = Vec::new();
+    if t.rank() == 0 {
+        t.irecv(1, buf.prefix(LEN)).expect("irecv");
+        drop(t);
+        // Where the receive buffer was, if it had been freed.
+        fresh = vec![0xAAu8; LEN];
+        control.barrier().expect("barrier");
+    } else {
+        control.barrier().expect("barrier");
+        fill(&mut t.buffer_mut(buf).expect("buffer")[..], 1, LEN, 0);
+        t.send(0, buf.prefix(LEN)).expect("send");
+        drop(t);
+    }
+    // Gives MPI on rank 0 time and calls to deliver the message.
+    for _ in 0..50 {
+        control.barrier().expect("barrier");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    if mpi.rank() == 0 {
+        if fresh.iter().all(|&b| b == 0xAA) {
+            println!("PASS drop-pending");
+        } else {
+            println!("FAIL rank 0: drop-pending: MPI wrote into memory freed by the drop");
+        }
+        println!("requests in flight: {}", mpi.requests_in_flight());
+    }
+    drop(control);
+    drop(mpi); // aborts the job on rank 0: its receive is still in flight
+}
+
 /// The same loop as `benches/c/mpi_pingpong.c`, through [`MpiTransport`]: every round
 /// trip timed on rank 0 with `CLOCK_MONOTONIC_RAW` semantics (`Instant`), half of it
 /// recorded; prints the same line.
 fn bench_pingpong(bytes: usize, reps: usize, warmup: usize) {
     let mpi = Mpi::init().expect("MPI_Init_thread");
-    let mut t = MpiTransport::new(&mpi, MpiOptions::default()).expect("MPI_Comm_dup");
+    let mut t = MpiTransport::new(&mpi, MpiOptions::default()).expect("the MPI transport");
     let buf = t.alloc_buffer(bytes.max(4096)).expect("buffer");
     let region = buf.prefix(bytes);
     let mut half = vec![0f64; reps];
