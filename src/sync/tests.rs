@@ -402,18 +402,56 @@ fn the_window_adapts_to_the_measured_operation() {
     assert!(out[0].1.iter().all(|s| *s == SlotStatus::Valid));
 }
 
+/// A clock that reads `first`, then `jump_to`, then counts up one tick per read: a
+/// rank that arrives before its window and whose wait is overslept or preempted.
+struct JumpingClock {
+    reads: std::sync::atomic::AtomicU64,
+    first: u64,
+    jump_to: u64,
+}
+
+impl crate::clock::Clock for JumpingClock {
+    fn now(&self) -> Ticks {
+        let n = self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ticks(if n == 0 { self.first } else { self.jump_to + n })
+    }
+    fn rate(&self) -> crate::clock::TickRate {
+        crate::clock::TickRate::new(1e9)
+    }
+}
+
 #[test]
-fn blocking_wait_reaches_the_deadline_on_the_real_clock() {
-    use crate::clock::{Clock, SystemClock};
-    let (clock, _) = SystemClock::calibrated();
+fn a_wait_that_ends_long_after_the_window_opened_is_a_late_start() {
+    let (start, window) = (1_000_000_000u64, 10_000u64);
+    let status = |jump_to: u64, mode: WaitMode| {
+        let clock = JumpingClock {
+            reads: Default::default(),
+            // Arrives 100 ns early: in time, and too close for the blocking wait to
+            // sleep, so the next read is the one that ends the wait.
+            first: start - 100,
+            jump_to,
+        };
+        let mut windows = Windows::from_parts(ClockModel::IDENTITY, Ticks(start), window);
+        let slot = windows.wait(&clock, mode);
+        assert!(slot.started.0 > jump_to, "{slot:?}");
+        windows.finish(&clock, &slot)
+    };
     for mode in [WaitMode::Block, WaitMode::Poll] {
-        // 3 ms: long enough for the blocking wait to sleep first.
-        let deadline = clock
-            .now()
-            .plus(clock.rate().to_ticks(crate::clock::Nanos(3e6)));
-        assert!(
-            window::wait_until(&clock, deadline, mode) >= deadline,
+        // The wait ends 5 windows after the window opened: the rank arrived in time,
+        // yet started late.
+        assert_eq!(
+            status(start + 5 * window, mode),
+            SlotStatus::StartedLate,
             "{mode:?}"
         );
+        // Just past the bound (a tenth of the window) is late; within it is not.
+        assert_eq!(
+            status(start + window::max_start_lag(window), mode),
+            SlotStatus::StartedLate,
+            "{mode:?}"
+        );
+        assert_eq!(status(start + 5, mode), SlotStatus::Valid, "{mode:?}");
     }
+    assert_eq!(window::max_start_lag(window), 1_000);
+    assert_eq!(window::max_start_lag(3), 1);
 }
