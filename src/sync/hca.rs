@@ -6,6 +6,10 @@
 //!    step ([`super::logp::tree`]; `Sync_Clocks_Pow2`, `Sync_Clocks_Remaining`), each
 //!    pair by `Learn_Model_HCA` (Algorithm 4: fit points as in Jones & Koenig), and
 //!    merged along the tree with `Merge_LMs`, equation (1) ([`ClockModel::then`]).
+//!    Every round of the tree ends with a barrier on every rank, so a rank that is
+//!    done early waits one round at a time (a round of 1000 x 100 ping-pongs takes
+//!    seconds; waiting for all of them in one control call would outlast the
+//!    launcher's timeout at a few dozen ranks).
 //! 2. The merged intercepts carry the errors of every step, and regression intercepts
 //!    are poorly determined anyway (the paper finds their confidence intervals ~1e7
 //!    times wider than the slopes'), so each rank then re-measures its offset against

@@ -239,19 +239,27 @@ pub struct SimControl {
     inner: InprocControl,
     now: Arc<AtomicU64>,
     latency: u64,
+    longest_wait: u64,
 }
 
 impl SimControl {
     fn align(&mut self) -> Result<(), ControlError> {
-        let mine = self.now.load(Ordering::SeqCst).to_le_bytes();
-        let all = self.inner.allgather(&mine)?;
+        let own = self.now.load(Ordering::SeqCst);
+        let all = self.inner.allgather(&own.to_le_bytes())?;
         let latest = all
             .iter()
             .filter_map(|b| b.as_slice().try_into().ok().map(u64::from_le_bytes))
             .max()
             .unwrap_or(0);
+        self.longest_wait = self.longest_wait.max(latest.saturating_sub(own));
         self.now.fetch_max(latest + self.latency, Ordering::SeqCst);
         Ok(())
+    }
+
+    /// The longest this rank waited in one control operation for the latest rank to
+    /// enter it, in raw ticks (the control latency not included).
+    pub fn longest_wait_ticks(&self) -> u64 {
+        self.longest_wait
     }
 }
 
@@ -327,6 +335,7 @@ pub fn world(skews: &[Option<Skew>], net: NetModel) -> Vec<SimRank> {
                     inner: control,
                     now,
                     latency: ticks(net.control_latency_ns),
+                    longest_wait: 0,
                 },
             }
         })

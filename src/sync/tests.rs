@@ -169,6 +169,30 @@ fn hca_with_a_remainder_step_and_a_skewed_root() {
 }
 
 #[test]
+fn no_control_call_waits_longer_than_one_tree_round() {
+    // Regression (review finding 2): a rank done with its part of the tree waited for
+    // all remaining rounds in one broadcast (at p = 8, rank 1 waited two rounds), which
+    // at 1000 x 100 fit points and 32 ranks outlasts the launcher's timeout.
+    let options = test_options(Algorithm::Hca);
+    let net = NetModel::default();
+    // A round is at least `fitpoints * exchanges` ping-pongs of two latencies each.
+    let round = options.fitpoints as f64 * options.exchanges as f64 * 2.0 * net.latency_ns;
+    for p in [6, 8] {
+        let waits = sim::run(&skews(p), net, |mut r| {
+            synchronize(&r.clock, &mut r.transport, &mut r.control, &options).unwrap();
+            r.control.longest_wait_ticks() as f64 * 1e9 / SIM_HZ
+        });
+        for (rank, wait) in waits.iter().enumerate() {
+            // One round plus its outliers and jitter, not two rounds.
+            assert!(
+                *wait < 1.5 * round,
+                "p={p} rank {rank}: waited {wait} ns in one control call, a round is {round}"
+            );
+        }
+    }
+}
+
+#[test]
 fn unskewed_clocks_stay_unskewed() {
     // One shared timer: the truth is zero offset, zero drift.
     for algorithm in [Algorithm::Linear, Algorithm::Logp, Algorithm::Hca] {
