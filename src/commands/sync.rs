@@ -31,14 +31,15 @@ impl SyncFlags {
             SyncAlgorithm::Jk => Algorithm::Jk,
             SyncAlgorithm::Hca => Algorithm::Hca,
         };
+        let defaults = SyncOptions::new(algorithm);
         SyncOptions {
             estimator: self.estimator.map(|e| match e {
                 SyncEstimator::Minrtt => Estimator::MinRtt,
                 SyncEstimator::Skampi => Estimator::Skampi,
             }),
             fitpoints: self.fitpoints as usize,
-            exchanges: self.exchanges as usize,
-            ..SyncOptions::new(algorithm)
+            exchanges: self.exchanges.map_or(defaults.exchanges, |e| e as usize),
+            ..defaults
         }
     }
 }
@@ -411,13 +412,25 @@ mod tests {
         let flags = SyncFlags {
             algorithm: SyncAlgorithm::Jk,
             fitpoints: 7,
-            exchanges: 3,
+            exchanges: Some(3),
             estimator: Some(SyncEstimator::Minrtt),
         };
         let o = flags.options();
         assert_eq!(o.algorithm, Algorithm::Jk);
         assert_eq!((o.fitpoints, o.exchanges), (7, 3));
         assert_eq!(o.estimator, Some(Estimator::MinRtt));
+        // Without --exchanges each algorithm has its papers' default.
+        let default_for = |algorithm| {
+            SyncFlags {
+                algorithm,
+                exchanges: None,
+                ..flags.clone()
+            }
+            .options()
+            .exchanges
+        };
+        assert_eq!(default_for(SyncAlgorithm::Jk), 20);
+        assert_eq!(default_for(SyncAlgorithm::Hca), 100);
     }
 
     #[test]

@@ -9,6 +9,10 @@
 //! over the longest span. The intercept is the regression's (JK does not re-measure
 //! it; HCA does). O(p * n_fitpts * n_exchanges) ping-pongs at the root: slow but, in
 //! the paper's measurements, the most accurate after a few seconds (Figs. 7, 8).
+//!
+//! `n_exchanges` defaults to 20 here, not HCA's 100 ([`super::pairwise::defaults::JK_EXCHANGES`]): the
+//! value of the paper's own JK runs (Appendix C.13, C.15), since the root's sequential
+//! service makes every exchange cost `p - 1` times over.
 
 use super::model::ClockModel;
 use super::pairwise::{learn_model, respond, Wire};

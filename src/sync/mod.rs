@@ -145,7 +145,8 @@ pub struct SyncOptions {
     pub estimator: Option<Estimator>,
     /// Fit points per drift model (`n_fitpts`, default 1000).
     pub fitpoints: usize,
-    /// Ping-pongs per fit point (`n_exchanges`, default 100).
+    /// Ping-pongs per fit point (`n_exchanges`, default 100 for `hca`, 20 for `jk`:
+    /// [`defaults::JK_EXCHANGES`]).
     pub exchanges: usize,
     /// Hoefler's `N` for the min-RTT estimator (default 100).
     pub stop_after: usize,
@@ -162,7 +163,10 @@ impl SyncOptions {
             algorithm,
             estimator: None,
             fitpoints: defaults::FITPOINTS,
-            exchanges: defaults::EXCHANGES,
+            exchanges: match algorithm {
+                Algorithm::Jk => defaults::JK_EXCHANGES,
+                _ => defaults::EXCHANGES,
+            },
             stop_after: defaults::STOP_AFTER,
             max_exchanges: defaults::MAX_EXCHANGES,
             skampi_pingpongs: defaults::SKAMPI_PINGPONGS,
