@@ -9,9 +9,10 @@
 //! - every clock read costs [`NetModel::read_cost_ns`];
 //! - a message sent at the sender's time `s` arrives at `s + latency`, where the
 //!   latency is the base plus a deterministic pseudo-random jitter, and every
-//!   [`NetModel::outlier_every`]-th message of a direction is delayed by
-//!   [`NetModel::outlier_ns`] (asymmetric outliers are what the estimators must
-//!   reject); a receiver's time becomes `max(own, arrival)`;
+//!   [`NetModel::outlier_every`]-th message from a lower to a higher rank is delayed
+//!   by [`NetModel::outlier_ns`] (outliers in one direction only bias a midpoint
+//!   offset by half their delay, which is what the estimators must reject); a
+//!   receiver's time becomes `max(own, arrival)`;
 //! - control operations end with every rank at the latest rank's time plus
 //!   [`NetModel::control_latency_ns`], like a barrier.
 //!
@@ -40,7 +41,8 @@ pub struct NetModel {
     pub latency_ns: f64,
     /// Uniform jitter added to each message, `0..jitter_ns`.
     pub jitter_ns: f64,
-    /// Every this many messages of one direction is an outlier (0: never).
+    /// Every this many messages from a lower to a higher rank is an outlier (0:
+    /// never); the other direction has none.
     pub outlier_every: u64,
     /// Extra delay of an outlier, ns.
     pub outlier_ns: f64,
@@ -53,8 +55,8 @@ pub struct NetModel {
 }
 
 impl Default for NetModel {
-    /// A slow, noisy network: 20 us one way, 200 ns jitter, every 7th message 30 us
-    /// late. The long latency spreads a short synchronization over enough virtual time
+    /// A slow, noisy network: 20 us one way, 200 ns jitter, every 7th message from a
+    /// lower to a higher rank 30 us late. The long latency spreads a short synchronization over enough virtual time
     /// for drift to show.
     fn default() -> Self {
         NetModel {
@@ -91,7 +93,7 @@ impl Shared {
     fn latency(&self, from: Rank, to: Rank, seq: u64) -> u64 {
         let h = splitmix64(self.net.seed ^ ((from as u64) << 40) ^ ((to as u64) << 20) ^ seq);
         let jitter = (h % 1_000_000) as f64 / 1e6 * self.net.jitter_ns;
-        let outlier = self.net.outlier_every > 0 && seq % self.net.outlier_every == 3;
+        let outlier = from < to && self.net.outlier_every > 0 && seq % self.net.outlier_every == 3;
         let extra = if outlier { self.net.outlier_ns } else { 0.0 };
         ticks(self.net.latency_ns + jitter + extra)
     }
