@@ -222,6 +222,30 @@ fn the_estimator_can_be_chosen() {
     for e in true_errors_ns(&ranks, 0.0) {
         assert!(e.abs() < 5_000.0, "{e}");
     }
+    // The chosen estimator is the one used: min-RTT stops only after `stop_after`
+    // exchanges without a better one, SKaMPI makes exactly `skampi_pingpongs`.
+    for r in &ranks[1..] {
+        assert!(
+            r.outcome.exchanges > options.stop_after,
+            "{}",
+            r.outcome.exchanges
+        );
+    }
+    let skampi = SyncOptions {
+        estimator: Some(Estimator::Skampi),
+        skampi_pingpongs: 37,
+        ..options
+    };
+    for algorithm in [Algorithm::Linear, Algorithm::Logp] {
+        let ranks = synchronize_world(
+            &skews(2),
+            SyncOptions {
+                algorithm,
+                ..skampi
+            },
+        );
+        assert_eq!(ranks[1].outcome.exchanges, 37, "{algorithm:?}");
+    }
 }
 
 #[test]
