@@ -12,7 +12,8 @@
 //!   [`NetModel::outlier_every`]-th message from a lower to a higher rank is delayed
 //!   by [`NetModel::outlier_ns`] (outliers in one direction only bias a midpoint
 //!   offset by half their delay, which is what the estimators must reject); a
-//!   receiver's time becomes `max(own, arrival)`;
+//!   receiver's time becomes `max(own, arrival)`; one link can be made slower in
+//!   one direction ([`NetModel::slow_link`]), a delay asymmetry no estimator can see;
 //! - control operations end with every rank at the latest rank's time plus
 //!   [`NetModel::control_latency_ns`], like a barrier.
 //!
@@ -52,6 +53,21 @@ pub struct NetModel {
     pub control_latency_ns: f64,
     /// Seed of the jitter.
     pub seed: u64,
+    /// One direction of one link that is slower than the rest (none by default).
+    pub slow_link: Option<SlowLink>,
+}
+
+/// A one-way delay asymmetry: every message from `from` to `to` takes `extra_ns`
+/// longer, the way back does not. A ping-pong over the link sees only the longer
+/// round trip, so a midpoint offset measured over it errs by `extra_ns / 2`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SlowLink {
+    /// Sender.
+    pub from: Rank,
+    /// Receiver.
+    pub to: Rank,
+    /// Extra one-way delay, ns.
+    pub extra_ns: f64,
 }
 
 impl Default for NetModel {
@@ -67,6 +83,7 @@ impl Default for NetModel {
             read_cost_ns: 20.0,
             control_latency_ns: 50_000.0,
             seed: 0x5eed,
+            slow_link: None,
         }
     }
 }
@@ -95,7 +112,11 @@ impl Shared {
         let jitter = (h % 1_000_000) as f64 / 1e6 * self.net.jitter_ns;
         let outlier = from < to && self.net.outlier_every > 0 && seq % self.net.outlier_every == 3;
         let extra = if outlier { self.net.outlier_ns } else { 0.0 };
-        ticks(self.net.latency_ns + jitter + extra)
+        let slow = match self.net.slow_link {
+            Some(l) if (l.from, l.to) == (from, to) => l.extra_ns,
+            _ => 0.0,
+        };
+        ticks(self.net.latency_ns + jitter + extra + slow)
     }
 }
 

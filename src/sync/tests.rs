@@ -52,7 +52,15 @@ struct Synced {
 }
 
 fn synchronize_world(skews: &[Option<Skew>], options: SyncOptions) -> Vec<Synced> {
-    sim::run(skews, NetModel::default(), move |mut r: SimRank| {
+    synchronize_world_on(skews, NetModel::default(), options)
+}
+
+fn synchronize_world_on(
+    skews: &[Option<Skew>],
+    net: NetModel,
+    options: SyncOptions,
+) -> Vec<Synced> {
+    sim::run(skews, net, move |mut r: SimRank| {
         let outcome = synchronize(&r.clock, &mut r.transport, &mut r.control, &options)
             .unwrap_or_else(|e| panic!("rank {}: {e}", r.control.rank()));
         Synced {
@@ -189,6 +197,29 @@ fn no_control_call_waits_longer_than_one_tree_round() {
                 "p={p} rank {rank}: waited {wait} ns in one control call, a round is {round}"
             );
         }
+    }
+}
+
+#[test]
+fn hca_remeasures_intercepts_against_the_root() {
+    // Review finding 6: rank 3 learns its line against rank 2 over a link that is
+    // 10 us slower from 2 to 3, so the merged model is off by 5 us; HCA's intercept,
+    // re-measured over the symmetric link to the root, is not.
+    let net = NetModel {
+        slow_link: Some(sim::SlowLink {
+            from: 2,
+            to: 3,
+            extra_ns: 10_000.0,
+        }),
+        ..NetModel::default()
+    };
+    // The tree alone (logp: the same tree, offsets only) carries the asymmetry.
+    let tree = synchronize_world_on(&skews(4), net, test_options(Algorithm::Logp));
+    let off = true_errors_ns(&tree, 0.0)[3].abs();
+    assert!((4_000.0..6_000.0).contains(&off), "logp rank 3: {off} ns");
+    let ranks = synchronize_world_on(&skews(4), net, test_options(Algorithm::Hca));
+    for (rank, e) in true_errors_ns(&ranks, 0.0).iter().enumerate() {
+        assert!(e.abs() < 1_000.0, "hca rank {rank}: {e} ns");
     }
 }
 
