@@ -226,7 +226,12 @@ fn hca_remeasures_intercepts_against_the_root() {
 #[test]
 fn unskewed_clocks_stay_unskewed() {
     // One shared timer: the truth is zero offset, zero drift.
-    for algorithm in [Algorithm::Linear, Algorithm::Logp, Algorithm::Hca] {
+    for algorithm in [
+        Algorithm::Linear,
+        Algorithm::Logp,
+        Algorithm::Jk,
+        Algorithm::Hca,
+    ] {
         let ranks = synchronize_world(&[None, None, None], test_options(algorithm));
         for (rank, e) in true_errors_ns(&ranks, 0.0).iter().enumerate() {
             assert!(e.abs() < 1_000.0, "{algorithm:?} rank {rank}: {e} ns");
