@@ -486,10 +486,31 @@ fn the_window_adapts_to_the_measured_operation() {
     assert_eq!(window::adapt_window(1000, 3, 10, 900.0), Some(2000));
     assert_eq!(window::adapt_window(1000, 5, 10, 4000.0), Some(6000));
     assert_eq!(window::adapt_window(1000, 0, 0, 0.0), None);
-    // With the adapted window, the overrunning operation fits.
-    let window_ns = window::adapt_window(100_000, 2, 4, 150_000.0).unwrap() as f64;
-    let out = windowed(&skews(3), window_ns, 3, |_, _| 150_000.0);
-    assert!(out[0].1.iter().all(|s| *s == SlotStatus::Valid));
+    // A round of an operation that takes 1.5 windows: every slot overruns or starts
+    // late. adapt_window works in ticks: 1.5 x the mean run time wins over doubling,
+    // and with the adapted window the operation fits.
+    let (window_ns, op_ns) = (100_000.0, 150_000.0);
+    let to_ticks = |ns: f64| ns * SIM_HZ / 1e9;
+    let first = windowed(&skews(3), window_ns, 4, |_, _| op_ns);
+    let statuses = &first[0].1;
+    let tally = Tally::of(statuses);
+    assert!(tally.invalid() * 4 >= statuses.len(), "{tally:?}");
+    let adapted = window::adapt_window(
+        to_ticks(window_ns) as u64,
+        tally.invalid(),
+        statuses.len(),
+        to_ticks(op_ns),
+    )
+    .unwrap();
+    assert_eq!(adapted, to_ticks(1.5 * op_ns) as u64);
+    let adapted_ns = adapted as f64 * 1e9 / SIM_HZ;
+    let second = windowed(&skews(3), adapted_ns, 3, |_, _| op_ns);
+    for (rank, (_, statuses)) in second.iter().enumerate() {
+        assert!(
+            statuses.iter().all(|s| *s == SlotStatus::Valid),
+            "rank {rank}: {statuses:?}"
+        );
+    }
 }
 
 /// A clock that reads `first`, then `jump_to`, then counts up one tick per read: a
