@@ -8,17 +8,24 @@
 //! estimator. When all ranks share one host (one invariant TSC) the truth is known
 //! too: zero offset and drift, plus whatever `NGAUGE_TEST_CLOCK_SKEW` injected; each
 //! rank then also reports the true error of its global time at the check.
+//!
+//! **One rate for every rank: rank 0's.** Each rank calibrates its timer on its own,
+//! and the calibrations differ a little; converting each rank's ticks with its own
+//! rate would turn that difference into a drift of the reported times (see
+//! `ngauge::sync::model`). So rank 0 broadcasts its rate, and every rank uses it for
+//! its clock, for the injected skew's offset in ticks and for every conversion to
+//! time in this command.
 
 use crate::cli::{GlobalArgs, SyncAlgorithm, SyncArgs, SyncEstimator, SyncFlags, TransportName};
 use crate::UsageError;
-use ngauge::clock::{Clock, Skew, Ticks};
+use ngauge::clock::{Clock, Skew, SystemClock, TickRate, Ticks};
 use ngauge::launch::World;
 use ngauge::report::jsonl::JsonlWriter;
 use ngauge::report::table::Table;
 use ngauge::report::Meta;
 use ngauge::sync::skew;
 use ngauge::sync::{self, pairwise, Algorithm, Estimator, GlobalClock, SyncOptions};
-use ngauge::transport::{Transport, WaitMode};
+use ngauge::transport::{Control, Transport, WaitMode};
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
@@ -82,7 +89,10 @@ fn run_rank(
     options: &SyncOptions,
     world: &mut World,
 ) -> anyhow::Result<()> {
-    let clock = super::rank_clock(world)?;
+    let own = super::rank_clock(world)?;
+    let rate = rank0_rate(world.control.as_mut(), own.rate())?;
+    let clock = SystemClock::new(own.source(), rate)
+        .with_skew(own.skew().map(|s| rescale_skew(s, own.rate(), rate)));
     let (mut transport, wait) = open_data(global, world)?;
     if !transport.capabilities().reliable {
         return Err(UsageError(format!(
@@ -94,7 +104,6 @@ fn run_rank(
     let outcome = sync::synchronize(&clock, transport.as_mut(), world.control.as_mut(), options)?;
     let model = outcome.model;
     let after_sync = Instant::now();
-    let rate = clock.rate();
     let ns = |ticks: f64| ticks * 1e9 / rate.hz;
 
     // The truth needs one shared timer (one host) and rank 0's own skew.
@@ -356,6 +365,33 @@ fn warnings(s: &Summary) -> Vec<String> {
     w
 }
 
+/// Rank 0's calibrated rate, on every rank (collective).
+fn rank0_rate(control: &mut dyn Control, own: TickRate) -> anyhow::Result<TickRate> {
+    let mut bytes = if control.rank() == 0 {
+        own.hz.to_le_bytes().to_vec()
+    } else {
+        Vec::new()
+    };
+    control.broadcast(0, &mut bytes)?;
+    let hz = bytes
+        .as_slice()
+        .try_into()
+        .map(f64::from_le_bytes)
+        .ok()
+        .filter(|hz| hz.is_finite() && *hz > 0.0)
+        .ok_or_else(|| anyhow::anyhow!("rank 0 sent a malformed tick rate"))?;
+    Ok(TickRate::new(hz))
+}
+
+/// An injected skew whose offset was converted to ticks at `from`, converted at `to`
+/// instead (the drift is a fraction, the epoch a raw reading: both stay).
+fn rescale_skew(skew: Skew, from: TickRate, to: TickRate) -> Skew {
+    Skew {
+        offset_ticks: skew.offset_ticks * to.hz / from.hz,
+        ..skew
+    }
+}
+
 fn encode_skew(skew: Option<Skew>) -> Vec<u8> {
     skew.map_or_else(Vec::new, |s| {
         let mut v = Vec::with_capacity(24);
@@ -405,6 +441,29 @@ mod tests {
         assert_eq!(decode_skew(&encode_skew(Some(skew))), Some(skew));
         assert_eq!(decode_skew(&encode_skew(None)), None);
         assert_eq!(decode_skew(&[1, 2, 3]), None);
+    }
+
+    #[test]
+    fn every_rank_gets_rank_zeros_rate() {
+        use ngauge::sync::sim::{self, NetModel};
+        let rates = sim::run(&[None, None, None], NetModel::default(), |mut r| {
+            let own = TickRate::new(2.5e9 + r.control.rank() as f64 * 1e6);
+            rank0_rate(&mut r.control, own).unwrap().hz
+        });
+        assert_eq!(rates, vec![2.5e9; 3]);
+    }
+
+    #[test]
+    fn a_rescaled_skew_is_the_one_the_spec_gives_at_the_new_rate() {
+        use ngauge::sync::skew::SkewSpec;
+        let spec: SkewSpec = "1:+3ms:+40ppm".parse().unwrap();
+        let (own, rank0) = (TickRate::new(2.4e9), TickRate::new(2.5e9));
+        let epoch = Ticks(1 << 40);
+        let at_own = spec.skew_for(1, own, epoch).unwrap();
+        let expected = spec.skew_for(1, rank0, epoch).unwrap();
+        let got = rescale_skew(at_own, own, rank0);
+        assert!((got.offset_ticks - expected.offset_ticks).abs() < 1e-6);
+        assert_eq!((got.drift, got.epoch), (expected.drift, expected.epoch));
     }
 
     #[test]
