@@ -74,6 +74,10 @@ struct RankReport {
     true_drift_ppm: Option<f64>,
     /// Ping-pongs this rank took part in during the sync.
     sync_exchanges: usize,
+    /// SKaMPI brackets whose bounds crossed (drift or a clock jump during the
+    /// measurement), replaced by min-RTT measurements.
+    #[serde(default)]
+    crossed_brackets: usize,
     pinned_core: Option<usize>,
 }
 
@@ -140,6 +144,7 @@ fn run_rank(
             ((1.0 + d(clock.skew())) / (1.0 + d(rank0_skew)) - 1.0) * 1e6
         }),
         sync_exchanges: outcome.exchanges,
+        crossed_brackets: outcome.crossed_brackets,
         pinned_core: world.pinned_core,
     };
 
@@ -347,6 +352,18 @@ fn render(s: &Summary) -> String {
 
 fn warnings(s: &Summary) -> Vec<String> {
     let mut w = Vec::new();
+    let crossed: Vec<String> = s
+        .ranks
+        .iter()
+        .filter(|r| r.crossed_brackets > 0)
+        .map(|r| format!("rank {} ({})", r.rank, r.crossed_brackets))
+        .collect();
+    if !crossed.is_empty() {
+        w.push(format!(
+            "SKaMPI brackets crossed (the clock jumped or drifted fast during the measurement) on {}; min-RTT measured those offsets instead",
+            crossed.join(", ")
+        ));
+    }
     if let Some(&last) = s.max_abs_residual_ns.last() {
         if last > 10_000.0 && !s.algo.models_drift() {
             w.push(format!(

@@ -26,24 +26,27 @@
 use super::logp::tree;
 use super::model::{ClockModel, GlobalClock};
 use super::pairwise::{learn_model, respond, Wire};
-use super::{measure_offset, SyncError, SyncOptions};
+use super::{measure_offset, Effort, SyncError, SyncOptions};
 use crate::clock::Clock;
 use ngauge_transport::{Control, Transport};
 
-/// Runs `hca` on this rank; returns its model relative to rank 0 and the number of
-/// exchanges it took part in.
+/// Runs `hca` on this rank; returns its model relative to rank 0 and its effort
+/// (exchanges it took part in, brackets that crossed).
 pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
     clock: &C,
     t: &mut T,
     control: &mut dyn Control,
     options: &SyncOptions,
-) -> Result<(ClockModel, usize), SyncError> {
+) -> Result<(ClockModel, Effort), SyncError> {
     let (fitpoints, n_exchanges) = (options.fitpoints, options.exchanges);
-    let (merged, mut exchanges) = tree(
+    let (merged, mut effort) = tree(
         clock,
         t,
         control,
-        |clock, t, wire, peer| learn_model(clock, t, wire, peer, fitpoints, n_exchanges),
+        |clock, t, wire, peer| {
+            let (model, n) = learn_model(clock, t, wire, peer, fitpoints, n_exchanges)?;
+            Ok((model, Effort::exchanges(n)))
+        },
         |clock, t, wire, peer| {
             let mut served = 0;
             for _ in 0..fitpoints {
@@ -59,7 +62,7 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
     let wire = Wire::new(t, 0)?;
     let model = if rank == 0 {
         for peer in 1..size {
-            exchanges += respond(clock, t, &wire, peer)?;
+            effort += Effort::exchanges(respond(clock, t, &wire, peer)?);
         }
         ClockModel::IDENTITY
     } else {
@@ -72,10 +75,10 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
         let corrected = GlobalClock::new(clock, drift_removed);
         let (offset, _, n) =
             measure_offset(&corrected, t, &wire, 0, options.offset_estimator(), options)?;
-        exchanges += n;
+        effort += n;
         // corrected(x) - root = offset for all x  <=>  x - root = offset + drift (x - anchor).
         merged.with_offset_at(anchor, offset)
     };
     wire.free(t)?;
-    Ok((model, exchanges))
+    Ok((model, effort))
 }

@@ -16,18 +16,18 @@
 
 use super::model::ClockModel;
 use super::pairwise::{learn_model, respond, Wire};
-use super::{SyncError, SyncOptions};
+use super::{Effort, SyncError, SyncOptions};
 use crate::clock::Clock;
 use ngauge_transport::{Control, Transport};
 
-/// Runs `jk` on this rank; returns its model relative to rank 0 and the number of
-/// exchanges it took part in.
+/// Runs `jk` on this rank; returns its model relative to rank 0 and its effort
+/// (exchanges it took part in, brackets that crossed).
 pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
     clock: &C,
     t: &mut T,
     control: &mut dyn Control,
     options: &SyncOptions,
-) -> Result<(ClockModel, usize), SyncError> {
+) -> Result<(ClockModel, Effort), SyncError> {
     let (rank, size) = (control.rank(), control.size());
     let wire = Wire::new(t, 0)?;
     let result = if rank == 0 {
@@ -37,9 +37,10 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
                 served += respond(clock, t, &wire, peer)?;
             }
         }
-        (ClockModel::IDENTITY, served)
+        (ClockModel::IDENTITY, Effort::exchanges(served))
     } else {
-        learn_model(clock, t, &wire, 0, options.fitpoints, options.exchanges)?
+        let (model, n) = learn_model(clock, t, &wire, 0, options.fitpoints, options.exchanges)?;
+        (model, Effort::exchanges(n))
     };
     wire.free(t)?;
     Ok(result)

@@ -10,18 +10,18 @@
 
 use super::model::ClockModel;
 use super::pairwise::{respond, Wire};
-use super::{offset_model, SyncError, SyncOptions};
+use super::{offset_model, Effort, SyncError, SyncOptions};
 use crate::clock::Clock;
 use ngauge_transport::{Control, Transport};
 
-/// Runs `linear` on this rank; returns its model relative to rank 0 and the number of
-/// exchanges it took part in.
+/// Runs `linear` on this rank; returns its model relative to rank 0 and its effort
+/// (exchanges it took part in, brackets that crossed).
 pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
     clock: &C,
     t: &mut T,
     control: &mut dyn Control,
     options: &SyncOptions,
-) -> Result<(ClockModel, usize), SyncError> {
+) -> Result<(ClockModel, Effort), SyncError> {
     let (rank, size) = (control.rank(), control.size());
     let wire = Wire::new(t, 0)?;
     let result = if rank == 0 {
@@ -29,7 +29,7 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
         for peer in 1..size {
             served += respond(clock, t, &wire, peer)?;
         }
-        (ClockModel::IDENTITY, served)
+        (ClockModel::IDENTITY, Effort::exchanges(served))
     } else {
         offset_model(clock, t, &wire, 0, options)?
     };
