@@ -10,6 +10,13 @@
 //! it; HCA does). O(p * n_fitpts * n_exchanges) ping-pongs at the root: slow but, in
 //! the paper's measurements, the most accurate after a few seconds (Figs. 7, 8).
 //!
+//! Alg. 15's `Sync_Clocks` starts with `warmup_rounds()` (dummy ping-pongs) and a mean
+//! RTT per rank (`Compute_Rtt`, Algorithm 17) that corrects every exchange. We run
+//! neither, on purpose: each exchange here is corrected by its own round trip (see
+//! [`super::pairwise`]), so there is no RTT measured beforehand for a cold link to
+//! spoil, and a slow first exchange or two (connection set-up, cold caches) are
+//! outliers that the median of the first fit point votes out.
+//!
 //! `n_exchanges` defaults to 20 here, not HCA's 100 ([`super::pairwise::defaults::JK_EXCHANGES`]): the
 //! value of the paper's own JK runs (Appendix C.13, C.15), since the root's sequential
 //! service makes every exchange cost `p - 1` times over.
