@@ -504,7 +504,7 @@ mod tests {
         assert_eq!(args.sync.algorithm, SyncAlgorithm::Logp);
         assert_eq!(args.check_after, vec![0.0, 0.25, 5.0]);
         assert_eq!(args.sync.fitpoints, 1000);
-        assert_eq!(args.sync.exchanges, 100);
+        assert_eq!(args.sync.exchanges, None);
         for bad in [
             &["ngauge", "sync", "--check-after", "5"][..],
             &["ngauge", "sync", "--check-after", "-1s"],
@@ -542,9 +542,10 @@ pub struct SyncFlags {
     #[arg(long, default_value_t = 1000, value_name = "NUM", value_parser = clap::value_parser!(u32).range(2..=1_000_000))]
     pub fitpoints: u32,
 
-    /// Ping-pongs per fit point (jk, hca); the median one is kept.
-    #[arg(long, default_value_t = 100, value_name = "NUM", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
-    pub exchanges: u32,
+    /// Ping-pongs per fit point (jk, hca); the median one is kept. Default: 100 for
+    /// hca, 20 for jk (the papers' values).
+    #[arg(long, value_name = "NUM", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub exchanges: Option<u32>,
 
     /// Offset estimator of linear, logp and hca's intercepts: minrtt (Hoefler: the
     /// smallest of RTTs, stop after 100 without a smaller one) or skampi (bracket of

@@ -1,5 +1,6 @@
 //! `ngauge sync` end to end through real processes: every algorithm at np = 2, 4, 8
-//! over TCP on this host, with an injected clock skew whose truth is known.
+//! (and the tree algorithms at np = 3 and 6 too, where the remainder step runs) over
+//! TCP on this host, with an injected clock skew whose truth is known.
 //!
 //! Short on purpose (few fit points, checks at 0 s and 1 s): these tests check that
 //! the offsets the algorithms find are the injected ones and that the report is
@@ -24,9 +25,13 @@ fn ngauge() -> Command {
 }
 
 fn sync_json(np: usize, algo: &str, skew: Option<&str>) -> Value {
+    // jk keeps its default 20 exchanges: it has no re-measured intercept, and the
+    // median of 5 ping-pongs on a loaded host (scheduling delays of milliseconds)
+    // left rank 1 off by 5-20 ms now and then; with 20, within microseconds.
+    let exchanges = if algo == "jk" { "20" } else { "5" };
     let mut cmd = ngauge();
     cmd.args(["--np", &np.to_string(), "sync", "--sync", algo])
-        .args(["--fitpoints", "50", "--exchanges", "5"])
+        .args(["--fitpoints", "50", "--exchanges", exchanges])
         .args(["--check-after", "0s,1s", "--json"])
         .env_remove("NGAUGE_TEST_CLOCK_EPOCH");
     match skew {
@@ -103,8 +108,9 @@ fn linear_np_2_4_8() {
 }
 
 #[test]
-fn logp_np_2_4_8() {
-    for np in [2, 4, 8] {
+fn logp_np_2_3_4_6_8() {
+    // 3 = 2 + 1 and 6 = 4 + 2: ranks 2, and 4 and 5, go through the remainder step.
+    for np in [2, 3, 4, 6, 8] {
         check(np, "logp");
     }
 }
@@ -117,8 +123,8 @@ fn jk_np_2_4_8() {
 }
 
 #[test]
-fn hca_np_2_4_8() {
-    for np in [2, 4, 8] {
+fn hca_np_2_3_4_6_8() {
+    for np in [2, 3, 4, 6, 8] {
         check(np, "hca");
     }
 }

@@ -47,11 +47,15 @@ pub struct Skew {
 }
 
 impl Skew {
-    /// The skewed reading for a raw one.
+    /// The skewed reading for a raw one. Only the shift goes through `f64`, computed
+    /// from the distance to the epoch; the reading itself stays an integer, so every
+    /// tick counts however large the readings are (an `f64` holds integers exactly
+    /// only up to 2^53).
     pub fn apply(&self, raw: Ticks) -> Ticks {
-        let elapsed = raw.0 as f64 - self.epoch.0 as f64;
-        let shifted = raw.0 as f64 + self.offset_ticks + self.drift * elapsed;
-        Ticks(shifted.max(0.0).round() as u64)
+        let elapsed = raw.0 as i128 - self.epoch.0 as i128;
+        let shift = self.offset_ticks + self.drift * elapsed as f64;
+        let shifted = raw.0 as i128 + shift.round() as i128;
+        Ticks(shifted.clamp(0, u64::MAX as i128) as u64)
     }
 }
 
@@ -144,6 +148,41 @@ mod tests {
         assert_eq!(skew.apply(Ticks(1_000_000)), Ticks(999_000));
         // 1e6 ticks later the drift has added 40 ticks.
         assert_eq!(skew.apply(Ticks(2_000_000)), Ticks(1_999_040));
+    }
+
+    #[test]
+    fn skew_keeps_every_tick_of_readings_beyond_2_pow_53() {
+        // Regression (review finding 10): the reading went through f64 and lost its
+        // low bits.
+        let epoch = Ticks((1 << 60) + 12_345);
+        let skew = Skew {
+            offset_ticks: -1000.0,
+            drift: 40e-6,
+            epoch,
+        };
+        assert_eq!(skew.apply(epoch), Ticks(epoch.0 - 1000));
+        assert_eq!(skew.apply(epoch.plus(1)), Ticks(epoch.0 + 1 - 1000));
+        assert_eq!(
+            skew.apply(epoch.plus(1_000_000)),
+            Ticks(epoch.0 + 1_000_000 - 1000 + 40)
+        );
+        // Before the epoch the drift subtracts; the result stays in range.
+        assert_eq!(
+            skew.apply(Ticks(epoch.0 - 1_000_000)),
+            Ticks(epoch.0 - 1_000_000 - 1000 - 40)
+        );
+        let early = Skew {
+            offset_ticks: -1e9,
+            drift: 0.0,
+            epoch: Ticks(0),
+        };
+        assert_eq!(early.apply(Ticks(5)), Ticks(0));
+        let late = Skew {
+            offset_ticks: 1e9,
+            drift: 0.0,
+            epoch: Ticks(u64::MAX),
+        };
+        assert_eq!(late.apply(Ticks(u64::MAX - 5)), Ticks(u64::MAX));
     }
 
     #[test]

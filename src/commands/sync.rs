@@ -8,17 +8,24 @@
 //! estimator. When all ranks share one host (one invariant TSC) the truth is known
 //! too: zero offset and drift, plus whatever `NGAUGE_TEST_CLOCK_SKEW` injected; each
 //! rank then also reports the true error of its global time at the check.
+//!
+//! **One rate for every rank: rank 0's.** Each rank calibrates its timer on its own,
+//! and the calibrations differ a little; converting each rank's ticks with its own
+//! rate would turn that difference into a drift of the reported times (see
+//! `ngauge::sync::model`). So rank 0 broadcasts its rate, and every rank uses it for
+//! its clock, for the injected skew's offset in ticks and for every conversion to
+//! time in this command.
 
 use crate::cli::{GlobalArgs, SyncAlgorithm, SyncArgs, SyncEstimator, SyncFlags, TransportName};
 use crate::UsageError;
-use ngauge::clock::{Clock, Skew, Ticks};
+use ngauge::clock::{Clock, Skew, SystemClock, TickRate, Ticks};
 use ngauge::launch::World;
 use ngauge::report::jsonl::JsonlWriter;
 use ngauge::report::table::Table;
 use ngauge::report::Meta;
 use ngauge::sync::skew;
 use ngauge::sync::{self, pairwise, Algorithm, Estimator, GlobalClock, SyncOptions};
-use ngauge::transport::{Transport, WaitMode};
+use ngauge::transport::{Control, Transport, WaitMode};
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
@@ -31,14 +38,15 @@ impl SyncFlags {
             SyncAlgorithm::Jk => Algorithm::Jk,
             SyncAlgorithm::Hca => Algorithm::Hca,
         };
+        let defaults = SyncOptions::new(algorithm);
         SyncOptions {
             estimator: self.estimator.map(|e| match e {
                 SyncEstimator::Minrtt => Estimator::MinRtt,
                 SyncEstimator::Skampi => Estimator::Skampi,
             }),
             fitpoints: self.fitpoints as usize,
-            exchanges: self.exchanges as usize,
-            ..SyncOptions::new(algorithm)
+            exchanges: self.exchanges.map_or(defaults.exchanges, |e| e as usize),
+            ..defaults
         }
     }
 }
@@ -66,6 +74,10 @@ struct RankReport {
     true_drift_ppm: Option<f64>,
     /// Ping-pongs this rank took part in during the sync.
     sync_exchanges: usize,
+    /// SKaMPI brackets whose bounds crossed (drift or a clock jump during the
+    /// measurement), replaced by min-RTT measurements.
+    #[serde(default)]
+    crossed_brackets: usize,
     pinned_core: Option<usize>,
 }
 
@@ -81,7 +93,10 @@ fn run_rank(
     options: &SyncOptions,
     world: &mut World,
 ) -> anyhow::Result<()> {
-    let clock = super::rank_clock(world)?;
+    let own = super::rank_clock(world)?;
+    let rate = rank0_rate(world.control.as_mut(), own.rate())?;
+    let clock = SystemClock::new(own.source(), rate)
+        .with_skew(own.skew().map(|s| rescale_skew(s, own.rate(), rate)));
     let (mut transport, wait) = open_data(global, world)?;
     if !transport.capabilities().reliable {
         return Err(UsageError(format!(
@@ -93,7 +108,6 @@ fn run_rank(
     let outcome = sync::synchronize(&clock, transport.as_mut(), world.control.as_mut(), options)?;
     let model = outcome.model;
     let after_sync = Instant::now();
-    let rate = clock.rate();
     let ns = |ticks: f64| ticks * 1e9 / rate.hz;
 
     // The truth needs one shared timer (one host) and rank 0's own skew.
@@ -130,6 +144,7 @@ fn run_rank(
             ((1.0 + d(clock.skew())) / (1.0 + d(rank0_skew)) - 1.0) * 1e6
         }),
         sync_exchanges: outcome.exchanges,
+        crossed_brackets: outcome.crossed_brackets,
         pinned_core: world.pinned_core,
     };
 
@@ -337,6 +352,18 @@ fn render(s: &Summary) -> String {
 
 fn warnings(s: &Summary) -> Vec<String> {
     let mut w = Vec::new();
+    let crossed: Vec<String> = s
+        .ranks
+        .iter()
+        .filter(|r| r.crossed_brackets > 0)
+        .map(|r| format!("rank {} ({})", r.rank, r.crossed_brackets))
+        .collect();
+    if !crossed.is_empty() {
+        w.push(format!(
+            "SKaMPI brackets crossed (the clock jumped or drifted fast during the measurement) on {}; min-RTT measured those offsets instead",
+            crossed.join(", ")
+        ));
+    }
     if let Some(&last) = s.max_abs_residual_ns.last() {
         if last > 10_000.0 && !s.algo.models_drift() {
             w.push(format!(
@@ -353,6 +380,33 @@ fn warnings(s: &Summary) -> Vec<String> {
         }
     }
     w
+}
+
+/// Rank 0's calibrated rate, on every rank (collective).
+fn rank0_rate(control: &mut dyn Control, own: TickRate) -> anyhow::Result<TickRate> {
+    let mut bytes = if control.rank() == 0 {
+        own.hz.to_le_bytes().to_vec()
+    } else {
+        Vec::new()
+    };
+    control.broadcast(0, &mut bytes)?;
+    let hz = bytes
+        .as_slice()
+        .try_into()
+        .map(f64::from_le_bytes)
+        .ok()
+        .filter(|hz| hz.is_finite() && *hz > 0.0)
+        .ok_or_else(|| anyhow::anyhow!("rank 0 sent a malformed tick rate"))?;
+    Ok(TickRate::new(hz))
+}
+
+/// An injected skew whose offset was converted to ticks at `from`, converted at `to`
+/// instead (the drift is a fraction, the epoch a raw reading: both stay).
+fn rescale_skew(skew: Skew, from: TickRate, to: TickRate) -> Skew {
+    Skew {
+        offset_ticks: skew.offset_ticks * to.hz / from.hz,
+        ..skew
+    }
 }
 
 fn encode_skew(skew: Option<Skew>) -> Vec<u8> {
@@ -407,17 +461,52 @@ mod tests {
     }
 
     #[test]
+    fn every_rank_gets_rank_zeros_rate() {
+        use ngauge::sync::sim::{self, NetModel};
+        let rates = sim::run(&[None, None, None], NetModel::default(), |mut r| {
+            let own = TickRate::new(2.5e9 + r.control.rank() as f64 * 1e6);
+            rank0_rate(&mut r.control, own).unwrap().hz
+        });
+        assert_eq!(rates, vec![2.5e9; 3]);
+    }
+
+    #[test]
+    fn a_rescaled_skew_is_the_one_the_spec_gives_at_the_new_rate() {
+        use ngauge::sync::skew::SkewSpec;
+        let spec: SkewSpec = "1:+3ms:+40ppm".parse().unwrap();
+        let (own, rank0) = (TickRate::new(2.4e9), TickRate::new(2.5e9));
+        let epoch = Ticks(1 << 40);
+        let at_own = spec.skew_for(1, own, epoch).unwrap();
+        let expected = spec.skew_for(1, rank0, epoch).unwrap();
+        let got = rescale_skew(at_own, own, rank0);
+        assert!((got.offset_ticks - expected.offset_ticks).abs() < 1e-6);
+        assert_eq!((got.drift, got.epoch), (expected.drift, expected.epoch));
+    }
+
+    #[test]
     fn flags_map_to_options() {
         let flags = SyncFlags {
             algorithm: SyncAlgorithm::Jk,
             fitpoints: 7,
-            exchanges: 3,
+            exchanges: Some(3),
             estimator: Some(SyncEstimator::Minrtt),
         };
         let o = flags.options();
         assert_eq!(o.algorithm, Algorithm::Jk);
         assert_eq!((o.fitpoints, o.exchanges), (7, 3));
         assert_eq!(o.estimator, Some(Estimator::MinRtt));
+        // Without --exchanges each algorithm has its papers' default.
+        let default_for = |algorithm| {
+            SyncFlags {
+                algorithm,
+                exchanges: None,
+                ..flags.clone()
+            }
+            .options()
+            .exchanges
+        };
+        assert_eq!(default_for(SyncAlgorithm::Jk), 20);
+        assert_eq!(default_for(SyncAlgorithm::Hca), 100);
     }
 
     #[test]

@@ -6,9 +6,17 @@
 //!    step ([`super::logp::tree`]; `Sync_Clocks_Pow2`, `Sync_Clocks_Remaining`), each
 //!    pair by `Learn_Model_HCA` (Algorithm 4: fit points as in Jones & Koenig), and
 //!    merged along the tree with `Merge_LMs`, equation (1) ([`ClockModel::then`]).
+//!    Every round of the tree ends with a barrier on every rank, so a rank that is
+//!    done early waits one round at a time (a round of 1000 x 100 ping-pongs takes
+//!    seconds; waiting for all of them in one control call would outlast the
+//!    launcher's timeout at a few dozen ranks).
 //! 2. The merged intercepts carry the errors of every step, and regression intercepts
-//!    are poorly determined anyway (the paper finds their confidence intervals ~1e7
-//!    times wider than the slopes'), so each rank then re-measures its offset against
+//!    are poorly determined anyway: from 1000 fit points the paper (sec. 4.4) finds
+//!    95% confidence intervals of the slope at most 2e-8 long (a ratio of times: 0.02
+//!    ppm, 20 ns of error per second of extrapolation), but of the intercept of the
+//!    order of 100 ms (a time; their intercept is the line at local time 0, far
+//!    outside the fit, where ours, anchored at the points' mean, is tighter). So each
+//!    rank then re-measures its offset against
 //!    the root with SKaMPI's estimator and moves its line through it, keeping the slope
 //!    (`Compute_And_Set_All_Intercepts`, `Compute_And_Set_Intercept`, Fig. 5). These
 //!    `p - 1` short measurements are O(p), but each is ~100 ping-pongs against the
@@ -22,24 +30,27 @@
 use super::logp::tree;
 use super::model::{ClockModel, GlobalClock};
 use super::pairwise::{learn_model, respond, Wire};
-use super::{measure_offset, SyncError, SyncOptions};
+use super::{measure_offset, Effort, SyncError, SyncOptions};
 use crate::clock::Clock;
 use ngauge_transport::{Control, Transport};
 
-/// Runs `hca` on this rank; returns its model relative to rank 0 and the number of
-/// exchanges it took part in.
+/// Runs `hca` on this rank; returns its model relative to rank 0 and its effort
+/// (exchanges it took part in, brackets that crossed).
 pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
     clock: &C,
     t: &mut T,
     control: &mut dyn Control,
     options: &SyncOptions,
-) -> Result<(ClockModel, usize), SyncError> {
+) -> Result<(ClockModel, Effort), SyncError> {
     let (fitpoints, n_exchanges) = (options.fitpoints, options.exchanges);
-    let (merged, mut exchanges) = tree(
+    let (merged, mut effort) = tree(
         clock,
         t,
         control,
-        |clock, t, wire, peer| learn_model(clock, t, wire, peer, fitpoints, n_exchanges),
+        |clock, t, wire, peer| {
+            let (model, n) = learn_model(clock, t, wire, peer, fitpoints, n_exchanges)?;
+            Ok((model, Effort::exchanges(n)))
+        },
         |clock, t, wire, peer| {
             let mut served = 0;
             for _ in 0..fitpoints {
@@ -55,7 +66,7 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
     let wire = Wire::new(t, 0)?;
     let model = if rank == 0 {
         for peer in 1..size {
-            exchanges += respond(clock, t, &wire, peer)?;
+            effort += Effort::exchanges(respond(clock, t, &wire, peer)?);
         }
         ClockModel::IDENTITY
     } else {
@@ -68,10 +79,10 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
         let corrected = GlobalClock::new(clock, drift_removed);
         let (offset, _, n) =
             measure_offset(&corrected, t, &wire, 0, options.offset_estimator(), options)?;
-        exchanges += n;
+        effort += n;
         // corrected(x) - root = offset for all x  <=>  x - root = offset + drift (x - anchor).
         merged.with_offset_at(anchor, offset)
     };
     wire.free(t)?;
-    Ok((model, exchanges))
+    Ok((model, effort))
 }

@@ -9,21 +9,32 @@
 //! over the longest span. The intercept is the regression's (JK does not re-measure
 //! it; HCA does). O(p * n_fitpts * n_exchanges) ping-pongs at the root: slow but, in
 //! the paper's measurements, the most accurate after a few seconds (Figs. 7, 8).
+//!
+//! Alg. 15's `Sync_Clocks` starts with `warmup_rounds()` (dummy ping-pongs) and a mean
+//! RTT per rank (`Compute_Rtt`, Algorithm 17) that corrects every exchange. We run
+//! neither, on purpose: each exchange here is corrected by its own round trip (see
+//! [`super::pairwise`]), so there is no RTT measured beforehand for a cold link to
+//! spoil, and a slow first exchange or two (connection set-up, cold caches) are
+//! outliers that the median of the first fit point votes out.
+//!
+//! `n_exchanges` defaults to 20 here, not HCA's 100 ([`super::pairwise::defaults::JK_EXCHANGES`]): the
+//! value of the paper's own JK runs (Appendix C.13, C.15), since the root's sequential
+//! service makes every exchange cost `p - 1` times over.
 
 use super::model::ClockModel;
 use super::pairwise::{learn_model, respond, Wire};
-use super::{SyncError, SyncOptions};
+use super::{Effort, SyncError, SyncOptions};
 use crate::clock::Clock;
 use ngauge_transport::{Control, Transport};
 
-/// Runs `jk` on this rank; returns its model relative to rank 0 and the number of
-/// exchanges it took part in.
+/// Runs `jk` on this rank; returns its model relative to rank 0 and its effort
+/// (exchanges it took part in, brackets that crossed).
 pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
     clock: &C,
     t: &mut T,
     control: &mut dyn Control,
     options: &SyncOptions,
-) -> Result<(ClockModel, usize), SyncError> {
+) -> Result<(ClockModel, Effort), SyncError> {
     let (rank, size) = (control.rank(), control.size());
     let wire = Wire::new(t, 0)?;
     let result = if rank == 0 {
@@ -33,9 +44,10 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
                 served += respond(clock, t, &wire, peer)?;
             }
         }
-        (ClockModel::IDENTITY, served)
+        (ClockModel::IDENTITY, Effort::exchanges(served))
     } else {
-        learn_model(clock, t, &wire, 0, options.fitpoints, options.exchanges)?
+        let (model, n) = learn_model(clock, t, &wire, 0, options.fitpoints, options.exchanges)?;
+        (model, Effort::exchanges(n))
     };
     wire.free(t)?;
     Ok(result)

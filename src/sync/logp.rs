@@ -12,23 +12,31 @@
 //! every group-2 rank `r` measures against `r - t` and composes with that rank's
 //! model. So `ceil(log2 p)` rounds in all, against `p - 1` for `linear`.
 //!
+//! **A barrier ends every round of group 1**, on every rank. A rank that has handed
+//! its subtree up (or a group-2 rank) has nothing to do until the remainder step, and
+//! without the barriers it would wait for all remaining rounds in the one broadcast
+//! between the phases. With HCA's fit points (1000 x 100 ping-pongs) one round takes
+//! seconds, so around 32 ranks that single wait outlasts the launcher's `--timeout`
+//! and is reported as a lost peer. With the barriers no control call waits longer
+//! than one round; they cost `log2 t` control operations, nothing against a round.
+//!
 //! [`tree`] is the skeleton with the pairwise step as a parameter: `logp` plugs in an
 //! offset measurement, [`super::hca`] a drift model (its Algorithm 3 is this tree).
 
 use super::model::{pack_models, unpack_models, ClockModel, MODEL_BYTES};
 use super::pairwise::{respond, Wire};
-use super::{offset_model, SyncError, SyncOptions};
+use super::{offset_model, Effort, SyncError, SyncOptions};
 use crate::clock::Clock;
 use ngauge_transport::{Control, Rank, Transport};
 
-/// Runs `logp` on this rank; returns its model relative to rank 0 and the number of
-/// exchanges it took part in.
+/// Runs `logp` on this rank; returns its model relative to rank 0 and its effort
+/// (exchanges it took part in, brackets that crossed).
 pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
     clock: &C,
     t: &mut T,
     control: &mut dyn Control,
     options: &SyncOptions,
-) -> Result<(ClockModel, usize), SyncError> {
+) -> Result<(ClockModel, Effort), SyncError> {
     tree(
         clock,
         t,
@@ -44,7 +52,7 @@ pub fn largest_power_of_two(size: usize) -> usize {
 }
 
 /// The power-of-two tree plus remainder step, with `measure` run by the modelled rank
-/// against its reference (returning its model relative to it and the exchanges made)
+/// against its reference (returning its model relative to it and the effort made)
 /// and `serve` run by the reference.
 pub fn tree<C, T, M, S>(
     clock: &C,
@@ -52,48 +60,48 @@ pub fn tree<C, T, M, S>(
     control: &mut dyn Control,
     mut measure: M,
     mut serve: S,
-) -> Result<(ClockModel, usize), SyncError>
+) -> Result<(ClockModel, Effort), SyncError>
 where
     C: Clock + ?Sized,
     T: Transport + ?Sized,
-    M: FnMut(&C, &mut T, &Wire, Rank) -> Result<(ClockModel, usize), SyncError>,
+    M: FnMut(&C, &mut T, &Wire, Rank) -> Result<(ClockModel, Effort), SyncError>,
     S: FnMut(&C, &mut T, &Wire, Rank) -> Result<usize, SyncError>,
 {
     let (rank, size) = (control.rank(), control.size());
     let pow2 = largest_power_of_two(size);
     let wire = Wire::new(t, pow2 / 2 * MODEL_BYTES)?;
-    let mut exchanges = 0;
+    let mut effort = Effort::default();
 
     // Group 1: `subtree[i]` is the model of rank `rank + i` relative to this rank.
+    // Every rank, in the tree or not, ends each round with a barrier, so that no
+    // control call waits for more than one round (see the module doc).
     let mut subtree = vec![ClockModel::IDENTITY];
-    if rank < pow2 {
-        let mut half = 1;
-        while 2 * half <= pow2 {
-            if rank % (2 * half) == 0 {
-                let peer = rank + half;
-                exchanges += serve(clock, t, &wire, peer)?;
-                let bytes = wire.recv_bytes(t, peer, half * MODEL_BYTES)?;
-                let list = unpack_models(&bytes, half).ok_or_else(|| SyncError::Protocol {
-                    peer,
-                    detail: "malformed list of clock models".into(),
-                })?;
-                // list[0]: peer relative to us; list[i]: peer + i relative to peer.
-                let peer_model = list[0];
-                subtree.push(peer_model);
-                subtree.extend(list[1..].iter().map(|m| m.then(&peer_model)));
-            } else {
-                // rank % (2 * half) == half: the first round where we are not a
-                // reference; we hand our subtree up and are done with group 1.
-                let peer = rank - half;
-                let (own, n) = measure(clock, t, &wire, peer)?;
-                exchanges += n;
-                let mut list = vec![own];
-                list.extend_from_slice(&subtree[1..]);
-                wire.send_bytes(t, peer, &pack_models(&list))?;
-                break;
-            }
-            half *= 2;
+    let mut half = 1;
+    while 2 * half <= pow2 {
+        if rank < pow2 && rank % (2 * half) == 0 {
+            let peer = rank + half;
+            effort += Effort::exchanges(serve(clock, t, &wire, peer)?);
+            let bytes = wire.recv_bytes(t, peer, half * MODEL_BYTES)?;
+            let list = unpack_models(&bytes, half).ok_or_else(|| SyncError::Protocol {
+                peer,
+                detail: "malformed list of clock models".into(),
+            })?;
+            // list[0]: peer relative to us; list[i]: peer + i relative to peer.
+            let peer_model = list[0];
+            subtree.push(peer_model);
+            subtree.extend(list[1..].iter().map(|m| m.then(&peer_model)));
+        } else if rank < pow2 && rank % (2 * half) == half {
+            // The first round where we are not a reference: we hand our subtree up
+            // and are done with group 1 (later rounds only pass their barriers).
+            let peer = rank - half;
+            let (own, n) = measure(clock, t, &wire, peer)?;
+            effort += n;
+            let mut list = vec![own];
+            list.extend_from_slice(&subtree[1..]);
+            wire.send_bytes(t, peer, &pack_models(&list))?;
         }
+        control.barrier()?;
+        half *= 2;
     }
 
     // Between the phases: rank 0 tells everybody the models of group 1.
@@ -111,17 +119,17 @@ where
     // Group 2: one more round against partner `rank - pow2`.
     let model = if rank < pow2 {
         if rank + pow2 < size {
-            exchanges += serve(clock, t, &wire, rank + pow2)?;
+            effort += Effort::exchanges(serve(clock, t, &wire, rank + pow2)?);
         }
         table[rank]
     } else {
         let peer = rank - pow2;
         let (own, n) = measure(clock, t, &wire, peer)?;
-        exchanges += n;
+        effort += n;
         own.then(&table[peer])
     };
     wire.free(t)?;
-    Ok((model, exchanges))
+    Ok((model, effort))
 }
 
 #[cfg(test)]

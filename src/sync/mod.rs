@@ -145,7 +145,8 @@ pub struct SyncOptions {
     pub estimator: Option<Estimator>,
     /// Fit points per drift model (`n_fitpts`, default 1000).
     pub fitpoints: usize,
-    /// Ping-pongs per fit point (`n_exchanges`, default 100).
+    /// Ping-pongs per fit point (`n_exchanges`, default 100 for `hca`, 20 for `jk`:
+    /// [`defaults::JK_EXCHANGES`]).
     pub exchanges: usize,
     /// Hoefler's `N` for the min-RTT estimator (default 100).
     pub stop_after: usize,
@@ -162,7 +163,10 @@ impl SyncOptions {
             algorithm,
             estimator: None,
             fitpoints: defaults::FITPOINTS,
-            exchanges: defaults::EXCHANGES,
+            exchanges: match algorithm {
+                Algorithm::Jk => defaults::JK_EXCHANGES,
+                _ => defaults::EXCHANGES,
+            },
             stop_after: defaults::STOP_AFTER,
             max_exchanges: defaults::MAX_EXCHANGES,
             skampi_pingpongs: defaults::SKAMPI_PINGPONGS,
@@ -193,6 +197,33 @@ impl SyncOptions {
     }
 }
 
+/// What one rank did during a synchronization, and what went wrong on the way.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Effort {
+    /// Ping-pong exchanges this rank took part in.
+    pub exchanges: usize,
+    /// SKaMPI brackets this rank measured whose bounds crossed, and which it replaced
+    /// by a min-RTT measurement ([`pairwise::bracket_or_min_rtt`]).
+    pub crossed_brackets: usize,
+}
+
+impl Effort {
+    /// `n` exchanges, nothing wrong.
+    pub fn exchanges(n: usize) -> Self {
+        Effort {
+            exchanges: n,
+            crossed_brackets: 0,
+        }
+    }
+}
+
+impl std::ops::AddAssign for Effort {
+    fn add_assign(&mut self, other: Effort) {
+        self.exchanges += other.exchanges;
+        self.crossed_brackets += other.crossed_brackets;
+    }
+}
+
 /// What one rank knows after a synchronization.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct SyncOutcome {
@@ -204,6 +235,8 @@ pub struct SyncOutcome {
     pub finished: Ticks,
     /// Ping-pong exchanges this rank took part in.
     pub exchanges: usize,
+    /// SKaMPI brackets whose bounds crossed, replaced by min-RTT (see [`Effort`]).
+    pub crossed_brackets: usize,
 }
 
 impl SyncOutcome {
@@ -240,7 +273,7 @@ pub fn synchronize<C: Clock + ?Sized, T: Transport + ?Sized>(
     }
     control.barrier()?;
     let started = clock.now();
-    let (model, exchanges) = match options.algorithm {
+    let (model, effort) = match options.algorithm {
         Algorithm::Linear => linear::run(clock, transport, control, options)?,
         Algorithm::Logp => logp::run(clock, transport, control, options)?,
         Algorithm::Jk => jk::run(clock, transport, control, options)?,
@@ -252,7 +285,8 @@ pub fn synchronize<C: Clock + ?Sized, T: Transport + ?Sized>(
         model,
         started,
         finished,
-        exchanges,
+        exchanges: effort.exchanges,
+        crossed_brackets: effort.crossed_brackets,
     })
 }
 
@@ -275,7 +309,9 @@ pub fn gather_models(
 }
 
 /// One offset of this rank's clock (as `clock` reads it) relative to `peer`'s, with
-/// `estimator`: `(local - peer in ticks, the local reading it holds at, exchanges)`.
+/// `estimator`: `(local - peer in ticks, the local reading it holds at, effort)`. A
+/// SKaMPI bracket whose bounds crossed is replaced by a min-RTT measurement and
+/// counted in the effort.
 pub(crate) fn measure_offset<C: Clock + ?Sized, T: Transport + ?Sized>(
     clock: &C,
     t: &mut T,
@@ -283,22 +319,41 @@ pub(crate) fn measure_offset<C: Clock + ?Sized, T: Transport + ?Sized>(
     peer: Rank,
     estimator: Estimator,
     options: &SyncOptions,
-) -> Result<(f64, Ticks, usize), SyncError> {
+) -> Result<(f64, Ticks, Effort), SyncError> {
+    let min_rtt = |m: pairwise::MinRtt| (m.best.offset(), m.best.midpoint(), m.exchanges);
     Ok(match estimator {
         Estimator::MinRtt => {
-            let m = pairwise::min_rtt(
+            let (offset, at, n) = min_rtt(pairwise::min_rtt(
                 clock,
                 t,
                 wire,
                 peer,
                 options.stop_after,
                 options.max_exchanges,
-            )?;
-            (m.best.offset(), m.best.midpoint(), m.exchanges)
+            )?);
+            (offset, at, Effort::exchanges(n))
         }
         Estimator::Skampi => {
-            let b = pairwise::bracket(clock, t, wire, peer, options.skampi_pingpongs)?;
-            (b.offset(), b.at, b.exchanges)
+            let (b, fallback) = pairwise::bracket_or_min_rtt(
+                clock,
+                t,
+                wire,
+                peer,
+                options.skampi_pingpongs,
+                options.stop_after,
+                options.max_exchanges,
+            )?;
+            match fallback {
+                None => (b.offset(), b.at, Effort::exchanges(b.exchanges)),
+                Some(m) => {
+                    let (offset, at, n) = min_rtt(m);
+                    let effort = Effort {
+                        exchanges: b.exchanges + n,
+                        crossed_brackets: 1,
+                    };
+                    (offset, at, effort)
+                }
+            }
         }
     })
 }
@@ -310,8 +365,8 @@ pub(crate) fn offset_model<C: Clock + ?Sized, T: Transport + ?Sized>(
     wire: &Wire,
     peer: Rank,
     options: &SyncOptions,
-) -> Result<(ClockModel, usize), SyncError> {
-    let (offset, at, n) =
+) -> Result<(ClockModel, Effort), SyncError> {
+    let (offset, at, effort) =
         measure_offset(clock, t, wire, peer, options.offset_estimator(), options)?;
     Ok((
         ClockModel {
@@ -319,7 +374,7 @@ pub(crate) fn offset_model<C: Clock + ?Sized, T: Transport + ?Sized>(
             offset_ticks: offset,
             drift: 0.0,
         },
-        n,
+        effort,
     ))
 }
 

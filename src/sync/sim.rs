@@ -9,9 +9,11 @@
 //! - every clock read costs [`NetModel::read_cost_ns`];
 //! - a message sent at the sender's time `s` arrives at `s + latency`, where the
 //!   latency is the base plus a deterministic pseudo-random jitter, and every
-//!   [`NetModel::outlier_every`]-th message of a direction is delayed by
-//!   [`NetModel::outlier_ns`] (asymmetric outliers are what the estimators must
-//!   reject); a receiver's time becomes `max(own, arrival)`;
+//!   [`NetModel::outlier_every`]-th message from a lower to a higher rank is delayed
+//!   by [`NetModel::outlier_ns`] (outliers in one direction only bias a midpoint
+//!   offset by half their delay, which is what the estimators must reject); a
+//!   receiver's time becomes `max(own, arrival)`; one link can be made slower in
+//!   one direction ([`NetModel::slow_link`]), a delay asymmetry no estimator can see;
 //! - control operations end with every rank at the latest rank's time plus
 //!   [`NetModel::control_latency_ns`], like a barrier.
 //!
@@ -40,7 +42,8 @@ pub struct NetModel {
     pub latency_ns: f64,
     /// Uniform jitter added to each message, `0..jitter_ns`.
     pub jitter_ns: f64,
-    /// Every this many messages of one direction is an outlier (0: never).
+    /// Every this many messages from a lower to a higher rank is an outlier (0:
+    /// never); the other direction has none.
     pub outlier_every: u64,
     /// Extra delay of an outlier, ns.
     pub outlier_ns: f64,
@@ -50,11 +53,26 @@ pub struct NetModel {
     pub control_latency_ns: f64,
     /// Seed of the jitter.
     pub seed: u64,
+    /// One direction of one link that is slower than the rest (none by default).
+    pub slow_link: Option<SlowLink>,
+}
+
+/// A one-way delay asymmetry: every message from `from` to `to` takes `extra_ns`
+/// longer, the way back does not. A ping-pong over the link sees only the longer
+/// round trip, so a midpoint offset measured over it errs by `extra_ns / 2`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SlowLink {
+    /// Sender.
+    pub from: Rank,
+    /// Receiver.
+    pub to: Rank,
+    /// Extra one-way delay, ns.
+    pub extra_ns: f64,
 }
 
 impl Default for NetModel {
-    /// A slow, noisy network: 20 us one way, 200 ns jitter, every 7th message 30 us
-    /// late. The long latency spreads a short synchronization over enough virtual time
+    /// A slow, noisy network: 20 us one way, 200 ns jitter, every 7th message from a
+    /// lower to a higher rank 30 us late. The long latency spreads a short synchronization over enough virtual time
     /// for drift to show.
     fn default() -> Self {
         NetModel {
@@ -65,6 +83,7 @@ impl Default for NetModel {
             read_cost_ns: 20.0,
             control_latency_ns: 50_000.0,
             seed: 0x5eed,
+            slow_link: None,
         }
     }
 }
@@ -91,9 +110,13 @@ impl Shared {
     fn latency(&self, from: Rank, to: Rank, seq: u64) -> u64 {
         let h = splitmix64(self.net.seed ^ ((from as u64) << 40) ^ ((to as u64) << 20) ^ seq);
         let jitter = (h % 1_000_000) as f64 / 1e6 * self.net.jitter_ns;
-        let outlier = self.net.outlier_every > 0 && seq % self.net.outlier_every == 3;
+        let outlier = from < to && self.net.outlier_every > 0 && seq % self.net.outlier_every == 3;
         let extra = if outlier { self.net.outlier_ns } else { 0.0 };
-        ticks(self.net.latency_ns + jitter + extra)
+        let slow = match self.net.slow_link {
+            Some(l) if (l.from, l.to) == (from, to) => l.extra_ns,
+            _ => 0.0,
+        };
+        ticks(self.net.latency_ns + jitter + extra + slow)
     }
 }
 
@@ -239,19 +262,27 @@ pub struct SimControl {
     inner: InprocControl,
     now: Arc<AtomicU64>,
     latency: u64,
+    longest_wait: u64,
 }
 
 impl SimControl {
     fn align(&mut self) -> Result<(), ControlError> {
-        let mine = self.now.load(Ordering::SeqCst).to_le_bytes();
-        let all = self.inner.allgather(&mine)?;
+        let own = self.now.load(Ordering::SeqCst);
+        let all = self.inner.allgather(&own.to_le_bytes())?;
         let latest = all
             .iter()
             .filter_map(|b| b.as_slice().try_into().ok().map(u64::from_le_bytes))
             .max()
             .unwrap_or(0);
+        self.longest_wait = self.longest_wait.max(latest.saturating_sub(own));
         self.now.fetch_max(latest + self.latency, Ordering::SeqCst);
         Ok(())
+    }
+
+    /// The longest this rank waited in one control operation for the latest rank to
+    /// enter it, in raw ticks (the control latency not included).
+    pub fn longest_wait_ticks(&self) -> u64 {
+        self.longest_wait
     }
 }
 
@@ -327,6 +358,7 @@ pub fn world(skews: &[Option<Skew>], net: NetModel) -> Vec<SimRank> {
                     inner: control,
                     now,
                     latency: ticks(net.control_latency_ns),
+                    longest_wait: 0,
                 },
             }
         })

@@ -15,7 +15,8 @@
 //!   channel, rank 0 takes the slowest and starts that far ahead, which leaves the one
 //!   broadcast that carries the start time a tenfold margin.
 //! - **Invalid measurements are flagged and counted**: a rank that reaches a window
-//!   after its start has STARTED_LATE, a measurement that is still running when the
+//!   after its start, or whose wait ends more than [`max_start_lag`] (a tenth of the
+//!   window) after it opened, has STARTED_LATE; a measurement that is still running when the
 //!   next window opens TOOK_TOO_LONG (SKaMPI's `Start_Sync`/`Stop_Sync`). A slot is
 //!   valid only if it was valid on every rank ([`agree`], Algorithm 10 line 20: an
 //!   allreduce of the error flags).
@@ -52,6 +53,21 @@ use ngauge_transport::{Control, WaitMode};
 /// Broadcasts timed to measure the announcement lead (Netgauge's `N = 10`).
 pub const LEAD_BROADCASTS: usize = 10;
 
+/// The latest a measurement may start after its window opened, in ticks: a tenth of
+/// the window (at least 1 tick).
+///
+/// SKaMPI's `Start_Sync` checks lateness only on arrival, before the wait; but a wait
+/// can itself end late (a blocking wait oversleeps, the rank is preempted while it
+/// yields), and then the ranks no longer start together. The bound is a fraction of
+/// the window, not a fixed time, because what a late start costs is the slack the
+/// window leaves the operation (a third of the window at SKaMPI's 1.5 x the run
+/// time): a tenth keeps a late start well inside that slack, while the normal end of
+/// a wait (one clock read after the deadline when polling, one `yield` when blocking)
+/// stays far below it for any window worth measuring with.
+pub fn max_start_lag(window_ticks: u64) -> u64 {
+    (window_ticks / 10).max(1)
+}
+
 /// Why a measurement is not valid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -85,7 +101,8 @@ pub struct Slot {
     pub opens: Ticks,
     /// Local reading at which the wait ended (the measurement's start).
     pub started: Ticks,
-    /// Whether the rank arrived after the window had opened.
+    /// Whether the rank arrived after the window had opened, or its wait ended more
+    /// than [`max_start_lag`] after it.
     pub late: bool,
 }
 
@@ -170,18 +187,21 @@ impl Windows {
     /// Waits until the next window opens on this rank's clock and returns its slot
     /// (SKaMPI's `Start_Sync`). With [`WaitMode::Block`] the wait sleeps until shortly
     /// before the window and yields the core while spinning the rest, so co-located
-    /// ranks that outnumber the cores still run; [`WaitMode::Poll`] spins.
+    /// ranks that outnumber the cores still run; [`WaitMode::Poll`] spins. The slot is
+    /// late if the rank arrived after the window opened or the wait ended more than
+    /// [`max_start_lag`] after it (an overslept or preempted wait).
     pub fn wait<C: Clock + ?Sized>(&mut self, clock: &C, mode: WaitMode) -> Slot {
         let index = self.next;
         self.next += 1;
         let opens = self.model.local(self.opens_global(index));
         let arrived = clock.now();
-        let late = arrived > opens;
+        let mut late = arrived > opens;
         let started = if late {
             arrived
         } else {
             wait_until(clock, opens, mode)
         };
+        late |= started.since(opens) > max_start_lag(self.window_ticks);
         Slot {
             index,
             opens,
