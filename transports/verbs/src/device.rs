@@ -352,18 +352,71 @@ impl Registered {
         unsafe { (*self.mr).rkey }
     }
 
+    /// The first `len` bytes, for a user buffer that no request refers to.
     fn bytes(&self, len: usize) -> &[u8] {
-        debug_assert!(len <= self.layout.size());
+        assert!(len <= self.layout.size());
         // SAFETY: `mem` is a live allocation of layout.size() >= len initialized
-        // (zeroed) bytes; the transport hands out views only of idle buffers, so the
-        // device does not write there while the slice lives.
+        // (zeroed) bytes. Only `buffer()` calls this, for a buffer that is not busy:
+        // no request refers to it, so no work request that the device could write
+        // (or, for `bytes_mut`, read) through is outstanding on it (inline sends
+        // were copied at post time; a broken connection's QPs are in the error
+        // state, where the device writes nothing).
         unsafe { std::slice::from_raw_parts(self.mem, len) }
     }
 
     fn bytes_mut(&mut self, len: usize) -> &mut [u8] {
-        debug_assert!(len <= self.layout.size());
-        // SAFETY: as in `bytes`, and `&mut self` makes the view exclusive.
+        assert!(len <= self.layout.size());
+        // SAFETY: as in `bytes` (only `buffer_mut()` calls this, for a buffer that is
+        // not busy), and `&mut self` makes the view exclusive.
         unsafe { std::slice::from_raw_parts_mut(self.mem, len) }
+    }
+
+    /// Copies `len` bytes at `from` in this memory to `to` in `dst`, through raw
+    /// pointers: no reference is made over bytes the device may be filling (other
+    /// receive slots, other regions of a busy buffer).
+    ///
+    /// # Safety
+    /// The device neither writes `[from, from+len)` nor touches `[to, to+len)` of
+    /// `dst` while the copy runs (a slot whose receive has completed and is not
+    /// re-posted yet; the region of a request that has nothing posted on it).
+    unsafe fn copy_to(&self, from: usize, dst: &Registered, to: usize, len: usize) {
+        assert!(from
+            .checked_add(len)
+            .is_some_and(|e| e <= self.layout.size()));
+        assert!(to.checked_add(len).is_some_and(|e| e <= dst.layout.size()));
+        // SAFETY: both ranges lie inside live allocations (asserted above); they do
+        // not overlap (slot area and user buffers are separate allocations, and the
+        // caller copies between them); the caller guarantees the device leaves them
+        // alone.
+        unsafe { std::ptr::copy_nonoverlapping(self.mem.add(from), dst.mem.add(to), len) }
+    }
+
+    /// Writes `data` at `offset`.
+    ///
+    /// # Safety
+    /// The device does not read or write `[offset, offset+data.len())` while this
+    /// runs (a send slot whose previous send has completed).
+    unsafe fn write_at(&self, offset: usize, data: &[u8]) {
+        assert!(offset
+            .checked_add(data.len())
+            .is_some_and(|e| e <= self.layout.size()));
+        // SAFETY: in bounds (asserted), `data` is another allocation, and the caller
+        // guarantees the device leaves the range alone.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.mem.add(offset), data.len()) }
+    }
+
+    /// Reads `out.len()` bytes at `offset`.
+    ///
+    /// # Safety
+    /// The device does not write `[offset, offset+out.len())` while this runs (a
+    /// receive slot whose receive has completed and is not re-posted yet).
+    unsafe fn read_at(&self, offset: usize, out: &mut [u8]) {
+        assert!(offset
+            .checked_add(out.len())
+            .is_some_and(|e| e <= self.layout.size()));
+        // SAFETY: in bounds (asserted), `out` is another allocation, and the caller
+        // guarantees the device does not write the range.
+        unsafe { std::ptr::copy_nonoverlapping(self.mem.add(offset), out.as_mut_ptr(), out.len()) }
     }
 }
 
@@ -930,12 +983,15 @@ impl VerbsTransport {
             })
         } else {
             let offset = self.slots.offset(slot);
-            let Resources { slots, buffers, .. } = &mut self.res;
-            let from = &slots.as_ref().expect("slots").bytes(offset + len)[offset..];
-            let b = buffers[region.buffer.0 as usize]
-                .as_mut()
+            let slots = self.res.slots.as_ref().expect("slots");
+            let b = self.res.buffers[region.buffer.0 as usize]
+                .as_ref()
                 .expect("busy buffer");
-            b.reg.bytes_mut(region.offset + len)[region.offset..].copy_from_slice(from);
+            // SAFETY: the slot's receive has completed and is re-posted only below,
+            // after the copy; an eager receive posts nothing into its region, so
+            // the device touches neither range (other slots and other regions of
+            // the buffer may be in flight: no reference is made over them).
+            unsafe { slots.copy_to(offset, &b.reg, region.offset, len) };
             State::Done
         };
         self.requests.get_mut(&id).expect("request").state = state;
@@ -1043,11 +1099,11 @@ impl VerbsTransport {
         let slot = self.slots.send_slot(peer, p.next_send_slot);
         p.next_send_slot = (p.next_send_slot + 1) % self.slots.send_depth;
         let offset = self.slots.offset(slot);
-        let slots = self.res.slots.as_mut().expect("slots");
-        // The slot is free: at most `depth` sends are outstanding and the ring has
-        // `depth` slots.
-        slots.bytes_mut(offset + SLOT_BYTES)[offset..offset + ADVERT_BYTES]
-            .copy_from_slice(&advert.encode());
+        let slots = self.res.slots.as_ref().expect("slots");
+        // SAFETY: the send slot is free: at most `depth` sends are outstanding, the
+        // ring has `depth` slots and one QP's sends complete in order, so the send
+        // that used this slot last has completed; nothing else uses send slots.
+        unsafe { slots.write_at(offset, &advert.encode()) };
         let mut sge = ibv_sge {
             addr: slots.addr(offset),
             length: ADVERT_BYTES as u32,
@@ -1363,14 +1419,18 @@ impl VerbsTransport {
                     return Ok(Some(peer));
                 } else {
                     let offset = self.slots.offset(slot);
-                    let bytes = self
-                        .res
-                        .slots
-                        .as_ref()
-                        .expect("slots")
-                        .bytes(offset + SLOT_BYTES);
                     let len = (wc.byte_len as usize).min(SLOT_BYTES);
-                    match Advert::decode(&bytes[offset..offset + len]) {
+                    let mut bytes = [0u8; SLOT_BYTES];
+                    // SAFETY: this slot's receive has completed and is re-posted only
+                    // below; the device does not write it meanwhile.
+                    unsafe {
+                        self.res
+                            .slots
+                            .as_ref()
+                            .expect("slots")
+                            .read_at(offset, &mut bytes[..len])
+                    };
+                    match Advert::decode(&bytes[..len]) {
                         Some(advert) => self.peers[peer].adverts.push_back(advert),
                         None => self.break_peer(
                             peer,
