@@ -952,7 +952,7 @@ impl VerbsTransport {
             self.requests.get_mut(&id).expect("request").state = State::Posted;
             self.peers[peer].awaiting.push_back(id);
             if let Some((slot, len)) = self.peers[peer].unexpected.pop_front() {
-                self.deliver_eager(peer, slot, len)?;
+                self.deliver_eager(peer, slot, len);
             }
         } else {
             self.peers[peer].queued_recvs.push_back(id);
@@ -968,7 +968,7 @@ impl VerbsTransport {
 
     /// Copies an eager message out of its slot into the oldest waiting receive,
     /// completes that receive, and re-posts the slot.
-    fn deliver_eager(&mut self, peer: Rank, slot: usize, len: usize) -> Result<(), TransportError> {
+    fn deliver_eager(&mut self, peer: Rank, slot: usize, len: usize) {
         let id = self.peers[peer]
             .awaiting
             .pop_front()
@@ -995,7 +995,18 @@ impl VerbsTransport {
             State::Done
         };
         self.requests.get_mut(&id).expect("request").state = state;
-        self.post_slot_recv(peer, slot)
+        self.repost_slot(peer, slot);
+    }
+
+    /// Re-posts a receive slot whose message has been handled; a failure breaks
+    /// the connection (the slot would be missing from then on).
+    fn repost_slot(&mut self, peer: Rank, slot: usize) {
+        if self.peers[peer].broken.is_some() {
+            return;
+        }
+        if let Err(e) = self.post_slot_recv(peer, slot) {
+            self.break_peer(peer, format!("re-posting a receive slot failed: {e}"));
+        }
     }
 
     fn fail(&mut self, id: u64, err: TransportError) {
@@ -1267,8 +1278,12 @@ impl VerbsTransport {
             return Err(setup(format!("polling the completion queue failed ({n})")));
         }
         let mut touched = Vec::new();
+        // Every completion of the batch is handled, whatever happens to one of them:
+        // a failure breaks that peer's connection, never the loop (the batch has
+        // been dequeued; dropping part of it would leave queue space and requests
+        // unaccounted for).
         for wc in &wcs[..n as usize] {
-            if let Some(peer) = self.complete(wc)? {
+            if let Some(peer) = self.complete(wc) {
                 if !touched.contains(&peer) {
                     touched.push(peer);
                 }
@@ -1290,22 +1305,20 @@ impl VerbsTransport {
     }
 
     /// Handles one completion; returns the peer whose queues changed.
-    fn complete(&mut self, wc: &ibv_wc) -> Result<Option<Rank>, TransportError> {
+    fn complete(&mut self, wc: &ibv_wc) -> Option<Rank> {
         let ok = wc.status == ibv_wc_status::IBV_WC_SUCCESS;
         let (kind, index) = layout::split_wr_id(wc.wr_id);
         match kind {
             WrKind::DataSend | WrKind::DataRecv => {
                 let Some(r) = self.requests.get(&index) else {
                     // an inline send, retired when it was posted
-                    let Some(peer) = self.detached.remove(&index) else {
-                        return Ok(None);
-                    };
+                    let peer = self.detached.remove(&index)?;
                     self.peers[peer].sq_used -= 1;
                     if !ok {
                         let reason = self.wc_error(wc);
                         self.break_peer(peer, reason);
                     }
-                    return Ok(Some(peer));
+                    return Some(peer);
                 };
                 let (peer, len, mismatch) = (r.peer, r.region.len, r.mismatch);
                 if kind == WrKind::DataSend {
@@ -1359,27 +1372,25 @@ impl VerbsTransport {
                         r.state = state;
                     }
                 }
-                Ok(Some(peer))
+                Some(peer)
             }
             WrKind::SlotSend => {
-                let Some((peer, _)) = self.slots.owner(index as usize) else {
-                    return Ok(None);
-                };
+                let (peer, _) = self.slots.owner(index as usize)?;
                 self.peers[peer].sq_used -= 1;
                 if !ok {
                     let reason = self.wc_error(wc);
                     self.break_peer(peer, reason);
                 }
-                Ok(Some(peer))
+                Some(peer)
             }
             WrKind::SlotRecv => {
                 let Some((peer, true)) = self.slots.owner(index as usize) else {
-                    return Ok(None);
+                    return None;
                 };
                 if !ok {
                     let reason = self.wc_error(wc);
                     self.break_peer(peer, reason);
-                    return Ok(Some(peer));
+                    return Some(peer);
                 }
                 let slot = index as usize;
                 let with_imm = wc.wc_flags & ibv_wc_flags::IBV_WC_WITH_IMM.0 != 0;
@@ -1414,9 +1425,9 @@ impl VerbsTransport {
                     if self.peers[peer].awaiting.is_empty() {
                         self.peers[peer].unexpected.push_back((slot, len));
                     } else {
-                        self.deliver_eager(peer, slot, len)?;
+                        self.deliver_eager(peer, slot, len);
                     }
-                    return Ok(Some(peer));
+                    return Some(peer);
                 } else {
                     let offset = self.slots.offset(slot);
                     let len = (wc.byte_len as usize).min(SLOT_BYTES);
@@ -1438,8 +1449,8 @@ impl VerbsTransport {
                         ),
                     }
                 }
-                self.post_slot_recv(peer, slot)?;
-                Ok(Some(peer))
+                self.repost_slot(peer, slot);
+                Some(peer)
             }
         }
     }
