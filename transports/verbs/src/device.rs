@@ -8,7 +8,7 @@
 
 #![allow(unsafe_code)]
 
-use crate::layout::{self, SlotLayout, WrKind, SLOT_BYTES};
+use crate::layout::{self, Credits, MsgKind, SlotLayout, WrKind, SLOT_BYTES};
 use crate::qp::{self, LocalPort, Reliability, Transition};
 use crate::wire::{self, Advert, Endpoint, QpAddr, VerbsOp, ADVERT_BYTES};
 use crate::VerbsOptions;
@@ -571,6 +571,8 @@ struct Peer {
     /// (slot, length). Their slots are re-posted once copied out.
     unexpected: VecDeque<(usize, usize)>,
     next_send_slot: usize,
+    /// Flow control of the message QP (see [`Credits`]).
+    credits: Credits,
     broken: Option<String>,
 }
 
@@ -596,6 +598,7 @@ pub struct VerbsTransport {
     device: String,
     inline_sends: u64,
     cq_events: u64,
+    credit_messages: u64,
 }
 
 impl std::fmt::Debug for VerbsTransport {
@@ -751,6 +754,7 @@ fn prepare(
         gid: gid.map(|(_, g)| g).unwrap_or([0; 16]),
         qps,
         bulk,
+        recv_depth: depth,
     };
     let mut t = VerbsTransport {
         res,
@@ -771,6 +775,7 @@ fn prepare(
         device: o.name.clone(),
         inline_sends: 0,
         cq_events: 0,
+        credit_messages: 0,
     };
     if size > 1 {
         t.res.slots = Some(Registered::new(
@@ -830,6 +835,8 @@ impl VerbsTransport {
         for peer in (0..self.size).filter(|&p| p != self.rank) {
             let qp = self.res.qps[peer];
             let remote = &endpoints[peer];
+            self.peers[peer].credits =
+                Credits::new(remote.recv_depth, self.slots.recv_depth as u32);
             let rtr = qp::to_rtr(&self.local, remote, remote.qps[self.rank], &rel);
             modify(qp, &rtr, self.local.port)
                 .map_err(|e| setup(format!("queue pair for rank {peer} INIT->RTR: {e}")))?;
@@ -1004,8 +1011,9 @@ impl VerbsTransport {
         if self.peers[peer].broken.is_some() {
             return;
         }
-        if let Err(e) = self.post_slot_recv(peer, slot) {
-            self.break_peer(peer, format!("re-posting a receive slot failed: {e}"));
+        match self.post_slot_recv(peer, slot) {
+            Ok(()) => self.peers[peer].credits.reposted(),
+            Err(e) => self.break_peer(peer, format!("re-posting a receive slot failed: {e}")),
         }
     }
 
@@ -1049,8 +1057,8 @@ impl VerbsTransport {
         }
     }
 
-    /// Posts what is queued for `peer` as far as queue space (and advertisements)
-    /// allow.
+    /// Posts what is queued for `peer` as far as queue space, send credits (and
+    /// advertisements) allow, then returns owed credits nothing carried back.
     fn pump(&mut self, peer: Rank) {
         if self.peers[peer].broken.is_some() {
             let reason = self.peers[peer].broken.clone().unwrap_or_default();
@@ -1063,8 +1071,10 @@ impl VerbsTransport {
             let Some(&id) = p.queued_recvs.front() else {
                 break;
             };
-            let room =
-                p.sq_used < self.depth && (self.op == VerbsOp::Write || p.rq_used < self.depth);
+            // the advertisement takes a credit, the bulk receive (send path) room
+            let room = p.sq_used < self.depth
+                && p.credits.can_send_data()
+                && (self.op == VerbsOp::Write || p.rq_used < self.depth);
             if !room {
                 break;
             }
@@ -1079,7 +1089,12 @@ impl VerbsTransport {
                 break;
             };
             let eager = self.is_eager(self.requests[&id].region.len);
-            if p.sq_used >= self.depth || (!eager && p.adverts.is_empty()) {
+            // everything but the send path's bulk transfers lands in a receive slot
+            let needs_credit = eager || self.op == VerbsOp::Write;
+            if p.sq_used >= self.depth
+                || (!eager && p.adverts.is_empty())
+                || (needs_credit && !p.credits.can_send_data())
+            {
                 break;
             }
             self.peers[peer].queued_sends.pop_front();
@@ -1087,6 +1102,32 @@ impl VerbsTransport {
                 self.fail(id, e);
             }
         }
+        while self.peers[peer].broken.is_none()
+            && self.peers[peer].credits.credit_due()
+            && self.peers[peer].sq_used < self.depth
+        {
+            if let Err(e) = self.post_credit(peer) {
+                self.break_peer(peer, format!("sending credits failed: {e}"));
+            }
+        }
+    }
+
+    /// A credit message: a send with immediate and no payload that returns the
+    /// credits owed to `peer`.
+    fn post_credit(&mut self, peer: Rank) -> Result<(), TransportError> {
+        let credits = self.peers[peer].credits.consume(true);
+        let mut sge = ibv_sge {
+            addr: 0,
+            length: 0,
+            lkey: 0,
+        };
+        // no payload: the wr_id names the peer through its first send slot
+        let wr_id = layout::wr_id(WrKind::SlotSend, self.slots.send_slot(peer, 0) as u64);
+        let op = ibv_wr_opcode::IBV_WR_SEND_WITH_IMM;
+        let imm = Some(layout::msg_imm(MsgKind::Credit, credits, 0));
+        self.post_send(peer, false, wr_id, &mut sge, op, false, imm, None)?;
+        self.credit_messages += 1;
+        Ok(())
     }
 
     /// A receive that is not eager: on the send path post it on the bulk QP, then
@@ -1122,8 +1163,10 @@ impl VerbsTransport {
         };
         let inline = layout::goes_inline(ADVERT_BYTES, self.max_inline);
         let wr_id = layout::wr_id(WrKind::SlotSend, slot as u64);
-        let op = ibv_wr_opcode::IBV_WR_SEND;
-        self.post_send(peer, false, wr_id, &mut sge, op, inline, None, None)?;
+        let op = ibv_wr_opcode::IBV_WR_SEND_WITH_IMM;
+        let credits = self.peers[peer].credits.consume(true);
+        let imm = Some(layout::msg_imm(MsgKind::Advert, credits, 0));
+        self.post_send(peer, false, wr_id, &mut sge, op, inline, imm, None)?;
         self.requests.get_mut(&id).expect("request").state = State::Posted;
         Ok(())
     }
@@ -1169,8 +1212,11 @@ impl VerbsTransport {
         let mut mismatch = None;
         if self.is_eager(region.len) {
             // into the peer's next pre-posted slot; the immediate marks it as data
+            // and returns owed credits
             let op = ibv_wr_opcode::IBV_WR_SEND_WITH_IMM;
-            self.post_send(peer, false, wr_id, &mut sge, op, inline, Some(len), None)?;
+            let credits = self.peers[peer].credits.consume(true);
+            let imm = Some(layout::msg_imm(MsgKind::Eager, credits, len));
+            self.post_send(peer, false, wr_id, &mut sge, op, inline, imm, None)?;
         } else {
             let advert = self.peers[peer]
                 .adverts
@@ -1187,6 +1233,8 @@ impl VerbsTransport {
                     self.post_send(peer, true, wr_id, &mut sge, op, inline, None, None)?;
                 }
                 VerbsOp::Write => {
+                    // completes a receive slot: one credit (the immediate is the length)
+                    self.peers[peer].credits.consume(false);
                     let op = ibv_wr_opcode::IBV_WR_RDMA_WRITE_WITH_IMM;
                     let remote = Some((advert.addr, advert.rkey));
                     if mismatch.is_none() {
@@ -1394,9 +1442,9 @@ impl VerbsTransport {
                 }
                 let slot = index as usize;
                 let with_imm = wc.wc_flags & ibv_wc_flags::IBV_WC_WITH_IMM.0 != 0;
+                // SAFETY: reading the imm member of a completion that has one.
+                let imm = u32::from_be(unsafe { wc.imm_data_invalidated_rkey_union.imm_data });
                 if wc.opcode == ibv_wc_opcode::IBV_WC_RECV_RDMA_WITH_IMM {
-                    // SAFETY: reading the imm member of a completion that has one.
-                    let imm = u32::from_be(unsafe { wc.imm_data_invalidated_rkey_union.imm_data });
                     let (got, refused) = layout::split_write_imm(imm);
                     match self.peers[peer].awaiting.pop_front() {
                         Some(id) => {
@@ -1418,35 +1466,54 @@ impl VerbsTransport {
                             format!("rank {peer} wrote {got} bytes that no receive had advertised"),
                         ),
                     }
-                } else if with_imm {
-                    // an eager message: to the oldest waiting receive, or kept in its
-                    // slot until one is posted
-                    let len = wc.byte_len as usize;
-                    if self.peers[peer].awaiting.is_empty() {
-                        self.peers[peer].unexpected.push_back((slot, len));
-                    } else {
-                        self.deliver_eager(peer, slot, len);
-                    }
-                    return Some(peer);
                 } else {
-                    let offset = self.slots.offset(slot);
-                    let len = (wc.byte_len as usize).min(SLOT_BYTES);
-                    let mut bytes = [0u8; SLOT_BYTES];
-                    // SAFETY: this slot's receive has completed and is re-posted only
-                    // below; the device does not write it meanwhile.
-                    unsafe {
-                        self.res
-                            .slots
-                            .as_ref()
-                            .expect("slots")
-                            .read_at(offset, &mut bytes[..len])
+                    let Some((kind, credits, _)) = layout::split_msg_imm(imm).filter(|_| with_imm)
+                    else {
+                        self.break_peer(peer, format!("rank {peer} sent a malformed message"));
+                        return Some(peer);
                     };
-                    match Advert::decode(&bytes[..len]) {
-                        Some(advert) => self.peers[peer].adverts.push_back(advert),
-                        None => self.break_peer(
-                            peer,
-                            format!("rank {peer} sent a malformed receive advertisement"),
-                        ),
+                    self.peers[peer].credits.granted(credits);
+                    match kind {
+                        MsgKind::Eager if self.op == VerbsOp::Send => {
+                            // to the oldest waiting receive, or kept in its slot until
+                            // one is posted
+                            let len = wc.byte_len as usize;
+                            if self.peers[peer].awaiting.is_empty() {
+                                self.peers[peer].unexpected.push_back((slot, len));
+                            } else {
+                                self.deliver_eager(peer, slot, len);
+                            }
+                            return Some(peer);
+                        }
+                        MsgKind::Eager => {
+                            self.break_peer(
+                                peer,
+                                format!("rank {peer} sent an eager message on the write path"),
+                            );
+                            return Some(peer);
+                        }
+                        MsgKind::Advert => {
+                            let offset = self.slots.offset(slot);
+                            let len = (wc.byte_len as usize).min(SLOT_BYTES);
+                            let mut bytes = [0u8; SLOT_BYTES];
+                            // SAFETY: this slot's receive has completed and is re-posted
+                            // only below; the device does not write it meanwhile.
+                            unsafe {
+                                self.res
+                                    .slots
+                                    .as_ref()
+                                    .expect("slots")
+                                    .read_at(offset, &mut bytes[..len])
+                            };
+                            match Advert::decode(&bytes[..len]) {
+                                Some(advert) => self.peers[peer].adverts.push_back(advert),
+                                None => self.break_peer(
+                                    peer,
+                                    format!("rank {peer} sent a malformed receive advertisement"),
+                                ),
+                            }
+                        }
+                        MsgKind::Credit => {}
                     }
                 }
                 self.repost_slot(peer, slot);
@@ -1719,6 +1786,7 @@ impl Transport for VerbsTransport {
             entries: vec![
                 ("inline_sends", self.inline_sends),
                 ("completion_events", self.cq_events),
+                ("credit_messages", self.credit_messages),
             ],
         }
     }

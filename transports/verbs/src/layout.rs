@@ -3,11 +3,12 @@
 //!
 //! Every work request carries a 64-bit `wr_id` that comes back in its completion;
 //! ours says what the request was ([`WrKind`]) and which request or slot it
-//! belongs to. The write path keeps one registered area of small slots per peer:
-//! `recv_depth` receive slots of `recv_bytes` each (eager messages and
-//! advertisements land there; RDMA writes with immediate consume one receive request
-//! each) followed by `send_depth` slots of [`SLOT_BYTES`] from which advertisements
-//! are sent.
+//! belongs to. The message QPs share one registered area of small slots, a block
+//! per peer: `recv_depth` receive slots of `recv_bytes` each (eager messages,
+//! advertisements and credit messages land there; RDMA writes with immediate consume
+//! one receive request each) followed by `send_depth` slots of [`SLOT_BYTES`] from
+//! which advertisements are sent. [`Credits`] keeps senders within the receive slots
+//! the peer has posted.
 
 use ngauge_transport::{Region, TransportError};
 
@@ -179,6 +180,112 @@ pub fn split_write_imm(imm: u32) -> (u32, bool) {
     (imm & 0x7fff_ffff, imm & 0x8000_0000 != 0)
 }
 
+/// What a send with immediate data on the message QP carries (the immediate says
+/// which, see [`msg_imm`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MsgKind {
+    /// An eager message of up to [`EAGER_BYTES`] bytes.
+    Eager,
+    /// A receive advertisement ([`crate::wire::Advert`]).
+    Advert,
+    /// Nothing but returned credits (no payload).
+    Credit,
+}
+
+/// Credits one message can return (14 bits of its immediate).
+pub const MAX_CREDITS_PER_MSG: u32 = (1 << 14) - 1;
+
+/// Immediate data of a send on the message QP: kind in bits 31..30, credits
+/// returned in bits 29..16, the eager length in bits 15..0 (0 for the others).
+pub fn msg_imm(kind: MsgKind, credits: u32, len: u32) -> u32 {
+    debug_assert!(credits <= MAX_CREDITS_PER_MSG && len <= 0xffff);
+    let k = match kind {
+        MsgKind::Eager => 0,
+        MsgKind::Advert => 1,
+        MsgKind::Credit => 2,
+    };
+    (k << 30) | ((credits & MAX_CREDITS_PER_MSG) << 16) | (len & 0xffff)
+}
+
+/// Inverse of [`msg_imm`]: (kind, credits, length); `None` for an unknown kind.
+pub fn split_msg_imm(imm: u32) -> Option<(MsgKind, u32, u32)> {
+    let kind = match imm >> 30 {
+        0 => MsgKind::Eager,
+        1 => MsgKind::Advert,
+        2 => MsgKind::Credit,
+        _ => return None,
+    };
+    Some((kind, (imm >> 16) & MAX_CREDITS_PER_MSG, imm & 0xffff))
+}
+
+/// Send credits of one connection's message QP, both directions.
+///
+/// Every message on the message QP (eager message, advertisement, RDMA write with
+/// immediate, credit message) consumes one receive the peer has posted. A sender
+/// may send only with a credit, that is, a receive of the peer's known to be
+/// posted and unused: it starts with the peer's receive depth and gets credits
+/// back as the peer re-posts its receives (carried in the immediate of the peer's
+/// eager messages and advertisements, or in a credit message once half the depth
+/// is owed). The last credit is kept for credit messages, so two ranks that have
+/// both used up their credits can still return each other's: data never takes
+/// it. A sender without credit keeps its message queued; the receive queue never
+/// runs empty, so there are no receiver-not-ready retries.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Credits {
+    /// Receives of the peer's we may still consume.
+    pub available: u32,
+    /// Receives we have re-posted for the peer and not yet told it about.
+    pub owed: u32,
+    /// Owed credits that are worth a message of their own.
+    pub threshold: u32,
+}
+
+impl Credits {
+    /// A connection to a peer that posted `peer_depth` receives; ours are
+    /// `own_depth`.
+    pub fn new(peer_depth: u32, own_depth: u32) -> Credits {
+        Credits {
+            available: peer_depth,
+            owed: 0,
+            threshold: (own_depth / 2).max(1),
+        }
+    }
+
+    /// Whether a data message (eager, advertisement, write) may be sent.
+    pub fn can_send_data(&self) -> bool {
+        self.available >= 2
+    }
+
+    /// Whether a credit message is due and may be sent.
+    pub fn credit_due(&self) -> bool {
+        self.owed >= self.threshold && self.available >= 1
+    }
+
+    /// Consumes one credit for a message; with `carries` the message returns owed
+    /// credits too: their number (for its immediate).
+    pub fn consume(&mut self, carries: bool) -> u32 {
+        debug_assert!(self.available >= 1);
+        self.available -= 1;
+        if carries {
+            let n = self.owed.min(MAX_CREDITS_PER_MSG);
+            self.owed -= n;
+            n
+        } else {
+            0
+        }
+    }
+
+    /// The peer returned `n` credits.
+    pub fn granted(&mut self, n: u32) {
+        self.available = self.available.saturating_add(n);
+    }
+
+    /// We re-posted one receive for the peer.
+    pub fn reposted(&mut self) {
+        self.owed += 1;
+    }
+}
+
 /// Whether a send of `len` bytes goes inline (copied into the work request by the
 /// CPU, no DMA read of the buffer, so the buffer is free when the post returns).
 pub fn goes_inline(len: usize, max_inline: u32) -> bool {
@@ -291,6 +398,137 @@ mod tests {
         assert_eq!(d, 21);
         assert!(cq_entries(d, 63) <= 4096);
         assert_eq!(queue_depth(128, 16384, 100, 1000), 4);
+    }
+
+    #[test]
+    fn message_immediates_roundtrip() {
+        for kind in [MsgKind::Eager, MsgKind::Advert, MsgKind::Credit] {
+            for credits in [0, 1, 64, MAX_CREDITS_PER_MSG] {
+                for len in [0, 1, EAGER_BYTES as u32] {
+                    assert_eq!(
+                        split_msg_imm(msg_imm(kind, credits, len)),
+                        Some((kind, credits, len))
+                    );
+                }
+            }
+        }
+        assert_eq!(split_msg_imm(0xc000_0000), None);
+    }
+
+    /// Two ranks, each sending `n` messages to the other over a message QP whose
+    /// receiver keeps `depth` receives posted, holds some messages (eager messages
+    /// that arrive before their receive) and re-posts late, in a random order of
+    /// events: no message ever finds the receive queue empty, and everything
+    /// arrives (no credit deadlock).
+    #[test]
+    fn credits_never_overrun_the_receive_queue_and_never_deadlock() {
+        #[derive(Clone, Copy)]
+        enum Msg {
+            Data(u32),
+            Credit(u32),
+        }
+        struct Side {
+            credits: Credits,
+            to_send: usize,
+            posted: u32,
+            held: u32,
+            unreposted: u32,
+            received: usize,
+            wire: std::collections::VecDeque<Msg>,
+        }
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut rand = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for depth in [2u32, 4, 5, 16] {
+            for round in 0..50 {
+                let n = 4 * depth as usize + round;
+                let mut sides: Vec<Side> = (0..2)
+                    .map(|_| Side {
+                        credits: Credits::new(depth, depth),
+                        to_send: n,
+                        posted: depth,
+                        held: 0,
+                        unreposted: 0,
+                        received: 0,
+                        wire: Default::default(),
+                    })
+                    .collect();
+                let mut idle = 0;
+                while sides.iter().any(|s| s.received < n || !s.wire.is_empty()) {
+                    idle += 1;
+                    assert!(idle < 10_000, "depth {depth}: no progress (deadlock)");
+                    let me = rand(2) as usize;
+                    let other = 1 - me;
+                    match rand(4) {
+                        // send data or a credit message
+                        0 => {
+                            let s = &mut sides[me];
+                            let msg = if s.to_send > 0 && s.credits.can_send_data() {
+                                s.to_send -= 1;
+                                Msg::Data(s.credits.consume(true))
+                            } else if s.credits.credit_due() {
+                                Msg::Credit(s.credits.consume(true))
+                            } else {
+                                continue;
+                            };
+                            s.wire.push_back(msg);
+                        }
+                        // the peer's device takes one message off the wire
+                        1 => {
+                            let Some(msg) = sides[other].wire.pop_front() else {
+                                continue;
+                            };
+                            let s = &mut sides[me];
+                            assert!(s.posted > 0, "depth {depth}: receive queue empty");
+                            s.posted -= 1;
+                            match msg {
+                                Msg::Data(c) => {
+                                    s.credits.granted(c);
+                                    s.received += 1;
+                                    // an eager message before its receive: held
+                                    if rand(3) == 0 {
+                                        s.held += 1;
+                                    } else {
+                                        s.unreposted += 1;
+                                    }
+                                }
+                                Msg::Credit(c) => {
+                                    s.credits.granted(c);
+                                    s.unreposted += 1;
+                                }
+                            }
+                        }
+                        // the receiver polls: re-posts what it has handled
+                        2 => {
+                            let s = &mut sides[me];
+                            if s.unreposted == 0 {
+                                continue;
+                            }
+                            s.unreposted -= 1;
+                            s.posted += 1;
+                            s.credits.reposted();
+                        }
+                        // an irecv matches a held message
+                        _ => {
+                            let s = &mut sides[me];
+                            if s.held == 0 {
+                                continue;
+                            }
+                            s.held -= 1;
+                            s.unreposted += 1;
+                        }
+                    }
+                    idle = 0;
+                }
+                for s in &sides {
+                    assert_eq!((s.received, s.to_send), (n, 0));
+                }
+            }
+        }
     }
 
     #[test]

@@ -69,7 +69,10 @@ pub struct Reliability {
     pub timeout: u8,
     /// Transport retries before the QP fails (at most 7).
     pub retry_cnt: u8,
-    /// Receiver-not-ready retries (7 = retry forever: a late `irecv` only costs time).
+    /// Receiver-not-ready retries (7 = retry forever). Send credits keep every
+    /// message within the receives the peer has posted, so an RNR NAK does not
+    /// happen in normal operation; if one did, a wait without progress still ends
+    /// in the transport's timeout.
     pub rnr_retry: u8,
     /// RNR NAK delay code the receiver asks for (1 = 0.01 ms, 12 = 0.64 ms).
     pub min_rnr_timer: u8,
@@ -227,6 +230,7 @@ mod tests {
             gid: [9; 16],
             qps: vec![QpAddr::default(); 2],
             bulk: vec![QpAddr::default(); 2],
+            recv_depth: 16,
         }
     }
 
