@@ -159,6 +159,10 @@ fn rank_main(
     }
     // size mismatches are reported, not hung on: eager (send path) and rendezvous
     mismatch(&mut t, opts.op, sbuf, rbuf, 8, 16)?;
+    if max > 8193 {
+        mismatch(&mut t, opts.op, sbuf, rbuf, 8192, 8193)?;
+        mismatch(&mut t, opts.op, sbuf, rbuf, 8193, 8192)?;
+    }
     Ok(out)
 }
 

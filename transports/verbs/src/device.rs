@@ -1226,11 +1226,21 @@ impl VerbsTransport {
                 mismatch = Some(advert.len);
             }
             match self.op {
-                // into the receive posted on the bulk QP before this advertisement;
-                // a length mismatch shows at the receiver too (short or too long)
-                VerbsOp::Send => {
+                // into the receive posted on the bulk QP before this advertisement
+                VerbsOp::Send if mismatch.is_none() => {
                     let op = ibv_wr_opcode::IBV_WR_SEND;
                     self.post_send(peer, true, wr_id, &mut sge, op, inline, None, None)?;
+                }
+                // Send nothing of a message whose length differs from the posted
+                // receive (a longer one would fail the receive with a local length
+                // error and break the connection), but complete that receive with
+                // the length and the refusal in the immediate, so that both sides
+                // report the mismatch, as on the write path.
+                VerbsOp::Send => {
+                    sge.length = 0;
+                    let op = ibv_wr_opcode::IBV_WR_SEND_WITH_IMM;
+                    let imm = Some(layout::write_imm(len, true));
+                    self.post_send(peer, true, wr_id, &mut sge, op, false, imm, None)?;
                 }
                 VerbsOp::Write => {
                     // completes a receive slot: one credit (the immediate is the length)
@@ -1404,6 +1414,18 @@ impl VerbsTransport {
                         peer,
                         expected_bytes: expected as usize,
                         got_bytes: len,
+                    })
+                } else if kind == WrKind::DataRecv
+                    && wc.wc_flags & ibv_wc_flags::IBV_WC_WITH_IMM.0 != 0
+                {
+                    // the sender refused: the immediate carries its length
+                    // SAFETY: reading the imm member of a completion that has one.
+                    let imm = u32::from_be(unsafe { wc.imm_data_invalidated_rkey_union.imm_data });
+                    State::Failed(TransportError::SizeMismatch {
+                        transport: NAME,
+                        peer,
+                        expected_bytes: len,
+                        got_bytes: layout::split_write_imm(imm).0 as usize,
                     })
                 } else if kind == WrKind::DataRecv && wc.byte_len as usize != len {
                     State::Failed(TransportError::SizeMismatch {
