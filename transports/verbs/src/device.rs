@@ -1080,7 +1080,8 @@ impl VerbsTransport {
             }
             self.peers[peer].queued_recvs.pop_front();
             if let Err(e) = self.post_recv_and_advert(id) {
-                self.fail(id, e);
+                self.post_failed(peer, id, e);
+                return;
             }
         }
         loop {
@@ -1099,7 +1100,8 @@ impl VerbsTransport {
             }
             self.peers[peer].queued_sends.pop_front();
             if let Err(e) = self.post_data_send(id) {
-                self.fail(id, e);
+                self.post_failed(peer, id, e);
+                return;
             }
         }
         while self.peers[peer].broken.is_none()
@@ -1110,6 +1112,17 @@ impl VerbsTransport {
                 self.break_peer(peer, format!("sending credits failed: {e}"));
             }
         }
+    }
+
+    /// A post for request `id` failed: the request fails with that error, and the
+    /// connection breaks. Part of the exchange may have happened (a bulk receive
+    /// posted but not advertised, an advertisement used up but nothing written, a
+    /// credit spent): the next message would land in the wrong place, so nothing
+    /// more may go over this connection.
+    fn post_failed(&mut self, peer: Rank, id: u64, err: TransportError) {
+        let reason = format!("a post failed: {err}");
+        self.fail(id, err);
+        self.break_peer(peer, reason);
     }
 
     /// A credit message: a send with immediate and no payload that returns the
