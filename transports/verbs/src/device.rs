@@ -590,6 +590,8 @@ pub struct VerbsTransport {
     slots: SlotLayout,
     local: LocalPort,
     peers: Vec<Peer>,
+    /// Per peer: when a completion concerning it was last handled.
+    last_progress: Vec<Instant>,
     requests: HashMap<u64, Request>,
     /// Inline sends retired at post time whose completion is still due: request
     /// id to peer.
@@ -769,6 +771,7 @@ fn prepare(
         slots,
         local,
         peers,
+        last_progress: vec![Instant::now(); size],
         requests: HashMap::new(),
         detached: HashMap::new(),
         next_request: 0,
@@ -1349,12 +1352,14 @@ impl VerbsTransport {
             return Err(setup(format!("polling the completion queue failed ({n})")));
         }
         let mut touched = Vec::new();
+        let now = Instant::now();
         // Every completion of the batch is handled, whatever happens to one of them:
         // a failure breaks that peer's connection, never the loop (the batch has
         // been dequeued; dropping part of it would leave queue space and requests
         // unaccounted for).
         for wc in &wcs[..n as usize] {
             if let Some(peer) = self.complete(wc) {
+                self.last_progress[peer] = now;
                 if !touched.contains(&peer) {
                     touched.push(peer);
                 }
@@ -1579,13 +1584,20 @@ impl VerbsTransport {
         }
     }
 
-    /// Waits for at least one completion (or times out naming `peer`).
-    fn progress_wait(&mut self, peer: Rank, since: &mut Instant) -> Result<(), TransportError> {
+    /// Makes progress once: polls, and when nothing completed yields (poll mode,
+    /// after a short spin) or sleeps on the completion channel for at most `limit`
+    /// (block mode). `idle_since` is when the last completion of any peer was seen.
+    fn progress_once(
+        &mut self,
+        peer: Rank,
+        idle_since: &mut Instant,
+        limit: Duration,
+    ) -> Result<(), TransportError> {
         match self.wait {
             WaitMode::Poll => {
                 for _ in 0..64 {
                     if self.poll()? > 0 {
-                        *since = Instant::now();
+                        *idle_since = Instant::now();
                         return Ok(());
                     }
                     std::hint::spin_loop();
@@ -1594,13 +1606,13 @@ impl VerbsTransport {
                 // (a co-located rank, or the softirq thread through which soft-RoCE
                 // moves its packets). A hardware device completes a small message
                 // within the first microseconds, before any yield.
-                if since.elapsed() >= SPIN_BEFORE_YIELD {
+                if idle_since.elapsed() >= SPIN_BEFORE_YIELD {
                     std::thread::yield_now();
                 }
             }
             WaitMode::Block => {
                 if self.poll()? > 0 {
-                    *since = Instant::now();
+                    *idle_since = Instant::now();
                     return Ok(());
                 }
                 // SAFETY: the CQ is live; arming it makes the next completion raise
@@ -1611,10 +1623,9 @@ impl VerbsTransport {
                 }
                 // a completion that raced with arming is found here
                 if self.poll()? > 0 {
-                    *since = Instant::now();
+                    *idle_since = Instant::now();
                     return Ok(());
                 }
-                let left = self.timeout.saturating_sub(since.elapsed());
                 // SAFETY: the channel is live (Block mode creates it).
                 let fd = unsafe { (*self.res.channel).fd };
                 let mut pfd = libc::pollfd {
@@ -1622,7 +1633,7 @@ impl VerbsTransport {
                     events: libc::POLLIN,
                     revents: 0,
                 };
-                let ms = left.as_millis().clamp(1, 1000) as c_int;
+                let ms = limit.as_millis().clamp(1, 1000) as c_int;
                 // SAFETY: `pfd` is one valid pollfd.
                 let ready = unsafe { libc::poll(&mut pfd, 1, ms) };
                 if ready > 0 {
@@ -1639,19 +1650,46 @@ impl VerbsTransport {
                 }
             }
         }
-        if since.elapsed() >= self.timeout {
+        Ok(())
+    }
+
+    /// Makes progress for requests of `pending` peers, a wait that began at
+    /// `started`. A peer that has had no completion for the whole timeout (since
+    /// its last one, or since `started` if later) is declared lost: its
+    /// connection breaks and it is returned; a peer that progresses is never
+    /// blamed for another's silence.
+    fn progress_for(
+        &mut self,
+        pending: &[Rank],
+        started: Instant,
+        idle_since: &mut Instant,
+    ) -> Result<Vec<Rank>, TransportError> {
+        let now = Instant::now();
+        let left = layout::time_left(pending, &self.last_progress, started, now, self.timeout);
+        self.progress_once(pending[0], idle_since, left)?;
+        let stale = layout::stale_peers(
+            pending,
+            &self.last_progress,
+            started,
+            Instant::now(),
+            self.timeout,
+        );
+        for &peer in &stale {
             self.break_peer(
                 peer,
                 format!("rank {peer} made no progress within {:?}", self.timeout),
             );
-            return Err(TransportError::Timeout {
-                transport: NAME,
-                peer,
-                op: "wait",
-                after: self.timeout,
-            });
         }
-        Ok(())
+        Ok(stale)
+    }
+
+    fn timeout_error(&self, peer: Rank) -> TransportError {
+        TransportError::Timeout {
+            transport: NAME,
+            peer,
+            op: "wait",
+            after: self.timeout,
+        }
     }
 }
 
@@ -1780,19 +1818,26 @@ impl Transport for VerbsTransport {
     }
 
     fn wait(&mut self, request: RequestId) -> Result<(), TransportError> {
-        let mut since = Instant::now();
+        let started = Instant::now();
+        let mut idle_since = started;
         loop {
             if self.try_retire(request)?.is_some() {
                 return Ok(());
             }
             let peer = self.requests[&request.0].peer;
-            self.progress_wait(peer, &mut since)?;
+            if !self
+                .progress_for(&[peer], started, &mut idle_since)?
+                .is_empty()
+            {
+                return Err(self.timeout_error(peer));
+            }
         }
     }
 
     fn wait_all(&mut self, requests: &[RequestId]) -> Result<(), TransportError> {
         let mut pending: Vec<RequestId> = requests.to_vec();
-        let mut since = Instant::now();
+        let started = Instant::now();
+        let mut idle_since = started;
         let mut first_error = None;
         while !pending.is_empty() {
             let mut still = Vec::with_capacity(pending.len());
@@ -1806,11 +1851,20 @@ impl Transport for VerbsTransport {
                 }
             }
             pending = still;
-            if let Some(&r) = pending.first() {
-                let peer = self.requests[&r.0].peer;
-                if let Err(e) = self.progress_wait(peer, &mut since) {
-                    return Err(first_error.unwrap_or(e));
-                }
+            if pending.is_empty() {
+                break;
+            }
+            let mut peers: Vec<Rank> = pending.iter().map(|r| self.requests[&r.0].peer).collect();
+            peers.dedup();
+            let stale = match self.progress_for(&peers, started, &mut idle_since) {
+                Ok(stale) => stale,
+                Err(e) => return Err(first_error.unwrap_or(e)),
+            };
+            if let Some(&peer) = stale.first() {
+                // the lost peers' requests stay pending (their buffers busy) for the
+                // caller; the others are still waited for
+                first_error.get_or_insert_with(|| self.timeout_error(peer));
+                pending.retain(|r| !stale.contains(&self.requests[&r.0].peer));
             }
         }
         first_error.map_or(Ok(()), Err)

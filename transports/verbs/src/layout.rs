@@ -11,6 +11,7 @@
 //! the peer has posted.
 
 use ngauge_transport::{Region, TransportError};
+use std::time::{Duration, Instant};
 
 /// What a work request was posted for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -311,6 +312,49 @@ pub fn queue_depth(wish: u32, max_qp_wr: u32, max_cqe: usize, peers: usize) -> u
         .max(4)
 }
 
+/// When a wait that began at `started` last saw progress from `peer`: its last
+/// completion, or the start of the wait if that is later.
+fn progress_mark(peer: usize, last_progress: &[Instant], started: Instant) -> Instant {
+    last_progress.get(peer).map_or(started, |&t| t.max(started))
+}
+
+/// The peers of `pending` (each once, in order) without progress for `timeout` at
+/// `now` (see [`progress_mark`]): only they may be blamed for a timeout.
+pub fn stale_peers(
+    pending: &[usize],
+    last_progress: &[Instant],
+    started: Instant,
+    now: Instant,
+    timeout: Duration,
+) -> Vec<usize> {
+    let mut stale = Vec::new();
+    for &peer in pending {
+        let mark = progress_mark(peer, last_progress, started);
+        if now.saturating_duration_since(mark) >= timeout && !stale.contains(&peer) {
+            stale.push(peer);
+        }
+    }
+    stale
+}
+
+/// How long until the first of `pending` goes stale (zero if one already is).
+pub fn time_left(
+    pending: &[usize],
+    last_progress: &[Instant],
+    started: Instant,
+    now: Instant,
+    timeout: Duration,
+) -> Duration {
+    pending
+        .iter()
+        .map(|&p| {
+            let silent = now.saturating_duration_since(progress_mark(p, last_progress, started));
+            timeout.saturating_sub(silent)
+        })
+        .min()
+        .unwrap_or(timeout)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -398,6 +442,34 @@ mod tests {
         assert_eq!(d, 21);
         assert!(cq_entries(d, 63) <= 4096);
         assert_eq!(queue_depth(128, 16384, 100, 1000), 4);
+    }
+
+    #[test]
+    fn only_peers_without_progress_are_stale() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs(1);
+        let timeout = 5 * s;
+        // rank 1 silent since before the wait, rank 2 progressed 1 s ago, rank 3
+        // progressed long before the wait began
+        let last = [t0, t0, t0 + 5 * s, t0];
+        let started = t0 + s;
+        let now = t0 + 6 * s;
+        assert_eq!(
+            stale_peers(&[2, 1, 3], &last, started, now, timeout),
+            vec![1, 3]
+        );
+        assert_eq!(
+            stale_peers(&[2], &last, started, now, timeout),
+            Vec::<usize>::new()
+        );
+        assert_eq!(stale_peers(&[1, 1], &last, started, now, timeout), vec![1]);
+        // rank 2 goes stale 4 s from now; rank 1 already is
+        assert_eq!(time_left(&[2], &last, started, now, timeout), 4 * s);
+        assert_eq!(
+            time_left(&[2, 1], &last, started, now, timeout),
+            Duration::ZERO
+        );
+        assert_eq!(time_left(&[2], &last, started, t0 + 2 * s, timeout), 5 * s);
     }
 
     #[test]
