@@ -660,13 +660,13 @@ fn prepare(
     };
     let gid = choose_gid(&o, opts.gid_index).map_err(unavailable)?;
     let peers_n = size.saturating_sub(1).max(1);
-    let max_cqe = o.dev_attr.max_cqe.max(64) as usize;
     let depth = layout::queue_depth(
         opts.queue_depth,
-        o.dev_attr.max_qp_wr.max(4) as u32,
-        max_cqe,
+        o.dev_attr.max_qp_wr.max(0) as u32,
+        o.dev_attr.max_cqe.max(0) as usize,
         peers_n,
-    );
+    )
+    .map_err(|e| setup(format!("{}: {e}", o.name)))?;
     // every work request that can be outstanding has room for its completion
     let cqe = layout::cq_entries(depth, peers_n);
 

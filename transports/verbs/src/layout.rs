@@ -303,13 +303,25 @@ pub fn cq_entries(depth: u32, peers: usize) -> usize {
     WRS_PER_DEPTH * depth as usize * peers + 16
 }
 
-/// The queue depth to use: the wish, within the device's work-request limit, and
-/// small enough that [`cq_entries`] fits the device's CQ limit (at least 4).
-pub fn queue_depth(wish: u32, max_qp_wr: u32, max_cqe: usize, peers: usize) -> u32 {
+/// The smallest queue depth the transport runs with (flow control keeps one of
+/// the peer's receives for credit messages).
+pub const MIN_QUEUE_DEPTH: u32 = 4;
+
+/// The queue depth to use: the wish (at least [`MIN_QUEUE_DEPTH`]), within the
+/// device's work-request limit and small enough that [`cq_entries`] fits the
+/// device's CQ limit; an error naming the limits when they leave less than
+/// [`MIN_QUEUE_DEPTH`].
+pub fn queue_depth(wish: u32, max_qp_wr: u32, max_cqe: usize, peers: usize) -> Result<u32, String> {
     let by_cq = max_cqe.saturating_sub(16) / (WRS_PER_DEPTH * peers.max(1));
-    wish.min(max_qp_wr)
-        .min(u32::try_from(by_cq).unwrap_or(u32::MAX))
-        .max(4)
+    let limit = max_qp_wr.min(u32::try_from(by_cq).unwrap_or(u32::MAX));
+    if limit < MIN_QUEUE_DEPTH {
+        return Err(format!(
+            "the device leaves a queue depth of {limit} for {peers} peer(s) (max_qp_wr \
+             {max_qp_wr}, max_cqe {max_cqe}: {WRS_PER_DEPTH} completions per depth and \
+             peer); ngauge needs at least {MIN_QUEUE_DEPTH}: run fewer ranks per device"
+        ));
+    }
+    Ok(wish.max(MIN_QUEUE_DEPTH).min(limit))
 }
 
 /// When a wait that began at `started` last saw progress from `peer`: its last
@@ -435,13 +447,21 @@ mod tests {
 
     #[test]
     fn queue_depth_keeps_the_cq_within_the_device_limit() {
-        assert_eq!(queue_depth(128, 16384, 1 << 20, 1), 128);
-        assert_eq!(queue_depth(128, 64, 1 << 20, 1), 64);
+        assert_eq!(queue_depth(128, 16384, 1 << 20, 1), Ok(128));
+        assert_eq!(queue_depth(128, 64, 1 << 20, 1), Ok(64));
+        assert_eq!(queue_depth(1, 64, 1 << 20, 1), Ok(MIN_QUEUE_DEPTH));
         // 4096 CQ entries for 63 peers: 3 * depth * 63 + 16 <= 4096
-        let d = queue_depth(128, 16384, 4096, 63);
+        let d = queue_depth(128, 16384, 4096, 63).unwrap();
         assert_eq!(d, 21);
         assert!(cq_entries(d, 63) <= 4096);
-        assert_eq!(queue_depth(128, 16384, 100, 1000), 4);
+        // the CQ bound and the device's work-request limit are never exceeded: too
+        // small a device is an error, not a CQ that overruns
+        let err = queue_depth(128, 16384, 100, 1000).unwrap_err();
+        assert!(err.contains("max_cqe 100"), "{err}");
+        assert!(queue_depth(128, 3, 1 << 20, 1).is_err());
+        let d = queue_depth(128, 16384, 16 + 3 * 4 * 10, 10).unwrap();
+        assert_eq!((d, cq_entries(d, 10)), (4, 16 + 3 * 4 * 10));
+        assert!(queue_depth(128, 16384, 16 + 3 * 4 * 10 - 1, 10).is_err());
     }
 
     #[test]
