@@ -767,7 +767,7 @@ fn prepare(
         timeout: opts.timeout,
         depth,
         max_inline,
-        max_msg: o.port_attr.max_msg_sz.max(1),
+        max_msg: layout::max_message(o.port_attr.max_msg_sz),
         slots,
         local,
         peers,

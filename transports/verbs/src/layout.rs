@@ -156,8 +156,18 @@ pub fn region_range(
     }
 }
 
-/// A verbs message is at most 2^31 bytes (`max_msg_sz` of every current device);
-/// lengths travel as u32.
+/// The largest message this transport sends: 2^31 - 1 bytes, since lengths travel
+/// in the 31 low bits of an immediate ([`write_imm`]); `max_msg_sz` of current
+/// devices is 2^31, which would wrap to length 0 there.
+pub const MAX_MSG_BYTES: u32 = 0x7fff_ffff;
+
+/// The message size limit to use for a port whose `max_msg_sz` is `max_msg_sz`.
+pub fn max_message(max_msg_sz: u32) -> u32 {
+    max_msg_sz.clamp(1, MAX_MSG_BYTES)
+}
+
+/// A verbs message is at most `max_msg_bytes` (see [`max_message`]); lengths travel
+/// as u32.
 pub fn check_len(len: usize, max_msg_bytes: u32) -> Result<u32, TransportError> {
     if len > max_msg_bytes as usize {
         return Err(TransportError::TooLarge {
@@ -631,6 +641,17 @@ mod tests {
             Err(TransportError::TooLarge { len_bytes: 11, .. })
         ));
         assert_eq!(split_write_imm(write_imm(1 << 20, false)), (1 << 20, false));
+        // every device's max_msg_sz of 2^31 is capped to what an immediate carries
+        let max = max_message(1 << 31);
+        assert_eq!(max, 0x7fff_ffff);
+        assert_eq!(split_write_imm(write_imm(max, false)), (max, false));
+        assert_eq!(split_write_imm(write_imm(max, true)), (max, true));
+        assert!(matches!(
+            check_len(1 << 31, max),
+            Err(TransportError::TooLarge { .. })
+        ));
+        assert_eq!(max_message(4096), 4096);
+        assert_eq!(max_message(0), 1);
         assert_eq!(split_write_imm(write_imm(7, true)), (7, true));
         assert!(goes_inline(1, 64));
         assert!(goes_inline(64, 64));
