@@ -222,8 +222,17 @@ fn query_gid(ctx: *mut ibv_context, port: u8, index: u8) -> Option<[u8; 16]> {
     (rc == 0).then_some(raw)
 }
 
-/// The GID index to use: the requested one, or on RoCE the first IPv4-mapped GID
-/// (`::ffff:a.b.c.d`, RoCE v2 over IPv4 on every current driver), else 0.
+/// The RoCE version of GID `index`, from sysfs (libibverbs' `ibv_query_gid_type`
+/// is not in the bindings); `None` when the kernel does not say.
+fn gid_type(device: &str, port: u8, index: u8) -> Option<qp::GidType> {
+    let path = format!("/sys/class/infiniband/{device}/ports/{port}/gid_attrs/types/{index}");
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| qp::GidType::parse(&t))
+}
+
+/// The GID index to use: the requested one, or on RoCE the one
+/// [`qp::choose_roce_gid`] prefers (RoCE v2 over IPv4), or none on InfiniBand.
 fn choose_gid(o: &Opened, requested: Option<u8>) -> Result<Option<(u8, [u8; 16])>, String> {
     let roce = o.port_attr.link_layer == LINK_LAYER_ETHERNET;
     let table = o.port_attr.gid_tbl_len.clamp(0, 256) as usize;
@@ -238,26 +247,22 @@ fn choose_gid(o: &Opened, requested: Option<u8>) -> Result<Option<(u8, [u8; 16])
         },
         None if !roce => Ok(None),
         None => {
-            let mut first = None;
-            for index in 0..table.min(256) as u16 {
-                let index = index as u8;
-                if let Some(gid) = query_gid(o.ctx, o.port, index) {
-                    if gid == [0; 16] {
-                        continue;
-                    }
-                    first.get_or_insert((index, gid));
-                    if gid[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff] {
-                        return Ok(Some((index, gid)));
-                    }
-                }
-            }
-            first.map(Some).ok_or_else(|| {
+            let entries: Vec<(u8, [u8; 16], Option<qp::GidType>)> = (0..table)
+                .filter_map(|index| {
+                    let index = index as u8;
+                    let gid = query_gid(o.ctx, o.port, index).filter(|g| *g != [0; 16])?;
+                    Some((index, gid, gid_type(&o.name, o.port, index)))
+                })
+                .collect();
+            let index = qp::choose_roce_gid(&entries).ok_or_else(|| {
                 format!(
                     "{} port {} is RoCE but has no GID (is the interface up with an \
                      address?)",
                     o.name, o.port
                 )
-            })
+            })?;
+            let gid = entries.iter().find(|e| e.0 == index).map(|e| e.1);
+            Ok(gid.map(|g| (index, g)))
         }
     }
 }

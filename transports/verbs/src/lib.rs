@@ -60,7 +60,8 @@ pub struct VerbsOptions {
     /// Port number, 1-based.
     pub port: u8,
     /// GID table index for the global route header. `None`: no GRH on InfiniBand,
-    /// and on RoCE the first IPv4-mapped GID (RoCE v2 over IPv4), else index 0.
+    /// and on RoCE a RoCE v2 GID over IPv4 if there is one (by the GID type the
+    /// kernel lists in sysfs; see [`qp::choose_roce_gid`]).
     pub gid_index: Option<u8>,
     /// Data path.
     pub op: VerbsOp,
