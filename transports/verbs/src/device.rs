@@ -26,6 +26,8 @@ use std::time::{Duration, Instant};
 const NAME: &str = "verbs";
 /// How long a polling wait spins without progress before it starts yielding.
 const SPIN_BEFORE_YIELD: Duration = Duration::from_micros(20);
+/// Completion events received before they are acknowledged together.
+const EVENTS_PER_ACK: u32 = 32;
 /// `IBV_LINK_LAYER_ETHERNET` (a #define in verbs.h, not in the bindings).
 const LINK_LAYER_ETHERNET: u8 = 2;
 
@@ -1346,7 +1348,10 @@ impl VerbsTransport {
     }
 
     /// Polls the CQ once, handles what it found; returns the number of completions.
-    fn poll(&mut self) -> Result<usize, TransportError> {
+    /// A failed poll (the CQ is unusable: completions may be lost) breaks every
+    /// connection; the error is reported as an I/O error with `peer`, the rank the
+    /// caller waits for.
+    fn poll(&mut self, peer: Rank) -> Result<usize, TransportError> {
         const BATCH: usize = 16;
         // SAFETY: ibv_wc is plain data; all-zero is valid.
         let mut wcs: [ibv_wc; BATCH] = unsafe { std::mem::zeroed() };
@@ -1354,7 +1359,12 @@ impl VerbsTransport {
         // is the verbs.h inline that calls the provider through the ops table.
         let n = unsafe { ibv_poll_cq(self.res.cq, BATCH as c_int, wcs.as_mut_ptr()) };
         if n < 0 {
-            return Err(setup(format!("polling the completion queue failed ({n})")));
+            let reason = format!("polling the completion queue failed (ibv_poll_cq returned {n})");
+            let me = self.rank;
+            for p in (0..self.size).filter(|&p| p != me) {
+                self.break_peer(p, reason.clone());
+            }
+            return Err(self.io(peer, "poll completion queue", std::io::Error::other(reason)));
         }
         let mut touched = Vec::new();
         let now = Instant::now();
@@ -1601,7 +1611,7 @@ impl VerbsTransport {
         match self.wait {
             WaitMode::Poll => {
                 for _ in 0..64 {
-                    if self.poll()? > 0 {
+                    if self.poll(peer)? > 0 {
                         *idle_since = Instant::now();
                         return Ok(());
                     }
@@ -1616,7 +1626,7 @@ impl VerbsTransport {
                 }
             }
             WaitMode::Block => {
-                if self.poll()? > 0 {
+                if self.poll(peer)? > 0 {
                     *idle_since = Instant::now();
                     return Ok(());
                 }
@@ -1627,7 +1637,7 @@ impl VerbsTransport {
                     return Err(self.io(peer, "arm completion channel", rc_error(rc)));
                 }
                 // a completion that raced with arming is found here
-                if self.poll()? > 0 {
+                if self.poll(peer)? > 0 {
                     *idle_since = Instant::now();
                     return Ok(());
                 }
@@ -1649,8 +1659,16 @@ impl VerbsTransport {
                     let rc = unsafe { ibv_get_cq_event(self.res.channel, &mut cq, &mut ctx) };
                     if rc == 0 {
                         self.cq_events += 1;
-                        // SAFETY: one event was received for `cq`, our CQ.
-                        unsafe { ibv_ack_cq_events(cq, 1) };
+                        // Acknowledged in batches (each ack takes a lock); the rest
+                        // before the CQ is destroyed (Resources::drop), which waits
+                        // for every event to be acknowledged.
+                        self.res.unacked_events += 1;
+                        if self.res.unacked_events >= EVENTS_PER_ACK {
+                            // SAFETY: that many events were received for our CQ
+                            // (the only CQ on the channel) and not yet acknowledged.
+                            unsafe { ibv_ack_cq_events(self.res.cq, self.res.unacked_events) };
+                            self.res.unacked_events = 0;
+                        }
                     }
                 }
             }
@@ -1709,7 +1727,7 @@ impl Drop for VerbsTransport {
             .any(|p| p.sq_used > 0 && p.broken.is_none())
             && start.elapsed() < Duration::from_secs(1)
         {
-            if self.poll().is_err() {
+            if self.poll(self.rank).is_err() {
                 break;
             }
         }
@@ -1818,7 +1836,8 @@ impl Transport for VerbsTransport {
         if self.try_retire(request)?.is_some() {
             return Ok(true);
         }
-        self.poll()?;
+        let peer = self.requests.get(&request.0).map_or(self.rank, |r| r.peer);
+        self.poll(peer)?;
         Ok(self.try_retire(request)?.is_some())
     }
 

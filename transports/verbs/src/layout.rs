@@ -341,7 +341,8 @@ fn progress_mark(peer: usize, last_progress: &[Instant], started: Instant) -> In
 }
 
 /// The peers of `pending` (each once, in order) without progress for `timeout` at
-/// `now` (see [`progress_mark`]): only they may be blamed for a timeout.
+/// `now`, counted from a peer's last completion or from `started` if that is
+/// later: only they may be blamed for a timeout.
 pub fn stale_peers(
     pending: &[usize],
     last_progress: &[Instant],
