@@ -2,10 +2,17 @@
 //! Debian kernel under qemu with soft-RoCE (`scripts/rxe-vm`, one boot) and runs,
 //! inside it, `ngauge pingpong -t verbs --check` with both data paths over 1 B .. 1 MiB,
 //! the same with `--wait block` (completion channel) for three sizes, `ngauge info`,
-//! `ngauge loggp -t verbs`, `ngauge sync -t verbs`, and perftest's `ib_send_lat`/`ib_write_lat` beside them. Prints both
-//! figures side by side: emulated time (TCG), so only a ratio, never a speed claim.
+//! `ngauge loggp -t verbs`, `ngauge sync -t verbs`, the transport's own self test
+//! (`transports/verbs/examples/verbs_selftest.rs`: both data paths in both wait modes
+//! at queue depth 8, four times the depth of messages in flight each way, size
+//! mismatches reported as such; soft-RoCE's count of receiver-not-ready NAKs must stay
+//! 0 throughout), and perftest's `ib_send_lat`/`ib_write_lat` beside
+//! them. Prints both figures side by side: emulated time (TCG), so only a ratio,
+//! never a speed claim.
 //!
-//! Skipped, with a message, only where qemu or a kernel image is missing.
+//! Skipped, with a message, only where qemu or a kernel image is missing; with
+//! `NGAUGE_REQUIRE_VM=1` (set by `scripts/test` once it has installed them) a
+//! missing prerequisite fails the test instead.
 #![cfg(feature = "verbs")]
 
 use std::path::{Path, PathBuf};
@@ -45,11 +52,21 @@ fn guest_commands() -> Vec<(&'static str, String)> {
 
 fn guest_script() -> String {
     let mut s = String::from("#!/bin/sh\nRC=0\n");
+    s.push_str(
+        "echo '=== verbs_selftest'\n\
+         verbs_selftest --device rxe0 --iters 5 --max 1048576 || { echo 'FAILED: selftest'; RC=1; }\n",
+    );
     for (label, cmd) in guest_commands() {
         s.push_str(&format!(
             "echo '=== ngauge {label}'\n{cmd} || {{ echo 'FAILED: {label}'; RC=1; }}\n"
         ));
     }
+    // receiver-not-ready NAKs soft-RoCE received for all of the above (perftest
+    // follows): send credits must keep every message within the posted receives
+    s.push_str(
+        "echo '=== rnr'\n\
+         echo \"rnr_naks $(cat /sys/class/infiniband/rxe0/ports/1/hw_counters/rcvd_rnr_err)\"\n",
+    );
     for tool in ["ib_send_lat", "ib_write_lat"] {
         s.push_str(&format!(
             "echo '=== {tool}'\n\
@@ -61,6 +78,44 @@ fn guest_script() -> String {
     }
     s.push_str("echo '=== end'\nexit $RC\n");
     s
+}
+
+/// Skips the test with a message, or fails it when `NGAUGE_REQUIRE_VM=1`.
+fn skip(reason: &str) {
+    if std::env::var("NGAUGE_REQUIRE_VM").is_ok_and(|v| v == "1") {
+        panic!("verbs VM test cannot run and NGAUGE_REQUIRE_VM=1: {reason}");
+    }
+    eprintln!("skipping verbs VM test: {reason}");
+}
+
+/// Builds the transport's self test (an example, which `cargo test --test verbs_vm`
+/// does not build) into the target directory this test runs from.
+fn build_selftest() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    // target/<profile>/deps/verbs_vm-<hash>
+    let profile_dir = exe.parent().and_then(Path::parent).unwrap();
+    let target_dir = profile_dir.parent().unwrap();
+    let release = profile_dir.file_name().is_some_and(|n| n == "release");
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args([
+        "build",
+        "--quiet",
+        "-p",
+        "ngauge-verbs",
+        "--features",
+        "rdma",
+    ])
+    .args(["--example", "verbs_selftest", "--target-dir"])
+    .arg(target_dir)
+    .current_dir(env!("CARGO_MANIFEST_DIR"));
+    if release {
+        cmd.arg("--release");
+    }
+    let status = cmd.status().unwrap();
+    assert!(status.success(), "building verbs_selftest failed: {status}");
+    let bin = profile_dir.join("examples/verbs_selftest");
+    assert!(bin.exists(), "{} missing after the build", bin.display());
+    bin
 }
 
 fn have(program: &str) -> bool {
@@ -116,13 +171,12 @@ fn section<'a>(log: &'a str, title: &str) -> &'a str {
 #[test]
 fn verbs_over_soft_roce_in_a_vm() {
     if !have("qemu-system-x86_64") {
-        eprintln!("skipping verbs VM test: qemu-system-x86_64 is not installed");
-        return;
+        return skip("qemu-system-x86_64 is not installed");
     }
     if kernel_image().is_none() {
-        eprintln!("skipping verbs VM test: no readable /boot/vmlinuz-* (linux-image-amd64)");
-        return;
+        return skip("no readable /boot/vmlinuz-* (linux-image-amd64)");
     }
+    let selftest = build_selftest();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("guest.sh");
@@ -130,17 +184,14 @@ fn verbs_over_soft_roce_in_a_vm() {
     let out = Command::new(root.join("scripts/rxe-vm"))
         .arg(&script)
         .arg(env!("CARGO_BIN_EXE_ngauge"))
+        .arg(&selftest)
         .env("OUTDIR", dir.path())
         .env("TIMEOUT", "600")
         .output()
         .unwrap();
     let log = String::from_utf8_lossy(&out.stdout);
     if out.status.code() == Some(3) {
-        eprintln!(
-            "skipping verbs VM test: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-        return;
+        return skip(String::from_utf8_lossy(&out.stderr).trim());
     }
     assert!(
         out.status.success(),
@@ -156,6 +207,25 @@ fn verbs_over_soft_roce_in_a_vm() {
         assert_eq!(sizes, sizes_expected, "ngauge {op}: sizes missing\n{log}");
         rows.push((op, tool, points[0], perftest_figures(section(&log, tool))));
     }
+    let selftest_log = section(&log, "verbs_selftest");
+    for op in ["send", "write"] {
+        for wait in ["poll", "block"] {
+            for what in ["selftest", "flood"] {
+                let prefix = format!("{what} {op} {wait}: ");
+                assert!(
+                    selftest_log
+                        .lines()
+                        .any(|l| l.starts_with(&prefix) && l.contains(": ok")),
+                    "verbs_selftest: no `{prefix}ok` line\n{log}"
+                );
+            }
+        }
+    }
+    let rnr = section(&log, "rnr");
+    assert!(
+        rnr.lines().any(|l| l.trim() == "rnr_naks 0"),
+        "receiver-not-ready NAKs (a send found no receive posted): {rnr}\n{log}"
+    );
     assert!(
         section(&log, "ngauge loggp").contains("LogGP parameters"),
         "loggp printed no parameters\n{log}"
@@ -179,6 +249,7 @@ fn verbs_over_soft_roce_in_a_vm() {
         section(&log, "ngauge sync").contains("clock sync: linear over verbs"),
         "sync over verbs printed no result\n{log}"
     );
+    eprintln!("{}\n{}", selftest_log.trim(), rnr.trim());
     eprintln!("soft-RoCE under TCG, 1-byte messages (emulated time: ratios, not speeds)");
     eprintln!(
         "op     ngauge min/median [us]   perftest          min/typical [us]   ratio of medians"

@@ -1,16 +1,99 @@
 //! Two ranks (threads, with the in-process control channel) on one verbs device:
 //! ping-pong with data checks over sizes 1 B .. 1 MiB, both data paths and both wait
-//! modes, plus a nonblocking exchange through `wait_all`. Prints the median half
-//! round trip per size. Used inside the soft-RoCE VM (`scripts/rxe-vm`).
+//! modes, plus a nonblocking exchange through `wait_all`, a flood of four times the
+//! queue depth of messages in flight each way (isends first, then the irecvs: flow
+//! control must hold the sends back), and size mismatches that must be reported as
+//! such. Prints the median half round trip per size. Queue depth 8, so that the
+//! flood exceeds it. Used inside the soft-RoCE VM (`scripts/rxe-vm`,
+//! `tests/verbs_vm.rs`).
 //!
 //! usage: verbs_selftest [--device NAME] [--gid-index N] [--iters N] [--max BYTES]
 
-use ngauge_transport::{inproc, Control, Transport, TransportError};
+use ngauge_transport::{inproc, BufferId, Control, Transport, TransportError};
 use ngauge_verbs::{VerbsOp, VerbsOptions, WaitMode};
 use std::time::Instant;
 
 fn pattern(size: usize, round: usize, from: usize) -> impl Iterator<Item = u8> {
     (0..size).map(move |i| (i.wrapping_mul(31) ^ round.wrapping_mul(7) ^ (from * 101)) as u8)
+}
+
+/// Queue depth of the self test: small, so that the flood exceeds it four times.
+const DEPTH: u32 = 8;
+
+fn failed(reason: String) -> TransportError {
+    TransportError::Setup {
+        transport: "verbs",
+        reason,
+    }
+}
+
+/// Message `i` of the flood: alternately eager and rendezvous-sized on the send path.
+fn flood_len(i: usize) -> usize {
+    if i.is_multiple_of(2) {
+        64
+    } else {
+        8192
+    }
+}
+
+/// `4 * DEPTH` messages each way, all isends before any irecv, then one wait_all.
+fn flood(t: &mut dyn Transport, sbuf: BufferId, rbuf: BufferId) -> Result<usize, TransportError> {
+    let (me, peer) = (t.rank(), 1 - t.rank());
+    let n = 4 * DEPTH as usize;
+    let stride = 8192;
+    for i in 0..n {
+        let len = flood_len(i);
+        t.buffer_mut(sbuf)?[i * stride..i * stride + len]
+            .copy_from_slice(&pattern(len, 1000 + i, me).collect::<Vec<_>>());
+    }
+    let mut reqs = Vec::new();
+    for i in 0..n {
+        reqs.push(t.isend(peer, sbuf.region(i * stride, flood_len(i)))?);
+    }
+    for i in 0..n {
+        reqs.push(t.irecv(peer, rbuf.region(i * stride, flood_len(i)))?);
+    }
+    t.wait_all(&reqs)?;
+    let got = t.buffer(rbuf)?;
+    for i in 0..n {
+        let len = flood_len(i);
+        if !got[i * stride..i * stride + len]
+            .iter()
+            .copied()
+            .eq(pattern(len, 1000 + i, peer))
+        {
+            return Err(failed(format!("flood: data check failed at message {i}")));
+        }
+    }
+    Ok(n)
+}
+
+/// Receiver posts `recv_len`, sender sends `send_len`: the receiver must get
+/// SizeMismatch, and so must the sender unless the message went eagerly on the send
+/// path (an eager send completes without hearing from the receiver).
+fn mismatch(
+    t: &mut dyn Transport,
+    op: VerbsOp,
+    sbuf: BufferId,
+    rbuf: BufferId,
+    recv_len: usize,
+    send_len: usize,
+) -> Result<(), TransportError> {
+    let (me, peer) = (t.rank(), 1 - t.rank());
+    let r = if me == 0 {
+        t.irecv(peer, rbuf.prefix(recv_len))
+    } else {
+        t.isend(peer, sbuf.prefix(send_len))
+    }?;
+    let sender_learns = op == VerbsOp::Write || send_len > ngauge_verbs::layout::EAGER_BYTES;
+    match t.wait(r) {
+        Err(TransportError::SizeMismatch { .. }) => Ok(()),
+        Ok(()) if me == 1 && !sender_learns => Ok(()),
+        other => Err(failed(format!(
+            "rank {me}: {recv_len}-byte receive of a {send_len}-byte message: \
+             expected SizeMismatch, got {other:?}"
+        ))),
+    }
 }
 
 fn rank_main(
@@ -24,6 +107,8 @@ fn rank_main(
     let peer = 1 - me;
     let sbuf = t.alloc_buffer(max)?;
     let rbuf = t.alloc_buffer(max)?;
+    let fsbuf = t.alloc_buffer(4 * DEPTH as usize * 8192)?;
+    let frbuf = t.alloc_buffer(4 * DEPTH as usize * 8192)?;
     let mut out = Vec::new();
     let mut size = 1;
     while size <= max {
@@ -57,22 +142,26 @@ fn rank_main(
     let r = t.irecv(peer, rbuf.prefix(max))?;
     let s = t.isend(peer, sbuf.prefix(max))?;
     t.wait_all(&[s, r])?;
-    // a size mismatch is reported, not hung on
-    let r = if me == 0 {
-        t.irecv(peer, rbuf.prefix(8))
-    } else {
-        t.isend(peer, sbuf.prefix(16))
-    }?;
-    match t.wait(r) {
-        Err(TransportError::SizeMismatch { .. }) | Err(TransportError::Io { .. }) => {}
-        // an inline send is complete when posted; the receiver sees the mismatch
-        Ok(()) if me == 1 && opts.op == VerbsOp::Send => {}
-        other => {
-            return Err(TransportError::Setup {
-                transport: "verbs",
-                reason: format!("size mismatch not reported: {other:?}"),
-            })
-        }
+    // more messages in flight than the queue depth, both ways
+    let n = flood(&mut t, fsbuf, frbuf)?;
+    if me == 0 {
+        let credits = t
+            .counters()
+            .entries
+            .iter()
+            .find(|e| e.0 == "credit_messages")
+            .map_or(0, |e| e.1);
+        println!(
+            "flood {} {}: {n} messages each way at depth {DEPTH}: ok, {credits} credit messages",
+            opts.op.as_str(),
+            opts.wait.as_str()
+        );
+    }
+    // size mismatches are reported, not hung on: eager (send path) and rendezvous
+    mismatch(&mut t, opts.op, sbuf, rbuf, 8, 16)?;
+    if max > 8193 {
+        mismatch(&mut t, opts.op, sbuf, rbuf, 8192, 8193)?;
+        mismatch(&mut t, opts.op, sbuf, rbuf, 8193, 8192)?;
     }
     Ok(out)
 }
@@ -88,6 +177,7 @@ fn main() {
     let max: usize = arg("--max").map_or(1 << 20, |v| v.parse().expect("--max BYTES"));
     let base = VerbsOptions {
         device: arg("--device"),
+        queue_depth: DEPTH,
         gid_index: arg("--gid-index").map(|v| v.parse().expect("--gid-index N")),
         ..VerbsOptions::default()
     };

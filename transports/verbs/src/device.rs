@@ -8,7 +8,7 @@
 
 #![allow(unsafe_code)]
 
-use crate::layout::{self, SlotLayout, WrKind, SLOT_BYTES};
+use crate::layout::{self, Credits, MsgKind, SlotLayout, WrKind, SLOT_BYTES};
 use crate::qp::{self, LocalPort, Reliability, Transition};
 use crate::wire::{self, Advert, Endpoint, QpAddr, VerbsOp, ADVERT_BYTES};
 use crate::VerbsOptions;
@@ -26,6 +26,8 @@ use std::time::{Duration, Instant};
 const NAME: &str = "verbs";
 /// How long a polling wait spins without progress before it starts yielding.
 const SPIN_BEFORE_YIELD: Duration = Duration::from_micros(20);
+/// Completion events received before they are acknowledged together.
+const EVENTS_PER_ACK: u32 = 32;
 /// `IBV_LINK_LAYER_ETHERNET` (a #define in verbs.h, not in the bindings).
 const LINK_LAYER_ETHERNET: u8 = 2;
 
@@ -222,8 +224,17 @@ fn query_gid(ctx: *mut ibv_context, port: u8, index: u8) -> Option<[u8; 16]> {
     (rc == 0).then_some(raw)
 }
 
-/// The GID index to use: the requested one, or on RoCE the first IPv4-mapped GID
-/// (`::ffff:a.b.c.d`, RoCE v2 over IPv4 on every current driver), else 0.
+/// The RoCE version of GID `index`, from sysfs (libibverbs' `ibv_query_gid_type`
+/// is not in the bindings); `None` when the kernel does not say.
+fn gid_type(device: &str, port: u8, index: u8) -> Option<qp::GidType> {
+    let path = format!("/sys/class/infiniband/{device}/ports/{port}/gid_attrs/types/{index}");
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| qp::GidType::parse(&t))
+}
+
+/// The GID index to use: the requested one, or on RoCE the one
+/// [`qp::choose_roce_gid`] prefers (RoCE v2 over IPv4), or none on InfiniBand.
 fn choose_gid(o: &Opened, requested: Option<u8>) -> Result<Option<(u8, [u8; 16])>, String> {
     let roce = o.port_attr.link_layer == LINK_LAYER_ETHERNET;
     let table = o.port_attr.gid_tbl_len.clamp(0, 256) as usize;
@@ -238,26 +249,22 @@ fn choose_gid(o: &Opened, requested: Option<u8>) -> Result<Option<(u8, [u8; 16])
         },
         None if !roce => Ok(None),
         None => {
-            let mut first = None;
-            for index in 0..table.min(256) as u16 {
-                let index = index as u8;
-                if let Some(gid) = query_gid(o.ctx, o.port, index) {
-                    if gid == [0; 16] {
-                        continue;
-                    }
-                    first.get_or_insert((index, gid));
-                    if gid[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff] {
-                        return Ok(Some((index, gid)));
-                    }
-                }
-            }
-            first.map(Some).ok_or_else(|| {
+            let entries: Vec<(u8, [u8; 16], Option<qp::GidType>)> = (0..table)
+                .filter_map(|index| {
+                    let index = index as u8;
+                    let gid = query_gid(o.ctx, o.port, index).filter(|g| *g != [0; 16])?;
+                    Some((index, gid, gid_type(&o.name, o.port, index)))
+                })
+                .collect();
+            let index = qp::choose_roce_gid(&entries).ok_or_else(|| {
                 format!(
                     "{} port {} is RoCE but has no GID (is the interface up with an \
                      address?)",
                     o.name, o.port
                 )
-            })
+            })?;
+            let gid = entries.iter().find(|e| e.0 == index).map(|e| e.1);
+            Ok(gid.map(|g| (index, g)))
         }
     }
 }
@@ -352,18 +359,71 @@ impl Registered {
         unsafe { (*self.mr).rkey }
     }
 
+    /// The first `len` bytes, for a user buffer that no request refers to.
     fn bytes(&self, len: usize) -> &[u8] {
-        debug_assert!(len <= self.layout.size());
+        assert!(len <= self.layout.size());
         // SAFETY: `mem` is a live allocation of layout.size() >= len initialized
-        // (zeroed) bytes; the transport hands out views only of idle buffers, so the
-        // device does not write there while the slice lives.
+        // (zeroed) bytes. Only `buffer()` calls this, for a buffer that is not busy:
+        // no request refers to it, so no work request that the device could write
+        // (or, for `bytes_mut`, read) through is outstanding on it (inline sends
+        // were copied at post time; a broken connection's QPs are in the error
+        // state, where the device writes nothing).
         unsafe { std::slice::from_raw_parts(self.mem, len) }
     }
 
     fn bytes_mut(&mut self, len: usize) -> &mut [u8] {
-        debug_assert!(len <= self.layout.size());
-        // SAFETY: as in `bytes`, and `&mut self` makes the view exclusive.
+        assert!(len <= self.layout.size());
+        // SAFETY: as in `bytes` (only `buffer_mut()` calls this, for a buffer that is
+        // not busy), and `&mut self` makes the view exclusive.
         unsafe { std::slice::from_raw_parts_mut(self.mem, len) }
+    }
+
+    /// Copies `len` bytes at `from` in this memory to `to` in `dst`, through raw
+    /// pointers: no reference is made over bytes the device may be filling (other
+    /// receive slots, other regions of a busy buffer).
+    ///
+    /// # Safety
+    /// The device neither writes `[from, from+len)` nor touches `[to, to+len)` of
+    /// `dst` while the copy runs (a slot whose receive has completed and is not
+    /// re-posted yet; the region of a request that has nothing posted on it).
+    unsafe fn copy_to(&self, from: usize, dst: &Registered, to: usize, len: usize) {
+        assert!(from
+            .checked_add(len)
+            .is_some_and(|e| e <= self.layout.size()));
+        assert!(to.checked_add(len).is_some_and(|e| e <= dst.layout.size()));
+        // SAFETY: both ranges lie inside live allocations (asserted above); they do
+        // not overlap (slot area and user buffers are separate allocations, and the
+        // caller copies between them); the caller guarantees the device leaves them
+        // alone.
+        unsafe { std::ptr::copy_nonoverlapping(self.mem.add(from), dst.mem.add(to), len) }
+    }
+
+    /// Writes `data` at `offset`.
+    ///
+    /// # Safety
+    /// The device does not read or write `[offset, offset+data.len())` while this
+    /// runs (a send slot whose previous send has completed).
+    unsafe fn write_at(&self, offset: usize, data: &[u8]) {
+        assert!(offset
+            .checked_add(data.len())
+            .is_some_and(|e| e <= self.layout.size()));
+        // SAFETY: in bounds (asserted), `data` is another allocation, and the caller
+        // guarantees the device leaves the range alone.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.mem.add(offset), data.len()) }
+    }
+
+    /// Reads `out.len()` bytes at `offset`.
+    ///
+    /// # Safety
+    /// The device does not write `[offset, offset+out.len())` while this runs (a
+    /// receive slot whose receive has completed and is not re-posted yet).
+    unsafe fn read_at(&self, offset: usize, out: &mut [u8]) {
+        assert!(offset
+            .checked_add(out.len())
+            .is_some_and(|e| e <= self.layout.size()));
+        // SAFETY: in bounds (asserted), `out` is another allocation, and the caller
+        // guarantees the device does not write the range.
+        unsafe { std::ptr::copy_nonoverlapping(self.mem.add(offset), out.as_mut_ptr(), out.len()) }
     }
 }
 
@@ -518,6 +578,8 @@ struct Peer {
     /// (slot, length). Their slots are re-posted once copied out.
     unexpected: VecDeque<(usize, usize)>,
     next_send_slot: usize,
+    /// Flow control of the message QP (see [`Credits`]).
+    credits: Credits,
     broken: Option<String>,
 }
 
@@ -535,6 +597,8 @@ pub struct VerbsTransport {
     slots: SlotLayout,
     local: LocalPort,
     peers: Vec<Peer>,
+    /// Per peer: when a completion concerning it was last handled.
+    last_progress: Vec<Instant>,
     requests: HashMap<u64, Request>,
     /// Inline sends retired at post time whose completion is still due: request
     /// id to peer.
@@ -543,6 +607,7 @@ pub struct VerbsTransport {
     device: String,
     inline_sends: u64,
     cq_events: u64,
+    credit_messages: u64,
 }
 
 impl std::fmt::Debug for VerbsTransport {
@@ -602,13 +667,13 @@ fn prepare(
     };
     let gid = choose_gid(&o, opts.gid_index).map_err(unavailable)?;
     let peers_n = size.saturating_sub(1).max(1);
-    let max_cqe = o.dev_attr.max_cqe.max(64) as usize;
     let depth = layout::queue_depth(
         opts.queue_depth,
-        o.dev_attr.max_qp_wr.max(4) as u32,
-        max_cqe,
+        o.dev_attr.max_qp_wr.max(0) as u32,
+        o.dev_attr.max_cqe.max(0) as usize,
         peers_n,
-    );
+    )
+    .map_err(|e| setup(format!("{}: {e}", o.name)))?;
     // every work request that can be outstanding has room for its completion
     let cqe = layout::cq_entries(depth, peers_n);
 
@@ -698,6 +763,7 @@ fn prepare(
         gid: gid.map(|(_, g)| g).unwrap_or([0; 16]),
         qps,
         bulk,
+        recv_depth: depth,
     };
     let mut t = VerbsTransport {
         res,
@@ -708,16 +774,18 @@ fn prepare(
         timeout: opts.timeout,
         depth,
         max_inline,
-        max_msg: o.port_attr.max_msg_sz.max(1),
+        max_msg: layout::max_message(o.port_attr.max_msg_sz),
         slots,
         local,
         peers,
+        last_progress: vec![Instant::now(); size],
         requests: HashMap::new(),
         detached: HashMap::new(),
         next_request: 0,
         device: o.name.clone(),
         inline_sends: 0,
         cq_events: 0,
+        credit_messages: 0,
     };
     if size > 1 {
         t.res.slots = Some(Registered::new(
@@ -777,6 +845,8 @@ impl VerbsTransport {
         for peer in (0..self.size).filter(|&p| p != self.rank) {
             let qp = self.res.qps[peer];
             let remote = &endpoints[peer];
+            self.peers[peer].credits =
+                Credits::new(remote.recv_depth, self.slots.recv_depth as u32);
             let rtr = qp::to_rtr(&self.local, remote, remote.qps[self.rank], &rel);
             modify(qp, &rtr, self.local.port)
                 .map_err(|e| setup(format!("queue pair for rank {peer} INIT->RTR: {e}")))?;
@@ -899,7 +969,7 @@ impl VerbsTransport {
             self.requests.get_mut(&id).expect("request").state = State::Posted;
             self.peers[peer].awaiting.push_back(id);
             if let Some((slot, len)) = self.peers[peer].unexpected.pop_front() {
-                self.deliver_eager(peer, slot, len)?;
+                self.deliver_eager(peer, slot, len);
             }
         } else {
             self.peers[peer].queued_recvs.push_back(id);
@@ -915,7 +985,7 @@ impl VerbsTransport {
 
     /// Copies an eager message out of its slot into the oldest waiting receive,
     /// completes that receive, and re-posts the slot.
-    fn deliver_eager(&mut self, peer: Rank, slot: usize, len: usize) -> Result<(), TransportError> {
+    fn deliver_eager(&mut self, peer: Rank, slot: usize, len: usize) {
         let id = self.peers[peer]
             .awaiting
             .pop_front()
@@ -930,16 +1000,31 @@ impl VerbsTransport {
             })
         } else {
             let offset = self.slots.offset(slot);
-            let Resources { slots, buffers, .. } = &mut self.res;
-            let from = &slots.as_ref().expect("slots").bytes(offset + len)[offset..];
-            let b = buffers[region.buffer.0 as usize]
-                .as_mut()
+            let slots = self.res.slots.as_ref().expect("slots");
+            let b = self.res.buffers[region.buffer.0 as usize]
+                .as_ref()
                 .expect("busy buffer");
-            b.reg.bytes_mut(region.offset + len)[region.offset..].copy_from_slice(from);
+            // SAFETY: the slot's receive has completed and is re-posted only below,
+            // after the copy; an eager receive posts nothing into its region, so
+            // the device touches neither range (other slots and other regions of
+            // the buffer may be in flight: no reference is made over them).
+            unsafe { slots.copy_to(offset, &b.reg, region.offset, len) };
             State::Done
         };
         self.requests.get_mut(&id).expect("request").state = state;
-        self.post_slot_recv(peer, slot)
+        self.repost_slot(peer, slot);
+    }
+
+    /// Re-posts a receive slot whose message has been handled; a failure breaks
+    /// the connection (the slot would be missing from then on).
+    fn repost_slot(&mut self, peer: Rank, slot: usize) {
+        if self.peers[peer].broken.is_some() {
+            return;
+        }
+        match self.post_slot_recv(peer, slot) {
+            Ok(()) => self.peers[peer].credits.reposted(),
+            Err(e) => self.break_peer(peer, format!("re-posting a receive slot failed: {e}")),
+        }
     }
 
     fn fail(&mut self, id: u64, err: TransportError) {
@@ -982,8 +1067,8 @@ impl VerbsTransport {
         }
     }
 
-    /// Posts what is queued for `peer` as far as queue space (and advertisements)
-    /// allow.
+    /// Posts what is queued for `peer` as far as queue space, send credits (and
+    /// advertisements) allow, then returns owed credits nothing carried back.
     fn pump(&mut self, peer: Rank) {
         if self.peers[peer].broken.is_some() {
             let reason = self.peers[peer].broken.clone().unwrap_or_default();
@@ -996,14 +1081,17 @@ impl VerbsTransport {
             let Some(&id) = p.queued_recvs.front() else {
                 break;
             };
-            let room =
-                p.sq_used < self.depth && (self.op == VerbsOp::Write || p.rq_used < self.depth);
+            // the advertisement takes a credit, the bulk receive (send path) room
+            let room = p.sq_used < self.depth
+                && p.credits.can_send_data()
+                && (self.op == VerbsOp::Write || p.rq_used < self.depth);
             if !room {
                 break;
             }
             self.peers[peer].queued_recvs.pop_front();
             if let Err(e) = self.post_recv_and_advert(id) {
-                self.fail(id, e);
+                self.post_failed(peer, id, e);
+                return;
             }
         }
         loop {
@@ -1012,14 +1100,57 @@ impl VerbsTransport {
                 break;
             };
             let eager = self.is_eager(self.requests[&id].region.len);
-            if p.sq_used >= self.depth || (!eager && p.adverts.is_empty()) {
+            // everything but the send path's bulk transfers lands in a receive slot
+            let needs_credit = eager || self.op == VerbsOp::Write;
+            if p.sq_used >= self.depth
+                || (!eager && p.adverts.is_empty())
+                || (needs_credit && !p.credits.can_send_data())
+            {
                 break;
             }
             self.peers[peer].queued_sends.pop_front();
             if let Err(e) = self.post_data_send(id) {
-                self.fail(id, e);
+                self.post_failed(peer, id, e);
+                return;
             }
         }
+        while self.peers[peer].broken.is_none()
+            && self.peers[peer].credits.credit_due()
+            && self.peers[peer].sq_used < self.depth
+        {
+            if let Err(e) = self.post_credit(peer) {
+                self.break_peer(peer, format!("sending credits failed: {e}"));
+            }
+        }
+    }
+
+    /// A post for request `id` failed: the request fails with that error, and the
+    /// connection breaks. Part of the exchange may have happened (a bulk receive
+    /// posted but not advertised, an advertisement used up but nothing written, a
+    /// credit spent): the next message would land in the wrong place, so nothing
+    /// more may go over this connection.
+    fn post_failed(&mut self, peer: Rank, id: u64, err: TransportError) {
+        let reason = format!("a post failed: {err}");
+        self.fail(id, err);
+        self.break_peer(peer, reason);
+    }
+
+    /// A credit message: a send with immediate and no payload that returns the
+    /// credits owed to `peer`.
+    fn post_credit(&mut self, peer: Rank) -> Result<(), TransportError> {
+        let credits = self.peers[peer].credits.consume(true);
+        let mut sge = ibv_sge {
+            addr: 0,
+            length: 0,
+            lkey: 0,
+        };
+        // no payload: the wr_id names the peer through its first send slot
+        let wr_id = layout::wr_id(WrKind::SlotSend, self.slots.send_slot(peer, 0) as u64);
+        let op = ibv_wr_opcode::IBV_WR_SEND_WITH_IMM;
+        let imm = Some(layout::msg_imm(MsgKind::Credit, credits, 0));
+        self.post_send(peer, false, wr_id, &mut sge, op, false, imm, None)?;
+        self.credit_messages += 1;
+        Ok(())
     }
 
     /// A receive that is not eager: on the send path post it on the bulk QP, then
@@ -1043,11 +1174,11 @@ impl VerbsTransport {
         let slot = self.slots.send_slot(peer, p.next_send_slot);
         p.next_send_slot = (p.next_send_slot + 1) % self.slots.send_depth;
         let offset = self.slots.offset(slot);
-        let slots = self.res.slots.as_mut().expect("slots");
-        // The slot is free: at most `depth` sends are outstanding and the ring has
-        // `depth` slots.
-        slots.bytes_mut(offset + SLOT_BYTES)[offset..offset + ADVERT_BYTES]
-            .copy_from_slice(&advert.encode());
+        let slots = self.res.slots.as_ref().expect("slots");
+        // SAFETY: the send slot is free: at most `depth` sends are outstanding, the
+        // ring has `depth` slots and one QP's sends complete in order, so the send
+        // that used this slot last has completed; nothing else uses send slots.
+        unsafe { slots.write_at(offset, &advert.encode()) };
         let mut sge = ibv_sge {
             addr: slots.addr(offset),
             length: ADVERT_BYTES as u32,
@@ -1055,8 +1186,10 @@ impl VerbsTransport {
         };
         let inline = layout::goes_inline(ADVERT_BYTES, self.max_inline);
         let wr_id = layout::wr_id(WrKind::SlotSend, slot as u64);
-        let op = ibv_wr_opcode::IBV_WR_SEND;
-        self.post_send(peer, false, wr_id, &mut sge, op, inline, None, None)?;
+        let op = ibv_wr_opcode::IBV_WR_SEND_WITH_IMM;
+        let credits = self.peers[peer].credits.consume(true);
+        let imm = Some(layout::msg_imm(MsgKind::Advert, credits, 0));
+        self.post_send(peer, false, wr_id, &mut sge, op, inline, imm, None)?;
         self.requests.get_mut(&id).expect("request").state = State::Posted;
         Ok(())
     }
@@ -1102,8 +1235,11 @@ impl VerbsTransport {
         let mut mismatch = None;
         if self.is_eager(region.len) {
             // into the peer's next pre-posted slot; the immediate marks it as data
+            // and returns owed credits
             let op = ibv_wr_opcode::IBV_WR_SEND_WITH_IMM;
-            self.post_send(peer, false, wr_id, &mut sge, op, inline, Some(len), None)?;
+            let credits = self.peers[peer].credits.consume(true);
+            let imm = Some(layout::msg_imm(MsgKind::Eager, credits, len));
+            self.post_send(peer, false, wr_id, &mut sge, op, inline, imm, None)?;
         } else {
             let advert = self.peers[peer]
                 .adverts
@@ -1113,13 +1249,25 @@ impl VerbsTransport {
                 mismatch = Some(advert.len);
             }
             match self.op {
-                // into the receive posted on the bulk QP before this advertisement;
-                // a length mismatch shows at the receiver too (short or too long)
-                VerbsOp::Send => {
+                // into the receive posted on the bulk QP before this advertisement
+                VerbsOp::Send if mismatch.is_none() => {
                     let op = ibv_wr_opcode::IBV_WR_SEND;
                     self.post_send(peer, true, wr_id, &mut sge, op, inline, None, None)?;
                 }
+                // Send nothing of a message whose length differs from the posted
+                // receive (a longer one would fail the receive with a local length
+                // error and break the connection), but complete that receive with
+                // the length and the refusal in the immediate, so that both sides
+                // report the mismatch, as on the write path.
+                VerbsOp::Send => {
+                    sge.length = 0;
+                    let op = ibv_wr_opcode::IBV_WR_SEND_WITH_IMM;
+                    let imm = Some(layout::write_imm(len, true));
+                    self.post_send(peer, true, wr_id, &mut sge, op, false, imm, None)?;
+                }
                 VerbsOp::Write => {
+                    // completes a receive slot: one credit (the immediate is the length)
+                    self.peers[peer].credits.consume(false);
                     let op = ibv_wr_opcode::IBV_WR_RDMA_WRITE_WITH_IMM;
                     let remote = Some((advert.addr, advert.rkey));
                     if mismatch.is_none() {
@@ -1200,7 +1348,10 @@ impl VerbsTransport {
     }
 
     /// Polls the CQ once, handles what it found; returns the number of completions.
-    fn poll(&mut self) -> Result<usize, TransportError> {
+    /// A failed poll (the CQ is unusable: completions may be lost) breaks every
+    /// connection; the error is reported as an I/O error with `peer`, the rank the
+    /// caller waits for.
+    fn poll(&mut self, peer: Rank) -> Result<usize, TransportError> {
         const BATCH: usize = 16;
         // SAFETY: ibv_wc is plain data; all-zero is valid.
         let mut wcs: [ibv_wc; BATCH] = unsafe { std::mem::zeroed() };
@@ -1208,11 +1359,22 @@ impl VerbsTransport {
         // is the verbs.h inline that calls the provider through the ops table.
         let n = unsafe { ibv_poll_cq(self.res.cq, BATCH as c_int, wcs.as_mut_ptr()) };
         if n < 0 {
-            return Err(setup(format!("polling the completion queue failed ({n})")));
+            let reason = format!("polling the completion queue failed (ibv_poll_cq returned {n})");
+            let me = self.rank;
+            for p in (0..self.size).filter(|&p| p != me) {
+                self.break_peer(p, reason.clone());
+            }
+            return Err(self.io(peer, "poll completion queue", std::io::Error::other(reason)));
         }
         let mut touched = Vec::new();
+        let now = Instant::now();
+        // Every completion of the batch is handled, whatever happens to one of them:
+        // a failure breaks that peer's connection, never the loop (the batch has
+        // been dequeued; dropping part of it would leave queue space and requests
+        // unaccounted for).
         for wc in &wcs[..n as usize] {
-            if let Some(peer) = self.complete(wc)? {
+            if let Some(peer) = self.complete(wc) {
+                self.last_progress[peer] = now;
                 if !touched.contains(&peer) {
                     touched.push(peer);
                 }
@@ -1234,22 +1396,20 @@ impl VerbsTransport {
     }
 
     /// Handles one completion; returns the peer whose queues changed.
-    fn complete(&mut self, wc: &ibv_wc) -> Result<Option<Rank>, TransportError> {
+    fn complete(&mut self, wc: &ibv_wc) -> Option<Rank> {
         let ok = wc.status == ibv_wc_status::IBV_WC_SUCCESS;
         let (kind, index) = layout::split_wr_id(wc.wr_id);
         match kind {
             WrKind::DataSend | WrKind::DataRecv => {
                 let Some(r) = self.requests.get(&index) else {
                     // an inline send, retired when it was posted
-                    let Some(peer) = self.detached.remove(&index) else {
-                        return Ok(None);
-                    };
+                    let peer = self.detached.remove(&index)?;
                     self.peers[peer].sq_used -= 1;
                     if !ok {
                         let reason = self.wc_error(wc);
                         self.break_peer(peer, reason);
                     }
-                    return Ok(Some(peer));
+                    return Some(peer);
                 };
                 let (peer, len, mismatch) = (r.peer, r.region.len, r.mismatch);
                 if kind == WrKind::DataSend {
@@ -1288,6 +1448,18 @@ impl VerbsTransport {
                         expected_bytes: expected as usize,
                         got_bytes: len,
                     })
+                } else if kind == WrKind::DataRecv
+                    && wc.wc_flags & ibv_wc_flags::IBV_WC_WITH_IMM.0 != 0
+                {
+                    // the sender refused: the immediate carries its length
+                    // SAFETY: reading the imm member of a completion that has one.
+                    let imm = u32::from_be(unsafe { wc.imm_data_invalidated_rkey_union.imm_data });
+                    State::Failed(TransportError::SizeMismatch {
+                        transport: NAME,
+                        peer,
+                        expected_bytes: len,
+                        got_bytes: layout::split_write_imm(imm).0 as usize,
+                    })
                 } else if kind == WrKind::DataRecv && wc.byte_len as usize != len {
                     State::Failed(TransportError::SizeMismatch {
                         transport: NAME,
@@ -1303,33 +1475,31 @@ impl VerbsTransport {
                         r.state = state;
                     }
                 }
-                Ok(Some(peer))
+                Some(peer)
             }
             WrKind::SlotSend => {
-                let Some((peer, _)) = self.slots.owner(index as usize) else {
-                    return Ok(None);
-                };
+                let (peer, _) = self.slots.owner(index as usize)?;
                 self.peers[peer].sq_used -= 1;
                 if !ok {
                     let reason = self.wc_error(wc);
                     self.break_peer(peer, reason);
                 }
-                Ok(Some(peer))
+                Some(peer)
             }
             WrKind::SlotRecv => {
                 let Some((peer, true)) = self.slots.owner(index as usize) else {
-                    return Ok(None);
+                    return None;
                 };
                 if !ok {
                     let reason = self.wc_error(wc);
                     self.break_peer(peer, reason);
-                    return Ok(Some(peer));
+                    return Some(peer);
                 }
                 let slot = index as usize;
                 let with_imm = wc.wc_flags & ibv_wc_flags::IBV_WC_WITH_IMM.0 != 0;
+                // SAFETY: reading the imm member of a completion that has one.
+                let imm = u32::from_be(unsafe { wc.imm_data_invalidated_rkey_union.imm_data });
                 if wc.opcode == ibv_wc_opcode::IBV_WC_RECV_RDMA_WITH_IMM {
-                    // SAFETY: reading the imm member of a completion that has one.
-                    let imm = u32::from_be(unsafe { wc.imm_data_invalidated_rkey_union.imm_data });
                     let (got, refused) = layout::split_write_imm(imm);
                     match self.peers[peer].awaiting.pop_front() {
                         Some(id) => {
@@ -1351,35 +1521,58 @@ impl VerbsTransport {
                             format!("rank {peer} wrote {got} bytes that no receive had advertised"),
                         ),
                     }
-                } else if with_imm {
-                    // an eager message: to the oldest waiting receive, or kept in its
-                    // slot until one is posted
-                    let len = wc.byte_len as usize;
-                    if self.peers[peer].awaiting.is_empty() {
-                        self.peers[peer].unexpected.push_back((slot, len));
-                    } else {
-                        self.deliver_eager(peer, slot, len)?;
-                    }
-                    return Ok(Some(peer));
                 } else {
-                    let offset = self.slots.offset(slot);
-                    let bytes = self
-                        .res
-                        .slots
-                        .as_ref()
-                        .expect("slots")
-                        .bytes(offset + SLOT_BYTES);
-                    let len = (wc.byte_len as usize).min(SLOT_BYTES);
-                    match Advert::decode(&bytes[offset..offset + len]) {
-                        Some(advert) => self.peers[peer].adverts.push_back(advert),
-                        None => self.break_peer(
-                            peer,
-                            format!("rank {peer} sent a malformed receive advertisement"),
-                        ),
+                    let Some((kind, credits, _)) = layout::split_msg_imm(imm).filter(|_| with_imm)
+                    else {
+                        self.break_peer(peer, format!("rank {peer} sent a malformed message"));
+                        return Some(peer);
+                    };
+                    self.peers[peer].credits.granted(credits);
+                    match kind {
+                        MsgKind::Eager if self.op == VerbsOp::Send => {
+                            // to the oldest waiting receive, or kept in its slot until
+                            // one is posted
+                            let len = wc.byte_len as usize;
+                            if self.peers[peer].awaiting.is_empty() {
+                                self.peers[peer].unexpected.push_back((slot, len));
+                            } else {
+                                self.deliver_eager(peer, slot, len);
+                            }
+                            return Some(peer);
+                        }
+                        MsgKind::Eager => {
+                            self.break_peer(
+                                peer,
+                                format!("rank {peer} sent an eager message on the write path"),
+                            );
+                            return Some(peer);
+                        }
+                        MsgKind::Advert => {
+                            let offset = self.slots.offset(slot);
+                            let len = (wc.byte_len as usize).min(SLOT_BYTES);
+                            let mut bytes = [0u8; SLOT_BYTES];
+                            // SAFETY: this slot's receive has completed and is re-posted
+                            // only below; the device does not write it meanwhile.
+                            unsafe {
+                                self.res
+                                    .slots
+                                    .as_ref()
+                                    .expect("slots")
+                                    .read_at(offset, &mut bytes[..len])
+                            };
+                            match Advert::decode(&bytes[..len]) {
+                                Some(advert) => self.peers[peer].adverts.push_back(advert),
+                                None => self.break_peer(
+                                    peer,
+                                    format!("rank {peer} sent a malformed receive advertisement"),
+                                ),
+                            }
+                        }
+                        MsgKind::Credit => {}
                     }
                 }
-                self.post_slot_recv(peer, slot)?;
-                Ok(Some(peer))
+                self.repost_slot(peer, slot);
+                Some(peer)
             }
         }
     }
@@ -1406,13 +1599,20 @@ impl VerbsTransport {
         }
     }
 
-    /// Waits for at least one completion (or times out naming `peer`).
-    fn progress_wait(&mut self, peer: Rank, since: &mut Instant) -> Result<(), TransportError> {
+    /// Makes progress once: polls, and when nothing completed yields (poll mode,
+    /// after a short spin) or sleeps on the completion channel for at most `limit`
+    /// (block mode). `idle_since` is when the last completion of any peer was seen.
+    fn progress_once(
+        &mut self,
+        peer: Rank,
+        idle_since: &mut Instant,
+        limit: Duration,
+    ) -> Result<(), TransportError> {
         match self.wait {
             WaitMode::Poll => {
                 for _ in 0..64 {
-                    if self.poll()? > 0 {
-                        *since = Instant::now();
+                    if self.poll(peer)? > 0 {
+                        *idle_since = Instant::now();
                         return Ok(());
                     }
                     std::hint::spin_loop();
@@ -1421,13 +1621,13 @@ impl VerbsTransport {
                 // (a co-located rank, or the softirq thread through which soft-RoCE
                 // moves its packets). A hardware device completes a small message
                 // within the first microseconds, before any yield.
-                if since.elapsed() >= SPIN_BEFORE_YIELD {
+                if idle_since.elapsed() >= SPIN_BEFORE_YIELD {
                     std::thread::yield_now();
                 }
             }
             WaitMode::Block => {
-                if self.poll()? > 0 {
-                    *since = Instant::now();
+                if self.poll(peer)? > 0 {
+                    *idle_since = Instant::now();
                     return Ok(());
                 }
                 // SAFETY: the CQ is live; arming it makes the next completion raise
@@ -1437,11 +1637,10 @@ impl VerbsTransport {
                     return Err(self.io(peer, "arm completion channel", rc_error(rc)));
                 }
                 // a completion that raced with arming is found here
-                if self.poll()? > 0 {
-                    *since = Instant::now();
+                if self.poll(peer)? > 0 {
+                    *idle_since = Instant::now();
                     return Ok(());
                 }
-                let left = self.timeout.saturating_sub(since.elapsed());
                 // SAFETY: the channel is live (Block mode creates it).
                 let fd = unsafe { (*self.res.channel).fd };
                 let mut pfd = libc::pollfd {
@@ -1449,7 +1648,7 @@ impl VerbsTransport {
                     events: libc::POLLIN,
                     revents: 0,
                 };
-                let ms = left.as_millis().clamp(1, 1000) as c_int;
+                let ms = limit.as_millis().clamp(1, 1000) as c_int;
                 // SAFETY: `pfd` is one valid pollfd.
                 let ready = unsafe { libc::poll(&mut pfd, 1, ms) };
                 if ready > 0 {
@@ -1460,25 +1659,60 @@ impl VerbsTransport {
                     let rc = unsafe { ibv_get_cq_event(self.res.channel, &mut cq, &mut ctx) };
                     if rc == 0 {
                         self.cq_events += 1;
-                        // SAFETY: one event was received for `cq`, our CQ.
-                        unsafe { ibv_ack_cq_events(cq, 1) };
+                        // Acknowledged in batches (each ack takes a lock); the rest
+                        // before the CQ is destroyed (Resources::drop), which waits
+                        // for every event to be acknowledged.
+                        self.res.unacked_events += 1;
+                        if self.res.unacked_events >= EVENTS_PER_ACK {
+                            // SAFETY: that many events were received for our CQ
+                            // (the only CQ on the channel) and not yet acknowledged.
+                            unsafe { ibv_ack_cq_events(self.res.cq, self.res.unacked_events) };
+                            self.res.unacked_events = 0;
+                        }
                     }
                 }
             }
         }
-        if since.elapsed() >= self.timeout {
+        Ok(())
+    }
+
+    /// Makes progress for requests of `pending` peers, a wait that began at
+    /// `started`. A peer that has had no completion for the whole timeout (since
+    /// its last one, or since `started` if later) is declared lost: its
+    /// connection breaks and it is returned; a peer that progresses is never
+    /// blamed for another's silence.
+    fn progress_for(
+        &mut self,
+        pending: &[Rank],
+        started: Instant,
+        idle_since: &mut Instant,
+    ) -> Result<Vec<Rank>, TransportError> {
+        let now = Instant::now();
+        let left = layout::time_left(pending, &self.last_progress, started, now, self.timeout);
+        self.progress_once(pending[0], idle_since, left)?;
+        let stale = layout::stale_peers(
+            pending,
+            &self.last_progress,
+            started,
+            Instant::now(),
+            self.timeout,
+        );
+        for &peer in &stale {
             self.break_peer(
                 peer,
                 format!("rank {peer} made no progress within {:?}", self.timeout),
             );
-            return Err(TransportError::Timeout {
-                transport: NAME,
-                peer,
-                op: "wait",
-                after: self.timeout,
-            });
         }
-        Ok(())
+        Ok(stale)
+    }
+
+    fn timeout_error(&self, peer: Rank) -> TransportError {
+        TransportError::Timeout {
+            transport: NAME,
+            peer,
+            op: "wait",
+            after: self.timeout,
+        }
     }
 }
 
@@ -1493,7 +1727,7 @@ impl Drop for VerbsTransport {
             .any(|p| p.sq_used > 0 && p.broken.is_none())
             && start.elapsed() < Duration::from_secs(1)
         {
-            if self.poll().is_err() {
+            if self.poll(self.rank).is_err() {
                 break;
             }
         }
@@ -1602,24 +1836,32 @@ impl Transport for VerbsTransport {
         if self.try_retire(request)?.is_some() {
             return Ok(true);
         }
-        self.poll()?;
+        let peer = self.requests.get(&request.0).map_or(self.rank, |r| r.peer);
+        self.poll(peer)?;
         Ok(self.try_retire(request)?.is_some())
     }
 
     fn wait(&mut self, request: RequestId) -> Result<(), TransportError> {
-        let mut since = Instant::now();
+        let started = Instant::now();
+        let mut idle_since = started;
         loop {
             if self.try_retire(request)?.is_some() {
                 return Ok(());
             }
             let peer = self.requests[&request.0].peer;
-            self.progress_wait(peer, &mut since)?;
+            if !self
+                .progress_for(&[peer], started, &mut idle_since)?
+                .is_empty()
+            {
+                return Err(self.timeout_error(peer));
+            }
         }
     }
 
     fn wait_all(&mut self, requests: &[RequestId]) -> Result<(), TransportError> {
         let mut pending: Vec<RequestId> = requests.to_vec();
-        let mut since = Instant::now();
+        let started = Instant::now();
+        let mut idle_since = started;
         let mut first_error = None;
         while !pending.is_empty() {
             let mut still = Vec::with_capacity(pending.len());
@@ -1633,11 +1875,20 @@ impl Transport for VerbsTransport {
                 }
             }
             pending = still;
-            if let Some(&r) = pending.first() {
-                let peer = self.requests[&r.0].peer;
-                if let Err(e) = self.progress_wait(peer, &mut since) {
-                    return Err(first_error.unwrap_or(e));
-                }
+            if pending.is_empty() {
+                break;
+            }
+            let mut peers: Vec<Rank> = pending.iter().map(|r| self.requests[&r.0].peer).collect();
+            peers.dedup();
+            let stale = match self.progress_for(&peers, started, &mut idle_since) {
+                Ok(stale) => stale,
+                Err(e) => return Err(first_error.unwrap_or(e)),
+            };
+            if let Some(&peer) = stale.first() {
+                // the lost peers' requests stay pending (their buffers busy) for the
+                // caller; the others are still waited for
+                first_error.get_or_insert_with(|| self.timeout_error(peer));
+                pending.retain(|r| !stale.contains(&self.requests[&r.0].peer));
             }
         }
         first_error.map_or(Ok(()), Err)
@@ -1648,6 +1899,7 @@ impl Transport for VerbsTransport {
             entries: vec![
                 ("inline_sends", self.inline_sends),
                 ("completion_events", self.cq_events),
+                ("credit_messages", self.credit_messages),
             ],
         }
     }

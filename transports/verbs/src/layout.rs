@@ -3,13 +3,15 @@
 //!
 //! Every work request carries a 64-bit `wr_id` that comes back in its completion;
 //! ours says what the request was ([`WrKind`]) and which request or slot it
-//! belongs to. The write path keeps one registered area of small slots per peer:
-//! `recv_depth` receive slots of `recv_bytes` each (eager messages and
-//! advertisements land there; RDMA writes with immediate consume one receive request
-//! each) followed by `send_depth` slots of [`SLOT_BYTES`] from which advertisements
-//! are sent.
+//! belongs to. The message QPs share one registered area of small slots, a block
+//! per peer: `recv_depth` receive slots of `recv_bytes` each (eager messages,
+//! advertisements and credit messages land there; RDMA writes with immediate consume
+//! one receive request each) followed by `send_depth` slots of [`SLOT_BYTES`] from
+//! which advertisements are sent. [`Credits`] keeps senders within the receive slots
+//! the peer has posted.
 
 use ngauge_transport::{Region, TransportError};
+use std::time::{Duration, Instant};
 
 /// What a work request was posted for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,8 +156,18 @@ pub fn region_range(
     }
 }
 
-/// A verbs message is at most 2^31 bytes (`max_msg_sz` of every current device);
-/// lengths travel as u32.
+/// The largest message this transport sends: 2^31 - 1 bytes, since lengths travel
+/// in the 31 low bits of an immediate ([`write_imm`]); `max_msg_sz` of current
+/// devices is 2^31, which would wrap to length 0 there.
+pub const MAX_MSG_BYTES: u32 = 0x7fff_ffff;
+
+/// The message size limit to use for a port whose `max_msg_sz` is `max_msg_sz`.
+pub fn max_message(max_msg_sz: u32) -> u32 {
+    max_msg_sz.clamp(1, MAX_MSG_BYTES)
+}
+
+/// A verbs message is at most `max_msg_bytes` (see [`max_message`]); lengths travel
+/// as u32.
 pub fn check_len(len: usize, max_msg_bytes: u32) -> Result<u32, TransportError> {
     if len > max_msg_bytes as usize {
         return Err(TransportError::TooLarge {
@@ -179,6 +191,112 @@ pub fn split_write_imm(imm: u32) -> (u32, bool) {
     (imm & 0x7fff_ffff, imm & 0x8000_0000 != 0)
 }
 
+/// What a send with immediate data on the message QP carries (the immediate says
+/// which, see [`msg_imm`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MsgKind {
+    /// An eager message of up to [`EAGER_BYTES`] bytes.
+    Eager,
+    /// A receive advertisement ([`crate::wire::Advert`]).
+    Advert,
+    /// Nothing but returned credits (no payload).
+    Credit,
+}
+
+/// Credits one message can return (14 bits of its immediate).
+pub const MAX_CREDITS_PER_MSG: u32 = (1 << 14) - 1;
+
+/// Immediate data of a send on the message QP: kind in bits 31..30, credits
+/// returned in bits 29..16, the eager length in bits 15..0 (0 for the others).
+pub fn msg_imm(kind: MsgKind, credits: u32, len: u32) -> u32 {
+    debug_assert!(credits <= MAX_CREDITS_PER_MSG && len <= 0xffff);
+    let k = match kind {
+        MsgKind::Eager => 0,
+        MsgKind::Advert => 1,
+        MsgKind::Credit => 2,
+    };
+    (k << 30) | ((credits & MAX_CREDITS_PER_MSG) << 16) | (len & 0xffff)
+}
+
+/// Inverse of [`msg_imm`]: (kind, credits, length); `None` for an unknown kind.
+pub fn split_msg_imm(imm: u32) -> Option<(MsgKind, u32, u32)> {
+    let kind = match imm >> 30 {
+        0 => MsgKind::Eager,
+        1 => MsgKind::Advert,
+        2 => MsgKind::Credit,
+        _ => return None,
+    };
+    Some((kind, (imm >> 16) & MAX_CREDITS_PER_MSG, imm & 0xffff))
+}
+
+/// Send credits of one connection's message QP, both directions.
+///
+/// Every message on the message QP (eager message, advertisement, RDMA write with
+/// immediate, credit message) consumes one receive the peer has posted. A sender
+/// may send only with a credit, that is, a receive of the peer's known to be
+/// posted and unused: it starts with the peer's receive depth and gets credits
+/// back as the peer re-posts its receives (carried in the immediate of the peer's
+/// eager messages and advertisements, or in a credit message once half the depth
+/// is owed). The last credit is kept for credit messages, so two ranks that have
+/// both used up their credits can still return each other's: data never takes
+/// it. A sender without credit keeps its message queued; the receive queue never
+/// runs empty, so there are no receiver-not-ready retries.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Credits {
+    /// Receives of the peer's we may still consume.
+    pub available: u32,
+    /// Receives we have re-posted for the peer and not yet told it about.
+    pub owed: u32,
+    /// Owed credits that are worth a message of their own.
+    pub threshold: u32,
+}
+
+impl Credits {
+    /// A connection to a peer that posted `peer_depth` receives; ours are
+    /// `own_depth`.
+    pub fn new(peer_depth: u32, own_depth: u32) -> Credits {
+        Credits {
+            available: peer_depth,
+            owed: 0,
+            threshold: (own_depth / 2).max(1),
+        }
+    }
+
+    /// Whether a data message (eager, advertisement, write) may be sent.
+    pub fn can_send_data(&self) -> bool {
+        self.available >= 2
+    }
+
+    /// Whether a credit message is due and may be sent.
+    pub fn credit_due(&self) -> bool {
+        self.owed >= self.threshold && self.available >= 1
+    }
+
+    /// Consumes one credit for a message; with `carries` the message returns owed
+    /// credits too: their number (for its immediate).
+    pub fn consume(&mut self, carries: bool) -> u32 {
+        debug_assert!(self.available >= 1);
+        self.available -= 1;
+        if carries {
+            let n = self.owed.min(MAX_CREDITS_PER_MSG);
+            self.owed -= n;
+            n
+        } else {
+            0
+        }
+    }
+
+    /// The peer returned `n` credits.
+    pub fn granted(&mut self, n: u32) {
+        self.available = self.available.saturating_add(n);
+    }
+
+    /// We re-posted one receive for the peer.
+    pub fn reposted(&mut self) {
+        self.owed += 1;
+    }
+}
+
 /// Whether a send of `len` bytes goes inline (copied into the work request by the
 /// CPU, no DMA read of the buffer, so the buffer is free when the post returns).
 pub fn goes_inline(len: usize, max_inline: u32) -> bool {
@@ -195,13 +313,69 @@ pub fn cq_entries(depth: u32, peers: usize) -> usize {
     WRS_PER_DEPTH * depth as usize * peers + 16
 }
 
-/// The queue depth to use: the wish, within the device's work-request limit, and
-/// small enough that [`cq_entries`] fits the device's CQ limit (at least 4).
-pub fn queue_depth(wish: u32, max_qp_wr: u32, max_cqe: usize, peers: usize) -> u32 {
+/// The smallest queue depth the transport runs with (flow control keeps one of
+/// the peer's receives for credit messages).
+pub const MIN_QUEUE_DEPTH: u32 = 4;
+
+/// The queue depth to use: the wish (at least [`MIN_QUEUE_DEPTH`]), within the
+/// device's work-request limit and small enough that [`cq_entries`] fits the
+/// device's CQ limit; an error naming the limits when they leave less than
+/// [`MIN_QUEUE_DEPTH`].
+pub fn queue_depth(wish: u32, max_qp_wr: u32, max_cqe: usize, peers: usize) -> Result<u32, String> {
     let by_cq = max_cqe.saturating_sub(16) / (WRS_PER_DEPTH * peers.max(1));
-    wish.min(max_qp_wr)
-        .min(u32::try_from(by_cq).unwrap_or(u32::MAX))
-        .max(4)
+    let limit = max_qp_wr.min(u32::try_from(by_cq).unwrap_or(u32::MAX));
+    if limit < MIN_QUEUE_DEPTH {
+        return Err(format!(
+            "the device leaves a queue depth of {limit} for {peers} peer(s) (max_qp_wr \
+             {max_qp_wr}, max_cqe {max_cqe}: {WRS_PER_DEPTH} completions per depth and \
+             peer); ngauge needs at least {MIN_QUEUE_DEPTH}: run fewer ranks per device"
+        ));
+    }
+    Ok(wish.max(MIN_QUEUE_DEPTH).min(limit))
+}
+
+/// When a wait that began at `started` last saw progress from `peer`: its last
+/// completion, or the start of the wait if that is later.
+fn progress_mark(peer: usize, last_progress: &[Instant], started: Instant) -> Instant {
+    last_progress.get(peer).map_or(started, |&t| t.max(started))
+}
+
+/// The peers of `pending` (each once, in order) without progress for `timeout` at
+/// `now`, counted from a peer's last completion or from `started` if that is
+/// later: only they may be blamed for a timeout.
+pub fn stale_peers(
+    pending: &[usize],
+    last_progress: &[Instant],
+    started: Instant,
+    now: Instant,
+    timeout: Duration,
+) -> Vec<usize> {
+    let mut stale = Vec::new();
+    for &peer in pending {
+        let mark = progress_mark(peer, last_progress, started);
+        if now.saturating_duration_since(mark) >= timeout && !stale.contains(&peer) {
+            stale.push(peer);
+        }
+    }
+    stale
+}
+
+/// How long until the first of `pending` goes stale (zero if one already is).
+pub fn time_left(
+    pending: &[usize],
+    last_progress: &[Instant],
+    started: Instant,
+    now: Instant,
+    timeout: Duration,
+) -> Duration {
+    pending
+        .iter()
+        .map(|&p| {
+            let silent = now.saturating_duration_since(progress_mark(p, last_progress, started));
+            timeout.saturating_sub(silent)
+        })
+        .min()
+        .unwrap_or(timeout)
 }
 
 #[cfg(test)]
@@ -284,13 +458,180 @@ mod tests {
 
     #[test]
     fn queue_depth_keeps_the_cq_within_the_device_limit() {
-        assert_eq!(queue_depth(128, 16384, 1 << 20, 1), 128);
-        assert_eq!(queue_depth(128, 64, 1 << 20, 1), 64);
+        assert_eq!(queue_depth(128, 16384, 1 << 20, 1), Ok(128));
+        assert_eq!(queue_depth(128, 64, 1 << 20, 1), Ok(64));
+        assert_eq!(queue_depth(1, 64, 1 << 20, 1), Ok(MIN_QUEUE_DEPTH));
         // 4096 CQ entries for 63 peers: 3 * depth * 63 + 16 <= 4096
-        let d = queue_depth(128, 16384, 4096, 63);
+        let d = queue_depth(128, 16384, 4096, 63).unwrap();
         assert_eq!(d, 21);
         assert!(cq_entries(d, 63) <= 4096);
-        assert_eq!(queue_depth(128, 16384, 100, 1000), 4);
+        // the CQ bound and the device's work-request limit are never exceeded: too
+        // small a device is an error, not a CQ that overruns
+        let err = queue_depth(128, 16384, 100, 1000).unwrap_err();
+        assert!(err.contains("max_cqe 100"), "{err}");
+        assert!(queue_depth(128, 3, 1 << 20, 1).is_err());
+        let d = queue_depth(128, 16384, 16 + 3 * 4 * 10, 10).unwrap();
+        assert_eq!((d, cq_entries(d, 10)), (4, 16 + 3 * 4 * 10));
+        assert!(queue_depth(128, 16384, 16 + 3 * 4 * 10 - 1, 10).is_err());
+    }
+
+    #[test]
+    fn only_peers_without_progress_are_stale() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs(1);
+        let timeout = 5 * s;
+        // rank 1 silent since before the wait, rank 2 progressed 1 s ago, rank 3
+        // progressed long before the wait began
+        let last = [t0, t0, t0 + 5 * s, t0];
+        let started = t0 + s;
+        let now = t0 + 6 * s;
+        assert_eq!(
+            stale_peers(&[2, 1, 3], &last, started, now, timeout),
+            vec![1, 3]
+        );
+        assert_eq!(
+            stale_peers(&[2], &last, started, now, timeout),
+            Vec::<usize>::new()
+        );
+        assert_eq!(stale_peers(&[1, 1], &last, started, now, timeout), vec![1]);
+        // rank 2 goes stale 4 s from now; rank 1 already is
+        assert_eq!(time_left(&[2], &last, started, now, timeout), 4 * s);
+        assert_eq!(
+            time_left(&[2, 1], &last, started, now, timeout),
+            Duration::ZERO
+        );
+        assert_eq!(time_left(&[2], &last, started, t0 + 2 * s, timeout), 5 * s);
+    }
+
+    #[test]
+    fn message_immediates_roundtrip() {
+        for kind in [MsgKind::Eager, MsgKind::Advert, MsgKind::Credit] {
+            for credits in [0, 1, 64, MAX_CREDITS_PER_MSG] {
+                for len in [0, 1, EAGER_BYTES as u32] {
+                    assert_eq!(
+                        split_msg_imm(msg_imm(kind, credits, len)),
+                        Some((kind, credits, len))
+                    );
+                }
+            }
+        }
+        assert_eq!(split_msg_imm(0xc000_0000), None);
+    }
+
+    /// Two ranks, each sending `n` messages to the other over a message QP whose
+    /// receiver keeps `depth` receives posted, holds some messages (eager messages
+    /// that arrive before their receive) and re-posts late, in a random order of
+    /// events: no message ever finds the receive queue empty, and everything
+    /// arrives (no credit deadlock).
+    #[test]
+    fn credits_never_overrun_the_receive_queue_and_never_deadlock() {
+        #[derive(Clone, Copy)]
+        enum Msg {
+            Data(u32),
+            Credit(u32),
+        }
+        struct Side {
+            credits: Credits,
+            to_send: usize,
+            posted: u32,
+            held: u32,
+            unreposted: u32,
+            received: usize,
+            wire: std::collections::VecDeque<Msg>,
+        }
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut rand = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for depth in [2u32, 4, 5, 16] {
+            for round in 0..50 {
+                let n = 4 * depth as usize + round;
+                let mut sides: Vec<Side> = (0..2)
+                    .map(|_| Side {
+                        credits: Credits::new(depth, depth),
+                        to_send: n,
+                        posted: depth,
+                        held: 0,
+                        unreposted: 0,
+                        received: 0,
+                        wire: Default::default(),
+                    })
+                    .collect();
+                let mut idle = 0;
+                while sides.iter().any(|s| s.received < n || !s.wire.is_empty()) {
+                    idle += 1;
+                    assert!(idle < 10_000, "depth {depth}: no progress (deadlock)");
+                    let me = rand(2) as usize;
+                    let other = 1 - me;
+                    match rand(4) {
+                        // send data or a credit message
+                        0 => {
+                            let s = &mut sides[me];
+                            let msg = if s.to_send > 0 && s.credits.can_send_data() {
+                                s.to_send -= 1;
+                                Msg::Data(s.credits.consume(true))
+                            } else if s.credits.credit_due() {
+                                Msg::Credit(s.credits.consume(true))
+                            } else {
+                                continue;
+                            };
+                            s.wire.push_back(msg);
+                        }
+                        // the peer's device takes one message off the wire
+                        1 => {
+                            let Some(msg) = sides[other].wire.pop_front() else {
+                                continue;
+                            };
+                            let s = &mut sides[me];
+                            assert!(s.posted > 0, "depth {depth}: receive queue empty");
+                            s.posted -= 1;
+                            match msg {
+                                Msg::Data(c) => {
+                                    s.credits.granted(c);
+                                    s.received += 1;
+                                    // an eager message before its receive: held
+                                    if rand(3) == 0 {
+                                        s.held += 1;
+                                    } else {
+                                        s.unreposted += 1;
+                                    }
+                                }
+                                Msg::Credit(c) => {
+                                    s.credits.granted(c);
+                                    s.unreposted += 1;
+                                }
+                            }
+                        }
+                        // the receiver polls: re-posts what it has handled
+                        2 => {
+                            let s = &mut sides[me];
+                            if s.unreposted == 0 {
+                                continue;
+                            }
+                            s.unreposted -= 1;
+                            s.posted += 1;
+                            s.credits.reposted();
+                        }
+                        // an irecv matches a held message
+                        _ => {
+                            let s = &mut sides[me];
+                            if s.held == 0 {
+                                continue;
+                            }
+                            s.held -= 1;
+                            s.unreposted += 1;
+                        }
+                    }
+                    idle = 0;
+                }
+                for s in &sides {
+                    assert_eq!((s.received, s.to_send), (n, 0));
+                }
+            }
+        }
     }
 
     #[test]
@@ -301,6 +642,17 @@ mod tests {
             Err(TransportError::TooLarge { len_bytes: 11, .. })
         ));
         assert_eq!(split_write_imm(write_imm(1 << 20, false)), (1 << 20, false));
+        // every device's max_msg_sz of 2^31 is capped to what an immediate carries
+        let max = max_message(1 << 31);
+        assert_eq!(max, 0x7fff_ffff);
+        assert_eq!(split_write_imm(write_imm(max, false)), (max, false));
+        assert_eq!(split_write_imm(write_imm(max, true)), (max, true));
+        assert!(matches!(
+            check_len(1 << 31, max),
+            Err(TransportError::TooLarge { .. })
+        ));
+        assert_eq!(max_message(4096), 4096);
+        assert_eq!(max_message(0), 1);
         assert_eq!(split_write_imm(write_imm(7, true)), (7, true));
         assert!(goes_inline(1, 64));
         assert!(goes_inline(64, 64));

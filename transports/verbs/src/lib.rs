@@ -9,8 +9,11 @@
 //! - **send**: two-sided, with pre-posted receives. Messages up to
 //!   [`layout::EAGER_BYTES`] are sent (inline up to the device's `max_inline_data`)
 //!   into receive slots that are always posted, and copied out into the region of
-//!   the matching `irecv` (or kept until it is posted): a send can never find the
-//!   receive queue empty. Larger messages go zero-copy through a second RC queue
+//!   the matching `irecv` (or kept until it is posted). Send credits
+//!   ([`layout::Credits`]) keep every message on this queue pair within the
+//!   receives the peer has posted: a send without credit waits in the sender's
+//!   queue, so a send never finds the receive queue empty, however many messages
+//!   are in flight. Larger messages go zero-copy through a second RC queue
 //!   pair per peer: `irecv` posts the receive straight into the target region and
 //!   then advertises it (clear to send); `isend` waits for that advertisement, so
 //!   the receive is always posted before the data arrives (no receiver-not-ready
@@ -57,7 +60,8 @@ pub struct VerbsOptions {
     /// Port number, 1-based.
     pub port: u8,
     /// GID table index for the global route header. `None`: no GRH on InfiniBand,
-    /// and on RoCE the first IPv4-mapped GID (RoCE v2 over IPv4), else index 0.
+    /// and on RoCE a RoCE v2 GID over IPv4 if there is one (by the GID type the
+    /// kernel lists in sysfs; see [`qp::choose_roce_gid`]).
     pub gid_index: Option<u8>,
     /// Data path.
     pub op: VerbsOp,

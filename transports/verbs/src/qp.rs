@@ -69,7 +69,10 @@ pub struct Reliability {
     pub timeout: u8,
     /// Transport retries before the QP fails (at most 7).
     pub retry_cnt: u8,
-    /// Receiver-not-ready retries (7 = retry forever: a late `irecv` only costs time).
+    /// Receiver-not-ready retries (7 = retry forever). Send credits keep every
+    /// message within the receives the peer has posted, so an RNR NAK does not
+    /// happen in normal operation; if one did, a wait without progress still ends
+    /// in the transport's timeout.
     pub rnr_retry: u8,
     /// RNR NAK delay code the receiver asks for (1 = 0.01 ms, 12 = 0.64 ms).
     pub min_rnr_timer: u8,
@@ -214,6 +217,55 @@ pub fn mtu_bytes(code: u8) -> Option<u32> {
     (1..=5).contains(&code).then(|| 128u32 << code)
 }
 
+/// The RoCE version of a GID table entry, as the kernel lists it in
+/// `/sys/class/infiniband/DEV/ports/PORT/gid_attrs/types/INDEX`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GidType {
+    /// `IB/RoCE v1`: InfiniBand, or RoCE v1 (Ethernet frames, not routable) on an
+    /// Ethernet port.
+    IbOrRoceV1,
+    /// `RoCE v2`: UDP/IP encapsulation (routable).
+    RoceV2,
+}
+
+impl GidType {
+    /// Parses the sysfs text; `None` for anything else (an empty entry).
+    pub fn parse(text: &str) -> Option<GidType> {
+        match text.trim() {
+            "RoCE v2" => Some(GidType::RoceV2),
+            "IB/RoCE v1" | "RoCE v1" | "IB" => Some(GidType::IbOrRoceV1),
+            _ => None,
+        }
+    }
+}
+
+/// Whether a GID is an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`).
+pub fn ipv4_mapped(gid: &[u8; 16]) -> bool {
+    gid[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]
+}
+
+/// The GID index to use on a RoCE port, from its non-empty entries (index, GID,
+/// type if the kernel says): RoCE v2 over IPv4 first, then RoCE v2 over IPv6,
+/// then (a kernel that lists no types) the first IPv4-mapped GID, then RoCE v1
+/// over IPv4, then the first entry. Drivers list each address as v1 and as v2
+/// (mlx5: v1 at an even index, v2 right after it), so the first IPv4-mapped GID
+/// alone would be RoCE v1.
+pub fn choose_roce_gid(entries: &[(u8, [u8; 16], Option<GidType>)]) -> Option<u8> {
+    entries
+        .iter()
+        .min_by_key(|(index, gid, ty)| {
+            let rank = match (ty, ipv4_mapped(gid)) {
+                (Some(GidType::RoceV2), true) => 0,
+                (Some(GidType::RoceV2), false) => 1,
+                (None, true) => 2,
+                (Some(GidType::IbOrRoceV1), true) => 3,
+                _ => 4,
+            };
+            (rank, *index)
+        })
+        .map(|(index, _, _)| *index)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,7 +279,40 @@ mod tests {
             gid: [9; 16],
             qps: vec![QpAddr::default(); 2],
             bulk: vec![QpAddr::default(); 2],
+            recv_depth: 16,
         }
+    }
+
+    #[test]
+    fn roce_v2_over_ipv4_is_preferred_whatever_the_order() {
+        let link_local = [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0xff, 0xfe, 0, 0, 1];
+        let v4 = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1];
+        let (v1, v2) = (Some(GidType::IbOrRoceV1), Some(GidType::RoceV2));
+        // mlx5: every address as v1, then as v2
+        let mlx5 = [
+            (0, link_local, v1),
+            (1, link_local, v2),
+            (2, v4, v1),
+            (3, v4, v2),
+        ];
+        assert_eq!(choose_roce_gid(&mlx5), Some(3));
+        // rxe on lo: link-local v2 at 0, the IPv4 address v2 at 1
+        assert_eq!(
+            choose_roce_gid(&[(0, link_local, v2), (1, v4, v2)]),
+            Some(1)
+        );
+        // only IPv6: RoCE v2 beats v1
+        assert_eq!(choose_roce_gid(&mlx5[..2]), Some(1));
+        // no types known (old kernel): the first IPv4-mapped GID, as before
+        assert_eq!(
+            choose_roce_gid(&[(0, link_local, None), (1, v4, None), (2, v4, None)]),
+            Some(1)
+        );
+        assert_eq!(choose_roce_gid(&[(5, link_local, v1)]), Some(5));
+        assert_eq!(choose_roce_gid(&[]), None);
+        assert_eq!(GidType::parse("RoCE v2\n"), v2);
+        assert_eq!(GidType::parse("IB/RoCE v1\n"), v1);
+        assert_eq!(GidType::parse(""), None);
     }
 
     #[test]

@@ -15,11 +15,14 @@ use std::fmt;
 
 /// First bytes of every [`Endpoint`] message.
 pub const MAGIC: [u8; 4] = *b"NGVB";
-/// Version of the endpoint format.
-pub const VERSION: u8 = 1;
+/// Version of the endpoint format (2: the receive depth, for flow control).
+pub const VERSION: u8 = 2;
 /// Fixed part of an encoded endpoint: magic, version, op, mtu, reserved, lid,
-/// gid, rank count.
-pub const HEADER_BYTES: usize = 4 + 1 + 1 + 1 + 1 + 2 + 16 + 4;
+/// gid, rank count, receive depth.
+pub const HEADER_BYTES: usize = 4 + 1 + 1 + 1 + 1 + 2 + 16 + 4 + 4;
+/// The smallest receive depth a peer may publish: flow control keeps one receive
+/// for credit messages and needs at least one for data.
+pub const MIN_RECV_DEPTH: u32 = 2;
 /// Bytes per peer entry: qpn, psn of the message QP, then of the bulk QP.
 pub const ENTRY_BYTES: usize = 16;
 /// Queue-pair numbers and packet sequence numbers are 24-bit quantities.
@@ -102,6 +105,9 @@ pub struct Endpoint {
     pub qps: Vec<QpAddr>,
     /// Indexed by rank: the bulk QP (all zero on the write path).
     pub bulk: Vec<QpAddr>,
+    /// Receives this rank keeps posted on each message QP: the send credits every
+    /// peer starts with.
+    pub recv_depth: u32,
 }
 
 /// Why an endpoint message was refused.
@@ -141,6 +147,9 @@ pub enum WireError {
         /// Ranks in the job.
         expected: usize,
     },
+    /// A receive depth too small for flow control.
+    #[error("receive depth {0} is below the minimum of {MIN_RECV_DEPTH}")]
+    BadDepth(u32),
     /// A 24-bit field holds a larger number.
     #[error("{field} {value:#x} for rank {rank} does not fit in 24 bits")]
     Not24Bit {
@@ -155,7 +164,8 @@ pub enum WireError {
 
 impl Endpoint {
     /// Encodes as `magic, version, op, mtu, 0, lid:u16, gid[16], count:u32,
-    /// (qpn:u32, psn:u32, bulk_qpn:u32, bulk_psn:u32) * count`, little endian.
+    /// recv_depth:u32, (qpn:u32, psn:u32, bulk_qpn:u32, bulk_psn:u32) * count`,
+    /// little endian.
     ///
     /// # Panics
     /// If `bulk` and `qps` differ in length.
@@ -169,6 +179,7 @@ impl Endpoint {
         out.extend_from_slice(&self.lid.to_le_bytes());
         out.extend_from_slice(&self.gid);
         out.extend_from_slice(&(self.qps.len() as u32).to_le_bytes());
+        out.extend_from_slice(&self.recv_depth.to_le_bytes());
         assert_eq!(self.qps.len(), self.bulk.len(), "one bulk entry per rank");
         for (qp, bulk) in self.qps.iter().zip(&self.bulk) {
             for v in [qp.qpn, qp.psn, bulk.qpn, bulk.psn] {
@@ -206,6 +217,10 @@ impl Endpoint {
                 got: count,
                 expected: expected_ranks,
             });
+        }
+        let recv_depth = u32::from_le_bytes(bytes[30..34].try_into().expect("4 bytes"));
+        if recv_depth < MIN_RECV_DEPTH {
+            return Err(WireError::BadDepth(recv_depth));
         }
         // count == expected_ranks, which the caller bounds: no overflow here.
         let need = HEADER_BYTES + ENTRY_BYTES * count;
@@ -249,6 +264,7 @@ impl Endpoint {
             gid,
             qps,
             bulk,
+            recv_depth,
         })
     }
 }
@@ -389,6 +405,7 @@ mod tests {
                     psn: 0x123456 + r as u32,
                 })
                 .collect(),
+            recv_depth: 0x0102_0304,
         }
     }
 
@@ -397,12 +414,13 @@ mod tests {
         let ep = sample(2);
         let bytes = ep.encode();
         assert_eq!(bytes.len(), HEADER_BYTES + 2 * ENTRY_BYTES);
-        assert_eq!(&bytes[0..8], b"NGVB\x01\x02\x03\x00");
+        assert_eq!(&bytes[0..8], b"NGVB\x02\x02\x03\x00");
         assert_eq!(&bytes[8..10], &[0x34, 0x12]);
         assert_eq!(&bytes[26..30], &[2, 0, 0, 0]);
+        assert_eq!(&bytes[30..34], &[4, 3, 2, 1]);
         // rank 1: qpn 0x11, psn 0xabcdee, bulk qpn 0x22, bulk psn 0x123457
         assert_eq!(
-            &bytes[46..62],
+            &bytes[50..66],
             &[0x11, 0, 0, 0, 0xee, 0xcd, 0xab, 0, 0x22, 0, 0, 0, 0x57, 0x34, 0x12, 0]
         );
         assert_eq!(Endpoint::decode(&bytes, 2), Ok(ep));
@@ -436,6 +454,9 @@ mod tests {
             Endpoint::decode(&bad, 3),
             Err(WireError::BadMagic(_))
         ));
+        let mut bad = good.clone();
+        bad[30..34].copy_from_slice(&1u32.to_le_bytes());
+        assert_eq!(Endpoint::decode(&bad, 3), Err(WireError::BadDepth(1)));
         let mut bad = good.clone();
         bad[4] = 9;
         assert_eq!(Endpoint::decode(&bad, 3), Err(WireError::BadVersion(9)));
