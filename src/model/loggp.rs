@@ -934,6 +934,9 @@ mod tests {
         for text in [
             include_str!("testdata/tcp_loopback_loaded.json"),
             include_str!("testdata/tcp_loopback_loaded2.json"),
+            // A run of four disturbed sizes: misfits on one side, but not on a line
+            // of their own, so not a protocol range.
+            include_str!("testdata/tcp_loopback_burst_of_load.json"),
         ] {
             one_range_for_both_detectors(text);
         }
@@ -954,6 +957,62 @@ mod tests {
             let a = assess(&samples, &opts).unwrap();
             assert_eq!(a.changes, vec![20480], "{}", detector.name());
             assert!(a.changes_shown_by[0].contains(&"prtt_1_0"));
+        }
+    }
+
+    /// Two real Open MPI shared-memory sweeps (`btl_vader_eager_limit=8192`) in
+    /// which the detector found nothing (2 of 30 runs under load): a short eager
+    /// range whose last sizes were capped as outliers, and a step of 2.5 residual
+    /// scales that the inflated local noise next to the kink made 1.95. A run of
+    /// misfits now costs in full and steps are measured against the fits'
+    /// residuals: both detectors find 8192 in both.
+    #[test]
+    fn open_mpi_shared_memory_switches_missed_under_load_are_found() {
+        for text in [
+            include_str!("testdata/openmpi_vader_eager_8192_short_range.json"),
+            include_str!("testdata/openmpi_vader_eager_8192_small_step.json"),
+        ] {
+            let samples = fixture(text);
+            for detector in detectors() {
+                let opts = AssessOptions {
+                    detector,
+                    ..AssessOptions::default()
+                };
+                let a = assess(&samples, &opts).unwrap();
+                assert_eq!(a.changes, vec![8192], "{}", detector.name());
+            }
+        }
+    }
+
+    /// A protocol range of a few sizes between two others, and one at the end of
+    /// the sweep: too short to pay for a segment while each of its sizes could only
+    /// cost as much as an outlier; as a run of misfits they do.
+    #[test]
+    fn short_ranges_in_the_middle_and_at_the_end_are_found() {
+        let quiet = Noise {
+            relative: 0.01,
+            absolute: 0.05,
+            bimodal_p: 0.0,
+            bimodal_us: 0.0,
+        };
+        let sizes = default_sizes();
+        let middle = Truth { g: 40.0, ..TCP };
+        for (switches, protocols) in [
+            (vec![20 * 1024, 28 * 1024], vec![TCP, middle, DMA]),
+            (vec![56 * 1024], vec![TCP, middle]),
+        ] {
+            for detector in detectors() {
+                for seed in 1..=5 {
+                    let samples = sweep(&sizes, &protocols, &switches, 10, quiet, seed);
+                    let opts = AssessOptions {
+                        detector,
+                        ..AssessOptions::default()
+                    };
+                    let a = assess(&samples, &opts).unwrap();
+                    assert_eq!(a.changes, switches, "{} seed {seed}", detector.name());
+                    assert!(a.ranges.iter().all(|r| r.points >= 2));
+                }
+            }
         }
     }
 
@@ -989,7 +1048,7 @@ mod tests {
                     prtt_n_d_us: v(3),
                     d_us: v(4),
                     or_us: v(5),
-                    send_late_us: None,
+                    send_late_us: r.get(6).and_then(|v| v.as_f64()),
                 }
             })
             .collect()

@@ -19,7 +19,9 @@
 //!   message. The wait is `2 d_G`, counted from the server's previous answer (one
 //!   `PRTT(1,0,s)` is about what the answer and the next message need, so twice that
 //!   leaves margin). The times travel to rank 0 over the control channel between
-//!   sizes: no MPI and no side messages in a timed region.
+//!   sizes: no MPI and no side messages in a timed region. Every rank converts its
+//!   own ticks to microseconds before sending them (and `d` travels in
+//!   nanoseconds), since ranks on other hosts count ticks at other rates.
 //! - The send with a late receiver (not in the paper; a protocol probe): in the same
 //!   `o_r` rounds the client times its send call, which starts while the server is
 //!   still spinning (about `1.5 d_G` before it posts the receive). A buffered
@@ -287,22 +289,25 @@ pub fn run<C: Clock, T: Transport + ?Sized>(
                 match (pending, my_role, buffers) {
                     (true, Role::Client { server }, Some((tx, rx))) => {
                         let first = exp.client_first(server, tx, rx)?;
-                        share_delay(control, Some(first.d_ticks))?;
+                        share_delay(control, Some(clock.rate().to_nanos(first.d_ticks)))?;
                         let (n0, nd) = exp.client_second(server, tx, rx, first.d_ticks)?;
                         let late = exp.client_or(server, tx, rx)?;
                         let slack = clock.rate().to_ticks(Nanos(DISTURBED_SLACK_US * 1e3));
                         disturbed = [&first.prtt_1_0, &n0, &nd]
                             .iter()
                             .any(|t| mostly_disturbed(t, slack));
-                        report = encode_client(attempt as u64, &first, &n0, &nd, &late);
+                        report = encode_client(clock, attempt as u64, &first, &n0, &nd, &late);
                     }
                     (true, Role::Server { client }, Some((tx, rx))) => {
                         exp.server_first(client, tx, rx)?;
                         let d = share_delay(control, None)?[client]
                             .ok_or(PatternError::Malformed { rank: client })?;
                         exp.server_second(client, tx, rx)?;
-                        let or = exp.server_or(client, tx, rx, d.saturating_mul(2))?;
-                        report = encode_u64s(&or);
+                        // The client's d, in this rank's ticks (the hosts' clocks
+                        // may run at other rates).
+                        let wait = clock.rate().to_ticks(Nanos(2.0 * d.0));
+                        let or = exp.server_or(client, tx, rx, wait)?;
+                        report = encode_us(clock, &or);
                     }
                     _ => {
                         share_delay(control, None)?;
@@ -328,14 +333,8 @@ pub fn run<C: Clock, T: Transport + ?Sized>(
                     PairsMode::Concurrent => (0..pairs).collect(),
                 };
                 for p in measured {
-                    let point = decode_point(
-                        s,
-                        params,
-                        clock,
-                        &gathered[2 * p],
-                        &gathered[2 * p + 1],
-                        2 * p,
-                    )?;
+                    let point =
+                        decode_point(s, params, &gathered[2 * p], &gathered[2 * p + 1], 2 * p)?;
                     on_point(p, &point);
                     results[p].points.push(point);
                 }
@@ -559,33 +558,38 @@ fn median_ticks(values: &[u64]) -> u64 {
     }
 }
 
-/// Allgathers each client's `d` (ticks); `None` for ranks that did not send one.
+/// Allgathers each client's `d`; `None` for ranks that did not send one. In
+/// nanoseconds, not ticks: each rank converts with its own clock's rate.
 fn share_delay(
     control: &mut dyn Control,
-    mine: Option<u64>,
-) -> Result<Vec<Option<u64>>, PatternError> {
-    let bytes = mine.map(|d| d.to_le_bytes().to_vec()).unwrap_or_default();
+    mine: Option<Nanos>,
+) -> Result<Vec<Option<Nanos>>, PatternError> {
+    let bytes = mine.map(|d| d.0.to_le_bytes().to_vec()).unwrap_or_default();
     let all = control.allgather(&bytes)?;
     Ok(all
         .iter()
         .map(|b| {
             <[u8; 8]>::try_from(b.as_slice())
                 .ok()
-                .map(u64::from_le_bytes)
+                .map(|d| Nanos(f64::from_le_bytes(d)))
         })
         .collect())
 }
 
-fn encode_u64s(values: &[u64]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(8 + 8 * values.len());
-    out.extend_from_slice(&(values.len() as u64).to_le_bytes());
-    for v in values {
-        out.extend_from_slice(&v.to_le_bytes());
+/// Times measured on this rank, as microseconds (converted with this rank's clock
+/// rate: ranks on other hosts may count ticks at other rates), framed as a count and
+/// the values' bits.
+fn encode_us<C: Clock>(clock: &C, ticks: &[u64]) -> Vec<u8> {
+    let rate = clock.rate();
+    let mut out = Vec::with_capacity(8 + 8 * ticks.len());
+    out.extend_from_slice(&(ticks.len() as u64).to_le_bytes());
+    for &t in ticks {
+        out.extend_from_slice(&rate.to_nanos(t).as_us().to_bits().to_le_bytes());
     }
     out
 }
 
-fn decode_u64s(bytes: &mut &[u8]) -> Option<Vec<u64>> {
+fn decode_us(bytes: &mut &[u8]) -> Option<Vec<f64>> {
     let take = |bytes: &mut &[u8]| -> Option<u64> {
         let (head, tail) = bytes.split_first_chunk::<8>()?;
         *bytes = tail;
@@ -595,24 +599,32 @@ fn decode_u64s(bytes: &mut &[u8]) -> Option<Vec<u64>> {
     if bytes.len() < 8 * len {
         return None;
     }
-    (0..len).map(|_| take(bytes)).collect()
+    (0..len)
+        .map(|_| take(bytes).map(f64::from_bits).filter(|v| v.is_finite()))
+        .collect()
 }
 
-fn encode_client(attempts: u64, first: &First, n0: &[u64], nd: &[u64], late: &[u64]) -> Vec<u8> {
+fn encode_client<C: Clock>(
+    clock: &C,
+    attempts: u64,
+    first: &First,
+    n0: &[u64],
+    nd: &[u64],
+    late: &[u64],
+) -> Vec<u8> {
     let mut out = attempts.to_le_bytes().to_vec();
-    out.extend(first.d_ticks.to_le_bytes());
-    out.extend(encode_u64s(&first.prtt_1_0));
-    out.extend(encode_u64s(first.prtt_2_0.as_deref().unwrap_or(&[])));
-    out.extend(encode_u64s(n0));
-    out.extend(encode_u64s(nd));
-    out.extend(encode_u64s(late));
+    out.extend(encode_us(clock, &[first.d_ticks]));
+    out.extend(encode_us(clock, &first.prtt_1_0));
+    out.extend(encode_us(clock, first.prtt_2_0.as_deref().unwrap_or(&[])));
+    out.extend(encode_us(clock, n0));
+    out.extend(encode_us(clock, nd));
+    out.extend(encode_us(clock, late));
     out
 }
 
-fn decode_point<C: Clock>(
+fn decode_point(
     size: u64,
     params: &Params,
-    clock: &C,
     client_bytes: &[u8],
     server_bytes: &[u8],
     client: Rank,
@@ -622,30 +634,27 @@ fn decode_point<C: Clock>(
     let (attempts, rest) = c.split_first_chunk::<8>().ok_or(bad(client))?;
     let attempts = u64::from_le_bytes(*attempts) as usize;
     c = rest;
-    let (d, rest) = c.split_first_chunk::<8>().ok_or(bad(client))?;
-    let d_ticks = u64::from_le_bytes(*d);
-    c = rest;
-    let p1 = decode_u64s(&mut c).ok_or(bad(client))?;
-    let p2 = decode_u64s(&mut c).ok_or(bad(client))?;
-    let n0 = decode_u64s(&mut c).ok_or(bad(client))?;
-    let nd = decode_u64s(&mut c).ok_or(bad(client))?;
-    let late = decode_u64s(&mut c).ok_or(bad(client))?;
-    let mut s = server_bytes;
-    let or = decode_u64s(&mut s).ok_or(bad(client + 1))?;
-    let rate = clock.rate();
-    let us = |ticks: &[u64], rank| -> Result<Summary, PatternError> {
-        let values: Vec<f64> = ticks.iter().map(|&t| rate.to_nanos(t).as_us()).collect();
-        Summary::of(&values).ok_or(bad(rank))
+    let d_us = match decode_us(&mut c).ok_or(bad(client))?.as_slice() {
+        [d] => *d,
+        _ => return Err(bad(client)),
     };
+    let p1 = decode_us(&mut c).ok_or(bad(client))?;
+    let p2 = decode_us(&mut c).ok_or(bad(client))?;
+    let n0 = decode_us(&mut c).ok_or(bad(client))?;
+    let nd = decode_us(&mut c).ok_or(bad(client))?;
+    let late = decode_us(&mut c).ok_or(bad(client))?;
+    let mut s = server_bytes;
+    let or = decode_us(&mut s).ok_or(bad(client + 1))?;
+    let us = |values: &[f64], rank| Summary::of(values).ok_or(bad(rank));
     let mut timed_reps = 0;
     let mut disturbed_reps = 0;
-    for ticks in [&p1, &p2, &n0, &nd] {
-        if ticks.is_empty() {
+    for values in [&p1, &p2, &n0, &nd] {
+        let Some(summary) = Summary::of(values) else {
             continue;
-        }
-        let limit = DISTURBED_FACTOR * median_ticks(ticks) as f64;
-        timed_reps += ticks.len();
-        disturbed_reps += ticks.iter().filter(|&&t| t as f64 > limit).count();
+        };
+        let limit = DISTURBED_FACTOR * summary.median;
+        timed_reps += values.len();
+        disturbed_reps += values.iter().filter(|&&v| v > limit).count();
     }
     Ok(Point {
         attempts,
@@ -653,7 +662,7 @@ fn decode_point<C: Clock>(
         disturbed_reps,
         size,
         n: params.n,
-        d_us: rate.to_nanos(d_ticks).as_us(),
+        d_us,
         prtt_1_0_us: us(&p1, client)?,
         prtt_2_0_us: if p2.is_empty() {
             None
@@ -874,6 +883,17 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Each rank converts its own ticks: a rank whose clock counts 2 GHz sends
+    /// 2000 ticks as 1 us, whatever rank 0's clock rate is.
+    #[test]
+    fn times_travel_in_microseconds_of_the_measuring_rank() {
+        let fast = SystemClock::new(TimerSource::detect(), TickRate::new(2e9));
+        let bytes = encode_us(&fast, &[2000, 5000]);
+        assert_eq!(decode_us(&mut bytes.as_slice()), Some(vec![1.0, 2.5]));
+        let mut short = &bytes[..bytes.len() - 1];
+        assert_eq!(decode_us(&mut short), None);
     }
 
     #[test]
