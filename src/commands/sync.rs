@@ -505,7 +505,7 @@ mod tests {
             .options()
             .exchanges
         };
-        assert_eq!(default_for(SyncAlgorithm::Jk), 20);
+        assert_eq!(default_for(SyncAlgorithm::Jk), 100);
         assert_eq!(default_for(SyncAlgorithm::Hca), 100);
     }
 

@@ -145,7 +145,7 @@ pub struct SyncOptions {
     pub estimator: Option<Estimator>,
     /// Fit points per drift model (`n_fitpts`, default 1000).
     pub fitpoints: usize,
-    /// Ping-pongs per fit point (`n_exchanges`, default 100 for `hca`, 20 for `jk`:
+    /// Ping-pongs per fit point (`n_exchanges`, default 100; for `jk` see
     /// [`defaults::JK_EXCHANGES`]).
     pub exchanges: usize,
     /// Hoefler's `N` for the min-RTT estimator (default 100).

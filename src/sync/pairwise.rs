@@ -53,15 +53,15 @@ pub mod defaults {
     pub const FITPOINTS: usize = 1000;
     /// HCA `n_exchanges` (Appendix C.5/C.6).
     pub const EXCHANGES: usize = 100;
-    /// Jones & Koenig `n_exchanges`: the value of Hunold & Carpen-Amarie's own JK
-    /// runs with window-based starts (Appendix C.13, Fig. 15; C.15, Fig. 17). JK's
-    /// root serves every rank's ping-pongs one after the other, so at 100 the sync
-    /// takes close to a minute at 4-8 ranks; 20 cuts that fivefold, and the median
-    /// of 20 still votes out the outliers of one exchange. The price: the fit points
-    /// span a fifth of the time, so the slope is less certain (measured at 4 ranks on
-    /// 2 shared cores: drift errors of 0.1-3 ppm instead of 0.01); `--exchanges 100`
-    /// buys the longer span back.
-    pub const JK_EXCHANGES: usize = 20;
+    /// Jones & Koenig `n_exchanges`: 100, as for HCA. Hunold & Carpen-Amarie's own
+    /// JK runs with window-based starts used 20 (Appendix C.13, Fig. 15; C.15,
+    /// Fig. 17), which is five times faster (JK's root serves every rank's
+    /// ping-pongs one after the other, so at 100 the sync takes close to a minute at
+    /// 4-8 ranks), but the fit points then span a fifth of the time and the slope is
+    /// less certain: measured at 4 ranks on 2 shared cores, drift errors of 0.1-3
+    /// ppm instead of 0.01, i.e. up to 19 us off 5 s after the sync instead of
+    /// 0.2 us. Accuracy is what jk is for; `--exchanges 20` buys the speed.
+    pub const JK_EXCHANGES: usize = 100;
 }
 
 /// A transport buffer for the sync messages: an 8-byte send slot, an 8-byte receive
