@@ -43,7 +43,7 @@ pub fn start_with(opts: &LaunchOptions, detected: LauncherEnv) -> Result<Started
         Err(e) => {
             // MPI is up: returning would drop the last handle and call MPI_Finalize,
             // which can wait forever for ranks that wait for this one. End the job.
-            eprintln!("ngauge: error: {e}");
+            say_error(&e.to_string());
             mpi.abort(if e.is_usage() { 2 } else { 1 })
         }
     }
@@ -136,9 +136,21 @@ fn host_addr(host: &str) -> Option<IpAddr> {
 /// Returns (doing nothing) when MPI is not running.
 pub fn abort_job_on_error(message: &str, code: i32) {
     if let Some(mpi) = Mpi::live() {
-        eprintln!("ngauge: error: {message}");
+        say_error(message);
         mpi.abort(code);
     }
+}
+
+/// Prints `ngauge: error: MESSAGE` in one write, flushed, before an abort: the
+/// launcher relays a rank's stderr in the chunks it was written in, and MPICH's
+/// Hydra drops what it has not relayed yet when the job is aborted (`eprintln!`
+/// writes the prefix, the message and the newline separately).
+fn say_error(message: &str) {
+    use std::io::Write;
+    let line = format!("ngauge: error: {message}\n");
+    let mut stderr = std::io::stderr().lock();
+    let _ = stderr.write_all(line.as_bytes());
+    let _ = stderr.flush();
 }
 
 #[cfg(test)]
