@@ -200,7 +200,9 @@ impl MpiTransport {
     pub fn ibcast(&mut self, root: Rank, region: Region) -> Result<RequestId, TransportError> {
         let root_c = self.check_root("MPI_Ibcast", root)?;
         let len = count(region.len)?;
-        let ptr = self.pool.region_mut(region)?.as_mut_ptr().cast::<c_void>();
+        // Checked against pending operations before any reference to the bytes is
+        // made (`start` then holds them).
+        let ptr = self.pool.region_for_write(region)?.as_mut_ptr().cast::<c_void>();
         let comm = self.comm.index;
         let op = Op::Coll {
             name: "MPI_Ibcast",

@@ -477,7 +477,9 @@ impl Transport for MpiTransport {
     fn isend(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {
         let peer_c = self.check_peer(peer)?;
         let len = count(region.len)?;
-        let ptr = self.pool.region(region)?.as_ptr();
+        // Checked against pending receives before any reference to the bytes is made
+        // (`start` then holds them).
+        let ptr = self.pool.region_for_read(region)?.as_ptr();
         let comm = self.comm.index;
         self.start(
             Op::Send { peer },
@@ -495,7 +497,9 @@ impl Transport for MpiTransport {
     fn irecv(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {
         let peer_c = self.check_peer(peer)?;
         let len = count(region.len)?;
-        let ptr = self.pool.region_mut(region)?.as_mut_ptr();
+        // Checked against pending operations before any reference to the bytes is
+        // made (`start` then holds them).
+        let ptr = self.pool.region_for_write(region)?.as_mut_ptr();
         let comm = self.comm.index;
         let op = Op::Recv {
             peer,
