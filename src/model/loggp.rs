@@ -960,17 +960,20 @@ mod tests {
         }
     }
 
-    /// Two real Open MPI shared-memory sweeps (`btl_vader_eager_limit=8192`) in
-    /// which the detector found nothing (2 of 30 runs under load): a short eager
-    /// range whose last sizes were capped as outliers, and a step of 2.5 residual
-    /// scales that the inflated local noise next to the kink made 1.95. A run of
-    /// misfits now costs in full and steps are measured against the fits'
-    /// residuals: both detectors find 8192 in both.
+    /// Three real Open MPI shared-memory sweeps (`btl_vader_eager_limit=8192`) in
+    /// which the detector found nothing (3 of 50 runs under load): a short eager
+    /// range whose last sizes were capped as outliers, a step of 2.5 residual
+    /// scales that the inflated local noise next to the kink made 1.95, and a 24%
+    /// step next to an outlier that the 10% noise floor hid from the segmentation.
+    /// A run of misfits now costs in full, steps are measured against the fits'
+    /// residuals, and the segmentation's floor is 5% (the step's stays 10%): both
+    /// detectors find 8192 in all three.
     #[test]
     fn open_mpi_shared_memory_switches_missed_under_load_are_found() {
         for text in [
             include_str!("testdata/openmpi_vader_eager_8192_short_range.json"),
             include_str!("testdata/openmpi_vader_eager_8192_small_step.json"),
+            include_str!("testdata/openmpi_vader_eager_8192_outlier_at_switch.json"),
         ] {
             let samples = fixture(text);
             for detector in detectors() {

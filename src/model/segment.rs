@@ -29,8 +29,11 @@
 //! large only at a kink or an outlier, which the median ignores), scaled to a standard
 //! deviation, median-absolute-deviation over a window of 15 points, floored at
 //! `noise_floor` (the timer/scheduler noise below which differences mean nothing)
-//! and at `relative_floor` (10%) of the value: measured gap curves bend smoothly
-//! (caches), and a change smaller than that is not reported as a protocol.
+//! and at `relative_floor` (5%) of the value: measured gap curves bend smoothly
+//! (caches), and BIC must not pay for following every bend. Whether a cut is a
+//! protocol is decided on its step, floored at `step_floor` (10%, see
+//! [`keep_steps`]). (With one 10% floor for both, a vader switch that stepped 24%
+//! in the round trip was not even proposed, the series' real noise being 2-3%.)
 //!
 //! # Several series at once
 //!
@@ -63,7 +66,8 @@
 //!   step its first points belong;
 //! - a change is kept only if the two lines are apart at the boundary by
 //!   `min_step` (2) noise levels in at least one series ([`keep_steps`]), the
-//!   noise level there being the fits' residual scale floored at 10% of the value
+//!   noise level there being the fits' residual scale floored at `step_floor`
+//!   (10%) of the value
 //!   (not the local estimate, which the kink itself inflates): a switch changes
 //!   the time of a message at once, a cache bend or a drifting load does not.
 //!   [`shown_by`] names the series in which each kept change shows.
@@ -88,10 +92,15 @@ pub struct SegmentOptions {
     pub penalty_factor: f64,
     /// Floor under the estimated noise level, in the unit of the values (us).
     pub noise_floor: f64,
-    /// Floor under the noise level as a fraction of each value: real gap curves are
-    /// not exact lines (TCP loopback bends by ~10% between 16 and 40 KiB from cache
-    /// effects), and a bend that small is not a protocol.
+    /// Floor under the noise level as a fraction of each value, for the cost of a
+    /// segmentation: real gap curves are not exact lines (TCP loopback bends by
+    /// ~10% between 16 and 40 KiB from cache effects); with 5% the optimum may cut
+    /// at such a bend, and [`keep_steps`] then drops it (no step).
     pub relative_floor: f64,
+    /// Floor under the noise level of a step ([`steps`]) as a fraction of the
+    /// lines' value there: a change smaller than `min_step` times this is not a
+    /// protocol, however quiet the data.
+    pub step_floor: f64,
     /// Largest cost one point can add (in units of squared standard deviations):
     /// an outlier costs at most this, so cutting it into a segment of its own never
     /// pays BIC's price, while a real change, off the line at every later point,
@@ -110,7 +119,8 @@ impl Default for SegmentOptions {
             min_points: 3,
             penalty_factor: 2.0,
             noise_floor: 0.15,
-            relative_floor: 0.10,
+            relative_floor: 0.05,
+            step_floor: 0.10,
             outlier_cap: 9.0,
             min_step: 2.0,
         }
@@ -582,7 +592,7 @@ pub fn steps(xs: &[f64], series: &[&[f64]], starts: &[usize], opts: &SegmentOpti
                         (Some((l1, _)), Some((l2, _))) => {
                             let unit = residual_scale(&xs[a..m], &ys[a..m], &l1)
                                 .max(residual_scale(&xs[m..b], &ys[m..b], &l2))
-                                .max(opts.relative_floor * (l1.at(x).abs() + l2.at(x).abs()) / 2.0)
+                                .max(opts.step_floor * (l1.at(x).abs() + l2.at(x).abs()) / 2.0)
                                 .max(opts.noise_floor);
                             (l2.at(x) - l1.at(x)).abs() / unit
                         }
