@@ -184,6 +184,10 @@ pub struct RangeParams {
     pub hockney: Hockney,
     /// Sizes whose weight in the robust gap fit ended below the threshold.
     pub low_weight_sizes: Vec<u64>,
+    /// The same for the other robust fits of the range, by what they fit:
+    /// `prtt_1_0` (which gives `L` of a later range), `o_s`, `o_r`, `hockney`; only
+    /// the fits that discounted a size.
+    pub low_weight_sizes_by_fit: std::collections::BTreeMap<&'static str, Vec<u64>>,
 }
 
 impl RangeParams {
@@ -214,7 +218,7 @@ impl std::fmt::Display for ModelWarning {
         match self {
             ModelWarning::DelayTooShort { sizes } => write!(
                 f,
-                "d <= g + (s-1)G at {} size(s) ({}): o_s is not valid there; try --dg 2rtt",
+                "d <= g + (s-1)G at {} size(s) ({}): o_s is not valid there and is left out of its range's o_s; try --dg 2rtt",
                 sizes.len(),
                 list(sizes)
             ),
@@ -402,7 +406,20 @@ pub fn assess(samples: &[Sample], opts: &AssessOptions) -> Result<Assessment, Mo
         } else {
             prtt1_line.line.intercept / 2.0
         };
-        let os_line = huber_line(x, &os_us[a..b], SCALE_FLOOR_US).ok_or_else(degenerate)?;
+        // Eq. (4) holds only where d exceeds g + (s-1)G (sec. 3): o_s of the other
+        // sizes is left out of the range's o_s (they are named in a warning),
+        // unless fewer than two sizes would remain.
+        let valid: Vec<usize> = (a..b)
+            .filter(|&i| samples[i].d_us > gap.line.at(xs[i]))
+            .collect();
+        let os_at: Vec<usize> = if valid.len() >= 2 {
+            valid
+        } else {
+            (a..b).collect()
+        };
+        let os_x: Vec<f64> = os_at.iter().map(|&i| xs[i]).collect();
+        let os_y: Vec<f64> = os_at.iter().map(|&i| os_us[i]).collect();
+        let os_line = huber_line(&os_x, &os_y, SCALE_FLOOR_US).ok_or_else(degenerate)?;
         let or: Vec<f64> = range.iter().map(|s| s.or_us).collect();
         let or_line = huber_line(x, &or, SCALE_FLOOR_US).ok_or_else(degenerate)?;
         let sizes: Vec<f64> = range.iter().map(|s| s.size as f64).collect();
@@ -413,7 +430,7 @@ pub fn assess(samples: &[Sample], opts: &AssessOptions) -> Result<Assessment, Mo
             to: range[range.len() - 1].size,
             points: range.len(),
             l_us,
-            os_us: median(&os_us[a..b]).unwrap_or(f64::NAN),
+            os_us: median(&os_y).unwrap_or(f64::NAN),
             or_us: median(&or).unwrap_or(f64::NAN),
             g_us: gap.line.intercept,
             big_g_us_per_byte: gap.line.slope,
@@ -433,6 +450,24 @@ pub fn assess(samples: &[Sample], opts: &AssessOptions) -> Result<Assessment, Mo
                 .filter(|(_, &w)| w < opts.low_weight)
                 .map(|(s, _)| s.size)
                 .collect(),
+            low_weight_sizes_by_fit: [
+                ("prtt_1_0", &prtt1_line, (a..b).collect::<Vec<_>>()),
+                ("o_s", &os_line, os_at.clone()),
+                ("o_r", &or_line, (a..b).collect()),
+                ("hockney", &hockney, (a..b).collect()),
+            ]
+            .into_iter()
+            .map(|(name, fit, at)| {
+                let low: Vec<u64> = at
+                    .iter()
+                    .zip(&fit.weights)
+                    .filter(|(_, &w)| w < opts.low_weight)
+                    .map(|(&i, _)| samples[i].size)
+                    .collect();
+                (name, low)
+            })
+            .filter(|(_, low)| !low.is_empty())
+            .collect(),
         };
         for s in range {
             if s.d_us <= params.gap_at(s.size as f64) {
@@ -1088,6 +1123,36 @@ mod tests {
         assert_eq!(a.ranges.len(), 1, "{:?}", a.changes);
         assert_eq!(a.ranges[0].low_weight_sizes, vec![30 * 1024]);
         within("G", a.ranges[0].big_g_us_per_byte, TCP.big_g, 0.01);
+        // An outlier in o_r alone is named by the o_r fit, not the gap's.
+        let j = index_of(&sizes, 40 * 1024);
+        samples[j].or_us += 50.0;
+        let a = assess(&samples, &AssessOptions::default()).unwrap();
+        assert_eq!(a.ranges[0].low_weight_sizes, vec![30 * 1024]);
+        let or_low = &a.ranges[0].low_weight_sizes_by_fit["o_r"];
+        assert!(or_low.contains(&(40 * 1024)), "{or_low:?}");
+    }
+
+    /// Where `d <= g + (s-1)G`, eq. (4) does not hold: those sizes' o_s stays out
+    /// of the range's o_s.
+    #[test]
+    fn sizes_with_too_short_a_delay_are_left_out_of_o_s() {
+        let sizes = default_sizes();
+        let quiet = Noise {
+            relative: 0.0,
+            absolute: 0.0,
+            bimodal_p: 0.0,
+            bimodal_us: 0.0,
+        };
+        let mut samples = sweep(&sizes, &[TCP], &[], 10, quiet, 1);
+        // The last ten sizes: d far too short, and eq. (4) then gives nonsense.
+        let n = samples.len();
+        for s in &mut samples[n - 10..] {
+            s.d_us = 1.0;
+            s.prtt_n_d_us += 9.0 * 100.0;
+        }
+        let a = assess(&samples, &AssessOptions::default()).unwrap();
+        within("o_s", a.ranges[0].os_us, TCP.os, 0.01);
+        assert!(a.warnings[0].to_string().contains("left out"));
     }
 
     #[test]

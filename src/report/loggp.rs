@@ -220,6 +220,25 @@ pub fn table(pa: &PairAnalysis) -> String {
     if !low.is_empty() {
         out += &format!("low-weight points (outliers): {} bytes\n", low.join(", "));
     }
+    let mut by_fit: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
+    for r in &pa.assessment.ranges {
+        for (fit, sizes) in &r.low_weight_sizes_by_fit {
+            by_fit
+                .entry(fit)
+                .or_default()
+                .extend(sizes.iter().map(u64::to_string));
+        }
+    }
+    if !by_fit.is_empty() {
+        let parts: Vec<String> = by_fit
+            .iter()
+            .map(|(fit, sizes)| format!("{fit} {}", sizes.join(", ")))
+            .collect();
+        out += &format!(
+            "low-weight points in the other fits: {} (bytes)\n",
+            parts.join("; ")
+        );
+    }
     out
 }
 
