@@ -11,9 +11,14 @@
 //! Starting at `lastchange = 0`, the detector declares a protocol change after
 //! `current` when `lsq(lastchange, current + j) > pfact * lsq(lastchange, current)`
 //! for *every* `1 <= j <= x`, and then restarts with `lastchange = current + 1`.
-//! Defaults are the paper's and Netgauge's: `x = 5`, `pfact = 2.0`, and, like
-//! Netgauge, a floor under the reference deviation (0.15 us as a root-mean-square
-//! residual) so that a nearly perfect fit does not flap on noise.
+//! Defaults are the paper's: `x = 5`, `pfact = 2.0` applied to eq. (6) as the paper
+//! writes it, and a floor under the reference deviation (0.15 us as a
+//! root-mean-square residual, i.e. 0.0225 us^2 in eq. (6)'s unit) so that a nearly
+//! perfect fit does not flap on noise. Netgauge differs in two ways: it compares
+//! root-mean-square deviations (its `pfact` of 2 is 4 in eq. (6)'s unit), and it
+//! does not raise the reference to the floor but refuses any change while the
+//! current deviation is below 0.15 us. Raising the reference keeps a clean fit
+//! able to detect a large step, which Netgauge's rule hides.
 
 use super::lsq::fit_line;
 use super::segment::local_noise;
