@@ -628,3 +628,41 @@ fn a_wait_that_ends_long_after_the_window_opened_is_a_late_start() {
     assert_eq!(window::max_start_lag(window), 1_000);
     assert_eq!(window::max_start_lag(3), 1);
 }
+
+/// The same wait on the real clock, no fake: 3 ms ahead, the blocking wait sleeps
+/// while more than 1 ms remains and then yields until the window opens; the polling
+/// one spins. Neither may end before the deadline (the measurement would start
+/// early), and the slot's lateness and status follow [`window::max_start_lag`]
+/// applied to the reading that really ended the wait. How late that reading is, is
+/// not asserted (no timing figures in tests): a loaded machine may make it late.
+#[test]
+fn a_wait_on_the_real_clock_ends_at_or_after_the_deadline() {
+    use crate::clock::{Clock, SystemClock, TickRate, TimerSource};
+    // CLOCK_MONOTONIC_RAW in nanoseconds: a real clock with an exact rate, so the
+    // sleep is computed right without a 100 ms calibration.
+    let clock = SystemClock::new(TimerSource::MonotonicRaw, TickRate::new(1e9));
+    let (lead, window) = (3_000_000u64, 1_000_000u64);
+    for mode in [WaitMode::Block, WaitMode::Poll] {
+        let deadline = clock.now().plus(lead);
+        let ended = window::wait_until(&clock, deadline, mode);
+        assert!(ended >= deadline, "{mode:?}: {ended:?} < {deadline:?}");
+        assert!(
+            clock.now() >= ended,
+            "{mode:?}: not a reading of this clock"
+        );
+
+        let mut windows = Windows::from_parts(ClockModel::IDENTITY, clock.now().plus(lead), window);
+        let slot = windows.wait(&clock, mode);
+        assert!(slot.started >= slot.opens, "{mode:?}: {slot:?}");
+        let lag = slot.started.since(slot.opens);
+        if lag > window::max_start_lag(window) {
+            assert!(slot.late, "{mode:?}: started {lag} ticks late: {slot:?}");
+        }
+        let status = windows.finish(&clock, &slot);
+        assert_eq!(
+            status == SlotStatus::StartedLate,
+            slot.late,
+            "{mode:?}: {status:?} for {slot:?}"
+        );
+    }
+}

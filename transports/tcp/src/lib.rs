@@ -22,6 +22,15 @@
 //! moved, so two ranks exchanging messages larger than the socket buffers cannot
 //! deadlock.
 //!
+//! **Buffer holds.** A queued `isend` holds its bytes shared, a queued `irecv`
+//! exclusively ([`BufferPool`]): a receive into bytes that a pending request uses,
+//! or a send from bytes that a pending receive writes, fails with
+//! [`TransportError::BufferBusy`], blocking calls included. A request gives its hold
+//! back when it completes, or when its connection fails (it is then forgotten: its
+//! id becomes unknown). A timeout fails nothing: the pending requests keep their
+//! bytes and may be waited for again; a blocking call that times out takes back its
+//! own request if none of its bytes moved.
+//!
 //! **Connection setup** needs no MPI: every rank listens on an ephemeral port of its
 //! data address, the endpoints are exchanged with [`Control::allgather`], the higher
 //! rank of each pair connects and sends an 8-byte hello (`NGT1` + its rank), the lower
@@ -33,7 +42,7 @@
 
 use ngauge_transport::util::{self, recycle, timespec, Completion, Requests};
 use ngauge_transport::{
-    BufferId, BufferPool, Capabilities, Control, Rank, Region, RequestId, Transport,
+    Access, BufferId, BufferPool, Capabilities, Control, Rank, Region, RequestId, Transport,
     TransportError, WaitMode,
 };
 use rustix::event::{poll, PollFd, PollFlags};
@@ -78,6 +87,16 @@ impl Default for TcpOptions {
 enum Kind {
     Send,
     Recv,
+}
+
+impl Kind {
+    /// How a pending request of this kind holds its region in the pool.
+    fn access(self) -> Access {
+        match self {
+            Kind::Send => Access::Read,
+            Kind::Recv => Access::Write,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -321,62 +340,135 @@ impl TcpTransport {
     fn progress(&mut self) -> Result<bool, TransportError> {
         let mut moved = false;
         for peer in 0..self.size {
-            let Some(p) = self.peers[peer].as_mut() else {
-                continue;
-            };
-            while let Some(&id) = p.sends.front() {
-                let req = self.requests.get_mut(id).expect("queued request exists");
-                let bytes = self.pool.region(req.region)?;
-                match rustix::net::send(
-                    &p.socket,
-                    &bytes[req.done..],
-                    SendFlags::DONTWAIT | SendFlags::NOSIGNAL,
-                ) {
-                    Ok(n) => {
-                        moved |= n > 0;
-                        req.done += n;
-                        if req.done == req.region.len {
-                            req.complete = true;
-                            self.pool.release(req.region.buffer);
-                            p.sends.pop_front();
-                            self.queued -= 1;
-                        } else {
-                            break;
-                        }
-                    }
-                    Err(Errno::AGAIN) | Err(Errno::INTR) => break,
-                    Err(e) => return Err(errno_err(peer, "send", e)),
-                }
+            if self.peers[peer].is_some() {
+                moved |= self.progress_sends(peer)?;
+                moved |= self.progress_recvs(peer)?;
             }
-            while let Some(&id) = p.recvs.front() {
-                let req = self.requests.get_mut(id).expect("queued request exists");
-                let bytes = self.pool.region_mut(req.region)?;
-                match rustix::net::recv(&p.socket, &mut bytes[req.done..], RecvFlags::DONTWAIT) {
-                    Ok((0, _)) => {
-                        return Err(TransportError::PeerClosed {
-                            transport: NAME,
-                            peer,
-                            op: "recv",
-                        })
+        }
+        Ok(moved)
+    }
+
+    /// Moves the queued sends to `peer` as far as its socket allows. A send that
+    /// fails ends (see [`TcpTransport::fail_front`]).
+    fn progress_sends(&mut self, peer: Rank) -> Result<bool, TransportError> {
+        let mut moved = false;
+        let p = self.peers[peer].as_mut().expect("progressed peer exists");
+        while let Some(&id) = p.sends.front() {
+            let req = self.requests.get_mut(id).expect("queued request exists");
+            let bytes = self.pool.region(req.region)?;
+            match rustix::net::send(
+                &p.socket,
+                &bytes[req.done..],
+                SendFlags::DONTWAIT | SendFlags::NOSIGNAL,
+            ) {
+                Ok(n) => {
+                    moved |= n > 0;
+                    req.done += n;
+                    if req.done == req.region.len {
+                        req.complete = true;
+                        self.pool.release_region(req.region, Access::Read);
+                        p.sends.pop_front();
+                        self.queued -= 1;
+                    } else {
+                        break;
                     }
-                    Ok((n, _)) => {
-                        moved = true;
-                        req.done += n;
-                        if req.done == req.region.len {
-                            req.complete = true;
-                            self.pool.release(req.region.buffer);
-                            p.recvs.pop_front();
-                            self.queued -= 1;
-                        } else {
-                            break;
-                        }
-                    }
-                    Err(Errno::AGAIN) | Err(Errno::INTR) => break,
-                    Err(e) => return Err(errno_err(peer, "recv", e)),
+                }
+                Err(Errno::AGAIN) | Err(Errno::INTR) => break,
+                Err(e) => {
+                    return Err(self.fail_front(peer, Kind::Send, errno_err(peer, "send", e)))
                 }
             }
         }
         Ok(moved)
+    }
+
+    /// Moves the queued receives from `peer` as far as its socket allows. A receive
+    /// that fails ends (see [`TcpTransport::fail_front`]).
+    fn progress_recvs(&mut self, peer: Rank) -> Result<bool, TransportError> {
+        let mut moved = false;
+        let p = self.peers[peer].as_mut().expect("progressed peer exists");
+        while let Some(&id) = p.recvs.front() {
+            let req = self.requests.get_mut(id).expect("queued request exists");
+            let bytes = self.pool.region_mut(req.region)?;
+            match rustix::net::recv(&p.socket, &mut bytes[req.done..], RecvFlags::DONTWAIT) {
+                Ok((0, _)) => {
+                    let closed = TransportError::PeerClosed {
+                        transport: NAME,
+                        peer,
+                        op: "recv",
+                    };
+                    return Err(self.fail_front(peer, Kind::Recv, closed));
+                }
+                Ok((n, _)) => {
+                    moved = true;
+                    req.done += n;
+                    if req.done == req.region.len {
+                        req.complete = true;
+                        self.pool.release_region(req.region, Access::Write);
+                        p.recvs.pop_front();
+                        self.queued -= 1;
+                    } else {
+                        break;
+                    }
+                }
+                Err(Errno::AGAIN) | Err(Errno::INTR) => break,
+                Err(e) => {
+                    return Err(self.fail_front(peer, Kind::Recv, errno_err(peer, "recv", e)))
+                }
+            }
+        }
+        Ok(moved)
+    }
+
+    /// Ends the request at the front of `peer`'s `kind` queue, whose connection
+    /// failed with `err`: it leaves the queue and the table (its id becomes unknown)
+    /// and releases its hold, so its buffer can be used and freed again. Returns
+    /// `err`.
+    #[cold]
+    fn fail_front(&mut self, peer: Rank, kind: Kind, err: TransportError) -> TransportError {
+        let p = self.peers[peer].as_mut().expect("progressed peer exists");
+        let queue = match kind {
+            Kind::Send => &mut p.sends,
+            Kind::Recv => &mut p.recvs,
+        };
+        if let Some(id) = queue.pop_front() {
+            self.queued -= 1;
+            self.forget(id, kind);
+        }
+        err
+    }
+
+    /// Takes back `id`, just queued by a call that is about to fail, if none of its
+    /// bytes moved yet (it is then still the last of its queue): it leaves the table
+    /// and releases its hold. One that started stays queued, since its first bytes are
+    /// on the stream; it completes with later progress and releases its hold then.
+    fn withdraw(&mut self, id: RequestId) {
+        let Some(req) = self.requests.get(id) else {
+            return; // failed (and forgotten) already
+        };
+        if req.complete || req.done > 0 {
+            return;
+        }
+        let (peer, kind) = (req.peer, req.kind);
+        let p = self.peers[peer].as_mut().expect("queued on a peer");
+        let queue = match kind {
+            Kind::Send => &mut p.sends,
+            Kind::Recv => &mut p.recvs,
+        };
+        if queue.back() == Some(&id) {
+            queue.pop_back();
+            self.queued -= 1;
+            self.forget(id, kind);
+        }
+    }
+
+    /// Removes `id`, no longer queued, from the table and releases its hold.
+    fn forget(&mut self, id: RequestId, kind: Kind) {
+        if let Some(req) = self.requests.get(id) {
+            let region = req.region;
+            self.requests.retire_all(&[id]);
+            self.pool.release_region(region, kind.access());
+        }
     }
 
     /// Sleeps in `poll(2)` until a socket with pending work is ready or `left` passes.
@@ -427,7 +519,7 @@ impl TcpTransport {
     /// Blocking send while nothing is queued on any connection.
     fn send_direct(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
         let p = self.peers[peer].as_ref().expect("checked peer");
-        let bytes = self.pool.region(region)?;
+        let bytes = self.pool.region_for_read(region)?;
         let mut done = 0;
         let mut spins: u32 = 0;
         let mut since: Option<Instant> = None;
@@ -458,7 +550,7 @@ impl TcpTransport {
     /// Blocking receive while nothing is queued on any connection.
     fn recv_direct(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
         let p = self.peers[peer].as_ref().expect("checked peer");
-        let bytes = self.pool.region_mut(region)?;
+        let bytes = self.pool.region_for_write(region)?;
         let mut done = 0;
         let mut spins: u32 = 0;
         let mut since: Option<Instant> = None;
@@ -563,13 +655,16 @@ impl Transport for TcpTransport {
     // The direct (one syscall) path is taken only when nothing at all is queued: a
     // blocking call on one connection would otherwise leave a queued `isend` to
     // another rank (or the same one) unprogressed while that rank waits for it.
+    // Nothing queued means no holds either (a request holds its bytes only while
+    // queued), so the direct path's hold check is a test of an empty list; the
+    // queued path gets its check from `isend`/`irecv`.
     fn send(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
         self.peer(peer)?;
         if self.queued == 0 {
             self.send_direct(peer, region)
         } else {
             let id = self.isend(peer, region)?;
-            self.wait(id)
+            self.wait(id).inspect_err(|_| self.withdraw(id))
         }
     }
 
@@ -579,30 +674,33 @@ impl Transport for TcpTransport {
             self.recv_direct(peer, region)
         } else {
             let id = self.irecv(peer, region)?;
-            self.wait(id)
+            self.wait(id).inspect_err(|_| self.withdraw(id))
         }
     }
 
     fn isend(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {
         self.peer(peer)?;
-        self.pool.acquire(region)?;
+        self.pool.acquire_read(region)?;
         let id = self.new_request(peer, Kind::Send, region);
         if region.len == 0 {
-            self.pool.release(region.buffer);
-        } else {
+            self.pool.release_region(region, Access::Read);
+        } else if let Err(e) = self.progress_sends(peer) {
             // Start it now: a small message then leaves before the caller blocks
-            // elsewhere, as with a blocking send.
-            self.progress()?;
+            // elsewhere, as with a blocking send. Only this connection's sends: an
+            // error is then about this request or one queued before it (whose
+            // failure left this one untouched), and this one can be taken back.
+            self.withdraw(id);
+            return Err(e);
         }
         Ok(id)
     }
 
     fn irecv(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {
         self.peer(peer)?;
-        self.pool.acquire(region)?;
+        self.pool.acquire_write(region)?;
         let id = self.new_request(peer, Kind::Recv, region);
         if region.len == 0 {
-            self.pool.release(region.buffer);
+            self.pool.release_region(region, Access::Write);
         }
         Ok(id)
     }

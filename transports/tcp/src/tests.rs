@@ -310,3 +310,127 @@ fn bad_peer_and_request_are_errors() {
     });
     assert_eq!(got, vec![true, true]);
 }
+
+fn busy<T>(r: Result<T, TransportError>) -> bool {
+    matches!(r, Err(TransportError::BufferBusy { .. }))
+}
+
+/// A pending request holds exactly its bytes: a send shares them with other sends,
+/// a receive excludes everything else on them, blocking calls included, and disjoint
+/// regions of one buffer never conflict. Rank 1 reads nothing until rank 0 has
+/// checked, so the 4 MiB send stays pending behind 16 KiB socket buffers.
+#[test]
+fn pending_requests_hold_exactly_their_bytes() {
+    const LEN: usize = 4 << 20;
+    let o = TcpOptions {
+        send_buffer_bytes: Some(16 * 1024),
+        recv_buffer_bytes: Some(16 * 1024),
+        ..opts(WaitMode::Poll)
+    };
+    let (tx, rx) = mpsc::channel::<()>();
+    let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
+    let got = run_world(2, o, move |rank, mut t| {
+        let buf = t.alloc_buffer(LEN + 24).unwrap();
+        if rank == 1 {
+            let _ = rx.lock().unwrap().recv();
+            t.recv(0, buf.prefix(LEN)).unwrap();
+            t.recv(0, buf.prefix(8)).unwrap();
+            t.buffer_mut(buf).unwrap()[..16].copy_from_slice(&pattern(16, 7));
+            t.send(0, buf.prefix(8)).unwrap();
+            t.send(0, buf.region(8, 8)).unwrap();
+            return Vec::new();
+        }
+        t.buffer_mut(buf).unwrap()[..LEN].copy_from_slice(&pattern(LEN, 3));
+        let s = t.isend(1, buf.prefix(LEN)).unwrap();
+        assert!(!t.test(s).unwrap(), "the large send must still be pending");
+        let mut refused = vec![
+            // A blocking receive into the bytes of the pending send.
+            busy(t.recv(1, buf.region(100, 8))),
+            // A pending receive overlapping them.
+            busy(t.irecv(1, buf.region(LEN - 1, 2))),
+        ];
+        // Another send from the same bytes shares them.
+        let s2 = t.isend(1, buf.prefix(8)).unwrap();
+        // Receives into disjoint parts of the buffer are accepted...
+        let r1 = t.irecv(1, buf.region(LEN, 8)).unwrap();
+        let r2 = t.irecv(1, buf.region(LEN + 8, 8)).unwrap();
+        // ...but not a second one into bytes a pending receive writes, nor a send
+        // from them, nor a blocking receive.
+        refused.push(busy(t.irecv(1, buf.region(LEN + 4, 8))));
+        refused.push(busy(t.isend(1, buf.region(LEN + 15, 1))));
+        refused.push(busy(t.send(1, buf.region(LEN + 7, 1))));
+        refused.push(busy(t.recv(1, buf.region(LEN + 8, 1))));
+        refused.push(busy(t.buffer(buf)));
+        refused.push(busy(t.free_buffer(buf)));
+        tx.send(()).unwrap();
+        t.wait_all(&[s, s2, r1, r2]).unwrap();
+        // Completed requests released their holds.
+        assert_eq!(&t.buffer(buf).unwrap()[LEN..LEN + 16], &pattern(16, 7)[..]);
+        t.free_buffer(buf).unwrap();
+        refused
+    });
+    assert!(got[0].iter().all(|&r| r), "{:?}", got[0]);
+}
+
+/// A request that fails gives its bytes back: a pending receive from a rank that
+/// closed its end, a pending send to it, and a blocking receive that timed out
+/// behind a pending one. Each buffer can then be freed.
+fn failed_requests_release_their_holds(wait: WaitMode) {
+    const LEN: usize = 4 << 20;
+    let o = TcpOptions {
+        send_buffer_bytes: Some(16 * 1024),
+        recv_buffer_bytes: Some(16 * 1024),
+        timeout: Duration::from_millis(300),
+        ..opts(wait)
+    };
+    let (tx, rx) = mpsc::channel::<()>();
+    let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
+    let got = run_world(3, o, move |rank, mut t| {
+        if rank == 1 {
+            drop(t);
+            return true;
+        }
+        if rank == 2 {
+            // Connected but silent until rank 0 is done with it.
+            let _ = rx.lock().unwrap().recv();
+            return true;
+        }
+        let rbuf = t.alloc_buffer(8).unwrap();
+        let r = t.irecv(1, rbuf.prefix(8)).unwrap();
+        let closed = matches!(t.wait(r), Err(TransportError::PeerClosed { peer: 1, .. }));
+        let forgotten = matches!(t.test(r), Err(TransportError::UnknownRequest { .. }));
+        t.free_buffer(rbuf).unwrap();
+
+        // The send fails in `isend` or in `wait` (when the reset arrives).
+        let sbuf = t.alloc_buffer(LEN).unwrap();
+        let send_failed = match t.isend(1, sbuf.prefix(LEN)) {
+            Err(e) => e.peer() == Some(1),
+            Ok(s) => t.wait(s).is_err_and(|e| e.peer() == Some(1)),
+        };
+        t.free_buffer(sbuf).unwrap();
+
+        // A blocking receive queued behind a pending one gives up after the timeout
+        // and takes its request back; the pending one keeps its bytes.
+        let buf = t.alloc_buffer(16).unwrap();
+        let _pending = t.irecv(2, buf.prefix(8)).unwrap();
+        let timed_out = matches!(
+            t.recv(2, buf.region(8, 8)),
+            Err(TransportError::Timeout { peer: 2, .. })
+        );
+        let back = t.irecv(2, buf.region(8, 8)).is_ok();
+        let still_held = busy(t.irecv(2, buf.region(0, 1))) && busy(t.send(2, buf.region(8, 1)));
+        tx.send(()).unwrap();
+        closed && forgotten && send_failed && timed_out && back && still_held
+    });
+    assert_eq!(got, vec![true, true, true]);
+}
+
+#[test]
+fn failed_requests_release_their_holds_polling() {
+    failed_requests_release_their_holds(WaitMode::Poll);
+}
+
+#[test]
+fn failed_requests_release_their_holds_blocking() {
+    failed_requests_release_their_holds(WaitMode::Block);
+}

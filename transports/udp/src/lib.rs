@@ -35,6 +35,16 @@
 //! when this rank waits for an answer (which the lingering peer may still replay),
 //! after one more retransmission and RTO.
 //!
+//! # Buffer holds
+//!
+//! A datagram leaves at once, so a send holds nothing; a pending `irecv` holds its
+//! bytes exclusively ([`BufferPool`]): another receive into them, pending or
+//! blocking, and a send from them fail with [`TransportError::BufferBusy`]. The
+//! receive gives its hold back when it completes or fails (a datagram of the wrong
+//! size, a peer that closed; it is then forgotten: its id becomes unknown). A timeout
+//! fails nothing: the receive keeps its bytes and may be waited for again; a
+//! blocking `recv` that times out takes back its own request.
+//!
 //! # Counters ([`Transport::counters`])
 //!
 //! - `lost_datagrams`: messages whose first copy to arrive was a retransmission (the
@@ -62,8 +72,8 @@
 
 use ngauge_transport::util::{self, recycle, timespec, Completion, Requests};
 use ngauge_transport::{
-    BufferId, BufferPool, Capabilities, Control, Counters, Rank, Region, RequestId, Transport,
-    TransportError, WaitMode,
+    Access, BufferId, BufferPool, Capabilities, Control, Counters, Rank, Region, RequestId,
+    Transport, TransportError, WaitMode,
 };
 use rustix::event::{poll, PollFd, PollFlags};
 use rustix::io::Errno;
@@ -730,11 +740,15 @@ impl UdpTransport {
         for peer in 0..self.size {
             while let Some(&id) = self.peers[peer].as_ref().and_then(|p| p.recvs.front()) {
                 let region = self.requests.get(id).expect("queued").region;
-                match self.receive_once(peer, region, false)? {
+                let arrival = match self.receive_once(peer, region, false) {
+                    Ok(arrival) => arrival,
+                    Err(e) => return Err(self.fail_front(peer, e)),
+                };
+                match arrival {
                     Ok(Arrival::Delivered) => {
                         moved = true;
                         self.requests.get_mut(id).expect("queued").complete = true;
-                        self.pool.release(region.buffer);
+                        self.pool.release_region(region, Access::Write);
                         let p = self.peers[peer].as_mut().expect("peer");
                         p.recvs.pop_front();
                         p.last_heard = None;
@@ -747,7 +761,9 @@ impl UdpTransport {
                         self.empty_polls = self.empty_polls.wrapping_add(1);
                         let check = self.wait == WaitMode::Block || self.empty_polls & 255 == 0;
                         if check && self.quiet_expired(peer) {
-                            self.on_quiet(peer)?;
+                            if let Err(e) = self.on_quiet(peer) {
+                                return Err(self.fail_front(peer, e));
+                            }
                         }
                         break;
                     }
@@ -788,6 +804,43 @@ impl UdpTransport {
 
     fn new_request(&mut self, region: Region, complete: bool) -> RequestId {
         self.requests.insert(Request { region, complete })
+    }
+
+    /// The first pending receive from `peer` hit `err`. Unless it is a timeout
+    /// (after which the receive stays pending and may be waited for again), the
+    /// receive ends: it leaves the queue and the table (its id becomes unknown) and
+    /// releases its hold, so its buffer can be used and freed again. Returns `err`.
+    #[cold]
+    fn fail_front(&mut self, peer: Rank, err: TransportError) -> TransportError {
+        if !matches!(err, TransportError::Timeout { .. }) {
+            let p = self.peers[peer].as_mut().expect("progressed peer exists");
+            if let Some(id) = p.recvs.pop_front() {
+                self.forget(id);
+            }
+        }
+        err
+    }
+
+    /// Takes back the receive `id`, just posted by a blocking `recv` that is about
+    /// to fail, unless it completed or failed already.
+    fn withdraw(&mut self, peer: Rank, id: RequestId) {
+        if self.requests.get(id).is_some_and(|r| !r.complete) {
+            let p = self.peers[peer].as_mut().expect("checked peer");
+            if let Some(i) = p.recvs.iter().position(|&r| r == id) {
+                p.recvs.remove(i);
+                self.forget(id);
+            }
+        }
+    }
+
+    /// Removes the pending receive `id`, no longer queued, from the table and
+    /// releases its hold.
+    fn forget(&mut self, id: RequestId) {
+        if let Some(req) = self.requests.get(id) {
+            let region = req.region;
+            self.requests.retire_all(&[id]);
+            self.pool.release_region(region, Access::Write);
+        }
     }
 }
 
@@ -851,7 +904,9 @@ impl Transport for UdpTransport {
     fn send(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
         self.check_peer(peer)?;
         self.check_size(region.len)?;
-        self.pool.region(region)?;
+        // Not from bytes a pending receive writes (sends complete at once and hold
+        // nothing themselves).
+        self.pool.region_for_read(region)?;
         let p = self.peers[peer].as_mut().expect("checked peer");
         let seq = p.next_seq;
         self.transmit(peer, 0, seq, Payload::Region(region))?;
@@ -868,12 +923,13 @@ impl Transport for UdpTransport {
     fn recv(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
         self.check_peer(peer)?;
         self.check_size(region.len)?;
-        self.pool.region(region)?;
+        // Not into bytes a pending receive (from any peer) writes.
+        self.pool.region_for_write(region)?;
         if self.peers[peer].as_ref().expect("peer").recvs.is_empty() {
             self.recv_direct(peer, region)
         } else {
             let id = self.irecv(peer, region)?;
-            self.wait(id)
+            self.wait(id).inspect_err(|_| self.withdraw(peer, id))
         }
     }
 
@@ -887,7 +943,7 @@ impl Transport for UdpTransport {
         self.check_peer(peer)?;
         self.check_size(region.len)?;
         self.preserve(region)?;
-        self.pool.acquire(region)?;
+        self.pool.acquire_write(region)?;
         let id = self.new_request(region, false);
         let p = self.peers[peer].as_mut().expect("peer");
         if p.recvs.is_empty() {

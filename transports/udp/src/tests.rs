@@ -420,3 +420,109 @@ fn last_answer_lost_after_the_peer_finished_polling() {
 fn last_answer_lost_after_the_peer_finished_blocking() {
     last_answer_lost_after_the_peer_finished(WaitMode::Block);
 }
+
+fn busy<T>(r: Result<T, TransportError>) -> bool {
+    matches!(r, Err(TransportError::BufferBusy { .. }))
+}
+
+/// A pending receive holds exactly its bytes: no other receive (pending or
+/// blocking, from any peer) and no send may touch them, while disjoint regions of
+/// the same buffer stay usable. Ranks 1 and 2 send only once rank 0 has checked.
+#[test]
+fn pending_receives_hold_exactly_their_bytes() {
+    let (tx, rx) = mpsc::channel::<()>();
+    let rx = Arc::new(Mutex::new(rx));
+    let got = run_world(
+        3,
+        |_| opts(WaitMode::Poll),
+        move |rank, mut t| {
+            let buf = t.alloc_buffer(32).unwrap();
+            if rank != 0 {
+                let _ = rx.lock().unwrap().recv();
+                t.buffer_mut(buf)
+                    .unwrap()
+                    .copy_from_slice(&pattern(32, rank as u8));
+                t.send(0, buf.prefix(8)).unwrap();
+                if rank == 1 {
+                    t.recv(0, buf.region(16, 1)).unwrap();
+                }
+                return Vec::new();
+            }
+            let r2 = t.irecv(2, buf.region(0, 8)).unwrap();
+            let mut refused = vec![
+                // Overlapping pending receives, from another peer or the same one.
+                busy(t.irecv(1, buf.region(4, 8))),
+                busy(t.irecv(2, buf.region(7, 1))),
+                // A blocking receive from a peer with nothing pending (the direct
+                // path) into those bytes.
+                busy(t.recv(1, buf.region(4, 4))),
+                // Sends from them, blocking or not.
+                busy(t.send(1, buf.region(7, 2))),
+                busy(t.isend(1, buf.region(0, 1))),
+            ];
+            // Disjoint regions of the same buffer are accepted.
+            let r1 = t.irecv(1, buf.region(8, 8)).unwrap();
+            t.send(1, buf.region(16, 1)).unwrap();
+            refused.push(busy(t.buffer(buf)));
+            refused.push(busy(t.free_buffer(buf)));
+            tx.send(()).unwrap();
+            tx.send(()).unwrap();
+            t.wait_all(&[r1, r2]).unwrap();
+            // Completed receives released their holds.
+            let bytes = t.buffer(buf).unwrap();
+            refused.push(bytes[..8] == pattern(8, 2)[..] && bytes[8..16] == pattern(8, 1)[..]);
+            t.free_buffer(buf).unwrap();
+            refused
+        },
+    );
+    assert!(got[0].iter().all(|&r| r), "{:?}", got[0]);
+}
+
+/// A receive that fails gives its bytes back: a pending one that got a datagram of
+/// the wrong size, and a blocking one queued behind a pending one that timed out.
+fn failed_receives_release_their_holds(wait: WaitMode) {
+    let (tx, rx) = mpsc::channel::<()>();
+    let rx = Arc::new(Mutex::new(rx));
+    let got = run_world(
+        2,
+        |_| UdpOptions {
+            timeout: Duration::from_millis(300),
+            ..opts(wait)
+        },
+        move |rank, mut t| {
+            let buf = t.alloc_buffer(20).unwrap();
+            if rank == 1 {
+                t.send(0, buf.prefix(10)).unwrap();
+                // Then silent until rank 0 is done.
+                let _ = rx.lock().unwrap().recv();
+                return true;
+            }
+            let id = t.irecv(1, buf.prefix(20)).unwrap();
+            let mismatch = matches!(t.wait(id), Err(TransportError::SizeMismatch { .. }));
+            let forgotten = matches!(t.test(id), Err(TransportError::UnknownRequest { .. }));
+            let free = t.buffer(buf).is_ok();
+
+            let _pending = t.irecv(1, buf.prefix(8)).unwrap();
+            let timed_out = matches!(
+                t.recv(1, buf.region(8, 8)),
+                Err(TransportError::Timeout { peer: 1, .. })
+            );
+            // The blocking receive took its request back; the pending one did not.
+            let back = t.irecv(1, buf.region(8, 8)).is_ok();
+            let still_held = busy(t.irecv(1, buf.region(0, 1)));
+            tx.send(()).unwrap();
+            mismatch && forgotten && free && timed_out && back && still_held
+        },
+    );
+    assert_eq!(got, vec![true, true]);
+}
+
+#[test]
+fn failed_receives_release_their_holds_polling() {
+    failed_receives_release_their_holds(WaitMode::Poll);
+}
+
+#[test]
+fn failed_receives_release_their_holds_blocking() {
+    failed_receives_release_their_holds(WaitMode::Block);
+}
