@@ -2,12 +2,14 @@
 //! ping-pong with data checks over sizes 1 B .. 1 MiB, both data paths and both wait
 //! modes, plus a nonblocking exchange through `wait_all`, a flood of four times the
 //! queue depth of messages in flight each way (isends first, then the irecvs: flow
-//! control must hold the sends back), and size mismatches that must be reported as
+//! control must hold the sends back), eager messages held before their receives
+//! while a rendezvous message goes the other way, and size mismatches that must be reported as
 //! such. Prints the median half round trip per size. Queue depth 8, so that the
 //! flood exceeds it. Used inside the soft-RoCE VM (`scripts/rxe-vm`,
 //! `tests/verbs_vm.rs`).
 //!
 //! usage: verbs_selftest [--device NAME] [--gid-index N] [--iters N] [--max BYTES]
+//!                       [--timeout SECONDS]
 
 use ngauge_transport::{inproc, BufferId, Control, Transport, TransportError};
 use ngauge_verbs::{VerbsOp, VerbsOptions, WaitMode};
@@ -66,6 +68,69 @@ fn flood(t: &mut dyn Transport, sbuf: BufferId, rbuf: BufferId) -> Result<usize,
         }
     }
     Ok(n)
+}
+
+/// Eager messages that arrive before their receives must not hold up the peer
+/// (second review of the credits, finding 1): rank 0 isends `DEPTH - 1` eager
+/// messages, irecvs a rendezvous-sized message and waits for all of them (on the
+/// send path for the sends first); rank 1
+/// isends that message, waits for it, and only then irecvs the eager ones. Had the
+/// early messages kept their receive slots until their irecvs, rank 0 would be left
+/// with one credit, could not advertise its receive, and both would time out. MPI's
+/// progress rule says rank 1's send completes.
+fn held_eager(
+    t: &mut dyn Transport,
+    op: VerbsOp,
+    sbuf: BufferId,
+    rbuf: BufferId,
+) -> Result<(), TransportError> {
+    let (me, peer) = (t.rank(), 1 - t.rank());
+    let (n, small, big) = (DEPTH as usize - 1, 64, 8192);
+    // the eager messages go from rank 0 to rank 1
+    let expected = |i: usize| pattern(small, 3000 + i, 0).collect::<Vec<_>>();
+    if me == 0 {
+        for i in 0..n {
+            t.buffer_mut(sbuf)?[i * small..(i + 1) * small].copy_from_slice(&expected(i));
+        }
+        let mut sends = Vec::new();
+        for i in 0..n {
+            sends.push(t.isend(peer, sbuf.region(i * small, small))?);
+        }
+        // On the send path the messages complete once they are in rank 1's slots;
+        // waiting for that first makes sure they took their credits before the
+        // advertisement below wants one (queued sends would let it go first).
+        if op == VerbsOp::Send {
+            t.wait_all(&sends)?;
+            sends.clear();
+        }
+        sends.push(t.irecv(peer, rbuf.prefix(big))?);
+        t.wait_all(&sends)?;
+        if !t.buffer(rbuf)?[..big]
+            .iter()
+            .copied()
+            .eq(pattern(big, 3000, peer))
+        {
+            return Err(failed("held eager: data check failed (rendezvous)".into()));
+        }
+    } else {
+        t.buffer_mut(sbuf)?[..big].copy_from_slice(&pattern(big, 3000, me).collect::<Vec<_>>());
+        let s = t.isend(peer, sbuf.prefix(big))?;
+        t.wait(s)?;
+        let mut reqs = Vec::new();
+        for i in 0..n {
+            reqs.push(t.irecv(peer, rbuf.region(i * small, small))?);
+        }
+        t.wait_all(&reqs)?;
+        let got = t.buffer(rbuf)?;
+        for i in 0..n {
+            if got[i * small..(i + 1) * small] != expected(i)[..] {
+                return Err(failed(format!(
+                    "held eager: data check failed at message {i}"
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Receiver posts `recv_len`, sender sends `send_len`: the receiver must get
@@ -157,6 +222,16 @@ fn rank_main(
             opts.wait.as_str()
         );
     }
+    held_eager(&mut t, opts.op, fsbuf, frbuf)?;
+    if me == 0 {
+        println!(
+            "held {} {}: {} eager messages before their receives, then a rendezvous \
+             message the other way: ok",
+            opts.op.as_str(),
+            opts.wait.as_str(),
+            DEPTH - 1
+        );
+    }
     // size mismatches are reported, not hung on: eager (send path) and rendezvous
     mismatch(&mut t, opts.op, sbuf, rbuf, 8, 16)?;
     if max > 8193 {
@@ -175,8 +250,10 @@ fn main() {
     };
     let iters: usize = arg("--iters").map_or(20, |v| v.parse().expect("--iters N"));
     let max: usize = arg("--max").map_or(1 << 20, |v| v.parse().expect("--max BYTES"));
+    let timeout = arg("--timeout").map_or(60, |v| v.parse().expect("--timeout SECONDS"));
     let base = VerbsOptions {
         device: arg("--device"),
+        timeout: std::time::Duration::from_secs(timeout),
         queue_depth: DEPTH,
         gid_index: arg("--gid-index").map(|v| v.parse().expect("--gid-index N")),
         ..VerbsOptions::default()

@@ -402,7 +402,8 @@ impl Registered {
     ///
     /// # Safety
     /// The device does not read or write `[offset, offset+data.len())` while this
-    /// runs (a send slot whose previous send has completed).
+    /// runs (a send slot whose previous send has completed; the region of a
+    /// request that has nothing posted on it).
     unsafe fn write_at(&self, offset: usize, data: &[u8]) {
         assert!(offset
             .checked_add(data.len())
@@ -574,9 +575,10 @@ struct Peer {
     /// Receives waiting for a message in a slot (eager on the send path, RDMA
     /// write with immediate on the write path), in posting order.
     awaiting: VecDeque<u64>,
-    /// Send path: eager messages that arrived before their receive was posted:
-    /// (slot, length). Their slots are re-posted once copied out.
-    unexpected: VecDeque<(usize, usize)>,
+    /// Send path: eager messages that arrived before their receive was posted,
+    /// copied out of their slots (which were re-posted at once, so that held
+    /// messages never keep credits from the peer), oldest first.
+    unexpected: VecDeque<Vec<u8>>,
     next_send_slot: usize,
     /// Flow control of the message QP (see [`Credits`]).
     credits: Credits,
@@ -965,11 +967,14 @@ impl VerbsTransport {
         if is_send {
             self.peers[peer].queued_sends.push_back(id);
         } else if self.is_eager(region.len) {
-            // nothing to post: the message lands in a pre-posted slot
-            self.requests.get_mut(&id).expect("request").state = State::Posted;
-            self.peers[peer].awaiting.push_back(id);
-            if let Some((slot, len)) = self.peers[peer].unexpected.pop_front() {
-                self.deliver_eager(peer, slot, len);
+            // nothing to post: the message lands in a pre-posted slot, or has
+            // already arrived and waits in a copy
+            match self.peers[peer].unexpected.pop_front() {
+                Some(data) => self.deliver_unexpected(id, &data),
+                None => {
+                    self.requests.get_mut(&id).expect("request").state = State::Posted;
+                    self.peers[peer].awaiting.push_back(id);
+                }
             }
         } else {
             self.peers[peer].queued_recvs.push_back(id);
@@ -1013,6 +1018,51 @@ impl VerbsTransport {
         };
         self.requests.get_mut(&id).expect("request").state = state;
         self.repost_slot(peer, slot);
+    }
+
+    /// Completes eager receive `id` with a message that arrived before it and was
+    /// copied out of its slot.
+    fn deliver_unexpected(&mut self, id: u64, data: &[u8]) {
+        let r = &self.requests[&id];
+        let (peer, region) = (r.peer, r.region);
+        let state = if data.len() != region.len {
+            State::Failed(TransportError::SizeMismatch {
+                transport: NAME,
+                peer,
+                expected_bytes: region.len,
+                got_bytes: data.len(),
+            })
+        } else {
+            let b = self.res.buffers[region.buffer.0 as usize]
+                .as_ref()
+                .expect("busy buffer");
+            // SAFETY: an eager receive posts nothing into its region, so the device
+            // does not touch it (other regions of the buffer may be in flight: no
+            // reference is made over them).
+            unsafe { b.reg.write_at(region.offset, data) };
+            State::Done
+        };
+        self.requests.get_mut(&id).expect("request").state = state;
+    }
+
+    /// Send path: an eager message of `len` bytes in `slot` arrived before any
+    /// receive for it: copies it out, so that the slot is re-posted at once and
+    /// the peer gets its credit back. Keeping the message in its slot until the
+    /// receive came would hold that credit, and a peer that sent enough of them
+    /// would be left unable to advertise a receive this rank's send waits for.
+    fn keep_unexpected(&mut self, peer: Rank, slot: usize, len: usize) {
+        let mut data = vec![0u8; len];
+        let offset = self.slots.offset(slot);
+        // SAFETY: this slot's receive has completed and is re-posted only after
+        // this copy (by the caller); the device does not write it meanwhile.
+        unsafe {
+            self.res
+                .slots
+                .as_ref()
+                .expect("slots")
+                .read_at(offset, &mut data)
+        };
+        self.peers[peer].unexpected.push_back(data);
     }
 
     /// Re-posts a receive slot whose message has been handled; a failure breaks
@@ -1530,15 +1580,15 @@ impl VerbsTransport {
                     self.peers[peer].credits.granted(credits);
                     match kind {
                         MsgKind::Eager if self.op == VerbsOp::Send => {
-                            // to the oldest waiting receive, or kept in its slot until
-                            // one is posted
-                            let len = wc.byte_len as usize;
+                            // to the oldest waiting receive, or copied out until one
+                            // is posted; the slot is re-posted either way
+                            let len = (wc.byte_len as usize).min(self.slots.recv_bytes);
                             if self.peers[peer].awaiting.is_empty() {
-                                self.peers[peer].unexpected.push_back((slot, len));
+                                self.keep_unexpected(peer, slot, len);
                             } else {
                                 self.deliver_eager(peer, slot, len);
+                                return Some(peer);
                             }
-                            return Some(peer);
                         }
                         MsgKind::Eager => {
                             self.break_peer(

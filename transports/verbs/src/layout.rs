@@ -519,10 +519,11 @@ mod tests {
     }
 
     /// Two ranks, each sending `n` messages to the other over a message QP whose
-    /// receiver keeps `depth` receives posted, holds some messages (eager messages
-    /// that arrive before their receive) and re-posts late, in a random order of
-    /// events: no message ever finds the receive queue empty, and everything
-    /// arrives (no credit deadlock).
+    /// receiver keeps `depth` receives posted and re-posts late, in a random order
+    /// of events: no message ever finds the receive queue empty, and everything
+    /// arrives (no credit deadlock). Eager messages that arrive before their
+    /// receive are copied out and their slots re-posted like any other (see
+    /// `held_messages_never_keep_credits` for why they may not keep them).
     #[test]
     fn credits_never_overrun_the_receive_queue_and_never_deadlock() {
         #[derive(Clone, Copy)]
@@ -534,7 +535,6 @@ mod tests {
             credits: Credits,
             to_send: usize,
             posted: u32,
-            held: u32,
             unreposted: u32,
             received: usize,
             wire: std::collections::VecDeque<Msg>,
@@ -554,7 +554,6 @@ mod tests {
                         credits: Credits::new(depth, depth),
                         to_send: n,
                         posted: depth,
-                        held: 0,
                         unreposted: 0,
                         received: 0,
                         wire: Default::default(),
@@ -566,7 +565,7 @@ mod tests {
                     assert!(idle < 10_000, "depth {depth}: no progress (deadlock)");
                     let me = rand(2) as usize;
                     let other = 1 - me;
-                    match rand(4) {
+                    match rand(3) {
                         // send data or a credit message
                         0 => {
                             let s = &mut sides[me];
@@ -592,21 +591,13 @@ mod tests {
                                 Msg::Data(c) => {
                                     s.credits.granted(c);
                                     s.received += 1;
-                                    // an eager message before its receive: held
-                                    if rand(3) == 0 {
-                                        s.held += 1;
-                                    } else {
-                                        s.unreposted += 1;
-                                    }
                                 }
-                                Msg::Credit(c) => {
-                                    s.credits.granted(c);
-                                    s.unreposted += 1;
-                                }
+                                Msg::Credit(c) => s.credits.granted(c),
                             }
+                            s.unreposted += 1;
                         }
                         // the receiver polls: re-posts what it has handled
-                        2 => {
+                        _ => {
                             let s = &mut sides[me];
                             if s.unreposted == 0 {
                                 continue;
@@ -615,15 +606,6 @@ mod tests {
                             s.posted += 1;
                             s.credits.reposted();
                         }
-                        // an irecv matches a held message
-                        _ => {
-                            let s = &mut sides[me];
-                            if s.held == 0 {
-                                continue;
-                            }
-                            s.held -= 1;
-                            s.unreposted += 1;
-                        }
                     }
                     idle = 0;
                 }
@@ -631,6 +613,131 @@ mod tests {
                     assert_eq!((s.received, s.to_send), (n, 0));
                 }
             }
+        }
+    }
+
+    /// What a receiver does with an eager message that arrives before its receive.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Early {
+        /// Keeps it in its slot until the receive is posted (the slot, and the
+        /// sender's credit, stay taken meanwhile): the behaviour before the fix.
+        KeepsSlot,
+        /// Copies it out and re-posts the slot at once (the transport's behaviour).
+        CopiesOut,
+    }
+
+    /// Second review of the credits, finding 1. Rank A sends eager messages to B
+    /// until its credits run out (`depth - 1` of them), then must advertise a
+    /// rendezvous receive (a message that takes a credit too); rank B receives
+    /// nothing until its rendezvous send to A has completed, that is, until A's
+    /// advertisement arrived. Returns whether both finish; every step either side
+    /// can take is taken until none is left.
+    fn held_eager_scenario(depth: u32, early: Early) -> bool {
+        #[derive(Clone, Copy, PartialEq, Eq)]
+        enum Msg {
+            Eager(u32),
+            Advert(u32),
+            Credit(u32),
+        }
+        let mut a = Credits::new(depth, depth);
+        let mut b = Credits::new(depth, depth);
+        let eager = depth as usize - 1;
+        let (mut a_sent, mut advertised) = (0, false);
+        let mut to_b = std::collections::VecDeque::new();
+        let mut to_a = std::collections::VecDeque::new();
+        // B's side: messages in slots not yet re-posted, kept in their slots,
+        // copied out; whether A's advertisement (and so B's send) got through;
+        // eager messages B has received through its receives
+        let (mut b_unreposted, mut b_kept, mut b_copied) = (0u32, 0u32, 0u32);
+        let (mut b_advert, mut b_delivered) = (false, 0usize);
+        let mut a_unreposted = 0u32;
+        loop {
+            let mut progressed = false;
+            // A: eager messages first, then the advertisement; credits otherwise
+            if a.can_send_data() && a_sent < eager {
+                a_sent += 1;
+                to_b.push_back(Msg::Eager(a.consume(true)));
+                progressed = true;
+            } else if a.can_send_data() && a_sent == eager && !advertised {
+                advertised = true;
+                to_b.push_back(Msg::Advert(a.consume(true)));
+                progressed = true;
+            } else if a.credit_due() {
+                to_b.push_back(Msg::Credit(a.consume(true)));
+                progressed = true;
+            }
+            // B sends nothing on the message QP but credit messages
+            if b.credit_due() {
+                to_a.push_back(Msg::Credit(b.consume(true)));
+                progressed = true;
+            }
+            if let Some(msg) = to_b.pop_front() {
+                match msg {
+                    Msg::Eager(c) => {
+                        b.granted(c);
+                        match early {
+                            Early::KeepsSlot => b_kept += 1,
+                            Early::CopiesOut => {
+                                b_copied += 1;
+                                b_unreposted += 1;
+                            }
+                        }
+                    }
+                    Msg::Advert(c) => {
+                        b.granted(c);
+                        b_advert = true;
+                        b_unreposted += 1;
+                    }
+                    Msg::Credit(c) => {
+                        b.granted(c);
+                        b_unreposted += 1;
+                    }
+                }
+                progressed = true;
+            }
+            if let Some(Msg::Credit(c)) = to_a.pop_front() {
+                a.granted(c);
+                a_unreposted += 1;
+                progressed = true;
+            }
+            // B's send completed: it posts the eager receives, which take the
+            // messages out of their slots or copies
+            if b_advert && (b_kept > 0 || b_copied > 0) {
+                b_delivered += (b_kept + b_copied) as usize;
+                b_unreposted += b_kept;
+                (b_kept, b_copied) = (0, 0);
+                progressed = true;
+            }
+            for (unreposted, credits) in [(&mut a_unreposted, &mut a), (&mut b_unreposted, &mut b)]
+            {
+                while *unreposted > 0 {
+                    *unreposted -= 1;
+                    credits.reposted();
+                    progressed = true;
+                }
+            }
+            if b_advert && b_delivered == eager {
+                return true;
+            }
+            if !progressed {
+                return false;
+            }
+        }
+    }
+
+    #[test]
+    fn held_messages_never_keep_credits() {
+        for depth in [MIN_QUEUE_DEPTH, 5, 8, 16, 128] {
+            // the reviewer's deadlock: A is left with its one reserved credit, B
+            // owes nothing, and waits for an advertisement that cannot come
+            assert!(
+                !held_eager_scenario(depth, Early::KeepsSlot),
+                "depth {depth}"
+            );
+            assert!(
+                held_eager_scenario(depth, Early::CopiesOut),
+                "depth {depth}"
+            );
         }
     }
 
