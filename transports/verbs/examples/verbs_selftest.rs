@@ -3,8 +3,9 @@
 //! modes, plus a nonblocking exchange through `wait_all`, a flood of four times the
 //! queue depth of messages in flight each way (isends first, then the irecvs: flow
 //! control must hold the sends back), eager messages held before their receives
-//! while a rendezvous message goes the other way, and size mismatches that must be reported as
-//! such. Prints the median half round trip per size. Queue depth 8, so that the
+//! while a rendezvous message goes the other way, requests on a region that
+//! overlaps a pending receive (refused), and size mismatches that must be reported
+//! as such. Prints the median half round trip per size. Queue depth 8, so that the
 //! flood exceeds it. Used inside the soft-RoCE VM (`scripts/rxe-vm`,
 //! `tests/verbs_vm.rs`).
 //!
@@ -133,6 +134,29 @@ fn held_eager(
     Ok(())
 }
 
+/// A receive has the bytes of its region to itself, sends share theirs (second
+/// review of the credits, finding 2): requests overlapping a pending receive are
+/// refused with BufferBusy, overlapping sends and adjacent regions are not.
+fn holds(t: &mut dyn Transport, sbuf: BufferId, rbuf: BufferId) -> Result<(), TransportError> {
+    let peer = 1 - t.rank();
+    let r = t.irecv(peer, rbuf.region(0, 64))?;
+    for (what, refused) in [
+        ("a send from", t.isend(peer, rbuf.region(32, 64))),
+        ("a receive into", t.irecv(peer, rbuf.region(63, 8192))),
+    ] {
+        if !matches!(refused, Err(TransportError::BufferBusy { .. })) {
+            return Err(failed(format!(
+                "{what} a region overlapping a pending receive: expected BufferBusy, \
+                 got {refused:?}"
+            )));
+        }
+    }
+    let s1 = t.isend(peer, sbuf.region(0, 64))?;
+    let s2 = t.isend(peer, sbuf.region(0, 64))?;
+    let r2 = t.irecv(peer, rbuf.region(64, 64))?;
+    t.wait_all(&[r, s1, s2, r2])
+}
+
 /// Receiver posts `recv_len`, sender sends `send_len`: the receiver must get
 /// SizeMismatch, and so must the sender unless the message went eagerly on the send
 /// path (an eager send completes without hearing from the receiver).
@@ -223,6 +247,7 @@ fn rank_main(
         );
     }
     held_eager(&mut t, opts.op, fsbuf, frbuf)?;
+    holds(&mut t, sbuf, rbuf)?;
     if me == 0 {
         println!(
             "held {} {}: {} eager messages before their receives, then a rendezvous \

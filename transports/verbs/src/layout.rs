@@ -156,6 +156,58 @@ pub fn region_range(
     }
 }
 
+/// How a pending request uses the region it holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Reads it (a send): shared with other readers.
+    Read,
+    /// Writes it (a receive): exclusive.
+    Write,
+}
+
+/// The parts of one buffer that pending requests hold, like a `RwLock` per byte
+/// range (the rule of `ngauge_transport::pool`): any number of sends may hold
+/// overlapping regions, a receive excludes every other request from the bytes of
+/// its region. Regions that do not overlap never conflict, and a region of 0
+/// bytes touches no memory and conflicts with nothing.
+///
+/// This is what lets the CPU copy into a receive's region (an eager message,
+/// delivered from its slot) while other requests on the same buffer are in flight:
+/// no work request the device reads or writes through covers those bytes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Holds(Vec<(std::ops::Range<usize>, Access)>);
+
+impl Holds {
+    /// Takes a hold of `range` with `access`, unless it conflicts with one held:
+    /// then `false` and nothing changes.
+    pub fn try_hold(&mut self, range: std::ops::Range<usize>, access: Access) -> bool {
+        let conflicts = |(held, a): &(std::ops::Range<usize>, Access)| {
+            (*a == Access::Write || access == Access::Write)
+                && !held.is_empty()
+                && !range.is_empty()
+                && held.start < range.end
+                && range.start < held.end
+        };
+        if self.0.iter().any(conflicts) {
+            return false;
+        }
+        self.0.push((range, access));
+        true
+    }
+
+    /// Gives back one hold of `range` with `access` (taken by [`Holds::try_hold`]).
+    pub fn release(&mut self, range: std::ops::Range<usize>, access: Access) {
+        if let Some(i) = self.0.iter().position(|h| *h == (range.clone(), access)) {
+            self.0.swap_remove(i);
+        }
+    }
+
+    /// Whether no request holds any part of the buffer.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 /// The largest message this transport sends: 2^31 - 1 bytes, since lengths travel
 /// in the 31 low bits of an immediate ([`write_imm`]); `max_msg_sz` of current
 /// devices is 2^31, which would wrap to length 0 there.
@@ -454,6 +506,48 @@ mod tests {
         assert!(region_range(b.region(3, 3), 5).is_err());
         assert!(region_range(b.region(usize::MAX, 2), 5).is_err());
         assert_eq!(region_range(b.prefix(0), 0).unwrap(), 0..0);
+    }
+
+    #[test]
+    fn holds_exclude_writers_from_overlapping_bytes() {
+        use Access::{Read, Write};
+        let mut h = Holds::default();
+        assert!(h.is_empty());
+        // sends share, even the same bytes
+        assert!(h.try_hold(0..64, Read));
+        assert!(h.try_hold(0..64, Read));
+        assert!(h.try_hold(32..8192, Read));
+        // a receive overlapping any of them is refused, down to one byte
+        assert!(!h.try_hold(0..1, Write));
+        assert!(!h.try_hold(8191..9000, Write));
+        assert!(!h.try_hold(0..100_000, Write));
+        // next to them it is not, nor is a region of 0 bytes inside them
+        assert!(h.try_hold(8192..16384, Write));
+        assert!(h.try_hold(10..10, Write));
+        // a receive excludes sends and receives from its bytes
+        assert!(!h.try_hold(16383..16384, Read));
+        assert!(!h.try_hold(9000..9001, Write));
+        assert!(h.try_hold(16384..16385, Write));
+        // releasing gives back exactly one hold
+        h.release(0..64, Read);
+        assert!(!h.try_hold(0..64, Write), "one read hold of 0..64 is left");
+        h.release(0..64, Read);
+        assert!(!h.try_hold(0..64, Write), "32..8192 still overlaps");
+        h.release(32..8192, Read);
+        assert!(h.try_hold(0..64, Write));
+        for (r, a) in [
+            (0..64, Write),
+            (8192..16384, Write),
+            (10..10, Write),
+            (16384..16385, Write),
+        ] {
+            assert!(!h.is_empty());
+            h.release(r, a);
+        }
+        assert!(h.is_empty());
+        // releasing what is not held changes nothing
+        h.release(0..1, Read);
+        assert!(h.is_empty());
     }
 
     #[test]
