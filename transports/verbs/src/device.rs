@@ -1577,9 +1577,16 @@ impl VerbsTransport {
                 }
                 let slot = index as usize;
                 let with_imm = wc.wc_flags & ibv_wc_flags::IBV_WC_WITH_IMM.0 != 0;
-                // SAFETY: reading the imm member of a completion that has one.
-                let imm = u32::from_be(unsafe { wc.imm_data_invalidated_rkey_union.imm_data });
+                let imm = with_imm.then(|| {
+                    // SAFETY: reading the imm member of a completion that has one
+                    // (its flags say so).
+                    u32::from_be(unsafe { wc.imm_data_invalidated_rkey_union.imm_data })
+                });
                 if wc.opcode == ibv_wc_opcode::IBV_WC_RECV_RDMA_WITH_IMM {
+                    let Some(imm) = imm else {
+                        self.break_peer(peer, format!("rank {peer} wrote without immediate data"));
+                        return Some(peer);
+                    };
                     let (got, refused) = layout::split_write_imm(imm);
                     match self.peers[peer].awaiting.pop_front() {
                         Some(id) => {
@@ -1602,8 +1609,7 @@ impl VerbsTransport {
                         ),
                     }
                 } else {
-                    let Some((kind, credits, _)) = layout::split_msg_imm(imm).filter(|_| with_imm)
-                    else {
+                    let Some((kind, credits, _)) = imm.and_then(layout::split_msg_imm) else {
                         self.break_peer(peer, format!("rank {peer} sent a malformed message"));
                         return Some(peer);
                     };
