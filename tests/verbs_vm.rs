@@ -4,11 +4,13 @@
 //! the same with `--wait block` (completion channel) for three sizes, `ngauge info`,
 //! `ngauge loggp -t verbs`, `ngauge sync -t verbs`, the transport's own self test
 //! (`transports/verbs/examples/verbs_selftest.rs`: both data paths in both wait modes
-//! at queue depth 8, four times the depth of messages in flight each way, size
-//! mismatches reported as such; soft-RoCE's count of receiver-not-ready NAKs must stay
-//! 0 throughout), and perftest's `ib_send_lat`/`ib_write_lat` beside
-//! them. Prints both figures side by side: emulated time (TCG), so only a ratio,
-//! never a speed claim.
+//! at queue depth 8, four times the depth of messages in flight each way, an
+//! eager-only flood that must cost credit messages on the send path, eager messages
+//! that arrive before their receives while a rendezvous message goes the other way,
+//! requests overlapping a pending receive refused, size mismatches reported as such;
+//! soft-RoCE's count of receiver-not-ready NAKs must stay 0 throughout), and
+//! perftest's `ib_send_lat`/`ib_write_lat` beside them. Prints both figures side by
+//! side: emulated time (TCG), so only a ratio, never a speed claim.
 //!
 //! Skipped, with a message, only where qemu or a kernel image is missing; with
 //! `NGAUGE_REQUIRE_VM=1` (set by `scripts/test` once it has installed them) a
@@ -210,7 +212,7 @@ fn verbs_over_soft_roce_in_a_vm() {
     let selftest_log = section(&log, "verbs_selftest");
     for op in ["send", "write"] {
         for wait in ["poll", "block"] {
-            for what in ["selftest", "flood"] {
+            for what in ["selftest", "flood", "eager", "held"] {
                 let prefix = format!("{what} {op} {wait}: ");
                 assert!(
                     selftest_log

@@ -2,12 +2,16 @@
 //! ping-pong with data checks over sizes 1 B .. 1 MiB, both data paths and both wait
 //! modes, plus a nonblocking exchange through `wait_all`, a flood of four times the
 //! queue depth of messages in flight each way (isends first, then the irecvs: flow
-//! control must hold the sends back), and size mismatches that must be reported as
-//! such. Prints the median half round trip per size. Queue depth 8, so that the
+//! control must hold the sends back), an eager-only flood in which the send path
+//! must return credits in credit messages, eager messages held before their receives
+//! while a rendezvous message goes the other way, requests on a region that
+//! overlaps a pending receive (refused), and size mismatches that must be reported
+//! as such. Prints the median half round trip per size. Queue depth 8, so that the
 //! flood exceeds it. Used inside the soft-RoCE VM (`scripts/rxe-vm`,
 //! `tests/verbs_vm.rs`).
 //!
 //! usage: verbs_selftest [--device NAME] [--gid-index N] [--iters N] [--max BYTES]
+//!                       [--timeout SECONDS]
 
 use ngauge_transport::{inproc, BufferId, Control, Transport, TransportError};
 use ngauge_verbs::{VerbsOp, VerbsOptions, WaitMode};
@@ -36,36 +40,157 @@ fn flood_len(i: usize) -> usize {
     }
 }
 
-/// `4 * DEPTH` messages each way, all isends before any irecv, then one wait_all.
-fn flood(t: &mut dyn Transport, sbuf: BufferId, rbuf: BufferId) -> Result<usize, TransportError> {
+/// A flood: `counts[r]` messages from rank `r`, message `i` of `len(i)` bytes at
+/// `i * stride`, all isends before any irecv, then one wait_all; the data is
+/// checked. `tag` keeps the patterns of different floods apart.
+fn flood(
+    t: &mut dyn Transport,
+    sbuf: BufferId,
+    rbuf: BufferId,
+    counts: [usize; 2],
+    stride: usize,
+    len: fn(usize) -> usize,
+    tag: usize,
+) -> Result<(), TransportError> {
     let (me, peer) = (t.rank(), 1 - t.rank());
-    let n = 4 * DEPTH as usize;
-    let stride = 8192;
-    for i in 0..n {
-        let len = flood_len(i);
-        t.buffer_mut(sbuf)?[i * stride..i * stride + len]
-            .copy_from_slice(&pattern(len, 1000 + i, me).collect::<Vec<_>>());
+    for i in 0..counts[me] {
+        t.buffer_mut(sbuf)?[i * stride..i * stride + len(i)]
+            .copy_from_slice(&pattern(len(i), tag + i, me).collect::<Vec<_>>());
     }
     let mut reqs = Vec::new();
-    for i in 0..n {
-        reqs.push(t.isend(peer, sbuf.region(i * stride, flood_len(i)))?);
+    for i in 0..counts[me] {
+        reqs.push(t.isend(peer, sbuf.region(i * stride, len(i)))?);
     }
-    for i in 0..n {
-        reqs.push(t.irecv(peer, rbuf.region(i * stride, flood_len(i)))?);
+    for i in 0..counts[peer] {
+        reqs.push(t.irecv(peer, rbuf.region(i * stride, len(i)))?);
     }
     t.wait_all(&reqs)?;
     let got = t.buffer(rbuf)?;
-    for i in 0..n {
-        let len = flood_len(i);
-        if !got[i * stride..i * stride + len]
+    for i in 0..counts[peer] {
+        if !got[i * stride..i * stride + len(i)]
             .iter()
             .copied()
-            .eq(pattern(len, 1000 + i, peer))
+            .eq(pattern(len(i), tag + i, peer))
         {
-            return Err(failed(format!("flood: data check failed at message {i}")));
+            return Err(failed(format!(
+                "flood {tag}: data check failed at message {i}"
+            )));
         }
     }
-    Ok(n)
+    Ok(())
+}
+
+/// This rank's count of credit messages sent so far.
+fn credit_messages(t: &dyn Transport) -> u64 {
+    t.counters()
+        .entries
+        .iter()
+        .find(|e| e.0 == "credit_messages")
+        .map_or(0, |e| e.1)
+}
+
+/// An eager-only flood (second review of the credits, finding 3): rank 0 sends
+/// `5 * DEPTH` messages of 64 bytes, rank 1 `DEPTH / 2`, sends posted first, so
+/// that senders run out of credits on eager messages. Rank 1's few messages all go
+/// before it has received anything (they can return at most what it owed before),
+/// so the credits rank 0 needs for the rest come back in credit messages: on the
+/// send path rank 1 must have sent some. Returns the credit messages this rank
+/// sent during the flood.
+fn eager_flood(
+    t: &mut dyn Transport,
+    sbuf: BufferId,
+    rbuf: BufferId,
+) -> Result<u64, TransportError> {
+    let before = credit_messages(t);
+    let counts = [5 * DEPTH as usize, DEPTH as usize / 2];
+    flood(t, sbuf, rbuf, counts, 64, |_| 64, 4000)?;
+    Ok(credit_messages(t) - before)
+}
+
+/// Eager messages that arrive before their receives must not hold up the peer
+/// (second review of the credits, finding 1): rank 0 isends `DEPTH - 1` eager
+/// messages, irecvs a rendezvous-sized message and waits for all of them (on the
+/// send path for the sends first); rank 1
+/// isends that message, waits for it, and only then irecvs the eager ones. Had the
+/// early messages kept their receive slots until their irecvs, rank 0 would be left
+/// with one credit, could not advertise its receive, and both would time out. MPI's
+/// progress rule says rank 1's send completes.
+fn held_eager(
+    t: &mut dyn Transport,
+    op: VerbsOp,
+    sbuf: BufferId,
+    rbuf: BufferId,
+) -> Result<(), TransportError> {
+    let (me, peer) = (t.rank(), 1 - t.rank());
+    let (n, small, big) = (DEPTH as usize - 1, 64, 8192);
+    // the eager messages go from rank 0 to rank 1
+    let expected = |i: usize| pattern(small, 3000 + i, 0).collect::<Vec<_>>();
+    if me == 0 {
+        for i in 0..n {
+            t.buffer_mut(sbuf)?[i * small..(i + 1) * small].copy_from_slice(&expected(i));
+        }
+        let mut sends = Vec::new();
+        for i in 0..n {
+            sends.push(t.isend(peer, sbuf.region(i * small, small))?);
+        }
+        // On the send path the messages complete once they are in rank 1's slots;
+        // waiting for that first makes sure they took their credits before the
+        // advertisement below wants one (queued sends would let it go first).
+        if op == VerbsOp::Send {
+            t.wait_all(&sends)?;
+            sends.clear();
+        }
+        sends.push(t.irecv(peer, rbuf.prefix(big))?);
+        t.wait_all(&sends)?;
+        if !t.buffer(rbuf)?[..big]
+            .iter()
+            .copied()
+            .eq(pattern(big, 3000, peer))
+        {
+            return Err(failed("held eager: data check failed (rendezvous)".into()));
+        }
+    } else {
+        t.buffer_mut(sbuf)?[..big].copy_from_slice(&pattern(big, 3000, me).collect::<Vec<_>>());
+        let s = t.isend(peer, sbuf.prefix(big))?;
+        t.wait(s)?;
+        let mut reqs = Vec::new();
+        for i in 0..n {
+            reqs.push(t.irecv(peer, rbuf.region(i * small, small))?);
+        }
+        t.wait_all(&reqs)?;
+        let got = t.buffer(rbuf)?;
+        for i in 0..n {
+            if got[i * small..(i + 1) * small] != expected(i)[..] {
+                return Err(failed(format!(
+                    "held eager: data check failed at message {i}"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A receive has the bytes of its region to itself, sends share theirs (second
+/// review of the credits, finding 2): requests overlapping a pending receive are
+/// refused with BufferBusy, overlapping sends and adjacent regions are not.
+fn holds(t: &mut dyn Transport, sbuf: BufferId, rbuf: BufferId) -> Result<(), TransportError> {
+    let peer = 1 - t.rank();
+    let r = t.irecv(peer, rbuf.region(0, 64))?;
+    for (what, refused) in [
+        ("a send from", t.isend(peer, rbuf.region(32, 64))),
+        ("a receive into", t.irecv(peer, rbuf.region(63, 8192))),
+    ] {
+        if !matches!(refused, Err(TransportError::BufferBusy { .. })) {
+            return Err(failed(format!(
+                "{what} a region overlapping a pending receive: expected BufferBusy, \
+                 got {refused:?}"
+            )));
+        }
+    }
+    let s1 = t.isend(peer, sbuf.region(0, 64))?;
+    let s2 = t.isend(peer, sbuf.region(0, 64))?;
+    let r2 = t.irecv(peer, rbuf.region(64, 64))?;
+    t.wait_all(&[r, s1, s2, r2])
 }
 
 /// Receiver posts `recv_len`, sender sends `send_len`: the receiver must get
@@ -101,7 +226,7 @@ fn rank_main(
     opts: &VerbsOptions,
     iters: usize,
     max: usize,
-) -> Result<Vec<(usize, f64)>, TransportError> {
+) -> Result<(Vec<(usize, f64)>, u64), TransportError> {
     let mut t = ngauge_verbs::open(control, opts)?;
     let me = t.rank();
     let peer = 1 - me;
@@ -143,18 +268,26 @@ fn rank_main(
     let s = t.isend(peer, sbuf.prefix(max))?;
     t.wait_all(&[s, r])?;
     // more messages in flight than the queue depth, both ways
-    let n = flood(&mut t, fsbuf, frbuf)?;
+    let n = 4 * DEPTH as usize;
+    flood(&mut t, fsbuf, frbuf, [n, n], 8192, flood_len, 1000)?;
     if me == 0 {
-        let credits = t
-            .counters()
-            .entries
-            .iter()
-            .find(|e| e.0 == "credit_messages")
-            .map_or(0, |e| e.1);
+        let credits = credit_messages(&t);
         println!(
             "flood {} {}: {n} messages each way at depth {DEPTH}: ok, {credits} credit messages",
             opts.op.as_str(),
             opts.wait.as_str()
+        );
+    }
+    let eager_credits = eager_flood(&mut t, fsbuf, frbuf)?;
+    held_eager(&mut t, opts.op, fsbuf, frbuf)?;
+    holds(&mut t, sbuf, rbuf)?;
+    if me == 0 {
+        println!(
+            "held {} {}: {} eager messages before their receives, then a rendezvous \
+             message the other way: ok",
+            opts.op.as_str(),
+            opts.wait.as_str(),
+            DEPTH - 1
         );
     }
     // size mismatches are reported, not hung on: eager (send path) and rendezvous
@@ -163,7 +296,7 @@ fn rank_main(
         mismatch(&mut t, opts.op, sbuf, rbuf, 8192, 8193)?;
         mismatch(&mut t, opts.op, sbuf, rbuf, 8193, 8192)?;
     }
-    Ok(out)
+    Ok((out, eager_credits))
 }
 
 fn main() {
@@ -175,8 +308,10 @@ fn main() {
     };
     let iters: usize = arg("--iters").map_or(20, |v| v.parse().expect("--iters N"));
     let max: usize = arg("--max").map_or(1 << 20, |v| v.parse().expect("--max BYTES"));
+    let timeout = arg("--timeout").map_or(60, |v| v.parse().expect("--timeout SECONDS"));
     let base = VerbsOptions {
         device: arg("--device"),
+        timeout: std::time::Duration::from_secs(timeout),
         queue_depth: DEPTH,
         gid_index: arg("--gid-index").map(|v| v.parse().expect("--gid-index N")),
         ..VerbsOptions::default()
@@ -204,8 +339,27 @@ fn main() {
                 .into_iter()
                 .map(|h| h.join().expect("rank thread"))
                 .collect();
+            if let (Ok((_, c0)), Ok((_, c1))) = (&results[0], &results[1]) {
+                // only the send path has eager messages; on the write path rank 0
+                // may return its credits in its advertisements
+                let ok = op == VerbsOp::Write || *c1 > 0;
+                println!(
+                    "eager {} {}: {} + {} messages of 64 B at depth {DEPTH}: {}, credit \
+                     messages sent by rank 0 {c0}, rank 1 {c1}",
+                    op.as_str(),
+                    wait.as_str(),
+                    5 * DEPTH,
+                    DEPTH / 2,
+                    if ok {
+                        "ok"
+                    } else {
+                        "FAILED (rank 1 sent none)"
+                    }
+                );
+                failed |= !ok;
+            }
             match &results[0] {
-                Ok(points) => {
+                Ok((points, _)) => {
                     let line: Vec<String> = points
                         .iter()
                         .map(|(s, us)| format!("{s}B:{us:.1}us"))

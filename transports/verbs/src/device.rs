@@ -8,7 +8,7 @@
 
 #![allow(unsafe_code)]
 
-use crate::layout::{self, Credits, MsgKind, SlotLayout, WrKind, SLOT_BYTES};
+use crate::layout::{self, Access, Credits, Holds, MsgKind, SlotLayout, WrKind, SLOT_BYTES};
 use crate::qp::{self, LocalPort, Reliability, Transition};
 use crate::wire::{self, Advert, Endpoint, QpAddr, VerbsOp, ADVERT_BYTES};
 use crate::VerbsOptions;
@@ -363,18 +363,18 @@ impl Registered {
     fn bytes(&self, len: usize) -> &[u8] {
         assert!(len <= self.layout.size());
         // SAFETY: `mem` is a live allocation of layout.size() >= len initialized
-        // (zeroed) bytes. Only `buffer()` calls this, for a buffer that is not busy:
-        // no request refers to it, so no work request that the device could write
-        // (or, for `bytes_mut`, read) through is outstanding on it (inline sends
-        // were copied at post time; a broken connection's QPs are in the error
-        // state, where the device writes nothing).
+        // (zeroed) bytes. Only `buffer()` calls this, for a buffer no request holds
+        // any part of, so no work request that the device could write (or, for
+        // `bytes_mut`, read) through is outstanding on it (inline sends were
+        // copied at post time; a broken connection's QPs are in the error state,
+        // where the device writes nothing).
         unsafe { std::slice::from_raw_parts(self.mem, len) }
     }
 
     fn bytes_mut(&mut self, len: usize) -> &mut [u8] {
         assert!(len <= self.layout.size());
-        // SAFETY: as in `bytes` (only `buffer_mut()` calls this, for a buffer that is
-        // not busy), and `&mut self` makes the view exclusive.
+        // SAFETY: as in `bytes` (only `buffer_mut()` calls this, for a buffer no
+        // request holds any part of), and `&mut self` makes the view exclusive.
         unsafe { std::slice::from_raw_parts_mut(self.mem, len) }
     }
 
@@ -385,7 +385,8 @@ impl Registered {
     /// # Safety
     /// The device neither writes `[from, from+len)` nor touches `[to, to+len)` of
     /// `dst` while the copy runs (a slot whose receive has completed and is not
-    /// re-posted yet; the region of a request that has nothing posted on it).
+    /// re-posted yet; the region of a receive that holds it exclusively and has
+    /// nothing posted on it).
     unsafe fn copy_to(&self, from: usize, dst: &Registered, to: usize, len: usize) {
         assert!(from
             .checked_add(len)
@@ -402,7 +403,8 @@ impl Registered {
     ///
     /// # Safety
     /// The device does not read or write `[offset, offset+data.len())` while this
-    /// runs (a send slot whose previous send has completed).
+    /// runs (a send slot whose previous send has completed; the region of a
+    /// receive that holds it exclusively and has nothing posted on it).
     unsafe fn write_at(&self, offset: usize, data: &[u8]) {
         assert!(offset
             .checked_add(data.len())
@@ -455,7 +457,8 @@ struct Resources {
 struct Buffer {
     reg: Registered,
     len: usize,
-    busy: u32,
+    /// The regions pending requests read or write (see [`Holds`]).
+    holds: Holds,
 }
 
 impl Drop for Resources {
@@ -543,6 +546,15 @@ fn to_error(qp: *mut ibv_qp) -> std::io::Result<()> {
 // ---------------------------------------------------------------------------
 // The transport
 
+/// How a request uses its region: a send reads it, a receive writes it.
+fn access(is_send: bool) -> Access {
+    if is_send {
+        Access::Read
+    } else {
+        Access::Write
+    }
+}
+
 #[derive(Debug)]
 enum State {
     /// Not yet posted (queue full, or no advertisement yet).
@@ -574,9 +586,10 @@ struct Peer {
     /// Receives waiting for a message in a slot (eager on the send path, RDMA
     /// write with immediate on the write path), in posting order.
     awaiting: VecDeque<u64>,
-    /// Send path: eager messages that arrived before their receive was posted:
-    /// (slot, length). Their slots are re-posted once copied out.
-    unexpected: VecDeque<(usize, usize)>,
+    /// Send path: eager messages that arrived before their receive was posted,
+    /// copied out of their slots (which were re-posted at once, so that held
+    /// messages never keep credits from the peer), oldest first.
+    unexpected: VecDeque<Vec<u8>>,
     next_send_slot: usize,
     /// Flow control of the message QP (see [`Credits`]).
     credits: Credits,
@@ -940,7 +953,7 @@ impl VerbsTransport {
     ) -> Result<RequestId, TransportError> {
         self.check_peer(peer)?;
         let capacity = self.buf(region.buffer)?.len;
-        layout::region_range(region, capacity)?;
+        let range = layout::region_range(region, capacity)?;
         layout::check_len(region.len, self.max_msg)?;
         if let Some(reason) = &self.peers[peer].broken {
             return Err(self.io(
@@ -949,7 +962,19 @@ impl VerbsTransport {
                 std::io::Error::other(reason.clone()),
             ));
         }
-        self.buf_mut(region.buffer)?.busy += 1;
+        // A receive has its bytes to itself, sends share theirs: the CPU may then
+        // copy an eager message into a receive's region while other requests on
+        // the buffer are in flight (no work request covers those bytes).
+        if !self
+            .buf_mut(region.buffer)?
+            .holds
+            .try_hold(range, access(is_send))
+        {
+            return Err(TransportError::BufferBusy {
+                transport: NAME,
+                buffer: region.buffer,
+            });
+        }
         let id = self.next_request;
         self.next_request += 1;
         self.requests.insert(
@@ -965,11 +990,14 @@ impl VerbsTransport {
         if is_send {
             self.peers[peer].queued_sends.push_back(id);
         } else if self.is_eager(region.len) {
-            // nothing to post: the message lands in a pre-posted slot
-            self.requests.get_mut(&id).expect("request").state = State::Posted;
-            self.peers[peer].awaiting.push_back(id);
-            if let Some((slot, len)) = self.peers[peer].unexpected.pop_front() {
-                self.deliver_eager(peer, slot, len);
+            // nothing to post: the message lands in a pre-posted slot, or has
+            // already arrived and waits in a copy
+            match self.peers[peer].unexpected.pop_front() {
+                Some(data) => self.deliver_unexpected(id, &data),
+                None => {
+                    self.requests.get_mut(&id).expect("request").state = State::Posted;
+                    self.peers[peer].awaiting.push_back(id);
+                }
             }
         } else {
             self.peers[peer].queued_recvs.push_back(id);
@@ -1005,14 +1033,64 @@ impl VerbsTransport {
                 .as_ref()
                 .expect("busy buffer");
             // SAFETY: the slot's receive has completed and is re-posted only below,
-            // after the copy; an eager receive posts nothing into its region, so
-            // the device touches neither range (other slots and other regions of
-            // the buffer may be in flight: no reference is made over them).
+            // after the copy. This receive holds its region exclusively (start()
+            // refused every request whose region overlaps it, and accepts none
+            // until it retires) and, being eager, posted nothing into it: no work
+            // request the device could read or write through covers those bytes.
+            // Other slots and other regions of the buffer may be in flight: no
+            // reference is made over them.
             unsafe { slots.copy_to(offset, &b.reg, region.offset, len) };
             State::Done
         };
         self.requests.get_mut(&id).expect("request").state = state;
         self.repost_slot(peer, slot);
+    }
+
+    /// Completes eager receive `id` with a message that arrived before it and was
+    /// copied out of its slot.
+    fn deliver_unexpected(&mut self, id: u64, data: &[u8]) {
+        let r = &self.requests[&id];
+        let (peer, region) = (r.peer, r.region);
+        let state = if data.len() != region.len {
+            State::Failed(TransportError::SizeMismatch {
+                transport: NAME,
+                peer,
+                expected_bytes: region.len,
+                got_bytes: data.len(),
+            })
+        } else {
+            let b = self.res.buffers[region.buffer.0 as usize]
+                .as_ref()
+                .expect("busy buffer");
+            // SAFETY: this receive holds its region exclusively (start() refused
+            // every request whose region overlaps it) and, being eager, posted
+            // nothing into it: no work request the device could read or write
+            // through covers those bytes. Other regions of the buffer may be in
+            // flight: no reference is made over them.
+            unsafe { b.reg.write_at(region.offset, data) };
+            State::Done
+        };
+        self.requests.get_mut(&id).expect("request").state = state;
+    }
+
+    /// Send path: an eager message of `len` bytes in `slot` arrived before any
+    /// receive for it: copies it out, so that the slot is re-posted at once and
+    /// the peer gets its credit back. Keeping the message in its slot until the
+    /// receive came would hold that credit, and a peer that sent enough of them
+    /// would be left unable to advertise a receive this rank's send waits for.
+    fn keep_unexpected(&mut self, peer: Rank, slot: usize, len: usize) {
+        let mut data = vec![0u8; len];
+        let offset = self.slots.offset(slot);
+        // SAFETY: this slot's receive has completed and is re-posted only after
+        // this copy (by the caller); the device does not write it meanwhile.
+        unsafe {
+            self.res
+                .slots
+                .as_ref()
+                .expect("slots")
+                .read_at(offset, &mut data)
+        };
+        self.peers[peer].unexpected.push_back(data);
     }
 
     /// Re-posts a receive slot whose message has been handled; a failure breaks
@@ -1211,7 +1289,8 @@ impl VerbsTransport {
         wr.num_sge = 1;
         let mut bad = std::ptr::null_mut();
         // SAFETY: the bulk QP is live; the region lies inside a registered buffer
-        // that is marked busy (cannot be freed or touched) until this request retires.
+        // and is held by this receive exclusively until it retires (the buffer
+        // cannot be freed or viewed, no other request's region overlaps it).
         let rc = unsafe { ibv_post_recv(self.res.bulk[peer], &mut wr, &mut bad) };
         if rc != 0 {
             return Err(self.io(peer, "post receive", rc_error(rc)));
@@ -1336,8 +1415,9 @@ impl VerbsTransport {
         };
         let mut bad = std::ptr::null_mut();
         // SAFETY: the QP is live and in RTS; `wr` and the sge it points to are valid
-        // for the call; the source memory is registered and stays allocated (busy
-        // buffer or slot ring) until the completion is polled. ibv_post_send is the
+        // for the call; the source memory is registered and stays allocated (the
+        // request's held region, or the slot ring) until the completion is polled,
+        // or was copied into the work request (inline). ibv_post_send is the
         // verbs.h inline that calls the provider through the context ops table.
         let rc = unsafe { ibv_post_send(qp, &mut wr, &mut bad) };
         if rc != 0 {
@@ -1497,9 +1577,16 @@ impl VerbsTransport {
                 }
                 let slot = index as usize;
                 let with_imm = wc.wc_flags & ibv_wc_flags::IBV_WC_WITH_IMM.0 != 0;
-                // SAFETY: reading the imm member of a completion that has one.
-                let imm = u32::from_be(unsafe { wc.imm_data_invalidated_rkey_union.imm_data });
+                let imm = with_imm.then(|| {
+                    // SAFETY: reading the imm member of a completion that has one
+                    // (its flags say so).
+                    u32::from_be(unsafe { wc.imm_data_invalidated_rkey_union.imm_data })
+                });
                 if wc.opcode == ibv_wc_opcode::IBV_WC_RECV_RDMA_WITH_IMM {
+                    let Some(imm) = imm else {
+                        self.break_peer(peer, format!("rank {peer} wrote without immediate data"));
+                        return Some(peer);
+                    };
                     let (got, refused) = layout::split_write_imm(imm);
                     match self.peers[peer].awaiting.pop_front() {
                         Some(id) => {
@@ -1522,23 +1609,22 @@ impl VerbsTransport {
                         ),
                     }
                 } else {
-                    let Some((kind, credits, _)) = layout::split_msg_imm(imm).filter(|_| with_imm)
-                    else {
+                    let Some((kind, credits, _)) = imm.and_then(layout::split_msg_imm) else {
                         self.break_peer(peer, format!("rank {peer} sent a malformed message"));
                         return Some(peer);
                     };
                     self.peers[peer].credits.granted(credits);
                     match kind {
                         MsgKind::Eager if self.op == VerbsOp::Send => {
-                            // to the oldest waiting receive, or kept in its slot until
-                            // one is posted
-                            let len = wc.byte_len as usize;
+                            // to the oldest waiting receive, or copied out until one
+                            // is posted; the slot is re-posted either way
+                            let len = (wc.byte_len as usize).min(self.slots.recv_bytes);
                             if self.peers[peer].awaiting.is_empty() {
-                                self.peers[peer].unexpected.push_back((slot, len));
+                                self.keep_unexpected(peer, slot, len);
                             } else {
                                 self.deliver_eager(peer, slot, len);
+                                return Some(peer);
                             }
-                            return Some(peer);
                         }
                         MsgKind::Eager => {
                             self.break_peer(
@@ -1591,7 +1677,8 @@ impl VerbsTransport {
         }
         let r = self.requests.remove(&id.0).expect("present");
         if let Ok(b) = self.buf_mut(r.region.buffer) {
-            b.busy = b.busy.saturating_sub(1);
+            let range = r.region.offset..r.region.offset + r.region.len;
+            b.holds.release(range, access(r.is_send));
         }
         match r.state {
             State::Failed(e) => Err(e),
@@ -1765,7 +1852,11 @@ impl Transport for VerbsTransport {
     fn alloc_buffer(&mut self, len: usize) -> Result<BufferId, TransportError> {
         let access = qp::access::LOCAL_WRITE | qp::access::REMOTE_WRITE | qp::access::REMOTE_READ;
         let reg = Registered::new(self.res.pd, len, access)?;
-        let buffer = Buffer { reg, len, busy: 0 };
+        let buffer = Buffer {
+            reg,
+            len,
+            holds: Holds::default(),
+        };
         let slot = self.res.buffers.iter().position(Option::is_none);
         let index = match slot {
             Some(i) => {
@@ -1781,7 +1872,7 @@ impl Transport for VerbsTransport {
     }
 
     fn free_buffer(&mut self, buffer: BufferId) -> Result<(), TransportError> {
-        if self.buf(buffer)?.busy > 0 {
+        if !self.buf(buffer)?.holds.is_empty() {
             return Err(TransportError::BufferBusy {
                 transport: NAME,
                 buffer,
@@ -1793,7 +1884,7 @@ impl Transport for VerbsTransport {
 
     fn buffer(&self, buffer: BufferId) -> Result<&[u8], TransportError> {
         let b = self.buf(buffer)?;
-        if b.busy > 0 {
+        if !b.holds.is_empty() {
             return Err(TransportError::BufferBusy {
                 transport: NAME,
                 buffer,
@@ -1804,7 +1895,7 @@ impl Transport for VerbsTransport {
 
     fn buffer_mut(&mut self, buffer: BufferId) -> Result<&mut [u8], TransportError> {
         let b = self.buf_mut(buffer)?;
-        if b.busy > 0 {
+        if !b.holds.is_empty() {
             return Err(TransportError::BufferBusy {
                 transport: NAME,
                 buffer,

@@ -156,6 +156,58 @@ pub fn region_range(
     }
 }
 
+/// How a pending request uses the region it holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Reads it (a send): shared with other readers.
+    Read,
+    /// Writes it (a receive): exclusive.
+    Write,
+}
+
+/// The parts of one buffer that pending requests hold, like a `RwLock` per byte
+/// range (the rule of `ngauge_transport::pool`): any number of sends may hold
+/// overlapping regions, a receive excludes every other request from the bytes of
+/// its region. Regions that do not overlap never conflict, and a region of 0
+/// bytes touches no memory and conflicts with nothing.
+///
+/// This is what lets the CPU copy into a receive's region (an eager message,
+/// delivered from its slot) while other requests on the same buffer are in flight:
+/// no work request the device reads or writes through covers those bytes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Holds(Vec<(std::ops::Range<usize>, Access)>);
+
+impl Holds {
+    /// Takes a hold of `range` with `access`, unless it conflicts with one held:
+    /// then `false` and nothing changes.
+    pub fn try_hold(&mut self, range: std::ops::Range<usize>, access: Access) -> bool {
+        let conflicts = |(held, a): &(std::ops::Range<usize>, Access)| {
+            (*a == Access::Write || access == Access::Write)
+                && !held.is_empty()
+                && !range.is_empty()
+                && held.start < range.end
+                && range.start < held.end
+        };
+        if self.0.iter().any(conflicts) {
+            return false;
+        }
+        self.0.push((range, access));
+        true
+    }
+
+    /// Gives back one hold of `range` with `access` (taken by [`Holds::try_hold`]).
+    pub fn release(&mut self, range: std::ops::Range<usize>, access: Access) {
+        if let Some(i) = self.0.iter().position(|h| *h == (range.clone(), access)) {
+            self.0.swap_remove(i);
+        }
+    }
+
+    /// Whether no request holds any part of the buffer.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 /// The largest message this transport sends: 2^31 - 1 bytes, since lengths travel
 /// in the 31 low bits of an immediate ([`write_imm`]); `max_msg_sz` of current
 /// devices is 2^31, which would wrap to length 0 there.
@@ -457,6 +509,48 @@ mod tests {
     }
 
     #[test]
+    fn holds_exclude_writers_from_overlapping_bytes() {
+        use Access::{Read, Write};
+        let mut h = Holds::default();
+        assert!(h.is_empty());
+        // sends share, even the same bytes
+        assert!(h.try_hold(0..64, Read));
+        assert!(h.try_hold(0..64, Read));
+        assert!(h.try_hold(32..8192, Read));
+        // a receive overlapping any of them is refused, down to one byte
+        assert!(!h.try_hold(0..1, Write));
+        assert!(!h.try_hold(8191..9000, Write));
+        assert!(!h.try_hold(0..100_000, Write));
+        // next to them it is not, nor is a region of 0 bytes inside them
+        assert!(h.try_hold(8192..16384, Write));
+        assert!(h.try_hold(10..10, Write));
+        // a receive excludes sends and receives from its bytes
+        assert!(!h.try_hold(16383..16384, Read));
+        assert!(!h.try_hold(9000..9001, Write));
+        assert!(h.try_hold(16384..16385, Write));
+        // releasing gives back exactly one hold
+        h.release(0..64, Read);
+        assert!(!h.try_hold(0..64, Write), "one read hold of 0..64 is left");
+        h.release(0..64, Read);
+        assert!(!h.try_hold(0..64, Write), "32..8192 still overlaps");
+        h.release(32..8192, Read);
+        assert!(h.try_hold(0..64, Write));
+        for (r, a) in [
+            (0..64, Write),
+            (8192..16384, Write),
+            (10..10, Write),
+            (16384..16385, Write),
+        ] {
+            assert!(!h.is_empty());
+            h.release(r, a);
+        }
+        assert!(h.is_empty());
+        // releasing what is not held changes nothing
+        h.release(0..1, Read);
+        assert!(h.is_empty());
+    }
+
+    #[test]
     fn queue_depth_keeps_the_cq_within_the_device_limit() {
         assert_eq!(queue_depth(128, 16384, 1 << 20, 1), Ok(128));
         assert_eq!(queue_depth(128, 64, 1 << 20, 1), Ok(64));
@@ -519,10 +613,11 @@ mod tests {
     }
 
     /// Two ranks, each sending `n` messages to the other over a message QP whose
-    /// receiver keeps `depth` receives posted, holds some messages (eager messages
-    /// that arrive before their receive) and re-posts late, in a random order of
-    /// events: no message ever finds the receive queue empty, and everything
-    /// arrives (no credit deadlock).
+    /// receiver keeps `depth` receives posted and re-posts late, in a random order
+    /// of events: no message ever finds the receive queue empty, and everything
+    /// arrives (no credit deadlock). Eager messages that arrive before their
+    /// receive are copied out and their slots re-posted like any other (see
+    /// `held_messages_never_keep_credits` for why they may not keep them).
     #[test]
     fn credits_never_overrun_the_receive_queue_and_never_deadlock() {
         #[derive(Clone, Copy)]
@@ -534,7 +629,6 @@ mod tests {
             credits: Credits,
             to_send: usize,
             posted: u32,
-            held: u32,
             unreposted: u32,
             received: usize,
             wire: std::collections::VecDeque<Msg>,
@@ -554,7 +648,6 @@ mod tests {
                         credits: Credits::new(depth, depth),
                         to_send: n,
                         posted: depth,
-                        held: 0,
                         unreposted: 0,
                         received: 0,
                         wire: Default::default(),
@@ -566,7 +659,7 @@ mod tests {
                     assert!(idle < 10_000, "depth {depth}: no progress (deadlock)");
                     let me = rand(2) as usize;
                     let other = 1 - me;
-                    match rand(4) {
+                    match rand(3) {
                         // send data or a credit message
                         0 => {
                             let s = &mut sides[me];
@@ -592,21 +685,13 @@ mod tests {
                                 Msg::Data(c) => {
                                     s.credits.granted(c);
                                     s.received += 1;
-                                    // an eager message before its receive: held
-                                    if rand(3) == 0 {
-                                        s.held += 1;
-                                    } else {
-                                        s.unreposted += 1;
-                                    }
                                 }
-                                Msg::Credit(c) => {
-                                    s.credits.granted(c);
-                                    s.unreposted += 1;
-                                }
+                                Msg::Credit(c) => s.credits.granted(c),
                             }
+                            s.unreposted += 1;
                         }
                         // the receiver polls: re-posts what it has handled
-                        2 => {
+                        _ => {
                             let s = &mut sides[me];
                             if s.unreposted == 0 {
                                 continue;
@@ -615,15 +700,6 @@ mod tests {
                             s.posted += 1;
                             s.credits.reposted();
                         }
-                        // an irecv matches a held message
-                        _ => {
-                            let s = &mut sides[me];
-                            if s.held == 0 {
-                                continue;
-                            }
-                            s.held -= 1;
-                            s.unreposted += 1;
-                        }
                     }
                     idle = 0;
                 }
@@ -631,6 +707,131 @@ mod tests {
                     assert_eq!((s.received, s.to_send), (n, 0));
                 }
             }
+        }
+    }
+
+    /// What a receiver does with an eager message that arrives before its receive.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Early {
+        /// Keeps it in its slot until the receive is posted (the slot, and the
+        /// sender's credit, stay taken meanwhile): the behaviour before the fix.
+        KeepsSlot,
+        /// Copies it out and re-posts the slot at once (the transport's behaviour).
+        CopiesOut,
+    }
+
+    /// Second review of the credits, finding 1. Rank A sends eager messages to B
+    /// until its credits run out (`depth - 1` of them), then must advertise a
+    /// rendezvous receive (a message that takes a credit too); rank B receives
+    /// nothing until its rendezvous send to A has completed, that is, until A's
+    /// advertisement arrived. Returns whether both finish; every step either side
+    /// can take is taken until none is left.
+    fn held_eager_scenario(depth: u32, early: Early) -> bool {
+        #[derive(Clone, Copy, PartialEq, Eq)]
+        enum Msg {
+            Eager(u32),
+            Advert(u32),
+            Credit(u32),
+        }
+        let mut a = Credits::new(depth, depth);
+        let mut b = Credits::new(depth, depth);
+        let eager = depth as usize - 1;
+        let (mut a_sent, mut advertised) = (0, false);
+        let mut to_b = std::collections::VecDeque::new();
+        let mut to_a = std::collections::VecDeque::new();
+        // B's side: messages in slots not yet re-posted, kept in their slots,
+        // copied out; whether A's advertisement (and so B's send) got through;
+        // eager messages B has received through its receives
+        let (mut b_unreposted, mut b_kept, mut b_copied) = (0u32, 0u32, 0u32);
+        let (mut b_advert, mut b_delivered) = (false, 0usize);
+        let mut a_unreposted = 0u32;
+        loop {
+            let mut progressed = false;
+            // A: eager messages first, then the advertisement; credits otherwise
+            if a.can_send_data() && a_sent < eager {
+                a_sent += 1;
+                to_b.push_back(Msg::Eager(a.consume(true)));
+                progressed = true;
+            } else if a.can_send_data() && a_sent == eager && !advertised {
+                advertised = true;
+                to_b.push_back(Msg::Advert(a.consume(true)));
+                progressed = true;
+            } else if a.credit_due() {
+                to_b.push_back(Msg::Credit(a.consume(true)));
+                progressed = true;
+            }
+            // B sends nothing on the message QP but credit messages
+            if b.credit_due() {
+                to_a.push_back(Msg::Credit(b.consume(true)));
+                progressed = true;
+            }
+            if let Some(msg) = to_b.pop_front() {
+                match msg {
+                    Msg::Eager(c) => {
+                        b.granted(c);
+                        match early {
+                            Early::KeepsSlot => b_kept += 1,
+                            Early::CopiesOut => {
+                                b_copied += 1;
+                                b_unreposted += 1;
+                            }
+                        }
+                    }
+                    Msg::Advert(c) => {
+                        b.granted(c);
+                        b_advert = true;
+                        b_unreposted += 1;
+                    }
+                    Msg::Credit(c) => {
+                        b.granted(c);
+                        b_unreposted += 1;
+                    }
+                }
+                progressed = true;
+            }
+            if let Some(Msg::Credit(c)) = to_a.pop_front() {
+                a.granted(c);
+                a_unreposted += 1;
+                progressed = true;
+            }
+            // B's send completed: it posts the eager receives, which take the
+            // messages out of their slots or copies
+            if b_advert && (b_kept > 0 || b_copied > 0) {
+                b_delivered += (b_kept + b_copied) as usize;
+                b_unreposted += b_kept;
+                (b_kept, b_copied) = (0, 0);
+                progressed = true;
+            }
+            for (unreposted, credits) in [(&mut a_unreposted, &mut a), (&mut b_unreposted, &mut b)]
+            {
+                while *unreposted > 0 {
+                    *unreposted -= 1;
+                    credits.reposted();
+                    progressed = true;
+                }
+            }
+            if b_advert && b_delivered == eager {
+                return true;
+            }
+            if !progressed {
+                return false;
+            }
+        }
+    }
+
+    #[test]
+    fn held_messages_never_keep_credits() {
+        for depth in [MIN_QUEUE_DEPTH, 5, 8, 16, 128] {
+            // the reviewer's deadlock: A is left with its one reserved credit, B
+            // owes nothing, and waits for an advertisement that cannot come
+            assert!(
+                !held_eager_scenario(depth, Early::KeepsSlot),
+                "depth {depth}"
+            );
+            assert!(
+                held_eager_scenario(depth, Early::CopiesOut),
+                "depth {depth}"
+            );
         }
     }
 
