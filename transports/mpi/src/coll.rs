@@ -202,7 +202,11 @@ impl MpiTransport {
         let len = count(region.len)?;
         // Checked against pending operations before any reference to the bytes is
         // made (`start` then holds them).
-        let ptr = self.pool.region_for_write(region)?.as_mut_ptr().cast::<c_void>();
+        let ptr = self
+            .pool
+            .region_for_write(region)?
+            .as_mut_ptr()
+            .cast::<c_void>();
         let comm = self.comm.index;
         let op = Op::Coll {
             name: "MPI_Ibcast",
