@@ -254,6 +254,14 @@ fn noise(xs: &[f64], ys: &[f64], opts: &SegmentOptions) -> Vec<f64> {
         .collect()
 }
 
+/// [`noise`] of each of `series` over its first `n` points.
+fn noise_levels(xs: &[f64], series: &[&[f64]], n: usize, opts: &SegmentOptions) -> Vec<Vec<f64>> {
+    series
+        .iter()
+        .map(|ys| noise(&xs[..n], &ys[..n], opts))
+        .collect()
+}
+
 /// The optimal segmentation of `(xs, ys)` (`xs` ascending).
 pub fn detect(xs: &[f64], ys: &[f64], opts: &SegmentOptions) -> Segmentation {
     let n = xs.len().min(ys.len());
@@ -349,10 +357,7 @@ pub fn best_subset(
 /// several series, a change small in each but present in all still pays.
 pub fn detect_joint(xs: &[f64], series: &[&[f64]], opts: &SegmentOptions) -> Vec<usize> {
     let n = series.iter().fold(xs.len(), |n, ys| n.min(ys.len()));
-    let sigmas: Vec<Vec<f64>> = series
-        .iter()
-        .map(|ys| noise(&xs[..n], &ys[..n], opts))
-        .collect();
+    let sigmas = noise_levels(xs, series, n, opts);
     let m = opts.min_points.max(3);
     if n < 2 * m || series.is_empty() {
         return Vec::new();
@@ -467,10 +472,7 @@ fn series_costs<R>(
     opts: &SegmentOptions,
     body: impl FnOnce(&dyn Fn(usize, usize, usize) -> f64) -> R,
 ) -> R {
-    let sigmas: Vec<Vec<f64>> = series
-        .iter()
-        .map(|ys| noise(&xs[..n], &ys[..n], opts))
-        .collect();
+    let sigmas = noise_levels(xs, series, n, opts);
     let cost = |k: usize, a: usize, b: usize| -> f64 {
         if b < a + 3 {
             return 0.0;
@@ -497,10 +499,7 @@ pub fn best_subset_joint(
     cuts.sort_unstable();
     cuts.dedup();
     cuts.push(n);
-    let sigmas: Vec<Vec<f64>> = series
-        .iter()
-        .map(|ys| noise(&xs[..n], &ys[..n], opts))
-        .collect();
+    let sigmas = noise_levels(xs, series, n, opts);
     let cost = |a: usize, b: usize| -> f64 {
         if b < a + 3 {
             return 0.0;
@@ -523,10 +522,7 @@ pub fn refine(
     opts: &SegmentOptions,
 ) -> Vec<usize> {
     let n = series.iter().fold(xs.len(), |n, ys| n.min(ys.len()));
-    let sigmas: Vec<Vec<f64>> = series
-        .iter()
-        .map(|ys| noise(&xs[..n], &ys[..n], opts))
-        .collect();
+    let sigmas = noise_levels(xs, series, n, opts);
     let m = opts.min_points.max(3);
     let cost = |a: usize, b: usize| -> f64 {
         series
@@ -567,10 +563,7 @@ pub fn refine(
 /// step.
 pub fn steps(xs: &[f64], series: &[&[f64]], starts: &[usize], opts: &SegmentOptions) -> Vec<f64> {
     let n = series.iter().fold(xs.len(), |n, ys| n.min(ys.len()));
-    let sigmas: Vec<Vec<f64>> = series
-        .iter()
-        .map(|ys| noise(&xs[..n], &ys[..n], opts))
-        .collect();
+    let sigmas = noise_levels(xs, series, n, opts);
     let bounds: Vec<usize> = std::iter::once(0)
         .chain(starts.iter().copied())
         .chain(std::iter::once(n))
@@ -653,10 +646,7 @@ pub fn without_detours(
     opts: &SegmentOptions,
 ) -> Vec<usize> {
     let n = series.iter().fold(xs.len(), |n, ys| n.min(ys.len()));
-    let sigmas: Vec<Vec<f64>> = series
-        .iter()
-        .map(|ys| noise(&xs[..n], &ys[..n], opts))
-        .collect();
+    let sigmas = noise_levels(xs, series, n, opts);
     let price = joint_penalty(n, series.len(), opts);
     let full = |xs: &[f64], ys: &[f64], sigma: &[f64]| {
         segment_cost(xs, ys, sigma, f64::INFINITY).map(|(_, c)| c)
