@@ -42,8 +42,9 @@
 //! trip `PRTT(1,0,s)` and as steps in `o_s` and `o_r`, while the gap per message
 //! hardly moves or moves by less than its noise. [`detect_joint`] therefore cuts
 //! several series measured at the same sizes at once (in [`super::loggp`]: the gap,
-//! `PRTT(1,0,s)`, `o_s`, `o_r` and the send with a late receiver): multiple change-point detection with a shared
-//! set of change points over a multivariate cost (the "segment neighbourhood" /
+//! `PRTT(1,0,s)`, `o_s`, `o_r` and the send with a late receiver): multiple
+//! change-point detection with a shared set of change points over a multivariate
+//! cost (the "segment neighbourhood" /
 //! optimal partitioning recursion of Jackson et al. 2005, "An algorithm for optimal
 //! partitioning of data on an interval", with a BIC penalty as in Yao 1988,
 //! "Estimating the number of change-points via Schwarz' criterion"). Each series is
@@ -67,8 +68,8 @@
 //! - a change is kept only if the two lines are apart at the boundary by
 //!   `min_step` (2) noise levels in at least one series ([`keep_steps`]), the
 //!   noise level there being the fits' residual scale floored at `step_floor`
-//!   (10%) of the value
-//!   (not the local estimate, which the kink itself inflates): a switch changes
+//!   (10%) of the value (not the local estimate, which the kink itself
+//!   inflates): a switch changes
 //!   the time of a message at once, a cache bend or a drifting load does not.
 //!   [`shown_by`] names the series in which each kept change shows.
 //!
