@@ -38,7 +38,7 @@ pub enum Kind {
     Join = 1,
     /// Rank 0 refuses a join (payload: reason, UTF-8).
     Refuse = 2,
-    /// Rank 0 sends the full table once every rank has joined (payload: [`Table`]).
+    /// Rank 0 sends the full table once every rank has joined (payload: [`encode_table`]).
     Table = 3,
     /// A barrier message (payload: [`Control`] with no data).
     Barrier = 16,

@@ -5,9 +5,9 @@
 //! copies of itself and waits) or one rank of a job, a [`World`] with a
 //! [`ngauge_transport::Control`] over the TCP connections made at rendezvous. No MPI
 //! library is involved: under `mpirun`/`srun` the rank and size come from the
-//! launcher's environment ([`env`]).
+//! launcher's environment ([`env`](mod@env)).
 //!
-//! Modules, one job each: [`env`] (launcher environments, job-id derivations),
+//! Modules, one job each: [`env`](mod@env) (launcher environments, job-id derivations),
 //! [`hostlist`] (Slurm host lists), [`frame`] (the wire format and its checked
 //! decoder), [`wire`] (whole frames on blocking sockets), [`rendezvous`] (joining),
 //! [`control`] (barrier/broadcast/gather), [`local`] (the local launcher), [`world`]

@@ -350,7 +350,7 @@ pub fn best_subset(
 /// a segment the sum of the series' costs (each series scaled by its own noise
 /// level, so a series with larger noise counts for no more), and BIC's price per
 /// segment for `k` series (a start plus an intercept and a slope per series, see
-/// [`joint_penalty`]; `3 ln N * factor` for one series, as in [`detect`]).
+/// `joint_penalty`; `3 ln N * factor` for one series, as in [`detect`]).
 ///
 /// A protocol switch shows in different series on different paths: a switch to
 /// rendezvous adds a handshake to the round-trip time `PRTT(1,0,s)` while the gap
