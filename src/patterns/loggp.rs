@@ -48,6 +48,9 @@ use crate::stats::Summary;
 use ngauge_transport::{BufferId, Control, ControlError, Rank, Transport, TransportError};
 use serde::Serialize;
 
+#[cfg(test)]
+mod sim;
+
 /// Which delay `d` to use for `PRTT(n,d,s)` (sec. 2.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DelayChoice {
