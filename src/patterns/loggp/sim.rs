@@ -649,6 +649,52 @@ mod tests {
         }
     }
 
+    /// The paper's check (sec. 3) in the network it is for, "a very low latency L
+    /// and a very high gap g": where `G_all` exceeds eq. (1), back-to-back round
+    /// trips are bound by the sender's gap, so the measured `PRTT(1,0,s)`, and
+    /// with it `d`, is `G_all` itself and the model's `d <= G_all` holds with
+    /// equality (deterministic here; under noise it is a coin toss). Eq. (5)
+    /// survives, since both PRTTs start behind the same gap.
+    #[test]
+    fn a_gap_bound_network_is_warned_about() {
+        let fast_wire = LogGp {
+            l_ps: ns(1000),
+            os_ps: ns(500),
+            or_ps: ns(500),
+            g_ps: ns(10_000),
+            big_g_ps: 800,
+            rendezvous: false,
+        };
+        let net = Network {
+            protocols: vec![(1, fast_wire)],
+        };
+        let params = params(vec![1, 1024, 4096, 8192, 16384, 32768]);
+        let result = sweep(&net, &params);
+        let mut bound = Vec::new();
+        for point in &result.points {
+            let s = point.size;
+            let (eq1, gap) = (prtt1(&fast_wire, s), gap_all(&fast_wire, s));
+            if eq1 <= gap {
+                bound.push(s);
+            }
+            let what = format!("PRTT(1,0,s) at {s} B");
+            close(&what, point.prtt_1_0_us.median, us(eq1.max(gap)));
+            close("d", point.d_us, us(eq1.max(gap)));
+        }
+        assert_eq!(bound, vec![1, 1024, 4096]);
+        let opts = AssessOptions {
+            n: params.n,
+            ..AssessOptions::default()
+        };
+        let a = assess(&samples(&result.points), &opts).unwrap();
+        close("g", a.ranges[0].g_us, us(fast_wire.g_ps));
+        close("G", a.ranges[0].big_g_us_per_byte, us(fast_wire.big_g_ps));
+        assert_eq!(
+            a.warnings,
+            vec![crate::model::loggp::ModelWarning::DelayTooShort { sizes: bound }]
+        );
+    }
+
     #[test]
     fn the_virtual_world_does_not_depend_on_the_scheduler() {
         let net = Network {
