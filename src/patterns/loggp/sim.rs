@@ -522,15 +522,28 @@ mod tests {
         let s = point.size;
         let p = net.at(s);
         let n1 = params.n as u64 - 1;
-        let d = prtt1(&p, s);
+        let rtt = prtt1(&p, s);
+        // Eq. (2) with n = 2 for the fallback d_G = PRTT(2,0,s).
+        let rtt2 = rtt + gap_all(&p, s);
+        let d = match params.delay {
+            DelayChoice::OneRtt => rtt,
+            DelayChoice::TwoRtt => rtt2,
+        };
         let what = |name: &str| format!("{name} at {s} B");
+        if let Some(two) = &point.prtt_2_0_us {
+            close(&what("PRTT(2,0,s)"), two.median, us(rtt2));
+        }
+        assert_eq!(
+            point.prtt_2_0_us.is_some(),
+            params.delay == DelayChoice::TwoRtt
+        );
         for (name, summary, want) in [
-            ("PRTT(1,0,s)", &point.prtt_1_0_us, d),
-            ("PRTT(n,0,s)", &point.prtt_n_0_us, d + n1 * gap_all(&p, s)),
+            ("PRTT(1,0,s)", &point.prtt_1_0_us, rtt),
+            ("PRTT(n,0,s)", &point.prtt_n_0_us, rtt + n1 * gap_all(&p, s)),
             (
                 "PRTT(n,d,s)",
                 &point.prtt_n_d_us,
-                d + n1 * (send_call(&p) + d),
+                rtt + n1 * (send_call(&p) + d),
             ),
             ("o_r", &point.or_us, timed_or(&p, s)),
             ("send_late", &point.send_late_us, send_late(net, s, d)),
@@ -647,6 +660,34 @@ mod tests {
             check_range(eager, &EAGER);
             check_range(rendezvous, &RENDEZVOUS);
         }
+    }
+
+    /// The fallback `d_G = PRTT(2,0,s)` (sec. 2.3) gives the same parameters in
+    /// both protocols.
+    #[test]
+    fn the_two_round_trip_delay_gives_the_same_parameters() {
+        let net = Network {
+            protocols: vec![(1, EAGER), (SWITCH, RENDEZVOUS)],
+        };
+        let mut sizes: Vec<u64> = vec![1, 2, 4];
+        sizes.extend((1..=8).map(|k| k * 4096));
+        let params = Params {
+            delay: DelayChoice::TwoRtt,
+            ..params(sizes)
+        };
+        let result = sweep(&net, &params);
+        for point in &result.points {
+            check_point(&net, &params, point);
+        }
+        let opts = AssessOptions {
+            n: params.n,
+            detector: Detector::Segmented(SegmentOptions::default()),
+            ..AssessOptions::default()
+        };
+        let a = assess(&samples(&result.points), &opts).unwrap();
+        assert_eq!(a.changes, vec![SWITCH]);
+        check_range(&a.ranges[0], &EAGER);
+        check_range(&a.ranges[1], &RENDEZVOUS);
     }
 
     /// The paper's check (sec. 3) in the network it is for, "a very low latency L
