@@ -32,6 +32,20 @@ pub trait Clock {
     fn now(&self) -> Ticks;
     /// Ticks per second.
     fn rate(&self) -> TickRate;
+    /// Spins until this clock reads `deadline` or later; returns the reading that
+    /// ended the wait. The default busy-waits on [`Clock::now`]; a virtual clock in
+    /// a test overrides it to jump to the deadline, exactly and without millions of
+    /// reads (see [`spin_until`]).
+    #[inline]
+    fn spin_until(&self, deadline: Ticks) -> Ticks {
+        loop {
+            let now = self.now();
+            if now >= deadline {
+                return now;
+            }
+            std::hint::spin_loop();
+        }
+    }
 }
 
 /// An injected clock error: this rank's readings are shifted by
@@ -123,15 +137,12 @@ impl Clock for SystemClock {
 
 /// Spins until `clock` reaches `deadline` (for the busy-waits of PRTT's `d` and of
 /// window-based starts). Returns the reading that ended the wait.
+///
+/// Calls [`Clock::spin_until`]: a busy loop on [`Clock::now`] for every clock but
+/// the virtual ones of tests, whose time advances only by what the test charges.
 #[inline]
 pub fn spin_until<C: Clock + ?Sized>(clock: &C, deadline: Ticks) -> Ticks {
-    loop {
-        let now = clock.now();
-        if now >= deadline {
-            return now;
-        }
-        std::hint::spin_loop();
-    }
+    clock.spin_until(deadline)
 }
 
 #[cfg(test)]

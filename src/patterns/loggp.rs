@@ -22,6 +22,11 @@
 //!   sizes: no MPI and no side messages in a timed region. Every rank converts its
 //!   own ticks to microseconds before sending them (and `d` travels in
 //!   nanoseconds), since ranks on other hosts count ticks at other rates.
+//!   Under a rendezvous protocol the message cannot arrive before the receive is
+//!   posted, so the timed receive also holds the handshake and the transfer
+//!   (`o_r + 2L + (s-1)G` in LogGP terms, exactly so in the simulated world of
+//!   `sim.rs`): such a range's `o_r` grows with `s`, and its `o_s` from eq. (4) is
+//!   the whole blocking send call, handshake included (`o_s + 2L`).
 //! - The send with a late receiver (not in the paper; a protocol probe): in the same
 //!   `o_r` rounds the client times its send call, which starts while the server is
 //!   still spinning (about `1.5 d_G` before it posts the receive). A buffered
@@ -47,6 +52,9 @@ use crate::model::loggp::Sample;
 use crate::stats::Summary;
 use ngauge_transport::{BufferId, Control, ControlError, Rank, Transport, TransportError};
 use serde::Serialize;
+
+#[cfg(test)]
+mod sim;
 
 /// Which delay `d` to use for `PRTT(n,d,s)` (sec. 2.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
