@@ -4,10 +4,11 @@
 //! ```text
 //! mpirun -np 4 ngauge-mpi-check            every check
 //! ngauge-mpi-check --require-launcher      fails outside mpirun (tests the error)
-//! mpirun -np 2 ngauge-mpi-check --pingpong SIZE REPS
+//! mpirun -np 2 ngauge-mpi-check --pingpong SIZE REPS WARMUP [native]
 //!                                          the backend's ping-pong, timed like
-//!                                          benches/c/mpi_pingpong.c (for the
-//!                                          benchmark script, not a test)
+//!                                          benches/c/mpi_pingpong.c (for
+//!                                          benchmarks, not a test); `native`: the
+//!                                          transport's own loop (x86-64)
 //! ```
 //!
 //! Each check moves data whose every byte is known (a function of size, rank and
@@ -714,7 +715,8 @@ fn main() {
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(default)
         };
-        bench_pingpong(num(1, 1), num(2, 100_000), num(3, 10_000));
+        let native = args.get(at + 4).is_some_and(|a| a == "native");
+        bench_pingpong(num(1, 1), num(2, 100_000), num(3, 10_000), native);
         return;
     }
     let mpi = match Mpi::init() {
@@ -829,14 +831,45 @@ fn drop_pending(mpi: Arc<Mpi>) {
 /// The same loop as `benches/c/mpi_pingpong.c`, through [`MpiTransport`]: every round
 /// trip timed on rank 0 with `CLOCK_MONOTONIC_RAW` semantics (`Instant`), half of it
 /// recorded; prints the same line.
-fn bench_pingpong(bytes: usize, reps: usize, warmup: usize) {
+fn bench_pingpong(bytes: usize, reps: usize, warmup: usize, native: bool) {
     let mpi = Mpi::init().expect("MPI_Init_thread");
     let mut t = MpiTransport::new(&mpi, MpiOptions::default()).expect("the MPI transport");
     let buf = t.alloc_buffer(bytes.max(4096)).expect("buffer");
     let region = buf.prefix(bytes);
     let mut half = vec![0f64; reps];
     t.barrier().expect("barrier");
-    for i in 0..warmup + reps {
+    if native {
+        #[cfg(target_arch = "x86_64")]
+        {
+            // Ticks per ns over the loop, as the C program computes them.
+            let start = std::time::Instant::now();
+            // SAFETY: `rdtsc` only reads the time-stamp counter.
+            let tsc0 = unsafe { core::arch::x86_64::_rdtsc() };
+            let mut ticks = vec![0u64; reps];
+            let role = match t.rank() {
+                0 => NativeRole::Initiator {
+                    warmup,
+                    ticks: &mut ticks,
+                },
+                1 => NativeRole::Responder {
+                    round_trips: warmup + reps,
+                },
+                _ => NativeRole::Responder { round_trips: 0 },
+            };
+            if t.rank() < 2 {
+                let peer = 1 - t.rank();
+                let r = t.native_round_trips(peer, region, region, role);
+                r.expect("a native loop in poll mode").expect("native loop");
+            }
+            // SAFETY: as above.
+            let tsc1 = unsafe { core::arch::x86_64::_rdtsc() };
+            let per_ns = (tsc1 - tsc0) as f64 / start.elapsed().as_nanos() as f64;
+            for (h, &t) in half.iter_mut().zip(&ticks) {
+                *h = t as f64 / per_ns / 2.0;
+            }
+        }
+    }
+    for i in 0..if native { 0 } else { warmup + reps } {
         match t.rank() {
             0 => {
                 let t0 = std::time::Instant::now();
