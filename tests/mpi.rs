@@ -185,6 +185,67 @@ mod with_mpi {
                 .is_some_and(|t| t.len() == 2),
             "{doc}"
         );
+        if cfg!(target_arch = "x86_64") {
+            assert_eq!(
+                doc["meta"]["timing_loop"], "mpi=native,tcp=generic",
+                "{doc}"
+            );
+        }
+    }
+
+    /// `-t mpi pingpong`: MPI in poll mode times with its native loop (the shim's
+    /// MPI_Send/MPI_Recv between TSC readings, on x86-64), `--native-loop off` and
+    /// `--wait block` with ngauge's generic loop; every way gives intact payloads and
+    /// ordered, positive latencies for every size, and `meta` and every record say
+    /// which loop measured.
+    #[test]
+    fn pingpong_over_mpi_uses_the_native_loop_in_poll_mode() {
+        if skip() {
+            return;
+        }
+        let native = if cfg!(target_arch = "x86_64") {
+            "native"
+        } else {
+            "generic"
+        };
+        for (extra, timing_loop) in [
+            (&[][..], native),
+            (&["--native-loop", "off"][..], "generic"),
+            (&["--wait", "block"][..], "generic"),
+        ] {
+            let mut args = vec![
+                "-t", "mpi", "pingpong", "--sizes", "0,1,64K", "--reps", "300", "--warmup", "30",
+                "--check", "--json",
+            ];
+            args.extend_from_slice(extra);
+            let out = run_with_limit(mpirun(2, &args), Duration::from_secs(120));
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{extra:?}: stderr: {stderr}");
+            let doc: serde_json::Value =
+                serde_json::from_slice(&out.stdout).expect("one JSON document from rank 0 only");
+            assert_eq!(
+                doc["meta"]["timing_loop"],
+                format!("mpi={timing_loop}"),
+                "{extra:?}: {doc}"
+            );
+            let results = doc["results"].as_array().expect("results");
+            assert_eq!(results.len(), 3, "{doc}");
+            for r in results {
+                assert_eq!(r["timing_loop"], timing_loop, "{extra:?}: {r}");
+                assert_eq!(r["data_check"], true, "{r}");
+                assert_eq!(r["reps"], 300, "{r}");
+                let h = &r["half_rtt_us"];
+                let (min, median, max) = (
+                    h["min"].as_f64().unwrap(),
+                    h["median"].as_f64().unwrap(),
+                    h["max"].as_f64().unwrap(),
+                );
+                assert!(
+                    min > 0.0 && min <= median && median <= max && max.is_finite(),
+                    "{extra:?}: {r}"
+                );
+            }
+        }
     }
 
     /// `-t mpi,tcp loggp`: both transports fitted, the comparison to tcp present, and

@@ -46,6 +46,15 @@ pub trait Clock {
             std::hint::spin_loop();
         }
     }
+
+    /// True when [`Clock::now`] returns the raw time-stamp counter as `read_tsc`
+    /// reads it (`rdtscp; lfence`, nothing added): then readings a transport takes
+    /// with the same instructions (`Transport::native_round_trips`) are ticks of
+    /// this clock. False by default (test clocks, skewed clocks,
+    /// `CLOCK_MONOTONIC_RAW`).
+    fn raw_tsc(&self) -> bool {
+        false
+    }
 }
 
 /// An injected clock error: this rank's readings are shifted by
@@ -133,6 +142,9 @@ impl Clock for SystemClock {
     fn rate(&self) -> TickRate {
         self.rate
     }
+    fn raw_tsc(&self) -> bool {
+        self.source == TimerSource::Rdtscp && self.skew.is_none()
+    }
 }
 
 /// Spins until `clock` reaches `deadline` (for the busy-waits of PRTT's `d` and of
@@ -194,6 +206,22 @@ mod tests {
             epoch: Ticks(u64::MAX),
         };
         assert_eq!(late.apply(Ticks(u64::MAX - 5)), Ticks(u64::MAX));
+    }
+
+    #[test]
+    fn only_an_unskewed_rdtscp_clock_is_the_raw_tsc() {
+        let rate = TickRate::new(1e9);
+        let mono = SystemClock::new(TimerSource::MonotonicRaw, rate);
+        assert!(!mono.raw_tsc());
+        let tsc = SystemClock::new(TimerSource::Rdtscp, rate);
+        assert!(tsc.raw_tsc());
+        let skewed = tsc.with_skew(Some(Skew {
+            offset_ticks: 5.0,
+            drift: 0.0,
+            epoch: Ticks(0),
+        }));
+        assert!(!skewed.raw_tsc());
+        assert!(skewed.with_skew(None).raw_tsc());
     }
 
     #[test]

@@ -214,6 +214,7 @@ pub fn run(global: &GlobalArgs, args: &PingpongArgs) -> anyhow::Result<()> {
                 reps: args.reps as usize,
                 warmup: args.warmup as usize,
                 check: args.check,
+                native_loop: args.native_loop,
             };
             let wait = sweeps[i].wait;
             let results = pingpong::run(
@@ -262,6 +263,7 @@ pub fn run(global: &GlobalArgs, args: &PingpongArgs) -> anyhow::Result<()> {
             );
             meta.transport = global.transport.iter().map(|t| t.as_str().into()).collect();
             meta.wait = Some(waits.join(","));
+            meta.timing_loop = Some(timing_loops(&sweeps));
             meta.launcher = world.env.kind.describe().into();
             meta.np = world.size;
             meta.pinning = cores;
@@ -317,6 +319,21 @@ pub fn run(global: &GlobalArgs, args: &PingpongArgs) -> anyhow::Result<()> {
         }
         Ok(())
     })
+}
+
+/// `meta.timing_loop`: per transport the loop(s) that timed its sizes
+/// (`mpi=native,tcp=generic`; `a+b` if they differed, which no transport does).
+fn timing_loops(sweeps: &[Sweep]) -> String {
+    sweeps
+        .iter()
+        .map(|s| {
+            let mut loops: Vec<&str> = s.results.iter().map(|r| r.timing_loop.as_str()).collect();
+            loops.sort_unstable();
+            loops.dedup();
+            format!("{}={}", s.transport, loops.join("+"))
+        })
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// The human table of one sweep.

@@ -57,6 +57,10 @@ pub struct Meta {
     pub transport: Vec<String>,
     /// Wait mode per transport (`poll` or `block`), when one was used.
     pub wait: Option<String>,
+    /// `pingpong`: the loop that timed the round trips, per transport
+    /// (`mpi=native,tcp=generic`; see `patterns::pingpong`). Absent elsewhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timing_loop: Option<String>,
     /// Launcher that started the ranks (`local`, `mpirun (Open MPI)`, `srun`, ...).
     pub launcher: String,
     /// Number of ranks.
@@ -88,6 +92,7 @@ impl Meta {
             kernel: uname.release().to_string_lossy().into_owned(),
             transport: Vec::new(),
             wait: None,
+            timing_loop: None,
             launcher: "none".into(),
             np: 1,
             pinning: Vec::new(),

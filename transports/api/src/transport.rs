@@ -92,6 +92,26 @@ pub struct Counters {
     pub entries: Vec<(&'static str, u64)>,
 }
 
+/// This rank's part in [`Transport::native_round_trips`].
+#[derive(Debug)]
+pub enum NativeRole<'a> {
+    /// Sends first. Runs `warmup` untimed round trips, then one timed round trip per
+    /// entry of `ticks` and stores in it the raw time-stamp counter difference
+    /// `t1 - t0` around the send and the receive.
+    Initiator {
+        /// Untimed round trips before the timed ones.
+        warmup: usize,
+        /// One slot per timed round trip, filled with its duration in TSC ticks.
+        ticks: &'a mut [u64],
+    },
+    /// Receives first and answers, `round_trips` times (the initiator's warmup plus
+    /// its timed round trips).
+    Responder {
+        /// Round trips to answer.
+        round_trips: usize,
+    },
+}
+
 /// Point-to-point messaging between the ranks of a job.
 ///
 /// All operations move a whole message of `region.len` bytes; the receiver posts the
@@ -166,6 +186,34 @@ pub trait Transport {
             }
         }
         Ok(())
+    }
+
+    /// A timed ping-pong loop run by the transport itself, so that the timed region
+    /// holds what a C benchmark's does (the library's send and receive between two
+    /// counter readings) and none of this trait's per-message checks: `send` to
+    /// `peer` from `send`, receive exactly `recv.len` bytes from `peer` into `recv`,
+    /// repeated as `role` says (the responder receives first, then sends).
+    ///
+    /// The initiator reads the time-stamp counter itself, with the same `rdtscp;
+    /// lfence` pair as ngauge's clock, and records raw TSC ticks. A caller may
+    /// therefore use this method only when its own clock's ticks are the raw TSC
+    /// (in ngauge: `Clock::raw_tsc`), or the figures would be in another unit.
+    ///
+    /// Returns `None` when the transport has no such loop (the default) or cannot run
+    /// it now (MPI in blocking wait mode, a CPU that is not x86-64 with `rdtscp`):
+    /// then nothing was sent or received, and the caller runs its own loop of
+    /// [`Transport::send`] and [`Transport::recv`]. `Some(Err(..))` reports the same
+    /// errors as `send` and `recv` would (a received size other than `recv.len` is
+    /// [`TransportError::SizeMismatch`]) and stops the loop where it failed.
+    fn native_round_trips(
+        &mut self,
+        peer: Rank,
+        send: Region,
+        recv: Region,
+        role: NativeRole<'_>,
+    ) -> Option<Result<(), TransportError>> {
+        let _ = (peer, send, recv, role);
+        None
     }
 
     /// Event counters (empty for transports that count nothing).

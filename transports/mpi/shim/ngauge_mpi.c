@@ -7,6 +7,10 @@
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <x86intrin.h>
+#endif
 
 /* Rust hands out 0x1 as the address of an empty buffer, and 0x1 is MPI_IN_PLACE in
  * Open MPI: every buffer goes through NZ, which swaps such addresses for a real one. */
@@ -214,6 +218,8 @@ void ngm_error_string(int code, char *buf, int cap) {
     case NGM_E_HANDLE: fixed = "unknown communicator or request handle"; break;
     case NGM_E_NOMEM: fixed = "out of memory in the MPI shim"; break;
     case NGM_E_ARG: fixed = "invalid argument to the MPI shim"; break;
+    case NGM_E_COUNT: fixed = "message shorter than the posted receive"; break;
+    case NGM_E_UNSUPPORTED: fixed = "not supported by this build or CPU"; break;
     default: break;
     }
     if (fixed) {
@@ -315,6 +321,89 @@ int ngm_irecv(int comm, void *buf, int len, int peer, int tag, int *req) {
     int slot, rc = reserve_req(1, &slot);
     if (rc) return rc;
     return started(MPI_Irecv(NZ(buf), len, MPI_BYTE, peer, tag, c, &reqs[slot]), slot, req);
+}
+
+/* The native ping-pong loop (see the header). Its timed region is the one of
+ * benches/c/mpi_pingpong.c: the same counter reading (rdtscp; lfence, as ngauge's
+ * clock), MPI_Send, MPI_Recv, the same reading. The only additions are the checks a
+ * C benchmark leaves to MPI_ERRORS_ARE_FATAL: MPI_Send's return code before the
+ * receive (a failed send must not wait for an answer), and, after the second
+ * reading, MPI_Recv's return code and the received length, read from the status as
+ * mpi.h defines it (status_bytes), so a short message is an error as in ngm_recv. */
+#if defined(__x86_64__)
+static inline unsigned long long tsc(void) {
+    unsigned aux;
+    unsigned long long t = __rdtscp(&aux);
+    _mm_lfence();
+    return t;
+}
+
+/* CPUID leaf 0x80000001, EDX bit 27: the rdtscp instruction. */
+static int has_rdtscp(void) {
+    static int known = -1;
+    if (known < 0) {
+        unsigned a = 0, b = 0, c = 0, d = 0;
+        known = __get_cpuid(0x80000001u, &a, &b, &c, &d) && (d & (1u << 27)) != 0;
+    }
+    return known;
+}
+#endif
+
+/* The outcome of a receive in the loop: NGM_OK, an error, or NGM_E_COUNT. */
+static inline int received(int rc, MPI_Status *status, int rlen, int *got, int *in_recv) {
+    if (__builtin_expect(rc != MPI_SUCCESS, 0)) {
+        *in_recv = 1;
+        return translate(rc);
+    }
+    int n = -1;
+    rc = status_bytes(status, &n);
+    if (__builtin_expect(rc != MPI_SUCCESS || n != rlen, 0)) {
+        *in_recv = 1;
+        *got = n;
+        return rc != MPI_SUCCESS ? rc : NGM_E_COUNT;
+    }
+    return NGM_OK;
+}
+
+int ngm_pingpong(int initiator, int peer, const void *sbuf, int slen, void *rbuf, int rlen,
+                 long long warmup, long long count, unsigned long long *ticks, int *got,
+                 int *in_recv) {
+    *got = -1;
+    *in_recv = 0;
+#if defined(__x86_64__)
+    if (!has_rdtscp()) return NGM_E_UNSUPPORTED;
+    NONNEG(slen);
+    NONNEG(rlen);
+    if (warmup < 0 || count < 0) return NGM_E_ARG;
+    void *s = NZ(sbuf), *r = NZ(rbuf);
+    MPI_Status status;
+    int rc;
+    if (initiator) {
+        for (long long i = -warmup; i < count; i++) {
+            unsigned long long t0 = tsc();
+            rc = MPI_Send(s, slen, MPI_BYTE, peer, 0, MPI_COMM_WORLD);
+            if (__builtin_expect(rc != MPI_SUCCESS, 0)) return rc;
+            rc = MPI_Recv(r, rlen, MPI_BYTE, peer, 0, MPI_COMM_WORLD, &status);
+            unsigned long long t1 = tsc();
+            if (i >= 0) ticks[i] = t1 - t0;
+            rc = received(rc, &status, rlen, got, in_recv);
+            if (__builtin_expect(rc != NGM_OK, 0)) return rc;
+        }
+    } else {
+        for (long long i = -warmup; i < count; i++) {
+            rc = MPI_Recv(r, rlen, MPI_BYTE, peer, 0, MPI_COMM_WORLD, &status);
+            rc = received(rc, &status, rlen, got, in_recv);
+            if (__builtin_expect(rc != NGM_OK, 0)) return rc;
+            rc = MPI_Send(s, slen, MPI_BYTE, peer, 0, MPI_COMM_WORLD);
+            if (__builtin_expect(rc != MPI_SUCCESS, 0)) return rc;
+        }
+    }
+    return NGM_OK;
+#else
+    (void)initiator, (void)peer, (void)sbuf, (void)slen, (void)rbuf, (void)rlen;
+    (void)warmup, (void)count, (void)ticks;
+    return NGM_E_UNSUPPORTED;
+#endif
 }
 
 /* Completes a test or wait. A request MPI freed (MPI_REQUEST_NULL) is retired here,

@@ -22,6 +22,8 @@ extern "C" {
 #define NGM_E_HANDLE (-2)   /* unknown communicator or request index */
 #define NGM_E_NOMEM (-3)    /* the shim's tables could not grow */
 #define NGM_E_ARG (-4)      /* unknown datatype or operation, negative length */
+#define NGM_E_COUNT (-5)    /* a message shorter than the receive posted (ngm_pingpong) */
+#define NGM_E_UNSUPPORTED (-6) /* not in this build or on this CPU (ngm_pingpong) */
 
 /* Thread levels for ngm_init (MPI_THREAD_SINGLE .. MPI_THREAD_MULTIPLE). */
 #define NGM_THREAD_SINGLE 0
@@ -77,6 +79,20 @@ int ngm_irecv(int comm, void *buf, int len, int peer, int tag, int *req);
  * successful receive, -1 for everything else. */
 int ngm_test(int req, int *done, int *got);
 int ngm_wait(int req, int *done, int *got);
+/* A ping-pong loop with peer on MPI_COMM_WORLD, tag 0, MPI_BYTE: what a C latency
+ * benchmark times, with nothing of ngauge's between the two counter readings.
+ * initiator != 0: warmup + count round trips of MPI_Send(sbuf, slen) then
+ *   MPI_Recv(rbuf, rlen), each between t0 = rdtscp; lfence and t1 = rdtscp; lfence;
+ *   round trip i >= warmup stores t1 - t0 in ticks[i - warmup] (count slots).
+ * initiator == 0: warmup + count round trips of MPI_Recv then MPI_Send (ticks unused).
+ * Stops at the first failure: a positive MPI code or NGM_E_TRUNCATE from either call,
+ * or NGM_E_COUNT with *got the length that arrived when a receive brought fewer
+ * than rlen bytes; *in_recv says whether the receive (1) or the send (0) failed.
+ * NGM_E_UNSUPPORTED, before any MPI call, off x86-64 or on a CPU without rdtscp. */
+int ngm_pingpong(int initiator, int peer, const void *sbuf, int slen, void *rbuf, int rlen,
+                 long long warmup, long long count, unsigned long long *ticks, int *got,
+                 int *in_recv);
+
 /* Number of requests in flight (for leak checks in tests). */
 int ngm_requests_in_flight(void);
 

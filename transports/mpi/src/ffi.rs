@@ -6,7 +6,7 @@
 //! the same functions exist as stubs that fail with [`E_NOT_BUILT`]; nothing calls
 //! them because `Mpi::init` refuses first.
 
-use std::os::raw::{c_char, c_double, c_int, c_void};
+use std::os::raw::{c_char, c_double, c_int, c_longlong, c_ulonglong, c_void};
 
 pub const OK: c_int = 0;
 pub const E_TRUNCATE: c_int = -1;
@@ -16,6 +16,10 @@ pub const E_HANDLE: c_int = -2;
 pub const E_NOMEM: c_int = -3;
 #[allow(dead_code)]
 pub const E_ARG: c_int = -4;
+/// `ngm_pingpong`: a message shorter than the receive posted.
+pub const E_COUNT: c_int = -5;
+/// `ngm_pingpong`: no native loop in this build or on this CPU.
+pub const E_UNSUPPORTED: c_int = -6;
 /// Stub builds only: the function does not exist in this build.
 #[allow(dead_code)]
 pub const E_NOT_BUILT: c_int = -100;
@@ -76,6 +80,7 @@ shim! {
     fn ngm_irecv(comm: c_int, buf: *mut c_void, len: c_int, peer: c_int, tag: c_int, req: *mut c_int) -> c_int;
     fn ngm_test(req: c_int, done: *mut c_int, got: *mut c_int) -> c_int;
     fn ngm_wait(req: c_int, done: *mut c_int, got: *mut c_int) -> c_int;
+    fn ngm_pingpong(initiator: c_int, peer: c_int, sbuf: *const c_void, slen: c_int, rbuf: *mut c_void, rlen: c_int, warmup: c_longlong, count: c_longlong, ticks: *mut c_ulonglong, got: *mut c_int, in_recv: *mut c_int) -> c_int;
     fn ngm_requests_in_flight() -> c_int;
 
     fn ngm_barrier(comm: c_int) -> c_int;

@@ -12,8 +12,8 @@
 use crate::ffi;
 use crate::runtime::{Caller, Comm, Mpi, MpiError};
 use ngauge_transport::{
-    Access, BufferId, BufferPool, Capabilities, Rank, Region, RequestId, Transport, TransportError,
-    WaitMode,
+    Access, BufferId, BufferPool, Capabilities, NativeRole, Rank, Region, RequestId, Transport,
+    TransportError, WaitMode,
 };
 use std::marker::PhantomData;
 use std::os::raw::{c_int, c_void};
@@ -244,6 +244,80 @@ impl MpiTransport {
         self.wait_blocking(request)
     }
 
+    /// [`Transport::native_round_trips`] in poll mode: checks everything `send` and
+    /// `recv` check, once, then lets the shim run the whole loop
+    /// (`ngm_pingpong`). `None` when the shim has no loop on this machine (it
+    /// returns before any MPI call).
+    fn native_loop(
+        &mut self,
+        peer: Rank,
+        send: Region,
+        recv: Region,
+        role: NativeRole<'_>,
+    ) -> Option<Result<(), TransportError>> {
+        let checked = (|| -> Result<_, TransportError> {
+            let peer_c = self.check_peer(peer)?;
+            let slen = count(send.len)?;
+            let rlen = count(recv.len)?;
+            // Bounds and holds of both regions are checked before either pointer is
+            // taken; the write pointer first, so no reference to the receive bytes
+            // outlives its raw pointer. The regions may overlap (one buffer for
+            // both): the shim never runs the send and the receive at once.
+            let rptr = self.pool.region_for_write(recv)?.as_mut_ptr();
+            let sptr = self.pool.region_for_read(send)?.as_ptr();
+            Ok((peer_c, slen, rlen, sptr, rptr))
+        })();
+        let (peer_c, slen, rlen, sptr, rptr) = match checked {
+            Ok(v) => v,
+            Err(e) => return Some(Err(e)),
+        };
+        let (initiator, warmup, rounds, ticks) = match role {
+            NativeRole::Initiator { warmup, ticks } => (1, warmup, ticks.len(), ticks.as_mut_ptr()),
+            NativeRole::Responder { round_trips } => (0, 0, round_trips, std::ptr::null_mut()),
+        };
+        let (Ok(warmup), Ok(rounds)) = (i64::try_from(warmup), i64::try_from(rounds)) else {
+            return Some(Err(invalid(
+                "pingpong",
+                peer,
+                format!("{warmup} + {rounds} round trips do not fit MPI's loop counter"),
+            )));
+        };
+        let (mut got, mut in_recv): (c_int, c_int) = (-1, 0);
+        let caller = Caller::take();
+        // SAFETY: `sptr` points at `slen` readable bytes and `rptr` at `rlen`
+        // writable bytes of pool buffers that stay allocated for the call (the pool
+        // is borrowed through `&mut self`, so nothing can free or hand them out),
+        // that no pending operation reads or writes (`region_for_read`/`_write`),
+        // and that no Rust reference covers while MPI writes the receive bytes.
+        // MPI_Recv writes at most `rlen` bytes. The initiator's `ticks` is an
+        // exclusive borrow of exactly `rounds` u64 slots, the responder's null and
+        // unused; `got` and `in_recv` are valid out pointers. On the MPI thread
+        // (the transport is not Send).
+        let rc = unsafe {
+            ffi::ngm_pingpong(
+                initiator,
+                peer_c,
+                sptr.cast::<c_void>(),
+                slen,
+                rptr.cast::<c_void>(),
+                rlen,
+                warmup,
+                rounds,
+                ticks,
+                &mut got,
+                &mut in_recv,
+            )
+        };
+        match rc {
+            ffi::OK => Some(Ok(())),
+            ffi::E_UNSUPPORTED => None,
+            // A short message: `finish` turns the length into SizeMismatch.
+            ffi::E_COUNT => Some(recv_failed(&caller, peer, recv.len, ffi::OK, got)),
+            rc if in_recv != 0 => Some(recv_failed(&caller, peer, recv.len, rc, got)),
+            rc => Some(Err(send_failed(&caller, peer, rc))),
+        }
+    }
+
     fn wait_blocking(&mut self, request: RequestId) -> Result<(), TransportError> {
         let mut backoff = Backoff::default();
         while !self.test(request)? {
@@ -472,6 +546,23 @@ impl Transport for MpiTransport {
             return Ok(());
         }
         recv_failed(&caller, peer, region.len, rc, got)
+    }
+
+    /// The shim's loop (`ngm_pingpong`: MPI_Send and MPI_Recv between `rdtscp;
+    /// lfence` readings, as in `benches/c/mpi_pingpong.c`) in poll mode; `None` in
+    /// block mode (whose waits yield the core, which a C benchmark's do not) and
+    /// where the shim has no loop (not x86-64, no `rdtscp`).
+    fn native_round_trips(
+        &mut self,
+        peer: Rank,
+        send: Region,
+        recv: Region,
+        role: NativeRole<'_>,
+    ) -> Option<Result<(), TransportError>> {
+        if self.wait == WaitMode::Block {
+            return None;
+        }
+        self.native_loop(peer, send, recv, role)
     }
 
     fn isend(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {

@@ -16,10 +16,12 @@ const CHECKS: &[&str] = &[
     "pingpong-poll",
     "exchange-poll",
     "errors-poll",
+    "native-poll",
     "collectives-poll",
     "pingpong-block",
     "exchange-block",
     "errors-block",
+    "native-block",
     "collectives-block",
     "no-leaked-requests",
 ];

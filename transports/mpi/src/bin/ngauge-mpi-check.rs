@@ -4,10 +4,11 @@
 //! ```text
 //! mpirun -np 4 ngauge-mpi-check            every check
 //! ngauge-mpi-check --require-launcher      fails outside mpirun (tests the error)
-//! mpirun -np 2 ngauge-mpi-check --pingpong SIZE REPS
+//! mpirun -np 2 ngauge-mpi-check --pingpong SIZE REPS WARMUP [native]
 //!                                          the backend's ping-pong, timed like
-//!                                          benches/c/mpi_pingpong.c (for the
-//!                                          benchmark script, not a test)
+//!                                          benches/c/mpi_pingpong.c (for
+//!                                          benchmarks, not a test); `native`: the
+//!                                          transport's own loop (x86-64)
 //! ```
 //!
 //! Each check moves data whose every byte is known (a function of size, rank and
@@ -15,7 +16,7 @@
 //! rank that sees a failure prints `FAIL rank R: name: why` and exits with status 1.
 
 use ngauge_mpi::{Datatype, Mpi, MpiControl, MpiOptions, MpiTransport, ReduceOp};
-use ngauge_transport::{Control, Rank, Transport, TransportError, WaitMode};
+use ngauge_transport::{Control, NativeRole, Rank, Transport, TransportError, WaitMode};
 use std::sync::Arc;
 
 type Check = Result<(), String>;
@@ -198,6 +199,164 @@ fn errors(t: &mut MpiTransport) -> Check {
     }
     t.free_buffer(buf).map_err(e)?;
     busy(t)
+}
+
+/// `native_round_trips` in poll mode (x86-64): rank 0 against every other rank, data
+/// intact in both directions and every timed round trip recorded; the same buffer
+/// for both directions; the checks `send` and `recv` make (peer, bounds, busy
+/// buffers) refused before MPI sees anything; and a received size other than the
+/// posted one an error on either side, as in `recv`. In block mode (and off
+/// x86-64) the transport has no native loop: `None`, and nothing was sent.
+fn native(t: &mut MpiTransport) -> Check {
+    let (me, n) = (t.rank(), t.size());
+    let sbuf = t.alloc_buffer(1 << 20).map_err(e)?;
+    let rbuf = t.alloc_buffer(1 << 20).map_err(e)?;
+    if t.wait_mode() == WaitMode::Block || !cfg!(target_arch = "x86_64") {
+        let r = t.native_round_trips(
+            1 - me.min(1),
+            sbuf.prefix(1),
+            rbuf.prefix(1),
+            NativeRole::Responder { round_trips: 1 },
+        );
+        ensure!(
+            r.is_none(),
+            "a native loop without poll mode on x86-64: {r:?}"
+        );
+        t.free_buffer(sbuf).map_err(e)?;
+        return t.free_buffer(rbuf).map_err(e);
+    }
+    let (warmup, reps) = (3usize, 5usize);
+    for &size in &[0usize, 1, 7, 4096, 65536, 1 << 20] {
+        for peer in 1..n {
+            if me != 0 && me != peer {
+                continue;
+            }
+            let other = if me == 0 { peer } else { 0 };
+            fill(&mut t.buffer_mut(sbuf).map_err(e)?[..size], me, size, 0);
+            t.buffer_mut(rbuf).map_err(e)?[..size].fill(0xa5);
+            let mut ticks = vec![0u64; reps];
+            let role = if me == 0 {
+                NativeRole::Initiator {
+                    warmup,
+                    ticks: &mut ticks,
+                }
+            } else {
+                NativeRole::Responder {
+                    round_trips: warmup + reps,
+                }
+            };
+            let r = t.native_round_trips(other, sbuf.prefix(size), rbuf.prefix(size), role);
+            ensure!(
+                matches!(r, Some(Ok(()))),
+                "{size} B with rank {other}: {r:?}"
+            );
+            verify(&t.buffer(rbuf).map_err(e)?[..size], other, size, 0)?;
+            ensure!(
+                me != 0 || ticks.iter().all(|&t| t > 0),
+                "{size} B: a timed round trip of 0 ticks: {ticks:?}"
+            );
+        }
+    }
+    if me > 1 {
+        t.free_buffer(sbuf).map_err(e)?;
+        return t.free_buffer(rbuf).map_err(e);
+    }
+    let other = 1 - me;
+    // One buffer for both directions, as the C ping-pong uses.
+    let one = sbuf.prefix(64);
+    fill(&mut t.buffer_mut(sbuf).map_err(e)?[..64], me, 64, 1);
+    let mut ticks = [0u64; 2];
+    let role = if me == 0 {
+        NativeRole::Initiator {
+            warmup: 0,
+            ticks: &mut ticks,
+        }
+    } else {
+        NativeRole::Responder { round_trips: 2 }
+    };
+    let r = t.native_round_trips(other, one, one, role);
+    ensure!(matches!(r, Some(Ok(()))), "one buffer for both: {r:?}");
+    // Rank 0's message bounces back to it unchanged.
+    verify(&t.buffer(sbuf).map_err(e)?[..64], 0, 64, 1)?;
+
+    let responder = || NativeRole::Responder { round_trips: 1 };
+    let r = t.native_round_trips(me, one, one, responder());
+    ensure!(
+        matches!(r, Some(Err(TransportError::NoSuchPeer { .. }))),
+        "a loop with oneself: {r:?}"
+    );
+    let r = t.native_round_trips(other, sbuf.region((1 << 20) - 4, 8), one, responder());
+    ensure!(
+        matches!(r, Some(Err(TransportError::RegionOutOfBounds { .. }))),
+        "a send region past the buffer's end: {r:?}"
+    );
+    // A pending receive makes its bytes busy for both directions of the loop.
+    let pending = t.irecv(other, rbuf.prefix(8)).map_err(e)?;
+    let r = t.native_round_trips(other, one, rbuf.region(4, 8), responder());
+    ensure!(
+        matches!(r, Some(Err(TransportError::BufferBusy { .. }))),
+        "a receive into bytes a pending receive writes: {r:?}"
+    );
+    let r = t.native_round_trips(other, rbuf.prefix(1), one, responder());
+    ensure!(
+        matches!(r, Some(Err(TransportError::BufferBusy { .. }))),
+        "a send from bytes a pending receive writes: {r:?}"
+    );
+    t.send(other, sbuf.prefix(8)).map_err(e)?;
+    t.wait(pending).map_err(e)?;
+
+    // Sizes: a short answer fails the initiator, a short or a long message the
+    // responder, each naming the peer and both lengths as `recv` does.
+    if me == 0 {
+        let mut ticks = [0u64; 1];
+        let role = NativeRole::Initiator {
+            warmup: 0,
+            ticks: &mut ticks,
+        };
+        match t.native_round_trips(1, sbuf.prefix(10), rbuf.prefix(20), role) {
+            Some(Err(TransportError::SizeMismatch {
+                peer: 1,
+                expected_bytes: 20,
+                got_bytes: 10,
+                ..
+            })) => {}
+            other => {
+                return Err(format!(
+                    "short answer: expected SizeMismatch, got {other:?}"
+                ))
+            }
+        }
+        t.send(1, sbuf.prefix(10)).map_err(e)?;
+        t.send(1, sbuf.prefix(10)).map_err(e)?;
+    } else {
+        let r = t.native_round_trips(0, sbuf.prefix(10), rbuf.prefix(10), responder());
+        ensure!(
+            matches!(r, Some(Ok(()))),
+            "answering a 10-byte message: {r:?}"
+        );
+        match t.native_round_trips(0, sbuf.prefix(20), rbuf.prefix(20), responder()) {
+            Some(Err(TransportError::SizeMismatch {
+                peer: 0,
+                expected_bytes: 20,
+                got_bytes: 10,
+                ..
+            })) => {}
+            other => {
+                return Err(format!(
+                    "short message: expected SizeMismatch, got {other:?}"
+                ))
+            }
+        }
+        match t.native_round_trips(0, sbuf.prefix(5), rbuf.prefix(5), responder()) {
+            Some(Err(err @ TransportError::Io { peer: 0, .. })) => ensure!(
+                err.to_string().contains("longer than the 5 bytes"),
+                "truncation error says: {err}"
+            ),
+            other => return Err(format!("long message: expected truncation, got {other:?}")),
+        }
+    }
+    t.free_buffer(sbuf).map_err(e)?;
+    t.free_buffer(rbuf).map_err(e)
 }
 
 fn is_busy<T>(r: Result<T, TransportError>) -> bool {
@@ -556,7 +715,8 @@ fn main() {
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(default)
         };
-        bench_pingpong(num(1, 1), num(2, 100_000), num(3, 10_000));
+        let native = args.get(at + 4).is_some_and(|a| a == "native");
+        bench_pingpong(num(1, 1), num(2, 100_000), num(3, 10_000), native);
         return;
     }
     let mpi = match Mpi::init() {
@@ -605,6 +765,7 @@ fn main() {
         report(&format!("pingpong-{w}"), pingpong(&mut t), &mut control);
         report(&format!("exchange-{w}"), exchange(&mut t), &mut control);
         report(&format!("errors-{w}"), errors(&mut t), &mut control);
+        report(&format!("native-{w}"), native(&mut t), &mut control);
         report(
             &format!("collectives-{w}"),
             collectives(&mut t),
@@ -670,14 +831,45 @@ fn drop_pending(mpi: Arc<Mpi>) {
 /// The same loop as `benches/c/mpi_pingpong.c`, through [`MpiTransport`]: every round
 /// trip timed on rank 0 with `CLOCK_MONOTONIC_RAW` semantics (`Instant`), half of it
 /// recorded; prints the same line.
-fn bench_pingpong(bytes: usize, reps: usize, warmup: usize) {
+fn bench_pingpong(bytes: usize, reps: usize, warmup: usize, native: bool) {
     let mpi = Mpi::init().expect("MPI_Init_thread");
     let mut t = MpiTransport::new(&mpi, MpiOptions::default()).expect("the MPI transport");
     let buf = t.alloc_buffer(bytes.max(4096)).expect("buffer");
     let region = buf.prefix(bytes);
     let mut half = vec![0f64; reps];
     t.barrier().expect("barrier");
-    for i in 0..warmup + reps {
+    if native {
+        #[cfg(target_arch = "x86_64")]
+        {
+            // Ticks per ns over the loop, as the C program computes them.
+            let start = std::time::Instant::now();
+            // SAFETY: `rdtsc` only reads the time-stamp counter.
+            let tsc0 = unsafe { core::arch::x86_64::_rdtsc() };
+            let mut ticks = vec![0u64; reps];
+            let role = match t.rank() {
+                0 => NativeRole::Initiator {
+                    warmup,
+                    ticks: &mut ticks,
+                },
+                1 => NativeRole::Responder {
+                    round_trips: warmup + reps,
+                },
+                _ => NativeRole::Responder { round_trips: 0 },
+            };
+            if t.rank() < 2 {
+                let peer = 1 - t.rank();
+                let r = t.native_round_trips(peer, region, region, role);
+                r.expect("a native loop in poll mode").expect("native loop");
+            }
+            // SAFETY: as above.
+            let tsc1 = unsafe { core::arch::x86_64::_rdtsc() };
+            let per_ns = (tsc1 - tsc0) as f64 / start.elapsed().as_nanos() as f64;
+            for (h, &t) in half.iter_mut().zip(&ticks) {
+                *h = t as f64 / per_ns / 2.0;
+            }
+        }
+    }
+    for i in 0..if native { 0 } else { warmup + reps } {
         match t.rank() {
             0 => {
                 let t0 = std::time::Instant::now();
