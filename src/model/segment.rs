@@ -450,6 +450,8 @@ struct JointFits<'a> {
     xs: &'a [f64],
     series: &'a [&'a [f64]],
     sigmas: &'a [Vec<f64>],
+    /// `1 / sigma^2` per series and point.
+    base: Vec<Vec<f64>>,
     cap: f64,
     weights: Vec<f64>,
     per_point: Vec<f64>,
@@ -462,6 +464,10 @@ impl<'a> JointFits<'a> {
             xs,
             series,
             sigmas,
+            base: sigmas
+                .iter()
+                .map(|sigma| sigma.iter().map(|s| 1.0 / (s * s)).collect())
+                .collect(),
             cap,
             weights: Vec::new(),
             per_point: Vec::new(),
@@ -477,9 +483,9 @@ impl<'a> JointFits<'a> {
         self.side.clear();
         self.side.resize(len, 0.0);
         let xs = &self.xs[a..b];
-        for (ys, sigma) in self.series.iter().zip(self.sigmas) {
-            let (ys, sigma) = (&ys[a..b], &sigma[a..b]);
-            let (intercept, slope) = huber_fit(xs, ys, sigma, &mut self.weights)?;
+        for ((ys, sigma), base) in self.series.iter().zip(self.sigmas).zip(&self.base) {
+            let (ys, sigma, base) = (&ys[a..b], &sigma[a..b], &base[a..b]);
+            let (intercept, slope) = huber_fit(xs, ys, sigma, base, &mut self.weights)?;
             for p in 0..len {
                 let r = (ys[p] - (intercept + slope * xs[p])) / sigma[p];
                 self.per_point[p] += 2.0 * huber_rho(r, HUBER_K);
@@ -497,8 +503,15 @@ impl<'a> JointFits<'a> {
 /// [`huber_line_scaled`]'s line as `(intercept, slope)`: the same IRLS steps and
 /// stopping rule, each weighted fit computed as [`super::lsq::fit_weighted_line`]
 /// computes its line (same operations in the same order) in two passes, the
-/// checks that cannot change between iterations made once; `weights` is scratch.
-fn huber_fit(xs: &[f64], ys: &[f64], sigma: &[f64], weights: &mut Vec<f64>) -> Option<(f64, f64)> {
+/// checks that cannot change between iterations made once; `base` is
+/// `1 / sigma^2`, `weights` scratch.
+fn huber_fit(
+    xs: &[f64],
+    ys: &[f64],
+    sigma: &[f64],
+    base: &[f64],
+    weights: &mut Vec<f64>,
+) -> Option<(f64, f64)> {
     let n = xs.len();
     if sigma.len() != n || sigma.iter().any(|s| !(s.is_finite() && *s > 0.0)) {
         return None;
@@ -507,12 +520,12 @@ fn huber_fit(xs: &[f64], ys: &[f64], sigma: &[f64], weights: &mut Vec<f64>) -> O
         return None;
     }
     weights.clear();
-    weights.extend(sigma.iter().map(|s| 1.0 / (s * s)));
+    weights.extend_from_slice(base);
     let mut line = weighted_fit(xs, ys, weights)?;
     for _ in 0..50 {
         for i in 0..n {
             let h = huber_weight(ys[i] - (line.0 + line.1 * xs[i]), sigma[i], HUBER_K);
-            weights[i] = 1.0 / (sigma[i] * sigma[i]) * h;
+            weights[i] = base[i] * h;
         }
         let next = weighted_fit(xs, ys, weights)?;
         let done = (next.1 - line.1).abs() <= 1e-10 * (1.0 + line.1.abs())
