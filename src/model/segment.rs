@@ -1107,7 +1107,7 @@ mod tests {
     #[test]
     fn dp_costs_are_joint_cost_to_the_bit() {
         let opts = SegmentOptions::default();
-        for (xs, series) in random_sweeps(40, 6) {
+        for (xs, series) in random_sweeps(30, 4) {
             let series: Vec<&[f64]> = series.iter().map(Vec::as_slice).collect();
             let sigmas = noise_levels(&xs, &series, xs.len(), &opts);
             let mut fits = JointFits::new(&xs, &series, &sigmas, opts.outlier_cap);
@@ -1132,7 +1132,7 @@ mod tests {
     fn pruned_dp_equals_the_unpruned_dp_on_random_sweeps() {
         let opts = SegmentOptions::default();
         let mut cut = 0;
-        for (xs, series) in random_sweeps(60, 24) {
+        for (xs, series) in random_sweeps(48, 16) {
             let series: Vec<&[f64]> = series.iter().map(Vec::as_slice).collect();
             let want = detect_joint_unpruned(&xs, &series, &opts);
             assert_eq!(detect_joint(&xs, &series, &opts), want);
@@ -1161,7 +1161,7 @@ mod tests {
             include_str!("testdata/tcp_loopback_loaded.json"),
             include_str!("testdata/tcp_loopback_loaded2.json"),
         ];
-        let mut sweeps = random_sweeps(50, 16);
+        let mut sweeps = random_sweeps(40, 10);
         for text in fixtures {
             let data: serde_json::Value = serde_json::from_str(text).unwrap();
             let samples: Vec<crate::model::loggp::Sample> = data["rows"]
