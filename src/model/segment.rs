@@ -77,7 +77,7 @@
 //! found: its misfits do not outweigh the price of a segment over five series.
 
 use super::lsq::Line;
-use super::robust::{huber_line_scaled, huber_rho, median, HUBER_K};
+use super::robust::{huber_line_scaled, huber_rho, huber_weight, median, HUBER_K};
 
 /// Options of the segmentation detector.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -364,20 +364,48 @@ pub fn detect_joint(xs: &[f64], series: &[&[f64]], opts: &SegmentOptions) -> Vec
         return Vec::new();
     }
     let penalty = joint_penalty(n, series.len(), opts);
-    let cost = |i: usize, j: usize| joint_cost(xs, series, &sigmas, i, j, opts.outlier_cap);
+    let margin = PRUNE_MARGIN * penalty;
+    let mut fits = JointFits::new(xs, series, &sigmas, opts.outlier_cap);
+    // best[j]: minimal criterion for the first j points; from[j]: where its last
+    // segment starts.
     let mut best = vec![f64::INFINITY; n + 1];
     let mut from = vec![0usize; n + 1];
     best[0] = 0.0;
+    // The starts still in the running (ascending), each with the end `t + m` from
+    // which it is pruned (see `PRUNE_MARGIN`), `usize::MAX` if not (yet).
+    let mut alive: Vec<(usize, usize)> = Vec::new();
+    let mut totals: Vec<f64> = Vec::new();
     for j in m..=n {
-        for i in 0..=(j - m) {
-            if !best[i].is_finite() {
+        if best[j - m].is_finite() {
+            alive.push((j - m, usize::MAX));
+        }
+        alive.retain(|&(_, dies)| dies > j);
+        totals.clear();
+        for &(i, _) in &alive {
+            // A cost is never negative: a start that cannot beat the best so far
+            // even at no cost (or only tie it, later) is not fitted.
+            if best[i] + penalty >= best[j] {
+                totals.push(f64::NAN);
                 continue;
             }
-            let Some(c) = cost(i, j) else { continue };
+            let Some(c) = fits.cost(i, j) else {
+                totals.push(f64::NAN);
+                continue;
+            };
             let total = best[i] + c + penalty;
+            totals.push(total);
             if total < best[j] {
                 best[j] = total;
                 from[j] = i;
+            }
+        }
+        // PELT: a start whose segment to `j` already costs more than the best
+        // criterion at `j` by `margin` (plus the penalty both pay) does not end
+        // the optimum after `j + m` (where `j` itself becomes a start), see
+        // `PRUNE_MARGIN`.
+        for ((_, dies), &total) in alive.iter_mut().zip(&totals) {
+            if *dies == usize::MAX && total > best[j] + penalty + margin {
+                *dies = j + m;
             }
         }
     }
@@ -392,6 +420,153 @@ pub fn detect_joint(xs: &[f64], series: &[&[f64]], opts: &SegmentOptions) -> Vec
     }
     starts.reverse();
     starts
+}
+
+/// Safety margin of the pruning in [`detect_joint`], in penalties. Pruning (Killick,
+/// Fearnhead and Eckley 2012, "Optimal detection of changepoints with a linear
+/// computational cost", PELT) drops a start `i` at `t` (for the ends from `t + m`
+/// on, where `t` is a start itself) when `best[i] + C(i, t) > best[t] + V`. That
+/// loses nothing if splitting a segment never lowers its cost by more than `V`,
+/// `C(i, t) + C(t, s) <= C(i, s) + V` for `i < t < s`: then `i` ends every later
+/// segment `i..s` worse than `t` does. For the least capped cost over all lines
+/// this holds with `V = 0` (the best line over `i..s` is one line over each part).
+/// [`joint_cost`] is not that least cost: it evaluates the cap at the Huber line
+/// (50 IRLS steps at most), and charges runs of misfits in full, so across a real
+/// change the condition can fail by several penalties. Where it matters, for the
+/// start `i` of the optimum's last segment `i..s`, it must only hold in the form
+/// `best[i] + C(i, t) <= best[t] + V` for `i + m <= t <= s - m`; on random
+/// synthetic sweeps with up to three protocols and disturbed sizes, and on the
+/// measured fixtures, the largest `V` this needs is 0.12 penalties
+/// (`the_start_of_an_optimal_segment_is_never_pruned`), and `V` is 2 penalties.
+/// What gets pruned is a start before a real change, whose misfit grows with every
+/// point past it; starts within a homogeneous range are not (splitting there
+/// gains a little), so the DP stays cubic in the length of the longest range.
+const PRUNE_MARGIN: f64 = 2.0;
+
+/// [`joint_cost`] without its allocations and repeated checks: the same Huber fits
+/// (same steps, same arithmetic in the same order, so the same bits) and the same
+/// capped sum, for the many segments of one DP.
+struct JointFits<'a> {
+    xs: &'a [f64],
+    series: &'a [&'a [f64]],
+    sigmas: &'a [Vec<f64>],
+    /// `1 / sigma^2` per series and point.
+    base: Vec<Vec<f64>>,
+    cap: f64,
+    weights: Vec<f64>,
+    per_point: Vec<f64>,
+    side: Vec<f64>,
+}
+
+impl<'a> JointFits<'a> {
+    fn new(xs: &'a [f64], series: &'a [&'a [f64]], sigmas: &'a [Vec<f64>], cap: f64) -> Self {
+        JointFits {
+            xs,
+            series,
+            sigmas,
+            base: sigmas
+                .iter()
+                .map(|sigma| sigma.iter().map(|s| 1.0 / (s * s)).collect())
+                .collect(),
+            cap,
+            weights: Vec::new(),
+            per_point: Vec::new(),
+            side: Vec::new(),
+        }
+    }
+
+    /// `joint_cost(xs, series, sigmas, a, b, cap)`.
+    fn cost(&mut self, a: usize, b: usize) -> Option<f64> {
+        let len = b - a;
+        self.per_point.clear();
+        self.per_point.resize(len, 0.0);
+        self.side.clear();
+        self.side.resize(len, 0.0);
+        let xs = &self.xs[a..b];
+        for ((ys, sigma), base) in self.series.iter().zip(self.sigmas).zip(&self.base) {
+            let (ys, sigma, base) = (&ys[a..b], &sigma[a..b], &base[a..b]);
+            let (intercept, slope) = huber_fit(xs, ys, sigma, base, &mut self.weights)?;
+            for p in 0..len {
+                let r = (ys[p] - (intercept + slope * xs[p])) / sigma[p];
+                self.per_point[p] += 2.0 * huber_rho(r, HUBER_K);
+                self.side[p] += r;
+            }
+        }
+        let series: Vec<&[f64]> = self.series.iter().map(|ys| &ys[a..b]).collect();
+        let sigmas: Vec<&[f64]> = self.sigmas.iter().map(|sigma| &sigma[a..b]).collect();
+        let cap = self.cap;
+        let smooth = |from: usize, to: usize| smooth_run(xs, &series, &sigmas, from, to, cap);
+        Some(capped_sum(&self.per_point, &self.side, cap, smooth))
+    }
+}
+
+/// [`huber_line_scaled`]'s line as `(intercept, slope)`: the same IRLS steps and
+/// stopping rule, each weighted fit computed as [`super::lsq::fit_weighted_line`]
+/// computes its line (same operations in the same order) in two passes, the
+/// checks that cannot change between iterations made once; `base` is
+/// `1 / sigma^2`, `weights` scratch.
+fn huber_fit(
+    xs: &[f64],
+    ys: &[f64],
+    sigma: &[f64],
+    base: &[f64],
+    weights: &mut Vec<f64>,
+) -> Option<(f64, f64)> {
+    let n = xs.len();
+    if sigma.len() != n || sigma.iter().any(|s| !(s.is_finite() && *s > 0.0)) {
+        return None;
+    }
+    if n < 2 || ys.len() != n || xs.iter().chain(ys).any(|v| !v.is_finite()) {
+        return None;
+    }
+    weights.clear();
+    weights.extend_from_slice(base);
+    let mut line = weighted_fit(xs, ys, weights)?;
+    for _ in 0..50 {
+        for i in 0..n {
+            let h = huber_weight(ys[i] - (line.0 + line.1 * xs[i]), sigma[i], HUBER_K);
+            weights[i] = base[i] * h;
+        }
+        let next = weighted_fit(xs, ys, weights)?;
+        let done = (next.1 - line.1).abs() <= 1e-10 * (1.0 + line.1.abs())
+            && (next.0 - line.0).abs() <= 1e-10 * (1.0 + line.0.abs());
+        line = next;
+        if done {
+            break;
+        }
+    }
+    Some(line)
+}
+
+/// The line of [`super::lsq::fit_weighted_line`] for finite `xs` and `ys` of one
+/// length of at least 2, as `(intercept, slope)`: `None` where it refuses.
+fn weighted_fit(xs: &[f64], ys: &[f64], weights: &[f64]) -> Option<(f64, f64)> {
+    // `Sum` of floats starts from -0.0, which adds as the identity.
+    let (mut w_sum, mut xw, mut yw) = (-0.0, -0.0, -0.0);
+    for ((x, y), &w) in xs.iter().zip(ys).zip(weights) {
+        if !(w.is_finite() && w >= 0.0) {
+            return None;
+        }
+        w_sum += w;
+        xw += x * w;
+        yw += y * w;
+    }
+    if w_sum <= 0.0 {
+        return None;
+    }
+    let mean_x = xw / w_sum;
+    let mean_y = yw / w_sum;
+    let (mut sxx, mut sxy) = (0.0, 0.0);
+    for ((x, y), w) in xs.iter().zip(ys).zip(weights) {
+        let dx = x - mean_x;
+        sxx += w * dx * dx;
+        sxy += w * dx * (y - mean_y);
+    }
+    if sxx <= 0.0 || !sxx.is_finite() {
+        return None;
+    }
+    let slope = sxy / sxx;
+    Some((mean_y - slope * mean_x, slope))
 }
 
 /// BIC's price of one more segment over `k` series of `n` points: `ln N` for each
@@ -825,5 +1000,297 @@ mod tests {
             &SegmentOptions::default(),
         );
         assert!(seg.starts.is_empty());
+    }
+
+    /// The DP of [`detect_joint`] as it was before pruning: every start, every
+    /// segment's cost from [`joint_cost`].
+    fn detect_joint_unpruned(xs: &[f64], series: &[&[f64]], opts: &SegmentOptions) -> Vec<usize> {
+        let n = series.iter().fold(xs.len(), |n, ys| n.min(ys.len()));
+        let sigmas = noise_levels(xs, series, n, opts);
+        let m = opts.min_points.max(3);
+        if n < 2 * m || series.is_empty() {
+            return Vec::new();
+        }
+        let penalty = joint_penalty(n, series.len(), opts);
+        let mut best = vec![f64::INFINITY; n + 1];
+        let mut from = vec![0usize; n + 1];
+        best[0] = 0.0;
+        for j in m..=n {
+            for i in 0..=(j - m) {
+                if !best[i].is_finite() {
+                    continue;
+                }
+                let Some(c) = joint_cost(xs, series, &sigmas, i, j, opts.outlier_cap) else {
+                    continue;
+                };
+                let total = best[i] + c + penalty;
+                if total < best[j] {
+                    best[j] = total;
+                    from[j] = i;
+                }
+            }
+        }
+        let mut starts = Vec::new();
+        let mut j = n;
+        while j > 0 {
+            let i = from[j];
+            if i > 0 {
+                starts.push(i);
+            }
+            j = i;
+        }
+        starts.reverse();
+        starts
+    }
+
+    /// The series [`crate::model::loggp::assess`] cuts, from its samples.
+    fn series_of(samples: &[crate::model::loggp::Sample]) -> (Vec<f64>, Vec<Vec<f64>>) {
+        let xs = samples.iter().map(|s| s.size as f64 - 1.0).collect();
+        let series = vec![
+            samples
+                .iter()
+                .map(|s| (s.prtt_n_0_us - s.prtt_1_0_us) / 9.0)
+                .collect(),
+            samples.iter().map(|s| s.prtt_1_0_us).collect(),
+            samples
+                .iter()
+                .map(|s| (s.prtt_n_d_us - s.prtt_1_0_us) / 9.0 - s.d_us)
+                .collect(),
+            samples.iter().map(|s| s.or_us).collect(),
+            samples.iter().map(|s| s.send_late_us.unwrap()).collect(),
+        ];
+        (xs, series)
+    }
+
+    /// Random synthetic sweeps of `len` sizes: up to three protocols switching at
+    /// random sizes, random noise, some sizes disturbed in every series.
+    fn random_sweeps(len: usize, count: u64) -> Vec<(Vec<f64>, Vec<Vec<f64>>)> {
+        use crate::model::loggp::synthetic::{sweep, Noise, Rng, Truth};
+        (0..count)
+            .map(|seed| {
+                let mut rng = Rng::new(seed + 1);
+                let mut truth = || Truth {
+                    l: 2.0 + 20.0 * rng.uniform(),
+                    os: 1.0 + 4.0 * rng.uniform(),
+                    or: 1.0 + 4.0 * rng.uniform(),
+                    g: 2.0 + 40.0 * rng.uniform(),
+                    big_g: 0.0002 + 0.001 * rng.uniform(),
+                    synchronous: rng.uniform() < 0.5,
+                };
+                let protocols = [truth(), truth(), truth()];
+                let step = 1 + (64 * 1024 / len as u64);
+                let sizes: Vec<u64> = (1..=len as u64).map(|k| k * step).collect();
+                let switches: Vec<u64> = (0..(seed % 3))
+                    .map(|_| sizes[(rng.uniform() * len as f64) as usize])
+                    .collect::<std::collections::BTreeSet<u64>>()
+                    .into_iter()
+                    .collect();
+                let noise = Noise {
+                    relative: 0.002 + 0.03 * rng.uniform(),
+                    absolute: 0.05,
+                    bimodal_p: 0.3 * rng.uniform(),
+                    bimodal_us: 1.0,
+                };
+                let mut samples = sweep(&sizes, &protocols, &switches, 10, noise, seed);
+                for _ in 0..(seed % 4) {
+                    let at = (rng.uniform() * len as f64) as usize;
+                    let by = 1.0 + 2.0 * rng.uniform();
+                    samples[at].prtt_1_0_us *= by;
+                    samples[at].prtt_n_0_us *= by;
+                    samples[at].prtt_n_d_us *= by;
+                }
+                series_of(&samples)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn dp_costs_are_joint_cost_to_the_bit() {
+        let opts = SegmentOptions::default();
+        for (xs, series) in random_sweeps(30, 4) {
+            let series: Vec<&[f64]> = series.iter().map(Vec::as_slice).collect();
+            let sigmas = noise_levels(&xs, &series, xs.len(), &opts);
+            let mut fits = JointFits::new(&xs, &series, &sigmas, opts.outlier_cap);
+            for a in 0..xs.len() - 3 {
+                for b in a + 3..=xs.len() {
+                    let want = joint_cost(&xs, &series, &sigmas, a, b, opts.outlier_cap);
+                    let got = fits.cost(a, b);
+                    assert_eq!(got.map(f64::to_bits), want.map(f64::to_bits), "{a}..{b}");
+                }
+            }
+        }
+        // And where the fit is refused.
+        let xs = [1.0, 1.0, 1.0, 1.0];
+        let ys = [1.0, 2.0, 3.0, 4.0];
+        let sigmas = vec![vec![1.0; 4]];
+        let series: [&[f64]; 1] = [&ys];
+        assert_eq!(joint_cost(&xs, &series, &sigmas, 0, 4, 9.0), None);
+        assert_eq!(JointFits::new(&xs, &series, &sigmas, 9.0).cost(0, 4), None);
+    }
+
+    #[test]
+    fn pruned_dp_equals_the_unpruned_dp_on_random_sweeps() {
+        let opts = SegmentOptions::default();
+        let mut cut = 0;
+        for (xs, series) in random_sweeps(48, 16) {
+            let series: Vec<&[f64]> = series.iter().map(Vec::as_slice).collect();
+            let want = detect_joint_unpruned(&xs, &series, &opts);
+            assert_eq!(detect_joint(&xs, &series, &opts), want);
+            cut += want.len();
+        }
+        assert!(
+            cut > 5,
+            "the sweeps should have changes to find, found {cut}"
+        );
+    }
+
+    /// The condition under which the pruning of [`detect_joint`] loses nothing
+    /// (see [`PRUNE_MARGIN`]): the start `i` of the last segment of the optimum of
+    /// the first `s` points is never pruned before `s`, `best[i] + C(i, t) <=
+    /// best[t] + V` for `i + m <= t <= s - m`; checked on random synthetic sweeps
+    /// and the measured fixtures.
+    #[test]
+    fn the_start_of_an_optimal_segment_is_never_pruned() {
+        let fixtures = [
+            include_str!("testdata/mpich_ucx_rndv_20000_outlier.json"),
+            include_str!("testdata/openmpi_tcp_eager_20000_noisy.json"),
+            include_str!("testdata/openmpi_vader_eager_8192_outlier_at_switch.json"),
+            include_str!("testdata/openmpi_vader_eager_8192_short_range.json"),
+            include_str!("testdata/openmpi_vader_eager_8192_small_step.json"),
+            include_str!("testdata/tcp_loopback_burst_of_load.json"),
+            include_str!("testdata/tcp_loopback_loaded.json"),
+            include_str!("testdata/tcp_loopback_loaded2.json"),
+        ];
+        let mut sweeps = random_sweeps(40, 10);
+        for text in fixtures {
+            let data: serde_json::Value = serde_json::from_str(text).unwrap();
+            let samples: Vec<crate::model::loggp::Sample> = data["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| crate::model::loggp::Sample {
+                    size: r[0].as_u64().unwrap(),
+                    prtt_1_0_us: r[1].as_f64().unwrap(),
+                    prtt_n_0_us: r[2].as_f64().unwrap(),
+                    prtt_n_d_us: r[3].as_f64().unwrap(),
+                    d_us: r[4].as_f64().unwrap(),
+                    or_us: r[5].as_f64().unwrap(),
+                    send_late_us: Some(r.get(6).and_then(|v| v.as_f64()).unwrap_or(0.0)),
+                })
+                .collect();
+            let (xs, series) = series_of(&samples);
+            let series: Vec<&[f64]> = series.iter().map(Vec::as_slice).collect();
+            let opts = SegmentOptions::default();
+            assert_eq!(
+                detect_joint(&xs, &series, &opts),
+                detect_joint_unpruned(&xs, &series, &opts)
+            );
+            sweeps.push(series_of(&samples));
+        }
+        let opts = SegmentOptions::default();
+        let m = opts.min_points;
+        let mut worst: f64 = 0.0;
+        for (xs, series) in sweeps {
+            let series: Vec<&[f64]> = series.iter().map(Vec::as_slice).collect();
+            let n = xs.len();
+            let sigmas = noise_levels(&xs, &series, n, &opts);
+            let penalty = joint_penalty(n, series.len(), &opts);
+            let margin = PRUNE_MARGIN * penalty;
+            let cost: Vec<Vec<f64>> = (0..=n)
+                .map(|a| {
+                    (0..=n)
+                        .map(|b| match b >= a + m {
+                            true => {
+                                joint_cost(&xs, &series, &sigmas, a, b, opts.outlier_cap).unwrap()
+                            }
+                            false => f64::NAN,
+                        })
+                        .collect()
+                })
+                .collect();
+            // The unpruned DP, keeping where the optimum of every prefix starts its
+            // last segment.
+            let mut best = vec![f64::INFINITY; n + 1];
+            let mut from = vec![0; n + 1];
+            best[0] = 0.0;
+            for j in m..=n {
+                for i in 0..=j - m {
+                    if best[i].is_finite() && best[i] + cost[i][j] + penalty < best[j] {
+                        best[j] = best[i] + cost[i][j] + penalty;
+                        from[j] = i;
+                    }
+                }
+            }
+            // The start `i` of the optimum at `s` is pruned at `t` (and lost) if
+            // `best[i] + C(i, t) > best[t] + V`.
+            for (s, &i) in from.iter().enumerate().skip(2 * m) {
+                for t in i + m..=s - m {
+                    let needed = best[i] + cost[i][t] - best[t];
+                    assert!(needed <= margin, "{i}..{t}..{s}: {needed} > {margin}");
+                    worst = worst.max(needed / penalty);
+                }
+            }
+        }
+        println!("largest margin needed: {worst:.3} penalties (have {PRUNE_MARGIN})");
+    }
+
+    /// Timing of [`crate::model::loggp::assess`] (which runs [`detect_joint`] and
+    /// the steps after it) on synthetic sweeps of 74, 256 and 1024 sizes, and of
+    /// [`detect_joint`] against the DP as it was ([`detect_joint_unpruned`]) in the
+    /// same run: a benchmark, not a test (`cargo test --release --lib
+    /// segment_bench -- --ignored --nocapture`; the unpruned DP takes minutes on
+    /// 1024 sizes).
+    #[test]
+    #[ignore]
+    fn segment_bench() {
+        use crate::model::loggp::synthetic::{default_sizes, sweep, Noise, Truth};
+        use crate::model::loggp::{assess, AssessOptions};
+        let eager = Truth {
+            l: 8.0,
+            os: 3.0,
+            or: 4.0,
+            g: 6.0,
+            big_g: 0.0008,
+            synchronous: false,
+        };
+        let rndv = Truth {
+            l: 20.0,
+            os: 5.0,
+            or: 6.0,
+            g: 40.0,
+            big_g: 0.0005,
+            synchronous: true,
+        };
+        let noise = Noise {
+            relative: 0.01,
+            absolute: 0.05,
+            bimodal_p: 0.3,
+            bimodal_us: 1.0,
+        };
+        for sizes in [
+            default_sizes(),
+            (1..=256).map(|k| k * 256).collect::<Vec<u64>>(),
+            (1..=1024).map(|k| k * 64).collect(),
+        ] {
+            let samples = sweep(&sizes, &[eager, rndv], &[16384], 10, noise, 7);
+            let t = std::time::Instant::now();
+            let a = assess(&samples, &AssessOptions::default()).unwrap();
+            let assess_s = t.elapsed().as_secs_f64();
+            let (xs, series) = series_of(&samples);
+            let series: Vec<&[f64]> = series.iter().map(Vec::as_slice).collect();
+            let opts = SegmentOptions::default();
+            let t = std::time::Instant::now();
+            let pruned = detect_joint(&xs, &series, &opts);
+            let pruned_s = t.elapsed().as_secs_f64();
+            let t = std::time::Instant::now();
+            let unpruned = detect_joint_unpruned(&xs, &series, &opts);
+            let unpruned_s = t.elapsed().as_secs_f64();
+            assert_eq!(pruned, unpruned);
+            println!(
+                "{} sizes: assess {assess_s:.3} s (changes {:?}); detect_joint {pruned_s:.3} s, before {unpruned_s:.3} s",
+                sizes.len(),
+                a.changes
+            );
+        }
     }
 }
