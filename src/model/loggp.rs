@@ -205,6 +205,15 @@ pub enum ModelWarning {
         /// Sizes concerned.
         sizes: Vec<u64>,
     },
+    /// `PRTT(1,0,s)` within [`GAP_BOUND_MARGIN`] of `g + (s-1)G` at these sizes: the
+    /// timed round trips ran back to back and may have been paced by the sender's
+    /// gap rather than eq. (1), so `L`, `d` and eq. (4)'s `o_s` there may be off
+    /// (and `--dg 2rtt` does not help). Found with the simulated LogGP world
+    /// (`patterns::loggp::sim`): a network whose gap exceeds its round trip.
+    GapBound {
+        /// Sizes concerned.
+        sizes: Vec<u64>,
+    },
     /// Negative parameters beyond two standard errors, which LogGP does not allow
     /// (usually noise or overlap of `o` and `L`, sec. 2.5).
     Negative {
@@ -219,6 +228,12 @@ impl std::fmt::Display for ModelWarning {
             ModelWarning::DelayTooShort { sizes } => write!(
                 f,
                 "d <= g + (s-1)G at {} size(s) ({}): o_s is not valid there and is left out of its range's o_s; try --dg 2rtt",
+                sizes.len(),
+                list(sizes)
+            ),
+            ModelWarning::GapBound { sizes } => write!(
+                f,
+                "PRTT(1,0,s) is within 10% of g + (s-1)G at {} size(s) ({}): the round trips may have been paced by the sender's gap, so L, d and o_s there may be off",
                 sizes.len(),
                 list(sizes)
             ),
@@ -286,6 +301,12 @@ pub enum ModelError {
 /// `PRTT(1,0,s)`, `o_s(s)` (eq. 4), `o_r(s)`, and the send with a late receiver
 /// when every sample has it.
 pub const SERIES: [&str; 5] = ["gap", "prtt_1_0", "o_s", "o_r", "send_late"];
+
+/// How close `PRTT(1,0,s)` may come to the fitted `g + (s-1)G` before the round
+/// trips count as paced by the gap ([`ModelWarning::GapBound`]): a round trip is at
+/// least `2 (L + o_s + o_r)` longer than a message's gap in the networks LogGP
+/// describes, and measured ones here are 1.5-3 times the gap.
+pub const GAP_BOUND_MARGIN: f64 = 0.10;
 
 /// Scale floor for robust fits, us: below the timer's resolution differences mean
 /// nothing, and an exact line must not give its points zero weight.
@@ -390,6 +411,7 @@ pub fn assess(samples: &[Sample], opts: &AssessOptions) -> Result<Assessment, Mo
     let mut ranges = Vec::with_capacity(bounds.len());
     let mut warnings = Vec::new();
     let mut short_delay = Vec::new();
+    let mut gap_bound = Vec::new();
     for &(a, b) in &bounds {
         let range = &samples[a..b];
         let degenerate = || ModelError::Degenerate {
@@ -470,8 +492,12 @@ pub fn assess(samples: &[Sample], opts: &AssessOptions) -> Result<Assessment, Mo
             .collect(),
         };
         for s in range {
-            if s.d_us <= params.gap_at(s.size as f64) {
+            let gap = params.gap_at(s.size as f64);
+            if s.d_us <= gap {
                 short_delay.push(s.size);
+            }
+            if s.prtt_1_0_us <= (1.0 + GAP_BOUND_MARGIN) * gap {
+                gap_bound.push(s.size);
             }
         }
         // Negative beyond two standard errors (a g of -0.1 us +- 3 us is zero).
@@ -492,6 +518,9 @@ pub fn assess(samples: &[Sample], opts: &AssessOptions) -> Result<Assessment, Mo
             }
         }
         ranges.push(params);
+    }
+    if !gap_bound.is_empty() {
+        warnings.insert(0, ModelWarning::GapBound { sizes: gap_bound });
     }
     if !short_delay.is_empty() {
         warnings.insert(0, ModelWarning::DelayTooShort { sizes: short_delay });

@@ -730,9 +730,15 @@ mod tests {
         let a = assess(&samples(&result.points), &opts).unwrap();
         close("g", a.ranges[0].g_us, us(fast_wire.g_ps));
         close("G", a.ranges[0].big_g_us_per_byte, us(fast_wire.big_g_ps));
+        // 8192 B is not bound (eq. (1) exceeds G_all by 3%) but within the
+        // warning's 10%.
+        let near = [bound.clone(), vec![8192]].concat();
         assert_eq!(
             a.warnings,
-            vec![crate::model::loggp::ModelWarning::DelayTooShort { sizes: bound }]
+            vec![
+                crate::model::loggp::ModelWarning::DelayTooShort { sizes: bound },
+                crate::model::loggp::ModelWarning::GapBound { sizes: near },
+            ]
         );
     }
 
