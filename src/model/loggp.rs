@@ -743,17 +743,22 @@ mod tests {
         ]
     }
 
+    /// [`assess`] with `detector` and the other options' defaults.
+    fn assess_by(detector: Detector, samples: &[Sample]) -> Assessment {
+        let opts = AssessOptions {
+            detector,
+            ..AssessOptions::default()
+        };
+        assess(samples, &opts).unwrap()
+    }
+
     #[test]
     fn one_switch_is_placed_within_a_step_and_parameters_recovered() {
         let sizes = default_sizes();
         for detector in detectors() {
             for seed in 1..=5 {
                 let samples = sweep(&sizes, &[TCP, RNDV], &[16 * 1024], 10, NOISE, seed);
-                let opts = AssessOptions {
-                    detector,
-                    ..AssessOptions::default()
-                };
-                let a = assess(&samples, &opts).unwrap();
+                let a = assess_by(detector, &samples);
                 assert_eq!(
                     a.changes.len(),
                     1,
@@ -782,11 +787,7 @@ mod tests {
                     NOISE,
                     seed,
                 );
-                let opts = AssessOptions {
-                    detector,
-                    ..AssessOptions::default()
-                };
-                let a = assess(&samples, &opts).unwrap();
+                let a = assess_by(detector, &samples);
                 assert_eq!(
                     a.changes.len(),
                     2,
@@ -833,11 +834,7 @@ mod tests {
         for detector in detectors() {
             for seed in 1..=10 {
                 let samples = sweep(&sizes, &[SHM, faster], &[16 * 1024], 10, noise, seed);
-                let opts = AssessOptions {
-                    detector,
-                    ..AssessOptions::default()
-                };
-                let a = assess(&samples, &opts).unwrap();
+                let a = assess_by(detector, &samples);
                 assert_eq!(
                     a.changes.len(),
                     1,
@@ -972,11 +969,7 @@ mod tests {
         for detector in detectors() {
             for seed in 1..=20 {
                 let samples = sweep(&sizes, &[TCP], &[], 10, noisy, seed);
-                let opts = AssessOptions {
-                    detector,
-                    ..AssessOptions::default()
-                };
-                let a = assess(&samples, &opts).unwrap();
+                let a = assess_by(detector, &samples);
                 assert!(
                     a.changes.is_empty(),
                     "{} seed {seed}: {:?}",
@@ -1014,11 +1007,7 @@ mod tests {
     fn mpich_rendezvous_switch_with_disturbed_sizes_is_found() {
         let samples = fixture(include_str!("testdata/mpich_ucx_rndv_20000_outlier.json"));
         for detector in detectors() {
-            let opts = AssessOptions {
-                detector,
-                ..AssessOptions::default()
-            };
-            let a = assess(&samples, &opts).unwrap();
+            let a = assess_by(detector, &samples);
             assert_eq!(a.changes, vec![20480], "{}", detector.name());
             assert!(a.changes_shown_by[0].contains(&"prtt_1_0"));
         }
@@ -1041,11 +1030,7 @@ mod tests {
         ] {
             let samples = fixture(text);
             for detector in detectors() {
-                let opts = AssessOptions {
-                    detector,
-                    ..AssessOptions::default()
-                };
-                let a = assess(&samples, &opts).unwrap();
+                let a = assess_by(detector, &samples);
                 assert_eq!(a.changes, vec![8192], "{}", detector.name());
             }
         }
@@ -1071,11 +1056,7 @@ mod tests {
             for detector in detectors() {
                 for seed in 1..=5 {
                     let samples = sweep(&sizes, &protocols, &switches, 10, quiet, seed);
-                    let opts = AssessOptions {
-                        detector,
-                        ..AssessOptions::default()
-                    };
-                    let a = assess(&samples, &opts).unwrap();
+                    let a = assess_by(detector, &samples);
                     assert_eq!(a.changes, switches, "{} seed {seed}", detector.name());
                     assert!(a.ranges.iter().all(|r| r.points >= 2));
                 }
@@ -1124,11 +1105,7 @@ mod tests {
     fn one_range_for_both_detectors(text: &str) {
         let samples = fixture(text);
         for detector in detectors() {
-            let opts = AssessOptions {
-                detector,
-                ..AssessOptions::default()
-            };
-            let a = assess(&samples, &opts).unwrap();
+            let a = assess_by(detector, &samples);
             assert!(a.changes.is_empty(), "{}: {:?}", detector.name(), a.changes);
             let r = &a.ranges[0];
             assert!(r.g_us > 0.0 && r.big_g_us_per_byte > 0.0, "{r:?}");

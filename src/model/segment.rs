@@ -278,6 +278,26 @@ pub fn detect(xs: &[f64], ys: &[f64], opts: &SegmentOptions) -> Segmentation {
         };
     }
     let penalty = 3.0 * (n as f64).ln() * opts.penalty_factor;
+    let (starts, criterion) = optimal_segments(n, m, penalty, |i, j| {
+        segment_cost(&xs[i..j], &ys[i..j], &sigma[i..j], opts.outlier_cap).map(|(_, c)| c)
+    });
+    Segmentation {
+        starts,
+        sigma,
+        criterion,
+    }
+}
+
+/// Optimal partitioning of `n` points into segments of at least `m` points, by
+/// dynamic programming over "best criterion of the first `j` points" with `cost(i,
+/// j)` for the segment `i..j` (`None`: not fittable) and `penalty` per segment:
+/// the segment starts after the first and the minimal criterion.
+fn optimal_segments(
+    n: usize,
+    m: usize,
+    penalty: f64,
+    cost: impl Fn(usize, usize) -> Option<f64>,
+) -> (Vec<usize>, f64) {
     // best[j]: minimal criterion for the first j points; from[j]: where its last
     // segment starts.
     let mut best = vec![f64::INFINITY; n + 1];
@@ -288,20 +308,22 @@ pub fn detect(xs: &[f64], ys: &[f64], opts: &SegmentOptions) -> Segmentation {
             if !best[i].is_finite() {
                 continue;
             }
-            let Some((_, cost)) =
-                segment_cost(&xs[i..j], &ys[i..j], &sigma[i..j], opts.outlier_cap)
-            else {
-                continue;
-            };
-            let total = best[i] + cost + penalty;
+            let Some(c) = cost(i, j) else { continue };
+            let total = best[i] + c + penalty;
             if total < best[j] {
                 best[j] = total;
                 from[j] = i;
             }
         }
     }
+    (starts_from(&from), best[n])
+}
+
+/// The segment starts (after the first) of the optimum whose last segment for the
+/// first `j` points starts at `from[j]`, read back from the end.
+fn starts_from(from: &[usize]) -> Vec<usize> {
     let mut starts = Vec::new();
-    let mut j = n;
+    let mut j = from.len() - 1;
     while j > 0 {
         let i = from[j];
         if i > 0 {
@@ -310,11 +332,7 @@ pub fn detect(xs: &[f64], ys: &[f64], opts: &SegmentOptions) -> Segmentation {
         j = i;
     }
     starts.reverse();
-    Segmentation {
-        starts,
-        sigma,
-        criterion: best[n],
-    }
+    starts
 }
 
 /// The best subset of `candidates` (indices where a segment may start, ascending)
@@ -409,17 +427,7 @@ pub fn detect_joint(xs: &[f64], series: &[&[f64]], opts: &SegmentOptions) -> Vec
             }
         }
     }
-    let mut starts = Vec::new();
-    let mut j = n;
-    while j > 0 {
-        let i = from[j];
-        if i > 0 {
-            starts.push(i);
-        }
-        j = i;
-    }
-    starts.reverse();
-    starts
+    starts_from(&from)
 }
 
 /// Safety margin of the pruning in [`detect_joint`], in penalties. Pruning (Killick,
@@ -1012,35 +1020,10 @@ mod tests {
             return Vec::new();
         }
         let penalty = joint_penalty(n, series.len(), opts);
-        let mut best = vec![f64::INFINITY; n + 1];
-        let mut from = vec![0usize; n + 1];
-        best[0] = 0.0;
-        for j in m..=n {
-            for i in 0..=(j - m) {
-                if !best[i].is_finite() {
-                    continue;
-                }
-                let Some(c) = joint_cost(xs, series, &sigmas, i, j, opts.outlier_cap) else {
-                    continue;
-                };
-                let total = best[i] + c + penalty;
-                if total < best[j] {
-                    best[j] = total;
-                    from[j] = i;
-                }
-            }
-        }
-        let mut starts = Vec::new();
-        let mut j = n;
-        while j > 0 {
-            let i = from[j];
-            if i > 0 {
-                starts.push(i);
-            }
-            j = i;
-        }
-        starts.reverse();
-        starts
+        optimal_segments(n, m, penalty, |i, j| {
+            joint_cost(xs, series, &sigmas, i, j, opts.outlier_cap)
+        })
+        .0
     }
 
     /// The series [`crate::model::loggp::assess`] cuts, from its samples.
