@@ -91,6 +91,65 @@ fn json_and_every_output_file() {
     assert_eq!(params["ranges"].as_array().unwrap().len(), ranges.len());
 }
 
+/// `--passes 3`: every pass streams every size once, in its own shuffled order,
+/// and the document pools them (reps x passes repetitions per point); with several
+/// transports, each pass still alternates them size by size.
+#[test]
+fn passes_are_shuffled_streamed_and_pooled() {
+    let dir = tempfile::tempdir().unwrap();
+    let jsonl = dir.path().join("points.jsonl");
+    let out = ngauge()
+        .args(["-t", "tcp,udp", "loggp", "--json", "--sizes", "1K-8K:1K"])
+        .args(["--reps", "3", "--warmup", "1", "--passes", "3", "-o"])
+        .arg(&jsonl)
+        .output()
+        .unwrap();
+    let doc = json_of(&out);
+    assert_eq!(doc["passes"], 3);
+    let sizes: Vec<u64> = (1..=8).map(|k| k * 1024).collect();
+    for t in doc["transports"].as_array().unwrap() {
+        let points = t["points"].as_array().unwrap();
+        let got: Vec<u64> = points.iter().map(|p| p["size"].as_u64().unwrap()).collect();
+        assert_eq!(got, sizes, "one pooled point per size, ascending");
+        for p in points {
+            assert_eq!(p["passes"], 3, "{p}");
+            assert!(p["attempts"].as_u64().unwrap() >= 3, "{p}");
+            for series in ["prtt_1_0", "prtt_n_0", "prtt_n_d", "or", "send_late"] {
+                assert_eq!(p["spread_us"][series]["n"], 9, "{series} in {p}");
+            }
+        }
+    }
+    let records: Vec<Value> = std::fs::read_to_string(&jsonl)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 3 * 8 * 2);
+    let mut orders = Vec::new();
+    for (pass, chunk) in records.chunks(16).enumerate() {
+        let mut order = Vec::new();
+        for pair in chunk.chunks(2) {
+            assert_eq!(pair[0]["transport"], "tcp");
+            assert_eq!(pair[1]["transport"], "udp");
+            assert_eq!(pair[0]["point"]["size"], pair[1]["point"]["size"]);
+            for r in pair {
+                assert_eq!(r["pass"], pass as u64, "{r}");
+                assert_eq!(r["point"]["passes"], 1, "{r}");
+                assert_eq!(r["point"]["prtt_1_0_us"]["n"], 3, "{r}");
+            }
+            order.push(pair[0]["point"]["size"].as_u64().unwrap());
+        }
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, sizes, "pass {pass} measured every size once");
+        orders.push(order);
+    }
+    assert!(
+        orders.iter().all(|o| *o != sizes) && orders[0] != orders[1],
+        "passes are shuffled, each its own way: {orders:?}"
+    );
+}
+
 #[test]
 fn four_ranks_make_two_pairs() {
     let out = ngauge()

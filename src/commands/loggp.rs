@@ -13,6 +13,7 @@ use ngauge::model::changepoint::LookaheadOptions;
 use ngauge::model::loggp::{assess, AssessOptions, Detector};
 use ngauge::model::segment::SegmentOptions;
 use ngauge::patterns::loggp::{self as pattern, DelayChoice, PairResult, PairsMode, Params};
+use ngauge::patterns::order;
 use ngauge::report::jsonl::JsonlWriter;
 use ngauge::report::loggp::{self as export, PairAnalysis};
 use ngauge::report::loggp_compare as compare;
@@ -28,6 +29,8 @@ const DISTURBED_WARN: f64 = 0.10;
 #[derive(Debug)]
 struct Plan {
     params: Params,
+    /// Sweeps over all sizes, pooled per size ([`ngauge::patterns::order`]).
+    passes: usize,
     assess: AssessOptions,
 }
 
@@ -105,6 +108,7 @@ fn plan(args: &LoggpArgs) -> Result<Plan, UsageError> {
             },
             attempts: args.attempts as usize,
         },
+        passes: args.passes as usize,
         assess: AssessOptions {
             n: args.n as usize,
             detector,
@@ -158,21 +162,28 @@ pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
         // Progress on a terminal only, never into data (rank 0 only).
         let mut progress =
             Progress::new(world.rank == 0 && ngauge::launch::local::stderr_is_terminal());
-        // One transport: one sweep. Several: interleaved, size by size, alternating
-        // transports (see `interleave`).
-        let chunks: Vec<(Vec<u64>, usize)> = if several {
-            let all = vec![plan.params.sizes.clone(); open.len()];
-            interleave::schedule(&plan.params.sizes, &all)
-                .into_iter()
-                .map(|(s, i)| (vec![s], i))
-                .collect()
-        } else {
-            vec![(plan.params.sizes.clone(), 0)]
-        };
-        let total = plan.params.sizes.len() * open.len() * (world.size / 2);
+        // Every pass visits the sizes in its own order (one pass: ascending). One
+        // transport: one sweep per pass. Several: interleaved, size by size,
+        // alternating transports (see `interleave`).
+        let chunks: Vec<(usize, Vec<u64>, usize)> = order::passes(&plan.params.sizes, plan.passes)
+            .into_iter()
+            .enumerate()
+            .flat_map(|(pass, sizes)| -> Vec<(usize, Vec<u64>, usize)> {
+                if several {
+                    let all = vec![sizes.clone(); open.len()];
+                    interleave::schedule(&sizes, &all)
+                        .into_iter()
+                        .map(|(s, i)| (pass, vec![s], i))
+                        .collect()
+                } else {
+                    vec![(pass, sizes, 0)]
+                }
+            })
+            .collect();
+        let total = chunks.iter().map(|c| c.1.len()).sum::<usize>() * (world.size / 2);
         let mut done = 0;
         let mut results: Vec<Vec<PairResult>> = vec![Vec::new(); open.len()];
-        for (sizes, i) in chunks {
+        for (pass, sizes, i) in chunks {
             let params = Params {
                 sizes,
                 ..plan.params.clone()
@@ -186,11 +197,13 @@ pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
                 |pair, point| {
                     done += 1;
                     progress.update(&format!(
-                        "loggp: {name}, pair {pair}, {} bytes ({done}/{total} points)",
-                        point.size
+                        "loggp: {name}, pair {pair}, {} bytes, pass {} ({done}/{total} points)",
+                        point.size,
+                        pass + 1
                     ));
                     if let Some(w) = jsonl.as_mut() {
-                        let mut record = serde_json::json!({"pair": pair, "point": point});
+                        let mut record =
+                            serde_json::json!({"pair": pair, "pass": pass, "point": point});
                         if several {
                             record["transport"] = name.into();
                         }
@@ -203,6 +216,7 @@ pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
             merge(&mut results[i], got);
         }
         progress.finish();
+        let results = results.into_iter().map(pool_passes).collect::<Vec<_>>();
         if let Some(e) = stream_error {
             return Err(anyhow::Error::new(e).context("writing --output"));
         }
@@ -291,6 +305,23 @@ fn analyse(plan: &Plan, results: &[PairResult]) -> anyhow::Result<Vec<PairAnalys
                 points: r.points.clone(),
                 assessment,
             })
+        })
+        .collect()
+}
+
+/// Pools every pair's passes over each size into one point per size, ascending.
+fn pool_passes(pairs: Vec<PairResult>) -> Vec<PairResult> {
+    pairs
+        .into_iter()
+        .map(|mut pair| {
+            pair.points.sort_by_key(|p| p.size);
+            let pooled = pair
+                .points
+                .chunk_by(|a, b| a.size == b.size)
+                .map(|same| pattern::pool(same).expect("points of one size and n"))
+                .collect();
+            pair.points = pooled;
+            pair
         })
         .collect()
 }
@@ -437,6 +468,7 @@ fn report(
         doc["detector"] = plan.assess.detector.name().into();
         doc["n"] = plan.params.n.into();
         doc["reps"] = plan.params.reps.into();
+        doc["passes"] = plan.passes.into();
         doc["dg"] = match plan.params.delay {
             DelayChoice::OneRtt => "rtt",
             DelayChoice::TwoRtt => "2rtt",

@@ -77,7 +77,8 @@ pub enum PairsMode {
 /// Parameters of a PRTT sweep.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Params {
-    /// Message sizes in bytes, ascending, each at least 1.
+    /// Message sizes in bytes, each at least 1, in the order they are measured
+    /// (ascending for the paper's sweep, shuffled by [`super::order`] for passes).
     pub sizes: Vec<u64>,
     /// Messages per `PRTT(n, ., s)` (at least 2).
     pub n: usize,
@@ -140,13 +141,113 @@ pub struct Point {
     /// The client's send call while the server is late (about `1.5 d_G`), us:
     /// `o_s` for a buffered (eager) send, about the lateness for a synchronous one.
     pub send_late_us: Summary,
-    /// How often this size was measured (more than once when most repetitions of
-    /// an attempt were disturbed, see [`Params::attempts`]).
+    /// How often this size was measured, over all pooled passes (more than
+    /// `passes` when most repetitions of an attempt were disturbed, see
+    /// [`Params::attempts`]).
     pub attempts: usize,
-    /// Timed PRTT repetitions at this size (all PRTT kinds, last attempt).
+    /// Timed PRTT repetitions at this size (all PRTT kinds, last attempt of each
+    /// pass).
     pub timed_reps: usize,
     /// Of those, the ones slower than [`DISTURBED_FACTOR`] times their median.
     pub disturbed_reps: usize,
+    /// Sweeps this point pools (see [`pool`]); 1 for one measurement.
+    pub passes: usize,
+    /// The repetitions behind the summaries, us, kept so that passes can be pooled.
+    #[serde(skip)]
+    pub samples: Samples,
+}
+
+/// The timed repetitions of one point, us (and `d` per pass).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Samples {
+    /// `d_G` of every pooled pass.
+    pub d: Vec<f64>,
+    /// `PRTT(1,0,s)` repetitions.
+    pub prtt_1_0: Vec<f64>,
+    /// `PRTT(2,0,s)` repetitions (empty unless [`DelayChoice::TwoRtt`]).
+    pub prtt_2_0: Vec<f64>,
+    /// `PRTT(n,0,s)` repetitions.
+    pub prtt_n_0: Vec<f64>,
+    /// `PRTT(n,d_G,s)` repetitions.
+    pub prtt_n_d: Vec<f64>,
+    /// `o_r` repetitions.
+    pub or: Vec<f64>,
+    /// Send calls with a late receiver.
+    pub send_late: Vec<f64>,
+}
+
+impl Samples {
+    /// Summarises the repetitions into a point of `passes` passes and `attempts`
+    /// measurements; `None` when a series the point needs is empty.
+    fn point(self, size: u64, n: usize, attempts: usize, passes: usize) -> Option<Point> {
+        let mut timed_reps = 0;
+        let mut disturbed_reps = 0;
+        for values in [
+            &self.prtt_1_0,
+            &self.prtt_2_0,
+            &self.prtt_n_0,
+            &self.prtt_n_d,
+        ] {
+            let Some(summary) = Summary::of(values) else {
+                continue;
+            };
+            let limit = DISTURBED_FACTOR * summary.median;
+            timed_reps += values.len();
+            disturbed_reps += values.iter().filter(|&&v| v > limit).count();
+        }
+        Some(Point {
+            size,
+            n,
+            d_us: Summary::of(&self.d)?.median,
+            prtt_1_0_us: Summary::of(&self.prtt_1_0)?,
+            prtt_2_0_us: if self.prtt_2_0.is_empty() {
+                None
+            } else {
+                Some(Summary::of(&self.prtt_2_0)?)
+            },
+            prtt_n_0_us: Summary::of(&self.prtt_n_0)?,
+            prtt_n_d_us: Summary::of(&self.prtt_n_d)?,
+            or_us: Summary::of(&self.or)?,
+            send_late_us: Summary::of(&self.send_late)?,
+            attempts,
+            timed_reps,
+            disturbed_reps,
+            passes,
+            samples: self,
+        })
+    }
+}
+
+/// Pools passes over the same size into one point (Hunold and Carpen-Amarie,
+/// "MPI Benchmarking Revisited", sec. 6.1, Algorithm 5: replicate every
+/// experiment and shuffle their order, so that a slow phase of the host, which
+/// lasts longer than one size's measurement, disturbs a few scattered passes of
+/// different sizes instead of a run of consecutive sizes that looks like a
+/// protocol range). The repetitions of all passes are summarised together and
+/// `d_G` is the median of the passes' delays (each pass's `PRTT(n,d,s)` used its
+/// own). `None` when `points` is empty or its sizes differ.
+pub fn pool(points: &[Point]) -> Option<Point> {
+    let first = points.first()?;
+    if points
+        .iter()
+        .any(|p| p.size != first.size || p.n != first.n)
+    {
+        return None;
+    }
+    let mut all = Samples::default();
+    for p in points {
+        let s = &p.samples;
+        all.d.extend(&s.d);
+        all.prtt_1_0.extend(&s.prtt_1_0);
+        all.prtt_2_0.extend(&s.prtt_2_0);
+        all.prtt_n_0.extend(&s.prtt_n_0);
+        all.prtt_n_d.extend(&s.prtt_n_d);
+        all.or.extend(&s.or);
+        all.send_late.extend(&s.send_late);
+    }
+    let attempts = points.iter().map(|p| p.attempts).sum();
+    let passes = points.iter().map(|p| p.passes).sum();
+    all.point(first.size, first.n, attempts, passes)
 }
 
 impl Point {
@@ -203,7 +304,7 @@ pub struct PairResult {
     pub client: Rank,
     /// The rank that answered and timed its receives.
     pub server: Rank,
-    /// One entry per size, ascending.
+    /// One entry per size, in the order of [`Params::sizes`].
     pub points: Vec<Point>,
 }
 
@@ -652,36 +753,22 @@ fn decode_point(
     let nd = decode_us(&mut c).ok_or(bad(client))?;
     let late = decode_us(&mut c).ok_or(bad(client))?;
     let mut s = server_bytes;
-    let or = decode_us(&mut s).ok_or(bad(client + 1))?;
-    let us = |values: &[f64], rank| Summary::of(values).ok_or(bad(rank));
-    let mut timed_reps = 0;
-    let mut disturbed_reps = 0;
-    for values in [&p1, &p2, &n0, &nd] {
-        let Some(summary) = Summary::of(values) else {
-            continue;
-        };
-        let limit = DISTURBED_FACTOR * summary.median;
-        timed_reps += values.len();
-        disturbed_reps += values.iter().filter(|&&v| v > limit).count();
-    }
-    Ok(Point {
-        attempts,
-        timed_reps,
-        disturbed_reps,
-        size,
-        n: params.n,
-        d_us,
-        prtt_1_0_us: us(&p1, client)?,
-        prtt_2_0_us: if p2.is_empty() {
-            None
-        } else {
-            Some(us(&p2, client)?)
-        },
-        prtt_n_0_us: us(&n0, client)?,
-        prtt_n_d_us: us(&nd, client)?,
-        or_us: us(&or, client + 1)?,
-        send_late_us: us(&late, client)?,
-    })
+    let or = decode_us(&mut s)
+        .filter(|or| !or.is_empty())
+        .ok_or(bad(client + 1))?;
+    let samples = Samples {
+        d: vec![d_us],
+        prtt_1_0: p1,
+        prtt_2_0: p2,
+        prtt_n_0: n0,
+        prtt_n_d: nd,
+        or,
+        send_late: late,
+    };
+    // decode_us admits finite values only, so only an empty series fails here.
+    samples
+        .point(size, params.n, attempts, 1)
+        .ok_or(bad(client))
 }
 
 #[cfg(test)]
@@ -954,9 +1041,59 @@ mod tests {
             attempts: 1,
             timed_reps,
             disturbed_reps,
+            passes: 1,
+            samples: Samples::default(),
         };
         assert_eq!(disturbed_fraction(&[point(30, 3), point(30, 0)]), 0.05);
         assert_eq!(disturbed_fraction(&[]), 0.0);
+    }
+
+    fn measured(size: u64, d: f64, prtt: &[f64], attempts: usize) -> Point {
+        let samples = Samples {
+            d: vec![d],
+            prtt_1_0: prtt.to_vec(),
+            prtt_2_0: Vec::new(),
+            prtt_n_0: prtt.iter().map(|v| 10.0 * v).collect(),
+            prtt_n_d: prtt.iter().map(|v| 20.0 * v).collect(),
+            or: vec![1.0; prtt.len()],
+            send_late: vec![2.0; prtt.len()],
+        };
+        samples.point(size, 10, attempts, 1).unwrap()
+    }
+
+    #[test]
+    fn pooling_summarises_the_repetitions_of_all_passes() {
+        // Pass 2 ran in a slow phase: pooled, its repetitions are a minority and
+        // the median stays with the quiet passes.
+        let passes = [
+            measured(4096, 5.0, &[5.0, 5.1, 4.9], 1),
+            measured(4096, 9.0, &[9.0, 9.2, 8.8], 2),
+            measured(4096, 5.2, &[5.2, 5.0, 5.1], 1),
+        ];
+        let pooled = pool(&passes).unwrap();
+        let all = [5.0, 5.1, 4.9, 9.0, 9.2, 8.8, 5.2, 5.0, 5.1];
+        assert_eq!(pooled.prtt_1_0_us, Summary::of(&all).unwrap());
+        assert_eq!(pooled.prtt_1_0_us.median, 5.1);
+        assert_eq!(pooled.prtt_n_0_us.median, 51.0);
+        assert_eq!(pooled.prtt_n_d_us.n, 9);
+        assert_eq!(pooled.or_us.n, 9);
+        assert_eq!(pooled.send_late_us.median, 2.0);
+        assert_eq!(pooled.d_us, 5.2, "the median of the passes' delays");
+        assert_eq!((pooled.passes, pooled.attempts), (3, 4));
+        assert_eq!(pooled.timed_reps, 27);
+        assert_eq!(pooled.prtt_2_0_us, None);
+        // Pooling pooled points is pooling their passes.
+        let twice = pool(&[pool(&passes[..2]).unwrap(), passes[2].clone()]).unwrap();
+        assert_eq!(twice, pooled);
+    }
+
+    #[test]
+    fn pooling_refuses_nothing_and_different_sizes() {
+        assert_eq!(pool(&[]), None);
+        let a = measured(1024, 3.0, &[3.0], 1);
+        let b = measured(2048, 3.0, &[3.0], 1);
+        assert_eq!(pool(&[a.clone(), b]), None);
+        assert_eq!(pool(std::slice::from_ref(&a)), Some(a));
     }
 
     /// The system clock, except that during its first `disturbed_calls` readings

@@ -4,4 +4,5 @@
 //! region.
 
 pub mod loggp;
+pub mod order;
 pub mod pingpong;

@@ -64,9 +64,11 @@ pub struct PointRecord {
     pub d_us: f64,
     /// Weight of this point in its range's robust fit, `(0, 1]`.
     pub fit_weight: f64,
-    /// How often the size was measured (more than once when the host disturbed
-    /// most repetitions).
+    /// How often the size was measured, over all passes (more than `passes` when
+    /// the host disturbed most repetitions of a measurement).
     pub attempts: usize,
+    /// Passes whose repetitions were pooled into this point (`--passes`).
+    pub passes: usize,
     /// Min, median, mean, p99, max of the repetitions.
     pub spread_us: Spread,
 }
@@ -122,6 +124,7 @@ pub fn pair_doc(pa: &PairAnalysis, low_weight: f64) -> PairDoc {
             d_us: p.d_us,
             fit_weight: a.weights[i],
             attempts: p.attempts,
+            passes: p.passes,
             spread_us: Spread {
                 prtt_1_0: p.prtt_1_0_us,
                 prtt_n_0: p.prtt_n_0_us,
@@ -459,6 +462,8 @@ pub(crate) mod fixtures {
                     attempts: 1,
                     timed_reps: 3,
                     disturbed_reps: 0,
+                    passes: 1,
+                    samples: Default::default(),
                 }
             })
             .collect();

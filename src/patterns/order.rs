@@ -1,0 +1,116 @@
+//! The order in which a sweep visits its sizes when it measures each of them in
+//! several passes: Hunold and Carpen-Amarie, "MPI Benchmarking Revisited:
+//! Experimental Design and Reproducibility", sec. 6.1, Algorithm 5 (replicate every
+//! experiment, shuffle the list of experiments before running it).
+//!
+//! On a shared host the latency level drifts and flips in phases that outlast the
+//! measurement of one size. Measured in ascending order, such a phase shifts a run of
+//! consecutive sizes, which a protocol detector cannot tell from a protocol range.
+//! Shuffled, it shifts scattered sizes in one pass, which pooling the passes
+//! ([`super::loggp::pool`]) and a robust fit absorb.
+//!
+//! One pass keeps the given order (the paper's and Netgauge's sweep). Several
+//! passes are each a different permutation from a fixed seed: every rank computes
+//! the same order without talking to the others, and a run can be repeated
+//! exactly. (Algorithm 5 reshuffles in every call to `mpirun`; a fixed seed keeps
+//! runs comparable, and the passes within one run still differ.)
+
+/// The sizes in the order each of `passes` passes measures them.
+pub fn passes<T: Copy>(sizes: &[T], passes: usize) -> Vec<Vec<T>> {
+    if passes <= 1 {
+        return vec![sizes.to_vec()];
+    }
+    (0..passes)
+        .map(|pass| {
+            let mut order = sizes.to_vec();
+            let mut rng = SplitMix64(SEED ^ (pass as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            // Fisher-Yates: every permutation equally likely.
+            for i in (1..order.len()).rev() {
+                let j = rng.below(i as u64 + 1) as usize;
+                order.swap(i, j);
+            }
+            order
+        })
+        .collect()
+}
+
+/// Seed of the shuffles ("ngauge" in ASCII).
+const SEED: u64 = 0x6e67_6175_6765;
+
+/// Steele, Lea and Flood's SplitMix64 (OOPSLA 2014): a small, well-mixed generator,
+/// enough to shuffle a list of sizes.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..bound` (Lemire's multiply-shift; the bias is below
+    /// `bound / 2^64`, nothing for lists of sizes).
+    fn below(&mut self, bound: u64) -> u64 {
+        ((u128::from(self.next()) * u128::from(bound)) >> 64) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_pass_keeps_the_order() {
+        assert_eq!(passes(&[1u64, 2, 4, 1024], 1), vec![vec![1, 2, 4, 1024]]);
+        assert_eq!(passes(&[3u64, 1], 0), vec![vec![3, 1]]);
+    }
+
+    #[test]
+    fn every_pass_is_a_permutation_and_the_passes_differ() {
+        let sizes: Vec<u64> = (1..=74).collect();
+        let orders = passes(&sizes, 3);
+        assert_eq!(orders.len(), 3);
+        for order in &orders {
+            let mut sorted = order.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, sizes);
+            assert_ne!(*order, sizes, "a shuffled pass kept the ascending order");
+        }
+        assert_ne!(orders[0], orders[1]);
+        assert_ne!(orders[1], orders[2]);
+    }
+
+    #[test]
+    fn the_order_is_the_same_on_every_call() {
+        let sizes: Vec<u64> = (0..40).map(|k| 512 * k + 2048).collect();
+        assert_eq!(passes(&sizes, 4), passes(&sizes, 4));
+    }
+
+    #[test]
+    fn consecutive_sizes_are_scattered() {
+        // Truth for a uniform shuffle: two given neighbours stay neighbours with
+        // probability 2/n, so of 73 adjacent pairs about 2 stay adjacent per pass.
+        let sizes: Vec<u64> = (0..74).collect();
+        for order in passes(&sizes, 5) {
+            let adjacent = order
+                .windows(2)
+                .filter(|w| w[0].abs_diff(w[1]) == 1)
+                .count();
+            assert!(adjacent <= 8, "{adjacent} of 73 neighbours kept: {order:?}");
+        }
+    }
+
+    #[test]
+    fn below_stays_in_range_and_covers_it() {
+        let mut rng = SplitMix64(1);
+        let mut seen = [false; 7];
+        for _ in 0..1000 {
+            let v = rng.below(7);
+            assert!(v < 7);
+            seen[v as usize] = true;
+        }
+        assert!(seen.iter().all(|&s| s));
+    }
+}
