@@ -4,30 +4,25 @@
 //! a usage error naming the feature.
 
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+mod support;
 
 const NGAUGE: &str = env!("CARGO_BIN_EXE_ngauge");
 
 /// Runs `cmd`, killing it after `limit` so that a hung job fails the test.
 fn run_with_limit(mut cmd: Command, limit: Duration) -> Output {
-    let mut child = cmd
+    let child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start {:?}: {e}", cmd.get_program()));
-    let began = Instant::now();
-    while child.try_wait().expect("wait").is_none() {
-        if began.elapsed() > limit {
-            let _ = child.kill();
-            let out = child.wait_with_output().expect("output");
-            panic!(
-                "{cmd:?} hung for {limit:?}; stderr:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("output")
+    support::output_within(child, limit).unwrap_or_else(|out| {
+        panic!(
+            "{cmd:?} hung for {limit:?}; stderr:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
 }
 
 /// A plain `ngauge` with no MPI launcher variables in its environment.
@@ -337,7 +332,7 @@ mod with_mpi {
             .args(args)
             .args([":", "-n", "1", NGAUGE])
             .args(args);
-        let began = Instant::now();
+        let began = std::time::Instant::now();
         let out = run_with_limit(cmd, Duration::from_secs(30));
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "stderr: {stderr}");
@@ -350,7 +345,7 @@ mod with_mpi {
         if skip() {
             return;
         }
-        let began = Instant::now();
+        let began = std::time::Instant::now();
         let out = run_with_limit(
             mpirun(
                 3,
