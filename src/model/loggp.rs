@@ -1036,6 +1036,19 @@ mod tests {
         }
     }
 
+    /// A real dense sweep over Open MPI's default shared-memory eager limit
+    /// (4 KiB): the switch shows most in o_r (0.72 -> 1.07 us, lines 0.04 us
+    /// apart in residual scale), which the 0.15 us absolute floor under a step's
+    /// noise made 1.7 noise levels; the step's own floor is 0.05 us.
+    #[test]
+    fn open_mpi_default_shared_memory_eager_limit_is_found_in_a_dense_sweep() {
+        let samples = fixture(include_str!("testdata/openmpi_vader_default_dense.json"));
+        for detector in detectors() {
+            let a = assess_by(detector, &samples);
+            assert_eq!(a.changes, vec![4096], "{}", detector.name());
+        }
+    }
+
     /// A protocol range of a few sizes between two others, and one at the end of
     /// the sweep: too short to pay for a segment while each of its sizes could only
     /// cost as much as an outlier; as a run of misfits they do.
