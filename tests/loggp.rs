@@ -215,12 +215,30 @@ fn bad_input_exits_2_with_one_line() {
 #[test]
 fn udp_sizes_above_the_datagram_limit_are_refused_and_streams_fit() {
     let out = ngauge()
-        .args(["-t", "udp", "loggp", "--reps", "2"])
+        .args(["-t", "udp", "loggp", "--reps", "2", "--sizes", "32K-64K:1K"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("message limit of 65499 bytes"), "{err}");
+    // The default sweep (up to 64 KiB) ends below the limit instead, and says so.
+    let out = ngauge()
+        .args([
+            "-t", "udp", "loggp", "--json", "--reps", "2", "--warmup", "1",
+        ])
+        .output()
+        .unwrap();
+    let doc = json_of(&out);
+    let sizes: Vec<u64> = doc["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["size"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sizes.len(), 73);
+    assert_eq!(sizes.last(), Some(&64512));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("default sweep ends at 64512 bytes"), "{err}");
     // n = 10 datagrams of 48 KiB back to back: the command sizes the receive buffer.
     let out = ngauge()
         .args(["-t", "udp", "--timeout", "20", "loggp", "--json"])

@@ -137,6 +137,22 @@ pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
                 opts.recv_buffer_bytes = Some((2 * plan.params.n * (largest + 64)).max(1 << 18));
             }
         })?;
+        let limit = open
+            .iter()
+            .filter_map(|o| o.transport.capabilities().max_message_bytes)
+            .min();
+        let mut plan = plan;
+        if let Some(limit) = limit.filter(|&l| args.sizes.is_none() && largest > l) {
+            // The default sweep ends at the largest message every transport carries
+            // (UDP: the last 1 KiB step below its datagram limit).
+            plan.params.sizes.retain(|&s| s as usize <= limit);
+            warnings.push(format!(
+                "the default sweep ends at {} bytes, the largest of its sizes within the \
+                 {limit}-byte message limit",
+                plan.params.sizes.last().copied().unwrap_or(0)
+            ));
+        }
+        let largest = *plan.params.sizes.last().unwrap_or(&1) as usize;
         for o in &open {
             if let Some(limit) = o.transport.capabilities().max_message_bytes {
                 if largest > limit {
