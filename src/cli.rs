@@ -423,7 +423,8 @@ pub struct LoggpArgs {
     #[arg(long, default_value_t = 2.0, value_name = "F")]
     pub pfact: f64,
 
-    /// Look-ahead detector and robust fits: noise floor in us (Netgauge: 0.15).
+    /// Look-ahead detector and robust fits: noise floor in us (Netgauge: 0.15). The
+    /// floor under a protocol step (0.05 us, or 10% of the value) is separate.
     #[arg(long, default_value_t = 0.15, value_name = "US")]
     pub floor_us: f64,
 

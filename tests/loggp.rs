@@ -203,6 +203,8 @@ fn bad_input_exits_2_with_one_line() {
         vec!["loggp", "--sizes", "1-x"],
         vec!["loggp", "--n", "1"],
         vec!["loggp", "--dg", "3rtt"],
+        vec!["loggp", "--passes", "0"],
+        vec!["loggp", "--passes", "101"],
         vec!["-t", "tcp,tcp", "loggp", "--sizes", "1,2,4"],
     ] {
         let out = ngauge().args(&args).output().unwrap();
@@ -213,7 +215,7 @@ fn bad_input_exits_2_with_one_line() {
 }
 
 #[test]
-fn udp_sizes_above_the_datagram_limit_are_refused_and_streams_fit() {
+fn udp_limit_refuses_explicit_sizes_ends_the_default_sweep_and_streams_fit() {
     let out = ngauge()
         .args(["-t", "udp", "loggp", "--reps", "2", "--sizes", "32K-64K:1K"])
         .output()
@@ -239,6 +241,14 @@ fn udp_sizes_above_the_datagram_limit_are_refused_and_streams_fit() {
     assert_eq!(sizes.last(), Some(&64512));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("default sweep ends at 64512 bytes"), "{err}");
+    let warned = doc["warnings"].as_array().unwrap().iter();
+    assert_eq!(
+        warned
+            .filter(|w| w.as_str().unwrap().contains("default sweep ends at 64512"))
+            .count(),
+        1,
+        "{doc}"
+    );
     // n = 10 datagrams of 48 KiB back to back: the command sizes the receive buffer.
     let out = ngauge()
         .args(["-t", "udp", "--timeout", "20", "loggp", "--json"])

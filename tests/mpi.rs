@@ -54,6 +54,7 @@ fn mpi_transport_without_the_feature_is_a_usage_error() {
 #[cfg(feature = "mpi")]
 mod with_mpi {
     use super::*;
+    use std::time::Instant;
 
     /// The launcher of the MPI this binary links, with what it needs here.
     fn launcher() -> Command {
@@ -332,7 +333,7 @@ mod with_mpi {
             .args(args)
             .args([":", "-n", "1", NGAUGE])
             .args(args);
-        let began = std::time::Instant::now();
+        let began = Instant::now();
         let out = run_with_limit(cmd, Duration::from_secs(30));
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "stderr: {stderr}");
@@ -345,7 +346,7 @@ mod with_mpi {
         if skip() {
             return;
         }
-        let began = std::time::Instant::now();
+        let began = Instant::now();
         let out = run_with_limit(
             mpirun(
                 3,

@@ -28,8 +28,9 @@ const NGAUGE: &str = env!("CARGO_BIN_EXE_ngauge");
 ///
 /// The tests sweep in [`PASSES`] shuffled passes: in one ascending sweep a level
 /// flip of this VM that lasts seconds (every series 20-30% lower from one size on)
-/// looks like a protocol switch, and did so in 1 of ~65 single-pass runs of the
-/// 16 KiB vader test; shuffled, it scatters over sizes and passes (60 of 60).
+/// looks like a protocol switch, and did so in 1 of ~25 test-suite runs of the
+/// 16 KiB vader test (and 0 of 40 sweeps run by hand); shuffled, it scatters over
+/// sizes and passes (60 of 60).
 fn changes(mpi_args: &[&str], env: &[(&str, &str)], sizes: &str) -> Vec<u64> {
     changes_in_passes(mpi_args, env, sizes, PASSES)
 }

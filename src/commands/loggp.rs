@@ -32,6 +32,9 @@ struct Plan {
     /// Sweeps over all sizes, pooled per size ([`ngauge::patterns::order`]).
     passes: usize,
     assess: AssessOptions,
+    /// Why the default sweep was cut short (a transport's message limit), for the
+    /// warnings of every pair's document.
+    sweep_warning: Option<String>,
 }
 
 fn plan(args: &LoggpArgs) -> Result<Plan, UsageError> {
@@ -109,6 +112,7 @@ fn plan(args: &LoggpArgs) -> Result<Plan, UsageError> {
             attempts: args.attempts as usize,
         },
         passes: args.passes as usize,
+        sweep_warning: None,
         assess: AssessOptions {
             n: args.n as usize,
             detector,
@@ -146,7 +150,7 @@ pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
             // The default sweep ends at the largest message every transport carries
             // (UDP: the last 1 KiB step below its datagram limit).
             plan.params.sizes.retain(|&s| s as usize <= limit);
-            warnings.push(format!(
+            plan.sweep_warning = Some(format!(
                 "the default sweep ends at {} bytes, the largest of its sizes within the \
                  {limit}-byte message limit",
                 plan.params.sizes.last().copied().unwrap_or(0)
@@ -401,17 +405,17 @@ fn analyse_transport(
         .iter()
         .map(|a| {
             let fraction = pattern::disturbed_fraction(&a.points);
+            let mut extra: Vec<String> = plan.sweep_warning.iter().cloned().collect();
             if fraction > DISTURBED_WARN {
-                vec![format!(
+                extra.push(format!(
                     "{:.0}% of the timed repetitions took more than {}x their median: other \
                      processes competed for the cores; medians are robust to a few such \
                      repetitions, not to many (try the other --wait mode, more --reps, or a quieter host)",
                     fraction * 100.0,
                     pattern::DISTURBED_FACTOR
-                )]
-            } else {
-                Vec::new()
+                ));
             }
+            extra
         })
         .collect();
     Ok(Analysed {

@@ -104,10 +104,11 @@ pub struct SegmentOptions {
     pub step_floor: f64,
     /// Absolute floor under the noise level of a step, in the unit of the values
     /// (us): a few timer readings. Lower than `noise_floor` (Netgauge's 0.15 us,
-    /// meant for single points), since a step is measured between two fitted lines:
-    /// Open MPI's shared-memory receive overhead steps from 0.72 to 1.07 us at its
-    /// 4 KiB eager limit, 2.3 times the lines' residual scale of 0.04 us, which the
-    /// 0.15 us floor made 1.7 noise levels.
+    /// meant for single points; `--floor-us` sets that one, not this), since a step
+    /// is measured between two fitted lines: at Open MPI's 4 KiB shared-memory eager
+    /// limit the receive overhead's lines step by 0.26 us (the points from 0.72 to
+    /// 1.07 us) with residual scales of 0.02-0.04 us; the 0.15 us floor made that
+    /// 1.7 noise levels, while the 10% `step_floor` (0.09 us there) makes it 2.8.
     pub step_noise_floor: f64,
     /// Largest cost one point can add (in units of squared standard deviations):
     /// an outlier costs at most this, so cutting it into a segment of its own never

@@ -161,19 +161,19 @@ pub struct Point {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Samples {
     /// `d_G` of every pooled pass.
-    pub d: Vec<f64>,
+    pub d_us: Vec<f64>,
     /// `PRTT(1,0,s)` repetitions.
-    pub prtt_1_0: Vec<f64>,
+    pub prtt_1_0_us: Vec<f64>,
     /// `PRTT(2,0,s)` repetitions (empty unless [`DelayChoice::TwoRtt`]).
-    pub prtt_2_0: Vec<f64>,
+    pub prtt_2_0_us: Vec<f64>,
     /// `PRTT(n,0,s)` repetitions.
-    pub prtt_n_0: Vec<f64>,
+    pub prtt_n_0_us: Vec<f64>,
     /// `PRTT(n,d_G,s)` repetitions.
-    pub prtt_n_d: Vec<f64>,
+    pub prtt_n_d_us: Vec<f64>,
     /// `o_r` repetitions.
-    pub or: Vec<f64>,
+    pub or_us: Vec<f64>,
     /// Send calls with a late receiver.
-    pub send_late: Vec<f64>,
+    pub send_late_us: Vec<f64>,
 }
 
 impl Samples {
@@ -183,10 +183,10 @@ impl Samples {
         let mut timed_reps = 0;
         let mut disturbed_reps = 0;
         for values in [
-            &self.prtt_1_0,
-            &self.prtt_2_0,
-            &self.prtt_n_0,
-            &self.prtt_n_d,
+            &self.prtt_1_0_us,
+            &self.prtt_2_0_us,
+            &self.prtt_n_0_us,
+            &self.prtt_n_d_us,
         ] {
             let Some(summary) = Summary::of(values) else {
                 continue;
@@ -198,17 +198,17 @@ impl Samples {
         Some(Point {
             size,
             n,
-            d_us: Summary::of(&self.d)?.median,
-            prtt_1_0_us: Summary::of(&self.prtt_1_0)?,
-            prtt_2_0_us: if self.prtt_2_0.is_empty() {
+            d_us: Summary::of(&self.d_us)?.median,
+            prtt_1_0_us: Summary::of(&self.prtt_1_0_us)?,
+            prtt_2_0_us: if self.prtt_2_0_us.is_empty() {
                 None
             } else {
-                Some(Summary::of(&self.prtt_2_0)?)
+                Some(Summary::of(&self.prtt_2_0_us)?)
             },
-            prtt_n_0_us: Summary::of(&self.prtt_n_0)?,
-            prtt_n_d_us: Summary::of(&self.prtt_n_d)?,
-            or_us: Summary::of(&self.or)?,
-            send_late_us: Summary::of(&self.send_late)?,
+            prtt_n_0_us: Summary::of(&self.prtt_n_0_us)?,
+            prtt_n_d_us: Summary::of(&self.prtt_n_d_us)?,
+            or_us: Summary::of(&self.or_us)?,
+            send_late_us: Summary::of(&self.send_late_us)?,
             attempts,
             timed_reps,
             disturbed_reps,
@@ -225,7 +225,7 @@ impl Samples {
 /// different sizes instead of a run of consecutive sizes that looks like a
 /// protocol range). The repetitions of all passes are summarised together and
 /// `d_G` is the median of the passes' delays (each pass's `PRTT(n,d,s)` used its
-/// own). `None` when `points` is empty or its sizes differ.
+/// own). `None` when `points` is empty or its sizes or `n` differ.
 pub fn pool(points: &[Point]) -> Option<Point> {
     let first = points.first()?;
     if points
@@ -237,13 +237,13 @@ pub fn pool(points: &[Point]) -> Option<Point> {
     let mut all = Samples::default();
     for p in points {
         let s = &p.samples;
-        all.d.extend(&s.d);
-        all.prtt_1_0.extend(&s.prtt_1_0);
-        all.prtt_2_0.extend(&s.prtt_2_0);
-        all.prtt_n_0.extend(&s.prtt_n_0);
-        all.prtt_n_d.extend(&s.prtt_n_d);
-        all.or.extend(&s.or);
-        all.send_late.extend(&s.send_late);
+        all.d_us.extend(&s.d_us);
+        all.prtt_1_0_us.extend(&s.prtt_1_0_us);
+        all.prtt_2_0_us.extend(&s.prtt_2_0_us);
+        all.prtt_n_0_us.extend(&s.prtt_n_0_us);
+        all.prtt_n_d_us.extend(&s.prtt_n_d_us);
+        all.or_us.extend(&s.or_us);
+        all.send_late_us.extend(&s.send_late_us);
     }
     let attempts = points.iter().map(|p| p.attempts).sum();
     let passes = points.iter().map(|p| p.passes).sum();
@@ -757,13 +757,13 @@ fn decode_point(
         .filter(|or| !or.is_empty())
         .ok_or(bad(client + 1))?;
     let samples = Samples {
-        d: vec![d_us],
-        prtt_1_0: p1,
-        prtt_2_0: p2,
-        prtt_n_0: n0,
-        prtt_n_d: nd,
-        or,
-        send_late: late,
+        d_us: vec![d_us],
+        prtt_1_0_us: p1,
+        prtt_2_0_us: p2,
+        prtt_n_0_us: n0,
+        prtt_n_d_us: nd,
+        or_us: or,
+        send_late_us: late,
     };
     // decode_us admits finite values only, so only an empty series fails here.
     samples
@@ -1050,13 +1050,13 @@ mod tests {
 
     fn measured(size: u64, d: f64, prtt: &[f64], attempts: usize) -> Point {
         let samples = Samples {
-            d: vec![d],
-            prtt_1_0: prtt.to_vec(),
-            prtt_2_0: Vec::new(),
-            prtt_n_0: prtt.iter().map(|v| 10.0 * v).collect(),
-            prtt_n_d: prtt.iter().map(|v| 20.0 * v).collect(),
-            or: vec![1.0; prtt.len()],
-            send_late: vec![2.0; prtt.len()],
+            d_us: vec![d],
+            prtt_1_0_us: prtt.to_vec(),
+            prtt_2_0_us: Vec::new(),
+            prtt_n_0_us: prtt.iter().map(|v| 10.0 * v).collect(),
+            prtt_n_d_us: prtt.iter().map(|v| 20.0 * v).collect(),
+            or_us: vec![1.0; prtt.len()],
+            send_late_us: vec![2.0; prtt.len()],
         };
         samples.point(size, 10, attempts, 1).unwrap()
     }

@@ -10,9 +10,9 @@
 //! ([`super::loggp::pool`]) and a robust fit absorb.
 //!
 //! One pass keeps the given order (the paper's and Netgauge's sweep). Several
-//! passes are each a different permutation from a fixed seed: every rank computes
-//! the same order without talking to the others, and a run can be repeated
-//! exactly. (Algorithm 5 reshuffles in every call to `mpirun`; a fixed seed keeps
+//! passes are each shuffled independently from a fixed seed per pass (two passes
+//! of a short list may still come out alike): every rank computes the same order
+//! without talking to the others, and a run can be repeated exactly. (Algorithm 5 reshuffles in every call to `mpirun`; a fixed seed keeps
 //! runs comparable, and the passes within one run still differ.)
 
 /// The sizes in the order each of `passes` passes measures them.
@@ -24,7 +24,7 @@ pub fn passes<T: Copy>(sizes: &[T], passes: usize) -> Vec<Vec<T>> {
         .map(|pass| {
             let mut order = sizes.to_vec();
             let mut rng = SplitMix64(SEED ^ (pass as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-            // Fisher-Yates: every permutation equally likely.
+            // Fisher-Yates: uniform given uniform draws.
             for i in (1..order.len()).rev() {
                 let j = rng.below(i as u64 + 1) as usize;
                 order.swap(i, j);
