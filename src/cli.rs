@@ -438,7 +438,7 @@ pub struct LoggpArgs {
     #[arg(long, value_name = "FILE")]
     pub netgauge_out: Option<PathBuf>,
 
-    /// Write the parameter file `ngauge simulate` reads to FILE (JSON).
+    /// Write the fitted LogGP parameters per protocol range to FILE (JSON).
     #[arg(long, value_name = "FILE")]
     pub params_out: Option<PathBuf>,
 
