@@ -9,14 +9,18 @@
 //! # How it waits
 //!
 //! [`Executor::wait`] alternates a sweep (`test` on every step in flight, then start
-//! what became ready) with a blocking [`Transport::wait`] on the earliest step in
-//! flight in list order. A transport progresses all its pending requests inside
-//! `wait` (TCP, MPI) or buffers its sends (in-process), so blocking on one step does
-//! not stop the others from moving; what it delays is only *noticing* the others
-//! and starting the steps they enable. [`crate::coll::analysis::check_progress`]
-//! replays exactly this policy with sends that complete only when matched, and
-//! proves for every algorithm that it cannot deadlock.
-//!
+//! what became ready; skipped when only one step is in flight) with a blocking
+//! [`Transport::wait`] on the earliest step in flight in list order. A transport
+//! progresses all its pending requests inside `wait` (TCP, MPI) or buffers its sends
+//! (in-process), so blocking on one step does not stop the others from moving; what
+//! it delays is only *noticing* the others and starting the steps they enable.
+//! [`crate::coll::analysis::check_progress`] replays exactly this policy with sends
+//! that complete only when matched, and proves for every algorithm that it cannot
+//! deadlock. Inside `wait` (and [`Executor::run`]), a send or receive that is the
+//! only step in flight or ready is made with the blocking `send` or `recv`, which
+//! is the same wait in one call (on TCP, one system call instead of a nonblocking
+//! attempt, a `poll` and a second attempt).
+
 //! # Cost
 //!
 //! [`Executor::new`] does the allocation and the bookkeeping (who waits for whom);
@@ -196,8 +200,13 @@ impl Executor {
         &self.buffers
     }
 
-    /// Starts a call: posts every step that waits for nothing.
+    /// Starts a call: posts every step that waits for nothing, without blocking.
     pub fn start(&mut self, t: &mut dyn Transport) -> Result<(), CollError> {
+        self.reset(t)?;
+        self.pump(t, false)
+    }
+
+    fn reset(&mut self, t: &dyn Transport) -> Result<(), CollError> {
         if t.rank() != self.schedule.rank() || t.size() != self.schedule.np() {
             return Err(CollError::WrongRank {
                 schedule_rank: self.schedule.rank(),
@@ -217,7 +226,7 @@ impl Executor {
             }
         }
         self.started = true;
-        self.pump(t)
+        Ok(())
     }
 
     /// Makes progress without blocking; `true` once the call is complete.
@@ -244,14 +253,21 @@ impl Executor {
             if !progressed {
                 return Ok(self.left == 0);
             }
-            self.pump(t)?;
+            self.pump(t, false)?;
         }
     }
 
     /// Completes the call.
     pub fn wait(&mut self, t: &mut dyn Transport) -> Result<(), CollError> {
+        if !self.started {
+            return Err(CollError::NotStarted);
+        }
         loop {
-            if self.test(t)? {
+            if self.left == 0 {
+                return Ok(());
+            }
+            // With one step in flight the sweep is the wait itself.
+            if self.in_flight.len() > 1 && self.test(t)? {
                 return Ok(());
             }
             let Some(&i) = self.in_flight.first() else {
@@ -267,21 +283,36 @@ impl Executor {
             t.wait(request)?;
             self.in_flight.remove(0);
             self.complete(i);
-            self.pump(t)?;
+            self.pump(t, true)?;
         }
     }
 
-    /// One blocking call: [`Executor::start`], then [`Executor::wait`].
+    /// One blocking call: [`Executor::start`], then [`Executor::wait`], except that
+    /// a send or receive that is the only step in flight or ready is made with the
+    /// transport's blocking `send` or `recv` (what waiting on it alone would amount
+    /// to, in one call instead of two: TCP's blocking path is one system call).
     pub fn run(&mut self, t: &mut dyn Transport) -> Result<(), CollError> {
-        self.start(t)?;
+        self.reset(t)?;
+        self.pump(t, true)?;
         self.wait(t)
     }
 
     /// Starts every ready step; local steps run here, and what they enable too.
-    fn pump(&mut self, t: &mut dyn Transport) -> Result<(), CollError> {
+    /// With `may_block`, a transfer that is alone (nothing else in flight or ready)
+    /// runs blocking.
+    fn pump(&mut self, t: &mut dyn Transport, may_block: bool) -> Result<(), CollError> {
         while let Some(Reverse(i)) = self.ready.pop() {
             let action = self.schedule.steps()[i as usize].action;
+            let alone = may_block && self.in_flight.is_empty() && self.ready.is_empty();
             match action {
+                Action::Send { peer, from } if alone => {
+                    t.send(peer, self.buffers.region(from))?;
+                    self.finished_blocking(i);
+                }
+                Action::Recv { peer, into } if alone => {
+                    t.recv(peer, self.buffers.region(into))?;
+                    self.finished_blocking(i);
+                }
                 Action::Send { peer, from } => {
                     let request = t.isend(peer, self.buffers.region(from))?;
                     self.launched(i, request);
@@ -328,6 +359,16 @@ impl Executor {
         self.state[i as usize] = State::InFlight(request);
         let at = self.in_flight.partition_point(|&j| j < i);
         self.in_flight.insert(at, i);
+        self.started_transfer(i);
+    }
+
+    fn finished_blocking(&mut self, i: StepId) {
+        self.started_transfer(i);
+        self.complete(i);
+    }
+
+    /// The next transfer with the same peer and kind may start now.
+    fn started_transfer(&mut self, i: StepId) {
         let next = self.same_peer_next[i as usize];
         if next != NONE {
             self.release(next);

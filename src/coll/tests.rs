@@ -78,7 +78,8 @@ fn schedules_match_are_hazard_free_and_cannot_deadlock() {
 }
 
 /// Runs `specs` one after the other on `np` in-process ranks, each twice on the
-/// same executor, checking the data after every call.
+/// same executor (once with `run`, once with `start` and `wait`), checking the data
+/// after every call.
 fn run_inproc(np: usize, specs: Vec<CollSpec>) {
     let specs = Arc::new(specs);
     let handles: Vec<_> = inproc::world(np)
@@ -106,9 +107,16 @@ fn run_all(mut t: impl Transport, specs: &[CollSpec]) -> Result<(), String> {
     for spec in specs {
         let err = |e: CollError| format!("{spec:?} rank {rank}: {e}");
         let mut ex = Executor::prepare(&mut t, spec.schedule(rank).map_err(err)?).map_err(err)?;
-        for _ in 0..2 {
+        for call in 0..2 {
             check::fill(spec, rank, &mut t, ex.buffers()).map_err(|e| err(e.into()))?;
-            ex.run(&mut t).map_err(err)?;
+            // `run` (blocking where a transfer is alone), then `start` and `wait`
+            // (everything posted nonblocking first).
+            if call == 0 {
+                ex.run(&mut t).map_err(err)?;
+            } else {
+                ex.start(&mut t).map_err(err)?;
+                ex.wait(&mut t).map_err(err)?;
+            }
             check::verify(spec, rank, &t, ex.buffers()).map_err(err)?;
         }
         ex.buffers().free(&mut t).map_err(|e| err(e.into()))?;
