@@ -24,9 +24,9 @@
 //!
 //! # Memory
 //!
-//! A [`Step`] is 72 bytes on a 64-bit target and a dependency edge 4 bytes, so a
-//! rank's schedule takes `72 * steps + 4 * edges` bytes plus three vector headers
-//! ([`Schedule::heap_bytes`]). Schedules are generated per rank on demand
+//! A [`Step`] is 72 bytes on a 64-bit target, a dependency edge 4 bytes and the
+//! [`Schedule`] itself 96, so a rank's schedule takes `96 + 72 * steps + 4 * edges`
+//! bytes ([`Schedule::heap_bytes`]; `docs/coll.md` has figures per algorithm). Schedules are generated per rank on demand
 //! ([`crate::coll::CollSpec::schedule`]), never for the whole job at once.
 
 use ngauge_transport::Rank;
@@ -435,6 +435,7 @@ mod tests {
     fn step_size_is_what_the_docs_say() {
         assert_eq!(std::mem::size_of::<Step>(), 72);
         assert_eq!(std::mem::size_of::<StepId>(), 4);
+        assert_eq!(std::mem::size_of::<Schedule>(), 96);
     }
 
     #[test]
