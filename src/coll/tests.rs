@@ -482,3 +482,53 @@ mod tcp {
         every_algorithm(WaitMode::Block);
     }
 }
+
+mod udp {
+    use super::*;
+    use ngauge_transport::WaitMode;
+    use ngauge_udp::{UdpOptions, UdpTransport};
+    use std::net::{IpAddr, Ipv4Addr};
+    use std::time::Duration;
+
+    /// Every algorithm over UDP datagrams on loopback, messages small enough that
+    /// the socket buffers never overflow (a loss in a stream is not recovered).
+    #[test]
+    fn every_algorithm_over_udp() {
+        let np = 5;
+        let mut specs = Vec::new();
+        for algorithm in algorithms() {
+            for (size_bytes, segment_bytes) in [(1, 0), (1000, 64), (3000, 0)] {
+                if !algorithm.is_segmented() && segment_bytes > 0 {
+                    continue;
+                }
+                specs.push(CollSpec {
+                    algorithm,
+                    np,
+                    size_bytes,
+                    segment_bytes,
+                    root: 1,
+                });
+            }
+        }
+        let specs = Arc::new(specs);
+        let opts = UdpOptions {
+            wait: WaitMode::Block,
+            timeout: Duration::from_secs(20),
+            ..UdpOptions::default()
+        };
+        let handles: Vec<_> = inproc::world(np)
+            .into_iter()
+            .map(|(_, mut control)| {
+                let specs = Arc::clone(&specs);
+                let opts = opts.clone();
+                thread::spawn(move || {
+                    let loopback = IpAddr::V4(Ipv4Addr::LOCALHOST);
+                    let t = UdpTransport::connect(&mut control, loopback, &opts)
+                        .map_err(|e| e.to_string())?;
+                    run_all(t, &specs)
+                })
+            })
+            .collect();
+        report(handles);
+    }
+}
