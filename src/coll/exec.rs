@@ -48,13 +48,26 @@ impl CollBuffers {
     /// Allocates every buffer `schedule` uses, as long as it needs (call outside
     /// timed regions).
     pub fn alloc(t: &mut dyn Transport, schedule: &Schedule) -> Result<Self, TransportError> {
-        let mut ids = [None; BUFFERS];
+        CollBuffers::alloc_for(t, [schedule])
+    }
+
+    /// Allocates buffers large enough for every one of `schedules`, so that
+    /// executors of several schedules (a rooted collective with each root) can share
+    /// them instead of holding a copy each.
+    pub fn alloc_for<'s>(
+        t: &mut dyn Transport,
+        schedules: impl IntoIterator<Item = &'s Schedule>,
+    ) -> Result<Self, TransportError> {
         let mut lens = [0; BUFFERS];
-        for buf in Buf::ALL {
-            let len = schedule.buffer_bytes(buf);
+        for s in schedules {
+            for buf in Buf::ALL {
+                lens[buf.index()] = lens[buf.index()].max(s.buffer_bytes(buf));
+            }
+        }
+        let mut ids = [None; BUFFERS];
+        for (id, &len) in ids.iter_mut().zip(&lens) {
             if len > 0 {
-                ids[buf.index()] = Some(t.alloc_buffer(len)?);
-                lens[buf.index()] = len;
+                *id = Some(t.alloc_buffer(len)?);
             }
         }
         Ok(CollBuffers { ids, lens })

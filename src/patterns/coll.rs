@@ -23,13 +23,14 @@
 //!   4.2); it is offered so users can see that error.
 //!
 //! With [`CollTiming::rotate_root`], call `i` of a rooted collective uses root
-//! `i % np` (every root's schedule is built before the first timed call).
+//! `i % np` (every root's schedule is built before the first timed call, and all
+//! share one set of buffers).
 //!
 //! The timed region holds only [`Executor::run`]. Per-call, per-rank times are
 //! returned to rank 0 ([`CollTimes`]); statistics are the caller's.
 
 use crate::clock::{Clock, Ticks};
-use crate::coll::{check, CollError, CollSpec, Executor};
+use crate::coll::{check, CollBuffers, CollError, CollSpec, Executor};
 use crate::sync::model::ClockModel;
 use crate::sync::window::{self, SlotStatus, Tally, Windows};
 use crate::sync::SyncError;
@@ -188,9 +189,12 @@ pub enum CollTimingError {
     Options(&'static str),
 }
 
-/// The executors of every root a run uses, built before the first timed call.
+/// The executors of every root a run uses, built before the first timed call, on
+/// one set of buffers (a gather's are `np` blocks: one copy per root would be `np`
+/// times that).
 struct Executors {
     by_root: Vec<Executor>,
+    buffers: CollBuffers,
     rotate: bool,
     root: Rank,
 }
@@ -204,15 +208,18 @@ impl Executors {
         } else {
             vec![spec.root]
         };
-        let by_root = roots
+        let schedules = roots
             .into_iter()
-            .map(|root| {
-                let schedule = CollSpec { root, ..spec }.schedule(t.rank())?;
-                Executor::prepare(t, schedule)
-            })
+            .map(|root| CollSpec { root, ..spec }.schedule(t.rank()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let buffers = CollBuffers::alloc_for(t, &schedules)?;
+        let by_root = schedules
+            .into_iter()
+            .map(|s| Executor::new(s, buffers))
             .collect::<Result<_, _>>()?;
         Ok(Executors {
             by_root,
+            buffers,
             rotate,
             root: spec.root,
         })
@@ -324,9 +331,8 @@ pub fn measure<C: Clock + ?Sized>(
             }
         }
     };
-    for ex in executors.by_root.iter().chain([&barrier]) {
-        ex.buffers().free(t).map_err(CollError::from)?;
-    }
+    executors.buffers.free(t).map_err(CollError::from)?;
+    barrier.buffers().free(t).map_err(CollError::from)?;
     Ok(times)
 }
 

@@ -184,3 +184,18 @@ fn no_reps_is_an_error() {
         "collective timing: reps must be at least 1"
     );
 }
+
+#[test]
+fn rotated_roots_share_buffers_and_pass_the_data_check() {
+    // A warm-up call per root, each filled and verified on the shared buffers.
+    for algorithm in [Algorithm::GatherBinomial, Algorithm::BcastSplitBinary] {
+        let mut tm = timing(Scheme::Barrier, algorithm);
+        tm.rotate_root = true;
+        tm.warmup = NP;
+        tm.spec.size_bytes = 1001;
+        tm.spec.segment_bytes = 100;
+        let times = measure_sim(quiet(), tm);
+        let roots: Vec<Rank> = times.calls.iter().map(|c| c.root).collect();
+        assert_eq!(roots, vec![0, 1, 2, 3, 4, 5, 0, 1]);
+    }
+}
