@@ -5,6 +5,8 @@
 //! line and glues these modules together:
 //!
 //! - [`clock`]: RDTSCP ticks, calibration, host facts, pinning.
+//! - [`coll`]: collective algorithms as per-rank schedules, their executor over any
+//!   transport, data checks.
 //! - [`launch`]: launcher detection, local launcher, rendezvous, control channel.
 //! - [`model`]: least squares, change points, LogGP parameters.
 //! - [`patterns`]: measurement procedures (ping-pong, PRTT for LogGP).
@@ -18,6 +20,7 @@
 #![deny(unsafe_code)]
 
 pub mod clock;
+pub mod coll;
 pub mod launch;
 pub mod model;
 pub mod patterns;

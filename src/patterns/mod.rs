@@ -3,6 +3,7 @@
 //! channel, reads no global, and never touches the control channel inside a timed
 //! region.
 
+pub mod coll;
 pub mod loggp;
 pub mod order;
 pub mod pingpong;

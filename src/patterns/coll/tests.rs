@@ -1,0 +1,201 @@
+//! The schemes in the virtual-time world of [`crate::sync::sim`], where a message
+//! takes exactly `L` and nothing else costs time but clock reads, so the run-time
+//! of a call is known: a chain broadcast on `P` ranks ends `(P - 1) L` after it
+//! starts, however many segments it has.
+
+use super::*;
+use crate::clock::Skew;
+use crate::coll::Algorithm;
+use crate::sync::sim::{self, NetModel, SIM_HZ, SIM_START};
+
+const L_NS: f64 = 20_000.0;
+const NP: usize = 6;
+
+fn quiet() -> NetModel {
+    NetModel {
+        latency_ns: L_NS,
+        jitter_ns: 0.0,
+        outlier_every: 0,
+        ..NetModel::default()
+    }
+}
+
+fn ns(ticks: f64) -> f64 {
+    ticks * 1e9 / SIM_HZ
+}
+
+/// Ranks 1.. have clocks off by whole milliseconds; each gets its exact model.
+fn skews() -> Vec<Option<Skew>> {
+    (0..NP)
+        .map(|r| {
+            (r > 0).then_some(Skew {
+                offset_ticks: (r as f64 - 2.5) * 1e-3 * SIM_HZ,
+                drift: 0.0,
+                epoch: SIM_START,
+            })
+        })
+        .collect()
+}
+
+fn timing(scheme: Scheme, algorithm: Algorithm) -> CollTiming {
+    CollTiming {
+        spec: CollSpec {
+            algorithm,
+            np: NP,
+            size_bytes: 64 << 10,
+            segment_bytes: 8 << 10,
+            root: 0,
+        },
+        scheme,
+        rotate_root: false,
+        reps: 8,
+        warmup: 2,
+        check_data: true,
+        window_wait: WaitMode::Poll,
+        max_rounds: 4,
+    }
+}
+
+fn measure_sim(net: NetModel, timing: CollTiming) -> CollTimes {
+    let skews = skews();
+    let out = sim::run(&skews, net, |mut r| {
+        let model = match skews[r.control.rank()] {
+            Some(s) => ClockModel::offset_only(s.offset_ticks),
+            None => ClockModel::IDENTITY,
+        };
+        measure(&r.clock, &mut r.transport, &mut r.control, &model, &timing).unwrap()
+    });
+    out.into_iter().next().expect("rank 0")
+}
+
+/// A call's reads: a handful per step on the critical path, 20 ns each.
+const READS_NS: f64 = 5_000.0;
+
+#[test]
+fn window_times_a_pipelined_broadcast_exactly() {
+    let times = measure_sim(quiet(), timing(Scheme::Window, Algorithm::BcastChain));
+    assert_eq!(times.tally().invalid(), 0);
+    assert_eq!(times.calls.len(), 8);
+    let truth = (NP - 1) as f64 * L_NS;
+    for t in times.valid_runtimes_ticks() {
+        let t = ns(t);
+        assert!(
+            t >= truth && t < truth + READS_NS,
+            "{t} ns, truth {truth} ns"
+        );
+    }
+    // Every rank's span is in global time: the starts agree although the clocks
+    // are milliseconds apart.
+    for call in &times.calls {
+        let starts: Vec<u64> = call.ranks.iter().map(|s| s.start.0).collect();
+        let spread = starts.iter().max().unwrap() - starts.iter().min().unwrap();
+        assert!(ns(spread as f64) < 1_000.0, "starts {spread} ticks apart");
+    }
+}
+
+#[test]
+fn loop_underestimates_what_the_window_measures() {
+    let window = measure_sim(quiet(), timing(Scheme::Window, Algorithm::BcastChain));
+    let looped = measure_sim(quiet(), timing(Scheme::Loop, Algorithm::BcastChain));
+    assert_eq!(looped.calls.len(), 1);
+    assert_eq!(looped.calls[0].calls, 8);
+    let w = ns(window.valid_runtimes_ticks()[0]);
+    let l = ns(looped.valid_runtimes_ticks()[0]);
+    // Calls overlap down the chain: the loop sees all 8 end one chain later, so a
+    // call looks 8 times shorter than it is (LogGP paper, sec. 4.2).
+    assert!(l < w / 2.0, "loop {l} ns, window {w} ns");
+    // The 8 calls take one chain plus at most the skew the barrier before the loop
+    // leaves between the ranks' starts.
+    let truth = (NP - 1) as f64 * L_NS;
+    let skew = (NP as f64).log2().ceil() * L_NS;
+    assert!(
+        (l * 8.0 - truth).abs() <= skew + READS_NS,
+        "loop {l} ns x 8 vs {truth} ns"
+    );
+}
+
+/// In this world the ranks leave the barrier up to one latency apart, and the
+/// scheme reports `P L` for a `(P - 1) L` call; in general its error is the
+/// barrier's exit skew, at most its depth.
+#[test]
+fn barrier_scheme_is_off_by_at_most_the_barrier() {
+    let times = measure_sim(quiet(), timing(Scheme::Barrier, Algorithm::BcastChain));
+    assert_eq!(times.calls.len(), 8);
+    let truth = (NP - 1) as f64 * L_NS;
+    let rounds = (NP as f64).log2().ceil();
+    for t in times.valid_runtimes_ticks() {
+        let t = ns(t);
+        assert!((t - truth).abs() <= rounds * L_NS + READS_NS, "{t} ns");
+    }
+}
+
+#[test]
+fn rotation_moves_the_root_every_call() {
+    let mut tm = timing(Scheme::Window, Algorithm::BcastLinear);
+    tm.rotate_root = true;
+    let times = measure_sim(quiet(), tm);
+    let roots: Vec<Rank> = times.calls.iter().map(|c| c.root).collect();
+    assert_eq!(roots, vec![0, 1, 2, 3, 4, 5, 0, 1]);
+    // A linear broadcast takes one latency from any root.
+    for t in times.valid_runtimes_ticks() {
+        assert!((ns(t) - L_NS).abs() < READS_NS, "{} ns", ns(t));
+    }
+}
+
+#[test]
+fn late_calls_are_counted_and_the_window_grows() {
+    // Every 7th message from a lower to a higher rank is 30 us late: some calls
+    // overrun a window sized on an undisturbed warm-up.
+    let net = NetModel {
+        latency_ns: L_NS,
+        jitter_ns: 0.0,
+        outlier_every: 7,
+        outlier_ns: 3.0 * L_NS,
+        ..NetModel::default()
+    };
+    let mut tm = timing(Scheme::Window, Algorithm::BcastLinear);
+    tm.warmup = 1;
+    tm.reps = 12;
+    let times = measure_sim(net, tm);
+    let tally = times.tally();
+    assert!(tally.invalid() > 0, "{tally:?}");
+    assert_eq!(tally.valid + tally.invalid(), times.calls.len());
+    assert!(
+        tally.valid >= 12 || times.rounds == 4,
+        "{tally:?} in {} rounds",
+        times.rounds
+    );
+    // The window grew past the outlier.
+    let window = ns(times.window_ticks.unwrap() as f64);
+    assert!(window > 4.0 * L_NS, "window {window} ns");
+}
+
+#[test]
+fn no_reps_is_an_error() {
+    let mut world = ngauge_transport::inproc::world(1);
+    let (mut t, mut c) = world.pop().unwrap();
+    let mut tm = timing(Scheme::Loop, Algorithm::BcastLinear);
+    tm.spec.np = 1;
+    tm.reps = 0;
+    let clock = crate::clock::SystemClock::calibrated().0;
+    let err = measure(&clock, &mut t, &mut c, &ClockModel::IDENTITY, &tm).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "collective timing: reps must be at least 1"
+    );
+}
+
+#[test]
+fn rotated_roots_share_buffers_and_pass_the_data_check() {
+    // A warm-up call per root, each filled and verified on the shared buffers.
+    for algorithm in [Algorithm::GatherBinomial, Algorithm::BcastSplitBinary] {
+        let mut tm = timing(Scheme::Barrier, algorithm);
+        tm.rotate_root = true;
+        tm.warmup = NP;
+        tm.spec.size_bytes = 1001;
+        tm.spec.segment_bytes = 100;
+        let times = measure_sim(quiet(), tm);
+        let roots: Vec<Rank> = times.calls.iter().map(|c| c.root).collect();
+        assert_eq!(roots, vec![0, 1, 2, 3, 4, 5, 0, 1]);
+    }
+}
