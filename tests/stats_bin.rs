@@ -22,7 +22,10 @@ fn nine_values_give_the_second_and_eighth_as_the_95_percent_interval() {
     // coverage 1 - 20/512 = 0.9609375.
     let (code, out, err) = stats(&[], "1.03 0.97\n1.01 0.99 1.00\n1.02 0.98 1.04 0.96\n");
     assert_eq!(code, 0, "{err}");
-    assert_eq!(out, "9 1 0.97 1.03 0.960937\n", "1 - 20/512 = 0.9609375, six places");
+    assert_eq!(
+        out, "9 1 0.97 1.03 0.960937\n",
+        "1 - 20/512 = 0.9609375, six places"
+    );
 }
 
 #[test]

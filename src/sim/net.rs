@@ -329,7 +329,10 @@ mod tests {
             assert_eq!(up, net.latency(0, 1, seq, &p));
             assert_eq!(up.0 % 400, 0);
             let late = if seq % 7 == 3 { 30_000_000 } else { 0 };
-            assert!((20_000_000 + late..=20_200_000 + late).contains(&up.0), "{up:?}");
+            assert!(
+                (20_000_000 + late..=20_200_000 + late).contains(&up.0),
+                "{up:?}"
+            );
             let down = net.latency(1, 0, seq, &p);
             assert!((21_000_000..=21_200_000).contains(&down.0), "{down:?}");
         }

@@ -55,7 +55,11 @@ fn an_eager_message_takes_o_s_l_transfer_o_r() {
         r.clock.true_time()
     });
     assert_eq!(times[0], Ps(US), "the sender is back after o_s");
-    assert_eq!(times[1], Ps(US + US + 5 * US + 2 * US), "o_s + 1000 G + L + o_r");
+    assert_eq!(
+        times[1],
+        Ps(US + US + 5 * US + 2 * US),
+        "o_s + 1000 G + L + o_r"
+    );
 }
 
 #[test]
@@ -146,7 +150,10 @@ fn test_completes_only_what_has_arrived_by_the_virtual_time() {
         let request = r.transport.irecv(0, buf.prefix(1)).unwrap();
         let mut polls = Vec::new();
         for _ in 0..4 {
-            polls.push((r.clock.true_time().0 / US, r.transport.test(request).unwrap()));
+            polls.push((
+                r.clock.true_time().0 / US,
+                r.transport.test(request).unwrap(),
+            ));
             if polls.last().unwrap().1 {
                 break;
             }
@@ -172,9 +179,15 @@ fn the_wrong_size_and_a_gone_peer_are_errors() {
             return String::new();
         }
         let mismatch = r.transport.recv(0, buf.prefix(8)).unwrap_err();
-        assert!(matches!(mismatch, TransportError::SizeMismatch { .. }), "{mismatch}");
+        assert!(
+            matches!(mismatch, TransportError::SizeMismatch { .. }),
+            "{mismatch}"
+        );
         let gone = r.transport.recv(0, buf.prefix(8)).unwrap_err();
-        assert!(matches!(gone, TransportError::PeerClosed { peer: 0, .. }), "{gone}");
+        assert!(
+            matches!(gone, TransportError::PeerClosed { peer: 0, .. }),
+            "{gone}"
+        );
         assert!(matches!(
             r.transport.recv(1, buf.prefix(8)),
             Err(TransportError::NoSuchPeer { .. })

@@ -269,9 +269,17 @@ mod tests {
         let c = clock(TSC, None, Ps(20_000));
         assert_eq!(c.raw(), Ticks(9_000_000_000_000));
         assert_eq!(c.rate().hz, 2.5e9);
-        assert_eq!(c.now(), Ticks(9_000_000_000_050), "a read costs 20 ns = 50 ticks");
+        assert_eq!(
+            c.now(),
+            Ticks(9_000_000_000_050),
+            "a read costs 20 ns = 50 ticks"
+        );
         c.advance_ns(1.0);
-        assert_eq!(c.raw(), Ticks(9_000_000_000_053), "1 ns is 2.5 ticks, rounded to 3");
+        assert_eq!(
+            c.raw(),
+            Ticks(9_000_000_000_053),
+            "1 ns is 2.5 ticks, rounded to 3"
+        );
         let fast = TickMap {
             offset: 7,
             ticks: 2,
@@ -288,7 +296,11 @@ mod tests {
             drift: 37e-6,
             epoch: Ticks(9_000_000_000_000),
         };
-        for (skew, cost) in [(None, Ps(20_000)), (Some(skew), Ps(20_000)), (Some(skew), Ps(400))] {
+        for (skew, cost) in [
+            (None, Ps(20_000)),
+            (Some(skew), Ps(20_000)),
+            (Some(skew), Ps(400)),
+        ] {
             for ahead in [0u64, 1, 49, 50, 51, 1_000, 123_457] {
                 let (jump, read) = (clock(TSC, skew, cost), clock(TSC, skew, cost));
                 let deadline = jump.now().plus(ahead);
@@ -318,7 +330,11 @@ mod tests {
         // Two ticks per ps: an odd deadline ends on the next ps.
         assert_eq!(c.spin_until(t0.plus(7)), t0.plus(8));
         assert_eq!(c.true_time(), Ps(3_600_000_000_000_004));
-        assert_eq!(c.spin_until(t0), t0.plus(8), "a past deadline does not wait");
+        assert_eq!(
+            c.spin_until(t0),
+            t0.plus(8),
+            "a past deadline does not wait"
+        );
     }
 
     #[test]

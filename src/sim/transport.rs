@@ -36,8 +36,8 @@ use crate::sim::net::{LogGp, Network, Nic};
 use crate::sim::time::{Ps, RankTime};
 use ngauge_transport::inproc::InprocControl;
 use ngauge_transport::{
-    Access, BufferId, BufferPool, Capabilities, Control, ControlError, Rank, Region, RequestId, Transport,
-    TransportError, WaitMode,
+    Access, BufferId, BufferPool, Capabilities, Control, ControlError, Rank, Region, RequestId,
+    Transport, TransportError, WaitMode,
 };
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
