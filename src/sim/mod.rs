@@ -11,7 +11,7 @@
 //! | [`time`] | virtual time ([`Ps`], per-rank [`RankTime`]) and the timers that read it ([`SimClock`]: offset, rate, injected [`crate::clock::Skew`], cost per read, closed-form `spin_until`) |
 //! | [`net`] | the network model: LogGP parameters per protocol range ([`LogGp`], [`Network`]), a rank's network interface ([`Nic`]: `g + (s-1)G` between messages, sending and receiving), latency [`Noise`] |
 //! | [`transport`] | a real [`ngauge_transport::Transport`] and [`ngauge_transport::Control`] over the model, so a pattern runs unchanged ([`SimTransport`], [`SimControl`]) |
-//! | [`world`] | a job of `P` such ranks from a [`WorldSpec`]; [`run`] gives each a thread |
+//! | [`mod@world`] | a job of `P` such ranks from a [`WorldSpec`]; [`run`] gives each a thread |
 //!
 //! The model is LogGP as Hoefler, Schneider & Lumsdaine use it for simulation
 //! ("LogGP in theory and practice", sec. 4.1, `../shared/papers/`): per message
