@@ -211,3 +211,26 @@ fn control_latency_aligns_every_rank_to_the_latest() {
         assert_eq!(*waited, Ps((2 - rank as u64) * US));
     }
 }
+
+#[test]
+fn a_peer_that_left_is_reported_while_others_are_still_there() {
+    // Rank 2 is alive (and could still send to rank 1) while rank 1 waits for
+    // rank 0, which has gone: the wait ends with an error naming rank 0.
+    let out = run(&spec(Network::uniform(EAGER), 3), |mut r| {
+        let buf = r.transport.alloc_buffer(1).unwrap();
+        match r.transport.rank() {
+            0 => None,
+            1 => {
+                let err = r.transport.recv(0, buf.prefix(1)).unwrap_err();
+                r.transport.send(2, buf.prefix(1)).unwrap();
+                Some(err.to_string())
+            }
+            _ => {
+                r.transport.recv(1, buf.prefix(1)).unwrap();
+                None
+            }
+        }
+    });
+    let err = out[1].as_deref().unwrap();
+    assert!(err.contains("rank 0"), "{err}");
+}

@@ -344,6 +344,24 @@ impl SimTransport {
         }
     }
 
+    /// Forgets a receive that failed (its peer left): unposts it and frees its
+    /// region, so the buffer can be used again.
+    fn cancel(&mut self, request: RequestId) {
+        if let Some(Request::Recv {
+            peer,
+            region,
+            state,
+            ..
+        }) = self.requests.remove(&request)
+        {
+            self.unmatched[peer].retain(|r| *r != request);
+            self.awaiting_data[peer].retain(|r| *r != request);
+            if !matches!(state, RecvState::Delivered { .. }) {
+                self.pool.release_region(region, Access::Write);
+            }
+        }
+    }
+
     /// Puts `len` bytes on the wire at `ready` or when the interface is free;
     /// returns when the first byte left and when the last arrives.
     fn inject(&mut self, peer: Rank, ready: Ps, len: usize, p: &LogGp) -> (Ps, Ps) {
@@ -436,7 +454,11 @@ impl Transport for SimTransport {
 
     fn recv(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
         let request = self.irecv(peer, region)?;
-        self.wait(request)
+        let result = self.wait(request);
+        if result.is_err() {
+            self.cancel(request);
+        }
+        result
     }
 
     fn isend(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {
