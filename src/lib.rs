@@ -10,8 +10,11 @@
 //! - [`launch`]: launcher detection, local launcher, rendezvous, control channel.
 //! - [`model`]: least squares, change points, LogGP parameters.
 //! - [`patterns`]: measurement procedures (ping-pong, PRTT for LogGP).
-//! - [`stats`]: summaries and tests.
+//! - [`stats`]: medians, quantiles, summaries, the interval of the median, Tukey's
+//!   filter.
 //! - [`report`]: metadata, tables, JSON lines.
+//! - [`sim`]: the virtual-time world (LogGP network model, virtual clocks, an
+//!   in-process transport over them) for exact tests and the simulator.
 //! - [`sizes`]: `--sizes` specifications.
 //! - [`sync`]: clock synchronization (pairwise, linear, log p tree, drift models) and
 //!   window-based starts.
@@ -25,6 +28,7 @@ pub mod launch;
 pub mod model;
 pub mod patterns;
 pub mod report;
+pub mod sim;
 pub mod sizes;
 pub mod stats;
 pub mod sync;

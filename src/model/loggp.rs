@@ -36,8 +36,9 @@
 
 use super::changepoint::{self, LookaheadOptions};
 use super::lsq::Line;
-use super::robust::{huber_line, huber_line_scaled, median, RobustLine};
+use super::robust::{huber_line, huber_line_scaled, RobustLine};
 use super::segment::{self, local_noise, SegmentOptions};
+use crate::stats::median;
 use serde::Serialize;
 
 /// One measured size: the medians of the three PRTTs and the receive overhead.

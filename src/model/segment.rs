@@ -77,7 +77,8 @@
 //! found: its misfits do not outweigh the price of a segment over five series.
 
 use super::lsq::Line;
-use super::robust::{huber_line_scaled, huber_rho, huber_weight, median, HUBER_K};
+use super::robust::{huber_line_scaled, huber_rho, huber_weight, HUBER_K};
+use crate::stats::median;
 
 /// Options of the segmentation detector.
 #[derive(Clone, Copy, Debug, PartialEq)]

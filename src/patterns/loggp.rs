@@ -49,7 +49,7 @@
 
 use crate::clock::{spin_until, Clock, Nanos, Ticks};
 use crate::model::loggp::Sample;
-use crate::stats::Summary;
+use crate::stats::{self, Summary};
 use ngauge_transport::{BufferId, Control, ControlError, Rank, Transport, TransportError};
 use serde::Serialize;
 
@@ -189,7 +189,8 @@ fn mostly_disturbed(ticks: &[u64], slack: u64) -> bool {
     let Some(&min) = ticks.iter().min() else {
         return false;
     };
-    median_ticks(ticks) as f64 > 1.5 * min as f64 + slack as f64
+    let median = stats::median(ticks).expect("not empty: it has a minimum");
+    median as f64 > 1.5 * min as f64 + slack as f64
 }
 
 /// The fraction of all timed PRTT repetitions of `points` that were disturbed
@@ -473,7 +474,8 @@ impl<C: Clock, T: Transport + ?Sized> Exchange<'_, C, T> {
             DelayChoice::OneRtt => None,
             DelayChoice::TwoRtt => Some(self.repeat(server, tx, rx, 2, 0)?),
         };
-        let d_ticks = median_ticks(prtt_2_0.as_ref().unwrap_or(&prtt_1_0));
+        let d_ticks =
+            stats::median(prtt_2_0.as_ref().unwrap_or(&prtt_1_0)).expect("run() refuses reps = 0");
         Ok(First {
             prtt_1_0,
             prtt_2_0,
@@ -563,17 +565,6 @@ impl<C: Clock, T: Transport + ?Sized> Exchange<'_, C, T> {
             self.transport.send(client, tx.prefix(1))?;
         }
         Ok(times)
-    }
-}
-
-fn median_ticks(values: &[u64]) -> u64 {
-    let mut v = values.to_vec();
-    v.sort_unstable();
-    let mid = v.len() / 2;
-    if v.len() % 2 == 1 {
-        v[mid]
-    } else {
-        (v[mid - 1] + v[mid]) / 2
     }
 }
 

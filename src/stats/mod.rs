@@ -1,6 +1,54 @@
-//! Statistics of repeated measurements: summaries, outlier filters, confidence
-//! intervals and tests (Hunold & Carpen-Amarie, sec. 4-5).
+//! Statistics of repeated measurements. Every median, quantile and summary in the
+//! crate comes from here; `docs/statistics.md` states each definition with its
+//! reference.
+//!
+//! What exists:
+//!
+//! | module | what |
+//! |---|---|
+//! | [`order`] | the median (midpoint of the two middle values for an even count), quantiles (Hyndman & Fan definition 7, R's default), the lower median; generic over [`Value`] so ticks stay ticks |
+//! | [`sample`] | [`Sorted`]: a non-empty, finite sample sorted once, in its unit |
+//! | [`summary`] | [`Summary`]: n, min, median, mean, p99, max |
+//! | [`median_ci`] | the distribution-free confidence interval of the median (order statistics of the sign test) |
+//! | [`tukey`] | Tukey's outlier filter, `[Q1 - 1.5 IQR, Q3 + 1.5 IQR]` (Hunold & Carpen-Amarie, sec. 3.5) |
+//!
+//! Still to come, with the suites (Hunold & Carpen-Amarie, sec. 5-6): the 95%
+//! interval of the mean (`mean_ci.rs`, Student's t from `statrs`), the
+//! Wilcoxon-Mann-Whitney rank-sum test (`ranksum.rs`: exact p-values for small
+//! samples, the normal approximation with ties beyond), and per-launch medians
+//! pooled across launches. Each takes a [`Sorted`] or a slice and returns a plain
+//! serde struct, like [`MedianInterval`].
+//!
+//! Distributions come from `statrs`; nothing here reads a clock or prints.
 
-mod summary;
+pub mod median_ci;
+pub mod order;
+pub mod sample;
+pub mod summary;
+pub mod tukey;
 
-pub use summary::{percentile_of_sorted, Summary};
+pub use median_ci::{median_interval, MedianInterval};
+pub use order::{lower_median_by, median, median_of_sorted, quantile_of_sorted, sorted, Value};
+pub use sample::Sorted;
+pub use summary::Summary;
+pub use tukey::{tukey_filter, Fences, Filtered, TUKEY_K};
+
+/// Why a statistic could not be computed.
+#[derive(Clone, Copy, Debug, PartialEq, thiserror::Error)]
+pub enum StatsError {
+    /// The sample has no values.
+    #[error("the sample is empty")]
+    Empty,
+    /// A value is NaN or infinite.
+    #[error("value {index} of the sample is not a finite number")]
+    NotFinite {
+        /// Its 0-based position in the input.
+        index: usize,
+    },
+    /// A confidence level outside `(0, 1)`.
+    #[error("confidence level {level} is not between 0 and 1 (exclusive)")]
+    Level {
+        /// The level given.
+        level: f64,
+    },
+}

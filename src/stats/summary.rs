@@ -1,19 +1,21 @@
-//! Order statistics of one sample: min, median, mean, p99, max.
+//! The summary every timing result carries: min, median, mean, p99, max.
 
+use super::order::{median_of_sorted, quantile_of_sorted};
 use serde::Serialize;
 
-/// Summary of a sample of measurements (all in the caller's unit).
+/// Summary of a sample of measurements (all in the caller's unit; the field that
+/// holds it names the unit, as `half_rtt_us`).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Summary {
     /// Number of values.
     pub n: usize,
     /// Smallest value.
     pub min: f64,
-    /// Median (mean of the two middle values for even `n`).
+    /// Median (mean of the two middle values for even `n`; see [`super::order`]).
     pub median: f64,
     /// Arithmetic mean.
     pub mean: f64,
-    /// 99th percentile (linear interpolation between closest ranks).
+    /// 99th percentile (definition 7: linear interpolation between closest ranks).
     pub p99: f64,
     /// Largest value.
     pub max: f64,
@@ -22,12 +24,7 @@ pub struct Summary {
 impl Summary {
     /// Summarises `values`; `None` when empty or when any value is not finite.
     pub fn of(values: &[f64]) -> Option<Self> {
-        if values.is_empty() || values.iter().any(|v| !v.is_finite()) {
-            return None;
-        }
-        let mut sorted = values.to_vec();
-        sorted.sort_by(f64::total_cmp);
-        Some(Self::of_sorted(&sorted))
+        super::Sorted::new(values).ok().map(|s| s.summary())
     }
 
     /// Summarises values already sorted ascending (not checked beyond debug builds).
@@ -39,24 +36,12 @@ impl Summary {
         Summary {
             n: sorted.len(),
             min: sorted[0],
-            median: percentile_of_sorted(sorted, 50.0),
+            median: median_of_sorted(sorted).expect("a summary needs a value"),
             mean: sorted.iter().sum::<f64>() / sorted.len() as f64,
-            p99: percentile_of_sorted(sorted, 99.0),
+            p99: quantile_of_sorted(sorted, 0.99),
             max: sorted[sorted.len() - 1],
         }
     }
-}
-
-/// The `p`-th percentile (0..=100) of ascending `sorted` values, interpolating
-/// linearly between closest ranks (R-7, the spreadsheet definition).
-///
-/// # Panics
-/// If `sorted` is empty.
-pub fn percentile_of_sorted(sorted: &[f64], p: f64) -> f64 {
-    let rank = (p.clamp(0.0, 100.0) / 100.0) * (sorted.len() - 1) as f64;
-    let lo = rank.floor() as usize;
-    let hi = rank.ceil() as usize;
-    sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - lo as f64)
 }
 
 #[cfg(test)]
@@ -75,7 +60,7 @@ mod tests {
         let s = Summary::of(&values).unwrap();
         assert_eq!(s.p99, 99.0);
         assert_eq!((s.min, s.max, s.mean, s.n), (0.0, 100.0, 50.0, 101));
-        assert_eq!(percentile_of_sorted(&[1.0, 2.0], 99.0), 1.99);
+        assert_eq!(Summary::of(&[1.0, 2.0]).unwrap().p99, 1.99);
     }
 
     #[test]

@@ -436,10 +436,10 @@ pub fn fit_point<C: Clock + ?Sized, T: Transport + ?Sized>(
         seen.push(*e);
         seen.len() < n
     })?;
-    seen.sort_by(|a, b| a.offset().total_cmp(&b.offset()));
     // The lower median is an actual exchange, so its reading is the point's x
     // (Algorithm 15, line 25: the index whose difference equals the median).
-    let median = seen[(seen.len() - 1) / 2];
+    let median = crate::stats::lower_median_by(&seen, |a, b| a.offset().total_cmp(&b.offset()))
+        .expect("at least one exchange");
     Ok(FitPoint {
         local: median.midpoint(),
         offset: median.offset(),

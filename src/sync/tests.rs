@@ -189,7 +189,7 @@ fn no_control_call_waits_longer_than_one_tree_round() {
     for p in [6, 8] {
         let waits = sim::run(&skews(p), net, |mut r| {
             synchronize(&r.clock, &mut r.transport, &mut r.control, &options).unwrap();
-            r.control.longest_wait_ticks() as f64 * 1e9 / SIM_HZ
+            r.control.longest_wait().as_ns()
         });
         for (rank, wait) in waits.iter().enumerate() {
             // One round plus its outliers and jitter, not two rounds.

@@ -1,385 +1,54 @@
 //! A deterministic LogGP world for end-to-end tests of the PRTT pattern and the
-//! model: a fake [`Transport`] and a fake [`Clock`] whose virtual time follows the
-//! LogGP rules exactly, so that [`super::run`] followed by
+//! model: the crate's virtual-time world ([`crate::sim`]) with two ranks and an
+//! exact network, so that [`super::run`] followed by
 //! [`crate::model::loggp::assess`] must recover known `L`, `o_s`, `o_r`, `g`, `G`
 //! (Hoefler, Schneider, Lumsdaine, "LogGP in theory and practice", sec. 2-3).
 //!
-//! Two ranks are two threads, each with its own virtual clock; a message carries
-//! its arrival time, so each rank's time depends only on its own calls and on what
-//! it received (per-direction FIFO channels), never on the real scheduler. The
-//! control plane is the in-process one: it moves no virtual time, which is fine for
-//! PRTT since the client drives every exchange (the server only ever waits for it).
-//!
-//! Rules of the virtual time (true time in picoseconds, integer, so every sum is
-//! exact; protocol parameters [`LogGp`] chosen per message size):
-//! - a send call costs `o_s` of the sender's time; the message's first byte leaves
-//!   when the call is over and the sender's NIC is free, its last byte `(s-1)G`
-//!   later, and it arrives `L` after that; the NIC is busy for `g + (s-1)G` from the
-//!   first byte (so back-to-back messages leave `g + (s-1)G` apart: eq. 2);
-//! - a receive ends `o_r` after the later of its call and the message's arrival
-//!   (waiting advances the receiver's clock to the arrival);
-//! - rendezvous ([`LogGp::rendezvous`]): after its `o_s` the sender sends a
-//!   request-to-send that arrives `L` later; the receiver answers it when its
-//!   receive is posted (or at once, if it already is) with a clear-to-send that
-//!   arrives `L` later; then the data leaves as above and the send call returns.
-//!   The handshake costs no CPU overhead and no NIC gap (an RDMA-style
-//!   rendezvous): it adds a round trip `2L` and makes the send wait for the
-//!   receiver;
-//! - a clock read is free; [`Clock::spin_until`] jumps to its deadline.
+//! The rules of the virtual time are [`crate::sim::net`]'s: a send costs `o_s`,
+//! the interface lets messages out `g + (s-1)G` apart (eq. 2), the last byte
+//! arrives `(s-1)G + L` after the first left, a receive ends `o_r` after the later
+//! of its call and the arrival; a rendezvous send waits for the clear-to-send (a
+//! round trip `2L` with no overhead or gap, an RDMA-style handshake). Clock reads
+//! are free, [`crate::clock::Clock::spin_until`] jumps to its deadline, and the
+//! control plane moves no time, which is fine for PRTT since the client drives
+//! every exchange (the server only ever waits for it).
 //!
 //! Rank 1's clock reads `offset + 2 * t` at a rate of 2e12 ticks/s, rank 0's
 //! `offset + t` at 1e12: other offsets and rates than its peer's, as on two hosts,
 //! so a tick of one rank used on the other would show.
 
-use crate::clock::{Clock, TickRate, Ticks};
-use ngauge_transport::inproc::{self, InprocControl};
-use ngauge_transport::{
-    BufferId, BufferPool, Capabilities, Rank, Region, RequestId, Transport, TransportError,
-    WaitMode,
-};
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::Arc;
+use crate::sim::{Ps, Quantum, RankClock, SimRank, TickMap, WorldSpec};
 
-const NAME: &str = "loggp-sim";
-
-/// One protocol's LogGP parameters, in picoseconds (per byte for `G`).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct LogGp {
-    /// `L`.
-    pub l_ps: u64,
-    /// `o_s`.
-    pub os_ps: u64,
-    /// `o_r`.
-    pub or_ps: u64,
-    /// `g`.
-    pub g_ps: u64,
-    /// `G`, per byte.
-    pub big_g_ps: u64,
-    /// Whether a send waits for the receiver (rendezvous) rather than returning
-    /// after `o_s` (eager).
-    pub rendezvous: bool,
-}
-
-impl LogGp {
-    /// `(s-1)G`: from the first byte on the wire to the last.
-    pub fn transfer_ps(&self, size: u64) -> u64 {
-        (size - 1) * self.big_g_ps
-    }
-}
-
-/// The protocols of the virtual network by message size: `(from size, params)`,
-/// ascending, the first from size 1.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Network {
-    /// `(first size, parameters)` of each protocol.
-    pub protocols: Vec<(u64, LogGp)>,
-}
-
-impl Network {
-    /// The protocol used for messages of `size` bytes.
-    pub fn at(&self, size: u64) -> LogGp {
-        self.protocols
-            .iter()
-            .rev()
-            .find(|(from, _)| size >= *from)
-            .map(|&(_, p)| p)
-            .expect("the first protocol starts at size 1")
-    }
-}
+pub use crate::sim::{LogGp, Network};
 
 /// The true time every rank starts at, ps (an hour, like a TSC after some uptime).
 const START_PS: u64 = 3_600_000_000_000_000;
 
-/// A rank's virtual clock: reads `offset + per_ps * t` for the true time `t` in ps.
-#[derive(Clone, Debug)]
-pub struct VirtualClock {
-    now_ps: Arc<AtomicU64>,
-    offset: u64,
-    per_ps: u64,
-}
-
-impl VirtualClock {
-    /// The true time, ps.
-    pub fn true_ps(&self) -> u64 {
-        self.now_ps.load(Ordering::SeqCst)
-    }
-}
-
-impl Clock for VirtualClock {
-    fn now(&self) -> Ticks {
-        Ticks(self.offset + self.per_ps * self.true_ps())
-    }
-    fn rate(&self) -> TickRate {
-        TickRate::new(1e12 * self.per_ps as f64)
-    }
-    /// Jumps to the first true time that reads `deadline` or later.
-    fn spin_until(&self, deadline: Ticks) -> Ticks {
-        let target = deadline.0.saturating_sub(self.offset).div_ceil(self.per_ps);
-        self.now_ps.fetch_max(target, Ordering::SeqCst);
-        self.now()
-    }
-}
-
-/// What travels between the two ranks, with its arrival time (true ps).
-#[derive(Debug)]
-enum Frame {
-    Eager { len: usize, arrival: u64 },
-    RequestToSend { len: usize, arrival: u64 },
-    ClearToSend { arrival: u64 },
-    Data { len: usize, arrival: u64 },
-}
-
-/// One rank's end of the virtual LogGP network (two ranks).
-pub struct LogGpTransport {
-    rank: Rank,
-    now_ps: Arc<AtomicU64>,
-    net: Network,
-    to: Sender<Frame>,
-    from: Receiver<Frame>,
-    nic_free_ps: u64,
-    pool: BufferPool,
-    next_request: u64,
-    /// Receives posted with `irecv`, performed when waited for.
-    posted: HashMap<RequestId, Option<(Rank, Region)>>,
-}
-
-impl LogGpTransport {
-    fn now(&self) -> u64 {
-        self.now_ps.load(Ordering::SeqCst)
-    }
-
-    fn set_now(&self, ps: u64) {
-        self.now_ps.store(ps, Ordering::SeqCst);
-    }
-
-    fn check_peer(&self, peer: Rank) -> Result<(), TransportError> {
-        if peer != 1 - self.rank {
-            return Err(TransportError::NoSuchPeer {
-                transport: NAME,
-                peer,
-                size: 2,
-                me: self.rank,
-            });
-        }
-        Ok(())
-    }
-
-    fn push(&self, peer: Rank, frame: Frame) -> Result<(), TransportError> {
-        self.to.send(frame).map_err(|_| closed(peer, "send"))
-    }
-
-    fn pull(&self, peer: Rank, op: &'static str) -> Result<Frame, TransportError> {
-        self.from.recv().map_err(|_| closed(peer, op))
-    }
-
-    /// Puts `len` bytes on the wire at `ready` (or when the NIC is free); returns
-    /// when the first byte left and when the message arrives.
-    fn inject(&mut self, ready: u64, len: usize, p: &LogGp) -> (u64, u64) {
-        let start = ready.max(self.nic_free_ps);
-        let transfer = p.transfer_ps(len as u64);
-        self.nic_free_ps = start + p.g_ps + transfer;
-        (start, start + transfer + p.l_ps)
-    }
-
-    fn check_len(&self, peer: Rank, region: Region, len: usize) -> Result<(), TransportError> {
-        if len != region.len {
-            return Err(TransportError::SizeMismatch {
-                transport: NAME,
-                peer,
-                expected_bytes: region.len,
-                got_bytes: len,
-            });
-        }
-        Ok(())
-    }
-
-    fn new_request(&mut self, recv: Option<(Rank, Region)>) -> RequestId {
-        let id = RequestId(self.next_request);
-        self.next_request += 1;
-        self.posted.insert(id, recv);
-        id
-    }
-}
-
-fn closed(peer: Rank, op: &'static str) -> TransportError {
-    TransportError::PeerClosed {
-        transport: NAME,
-        peer,
-        op,
-    }
-}
-
-fn violation(frame: &Frame, expected: &str) -> ! {
-    panic!("{NAME}: got {frame:?} where {expected} was due (PRTT never crosses messages)")
-}
-
-impl Transport for LogGpTransport {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-    fn rank(&self) -> Rank {
-        self.rank
-    }
-    fn size(&self) -> usize {
-        2
-    }
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            reliable: true,
-            ordered: true,
-            max_message_bytes: None,
-            may_split: false,
-            needs_registered_memory: false,
-            checks_message_size: true,
-        }
-    }
-    fn wait_mode(&self) -> WaitMode {
-        WaitMode::Block
-    }
-    fn alloc_buffer(&mut self, len: usize) -> Result<BufferId, TransportError> {
-        Ok(self.pool.alloc(len))
-    }
-    fn free_buffer(&mut self, buffer: BufferId) -> Result<(), TransportError> {
-        self.pool.free(buffer)
-    }
-    fn buffer(&self, buffer: BufferId) -> Result<&[u8], TransportError> {
-        self.pool.get(buffer)
-    }
-    fn buffer_mut(&mut self, buffer: BufferId) -> Result<&mut [u8], TransportError> {
-        self.pool.get_mut(buffer)
-    }
-
-    fn send(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
-        self.check_peer(peer)?;
-        self.pool.region_for_read(region)?;
-        let len = region.len;
-        let p = self.net.at(len as u64);
-        let after_os = self.now() + p.os_ps;
-        if !p.rendezvous {
-            let (_, arrival) = self.inject(after_os, len, &p);
-            self.push(peer, Frame::Eager { len, arrival })?;
-            self.set_now(after_os);
-            return Ok(());
-        }
-        self.push(
-            peer,
-            Frame::RequestToSend {
-                len,
-                arrival: after_os + p.l_ps,
-            },
-        )?;
-        let clear = match self.pull(peer, "send")? {
-            Frame::ClearToSend { arrival } => arrival,
-            other => violation(&other, "a clear-to-send"),
-        };
-        let (start, arrival) = self.inject(after_os.max(clear), len, &p);
-        self.push(peer, Frame::Data { len, arrival })?;
-        self.set_now(start);
-        Ok(())
-    }
-
-    fn recv(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
-        self.check_peer(peer)?;
-        self.pool.region_mut(region)?;
-        let posted = self.now();
-        let (len, arrival) = match self.pull(peer, "recv")? {
-            Frame::Eager { len, arrival } => (len, arrival),
-            Frame::RequestToSend { len, arrival } => {
-                let matched = posted.max(arrival);
-                let p = self.net.at(len as u64);
-                self.push(
-                    peer,
-                    Frame::ClearToSend {
-                        arrival: matched + p.l_ps,
-                    },
-                )?;
-                match self.pull(peer, "recv")? {
-                    Frame::Data { len, arrival } => (len, arrival),
-                    other => violation(&other, "rendezvous data"),
-                }
-            }
-            other => violation(&other, "a message"),
-        };
-        self.check_len(peer, region, len)?;
-        let p = self.net.at(len as u64);
-        self.set_now(posted.max(arrival) + p.or_ps);
-        Ok(())
-    }
-
-    fn isend(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {
-        self.send(peer, region)?;
-        Ok(self.new_request(None))
-    }
-    fn irecv(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {
-        self.check_peer(peer)?;
-        Ok(self.new_request(Some((peer, region))))
-    }
-    /// Performs a posted receive (blocking): the pattern under test never tests.
-    fn test(&mut self, request: RequestId) -> Result<bool, TransportError> {
-        self.wait(request).map(|()| true)
-    }
-    fn wait(&mut self, request: RequestId) -> Result<(), TransportError> {
-        match self.posted.remove(&request) {
-            None => Err(TransportError::UnknownRequest {
-                transport: NAME,
-                request,
-            }),
-            Some(None) => Ok(()),
-            Some(Some((peer, region))) => self.recv(peer, region),
-        }
-    }
-}
-
-/// One virtual rank: its clock, data plane and (in-process) control plane.
-pub struct SimRank {
-    /// Its clock.
-    pub clock: VirtualClock,
-    /// Its data plane.
-    pub transport: LogGpTransport,
-    /// Its control plane.
-    pub control: InprocControl,
-}
-
 /// Two virtual ranks on `net`; move each into its own thread.
 pub fn world(net: &Network) -> Vec<SimRank> {
-    let (to_1, from_0) = channel();
-    let (to_0, from_1) = channel();
-    let links = [(to_1, from_1), (to_0, from_0)];
-    inproc::world(2)
-        .into_iter()
-        .zip(links)
-        .enumerate()
-        .map(|(rank, ((_, control), (to, from)))| {
-            let now_ps = Arc::new(AtomicU64::new(START_PS));
-            SimRank {
-                clock: VirtualClock {
-                    now_ps: now_ps.clone(),
-                    offset: 1_000_000_007 * (rank as u64 + 1),
-                    per_ps: rank as u64 + 1,
-                },
-                transport: LogGpTransport {
-                    rank,
-                    now_ps,
-                    net: net.clone(),
-                    to,
-                    from,
-                    nic_free_ps: 0,
-                    pool: BufferPool::new(NAME),
-                    next_request: 0,
-                    posted: HashMap::new(),
-                },
-                control,
-            }
-        })
-        .collect()
+    let clock = |rank: u64| RankClock {
+        map: TickMap {
+            offset: 1_000_000_007 * (rank + 1),
+            ticks: rank + 1,
+            per_ps: 1,
+        },
+        skew: None,
+    };
+    crate::sim::world(&WorldSpec {
+        network: net.clone(),
+        clocks: vec![clock(0), clock(1)],
+        start: Ps(START_PS),
+        read_cost: Ps(0),
+        quantum: Quantum::PS,
+        control_latency: None,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::{run, DelayChoice, PairResult, PairsMode, Params, Point};
     use super::*;
+    use crate::clock::Clock;
     use crate::model::loggp::{assess, AssessOptions, Detector, RangeParams, Sample};
     use crate::model::segment::SegmentOptions;
 
@@ -603,9 +272,7 @@ mod tests {
     /// `G` exactly (eqs. 1-5 hold exactly when `d > G_all` and `o < g`).
     #[test]
     fn an_eager_network_gives_back_its_loggp_parameters() {
-        let net = Network {
-            protocols: vec![(1, EAGER)],
-        };
+        let net = Network::uniform(EAGER);
         let params = params(sizes());
         let result = sweep(&net, &params);
         assert_eq!(result.points.len(), params.sizes.len());
@@ -632,9 +299,7 @@ mod tests {
     /// to about `1.5 d`.
     #[test]
     fn an_eager_rendezvous_switch_is_placed_and_both_ranges_recovered() {
-        let net = Network {
-            protocols: vec![(1, EAGER), (SWITCH, RENDEZVOUS)],
-        };
+        let net = Network::new(vec![(1, EAGER), (SWITCH, RENDEZVOUS)]).unwrap();
         let params = params(sizes());
         let result = sweep(&net, &params);
         for point in &result.points {
@@ -666,9 +331,7 @@ mod tests {
     /// both protocols.
     #[test]
     fn the_two_round_trip_delay_gives_the_same_parameters() {
-        let net = Network {
-            protocols: vec![(1, EAGER), (SWITCH, RENDEZVOUS)],
-        };
+        let net = Network::new(vec![(1, EAGER), (SWITCH, RENDEZVOUS)]).unwrap();
         let mut sizes: Vec<u64> = vec![1, 2, 4];
         sizes.extend((1..=8).map(|k| k * 4096));
         let params = Params {
@@ -706,9 +369,7 @@ mod tests {
             big_g_ps: 800,
             rendezvous: false,
         };
-        let net = Network {
-            protocols: vec![(1, fast_wire)],
-        };
+        let net = Network::uniform(fast_wire);
         let params = params(vec![1, 1024, 4096, 8192, 16384, 32768]);
         let result = sweep(&net, &params);
         let mut bound = Vec::new();
@@ -744,24 +405,19 @@ mod tests {
 
     #[test]
     fn the_virtual_world_does_not_depend_on_the_scheduler() {
-        let net = Network {
-            protocols: vec![(1, EAGER), (64, RENDEZVOUS)],
-        };
+        let net = Network::new(vec![(1, EAGER), (64, RENDEZVOUS)]).unwrap();
         let params = params(vec![1, 63, 64, 4096]);
         assert_eq!(sweep(&net, &params), sweep(&net, &params));
     }
 
     #[test]
     fn the_virtual_clock_spins_exactly_to_its_deadline() {
-        let rank = world(&Network {
-            protocols: vec![(1, EAGER)],
-        })
-        .swap_remove(1);
+        let rank = world(&Network::uniform(EAGER)).swap_remove(1);
         let clock = rank.clock;
         let t0 = clock.now();
         // Rank 1 counts two ticks per ps: an odd deadline ends on the next ps.
         assert_eq!(crate::clock::spin_until(&clock, t0.plus(7)), t0.plus(8));
-        assert_eq!(clock.true_ps(), START_PS + 4);
+        assert_eq!(clock.true_time(), Ps(START_PS + 4));
         assert_eq!(crate::clock::spin_until(&clock, t0), t0.plus(8));
     }
 }

@@ -1,0 +1,341 @@
+//! The network model: LogGP message timing (Hoefler, Schneider, Lumsdaine, "LogGP
+//! in theory and practice", sec. 2 for the parameters, sec. 4.1 for their use in a
+//! simulation), per protocol range of message sizes, with optional per-message
+//! latency noise.
+//!
+//! One message of `s` bytes from `a` to `b` (all times in picoseconds):
+//!
+//! - the send call charges `o_s` to `a`'s CPU;
+//! - `a`'s network interface puts the first byte on the wire when the call is over
+//!   and the interface is free ([`Nic::inject`]); the last byte follows `(s-1)G`
+//!   later; the interface is busy for `g + (s-1)G` from the first byte, so
+//!   back-to-back messages leave `g + (s-1)G` apart (eq. 2, `G_all`);
+//! - the last byte arrives `L` after it left;
+//! - `b`'s interface takes messages in `g + (s-1)G` apart as well
+//!   ([`Nic::accept`]; LogP's `g` holds for receptions too, which binds when several
+//!   senders target one rank);
+//! - the receive call ends `o_r` after the later of its call and the arrival.
+//!
+//! A rendezvous protocol ([`LogGp::rendezvous`]) first sends a request-to-send and
+//! waits for the receiver's clear-to-send (each takes `L`, no overhead, no gap, as
+//! an RDMA handshake); the data leaves when it arrives.
+//!
+//! [`Noise`] adds a deterministic pseudo-random jitter, periodic outliers in one
+//! direction and a slower link to `L`, for tests of estimators that must survive
+//! them (the clock-sync tests).
+
+use crate::sim::time::{Ps, Quantum};
+use ngauge_transport::Rank;
+
+/// One protocol's LogGP parameters, in picoseconds (per byte for `G`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogGp {
+    /// `L`: wire latency of the last byte.
+    pub l_ps: u64,
+    /// `o_s`: CPU overhead of a send.
+    pub os_ps: u64,
+    /// `o_r`: CPU overhead of a receive.
+    pub or_ps: u64,
+    /// `g`: gap between consecutive messages on a network interface.
+    pub g_ps: u64,
+    /// `G`: gap per byte.
+    pub big_g_ps: u64,
+    /// Whether a send waits for the receiver (rendezvous) rather than returning
+    /// after `o_s` (eager).
+    pub rendezvous: bool,
+}
+
+impl LogGp {
+    /// `(s-1)G`: from the first byte on the wire to the last (0 for `s = 0`).
+    pub fn transfer_ps(&self, size: u64) -> u64 {
+        size.saturating_sub(1) * self.big_g_ps
+    }
+
+    /// How long a network interface stays busy with one message: `g + (s-1)G`.
+    pub fn busy_ps(&self, size: u64) -> u64 {
+        self.g_ps + self.transfer_ps(size)
+    }
+}
+
+/// Why a network description cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NetError {
+    /// No protocol at all.
+    #[error("the network has no protocol range")]
+    Empty,
+    /// The first range must start at 1 byte.
+    #[error("the first protocol range starts at {from} bytes, not at 1")]
+    FirstNotOne {
+        /// Where it starts.
+        from: u64,
+    },
+    /// Ranges out of order.
+    #[error("protocol range starting at {from} bytes does not follow the one at {previous}")]
+    NotAscending {
+        /// The range's start.
+        from: u64,
+        /// The previous range's start.
+        previous: u64,
+    },
+}
+
+/// The network of a virtual world: LogGP parameters by message size, and noise.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Network {
+    protocols: Vec<(u64, LogGp)>,
+    noise: Option<Noise>,
+}
+
+impl Network {
+    /// `(first size, parameters)` of each protocol, ascending, the first from 1 byte.
+    ///
+    /// # Errors
+    /// [`NetError`] when the ranges are empty, do not start at 1, or are not
+    /// strictly ascending.
+    pub fn new(protocols: Vec<(u64, LogGp)>) -> Result<Self, NetError> {
+        match protocols.first() {
+            None => return Err(NetError::Empty),
+            Some(&(from, _)) if from != 1 => return Err(NetError::FirstNotOne { from }),
+            _ => {}
+        }
+        if let Some(w) = protocols.windows(2).find(|w| w[1].0 <= w[0].0) {
+            return Err(NetError::NotAscending {
+                from: w[1].0,
+                previous: w[0].0,
+            });
+        }
+        Ok(Network {
+            protocols,
+            noise: None,
+        })
+    }
+
+    /// One protocol for every size.
+    pub fn uniform(p: LogGp) -> Self {
+        Network {
+            protocols: vec![(1, p)],
+            noise: None,
+        }
+    }
+
+    /// The same network with `noise` on every message's latency.
+    pub fn with_noise(mut self, noise: Noise) -> Self {
+        self.noise = Some(noise);
+        self
+    }
+
+    /// The protocol ranges.
+    pub fn protocols(&self) -> &[(u64, LogGp)] {
+        &self.protocols
+    }
+
+    /// The protocol used for messages of `size` bytes (a 0-byte message uses the
+    /// first).
+    pub fn at(&self, size: u64) -> LogGp {
+        self.protocols
+            .iter()
+            .rev()
+            .find(|(from, _)| size >= *from)
+            .map_or(self.protocols[0].1, |&(_, p)| p)
+    }
+
+    /// The wire latency of the `seq`-th message from `from` to `to` under protocol
+    /// `p`: `L`, plus the noise if any.
+    pub fn latency(&self, from: Rank, to: Rank, seq: u64, p: &LogGp) -> Ps {
+        match &self.noise {
+            None => Ps(p.l_ps),
+            Some(noise) => noise.latency(Ps(p.l_ps).as_ns(), from, to, seq),
+        }
+    }
+}
+
+/// A one-way delay asymmetry: every message from `from` to `to` takes `extra_ns`
+/// longer, the way back does not. A ping-pong over the link sees only the longer
+/// round trip, so a midpoint offset measured over it errs by `extra_ns / 2`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SlowLink {
+    /// Sender.
+    pub from: Rank,
+    /// Receiver.
+    pub to: Rank,
+    /// Extra one-way delay, ns.
+    pub extra_ns: f64,
+}
+
+/// Deterministic latency noise: a uniform jitter `0..jitter_ns` from a hash of
+/// `(seed, from, to, seq)`; every [`Noise::outlier_every`]-th message from a lower
+/// to a higher rank `outlier_ns` late (outliers in one direction bias a midpoint
+/// offset by half their delay, which an estimator must reject); one slow link. The
+/// noisy latency is rounded to `quantum`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Noise {
+    /// Uniform jitter added to each message, `0..jitter_ns`.
+    pub jitter_ns: f64,
+    /// Every this many messages from a lower to a higher rank is an outlier (0:
+    /// never); the other direction has none.
+    pub outlier_every: u64,
+    /// Extra delay of an outlier, ns.
+    pub outlier_ns: f64,
+    /// Seed of the jitter.
+    pub seed: u64,
+    /// One direction of one link that is slower than the rest.
+    pub slow_link: Option<SlowLink>,
+    /// The grid noisy latencies are rounded to.
+    pub quantum: Quantum,
+}
+
+impl Noise {
+    /// `base_ns` plus this message's jitter, outlier delay and slow-link delay.
+    pub fn latency(&self, base_ns: f64, from: Rank, to: Rank, seq: u64) -> Ps {
+        let h = splitmix64(self.seed ^ ((from as u64) << 40) ^ ((to as u64) << 20) ^ seq);
+        let jitter = (h % 1_000_000) as f64 / 1e6 * self.jitter_ns;
+        let outlier = from < to && self.outlier_every > 0 && seq % self.outlier_every == 3;
+        let extra = if outlier { self.outlier_ns } else { 0.0 };
+        let slow = match self.slow_link {
+            Some(l) if (l.from, l.to) == (from, to) => l.extra_ns,
+            _ => 0.0,
+        };
+        self.quantum.round_ns(base_ns + jitter + extra + slow)
+    }
+}
+
+fn splitmix64(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// A rank's network interface: when it can next put a message on the wire and
+/// when it can next take one in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Nic {
+    /// The interface can start sending again at this time.
+    pub send_free: Ps,
+    /// The interface can start receiving again at this time.
+    pub recv_free: Ps,
+}
+
+impl Nic {
+    /// A message of `size` bytes ready to leave at `ready`: returns when its first
+    /// byte leaves, `max(ready, send_free)`, and keeps the interface busy for
+    /// `g + (s-1)G` from then. Its last byte arrives `(s-1)G + L` after the first
+    /// left.
+    pub fn inject(&mut self, ready: Ps, size: u64, p: &LogGp) -> Ps {
+        let start = ready.max(self.send_free);
+        self.send_free = Ps(start.0 + p.busy_ps(size));
+        start
+    }
+
+    /// A message whose first byte reaches this interface at `first_byte`: it is
+    /// taken in from `max(first_byte, recv_free)`, which keeps the interface busy
+    /// for `g + (s-1)G`; returns when its last byte is in, `(s-1)G` after that.
+    pub fn accept(&mut self, first_byte: Ps, size: u64, p: &LogGp) -> Ps {
+        let start = first_byte.max(self.recv_free);
+        self.recv_free = Ps(start.0 + p.busy_ps(size));
+        Ps(start.0 + p.transfer_ps(size))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const P: LogGp = LogGp {
+        l_ps: 5_000_000,
+        os_ps: 1_000_000,
+        or_ps: 1_000_000,
+        g_ps: 2_000_000,
+        big_g_ps: 1_000,
+        rendezvous: false,
+    };
+
+    #[test]
+    fn one_message_takes_o_l_s_minus_1_g_o() {
+        // Issue 15's example: L 5, o 1, g 2, G 0.001 us/B, 1 byte: 7 us.
+        let mut sender = Nic::default();
+        let ready = Ps(P.os_ps);
+        let start = sender.inject(ready, 1, &P);
+        let arrival = Ps(start.0 + P.transfer_ps(1) + P.l_ps);
+        assert_eq!((arrival.0 + P.or_ps) as f64 / 1e6, 7.0);
+        // 1 KiB: + 1023 G.
+        assert_eq!(P.transfer_ps(1024), 1_023_000);
+    }
+
+    #[test]
+    fn back_to_back_messages_leave_g_plus_s_minus_1_g_apart() {
+        let mut nic = Nic::default();
+        let starts: Vec<u64> = (0..3).map(|_| nic.inject(Ps(0), 1001, &P).0).collect();
+        assert_eq!(starts, vec![0, 3_000_000, 6_000_000]);
+        // A message ready after the gap is not held back.
+        assert_eq!(nic.inject(Ps(10_000_000), 1, &P), Ps(10_000_000));
+    }
+
+    #[test]
+    fn two_senders_to_one_receiver_are_taken_in_g_apart() {
+        let mut receiver = Nic::default();
+        // Both first bytes arrive at 5 us; the second waits for the gap.
+        assert_eq!(receiver.accept(Ps(5_000_000), 1, &P), Ps(5_000_000));
+        assert_eq!(receiver.accept(Ps(5_000_000), 1, &P), Ps(7_000_000));
+        assert_eq!(receiver.accept(Ps(5_000_000), 11, &P), Ps(9_010_000));
+    }
+
+    #[test]
+    fn protocols_are_chosen_by_size_and_checked() {
+        let big = LogGp {
+            rendezvous: true,
+            ..P
+        };
+        let net = Network::new(vec![(1, P), (65536, big)]).unwrap();
+        assert!(!net.at(65535).rendezvous);
+        assert!(net.at(65536).rendezvous);
+        assert_eq!(net.at(0), P);
+        assert_eq!(Network::new(vec![]), Err(NetError::Empty));
+        assert_eq!(
+            Network::new(vec![(2, P)]),
+            Err(NetError::FirstNotOne { from: 2 })
+        );
+        assert_eq!(
+            Network::new(vec![(1, P), (8, P), (8, P)]),
+            Err(NetError::NotAscending {
+                from: 8,
+                previous: 8
+            })
+        );
+    }
+
+    #[test]
+    fn noise_is_deterministic_one_directional_and_on_the_grid() {
+        let noise = Noise {
+            jitter_ns: 200.0,
+            outlier_every: 7,
+            outlier_ns: 30_000.0,
+            seed: 1,
+            slow_link: Some(SlowLink {
+                from: 1,
+                to: 0,
+                extra_ns: 1_000.0,
+            }),
+            quantum: Quantum(400),
+        };
+        let net = Network::uniform(LogGp {
+            l_ps: 20_000_000,
+            ..P
+        })
+        .with_noise(noise);
+        let p = net.at(1);
+        for seq in 0..30 {
+            let up = net.latency(0, 1, seq, &p);
+            assert_eq!(up, net.latency(0, 1, seq, &p));
+            assert_eq!(up.0 % 400, 0);
+            let late = if seq % 7 == 3 { 30_000_000 } else { 0 };
+            assert!(
+                (20_000_000 + late..=20_200_000 + late).contains(&up.0),
+                "{up:?}"
+            );
+            let down = net.latency(1, 0, seq, &p);
+            assert!((21_000_000..=21_200_000).contains(&down.0), "{down:?}");
+        }
+        assert_eq!(Network::uniform(P).latency(0, 1, 3, &P), Ps(P.l_ps));
+    }
+}

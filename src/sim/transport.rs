@@ -1,0 +1,564 @@
+//! The data and control planes of a virtual rank: a real [`Transport`] and
+//! [`Control`] (ranks are threads, bytes really move) whose calls advance the
+//! rank's virtual time by the [`Network`] model, so a pattern runs over them
+//! unchanged and measures the model exactly.
+//!
+//! Every message carries its virtual arrival time. A rank's time depends only on
+//! its own calls and on the arrival times of what it receives (matched per peer in
+//! posting order, as MPI matches), never on how threads are scheduled: each call
+//! that needs a message waits (in real time) until its frame is there, however
+//! early in virtual time that is.
+//!
+//! - `send`: charges `o_s`, injects at the sender's interface ([`Nic::inject`]),
+//!   and returns (eager); under a rendezvous protocol it sends a request-to-send,
+//!   waits for the clear-to-send, then injects, and returns when the first byte
+//!   left. `isend` is `send` returning a completed request.
+//! - `recv` / `irecv` + `wait`: the receive is posted at the rank's time of the
+//!   call; it completes at `max(time of the completing call, arrival) + o_r`. A
+//!   rendezvous request-to-send is answered as soon as a matching receive is
+//!   posted (its clear-to-send leaves at `max(posted, request arrival)`), also
+//!   while this rank is blocked in another call, so crossing rendezvous sends
+//!   between pre-posted receives progress as under MPI.
+//! - `test`: waits (in real time) for the request's message, then completes it
+//!   only if it has arrived by the rank's virtual time; otherwise returns `false`
+//!   and leaves the time alone. A polling loop must let time pass (a clock with a
+//!   read cost, a spin) or it never ends.
+//! - The receive side of the interface gap ([`Nic::accept`]) is not applied here:
+//!   receives complete in the order the program calls them, not in the order
+//!   messages reach the interface, which only a discrete-event simulator with a
+//!   global event order can place faithfully.
+//!
+//! The control plane is the in-process one; with a control latency set, every
+//! control operation ends with all ranks at the latest rank's time plus that
+//! latency, like a barrier; without one it moves no time.
+
+use crate::sim::net::{LogGp, Network, Nic};
+use crate::sim::time::{Ps, RankTime};
+use ngauge_transport::inproc::InprocControl;
+use ngauge_transport::{
+    Access, BufferId, BufferPool, Capabilities, Control, ControlError, Rank, Region, RequestId,
+    Transport, TransportError, WaitMode,
+};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::time::Duration;
+
+const NAME: &str = "sim";
+
+/// How often a blocked rank checks whether the peer it waits for has gone.
+const LIVENESS_POLL: Duration = Duration::from_millis(20);
+
+/// What travels from one rank to another.
+#[derive(Debug)]
+pub(crate) struct Frame {
+    from: Rank,
+    kind: Kind,
+}
+
+#[derive(Debug)]
+enum Kind {
+    /// An eager message, arriving (last byte) at `arrival`.
+    Eager { bytes: Vec<u8>, arrival: Ps },
+    /// A rendezvous request for a message of `len` bytes, arriving at `arrival`.
+    RequestToSend { len: usize, arrival: Ps },
+    /// The receiver's answer, arriving at the sender at `arrival`.
+    ClearToSend { arrival: Ps },
+    /// The data of a rendezvous message.
+    Data { bytes: Vec<u8>, arrival: Ps },
+}
+
+/// A message from a peer that no receive has matched yet.
+#[derive(Debug)]
+enum Unexpected {
+    Eager { bytes: Vec<u8>, arrival: Ps },
+    RequestToSend { len: usize, arrival: Ps },
+}
+
+#[derive(Debug)]
+enum Request {
+    SendDone,
+    Recv {
+        peer: Rank,
+        region: Region,
+        posted: Ps,
+        state: RecvState,
+    },
+}
+
+#[derive(Debug)]
+enum RecvState {
+    /// Posted, no message matched yet.
+    Posted,
+    /// Matched a request-to-send; the clear-to-send went out.
+    AwaitingData,
+    /// The message is in the buffer (or failed); it arrived at `arrival`.
+    Delivered {
+        arrival: Ps,
+        len: usize,
+        error: Option<TransportError>,
+    },
+}
+
+/// The links of one rank, shared by the world builder.
+pub(crate) struct Links {
+    pub(crate) to: Vec<Option<Sender<Frame>>>,
+    pub(crate) inbox: Receiver<Frame>,
+    pub(crate) gone: Arc<Vec<AtomicBool>>,
+}
+
+/// One rank's data plane over the virtual network.
+pub struct SimTransport {
+    rank: Rank,
+    time: RankTime,
+    net: Arc<Network>,
+    links: Links,
+    nic: Nic,
+    pool: BufferPool,
+    /// Messages sent to each peer so far (the noise's sequence number).
+    sent: Vec<u64>,
+    /// Per peer: messages no receive matched yet, in order.
+    unexpected: Vec<VecDeque<Unexpected>>,
+    /// Per peer: posted receives not matched yet, in posting order.
+    unmatched: Vec<VecDeque<RequestId>>,
+    /// Per peer: receives that answered a request-to-send, in order.
+    awaiting_data: Vec<VecDeque<RequestId>>,
+    /// Per peer: clear-to-send arrival times not consumed yet.
+    clear: Vec<VecDeque<Ps>>,
+    requests: HashMap<RequestId, Request>,
+    next_request: u64,
+}
+
+impl SimTransport {
+    pub(crate) fn new(rank: Rank, time: RankTime, net: Arc<Network>, links: Links) -> Self {
+        let size = links.to.len();
+        SimTransport {
+            rank,
+            time,
+            net,
+            links,
+            nic: Nic::default(),
+            pool: BufferPool::new(NAME),
+            sent: vec![0; size],
+            unexpected: (0..size).map(|_| VecDeque::new()).collect(),
+            unmatched: (0..size).map(|_| VecDeque::new()).collect(),
+            awaiting_data: (0..size).map(|_| VecDeque::new()).collect(),
+            clear: (0..size).map(|_| VecDeque::new()).collect(),
+            requests: HashMap::new(),
+            next_request: 0,
+        }
+    }
+
+    fn size(&self) -> usize {
+        self.links.to.len()
+    }
+
+    fn check_peer(&self, peer: Rank) -> Result<(), TransportError> {
+        if peer >= self.size() || peer == self.rank {
+            return Err(TransportError::NoSuchPeer {
+                transport: NAME,
+                peer,
+                size: self.size(),
+                me: self.rank,
+            });
+        }
+        Ok(())
+    }
+
+    fn push(&self, peer: Rank, kind: Kind, op: &'static str) -> Result<(), TransportError> {
+        let frame = Frame {
+            from: self.rank,
+            kind,
+        };
+        self.links.to[peer]
+            .as_ref()
+            .expect("checked peer")
+            .send(frame)
+            .map_err(|_| closed(peer, op))
+    }
+
+    /// Takes one frame from the inbox (blocking) and files it; fails when `peer`,
+    /// whom the caller waits for, has gone and left nothing more.
+    fn pump(&mut self, peer: Rank, op: &'static str) -> Result<(), TransportError> {
+        loop {
+            match self.links.inbox.recv_timeout(LIVENESS_POLL) {
+                Ok(frame) => return self.file(frame),
+                Err(RecvTimeoutError::Timeout) => {
+                    if self.links.gone[peer].load(Ordering::SeqCst) {
+                        // Its last frames were sent before it was marked gone.
+                        return match self.links.inbox.try_recv() {
+                            Ok(frame) => self.file(frame),
+                            Err(_) => Err(closed(peer, op)),
+                        };
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => return Err(closed(peer, op)),
+            }
+        }
+    }
+
+    /// Files a frame: matches it to a posted receive, answers a request-to-send,
+    /// or keeps it for later.
+    fn file(&mut self, frame: Frame) -> Result<(), TransportError> {
+        let peer = frame.from;
+        match frame.kind {
+            Kind::ClearToSend { arrival } => self.clear[peer].push_back(arrival),
+            Kind::Data { bytes, arrival } => {
+                let request = self.awaiting_data[peer]
+                    .pop_front()
+                    .expect("data follows a clear-to-send this rank sent");
+                self.deliver(request, &bytes, arrival);
+            }
+            Kind::Eager { bytes, arrival } => {
+                let message = Unexpected::Eager { bytes, arrival };
+                match self.unmatched[peer].pop_front() {
+                    Some(request) => self.matched(request, message)?,
+                    None => self.unexpected[peer].push_back(message),
+                }
+            }
+            Kind::RequestToSend { len, arrival } => {
+                let message = Unexpected::RequestToSend { len, arrival };
+                match self.unmatched[peer].pop_front() {
+                    Some(request) => self.matched(request, message)?,
+                    None => self.unexpected[peer].push_back(message),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A posted receive meets its message.
+    fn matched(&mut self, request: RequestId, message: Unexpected) -> Result<(), TransportError> {
+        match message {
+            Unexpected::Eager { bytes, arrival } => {
+                self.deliver(request, &bytes, arrival);
+                Ok(())
+            }
+            Unexpected::RequestToSend { len, arrival } => {
+                let Some(Request::Recv {
+                    peer,
+                    posted,
+                    state,
+                    ..
+                }) = self.requests.get_mut(&request)
+                else {
+                    unreachable!("only receives are matched");
+                };
+                let (peer, posted) = (*peer, *posted);
+                *state = RecvState::AwaitingData;
+                self.awaiting_data[peer].push_back(request);
+                let p = self.net.at(len as u64);
+                let answer = Ps(posted.max(arrival).0 + p.l_ps);
+                self.push(peer, Kind::ClearToSend { arrival: answer }, "recv")
+            }
+        }
+    }
+
+    /// Copies a message into its receive's region and records its arrival.
+    fn deliver(&mut self, request: RequestId, bytes: &[u8], arrival: Ps) {
+        let Some(Request::Recv {
+            peer,
+            region,
+            state,
+            ..
+        }) = self.requests.get_mut(&request)
+        else {
+            unreachable!("only receives are delivered");
+        };
+        let (peer, region) = (*peer, *region);
+        let error = if bytes.len() != region.len {
+            Some(TransportError::SizeMismatch {
+                transport: NAME,
+                peer,
+                expected_bytes: region.len,
+                got_bytes: bytes.len(),
+            })
+        } else {
+            self.pool
+                .region_mut(region)
+                .map(|dst| dst.copy_from_slice(bytes))
+                .err()
+        };
+        *state = RecvState::Delivered {
+            arrival,
+            len: bytes.len(),
+            error,
+        };
+        self.pool.release_region(region, Access::Write);
+    }
+
+    fn new_request(&mut self, request: Request) -> RequestId {
+        let id = RequestId(self.next_request);
+        self.next_request += 1;
+        self.requests.insert(id, request);
+        id
+    }
+
+    /// The arrival of `request`'s message once it is delivered (pumping frames
+    /// until then); `None` for a send.
+    fn delivered(&mut self, request: RequestId) -> Result<Option<Ps>, TransportError> {
+        loop {
+            match self.requests.get(&request) {
+                None => {
+                    return Err(TransportError::UnknownRequest {
+                        transport: NAME,
+                        request,
+                    })
+                }
+                Some(Request::SendDone) => return Ok(None),
+                Some(Request::Recv {
+                    state: RecvState::Delivered { arrival, .. },
+                    ..
+                }) => return Ok(Some(*arrival)),
+                Some(Request::Recv { peer, .. }) => {
+                    let peer = *peer;
+                    self.pump(peer, "recv")?;
+                }
+            }
+        }
+    }
+
+    /// Completes a delivered receive at the rank's time `now`: the time becomes
+    /// `max(now, arrival) + o_r`.
+    fn complete(&mut self, request: RequestId) -> Result<(), TransportError> {
+        match self.requests.remove(&request) {
+            Some(Request::Recv {
+                state:
+                    RecvState::Delivered {
+                        arrival,
+                        len,
+                        error,
+                    },
+                ..
+            }) => {
+                if let Some(e) = error {
+                    return Err(e);
+                }
+                let p = self.net.at(len as u64);
+                self.time.set(Ps(self.time.now().max(arrival).0 + p.or_ps));
+                Ok(())
+            }
+            Some(Request::SendDone) => Ok(()),
+            other => unreachable!("complete() after delivered(): {other:?}"),
+        }
+    }
+
+    /// Forgets a receive that failed (its peer left): unposts it and frees its
+    /// region, so the buffer can be used again.
+    fn cancel(&mut self, request: RequestId) {
+        if let Some(Request::Recv {
+            peer,
+            region,
+            state,
+            ..
+        }) = self.requests.remove(&request)
+        {
+            self.unmatched[peer].retain(|r| *r != request);
+            self.awaiting_data[peer].retain(|r| *r != request);
+            if !matches!(state, RecvState::Delivered { .. }) {
+                self.pool.release_region(region, Access::Write);
+            }
+        }
+    }
+
+    /// Puts `len` bytes on the wire at `ready` or when the interface is free;
+    /// returns when the first byte left and when the last arrives.
+    fn inject(&mut self, peer: Rank, ready: Ps, len: usize, p: &LogGp) -> (Ps, Ps) {
+        let start = self.nic.inject(ready, len as u64, p);
+        let seq = self.sent[peer];
+        self.sent[peer] += 1;
+        let latency = self.net.latency(self.rank, peer, seq, p);
+        (start, Ps(start.0 + p.transfer_ps(len as u64)) + latency)
+    }
+}
+
+fn closed(peer: Rank, op: &'static str) -> TransportError {
+    TransportError::PeerClosed {
+        transport: NAME,
+        peer,
+        op,
+    }
+}
+
+impl Drop for SimTransport {
+    fn drop(&mut self) {
+        self.links.gone[self.rank].store(true, Ordering::SeqCst);
+    }
+}
+
+impl Transport for SimTransport {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn rank(&self) -> Rank {
+        self.rank
+    }
+    fn size(&self) -> usize {
+        self.links.to.len()
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            reliable: true,
+            ordered: true,
+            max_message_bytes: None,
+            may_split: false,
+            needs_registered_memory: false,
+            checks_message_size: true,
+        }
+    }
+    fn wait_mode(&self) -> WaitMode {
+        WaitMode::Block
+    }
+    fn alloc_buffer(&mut self, len: usize) -> Result<BufferId, TransportError> {
+        Ok(self.pool.alloc(len))
+    }
+    fn free_buffer(&mut self, buffer: BufferId) -> Result<(), TransportError> {
+        self.pool.free(buffer)
+    }
+    fn buffer(&self, buffer: BufferId) -> Result<&[u8], TransportError> {
+        self.pool.get(buffer)
+    }
+    fn buffer_mut(&mut self, buffer: BufferId) -> Result<&mut [u8], TransportError> {
+        self.pool.get_mut(buffer)
+    }
+
+    fn send(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
+        self.check_peer(peer)?;
+        let bytes = self.pool.region_for_read(region)?.to_vec();
+        let len = bytes.len();
+        let p = self.net.at(len as u64);
+        let after_os = Ps(self.time.now().0 + p.os_ps);
+        if !p.rendezvous {
+            let (_, arrival) = self.inject(peer, after_os, len, &p);
+            self.push(peer, Kind::Eager { bytes, arrival }, "send")?;
+            self.time.set(after_os);
+            return Ok(());
+        }
+        let request = Kind::RequestToSend {
+            len,
+            arrival: Ps(after_os.0 + p.l_ps),
+        };
+        self.push(peer, request, "send")?;
+        let clear = loop {
+            if let Some(clear) = self.clear[peer].pop_front() {
+                break clear;
+            }
+            self.pump(peer, "send")?;
+        };
+        let (start, arrival) = self.inject(peer, after_os.max(clear), len, &p);
+        self.push(peer, Kind::Data { bytes, arrival }, "send")?;
+        self.time.set(start);
+        Ok(())
+    }
+
+    fn recv(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
+        let request = self.irecv(peer, region)?;
+        let result = self.wait(request);
+        if result.is_err() {
+            self.cancel(request);
+        }
+        result
+    }
+
+    fn isend(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {
+        self.send(peer, region)?;
+        Ok(self.new_request(Request::SendDone))
+    }
+
+    fn irecv(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {
+        self.check_peer(peer)?;
+        self.pool.acquire_write(region)?;
+        let request = self.new_request(Request::Recv {
+            peer,
+            region,
+            posted: self.time.now(),
+            state: RecvState::Posted,
+        });
+        match self.unexpected[peer].pop_front() {
+            Some(message) => self.matched(request, message)?,
+            None => self.unmatched[peer].push_back(request),
+        }
+        Ok(request)
+    }
+
+    fn test(&mut self, request: RequestId) -> Result<bool, TransportError> {
+        match self.delivered(request)? {
+            Some(arrival) if arrival > self.time.now() => Ok(false),
+            _ => self.complete(request).map(|()| true),
+        }
+    }
+
+    fn wait(&mut self, request: RequestId) -> Result<(), TransportError> {
+        self.delivered(request)?;
+        self.complete(request)
+    }
+}
+
+/// One rank's control plane: the in-process one, optionally aligning time.
+pub struct SimControl {
+    inner: InprocControl,
+    time: RankTime,
+    latency: Option<Ps>,
+    longest_wait: Ps,
+}
+
+impl SimControl {
+    pub(crate) fn new(inner: InprocControl, time: RankTime, latency: Option<Ps>) -> Self {
+        SimControl {
+            inner,
+            time,
+            latency,
+            longest_wait: Ps(0),
+        }
+    }
+
+    fn align(&mut self) -> Result<(), ControlError> {
+        let Some(latency) = self.latency else {
+            return Ok(());
+        };
+        let own = self.time.now();
+        let all = self.inner.allgather(&own.0.to_le_bytes())?;
+        let latest = all
+            .iter()
+            .filter_map(|b| b.as_slice().try_into().ok().map(u64::from_le_bytes))
+            .max()
+            .unwrap_or(0);
+        self.longest_wait = self.longest_wait.max(Ps(latest).since(own));
+        self.time.advance_to(Ps(latest) + latency);
+        Ok(())
+    }
+
+    /// The longest this rank waited in one control operation for the latest rank
+    /// to enter it (the control latency not included).
+    pub fn longest_wait(&self) -> Ps {
+        self.longest_wait
+    }
+}
+
+impl Control for SimControl {
+    fn rank(&self) -> Rank {
+        self.inner.rank()
+    }
+    fn size(&self) -> usize {
+        self.inner.size()
+    }
+    fn barrier(&mut self) -> Result<(), ControlError> {
+        self.inner.barrier()?;
+        self.align()
+    }
+    fn broadcast(&mut self, root: Rank, data: &mut Vec<u8>) -> Result<(), ControlError> {
+        self.inner.broadcast(root, data)?;
+        self.align()
+    }
+    fn gather(&mut self, root: Rank, data: &[u8]) -> Result<Vec<Vec<u8>>, ControlError> {
+        let out = self.inner.gather(root, data)?;
+        self.align()?;
+        Ok(out)
+    }
+    fn allgather(&mut self, data: &[u8]) -> Result<Vec<Vec<u8>>, ControlError> {
+        let out = self.inner.allgather(data)?;
+        self.align()?;
+        Ok(out)
+    }
+}
