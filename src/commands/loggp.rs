@@ -289,6 +289,15 @@ pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
                     .map(|c| c as usize)
             })
             .collect();
+        let pairs = world.size / 2;
+        warnings.extend(super::binding_warnings(
+            world,
+            &meta.pinning,
+            match args.pairs {
+                PairsArg::InTurn => (0..pairs).map(|p| 2 * p..2 * p + 2).collect::<Vec<_>>(),
+                PairsArg::Concurrent => vec![0..2 * pairs],
+            },
+        ));
         report(global, args, &plan, meta, &measured, &warnings)
     })
 }
