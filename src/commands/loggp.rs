@@ -294,8 +294,8 @@ pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
             world,
             &meta.pinning,
             match args.pairs {
-                PairsArg::InTurn => (0..pairs).map(|p| 2 * p..2 * p + 2).collect::<Vec<_>>(),
-                PairsArg::Concurrent => vec![0..2 * pairs],
+                PairsArg::InTurn => (0..pairs).map(|p| vec![2 * p, 2 * p + 1]).collect(),
+                PairsArg::Concurrent => vec![(0..2 * pairs).collect()],
             },
         ));
         report(global, args, &plan, meta, &measured, &warnings)

@@ -154,12 +154,13 @@ pub fn check_clock_env(global: &GlobalArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Issue 20: the binding check of each group of ranks measured together (cores
-/// indexed by rank, as gathered at rank 0), as warning lines with the launcher's hint.
+/// Issue 20: the binding check of each group of ranks measured together (ranks
+/// listed; cores indexed by rank, as gathered at rank 0), as warning lines with the
+/// launcher's hint.
 pub fn binding_warnings(
     world: &World,
     cores: &[Option<usize>],
-    groups: impl IntoIterator<Item = std::ops::Range<usize>>,
+    groups: impl IntoIterator<Item = Vec<usize>>,
 ) -> Vec<String> {
     use ngauge::launch::binding;
     let placed = binding::placements(&world.peers, cores);
