@@ -289,6 +289,15 @@ pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
                     .map(|c| c as usize)
             })
             .collect();
+        let pairs = world.size / 2;
+        warnings.extend(super::binding_warnings(
+            world,
+            &meta.pinning,
+            match args.pairs {
+                PairsArg::InTurn => (0..pairs).map(|p| vec![2 * p, 2 * p + 1]).collect(),
+                PairsArg::Concurrent => vec![(0..2 * pairs).collect()],
+            },
+        ));
         report(global, args, &plan, meta, &measured, &warnings)
     })
 }

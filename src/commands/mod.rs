@@ -154,6 +154,30 @@ pub fn check_clock_env(global: &GlobalArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Issue 20: the binding check of each group of ranks measured together (ranks
+/// listed; cores indexed by rank, as gathered at rank 0), as warning lines with the
+/// launcher's hint.
+pub fn binding_warnings(
+    world: &World,
+    cores: &[Option<usize>],
+    groups: impl IntoIterator<Item = Vec<usize>>,
+) -> Vec<String> {
+    use ngauge::launch::binding;
+    let placed = binding::placements(&world.peers, cores);
+    groups
+        .into_iter()
+        .flat_map(|g| {
+            let group: Vec<_> = placed
+                .iter()
+                .filter(|p| g.contains(&p.rank))
+                .cloned()
+                .collect();
+            binding::check(&group, world.env.kind)
+        })
+        .map(|w| format!("{w}; {}", w.hint()))
+        .collect()
+}
+
 /// Prints `value` as one pretty JSON document on stdout.
 pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
     let mut text = serde_json::to_string_pretty(value)?;

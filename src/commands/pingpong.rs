@@ -165,7 +165,7 @@ pub fn run(global: &GlobalArgs, args: &PingpongArgs) -> anyhow::Result<()> {
             _ => None,
         };
         let mut progress = Progress::new(rank == 0 && ngauge::launch::local::stderr_is_terminal());
-        let mut warnings = Vec::new();
+        let mut warnings = super::binding_warnings(world, &cores, [vec![PINGER, PONGER]]);
         let mut sweeps = Vec::new();
         let mut waits = Vec::new();
         // Open every transport first, then measure them interleaved, size by size

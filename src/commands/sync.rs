@@ -247,7 +247,9 @@ fn run_rank(
     } else {
         print!("{}", render(&summary));
     }
-    for w in warnings(&summary) {
+    let cores: Vec<Option<usize>> = summary.ranks.iter().map(|r| r.pinned_core).collect();
+    let binding = super::binding_warnings(world, &cores, [(0..world.size).collect()]);
+    for w in warnings(&summary).into_iter().chain(binding) {
         eprintln!("ngauge: warning: {w}");
     }
     Ok(())

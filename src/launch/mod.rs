@@ -8,11 +8,13 @@
 //! launcher's environment ([`env`](mod@env)).
 //!
 //! Modules, one job each: [`env`](mod@env) (launcher environments, job-id derivations),
+//! [`binding`] (do the measured ranks have cores of their own),
 //! [`hostlist`] (Slurm host lists), [`frame`] (the wire format and its checked
 //! decoder), [`wire`] (whole frames on blocking sockets), [`rendezvous`] (joining),
 //! [`control`] (barrier/broadcast/gather), [`local`] (the local launcher), [`world`]
 //! (putting it together).
 
+pub mod binding;
 pub mod control;
 pub mod env;
 mod error;
