@@ -91,6 +91,11 @@ pub fn start(opts: &LaunchOptions) -> Result<Started, LaunchError> {
 
 /// [`start`] with the launcher environment given (testable).
 pub fn start_with(opts: &LaunchOptions, detected: LauncherEnv) -> Result<Started, LaunchError> {
+    if let Some(token) = &opts.job_token {
+        check_token(token)?;
+    }
+    // A flood of connections at a listener must not run out of descriptors first.
+    let _ = ngauge_transport::auth::raise_fd_limit();
     let env = identify(opts, detected)?;
     if env.rank.is_none() {
         return local::run(opts).map(Started::Launcher);
@@ -126,6 +131,27 @@ pub fn start_with(opts: &LaunchOptions, detected: LauncherEnv) -> Result<Started
         peers,
         env,
     }))
+}
+
+/// Shortest job token accepted: 16 characters (the generated ones have 32 hex
+/// digits, 128 bits). An empty token would let anyone join.
+pub const MIN_TOKEN_CHARS: usize = 16;
+
+/// Refuses a job token too short to keep strangers out.
+pub fn check_token(token: &str) -> Result<(), LaunchError> {
+    let chars = token.chars().count();
+    if chars < MIN_TOKEN_CHARS {
+        let what = if chars == 0 {
+            "is empty".to_string()
+        } else {
+            format!("has {chars} characters")
+        };
+        return Err(LaunchError::Usage(format!(
+            "the job token (--job-token or NGAUGE_JOB_TOKEN) {what}; it needs at least \
+             {MIN_TOKEN_CHARS} characters: leave it unset and rank 0 generates one"
+        )));
+    }
+    Ok(())
 }
 
 /// Combines flags and environment into one launcher description.
