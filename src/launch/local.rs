@@ -269,16 +269,22 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
 
     let mut codes: Vec<Option<i32>> = vec![None; np];
     let mut killed = vec![false; np];
-    let mut first_failure: Option<(usize, Instant)> = None;
+    let mut first_failure: Option<usize> = None;
+    let mut first_exit: Option<usize> = None;
+    // When the ranks still running are stopped: GRACE after a failure; after a rank
+    // finished cleanly, the others get the job's timeout on top (a rank stopped
+    // with SIGSTOP after its last word would otherwise keep the job forever).
+    let mut kill_at: Option<Instant> = None;
+    let mut reaping = false;
     let mut left = np;
     while left > 0 {
-        let msg = match first_failure {
+        let msg = match kill_at {
             None => done_rx.recv().ok(),
-            Some((_, at)) => {
-                let wait = (at + GRACE).saturating_duration_since(Instant::now());
+            Some(at) => {
+                let wait = at.saturating_duration_since(Instant::now());
                 match done_rx.recv_timeout(wait) {
                     Ok(m) => Some(m),
-                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                    Err(mpsc::RecvTimeoutError::Timeout) if !reaping => {
                         for (r, rk) in ranks.iter().enumerate() {
                             if !rk.done && !killed[r] {
                                 killed[r] = true;
@@ -289,11 +295,11 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
                             }
                         }
                         // Now wait for them to be reaped.
-                        first_failure =
-                            first_failure.map(|(r, _)| (r, Instant::now() + GRACE * 100));
+                        reaping = true;
+                        kill_at = None;
                         continue;
                     }
-                    Err(mpsc::RecvTimeoutError::Disconnected) => None,
+                    Err(_) => None,
                 }
             }
         };
@@ -319,8 +325,16 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
             }
         };
         codes[rank] = Some(code);
-        if code != 0 && first_failure.is_none() {
-            first_failure = Some((rank, Instant::now()));
+        first_exit.get_or_insert(rank);
+        let allowed = if code != 0 {
+            first_failure.get_or_insert(rank);
+            GRACE
+        } else {
+            GRACE + opts.timeout
+        };
+        if !reaping {
+            let at = Instant::now() + allowed;
+            kill_at = Some(kill_at.map_or(at, |k| k.min(at)));
         }
     }
     for f in forwarders {
@@ -328,10 +342,17 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
     }
     let stopped: Vec<usize> = (0..np).filter(|&r| killed[r]).collect();
     if !stopped.is_empty() {
-        eprintln!(
-            "ngauge: stopped ranks {stopped:?}: still running {GRACE:?} after rank {} failed",
-            first_failure.map_or(0, |(r, _)| r)
-        );
+        match first_failure {
+            Some(r) => eprintln!(
+                "ngauge: stopped ranks {stopped:?}: still running {GRACE:?} after rank {r} failed"
+            ),
+            None => eprintln!(
+                "ngauge: stopped ranks {stopped:?}: still running {:?} after rank {} finished \
+                 (stopped with SIGSTOP, or hung?)",
+                GRACE + opts.timeout,
+                first_exit.unwrap_or(0)
+            ),
+        }
     }
     // Rank 0 explains failures itself unless it exited cleanly or by a signal.
     let zero_explained = matches!(codes[0], Some(c) if c != 0 && c < 128);

@@ -20,6 +20,7 @@ pub mod env;
 mod error;
 pub mod frame;
 pub mod hostlist;
+pub mod liveness;
 pub mod local;
 #[cfg(feature = "mpi")]
 pub mod mpi;

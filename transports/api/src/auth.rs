@@ -308,7 +308,7 @@ pub fn raise_fd_limit() -> Option<u64> {
     let mut lim = getrlimit(Resource::Nofile);
     if lim.current != lim.maximum {
         lim.current = lim.maximum;
-        setrlimit(Resource::Nofile, lim.clone()).ok()?;
+        setrlimit(Resource::Nofile, lim).ok()?;
     }
     lim.current
 }
