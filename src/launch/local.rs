@@ -109,6 +109,10 @@ struct Rank {
 /// Runs the job; returns the worst exit status of its ranks.
 pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
     let np = opts.np.max(1);
+    let signals = super::signals::install_launcher().map_err(|source| LaunchError::Io {
+        what: "installing the SIGINT/SIGTERM handler".into(),
+        source,
+    })?;
     let exe = std::env::current_exe().map_err(|source| LaunchError::Io {
         what: "finding the ngauge executable".into(),
         source,
@@ -165,6 +169,7 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
         .stdout(Stdio::inherit())
         .spawn()
         .map_err(spawn_err(0))?;
+    signals.add(rustix::process::Pid::from_child(&zero));
     let (addr_tx, addr_rx) = mpsc::channel::<String>();
     let zero_err = zero.stderr.take().expect("piped");
     let forward_zero = std::thread::spawn(move || {
@@ -231,6 +236,7 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
                 return Err(spawn_err(rank)(e));
             }
         };
+        signals.add(rustix::process::Pid::from_child(&child));
         let err = child.stderr.take().expect("piped");
         let verbose = opts.verbose;
         let tail = tail.clone();
@@ -353,6 +359,14 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
                 first_exit.unwrap_or(0)
             ),
         }
+    }
+    let signal = signals.received();
+    if signal != 0 {
+        eprintln!(
+            "ngauge: interrupted by {}: stopped all {np} ranks",
+            super::signals::signal_name(signal)
+        );
+        return Ok(128 + signal);
     }
     // Rank 0 explains failures itself unless it exited cleanly or by a signal.
     let zero_explained = matches!(codes[0], Some(c) if c != 0 && c < 128);

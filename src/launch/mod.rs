@@ -25,6 +25,7 @@ pub mod local;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod rendezvous;
+pub mod signals;
 pub mod wire;
 pub mod world;
 

@@ -117,6 +117,9 @@ pub fn start_with(opts: &LaunchOptions, detected: LauncherEnv) -> Result<Started
     }
     let rank = env.rank.expect("checked");
     let size = env.size.expect("identify sets both");
+    if let Err(e) = super::signals::install_rank(rank) {
+        eprintln!("ngauge: warning: SIGINT/SIGTERM will not be reported: {e}");
+    }
     let host = hostname();
     let (mut control, data_addr, peers, rendezvous_ip) = if rank == 0 {
         start_root(opts, &env, size, &host)?
