@@ -111,11 +111,11 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
     let np = opts.np.max(1);
     let signals = super::signals::install_launcher().map_err(|source| LaunchError::Io {
         what: "installing the SIGINT/SIGTERM handler".into(),
-        source,
+        error: source,
     })?;
     let exe = std::env::current_exe().map_err(|source| LaunchError::Io {
         what: "finding the ngauge executable".into(),
-        source,
+        error: source,
     })?;
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     let token = opts.job_token.clone().unwrap_or_else(random_token);
@@ -155,7 +155,7 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
     let spawn_err = |rank: usize| {
         move |source| LaunchError::Io {
             what: format!("starting rank {rank}"),
-            source,
+            error: source,
         }
     };
 
@@ -172,6 +172,8 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
     signals.add(rustix::process::Pid::from_child(&zero));
     let (addr_tx, addr_rx) = mpsc::channel::<String>();
     let zero_err = zero.stderr.take().expect("piped");
+    let zero_said: std::sync::Arc<std::sync::Mutex<Vec<u8>>> = Default::default();
+    let zero_said_w = zero_said.clone();
     let forward_zero = std::thread::spawn(move || {
         let mut reader = BufReader::new(zero_err);
         let mut line = String::new();
@@ -189,7 +191,13 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
             }
             eprint!("{line}");
         }
-        let _ = std::io::copy(&mut reader, &mut std::io::stderr());
+        let _ = std::io::copy(
+            &mut reader,
+            &mut Kept {
+                out: std::io::stderr(),
+                kept: zero_said_w,
+            },
+        );
     });
     let announced = match addr_rx.recv_timeout(opts.timeout) {
         Ok(addr) => addr,
@@ -370,6 +378,20 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
     }
     // Rank 0 explains failures itself unless it exited cleanly or by a signal.
     let zero_explained = matches!(codes[0], Some(c) if c != 0 && c < 128);
+    if !opts.verbose && zero_explained {
+        // Rank 0 may only have seen a rank's connection close: show that rank's own
+        // error when rank 0 blamed it without giving its reason.
+        let said = String::from_utf8_lossy(&zero_said.lock().unwrap_or_else(|p| p.into_inner()))
+            .into_owned();
+        for rank in 1..np {
+            if matches!(codes[rank], Some(c) if c != 0) && !killed[rank] {
+                let t = tails[rank].lock().unwrap_or_else(|p| p.into_inner());
+                for line in unexplained_errors(&said, rank, t.iter()) {
+                    eprintln!("[rank {rank}] {line}");
+                }
+            }
+        }
+    }
     if !opts.verbose && !zero_explained {
         for rank in 1..np {
             if matches!(codes[rank], Some(c) if c != 0) && !killed[rank] {
@@ -381,6 +403,54 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
         }
     }
     Ok(worst_status(&codes, &killed))
+}
+
+/// A writer that forwards to `out` and keeps the last [`KEPT_BYTES`] written.
+struct Kept<W> {
+    out: W,
+    kept: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+}
+
+const KEPT_BYTES: usize = 16 << 10;
+
+impl<W: Write> Write for Kept<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.out.write(buf)?;
+        let mut k = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        k.extend_from_slice(&buf[..n]);
+        if k.len() > KEPT_BYTES {
+            let cut = k.len() - KEPT_BYTES;
+            k.drain(..cut);
+        }
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// The error lines of rank `rank`'s stderr tail that rank 0's stderr (`zero`) does
+/// not already carry, when rank 0 named that rank: rank 0 saw, say, "rank 1 closed
+/// the connection", and rank 1's "cannot fit a drift model" explains why.
+fn unexplained_errors<'a>(
+    zero: &str,
+    rank: usize,
+    tail: impl Iterator<Item = &'a String>,
+) -> Vec<&'a String> {
+    let named = format!("rank {rank} ");
+    let zero_errors: Vec<&str> = zero.lines().filter(|l| l.contains("error:")).collect();
+    if !zero_errors.iter().any(|l| l.contains(&named)) {
+        return Vec::new();
+    }
+    let prefix = format!("rank {rank}: ");
+    tail.filter(|line| {
+        let Some(own) = line.split_once("error: ").map(|(_, e)| e) else {
+            return false;
+        };
+        let own = own.strip_prefix(&prefix).unwrap_or(own);
+        !zero_errors.iter().any(|z| z.contains(own))
+    })
+    .collect()
 }
 
 /// The job's exit status: the worst of the ranks that ended on their own (a usage
@@ -412,6 +482,24 @@ mod tests {
         assert_eq!(worst_status(&[Some(1), Some(137)], &[false, false]), 137);
         assert_eq!(worst_status(&[Some(0), Some(137)], &[false, true]), 1);
         assert_eq!(worst_status(&[Some(0), None], &[false, false]), 1);
+    }
+
+    #[test]
+    fn issue18_a_blamed_rank_s_own_error_is_shown_once() {
+        let tail = [
+            "ngauge: warning: something".to_string(),
+            "ngauge: error: rank 1: clock sync: cannot fit a drift model against rank 0"
+                .to_string(),
+        ];
+        let zero =
+            "ngauge: error: rank 0: clock sync: tcp: rank 1 closed the connection during recv\n";
+        assert_eq!(unexplained_errors(zero, 1, tail.iter()), vec![&tail[1]]);
+        // Rank 0 already carries the reason (rank 1 aborted with it): nothing more.
+        let zero = "ngauge: error: rank 0: lost rank 1 during barrier: failed: clock sync: cannot fit a drift model against rank 0\n";
+        assert!(unexplained_errors(zero, 1, tail.iter()).is_empty());
+        // Rank 0 blamed another rank: rank 1's line is an echo.
+        let zero = "ngauge: error: rank 0: tcp: rank 2 closed the connection during recv\n";
+        assert!(unexplained_errors(zero, 1, tail.iter()).is_empty());
     }
 
     #[test]

@@ -129,7 +129,10 @@ pub fn serve(
 ) -> Result<Hub, LaunchError> {
     let io = |what: &str| {
         let what = what.to_string();
-        move |source| LaunchError::Io { what, source }
+        move |source| LaunchError::Io {
+            what,
+            error: source,
+        }
     };
     listener
         .set_nonblocking(true)
@@ -336,7 +339,7 @@ impl Joiner<'_> {
                 .local_addr()
                 .map_err(|source| LaunchError::Io {
                     what: "local address of the rendezvous connection".into(),
-                    source,
+                    error: source,
                 })?
                 .ip(),
         };

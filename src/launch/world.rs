@@ -400,7 +400,7 @@ fn start_root(
         .find_map(|a| TcpListener::bind(a).ok())
         .ok_or_else(|| LaunchError::Bind {
             addr: listen.clone(),
-            source: addrs
+            error: addrs
                 .first()
                 .map(|a| TcpListener::bind(a).err())
                 .and_then(|e| e)
@@ -408,7 +408,7 @@ fn start_root(
         })?;
     let bound = listener.local_addr().map_err(|source| LaunchError::Io {
         what: "listener address".into(),
-        source,
+        error: source,
     })?;
     if std::env::var_os("NGAUGE_ANNOUNCE").is_some() {
         eprintln!("{}{bound}", local::ANNOUNCE);
@@ -467,7 +467,7 @@ fn start_leaf(
     let (stream, data_addr, peers) = joiner.join()?;
     let root_ip = stream.peer_addr().map_err(|source| LaunchError::Io {
         what: "rank 0's address".into(),
-        source,
+        error: source,
     })?;
     let control = TcpControl::leaf(rank, size, stream, opts.timeout);
     Ok((control, data_addr, peers, root_ip.ip()))
