@@ -5,6 +5,7 @@
 //! line and glues these modules together:
 //!
 //! - [`clock`]: RDTSCP ticks, calibration, host facts, pinning.
+//! - [`job`]: job setup from a serde-named spec: starting, opening transports.
 //! - [`launch`]: launcher detection, local launcher, rendezvous, control channel.
 //! - [`model`]: least squares, change points, LogGP parameters.
 //! - [`patterns`]: measurement procedures (ping-pong, PRTT for LogGP).
@@ -16,10 +17,13 @@
 //!
 //! Transports are separate crates implementing [`ngauge_transport::Transport`].
 #![deny(unsafe_code)]
+#![deny(rustdoc::broken_intra_doc_links)]
 
 pub mod clock;
+pub mod job;
 pub mod launch;
 pub mod model;
+pub mod names;
 pub mod patterns;
 pub mod report;
 pub mod sizes;

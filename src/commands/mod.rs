@@ -1,17 +1,16 @@
 //! One module per subcommand: each glues launch, a pattern, statistics and a report.
 
 mod info;
-mod interleave;
 mod loggp;
 mod pingpong;
 mod selftest;
 mod sync;
 mod timer;
-pub mod transports;
-mod verbs;
 
-use crate::cli::{Cli, Command, GlobalArgs, TransportName};
-use ngauge::launch::{self, LaunchError, LaunchOptions, Started, World};
+use crate::cli::{Cli, Command, GlobalArgs};
+use ngauge::job::{Job, JobError, JobSpec, JobWarning, TransportName, TransportOptions, VerbsSpec};
+use ngauge::launch::{self, LaunchOptions, Started, World};
+use ngauge::report::MetaBuilder;
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -40,6 +39,76 @@ pub fn launch_options(global: &GlobalArgs) -> LaunchOptions {
     }
 }
 
+/// The job spec the global flags describe.
+pub fn job_spec(global: &GlobalArgs) -> JobSpec {
+    JobSpec {
+        transports: global.transport.clone(),
+        wait: global.wait,
+        send_buffer_bytes: global.sndbuf,
+        recv_buffer_bytes: global.rcvbuf,
+        timeout_s: global.timeout,
+        verbs: VerbsSpec {
+            device: global.verbs.device.clone(),
+            port: global.verbs.port,
+            gid_index: global.verbs.gid_index,
+            op: global.verbs.verbs_op,
+        },
+    }
+}
+
+/// A job error for the command line: the user's input is a [`crate::UsageError`]
+/// (exit status 2), with the flag named where the library's words do not say it.
+pub fn job_error(e: JobError) -> anyhow::Error {
+    if !e.is_input() {
+        return anyhow::Error::new(e);
+    }
+    let text = match &e {
+        JobError::DuplicateTransport(_) | JobError::NoTransport => format!("--transport: {e}"),
+        JobError::NotCompiled {
+            transport: TransportName::Mpi,
+            ..
+        } => format!("-t mpi: {e}"),
+        JobError::BadTimeout(_) => format!("--timeout: {e}"),
+        JobError::BadBuffer { .. } => format!("--sndbuf/--rcvbuf: {e}"),
+        JobError::BadVerbsPort => format!("--port: {e}"),
+        _ => e.to_string(),
+    };
+    anyhow::Error::new(crate::UsageError(text))
+}
+
+/// Opens the transports of `-t` on this rank (a collective call); `adjust` may
+/// change each one's options before it is opened.
+pub fn open_job(
+    global: &GlobalArgs,
+    world: &mut World,
+    adjust: impl FnMut(TransportName, &mut TransportOptions),
+) -> anyhow::Result<Job> {
+    Job::open(&job_spec(global), world, adjust).map_err(job_error)
+}
+
+/// The metadata of a result timed by `source` at `hz`, with this command line.
+pub fn meta(source: ngauge::clock::TimerSource, hz: f64) -> MetaBuilder {
+    ngauge::report::Meta::builder(std::env::args(), source, hz)
+}
+
+/// Prints a warning on stderr (after the results): its message and, when the
+/// command line has one, a hint naming the flag to try.
+pub fn warn(message: impl std::fmt::Display, hint: Option<String>) {
+    match hint {
+        Some(hint) => eprintln!("ngauge: warning: {message}; {hint}"),
+        None => eprintln!("ngauge: warning: {message}"),
+    }
+}
+
+/// The command line's hint for a job warning.
+pub fn job_hint(w: &JobWarning) -> Option<String> {
+    match w {
+        JobWarning::PollOversubscribed { .. } => {
+            Some("use --wait block (or auto, the default, which blocks here)".into())
+        }
+    }
+}
+
 /// Starts the job and runs `body` on every rank; in the local launcher's parent,
 /// waits for the ranks and exits with their worst status. Only rank 0 prints
 /// results; `body` decides that by `world.rank`.
@@ -48,10 +117,8 @@ pub fn with_world(
     body: impl FnOnce(&mut World) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     check_clock_env(global)?;
-    let started = start_job(global, &launch_options(global)).map_err(|e| match e {
-        LaunchError::Usage(msg) => anyhow::Error::new(crate::UsageError(msg)),
-        e => anyhow::Error::new(e),
-    })?;
+    let started =
+        ngauge::job::start(&job_spec(global), &launch_options(global)).map_err(job_error)?;
     match started {
         Started::Launcher(0) => Ok(()),
         // The ranks already printed their errors.
@@ -82,25 +149,6 @@ pub fn with_world(
             result
         }
     }
-}
-
-/// Starts this process's part of the job: through MPI when `-t` asks for it or an
-/// MPI launcher started us (feature `mpi`), else through [`launch::start`].
-fn start_job(global: &GlobalArgs, opts: &LaunchOptions) -> Result<Started, LaunchError> {
-    let wants_mpi = global.transport.contains(&TransportName::Mpi);
-    #[cfg(feature = "mpi")]
-    if launch::mpi::wanted(wants_mpi, opts) {
-        return launch::mpi::start(opts);
-    }
-    #[cfg(not(feature = "mpi"))]
-    if wants_mpi {
-        return Err(LaunchError::Usage(
-            "-t mpi: this ngauge was built without MPI; rebuild with \
-             `cargo build --release --features mpi` (needs libopenmpi-dev or libmpich-dev)"
-                .into(),
-        ));
-    }
-    launch::start(opts)
 }
 
 /// This rank's clock: the timer calibrated once, skewed when `NGAUGE_TEST_CLOCK_SKEW`

@@ -50,6 +50,8 @@ pub struct World {
     pub pinned_core: Option<usize>,
     /// Ranks on this host (for the poll/block default).
     pub ranks_on_host: usize,
+    /// Cores this host's ranks share ([`local::job_cores`]).
+    pub cores_on_host: usize,
     /// Every rank's entry: data address, host, pid.
     pub peers: Vec<Peer>,
 }
@@ -63,11 +65,42 @@ impl std::fmt::Debug for World {
             .field("env", &self.env)
             .field("pinned_core", &self.pinned_core)
             .field("ranks_on_host", &self.ranks_on_host)
+            .field("cores_on_host", &self.cores_on_host)
             .finish()
     }
 }
 
 impl World {
+    /// How data transports should wait when nothing says otherwise: poll when this
+    /// host's ranks fit on its cores, block otherwise (spinning ranks that share a
+    /// core would steal it from the peer they wait for).
+    pub fn default_wait_mode(&self) -> ngauge_transport::WaitMode {
+        if self.ranks_on_host <= self.cores_on_host {
+            ngauge_transport::WaitMode::Poll
+        } else {
+            ngauge_transport::WaitMode::Block
+        }
+    }
+
+    /// Every rank's pinned core (`None`: unpinned), indexed by rank, at rank 0; an
+    /// empty vector elsewhere (a collective call).
+    pub fn gather_pinning(&mut self) -> Result<Vec<Option<usize>>, ngauge_transport::ControlError> {
+        let mine = serde_json::to_vec(&self.pinned_core).expect("an Option<usize> serializes");
+        let gathered = self.control.gather(0, &mine)?;
+        gathered
+            .iter()
+            .enumerate()
+            .map(|(rank, bytes)| {
+                serde_json::from_slice(bytes).map_err(|e| {
+                    ngauge_transport::ControlError::Protocol {
+                        rank,
+                        detail: format!("malformed pinned core: {e}"),
+                    }
+                })
+            })
+            .collect()
+    }
+
     /// Ends the job in step: a last barrier, so that a rank that failed is reported
     /// by everyone instead of silently missing.
     pub fn finish(mut self) -> Result<(), ngauge_transport::ControlError> {
@@ -123,6 +156,7 @@ pub fn start_with(opts: &LaunchOptions, detected: LauncherEnv) -> Result<Started
         data_addr,
         pinned_core: crate::clock::pinned_core(),
         ranks_on_host,
+        cores_on_host: local::job_cores(),
         peers,
         env,
     }))

@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 /// Summary of a sample of measurements (all in the caller's unit).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Summary {
     /// Number of values.
     pub n: usize,
