@@ -1,7 +1,7 @@
 //! Names of the library's choice enums, spelled alike on the command line, in TOML
 //! specs and in JSON documents.
 //!
-//! [`named_enum!`] defines an enum together with its one spelling per variant: the
+//! `named_enum!` defines an enum together with its one spelling per variant: the
 //! serde name (so specs and documents use it), `Display` and `FromStr` (so the
 //! command line parses it with the library's own parser), `as_str` and `ALL` (so
 //! the binary can list the possible values). One list, so the three cannot drift

@@ -8,7 +8,7 @@ use ngauge::report::timer::{InfoDoc, LauncherInfo, RankInfo, TimerReport};
 use std::time::Duration;
 
 pub fn run(global: &GlobalArgs) -> anyhow::Result<()> {
-    super::with_world(global, |world| {
+    super::common::with_world(global, |world| {
         let mine = RankInfo {
             rank: world.rank,
             host: world
@@ -32,15 +32,15 @@ pub fn run(global: &GlobalArgs) -> anyhow::Result<()> {
 }
 
 fn report(global: &GlobalArgs, world: &launch::World, ranks: &[RankInfo]) -> anyhow::Result<()> {
-    let transports: Vec<TransportInfo> = probe_all(&super::job_spec(global).verbs);
+    let transports: Vec<TransportInfo> = probe_all(&super::common::job_spec(global).verbs);
     let env = &world.env;
     let (facts, _) = TimerFacts::measure(Duration::from_millis(50), 100_000);
     if global.json {
-        let meta = super::meta(facts.source, facts.hz)
+        let meta = super::common::meta(facts.source, facts.hz)
             .frequency_control(&facts.frequency.description)
             .job(world, ranks.iter().map(|r| r.pinned_core).collect())
             .build();
-        super::print_json(&InfoDoc {
+        super::common::print_json(&InfoDoc {
             transports,
             launcher: LauncherInfo {
                 kind: env.kind,

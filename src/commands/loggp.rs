@@ -4,8 +4,8 @@
 //! are measured interleaved, size by size, fitted separately and compared side by
 //! side ([`ngauge::report::loggp_compare`]; issue 6, "MPI versus raw").
 
+use super::common::UsageError;
 use crate::cli::{GlobalArgs, LoggpArgs};
-use crate::UsageError;
 use anyhow::Context;
 use ngauge::clock::Clock;
 use ngauge::job::{interleave, TransportName};
@@ -15,10 +15,9 @@ use ngauge::model::segment::SegmentOptions;
 use ngauge::patterns::loggp::{self as pattern, DelayChoice, PairResult, Params};
 use ngauge::patterns::order;
 use ngauge::report::jsonl::JsonlWriter;
-use ngauge::report::loggp::{
-    self as export, LoggpBody, LoggpDoc, LoggpWarning, PairAnalysis, StreamRecord, TransportFit,
-};
+use ngauge::report::loggp::{self as export, LoggpWarning, PairAnalysis, StreamRecord};
 use ngauge::report::loggp_compare as compare;
+use ngauge::report::loggp_doc::{LoggpBody, LoggpDoc, TransportFit};
 use ngauge::report::progress::Progress;
 use ngauge::report::Meta;
 use ngauge::sizes::parse_sizes;
@@ -118,16 +117,16 @@ fn plan(args: &LoggpArgs) -> Result<Plan, UsageError> {
 
 pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
     let plan = plan(args)?;
-    super::job_spec(global)
+    super::common::job_spec(global)
         .validate()
-        .map_err(super::job_error)?;
-    super::with_world(global, |world| {
+        .map_err(super::common::job_error)?;
+    super::common::with_world(global, |world| {
         if world.size < 2 {
             return Err(UsageError("loggp needs at least 2 ranks (--np 2)".into()).into());
         }
-        let clock = super::rank_clock(world)?;
+        let clock = super::common::rank_clock(world)?;
         let largest = *plan.params.sizes.last().unwrap_or(&1) as usize;
-        let job = super::open_job(global, world, |name, opts| {
+        let job = super::common::open_job(global, world, |name, opts| {
             if name == TransportName::Udp && opts.recv_buffer_bytes.is_none() {
                 // PRTT(n,0,s) sends n datagrams back to back; a default-sized receive
                 // buffer overflows at tens of KiB, and a datagram lost inside a stream
@@ -254,7 +253,7 @@ pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
             return Ok(());
         }
         let waits: Vec<_> = measured.iter().map(|m| (m.transport, m.wait)).collect();
-        let meta = super::meta(clock.source(), clock.rate().hz)
+        let meta = super::common::meta(clock.source(), clock.rate().hz)
             .transports(&waits)
             .job(world, pinning)
             .build();
@@ -452,7 +451,7 @@ fn report(
         } else {
             LoggpBody::One(analysed[0].fit(low_weight, None))
         };
-        super::print_json(&LoggpDoc {
+        super::common::print_json(&LoggpDoc {
             body,
             detector: plan.assess.detector.kind(),
             n: plan.params.n,
@@ -475,7 +474,7 @@ fn report(
         }
     }
     for w in warnings {
-        super::warn(w, super::job_hint(w));
+        super::common::warn(w, super::common::job_hint(w));
     }
     for (a, m) in analysed.iter().zip(measured) {
         let prefix = if several {
@@ -492,7 +491,7 @@ fn report(
                 .map(LoggpWarning::Model);
             for w in model.chain(extra.iter().cloned()) {
                 let text = format!("{prefix}pair {}-{}: {w}", pa.client, pa.server);
-                super::warn(text, hint(&w, args, m.wait));
+                super::common::warn(text, hint(&w, args, m.wait));
             }
         }
     }
@@ -544,7 +543,10 @@ mod tests {
         ]))
         .unwrap();
         assert_eq!(p.params.delay, DelayChoice::TwoRtt);
-        assert_eq!(p.params.pairs, ngauge::patterns::loggp::PairsMode::Concurrent);
+        assert_eq!(
+            p.params.pairs,
+            ngauge::patterns::loggp::PairsMode::Concurrent
+        );
         assert_eq!(p.params.sizes.len(), 8);
         assert_eq!(p.assess.n, 4);
         assert!(matches!(p.assess.detector, Detector::Segmented(o) if o.penalty_factor == 3.0));

@@ -1,7 +1,7 @@
 //! `ngauge pingpong`: latency and bandwidth per message size between ranks 0 and 1.
 
+use super::common::UsageError;
 use crate::cli::{GlobalArgs, PingpongArgs};
-use crate::UsageError;
 use anyhow::Context;
 use ngauge::clock::SystemClock;
 use ngauge::job::{interleave, TransportName};
@@ -65,7 +65,7 @@ pub fn run(global: &GlobalArgs, args: &PingpongArgs) -> anyhow::Result<()> {
         return Err(UsageError("pingpong needs at least 2 ranks (--np 2 or more)".into()).into());
     }
     let die = die_hook()?;
-    super::with_world(global, |world| {
+    super::common::with_world(global, |world| {
         let (clock, calibration) = SystemClock::calibrated();
         let rank = world.rank;
         // Every rank's core, for `meta`.
@@ -81,7 +81,7 @@ pub fn run(global: &GlobalArgs, args: &PingpongArgs) -> anyhow::Result<()> {
         let mut sweeps = Vec::new();
         // Open every transport first, then measure them interleaved, size by size
         // (see `interleave`).
-        let job = super::open_job(global, world, |_, _| {})?;
+        let job = super::common::open_job(global, world, |_, _| {})?;
         let mut warnings: Vec<PingpongWarning> =
             job.warnings.into_iter().map(PingpongWarning::Job).collect();
         let mut open = Vec::new();
@@ -166,12 +166,12 @@ pub fn run(global: &GlobalArgs, args: &PingpongArgs) -> anyhow::Result<()> {
         }
         if global.json {
             let waits: Vec<_> = sweeps.iter().map(|s| (s.transport, s.wait)).collect();
-            let meta = super::meta(clock.source(), calibration.rate.hz)
+            let meta = super::common::meta(clock.source(), calibration.rate.hz)
                 .transports_named(&waits)
                 .timing_loop(timing_loops(&sweeps))
                 .job(world, cores)
                 .build();
-            super::print_json(&PingpongDoc::new(
+            super::common::print_json(&PingpongDoc::new(
                 meta,
                 [PINGER, PONGER],
                 &sweeps,
@@ -208,10 +208,10 @@ pub fn run(global: &GlobalArgs, args: &PingpongArgs) -> anyhow::Result<()> {
         }
         for w in &warnings {
             let hint = match w {
-                PingpongWarning::Job(j) => super::job_hint(j),
+                PingpongWarning::Job(j) => super::common::job_hint(j),
                 _ => None,
             };
-            super::warn(w, hint);
+            super::common::warn(w, hint);
         }
         Ok(())
     })

@@ -16,8 +16,8 @@
 //! its clock, for the injected skew's offset in ticks and for every conversion to
 //! time in this command.
 
+use super::common::UsageError;
 use crate::cli::{GlobalArgs, SyncArgs, SyncFlags};
-use crate::UsageError;
 use ngauge::clock::{Clock, Skew, SystemClock, TickRate, Ticks};
 use ngauge::job::{Job, TransportName};
 use ngauge::launch::World;
@@ -45,7 +45,7 @@ impl SyncFlags {
 pub fn run(global: &GlobalArgs, args: &SyncArgs) -> anyhow::Result<()> {
     let options = args.sync.options();
     options.validate().map_err(|e| UsageError(e.to_string()))?;
-    super::with_world(global, |world| run_rank(global, args, &options, world))
+    super::common::with_world(global, |world| run_rank(global, args, &options, world))
 }
 
 fn run_rank(
@@ -54,7 +54,7 @@ fn run_rank(
     options: &SyncOptions,
     world: &mut World,
 ) -> anyhow::Result<()> {
-    let own = super::rank_clock(world)?;
+    let own = super::common::rank_clock(world)?;
     let rate = rank0_rate(world.control.as_mut(), own.rate())?;
     let clock = SystemClock::new(own.source(), rate)
         .with_skew(own.skew().map(|s| rescale_skew(s, own.rate(), rate)));
@@ -185,7 +185,7 @@ fn run_rank(
         }),
         ranks,
         warnings: Vec::new(),
-        meta: super::meta(clock.source(), rate.hz)
+        meta: super::common::meta(clock.source(), rate.hz)
             .transports(&[(transport_name, wait)])
             .job(world, pinning)
             .sync(options.algorithm)
@@ -200,12 +200,12 @@ fn run_rank(
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
     }
     if global.json {
-        super::print_json(&doc)?;
+        super::common::print_json(&doc)?;
     } else {
-        super::print_text(&render(&doc))?;
+        super::common::print_text(&render(&doc))?;
     }
     for w in &warnings {
-        super::warn(w, hint(w));
+        super::common::warn(w, hint(w));
     }
     Ok(())
 }
@@ -349,9 +349,9 @@ fn open_data(
 ) -> anyhow::Result<(Box<dyn Transport>, WaitMode)> {
     let spec = ngauge::job::JobSpec {
         transports: vec![transport_name(global)],
-        ..super::job_spec(global)
+        ..super::common::job_spec(global)
     };
-    let mut job = Job::open(&spec, world, |_, _| {}).map_err(super::job_error)?;
+    let mut job = Job::open(&spec, world, |_, _| {}).map_err(super::common::job_error)?;
     let opened = job.transports.remove(0);
     Ok((opened.transport, opened.wait))
 }

@@ -27,20 +27,20 @@ pub fn run(global: &GlobalArgs, args: &TimerArgs) -> anyhow::Result<()> {
     let measured_on_core = measured_on_core.or(pinned_at_start);
     let warnings = facts.warnings.clone();
     if global.json {
-        let meta = super::meta(facts.source, facts.hz)
+        let meta = super::common::meta(facts.source, facts.hz)
             .frequency_control(&facts.frequency.description)
             .process(facts.pinned_core)
             .build();
-        super::print_json(&TimerDoc {
+        super::common::print_json(&TimerDoc {
             timer: TimerReport::from(facts),
             measured_on_core,
             meta,
         })?;
     } else {
-        super::print_text(&render(&facts, measured_on_core))?;
+        super::common::print_text(&render(&facts, measured_on_core))?;
     }
     for w in &warnings {
-        super::warn(w, None);
+        super::common::warn(w, None);
     }
     Ok(())
 }

@@ -89,6 +89,7 @@ pub fn random_token() -> String {
 /// In a rank started by the local launcher: die with the launcher. A launcher
 /// killed with SIGKILL cannot stop its ranks, so each asks the kernel to kill it when
 /// the launcher goes (`PR_SET_PDEATHSIG`), and exits if the launcher is already gone.
+/// Reads `NGAUGE_LAUNCHER_PID` from the process environment (a launching need).
 pub fn die_with_launcher() {
     let Some(launcher) = std::env::var("NGAUGE_LAUNCHER_PID")
         .ok()
@@ -129,7 +130,9 @@ struct Rank {
     done: bool,
 }
 
-/// Runs the job; returns the worst exit status of its ranks.
+/// Runs the job; returns the worst exit status of its ranks. Starts the ranks with
+/// this process's own executable and arguments (read from the process: a launching
+/// need) and passes each its place in the job through the environment.
 pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
     let np = opts.np.max(1);
     let exe = std::env::current_exe().map_err(|source| LaunchError::Io {

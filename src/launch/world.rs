@@ -12,6 +12,12 @@
 //! first host of `SLURM_JOB_NODELIST` and that port. The job token: `--job-token`,
 //! else derived from the launcher's job id, else (rank 0 by hand) random and printed
 //! with the command line that starts the other ranks.
+//!
+//! **This module reads the process's arguments and environment, and names the
+//! command line's flags** (`--rank`, `--rendezvous`, ...): starting ranks by hand
+//! and under launchers requires it (the environment carries rank, size, token and
+//! core; rank 0 prints the command line for the others). It is the one part of
+//! the library that knows the binary's flags.
 
 use super::control::TcpControl;
 use super::env::{self, LauncherEnv, LauncherKind};
@@ -122,7 +128,9 @@ pub fn start(opts: &LaunchOptions) -> Result<Started, LaunchError> {
     start_with(opts, env::detect())
 }
 
-/// [`start`] with the launcher environment given (testable).
+/// [`start`] with the launcher environment given (testable). Reads `NGAUGE_CORE`
+/// (the core the local launcher assigned) and `NGAUGE_ANNOUNCE` (rank 0 tells the
+/// local launcher its address) from the process environment: launching needs.
 pub fn start_with(opts: &LaunchOptions, detected: LauncherEnv) -> Result<Started, LaunchError> {
     let env = identify(opts, detected)?;
     if env.rank.is_none() {
@@ -411,6 +419,8 @@ fn shell_quote(word: &str) -> String {
 
 /// The command lines that start ranks 1..size of a job begun by hand: this
 /// process's command line with `--rank/--size/--rendezvous/--job-token` replaced.
+/// Reads the process's arguments (a launching need: the other ranks run the same
+/// command).
 pub fn other_ranks_command(size: usize, rendezvous: &str, token: &str) -> Vec<String> {
     let mut args = std::env::args();
     let program = args.next().unwrap_or_else(|| "ngauge".into());

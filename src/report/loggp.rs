@@ -1,17 +1,15 @@
-//! Exporters of a LogGP sweep (`ngauge loggp`): the JSON document ([`LoggpDoc`]),
-//! the human table per protocol range, Netgauge's column file, the parameter file, and an SVG
+//! Exporters of a LogGP sweep (`ngauge loggp`): each pair's part of the JSON
+//! document ([`PairDoc`]; the whole is [`super::loggp_doc::LoggpDoc`]), the human
+//! table per protocol range, Netgauge's column file, the parameter file, and an SVG
 //! plot. All are pure functions of one [`PairAnalysis`].
 
-use super::loggp_compare::Comparison;
 use super::warning::{warned, Warned};
-use super::Meta;
 use crate::job::TransportName;
-use crate::model::loggp::{Assessment, DetectorKind, ModelWarning, RangeParams};
+use crate::model::loggp::{Assessment, ModelWarning, RangeParams};
 use crate::model::params::{ParamRange, ParamsFile, SCHEMA};
-use crate::patterns::loggp::{disturbed_fraction, DelayChoice, Point, DISTURBED_FACTOR};
+use crate::patterns::loggp::{disturbed_fraction, Point, DISTURBED_FACTOR};
 use crate::report::table::Table;
 use crate::stats::Summary;
-use ngauge_transport::WaitMode;
 use serde::Serialize;
 
 /// One pair's measurements and the parameters derived from them.
@@ -169,75 +167,6 @@ impl std::fmt::Display for LoggpWarning {
             LoggpWarning::Model(w) => w.fmt(f),
         }
     }
-}
-
-/// One transport's fit: its first pair's document, and every pair under `pairs`
-/// when there are several.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
-pub struct TransportFit {
-    /// The first pair.
-    #[serde(flatten)]
-    pub first: PairDoc,
-    /// Every pair, when more than one was measured.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pairs: Option<Vec<PairDoc>>,
-    /// The transport.
-    pub transport: TransportName,
-    /// How it waited (with several transports; `meta.wait` otherwise).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub wait: Option<WaitMode>,
-}
-
-impl TransportFit {
-    /// The fit of `pairs` (at least one) over `transport`.
-    ///
-    /// # Panics
-    /// When `pairs` is empty.
-    pub fn new(transport: TransportName, wait: Option<WaitMode>, mut pairs: Vec<PairDoc>) -> Self {
-        assert!(!pairs.is_empty(), "a fit needs a pair");
-        let first = pairs[0].clone();
-        TransportFit {
-            first,
-            pairs: (pairs.len() > 1).then(|| std::mem::take(&mut pairs)),
-            transport,
-            wait,
-        }
-    }
-}
-
-/// The fits: one transport's at the top level, or several side by side.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
-#[serde(untagged)]
-pub enum LoggpBody {
-    /// One transport.
-    One(TransportFit),
-    /// Several transports, measured interleaved.
-    Several {
-        /// Every transport's fit, in the order given.
-        transports: Vec<TransportFit>,
-        /// Their parameters side by side.
-        comparison: Option<Comparison>,
-    },
-}
-
-/// `ngauge loggp --json`.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
-pub struct LoggpDoc {
-    /// The fits.
-    #[serde(flatten)]
-    pub body: LoggpBody,
-    /// The protocol-change detector.
-    pub detector: DetectorKind,
-    /// Messages per PRTT(n,.,s).
-    pub n: usize,
-    /// Timed repetitions per PRTT and size.
-    pub reps: usize,
-    /// Sweeps over all sizes, pooled per size.
-    pub passes: usize,
-    /// The delay d of PRTT(n,d,s).
-    pub dg: DelayChoice,
-    /// How the result came about.
-    pub meta: Meta,
 }
 
 /// One record of `--output FILE.jsonl`: a point as soon as it is measured.

@@ -9,6 +9,7 @@
 pub mod jsonl;
 pub mod loggp;
 pub mod loggp_compare;
+pub mod loggp_doc;
 pub mod meta;
 pub mod pingpong;
 pub mod progress;

@@ -18,7 +18,7 @@ pub fn documents() -> Vec<(&'static str, Schema)> {
             "pingpong",
             schemars::schema_for!(super::pingpong::PingpongDoc),
         ),
-        ("loggp", schemars::schema_for!(super::loggp::LoggpDoc)),
+        ("loggp", schemars::schema_for!(super::loggp_doc::LoggpDoc)),
         ("sync", schemars::schema_for!(super::sync::SyncDoc)),
     ]
 }
