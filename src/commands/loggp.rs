@@ -568,4 +568,26 @@ mod tests {
         argv = vec!["ngauge", "loggp", "--dg", "3rtt"];
         assert!(Cli::try_parse_from(&argv).is_err());
     }
+
+    #[test]
+    fn hints_depend_on_the_options_used() {
+        let short = LoggpWarning::Model(ModelWarning::DelayTooShort { sizes: vec![1024] });
+        assert_eq!(
+            hint(&short, &args(&[]), WaitMode::Poll).as_deref(),
+            Some("try --dg 2rtt")
+        );
+        assert_eq!(hint(&short, &args(&["--dg", "2rtt"]), WaitMode::Poll), None);
+        let busy = LoggpWarning::Disturbed {
+            fraction: 0.5,
+            factor: 3.0,
+        };
+        assert!(hint(&busy, &args(&[]), WaitMode::Poll)
+            .unwrap()
+            .contains("--wait block"));
+        assert!(hint(&busy, &args(&[]), WaitMode::Block)
+            .unwrap()
+            .contains("--wait poll"));
+        // The library's own words name no flag.
+        assert!(!short.to_string().contains("--") && !busy.to_string().contains("--"));
+    }
 }

@@ -421,4 +421,20 @@ mod tests {
         assert_eq!(default_for(Algorithm::Jk), 100);
         assert_eq!(default_for(Algorithm::Hca), 100);
     }
+
+    #[test]
+    fn residual_hints_name_what_helps() {
+        let w = |algo| SyncWarning::LargeResidual {
+            max_abs_ns: 2e4,
+            after_s: 5.0,
+            algo,
+        };
+        assert!(hint(&w(Algorithm::Linear)).unwrap().contains("--sync hca"));
+        assert!(hint(&w(Algorithm::Hca)).unwrap().contains("--fitpoints"));
+        assert!(!w(Algorithm::Linear).to_string().contains("--"));
+        assert_eq!(
+            w(Algorithm::Linear).to_string(),
+            "residuals reach 20.0 us after 5s: linear models no drift"
+        );
+    }
 }

@@ -81,3 +81,35 @@ impl JobError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_device_is_input_and_a_lost_peer_is_not() {
+        let open = |error| JobError::Open {
+            transport: TransportName::Verbs,
+            error,
+        };
+        let no_device = open(TransportError::Unavailable {
+            transport: "verbs",
+            reason: "no RDMA device".into(),
+        });
+        assert!(no_device.is_input());
+        assert_eq!(
+            no_device.to_string(),
+            "opening verbs: verbs is not usable: no RDMA device"
+        );
+        let lost = open(TransportError::PeerClosed {
+            transport: "verbs",
+            peer: 1,
+            op: "connect",
+        });
+        assert!(!lost.is_input());
+        let missing = crate::job::open::not_compiled(TransportName::Mpi);
+        assert!(missing.is_input());
+        assert!(missing.to_string().contains("--features mpi"), "{missing}");
+        assert!(JobError::Launch(LaunchError::Usage("x".into())).is_input());
+    }
+}

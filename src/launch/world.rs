@@ -81,11 +81,7 @@ impl World {
     /// host's ranks fit on its cores, block otherwise (spinning ranks that share a
     /// core would steal it from the peer they wait for).
     pub fn default_wait_mode(&self) -> ngauge_transport::WaitMode {
-        if self.ranks_on_host <= self.cores_on_host {
-            ngauge_transport::WaitMode::Poll
-        } else {
-            ngauge_transport::WaitMode::Block
-        }
+        wait_mode_for(self.ranks_on_host, self.cores_on_host)
     }
 
     /// Every rank's pinned core (`None`: unpinned), indexed by rank, at rank 0; an
@@ -111,6 +107,15 @@ impl World {
     /// by everyone instead of silently missing.
     pub fn finish(mut self) -> Result<(), ngauge_transport::ControlError> {
         self.control.barrier()
+    }
+}
+
+/// Poll when `ranks` fit on `cores`, block otherwise.
+fn wait_mode_for(ranks: usize, cores: usize) -> ngauge_transport::WaitMode {
+    if ranks <= cores {
+        ngauge_transport::WaitMode::Poll
+    } else {
+        ngauge_transport::WaitMode::Block
     }
 }
 
@@ -506,6 +511,14 @@ mod tests {
             nodes: None,
             nodelist: None,
         }
+    }
+
+    #[test]
+    fn ranks_poll_when_they_fit_on_the_cores() {
+        use ngauge_transport::WaitMode::{Block, Poll};
+        assert_eq!(wait_mode_for(2, 2), Poll);
+        assert_eq!(wait_mode_for(1, 8), Poll);
+        assert_eq!(wait_mode_for(3, 2), Block);
     }
 
     #[test]

@@ -196,3 +196,72 @@ impl PingpongDoc {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::patterns::pingpong::TimingLoop;
+    use crate::stats::Summary;
+
+    fn sweep(transport: TransportName, medians: &[(usize, f64)]) -> Sweep {
+        Sweep {
+            transport,
+            wait: WaitMode::Poll,
+            results: medians
+                .iter()
+                .map(|&(size, median)| SizeResult {
+                    size,
+                    reps: 1,
+                    half_rtt_us: Summary::of(&[median]).unwrap(),
+                    bandwidth_mbps: size as f64 / median,
+                    data_check: None,
+                    timing_loop: TimingLoop::Generic,
+                    counters: BTreeMap::new(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn ratios_divide_by_the_last_transport() {
+        let sweeps = [
+            sweep(TransportName::Mpi, &[(1, 3.0), (8, 4.0)]),
+            sweep(TransportName::Tcp, &[(1, 2.0), (8, 8.0), (64, 9.0)]),
+        ];
+        let c = compare(&sweeps).unwrap();
+        assert_eq!(c.baseline, TransportName::Tcp);
+        assert_eq!(c.rows.len(), 3);
+        assert_eq!(c.rows[0].ratio[&TransportName::Mpi], 1.5);
+        assert_eq!(c.rows[1].ratio[&TransportName::Mpi], 0.5);
+        assert!(c.rows[2].ratio.is_empty(), "mpi did not measure 64 B");
+        assert!(compare(&sweeps[..1]).is_none());
+        assert_eq!(timing_loops(&sweeps), "mpi=generic,tcp=generic");
+    }
+
+    #[test]
+    fn warnings_are_tagged_records() {
+        let doc = serde_json::to_value(super::super::warning::Warned::from(
+            PingpongWarning::SizesSkipped {
+                transport: TransportName::Udp,
+                max_bytes: 65507,
+                sizes: vec![65536, 131072],
+            },
+        ))
+        .unwrap();
+        assert_eq!(doc["kind"], "sizes_skipped");
+        assert_eq!(doc["transport"], "udp");
+        assert_eq!(
+            doc["message"],
+            "udp carries at most 65507 bytes per message: sizes 65536, 131072 skipped"
+        );
+        let job = serde_json::to_value(super::super::warning::Warned::from(PingpongWarning::Job(
+            JobWarning::PollOversubscribed {
+                ranks_on_host: 3,
+                cores: 2,
+            },
+        )))
+        .unwrap();
+        assert_eq!(job["kind"], "poll_oversubscribed");
+        assert_eq!(job["cores"], 2);
+    }
+}

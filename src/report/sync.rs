@@ -190,6 +190,70 @@ impl SyncDoc {
 mod tests {
     use super::*;
 
+    fn report(rank: usize, crossed_brackets: usize) -> RankReport {
+        RankReport {
+            rank,
+            offset_ns: 0.0,
+            drift_ppm: 0.0,
+            residual_ns: vec![0.0],
+            residual_rtt_ns: vec![0.0],
+            true_residual_ns: None,
+            true_offset_ns: None,
+            true_drift_ppm: None,
+            sync_exchanges: 1,
+            crossed_brackets,
+            pinned_core: None,
+        }
+    }
+
+    fn doc(algo: Algorithm, last_residual_ns: f64, ranks: Vec<RankReport>) -> SyncDoc {
+        SyncDoc {
+            algo,
+            np: ranks.len(),
+            transport: TransportName::Tcp,
+            wait: WaitMode::Block,
+            estimator: None,
+            fitpoints: None,
+            exchanges: None,
+            duration_us: 1.0,
+            check_after_s: vec![0.0, 5.0],
+            injected_skew: None,
+            truth: None,
+            max_abs_residual_ns: vec![10.0, last_residual_ns],
+            max_abs_true_residual_ns: None,
+            ranks,
+            warnings: Vec::new(),
+            meta: Meta::builder(Vec::new(), crate::clock::TimerSource::Rdtscp, 1e9)
+                .frequency_control("test")
+                .build(),
+        }
+    }
+
+    #[test]
+    fn warnings_follow_the_figures() {
+        let quiet = doc(Algorithm::Hca, 100.0, vec![report(0, 0), report(1, 0)]);
+        assert!(quiet.find_warnings().is_empty());
+        let bad = doc(Algorithm::Linear, 2e4, vec![report(0, 0), report(1, 3)]);
+        let w = bad.find_warnings();
+        assert_eq!(
+            w,
+            [
+                SyncWarning::CrossedBrackets {
+                    ranks: vec![Crossed {
+                        rank: 1,
+                        brackets: 3
+                    }]
+                },
+                SyncWarning::LargeResidual {
+                    max_abs_ns: 2e4,
+                    after_s: 5.0,
+                    algo: Algorithm::Linear
+                }
+            ]
+        );
+        assert!(w[0].to_string().contains("on rank 1 (3)"), "{}", w[0]);
+    }
+
     #[test]
     fn check_time_labels() {
         assert_eq!(seconds_label(0.0), "0s");

@@ -257,6 +257,15 @@ pub trait Transport {
 mod tests {
     use super::*;
 
+    #[test]
+    fn wait_modes_parse_what_they_print() {
+        for mode in [WaitMode::Poll, WaitMode::Block] {
+            assert_eq!(mode.to_string().parse::<WaitMode>(), Ok(mode));
+        }
+        assert_eq!(format!("{:<6}|", WaitMode::Poll), "poll  |");
+        assert!("spin".parse::<WaitMode>().is_err());
+    }
+
     /// Records which requests were waited on and how often `test` was called.
     struct Recorder {
         mode: WaitMode,
