@@ -58,7 +58,12 @@ fn start_rank0(prelude: &str, args: &[&str]) -> (Child, String, mpsc::Receiver<S
     let script = format!("{prelude}; exec {}", words.join(" "));
     let mut sh = Command::new("sh");
     sh.args(["-c", &script]);
-    for var in ["NGAUGE_RANK", "NGAUGE_SIZE", "NGAUGE_JOB_TOKEN", "NGAUGE_LAUNCHER"] {
+    for var in [
+        "NGAUGE_RANK",
+        "NGAUGE_SIZE",
+        "NGAUGE_JOB_TOKEN",
+        "NGAUGE_LAUNCHER",
+    ] {
         sh.env_remove(var);
     }
     let mut child = sh
@@ -146,16 +151,27 @@ const JOB: [&str; 6] = ["pingpong", "--sizes", "1,4K", "--reps", "50", "--json"]
 #[test]
 fn issue18_empty_token_is_refused() {
     for (how, env, args) in [
-        ("--job-token ''", None, vec!["--job-token", "", "--np", "2", "info"]),
+        (
+            "--job-token ''",
+            None,
+            vec!["--job-token", "", "--np", "2", "info"],
+        ),
         ("NGAUGE_JOB_TOKEN=", Some(""), vec!["--np", "2", "info"]),
-        ("a short token", Some("abc"), vec!["--rank", "1", "--size", "2", "info"]),
+        (
+            "a short token",
+            Some("abc"),
+            vec!["--rank", "1", "--size", "2", "info"],
+        ),
     ] {
         let mut c = raw(&args);
         if let Some(v) = env {
             c.env("NGAUGE_JOB_TOKEN", v);
         }
         let out = support::output_within(
-            c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap(),
+            c.stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap(),
             Duration::from_secs(20),
         )
         .expect("exits at once");
@@ -178,7 +194,10 @@ fn issue18_strangers_at_the_rendezvous_do_not_disturb_a_real_job() {
         ("garbage", attack(&addr, b"\x00\xffgarbage")),
         ("silence", attack(&addr, b"")),
         ("empty token as rank 1", attack(&addr, &join_frame("", 1))),
-        ("wrong token as rank 1", attack(&addr, &join_frame("guess", 1))),
+        (
+            "wrong token as rank 1",
+            attack(&addr, &join_frame("guess", 1)),
+        ),
         ("stalled half-frame", attack(&addr, &half)),
     ];
     // 200 parallel idle connections.
@@ -190,7 +209,8 @@ fn issue18_strangers_at_the_rendezvous_do_not_disturb_a_real_job() {
     let zero_out = support::output_within(zero, Duration::from_secs(60)).expect("rank 0 ends");
     let one_out = support::output_within(one, Duration::from_secs(30)).expect("rank 1 ends");
     drop(crowd);
-    let zero_text: Vec<String> = std::iter::from_fn(|| zero_err.recv_timeout(Duration::from_secs(2)).ok()).collect();
+    let zero_text: Vec<String> =
+        std::iter::from_fn(|| zero_err.recv_timeout(Duration::from_secs(2)).ok()).collect();
     assert!(
         zero_out.status.success() && one_out.status.success(),
         "rank 0: {zero_text:?}\nrank 1: {}",
@@ -200,7 +220,11 @@ fn issue18_strangers_at_the_rendezvous_do_not_disturb_a_real_job() {
     assert_eq!(doc["results"].as_array().map(Vec::len), Some(2), "{doc}");
     // The silent and half-frame strangers stalled nobody: the job took about as
     // long as without them (5 s is the grace they get, 20 s the join timeout).
-    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
     for (what, a) in attackers {
         let answer = a.join().unwrap();
         // Whatever they got, it was never the job table.
@@ -247,7 +271,8 @@ fn issue18_a_flood_at_a_low_descriptor_limit_does_not_keep_the_real_rank_out() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let opened: usize = flood.into_iter().map(|h| h.join().unwrap()).sum();
     let one_out = support::output_within(one, Duration::from_secs(30)).expect("rank 1 ends");
-    let zero_text: Vec<String> = std::iter::from_fn(|| zero_err.recv_timeout(Duration::from_secs(2)).ok()).collect();
+    let zero_text: Vec<String> =
+        std::iter::from_fn(|| zero_err.recv_timeout(Duration::from_secs(2)).ok()).collect();
     let zero_out = zero_out.unwrap_or_else(|o| panic!("rank 0 hung: {zero_text:?} {o:?}"));
     assert!(
         zero_out.status.success() && one_out.status.success(),
@@ -255,9 +280,16 @@ fn issue18_a_flood_at_a_low_descriptor_limit_does_not_keep_the_real_rank_out() {
         String::from_utf8_lossy(&one_out.stderr)
     );
     assert!(opened > 64, "the flood opened only {opened} connections");
-    assert!(joined.elapsed() < Duration::from_secs(30), "{:?}", joined.elapsed());
+    assert!(
+        joined.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        joined.elapsed()
+    );
     // At most about one refusal line per second.
     let refusals = zero_text.iter().filter(|l| l.contains("refused")).count();
     let seconds = joined.elapsed().as_secs() as usize + 2;
-    assert!(refusals <= seconds, "{refusals} refusal lines in {seconds} s");
+    assert!(
+        refusals <= seconds,
+        "{refusals} refusal lines in {seconds} s"
+    );
 }
