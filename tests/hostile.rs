@@ -92,6 +92,7 @@ fn start_rank0(prelude: &str, args: &[&str]) -> (Child, String, mpsc::Receiver<S
             }
             Err(e) => {
                 let _ = child.kill();
+                let _ = child.wait();
                 panic!("rank 0 did not announce its address: {e}");
             }
         }
