@@ -294,3 +294,60 @@ fn issue18_a_flood_at_a_low_descriptor_limit_does_not_keep_the_real_rank_out() {
         "{refusals} refusal lines in {seconds} s"
     );
 }
+
+/// The careless user's outputs: every file the command line names is checked before
+/// any measuring, and a bad one is a usage error (exit 2) within seconds.
+#[test]
+fn issue18_outputs_are_checked_before_the_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap().to_string();
+    let missing = format!("{d}/no/such/dir/x");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["loggp", "--params-out", &d], "--params-out"),
+        (vec!["loggp", "--plot", &d], "--plot"),
+        (vec!["loggp", "--netgauge-out", &missing], "--netgauge-out"),
+        (vec!["-o", &d, "pingpong"], "-o/--output"),
+        (vec!["-o", &missing, "sync"], "-o/--output"),
+        (vec!["-o", &missing, "timer"], "-o/--output"),
+        (vec!["-o", &missing, "info"], "-o/--output"),
+        (vec!["pingpong", "--sizes", "0"], "--sizes"),
+        (vec!["--rank", "0", "--size", "1", "pingpong"], "2 ranks"),
+        (vec!["--np", "1", "pingpong"], "2 ranks"),
+    ];
+    for (args, named) in cases {
+        let started = Instant::now();
+        let out = support::output_within(
+            raw(&args)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap(),
+            Duration::from_secs(30),
+        )
+        .expect("ends");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(named), "{args:?}: {err}");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{args:?}: {:?}",
+            started.elapsed()
+        );
+    }
+    // No file was left behind by the checks.
+    assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0);
+    // timer and info write their one document to -o.
+    for cmd in ["timer", "info"] {
+        let path = format!("{d}/{cmd}.jsonl");
+        let out = raw(&["-o", &path, cmd]).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{cmd}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 1, "{cmd}: {text}");
+        serde_json::from_str::<serde_json::Value>(text.trim()).unwrap();
+    }
+}
