@@ -8,7 +8,7 @@
 //! silent or hostile client can neither stall the honest ones nor crash rank 0: a
 //! frame that is malformed, oversized, of another version, from another job, or from
 //! a rank that already joined is refused (a `Refuse` frame with the reason, when the
-//! peer can still read it), logged to stderr (at most one line a second, with a count
+//! peer can still read it), logged to stderr (a burst of ten lines, then one a second, with a count
 //! of the ones held back), and the connection closed. The
 //! connections that joined stay open and become the control channel.
 

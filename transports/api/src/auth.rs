@@ -244,23 +244,28 @@ impl Challenge {
     }
 }
 
-/// Logs refusals to stderr, at most one line per [`RefusalLog::INTERVAL`], with a
-/// count of the ones held back, so a flood cannot flood the terminal too.
+/// Logs refusals to stderr: the first [`RefusalLog::BURST`] at once, then at most
+/// one line per [`RefusalLog::INTERVAL`] (a token bucket), each with a count of the
+/// ones held back, so a flood cannot flood the terminal too.
 #[derive(Debug)]
 pub struct RefusalLog {
     what: String,
+    tokens: f64,
     last: Option<Instant>,
     held: u64,
 }
 
 impl RefusalLog {
-    /// Shortest time between two lines.
+    /// Lines a burst may print at once.
+    pub const BURST: f64 = 10.0;
+    /// Time to earn one more line.
     pub const INTERVAL: Duration = Duration::from_secs(1);
 
     /// A log whose lines start with `what` (`"ngauge: tcp: data listener"`).
     pub fn new(what: impl Into<String>) -> RefusalLog {
         RefusalLog {
             what: what.into(),
+            tokens: Self::BURST,
             last: None,
             held: 0,
         }
@@ -269,18 +274,20 @@ impl RefusalLog {
     /// Records a refusal; returns the line printed, if one was.
     pub fn refused(&mut self, from: &str, reason: &str) -> Option<String> {
         let now = Instant::now();
-        if self
-            .last
-            .is_some_and(|t| now.duration_since(t) < Self::INTERVAL)
-        {
+        if let Some(last) = self.last {
+            let earned = now.duration_since(last).as_secs_f64() / Self::INTERVAL.as_secs_f64();
+            self.tokens = (self.tokens + earned).min(Self::BURST);
+        }
+        self.last = Some(now);
+        if self.tokens < 1.0 {
             self.held += 1;
             return None;
         }
+        self.tokens -= 1.0;
         let more = match std::mem::take(&mut self.held) {
             0 => String::new(),
             n => format!(" ({n} more refused since the last report)"),
         };
-        self.last = Some(now);
         let line = format!(
             "{}: refused connection from {from}: {reason}{more}",
             self.what
@@ -624,12 +631,15 @@ mod tests {
     #[test]
     fn refusal_lines_are_rate_limited() {
         let mut log = RefusalLog::new("test");
-        assert!(log.refused("a", "x").is_some());
+        for _ in 0..RefusalLog::BURST as usize {
+            assert!(log.refused("a", "x").is_some());
+        }
         for _ in 0..50 {
             assert!(log.refused("a", "x").is_none());
         }
         log.last = Some(Instant::now() - RefusalLog::INTERVAL);
         let line = log.refused("a", "x").unwrap();
         assert!(line.contains("50 more refused"), "{line}");
+        assert!(log.refused("a", "x").is_none());
     }
 }
