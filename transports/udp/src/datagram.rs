@@ -4,7 +4,8 @@
 //! receives, and the sleep in `poll(2)` between them (see the crate docs,
 //! "Waiting"). What an arrival means for the sequence is [`crate::reliability`]'s.
 
-use crate::reliability::{Arrival, MAX_RTO};
+use crate::reliability::Arrival;
+use crate::rto::{MAX_RTO, SAMPLE_EVERY};
 use crate::wire::{Header, HEADER_BYTES};
 use crate::{closed_err, errno_err, setup, UdpTransport, NAME};
 use ngauge_transport::util::{recycle, timespec};
@@ -20,16 +21,20 @@ use std::time::{Duration, Instant};
 /// larger ones use two iovecs straight from and into the caller's buffer.
 pub(crate) const SMALL_BYTES: usize = 2048;
 
-/// What a datagram carries: a region of the pool, or the kept copy of the last
-/// message to its peer.
+/// What a datagram carries after its header.
 #[derive(Clone, Copy)]
 pub(crate) enum Payload {
+    /// A region of the pool (a message sent for the first time).
     Region(Region),
-    Kept,
+    /// The message at this index of the peer's send window (sent again).
+    Window(usize),
+    /// Nothing (`NACK`).
+    Empty,
 }
 
 impl UdpTransport {
-    /// Sends one datagram: header plus `payload` (a region of the pool, or a kept copy).
+    /// Sends one datagram: header (with the acknowledgement of what this rank
+    /// delivered from `peer`) plus `payload`.
     pub(crate) fn transmit(
         &mut self,
         peer: Rank,
@@ -38,6 +43,8 @@ impl UdpTransport {
         payload: Payload,
     ) -> Result<(), TransportError> {
         self.stats.sent += 1;
+        // Every datagram carries an acknowledgement.
+        self.peers[peer].as_mut().expect("checked peer").owe_ack = false;
         if self.drop_one_in.is_some_and(|n| self.stats.sent % n == 0) {
             self.stats.test_dropped += 1;
             return Ok(());
@@ -45,13 +52,11 @@ impl UdpTransport {
         let p = self.peers[peer].as_ref().expect("checked peer");
         let bytes: &[u8] = match payload {
             Payload::Region(region) => self.pool.region(region)?,
-            Payload::Kept => p
-                .last_sent
-                .as_ref()
-                .filter(|l| l.copied)
-                .map_or(&[], |_| &p.kept[..]),
+            Payload::Window(index) => p.window.payload(index, &self.pool)?,
+            Payload::Empty => &[],
         };
-        let hdr = Header { flags, seq }.encode();
+        let ack = p.inbound.expected() as u8;
+        let hdr = Header { flags, ack, seq }.encode();
         let small = bytes.len() <= SMALL_BYTES;
         let total = HEADER_BYTES + bytes.len();
         if small {
@@ -149,7 +154,7 @@ impl UdpTransport {
             return Ok(Ok(Arrival::Ignored));
         };
         let arrival = self.on_arrival(peer, header, total - HEADER_BYTES, truncated, region.len)?;
-        if small && matches!(arrival, Arrival::Delivered) {
+        if small && matches!(arrival, Arrival::Delivered { .. }) {
             self.pool
                 .region_mut(region)?
                 .copy_from_slice(&self.scratch[HEADER_BYTES..HEADER_BYTES + region.len]);
@@ -160,12 +165,23 @@ impl UdpTransport {
     /// Blocking receive with nothing queued in front of it. The fast path reads no
     /// clock: in block mode `SO_RCVTIMEO` (the RTO, or the peer timeout on the side
     /// that waits for a request) is re-armed only when that value changes; in poll
-    /// mode the clock is read once per 256 empty spins.
+    /// mode the clock is read once per 256 empty spins. One receive in
+    /// [`SAMPLE_EVERY`] that waits for an answer times it for the RTO estimator
+    /// (two clock reads), unless anything is sent again while it waits or the
+    /// answer is itself a copy sent again (Karn's algorithm, RFC 6298 sec. 3), or
+    /// the answer does not acknowledge everything this rank sent (it was not sent
+    /// in reply to the last message).
     pub(crate) fn recv_direct(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
-        let p = self.peers[peer].as_ref().expect("checked peer");
+        let p = self.peers[peer].as_mut().expect("checked peer");
         if p.said_bye && !p.ahead() {
             return Err(closed_err(peer));
         }
+        let sample_from = if p.ahead() && p.unsampled >= SAMPLE_EVERY {
+            Some((Instant::now(), self.stats.retransmissions))
+        } else {
+            p.unsampled = p.unsampled.saturating_add(u32::from(p.ahead()));
+            None
+        };
         self.preserve(region)?;
         let blocking = self.wait == WaitMode::Block;
         // When this wait began, and when the RTO was last restarted (set lazily).
@@ -175,7 +191,7 @@ impl UdpTransport {
         loop {
             let want = if blocking {
                 let p = self.peers[peer].as_mut().expect("checked peer");
-                let want = if p.ahead() { p.rto } else { self.timeout };
+                let want = if p.ahead() { p.rto.get() } else { self.timeout };
                 if p.socket_timeout != Some(want) {
                     p.socket
                         .set_read_timeout(Some(want))
@@ -192,7 +208,19 @@ impl UdpTransport {
                 Duration::ZERO
             };
             match self.receive_once(peer, region, blocking)? {
-                Ok(Arrival::Delivered) => return Ok(()),
+                Ok(Arrival::Delivered { copy }) => {
+                    if let Some((t0, retransmissions)) = sample_from {
+                        let p = self.peers[peer].as_mut().expect("checked peer");
+                        if !copy
+                            && retransmissions == self.stats.retransmissions
+                            && p.window.acked() == p.next_seq
+                        {
+                            p.rto.sample(t0.elapsed());
+                            p.unsampled = 0;
+                        }
+                    }
+                    return Ok(());
+                }
                 Ok(Arrival::Ignored) | Err(Errno::INTR) => {}
                 Err(_) if blocking => {
                     // SO_RCVTIMEO expired: `want` has passed without a datagram.
@@ -207,7 +235,7 @@ impl UdpTransport {
                         let now = Instant::now();
                         let since = *started.get_or_insert(now);
                         let last = *kicked.get_or_insert(now);
-                        let rto = self.peers[peer].as_ref().expect("peer").rto;
+                        let rto = self.peers[peer].as_ref().expect("peer").rto.get();
                         if now - last >= rto.min(self.timeout) {
                             self.quiet_for(peer, since)?;
                             kicked = Some(now);
@@ -230,7 +258,7 @@ impl UdpTransport {
                     Err(e) => return Err(self.fail_front(peer, e)),
                 };
                 match arrival {
-                    Ok(Arrival::Delivered) => {
+                    Ok(Arrival::Delivered { .. }) => {
                         moved = true;
                         self.requests.get_mut(id).expect("queued").complete = true;
                         self.pool.release_region(region, Access::Write);

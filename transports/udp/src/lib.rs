@@ -1,6 +1,7 @@
 //! UDP transport for ngauge: one datagram per message, one connected socket per pair
-//! of ranks, sequence numbers, retransmission suited to ping-pong patterns, and counts
-//! of lost, duplicated and reordered datagrams.
+//! of ranks, sequence numbers, in-order delivery with recovery of lost datagrams (no
+//! acknowledgement datagrams in the lossless path), a retransmission timeout that
+//! follows the measured round trip (RFC 6298), and counts of what was lost.
 //!
 //! # Wire format
 //!
@@ -8,32 +9,45 @@
 //!
 //! ```text
 //! 0      2      3      4                8
-//! | "NU" | flags| 0    | seq (u32, LE)  | payload ...
+//! | "NU" | flags| ack  | seq (u32, LE)  | payload ...
 //! ```
 //!
-//! `seq` counts the messages this rank sent to that peer (wrapping). `flags` marks a
-//! timeout-driven retransmission (`RETX`) and a replay of a reply (`REPLAY`). The
-//! largest message is the datagram limit minus the header: 65 507 − 8 = 65 499 bytes
-//! over IPv4 (65 519 over IPv6); larger ones are refused with
+//! `seq` counts the messages this rank sent to that peer (wrapping); `ack` is the low
+//! byte of how many messages this rank delivered from that peer. `flags` marks a
+//! copy sent again after a timeout (`RETX`) or on request (`REPLAY`), and the
+//! header-only datagrams `NACK` ("send again from `seq`"), `ACK` ("I delivered
+//! everything before `seq`") and `BYE` (the transport was dropped). The largest
+//! message is the datagram limit minus the header: 65 507 − 8 = 65 499 bytes over
+//! IPv4 (65 519 over IPv6); larger ones are refused with
 //! [`TransportError::TooLarge`] naming the limit.
 //!
-//! # Recovery (why a lost datagram never hangs a run)
+//! # Recovery (why a lost datagram neither hangs nor ends a run)
 //!
-//! A receive that hears nothing for the retransmission timeout (RTO, doubling up to
-//! 1 s) retransmits this rank's last message to that peer, but only if this rank is
-//! *ahead* of the peer (it sent more messages than it received, so it is waiting for
-//! an answer: the pinging side of a ping-pong). A peer that receives a retransmitted
-//! message it has already delivered replays its own last message (the lost answer).
-//! Together this recovers every single loss in a ping-pong, whichever direction it hit,
-//! in one RTO. Streaming patterns (n messages, one answer) recover a lost answer the
-//! same way; a lost message in the middle of a stream is counted and skipped, and the
-//! receive that can no longer be matched ends with [`TransportError::Timeout`] naming
-//! the peer, after `timeout` without any datagram from it. A peer whose socket is gone
-//! makes the kernel answer with ICMP port unreachable, which ends the wait at once
-//! with [`TransportError::PeerClosed`]. A peer that drops its transport says `BYE`:
-//! a receive waiting for it then ends with [`TransportError::PeerClosed`] at once, or,
-//! when this rank waits for an answer (which the lingering peer may still replay),
-//! after one more retransmission and RTO.
+//! Every rank keeps the messages it sent to a peer until the peer acknowledges them
+//! (the `ack` byte of its datagrams: in a request/answer pattern the answer
+//! acknowledges the request), by reference to the caller's buffer. Messages are
+//! delivered in the order they were sent (go-back-N): a datagram that arrives
+//! after a missing one is dropped and the sender is asked (`NACK`) to send again
+//! from the missing one, so a receive gets exactly the message posted for it, in
+//! a ping-pong or in a stream of n messages (the PRTT(n) of `loggp`). A loss at the
+//! end of a flight leaves no gap to see: a rank that waits for an answer and hears
+//! nothing for the retransmission timeout (RTO) sends its last unacknowledged
+//! message again (or, with none, asks for the answer), and a peer that receives a
+//! copy of a message it has delivered already sends what the waiting rank has not
+//! acknowledged (the lost answer). The RTO follows RFC 6298 (smoothed round trip
+//! and its variation, exponential backoff) with a floor of 200 us instead of 1 s
+//! (see `rto`). The final answer of an exchange can still be lost after its sender
+//! has moved on to the control channel: [`Transport::settle`], which the patterns
+//! call before control-plane waits, and the linger of a dropped transport keep
+//! answering until the peer has what it needs.
+//!
+//! A receive gives up after `timeout` without progress, with
+//! [`TransportError::Timeout`] naming the peer. A peer whose socket is gone makes
+//! the kernel answer with ICMP port unreachable, which ends the wait at once with
+//! [`TransportError::PeerClosed`]. A peer that drops its transport says `BYE`: a
+//! receive waiting for it then ends with [`TransportError::PeerClosed`] at once, or,
+//! when this rank waits for an answer (which the lingering peer may still send),
+//! after one more request and RTO.
 //!
 //! # Buffer holds
 //!
@@ -43,17 +57,24 @@
 //! receive gives its hold back when it completes or fails (a datagram of the wrong
 //! size, a peer that closed; it is then forgotten: its id becomes unknown). A timeout
 //! fails nothing: the receive keeps its bytes and may be waited for again; a
-//! blocking `recv` that times out takes back its own request.
+//! blocking `recv` that times out takes back its own request. Messages kept for
+//! sending again are copied only when their bytes are about to change (a receive
+//! into them, `buffer_mut`, `free_buffer`).
 //!
 //! # Counters ([`Transport::counters`])
 //!
-//! - `lost_datagrams`: messages whose first copy to arrive was a retransmission (the
-//!   original was lost) plus sequence gaps skipped and never filled;
-//! - `duplicated_datagrams`: arrivals of an already delivered sequence number;
-//! - `reordered_datagrams`: arrivals of a skipped sequence number (it was late, not
-//!   lost; it is taken off `lost_datagrams`);
-//! - `retransmissions`: datagrams sent again (timeouts and replays);
-//! - `receive_timeouts`: RTO expiries while a receive waited.
+//! - `lost_datagrams`: messages delivered from a copy sent again whose original
+//!   never arrived;
+//! - `duplicated_datagrams`: arrivals of an already delivered message;
+//! - `reordered_datagrams`: originals delivered after a later message had arrived
+//!   (late, not lost);
+//! - `out_of_order_datagrams`: arrivals after a missing message, dropped (the
+//!   sender sends them again);
+//! - `retransmissions`: datagrams sent again (after a timeout or on request);
+//! - `resend_requests`: `NACK`s sent;
+//! - `receive_timeouts`: RTO expiries while this rank waited for an answer (or, in
+//!   `settle`, for an acknowledgement);
+//! - `test_dropped_datagrams` (only with [`UdpOptions::drop_one_in`]).
 //!
 //! # Waiting
 //!
@@ -64,37 +85,44 @@
 //! the caller's buffer (header and payload as two iovecs: no copy) and come in with
 //! `recvmsg` straight into it; smaller ones through a scratch buffer with plain
 //! `send`/`recv`, which the kernel handles faster than an iovec pair (measured: the
-//! 1-byte ping-pong then matches the C floor). The last message to each peer is kept
-//! for retransmission by reference and copied only if its buffer is about to be
-//! overwritten (a receive into it, `buffer_mut`, `free_buffer`).
+//! 1-byte ping-pong then matches the C floor).
 //!
 //! # Code
 //!
-//! `wire` is the datagram header, `reliability` the sequence numbers, the
-//! retransmission timeout and the linger of a dropped transport, `datagram` the
+//! `wire` is the datagram header; `inbound` the receiving side of a sequence,
+//! `window` the sending side's unacknowledged messages, `rto` the RFC 6298 timer;
+//! `reliability` what arrivals and timeouts do with them; `linger` the serving of
+//! peers outside receives (`settle`, and a dropped transport); `datagram` the
 //! system calls that move datagrams and the waits between them; this file holds
 //! the options, the setup, the buffer holds and the [`Transport`] impl.
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
 mod datagram;
+mod inbound;
+mod linger;
 mod reliability;
+mod rto;
+mod window;
 mod wire;
 
 pub use wire::{HEADER_BYTES, MAX_DATAGRAM_V4, MAX_DATAGRAM_V6};
 
 use datagram::{Payload, SMALL_BYTES};
+use inbound::Inbound;
 use ngauge_transport::util::{self, Completion, Requests};
 use ngauge_transport::{
     Access, BufferId, BufferPool, Capabilities, Control, Counters, Rank, Region, RequestId,
     Transport, TransportError, WaitMode,
 };
+use rto::{Rto, SAMPLE_EVERY};
 use rustix::event::PollFd;
 use rustix::io::Errno;
 use socket2::{Domain, Protocol, Socket, Type};
 use std::collections::VecDeque;
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
+use window::SendWindow;
 
 const NAME: &str = "udp";
 
@@ -109,10 +137,12 @@ pub struct UdpOptions {
     pub recv_buffer_bytes: Option<usize>,
     /// How long a receive may hear nothing from its peer before it fails.
     pub timeout: Duration,
-    /// First retransmission timeout (doubles per expiry up to 1 s).
+    /// Retransmission timeout until the round trip has been measured; from then on
+    /// it follows the measured round trip (RFC 6298, see the crate docs).
     pub retransmit_after: Duration,
     /// Test hook: silently drop every n-th outgoing datagram (counted as
-    /// `test_dropped_datagrams`), to exercise recovery on a loss-free link.
+    /// `test_dropped_datagrams`), to exercise recovery on a loss-free link. `BYE`
+    /// is never dropped.
     pub drop_one_in: Option<u64>,
 }
 
@@ -130,28 +160,23 @@ impl Default for UdpOptions {
 }
 
 #[derive(Debug)]
-struct LastSent {
-    seq: u32,
-    region: Region,
-    /// The payload was copied to [`Peer::kept`] because the buffer behind `region`
-    /// was about to change.
-    copied: bool,
-}
-
-#[derive(Debug)]
 struct Peer {
     socket: Socket,
     /// Sequence number of the next message sent to this peer.
     next_seq: u32,
-    /// Sequence number of the next message delivered from this peer.
-    expected: u32,
-    missing: VecDeque<u32>,
-    last_sent: Option<LastSent>,
-    /// The last message's bytes once its buffer changed (reused: cleared and
-    /// refilled, so keeping a copy allocates only when a larger message comes).
-    kept: Vec<u8>,
+    /// The messages from this peer: which one is next, what was missed.
+    inbound: Inbound,
+    /// The messages sent to this peer that it has not acknowledged.
+    window: SendWindow,
     recvs: VecDeque<RequestId>,
-    rto: Duration,
+    rto: Rto,
+    /// Blocking receives from this peer since its round trip was last sampled.
+    unsampled: u32,
+    /// Messages were delivered from this peer since this rank last sent it a
+    /// datagram (which carries an acknowledgement).
+    owe_ack: bool,
+    /// Where the last go-back-N resend to this peer started.
+    resent_from: Option<u32>,
     /// Last datagram heard from this peer (for the give-up timeout). `None`: reset
     /// since the clock was last read; the next read starts it (so the nonblocking
     /// path reads no clock per delivery).
@@ -169,7 +194,9 @@ struct Stats {
     lost: u64,
     duplicated: u64,
     reordered: u64,
+    out_of_order: u64,
     retransmissions: u64,
+    resend_requests: u64,
     timeouts: u64,
     sent: u64,
     test_dropped: u64,
@@ -225,10 +252,6 @@ fn closed_err(peer: Rank) -> TransportError {
         peer,
         op: "recv",
     }
-}
-
-fn regions_overlap(a: Region, b: Region) -> bool {
-    a.buffer == b.buffer && a.offset < b.offset + b.len && b.offset < a.offset + a.len
 }
 
 impl UdpTransport {
@@ -298,12 +321,14 @@ impl UdpTransport {
             peers[peer] = Some(Peer {
                 socket,
                 next_seq: 0,
-                expected: 0,
-                missing: VecDeque::new(),
-                last_sent: None,
-                kept: Vec::new(),
+                inbound: Inbound::default(),
+                window: SendWindow::default(),
                 recvs: VecDeque::new(),
-                rto: opts.retransmit_after,
+                rto: Rto::new(opts.retransmit_after),
+                // The first blocking receive takes a sample.
+                unsampled: SAMPLE_EVERY,
+                owe_ack: false,
+                resent_from: None,
                 last_heard: Some(now),
                 quiet_since: Some(now),
                 socket_timeout: None,
@@ -358,16 +383,10 @@ impl UdpTransport {
         }
     }
 
-    /// Copies every kept last message that `region` is about to overwrite.
+    /// Copies every kept message (to any peer) that `region` is about to overwrite.
     fn preserve(&mut self, region: Region) -> Result<(), TransportError> {
         for p in self.peers.iter_mut().flatten() {
-            if let Some(last) = p.last_sent.as_mut() {
-                if !last.copied && regions_overlap(last.region, region) {
-                    p.kept.clear();
-                    p.kept.extend_from_slice(self.pool.region(last.region)?);
-                    last.copied = true;
-                }
-            }
+            p.window.preserve(region, &self.pool)?;
         }
         Ok(())
     }
@@ -480,11 +499,7 @@ impl Transport for UdpTransport {
         self.transmit(peer, 0, seq, Payload::Region(region))?;
         let p = self.peers[peer].as_mut().expect("checked peer");
         p.next_seq = seq.wrapping_add(1);
-        p.last_sent = Some(LastSent {
-            seq,
-            region,
-            copied: false,
-        });
+        p.window.push(seq, region);
         Ok(())
     }
 
@@ -556,13 +571,19 @@ impl Transport for UdpTransport {
             ("lost_datagrams", s.lost),
             ("duplicated_datagrams", s.duplicated),
             ("reordered_datagrams", s.reordered),
+            ("out_of_order_datagrams", s.out_of_order),
             ("retransmissions", s.retransmissions),
+            ("resend_requests", s.resend_requests),
             ("receive_timeouts", s.timeouts),
         ];
         if self.drop_one_in.is_some() {
             entries.push(("test_dropped_datagrams", s.test_dropped));
         }
         Counters { entries }
+    }
+
+    fn settle(&mut self) -> Result<(), TransportError> {
+        self.settle_all()
     }
 }
 
