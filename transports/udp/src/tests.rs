@@ -631,3 +631,45 @@ fn the_retransmission_timeout_follows_the_measured_round_trip() {
     // The answering rank never waits for an answer: it keeps its initial value.
     assert_eq!(got[1], (Duration::from_millis(500), None));
 }
+
+/// `settle` (issue 18): rank 1's final answer is lost, and rank 1 then blocks on
+/// something else that waits for rank 0 (here a channel, in ngauge the control
+/// channel). Without settle both wait until the timeout; with it rank 1 probes and
+/// answers until rank 0 has the answer and acknowledges it.
+#[test]
+fn settle_delivers_a_lost_final_answer_before_its_sender_blocks_elsewhere() {
+    let rounds = 5;
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let done_rx = Arc::new(Mutex::new(done_rx));
+    let got = run_world(
+        2,
+        move |rank| UdpOptions {
+            drop_one_in: (rank == 1).then_some(rounds as u64),
+            timeout: Duration::from_secs(5),
+            ..opts(WaitMode::Poll)
+        },
+        move |rank, mut t| {
+            pin_rto(&mut t, Duration::from_millis(20));
+            let ok = pingpong(&mut t, rank, &[100], rounds);
+            t.settle().unwrap();
+            if rank == 0 {
+                done_tx.send(()).unwrap();
+            } else {
+                done_rx
+                    .lock()
+                    .unwrap()
+                    .recv_timeout(Duration::from_secs(10))
+                    .expect("rank 0 finished");
+            }
+            (
+                ok,
+                counter(&t, "lost_datagrams"),
+                t.peers[1 - rank].as_ref().unwrap().window.len(),
+            )
+        },
+    );
+    assert!(got.iter().all(|g| g.0), "{got:?}");
+    assert_eq!(got[0].1, 1, "the final answer arrived as a copy: {got:?}");
+    // Both settled: nothing either sent is unacknowledged.
+    assert_eq!((got[0].2, got[1].2), (0, 0), "{got:?}");
+}
