@@ -20,6 +20,12 @@ use std::time::{Duration, Instant};
 /// (one copy of at most 2 KiB, cheaper than `sendmsg`/`recvmsg`'s iovec handling);
 /// larger ones use two iovecs straight from and into the caller's buffer.
 pub(crate) const SMALL_BYTES: usize = 2048;
+/// In block mode, a blocking receive that waits less than this (the RTO) sleeps in
+/// `ppoll(2)`, whose hrtimer wakes it on time, and then reads without blocking; a
+/// longer wait (the peer timeout) blocks in `recv` with `SO_RCVTIMEO`, one system
+/// call. The kernel counts `SO_RCVTIMEO` in scheduler ticks (4 ms at HZ = 250) and
+/// rounds up: a 200 us RTO would become 4 to 8 ms, and every loss would cost that.
+const PRECISE_BELOW: Duration = Duration::from_millis(50);
 
 /// What a datagram carries after its header.
 #[derive(Clone, Copy)]
@@ -163,9 +169,11 @@ impl UdpTransport {
     }
 
     /// Blocking receive with nothing queued in front of it. The fast path reads no
-    /// clock: in block mode `SO_RCVTIMEO` (the RTO, or the peer timeout on the side
-    /// that waits for a request) is re-armed only when that value changes; in poll
-    /// mode the clock is read once per 256 empty spins. One receive in
+    /// clock: in block mode the side that waits for an answer sleeps in `ppoll` for
+    /// the RTO and the side that waits for a request blocks in `recv` with
+    /// `SO_RCVTIMEO` set to the peer timeout (re-armed only when that value changes;
+    /// see [`PRECISE_BELOW`]); in poll mode the clock is read once per 256 empty
+    /// spins. One receive in
     /// [`SAMPLE_EVERY`] that waits for an answer times it for the RTO estimator
     /// (two clock reads), unless anything is sent again while it waits or the
     /// answer is itself a copy sent again (Karn's algorithm, RFC 6298 sec. 3), or
@@ -189,25 +197,48 @@ impl UdpTransport {
         let mut kicked: Option<Instant> = None;
         let mut spins = 0u32;
         loop {
-            let want = if blocking {
+            // Block mode: a short wait (the RTO) sleeps in ppoll(2); a long one (the
+            // peer timeout) in recv itself, with SO_RCVTIMEO (see PRECISE_BELOW).
+            let (want, precise) = if blocking {
                 let p = self.peers[peer].as_mut().expect("checked peer");
                 let want = if p.ahead() { p.rto.get() } else { self.timeout };
-                if p.socket_timeout != Some(want) {
-                    p.socket
-                        .set_read_timeout(Some(want))
-                        .map_err(|source| TransportError::Io {
-                            transport: NAME,
-                            peer,
-                            op: "recv",
-                            source,
+                if want < PRECISE_BELOW {
+                    (want, true)
+                } else {
+                    if p.socket_timeout != Some(want) {
+                        p.socket.set_read_timeout(Some(want)).map_err(|source| {
+                            TransportError::Io {
+                                transport: NAME,
+                                peer,
+                                op: "recv",
+                                source,
+                            }
                         })?;
-                    p.socket_timeout = Some(want);
+                        p.socket_timeout = Some(want);
+                    }
+                    (want, false)
                 }
-                want
             } else {
-                Duration::ZERO
+                (Duration::ZERO, false)
             };
-            match self.receive_once(peer, region, blocking)? {
+            let arrival = if precise {
+                let p = self.peers[peer].as_ref().expect("checked peer");
+                let mut fds = [PollFd::new(&p.socket, PollFlags::IN)];
+                match poll(&mut fds, Some(&timespec(want))) {
+                    // Timed out: as when SO_RCVTIMEO expires.
+                    Ok(0) => Err(Errno::AGAIN),
+                    // Readable (a spurious wake-up reads nothing: wait again).
+                    Ok(_) => match self.receive_once(peer, region, false)? {
+                        Err(Errno::AGAIN) => Err(Errno::INTR),
+                        other => other,
+                    },
+                    Err(Errno::INTR) => Err(Errno::INTR),
+                    Err(e) => return Err(setup(format!("poll failed: {e}"))),
+                }
+            } else {
+                self.receive_once(peer, region, blocking)?
+            };
+            match arrival {
                 Ok(Arrival::Delivered { copy }) => {
                     if let Some((t0, retransmissions)) = sample_from {
                         let p = self.peers[peer].as_mut().expect("checked peer");

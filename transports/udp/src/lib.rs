@@ -78,10 +78,12 @@
 //!
 //! # Waiting
 //!
-//! As in the TCP transport: in [`WaitMode::Block`] a blocking receive is one blocking
-//! `recvmsg` with `SO_RCVTIMEO` set to the RTO (or to the peer timeout on the side that
-//! waits for a request), in [`WaitMode::Poll`] `recvmsg(MSG_DONTWAIT)` in a
-//! [`std::hint::spin_loop`]. Messages above 2 KiB go out with `sendmsg` straight from
+//! In [`WaitMode::Block`] a blocking receive that waits for a request is one blocking
+//! `recvmsg` with `SO_RCVTIMEO` set to the peer timeout, as in the TCP transport; one
+//! that waits for an answer sleeps in `ppoll(2)` for the RTO, then reads without
+//! blocking (the kernel rounds `SO_RCVTIMEO` up to whole scheduler ticks, which
+//! would make a 200 us RTO 4 to 8 ms). In [`WaitMode::Poll`] it is
+//! `recvmsg(MSG_DONTWAIT)` in a [`std::hint::spin_loop`]. Messages above 2 KiB go out with `sendmsg` straight from
 //! the caller's buffer (header and payload as two iovecs: no copy) and come in with
 //! `recvmsg` straight into it; smaller ones through a scratch buffer with plain
 //! `send`/`recv`, which the kernel handles faster than an iovec pair (measured: the
