@@ -47,7 +47,7 @@
 //! [`TransportError::PeerClosed`]. A peer that drops its transport says `BYE`: a
 //! receive waiting for it then ends with [`TransportError::PeerClosed`] at once, or,
 //! when this rank waits for an answer (which the lingering peer may still send),
-//! after one more request and RTO.
+//! after three more unanswered probes.
 //!
 //! # Buffer holds
 //!
@@ -189,6 +189,8 @@ struct Peer {
     socket_timeout: Option<Duration>,
     /// The peer dropped its transport (sent `BYE`).
     said_bye: bool,
+    /// Probes sent since the peer said `BYE` (see `reliability::BYE_PROBES`).
+    probes_after_bye: u32,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -335,6 +337,7 @@ impl UdpTransport {
                 quiet_since: Some(now),
                 socket_timeout: None,
                 said_bye: false,
+                probes_after_bye: 0,
             });
         }
         let max_datagram = if data_addr.is_ipv4() {

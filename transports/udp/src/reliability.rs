@@ -23,11 +23,22 @@ pub(crate) enum Arrival {
     Ignored,
 }
 
+/// Probes a rank sends a peer that said `BYE` before it gives up on the answer it
+/// waits for (the dropped peer lingers and answers; each probe or its answer may
+/// be lost).
+pub(crate) const BYE_PROBES: u32 = 3;
+
 impl Peer {
     /// Whether this rank sent more messages to the peer than it received from it
     /// (it waits for an answer: the side that probes when the RTO expires).
     pub(crate) fn ahead(&self) -> bool {
         (self.next_seq.wrapping_sub(self.inbound.expected()) as i32) > 0
+    }
+
+    /// The peer said `BYE` and nothing more can come from it: this rank waits for
+    /// no answer, or the lingering peer left [`BYE_PROBES`] probes unanswered.
+    pub(crate) fn gone(&self) -> bool {
+        self.said_bye && (!self.ahead() || self.probes_after_bye >= BYE_PROBES)
     }
 }
 
@@ -87,7 +98,7 @@ impl UdpTransport {
         if flags & FLAG_BYE != 0 {
             // The peer dropped its transport while we wait for it. If we wait for an
             // answer, it may have been lost: ask again now (the lingering peer
-            // sends it again) and give up after one more RTO of silence
+            // sends it again) and give up after `BYE_PROBES` more RTOs of silence
             // (`quiet_for`, `on_quiet`). Otherwise nothing more will come.
             p.said_bye = true;
             p.window.ack(seq, p.next_seq);
@@ -172,7 +183,7 @@ impl UdpTransport {
     pub(crate) fn on_quiet(&mut self, peer: Rank) -> Result<(), TransportError> {
         let timeout = self.timeout;
         let p = self.peers[peer].as_mut().expect("checked peer");
-        if p.said_bye {
+        if p.gone() {
             return Err(closed_err(peer));
         }
         let now = Instant::now();
@@ -180,11 +191,7 @@ impl UdpTransport {
             return Err(self.timeout_err(peer, "recv"));
         }
         p.quiet_since = Some(now);
-        p.rto.backoff();
-        if p.ahead() {
-            self.probe(peer)?;
-        }
-        Ok(())
+        self.expired(peer)
     }
 
     /// How long the next blocking wait on `peer` may sleep before acting; starts the
@@ -221,17 +228,27 @@ impl UdpTransport {
     /// A blocking receive waiting since `since` heard nothing for an RTO: give up
     /// after `timeout`, else probe if this rank waits for an answer, and back off.
     pub(crate) fn quiet_for(&mut self, peer: Rank, since: Instant) -> Result<(), TransportError> {
-        if self.peers[peer].as_ref().expect("checked peer").said_bye {
+        if self.peers[peer].as_ref().expect("checked peer").gone() {
             return Err(closed_err(peer));
         }
         if since.elapsed() >= self.timeout {
             return Err(self.timeout_err(peer, "recv"));
         }
+        self.expired(peer)
+    }
+
+    /// The RTO expired short of the give-up timeout: back off (RFC 6298 (5.5)) and
+    /// probe if this rank waits for an answer (a peer that said `BYE` is given
+    /// [`BYE_PROBES`] of them: it lingers and answers).
+    fn expired(&mut self, peer: Rank) -> Result<(), TransportError> {
         let p = self.peers[peer].as_mut().expect("checked peer");
         p.rto.backoff();
-        if p.ahead() {
-            self.probe(peer)?;
+        if !p.ahead() {
+            return Ok(());
         }
-        Ok(())
+        if p.said_bye {
+            p.probes_after_bye += 1;
+        }
+        self.probe(peer)
     }
 }

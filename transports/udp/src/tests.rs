@@ -649,7 +649,7 @@ fn settle_delivers_a_lost_final_answer_before_its_sender_blocks_elsewhere() {
             ..opts(WaitMode::Poll)
         },
         move |rank, mut t| {
-            pin_rto(&mut t, Duration::from_millis(20));
+            pin_rto(&mut t, Duration::from_millis(200));
             let ok = pingpong(&mut t, rank, &[100], rounds);
             t.settle().unwrap();
             if rank == 0 {
