@@ -3,7 +3,7 @@
 
 use super::*;
 use ngauge_transport::inproc;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::Ipv4Addr;
 use std::sync::mpsc;
 
 const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
