@@ -20,6 +20,12 @@ mod support;
 
 const EXE: &str = env!("CARGO_BIN_EXE_ngauge");
 const TOKEN: &str = "hostile-suite-token-0123456789";
+/// `--timeout` of the real ranks: long, so that a stranger who stalled the job for
+/// a timeout (or a flood that kept rank 1 out) shows as twice the time the job
+/// takes even with seven builds on two cores.
+const JOB_TIMEOUT_S: &str = "120";
+/// The attacks that burn CPU (200 connections, a flood) run one at a time.
+static ONE_ATTACK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn raw(args: &[&str]) -> Command {
     let mut c = Command::new(EXE);
@@ -52,7 +58,7 @@ fn start_rank0(prelude: &str, args: &[&str]) -> (Child, String, mpsc::Receiver<S
         "--job-token".into(),
         TOKEN.into(),
         "--timeout".into(),
-        "20".into(),
+        JOB_TIMEOUT_S.into(),
     ];
     words.extend(args.iter().map(|a| a.to_string()));
     let script = format!("{prelude}; exec {}", words.join(" "));
@@ -110,7 +116,7 @@ fn start_rank1(addr: &str, args: &[&str]) -> Child {
         "--job-token",
         TOKEN,
         "--timeout",
-        "20",
+        JOB_TIMEOUT_S,
     ];
     all.extend_from_slice(args);
     raw(&all)
@@ -186,6 +192,7 @@ fn issue18_empty_token_is_refused() {
 
 #[test]
 fn issue18_strangers_at_the_rendezvous_do_not_disturb_a_real_job() {
+    let _one = ONE_ATTACK.lock().unwrap_or_else(|e| e.into_inner());
     let started = Instant::now();
     let (zero, addr, zero_err) = start_rank0("true", &JOB);
     // The attacks of the issue, all at once, before the real rank 1 arrives.
@@ -207,7 +214,7 @@ fn issue18_strangers_at_the_rendezvous_do_not_disturb_a_real_job() {
         .collect();
     std::thread::sleep(Duration::from_millis(200));
     let one = start_rank1(&addr, &JOB);
-    let zero_out = support::output_within(zero, Duration::from_secs(60)).expect("rank 0 ends");
+    let zero_out = support::output_within(zero, Duration::from_secs(180)).expect("rank 0 ends");
     let one_out = support::output_within(one, Duration::from_secs(30)).expect("rank 1 ends");
     drop(crowd);
     let zero_text: Vec<String> =
@@ -219,10 +226,10 @@ fn issue18_strangers_at_the_rendezvous_do_not_disturb_a_real_job() {
     );
     let doc: serde_json::Value = serde_json::from_slice(&zero_out.stdout).expect("rank 0's JSON");
     assert_eq!(doc["results"].as_array().map(Vec::len), Some(2), "{doc}");
-    // The silent and half-frame strangers stalled nobody: the job took about as
-    // long as without them (5 s is the grace they get, 20 s the join timeout).
+    // The silent and half-frame strangers stalled nobody for the join timeout
+    // (120 s); the job takes a few seconds, 30 on a loaded machine.
     assert!(
-        started.elapsed() < Duration::from_secs(20),
+        started.elapsed() < Duration::from_secs(60),
         "{:?}",
         started.elapsed()
     );
@@ -244,6 +251,7 @@ fn issue18_strangers_at_the_rendezvous_do_not_disturb_a_real_job() {
 fn issue18_a_flood_at_a_low_descriptor_limit_does_not_keep_the_real_rank_out() {
     // Rank 0 may hold 64 descriptors; strangers open connections as fast as they
     // can, and keep them open, for as long as rank 1 needs to join.
+    let _one = ONE_ATTACK.lock().unwrap_or_else(|e| e.into_inner());
     let (zero, addr, zero_err) = start_rank0("ulimit -n 64", &JOB);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flood: Vec<_> = (0..4)
@@ -268,7 +276,7 @@ fn issue18_a_flood_at_a_low_descriptor_limit_does_not_keep_the_real_rank_out() {
     std::thread::sleep(Duration::from_millis(500));
     let joined = Instant::now();
     let one = start_rank1(&addr, &JOB);
-    let zero_out = support::output_within(zero, Duration::from_secs(60));
+    let zero_out = support::output_within(zero, Duration::from_secs(120));
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let opened: usize = flood.into_iter().map(|h| h.join().unwrap()).sum();
     let one_out = support::output_within(one, Duration::from_secs(30)).expect("rank 1 ends");
@@ -282,15 +290,16 @@ fn issue18_a_flood_at_a_low_descriptor_limit_does_not_keep_the_real_rank_out() {
     );
     assert!(opened > 64, "the flood opened only {opened} connections");
     assert!(
-        joined.elapsed() < Duration::from_secs(30),
+        joined.elapsed() < Duration::from_secs(60),
         "{:?}",
         joined.elapsed()
     );
-    // At most about one refusal line per second.
+    // A burst of 10 lines, then at most one a second (`RefusalLog`); the flood
+    // opened thousands of connections.
     let refusals = zero_text.iter().filter(|l| l.contains("refused")).count();
     let seconds = joined.elapsed().as_secs() as usize + 2;
     assert!(
-        refusals <= seconds,
+        refusals <= 10 + seconds,
         "{refusals} refusal lines in {seconds} s"
     );
 }
