@@ -387,6 +387,10 @@ struct Live {
     nic: Nic,
     rendezvous_pending: u32,
     early: Vec<Early>,
+    /// Whether it has run at all (a passive rank is built before it starts).
+    started: bool,
+    /// Whether it waits in `Sim::work`.
+    queued: bool,
 }
 
 impl Live {
@@ -403,6 +407,8 @@ impl Live {
             nic: Nic::default(),
             rendezvous_pending: 0,
             early: Vec::new(),
+            started: false,
+            queued: false,
         }
     }
 
@@ -507,6 +513,8 @@ struct Sim<'a> {
     keys: Vec<(u8, u32, u32)>,
     live_ranks: usize,
     state_bytes: usize,
+    /// Inside [`Sim::advance`]: ranks woken go to `work` instead of running.
+    in_advance: bool,
     stats: Stats,
     trace: Vec<Span>,
 }
@@ -529,6 +537,7 @@ impl<'a> Sim<'a> {
             keys: Vec::new(),
             live_ranks: 0,
             state_bytes: 0,
+            in_advance: false,
             stats: Stats::default(),
             trace: Vec::new(),
         }
@@ -541,6 +550,7 @@ impl<'a> Sim<'a> {
             for r in 0..self.np {
                 if !self.program.passive_at_start(r) {
                     self.build(r)?;
+                    self.ranks[r].as_mut().expect("built").queued = true;
                     self.work.push_back(r as u32);
                 }
             }
@@ -559,7 +569,7 @@ impl<'a> Sim<'a> {
                 t.0.checked_sub(1).map(Ps)
             };
             match ev {
-                Ev::Resume(r) => self.work.push_back(r),
+                Ev::Resume(r) => self.wake(r as usize)?,
                 Ev::FirstByte {
                     to,
                     from,
@@ -650,6 +660,8 @@ impl<'a> Sim<'a> {
         live.nic = Nic::default();
         live.rendezvous_pending = 0;
         live.early.clear();
+        live.started = false;
+        live.queued = false;
         self.load(r, &mut live, 0)?;
         self.stats.ranks_built += 1;
         self.live_ranks += 1;
@@ -661,31 +673,39 @@ impl<'a> Sim<'a> {
         Ok(())
     }
 
-    /// The live state of `r`, built now (and started at time 0) if `r` was passive.
+    /// The live state of `r`, and whether it was built just now: a passive rank
+    /// is built when its first message comes, and started (at time 0, where it
+    /// only posts receives) once that message is filed, which decides nothing
+    /// differently: the receives it posts at 0 see the message arrive when it does.
     fn live(&mut self, r: usize) -> Result<&mut Live, SimError> {
         if self.ranks[r].is_none() {
-            match self.finish[r] {
-                UNBUILT => {}
-                // Taken by `advance`: only a rank wrongly declared passive sends
-                // while being started from inside another rank's step.
-                RUNNING => return Err(SimError::NotPassive { rank: r }),
-                _ => {
-                    return Err(SimError::Deadlock {
-                        stuck: format!("rank {r} received a message after it was done"),
-                    })
-                }
-            }
+            debug_assert_eq!(self.finish[r], UNBUILT, "done ranks are refused before");
             self.build(r)?;
-            let before = self.stats.messages;
-            self.advance(r)?;
-            let passive = self.ranks[r].as_ref().is_some_and(|live| {
-                matches!(live.phase, Phase::Blocked { .. }) && live.now == Ps(0)
-            });
-            if !passive || self.stats.messages != before {
+            let live = self.ranks[r].as_ref().expect("built");
+            if live
+                .ready
+                .iter()
+                .any(|&Reverse(i)| live.prog.steps[i as usize].kind != Kind::Recv)
+            {
                 return Err(SimError::NotPassive { rank: r });
             }
         }
         Ok(self.ranks[r].as_mut().expect("built"))
+    }
+
+    /// Runs `r` now, or after the current rank when called from inside one.
+    fn wake(&mut self, r: usize) -> Result<(), SimError> {
+        if self.in_advance {
+            let live = self.ranks[r].as_mut().expect("woken ranks are live");
+            if !live.queued {
+                live.queued = true;
+                self.work.push_back(r as u32);
+            }
+            Ok(())
+        } else {
+            self.stats.events += 1;
+            self.advance(r)
+        }
     }
 
     /// Loads call `call`'s schedule into `live` and resets it to start the call.
@@ -854,7 +874,11 @@ impl<'a> Sim<'a> {
     /// Runs rank `r` until it blocks, yields or is done.
     fn advance(&mut self, r: usize) -> Result<(), SimError> {
         let mut live = self.ranks[r].take().expect("advance a live rank");
+        self.in_advance = true;
+        live.started = true;
+        live.queued = false;
         let result = self.advance_live(r, &mut live);
+        self.in_advance = false;
         if live.phase == Phase::Done {
             self.finish[r] = live.now.0;
             self.live_ranks -= 1;
@@ -1238,6 +1262,7 @@ impl<'a> Sim<'a> {
             return Err(unmatched);
         }
         let live = self.live(to)?;
+        let fresh = !live.started;
         if call > live.call {
             live.early.push(Early {
                 call,
@@ -1247,7 +1272,7 @@ impl<'a> Sim<'a> {
                 time: t.0,
                 aux,
             });
-            return Ok(());
+            return if fresh { self.wake(to) } else { Ok(()) };
         }
         let step = live
             .recv_for(from, ordinal)
@@ -1256,12 +1281,11 @@ impl<'a> Sim<'a> {
         check_bytes(live, step, from, to, bytes)?;
         let cstep = live.prog.steps[step as usize];
         let st = &mut live.st[step as usize];
+        let mut wake = fresh;
         if aux == NONE {
             st.flags |= KNOWN;
             st.time = t.0;
-            if blocked_on(live.phase, step) {
-                self.work.push_back(to as u32);
-            }
+            wake |= blocked_on(live.phase, step);
         } else if st.flags & POSTED != 0 {
             let at = t.max(Ps(st.time));
             self.answer(to, cstep, call, aux, at);
@@ -1269,6 +1293,9 @@ impl<'a> Sim<'a> {
             st.flags |= REQUEST;
             st.time = t.0;
             st.aux = aux;
+        }
+        if wake {
+            self.wake(to)?;
         }
         Ok(())
     }
@@ -1288,10 +1315,11 @@ impl<'a> Sim<'a> {
         s.time = leave.0;
         let wake = blocked_on(live.phase, step);
         self.ranks[to] = Some(live);
+        self.transmit(to, cstep, call, leave, &p)?;
         if wake {
-            self.work.push_back(to as u32);
+            self.wake(to)?;
         }
-        self.transmit(to, cstep, call, leave, &p)
+        Ok(())
     }
 }
 

@@ -573,3 +573,50 @@ fn bad_programs_are_reported_not_hung() {
     .unwrap_err();
     assert!(matches!(err, SimError::NotPassive { rank: 2 }), "{err}");
 }
+
+/// Speed and memory at scale (`cargo test --release --lib sim::tests_engine::speed
+/// -- --ignored --nocapture`); figures in docs/findings/2026-11-24-simulator-speed.md.
+#[test]
+#[ignore = "a benchmark: prints figures, asserts nothing about time"]
+fn speed() {
+    let net = Network::uniform(LogGp::from_us(5.0, 1.0, 1.0, 2.0, 0.001, false));
+    let only: Option<usize> = std::env::var("SPEED_CASE")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    let cases = [
+        (Algorithm::BcastBinomial, 1usize << 20, 1usize, 0usize),
+        (Algorithm::BcastBinomial, 1 << 20, 65536, 8192),
+        (Algorithm::BcastChain, 1 << 20, 1, 0),
+        (Algorithm::BcastLinear, 1 << 20, 1, 0),
+        (Algorithm::BcastSplitBinary, 1 << 20, 65536, 8192),
+        (Algorithm::AllreduceRecursiveDoubling, 1 << 16, 8, 0),
+    ];
+    for (k, (algorithm, np, size, segment)) in cases.into_iter().enumerate() {
+        if only.is_some_and(|o| o != k) {
+            continue;
+        }
+        let s = CollSpec {
+            algorithm,
+            np,
+            size_bytes: size,
+            segment_bytes: segment,
+            root: 0,
+        };
+        for _ in 0..3 {
+            let t0 = std::time::Instant::now();
+            let out = collective::run(&s, &net, Options::default()).unwrap();
+            let secs = t0.elapsed().as_secs_f64();
+            println!(
+                "{algorithm} np {np} size {size} seg {segment}: {:.3} s, predicted {:.1} us, {} events, {:.2e} events/s, {} messages, peak live {} ranks, peak state {} B ({:.1} B/rank)",
+                secs,
+                out.makespan.as_us(),
+                out.stats.events,
+                out.stats.events as f64 / secs,
+                out.stats.messages,
+                out.stats.peak_live_ranks,
+                out.stats.peak_state_bytes,
+                out.stats.peak_state_bytes as f64 / np as f64,
+            );
+        }
+    }
+}
