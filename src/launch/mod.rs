@@ -8,11 +8,13 @@
 //! launcher's environment ([`env`](mod@env)).
 //!
 //! Modules, one job each: [`env`](mod@env) (launcher environments, job-id derivations),
+//! [`binding`] (do the measured ranks have cores of their own),
 //! [`hostlist`] (Slurm host lists), [`frame`] (the wire format and its checked
 //! decoder), [`wire`] (whole frames on blocking sockets), [`rendezvous`] (joining),
 //! [`control`] (barrier/broadcast/gather), [`local`] (the local launcher), [`world`]
 //! (putting it together).
 
+pub mod binding;
 pub mod control;
 pub mod env;
 mod error;
@@ -55,4 +57,21 @@ pub struct LaunchOptions {
     pub timeout: Duration,
     /// Forward every rank's stderr, not just rank 0's.
     pub verbose: bool,
+}
+
+impl Default for LaunchOptions {
+    /// Two local ranks, nothing given by hand, a 30 s timeout.
+    fn default() -> Self {
+        LaunchOptions {
+            np: 2,
+            rank: None,
+            size: None,
+            rendezvous: None,
+            bind: None,
+            job_token: None,
+            data_addr: None,
+            timeout: Duration::from_secs(30),
+            verbose: false,
+        }
+    }
 }

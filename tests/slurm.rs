@@ -1,0 +1,469 @@
+//! Issue 20: ngauge under a real Slurm. A one-node Slurm 22.05 (`scripts/slurm-local`:
+//! munge, slurmctld, slurmd, core binding by task/affinity) runs real `srun` steps of
+//! the real binary: `info` (launcher, ranks, each rank's core), `pingpong`, `loggp`,
+//! `sync` with more tasks than cores, a task killed with SIGKILL, and the shared-core
+//! warning (issue 20's `srun -n 3 --overcommit --cpu-bind=cores`).
+//!
+//! The cluster is started once per test binary (a `OnceLock`) and left running: a
+//! start finds it answering and returns at once, so a second run reuses it, and
+//! several test binaries may use it at the same time (every job carries a name of
+//! this process, and a job that outlives its time limit is cancelled by that name).
+//! `scripts/slurm-local stop` stops it.
+//!
+//! When the cluster cannot be started (not root, Slurm not installed, or
+//! `NGAUGE_SKIP_SLURM=1`), each test passes after writing `SKIPPED` and the reason
+//! to the test process's stdout, which libtest does not capture (it captures only
+//! `print!`); under `CI=true` (as `scripts/test` runs in CI) the same tests fail
+//! instead. docs/testing-slurm.md describes the convention.
+
+mod support;
+
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+const EXE: &str = env!("CARGO_BIN_EXE_ngauge");
+const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/slurm-local");
+
+/// What `scripts/slurm-local start` gave: the cluster's `SLURM_CONF`, or why not.
+fn start_cluster() -> Result<String, String> {
+    if std::env::var("NGAUGE_SKIP_SLURM").as_deref() == Ok("1") {
+        return Err("NGAUGE_SKIP_SLURM=1".into());
+    }
+    if !rustix::process::geteuid().is_root() {
+        return Err("scripts/slurm-local needs root".into());
+    }
+    if !std::path::Path::new("/usr/sbin/slurmctld").exists() {
+        return Err(
+            "Slurm is not installed (scripts/test installs slurmctld, slurmd, \
+                    slurm-client and munge)"
+                .into(),
+        );
+    }
+    let child = Command::new(SCRIPT)
+        .arg("start")
+        .env("NGAUGE_NO_INSTALL", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run {SCRIPT}: {e}"))?;
+    let out = support::output_within(child, Duration::from_secs(60))
+        .map_err(|_| "scripts/slurm-local start took more than 60 s".to_string())?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    match stdout.lines().find_map(|l| l.strip_prefix("SLURM_CONF=")) {
+        Some(conf) if out.status.success() => Ok(conf.to_string()),
+        _ => Err(format!(
+            "scripts/slurm-local start failed ({}): {}",
+            out.status,
+            stderr.trim()
+        )),
+    }
+}
+
+/// The cluster's `SLURM_CONF`, or `None` after saying visibly why the test skips;
+/// under `CI=true` a cluster that cannot start fails the test.
+fn cluster(test: &str) -> Option<&'static str> {
+    static CLUSTER: OnceLock<Result<String, String>> = OnceLock::new();
+    match CLUSTER.get_or_init(start_cluster) {
+        Ok(conf) => Some(conf),
+        Err(reason) if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("CI=true: the Slurm tests may not skip, and {reason}")
+        }
+        Err(reason) => {
+            // Straight to the process's stdout: libtest captures print!, not this.
+            let _ = writeln!(
+                std::io::stdout().lock(),
+                "\nslurm: SKIPPED {test}: {reason} (see docs/testing-slurm.md)"
+            );
+            None
+        }
+    }
+}
+
+/// A unique job name for one step of this process.
+fn job_name(test: &str) -> String {
+    format!("ngauge-test-{}-{test}", std::process::id())
+}
+
+/// `srun --job-name NAME SRUN_ARGS ngauge NGAUGE_ARGS` against the test cluster, with
+/// none of this process's own Slurm or ngauge variables (a test run inside a Slurm
+/// job must not make srun a step of that job).
+fn srun(conf: &str, name: &str, srun_args: &[&str], ngauge_args: &[&str]) -> Command {
+    let mut c = Command::new("srun");
+    for (var, _) in std::env::vars() {
+        if var.starts_with("SLURM_") || var.starts_with("NGAUGE_") {
+            c.env_remove(var);
+        }
+    }
+    c.env("SLURM_CONF", conf)
+        .args(["--job-name", name])
+        .args(srun_args)
+        .arg(EXE)
+        .args(ngauge_args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+/// Runs a step to its end within `limit`; past it, cancels the job (so that nothing
+/// outlives the test) and fails with what it wrote.
+fn run(conf: &str, name: &str, mut cmd: Command, limit: Duration) -> Output {
+    let child = cmd.spawn().expect("srun (slurm-client) runs");
+    support::output_within(child, limit).unwrap_or_else(|out| {
+        scancel(conf, name);
+        panic!(
+            "{name}: no end within {limit:?}\nstdout: {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn scancel(conf: &str, name: &str) {
+    let _ = Command::new("scancel")
+        .env("SLURM_CONF", conf)
+        .args(["--name", name])
+        .status();
+}
+
+fn stderr_of(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The step succeeded and printed exactly one JSON document.
+fn json_of(out: &Output) -> Value {
+    assert!(out.status.success(), "{}", stderr_of(out));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not one JSON document ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn host_cores() -> usize {
+    ngauge::clock::allowed_cores().len()
+}
+
+#[test]
+fn issue_20_srun_info_reports_the_slurm_launcher_and_each_ranks_core() {
+    let Some(conf) = cluster("info") else { return };
+    assert!(host_cores() >= 2, "these tests need 2 cores");
+    // Cores in reverse rank order: what ngauge reports is the binding Slurm made,
+    // not a guess from the rank.
+    let name = job_name("info");
+    let cmd = srun(
+        conf,
+        &name,
+        &["-n", "2", "--cpu-bind=map_cpu:1,0"],
+        &["info", "--json"],
+    );
+    let doc = json_of(&run(conf, &name, cmd, LIMIT));
+    let launcher = &doc["launcher"];
+    assert_eq!(launcher["kind"], "slurm", "{launcher}");
+    assert_eq!(launcher["name"], "srun (Slurm)");
+    assert_eq!(
+        (launcher["rank"].as_u64(), launcher["size"].as_u64()),
+        (Some(0), Some(2))
+    );
+    assert_eq!(launcher["ranks_on_host"], 2);
+    let ranks = launcher["ranks"].as_array().unwrap();
+    let got: Vec<(u64, u64)> = ranks
+        .iter()
+        .map(|r| {
+            (
+                r["rank"].as_u64().unwrap(),
+                r["pinned_core"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(got, vec![(0, 1), (1, 0)], "{ranks:?}");
+    let pids: BTreeSet<u64> = ranks.iter().map(|r| r["pid"].as_u64().unwrap()).collect();
+    assert_eq!(pids.len(), 2, "two processes: {ranks:?}");
+    assert_eq!(doc["meta"]["launcher"], "srun (Slurm)");
+    assert_eq!(doc["meta"]["np"], 2);
+    assert_eq!(doc["meta"]["pinning"], serde_json::json!([1, 0]));
+}
+
+#[test]
+fn issue_20_srun_pingpong_on_distinct_cores_does_not_warn() {
+    let Some(conf) = cluster("pingpong") else {
+        return;
+    };
+    let name = job_name("pingpong");
+    let cmd = srun(
+        conf,
+        &name,
+        &["-n", "2", "--cpu-bind=cores"],
+        &["pingpong", "--sizes", "1-4K", "--reps", "50", "--json"],
+    );
+    let out = run(conf, &name, cmd, LIMIT);
+    let doc = json_of(&out);
+    let sizes: Vec<u64> = doc["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["size"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sizes, (0..=12).map(|k| 1u64 << k).collect::<Vec<_>>());
+    assert_eq!(doc["meta"]["launcher"], "srun (Slurm)");
+    assert_eq!(doc["meta"]["np"], 2);
+    let pinning = doc["meta"]["pinning"].as_array().unwrap();
+    assert!(
+        pinning.iter().all(Value::is_u64) && pinning[0] != pinning[1],
+        "--cpu-bind=cores: two cores, {pinning:?}"
+    );
+    let stderr = stderr_of(&out);
+    assert!(!stderr.contains("share core"), "{stderr}");
+    assert!(!stderr.contains("may run on several cores"), "{stderr}");
+    assert_eq!(doc["warnings"], serde_json::json!([]), "{stderr}");
+}
+
+#[test]
+fn issue_20_overcommitted_srun_pingpong_warns_that_ranks_share_a_core() {
+    let Some(conf) = cluster("shared-core") else {
+        return;
+    };
+    let name = job_name("shared-core");
+    let cmd = srun(
+        conf,
+        &name,
+        &["-n", "3", "--overcommit", "--cpu-bind=cores"],
+        &["pingpong", "--sizes", "1-64", "--reps", "50"],
+    );
+    let out = run(conf, &name, cmd, LIMIT);
+    let stderr = stderr_of(&out);
+    assert!(out.status.success(), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // Slurm 22.05 binds every task of this step to one core (issue 20).
+    let header = stdout.lines().next().unwrap_or_default();
+    let core = header
+        .split("cores ")
+        .nth(1)
+        .and_then(|rest| rest.split(';').next())
+        .unwrap_or_else(|| panic!("no cores in the header: {stdout}"));
+    let (a, b) = core
+        .split_once(',')
+        .unwrap_or_else(|| panic!("cores {core}"));
+    assert_eq!(a, b, "ranks 0 and 1 on one core: {header}");
+    let warning = stderr
+        .lines()
+        .find(|l| l.starts_with("ngauge: warning: ranks 0 and 1 share core"))
+        .unwrap_or_else(|| panic!("no shared-core warning: {stderr}"));
+    assert!(
+        warning.contains(&format!("share core {a} on ")),
+        "{warning}"
+    );
+    assert!(warning.contains("`srun --cpu-bind=cores`"), "{warning}");
+    assert!(warning.contains("--overcommit"), "{warning}");
+    // Printed once, by rank 0, after the results.
+    assert_eq!(stderr.matches("share core").count(), 1, "{stderr}");
+}
+
+#[test]
+fn issue_20_srun_loggp_fits_a_small_sweep() {
+    let Some(conf) = cluster("loggp") else { return };
+    let name = job_name("loggp");
+    let cmd = srun(
+        conf,
+        &name,
+        &["-n", "2", "--cpu-bind=cores"],
+        &[
+            "loggp", "--sizes", "1K-8K:1K", "--reps", "3", "--warmup", "1", "--json",
+        ],
+    );
+    let out = run(conf, &name, cmd, LIMIT);
+    let doc = json_of(&out);
+    assert_eq!(
+        (doc["client"].as_u64(), doc["server"].as_u64()),
+        (Some(0), Some(1))
+    );
+    let sizes: Vec<u64> = doc["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["size"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sizes, (1..=8).map(|k| k * 1024).collect::<Vec<_>>());
+    let ranges = doc["ranges"].as_array().unwrap();
+    // The fit's values are timing (3 repetitions on a shared host); its coverage is not.
+    assert_eq!(ranges.first().map(|r| &r["from"]), Some(&Value::from(1024)));
+    assert_eq!(ranges.last().map(|r| &r["to"]), Some(&Value::from(8192)));
+    for r in ranges {
+        for field in ["L_us", "g_us", "G_us_per_byte", "os_us", "or_us"] {
+            assert!(
+                r[field].as_f64().is_some_and(f64::is_finite),
+                "{field}: {r}"
+            );
+        }
+    }
+    assert_eq!(doc["meta"]["launcher"], "srun (Slurm)");
+    let stderr = stderr_of(&out);
+    assert!(!stderr.contains("share core"), "{stderr}");
+}
+
+#[test]
+fn issue_20_srun_sync_with_4_overcommitted_tasks_finds_the_injected_offsets() {
+    let Some(conf) = cluster("sync") else { return };
+    let name = job_name("sync");
+    let mut cmd = srun(
+        conf,
+        &name,
+        &["-n", "4", "--overcommit"],
+        &[
+            "sync",
+            "--fitpoints",
+            "50",
+            "--exchanges",
+            "5",
+            "--check-after",
+            "0s",
+            "--json",
+        ],
+    );
+    // Known truth: offsets of tens of milliseconds (see tests/sync.rs for why 5 ms
+    // tells a right estimate from a wrong one on a loaded host).
+    cmd.env(
+        "NGAUGE_TEST_CLOCK_SKEW",
+        "1:+30ms:+40ppm,2:-50ms:-25ppm,3:+20ms:+10ppm",
+    );
+    let out = run(conf, &name, cmd, LIMIT);
+    let doc = json_of(&out);
+    assert_eq!(doc["np"], 4);
+    assert_eq!(doc["meta"]["launcher"], "srun (Slurm)");
+    let ranks = doc["ranks"].as_array().unwrap();
+    assert_eq!(ranks.len(), 4);
+    for (i, r) in ranks.iter().enumerate() {
+        assert_eq!(r["rank"], i);
+        let (offset, truth) = (
+            r["offset_ns"].as_f64().unwrap(),
+            r["true_offset_ns"].as_f64().unwrap(),
+        );
+        assert!(
+            (offset - truth).abs() < 5e6,
+            "rank {i}: {offset} vs {truth}"
+        );
+    }
+    assert!((ranks[2]["true_offset_ns"].as_f64().unwrap() + 50e6).abs() < 1e6);
+    // Four tasks on two cores: if Slurm pinned them, some share a core, and the
+    // warning says so.
+    let pinning: Vec<Option<u64>> = doc["meta"]["pinning"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(Value::as_u64)
+        .collect();
+    let pinned: Vec<u64> = pinning.iter().flatten().copied().collect();
+    let distinct: BTreeSet<u64> = pinned.iter().copied().collect();
+    let stderr = stderr_of(&out);
+    assert_eq!(
+        distinct.len() < pinned.len(),
+        stderr.contains("share core"),
+        "pinning {pinning:?}: {stderr}"
+    );
+}
+
+/// The step's job id and node, once it runs.
+fn job_of(conf: &str, name: &str) -> Option<(String, String)> {
+    let out = Command::new("squeue")
+        .env("SLURM_CONF", conf)
+        .args(["-h", "-t", "R", "-n", name, "-o", "%A %N"])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut fields = text.split_whitespace();
+    Some((fields.next()?.to_string(), fields.next()?.to_string()))
+}
+
+/// The pids of task `task` of job `job`'s steps on `node` (`scontrol listpids`).
+fn task_pids(conf: &str, job: &str, node: &str, task: usize) -> Vec<i32> {
+    let out = Command::new("scontrol")
+        .env("SLURM_CONF", conf)
+        .args(["listpids", job, node])
+        .output()
+        .expect("scontrol");
+    // PID JOBID STEPID LOCALID GLOBALID
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.get(4)?.parse::<usize>().ok()? == task).then(|| f[0].parse().ok())?
+        })
+        .collect()
+}
+
+#[test]
+fn issue_20_a_task_killed_with_sigkill_is_named_by_the_others_within_the_timeout() {
+    let Some(conf) = cluster("kill") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let jsonl = dir.path().join("points.jsonl");
+    let name = job_name("kill");
+    const TIMEOUT_S: u64 = 5;
+    // A sweep far longer than the test: it is still measuring when task 1 dies.
+    let mut cmd = srun(
+        conf,
+        &name,
+        &["-n", "3", "--overcommit", "--label"],
+        &[
+            "pingpong",
+            "--sizes",
+            "1-1M",
+            "--reps",
+            "20000",
+            "--timeout",
+            &TIMEOUT_S.to_string(),
+            "-o",
+            jsonl.to_str().unwrap(),
+        ],
+    );
+    let child = cmd.spawn().expect("srun");
+    let began = Instant::now();
+    // Measuring: rank 0 has written its first point.
+    while std::fs::metadata(&jsonl).map_or(true, |m| m.len() == 0) {
+        if began.elapsed() > LIMIT {
+            scancel(conf, &name);
+            panic!("no point measured within {LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (job, node) = job_of(conf, &name).expect("the job runs");
+    let pids = task_pids(conf, &job, &node, 1);
+    assert_eq!(pids.len(), 1, "task 1 of job {job}: {pids:?}");
+    let pid = rustix::process::Pid::from_raw(pids[0]).unwrap();
+    let killed = Instant::now();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    let limit = Duration::from_secs(TIMEOUT_S + 10);
+    let out = support::output_within(child, limit).unwrap_or_else(|out| {
+        scancel(conf, &name);
+        panic!(
+            "srun still running {limit:?} after the kill: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let ended_after = killed.elapsed();
+    let stderr = stderr_of(&out);
+    assert!(!out.status.success(), "{stderr}");
+    // srun labels each line with its task: both survivors name the dead one.
+    for task in [0, 2] {
+        let line = stderr
+            .lines()
+            .find(|l| l.starts_with(&format!("{task}: ngauge: error:")))
+            .unwrap_or_else(|| panic!("task {task} said nothing: {stderr}"));
+        assert!(line.contains("rank 1"), "task {task}: {line}");
+    }
+    assert!(stderr.contains("task 1: Killed"), "{stderr}");
+    assert!(
+        ended_after < Duration::from_secs(TIMEOUT_S + 5),
+        "the step ended {ended_after:?} after the kill (timeout {TIMEOUT_S} s)"
+    );
+    eprintln!("step ended {ended_after:?} after the kill");
+}
