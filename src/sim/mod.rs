@@ -55,6 +55,8 @@
 pub mod collective;
 pub mod engine;
 pub mod net;
+pub mod params;
+pub mod spec;
 pub mod time;
 pub mod transport;
 pub mod world;
