@@ -705,6 +705,12 @@ pub struct SimulateArgs {
     #[arg(long)]
     pub per_rank: bool,
 
+    /// Also simulate N calls back to back, with the same root and with the root
+    /// rotating, and print the per-call time a loop benchmark would report and
+    /// its error against one call (LogGP paper, sec. 4.2).
+    #[arg(long = "loop", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub loop_calls: Option<u32>,
+
     /// Draw the first algorithm at the first size as an SVG timeline (ranks as rows,
     /// o, g and L as bars; at most 64 ranks).
     #[arg(long, value_name = "FILE.svg")]

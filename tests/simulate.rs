@@ -388,3 +388,28 @@ fn bad_input_is_one_line_and_status_2() {
         "--np 5000: at most 4096 ranks can be started",
     );
 }
+
+#[test]
+fn a_loop_of_calls_underestimates_a_pipelined_broadcast() {
+    let doc = simulate(
+        &[
+            &[
+                "--op", "bcast", "--algo", "chain", "--np", "8", "--sizes", "1", "--loop", "20",
+            ][..],
+            &FLAGS,
+        ]
+        .concat(),
+    );
+    let row = &doc["results"][0];
+    let single = us(&row["predicted_us"]);
+    // One call: 7 hops of o + L + o down the chain.
+    assert!(close(single, 7.0 * 7.0), "{row}");
+    // Back to back, call i + 1 enters the chain while call i is still in it: the
+    // per-call time tends to the root's gap, far below one call (sec. 4.2).
+    let looped = us(&row["looped_us"]);
+    assert!(looped < single / 2.0, "{row}");
+    assert!(
+        us(&row["rotated_us"]) > looped,
+        "rotating the root mitigates: {row}"
+    );
+}

@@ -67,6 +67,7 @@ fn spec(global: &GlobalArgs, args: &SimulateArgs) -> anyhow::Result<SimulateSpec
         network: network(args)?,
         receive_gap: !args.no_receive_gap,
         per_rank: args.per_rank || (single && np <= PER_RANK_DEFAULT_NP),
+        loop_calls: args.loop_calls,
     })
 }
 

@@ -183,8 +183,23 @@ pub fn render(doc: &SimulateDoc) -> String {
         "slowest rank",
         "place",
     ]);
+    let looped = doc.results.iter().any(|r| r.looped_us.is_some());
+    if looped {
+        t = Table::new([
+            "size [B]",
+            "algo",
+            "segment [B]",
+            "predicted [us]",
+            "slowest rank",
+            "place",
+            "loop [us]",
+            "loop error",
+            "rotate [us]",
+            "rotate error",
+        ]);
+    }
     for r in &doc.results {
-        t.row([
+        let mut row = vec![
             r.size.to_string(),
             r.algo.clone(),
             if r.segment == 0 {
@@ -195,7 +210,21 @@ pub fn render(doc: &SimulateDoc) -> String {
             format!("{:.3}", r.predicted_us),
             r.slowest_rank.to_string(),
             r.place.to_string(),
-        ]);
+        ];
+        if looped {
+            let error = |t: Option<f64>| {
+                t.map_or(("-".into(), "-".into()), |t| {
+                    (
+                        format!("{t:.3}"),
+                        format!("{:+.1}%", (t / r.predicted_us - 1.0) * 100.0),
+                    )
+                })
+            };
+            let (l, le) = error(r.looped_us);
+            let (ro, re) = error(r.rotated_us);
+            row.extend([l, le, ro, re]);
+        }
+        t.row(row);
     }
     out += &t.render();
     let candidates = doc.results.len() / doc.best.len().max(1);

@@ -87,6 +87,11 @@ pub struct SimulateSpec {
     /// Report every rank's completion time.
     #[serde(default)]
     pub per_rank: bool,
+    /// Also simulate this many calls back to back, with the same root and with the
+    /// root rotating, and report the per-call time a loop benchmark would (the
+    /// loop-scheme error of the LogGP paper, sec. 4.2).
+    #[serde(default)]
+    pub loop_calls: Option<u32>,
 }
 
 fn yes() -> bool {
@@ -217,6 +222,13 @@ pub struct Prediction {
     /// Place among the candidates of this size by predicted time, from 1 (ties
     /// share a place).
     pub place: usize,
+    /// With `loop_calls`: the slowest rank's completion of the last of that many
+    /// back-to-back calls over their number, us (what a loop benchmark reports).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub looped_us: Option<f64>,
+    /// The same with the root rotating (change-root), us.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rotated_us: Option<f64>,
     /// Events the engine handled.
     pub events: u64,
     /// Messages sent.
@@ -323,8 +335,14 @@ fn one(spec: &SimulateSpec, c: &CollSpec, net: &Network) -> Result<Prediction, S
     };
     let t0 = std::time::Instant::now();
     let out = collective::run(c, net, options)?;
+    let schemes = match spec.loop_calls {
+        Some(n) => Some(collective::schemes(c, net, n)?),
+        None => None,
+    };
     let elapsed_s = t0.elapsed().as_secs_f64();
     Ok(Prediction {
+        looped_us: schemes.map(|s| s.looped.as_us()),
+        rotated_us: schemes.map(|s| s.rotated.as_us()),
         op: c.algorithm.collective().name().into(),
         algo: c.algorithm.to_string(),
         segment: c.segment_bytes as u64,
@@ -385,6 +403,7 @@ mod tests {
             }),
             receive_gap: true,
             per_rank: true,
+            loop_calls: None,
         }
     }
 
