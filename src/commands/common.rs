@@ -19,6 +19,9 @@ impl std::fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
+/// Most ranks `--np` may start (a simulation may have more).
+pub const MAX_LAUNCH_NP: u32 = 4096;
+
 /// The launcher options in the global flags.
 pub fn launch_options(global: &GlobalArgs) -> LaunchOptions {
     LaunchOptions {
@@ -111,6 +114,13 @@ pub fn with_world(
     global: &GlobalArgs,
     body: impl FnOnce(&mut World) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
+    if global.np > MAX_LAUNCH_NP {
+        return Err(UsageError(format!(
+            "--np {}: at most {MAX_LAUNCH_NP} ranks can be started (only `simulate` takes more)",
+            global.np
+        ))
+        .into());
+    }
     check_clock_env(global)?;
     let started =
         ngauge::job::start(&job_spec(global), &launch_options(global)).map_err(job_error)?;
