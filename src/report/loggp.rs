@@ -65,6 +65,9 @@ pub struct PointRecord {
     pub gap_us: f64,
     /// The delay `d` used, us.
     pub d_us: f64,
+    /// Median delay actually spent after each send of `PRTT(n,d,s)` (`d` plus a
+    /// timer read and the spin's overshoot), us: what eq. (4) subtracts.
+    pub d_spent_us: f64,
     /// Weight of this point in its range's robust fit, `(0, 1]`.
     pub fit_weight: f64,
     /// How often the size was measured, over all passes (more than `passes` when
@@ -205,6 +208,7 @@ pub fn pair_doc(pa: &PairAnalysis, low_weight: f64, extra: &[LoggpWarning]) -> P
             send_late_us: p.send_late_us.median,
             gap_us: a.gap_us[i],
             d_us: p.d_us,
+            d_spent_us: p.d_spent_us.median,
             fit_weight: a.weights[i],
             attempts: p.attempts,
             passes: p.passes,
@@ -548,6 +552,7 @@ pub(crate) mod fixtures {
                     prtt_n_d_us: summary(p1 + 9.0 * (1.5 + p1)),
                     or_us: summary(or),
                     send_late_us: summary(1.5),
+                    d_spent_us: summary(p1),
                     attempts: 1,
                     timed_reps: 3,
                     disturbed_reps: 0,

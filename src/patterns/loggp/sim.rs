@@ -24,8 +24,14 @@ pub use crate::sim::{LogGp, Network};
 /// The true time every rank starts at, ps (an hour, like a TSC after some uptime).
 const START_PS: u64 = 3_600_000_000_000_000;
 
-/// Two virtual ranks on `net`; move each into its own thread.
+/// Two virtual ranks on `net` whose clock reads are free; move each into its own
+/// thread.
 pub fn world(net: &Network) -> Vec<SimRank> {
+    world_with_read_cost(net, Ps(0))
+}
+
+/// The same with clock reads that cost `read_cost` each (as RDTSCP costs 20-30 ns).
+pub fn world_with_read_cost(net: &Network, read_cost: Ps) -> Vec<SimRank> {
     let clock = |rank: u64| RankClock {
         map: TickMap {
             offset: 1_000_000_007 * (rank + 1),
@@ -38,7 +44,7 @@ pub fn world(net: &Network) -> Vec<SimRank> {
         network: net.clone(),
         clocks: vec![clock(0), clock(1)],
         start: Ps(START_PS),
-        read_cost: Ps(0),
+        read_cost,
         quantum: Quantum::PS,
         control_latency: None,
     })
@@ -106,7 +112,11 @@ mod tests {
     }
 
     fn sweep(net: &Network, params: &Params) -> PairResult {
-        let handles: Vec<_> = world(net)
+        sweep_in(world(net), params)
+    }
+
+    fn sweep_in(ranks: Vec<SimRank>, params: &Params) -> PairResult {
+        let handles: Vec<_> = ranks
             .into_iter()
             .map(|mut r| {
                 let params = params.clone();
@@ -223,6 +233,8 @@ mod tests {
             close(&what(name), summary.median, us(want));
         }
         close(&what("d"), point.d_us, us(d));
+        // Free reads: a spin ends exactly at its deadline.
+        close(&what("spent delay"), point.d_spent_us.median, us(d));
         assert_eq!((point.attempts, point.disturbed_reps), (1, 0));
     }
 
@@ -401,6 +413,39 @@ mod tests {
                 crate::model::loggp::ModelWarning::GapBound { sizes: near },
             ]
         );
+    }
+
+    /// Issue 13: with clock reads that cost time, a spin of `d` after a send takes
+    /// a read to start and ends at the first read past its deadline, so eq. (4) with
+    /// `d` gave `o_s` plus a read and the overshoot. Subtracting the delay actually
+    /// spent gives `o_s` exactly. 20 ns reads (RDTSCP's cost here) against a `d`
+    /// that is no multiple of them: rank 0 counts a tick per ps, so the overshoot is
+    /// up to 20 ns.
+    #[test]
+    fn o_s_is_exact_when_clock_reads_cost_time() {
+        let read = Ps(20_000);
+        let net = Network::uniform(EAGER);
+        let params = params(vec![1, 1000, 7777, 16384, 40000]);
+        let result = sweep_in(world_with_read_cost(&net, read), &params);
+        for point in &result.points {
+            // Each timed interval ends with a read, so every PRTT holds one read.
+            let rtt = prtt1(&EAGER, point.size) + read.0;
+            close("PRTT(1,0,s)", point.prtt_1_0_us.median, us(rtt));
+            close("d", point.d_us, us(rtt));
+            // A spin: the read that starts it, then reads until one is past `d`.
+            let spin = rtt.div_ceil(read.0) * read.0;
+            close("spent delay", point.d_spent_us.median, us(read.0 + spin));
+            assert!(point.d_spent_us.median > point.d_us, "{point:?}");
+        }
+        let opts = AssessOptions {
+            n: params.n,
+            ..AssessOptions::default()
+        };
+        let a = assess(&samples(&result.points), &opts).unwrap();
+        for (point, os) in result.points.iter().zip(&a.os_us) {
+            close(&format!("o_s at {} B", point.size), *os, us(EAGER.os_ps));
+        }
+        close("o_s of the range", a.ranges[0].os_us, us(EAGER.os_ps));
     }
 
     #[test]
