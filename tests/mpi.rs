@@ -276,7 +276,14 @@ mod with_mpi {
             let ranges = t["ranges"].as_array().expect("ranges");
             assert!(!ranges.is_empty(), "{t}");
             for r in ranges {
-                for key in ["L_us", "os_us", "or_us", "g_us", "G_us_per_byte"] {
+                for key in [
+                    "half_rtt_1b_us",
+                    "wire_latency_us",
+                    "os_us",
+                    "or_us",
+                    "g_us",
+                    "G_us_per_byte",
+                ] {
                     assert!(r[key].as_f64().is_some_and(f64::is_finite), "{key} in {r}");
                 }
             }
@@ -286,7 +293,14 @@ mod with_mpi {
         let segments = cmp["segments"].as_array().expect("segments");
         assert!(!segments.is_empty(), "{cmp}");
         for s in segments {
-            for key in ["L_us", "os_us", "or_us", "g_us", "G_us_per_byte"] {
+            for key in [
+                "half_rtt_1b_us",
+                "wire_latency_us",
+                "os_us",
+                "or_us",
+                "g_us",
+                "G_us_per_byte",
+            ] {
                 let finite = |v: &serde_json::Value| v.as_f64().is_some_and(f64::is_finite);
                 assert!(finite(&s[key]["value"]["mpi"]), "{key} in {s}");
                 assert!(finite(&s[key]["value"]["tcp"]), "{key} in {s}");

@@ -298,7 +298,14 @@ fn issue_20_srun_loggp_fits_a_small_sweep() {
     assert_eq!(ranges.first().map(|r| &r["from"]), Some(&Value::from(1024)));
     assert_eq!(ranges.last().map(|r| &r["to"]), Some(&Value::from(8192)));
     for r in ranges {
-        for field in ["L_us", "g_us", "G_us_per_byte", "os_us", "or_us"] {
+        for field in [
+            "half_rtt_1b_us",
+            "wire_latency_us",
+            "g_us",
+            "G_us_per_byte",
+            "os_us",
+            "or_us",
+        ] {
             assert!(
                 r[field].as_f64().is_some_and(f64::is_finite),
                 "{field}: {r}"

@@ -55,7 +55,9 @@ mod tests {
     use super::super::{run, DelayChoice, PairResult, PairsMode, Params, Point};
     use super::*;
     use crate::clock::Clock;
-    use crate::model::loggp::{assess, AssessOptions, Detector, RangeParams, Sample};
+    use crate::model::loggp::{
+        assess, AssessOptions, Detector, ModelWarning, RangeParams, Sample, Suspect,
+    };
     use crate::model::segment::SegmentOptions;
 
     const fn ns(v: u64) -> u64 {
@@ -238,12 +240,21 @@ mod tests {
         assert_eq!((point.attempts, point.disturbed_reps), (1, 0));
     }
 
-    /// The range's parameters as the paper reports them: `L = PRTT(1,0,1)/2`
-    /// (sec. 2.5), which is `L + o_s + o_r` of the model (for a later range, the
-    /// same extrapolated to 1 byte); `o_s` from eq. (4); `g`, `G` from eq. (5).
+    /// The range's parameters as the paper reports them: `PRTT(1,0,1)/2`
+    /// (its `L`, sec. 2.5), which is `L + o_s + o_r` of the model (for a later
+    /// range, the same extrapolated to 1 byte); `o_s` from eq. (4); `g`, `G` from
+    /// eq. (5). And the model's own `L`, the wire latency, where the overheads
+    /// leave room for it (an eager protocol); a rendezvous range's overheads hold
+    /// its handshake, so its `L` is 0 there, with a warning.
     fn check_range(r: &RangeParams, p: &LogGp) {
         let at = |name: &str| format!("{name} of {}..{}", r.from, r.to);
-        close(&at("L"), r.l_us, us(prtt1(p, 1)) / 2.0);
+        close(
+            &at("PRTT(1,0,1)/2"),
+            r.half_rtt_1b_us,
+            us(prtt1(p, 1)) / 2.0,
+        );
+        let wire = if p.rendezvous { 0 } else { p.l_ps };
+        close(&at("L"), r.wire_latency_us, us(wire));
         close(&at("o_s"), r.os_us, us(send_call(p)));
         close(&at("o_s(1)"), r.os_line.at_1_us, us(send_call(p)));
         close(&at("o_s slope"), r.os_line.per_byte_us, 0.0);
@@ -330,7 +341,21 @@ mod tests {
             let a = assess(&samples(&result.points), &opts).unwrap();
             assert_eq!(a.changes, vec![SWITCH], "{}", detector.name());
             assert!(a.changes_shown_by[0].contains(&"send_late"));
-            assert!(a.warnings.is_empty(), "{:?}", a.warnings);
+            // Timed under rendezvous, o_r holds the handshake and the transfer
+            // (`timed_or`), more than half a round trip: the parameters contradict
+            // eq. (1) there, and o_r is what does not fit.
+            assert!(
+                matches!(
+                    &a.warnings[..],
+                    [ModelWarning::OverheadsExceedHalfRtt {
+                        from: SWITCH,
+                        suspect: Suspect::Or,
+                        ..
+                    }]
+                ),
+                "{:?}",
+                a.warnings
+            );
             let [eager, rendezvous] = &a.ranges[..] else {
                 panic!("{:?}", a.ranges)
             };
@@ -412,6 +437,48 @@ mod tests {
                 crate::model::loggp::ModelWarning::DelayTooShort { sizes: bound },
                 crate::model::loggp::ModelWarning::GapBound { sizes: near },
             ]
+        );
+    }
+
+    /// Issue 13: a sender whose CPU time per message exceeds the interface's gap
+    /// at every size (`o_s > g + (s-1)G`, a sender that polls or copies, the paper's
+    /// SCI) spaces back-to-back messages itself, so eq. (5) measures `o_s` and the
+    /// fit's `g` is `o_s`, `G` zero. It is warned about, for the whole range; the
+    /// eager world above (`o_s < g`) is not.
+    #[test]
+    fn a_cpu_bound_sender_is_warned_about() {
+        let busy = LogGp {
+            l_ps: ns(5000),
+            os_ps: ns(8000),
+            or_ps: ns(2000),
+            g_ps: ns(3000),
+            big_g_ps: 50,
+            rendezvous: false,
+        };
+        assert!(busy.busy_ps(65536) < busy.os_ps);
+        let net = Network::uniform(busy);
+        let params = params(sizes());
+        let result = sweep(&net, &params);
+        let opts = AssessOptions {
+            n: params.n,
+            ..AssessOptions::default()
+        };
+        let a = assess(&samples(&result.points), &opts).unwrap();
+        for gap in &a.gap_us {
+            close("gap", *gap, us(busy.os_ps));
+        }
+        let r = &a.ranges[0];
+        close("g", r.g_us, us(busy.os_ps));
+        close("G", r.big_g_us_per_byte, 0.0);
+        close("o_s", r.os_us, us(busy.os_ps));
+        close("L", r.wire_latency_us, us(busy.l_ps));
+        assert_eq!(
+            a.warnings,
+            vec![ModelWarning::CpuBoundSender {
+                from: 1,
+                to: 65536,
+                sizes: params.sizes.clone(),
+            }]
         );
     }
 
