@@ -155,13 +155,13 @@ mod tests {
         let quiet = env(&[("CI", "false")]);
         let required = env(&[("NGAUGE_REQUIRE_VM", "1")]);
         let vm = Lack::InstalledOrRequired("NGAUGE_REQUIRE_VM");
-        assert!(skip_is_failure(Lack::Installed, &ci));
-        assert!(!skip_is_failure(Lack::Installed, &quiet));
-        assert!(!skip_is_failure(Lack::Host, &ci));
-        assert!(skip_is_failure(vm, &ci));
-        assert!(skip_is_failure(vm, &required));
-        assert!(!skip_is_failure(vm, &quiet));
-        assert!(!skip_is_failure(Lack::Installed, &required));
+        assert!(skip_is_failure(Lack::Installed, ci));
+        assert!(!skip_is_failure(Lack::Installed, quiet));
+        assert!(!skip_is_failure(Lack::Host, ci));
+        assert!(skip_is_failure(vm, ci));
+        assert!(skip_is_failure(vm, required));
+        assert!(!skip_is_failure(vm, quiet));
+        assert!(!skip_is_failure(Lack::Installed, required));
         assert_eq!(skip_line("t", "no tc"), "t: SKIPPED (no tc)");
     }
 
