@@ -13,7 +13,8 @@
 //!
 //! The pairwise estimators they build on are in [`pairwise`]; the model in [`model`];
 //! the window-based start that uses the result in [`window`]; the injected test clock
-//! in [`skew`]; a deterministic virtual-time world for tests in [`sim`].
+//! in [`skew`]; the spin-then-sleep receives for more ranks than cores in [`spin`]; a
+//! deterministic virtual-time world for tests in [`sim`].
 //!
 //! # Design decisions
 //!
@@ -42,6 +43,7 @@ pub mod model;
 pub mod pairwise;
 pub mod sim;
 pub mod skew;
+pub mod spin;
 pub mod window;
 
 pub use model::{ClockModel, GlobalClock};
