@@ -5,5 +5,6 @@
 
 pub mod coll;
 pub mod loggp;
+pub mod noise;
 pub mod order;
 pub mod pingpong;

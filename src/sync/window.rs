@@ -191,9 +191,23 @@ impl Windows {
     /// late if the rank arrived after the window opened or the wait ended more than
     /// [`max_start_lag`] after it (an overslept or preempted wait).
     pub fn wait<C: Clock + ?Sized>(&mut self, clock: &C, mode: WaitMode) -> Slot {
+        self.wait_delayed(clock, mode, 0)
+    }
+
+    /// [`Windows::wait`] for a rank that is to enter `delay_ticks` (global ticks)
+    /// after the window opens: a late arrival injected through the start time
+    /// (Niethammer et al., sec. III-D: "shifting the internal start time point by
+    /// the desired delay time", so the delay is as exact as the synchronization).
+    /// The slot opens at the delayed instant; lateness is judged against it.
+    pub fn wait_delayed<C: Clock + ?Sized>(
+        &mut self,
+        clock: &C,
+        mode: WaitMode,
+        delay_ticks: u64,
+    ) -> Slot {
         let index = self.next;
         self.next += 1;
-        let opens = self.model.local(self.opens_global(index));
+        let opens = self.model.local(self.opens_global(index).plus(delay_ticks));
         let arrived = clock.now();
         let mut late = arrived > opens;
         let started = if late {
