@@ -4,6 +4,7 @@
 //! region.
 
 pub mod coll;
+pub mod late;
 pub mod loggp;
 pub mod noise;
 pub mod order;
