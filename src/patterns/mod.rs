@@ -6,6 +6,7 @@
 pub mod coll;
 pub mod late;
 pub mod loggp;
+pub mod nbc;
 pub mod noise;
 pub mod order;
 pub mod pingpong;
