@@ -4,9 +4,11 @@
 //! `Exporter::serialize`); measuring and statistics live elsewhere.
 
 pub mod jsonl;
+pub mod late;
 pub mod loggp;
 pub mod loggp_compare;
 pub mod meta;
+pub mod noise;
 pub mod progress;
 pub mod table;
 
