@@ -87,7 +87,7 @@ pub struct DurationError {
 }
 
 /// Ticks per second of a timer.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct TickRate {
     /// Ticks per second.
     pub hz: f64,
