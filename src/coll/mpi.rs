@@ -203,4 +203,7 @@ impl CollOp for MpiColl<'_> {
         }
         Ok(())
     }
+    fn release(self: Box<Self>) -> Result<(), CollError> {
+        self.free()
+    }
 }

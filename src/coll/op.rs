@@ -45,6 +45,8 @@ pub trait CollOp {
     fn verify(&mut self) -> Result<(), CollError> {
         Ok(())
     }
+    /// Releases the buffers on the transport.
+    fn release(self: Box<Self>) -> Result<(), CollError>;
 }
 
 /// Our schedule of a [`CollSpec`] over any transport, run by the [`Executor`]
@@ -124,5 +126,8 @@ impl CollOp for Scheduled<'_> {
         let rank = self.t.rank();
         check::verify(&self.spec, rank, self.t, self.executor.buffers())?;
         Ok(())
+    }
+    fn release(self: Box<Self>) -> Result<(), CollError> {
+        self.free()
     }
 }

@@ -116,25 +116,17 @@ impl FromStr for DelayedRanks {
     }
 }
 
-/// How a call is made.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CallMode {
-    /// The blocking call.
-    Blocking,
-    /// Start, then wait at once (the paper's nonblocking variant).
-    Nonblocking,
+crate::names::named_enum! {
+    /// How a call is made.
+    pub enum CallMode("call mode") {
+        /// The blocking call.
+        Blocking = "blocking",
+        /// Start, then wait at once (the paper's nonblocking variant).
+        Nonblocking = "nonblocking",
+    }
 }
 
 impl CallMode {
-    /// `blocking` or `nonblocking`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CallMode::Blocking => "blocking",
-            CallMode::Nonblocking => "nonblocking",
-        }
-    }
-
     /// Makes one call of `op` this way.
     pub fn call(
         self,

@@ -56,23 +56,13 @@ pub fn overlap_pct(t_pure: f64, t_cpu: f64, t_ovrl: f64) -> f64 {
     100.0 * ((t_pure + t_cpu - t_ovrl) / shorter).clamp(0.0, 1.0)
 }
 
-/// How the computation between start and wait is measured out.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Compute {
-    /// Until `t_b` has passed on the clock.
-    Time,
-    /// A workload calibrated to take `t_b`.
-    Work,
-}
-
-impl Compute {
-    /// `time` or `work`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Compute::Time => "time",
-            Compute::Work => "work",
-        }
+crate::names::named_enum! {
+    /// How the computation between start and wait is measured out.
+    pub enum Compute("compute scheme") {
+        /// Until `t_b` has passed on the clock.
+        Time = "time",
+        /// A workload calibrated to take `t_b`.
+        Work = "work",
     }
 }
 

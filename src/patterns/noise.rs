@@ -201,7 +201,7 @@ impl<C: Clock + ?Sized> Interrupts for Injector<'_, C> {
 // Selfish detour
 
 /// Parameters of the selfish-detour loop.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SelfishSpec {
     /// How long to measure, ns.
     pub duration_ns: f64,
@@ -421,7 +421,7 @@ pub fn measure<C: Clock + ?Sized, I: Interrupts + ?Sized>(
 }
 
 /// A bin of the detour-length histogram: `[from_ns, to_ns)`.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Bin {
     /// Lower bound, ns (inclusive).
     pub from_ns: f64,
