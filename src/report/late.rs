@@ -1,6 +1,248 @@
 //! `ngauge late`: the delay overlap benefit per size and delay, as a table, a
 //! document and a plot of `b` over the delay.
 
+use super::table::Table;
+use super::warning::Warned;
+use super::Meta;
+use crate::job::{JobWarning, TransportName};
+use crate::launch::binding::BindingWarning;
+use crate::patterns::late::{CallMode, LateTimes};
+use ngauge_transport::WaitMode;
+use serde::Serialize;
+
+/// One measurement point: a size, a call mode and a delay, against the undelayed
+/// calls of the same run.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct LateRow {
+    /// Bytes per rank.
+    pub size: usize,
+    /// Blocking, or nonblocking followed by a wait.
+    pub mode: CallMode,
+    /// The delay `d` of the late ranks, us.
+    pub delay_us: f64,
+    /// The ranks that entered late.
+    pub delayed_ranks: Vec<usize>,
+    /// `t_0`: the fastest undelayed call, global time (max end - min start), us.
+    pub t0_us: Option<f64>,
+    /// `t_d`: the fastest delayed call, us.
+    pub td_us: Option<f64>,
+    /// `b = (t0 + d - td) / td` from the minima (Niethammer et al., eq. 5).
+    pub benefit: Option<f64>,
+    /// The median undelayed call, us.
+    pub t0_median_us: Option<f64>,
+    /// The median delayed call, us.
+    pub td_median_us: Option<f64>,
+    /// `b` from the medians.
+    pub benefit_median: Option<f64>,
+    /// Valid delayed calls.
+    pub valid: usize,
+    /// Delayed calls that started late or overran their window.
+    pub invalid: usize,
+}
+
+/// The rows of one size and mode.
+pub fn rows(size: usize, mode: CallMode, times: &LateTimes) -> Vec<LateRow> {
+    let us = |ns: Option<f64>| ns.map(|v| v / 1e3);
+    times
+        .points
+        .iter()
+        .zip(times.benefits())
+        .map(|(p, b)| LateRow {
+            size,
+            mode,
+            delay_us: p.delay_ns / 1e3,
+            delayed_ranks: times.delayed.clone(),
+            t0_us: us(times.baseline.min_ns()),
+            td_us: us(p.min_ns()),
+            benefit: b.map(|b| b.benefit_min),
+            t0_median_us: us(times.baseline.median_ns()),
+            td_median_us: us(p.median_ns()),
+            benefit_median: b.map(|b| b.benefit_median),
+            valid: p.valid,
+            invalid: p.invalid,
+        })
+        .collect()
+}
+
+/// Noise injected on one rank while it measured.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Injected {
+    /// The rank.
+    pub rank: usize,
+    /// Time between the starts of two detours, us.
+    pub period_us: f64,
+    /// Length of each detour, us.
+    pub duration_us: f64,
+}
+
+/// What `late` finds worth a warning.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum LateWarning {
+    /// Fewer valid calls than asked for (calls started late or overran their window
+    /// in every round).
+    FewValidCalls {
+        /// The size.
+        size: usize,
+        /// The call mode.
+        mode: CallMode,
+        /// The delay, us (0: the undelayed calls).
+        delay_us: f64,
+        /// Valid calls.
+        valid: usize,
+        /// Asked for.
+        wanted: usize,
+    },
+    /// A job setup warning.
+    #[serde(untagged)]
+    Job(JobWarning),
+    /// Measured ranks share a core, or some are pinned and some not.
+    #[serde(untagged)]
+    Binding(BindingWarning),
+}
+
+impl std::fmt::Display for LateWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LateWarning::FewValidCalls {
+                size,
+                mode,
+                delay_us,
+                valid,
+                wanted,
+            } => write!(
+                f,
+                "size {size} B, {mode}, delay {delay_us} us: only {valid} of {wanted} calls \
+                 were valid (the others started late or overran their window)"
+            ),
+            LateWarning::Job(w) => w.fmt(f),
+            LateWarning::Binding(w) => w.fmt(f),
+        }
+    }
+}
+
+/// `ngauge late --json`.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct LateDoc {
+    /// The collective (`allreduce`, ...).
+    pub op: String,
+    /// Its implementation: one of ours (`recursive-doubling`, ...) or `mpi`.
+    pub algo: String,
+    /// What ran (`allreduce/recursive-doubling`, `MPI_Allreduce`).
+    pub implementation: String,
+    /// The data transport.
+    pub transport: TransportName,
+    /// How it waited.
+    pub wait: WaitMode,
+    /// Number of ranks.
+    pub np: usize,
+    /// Noise injected during the measurement, if any.
+    pub inject: Option<Injected>,
+    /// Every size, mode and delay.
+    pub results: Vec<LateRow>,
+    /// What threatens the figures.
+    pub warnings: Vec<Warned<LateWarning>>,
+    /// How the result came about.
+    pub meta: Meta,
+}
+
+/// The warnings one size and mode call for: fewer valid calls than `wanted`,
+/// undelayed (reported as delay 0) or delayed.
+pub fn warnings(size: usize, mode: CallMode, times: &LateTimes, wanted: usize) -> Vec<LateWarning> {
+    std::iter::once(&times.baseline)
+        .chain(times.points.iter().filter(|p| p.delay_ns > 0.0))
+        .filter(|p| p.valid < wanted)
+        .map(|p| LateWarning::FewValidCalls {
+            size,
+            mode,
+            delay_us: p.delay_ns / 1e3,
+            valid: p.valid,
+            wanted,
+        })
+        .collect()
+}
+
+/// The human table.
+pub fn render(doc: &LateDoc) -> String {
+    let mut out = format!(
+        "late arrivals: {} over {} ({}), {} ranks, delayed ranks {}\n\
+         t: global time max(end) - min(start); b = (t0 + d - td) / td (Niethammer et al., \
+         eq. 5), from the minima and from the medians\n",
+        doc.implementation,
+        doc.transport,
+        doc.wait,
+        doc.np,
+        doc.results
+            .first()
+            .map(|r| list(&r.delayed_ranks))
+            .unwrap_or_default(),
+    );
+    if let Some(i) = &doc.inject {
+        out += &format!(
+            "noise injected on rank {}: {} us every {} us\n",
+            i.rank, i.duration_us, i.period_us
+        );
+    }
+    out.push('\n');
+    let mut table = Table::new([
+        "size [B]",
+        "mode",
+        "delay [us]",
+        "t0 min [us]",
+        "td min [us]",
+        "b min",
+        "t0 median [us]",
+        "td median [us]",
+        "b median",
+        "valid",
+    ]);
+    let f = |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
+    for r in &doc.results {
+        table.row([
+            r.size.to_string(),
+            r.mode.to_string(),
+            format!("{}", r.delay_us),
+            f(r.t0_us, 2),
+            f(r.td_us, 2),
+            f(r.benefit, 3),
+            f(r.t0_median_us, 2),
+            f(r.td_median_us, 2),
+            f(r.benefit_median, 3),
+            format!("{}/{}", r.valid, r.valid + r.invalid),
+        ]);
+    }
+    out += &table.render();
+    out
+}
+
+fn list(ranks: &[usize]) -> String {
+    ranks
+        .iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The plot's curves: `b` (from the minima) over the delay, one per size and mode.
+pub fn curves(rows: &[LateRow]) -> Vec<BenefitCurve> {
+    let mut out: Vec<BenefitCurve> = Vec::new();
+    for r in rows {
+        let label = format!("{} B, {}", r.size, r.mode);
+        let point = (r.delay_us, r.benefit.unwrap_or(f64::NAN));
+        match out.iter_mut().find(|c| c.label == label) {
+            Some(c) => c.points.push(point),
+            None => out.push(BenefitCurve {
+                label,
+                points: vec![point],
+            }),
+        }
+    }
+    for c in &mut out {
+        c.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    out
+}
+
 /// One curve of the plot: `b` over the delay for one size.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BenefitCurve {

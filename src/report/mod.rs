@@ -12,6 +12,7 @@ pub mod loggp;
 pub mod loggp_compare;
 pub mod loggp_doc;
 pub mod meta;
+pub mod nbc;
 pub mod noise;
 pub mod pingpong;
 pub mod progress;

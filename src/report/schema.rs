@@ -20,6 +20,9 @@ pub fn documents() -> Vec<(&'static str, Schema)> {
         ),
         ("loggp", schemars::schema_for!(super::loggp_doc::LoggpDoc)),
         ("sync", schemars::schema_for!(super::sync::SyncDoc)),
+        ("late", schemars::schema_for!(super::late::LateDoc)),
+        ("nbc", schemars::schema_for!(super::nbc::NbcDoc)),
+        ("noise", schemars::schema_for!(super::noise::NoiseDoc)),
     ]
 }
 
@@ -79,6 +82,9 @@ mod tests {
             ("pingpong", &["results", "meta"]),
             ("loggp", &["detector", "n", "dg", "meta"]),
             ("sync", &["algo", "np", "duration_us", "ranks", "meta"]),
+            ("late", &["results", "warnings", "meta"]),
+            ("nbc", &["results", "warnings", "meta"]),
+            ("noise", &["cores", "warnings", "meta"]),
         ];
         for (command, schema) in documents() {
             let value = schema.as_value();
