@@ -332,7 +332,12 @@ pub fn measure<C: Clock + ?Sized>(
         }
     }
     let slowest = max_at_root(control, longest)?;
-    let mut window_ticks = window::initial_window(slowest).saturating_add(max_delay);
+    let undelayed = window::initial_window(slowest);
+    let mut window_ticks = undelayed.saturating_add(max_delay);
+    // A start may lag its window by a tenth of the *undelayed* window at most: the
+    // delays are the measured quantity, and a tenth of a window stretched by a
+    // 500 us delay would let a 50 us delay be off by the whole delay.
+    let lag_limit = window::max_start_lag(undelayed);
 
     let n = delays.len();
     let per_round = n * spec.reps;
@@ -341,7 +346,8 @@ pub fn measure<C: Clock + ?Sized>(
     let mut rounds = 0;
     loop {
         rounds += 1;
-        let mut windows = Windows::announce(clock, control, model, window_ticks)?;
+        let mut windows =
+            Windows::announce(clock, control, model, window_ticks)?.with_start_lag_limit(lag_limit);
         window_ticks = windows.window_ticks();
         let mut statuses = Vec::with_capacity(per_round);
         let mut spans: Vec<(Ticks, Ticks)> = Vec::with_capacity(per_round);
