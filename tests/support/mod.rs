@@ -1,6 +1,9 @@
 //! What several integration tests need: waiting for a child process with a time
 //! limit while reading its pipes.
 
+#[cfg(feature = "mpi")]
+pub mod mpi;
+
 use std::io::Read;
 use std::process::{Child, Output};
 use std::sync::{mpsc, Arc, Mutex};
