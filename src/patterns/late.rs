@@ -332,13 +332,13 @@ pub fn measure<C: Clock + ?Sized>(
         }
     }
     let slowest = max_at_root(control, longest)?;
-    let undelayed = window::initial_window(slowest);
-    let mut window_ticks = undelayed.saturating_add(max_delay);
-    // A start may lag its window by a tenth of the *undelayed* window at most: the
-    // delays are the measured quantity, and a tenth of a window stretched by a
-    // 500 us delay would let a 50 us delay be off by the whole delay.
-    let lag_limit = window::max_start_lag(undelayed);
-
+    // A start may lag its window by a tenth of the window (`sync::window`), and the
+    // window holds the largest delay: with 0,50us,500us a start may lag by 50 us and
+    // more. A bound of a tenth of the undelayed window
+    // (`Windows::with_start_lag_limit`) made no call valid with 4 ranks on 2 cores
+    // (blocking waits wake later than that; docs/findings/2026-11-24-late-nbc-noise.md).
+    // Eq. (4) uses the ranks' actual starts, so a lag shows in t, not in d.
+    let mut window_ticks = window::initial_window(slowest).saturating_add(max_delay);
     let n = delays.len();
     let per_round = n * spec.reps;
     let mut runtimes: Vec<Vec<f64>> = vec![Vec::new(); n];
@@ -364,13 +364,13 @@ pub fn measure<C: Clock + ?Sized>(
 
         let mut decision = Vec::new();
         if rank == 0 {
-            let mut round_overran = 0;
+            let mut round_invalid = 0;
             let mut longest_valid = 0.0f64;
             for (j, status) in agreed.iter().enumerate() {
                 let k = j % n;
                 if *status != SlotStatus::Valid {
                     invalid[k] += 1;
-                    round_overran += (*status == SlotStatus::Overran) as usize;
+                    round_invalid += 1;
                     continue;
                 }
                 let start = global.iter().map(|r| r[j].0).min().expect("a rank");
@@ -380,11 +380,7 @@ pub fn measure<C: Clock + ?Sized>(
                 runtimes[k].push(rate.to_nanos(t).0);
                 longest_valid = longest_valid.max(t as f64);
             }
-            // Only calls that overran grow the window (SKaMPI grows it for any invalid
-            // call): a late start is judged against the fixed `lag_limit`, which a
-            // larger window does not loosen, and on a loaded host doubling the window
-            // for them every round made it minutes long.
-            let next = window::adapt_window(window_ticks, round_overran, per_round, longest_valid)
+            let next = window::adapt_window(window_ticks, round_invalid, per_round, longest_valid)
                 .unwrap_or(window_ticks);
             let short = runtimes.iter().any(|r| r.len() < spec.reps);
             let more = short && rounds < spec.max_rounds;
