@@ -346,8 +346,7 @@ pub fn measure<C: Clock + ?Sized>(
     let mut rounds = 0;
     loop {
         rounds += 1;
-        let mut windows =
-            Windows::announce(clock, control, model, window_ticks)?.with_start_lag_limit(lag_limit);
+        let mut windows = Windows::announce(clock, control, model, window_ticks)?;
         window_ticks = windows.window_ticks();
         let mut statuses = Vec::with_capacity(per_round);
         let mut spans: Vec<(Ticks, Ticks)> = Vec::with_capacity(per_round);
