@@ -2,9 +2,14 @@
 
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
+use ngauge::clock::Nanos;
+use ngauge::coll::Collective;
 use ngauge::job::{TransportName, VerbsOp, WaitPolicy};
 use ngauge::model::loggp::DetectorKind;
+use ngauge::patterns::late::{CallMode, DelayedRanks};
 use ngauge::patterns::loggp::{DelayChoice, PairsMode};
+use ngauge::patterns::nbc::Compute;
+use ngauge::patterns::noise::NoiseInjection;
 use ngauge::sync::{Algorithm as SyncAlgorithm, Estimator as SyncEstimator};
 use std::path::PathBuf;
 
@@ -306,6 +311,43 @@ pub enum Command {
     ///
     /// Example: ngauge simulate --op bcast --algo binomial --np 1048576 --sizes 1 --L 5 --o 1 --g 2 --G 0.001
     Simulate(SimulateArgs),
+    /// Late arrivals: how much of a late rank's delay a collective hides.
+    ///
+    /// After the clocks are synchronized (--sync), every rank starts each call at
+    /// the same global time except the --delayed-ranks, which start --delay later
+    /// (Niethammer et al., "Entering time of collectives"). Per call the global
+    /// time is max(end) - min(start); per delay the minimum and the median over
+    /// --reps valid calls; the delay overlap benefit is b = (t0 + d - td) / td
+    /// (eq. 5): 0 when the delay adds to the call, d/td when it is hidden. The
+    /// delays are measured interleaved, call by call. --inject runs the collective
+    /// under a known noise pattern on one rank.
+    ///
+    /// Example: ngauge --np 4 late --op allreduce --delay 0,50us,500us --json
+    Late(LateArgs),
+
+    /// Nonblocking collectives: overhead, overlap and what progress is worth.
+    ///
+    /// NBCBench (Hoefler et al., "Accurately measuring collective operations",
+    /// sec. 4.1): the blocking time t_pure of start + wait; then start, compute
+    /// for that long (time-based, or a calibrated workload: --compute work), with a
+    /// test every --test-every, and wait. Reported in IMB-NBC's columns (t_pure,
+    /// t_ovrl, t_CPU, overlap %) for the rank with the largest t_ovrl, with
+    /// t_init, t_test and t_wait. ngauge's own schedules progress only inside test
+    /// and wait; --algo mpi (with -t mpi) times MPI_Ibcast, MPI_Iallreduce, ...
+    ///
+    /// Example: ngauge nbc --op bcast --sizes 1K-1M --test-every none,10us
+    Nbc(NbcArgs),
+
+    /// System noise per core: the selfish-detour benchmark.
+    ///
+    /// Every rank spins reading the clock on its pinned core for --duration; an
+    /// iteration longer than --threshold times the fastest is a detour (Beckman
+    /// et al.'s selfish detour, Netgauge's noise pattern). Reports per core the
+    /// detours, their count, the CPU fraction lost and a histogram of lengths.
+    /// Run with --np equal to the number of cores to measure every core.
+    ///
+    /// Example: ngauge --np 4 noise --duration 5s --plot noise.svg
+    Noise(NoiseArgs),
 
     /// Self-tests of the launcher, for the integration tests.
     #[command(hide = true, subcommand)]
@@ -473,6 +515,209 @@ fn on_off(value: &str) -> Result<bool, String> {
         "on" => Ok(true),
         "off" => Ok(false),
         other => Err(format!("{other:?} is neither on nor off")),
+    }
+}
+
+/// The collective and how its calls are timed in windows: shared by `late` and
+/// `nbc`, flag names as issue 14 spells them for `coll` (`--op`, `--algo`,
+/// `--segment`, `--root`); see `commands::collective`.
+#[derive(Debug, Args, Clone)]
+pub struct CollArgs {
+    /// The collective: bcast, gather, allreduce, barrier or alltoall.
+    #[arg(long, default_value = "allreduce", value_name = "OP", value_parser = parse_collective)]
+    pub op: Collective,
+
+    /// Its implementation: one of ngauge's schedules, run over any transport with
+    /// progress only inside test and wait (bcast: linear, binomial, chain, binary,
+    /// split-binary, kchain[:K]; gather: linear, binomial; allreduce:
+    /// recursive-doubling, ring; barrier: dissemination; alltoall: pairwise), or
+    /// `mpi` for MPI's own (needs -t mpi). Default: mpi with -t mpi, otherwise
+    /// binomial, recursive-doubling, dissemination or pairwise.
+    #[arg(long, value_name = "NAME")]
+    pub algo: Option<String>,
+
+    /// Segment size of the pipelined broadcasts (0: one segment).
+    #[arg(long, default_value = "0", value_name = "BYTES", value_parser = parse_segment)]
+    pub segment: usize,
+
+    /// The root of bcast and gather.
+    #[arg(long, default_value_t = 0, value_name = "RANK")]
+    pub root: usize,
+
+    /// Valid calls wanted per measurement point.
+    #[arg(long, default_value_t = 100, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub reps: u64,
+
+    /// Untimed calls first (their data checked, the slowest sizing the window).
+    #[arg(long, default_value_t = 10, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub warmup: u64,
+
+    /// Rounds of --reps calls at most: calls that started late or overran their
+    /// window are repeated, in a larger window.
+    #[arg(long, default_value_t = 5, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub max_rounds: u64,
+
+    /// Skip the data check of the warm-up calls.
+    #[arg(long)]
+    pub no_check: bool,
+
+    #[command(flatten)]
+    pub sync: SyncFlags,
+}
+
+/// Options of `ngauge late`.
+#[derive(Debug, Args, Clone)]
+pub struct LateArgs {
+    #[command(flatten)]
+    pub coll: CollArgs,
+
+    /// Bytes per rank: 8-64K (powers of two), 1K-8K:1K (step), 8,1K (list).
+    #[arg(long, default_value = "8", value_name = "SPEC")]
+    pub sizes: String,
+
+    /// The delays d to sweep, comma separated, each with a unit (0 needs none);
+    /// the undelayed calls (t0) are measured in any case.
+    #[arg(long, value_delimiter = ',', default_value = "0,50us,500us", value_name = "DELAYS", value_parser = parse_delay)]
+    pub delay: Vec<Nanos>,
+
+    /// The ranks that enter late: a list (0,3), `last`, or `random` (one rank drawn
+    /// from --seed).
+    #[arg(long, default_value = "0", value_name = "RANKS")]
+    pub delayed_ranks: DelayedRanks,
+
+    /// Seed of `--delayed-ranks random` (default 0).
+    #[arg(long, value_name = "NUM")]
+    pub seed: Option<u64>,
+
+    /// How each call is made: blocking, nonblocking (start, then wait at once), or
+    /// both, comma separated.
+    #[arg(long, value_delimiter = ',', value_parser = names(&[
+        (CallMode::Blocking, "the blocking call"),
+        (CallMode::Nonblocking, "start, then wait at once"),
+    ]), default_value = "blocking", value_name = "MODE")]
+    pub mode: Vec<CallMode>,
+
+    /// Run under injected noise: --inject-rank loses its CPU for DURATION at the
+    /// start of every PERIOD (e.g. 1ms:50us), inside ngauge's schedules (not
+    /// --algo mpi).
+    #[arg(long, value_name = "PERIOD:DURATION")]
+    pub inject: Option<NoiseInjection>,
+
+    /// The rank --inject disturbs.
+    #[arg(long, default_value_t = 0, value_name = "RANK")]
+    pub inject_rank: usize,
+
+    /// Draw b over the delay, one curve per size and mode, to FILE (SVG).
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+}
+
+/// Options of `ngauge nbc`.
+#[derive(Debug, Args, Clone)]
+pub struct NbcArgs {
+    #[command(flatten)]
+    pub coll: CollArgs,
+
+    /// Bytes per rank: 8-64K (powers of two), 1K-8K:1K (step), 8,1K (list).
+    #[arg(long, default_value = "8-64K", value_name = "SPEC")]
+    pub sizes: String,
+
+    /// How the computation is measured out: time (until t_pure has passed,
+    /// progress calls included), work (a workload calibrated to take t_pure,
+    /// whatever it then costs), or both, comma separated.
+    #[arg(long, value_delimiter = ',', value_parser = names(&[
+        (Compute::Time, "compute until t_pure has passed"),
+        (Compute::Work, "a fixed workload calibrated to take t_pure"),
+    ]), default_value = "time", value_name = "SCHEME")]
+    pub compute: Vec<Compute>,
+
+    /// Progress calls during the computation: `none`, or an interval with a unit;
+    /// several, comma separated, are each measured (e.g. none,10us).
+    #[arg(long, value_delimiter = ',', default_value = "none", value_name = "INTERVALS", value_parser = parse_test_every)]
+    pub test_every: Vec<TestEvery>,
+}
+
+/// One `--test-every` value: no progress calls, or their interval.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TestEvery(pub Option<Nanos>);
+
+fn parse_test_every(s: &str) -> Result<TestEvery, String> {
+    if s.trim() == "none" {
+        return Ok(TestEvery(None));
+    }
+    let d: Nanos = s
+        .parse()
+        .map_err(|e: ngauge::clock::DurationError| e.to_string())?;
+    if d.0 <= 0.0 || d.0 > 1e9 {
+        return Err(format!("{s:?} must be `none` or between 1ns and 1s"));
+    }
+    Ok(TestEvery(Some(d)))
+}
+
+/// Options of `ngauge noise`.
+#[derive(Debug, Args, Clone)]
+pub struct NoiseArgs {
+    /// How long every rank spins, with a unit.
+    #[arg(long, default_value = "1s", value_name = "TIME", value_parser = parse_noise_duration)]
+    pub duration: Nanos,
+
+    /// An iteration longer than this many times the fastest is a detour.
+    #[arg(long, default_value_t = 10.0, value_name = "FACTOR", value_parser = parse_threshold)]
+    pub threshold: f64,
+
+    /// Detours kept per rank; more are only counted.
+    #[arg(long, default_value_t = 100_000, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    pub max_detours: u64,
+
+    /// Inject noise into every rank's loop, PERIOD:DURATION (e.g. 1ms:50us): a
+    /// self-test, the loop must find one detour of DURATION per PERIOD.
+    #[arg(long, value_name = "PERIOD:DURATION")]
+    pub inject: Option<NoiseInjection>,
+
+    /// Draw every core's detours over time to FILE (SVG).
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+}
+
+fn parse_collective(s: &str) -> Result<Collective, String> {
+    s.parse::<Collective>().map_err(|e| e.to_string())
+}
+
+fn parse_segment(s: &str) -> Result<usize, String> {
+    if s.trim() == "0" {
+        return Ok(0);
+    }
+    match ngauge::sizes::parse_size(s) {
+        Ok(b) if b <= (1u64 << 30) => Ok(b as usize),
+        Ok(_) => Err(format!("{s:?} is larger than 1G")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn parse_delay(s: &str) -> Result<Nanos, String> {
+    let d: Nanos = s
+        .parse()
+        .map_err(|e: ngauge::clock::DurationError| e.to_string())?;
+    if d.0 > 10e9 {
+        return Err(format!("{s:?} is longer than 10s"));
+    }
+    Ok(d)
+}
+
+fn parse_noise_duration(s: &str) -> Result<Nanos, String> {
+    let d: Nanos = s
+        .parse()
+        .map_err(|e: ngauge::clock::DurationError| e.to_string())?;
+    if !(d.0 >= 1e6 && d.0 <= 3600e9) {
+        return Err(format!("{s:?} must be between 1ms and 3600s"));
+    }
+    Ok(d)
+}
+
+fn parse_threshold(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(t) if t.is_finite() && t > 1.0 && t <= 1e6 => Ok(t),
+        _ => Err(format!("{s:?} is not a factor above 1 (e.g. 10)")),
     }
 }
 

@@ -20,7 +20,7 @@ pub use host::{
 };
 pub use overhead::{measure_overhead, TimerOverhead};
 pub use pin::{allowed_cores, available_cores, parse_cpu_list, pin_to, pinned_core};
-pub use ticks::{Nanos, TickRate, Ticks};
+pub use ticks::{DurationError, Nanos, TickRate, Ticks};
 pub use timer::{monotonic_raw_ns, TimerSource};
 
 #[cfg(target_arch = "x86_64")]

@@ -47,6 +47,45 @@ impl std::fmt::Display for Nanos {
     }
 }
 
+impl std::str::FromStr for Nanos {
+    type Err = DurationError;
+
+    /// A non-negative duration with a unit: `850ns`, `50us`, `1.5ms`, `2s`; a bare
+    /// `0` is zero. No exponents, no `inf` or `nan`.
+    fn from_str(text: &str) -> Result<Nanos, DurationError> {
+        let err = || DurationError { text: text.into() };
+        let t = text.trim();
+        if t == "0" {
+            return Ok(Nanos(0.0));
+        }
+        let (number, scale) = [("ns", 1.0), ("us", 1e3), ("ms", 1e6), ("s", 1e9)]
+            .iter()
+            .find_map(|(unit, scale)| t.strip_suffix(unit).map(|n| (n, *scale)))
+            .ok_or_else(err)?;
+        let valid = !number.is_empty()
+            && number.chars().all(|c| c.is_ascii_digit() || c == '.')
+            && number.chars().filter(|&c| c == '.').count() <= 1
+            && number.chars().any(|c| c.is_ascii_digit());
+        if !valid {
+            return Err(err());
+        }
+        let value = number.parse::<f64>().map_err(|_| err())? * scale;
+        if value.is_finite() {
+            Ok(Nanos(value))
+        } else {
+            Err(err())
+        }
+    }
+}
+
+/// A text that is not a duration ([`Nanos`]'s `FromStr`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("`{text}` is not a duration: a number with a unit (ns, us, ms, s), e.g. 50us")]
+pub struct DurationError {
+    /// What was given.
+    pub text: String,
+}
+
 /// Ticks per second of a timer.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct TickRate {
@@ -109,6 +148,25 @@ mod tests {
         assert_eq!(Nanos(6_210.0).to_string(), "6.21 us");
         assert_eq!(Nanos(1_500_000.0).to_string(), "1.50 ms");
         assert_eq!(Nanos(2.5e9).to_string(), "2.500 s");
+    }
+
+    #[test]
+    fn durations_parse_with_units() {
+        let ns = |s: &str| s.parse::<Nanos>().map(|n| n.0);
+        assert_eq!(ns("0"), Ok(0.0));
+        assert_eq!(ns("850ns"), Ok(850.0));
+        assert_eq!(ns("50us"), Ok(50_000.0));
+        assert_eq!(ns("1.5ms"), Ok(1_500_000.0));
+        assert_eq!(ns(" 2s "), Ok(2e9));
+        for bad in ["", "5", "-5us", "1e3ns", "us", "1.2.3ms", "infs", "5 us x"] {
+            let err = ns(bad).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "`{bad}` is not a duration: a number with a unit (ns, us, ms, s), e.g. 50us"
+                )
+            );
+        }
     }
 
     #[test]

@@ -20,7 +20,17 @@
 //! only step in flight or ready is made with the blocking `send` or `recv`, which
 //! is the same wait in one call (on TCP, one system call instead of a nonblocking
 //! attempt, a `poll` and a second attempt).
-
+//!
+//! # Interruptions
+//!
+//! The `*_with` forms take an [`Interrupts`]: the executor calls
+//! [`Interrupts::poll`] before it starts each step and after each transfer it saw
+//! complete, which are the only instants at which it does anything. An injected
+//! noise pattern ([`crate::patterns::noise::Injector`]) spins there while its
+//! detour lasts, so a collective runs under known noise without a global variable:
+//! the caller passes the noise in. The plain forms use [`Uninterrupted`], which
+//! compiles to nothing.
+//!
 //! # Cost
 //!
 //! [`Executor::new`] does the allocation and the bookkeeping (who waits for whom);
@@ -36,6 +46,22 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 const NONE: StepId = StepId::MAX;
+
+/// What may take the CPU from a rank while it runs a collective (see the module
+/// docs): called at every instant the executor acts.
+pub trait Interrupts {
+    /// Takes whatever time is due now (a detour), or nothing.
+    fn poll(&mut self);
+}
+
+/// No interruptions: the executor's plain methods use it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Uninterrupted;
+
+impl Interrupts for Uninterrupted {
+    #[inline(always)]
+    fn poll(&mut self) {}
+}
 
 /// The transport buffers a schedule runs on (allocated once, reused by every call).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -215,8 +241,17 @@ impl Executor {
 
     /// Starts a call: posts every step that waits for nothing, without blocking.
     pub fn start(&mut self, t: &mut dyn Transport) -> Result<(), CollError> {
+        self.start_with(t, &mut Uninterrupted)
+    }
+
+    /// [`Executor::start`] under `interrupts`.
+    pub fn start_with<I: Interrupts + ?Sized>(
+        &mut self,
+        t: &mut dyn Transport,
+        interrupts: &mut I,
+    ) -> Result<(), CollError> {
         self.reset(t)?;
-        self.pump(t, false)
+        self.pump(t, false, interrupts)
     }
 
     fn reset(&mut self, t: &dyn Transport) -> Result<(), CollError> {
@@ -244,6 +279,15 @@ impl Executor {
 
     /// Makes progress without blocking; `true` once the call is complete.
     pub fn test(&mut self, t: &mut dyn Transport) -> Result<bool, CollError> {
+        self.test_with(t, &mut Uninterrupted)
+    }
+
+    /// [`Executor::test`] under `interrupts`.
+    pub fn test_with<I: Interrupts + ?Sized>(
+        &mut self,
+        t: &mut dyn Transport,
+        interrupts: &mut I,
+    ) -> Result<bool, CollError> {
         if !self.started {
             return Err(CollError::NotStarted);
         }
@@ -256,6 +300,7 @@ impl Executor {
                     unreachable!("in_flight holds only steps in flight");
                 };
                 if t.test(request)? {
+                    interrupts.poll();
                     self.in_flight.remove(k);
                     self.complete(i);
                     progressed = true;
@@ -266,12 +311,21 @@ impl Executor {
             if !progressed {
                 return Ok(self.left == 0);
             }
-            self.pump(t, false)?;
+            self.pump(t, false, interrupts)?;
         }
     }
 
     /// Completes the call.
     pub fn wait(&mut self, t: &mut dyn Transport) -> Result<(), CollError> {
+        self.wait_with(t, &mut Uninterrupted)
+    }
+
+    /// [`Executor::wait`] under `interrupts`.
+    pub fn wait_with<I: Interrupts + ?Sized>(
+        &mut self,
+        t: &mut dyn Transport,
+        interrupts: &mut I,
+    ) -> Result<(), CollError> {
         if !self.started {
             return Err(CollError::NotStarted);
         }
@@ -280,7 +334,7 @@ impl Executor {
                 return Ok(());
             }
             // With one step in flight the sweep is the wait itself.
-            if self.in_flight.len() > 1 && self.test(t)? {
+            if self.in_flight.len() > 1 && self.test_with(t, interrupts)? {
                 return Ok(());
             }
             let Some(&i) = self.in_flight.first() else {
@@ -294,9 +348,10 @@ impl Executor {
                 unreachable!("in_flight holds only steps in flight");
             };
             t.wait(request)?;
+            interrupts.poll();
             self.in_flight.remove(0);
             self.complete(i);
-            self.pump(t, true)?;
+            self.pump(t, true, interrupts)?;
         }
     }
 
@@ -305,25 +360,42 @@ impl Executor {
     /// transport's blocking `send` or `recv` (what waiting on it alone would amount
     /// to, in one call instead of two: TCP's blocking path is one system call).
     pub fn run(&mut self, t: &mut dyn Transport) -> Result<(), CollError> {
+        self.run_with(t, &mut Uninterrupted)
+    }
+
+    /// [`Executor::run`] under `interrupts`.
+    pub fn run_with<I: Interrupts + ?Sized>(
+        &mut self,
+        t: &mut dyn Transport,
+        interrupts: &mut I,
+    ) -> Result<(), CollError> {
         self.reset(t)?;
-        self.pump(t, true)?;
-        self.wait(t)
+        self.pump(t, true, interrupts)?;
+        self.wait_with(t, interrupts)
     }
 
     /// Starts every ready step; local steps run here, and what they enable too.
     /// With `may_block`, a transfer that is alone (nothing else in flight or ready)
     /// runs blocking.
-    fn pump(&mut self, t: &mut dyn Transport, may_block: bool) -> Result<(), CollError> {
+    fn pump<I: Interrupts + ?Sized>(
+        &mut self,
+        t: &mut dyn Transport,
+        may_block: bool,
+        interrupts: &mut I,
+    ) -> Result<(), CollError> {
         while let Some(Reverse(i)) = self.ready.pop() {
+            interrupts.poll();
             let action = self.schedule.steps()[i as usize].action;
             let alone = may_block && self.in_flight.is_empty() && self.ready.is_empty();
             match action {
                 Action::Send { peer, from } if alone => {
                     t.send(peer, self.buffers.region(from))?;
+                    interrupts.poll();
                     self.finished_blocking(i);
                 }
                 Action::Recv { peer, into } if alone => {
                     t.recv(peer, self.buffers.region(into))?;
+                    interrupts.poll();
                     self.finished_blocking(i);
                 }
                 Action::Send { peer, from } => {

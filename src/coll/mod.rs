@@ -30,6 +30,8 @@
 //! doubling, ring), barrier and all-to-all [`exchange`] (dissemination, pairwise).
 //! [`check`] fills buffers with known data and verifies the result; [`analysis`]
 //! proves properties of schedules (matching, hazards, progress) without a transport.
+//! [`op`] wraps a schedule, or MPI's own collective (`mpi`, feature `mpi`), as one
+//! [`CollOp`] the late-arrival and nonblocking patterns time alike.
 
 pub mod allreduce;
 pub mod analysis;
@@ -38,13 +40,17 @@ pub mod check;
 pub mod exchange;
 pub mod exec;
 pub mod gather;
+#[cfg(feature = "mpi")]
+pub mod mpi;
+pub mod op;
 pub mod schedule;
 pub mod topo;
 
 #[cfg(test)]
 mod tests;
 
-pub use exec::{CollBuffers, Executor};
+pub use exec::{CollBuffers, Executor, Interrupts, Uninterrupted};
+pub use op::{CollOp, Scheduled};
 pub use schedule::{Action, Buf, Kind, Schedule, Slice, Step, StepId};
 
 use ngauge_transport::{Rank, TransportError};
@@ -429,6 +435,13 @@ pub enum CollError {
         left: usize,
         /// All steps.
         total: usize,
+    },
+    /// The implementation cannot do what was asked (MPI's allreduce on a size that
+    /// is not whole words, noise injected into an opaque library call).
+    #[error("{what}")]
+    Unsupported {
+        /// What and why.
+        what: String,
     },
     /// `test` or `wait` before `start`.
     #[error("the collective was not started")]

@@ -2,9 +2,13 @@
 //! What they share (starting the job, the spec of the global flags, metadata,
 //! warnings, printing) is in [`common`].
 
+mod collective;
 mod common;
 mod info;
+mod late;
 mod loggp;
+mod nbc;
+mod noise;
 mod pingpong;
 mod selftest;
 mod simulate;
@@ -25,5 +29,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Selftest(cmd) => selftest::run(&cli.global, &cmd),
         Command::Sync(args) => sync::run(&cli.global, &args),
         Command::Simulate(args) => simulate::run(&cli.global, &args),
+        Command::Late(args) => late::run(&cli.global, &args),
+        Command::Nbc(args) => nbc::run(&cli.global, &args),
+        Command::Noise(args) => noise::run(&cli.global, &args),
     }
 }

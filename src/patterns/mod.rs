@@ -4,6 +4,9 @@
 //! region.
 
 pub mod coll;
+pub mod late;
 pub mod loggp;
+pub mod nbc;
+pub mod noise;
 pub mod order;
 pub mod pingpong;

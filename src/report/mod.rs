@@ -7,10 +7,13 @@
 //! the same struct ([`schema`]) and committed under `docs/schemas/`.
 
 pub mod jsonl;
+pub mod late;
 pub mod loggp;
 pub mod loggp_compare;
 pub mod loggp_doc;
 pub mod meta;
+pub mod nbc;
+pub mod noise;
 pub mod pingpong;
 pub mod progress;
 pub mod schema;

@@ -24,6 +24,9 @@ pub fn documents() -> Vec<(&'static str, Schema)> {
             "simulate",
             schemars::schema_for!(super::simulate::SimulateDoc),
         ),
+        ("late", schemars::schema_for!(super::late::LateDoc)),
+        ("nbc", schemars::schema_for!(super::nbc::NbcDoc)),
+        ("noise", schemars::schema_for!(super::noise::NoiseDoc)),
     ]
 }
 
@@ -84,6 +87,9 @@ mod tests {
             ("loggp", &["detector", "n", "dg", "meta"]),
             ("sync", &["algo", "np", "duration_us", "ranks", "meta"]),
             ("simulate", &["results", "events", "events_per_s", "meta"]),
+            ("late", &["results", "warnings", "meta"]),
+            ("nbc", &["results", "warnings", "meta"]),
+            ("noise", &["cores", "warnings", "meta"]),
         ];
         for (command, schema) in documents() {
             let value = schema.as_value();

@@ -629,6 +629,39 @@ fn a_wait_that_ends_long_after_the_window_opened_is_a_late_start() {
     assert_eq!(window::max_start_lag(3), 1);
 }
 
+/// A start lag limit tighter than a tenth of the window: a lag the window alone
+/// accepts is late under it, a lag within it is not, and a limit looser than the
+/// window's tenth changes nothing.
+#[test]
+fn a_start_lag_limit_makes_smaller_lags_late() {
+    let (start, window) = (1_000_000_000u64, 10_000u64);
+    let status = |jump_to: u64, limit: Option<u64>| {
+        let clock = JumpingClock {
+            reads: Default::default(),
+            first: start - 100,
+            jump_to,
+        };
+        let mut windows = Windows::from_parts(ClockModel::IDENTITY, Ticks(start), window);
+        if let Some(limit) = limit {
+            windows = windows.with_start_lag_limit(limit);
+        }
+        let slot = windows.wait_delayed(&clock, WaitMode::Poll, 0);
+        windows.finish(&clock, &slot)
+    };
+    // 300 ticks late: within a tenth of the window (1000), beyond a limit of 200.
+    assert_eq!(status(start + 300, None), SlotStatus::Valid);
+    assert_eq!(status(start + 300, Some(200)), SlotStatus::StartedLate);
+    assert_eq!(status(start + 50, Some(200)), SlotStatus::Valid);
+    // A limit above the window's tenth: the tenth still applies.
+    assert_eq!(
+        status(start + 5_000, Some(1_000_000)),
+        SlotStatus::StartedLate
+    );
+    let w = Windows::from_parts(ClockModel::IDENTITY, Ticks(start), window);
+    assert_eq!(w.start_lag_limit(), 1_000);
+    assert_eq!(w.with_start_lag_limit(200).start_lag_limit(), 200);
+}
+
 /// The same wait on the real clock, no fake: 3 ms ahead, the blocking wait sleeps
 /// while more than 1 ms remains and then yields until the window opens; the polling
 /// one spins. Neither may end before the deadline (the measurement would start

@@ -113,6 +113,7 @@ pub struct Windows {
     start: Ticks,
     window_ticks: u64,
     next: u64,
+    lag_limit: Option<u64>,
 }
 
 impl Windows {
@@ -160,6 +161,7 @@ impl Windows {
             start: Ticks(field(0)?),
             window_ticks: field(1)?,
             next: 0,
+            lag_limit: None,
         })
     }
 
@@ -171,12 +173,28 @@ impl Windows {
             start,
             window_ticks,
             next: 0,
+            lag_limit: None,
         }
     }
 
     /// Global time at which window `index` opens.
     pub fn opens_global(&self, index: u64) -> Ticks {
         self.start.plus(index.saturating_mul(self.window_ticks))
+    }
+
+    /// The same schedule, with a start that lags its window by more than `ticks`
+    /// late even when that is within [`max_start_lag`]: a measurement whose
+    /// figures are delays between the ranks' starts (late arrivals) needs starts
+    /// tighter than a tenth of a long window.
+    pub fn with_start_lag_limit(mut self, ticks: u64) -> Windows {
+        self.lag_limit = Some(ticks);
+        self
+    }
+
+    /// The latest a start may lag its window and still be on time.
+    pub fn start_lag_limit(&self) -> u64 {
+        let lag = max_start_lag(self.window_ticks);
+        self.lag_limit.map_or(lag, |limit| lag.min(limit))
     }
 
     /// The window length in global ticks.
@@ -191,9 +209,23 @@ impl Windows {
     /// late if the rank arrived after the window opened or the wait ended more than
     /// [`max_start_lag`] after it (an overslept or preempted wait).
     pub fn wait<C: Clock + ?Sized>(&mut self, clock: &C, mode: WaitMode) -> Slot {
+        self.wait_delayed(clock, mode, 0)
+    }
+
+    /// [`Windows::wait`] for a rank that is to enter `delay_ticks` (global ticks)
+    /// after the window opens: a late arrival injected through the start time
+    /// (Niethammer et al., sec. III-D: "shifting the internal start time point by
+    /// the desired delay time", so the delay is as exact as the synchronization).
+    /// The slot opens at the delayed instant; lateness is judged against it.
+    pub fn wait_delayed<C: Clock + ?Sized>(
+        &mut self,
+        clock: &C,
+        mode: WaitMode,
+        delay_ticks: u64,
+    ) -> Slot {
         let index = self.next;
         self.next += 1;
-        let opens = self.model.local(self.opens_global(index));
+        let opens = self.model.local(self.opens_global(index).plus(delay_ticks));
         let arrived = clock.now();
         let mut late = arrived > opens;
         let started = if late {
@@ -201,7 +233,7 @@ impl Windows {
         } else {
             wait_until(clock, opens, mode)
         };
-        late |= started.since(opens) > max_start_lag(self.window_ticks);
+        late |= started.since(opens) > self.start_lag_limit();
         Slot {
             index,
             opens,

@@ -3,6 +3,9 @@
 // Each test crate uses a part of this module.
 #![allow(dead_code)]
 
+#[cfg(feature = "mpi")]
+pub mod mpi;
+
 use std::io::{Read, Write};
 use std::process::{Child, Output};
 use std::sync::{mpsc, Arc, Mutex};

@@ -1,0 +1,473 @@
+//! Late arrivals: how much of one rank's late entry a collective hides.
+//!
+//! The method of Niethammer, Gracia, Hilbrich and Schulz ("Entering time of
+//! collectives", `../shared/papers/niethammer-entering-time-of-collectives.txt`):
+//!
+//! - **Delay through synchronized start times** (sec. III-B b, III-D): after the
+//!   clocks are synchronized, every rank starts call `i` at the same global time,
+//!   except the delayed ones, which start `d` later ([`Windows::wait_delayed`]). The
+//!   delay is as exact as the synchronization, and no barrier's exit skew leaks in.
+//! - **Global time** (eq. 4): `t = max(t_end) - min(t_start)` over the ranks, in
+//!   global time: from the first rank entering to the last one leaving.
+//! - **Delay overlap benefit** (eq. 5): `b = (t_0 + d - t_d) / t_d`, with `t_0` the
+//!   time without delay and `t_d` with it ([`benefit`]). `b = 0`: the delay adds
+//!   to the call; `b > 0`: part of it is hidden (with `t_d = t_0`, all of it, and
+//!   `b = d / t_d`); `b < 0`: the late rank costs more than its delay.
+//! - The paper reports the minimum over 100 measurements; we report the minimum
+//!   and the median ([`LatePoint`]).
+//!
+//! Improvements: the delays of one run (0 always among them) are measured
+//! *interleaved*, call after call in the same rounds of windows, so `t_0` and `t_d`
+//! see the same machine state (the paper measures each delay in a separate run,
+//! on a shared system whose load drifts); calls that started late or overran their
+//! window are flagged on every rank and repeated ([`crate::sync::window`]), the
+//! window sized from the warm-up plus the largest delay.
+//!
+//! The collective is a [`CollOp`]: our schedules over any transport, or MPI's own,
+//! blocking or nonblocking followed by a wait (the paper's "non-blocking MPI
+//! collectives are directly followed by an MPI_Waitall", sec. IV).
+
+use crate::clock::{Clock, Nanos, Ticks};
+use crate::coll::{CollError, CollOp, Interrupts};
+use crate::stats::median;
+use crate::sync::model::ClockModel;
+use crate::sync::window::{self, SlotStatus, Windows};
+use crate::sync::SyncError;
+use ngauge_transport::{Control, ControlError, Rank, WaitMode};
+use std::str::FromStr;
+
+/// The delay overlap benefit, eq. (5) of Niethammer et al.: `(t0 + d - td) / td`
+/// (any one unit for all three).
+pub fn benefit(t0: f64, d: f64, td: f64) -> f64 {
+    (t0 + d - td) / td
+}
+
+/// Which ranks enter late.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DelayedRanks {
+    /// These ranks.
+    List(Vec<Rank>),
+    /// The last rank of the job.
+    Last,
+    /// One rank drawn from `seed` (the same draw on every rank, so a run can be
+    /// repeated).
+    Random {
+        /// Seed of the draw.
+        seed: u64,
+    },
+}
+
+impl DelayedRanks {
+    /// The ranks of a job of `np` ranks, sorted: checked to be ranks of the job,
+    /// at least one, and not all of them (with every rank late, nobody waits).
+    pub fn resolve(&self, np: usize) -> Result<Vec<Rank>, LateError> {
+        let mut ranks = match self {
+            DelayedRanks::List(list) => list.clone(),
+            DelayedRanks::Last => vec![np.saturating_sub(1)],
+            DelayedRanks::Random { seed } => {
+                let mut rng = super::order::SplitMix64(*seed);
+                vec![rng.below(np as u64) as Rank]
+            }
+        };
+        ranks.sort_unstable();
+        ranks.dedup();
+        if let Some(&r) = ranks.iter().find(|&&r| r >= np) {
+            return Err(LateError::Options(format!(
+                "delayed rank {r} is not a rank of a job of {np} ranks"
+            )));
+        }
+        if ranks.is_empty() {
+            return Err(LateError::Options("no rank is delayed".into()));
+        }
+        if ranks.len() == np {
+            return Err(LateError::Options(format!(
+                "all {np} ranks are delayed: nobody arrives late; delay fewer ranks"
+            )));
+        }
+        Ok(ranks)
+    }
+}
+
+impl FromStr for DelayedRanks {
+    type Err = LateError;
+    /// `0`, `0,3` (a list), `last`, `random` (seed 0) or `random:SEED`.
+    fn from_str(text: &str) -> Result<DelayedRanks, LateError> {
+        let bad = || {
+            LateError::Options(format!(
+                "`{text}` is not a set of delayed ranks: a list (0,3), last, or random[:SEED]"
+            ))
+        };
+        match text.trim() {
+            "last" => Ok(DelayedRanks::Last),
+            "random" => Ok(DelayedRanks::Random { seed: 0 }),
+            t => {
+                if let Some(seed) = t.strip_prefix("random:") {
+                    return seed
+                        .parse()
+                        .map(|seed| DelayedRanks::Random { seed })
+                        .map_err(|_| bad());
+                }
+                t.split(',')
+                    .map(|r| r.trim().parse::<Rank>().map_err(|_| bad()))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map(DelayedRanks::List)
+            }
+        }
+    }
+}
+
+crate::names::named_enum! {
+    /// How a call is made.
+    pub enum CallMode("call mode") {
+        /// The blocking call.
+        Blocking = "blocking",
+        /// Start, then wait at once (the paper's nonblocking variant).
+        Nonblocking = "nonblocking",
+    }
+}
+
+impl CallMode {
+    /// Makes one call of `op` this way.
+    pub fn call(
+        self,
+        op: &mut dyn CollOp,
+        interrupts: &mut dyn Interrupts,
+    ) -> Result<(), CollError> {
+        match self {
+            CallMode::Blocking => op.run(interrupts),
+            CallMode::Nonblocking => {
+                op.start(interrupts)?;
+                op.wait(interrupts)
+            }
+        }
+    }
+}
+
+/// What to measure.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LateSpec {
+    /// The delays to sweep, ns (0 is measured in any case: it is `t_0`).
+    pub delays_ns: Vec<f64>,
+    /// The ranks that enter late ([`DelayedRanks::resolve`]).
+    pub delayed: Vec<Rank>,
+    /// Blocking, or start + wait.
+    pub mode: CallMode,
+    /// Valid calls wanted per delay.
+    pub reps: usize,
+    /// Untimed calls first (at least 1: they size the window).
+    pub warmup: usize,
+    /// Fill and verify the data around each warm-up call.
+    pub check_data: bool,
+    /// How a rank waits for its start time.
+    pub window_wait: WaitMode,
+    /// Give up after this many rounds (a round: `reps` calls per delay).
+    pub max_rounds: usize,
+}
+
+/// One delay's calls.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct LatePoint {
+    /// The delay, ns.
+    pub delay_ns: f64,
+    /// Valid calls.
+    pub valid: usize,
+    /// Calls that started late or overran their window.
+    pub invalid: usize,
+    /// Global time `max(end) - min(start)` of each valid call, ns, in order.
+    pub runtimes_ns: Vec<f64>,
+}
+
+impl LatePoint {
+    /// The fastest valid call (the paper's statistic), ns.
+    pub fn min_ns(&self) -> Option<f64> {
+        self.runtimes_ns.iter().copied().reduce(f64::min)
+    }
+
+    /// The median valid call, ns.
+    pub fn median_ns(&self) -> Option<f64> {
+        median(&self.runtimes_ns)
+    }
+}
+
+/// One delay against the undelayed calls: eq. (5) on minima and on medians.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Benefit {
+    /// The delay, ns.
+    pub delay_ns: f64,
+    /// `t_0`: fastest undelayed call, ns.
+    pub t0_min_ns: f64,
+    /// `t_d`: fastest delayed call, ns.
+    pub td_min_ns: f64,
+    /// `b` from the minima.
+    pub benefit_min: f64,
+    /// Median undelayed call, ns.
+    pub t0_median_ns: f64,
+    /// Median delayed call, ns.
+    pub td_median_ns: f64,
+    /// `b` from the medians.
+    pub benefit_median: f64,
+}
+
+/// Everything measured (complete on rank 0; the others get the same shape with no
+/// runtimes).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct LateTimes {
+    /// The undelayed calls (`t_0`).
+    pub baseline: LatePoint,
+    /// The asked-for delays, in the order given (a delay of 0 repeats the baseline).
+    pub points: Vec<LatePoint>,
+    /// The ranks delayed.
+    pub delayed: Vec<Rank>,
+    /// The last window, ns.
+    pub window_ns: f64,
+    /// Rounds run.
+    pub rounds: usize,
+}
+
+impl LateTimes {
+    /// Eq. (5) for every asked-for delay with valid calls on both sides.
+    pub fn benefits(&self) -> Vec<Option<Benefit>> {
+        self.points
+            .iter()
+            .map(|p| {
+                let (t0_min, t0_median) = (self.baseline.min_ns()?, self.baseline.median_ns()?);
+                let (td_min, td_median) = (p.min_ns()?, p.median_ns()?);
+                Some(Benefit {
+                    delay_ns: p.delay_ns,
+                    t0_min_ns: t0_min,
+                    td_min_ns: td_min,
+                    benefit_min: benefit(t0_min, p.delay_ns, td_min),
+                    t0_median_ns: t0_median,
+                    td_median_ns: td_median,
+                    benefit_median: benefit(t0_median, p.delay_ns, td_median),
+                })
+            })
+            .collect()
+    }
+}
+
+/// What can go wrong measuring late arrivals.
+#[derive(Debug, thiserror::Error)]
+pub enum LateError {
+    /// Parameters that cannot work.
+    #[error("{0}")]
+    Options(String),
+    /// Running or checking the collective failed.
+    #[error(transparent)]
+    Coll(#[from] CollError),
+    /// The window schedule failed.
+    #[error(transparent)]
+    Sync(#[from] SyncError),
+    /// The control channel failed.
+    #[error("late arrivals: {0}")]
+    Control(#[from] ControlError),
+    /// A rank sent malformed timing data.
+    #[error("late arrivals: rank {rank} sent {detail}")]
+    Protocol {
+        /// The rank.
+        rank: Rank,
+        /// What was wrong.
+        detail: String,
+    },
+}
+
+/// Times `op` with every delay of `spec` (see the module docs). Collective: every
+/// rank calls it with the same arguments; `model` maps this rank's clock to global
+/// time; `interrupts` is polled by the operation (injected noise, or
+/// [`crate::coll::Uninterrupted`]).
+pub fn measure<C: Clock + ?Sized>(
+    clock: &C,
+    op: &mut dyn CollOp,
+    control: &mut dyn Control,
+    model: &ClockModel,
+    spec: &LateSpec,
+    interrupts: &mut dyn Interrupts,
+) -> Result<LateTimes, LateError> {
+    if spec.reps == 0 || spec.warmup == 0 || spec.max_rounds == 0 {
+        return Err(LateError::Options(
+            "late arrivals need at least one repetition, one warm-up call and one round".into(),
+        ));
+    }
+    if let Some(d) = spec
+        .delays_ns
+        .iter()
+        .find(|d| !(d.is_finite() && **d >= 0.0))
+    {
+        return Err(LateError::Options(format!(
+            "a delay of {d} ns is not a duration"
+        )));
+    }
+    if spec.delays_ns.is_empty() {
+        return Err(LateError::Options("no delay to measure".into()));
+    }
+    let rank = control.rank();
+    let np = control.size();
+    let delayed = DelayedRanks::List(spec.delayed.clone()).resolve(np)?;
+    let me_late = delayed.contains(&rank);
+
+    // The distinct delays, 0 first: call j of a round has delay `delays[j % n]`.
+    let mut delays: Vec<f64> = vec![0.0];
+    for &d in &spec.delays_ns {
+        if !delays.contains(&d) {
+            delays.push(d);
+        }
+    }
+    let rate = clock.rate();
+    let delay_ticks: Vec<u64> = delays.iter().map(|&d| rate.to_ticks(Nanos(d))).collect();
+    let max_delay = delay_ticks.iter().copied().max().unwrap_or(0);
+
+    // Warm-up: a control barrier, a call, the data checked; the slowest sizes the
+    // window.
+    let mut longest = 0u64;
+    for _ in 0..spec.warmup {
+        if spec.check_data {
+            op.fill()?;
+        }
+        control.barrier()?;
+        let start = clock.now();
+        spec.mode.call(op, interrupts)?;
+        longest = longest.max(clock.now().since(start));
+        if spec.check_data {
+            op.verify()?;
+        }
+    }
+    let slowest = max_at_root(control, longest)?;
+    // A start may lag its window by a tenth of the window (`sync::window`), and the
+    // window holds the largest delay: with 0,50us,500us a start may lag by 50 us and
+    // more. A bound of a tenth of the undelayed window
+    // (`Windows::with_start_lag_limit`) made no call valid with 4 ranks on 2 cores
+    // (blocking waits wake later than that; docs/findings/2026-11-24-late-nbc-noise.md).
+    // Eq. (4) uses the ranks' actual starts, so a lag shows in t, not in d.
+    let mut window_ticks = window::initial_window(slowest).saturating_add(max_delay);
+    let n = delays.len();
+    let per_round = n * spec.reps;
+    let mut runtimes: Vec<Vec<f64>> = vec![Vec::new(); n];
+    let mut invalid = vec![0usize; n];
+    let mut rounds = 0;
+    loop {
+        rounds += 1;
+        let mut windows = Windows::announce(clock, control, model, window_ticks)?;
+        window_ticks = windows.window_ticks();
+        let mut statuses = Vec::with_capacity(per_round);
+        let mut spans: Vec<(Ticks, Ticks)> = Vec::with_capacity(per_round);
+        for j in 0..per_round {
+            let my_delay = if me_late { delay_ticks[j % n] } else { 0 };
+            let slot = windows.wait_delayed(clock, spec.window_wait, my_delay);
+            spec.mode.call(op, interrupts)?;
+            let end = clock.now();
+            statuses.push(windows.finish(clock, &slot));
+            spans.push((model.global(slot.started), model.global(end)));
+        }
+        let agreed = window::agree(control, &statuses)?;
+        let global = gather_spans(control, &spans)?;
+
+        let mut decision = Vec::new();
+        if rank == 0 {
+            let mut round_invalid = 0;
+            let mut longest_valid = 0.0f64;
+            for (j, status) in agreed.iter().enumerate() {
+                let k = j % n;
+                if *status != SlotStatus::Valid {
+                    invalid[k] += 1;
+                    round_invalid += 1;
+                    continue;
+                }
+                let start = global.iter().map(|r| r[j].0).min().expect("a rank");
+                let end = global.iter().map(|r| r[j].1).max().expect("a rank");
+                // Eq. (4): from the first rank entering to the last one leaving.
+                let t = end.since(start);
+                runtimes[k].push(rate.to_nanos(t).0);
+                longest_valid = longest_valid.max(t as f64);
+            }
+            let next = window::adapt_window(window_ticks, round_invalid, per_round, longest_valid)
+                .unwrap_or(window_ticks);
+            let short = runtimes.iter().any(|r| r.len() < spec.reps);
+            let more = short && rounds < spec.max_rounds;
+            decision.push(more as u8);
+            decision.extend_from_slice(&next.to_le_bytes());
+        }
+        control.broadcast(0, &mut decision)?;
+        let (more, next) = match decision.as_slice() {
+            [m, rest @ ..] if rest.len() == 8 => (
+                *m == 1,
+                u64::from_le_bytes(rest.try_into().expect("8 bytes")),
+            ),
+            _ => {
+                return Err(LateError::Protocol {
+                    rank: 0,
+                    detail: format!("a round decision of {} bytes", decision.len()),
+                })
+            }
+        };
+        if !more {
+            break;
+        }
+        window_ticks = next;
+    }
+
+    let point = |k: usize, delay_ns: f64| LatePoint {
+        delay_ns,
+        valid: runtimes[k].len(),
+        invalid: invalid[k],
+        runtimes_ns: runtimes[k].clone(),
+    };
+    Ok(LateTimes {
+        baseline: point(0, 0.0),
+        points: spec
+            .delays_ns
+            .iter()
+            .map(|&d| {
+                let k = delays.iter().position(|&x| x == d).expect("listed");
+                point(k, d)
+            })
+            .collect(),
+        delayed,
+        window_ns: rate.to_nanos(window_ticks).0,
+        rounds,
+    })
+}
+
+/// The largest of every rank's `value`, known at rank 0 (others get their own).
+pub(crate) fn max_at_root(control: &mut dyn Control, value: u64) -> Result<u64, ControlError> {
+    let all = control.gather(0, &value.to_le_bytes())?;
+    Ok(all
+        .iter()
+        .filter_map(|b| b.as_slice().try_into().ok().map(u64::from_le_bytes))
+        .max()
+        .unwrap_or(value))
+}
+
+/// Every rank's `(start, end)` spans at rank 0, by rank (others get nothing).
+fn gather_spans(
+    control: &mut dyn Control,
+    spans: &[(Ticks, Ticks)],
+) -> Result<Vec<Vec<(Ticks, Ticks)>>, LateError> {
+    let mine: Vec<u8> = spans
+        .iter()
+        .flat_map(|(s, e)| [s.0.to_le_bytes(), e.0.to_le_bytes()])
+        .flatten()
+        .collect();
+    let gathered = control.gather(0, &mine)?;
+    gathered
+        .iter()
+        .enumerate()
+        .map(|(rank, bytes)| {
+            if bytes.len() != mine.len() {
+                return Err(LateError::Protocol {
+                    rank,
+                    detail: format!("{} bytes of spans, expected {}", bytes.len(), mine.len()),
+                });
+            }
+            Ok(bytes
+                .chunks_exact(16)
+                .map(|c| {
+                    let word = |i: usize| u64::from_le_bytes(c[i..i + 8].try_into().expect("8"));
+                    (Ticks(word(0)), Ticks(word(8)))
+                })
+                .collect())
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,264 @@
+//! Eq. (5) on known numbers, and the whole pattern in the virtual-time world
+//! ([`crate::sync::sim`]): a message takes exactly `L`, a clock read one tick, the
+//! clocks are milliseconds apart with exact models, so every call's global time is
+//! known and `t_d` can be predicted for each delayed rank.
+
+use super::*;
+use crate::clock::Skew;
+use crate::coll::{Algorithm, CollSpec, Scheduled, Uninterrupted};
+use crate::sync::sim::{self, NetModel, SIM_HZ, SIM_START};
+
+#[test]
+fn benefit_is_eq_5() {
+    // b = (t0 + d - td) / td.
+    assert_eq!(benefit(10.0, 5.0, 10.0), 0.5); // fully hidden: d / td
+    assert_eq!(benefit(10.0, 5.0, 15.0), 0.0); // the delay adds
+    assert_eq!(benefit(10.0, 5.0, 20.0), -0.25); // costs more than the delay
+    assert_eq!(benefit(60.0, 50.0, 70.0), 40.0 / 70.0);
+    assert_eq!(benefit(4.0, 0.0, 4.0), 0.0);
+}
+
+#[test]
+fn delayed_ranks_parse_and_resolve() {
+    let r = |s: &str, np: usize| s.parse::<DelayedRanks>().unwrap().resolve(np);
+    assert_eq!(r("0", 4).unwrap(), vec![0]);
+    assert_eq!(r("3, 1,1", 4).unwrap(), vec![1, 3]);
+    assert_eq!(r("last", 4).unwrap(), vec![3]);
+    let drawn = r("random:7", 16).unwrap();
+    assert_eq!(drawn.len(), 1);
+    assert_eq!(
+        drawn,
+        r("random:7", 16).unwrap(),
+        "the same seed draws the same rank"
+    );
+    let all: std::collections::BTreeSet<Rank> = (0..64)
+        .map(|s| r(&format!("random:{s}"), 4).unwrap()[0])
+        .collect();
+    assert_eq!(all.len(), 4, "64 seeds reach every rank of 4");
+    assert_eq!(
+        r("4", 4).unwrap_err().to_string(),
+        "delayed rank 4 is not a rank of a job of 4 ranks"
+    );
+    assert_eq!(
+        r("0,1", 2).unwrap_err().to_string(),
+        "all 2 ranks are delayed: nobody arrives late; delay fewer ranks"
+    );
+    for bad in ["", "x", "random:", "random:-1", "1,,2"] {
+        assert_eq!(
+            bad.parse::<DelayedRanks>().unwrap_err().to_string(),
+            format!("`{bad}` is not a set of delayed ranks: a list (0,3), last, or random[:SEED]")
+        );
+    }
+}
+
+const L_NS: f64 = 20_000.0;
+const NP: usize = 4;
+
+fn exact_net() -> NetModel {
+    NetModel {
+        latency_ns: L_NS,
+        jitter_ns: 0.0,
+        outlier_every: 0,
+        // One tick: every instant stays on the tick grid, so a spin ends exactly on
+        // its deadline and starts are exact.
+        read_cost_ns: 0.4,
+        ..NetModel::default()
+    }
+}
+
+fn skews() -> Vec<Option<Skew>> {
+    (0..NP)
+        .map(|r| {
+            (r > 0).then_some(Skew {
+                offset_ticks: (r as f64 - 1.5) * 1e-3 * SIM_HZ,
+                drift: 0.0,
+                epoch: SIM_START,
+            })
+        })
+        .collect()
+}
+
+fn late_sim(
+    algorithm: Algorithm,
+    delayed: Vec<Rank>,
+    delays_ns: Vec<f64>,
+    mode: CallMode,
+) -> LateTimes {
+    let skews = skews();
+    let spec = LateSpec {
+        delays_ns,
+        delayed,
+        mode,
+        reps: 5,
+        warmup: 2,
+        check_data: true,
+        window_wait: WaitMode::Poll,
+        max_rounds: 3,
+    };
+    let out = sim::run(&skews, exact_net(), |mut r| {
+        let model = match skews[r.control.rank()] {
+            Some(s) => ClockModel::offset_only(s.offset_ticks),
+            None => ClockModel::IDENTITY,
+        };
+        let coll = CollSpec {
+            algorithm,
+            np: NP,
+            size_bytes: 64,
+            segment_bytes: 0,
+            root: 0,
+        };
+        let mut op = Scheduled::new(&mut r.transport, coll).unwrap();
+        let times = measure(
+            &r.clock,
+            &mut op,
+            &mut r.control,
+            &model,
+            &spec,
+            &mut Uninterrupted,
+        )
+        .unwrap();
+        op.free().unwrap();
+        times
+    });
+    out.into_iter().next().expect("rank 0")
+}
+
+/// The chain broadcast 0 -> 1 -> 2 -> 3 takes `3 L`; rank `k` receives at `k L`.
+#[test]
+fn a_hidden_delay_gives_d_over_td() {
+    // Rank 3 posts its receive 30 us late, before its message arrives at 60 us:
+    // nothing changes, t_d = t_0, and b = d / t_d (the paper's "value of 1" case
+    // scaled: all of the delay is hidden).
+    let times = late_sim(
+        Algorithm::BcastChain,
+        vec![3],
+        vec![30_000.0, 70_000.0],
+        CallMode::Blocking,
+    );
+    assert_eq!(times.delayed, vec![3]);
+    let t0 = times.baseline.min_ns().unwrap();
+    let truth = 3.0 * L_NS;
+    assert!(t0 >= truth && t0 < truth + 1.0, "t0 {t0} ns");
+    // Every call is identical.
+    assert_eq!(times.baseline.median_ns(), Some(t0));
+    let p = &times.points[0];
+    assert_eq!(p.valid, 5);
+    assert_eq!(p.min_ns(), Some(t0));
+    let b = times.benefits()[0].unwrap();
+    assert_eq!(b.td_min_ns, t0);
+    let expected = 30_000.0 / b.td_min_ns;
+    assert!(
+        (b.benefit_min - expected).abs() < 1e-12,
+        "{} vs {expected}",
+        b.benefit_min
+    );
+    assert!((b.benefit_median - expected).abs() < 1e-12);
+    // In the same run, 70 us is more than the 60 us it can hide: rank 3 receives
+    // when it enters, t_d = d (+ the closing read, as t_0), b = 3 L / t_d.
+    let b = times.benefits()[1].unwrap();
+    assert!(
+        (b.td_min_ns - 70_000.0 - (t0 - truth)).abs() < 1e-6,
+        "{b:?}"
+    );
+    assert!((b.benefit_min - truth / b.td_min_ns).abs() < 1e-12, "{b:?}");
+}
+
+#[test]
+fn a_late_root_adds_its_delay_and_a_late_middle_rank_part_of_it() {
+    // The root 50 us late: everything shifts, t_d = t_0 + d, b = 0.
+    let root = late_sim(
+        Algorithm::BcastChain,
+        vec![0],
+        vec![50_000.0],
+        CallMode::Blocking,
+    );
+    let b = root.benefits()[0].unwrap();
+    assert!((b.td_min_ns - b.t0_min_ns - 50_000.0).abs() < 1e-6, "{b:?}");
+    assert!(b.benefit_min.abs() < 1e-12, "{b:?}");
+
+    // Rank 2 50 us late: its segment arrived at 40 us, it forwards at 50 us, rank 3
+    // ends at 70 us: t_d = t_0 + 10 us, b = (60 + 50 - 70) / 70 = 4/7.
+    let mid = late_sim(
+        Algorithm::BcastChain,
+        vec![2],
+        vec![50_000.0],
+        CallMode::Nonblocking,
+    );
+    let b = mid.benefits()[0].unwrap();
+    assert!((b.td_min_ns - b.t0_min_ns - 10_000.0).abs() < 1e-6, "{b:?}");
+    let expected = (b.t0_min_ns + 50_000.0 - b.td_min_ns) / b.td_min_ns;
+    assert_eq!(b.benefit_min, expected);
+    assert!((b.benefit_min - 4.0 / 7.0).abs() < 1e-4, "{b:?}");
+}
+
+#[test]
+fn delays_are_interleaved_and_zero_repeats_the_baseline() {
+    let times = late_sim(
+        Algorithm::AllreduceRecursiveDoubling,
+        vec![1],
+        vec![0.0, 5_000.0, 500_000.0],
+        CallMode::Blocking,
+    );
+    assert_eq!(times.points.len(), 3);
+    assert_eq!(times.points[0].runtimes_ns, times.baseline.runtimes_ns);
+    assert_eq!(times.benefits()[0].unwrap().benefit_min, 0.0);
+    for p in &times.points {
+        assert_eq!(p.valid, 5, "{p:?}");
+    }
+    // Recursive doubling on 4 ranks: two rounds of L; rank 1 late by d holds its
+    // partner, then everyone: t_d = d + 2 L, b = (2L + d - d - 2L) / t_d = 0.
+    let b = times.benefits()[2].unwrap();
+    assert!(b.benefit_min.abs() < 1e-9, "{b:?}");
+    // The window was sized for the largest delay: no call overran.
+    assert!(times.window_ns > 500_000.0);
+}
+
+#[test]
+fn bad_specs_are_refused() {
+    let mut world = ngauge_transport::inproc::world(2);
+    let (mut t, mut c) = world.remove(0);
+    let coll = CollSpec {
+        algorithm: Algorithm::BarrierDissemination,
+        np: 2,
+        size_bytes: 0,
+        segment_bytes: 0,
+        root: 0,
+    };
+    let clock = crate::clock::SystemClock::calibrated().0;
+    let mut op = Scheduled::new(&mut t, coll).unwrap();
+    let spec = LateSpec {
+        delays_ns: vec![1.0],
+        delayed: vec![0, 1],
+        mode: CallMode::Blocking,
+        reps: 1,
+        warmup: 1,
+        check_data: false,
+        window_wait: WaitMode::Poll,
+        max_rounds: 1,
+    };
+    let err = measure(
+        &clock,
+        &mut op,
+        &mut c,
+        &ClockModel::IDENTITY,
+        &spec,
+        &mut Uninterrupted,
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("nobody arrives late"), "{err}");
+    let spec = LateSpec {
+        reps: 0,
+        delayed: vec![0],
+        ..spec
+    };
+    let err = measure(
+        &clock,
+        &mut op,
+        &mut c,
+        &ClockModel::IDENTITY,
+        &spec,
+        &mut Uninterrupted,
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("at least one repetition"), "{err}");
+}

@@ -1,0 +1,350 @@
+//! `ngauge late`: the delay overlap benefit per size and delay, as a table, a
+//! document and a plot of `b` over the delay.
+
+use super::table::Table;
+use super::warning::Warned;
+use super::Meta;
+use crate::job::{JobWarning, TransportName};
+use crate::launch::binding::BindingWarning;
+use crate::patterns::late::{CallMode, LateTimes};
+use ngauge_transport::WaitMode;
+use serde::Serialize;
+
+/// One measurement point: a size, a call mode and a delay, against the undelayed
+/// calls of the same run.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct LateRow {
+    /// Bytes per rank.
+    pub size: usize,
+    /// Blocking, or nonblocking followed by a wait.
+    pub mode: CallMode,
+    /// The delay `d` of the late ranks, us.
+    pub delay_us: f64,
+    /// The ranks that entered late.
+    pub delayed_ranks: Vec<usize>,
+    /// `t_0`: the fastest undelayed call, global time (max end - min start), us.
+    pub t0_us: Option<f64>,
+    /// `t_d`: the fastest delayed call, us.
+    pub td_us: Option<f64>,
+    /// `b = (t0 + d - td) / td` from the minima (Niethammer et al., eq. 5).
+    pub benefit: Option<f64>,
+    /// The median undelayed call, us.
+    pub t0_median_us: Option<f64>,
+    /// The median delayed call, us.
+    pub td_median_us: Option<f64>,
+    /// `b` from the medians.
+    pub benefit_median: Option<f64>,
+    /// Valid delayed calls.
+    pub valid: usize,
+    /// Delayed calls that started late or overran their window.
+    pub invalid: usize,
+}
+
+/// The rows of one size and mode.
+pub fn rows(size: usize, mode: CallMode, times: &LateTimes) -> Vec<LateRow> {
+    let us = |ns: Option<f64>| ns.map(|v| v / 1e3);
+    times
+        .points
+        .iter()
+        .zip(times.benefits())
+        .map(|(p, b)| LateRow {
+            size,
+            mode,
+            delay_us: p.delay_ns / 1e3,
+            delayed_ranks: times.delayed.clone(),
+            t0_us: us(times.baseline.min_ns()),
+            td_us: us(p.min_ns()),
+            benefit: b.map(|b| b.benefit_min),
+            t0_median_us: us(times.baseline.median_ns()),
+            td_median_us: us(p.median_ns()),
+            benefit_median: b.map(|b| b.benefit_median),
+            valid: p.valid,
+            invalid: p.invalid,
+        })
+        .collect()
+}
+
+/// Noise injected on one rank while it measured.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Injected {
+    /// The rank.
+    pub rank: usize,
+    /// Time between the starts of two detours, us.
+    pub period_us: f64,
+    /// Length of each detour, us.
+    pub duration_us: f64,
+}
+
+/// What `late` finds worth a warning.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum LateWarning {
+    /// Fewer valid calls than asked for (calls started late or overran their window
+    /// in every round).
+    FewValidCalls {
+        /// The size.
+        size: usize,
+        /// The call mode.
+        mode: CallMode,
+        /// The delay, us (0: the undelayed calls).
+        delay_us: f64,
+        /// Valid calls.
+        valid: usize,
+        /// Asked for.
+        wanted: usize,
+    },
+    /// A job setup warning.
+    #[serde(untagged)]
+    Job(JobWarning),
+    /// Measured ranks share a core, or some are pinned and some not.
+    #[serde(untagged)]
+    Binding(BindingWarning),
+}
+
+impl std::fmt::Display for LateWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LateWarning::FewValidCalls {
+                size,
+                mode,
+                delay_us,
+                valid,
+                wanted,
+            } => write!(
+                f,
+                "size {size} B, {mode}, delay {delay_us} us: only {valid} of {wanted} calls \
+                 were valid (the others started late or overran their window)"
+            ),
+            LateWarning::Job(w) => w.fmt(f),
+            LateWarning::Binding(w) => w.fmt(f),
+        }
+    }
+}
+
+/// `ngauge late --json`.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct LateDoc {
+    /// The collective (`allreduce`, ...).
+    pub op: String,
+    /// Its implementation: one of ours (`recursive-doubling`, ...) or `mpi`.
+    pub algo: String,
+    /// What ran (`allreduce/recursive-doubling`, `MPI_Allreduce`).
+    pub implementation: String,
+    /// The data transport.
+    pub transport: TransportName,
+    /// How it waited.
+    pub wait: WaitMode,
+    /// Number of ranks.
+    pub np: usize,
+    /// Noise injected during the measurement, if any.
+    pub inject: Option<Injected>,
+    /// Every size, mode and delay.
+    pub results: Vec<LateRow>,
+    /// What threatens the figures.
+    pub warnings: Vec<Warned<LateWarning>>,
+    /// How the result came about.
+    pub meta: Meta,
+}
+
+/// The warnings one size and mode call for: fewer valid calls than `wanted`,
+/// undelayed (reported as delay 0) or delayed.
+pub fn warnings(size: usize, mode: CallMode, times: &LateTimes, wanted: usize) -> Vec<LateWarning> {
+    std::iter::once(&times.baseline)
+        .chain(times.points.iter().filter(|p| p.delay_ns > 0.0))
+        .filter(|p| p.valid < wanted)
+        .map(|p| LateWarning::FewValidCalls {
+            size,
+            mode,
+            delay_us: p.delay_ns / 1e3,
+            valid: p.valid,
+            wanted,
+        })
+        .collect()
+}
+
+/// The human table.
+pub fn render(doc: &LateDoc) -> String {
+    let mut out = format!(
+        "late arrivals: {} over {} ({}), {} ranks, delayed ranks {}\n\
+         t: global time max(end) - min(start); b = (t0 + d - td) / td (Niethammer et al., \
+         eq. 5), from the minima and from the medians\n",
+        doc.implementation,
+        doc.transport,
+        doc.wait,
+        doc.np,
+        doc.results
+            .first()
+            .map(|r| list(&r.delayed_ranks))
+            .unwrap_or_default(),
+    );
+    if let Some(i) = &doc.inject {
+        out += &format!(
+            "noise injected on rank {}: {} us every {} us\n",
+            i.rank, i.duration_us, i.period_us
+        );
+    }
+    out.push('\n');
+    let mut table = Table::new([
+        "size [B]",
+        "mode",
+        "delay [us]",
+        "t0 min [us]",
+        "td min [us]",
+        "b min",
+        "t0 median [us]",
+        "td median [us]",
+        "b median",
+        "valid",
+    ]);
+    let f = |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
+    for r in &doc.results {
+        table.row([
+            r.size.to_string(),
+            r.mode.to_string(),
+            format!("{}", r.delay_us),
+            f(r.t0_us, 2),
+            f(r.td_us, 2),
+            f(r.benefit, 3),
+            f(r.t0_median_us, 2),
+            f(r.td_median_us, 2),
+            f(r.benefit_median, 3),
+            format!("{}/{}", r.valid, r.valid + r.invalid),
+        ]);
+    }
+    out += &table.render();
+    out
+}
+
+fn list(ranks: &[usize]) -> String {
+    ranks
+        .iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The plot's curves: `b` (from the minima) over the delay, one per size and mode.
+pub fn curves(rows: &[LateRow]) -> Vec<BenefitCurve> {
+    let mut out: Vec<BenefitCurve> = Vec::new();
+    for r in rows {
+        let label = format!("{} B, {}", r.size, r.mode);
+        let point = (r.delay_us, r.benefit.unwrap_or(f64::NAN));
+        match out.iter_mut().find(|c| c.label == label) {
+            Some(c) => c.points.push(point),
+            None => out.push(BenefitCurve {
+                label,
+                points: vec![point],
+            }),
+        }
+    }
+    for c in &mut out {
+        c.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    out
+}
+
+/// One curve of the plot: `b` over the delay for one size.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BenefitCurve {
+    /// Legend text (`8 B`).
+    pub label: String,
+    /// `(delay_us, b)`, in delay order.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// An SVG plot of the delay overlap benefit `b` (eq. 5) over the delay, one curve
+/// per size, with the two references of the paper's reading: `b = 0` (the delay
+/// adds to the call) drawn as a line.
+pub fn plot_benefit_svg(curves: &[BenefitCurve], title: &str) -> Result<String, String> {
+    use plotters::prelude::*;
+    let xs = curves.iter().flat_map(|c| c.points.iter().map(|p| p.0));
+    let ys: Vec<f64> = curves
+        .iter()
+        .flat_map(|c| c.points.iter().map(|p| p.1))
+        .filter(|y| y.is_finite())
+        .collect();
+    let x_max = xs.fold(0.0f64, f64::max).max(1.0);
+    let y_hi = ys.iter().copied().fold(0.0f64, f64::max).max(0.1);
+    let y_lo = ys.iter().copied().fold(0.0f64, f64::min).min(-0.1);
+    let pad = (y_hi - y_lo) * 0.08;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (960, 600)).into_drawing_area();
+        let e = |err: DrawingAreaErrorKind<_>| err.to_string();
+        root.fill(&WHITE).map_err(e)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 20))
+            .margin(16)
+            .x_label_area_size(45)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.0..x_max * 1.05, (y_lo - pad)..(y_hi + pad))
+            .map_err(e)?;
+        chart
+            .configure_mesh()
+            .x_desc("delay d [us]")
+            .y_desc("delay overlap benefit b = (t0 + d - td) / td")
+            .y_label_formatter(&|y| format!("{y:.2}"))
+            .light_line_style(WHITE.mix(0.0))
+            .draw()
+            .map_err(e)?;
+        let zero = RGBColor(120, 120, 120);
+        chart
+            .draw_series(LineSeries::new(
+                [(0.0, 0.0), (x_max * 1.05, 0.0)],
+                zero.stroke_width(1),
+            ))
+            .map_err(e)?
+            .label("b = 0: the delay adds to the call")
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], zero));
+        for (i, curve) in curves.iter().enumerate() {
+            let color = Palette99::pick(i).to_rgba();
+            let pts: Vec<(f64, f64)> = curve
+                .points
+                .iter()
+                .copied()
+                .filter(|p| p.1.is_finite())
+                .collect();
+            chart
+                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+                .map_err(e)?
+                .label(curve.label.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                });
+            chart
+                .draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))
+                .map_err(e)?;
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperRight)
+            .draw()
+            .map_err(e)?;
+        root.present().map_err(e)?;
+    }
+    Ok(svg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plot_is_an_svg_with_a_curve_per_size() {
+        let curves = vec![
+            BenefitCurve {
+                label: "8 B".into(),
+                points: vec![(0.0, 0.0), (50.0, 0.4), (500.0, -0.1)],
+            },
+            BenefitCurve {
+                label: "64 KiB".into(),
+                points: vec![(0.0, 0.0), (50.0, f64::NAN), (500.0, 0.05)],
+            },
+        ];
+        let svg = plot_benefit_svg(&curves, "allreduce").unwrap();
+        assert!(svg.starts_with("<svg"));
+        assert!(svg.contains("8 B") && svg.contains("64 KiB") && svg.contains("b = 0"));
+    }
+}

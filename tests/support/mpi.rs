@@ -1,0 +1,54 @@
+//! Running the binary under the MPI launcher it was built against (cargo feature
+//! `mpi`), for the tests of commands that also run over MPI.
+#![allow(dead_code)]
+
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+/// `mpiexec -n np ngauge args` for the MPI this binary links, with what Open MPI
+/// needs here (root, more ranks than cores).
+pub fn mpirun(np: usize, args: &[&str]) -> Command {
+    let mut cmd = Command::new(ngauge_mpi::BUILD_MPIEXEC);
+    if ngauge_mpi::BUILD_FLAVOR == "openmpi" {
+        cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .arg("--oversubscribe");
+    }
+    cmd.arg("-n")
+        .arg(np.to_string())
+        .arg(env!("CARGO_BIN_EXE_ngauge"))
+        .args(args);
+    cmd
+}
+
+/// Runs `cmd`, killing it after `limit` so that a hung job fails the test.
+pub fn run(mut cmd: Command, limit: Duration) -> Output {
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {:?}: {e}", cmd.get_program()));
+    super::output_within(child, limit).unwrap_or_else(|out| {
+        panic!(
+            "{cmd:?} hung for {limit:?}; stderr:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// True (after [`super::skip`] said so where the user sees it) when ngauge-mpi has
+/// no MPI and the test must be skipped; a failure instead when `NGAUGE_REQUIRE_MPI=1`
+/// (set by `scripts/test` where it installed MPI) or `CI=true` says MPI must be there.
+pub fn skip(test: &str) -> bool {
+    if ngauge_mpi::AVAILABLE {
+        return false;
+    }
+    super::skip(
+        test,
+        super::Lack::InstalledOrRequired("NGAUGE_REQUIRE_MPI"),
+        "ngauge-mpi was built without an MPI library (build.rs found no mpicc or \
+         pkg-config MPI; set MPICC)",
+    );
+    true
+}
