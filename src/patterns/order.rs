@@ -39,10 +39,11 @@ const SEED: u64 = 0x6e67_6175_6765;
 
 /// Steele, Lea and Flood's SplitMix64 (OOPSLA 2014): a small, well-mixed generator,
 /// enough to shuffle a list of sizes.
-struct SplitMix64(u64);
+#[derive(Clone, Debug)]
+pub(crate) struct SplitMix64(pub(crate) u64);
 
 impl SplitMix64 {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -52,7 +53,7 @@ impl SplitMix64 {
 
     /// Uniform in `0..bound` (Lemire's multiply-shift; the bias is below
     /// `bound / 2^64`, nothing for lists of sizes).
-    fn below(&mut self, bound: u64) -> u64 {
+    pub(crate) fn below(&mut self, bound: u64) -> u64 {
         ((u128::from(self.next()) * u128::from(bound)) >> 64) as u64
     }
 }
