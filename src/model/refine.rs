@@ -205,7 +205,8 @@ impl Plan {
             .map(|&i| (i, ChangeKind::Step))
             .chain(kinks.iter().map(|&i| (i, ChangeKind::Slope)))
             .collect();
-        all.sort_unstable_by_key(|c| c.0);
+        // A step and a kink at one size: the step (whose test also tries the slopes).
+        all.sort_by_key(|c| (c.0, c.1 != ChangeKind::Step));
         all.dedup_by_key(|c| c.0);
         let candidates = all
             .iter()
@@ -380,7 +381,19 @@ fn judge_candidate(c: &mut Candidate, opts: &RefineOptions) {
         ChangeKind::Step => {
             let ev = confirm::steps(&clean, &c.left, &c.right, &opts.judge);
             let v = combine(ev.iter().map(|e| e.step_us.verdict));
-            (ev, Vec::new(), v)
+            // The detector may propose a slope-only change as a step: no step
+            // persists, but the slopes differ.
+            let sl = match v {
+                Verdict::Rejected => confirm::slopes(&clean, &c.left, &c.right, &opts.judge),
+                _ => Vec::new(),
+            };
+            if combine_slopes(&sl) == Verdict::Confirmed {
+                c.kind = ChangeKind::Slope;
+                c.change.kind = ChangeKind::Slope;
+                (ev, sl, Verdict::Confirmed)
+            } else {
+                (ev, Vec::new(), v)
+            }
         }
         ChangeKind::Slope => {
             let ev = confirm::slopes(&clean, &c.left, &c.right, &opts.judge);

@@ -107,3 +107,157 @@ pub fn verify<C: Clock, T: Transport + ?Sized>(
         }
     }
 }
+
+/// End to end in the virtual LogGP world ([`super::sim`]): the sweep, the
+/// detector's candidates, the confirmation and location rounds over the control
+/// plane, on both ranks.
+#[cfg(test)]
+mod tests {
+    use super::super::sim::{world, LogGp, Network};
+    use super::super::{DelayChoice, PairsMode};
+    use super::*;
+    use crate::model::confirm::{ChangeKind, Verdict};
+    use crate::model::loggp::{assess, AssessOptions};
+    use crate::model::refine::{Change, RefineOptions};
+
+    const fn ns(v: u64) -> u64 {
+        v * 1000
+    }
+
+    const EAGER: LogGp = LogGp {
+        l_ps: ns(5000),
+        os_ps: ns(1500),
+        or_ps: ns(2000),
+        g_ps: ns(4000),
+        big_g_ps: 800,
+        rendezvous: false,
+    };
+
+    fn params(sizes: Vec<u64>) -> Params {
+        Params {
+            sizes,
+            n: 6,
+            reps: 3,
+            warmup: 1,
+            delay: DelayChoice::OneRtt,
+            pairs: PairsMode::InTurn,
+            attempts: 2,
+        }
+    }
+
+    /// Sweeps 1-32 KiB in 1 KiB steps, plans on rank 0 from the default
+    /// detector's changes, and runs the plan on both ranks.
+    fn sweep_and_verify(net: &Network) -> Vec<Change> {
+        let sizes: Vec<u64> = (1..=32).map(|k| k * 1024).collect();
+        let params = params(sizes);
+        let handles: Vec<_> = world(net)
+            .into_iter()
+            .map(|mut r| {
+                let params = params.clone();
+                std::thread::spawn(move || {
+                    let results = run(
+                        &r.clock,
+                        &mut r.transport,
+                        &mut r.control,
+                        &params,
+                        |_, _| {},
+                    )
+                    .unwrap();
+                    let mut plans: Option<Vec<Plan>> = results.first().map(|pair| {
+                        let samples: Vec<_> = pair.points.iter().map(Point::sample).collect();
+                        let opts = AssessOptions {
+                            n: params.n,
+                            ..AssessOptions::default()
+                        };
+                        let steps = assess(&samples, &opts).unwrap().changes;
+                        let readings: Vec<Reading> = pair.points.iter().map(reading).collect();
+                        vec![Plan::new(&readings, &steps, RefineOptions::default())]
+                    });
+                    verify(
+                        &r.clock,
+                        &mut r.transport,
+                        &mut r.control,
+                        &params,
+                        plans.as_deref_mut(),
+                    )
+                    .unwrap();
+                    plans.map(|mut p| p.remove(0).finish())
+                })
+            })
+            .collect();
+        let mut out: Vec<Option<Vec<Change>>> =
+            handles.into_iter().map(|h| h.join().unwrap()).collect();
+        assert!(out[1].is_none());
+        out.swap_remove(0).unwrap()
+    }
+
+    fn reported(changes: &[Change]) -> Vec<&Change> {
+        changes
+            .iter()
+            .filter(|c| c.verdict != Verdict::Rejected)
+            .collect()
+    }
+
+    /// Eager to rendezvous at 15873 B, between the sweep's 15360 and 16384: the
+    /// change is confirmed and its first byte found by bisection.
+    #[test]
+    fn a_rendezvous_switch_is_confirmed_and_located_to_the_byte() {
+        const FIRST: u64 = 15_873;
+        let rendezvous = LogGp {
+            os_ps: ns(2500),
+            or_ps: ns(3000),
+            big_g_ps: 400,
+            rendezvous: true,
+            ..EAGER
+        };
+        let net = Network::new(vec![(1, EAGER), (FIRST, rendezvous)]).unwrap();
+        let changes = sweep_and_verify(&net);
+        let [c] = &reported(&changes)[..] else {
+            panic!("{changes:?}")
+        };
+        assert_eq!(
+            (c.kind, c.verdict),
+            (ChangeKind::Step, Verdict::Confirmed),
+            "{c:?}"
+        );
+        assert_eq!((c.last_old_bytes, c.bytes), (15360, 16384));
+        assert_eq!(c.first_bytes, Some(FIRST), "{c:?}");
+        assert!(c.shown_by.contains(&"send_late"), "{c:?}");
+    }
+
+    /// From 20481 B a zero-copy protocol moves each byte four times faster, and
+    /// its setup costs exactly what the copy saved there: the round trip and the
+    /// gap bend without a step. Found as a slope-only change near 20481 B.
+    #[test]
+    fn a_switch_of_the_per_byte_cost_alone_is_found() {
+        const FIRST: u64 = 20_481;
+        let saved = (FIRST - 1) * (EAGER.big_g_ps - 200);
+        let zero_copy = LogGp {
+            l_ps: EAGER.l_ps + saved,
+            g_ps: EAGER.g_ps + saved,
+            big_g_ps: 200,
+            ..EAGER
+        };
+        let net = Network::new(vec![(1, EAGER), (FIRST, zero_copy)]).unwrap();
+        let changes = sweep_and_verify(&net);
+        let [c] = &reported(&changes)[..] else {
+            panic!("{changes:?}")
+        };
+        assert_eq!(
+            (c.kind, c.verdict),
+            (ChangeKind::Slope, Verdict::Confirmed),
+            "{c:?}"
+        );
+        assert!(c.last_old_bytes < FIRST && FIRST <= c.bytes, "{c:?}");
+        let x = c.crossing_bytes.expect("where the lines cross");
+        assert!((x - FIRST as f64).abs() < 1024.0, "{c:?}");
+    }
+
+    /// One protocol: whatever the detector proposes, nothing is reported.
+    #[test]
+    fn one_protocol_reports_no_change() {
+        let net = Network::new(vec![(1, EAGER)]).unwrap();
+        let changes = sweep_and_verify(&net);
+        assert!(reported(&changes).is_empty(), "{changes:?}");
+    }
+}
