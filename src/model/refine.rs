@@ -1,6 +1,6 @@
 //! The experiment behind a reported protocol change (issue 13): which sizes to
 //! measure again, in which order, and what the measurements decide. A pure state
-//! machine: [`Plan::next`] names the sizes of the next round (one pass of fresh
+//! machine: [`Plan::next_round`] names the sizes of the next round (one pass of fresh
 //! measurements), [`Plan::feed`] takes their readings, [`Plan::finish`] gives the
 //! changes with their verdicts. The measuring is [`crate::patterns::loggp::verify`]'s,
 //! the decisions [`super::confirm`]'s.
@@ -260,7 +260,7 @@ impl Plan {
 
     /// The sizes of the next round, in the order to measure them; `None` when the
     /// experiment is over.
-    pub fn next(&mut self) -> Option<Vec<u64>> {
+    pub fn next_round(&mut self) -> Option<Vec<u64>> {
         self.asked.clear();
         if self.round >= MAX_ROUNDS {
             for c in &mut self.candidates {
@@ -308,7 +308,7 @@ impl Plan {
         Some(out)
     }
 
-    /// The readings of the round [`Plan::next`] named, in its order.
+    /// The readings of the round [`Plan::next_round`] named, in its order.
     ///
     /// # Panics
     /// When `readings` has another length than the round.
@@ -585,7 +585,7 @@ mod tests {
     /// Runs `plan` against `read(size, round)` to its end.
     fn drive(mut plan: Plan, read: impl Fn(u64, usize) -> Reading) -> Vec<Change> {
         let mut round = 0;
-        while let Some(sizes) = plan.next() {
+        while let Some(sizes) = plan.next_round() {
             round += 1;
             let readings: Vec<Reading> = sizes.iter().map(|&s| read(s, round)).collect();
             plan.feed(&readings);
@@ -828,7 +828,7 @@ mod tests {
         let mut plan = Plan::new(&sweep, &[20480], RefineOptions::default());
         let mut orders = Vec::new();
         for _ in 0..6 {
-            let sizes = plan.next().unwrap();
+            let sizes = plan.next_round().unwrap();
             // Pairs of one size from each side, next to each other.
             for pair in sizes.chunks(2) {
                 let left = pair.iter().filter(|&&s| s < 20480).count();

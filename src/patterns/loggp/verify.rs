@@ -72,7 +72,7 @@ pub fn verify<C: Clock, T: Transport + ?Sized>(
         if let Some(plans) = plans.as_deref_mut() {
             for plan in plans.iter_mut() {
                 let start = sizes.len();
-                sizes.extend(plan.next().unwrap_or_default());
+                sizes.extend(plan.next_round().unwrap_or_default());
                 spans.push(start..sizes.len());
             }
         }
