@@ -450,6 +450,15 @@ pub struct LoggpArgs {
     ]), default_value = "lookahead", value_name = "NAME")]
     pub detector: DetectorKind,
 
+    /// Report the detector's protocol changes as found, without measuring each
+    /// again in fresh interleaved passes (not confirmed, not located).
+    #[arg(long)]
+    pub no_confirm: bool,
+
+    /// Do not bisect confirmed protocol changes to the byte (changes[].first_bytes).
+    #[arg(long)]
+    pub no_refine: bool,
+
     /// Look-ahead detector: points looked ahead (x).
     #[arg(long, default_value_t = 5, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub lookahead: u64,
