@@ -20,6 +20,7 @@ pub fn documents() -> Vec<(&'static str, Schema)> {
         ),
         ("loggp", schemars::schema_for!(super::loggp_doc::LoggpDoc)),
         ("sync", schemars::schema_for!(super::sync::SyncDoc)),
+        ("coll", schemars::schema_for!(super::coll::CollDoc)),
     ]
 }
 
@@ -79,6 +80,7 @@ mod tests {
             ("pingpong", &["results", "meta"]),
             ("loggp", &["detector", "n", "dg", "meta"]),
             ("sync", &["algo", "np", "duration_us", "ranks", "meta"]),
+            ("coll", &["results", "meta"]),
         ];
         for (command, schema) in documents() {
             let value = schema.as_value();

@@ -4,10 +4,10 @@
 //! starts, however many segments it has.
 
 use super::*;
-use ngauge_transport::TransportError;
 use crate::clock::Skew;
 use crate::coll::Algorithm;
 use crate::sync::sim::{self, NetModel, SIM_HZ, SIM_START};
+use ngauge_transport::TransportError;
 
 const L_NS: f64 = 20_000.0;
 const NP: usize = 6;
@@ -225,8 +225,7 @@ impl<T: Transport> Native<T> {
     }
 
     fn put(&mut self, r: ngauge_transport::Region, bytes: &[u8]) {
-        self.inner.buffer_mut(r.buffer).unwrap()[r.offset..r.offset + r.len]
-            .copy_from_slice(bytes);
+        self.inner.buffer_mut(r.buffer).unwrap()[r.offset..r.offset + r.len].copy_from_slice(bytes);
     }
 
     fn scratch(&mut self, len: usize) -> ngauge_transport::Region {
@@ -300,9 +299,8 @@ impl<T: Transport> Native<T> {
                 let size = send.len / np;
                 let mut requests = Vec::new();
                 for j in (0..np).filter(|&j| j != me) {
-                    let block = |r: ngauge_transport::Region| {
-                        r.buffer.region(r.offset + j * size, size)
-                    };
+                    let block =
+                        |r: ngauge_transport::Region| r.buffer.region(r.offset + j * size, size);
                     requests.push(t.irecv(j, block(recv))?);
                     requests.push(t.isend(j, block(send))?);
                 }
@@ -369,10 +367,7 @@ impl<T: Transport> Transport for Native<T> {
     fn wait(&mut self, q: ngauge_transport::RequestId) -> Result<(), TransportError> {
         self.inner.wait(q)
     }
-    fn native_collective(
-        &mut self,
-        call: NativeCollective,
-    ) -> Option<Result<(), TransportError>> {
+    fn native_collective(&mut self, call: NativeCollective) -> Option<Result<(), TransportError>> {
         Some(self.collective(call))
     }
 }
@@ -467,5 +462,9 @@ fn native_on_a_transport_without_collectives_is_an_error() {
         .unwrap_err()
         .to_string()
     });
-    assert!(out[0].ends_with("has no collectives of its own"), "{}", out[0]);
+    assert!(
+        out[0].ends_with("has no collectives of its own"),
+        "{}",
+        out[0]
+    );
 }
