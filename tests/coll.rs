@@ -59,7 +59,20 @@ fn check_rows(doc: &Value, op: &str, np: usize) {
         for field in ["algo", "segment", "size", "scheme", "valid", "invalid"] {
             assert!(!r[field].is_null(), "{field} missing: {r}");
         }
-        assert!(r["valid"].as_u64().unwrap() >= 1, "{r}");
+        if r["valid"] == 0 {
+            // The window scheme on a host loaded beyond its cores: every call
+            // started late in every round. Then no figure, and a warning says so.
+            assert_eq!(r["scheme"], "window", "{r}");
+            assert!(r["runtime_us"].is_null(), "{r}");
+            let warned = doc["warnings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|w| w["kind"] == "few_valid" && w["size"] == r["size"] && w["valid"] == 0);
+            assert!(warned, "no few_valid warning for {r}");
+            println!("note: no valid call in {r}");
+            continue;
+        }
         let t = &r["runtime_us"];
         let (min, median, max) = (
             t["min"].as_f64().unwrap(),
@@ -214,7 +227,10 @@ fn schemes_and_per_rank_times() {
         match scheme {
             "window" => {
                 assert!(r["window_us"].as_f64().unwrap() > 0.0, "{r}");
-                assert!(r["valid"].as_u64().unwrap() >= 5, "{r}");
+                let (valid, rounds) = (r["valid"].as_u64().unwrap(), r["rounds"].as_u64().unwrap());
+                // Rounds of 5 calls until 5 are valid (or --max-rounds).
+                assert!(valid >= 5 || rounds == 10, "{r}");
+                assert_eq!(valid + r["invalid"].as_u64().unwrap(), 5 * rounds, "{r}");
             }
             "loop" => {
                 assert_eq!(r["calls_per_loop"], 5, "{r}");

@@ -31,7 +31,10 @@
 //! with the same schemes, the same data layout and the same data checks, so "our
 //! binomial over TCP" and "MPI's broadcast" are measured by one procedure.
 //!
-//! The timed region holds only [`Executor::run`] (or the one native call). Per-call,
+//! Before every control-plane exchange that follows data-plane traffic the
+//! transport settles ([`Transport::settle`]): over UDP, a rank whose last datagram
+//! was lost would otherwise wait for it while its sender waits on the control
+//! channel. The timed region holds only [`Executor::run`] (or the one native call). Per-call,
 //! per-rank times are returned to rank 0 ([`CollTimes`]); statistics are the
 //! caller's.
 
@@ -561,6 +564,7 @@ pub fn measure_with<C: Clock + ?Sized>(
 
     let times = match timing.scheme {
         Scheme::Window => {
+            t.settle().map_err(CollError::from)?;
             let slowest = max_at_root(control, longest)?;
             windowed(clock, t, control, model, timing, &mut calls, slowest)?
         }
@@ -576,6 +580,7 @@ pub fn measure_with<C: Clock + ?Sized>(
                     end: clock.now(),
                 });
             }
+            t.settle().map_err(CollError::from)?;
             let timed = gather_calls(control, &spans, |i| (calls.root(i), 1))?;
             CollTimes {
                 scheme: Scheme::Barrier,
@@ -594,6 +599,7 @@ pub fn measure_with<C: Clock + ?Sized>(
                 start,
                 end: clock.now(),
             };
+            t.settle().map_err(CollError::from)?;
             let timed = gather_calls(control, &[span], |_| (calls.root(0), timing.reps))?;
             CollTimes {
                 scheme: Scheme::Loop,
@@ -663,6 +669,7 @@ fn windowed<C: Clock + ?Sized>(
                 end: model.global(end),
             });
         }
+        t.settle().map_err(CollError::from)?;
         let agreed = window::agree(control, &statuses)?;
         let round = gather_calls(control, &spans, |k| (executors.root(index + k), 1))?;
         index += timing.reps;
