@@ -172,7 +172,7 @@ fn every_algorithm_on_1_to_9_ranks() {
 }
 
 /// A root other than 0 and the window scheme's counts over UDP (the clocks then
-/// sync over TCP, with a warning).
+/// sync over TCP, with a warning); sizes above UDP's datagram limit are skipped.
 #[test]
 fn over_udp_with_root_2() {
     let doc = coll_json(
@@ -184,7 +184,7 @@ fn over_udp_with_root_2() {
             "--algo",
             "binomial,chain",
             "--sizes",
-            "1,1K",
+            "1,1K,64K",
             "--root",
             "2",
         ],
@@ -200,6 +200,14 @@ fn over_udp_with_root_2() {
         .filter_map(|w| w["kind"].as_str())
         .collect();
     assert!(kinds.contains(&"synced_over"), "{kinds:?}");
+    // 64 KiB in one datagram is above UDP's limit: skipped, with a warning each.
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "size_skipped").count(),
+        2,
+        "{kinds:?}"
+    );
+    assert!(results(&doc).iter().all(|r| r["size"] != 65536));
+    assert_eq!(results(&doc).len(), 4);
 }
 
 /// The three schemes report what they are: the window its last window and rounds,

@@ -292,12 +292,15 @@ fn run_rank(
             if let Some(max) = t.capabilities().max_message_bytes {
                 let largest = largest_message(args.op, size, np, segment);
                 if largest > max {
-                    return Err(UsageError(format!(
-                        "--sizes: {name} carries at most {max} bytes per message, and \
-                         {} of {size} bytes sends {largest}",
-                        args.op
-                    ))
-                    .into());
+                    if rank == 0 {
+                        warnings.push(CollWarning::SizeSkipped {
+                            label: format!("{name}/{}", row.imp.name()),
+                            size,
+                            largest_bytes: largest,
+                            max_bytes: max,
+                        });
+                    }
+                    continue;
                 }
             }
             let spec = CollSpec {
@@ -403,6 +406,9 @@ fn run_rank(
                 Some("raise --max-rounds, or try --scheme barrier on a loaded machine".into())
             }
             CollWarning::SyncedOver { .. } => None,
+            CollWarning::SizeSkipped { .. } => {
+                Some("use --segment for a broadcast, or a transport without the limit".into())
+            }
         };
         super::common::warn(w, hint);
     }

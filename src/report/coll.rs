@@ -233,6 +233,17 @@ pub enum CollWarning {
         /// Calls asked for.
         wanted: usize,
     },
+    /// A point was not measured: one of its messages exceeds the transport's limit.
+    SizeSkipped {
+        /// `transport/algo`.
+        label: String,
+        /// Bytes per rank.
+        size: usize,
+        /// The largest message of one call.
+        largest_bytes: usize,
+        /// The transport's limit.
+        max_bytes: usize,
+    },
     /// The clocks were synchronized over another transport than the one measured
     /// (which may lose messages).
     SyncedOver {
@@ -259,6 +270,16 @@ impl std::fmt::Display for CollWarning {
                 f,
                 "{label} at {size} B: {valid} valid calls of {wanted} wanted (calls started \
                  late or overran their window in every round)"
+            ),
+            CollWarning::SizeSkipped {
+                label,
+                size,
+                largest_bytes,
+                max_bytes,
+            } => write!(
+                f,
+                "{label} at {size} B not measured: it sends {largest_bytes}-byte messages, \
+                 and the transport carries at most {max_bytes}"
             ),
             CollWarning::SyncedOver { transport } => write!(
                 f,
