@@ -45,6 +45,7 @@ impl SyncFlags {
 pub fn run(global: &GlobalArgs, args: &SyncArgs) -> anyhow::Result<()> {
     let options = args.sync.options();
     options.validate().map_err(|e| UsageError(e.to_string()))?;
+    super::common::check_outputs(global, &[])?;
     super::common::with_world(global, |world| run_rank(global, args, &options, world))
 }
 

@@ -214,9 +214,9 @@ pub enum CollTimingError {
     /// The window schedule failed.
     #[error(transparent)]
     Sync(#[from] SyncError),
-    /// The control channel failed.
+    /// The control channel failed; its text is in this error's (no source too).
     #[error("collective timing: {0}")]
-    Control(#[from] ControlError),
+    Control(ControlError),
     /// A rank sent malformed timing data.
     #[error("collective timing: rank {rank} sent {detail}")]
     Protocol {
@@ -249,6 +249,12 @@ pub enum CollTimingError {
         /// The transport's name.
         transport: &'static str,
     },
+}
+
+impl From<ControlError> for CollTimingError {
+    fn from(e: ControlError) -> Self {
+        CollTimingError::Control(e)
+    }
 }
 
 /// The executors of every root a run uses, built before the first timed call, on

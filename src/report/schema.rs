@@ -21,6 +21,10 @@ pub fn documents() -> Vec<(&'static str, Schema)> {
         ("loggp", schemars::schema_for!(super::loggp_doc::LoggpDoc)),
         ("sync", schemars::schema_for!(super::sync::SyncDoc)),
         ("coll", schemars::schema_for!(super::coll::CollDoc)),
+        (
+            "simulate",
+            schemars::schema_for!(super::simulate::SimulateDoc),
+        ),
     ]
 }
 
@@ -81,6 +85,7 @@ mod tests {
             ("loggp", &["detector", "n", "dg", "meta"]),
             ("sync", &["algo", "np", "duration_us", "ranks", "meta"]),
             ("coll", &["results", "meta"]),
+            ("simulate", &["results", "events", "events_per_s", "meta"]),
         ];
         for (command, schema) in documents() {
             let value = schema.as_value();
