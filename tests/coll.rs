@@ -308,6 +308,7 @@ fn bad_input_is_a_usage_error() {
         &["--np", "2", "coll", "--root", "5", "--sizes", "1"],
         &["coll", "--sizes", "0,1"],
         &["coll", "--mpi-algo", "3"],
+        &["coll", "--plot", "/nonexistent-dir/coll.svg"],
     ] {
         let out = ngauge().args(args).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -104,6 +104,7 @@ fn largest_message(op: Collective, size: usize, np: usize, segment: usize) -> us
 
 pub fn run(global: &GlobalArgs, args: &CollCmdArgs) -> anyhow::Result<()> {
     let imps = implementations(args)?;
+    super::common::check_outputs(global, &[("--plot", args.plot.as_deref())])?;
     let sizes: Vec<usize> = if args.op == Collective::Barrier {
         vec![0]
     } else {
