@@ -2,7 +2,14 @@
 //! Carpen-Amarie's experimental design (sec. 6.1, Algorithms 5 and 6) as the
 //! default way to measure.
 //!
+//! - [`plan`]: which experiment each launch runs when (seeded shuffles).
+//! - [`dir`]: the run directory's layout, which runs are done, the combined
+//!   records per experiment (JSON Lines and CSV).
 //! - [`results`]: reading measurements back from documents, streams and run
 //!   directories, for `ngauge compare` and the suite summary.
+//! - [`summary`]: `summary.json`/`summary.csv`, Algorithm 6 over the launches.
 
+pub mod dir;
+pub mod plan;
 pub mod results;
+pub mod summary;
