@@ -7,9 +7,11 @@
 //!   records per experiment (JSON Lines and CSV).
 //! - [`results`]: reading measurements back from documents, streams and run
 //!   directories, for `ngauge compare` and the suite summary.
+//! - [`runner`]: running the plan, one child job per launch and experiment.
 //! - [`summary`]: `summary.json`/`summary.csv`, Algorithm 6 over the launches.
 
 pub mod dir;
 pub mod plan;
 pub mod results;
+pub mod runner;
 pub mod summary;
