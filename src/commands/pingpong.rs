@@ -215,6 +215,7 @@ pub fn run(global: &GlobalArgs, args: &PingpongArgs) -> anyhow::Result<()> {
                 warmup: args.warmup as usize,
                 check: args.check,
                 native_loop: args.native_loop,
+                samples: false,
             };
             let wait = sweeps[i].wait;
             let results = pingpong::run(

@@ -60,6 +60,9 @@ pub struct Params {
     /// Let the transport run the round trips itself when it can (see the module
     /// docs); `false` always uses the generic loop (for comparison).
     pub native_loop: bool,
+    /// Keep every repetition in the result ([`SizeResult::samples`]), for the
+    /// statistics across launches and `ngauge compare`.
+    pub samples: bool,
 }
 
 /// Which loop timed the round trips of a size.
@@ -101,6 +104,17 @@ pub struct SizeResult {
     /// Transport counters accumulated during this size, summed over the two ranks
     /// (UDP: lost/duplicated/reordered datagrams, retransmissions).
     pub counters: BTreeMap<String, u64>,
+    /// The repetitions behind `half_rtt_us`, in the order measured (with
+    /// [`Params::samples`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub samples: Option<Samples>,
+}
+
+/// The repetitions of one size, us, named like the summary they are behind.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Samples {
+    /// Every timed round trip's half, in the order measured.
+    pub half_rtt_us: Vec<f64>,
 }
 
 /// Why a ping-pong sweep stopped.
@@ -315,7 +329,9 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
             .iter()
             .map(|&t| rate.to_nanos(t).as_us() / 2.0)
             .collect();
-        let half_rtt_us = Summary::of(&half_rtt_us).expect("reps >= 1 and finite values");
+        let summary = Summary::of(&half_rtt_us).expect("reps >= 1 and finite values");
+        let samples = params.samples.then_some(Samples { half_rtt_us });
+        let half_rtt_us = summary;
         let result = SizeResult {
             size,
             reps: params.reps,
@@ -328,6 +344,7 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
             data_check: params.check.then_some(true),
             timing_loop,
             counters,
+            samples,
         };
         on_size(size, Some(&result)).map_err(PingPongError::Sink)?;
         results.push(result);
@@ -417,6 +434,7 @@ mod tests {
                 warmup: 2,
                 check: true,
                 native_loop: true,
+                samples: true,
             },
         );
         let r0 = out[0].as_ref().unwrap();
@@ -429,6 +447,9 @@ mod tests {
             assert_eq!(r.half_rtt_us.max, 1.5);
             assert_eq!(r.bandwidth_mbps, r.size as f64 / 1.5);
             assert_eq!(r.data_check, Some(true));
+            assert_eq!(r.samples.as_ref().unwrap().half_rtt_us, vec![1.5; 5]);
+            let json = serde_json::to_value(r).unwrap();
+            assert_eq!(json["samples"]["half_rtt_us"].as_array().unwrap().len(), 5);
         }
     }
 
@@ -442,9 +463,13 @@ mod tests {
                 warmup: 0,
                 check: true,
                 native_loop: true,
+                samples: false,
             },
         );
         assert_eq!(out[0].as_ref().unwrap().len(), 2);
+        let r = &out[0].as_ref().unwrap()[0];
+        assert!(r.samples.is_none(), "not asked for");
+        assert!(serde_json::to_value(r).unwrap().get("samples").is_none());
         for o in &out[1..] {
             assert!(o.as_ref().unwrap().is_empty());
         }
@@ -460,6 +485,7 @@ mod tests {
                 warmup: 0,
                 check: false,
                 native_loop: true,
+                samples: false,
             },
         );
         assert_eq!(out[0].as_ref().unwrap_err(), "reps must be at least 1");
@@ -471,6 +497,7 @@ mod tests {
                 warmup: 0,
                 check: false,
                 native_loop: true,
+                samples: false,
             },
         );
         assert!(out[0].as_ref().unwrap_err().contains("at least 2 ranks"));
@@ -659,6 +686,7 @@ mod tests {
                         warmup: 2,
                         check: true,
                         native_loop,
+                        samples: false,
                     };
                     let r = run(&clock, &mut t, &mut c, &params, &mut |_, _| Ok(())).unwrap();
                     (r, t.calls)
@@ -720,6 +748,7 @@ mod tests {
                         warmup: 1,
                         check: true,
                         native_loop: true,
+                        samples: false,
                     };
                     run(&clock, &mut t, &mut c, &params, &mut |_, _| Ok(())).unwrap()
                 })
@@ -746,6 +775,7 @@ mod tests {
                         warmup: 1,
                         check: true,
                         native_loop: true,
+                        samples: false,
                     };
                     run(&clock, &mut Corrupting(t), &mut c, &params, &mut |_, _| {
                         Ok(())
@@ -794,6 +824,7 @@ mod tests {
                         warmup: 2,
                         check: true,
                         native_loop: true,
+                        samples: false,
                     };
                     run(&clock, t.as_mut(), &mut c, &params, &mut |_, _| Ok(())).unwrap()
                 })
@@ -850,6 +881,7 @@ mod tests {
                         warmup: 1,
                         check: true,
                         native_loop: true,
+                        samples: false,
                     };
                     let mut writer = (rank == 0)
                         .then(|| crate::report::jsonl::JsonlWriter::create(&path).unwrap());
