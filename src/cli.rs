@@ -1,7 +1,28 @@
 //! The command line: global flags (before or after the command) and one subcommand.
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+use clap::{Args, Parser, Subcommand};
+use ngauge::job::{TransportName, VerbsOp, WaitPolicy};
+use ngauge::model::loggp::DetectorKind;
+use ngauge::patterns::loggp::{DelayChoice, PairsMode};
+use ngauge::sync::{Algorithm as SyncAlgorithm, Estimator as SyncEstimator};
 use std::path::PathBuf;
+
+/// A parser for one of the library's named enums: its names are the possible
+/// values (with the help text given here), parsed by the library's `FromStr`, so
+/// the command line spells them as specs and documents do.
+fn names<T>(values: &[(T, &'static str)]) -> impl TypedValueParser<Value = T>
+where
+    T: Copy + Into<&'static str> + std::str::FromStr + Send + Sync + 'static,
+    T::Err: std::error::Error + Send + Sync + 'static,
+{
+    PossibleValuesParser::new(
+        values
+            .iter()
+            .map(|&(v, help)| PossibleValue::new(v.into()).help(help)),
+    )
+    .try_map(|s: String| s.parse::<T>())
+}
 
 const LONG_VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
@@ -46,7 +67,12 @@ pub struct GlobalArgs {
         short = 't',
         long,
         global = true,
-        value_enum,
+        value_parser = names(&[
+            (TransportName::Tcp, "TCP sockets, one connection per pair, TCP_NODELAY"),
+            (TransportName::Udp, "UDP datagrams with sequence numbers and retransmission"),
+            (TransportName::Verbs, "InfiniBand/RoCE verbs (cargo feature `verbs`)"),
+            (TransportName::Mpi, "MPI point-to-point through a C shim (cargo feature `mpi`)"),
+        ]),
         value_delimiter = ',',
         default_value = "tcp",
         value_name = "NAME"
@@ -130,16 +156,21 @@ pub struct GlobalArgs {
     #[arg(long, global = true, default_value_t = 30.0, value_name = "SECONDS", value_parser = parse_timeout)]
     pub timeout: f64,
     /// How data transports wait: `poll` spins on nonblocking calls (lowest latency,
-    /// burns the core), `block` sleeps in the kernel. Default: poll when this host's
-    /// ranks fit on its cores, block otherwise.
+    /// burns the core), `block` sleeps in the kernel, `auto` (the default) polls
+    /// when this host's ranks fit on its cores and blocks otherwise.
     #[arg(
         long,
         global = true,
-        value_enum,
+        value_parser = names(&[
+            (WaitPolicy::Auto, "poll when this host's ranks fit on its cores, else block"),
+            (WaitPolicy::Poll, "spin on nonblocking calls"),
+            (WaitPolicy::Block, "sleep in the kernel"),
+        ]),
+        default_value = "auto",
         value_name = "MODE",
         help_heading = "Transports"
     )]
-    pub wait: Option<WaitArg>,
+    pub wait: WaitPolicy,
 
     /// SO_SNDBUF for TCP/UDP sockets, in bytes (K/M suffixes; kernel default if unset).
     #[arg(long, global = true, value_name = "BYTES", value_parser = parse_buffer_bytes, help_heading = "Transports")]
@@ -184,30 +215,15 @@ pub struct VerbsArgs {
     #[arg(
         long,
         global = true,
-        value_enum,
+        value_parser = names(&[
+            (VerbsOp::Send, "two-sided send/recv"),
+            (VerbsOp::Write, "one-sided RDMA write with immediate"),
+        ]),
         default_value = "send",
         value_name = "OP",
         help_heading = "Verbs (-t verbs)"
     )]
-    pub verbs_op: VerbsOpArg,
-}
-
-/// `--verbs-op` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum VerbsOpArg {
-    /// Two-sided send/recv.
-    Send,
-    /// One-sided RDMA write with immediate.
-    Write,
-}
-
-/// `--wait`: how data transports wait.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum WaitArg {
-    /// Spin on nonblocking calls.
-    Poll,
-    /// Sleep in the kernel.
-    Block,
+    pub verbs_op: VerbsOp,
 }
 
 fn parse_buffer_bytes(s: &str) -> Result<usize, String> {
@@ -222,31 +238,6 @@ fn parse_timeout(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(t) if t.is_finite() && t > 0.0 && t <= 86_400.0 => Ok(t),
         _ => Err(format!("{s:?} is not a number of seconds in (0, 86400]")),
-    }
-}
-
-/// The transports ngauge knows (whether compiled in or not).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum TransportName {
-    /// TCP sockets, one connection per pair, TCP_NODELAY.
-    Tcp,
-    /// UDP datagrams with sequence numbers and retransmission.
-    Udp,
-    /// InfiniBand/RoCE verbs (cargo feature `verbs`).
-    Verbs,
-    /// MPI point-to-point through a C shim (cargo feature `mpi`).
-    Mpi,
-}
-
-impl TransportName {
-    /// Lowercase name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TransportName::Tcp => "tcp",
-            TransportName::Udp => "udp",
-            TransportName::Verbs => "verbs",
-            TransportName::Mpi => "mpi",
-        }
     }
 }
 
@@ -330,42 +321,6 @@ pub enum SelftestCommand {
     },
 }
 
-/// Delay `d` of PRTT(n,d,s).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum DelayArg {
-    /// d = PRTT(1,0,s) (the paper's default).
-    Rtt,
-    /// d = PRTT(2,0,s) (the paper's fallback when d <= g + (s-1)G).
-    #[value(name = "2rtt")]
-    TwoRtt,
-}
-
-/// How rank pairs take turns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PairsArg {
-    /// One pair at a time.
-    InTurn,
-    /// All pairs at once.
-    Concurrent,
-}
-
-/// Protocol-change detector.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum DetectorArg {
-    /// The paper's look-ahead (sec. 2.6) on the gap, o_s, o_r, PRTT(1,0,s) and the
-    /// send with a late receiver, robust to outliers, its changes confirmed by the
-    /// joint segmentation criterion (which also proposes changes): --lookahead,
-    /// --pfact, --floor-us, --penalty.
-    Lookahead,
-    /// The paper's look-ahead (sec. 2.6) exactly as written, on the gap per message
-    /// alone, nothing confirmed: --lookahead, --pfact, --floor-us.
-    Paper,
-    /// Optimal piecewise-linear segmentation with a BIC penalty (--penalty).
-    Segmented,
-    /// One range over all sizes.
-    None,
-}
-
 /// Options of `ngauge loggp`.
 #[derive(Debug, Args, Clone)]
 pub struct LoggpArgs {
@@ -404,16 +359,40 @@ pub struct LoggpArgs {
     pub passes: u64,
 
     /// Delay d of PRTT(n,d,s): one or two round trips.
-    #[arg(long, value_enum, default_value = "rtt", value_name = "D")]
-    pub dg: DelayArg,
+    #[arg(long, value_parser = names(&[
+        (DelayChoice::OneRtt, "d = PRTT(1,0,s) (the paper's default)"),
+        (DelayChoice::TwoRtt, "d = PRTT(2,0,s) (the paper's fallback when d <= g + (s-1)G)"),
+    ]), default_value = "rtt", value_name = "D")]
+    pub dg: DelayChoice,
 
     /// With more than 2 ranks: pairs (0,1), (2,3), ... measure in turn or at once.
-    #[arg(long, value_enum, default_value = "in-turn", value_name = "MODE")]
-    pub pairs: PairsArg,
+    #[arg(long, value_parser = names(&[
+        (PairsMode::InTurn, "one pair at a time"),
+        (PairsMode::Concurrent, "all pairs at once"),
+    ]), default_value = "in-turn", value_name = "MODE")]
+    pub pairs: PairsMode,
 
     /// Protocol-change detector.
-    #[arg(long, value_enum, default_value = "lookahead", value_name = "NAME")]
-    pub detector: DetectorArg,
+    #[arg(long, value_parser = names(&[
+        (
+            DetectorKind::Lookahead,
+            "the paper's look-ahead (sec. 2.6) on the gap, o_s, o_r, PRTT(1,0,s) and the \
+             send with a late receiver, robust to outliers, its changes confirmed by the \
+             joint segmentation criterion (which also proposes changes): --lookahead, \
+             --pfact, --floor-us, --penalty",
+        ),
+        (
+            DetectorKind::Paper,
+            "the paper's look-ahead (sec. 2.6) exactly as written, on the gap per message \
+             alone, nothing confirmed: --lookahead, --pfact, --floor-us",
+        ),
+        (
+            DetectorKind::Segmented,
+            "optimal piecewise-linear segmentation with a BIC penalty (--penalty)",
+        ),
+        (DetectorKind::None, "one range over all sizes"),
+    ]), default_value = "lookahead", value_name = "NAME")]
+    pub detector: DetectorKind,
 
     /// Look-ahead detector: points looked ahead (x).
     #[arg(long, default_value_t = 5, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=1000))]
@@ -561,7 +540,15 @@ mod tests {
 pub struct SyncFlags {
     /// Algorithm: linear (SKaMPI, O(p)), logp (Netgauge tree, O(log p)), jk (Jones &
     /// Koenig drift models, O(p)), hca (drift models in the log p tree).
-    #[arg(long = "sync", value_enum, default_value = "hca", value_name = "ALGO")]
+    #[arg(long = "sync", value_parser = names(&[
+        (SyncAlgorithm::Linear, "SKaMPI: root with each rank in turn, offsets only"),
+        (SyncAlgorithm::Logp, "Netgauge: power-of-two tree plus remainder, offsets only"),
+        (SyncAlgorithm::Jk, "Jones & Koenig: root learns a drift model per rank"),
+        (
+            SyncAlgorithm::Hca,
+            "Hunold & Carpen-Amarie: drift models in the log p tree, intercepts from root",
+        ),
+    ]), default_value = "hca", value_name = "ALGO")]
     pub algorithm: SyncAlgorithm,
 
     /// Fit points per drift model (jk, hca). The fit spans the whole exchange, so
@@ -579,30 +566,14 @@ pub struct SyncFlags {
     /// Offset estimator of linear, logp and hca's intercepts: minrtt (Hoefler: the
     /// smallest of RTTs, stop after 100 without a smaller one) or skampi (bracket of
     /// 100 ping-pongs). Default: skampi for linear and hca, minrtt for logp.
-    #[arg(long, value_enum, value_name = "EST")]
+    #[arg(long, value_parser = names(&[
+        (
+            SyncEstimator::MinRtt,
+            "minimal round trip, stop after 100 exchanges without a smaller one",
+        ),
+        (SyncEstimator::Skampi, "SKaMPI's [td_min, td_max] bracket of 100 ping-pongs"),
+    ]), value_name = "EST")]
     pub estimator: Option<SyncEstimator>,
-}
-
-/// `--sync` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SyncAlgorithm {
-    /// SKaMPI: root with each rank in turn, offsets only.
-    Linear,
-    /// Netgauge: power-of-two tree plus remainder, offsets only.
-    Logp,
-    /// Jones & Koenig: root learns a drift model per rank.
-    Jk,
-    /// Hunold & Carpen-Amarie: drift models in the log p tree, intercepts from root.
-    Hca,
-}
-
-/// `--estimator` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SyncEstimator {
-    /// Minimal round trip, stop after 100 exchanges without a smaller one.
-    Minrtt,
-    /// SKaMPI's [td_min, td_max] bracket of 100 ping-pongs.
-    Skampi,
 }
 
 /// Options of `ngauge sync`.

@@ -7,6 +7,7 @@
 //! - [`clock`]: RDTSCP ticks, calibration, host facts, pinning.
 //! - [`coll`]: collective algorithms as per-rank schedules, their executor over any
 //!   transport, data checks.
+//! - [`job`]: job setup from a serde-named spec: starting, opening transports.
 //! - [`launch`]: launcher detection, local launcher, rendezvous, control channel.
 //! - [`model`]: least squares, change points, LogGP parameters.
 //! - [`patterns`]: measurement procedures (ping-pong, PRTT for LogGP).
@@ -22,11 +23,14 @@
 //!
 //! Transports are separate crates implementing [`ngauge_transport::Transport`].
 #![deny(unsafe_code)]
+#![deny(rustdoc::broken_intra_doc_links)]
 
 pub mod clock;
 pub mod coll;
+pub mod job;
 pub mod launch;
 pub mod model;
+pub mod names;
 pub mod patterns;
 pub mod report;
 pub mod sim;

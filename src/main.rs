@@ -6,18 +6,6 @@ mod commands;
 use clap::Parser;
 use std::process::ExitCode;
 
-/// Bad input found after parsing (a size list, a config value): exit status 2.
-#[derive(Debug)]
-pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
-
 fn main() -> ExitCode {
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
@@ -38,7 +26,7 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             eprintln!("ngauge: error: {err:#}");
-            if err.downcast_ref::<UsageError>().is_some() {
+            if err.downcast_ref::<commands::UsageError>().is_some() {
                 ExitCode::from(2)
             } else {
                 ExitCode::FAILURE

@@ -244,7 +244,12 @@ fn udp_limit_refuses_explicit_sizes_ends_the_default_sweep_and_streams_fit() {
     let warned = doc["warnings"].as_array().unwrap().iter();
     assert_eq!(
         warned
-            .filter(|w| w.as_str().unwrap().contains("default sweep ends at 64512"))
+            .filter(|w| w["kind"] == "sweep_cut"
+                && w["last_bytes"] == 64512
+                && w["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("default sweep ends at 64512"))
             .count(),
         1,
         "{doc}"

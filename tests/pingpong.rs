@@ -220,7 +220,7 @@ fn three_ranks_measure_the_first_pair() {
         .success()
         .get_output()
         .clone();
-    let warned = String::from_utf8_lossy(&out.stderr).contains("--wait poll with 3 ranks");
+    let warned = String::from_utf8_lossy(&out.stderr).contains("wait mode poll with 3 ranks");
     assert_eq!(warned, 3 > cores);
 }
 

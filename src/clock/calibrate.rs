@@ -14,7 +14,7 @@ use crate::model::lsq;
 use std::time::Duration;
 
 /// The result of a calibration.
-#[derive(Clone, Copy, Debug, serde::Serialize)]
+#[derive(Clone, Copy, Debug, serde::Serialize, schemars::JsonSchema)]
 pub struct Calibration {
     /// Estimated ticks per second.
     pub rate: TickRate,

@@ -13,7 +13,7 @@ use std::time::Duration;
 pub const RATE_DISAGREEMENT: f64 = 1e-3;
 
 /// The timer and the host facts behind its accuracy.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct TimerFacts {
     /// `rdtscp` or `clock_monotonic_raw`.
     pub source: TimerSource,
@@ -39,7 +39,9 @@ pub struct TimerFacts {
     pub frequency: FrequencyControl,
     /// The core this process is pinned to, if pinned.
     pub pinned_core: Option<usize>,
-    /// Every fact that threatens a measurement.
+    /// Every fact that threatens a measurement (in documents as
+    /// [`crate::report::timer::TimerReport::warnings`]).
+    #[serde(skip)]
     pub warnings: Vec<Warning>,
 }
 

@@ -48,7 +48,7 @@ impl std::fmt::Display for Nanos {
 }
 
 /// Ticks per second of a timer.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct TickRate {
     /// Ticks per second.
     pub hz: f64,

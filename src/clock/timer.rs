@@ -16,12 +16,13 @@
 use super::ticks::Ticks;
 
 /// Where ticks come from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TimerSource {
     /// The time-stamp counter read with `rdtscp` (x86-64).
     Rdtscp,
     /// `clock_gettime(CLOCK_MONOTONIC_RAW)` in nanoseconds (fallback).
+    #[serde(rename = "clock_monotonic_raw")]
     MonotonicRaw,
 }
 

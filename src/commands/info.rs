@@ -2,82 +2,13 @@
 
 use crate::cli::GlobalArgs;
 use ngauge::clock::TimerFacts;
+use ngauge::job::probe::{probe_all, TransportInfo};
 use ngauge::launch;
-use ngauge::report::{BuildFacts, Meta};
-use serde::Serialize;
+use ngauge::report::timer::{InfoDoc, LauncherInfo, RankInfo, TimerReport};
 use std::time::Duration;
 
-/// One transport's availability.
-#[derive(Debug, Serialize)]
-pub struct TransportInfo {
-    pub name: &'static str,
-    pub compiled: bool,
-    pub usable: bool,
-    pub reason: Option<String>,
-}
-
-fn probe(name: &'static str, global: &GlobalArgs) -> TransportInfo {
-    let build = BuildFacts::current();
-    if !build.has_transport(name) {
-        return TransportInfo {
-            name,
-            compiled: false,
-            usable: false,
-            reason: Some(format!(
-                "built without the `{name}` feature; rebuild with `cargo build --release --features {name}`"
-            )),
-        };
-    }
-    #[cfg(feature = "mpi")]
-    if name == "mpi" {
-        let usable = ngauge_mpi::launched_by_mpi();
-        return TransportInfo {
-            name,
-            compiled: true,
-            usable,
-            reason: (!usable).then(|| {
-                format!(
-                    "needs an MPI launcher: run under {} (built against {})",
-                    ngauge_mpi::BUILD_MPIEXEC,
-                    ngauge_mpi::BUILD_FLAVOR
-                )
-            }),
-        };
-    }
-    if name == "verbs" {
-        let probe = super::verbs::probe(global);
-        return TransportInfo {
-            name,
-            compiled: true,
-            usable: probe.is_ok(),
-            reason: probe.err(),
-        };
-    }
-    let usable = match name {
-        "tcp" => std::net::TcpListener::bind("127.0.0.1:0").map(drop),
-        "udp" => std::net::UdpSocket::bind("127.0.0.1:0").map(drop),
-        _ => Err(std::io::Error::other("no probe for this transport")),
-    };
-    TransportInfo {
-        name,
-        compiled: true,
-        usable: usable.is_ok(),
-        reason: usable.err().map(|e| format!("cannot open a socket: {e}")),
-    }
-}
-
-/// One rank's place in the job, gathered at rank 0.
-#[derive(Debug, Serialize, serde::Deserialize)]
-pub struct RankInfo {
-    pub rank: usize,
-    pub host: String,
-    pub pid: u32,
-    pub data_addr: std::net::IpAddr,
-    pub pinned_core: Option<usize>,
-}
-
 pub fn run(global: &GlobalArgs) -> anyhow::Result<()> {
-    super::with_world(global, |world| {
+    super::common::with_world(global, |world| {
         let mine = RankInfo {
             rank: world.rank,
             host: world
@@ -101,35 +32,27 @@ pub fn run(global: &GlobalArgs) -> anyhow::Result<()> {
 }
 
 fn report(global: &GlobalArgs, world: &launch::World, ranks: &[RankInfo]) -> anyhow::Result<()> {
-    let transports: Vec<TransportInfo> = ["tcp", "udp", "verbs", "mpi"]
-        .into_iter()
-        .map(|name| probe(name, global))
-        .collect();
+    let transports: Vec<TransportInfo> = probe_all(&super::common::job_spec(global).verbs);
     let env = &world.env;
     let (facts, _) = TimerFacts::measure(Duration::from_millis(50), 100_000);
     if global.json {
-        let mut meta = Meta::for_this_host(
-            facts.source.as_str(),
-            facts.hz,
-            &facts.frequency.description,
-        );
-        meta.launcher = env.kind.describe().into();
-        meta.np = world.size;
-        meta.pinning = ranks.iter().map(|r| r.pinned_core).collect();
-        let doc = serde_json::json!({
-            "transports": transports,
-            "launcher": {
-                "kind": env.kind,
-                "name": env.kind.describe(),
-                "rank": world.rank,
-                "size": world.size,
-                "ranks_on_host": world.ranks_on_host,
-                "ranks": ranks,
+        let meta = super::common::meta(facts.source, facts.hz)
+            .frequency_control(&facts.frequency.description)
+            .job(world, ranks.iter().map(|r| r.pinned_core).collect())
+            .build();
+        super::common::print_json(&InfoDoc {
+            transports,
+            launcher: LauncherInfo {
+                kind: env.kind,
+                name: env.kind.describe().into(),
+                rank: world.rank,
+                size: world.size,
+                ranks_on_host: world.ranks_on_host,
+                ranks: ranks.to_vec(),
             },
-            "timer": facts,
-            "meta": meta,
-        });
-        super::print_json(&doc)?;
+            timer: TimerReport::from(facts),
+            meta,
+        })?;
     } else {
         use std::fmt::Write as _;
         let mut out = String::from("transports:\n");

@@ -4,26 +4,26 @@
 //! are measured interleaved, size by size, fitted separately and compared side by
 //! side ([`ngauge::report::loggp_compare`]; issue 6, "MPI versus raw").
 
-use super::interleave;
-use crate::cli::{DelayArg, DetectorArg, GlobalArgs, LoggpArgs, PairsArg, TransportName};
-use crate::UsageError;
+use super::common::UsageError;
+use crate::cli::{GlobalArgs, LoggpArgs};
 use anyhow::Context;
 use ngauge::clock::Clock;
+use ngauge::job::{interleave, TransportName};
+use ngauge::launch::binding::BindingWarning;
 use ngauge::model::changepoint::LookaheadOptions;
-use ngauge::model::loggp::{assess, AssessOptions, Detector};
+use ngauge::model::loggp::{assess, AssessOptions, Detector, DetectorKind, ModelWarning};
 use ngauge::model::segment::SegmentOptions;
 use ngauge::patterns::loggp::{self as pattern, DelayChoice, PairResult, PairsMode, Params};
 use ngauge::patterns::order;
 use ngauge::report::jsonl::JsonlWriter;
-use ngauge::report::loggp::{self as export, PairAnalysis};
+use ngauge::report::loggp::{self as export, LoggpWarning, PairAnalysis, StreamRecord};
 use ngauge::report::loggp_compare as compare;
+use ngauge::report::loggp_doc::{LoggpBody, LoggpDoc, TransportFit};
 use ngauge::report::progress::Progress;
 use ngauge::report::Meta;
 use ngauge::sizes::parse_sizes;
+use ngauge::transport::WaitMode;
 use std::path::{Path, PathBuf};
-
-/// Warn when more than this fraction of repetitions was disturbed by the host.
-const DISTURBED_WARN: f64 = 0.10;
 
 /// Everything checked before any rank starts.
 #[derive(Debug)]
@@ -34,7 +34,7 @@ struct Plan {
     assess: AssessOptions,
     /// Why the default sweep was cut short (a transport's message limit), for the
     /// warnings of every pair's document.
-    sweep_warning: Option<String>,
+    sweep_warning: Option<LoggpWarning>,
 }
 
 fn plan(args: &LoggpArgs) -> Result<Plan, UsageError> {
@@ -70,7 +70,7 @@ fn plan(args: &LoggpArgs) -> Result<Plan, UsageError> {
         }
     }
     let detector = match args.detector {
-        DetectorArg::Lookahead => Detector::Lookahead(
+        DetectorKind::Lookahead => Detector::Lookahead(
             LookaheadOptions {
                 lookahead: args.lookahead as usize,
                 pfact: args.pfact,
@@ -82,18 +82,18 @@ fn plan(args: &LoggpArgs) -> Result<Plan, UsageError> {
                 ..SegmentOptions::default()
             },
         ),
-        DetectorArg::Paper => Detector::Paper(LookaheadOptions {
+        DetectorKind::Paper => Detector::Paper(LookaheadOptions {
             lookahead: args.lookahead as usize,
             pfact: args.pfact,
             floor: args.floor_us,
             ..LookaheadOptions::default()
         }),
-        DetectorArg::Segmented => Detector::Segmented(SegmentOptions {
+        DetectorKind::Segmented => Detector::Segmented(SegmentOptions {
             penalty_factor: args.penalty,
             noise_floor: args.floor_us,
             ..SegmentOptions::default()
         }),
-        DetectorArg::None => Detector::None,
+        DetectorKind::None => Detector::None,
     };
     Ok(Plan {
         params: Params {
@@ -101,14 +101,8 @@ fn plan(args: &LoggpArgs) -> Result<Plan, UsageError> {
             n: args.n as usize,
             reps: args.reps as usize,
             warmup: args.warmup as usize,
-            delay: match args.dg {
-                DelayArg::Rtt => DelayChoice::OneRtt,
-                DelayArg::TwoRtt => DelayChoice::TwoRtt,
-            },
-            pairs: match args.pairs {
-                PairsArg::InTurn => PairsMode::InTurn,
-                PairsArg::Concurrent => PairsMode::Concurrent,
-            },
+            delay: args.dg,
+            pairs: args.pairs,
             attempts: args.attempts as usize,
         },
         passes: args.passes as usize,
@@ -124,15 +118,16 @@ fn plan(args: &LoggpArgs) -> Result<Plan, UsageError> {
 
 pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
     let plan = plan(args)?;
-    interleave::check_distinct(&global.transport)?;
-    super::with_world(global, |world| {
+    super::common::job_spec(global)
+        .validate()
+        .map_err(super::common::job_error)?;
+    super::common::with_world(global, |world| {
         if world.size < 2 {
             return Err(UsageError("loggp needs at least 2 ranks (--np 2)".into()).into());
         }
-        let clock = super::rank_clock(world)?;
+        let clock = super::common::rank_clock(world)?;
         let largest = *plan.params.sizes.last().unwrap_or(&1) as usize;
-        let mut warnings = Vec::new();
-        let mut open = interleave::open_all(global, world, &mut warnings, |name, opts| {
+        let job = super::common::open_job(global, world, |name, opts| {
             if name == TransportName::Udp && opts.recv_buffer_bytes.is_none() {
                 // PRTT(n,0,s) sends n datagrams back to back; a default-sized receive
                 // buffer overflows at tens of KiB, and a datagram lost inside a stream
@@ -141,6 +136,8 @@ pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
                 opts.recv_buffer_bytes = Some((2 * plan.params.n * (largest + 64)).max(1 << 18));
             }
         })?;
+        let warnings = job.warnings;
+        let mut open = job.transports;
         let limit = open
             .iter()
             .filter_map(|o| o.transport.capabilities().max_message_bytes)
@@ -150,11 +147,10 @@ pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
             // The default sweep ends at the largest message every transport carries
             // (UDP: the last 1 KiB step below its datagram limit).
             plan.params.sizes.retain(|&s| s as usize <= limit);
-            plan.sweep_warning = Some(format!(
-                "the default sweep ends at {} bytes, the largest of its sizes within the \
-                 {limit}-byte message limit",
-                plan.params.sizes.last().copied().unwrap_or(0)
-            ));
+            plan.sweep_warning = Some(LoggpWarning::SweepCut {
+                last_bytes: plan.params.sizes.last().copied().unwrap_or(0),
+                limit_bytes: limit,
+            });
         }
         let largest = *plan.params.sizes.last().unwrap_or(&1) as usize;
         for o in &open {
@@ -208,7 +204,7 @@ pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
                 sizes,
                 ..plan.params.clone()
             };
-            let name = open[i].name.as_str();
+            let name = open[i].name;
             let got = pattern::run(
                 &clock,
                 open[i].transport.as_mut(),
@@ -222,11 +218,12 @@ pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
                         pass + 1
                     ));
                     if let Some(w) = jsonl.as_mut() {
-                        let mut record =
-                            serde_json::json!({"pair": pair, "pass": pass, "point": point});
-                        if several {
-                            record["transport"] = name.into();
-                        }
+                        let record = StreamRecord {
+                            pair,
+                            pass,
+                            point,
+                            transport: several.then_some(name),
+                        };
                         if let Err(e) = w.write(&record) {
                             stream_error.get_or_insert(e);
                         }
@@ -244,7 +241,7 @@ pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
             .iter()
             .zip(results)
             .map(|(o, results)| Measured {
-                transport: o.name.as_str(),
+                transport: o.name,
                 wait: o.wait,
                 results,
             })
@@ -252,60 +249,35 @@ pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
         // Dropping the transports before anything else lets a UDP peer stop
         // lingering for retransmissions.
         drop(open);
-        let pinned = world.control.gather(
-            0,
-            &world
-                .pinned_core
-                .map_or(u64::MAX, |c| c as u64)
-                .to_le_bytes(),
-        )?;
+        let pinning = world.gather_pinning()?;
         if world.rank != 0 {
             return Ok(());
         }
-        let mut meta = Meta::for_this_host(
-            clock.source().as_str(),
-            clock.rate().hz,
-            &ngauge::clock::FrequencyControl::read().description,
-        );
-        meta.transport = measured.iter().map(|m| m.transport.to_string()).collect();
-        meta.wait = Some(if several {
-            measured
-                .iter()
-                .map(|m| format!("{}={}", m.transport, m.wait))
-                .collect::<Vec<_>>()
-                .join(",")
-        } else {
-            measured[0].wait.to_string()
-        });
-        meta.launcher = world.env.kind.describe().into();
-        meta.np = world.size;
-        meta.pinning = pinned
-            .iter()
-            .map(|b| {
-                <[u8; 8]>::try_from(b.as_slice())
-                    .ok()
-                    .map(u64::from_le_bytes)
-                    .filter(|&c| c != u64::MAX)
-                    .map(|c| c as usize)
-            })
-            .collect();
-        let pairs = world.size / 2;
-        warnings.extend(super::binding_warnings(
-            world,
-            &meta.pinning,
-            match args.pairs {
-                PairsArg::InTurn => (0..pairs).map(|p| vec![2 * p, 2 * p + 1]).collect(),
-                PairsArg::Concurrent => vec![(0..2 * pairs).collect()],
-            },
-        ));
-        report(global, args, &plan, meta, &measured, &warnings)
+        // Issue 20: ranks measured together must not share a core: each pair on its
+        // own, or all pairs at once with `--pairs concurrent` (reported with the
+        // first pair).
+        let (peers, launcher) = (world.peers.clone(), world.env.kind);
+        let binding = |client: usize, server: usize| {
+            let group: Vec<usize> = match plan.params.pairs {
+                PairsMode::InTurn => vec![client, server],
+                PairsMode::Concurrent if client == 0 => (0..world.size / 2 * 2).collect(),
+                PairsMode::Concurrent => return Vec::new(),
+            };
+            ngauge::launch::binding::check_groups(&peers, &pinning, launcher, [group])
+        };
+        let waits: Vec<_> = measured.iter().map(|m| (m.transport, m.wait)).collect();
+        let meta = super::common::meta(clock.source(), clock.rate().hz)
+            .transports(&waits)
+            .job(world, pinning.clone())
+            .build();
+        report(global, args, &plan, meta, &measured, &warnings, &binding)
     })
 }
 
 /// One transport's sweep.
 struct Measured {
-    transport: &'static str,
-    wait: &'static str,
+    transport: TransportName,
+    wait: WaitMode,
     /// Every pair's points (rank 0).
     results: Vec<PairResult>,
 }
@@ -356,7 +328,7 @@ fn pool_passes(pairs: Vec<PairResult>) -> Vec<PairResult> {
 }
 
 /// `gap.svg` becomes `gap.mpi.svg` when several transports write files.
-fn per_transport(path: &Path, transport: &str, several: bool) -> PathBuf {
+fn per_transport(path: &Path, transport: TransportName, several: bool) -> PathBuf {
     if !several {
         return path.to_path_buf();
     }
@@ -373,10 +345,10 @@ fn per_transport(path: &Path, transport: &str, several: bool) -> PathBuf {
 /// One transport's analyses, output files and JSON body (its first pair, with every
 /// pair under `pairs` when there are several).
 struct Analysed {
-    transport: &'static str,
+    transport: TransportName,
     analyses: Vec<PairAnalysis>,
-    /// Host warnings per pair.
-    extra: Vec<Vec<String>>,
+    /// Measurement warnings per pair.
+    extra: Vec<Vec<LoggpWarning>>,
 }
 
 fn analyse_transport(
@@ -384,6 +356,7 @@ fn analyse_transport(
     plan: &Plan,
     m: &Measured,
     several: bool,
+    binding: &dyn Fn(usize, usize) -> Vec<BindingWarning>,
 ) -> anyhow::Result<Analysed> {
     let transport = m.transport;
     let analyses = analyse(plan, &m.results).with_context(|| transport.to_string())?;
@@ -401,7 +374,7 @@ fn analyse_transport(
         let path = per_transport(path, transport, several);
         std::fs::write(
             &path,
-            export::params_file(first, transport).to_json() + "\n",
+            export::params_file(first, transport.as_str()).to_json() + "\n",
         )
         .with_context(|| format!("cannot write {}", path.display()))?;
     }
@@ -413,18 +386,16 @@ fn analyse_transport(
     let extra = analyses
         .iter()
         .map(|a| {
-            let fraction = pattern::disturbed_fraction(&a.points);
-            let mut extra: Vec<String> = plan.sweep_warning.iter().cloned().collect();
-            if fraction > DISTURBED_WARN {
-                extra.push(format!(
-                    "{:.0}% of the timed repetitions took more than {}x their median: other \
-                     processes competed for the cores; medians are robust to a few such \
-                     repetitions, not to many (try the other --wait mode, more --reps, or a quieter host)",
-                    fraction * 100.0,
-                    pattern::DISTURBED_FACTOR
-                ));
-            }
-            extra
+            plan.sweep_warning
+                .iter()
+                .cloned()
+                .chain(LoggpWarning::disturbed(&a.points))
+                .chain(
+                    binding(a.client, a.server)
+                        .into_iter()
+                        .map(LoggpWarning::Binding),
+                )
+                .collect()
         })
         .collect();
     Ok(Analysed {
@@ -435,23 +406,36 @@ fn analyse_transport(
 }
 
 impl Analysed {
-    /// The JSON body: the first pair's document, every pair under `pairs` when there
-    /// are several.
-    fn doc(&self, low_weight: f64) -> anyhow::Result<serde_json::Value> {
-        let with_extra = |i: usize| -> anyhow::Result<serde_json::Value> {
-            let mut doc = export::pair_doc(&self.analyses[i], low_weight);
-            doc.warnings.extend(self.extra[i].iter().cloned());
-            Ok(serde_json::to_value(doc)?)
-        };
-        let mut doc = with_extra(0)?;
-        if self.analyses.len() > 1 {
-            doc["pairs"] = serde_json::Value::Array(
-                (0..self.analyses.len())
-                    .map(with_extra)
-                    .collect::<anyhow::Result<Vec<_>>>()?,
-            );
+    /// The transport's fit in the document.
+    fn fit(&self, low_weight: f64, wait: Option<WaitMode>) -> TransportFit {
+        let pairs = self
+            .analyses
+            .iter()
+            .zip(&self.extra)
+            .map(|(a, extra)| export::pair_doc(a, low_weight, extra))
+            .collect();
+        TransportFit::new(self.transport, wait, pairs)
+    }
+}
+
+/// The command line's hint for a warning about a pair, given the options used.
+fn hint(w: &LoggpWarning, args: &LoggpArgs, wait: WaitMode) -> Option<String> {
+    match w {
+        LoggpWarning::Model(ModelWarning::DelayTooShort { .. }) => match args.dg {
+            DelayChoice::OneRtt => Some("try --dg 2rtt".into()),
+            DelayChoice::TwoRtt => None,
+        },
+        LoggpWarning::Disturbed { .. } => {
+            let other = match wait {
+                WaitMode::Poll => "block",
+                WaitMode::Block => "poll",
+            };
+            Some(format!(
+                "try --wait {other}, more --reps, or a quieter host"
+            ))
         }
-        Ok(doc)
+        LoggpWarning::Binding(b) => Some(b.hint().into()),
+        _ => None,
     }
 }
 
@@ -461,50 +445,42 @@ fn report(
     plan: &Plan,
     meta: Meta,
     measured: &[Measured],
-    warnings: &[String],
+    warnings: &[ngauge::job::JobWarning],
+    binding: &dyn Fn(usize, usize) -> Vec<BindingWarning>,
 ) -> anyhow::Result<()> {
     let several = measured.len() > 1;
     let analysed = measured
         .iter()
-        .map(|m| analyse_transport(args, plan, m, several))
+        .map(|m| analyse_transport(args, plan, m, several, binding))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let firsts: Vec<(&str, &PairAnalysis)> = analysed
         .iter()
-        .map(|a| (a.transport, &a.analyses[0]))
+        .map(|a| (a.transport.as_str(), &a.analyses[0]))
         .collect();
     let comparison = compare::compare(&firsts);
     let low_weight = plan.assess.low_weight;
     if global.json {
-        let mut doc = if several {
-            let transports = analysed
-                .iter()
-                .zip(measured)
-                .map(|(a, m)| {
-                    let mut doc = a.doc(low_weight)?;
-                    doc["transport"] = a.transport.into();
-                    doc["wait"] = m.wait.into();
-                    Ok(doc)
-                })
-                .collect::<anyhow::Result<Vec<_>>>()?;
-            let mut doc = serde_json::json!({ "transports": transports });
-            doc["comparison"] = serde_json::to_value(&comparison)?;
-            doc
+        let body = if several {
+            LoggpBody::Several {
+                transports: analysed
+                    .iter()
+                    .zip(measured)
+                    .map(|(a, m)| a.fit(low_weight, Some(m.wait)))
+                    .collect(),
+                comparison,
+            }
         } else {
-            let mut doc = analysed[0].doc(low_weight)?;
-            doc["transport"] = analysed[0].transport.into();
-            doc
+            LoggpBody::One(analysed[0].fit(low_weight, None))
         };
-        doc["detector"] = plan.assess.detector.name().into();
-        doc["n"] = plan.params.n.into();
-        doc["reps"] = plan.params.reps.into();
-        doc["passes"] = plan.passes.into();
-        doc["dg"] = match plan.params.delay {
-            DelayChoice::OneRtt => "rtt",
-            DelayChoice::TwoRtt => "2rtt",
-        }
-        .into();
-        doc["meta"] = serde_json::to_value(&meta)?;
-        super::print_json(&doc)?;
+        super::common::print_json(&LoggpDoc {
+            body,
+            detector: plan.assess.detector.kind(),
+            n: plan.params.n,
+            reps: plan.params.reps,
+            passes: plan.passes,
+            dg: plan.params.delay,
+            meta,
+        })?;
     } else {
         for (a, m) in analysed.iter().zip(measured) {
             if several {
@@ -519,21 +495,24 @@ fn report(
         }
     }
     for w in warnings {
-        eprintln!("ngauge: warning: {w}");
+        super::common::warn(w, super::common::job_hint(w));
     }
-    for a in &analysed {
+    for (a, m) in analysed.iter().zip(measured) {
         let prefix = if several {
             format!("{}: ", a.transport)
         } else {
             String::new()
         };
         for (pa, extra) in a.analyses.iter().zip(&a.extra) {
-            let model = pa.assessment.warnings.iter().map(ToString::to_string);
+            let model = pa
+                .assessment
+                .warnings
+                .iter()
+                .cloned()
+                .map(LoggpWarning::Model);
             for w in model.chain(extra.iter().cloned()) {
-                eprintln!(
-                    "ngauge: warning: {prefix}pair {}-{}: {w}",
-                    pa.client, pa.server
-                );
+                let text = format!("{prefix}pair {}-{}: {w}", pa.client, pa.server);
+                super::common::warn(text, hint(&w, args, m.wait));
             }
         }
     }
@@ -585,7 +564,10 @@ mod tests {
         ]))
         .unwrap();
         assert_eq!(p.params.delay, DelayChoice::TwoRtt);
-        assert_eq!(p.params.pairs, PairsMode::Concurrent);
+        assert_eq!(
+            p.params.pairs,
+            ngauge::patterns::loggp::PairsMode::Concurrent
+        );
         assert_eq!(p.params.sizes.len(), 8);
         assert_eq!(p.assess.n, 4);
         assert!(matches!(p.assess.detector, Detector::Segmented(o) if o.penalty_factor == 3.0));
@@ -606,5 +588,27 @@ mod tests {
         assert!(Cli::try_parse_from(&argv).is_err());
         argv = vec!["ngauge", "loggp", "--dg", "3rtt"];
         assert!(Cli::try_parse_from(&argv).is_err());
+    }
+
+    #[test]
+    fn hints_depend_on_the_options_used() {
+        let short = LoggpWarning::Model(ModelWarning::DelayTooShort { sizes: vec![1024] });
+        assert_eq!(
+            hint(&short, &args(&[]), WaitMode::Poll).as_deref(),
+            Some("try --dg 2rtt")
+        );
+        assert_eq!(hint(&short, &args(&["--dg", "2rtt"]), WaitMode::Poll), None);
+        let busy = LoggpWarning::Disturbed {
+            fraction: 0.5,
+            factor: 3.0,
+        };
+        assert!(hint(&busy, &args(&[]), WaitMode::Poll)
+            .unwrap()
+            .contains("--wait block"));
+        assert!(hint(&busy, &args(&[]), WaitMode::Block)
+            .unwrap()
+            .contains("--wait poll"));
+        // The library's own words name no flag.
+        assert!(!short.to_string().contains("--") && !busy.to_string().contains("--"));
     }
 }

@@ -1,17 +1,18 @@
 //! One module per subcommand: each glues launch, a pattern, statistics and a report.
+//! What they share (starting the job, the spec of the global flags, metadata,
+//! warnings, printing) is in [`common`].
 
+mod common;
 mod info;
-mod interleave;
 mod loggp;
 mod pingpong;
 mod selftest;
 mod sync;
 mod timer;
-pub mod transports;
-mod verbs;
 
-use crate::cli::{Cli, Command, GlobalArgs, TransportName};
-use ngauge::launch::{self, LaunchError, LaunchOptions, Started, World};
+pub use common::UsageError;
+
+use crate::cli::{Cli, Command};
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -23,174 +24,4 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Selftest(cmd) => selftest::run(&cli.global, &cmd),
         Command::Sync(args) => sync::run(&cli.global, &args),
     }
-}
-
-/// The launcher options in the global flags.
-pub fn launch_options(global: &GlobalArgs) -> LaunchOptions {
-    LaunchOptions {
-        np: global.np as usize,
-        rank: global.rank,
-        size: global.size.map(|s| s as usize),
-        rendezvous: global.rendezvous.clone(),
-        bind: global.bind.clone(),
-        job_token: global.job_token.clone(),
-        data_addr: global.data_addr,
-        timeout: std::time::Duration::from_secs_f64(global.timeout),
-        verbose: global.verbose,
-    }
-}
-
-/// Starts the job and runs `body` on every rank; in the local launcher's parent,
-/// waits for the ranks and exits with their worst status. Only rank 0 prints
-/// results; `body` decides that by `world.rank`.
-pub fn with_world(
-    global: &GlobalArgs,
-    body: impl FnOnce(&mut World) -> anyhow::Result<()>,
-) -> anyhow::Result<()> {
-    check_clock_env(global)?;
-    let started = start_job(global, &launch_options(global)).map_err(|e| match e {
-        LaunchError::Usage(msg) => anyhow::Error::new(crate::UsageError(msg)),
-        e => anyhow::Error::new(e),
-    })?;
-    match started {
-        Started::Launcher(0) => Ok(()),
-        // The ranks already printed their errors.
-        Started::Launcher(code) => std::process::exit(code),
-        Started::Rank(mut world) => {
-            let rank = world.rank;
-            let result = match body(&mut world) {
-                Err(e) => {
-                    // Tell the others why, so their errors name this rank and the reason.
-                    world.control.abort(&format!("{e:#}"));
-                    Err(e.context(format!("rank {rank}")))
-                }
-                Ok(()) => world
-                    .finish()
-                    .map_err(|e| anyhow::Error::new(e).context(format!("rank {rank}"))),
-            };
-            #[cfg(feature = "mpi")]
-            if let Err(e) = &result {
-                // Under MPI a failed rank ends the job (MPI_Abort): the others may wait
-                // for it, and MPI_Finalize would wait for them.
-                let code = if e.downcast_ref::<crate::UsageError>().is_some() {
-                    2
-                } else {
-                    1
-                };
-                launch::mpi::abort_job_on_error(&format!("{e:#}"), code);
-            }
-            result
-        }
-    }
-}
-
-/// Starts this process's part of the job: through MPI when `-t` asks for it or an
-/// MPI launcher started us (feature `mpi`), else through [`launch::start`].
-fn start_job(global: &GlobalArgs, opts: &LaunchOptions) -> Result<Started, LaunchError> {
-    let wants_mpi = global.transport.contains(&TransportName::Mpi);
-    #[cfg(feature = "mpi")]
-    if launch::mpi::wanted(wants_mpi, opts) {
-        return launch::mpi::start(opts);
-    }
-    #[cfg(not(feature = "mpi"))]
-    if wants_mpi {
-        return Err(LaunchError::Usage(
-            "-t mpi: this ngauge was built without MPI; rebuild with \
-             `cargo build --release --features mpi` (needs libopenmpi-dev or libmpich-dev)"
-                .into(),
-        ));
-    }
-    launch::start(opts)
-}
-
-/// This rank's clock: the timer calibrated once, skewed when `NGAUGE_TEST_CLOCK_SKEW`
-/// names this rank (see `ngauge::sync::skew`). Every command that times anything
-/// gets its clock here, so the injected test clock applies everywhere. A malformed
-/// variable is a usage error (exit status 2).
-pub fn rank_clock(world: &World) -> anyhow::Result<ngauge::clock::SystemClock> {
-    use ngauge::clock::Clock;
-    use ngauge::sync::skew::{self, SkewSpec, EPOCH_ENV};
-    let usage = |e: skew::SkewSpecError| anyhow::Error::new(crate::UsageError(e.to_string()));
-    let spec = SkewSpec::from_env().map_err(usage)?;
-    let (clock, _) = ngauge::clock::SystemClock::calibrated();
-    let Some(spec) = spec else {
-        return Ok(clock);
-    };
-    spec.check_size(world.size).map_err(usage)?;
-    let epoch_env = std::env::var(EPOCH_ENV).ok();
-    let epoch = skew::epoch(epoch_env.as_deref(), clock.raw()).map_err(usage)?;
-    Ok(clock.with_skew(spec.skew_for(world.rank, clock.rate(), epoch)))
-}
-
-/// Checks the test-clock variables before any rank starts, so that a malformed one is
-/// reported once (by the local launcher) rather than by every rank; and, in the local
-/// launcher, fixes the common epoch of the injected skews (`NGAUGE_TEST_CLOCK_EPOCH`,
-/// inherited by the ranks it starts) at its own raw timer reading, so the spec's
-/// offsets hold at launch time. Ranks check the real job size again in [`rank_clock`].
-pub fn check_clock_env(global: &GlobalArgs) -> anyhow::Result<()> {
-    use ngauge::clock::{SystemClock, TickRate, TimerSource};
-    use ngauge::sync::skew::{self, SkewSpec, EPOCH_ENV};
-    let usage = |e: skew::SkewSpecError| anyhow::Error::new(crate::UsageError(e.to_string()));
-    let Some(spec) = SkewSpec::from_env().map_err(usage)? else {
-        return Ok(());
-    };
-    let env = launch::detect();
-    let local_launcher =
-        env.kind == launch::LauncherKind::Local && env.rank.is_none() && global.rank.is_none();
-    if local_launcher {
-        spec.check_size(global.np as usize).map_err(usage)?;
-    }
-    match std::env::var(EPOCH_ENV) {
-        Ok(text) => {
-            skew::epoch(Some(&text), ngauge::clock::Ticks(0)).map_err(usage)?;
-        }
-        Err(_) if local_launcher => {
-            let raw = SystemClock::new(TimerSource::detect(), TickRate::new(1.0)).raw();
-            // Single-threaded here: no rank, transport or timer thread exists yet.
-            std::env::set_var(EPOCH_ENV, raw.0.to_string());
-        }
-        Err(_) => {}
-    }
-    Ok(())
-}
-
-/// Issue 20: the binding check of each group of ranks measured together (ranks
-/// listed; cores indexed by rank, as gathered at rank 0), as warning lines with the
-/// launcher's hint.
-pub fn binding_warnings(
-    world: &World,
-    cores: &[Option<usize>],
-    groups: impl IntoIterator<Item = Vec<usize>>,
-) -> Vec<String> {
-    use ngauge::launch::binding;
-    let placed = binding::placements(&world.peers, cores);
-    groups
-        .into_iter()
-        .flat_map(|g| {
-            let group: Vec<_> = placed
-                .iter()
-                .filter(|p| g.contains(&p.rank))
-                .cloned()
-                .collect();
-            binding::check(&group, world.env.kind)
-        })
-        .map(|w| format!("{w}; {}", w.hint()))
-        .collect()
-}
-
-/// Prints `value` as one pretty JSON document on stdout.
-pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
-    let mut text = serde_json::to_string_pretty(value)?;
-    text.push('\n');
-    print_text(&text)
-}
-
-/// Writes `text` to stdout. Unlike `print!`, a closed pipe (`ngauge ... | head`) is
-/// an `io::Error` that `main` treats as success, not a panic.
-pub fn print_text(text: &str) -> anyhow::Result<()> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())?;
-    out.flush()?;
-    Ok(())
 }

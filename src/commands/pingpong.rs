@@ -1,96 +1,24 @@
 //! `ngauge pingpong`: latency and bandwidth per message size between ranks 0 and 1.
 
-use super::interleave;
-use crate::cli::{GlobalArgs, PingpongArgs, TransportName};
-use crate::UsageError;
+use super::common::UsageError;
+use crate::cli::{GlobalArgs, PingpongArgs};
 use anyhow::Context;
-use ngauge::clock::{FrequencyControl, SystemClock};
+use ngauge::clock::SystemClock;
+use ngauge::job::{interleave, TransportName};
 use ngauge::patterns::pingpong::{self, Params, SizeResult, PINGER, PONGER};
 use ngauge::report::jsonl::JsonlWriter;
+use ngauge::report::pingpong::{
+    timing_loops, Comparison, PingpongDoc, PingpongWarning, Record, Sweep,
+};
 use ngauge::report::progress::Progress;
 use ngauge::report::table::Table;
-use ngauge::report::Meta;
 use ngauge::sizes::parse_sizes;
-use serde::Serialize;
 use std::io::Write;
-
-/// One JSON record: a size's result and the transport it was measured over.
-#[derive(Debug, Serialize)]
-struct Record<'a> {
-    transport: &'static str,
-    wait: &'static str,
-    #[serde(flatten)]
-    result: &'a SizeResult,
-}
-
-/// The `--json` document.
-#[derive(Debug, Serialize)]
-struct Document<'a> {
-    meta: Meta,
-    /// The measuring pair (pinger, ponger).
-    pair: [usize; 2],
-    /// MB in `bandwidth_MBps` means 10^6 bytes.
-    bandwidth_unit: &'static str,
-    results: Vec<Record<'a>>,
-    /// With several transports: per size, each one's median half round trip and
-    /// its ratio to the last transport listed (the baseline: `-t mpi,tcp` gives
-    /// MPI over raw TCP).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    comparison: Option<Comparison>,
-    warnings: &'a [String],
-}
-
-/// Side by side medians and ratios (several transports in one run).
-#[derive(Debug, Serialize)]
-struct Comparison {
-    /// The transport the ratios divide by.
-    baseline: &'static str,
-    rows: Vec<ComparisonRow>,
-}
-
-#[derive(Debug, Serialize)]
-struct ComparisonRow {
-    size: usize,
-    /// Median half round trip per transport, in microseconds.
-    median_us: std::collections::BTreeMap<&'static str, f64>,
-    /// Median over the baseline's median, per other transport.
-    ratio: std::collections::BTreeMap<&'static str, f64>,
-}
-
-/// The side-by-side comparison of several sweeps; `None` for a single transport.
-fn compare(sweeps: &[Sweep]) -> Option<Comparison> {
-    let baseline = sweeps.last().filter(|_| sweeps.len() > 1)?;
-    let rows = baseline
-        .results
-        .iter()
-        .map(|base| {
-            let mut median_us = std::collections::BTreeMap::new();
-            let mut ratio = std::collections::BTreeMap::new();
-            for s in sweeps {
-                if let Some(r) = s.results.iter().find(|r| r.size == base.size) {
-                    median_us.insert(s.transport, r.half_rtt_us.median);
-                    if s.transport != baseline.transport && base.half_rtt_us.median > 0.0 {
-                        ratio.insert(s.transport, r.half_rtt_us.median / base.half_rtt_us.median);
-                    }
-                }
-            }
-            ComparisonRow {
-                size: base.size,
-                median_us,
-                ratio,
-            }
-        })
-        .collect();
-    Some(Comparison {
-        baseline: baseline.transport,
-        rows,
-    })
-}
 
 /// The human side-by-side table: per size each transport's median and its ratio to
 /// the baseline.
-fn render_comparison(c: &Comparison, order: &[&'static str]) -> String {
-    let others: Vec<&str> = order.iter().copied().filter(|t| *t != c.baseline).collect();
+fn render_comparison(c: &Comparison, order: &[TransportName]) -> String {
+    let others: Vec<TransportName> = order.iter().copied().filter(|t| *t != c.baseline).collect();
     let mut header = vec!["size [B]".to_string()];
     header.extend(order.iter().map(|t| format!("{t} median [us]")));
     header.extend(others.iter().map(|t| format!("{t}/{}", c.baseline)));
@@ -110,12 +38,6 @@ fn render_comparison(c: &Comparison, order: &[&'static str]) -> String {
         table.row(cells);
     }
     table.render()
-}
-
-struct Sweep {
-    transport: &'static str,
-    wait: &'static str,
-    results: Vec<SizeResult>,
 }
 
 /// Hidden test hooks: `NGAUGE_TEST_DIE_AFTER_SIZE=BYTES` makes rank
@@ -143,20 +65,11 @@ pub fn run(global: &GlobalArgs, args: &PingpongArgs) -> anyhow::Result<()> {
         return Err(UsageError("pingpong needs at least 2 ranks (--np 2 or more)".into()).into());
     }
     let die = die_hook()?;
-    super::with_world(global, |world| {
+    super::common::with_world(global, |world| {
         let (clock, calibration) = SystemClock::calibrated();
         let rank = world.rank;
         // Every rank's core, for `meta`.
-        let core = world.pinned_core.map_or(-1i64, |c| c as i64);
-        let cores: Vec<Option<usize>> = world
-            .control
-            .gather(0, &core.to_le_bytes())?
-            .iter()
-            .map(|b| {
-                let c = i64::from_le_bytes(b.as_slice().try_into().unwrap_or([255; 8]));
-                usize::try_from(c).ok()
-            })
-            .collect();
+        let cores = world.gather_pinning()?;
         let mut writer = match (&global.output, rank) {
             (Some(path), 0) => Some(
                 JsonlWriter::create(path)
@@ -165,38 +78,45 @@ pub fn run(global: &GlobalArgs, args: &PingpongArgs) -> anyhow::Result<()> {
             _ => None,
         };
         let mut progress = Progress::new(rank == 0 && ngauge::launch::local::stderr_is_terminal());
-        let mut warnings = super::binding_warnings(world, &cores, [vec![PINGER, PONGER]]);
         let mut sweeps = Vec::new();
-        let mut waits = Vec::new();
         // Open every transport first, then measure them interleaved, size by size
         // (see `interleave`).
+        let job = super::common::open_job(global, world, |_, _| {})?;
+        let mut warnings: Vec<PingpongWarning> =
+            job.warnings.into_iter().map(PingpongWarning::Job).collect();
+        // Issue 20: the two measured ranks must not share a core.
+        warnings.extend(
+            ngauge::launch::binding::check_groups(
+                &world.peers,
+                &cores,
+                world.env.kind,
+                [vec![PINGER, PONGER]],
+            )
+            .into_iter()
+            .map(PingpongWarning::Binding),
+        );
         let mut open = Vec::new();
-        for opened in interleave::open_all(global, world, &mut warnings, |_, _| {})? {
+        for opened in job.transports {
             let name = opened.name;
-            waits.push(format!("{}={}", name.as_str(), opened.wait));
             let mut these = sizes.clone();
             if name == TransportName::Tcp && these.contains(&0) {
                 // A byte stream carries no empty messages: nothing would be timed.
-                warnings.push("tcp has no 0-byte messages (a byte stream): size 0 skipped".into());
+                warnings.push(PingpongWarning::NoEmptyMessages { transport: name });
                 these.retain(|&s| s > 0);
             }
             if let Some(max) = opened.transport.capabilities().max_message_bytes {
-                let skipped: Vec<String> = these
-                    .iter()
-                    .filter(|&&s| s > max)
-                    .map(usize::to_string)
-                    .collect();
+                let skipped: Vec<usize> = these.iter().copied().filter(|&s| s > max).collect();
                 if !skipped.is_empty() {
-                    warnings.push(format!(
-                        "{} carries at most {max} bytes per message: sizes {} skipped",
-                        name.as_str(),
-                        skipped.join(", ")
-                    ));
+                    warnings.push(PingpongWarning::SizesSkipped {
+                        transport: name,
+                        max_bytes: max,
+                        sizes: skipped,
+                    });
                 }
                 these.retain(|&s| s <= max);
             }
             sweeps.push(Sweep {
-                transport: name.as_str(),
+                transport: name,
                 wait: opened.wait,
                 results: Vec::new(),
             });
@@ -226,9 +146,9 @@ pub fn run(global: &GlobalArgs, args: &PingpongArgs) -> anyhow::Result<()> {
                 &mut |size, result| {
                     if let (Some(w), Some(r)) = (writer.as_mut(), result) {
                         w.write(&Record {
-                            transport: name.as_str(),
+                            transport: *name,
                             wait,
-                            result: r,
+                            result: r.clone(),
                         })
                         .map_err(|e| format!("writing the output file: {e}"))?;
                     }
@@ -257,35 +177,18 @@ pub fn run(global: &GlobalArgs, args: &PingpongArgs) -> anyhow::Result<()> {
             return Ok(());
         }
         if global.json {
-            let mut meta = Meta::for_this_host(
-                clock.source().as_str(),
-                calibration.rate.hz,
-                &FrequencyControl::read().description,
-            );
-            meta.transport = global.transport.iter().map(|t| t.as_str().into()).collect();
-            meta.wait = Some(waits.join(","));
-            meta.timing_loop = Some(timing_loops(&sweeps));
-            meta.launcher = world.env.kind.describe().into();
-            meta.np = world.size;
-            meta.pinning = cores;
-            let records = sweeps
-                .iter()
-                .flat_map(|s| {
-                    s.results.iter().map(|r| Record {
-                        transport: s.transport,
-                        wait: s.wait,
-                        result: r,
-                    })
-                })
-                .collect();
-            super::print_json(&Document {
+            let waits: Vec<_> = sweeps.iter().map(|s| (s.transport, s.wait)).collect();
+            let meta = super::common::meta(clock.source(), calibration.rate.hz)
+                .transports_named(&waits)
+                .timing_loop(timing_loops(&sweeps))
+                .job(world, cores)
+                .build();
+            super::common::print_json(&PingpongDoc::new(
                 meta,
-                pair: [PINGER, PONGER],
-                bandwidth_unit: "MB/s, MB = 10^6 bytes",
-                results: records,
-                comparison: compare(&sweeps),
-                warnings: &warnings,
-            })?;
+                [PINGER, PONGER],
+                &sweeps,
+                &warnings,
+            ))?;
         } else {
             let mut out = std::io::stdout().lock();
             for s in &sweeps {
@@ -304,8 +207,8 @@ pub fn run(global: &GlobalArgs, args: &PingpongArgs) -> anyhow::Result<()> {
                 )?;
                 write!(out, "{}", render(&s.results))?;
             }
-            if let Some(c) = compare(&sweeps) {
-                let order: Vec<&'static str> = sweeps.iter().map(|s| s.transport).collect();
+            if let Some(c) = ngauge::report::pingpong::compare(&sweeps) {
+                let order: Vec<TransportName> = sweeps.iter().map(|s| s.transport).collect();
                 writeln!(
                     out,
                     "side by side (measured interleaved, size by size): median half \
@@ -316,25 +219,15 @@ pub fn run(global: &GlobalArgs, args: &PingpongArgs) -> anyhow::Result<()> {
             }
         }
         for w in &warnings {
-            eprintln!("ngauge: warning: {w}");
+            let hint = match w {
+                PingpongWarning::Job(j) => super::common::job_hint(j),
+                PingpongWarning::Binding(b) => Some(b.hint().into()),
+                _ => None,
+            };
+            super::common::warn(w, hint);
         }
         Ok(())
     })
-}
-
-/// `meta.timing_loop`: per transport the loop(s) that timed its sizes
-/// (`mpi=native,tcp=generic`; `a+b` if they differed, which no transport does).
-fn timing_loops(sweeps: &[Sweep]) -> String {
-    sweeps
-        .iter()
-        .map(|s| {
-            let mut loops: Vec<&str> = s.results.iter().map(|r| r.timing_loop.as_str()).collect();
-            loops.sort_unstable();
-            loops.dedup();
-            format!("{}={}", s.transport, loops.join("+"))
-        })
-        .collect::<Vec<_>>()
-        .join(",")
 }
 
 /// The human table of one sweep.

@@ -10,7 +10,7 @@ pub fn run(global: &GlobalArgs, cmd: &SelftestCommand) -> anyhow::Result<()> {
             fail_rank,
             hang_rank,
             die_after,
-        } => super::with_world(global, |world| {
+        } => super::common::with_world(global, |world| {
             if world.rank == 0 {
                 let pids: Vec<u32> = world.peers.iter().map(|p| p.pid).collect();
                 eprintln!(

@@ -16,34 +16,25 @@
 //! its clock, for the injected skew's offset in ticks and for every conversion to
 //! time in this command.
 
-use crate::cli::{GlobalArgs, SyncAlgorithm, SyncArgs, SyncEstimator, SyncFlags, TransportName};
-use crate::UsageError;
+use super::common::UsageError;
+use crate::cli::{GlobalArgs, SyncArgs, SyncFlags};
 use ngauge::clock::{Clock, Skew, SystemClock, TickRate, Ticks};
+use ngauge::job::{Job, TransportName};
 use ngauge::launch::World;
 use ngauge::report::jsonl::JsonlWriter;
+use ngauge::report::sync::{seconds_label, RankReport, SyncDoc, SyncWarning};
 use ngauge::report::table::Table;
-use ngauge::report::Meta;
 use ngauge::sync::skew;
-use ngauge::sync::{self, pairwise, Algorithm, Estimator, GlobalClock, SyncOptions};
+use ngauge::sync::{self, pairwise, Algorithm, GlobalClock, SyncOptions};
 use ngauge::transport::{Control, Transport, WaitMode};
-use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
 impl SyncFlags {
     /// The library's options for these flags.
     pub fn options(&self) -> SyncOptions {
-        let algorithm = match self.algorithm {
-            SyncAlgorithm::Linear => Algorithm::Linear,
-            SyncAlgorithm::Logp => Algorithm::Logp,
-            SyncAlgorithm::Jk => Algorithm::Jk,
-            SyncAlgorithm::Hca => Algorithm::Hca,
-        };
-        let defaults = SyncOptions::new(algorithm);
+        let defaults = SyncOptions::new(self.algorithm);
         SyncOptions {
-            estimator: self.estimator.map(|e| match e {
-                SyncEstimator::Minrtt => Estimator::MinRtt,
-                SyncEstimator::Skampi => Estimator::Skampi,
-            }),
+            estimator: self.estimator,
             fitpoints: self.fitpoints as usize,
             exchanges: self.exchanges.map_or(defaults.exchanges, |e| e as usize),
             ..defaults
@@ -51,40 +42,10 @@ impl SyncFlags {
     }
 }
 
-/// One rank's findings, gathered at rank 0.
-#[derive(Debug, Serialize, Deserialize)]
-struct RankReport {
-    rank: usize,
-    /// Estimated `local - global` at the end of the sync.
-    offset_ns: f64,
-    /// Estimated rate error relative to rank 0.
-    drift_ppm: f64,
-    /// Measured global-time error at each check (`global_r - global_0`).
-    residual_ns: Vec<f64>,
-    /// Round trip of the exchange each residual comes from (its error bound is half).
-    residual_rtt_ns: Vec<f64>,
-    /// True global-time error at each check, when known.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    true_residual_ns: Option<Vec<f64>>,
-    /// True `local - global` at the end of the sync, when known.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    true_offset_ns: Option<f64>,
-    /// True rate error relative to rank 0, when known.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    true_drift_ppm: Option<f64>,
-    /// Ping-pongs this rank took part in during the sync.
-    sync_exchanges: usize,
-    /// SKaMPI brackets whose bounds crossed (drift or a clock jump during the
-    /// measurement), replaced by min-RTT measurements.
-    #[serde(default)]
-    crossed_brackets: usize,
-    pinned_core: Option<usize>,
-}
-
 pub fn run(global: &GlobalArgs, args: &SyncArgs) -> anyhow::Result<()> {
     let options = args.sync.options();
     options.validate().map_err(|e| UsageError(e.to_string()))?;
-    super::with_world(global, |world| run_rank(global, args, &options, world))
+    super::common::with_world(global, |world| run_rank(global, args, &options, world))
 }
 
 fn run_rank(
@@ -93,11 +54,12 @@ fn run_rank(
     options: &SyncOptions,
     world: &mut World,
 ) -> anyhow::Result<()> {
-    let own = super::rank_clock(world)?;
+    let own = super::common::rank_clock(world)?;
     let rate = rank0_rate(world.control.as_mut(), own.rate())?;
     let clock = SystemClock::new(own.source(), rate)
         .with_skew(own.skew().map(|s| rescale_skew(s, own.rate(), rate)));
     let (mut transport, wait) = open_data(global, world)?;
+    let transport_name = transport_name(global);
     if !transport.capabilities().reliable {
         return Err(UsageError(format!(
             "ngauge sync needs a transport that never loses a message, and {} may; use -t tcp",
@@ -188,11 +150,19 @@ fn run_rank(
         .iter()
         .map(|b| serde_json::from_slice::<RankReport>(b))
         .collect::<Result<Vec<_>, _>>()?;
-    let summary = Summary {
+    let pinning: Vec<Option<usize>> = ranks.iter().map(|r| r.pinned_core).collect();
+    // Issue 20: every rank takes part in the sync, so all must have cores of their own.
+    let binding = ngauge::launch::binding::check_groups(
+        &world.peers,
+        &pinning,
+        world.env.kind,
+        [(0..world.size).collect()],
+    );
+    let mut doc = SyncDoc {
         algo: options.algorithm,
         np: world.size,
-        transport: transport.name(),
-        wait: wait.as_str(),
+        transport: transport_name,
+        wait,
         estimator: (options.algorithm != Algorithm::Jk).then(|| options.offset_estimator()),
         fitpoints: options
             .algorithm
@@ -205,10 +175,12 @@ fn run_rank(
         duration_us: rate.to_nanos(outcome.duration_ticks()).as_us(),
         check_after_s: args.check_after.clone(),
         injected_skew: std::env::var(skew::SKEW_ENV).ok(),
-        truth: one_host.then_some(if std::env::var(skew::SKEW_ENV).is_ok() {
-            "one host: shared TSC plus the injected skew"
-        } else {
-            "one host: shared TSC (zero offset, zero drift)"
+        truth: one_host.then(|| {
+            if std::env::var(skew::SKEW_ENV).is_ok() {
+                "one host: shared TSC plus the injected skew".into()
+            } else {
+                "one host: shared TSC (zero offset, zero drift)".into()
+            }
         }),
         max_abs_residual_ns: max_abs(&ranks, |r| Some(&r.residual_ns), args.check_after.len()),
         max_abs_true_residual_ns: one_host.then(|| {
@@ -219,23 +191,16 @@ fn run_rank(
             )
         }),
         ranks,
+        warnings: Vec::new(),
+        meta: super::common::meta(clock.source(), rate.hz)
+            .transports(&[(transport_name, wait)])
+            .job(world, pinning)
+            .sync(options.algorithm)
+            .build(),
     };
-    let mut doc = serde_json::to_value(&summary)?;
-    {
-        let facts_hz = rate.hz;
-        let mut meta = Meta::for_this_host(
-            clock.source().as_str(),
-            facts_hz,
-            &ngauge::clock::FrequencyControl::read().description,
-        );
-        meta.transport = vec![summary.transport.to_string()];
-        meta.wait = Some(summary.wait.to_string());
-        meta.launcher = world.env.kind.describe().into();
-        meta.np = world.size;
-        meta.pinning = summary.ranks.iter().map(|r| r.pinned_core).collect();
-        meta.sync = Some(options.algorithm.as_str().into());
-        doc["meta"] = serde_json::to_value(&meta)?;
-    }
+    let mut warnings = doc.find_warnings();
+    warnings.extend(binding.into_iter().map(SyncWarning::Binding));
+    doc.warnings = ngauge::report::warning::warned(warnings.iter().cloned());
     if let Some(path) = &global.output {
         // One synchronization is one measurement point: one record.
         JsonlWriter::create(path)
@@ -243,42 +208,28 @@ fn run_rank(
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
     }
     if global.json {
-        super::print_json(&doc)?;
+        super::common::print_json(&doc)?;
     } else {
-        print!("{}", render(&summary));
+        super::common::print_text(&render(&doc))?;
     }
-    let cores: Vec<Option<usize>> = summary.ranks.iter().map(|r| r.pinned_core).collect();
-    let binding = super::binding_warnings(world, &cores, [(0..world.size).collect()]);
-    for w in warnings(&summary).into_iter().chain(binding) {
-        eprintln!("ngauge: warning: {w}");
+    for w in &warnings {
+        super::common::warn(w, hint(w));
     }
     Ok(())
 }
 
-/// What rank 0 prints.
-#[derive(Debug, Serialize)]
-struct Summary {
-    algo: Algorithm,
-    np: usize,
-    transport: &'static str,
-    wait: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    estimator: Option<Estimator>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    fitpoints: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    exchanges: Option<usize>,
-    /// Rank 0's time from the opening to the closing barrier of the sync.
-    duration_us: f64,
-    check_after_s: Vec<f64>,
-    injected_skew: Option<String>,
-    /// How the true residuals are known (absent when they are not).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    truth: Option<&'static str>,
-    max_abs_residual_ns: Vec<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    max_abs_true_residual_ns: Option<Vec<f64>>,
-    ranks: Vec<RankReport>,
+/// The command line's hint for a warning.
+fn hint(w: &SyncWarning) -> Option<String> {
+    match w {
+        SyncWarning::LargeResidual { algo, .. } if !algo.models_drift() => {
+            Some("try --sync hca or jk".into())
+        }
+        SyncWarning::LargeResidual { .. } => {
+            Some("more --fitpoints spread the fit over a longer time".into())
+        }
+        SyncWarning::CrossedBrackets { .. } => None,
+        SyncWarning::Binding(b) => Some(b.hint().into()),
+    }
 }
 
 fn max_abs<'a>(
@@ -296,15 +247,7 @@ fn max_abs<'a>(
         .collect()
 }
 
-fn seconds_label(s: f64) -> String {
-    if s == 0.0 || s >= 1.0 {
-        format!("{s}s")
-    } else {
-        format!("{}ms", s * 1e3)
-    }
-}
-
-fn render(s: &Summary) -> String {
+fn render(s: &SyncDoc) -> String {
     let mut out = format!(
         "clock sync: {} over {} ({}), {} ranks",
         s.algo.as_str(),
@@ -346,42 +289,10 @@ fn render(s: &Summary) -> String {
         table.row(row);
     }
     out += &table.render();
-    if let Some(t) = s.truth {
+    if let Some(t) = &s.truth {
         out += &format!("\ntruth: {t}\n");
     }
     out
-}
-
-fn warnings(s: &Summary) -> Vec<String> {
-    let mut w = Vec::new();
-    let crossed: Vec<String> = s
-        .ranks
-        .iter()
-        .filter(|r| r.crossed_brackets > 0)
-        .map(|r| format!("rank {} ({})", r.rank, r.crossed_brackets))
-        .collect();
-    if !crossed.is_empty() {
-        w.push(format!(
-            "SKaMPI brackets crossed (the clock jumped or drifted fast during the measurement) on {}; min-RTT measured those offsets instead",
-            crossed.join(", ")
-        ));
-    }
-    if let Some(&last) = s.max_abs_residual_ns.last() {
-        if last > 10_000.0 && !s.algo.models_drift() {
-            w.push(format!(
-                "residuals reach {:.1} us after {}: {} models no drift; try --sync hca or jk",
-                last / 1e3,
-                seconds_label(*s.check_after_s.last().unwrap_or(&0.0)),
-                s.algo.as_str()
-            ));
-        } else if last > 10_000.0 {
-            w.push(format!(
-                "residuals reach {:.1} us; more --fitpoints spread the fit over a longer time",
-                last / 1e3
-            ));
-        }
-    }
-    w
 }
 
 /// Rank 0's calibrated rate, on every rank (collective).
@@ -430,25 +341,34 @@ fn decode_skew(bytes: &[u8]) -> Option<Skew> {
     })
 }
 
-/// The data transport for the exchanges: the first `--transport` (tcp by default),
-/// with the common transport options (`--wait` etc.).
+/// The transport of the exchanges: the first `--transport` (tcp by default).
+fn transport_name(global: &GlobalArgs) -> TransportName {
+    global
+        .transport
+        .first()
+        .copied()
+        .unwrap_or(TransportName::Tcp)
+}
+
+/// The data transport for the exchanges, with the common transport options
+/// (`--wait` etc.).
 fn open_data(
     global: &GlobalArgs,
     world: &mut World,
 ) -> anyhow::Result<(Box<dyn Transport>, WaitMode)> {
-    let opts = super::transports::TransportOptions::new(global, world);
-    let name = global
-        .transport
-        .first()
-        .copied()
-        .unwrap_or(TransportName::Tcp);
-    let transport = super::transports::open(name, world, &opts)?;
-    Ok((transport, opts.wait))
+    let spec = ngauge::job::JobSpec {
+        transports: vec![transport_name(global)],
+        ..super::common::job_spec(global)
+    };
+    let mut job = Job::open(&spec, world, |_, _| {}).map_err(super::common::job_error)?;
+    let opened = job.transports.remove(0);
+    Ok((opened.transport, opened.wait))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ngauge::sync::Estimator;
 
     #[test]
     fn rank_zeros_skew_survives_the_broadcast_encoding() {
@@ -488,10 +408,10 @@ mod tests {
     #[test]
     fn flags_map_to_options() {
         let flags = SyncFlags {
-            algorithm: SyncAlgorithm::Jk,
+            algorithm: Algorithm::Jk,
             fitpoints: 7,
             exchanges: Some(3),
-            estimator: Some(SyncEstimator::Minrtt),
+            estimator: Some(Estimator::MinRtt),
         };
         let o = flags.options();
         assert_eq!(o.algorithm, Algorithm::Jk);
@@ -507,14 +427,23 @@ mod tests {
             .options()
             .exchanges
         };
-        assert_eq!(default_for(SyncAlgorithm::Jk), 100);
-        assert_eq!(default_for(SyncAlgorithm::Hca), 100);
+        assert_eq!(default_for(Algorithm::Jk), 100);
+        assert_eq!(default_for(Algorithm::Hca), 100);
     }
 
     #[test]
-    fn check_time_labels() {
-        assert_eq!(seconds_label(0.0), "0s");
-        assert_eq!(seconds_label(0.25), "250ms");
-        assert_eq!(seconds_label(5.0), "5s");
+    fn residual_hints_name_what_helps() {
+        let w = |algo| SyncWarning::LargeResidual {
+            max_abs_ns: 2e4,
+            after_s: 5.0,
+            algo,
+        };
+        assert!(hint(&w(Algorithm::Linear)).unwrap().contains("--sync hca"));
+        assert!(hint(&w(Algorithm::Hca)).unwrap().contains("--fitpoints"));
+        assert!(!w(Algorithm::Linear).to_string().contains("--"));
+        assert_eq!(
+            w(Algorithm::Linear).to_string(),
+            "residuals reach 20.0 us after 5s: linear models no drift"
+        );
     }
 }

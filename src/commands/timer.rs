@@ -2,7 +2,7 @@
 
 use crate::cli::{GlobalArgs, TimerArgs};
 use ngauge::clock::{pin_to, pinned_core, read_tsc, TimerFacts, TimerSource, Warning};
-use ngauge::report::Meta;
+use ngauge::report::timer::{TimerDoc, TimerReport};
 use std::time::Duration;
 
 pub fn run(global: &GlobalArgs, args: &TimerArgs) -> anyhow::Result<()> {
@@ -25,27 +25,25 @@ pub fn run(global: &GlobalArgs, args: &TimerArgs) -> anyhow::Result<()> {
         facts.warnings.push(Warning::Unpinned);
     }
     let measured_on_core = measured_on_core.or(pinned_at_start);
+    let warnings = facts.warnings.clone();
     if global.json {
-        let mut meta = Meta::for_this_host(
-            facts.source.as_str(),
-            facts.hz,
-            &facts.frequency.description,
-        );
-        meta.pinning = vec![facts.pinned_core];
-        let mut doc = serde_json::to_value(&facts)?;
-        doc["source"] = facts.source.as_str().into();
-        doc["measured_on_core"] = serde_json::to_value(measured_on_core)?;
-        doc["meta"] = serde_json::to_value(&meta)?;
-        super::print_json(&doc)?;
+        let meta = super::common::meta(facts.source, facts.hz)
+            .frequency_control(&facts.frequency.description)
+            .process(facts.pinned_core)
+            .build();
+        super::common::print_json(&TimerDoc {
+            timer: TimerReport::from(facts),
+            measured_on_core,
+            meta,
+        })?;
     } else {
-        super::print_text(&render(&facts, measured_on_core))?;
+        super::common::print_text(&render(&facts, measured_on_core))?;
     }
-    for w in &facts.warnings {
-        eprintln!("ngauge: warning: {w}");
+    for w in &warnings {
+        super::common::warn(w, None);
     }
     Ok(())
 }
-
 fn render(f: &TimerFacts, measured_on_core: Option<usize>) -> String {
     let mut out = String::new();
     let invariant = if f.invariant_tsc {

@@ -49,7 +49,8 @@ pub fn placements<'a>(peers: &'a [Peer], cores: &[Option<usize>]) -> Vec<Placeme
 }
 
 /// A binding problem among ranks measured together.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum BindingWarning {
     /// Two or more measured ranks are pinned to the same core of one host.
     SharedCore {
@@ -122,6 +123,29 @@ pub fn check(ranks: &[Placement<'_>], launcher: LauncherKind) -> Vec<BindingWarn
         });
     }
     warnings
+}
+
+/// [`check`] for each group of ranks measured together (ranks listed; `cores`
+/// indexed by rank, as [`crate::launch::World::gather_pinning`] gathers them at
+/// rank 0).
+pub fn check_groups(
+    peers: &[Peer],
+    cores: &[Option<usize>],
+    launcher: LauncherKind,
+    groups: impl IntoIterator<Item = Vec<usize>>,
+) -> Vec<BindingWarning> {
+    let placed = placements(peers, cores);
+    groups
+        .into_iter()
+        .flat_map(|group| {
+            let members: Vec<_> = placed
+                .iter()
+                .filter(|p| group.contains(&p.rank))
+                .cloned()
+                .collect();
+            check(&members, launcher)
+        })
+        .collect()
 }
 
 impl BindingWarning {

@@ -16,7 +16,7 @@
 use serde::Serialize;
 
 /// The kind of launcher.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LauncherKind {
     /// No launcher: ngauge starts its own ranks on this host.

@@ -19,13 +19,36 @@
 /// `taskset` or in a cpuset has fewer cores than the host.
 pub const JOB_CORES_VAR: &str = "NGAUGE_JOB_CORES";
 
+/// Cores the ranks on this host may share: what the local launcher spread them over
+/// (it may itself run under `taskset` or in a cpuset), else the host's online CPUs
+/// (a pinned rank's own affinity shows only its core).
+///
+/// Reads [`JOB_CORES_VAR`] from the process environment: the local launcher passes
+/// the count to its ranks that way (a launching need).
+pub fn job_cores() -> usize {
+    std::env::var(JOB_CORES_VAR)
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(host_cores)
+}
+
+/// Cores of this host (online CPUs), not just the ones this pinned rank may use.
+fn host_cores() -> usize {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| crate::clock::parse_cpu_list(s.trim()))
+        .map_or_else(crate::clock::available_cores, |cpus| cpus.len().max(1))
+}
+
 /// Set for rank 0 when the launcher's own stderr is a terminal: rank 0's stderr is a
 /// pipe to the launcher, which forwards it byte for byte once the rank has
 /// announced itself, so a progress display still reaches the user's terminal.
 pub const STDERR_TTY_VAR: &str = "NGAUGE_STDERR_TTY";
 
 /// Whether progress may be drawn on stderr: it is a terminal, or the local launcher
-/// forwards it to one.
+/// forwards it to one. Reads [`STDERR_TTY_VAR`] from the process environment (a
+/// launching need).
 pub fn stderr_is_terminal() -> bool {
     use std::io::IsTerminal;
     std::io::stderr().is_terminal() || std::env::var_os(STDERR_TTY_VAR).is_some_and(|v| v == "1")
@@ -66,6 +89,7 @@ pub fn random_token() -> String {
 /// In a rank started by the local launcher: die with the launcher. A launcher
 /// killed with SIGKILL cannot stop its ranks, so each asks the kernel to kill it when
 /// the launcher goes (`PR_SET_PDEATHSIG`), and exits if the launcher is already gone.
+/// Reads `NGAUGE_LAUNCHER_PID` from the process environment (a launching need).
 pub fn die_with_launcher() {
     let Some(launcher) = std::env::var("NGAUGE_LAUNCHER_PID")
         .ok()
@@ -106,7 +130,9 @@ struct Rank {
     done: bool,
 }
 
-/// Runs the job; returns the worst exit status of its ranks.
+/// Runs the job; returns the worst exit status of its ranks. Starts the ranks with
+/// this process's own executable and arguments (read from the process: a launching
+/// need) and passes each its place in the job through the environment.
 pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
     let np = opts.np.max(1);
     let exe = std::env::current_exe().map_err(|source| LaunchError::Io {

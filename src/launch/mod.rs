@@ -58,3 +58,20 @@ pub struct LaunchOptions {
     /// Forward every rank's stderr, not just rank 0's.
     pub verbose: bool,
 }
+
+impl Default for LaunchOptions {
+    /// Two local ranks, nothing given by hand, a 30 s timeout.
+    fn default() -> Self {
+        LaunchOptions {
+            np: 2,
+            rank: None,
+            size: None,
+            rendezvous: None,
+            bind: None,
+            job_token: None,
+            data_addr: None,
+            timeout: Duration::from_secs(30),
+            verbose: false,
+        }
+    }
+}

@@ -118,6 +118,7 @@ fn join(
         },
         pinned_core: crate::clock::pinned_core(),
         ranks_on_host,
+        cores_on_host: super::local::job_cores(),
         peers,
     }))
 }

@@ -12,6 +12,12 @@
 //! first host of `SLURM_JOB_NODELIST` and that port. The job token: `--job-token`,
 //! else derived from the launcher's job id, else (rank 0 by hand) random and printed
 //! with the command line that starts the other ranks.
+//!
+//! **This module reads the process's arguments and environment, and names the
+//! command line's flags** (`--rank`, `--rendezvous`, ...): starting ranks by hand
+//! and under launchers requires it (the environment carries rank, size, token and
+//! core; rank 0 prints the command line for the others). It is the one part of
+//! the library that knows the binary's flags.
 
 use super::control::TcpControl;
 use super::env::{self, LauncherEnv, LauncherKind};
@@ -50,6 +56,8 @@ pub struct World {
     pub pinned_core: Option<usize>,
     /// Ranks on this host (for the poll/block default).
     pub ranks_on_host: usize,
+    /// Cores this host's ranks share ([`local::job_cores`]).
+    pub cores_on_host: usize,
     /// Every rank's entry: data address, host, pid.
     pub peers: Vec<Peer>,
 }
@@ -63,15 +71,51 @@ impl std::fmt::Debug for World {
             .field("env", &self.env)
             .field("pinned_core", &self.pinned_core)
             .field("ranks_on_host", &self.ranks_on_host)
+            .field("cores_on_host", &self.cores_on_host)
             .finish()
     }
 }
 
 impl World {
+    /// How data transports should wait when nothing says otherwise: poll when this
+    /// host's ranks fit on its cores, block otherwise (spinning ranks that share a
+    /// core would steal it from the peer they wait for).
+    pub fn default_wait_mode(&self) -> ngauge_transport::WaitMode {
+        wait_mode_for(self.ranks_on_host, self.cores_on_host)
+    }
+
+    /// Every rank's pinned core (`None`: unpinned), indexed by rank, at rank 0; an
+    /// empty vector elsewhere (a collective call).
+    pub fn gather_pinning(&mut self) -> Result<Vec<Option<usize>>, ngauge_transport::ControlError> {
+        let mine = serde_json::to_vec(&self.pinned_core).expect("an Option<usize> serializes");
+        let gathered = self.control.gather(0, &mine)?;
+        gathered
+            .iter()
+            .enumerate()
+            .map(|(rank, bytes)| {
+                serde_json::from_slice(bytes).map_err(|e| {
+                    ngauge_transport::ControlError::Protocol {
+                        rank,
+                        detail: format!("malformed pinned core: {e}"),
+                    }
+                })
+            })
+            .collect()
+    }
+
     /// Ends the job in step: a last barrier, so that a rank that failed is reported
     /// by everyone instead of silently missing.
     pub fn finish(mut self) -> Result<(), ngauge_transport::ControlError> {
         self.control.barrier()
+    }
+}
+
+/// Poll when `ranks` fit on `cores`, block otherwise.
+fn wait_mode_for(ranks: usize, cores: usize) -> ngauge_transport::WaitMode {
+    if ranks <= cores {
+        ngauge_transport::WaitMode::Poll
+    } else {
+        ngauge_transport::WaitMode::Block
     }
 }
 
@@ -89,7 +133,9 @@ pub fn start(opts: &LaunchOptions) -> Result<Started, LaunchError> {
     start_with(opts, env::detect())
 }
 
-/// [`start`] with the launcher environment given (testable).
+/// [`start`] with the launcher environment given (testable). Reads `NGAUGE_CORE`
+/// (the core the local launcher assigned) and `NGAUGE_ANNOUNCE` (rank 0 tells the
+/// local launcher its address) from the process environment: launching needs.
 pub fn start_with(opts: &LaunchOptions, detected: LauncherEnv) -> Result<Started, LaunchError> {
     let env = identify(opts, detected)?;
     if env.rank.is_none() {
@@ -123,6 +169,7 @@ pub fn start_with(opts: &LaunchOptions, detected: LauncherEnv) -> Result<Started
         data_addr,
         pinned_core: crate::clock::pinned_core(),
         ranks_on_host,
+        cores_on_host: local::job_cores(),
         peers,
         env,
     }))
@@ -377,6 +424,8 @@ fn shell_quote(word: &str) -> String {
 
 /// The command lines that start ranks 1..size of a job begun by hand: this
 /// process's command line with `--rank/--size/--rendezvous/--job-token` replaced.
+/// Reads the process's arguments (a launching need: the other ranks run the same
+/// command).
 pub fn other_ranks_command(size: usize, rendezvous: &str, token: &str) -> Vec<String> {
     let mut args = std::env::args();
     let program = args.next().unwrap_or_else(|| "ngauge".into());
@@ -462,6 +511,14 @@ mod tests {
             nodes: None,
             nodelist: None,
         }
+    }
+
+    #[test]
+    fn ranks_poll_when_they_fit_on_the_cores() {
+        use ngauge_transport::WaitMode::{Block, Poll};
+        assert_eq!(wait_mode_for(2, 2), Poll);
+        assert_eq!(wait_mode_for(1, 8), Poll);
+        assert_eq!(wait_mode_for(3, 2), Block);
     }
 
     #[test]

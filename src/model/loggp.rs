@@ -78,15 +78,34 @@ pub enum Detector {
     None,
 }
 
+crate::names::named_enum! {
+    /// Which kind of [`Detector`], without its options.
+    pub enum DetectorKind("detector") {
+        /// [`Detector::Lookahead`].
+        Lookahead = "lookahead",
+        /// [`Detector::Paper`].
+        Paper = "paper",
+        /// [`Detector::Segmented`].
+        Segmented = "segmented",
+        /// [`Detector::None`].
+        None = "none",
+    }
+}
+
 impl Detector {
+    /// Which kind of detector this is.
+    pub fn kind(&self) -> DetectorKind {
+        match self {
+            Detector::Paper(_) => DetectorKind::Paper,
+            Detector::Lookahead(..) => DetectorKind::Lookahead,
+            Detector::Segmented(_) => DetectorKind::Segmented,
+            Detector::None => DetectorKind::None,
+        }
+    }
+
     /// `paper`, `lookahead`, `segmented` or `none`.
     pub fn name(&self) -> &'static str {
-        match self {
-            Detector::Paper(_) => "paper",
-            Detector::Lookahead(..) => "lookahead",
-            Detector::Segmented(_) => "segmented",
-            Detector::None => "none",
-        }
+        self.kind().as_str()
     }
 }
 
@@ -116,7 +135,7 @@ impl Default for AssessOptions {
 }
 
 /// A line `value(s) = at_1 + per_byte * (s - 1)`.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct SizeLine {
     /// Value at `s = 1`, in us.
     pub at_1_us: f64,
@@ -139,7 +158,7 @@ impl SizeLine {
 }
 
 /// Hockney's model `T(s) = alpha + beta * s` of the one-way time `PRTT(1,0,s)/2`.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Hockney {
     /// Start-up time alpha, in us.
     pub alpha_us: f64,
@@ -148,7 +167,7 @@ pub struct Hockney {
 }
 
 /// LogGP parameters of one protocol range.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct RangeParams {
     /// First size of the range, bytes.
     pub from: u64,
@@ -199,7 +218,8 @@ impl RangeParams {
 }
 
 /// Something the data say about the measurement's validity.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ModelWarning {
     /// `d <= g + (s-1)G` at these sizes, so eq. (4) does not give `o_s` there.
     DelayTooShort {
@@ -228,7 +248,7 @@ impl std::fmt::Display for ModelWarning {
         match self {
             ModelWarning::DelayTooShort { sizes } => write!(
                 f,
-                "d <= g + (s-1)G at {} size(s) ({}): o_s is not valid there and is left out of its range's o_s; try --dg 2rtt",
+                "d <= g + (s-1)G at {} size(s) ({}): o_s is not valid there and is left out of its range's o_s",
                 sizes.len(),
                 list(sizes)
             ),
@@ -1218,7 +1238,12 @@ mod tests {
         assert!(
             matches!(&a.warnings[0], ModelWarning::DelayTooShort { sizes } if sizes.len() == samples.len())
         );
-        assert!(a.warnings[0].to_string().contains("--dg 2rtt"));
+        // The library names no flag: the binary adds its hint.
+        let text = a.warnings[0].to_string();
+        assert!(
+            text.contains("o_s is not valid") && !text.contains("--"),
+            "{text}"
+        );
     }
 
     #[test]

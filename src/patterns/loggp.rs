@@ -59,22 +59,24 @@ mod sim;
 
 pub use pool::{pool, Samples};
 
-/// Which delay `d` to use for `PRTT(n,d,s)` (sec. 2.3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DelayChoice {
-    /// `d_G = PRTT(1,0,s)`, the paper's and Netgauge's default.
-    OneRtt,
-    /// `d_G = PRTT(2,0,s)`, the paper's fallback when `d_G <= g + (s-1)G`.
-    TwoRtt,
+crate::names::named_enum! {
+    /// Which delay `d` to use for `PRTT(n,d,s)` (sec. 2.3).
+    pub enum DelayChoice("delay") {
+        /// `d_G = PRTT(1,0,s)`, the paper's and Netgauge's default.
+        OneRtt = "rtt",
+        /// `d_G = PRTT(2,0,s)`, the paper's fallback when `d_G <= g + (s-1)G`.
+        TwoRtt = "2rtt",
+    }
 }
 
-/// How pairs of ranks take turns when there are more than two ranks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PairsMode {
-    /// One pair at a time (no interference between pairs).
-    InTurn,
-    /// All pairs at once (the network under load from every pair).
-    Concurrent,
+crate::names::named_enum! {
+    /// How pairs of ranks take turns when there are more than two ranks.
+    pub enum PairsMode("pairs mode") {
+        /// One pair at a time (no interference between pairs).
+        InTurn = "in-turn",
+        /// All pairs at once (the network under load from every pair).
+        Concurrent = "concurrent",
+    }
 }
 
 /// Parameters of a PRTT sweep.
@@ -384,9 +386,9 @@ fn validate(params: &Params, transport_size: usize) -> Result<(), PatternError> 
         ));
     }
     if transport_size < 2 {
-        return Err(PatternError::Invalid(
-            "PRTT needs at least 2 ranks (use --np 2 or more)".into(),
-        ));
+        return Err(PatternError::Invalid(format!(
+            "PRTT needs at least 2 ranks, the job has {transport_size}"
+        )));
     }
     Ok(())
 }

@@ -66,7 +66,7 @@ pub struct Params {
 }
 
 /// Which loop timed the round trips of a size.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TimingLoop {
     /// The transport's own loop ([`Transport::native_round_trips`]).
@@ -86,7 +86,7 @@ impl TimingLoop {
 }
 
 /// The measurement of one message size (one JSON record).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct SizeResult {
     /// Message size in bytes.
     pub size: usize,

@@ -1,10 +1,13 @@
-//! Exporters of a LogGP sweep (`ngauge loggp`): the JSON document's body, the human
+//! Exporters of a LogGP sweep (`ngauge loggp`): each pair's part of the JSON
+//! document ([`PairDoc`]; the whole is [`super::loggp_doc::LoggpDoc`]), the human
 //! table per protocol range, Netgauge's column file, the parameter file, and an SVG
 //! plot. All are pure functions of one [`PairAnalysis`].
 
-use crate::model::loggp::{Assessment, RangeParams};
+use super::warning::{warned, Warned};
+use crate::job::TransportName;
+use crate::model::loggp::{Assessment, ModelWarning, RangeParams};
 use crate::model::params::{ParamRange, ParamsFile, SCHEMA};
-use crate::patterns::loggp::Point;
+use crate::patterns::loggp::{disturbed_fraction, Point, DISTURBED_FACTOR};
 use crate::report::svg;
 use crate::report::table::Table;
 use crate::stats::Summary;
@@ -24,7 +27,7 @@ pub struct PairAnalysis {
 }
 
 /// The spread of the repetitions behind a point's medians.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Spread {
     /// `PRTT(1,0,s)`, us.
     pub prtt_1_0: Summary,
@@ -39,7 +42,7 @@ pub struct Spread {
 }
 
 /// One size in the JSON document.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct PointRecord {
     /// Message size, bytes.
     pub size: u64,
@@ -75,7 +78,7 @@ pub struct PointRecord {
 }
 
 /// A point that counted little in the robust fit.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct LowWeight {
     /// Message size, bytes.
     pub size: u64,
@@ -84,7 +87,7 @@ pub struct LowWeight {
 }
 
 /// The part of the JSON document that describes one pair.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct PairDoc {
     /// Client rank.
     pub client: usize,
@@ -101,12 +104,92 @@ pub struct PairDoc {
     pub changes_shown_by: Vec<Vec<&'static str>>,
     /// Points whose robust weight ended low.
     pub low_weight_points: Vec<LowWeight>,
-    /// Validity warnings of the model.
-    pub warnings: Vec<String>,
+    /// Validity warnings of the model, then of the measurement.
+    pub warnings: Vec<Warned<LoggpWarning>>,
 }
 
-/// The JSON body for one pair.
-pub fn pair_doc(pa: &PairAnalysis, low_weight: f64) -> PairDoc {
+/// What `loggp` finds worth a warning about one pair.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum LoggpWarning {
+    /// The default sweep was cut at a transport's message limit.
+    SweepCut {
+        /// The sweep's last size now, bytes.
+        last_bytes: u64,
+        /// The smallest message limit of the transports, bytes.
+        limit_bytes: usize,
+    },
+    /// Many timed repetitions were disturbed by the host.
+    Disturbed {
+        /// Fraction of the pair's timed repetitions slower than `factor` times
+        /// their median.
+        fraction: f64,
+        /// [`DISTURBED_FACTOR`].
+        factor: f64,
+    },
+    /// A warning of the fit.
+    #[serde(untagged)]
+    Model(ModelWarning),
+    /// Two measured ranks share a core, or some are pinned and some not.
+    #[serde(untagged)]
+    Binding(crate::launch::binding::BindingWarning),
+}
+
+/// Warn when more than this fraction of repetitions was disturbed by the host.
+pub const DISTURBED_WARN: f64 = 0.10;
+
+impl LoggpWarning {
+    /// The warning about `points` when more than [`DISTURBED_WARN`] of their
+    /// repetitions were disturbed.
+    pub fn disturbed(points: &[Point]) -> Option<Self> {
+        let fraction = disturbed_fraction(points);
+        (fraction > DISTURBED_WARN).then_some(LoggpWarning::Disturbed {
+            fraction,
+            factor: DISTURBED_FACTOR,
+        })
+    }
+}
+
+impl std::fmt::Display for LoggpWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoggpWarning::Binding(w) => w.fmt(f),
+            LoggpWarning::SweepCut {
+                last_bytes,
+                limit_bytes,
+            } => write!(
+                f,
+                "the default sweep ends at {last_bytes} bytes, the largest of its sizes within \
+                 the {limit_bytes}-byte message limit"
+            ),
+            LoggpWarning::Disturbed { fraction, factor } => write!(
+                f,
+                "{:.0}% of the timed repetitions took more than {factor}x their median: other \
+                 processes competed for the cores; medians are robust to a few such \
+                 repetitions, not to many",
+                fraction * 100.0
+            ),
+            LoggpWarning::Model(w) => w.fmt(f),
+        }
+    }
+}
+
+/// One record of `--output FILE.jsonl`: a point as soon as it is measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct StreamRecord<'a> {
+    /// Index of the pair (0: ranks 0 and 1).
+    pub pair: usize,
+    /// The pass (sweep) it belongs to, from 0.
+    pub pass: usize,
+    /// The point.
+    pub point: &'a Point,
+    /// The transport, when several are measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transport: Option<TransportName>,
+}
+
+/// The JSON body for one pair; `extra` follows the model's warnings.
+pub fn pair_doc(pa: &PairAnalysis, low_weight: f64, extra: &[LoggpWarning]) -> PairDoc {
     let a = &pa.assessment;
     let points = pa
         .points
@@ -152,7 +235,13 @@ pub fn pair_doc(pa: &PairAnalysis, low_weight: f64) -> PairDoc {
                 weight: w,
             })
             .collect(),
-        warnings: a.warnings.iter().map(ToString::to_string).collect(),
+        warnings: warned(
+            a.warnings
+                .iter()
+                .cloned()
+                .map(LoggpWarning::Model)
+                .chain(extra.iter().cloned()),
+        ),
     }
 }
 
@@ -481,7 +570,7 @@ mod tests {
 
     #[test]
     fn json_body_carries_the_contract_fields() {
-        let doc = serde_json::to_value(pair_doc(&analysis(), 0.5)).unwrap();
+        let doc = serde_json::to_value(pair_doc(&analysis(), 0.5, &[])).unwrap();
         assert_eq!(doc["changes"], serde_json::json!([8192]));
         let shown = doc["changes_shown_by"][0]
             .as_array()

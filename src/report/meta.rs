@@ -1,10 +1,15 @@
 //! `meta`: the factors a reader needs to reproduce a result (Hunold & Carpen-Amarie,
 //! sec. 2: compiler, library, launcher, pinning, timer, frequency, sync method, date).
 
+use crate::clock::{FrequencyControl, TimerSource};
+use crate::job::TransportName;
+use crate::launch::World;
+use crate::sync::Algorithm;
+use ngauge_transport::WaitMode;
 use serde::Serialize;
 
 /// Facts recorded by `build.rs` when this binary was compiled.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct BuildFacts {
     /// `rustc --version`.
     pub rustc: &'static str,
@@ -42,8 +47,8 @@ impl BuildFacts {
     }
 }
 
-/// Metadata attached to every JSON result as `meta`.
-#[derive(Clone, Debug, Serialize)]
+/// Metadata attached to every JSON result as `meta`; built with [`Meta::builder`].
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Meta {
     /// ngauge version.
     pub version: &'static str,
@@ -54,8 +59,9 @@ pub struct Meta {
     /// Kernel release (`uname -r`).
     pub kernel: String,
     /// Transport(s) measured.
-    pub transport: Vec<String>,
-    /// Wait mode per transport (`poll` or `block`), when one was used.
+    pub transport: Vec<TransportName>,
+    /// Wait mode (`poll` or `block`), per transport when several
+    /// (`mpi=poll,tcp=block`), when one was used.
     pub wait: Option<String>,
     /// `pingpong`: the loop that timed the round trips, per transport
     /// (`mpi=native,tcp=generic`; see `patterns::pingpong`). Absent elsewhere.
@@ -67,25 +73,31 @@ pub struct Meta {
     pub np: usize,
     /// Core each rank was pinned to (`null` where unpinned), indexed by rank.
     pub pinning: Vec<Option<usize>>,
-    /// Timer source (`rdtscp`, `clock_monotonic_raw`).
-    pub timer: String,
+    /// Timer source.
+    pub timer: TimerSource,
     /// Calibrated timer frequency in Hz.
     pub timer_hz: f64,
     /// Frequency control (`not controllable (no cpufreq on this machine)`, governor).
     pub frequency_control: String,
     /// Clock synchronization algorithm used, if any.
-    pub sync: Option<String>,
+    pub sync: Option<Algorithm>,
     /// UTC date and time of the run, RFC 3339.
     pub date: String,
-    /// The command line as given.
+    /// The command line (or suite invocation) as given by the front end.
     pub command_line: Vec<String>,
 }
 
 impl Meta {
-    /// Metadata with host facts filled in; the caller sets the run's facts.
-    pub fn for_this_host(timer: &str, timer_hz: f64, frequency_control: &str) -> Self {
+    /// Starts the metadata of a result timed with `timer` at `timer_hz`; the front
+    /// end gives its `command_line` (the library does not read the process's
+    /// arguments). Host facts (name, kernel, frequency control, date) are read here.
+    pub fn builder(
+        command_line: impl IntoIterator<Item = String>,
+        timer: TimerSource,
+        timer_hz: f64,
+    ) -> MetaBuilder {
         let uname = rustix::system::uname();
-        Meta {
+        MetaBuilder(Meta {
             version: env!("CARGO_PKG_VERSION"),
             build: BuildFacts::current(),
             host: uname.nodename().to_string_lossy().into_owned(),
@@ -96,14 +108,90 @@ impl Meta {
             launcher: "none".into(),
             np: 1,
             pinning: Vec::new(),
-            timer: timer.into(),
+            timer,
             timer_hz,
-            frequency_control: frequency_control.into(),
+            frequency_control: String::new(),
             sync: None,
             date: rfc3339_utc(std::time::SystemTime::now()),
-            command_line: std::env::args().collect(),
-        }
+            command_line: command_line.into_iter().collect(),
+        })
     }
+}
+
+/// Builds a [`Meta`]: one place that knows how each fact is recorded.
+#[derive(Clone, Debug)]
+#[must_use]
+pub struct MetaBuilder(Meta);
+
+impl MetaBuilder {
+    /// The job: its launcher and size, and every rank's pinned core (indexed by
+    /// rank, from [`World::gather_pinning`] or the ranks' own reports).
+    pub fn job(mut self, world: &World, pinning: Vec<Option<usize>>) -> Self {
+        self.0.launcher = world.env.kind.describe().into();
+        self.0.np = world.size;
+        self.0.pinning = pinning;
+        self
+    }
+
+    /// A single process (no job): its own pinned core.
+    pub fn process(mut self, pinned_core: Option<usize>) -> Self {
+        self.0.pinning = vec![pinned_core];
+        self
+    }
+
+    /// The transports measured and how each waited; one transport's wait mode is
+    /// written alone (`poll`), several as `name=mode` pairs.
+    pub fn transports(mut self, waits: &[(TransportName, WaitMode)]) -> Self {
+        self.0.transport = waits.iter().map(|(t, _)| *t).collect();
+        self.0.wait = match waits {
+            [] => None,
+            [(_, w)] => Some(w.to_string()),
+            _ => Some(pairs(waits)),
+        };
+        self
+    }
+
+    /// The transports measured and how each waited, always as `name=mode` pairs
+    /// (`pingpong`, which has always written them so).
+    pub fn transports_named(mut self, waits: &[(TransportName, WaitMode)]) -> Self {
+        self.0.transport = waits.iter().map(|(t, _)| *t).collect();
+        self.0.wait = (!waits.is_empty()).then(|| pairs(waits));
+        self
+    }
+
+    /// `pingpong`'s timing loops, per transport.
+    pub fn timing_loop(mut self, loops: String) -> Self {
+        self.0.timing_loop = Some(loops);
+        self
+    }
+
+    /// The clock synchronization used.
+    pub fn sync(mut self, algorithm: Algorithm) -> Self {
+        self.0.sync = Some(algorithm);
+        self
+    }
+
+    /// The frequency control as already read (else [`MetaBuilder::build`] reads it).
+    pub fn frequency_control(mut self, description: &str) -> Self {
+        self.0.frequency_control = description.into();
+        self
+    }
+
+    /// The metadata.
+    pub fn build(mut self) -> Meta {
+        if self.0.frequency_control.is_empty() {
+            self.0.frequency_control = FrequencyControl::read().description;
+        }
+        self.0
+    }
+}
+
+fn pairs(waits: &[(TransportName, WaitMode)]) -> String {
+    waits
+        .iter()
+        .map(|(t, w)| format!("{t}={w}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// Formats a time as `YYYY-MM-DDTHH:MM:SSZ` (UTC), without a date crate.
@@ -142,6 +230,30 @@ mod tests {
         assert_eq!(rfc3339_utc(t), "2000-02-29T01:01:01Z");
         let t = UNIX_EPOCH + Duration::from_secs(1_795_305_600); // 2026-11-22
         assert_eq!(rfc3339_utc(t), "2026-11-22T00:00:00Z");
+    }
+
+    #[test]
+    fn wait_modes_are_written_alone_or_as_pairs() {
+        use TransportName::{Mpi, Tcp};
+        use WaitMode::{Block, Poll};
+        let meta = |waits: &[(TransportName, WaitMode)], named: bool| {
+            let b = Meta::builder(["ngauge".to_string()], TimerSource::Rdtscp, 1e9)
+                .frequency_control("fixed");
+            let b = if named {
+                b.transports_named(waits)
+            } else {
+                b.transports(waits)
+            };
+            b.build()
+        };
+        assert_eq!(meta(&[(Tcp, Poll)], false).wait.as_deref(), Some("poll"));
+        assert_eq!(meta(&[(Tcp, Poll)], true).wait.as_deref(), Some("tcp=poll"));
+        let two = meta(&[(Mpi, Poll), (Tcp, Block)], false);
+        assert_eq!(two.wait.as_deref(), Some("mpi=poll,tcp=block"));
+        assert_eq!(two.transport, [Mpi, Tcp]);
+        assert_eq!(meta(&[], false).wait, None);
+        assert_eq!(two.frequency_control, "fixed");
+        assert_eq!(two.command_line, ["ngauge"]);
     }
 
     #[test]

@@ -1,15 +1,25 @@
-//! Rendering results: metadata every result carries, human tables, JSON, JSON lines.
+//! Rendering results: the typed document of every command, the metadata every
+//! result carries, human tables, JSON lines.
 //!
 //! Exporters are pure functions from results to bytes (hyperfine's
-//! `Exporter::serialize`); measuring and statistics live elsewhere.
+//! `Exporter::serialize`); measuring and statistics live elsewhere. Every `--json`
+//! document is a struct here, serialized by serde; its JSON Schema is generated from
+//! the same struct ([`schema`]) and committed under `docs/schemas/`.
 
 pub mod compare;
 pub mod jsonl;
 pub mod loggp;
 pub mod loggp_compare;
+pub mod loggp_doc;
 pub mod meta;
+pub mod pingpong;
 pub mod progress;
+pub mod schema;
 pub mod svg;
+pub mod sync;
 pub mod table;
+pub mod timer;
+pub mod warning;
 
-pub use meta::{BuildFacts, Meta};
+pub use meta::{BuildFacts, Meta, MetaBuilder};
+pub use warning::Warned;

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 /// Summary of a sample of measurements (all in the caller's unit; the field that
 /// holds it names the unit, as `half_rtt_us`).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Summary {
     /// Number of values.
     pub n: usize,

@@ -83,54 +83,34 @@ pub enum SyncError {
     Internal(String),
 }
 
-/// The synchronization algorithm (`--sync`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Algorithm {
-    /// SKaMPI: offsets, root with each rank in turn.
-    Linear,
-    /// Netgauge: offsets in a power-of-two tree, O(log p) rounds.
-    Logp,
-    /// Jones & Koenig: drift models, root with each rank.
-    Jk,
-    /// Hunold & Carpen-Amarie: drift models in the log p tree, intercepts from root.
-    Hca,
+crate::names::named_enum! {
+    /// The synchronization algorithm.
+    pub enum Algorithm("sync algorithm") {
+        /// SKaMPI: offsets, root with each rank in turn.
+        Linear = "linear",
+        /// Netgauge: offsets in a power-of-two tree, O(log p) rounds.
+        Logp = "logp",
+        /// Jones & Koenig: drift models, root with each rank.
+        Jk = "jk",
+        /// Hunold & Carpen-Amarie: drift models in the log p tree, intercepts from root.
+        Hca = "hca",
+    }
 }
 
 impl Algorithm {
-    /// The name on the command line and in JSON.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Algorithm::Linear => "linear",
-            Algorithm::Logp => "logp",
-            Algorithm::Jk => "jk",
-            Algorithm::Hca => "hca",
-        }
-    }
-
     /// Whether the algorithm learns a drift.
     pub fn models_drift(self) -> bool {
         matches!(self, Algorithm::Jk | Algorithm::Hca)
     }
 }
 
-/// How one offset between two clocks is measured.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Estimator {
-    /// Hoefler's minimal RTT with the "N consecutive no-improvement" stop.
-    MinRtt,
-    /// SKaMPI's `[td_min, td_max]` bracket of a fixed number of ping-pongs.
-    Skampi,
-}
-
-impl Estimator {
-    /// The name on the command line and in JSON.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Estimator::MinRtt => "minrtt",
-            Estimator::Skampi => "skampi",
-        }
+crate::names::named_enum! {
+    /// How one offset between two clocks is measured.
+    pub enum Estimator("offset estimator") {
+        /// Hoefler's minimal RTT with the "N consecutive no-improvement" stop.
+        MinRtt = "minrtt",
+        /// SKaMPI's `[td_min, td_max]` bracket of a fixed number of ping-pongs.
+        Skampi = "skampi",
     }
 }
 
@@ -185,10 +165,10 @@ impl SyncOptions {
     pub fn validate(&self) -> Result<(), SyncError> {
         let fail = |what: &str| Err(SyncError::Options(what.to_string()));
         if self.algorithm.models_drift() && self.fitpoints < 2 {
-            return fail("a drift model needs at least 2 fit points (--fitpoints)");
+            return fail("a drift model needs at least 2 fit points");
         }
         if self.exchanges == 0 {
-            return fail("a fit point needs at least 1 exchange (--exchanges)");
+            return fail("a fit point needs at least 1 exchange");
         }
         if self.stop_after == 0 || self.max_exchanges == 0 || self.skampi_pingpongs == 0 {
             return fail("an offset measurement needs at least 1 exchange");

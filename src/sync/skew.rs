@@ -188,6 +188,7 @@ fn parse_drift(text: &str) -> Option<f64> {
 
 impl SkewSpec {
     /// The specification in `NGAUGE_TEST_CLOCK_SKEW`, or `None` when it is unset.
+    /// Reads the process environment: a test hook (the injected test clock).
     pub fn from_env() -> Result<Option<SkewSpec>, SkewSpecError> {
         match std::env::var(SKEW_ENV) {
             Ok(text) => text.parse().map(Some),

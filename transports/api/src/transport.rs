@@ -46,7 +46,15 @@ pub struct Region {
 pub struct RequestId(pub u64);
 
 /// How a transport waits for an operation to complete.
+///
+/// Spelled `poll` and `block` everywhere: `Display`, `FromStr` and (feature `serde`)
+/// serde and JSON Schema.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)
+)]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
 pub enum WaitMode {
     /// Spin on nonblocking calls: lowest latency, but burns the core.
     Poll,
@@ -61,6 +69,29 @@ impl WaitMode {
         match self {
             WaitMode::Poll => "poll",
             WaitMode::Block => "block",
+        }
+    }
+}
+
+impl std::fmt::Display for WaitMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+/// A name that is neither `poll` nor `block`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown wait mode {0:?} (expected one of: poll, block)")]
+pub struct UnknownWaitMode(pub String);
+
+impl std::str::FromStr for WaitMode {
+    type Err = UnknownWaitMode;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "poll" => Ok(WaitMode::Poll),
+            "block" => Ok(WaitMode::Block),
+            other => Err(UnknownWaitMode(other.to_string())),
         }
     }
 }
@@ -225,6 +256,15 @@ pub trait Transport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wait_modes_parse_what_they_print() {
+        for mode in [WaitMode::Poll, WaitMode::Block] {
+            assert_eq!(mode.to_string().parse::<WaitMode>(), Ok(mode));
+        }
+        assert_eq!(format!("{:<6}|", WaitMode::Poll), "poll  |");
+        assert!("spin".parse::<WaitMode>().is_err());
+    }
 
     /// Records which requests were waited on and how often `test` was called.
     struct Recorder {

@@ -1,0 +1,214 @@
+//! What every subcommand shares: starting the job, the job spec of the global flags,
+//! metadata, warnings and printing.
+
+use crate::cli::GlobalArgs;
+use ngauge::job::{Job, JobError, JobSpec, JobWarning, TransportName, TransportOptions, VerbsSpec};
+use ngauge::launch::{self, LaunchOptions, Started, World};
+use ngauge::report::MetaBuilder;
+
+/// Bad input found after parsing (a size list, a config value): exit status 2.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// The launcher options in the global flags.
+pub fn launch_options(global: &GlobalArgs) -> LaunchOptions {
+    LaunchOptions {
+        np: global.np as usize,
+        rank: global.rank,
+        size: global.size.map(|s| s as usize),
+        rendezvous: global.rendezvous.clone(),
+        bind: global.bind.clone(),
+        job_token: global.job_token.clone(),
+        data_addr: global.data_addr,
+        timeout: std::time::Duration::from_secs_f64(global.timeout),
+        verbose: global.verbose,
+    }
+}
+
+/// The job spec the global flags describe.
+pub fn job_spec(global: &GlobalArgs) -> JobSpec {
+    JobSpec {
+        transports: global.transport.clone(),
+        wait: global.wait,
+        send_buffer_bytes: global.sndbuf,
+        recv_buffer_bytes: global.rcvbuf,
+        timeout_s: global.timeout,
+        verbs: VerbsSpec {
+            device: global.verbs.device.clone(),
+            port: global.verbs.port,
+            gid_index: global.verbs.gid_index,
+            op: global.verbs.verbs_op,
+        },
+    }
+}
+
+/// A job error for the command line: the user's input is a [`UsageError`]
+/// (exit status 2), with the flag named where the library's words do not say it.
+pub fn job_error(e: JobError) -> anyhow::Error {
+    if !e.is_input() {
+        return anyhow::Error::new(e);
+    }
+    let text = match &e {
+        JobError::DuplicateTransport(_) | JobError::NoTransport => format!("--transport: {e}"),
+        JobError::NotCompiled {
+            transport: TransportName::Mpi,
+            ..
+        } => format!("-t mpi: {e}"),
+        JobError::BadTimeout(_) => format!("--timeout: {e}"),
+        JobError::BadBuffer { .. } => format!("--sndbuf/--rcvbuf: {e}"),
+        JobError::BadVerbsPort => format!("--port: {e}"),
+        _ => e.to_string(),
+    };
+    anyhow::Error::new(UsageError(text))
+}
+
+/// Opens the transports of `-t` on this rank (a collective call); `adjust` may
+/// change each one's options before it is opened.
+pub fn open_job(
+    global: &GlobalArgs,
+    world: &mut World,
+    adjust: impl FnMut(TransportName, &mut TransportOptions),
+) -> anyhow::Result<Job> {
+    Job::open(&job_spec(global), world, adjust).map_err(job_error)
+}
+
+/// The metadata of a result timed by `source` at `hz`, with this command line.
+pub fn meta(source: ngauge::clock::TimerSource, hz: f64) -> MetaBuilder {
+    ngauge::report::Meta::builder(std::env::args(), source, hz)
+}
+
+/// Prints a warning on stderr (after the results): its message and, when the
+/// command line has one, a hint naming the flag to try.
+pub fn warn(message: impl std::fmt::Display, hint: Option<String>) {
+    match hint {
+        Some(hint) => eprintln!("ngauge: warning: {message}; {hint}"),
+        None => eprintln!("ngauge: warning: {message}"),
+    }
+}
+
+/// The command line's hint for a job warning.
+pub fn job_hint(w: &JobWarning) -> Option<String> {
+    match w {
+        JobWarning::PollOversubscribed { .. } => {
+            Some("use --wait block (or auto, the default, which blocks here)".into())
+        }
+    }
+}
+
+/// Starts the job and runs `body` on every rank; in the local launcher's parent,
+/// waits for the ranks and exits with their worst status. Only rank 0 prints
+/// results; `body` decides that by `world.rank`.
+pub fn with_world(
+    global: &GlobalArgs,
+    body: impl FnOnce(&mut World) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    check_clock_env(global)?;
+    let started =
+        ngauge::job::start(&job_spec(global), &launch_options(global)).map_err(job_error)?;
+    match started {
+        Started::Launcher(0) => Ok(()),
+        // The ranks already printed their errors.
+        Started::Launcher(code) => std::process::exit(code),
+        Started::Rank(mut world) => {
+            let rank = world.rank;
+            let result = match body(&mut world) {
+                Err(e) => {
+                    // Tell the others why, so their errors name this rank and the reason.
+                    world.control.abort(&format!("{e:#}"));
+                    Err(e.context(format!("rank {rank}")))
+                }
+                Ok(()) => world
+                    .finish()
+                    .map_err(|e| anyhow::Error::new(e).context(format!("rank {rank}"))),
+            };
+            #[cfg(feature = "mpi")]
+            if let Err(e) = &result {
+                // Under MPI a failed rank ends the job (MPI_Abort): the others may wait
+                // for it, and MPI_Finalize would wait for them.
+                let code = if e.downcast_ref::<UsageError>().is_some() {
+                    2
+                } else {
+                    1
+                };
+                launch::mpi::abort_job_on_error(&format!("{e:#}"), code);
+            }
+            result
+        }
+    }
+}
+
+/// This rank's clock: the timer calibrated once, skewed when `NGAUGE_TEST_CLOCK_SKEW`
+/// names this rank (see `ngauge::sync::skew`). Every command that times anything
+/// gets its clock here, so the injected test clock applies everywhere. A malformed
+/// variable is a usage error (exit status 2).
+pub fn rank_clock(world: &World) -> anyhow::Result<ngauge::clock::SystemClock> {
+    use ngauge::clock::Clock;
+    use ngauge::sync::skew::{self, SkewSpec, EPOCH_ENV};
+    let usage = |e: skew::SkewSpecError| anyhow::Error::new(UsageError(e.to_string()));
+    let spec = SkewSpec::from_env().map_err(usage)?;
+    let (clock, _) = ngauge::clock::SystemClock::calibrated();
+    let Some(spec) = spec else {
+        return Ok(clock);
+    };
+    spec.check_size(world.size).map_err(usage)?;
+    let epoch_env = std::env::var(EPOCH_ENV).ok();
+    let epoch = skew::epoch(epoch_env.as_deref(), clock.raw()).map_err(usage)?;
+    Ok(clock.with_skew(spec.skew_for(world.rank, clock.rate(), epoch)))
+}
+
+/// Checks the test-clock variables before any rank starts, so that a malformed one is
+/// reported once (by the local launcher) rather than by every rank; and, in the local
+/// launcher, fixes the common epoch of the injected skews (`NGAUGE_TEST_CLOCK_EPOCH`,
+/// inherited by the ranks it starts) at its own raw timer reading, so the spec's
+/// offsets hold at launch time. Ranks check the real job size again in [`rank_clock`].
+pub fn check_clock_env(global: &GlobalArgs) -> anyhow::Result<()> {
+    use ngauge::clock::{SystemClock, TickRate, TimerSource};
+    use ngauge::sync::skew::{self, SkewSpec, EPOCH_ENV};
+    let usage = |e: skew::SkewSpecError| anyhow::Error::new(UsageError(e.to_string()));
+    let Some(spec) = SkewSpec::from_env().map_err(usage)? else {
+        return Ok(());
+    };
+    let env = launch::detect();
+    let local_launcher =
+        env.kind == launch::LauncherKind::Local && env.rank.is_none() && global.rank.is_none();
+    if local_launcher {
+        spec.check_size(global.np as usize).map_err(usage)?;
+    }
+    match std::env::var(EPOCH_ENV) {
+        Ok(text) => {
+            skew::epoch(Some(&text), ngauge::clock::Ticks(0)).map_err(usage)?;
+        }
+        Err(_) if local_launcher => {
+            let raw = SystemClock::new(TimerSource::detect(), TickRate::new(1.0)).raw();
+            // Single-threaded here: no rank, transport or timer thread exists yet.
+            std::env::set_var(EPOCH_ENV, raw.0.to_string());
+        }
+        Err(_) => {}
+    }
+    Ok(())
+}
+
+/// Prints `value` as one pretty JSON document on stdout.
+pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
+    let mut text = serde_json::to_string_pretty(value)?;
+    text.push('\n');
+    print_text(&text)
+}
+
+/// Writes `text` to stdout. Unlike `print!`, a closed pipe (`ngauge ... | head`) is
+/// an `io::Error` that `main` treats as success, not a panic.
+pub fn print_text(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}

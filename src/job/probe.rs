@@ -1,0 +1,93 @@
+//! Which transports this build and machine can use, with the reason when one
+//! cannot (`ngauge info`).
+
+use super::{TransportName, VerbsSpec};
+use crate::report::BuildFacts;
+use serde::{Deserialize, Serialize};
+
+/// One transport's availability.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TransportInfo {
+    /// The transport.
+    pub name: TransportName,
+    /// Compiled into this build.
+    pub compiled: bool,
+    /// Usable on this machine, in this process.
+    pub usable: bool,
+    /// Why not, when not.
+    pub reason: Option<String>,
+}
+
+/// Every transport's availability, in [`TransportName::ALL`] order; verbs is
+/// probed on the device and port of `verbs`.
+pub fn probe_all(verbs: &VerbsSpec) -> Vec<TransportInfo> {
+    TransportName::ALL
+        .iter()
+        .map(|&name| probe(name, verbs))
+        .collect()
+}
+
+/// `name`'s availability.
+pub fn probe(name: TransportName, verbs: &VerbsSpec) -> TransportInfo {
+    let unusable = |reason: String| TransportInfo {
+        name,
+        compiled: true,
+        usable: false,
+        reason: Some(reason),
+    };
+    if !BuildFacts::current().has_transport(name.as_str()) {
+        return TransportInfo {
+            compiled: false,
+            ..unusable(format!(
+                "built without the `{name}` feature; rebuild with `cargo build --release --features {name}`"
+            ))
+        };
+    }
+    let usable = match name {
+        TransportName::Tcp => std::net::TcpListener::bind("127.0.0.1:0").map(drop),
+        TransportName::Udp => std::net::UdpSocket::bind("127.0.0.1:0").map(drop),
+        TransportName::Verbs => return probe_verbs(verbs).map_or_else(unusable, |_| usable(name)),
+        TransportName::Mpi => return probe_mpi().map_or_else(unusable, |_| usable(name)),
+    };
+    match usable {
+        Ok(()) => self::usable(name),
+        Err(e) => unusable(format!("cannot open a socket: {e}")),
+    }
+}
+
+fn usable(name: TransportName) -> TransportInfo {
+    TransportInfo {
+        name,
+        compiled: true,
+        usable: true,
+        reason: None,
+    }
+}
+
+#[cfg(feature = "verbs")]
+fn probe_verbs(verbs: &VerbsSpec) -> Result<String, String> {
+    ngauge_verbs::probe(verbs.device.as_deref(), verbs.port)
+}
+
+#[cfg(not(feature = "verbs"))]
+fn probe_verbs(_verbs: &VerbsSpec) -> Result<String, String> {
+    Err("built without the `verbs` feature".into())
+}
+
+#[cfg(feature = "mpi")]
+fn probe_mpi() -> Result<(), String> {
+    if ngauge_mpi::launched_by_mpi() {
+        Ok(())
+    } else {
+        Err(format!(
+            "needs an MPI launcher: run under {} (built against {})",
+            ngauge_mpi::BUILD_MPIEXEC,
+            ngauge_mpi::BUILD_FLAVOR
+        ))
+    }
+}
+
+#[cfg(not(feature = "mpi"))]
+fn probe_mpi() -> Result<(), String> {
+    Err("built without the `mpi` feature".into())
+}

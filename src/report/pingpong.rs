@@ -1,0 +1,271 @@
+//! The document of `ngauge pingpong`: every transport's results per size, and with
+//! several transports their medians side by side.
+
+use super::warning::Warned;
+use super::Meta;
+use crate::job::{JobWarning, TransportName};
+use crate::patterns::pingpong::SizeResult;
+use ngauge_transport::WaitMode;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// One transport's sweep.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sweep {
+    /// The transport.
+    pub transport: TransportName,
+    /// How it waited.
+    pub wait: WaitMode,
+    /// Its results, in the order measured.
+    pub results: Vec<SizeResult>,
+}
+
+/// One record (of the document and of `--output`): a size's result and the transport
+/// it was measured over.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct Record {
+    /// The transport.
+    pub transport: TransportName,
+    /// How it waited.
+    pub wait: WaitMode,
+    /// The result.
+    #[serde(flatten)]
+    pub result: SizeResult,
+}
+
+/// What `pingpong` finds worth a warning.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PingpongWarning {
+    /// A byte stream carries no empty message: size 0 was not measured.
+    NoEmptyMessages {
+        /// The transport.
+        transport: TransportName,
+    },
+    /// Sizes above the transport's message limit were not measured.
+    SizesSkipped {
+        /// The transport.
+        transport: TransportName,
+        /// Its limit.
+        max_bytes: usize,
+        /// The sizes skipped.
+        sizes: Vec<usize>,
+    },
+    /// A job setup warning.
+    #[serde(untagged)]
+    Job(JobWarning),
+    /// Two measured ranks share a core, or some are pinned and some not.
+    #[serde(untagged)]
+    Binding(crate::launch::binding::BindingWarning),
+}
+
+impl std::fmt::Display for PingpongWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PingpongWarning::Binding(w) => w.fmt(f),
+            PingpongWarning::NoEmptyMessages { transport } => write!(
+                f,
+                "{transport} has no 0-byte messages (a byte stream): size 0 skipped"
+            ),
+            PingpongWarning::SizesSkipped {
+                transport,
+                max_bytes,
+                sizes,
+            } => write!(
+                f,
+                "{transport} carries at most {max_bytes} bytes per message: sizes {} skipped",
+                sizes
+                    .iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            PingpongWarning::Job(w) => w.fmt(f),
+        }
+    }
+}
+
+/// `ngauge pingpong --json`.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct PingpongDoc {
+    /// How the result came about.
+    pub meta: Meta,
+    /// The measuring pair (pinger, ponger).
+    pub pair: [usize; 2],
+    /// MB in `bandwidth_MBps` means 10^6 bytes.
+    pub bandwidth_unit: String,
+    /// Every transport's results, transport by transport.
+    pub results: Vec<Record>,
+    /// With several transports: per size, each one's median half round trip and
+    /// its ratio to the last transport listed (the baseline: `mpi,tcp` gives MPI
+    /// over raw TCP).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<Comparison>,
+    /// What threatens the figures.
+    pub warnings: Vec<Warned<PingpongWarning>>,
+}
+
+/// The unit of `bandwidth_MBps`.
+pub const BANDWIDTH_UNIT: &str = "MB/s, MB = 10^6 bytes";
+
+/// Side by side medians and ratios (several transports in one run).
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Comparison {
+    /// The transport the ratios divide by.
+    pub baseline: TransportName,
+    /// One row per size the baseline measured.
+    pub rows: Vec<ComparisonRow>,
+}
+
+/// One size of a [`Comparison`].
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct ComparisonRow {
+    /// Message size, bytes.
+    pub size: usize,
+    /// Median half round trip per transport, in microseconds.
+    pub median_us: BTreeMap<TransportName, f64>,
+    /// Median over the baseline's median, per other transport.
+    pub ratio: BTreeMap<TransportName, f64>,
+}
+
+/// The side-by-side comparison of several sweeps; `None` for a single transport.
+pub fn compare(sweeps: &[Sweep]) -> Option<Comparison> {
+    let baseline = sweeps.last().filter(|_| sweeps.len() > 1)?;
+    let rows = baseline
+        .results
+        .iter()
+        .map(|base| {
+            let mut median_us = BTreeMap::new();
+            let mut ratio = BTreeMap::new();
+            for s in sweeps {
+                if let Some(r) = s.results.iter().find(|r| r.size == base.size) {
+                    median_us.insert(s.transport, r.half_rtt_us.median);
+                    if s.transport != baseline.transport && base.half_rtt_us.median > 0.0 {
+                        ratio.insert(s.transport, r.half_rtt_us.median / base.half_rtt_us.median);
+                    }
+                }
+            }
+            ComparisonRow {
+                size: base.size,
+                median_us,
+                ratio,
+            }
+        })
+        .collect();
+    Some(Comparison {
+        baseline: baseline.transport,
+        rows,
+    })
+}
+
+/// `meta.timing_loop`: per transport the loop(s) that timed its sizes
+/// (`mpi=native,tcp=generic`; `a+b` if they differed, which no transport does).
+pub fn timing_loops(sweeps: &[Sweep]) -> String {
+    sweeps
+        .iter()
+        .map(|s| {
+            let mut loops: Vec<&str> = s.results.iter().map(|r| r.timing_loop.as_str()).collect();
+            loops.sort_unstable();
+            loops.dedup();
+            format!("{}={}", s.transport, loops.join("+"))
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+impl PingpongDoc {
+    /// The document of `sweeps` (in the order measured).
+    pub fn new(
+        meta: Meta,
+        pair: [usize; 2],
+        sweeps: &[Sweep],
+        warnings: &[PingpongWarning],
+    ) -> Self {
+        PingpongDoc {
+            meta,
+            pair,
+            bandwidth_unit: BANDWIDTH_UNIT.into(),
+            results: sweeps
+                .iter()
+                .flat_map(|s| {
+                    s.results.iter().map(|r| Record {
+                        transport: s.transport,
+                        wait: s.wait,
+                        result: r.clone(),
+                    })
+                })
+                .collect(),
+            comparison: compare(sweeps),
+            warnings: super::warning::warned(warnings.iter().cloned()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::patterns::pingpong::TimingLoop;
+    use crate::stats::Summary;
+
+    fn sweep(transport: TransportName, medians: &[(usize, f64)]) -> Sweep {
+        Sweep {
+            transport,
+            wait: WaitMode::Poll,
+            results: medians
+                .iter()
+                .map(|&(size, median)| SizeResult {
+                    size,
+                    reps: 1,
+                    half_rtt_us: Summary::of(&[median]).unwrap(),
+                    bandwidth_mbps: size as f64 / median,
+                    data_check: None,
+                    timing_loop: TimingLoop::Generic,
+                    counters: BTreeMap::new(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn ratios_divide_by_the_last_transport() {
+        let sweeps = [
+            sweep(TransportName::Mpi, &[(1, 3.0), (8, 4.0)]),
+            sweep(TransportName::Tcp, &[(1, 2.0), (8, 8.0), (64, 9.0)]),
+        ];
+        let c = compare(&sweeps).unwrap();
+        assert_eq!(c.baseline, TransportName::Tcp);
+        assert_eq!(c.rows.len(), 3);
+        assert_eq!(c.rows[0].ratio[&TransportName::Mpi], 1.5);
+        assert_eq!(c.rows[1].ratio[&TransportName::Mpi], 0.5);
+        assert!(c.rows[2].ratio.is_empty(), "mpi did not measure 64 B");
+        assert!(compare(&sweeps[..1]).is_none());
+        assert_eq!(timing_loops(&sweeps), "mpi=generic,tcp=generic");
+    }
+
+    #[test]
+    fn warnings_are_tagged_records() {
+        let doc = serde_json::to_value(super::super::warning::Warned::from(
+            PingpongWarning::SizesSkipped {
+                transport: TransportName::Udp,
+                max_bytes: 65507,
+                sizes: vec![65536, 131072],
+            },
+        ))
+        .unwrap();
+        assert_eq!(doc["kind"], "sizes_skipped");
+        assert_eq!(doc["transport"], "udp");
+        assert_eq!(
+            doc["message"],
+            "udp carries at most 65507 bytes per message: sizes 65536, 131072 skipped"
+        );
+        let job = serde_json::to_value(super::super::warning::Warned::from(PingpongWarning::Job(
+            JobWarning::PollOversubscribed {
+                ranks_on_host: 3,
+                cores: 2,
+            },
+        )))
+        .unwrap();
+        assert_eq!(job["kind"], "poll_oversubscribed");
+        assert_eq!(job["cores"], 2);
+    }
+}

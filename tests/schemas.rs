@@ -1,0 +1,118 @@
+//! Issue 12: every command's `--json` output validates against its committed schema
+//! (`docs/schemas/COMMAND.schema.json`), so scripts that read our JSON have a
+//! contract. The schemas are generated from the document types
+//! (`ngauge::report::schema`); a unit test keeps the committed files up to date.
+
+mod support;
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn schema(command: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("docs/schemas")
+        .join(format!("{command}.schema.json"));
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Runs `ngauge ARGS --json` and returns its document.
+fn document(args: &[&str]) -> Value {
+    let child = Command::new(env!("CARGO_BIN_EXE_ngauge"))
+        .args(args)
+        .arg("--json")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = support::output_within(child, Duration::from_secs(240))
+        .unwrap_or_else(|out| panic!("{args:?} timed out: {out:?}"));
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON document")
+}
+
+fn assert_valid(command: &str, doc: &Value) {
+    let validator = jsonschema::validator_for(&schema(command)).expect("a valid schema");
+    let errors: Vec<String> = validator
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{command}: {errors:#?}\n{doc:#}");
+}
+
+#[test]
+fn timer_and_info_validate() {
+    assert_valid("timer", &document(&["timer", "--reads", "1000"]));
+    assert_valid("info", &document(&["--np", "2", "info"]));
+}
+
+#[test]
+fn pingpong_validates_with_one_and_with_two_transports() {
+    let args = [
+        "pingpong", "--sizes", "1,1K", "--reps", "20", "--warmup", "2",
+    ];
+    assert_valid("pingpong", &document(&args));
+    let both = document(&[&["-t", "udp,tcp"][..], &args].concat());
+    assert!(both["comparison"].is_object(), "{both}");
+    assert_valid("pingpong", &both);
+}
+
+#[test]
+fn loggp_validates_with_one_and_with_two_transports() {
+    let args = [
+        "loggp",
+        "--sizes",
+        "1K,2K,3K,4K",
+        "--reps",
+        "3",
+        "--warmup",
+        "1",
+    ];
+    let one = document(&args);
+    assert!(one["points"].is_array(), "{one}");
+    assert_valid("loggp", &one);
+    let both = document(&[&["-t", "udp,tcp"][..], &args].concat());
+    assert_eq!(
+        both["transports"].as_array().map(Vec::len),
+        Some(2),
+        "{both}"
+    );
+    assert_valid("loggp", &both);
+}
+
+#[test]
+fn sync_validates() {
+    let doc = document(&[
+        "sync",
+        "--sync",
+        "jk",
+        "--fitpoints",
+        "10",
+        "--exchanges",
+        "2",
+        "--check-after",
+        "0s",
+    ]);
+    assert_valid("sync", &doc);
+}
+
+/// The schemas reject what is not a document: they can fail.
+#[test]
+fn a_document_without_meta_does_not_validate() {
+    for command in ["timer", "info", "pingpong", "loggp", "sync"] {
+        let validator = jsonschema::validator_for(&schema(command)).unwrap();
+        assert!(!validator.is_valid(&serde_json::json!({})), "{command}");
+    }
+    let mut doc = document(&["timer", "--reads", "1000"]);
+    doc.as_object_mut().unwrap().remove("meta");
+    let validator = jsonschema::validator_for(&schema("timer")).unwrap();
+    assert!(!validator.is_valid(&doc));
+}
