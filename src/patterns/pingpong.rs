@@ -111,7 +111,7 @@ pub struct SizeResult {
 }
 
 /// The repetitions of one size, us, named like the summary they are behind.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Samples {
     /// Every timed round trip's half, in the order measured.
     pub half_rtt_us: Vec<f64>,
