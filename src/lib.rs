@@ -17,6 +17,8 @@
 //! - [`sim`]: the virtual-time world (LogGP network model, virtual clocks, an
 //!   in-process transport over them) for exact tests and the simulator.
 //! - [`sizes`]: `--sizes` specifications.
+//! - [`spec`]: what each measuring command measures, as serde specs the command
+//!   line and suite files fill alike.
 //! - [`suite`]: suites of experiments over launches, reading results back.
 //! - [`sync`]: clock synchronization (pairwise, linear, log p tree, drift models) and
 //!   window-based starts.
@@ -35,6 +37,7 @@ pub mod patterns;
 pub mod report;
 pub mod sim;
 pub mod sizes;
+pub mod spec;
 pub mod stats;
 pub mod suite;
 pub mod sync;
