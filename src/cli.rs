@@ -451,6 +451,12 @@ pub struct PingpongArgs {
     /// loop of send and recv calls (to compare the two). Example: --native-loop off
     #[arg(long, default_value = "on", value_name = "on|off", value_parser = on_off, action = clap::ArgAction::Set)]
     pub native_loop: bool,
+
+    /// Keep every timed round trip in the JSON document and the stream
+    /// (`samples.half_rtt_us`), for `ngauge compare` and the statistics across
+    /// launches (`ngauge run` sets it).
+    #[arg(long)]
+    pub samples: bool,
 }
 
 /// `on` or `off`.

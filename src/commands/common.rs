@@ -18,6 +18,20 @@ impl std::fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
+/// The flag of a spec's field: `--` and the field with `-` for `_`, but for the
+/// fields whose flag takes a unit.
+pub fn flag_of(field: &str) -> String {
+    match field {
+        "check_after_s" => "--check-after".into(),
+        other => format!("--{}", other.replace('_', "-")),
+    }
+}
+
+/// A spec error as the command line says it: naming the flag.
+pub fn spec_usage(e: ngauge::spec::SpecError) -> UsageError {
+    UsageError(format!("{}: {}", flag_of(e.field), e.message))
+}
+
 /// The launcher options in the global flags.
 pub fn launch_options(global: &GlobalArgs) -> LaunchOptions {
     LaunchOptions {
