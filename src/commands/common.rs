@@ -64,6 +64,24 @@ pub fn job_spec(global: &GlobalArgs) -> JobSpec {
     }
 }
 
+/// The global flags with the job of `spec` and `np` ranks in place of the
+/// transport flags and `--np` (the inverse of [`job_spec`]): how a suite's
+/// experiment runs through the same code as a command line.
+pub fn with_job(global: &GlobalArgs, spec: &JobSpec, np: usize) -> GlobalArgs {
+    let mut g = global.clone();
+    g.transport = spec.transports.clone();
+    g.wait = spec.wait;
+    g.sndbuf = spec.send_buffer_bytes;
+    g.rcvbuf = spec.recv_buffer_bytes;
+    g.timeout = spec.timeout_s;
+    g.verbs.device = spec.verbs.device.clone();
+    g.verbs.port = spec.verbs.port;
+    g.verbs.gid_index = spec.verbs.gid_index;
+    g.verbs.verbs_op = spec.verbs.op;
+    g.np = np as u32;
+    g
+}
+
 /// A job error for the command line: the user's input is a [`UsageError`]
 /// (exit status 2), with the flag named where the library's words do not say it.
 pub fn job_error(e: JobError) -> anyhow::Error {

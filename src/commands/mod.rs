@@ -3,9 +3,12 @@
 //! warnings, printing) is in [`common`].
 
 mod common;
+mod compare;
+mod exec;
 mod info;
 mod loggp;
 mod pingpong;
+mod run;
 mod selftest;
 mod sync;
 mod timer;
@@ -21,6 +24,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Info => info::run(&cli.global),
         Command::Loggp(args) => loggp::run(&cli.global, &args),
         Command::Pingpong(args) => pingpong::run(&cli.global, &args),
+        Command::Run(args) => run::run(&cli.global, &args),
+        Command::Compare(args) => compare::run(&cli.global, &args),
+        Command::Exec(args) => exec::run(&cli.global, &args),
         Command::Selftest(cmd) => selftest::run(&cli.global, &cmd),
         Command::Sync(args) => sync::run(&cli.global, &args),
     }

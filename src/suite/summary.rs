@@ -109,6 +109,22 @@ fn experiment(
     })
 }
 
+/// Rewrites the derived files of a run directory after `experiment` finished a
+/// run: its combined records (`EXP.jsonl`, `EXP.csv`) from the documents of its
+/// finished launches among `launches`, then `summary.json` and `summary.csv`.
+///
+/// # Errors
+/// Reading the documents or writing the files.
+pub fn refresh(dir: &super::dir::RunDir, experiment: &str, launches: usize) -> io::Result<Summary> {
+    dir.combine(experiment, &dir.done_launches(experiment, launches))?;
+    let set = super::results::read(dir.root(), None).map_err(io::Error::other)?;
+    let summary = summarize(&set, Outliers::Tukey).map_err(io::Error::other)?;
+    let json = serde_json::to_string_pretty(&summary).map_err(io::Error::other)? + "\n";
+    super::dir::write_atomically(&dir.summary(), json.as_bytes())?;
+    super::dir::write_atomically(&dir.summary_csv(), &summary_csv(&summary)?)?;
+    Ok(summary)
+}
+
 /// `summary.csv`: one row per experiment and size.
 ///
 /// # Errors
