@@ -228,16 +228,13 @@ fn child_command(exe: &Path, suite: &Suite, req: &RunRequest) -> Command {
         .map(|l| l.iter().map(|a| a.replace("{np}", &np).into()).collect())
         .unwrap_or_default();
     argv.push(exe.into());
-    argv.extend(
-        [
-            "exec".into(),
-            req.spec.clone().into_os_string(),
-            "--json".into(),
-            "--output".into(),
-            req.stream.clone().into_os_string(),
-        ]
-        .into_iter(),
-    );
+    argv.extend([
+        "exec".into(),
+        req.spec.clone().into_os_string(),
+        "--json".into(),
+        "--output".into(),
+        req.stream.clone().into_os_string(),
+    ]);
     let mut c = Command::new(&argv[0]);
     c.args(&argv[1..]);
     c
