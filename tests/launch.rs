@@ -204,7 +204,7 @@ fn watch(mut child: Child) -> mpsc::Receiver<(std::process::ExitStatus, String)>
 
 #[test]
 fn issue_3_a_rank_killed_in_a_barrier_is_named_by_everyone_within_5_s() {
-    let token = "kill-test";
+    let token = "kill-test-token-0001";
     let args = ["selftest", "barrier-loop"];
     let (zero, addr, zero_err) = start_rank0(4, token, &args);
     let mut others: Vec<Child> = (1..4)
@@ -344,7 +344,7 @@ fn hostile(addr: &str, bytes: &[u8]) -> Vec<u8> {
 
 #[test]
 fn issue_3_hostile_clients_are_refused_and_the_job_completes() {
-    let token = "the-real-token";
+    let token = "the-real-token-of-this-job";
     let (zero, addr, zero_err) = start_rank0(2, token, &["info", "--json"]);
     let mut oversized = frame::encode(Kind::Join, &[]);
     oversized[8..12].copy_from_slice(&(1u32 << 31).to_le_bytes());
@@ -560,7 +560,7 @@ fn issue_3_two_ranks_by_hand_in_two_network_namespaces() {
             .args(["--rank", r, "--size", "2", "--rendezvous", &rendezvous])
             .args([
                 "--job-token",
-                "veth-job",
+                "veth-job-token-0001",
                 "--timeout",
                 "20",
                 "info",

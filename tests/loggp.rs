@@ -263,6 +263,30 @@ fn udp_limit_refuses_explicit_sizes_ends_the_default_sweep_and_streams_fit() {
     assert_eq!(json_of(&out)["points"].as_array().unwrap().len(), 3);
 }
 
+/// Issue 18: `-t udp loggp` with injected loss completes (exit 0) with every point.
+/// One datagram in 3000 is the issue's case: a message lost inside a PRTT(n) stream
+/// made the server wait for an n-th message that never came, and both ranks timed
+/// out; one in 20 (5 %) also hits the final answers before a control-plane call
+/// (recovered by `Transport::settle`), in both wait modes.
+#[test]
+fn udp_loggp_completes_with_injected_loss_issue_18() {
+    for (drop_one_in, wait) in [("3000", "poll"), ("20", "poll"), ("20", "block")] {
+        let out = ngauge()
+            .env("NGAUGE_TEST_UDP_DROP_ONE_IN", drop_one_in)
+            .args(["--np", "2", "-t", "udp", "--timeout", "5", "--wait", wait])
+            .args(["loggp", "--sizes", "1-64", "--json"])
+            .timeout(std::time::Duration::from_secs(120))
+            .output()
+            .unwrap();
+        let doc = json_of(&out);
+        assert_eq!(
+            doc["points"].as_array().unwrap().len(),
+            7,
+            "1 in {drop_one_in}, {wait}"
+        );
+    }
+}
+
 /// `-t tcp,udp`: both transports measured interleaved in one run, fitted
 /// separately, and compared against the last listed (udp), every figure finite.
 #[test]

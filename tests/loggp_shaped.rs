@@ -144,7 +144,7 @@ fn loggp_g_matches_iperf3_on_a_shaped_link() {
     let iperf_us_per_byte = 8.0 / bps * 1e6;
 
     let bin = env!("CARGO_BIN_EXE_ngauge");
-    let token = format!("shaped-{}", std::process::id());
+    let token = format!("shaped-token-{:010}", std::process::id());
     let common = [
         "--size",
         "2",

@@ -88,6 +88,8 @@ fn udp_sweep_stops_at_the_datagram_limit_with_counters() {
             "duplicated_datagrams",
             "reordered_datagrams",
             "retransmissions",
+            "out_of_order_datagrams",
+            "resend_requests",
         ] {
             assert!(r["counters"][k].is_u64(), "{k} missing in {r}");
         }
@@ -120,6 +122,7 @@ fn udp_recovers_from_injected_loss_and_counts_it() {
         assert!(sum("test_dropped_datagrams") >= 10);
         assert!(sum("lost_datagrams") >= 1);
         assert!(sum("retransmissions") >= sum("lost_datagrams"));
+        assert!(sum("resend_requests") + sum("receive_timeouts") >= 1);
         assert!(results(&doc).iter().all(|r| r["data_check"] == true));
         assert_eq!(doc["meta"]["wait"], format!("udp={wait}"));
     }

@@ -10,6 +10,7 @@ mod loggp;
 mod pingpong;
 mod run;
 mod selftest;
+mod simulate;
 mod sync;
 mod timer;
 
@@ -29,5 +30,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Exec(args) => exec::run(&cli.global, &args),
         Command::Selftest(cmd) => selftest::run(&cli.global, &cmd),
         Command::Sync(args) => sync::run(&cli.global, &args),
+        Command::Simulate(args) => simulate::run(&cli.global, &args),
     }
 }

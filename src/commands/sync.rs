@@ -50,6 +50,7 @@ pub fn run(global: &GlobalArgs, args: &SyncArgs) -> anyhow::Result<()> {
 pub fn run_spec(global: &GlobalArgs, args: &SyncSpec) -> anyhow::Result<()> {
     args.validate().map_err(super::common::spec_usage)?;
     let options = args.options();
+    super::common::check_outputs(global, &[])?;
     super::common::with_world(global, |world| run_rank(global, args, &options, world))
 }
 

@@ -311,6 +311,10 @@ pub fn run<C: Clock, T: Transport + ?Sized>(
                 match (pending, my_role, buffers) {
                     (true, Role::Client { server }, Some((tx, rx))) => {
                         let first = exp.client_first(server, tx, rx)?;
+                        // Before blocking on the control channel (an unreliable
+                        // transport recovers a lost last message only while both
+                        // ranks still read it; see `Transport::settle`).
+                        exp.transport.settle()?;
                         share_delay(control, Some(clock.rate().to_nanos(first.d_ticks)))?;
                         let (n0, nd) = exp.client_second(server, tx, rx, first.d_ticks)?;
                         let late = exp.client_or(server, tx, rx)?;
@@ -322,6 +326,7 @@ pub fn run<C: Clock, T: Transport + ?Sized>(
                     }
                     (true, Role::Server { client }, Some((tx, rx))) => {
                         exp.server_first(client, tx, rx)?;
+                        exp.transport.settle()?;
                         let d = share_delay(control, None)?[client]
                             .ok_or(PatternError::Malformed { rank: client })?;
                         exp.server_second(client, tx, rx)?;
@@ -337,6 +342,7 @@ pub fn run<C: Clock, T: Transport + ?Sized>(
                 }
                 // Every rank learns which clients measure this size again, so the
                 // control calls stay collective.
+                transport.settle()?;
                 let again = disturbed && attempt < params.attempts;
                 let flags = control.allgather(&[u8::from(again)])?;
                 if flags.iter().all(|f| f.as_slice() != [1]) {

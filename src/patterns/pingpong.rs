@@ -283,7 +283,9 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
                 intact = carries(&transport.buffer(rbuf)?[..size], size, peer);
             }
         }
-        // Between sizes: verdicts and counters to rank 0.
+        // Between sizes: verdicts and counters to rank 0, once the exchange has
+        // settled (see `Transport::settle`).
+        transport.settle()?;
         let after = transport.counters();
         let mut report = vec![u8::from(intact)];
         for (name, value) in &after.entries {

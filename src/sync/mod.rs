@@ -53,12 +53,13 @@ use pairwise::{defaults, Wire};
 /// What went wrong during a synchronization.
 #[derive(Debug, thiserror::Error)]
 pub enum SyncError {
-    /// The data transport failed (names the peer).
+    /// The data transport failed (names the peer). Its text is in this error's
+    /// (not a source as well: a chain printed in full would say it twice).
     #[error("clock sync: {0}")]
-    Transport(#[from] TransportError),
-    /// The control channel failed (names the rank).
+    Transport(TransportError),
+    /// The control channel failed (names the rank); its text is in this error's.
     #[error("clock sync: {0}")]
-    Control(#[from] ControlError),
+    Control(ControlError),
     /// A peer sent something that does not follow the sync protocol.
     #[error("clock sync: rank {peer} broke the protocol: {detail}")]
     Protocol {
@@ -81,6 +82,18 @@ pub enum SyncError {
     /// A bug in ngauge.
     #[error("clock sync: internal error: {0}")]
     Internal(String),
+}
+
+impl From<TransportError> for SyncError {
+    fn from(e: TransportError) -> Self {
+        SyncError::Transport(e)
+    }
+}
+
+impl From<ControlError> for SyncError {
+    fn from(e: ControlError) -> Self {
+        SyncError::Control(e)
+    }
 }
 
 crate::names::named_enum! {

@@ -63,7 +63,7 @@ mod tests {
         os_ps: ns(1500),
         or_ps: ns(2000),
         g_ps: ns(4000),
-        big_g_ps: 800,
+        big_g_fs: 800_000,
         rendezvous: false,
     };
 
@@ -74,7 +74,7 @@ mod tests {
         os_ps: ns(2500),
         or_ps: ns(3000),
         g_ps: ns(4000),
-        big_g_ps: 400,
+        big_g_fs: 400_000,
         rendezvous: true,
     };
 
@@ -242,11 +242,11 @@ mod tests {
             us(timed_or(p, 2) - timed_or(p, 1)),
         );
         close(&at("g"), r.g_us, us(gap_all(p, 1)));
-        close(&at("G"), r.big_g_us_per_byte, us(p.big_g_ps));
+        close(&at("G"), r.big_g_us_per_byte, us(p.big_g_fs) / 1e3);
         close(
             &at("Hockney beta"),
             r.hockney.beta_us_per_byte,
-            us(p.big_g_ps),
+            us(p.big_g_fs) / 1e3,
         );
         assert!(
             r.residual_us < 1e-6,
@@ -366,7 +366,7 @@ mod tests {
             os_ps: ns(500),
             or_ps: ns(500),
             g_ps: ns(10_000),
-            big_g_ps: 800,
+            big_g_fs: 800_000,
             rendezvous: false,
         };
         let net = Network::uniform(fast_wire);
@@ -390,7 +390,11 @@ mod tests {
         };
         let a = assess(&samples(&result.points), &opts).unwrap();
         close("g", a.ranges[0].g_us, us(fast_wire.g_ps));
-        close("G", a.ranges[0].big_g_us_per_byte, us(fast_wire.big_g_ps));
+        close(
+            "G",
+            a.ranges[0].big_g_us_per_byte,
+            us(fast_wire.big_g_fs) / 1e3,
+        );
         // 8192 B is not bound (eq. (1) exceeds G_all by 3%) but within the
         // warning's 10%.
         let near = [bound.clone(), vec![8192]].concat();

@@ -114,8 +114,9 @@ pub struct Capabilities {
     pub checks_message_size: bool,
 }
 
-/// Event counters a transport keeps (UDP: lost, duplicated, reordered datagrams;
-/// retransmissions). Reported with every result.
+/// Event counters a transport keeps (UDP: lost, duplicated, reordered and
+/// out-of-order datagrams, retransmissions, requests to send again). Reported with
+/// every result.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Counters {
     /// `(name, value)` pairs, names in snake_case with their unit
@@ -250,6 +251,22 @@ pub trait Transport {
     /// Event counters (empty for transports that count nothing).
     fn counters(&self) -> Counters {
         Counters::default()
+    }
+
+    /// Call on every rank before a control-plane operation that waits for other
+    /// ranks (a barrier, a broadcast, an allgather) after point-to-point traffic:
+    /// makes sure that what this rank sent can still reach peers that wait for it.
+    ///
+    /// A reliable transport has nothing to do (the default). An unreliable one
+    /// recovers lost messages only while both ranks talk over it; the last message
+    /// of an exchange (the final answer of a ping-pong) can be lost after its
+    /// sender has moved on, and if the sender then blocks on the control channel
+    /// waiting for the receiver, which waits for the lost message, the job
+    /// deadlocks. The UDP transport therefore acknowledges what it received and
+    /// answers its peers' requests until they have acknowledged what it sent (or
+    /// stayed silent through several retransmissions). Not for timed regions.
+    fn settle(&mut self) -> Result<(), TransportError> {
+        Ok(())
     }
 }
 

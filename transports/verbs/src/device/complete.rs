@@ -1,0 +1,356 @@
+//! Completions: polls the completion queue and says what each completion means
+//! for its request, its peer's queue space and credits, and its receive slot.
+//! Eager messages are copied from their slots into the waiting receive (or kept
+//! until one is posted), advertisements are queued for the sends that wait for
+//! them, and a failed completion breaks its peer's connection.
+
+use super::{State, VerbsTransport, NAME};
+use crate::layout::{self, MsgKind, WrKind, SLOT_BYTES};
+use crate::wire::{Advert, VerbsOp};
+use ngauge_transport::{Rank, TransportError};
+use rdma_sys::*;
+use std::ffi::CStr;
+use std::os::raw::c_int;
+use std::time::Instant;
+
+impl VerbsTransport {
+    /// Polls the CQ once, handles what it found; returns the number of completions.
+    /// A failed poll (the CQ is unusable: completions may be lost) breaks every
+    /// connection; the error is reported as an I/O error with `peer`, the rank the
+    /// caller waits for.
+    pub(super) fn poll(&mut self, peer: Rank) -> Result<usize, TransportError> {
+        const BATCH: usize = 16;
+        // SAFETY: ibv_wc is plain data; all-zero is valid.
+        let mut wcs: [ibv_wc; BATCH] = unsafe { std::mem::zeroed() };
+        // SAFETY: the CQ is live and `wcs` has room for BATCH entries. ibv_poll_cq
+        // is the verbs.h inline that calls the provider through the ops table.
+        let n = unsafe { ibv_poll_cq(self.res.cq, BATCH as c_int, wcs.as_mut_ptr()) };
+        if n < 0 {
+            let reason = format!("polling the completion queue failed (ibv_poll_cq returned {n})");
+            let me = self.rank;
+            for p in (0..self.size).filter(|&p| p != me) {
+                self.break_peer(p, reason.clone());
+            }
+            return Err(self.io(peer, "poll completion queue", std::io::Error::other(reason)));
+        }
+        let mut touched = Vec::new();
+        let now = Instant::now();
+        // Every completion of the batch is handled, whatever happens to one of them:
+        // a failure breaks that peer's connection, never the loop (the batch has
+        // been dequeued; dropping part of it would leave queue space and requests
+        // unaccounted for).
+        for wc in &wcs[..n as usize] {
+            if let Some(peer) = self.complete(wc) {
+                self.last_progress[peer] = now;
+                if !touched.contains(&peer) {
+                    touched.push(peer);
+                }
+            }
+        }
+        for peer in touched {
+            self.pump(peer);
+        }
+        Ok(n as usize)
+    }
+
+    fn wc_error(&self, wc: &ibv_wc) -> String {
+        // SAFETY: ibv_wc_status_str returns a static string for any value.
+        let text = unsafe { CStr::from_ptr(ibv_wc_status_str(wc.status)) }.to_string_lossy();
+        format!(
+            "work completion failed: {text} (status {}, vendor error {:#x})",
+            wc.status, wc.vendor_err
+        )
+    }
+
+    /// Handles one completion; returns the peer whose queues changed.
+    fn complete(&mut self, wc: &ibv_wc) -> Option<Rank> {
+        let ok = wc.status == ibv_wc_status::IBV_WC_SUCCESS;
+        let (kind, index) = layout::split_wr_id(wc.wr_id);
+        match kind {
+            WrKind::DataSend | WrKind::DataRecv => self.complete_data(wc, ok, kind, index),
+            WrKind::SlotSend => self.complete_slot_send(wc, ok, index),
+            WrKind::SlotRecv => self.complete_slot_recv(wc, ok, index),
+        }
+    }
+
+    /// A data send or RDMA write, or a receive straight into a region (send path),
+    /// of request `index` completed.
+    fn complete_data(&mut self, wc: &ibv_wc, ok: bool, kind: WrKind, index: u64) -> Option<Rank> {
+        let Some(r) = self.requests.get(&index) else {
+            // an inline send, retired when it was posted
+            let peer = self.detached.remove(&index)?;
+            self.peers[peer].sq_used -= 1;
+            if !ok {
+                let reason = self.wc_error(wc);
+                self.break_peer(peer, reason);
+            }
+            return Some(peer);
+        };
+        let (peer, len, mismatch) = (r.peer, r.region.len, r.mismatch);
+        if kind == WrKind::DataSend {
+            self.detached.remove(&index);
+            self.peers[peer].sq_used -= 1;
+        } else {
+            self.peers[peer].rq_used -= 1;
+        }
+        let state = if !ok {
+            let reason = self.wc_error(wc);
+            let err = if wc.status == ibv_wc_status::IBV_WC_LOC_LEN_ERR {
+                self.io(
+                    peer,
+                    "recv",
+                    std::io::Error::other(format!(
+                        "a message longer than the {len} bytes posted arrived"
+                    )),
+                )
+            } else {
+                self.io(
+                    peer,
+                    if kind == WrKind::DataSend {
+                        "send"
+                    } else {
+                        "recv"
+                    },
+                    std::io::Error::other(reason.clone()),
+                )
+            };
+            self.break_peer(peer, reason);
+            State::Failed(err)
+        } else if let Some(expected) = mismatch {
+            State::Failed(TransportError::SizeMismatch {
+                transport: NAME,
+                peer,
+                expected_bytes: expected as usize,
+                got_bytes: len,
+            })
+        } else if kind == WrKind::DataRecv && wc.wc_flags & ibv_wc_flags::IBV_WC_WITH_IMM.0 != 0 {
+            // the sender refused: the immediate carries its length
+            // SAFETY: reading the imm member of a completion that has one.
+            let imm = u32::from_be(unsafe { wc.imm_data_invalidated_rkey_union.imm_data });
+            State::Failed(TransportError::SizeMismatch {
+                transport: NAME,
+                peer,
+                expected_bytes: len,
+                got_bytes: layout::split_write_imm(imm).0 as usize,
+            })
+        } else if kind == WrKind::DataRecv && wc.byte_len as usize != len {
+            State::Failed(TransportError::SizeMismatch {
+                transport: NAME,
+                peer,
+                expected_bytes: len,
+                got_bytes: wc.byte_len as usize,
+            })
+        } else {
+            State::Done
+        };
+        if let Some(r) = self.requests.get_mut(&index) {
+            if !matches!(r.state, State::Failed(_)) {
+                r.state = state;
+            }
+        }
+        Some(peer)
+    }
+
+    /// A send from slot `index` (advertisement or credit message) completed.
+    fn complete_slot_send(&mut self, wc: &ibv_wc, ok: bool, index: u64) -> Option<Rank> {
+        let (peer, _) = self.slots.owner(index as usize)?;
+        self.peers[peer].sq_used -= 1;
+        if !ok {
+            let reason = self.wc_error(wc);
+            self.break_peer(peer, reason);
+        }
+        Some(peer)
+    }
+
+    /// A message landed in receive slot `index`: an eager message, an
+    /// advertisement, a credit message, or (write path) an RDMA write with
+    /// immediate into an advertised region. The slot is re-posted once handled.
+    fn complete_slot_recv(&mut self, wc: &ibv_wc, ok: bool, index: u64) -> Option<Rank> {
+        let Some((peer, true)) = self.slots.owner(index as usize) else {
+            return None;
+        };
+        if !ok {
+            let reason = self.wc_error(wc);
+            self.break_peer(peer, reason);
+            return Some(peer);
+        }
+        let slot = index as usize;
+        let with_imm = wc.wc_flags & ibv_wc_flags::IBV_WC_WITH_IMM.0 != 0;
+        let imm = with_imm.then(|| {
+            // SAFETY: reading the imm member of a completion that has one
+            // (its flags say so).
+            u32::from_be(unsafe { wc.imm_data_invalidated_rkey_union.imm_data })
+        });
+        if wc.opcode == ibv_wc_opcode::IBV_WC_RECV_RDMA_WITH_IMM {
+            let Some(imm) = imm else {
+                self.break_peer(peer, format!("rank {peer} wrote without immediate data"));
+                return Some(peer);
+            };
+            let (got, refused) = layout::split_write_imm(imm);
+            match self.peers[peer].awaiting.pop_front() {
+                Some(id) => {
+                    let len = self.requests[&id].region.len;
+                    let state = if refused || got as usize != len {
+                        State::Failed(TransportError::SizeMismatch {
+                            transport: NAME,
+                            peer,
+                            expected_bytes: len,
+                            got_bytes: got as usize,
+                        })
+                    } else {
+                        State::Done
+                    };
+                    self.requests.get_mut(&id).expect("request").state = state;
+                }
+                None => self.break_peer(
+                    peer,
+                    format!("rank {peer} wrote {got} bytes that no receive had advertised"),
+                ),
+            }
+        } else {
+            let Some((kind, credits, _)) = imm.and_then(layout::split_msg_imm) else {
+                self.break_peer(peer, format!("rank {peer} sent a malformed message"));
+                return Some(peer);
+            };
+            self.peers[peer].credits.granted(credits);
+            match kind {
+                MsgKind::Eager if self.op == VerbsOp::Send => {
+                    // to the oldest waiting receive, or copied out until one
+                    // is posted; the slot is re-posted either way
+                    let len = (wc.byte_len as usize).min(self.slots.recv_bytes);
+                    if self.peers[peer].awaiting.is_empty() {
+                        self.keep_unexpected(peer, slot, len);
+                    } else {
+                        self.deliver_eager(peer, slot, len);
+                        return Some(peer);
+                    }
+                }
+                MsgKind::Eager => {
+                    self.break_peer(
+                        peer,
+                        format!("rank {peer} sent an eager message on the write path"),
+                    );
+                    return Some(peer);
+                }
+                MsgKind::Advert => {
+                    let offset = self.slots.offset(slot);
+                    let len = (wc.byte_len as usize).min(SLOT_BYTES);
+                    let mut bytes = [0u8; SLOT_BYTES];
+                    // SAFETY: this slot's receive has completed and is re-posted
+                    // only below; the device does not write it meanwhile.
+                    unsafe {
+                        self.res
+                            .slots
+                            .as_ref()
+                            .expect("slots")
+                            .read_at(offset, &mut bytes[..len])
+                    };
+                    match Advert::decode(&bytes[..len]) {
+                        Some(advert) => self.peers[peer].adverts.push_back(advert),
+                        None => self.break_peer(
+                            peer,
+                            format!("rank {peer} sent a malformed receive advertisement"),
+                        ),
+                    }
+                }
+                MsgKind::Credit => {}
+            }
+        }
+        self.repost_slot(peer, slot);
+        Some(peer)
+    }
+
+    /// Copies an eager message out of its slot into the oldest waiting receive,
+    /// completes that receive, and re-posts the slot.
+    fn deliver_eager(&mut self, peer: Rank, slot: usize, len: usize) {
+        let id = self.peers[peer]
+            .awaiting
+            .pop_front()
+            .expect("a waiting receive");
+        let region = self.requests[&id].region;
+        let state = if len != region.len {
+            State::Failed(TransportError::SizeMismatch {
+                transport: NAME,
+                peer,
+                expected_bytes: region.len,
+                got_bytes: len,
+            })
+        } else {
+            let offset = self.slots.offset(slot);
+            let slots = self.res.slots.as_ref().expect("slots");
+            let b = self.res.buffers[region.buffer.0 as usize]
+                .as_ref()
+                .expect("busy buffer");
+            // SAFETY: the slot's receive has completed and is re-posted only below,
+            // after the copy. This receive holds its region exclusively (start()
+            // refused every request whose region overlaps it, and accepts none
+            // until it retires) and, being eager, posted nothing into it: no work
+            // request the device could read or write through covers those bytes.
+            // Other slots and other regions of the buffer may be in flight: no
+            // reference is made over them.
+            unsafe { slots.copy_to(offset, &b.reg, region.offset, len) };
+            State::Done
+        };
+        self.requests.get_mut(&id).expect("request").state = state;
+        self.repost_slot(peer, slot);
+    }
+
+    /// Completes eager receive `id` with a message that arrived before it and was
+    /// copied out of its slot.
+    pub(super) fn deliver_unexpected(&mut self, id: u64, data: &[u8]) {
+        let r = &self.requests[&id];
+        let (peer, region) = (r.peer, r.region);
+        let state = if data.len() != region.len {
+            State::Failed(TransportError::SizeMismatch {
+                transport: NAME,
+                peer,
+                expected_bytes: region.len,
+                got_bytes: data.len(),
+            })
+        } else {
+            let b = self.res.buffers[region.buffer.0 as usize]
+                .as_ref()
+                .expect("busy buffer");
+            // SAFETY: this receive holds its region exclusively (start() refused
+            // every request whose region overlaps it) and, being eager, posted
+            // nothing into it: no work request the device could read or write
+            // through covers those bytes. Other regions of the buffer may be in
+            // flight: no reference is made over them.
+            unsafe { b.reg.write_at(region.offset, data) };
+            State::Done
+        };
+        self.requests.get_mut(&id).expect("request").state = state;
+    }
+
+    /// Send path: an eager message of `len` bytes in `slot` arrived before any
+    /// receive for it: copies it out, so that the slot is re-posted at once and
+    /// the peer gets its credit back. Keeping the message in its slot until the
+    /// receive came would hold that credit, and a peer that sent enough of them
+    /// would be left unable to advertise a receive this rank's send waits for.
+    fn keep_unexpected(&mut self, peer: Rank, slot: usize, len: usize) {
+        let mut data = vec![0u8; len];
+        let offset = self.slots.offset(slot);
+        // SAFETY: this slot's receive has completed and is re-posted only after
+        // this copy (by the caller); the device does not write it meanwhile.
+        unsafe {
+            self.res
+                .slots
+                .as_ref()
+                .expect("slots")
+                .read_at(offset, &mut data)
+        };
+        self.peers[peer].unexpected.push_back(data);
+    }
+
+    /// Re-posts a receive slot whose message has been handled; a failure breaks
+    /// the connection (the slot would be missing from then on).
+    fn repost_slot(&mut self, peer: Rank, slot: usize) {
+        if self.peers[peer].broken.is_some() {
+            return;
+        }
+        match self.post_slot_recv(peer, slot) {
+            Ok(()) => self.peers[peer].credits.reposted(),
+            Err(e) => self.break_peer(peer, format!("re-posting a receive slot failed: {e}")),
+        }
+    }
+}

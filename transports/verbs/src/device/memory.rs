@@ -1,0 +1,262 @@
+//! Registered memory, user buffers and their holds: page-aligned allocations
+//! registered with the protection domain ([`Registered`]), the user buffers a
+//! pattern allocates (each with the [`Holds`] of its pending requests), and the
+//! buffer side of the [`Transport`](ngauge_transport::Transport) impl. A buffer
+//! is readable or writable by the CPU only while no request holds any part of it;
+//! the raw copies between slots and regions (`copy_to`, `write_at`, `read_at`)
+//! state what their callers guarantee about the device.
+
+use super::{last_os_error, setup, VerbsTransport, NAME};
+use crate::layout::{self, Access, Holds};
+use crate::qp;
+use ngauge_transport::{BufferId, TransportError};
+use rdma_sys::*;
+use std::alloc::Layout;
+use std::os::raw::{c_int, c_void};
+
+/// Page-aligned memory registered with the protection domain.
+pub(super) struct Registered {
+    mem: *mut u8,
+    layout: Layout,
+    mr: *mut ibv_mr,
+}
+
+impl Registered {
+    pub(super) fn new(
+        pd: *mut ibv_pd,
+        len: usize,
+        access: u32,
+    ) -> Result<Registered, TransportError> {
+        let bytes = layout::alloc_bytes(len).ok_or(TransportError::TooLarge {
+            transport: NAME,
+            len_bytes: len,
+            max_bytes: isize::MAX as usize,
+        })?;
+        let layout = Layout::from_size_align(bytes, layout::BUFFER_ALIGN).map_err(|_| {
+            TransportError::TooLarge {
+                transport: NAME,
+                len_bytes: len,
+                max_bytes: isize::MAX as usize,
+            }
+        })?;
+        // SAFETY: `layout` has a non-zero size (alloc_bytes never returns 0).
+        let mem = unsafe { std::alloc::alloc_zeroed(layout) };
+        if mem.is_null() {
+            return Err(setup(format!("cannot allocate {bytes} bytes")));
+        }
+        // SAFETY: `pd` is a live protection domain; [mem, mem+bytes) is our
+        // allocation and stays allocated until the MR is deregistered (Drop).
+        let mr = unsafe { ibv_reg_mr(pd, mem.cast::<c_void>(), bytes, access as c_int) };
+        if mr.is_null() {
+            let err = last_os_error();
+            // SAFETY: allocated above with this layout, never registered.
+            unsafe { std::alloc::dealloc(mem, layout) };
+            let hint = if err.raw_os_error() == Some(libc::ENOMEM) {
+                " (the locked-memory limit is too small: raise `ulimit -l`)"
+            } else {
+                ""
+            };
+            return Err(setup(format!(
+                "memory registration of {bytes} bytes failed: {err}{hint}"
+            )));
+        }
+        Ok(Registered { mem, layout, mr })
+    }
+
+    pub(super) fn addr(&self, offset: usize) -> u64 {
+        self.mem as u64 + offset as u64
+    }
+
+    pub(super) fn lkey(&self) -> u32 {
+        // SAFETY: `mr` is valid until Drop.
+        unsafe { (*self.mr).lkey }
+    }
+
+    pub(super) fn rkey(&self) -> u32 {
+        // SAFETY: `mr` is valid until Drop.
+        unsafe { (*self.mr).rkey }
+    }
+
+    /// The first `len` bytes, for a user buffer that no request refers to.
+    fn bytes(&self, len: usize) -> &[u8] {
+        assert!(len <= self.layout.size());
+        // SAFETY: `mem` is a live allocation of layout.size() >= len initialized
+        // (zeroed) bytes. Only `idle_bytes()` (`Transport::buffer`) calls this, for
+        // a buffer no request holds any part of, so no work request that the device
+        // could write (or, for `bytes_mut`, read) through is outstanding on it
+        // (inline sends were copied at post time; a broken connection's QPs are in
+        // the error state, where the device writes nothing).
+        unsafe { std::slice::from_raw_parts(self.mem, len) }
+    }
+
+    fn bytes_mut(&mut self, len: usize) -> &mut [u8] {
+        assert!(len <= self.layout.size());
+        // SAFETY: as in `bytes` (only `idle_bytes_mut()` calls this, for a buffer no
+        // request holds any part of), and `&mut self` makes the view exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.mem, len) }
+    }
+
+    /// Copies `len` bytes at `from` in this memory to `to` in `dst`, through raw
+    /// pointers: no reference is made over bytes the device may be filling (other
+    /// receive slots, other regions of a busy buffer).
+    ///
+    /// # Safety
+    /// The device neither writes `[from, from+len)` nor touches `[to, to+len)` of
+    /// `dst` while the copy runs (a slot whose receive has completed and is not
+    /// re-posted yet; the region of a receive that holds it exclusively and has
+    /// nothing posted on it).
+    pub(super) unsafe fn copy_to(&self, from: usize, dst: &Registered, to: usize, len: usize) {
+        assert!(from
+            .checked_add(len)
+            .is_some_and(|e| e <= self.layout.size()));
+        assert!(to.checked_add(len).is_some_and(|e| e <= dst.layout.size()));
+        // SAFETY: both ranges lie inside live allocations (asserted above); they do
+        // not overlap (slot area and user buffers are separate allocations, and the
+        // caller copies between them); the caller guarantees the device leaves them
+        // alone.
+        unsafe { std::ptr::copy_nonoverlapping(self.mem.add(from), dst.mem.add(to), len) }
+    }
+
+    /// Writes `data` at `offset`.
+    ///
+    /// # Safety
+    /// The device does not read or write `[offset, offset+data.len())` while this
+    /// runs (a send slot whose previous send has completed; the region of a
+    /// receive that holds it exclusively and has nothing posted on it).
+    pub(super) unsafe fn write_at(&self, offset: usize, data: &[u8]) {
+        assert!(offset
+            .checked_add(data.len())
+            .is_some_and(|e| e <= self.layout.size()));
+        // SAFETY: in bounds (asserted), `data` is another allocation, and the caller
+        // guarantees the device leaves the range alone.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.mem.add(offset), data.len()) }
+    }
+
+    /// Reads `out.len()` bytes at `offset`.
+    ///
+    /// # Safety
+    /// The device does not write `[offset, offset+out.len())` while this runs (a
+    /// receive slot whose receive has completed and is not re-posted yet).
+    pub(super) unsafe fn read_at(&self, offset: usize, out: &mut [u8]) {
+        assert!(offset
+            .checked_add(out.len())
+            .is_some_and(|e| e <= self.layout.size()));
+        // SAFETY: in bounds (asserted), `out` is another allocation, and the caller
+        // guarantees the device does not write the range.
+        unsafe { std::ptr::copy_nonoverlapping(self.mem.add(offset), out.as_mut_ptr(), out.len()) }
+    }
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        // SAFETY: `mr` registered `mem`; deregister first, then free the memory.
+        unsafe {
+            ibv_dereg_mr(self.mr);
+            std::alloc::dealloc(self.mem, self.layout);
+        }
+    }
+}
+
+pub(super) struct Buffer {
+    pub(super) reg: Registered,
+    pub(super) len: usize,
+    /// The regions pending requests read or write (see [`Holds`]).
+    pub(super) holds: Holds,
+}
+
+/// How a request uses its region: a send reads it, a receive writes it.
+pub(super) fn access(is_send: bool) -> Access {
+    if is_send {
+        Access::Read
+    } else {
+        Access::Write
+    }
+}
+
+impl VerbsTransport {
+    pub(super) fn buf(&self, buffer: BufferId) -> Result<&Buffer, TransportError> {
+        self.res
+            .buffers
+            .get(buffer.0 as usize)
+            .and_then(Option::as_ref)
+            .ok_or(TransportError::UnknownBuffer {
+                transport: NAME,
+                buffer,
+            })
+    }
+
+    pub(super) fn buf_mut(&mut self, buffer: BufferId) -> Result<&mut Buffer, TransportError> {
+        self.res
+            .buffers
+            .get_mut(buffer.0 as usize)
+            .and_then(Option::as_mut)
+            .ok_or(TransportError::UnknownBuffer {
+                transport: NAME,
+                buffer,
+            })
+    }
+
+    /// [`ngauge_transport::Transport::alloc_buffer`]: page-aligned memory
+    /// registered for local writes and remote reads and writes, in the first free
+    /// buffer slot.
+    pub(super) fn register_buffer(&mut self, len: usize) -> Result<BufferId, TransportError> {
+        let access = qp::access::LOCAL_WRITE | qp::access::REMOTE_WRITE | qp::access::REMOTE_READ;
+        let reg = Registered::new(self.res.pd, len, access)?;
+        let buffer = Buffer {
+            reg,
+            len,
+            holds: Holds::default(),
+        };
+        let slot = self.res.buffers.iter().position(Option::is_none);
+        let index = match slot {
+            Some(i) => {
+                self.res.buffers[i] = Some(buffer);
+                i
+            }
+            None => {
+                self.res.buffers.push(Some(buffer));
+                self.res.buffers.len() - 1
+            }
+        };
+        Ok(BufferId(index as u32))
+    }
+
+    /// [`ngauge_transport::Transport::free_buffer`]: deregisters and frees a
+    /// buffer no request holds.
+    pub(super) fn deregister_buffer(&mut self, buffer: BufferId) -> Result<(), TransportError> {
+        if !self.buf(buffer)?.holds.is_empty() {
+            return Err(TransportError::BufferBusy {
+                transport: NAME,
+                buffer,
+            });
+        }
+        self.res.buffers[buffer.0 as usize] = None;
+        Ok(())
+    }
+
+    /// [`ngauge_transport::Transport::buffer`]: the bytes of a buffer no request
+    /// holds.
+    pub(super) fn idle_bytes(&self, buffer: BufferId) -> Result<&[u8], TransportError> {
+        let b = self.buf(buffer)?;
+        if !b.holds.is_empty() {
+            return Err(TransportError::BufferBusy {
+                transport: NAME,
+                buffer,
+            });
+        }
+        Ok(b.reg.bytes(b.len))
+    }
+
+    /// [`ngauge_transport::Transport::buffer_mut`]: as [`Self::idle_bytes`], writable.
+    pub(super) fn idle_bytes_mut(&mut self, buffer: BufferId) -> Result<&mut [u8], TransportError> {
+        let b = self.buf_mut(buffer)?;
+        if !b.holds.is_empty() {
+            return Err(TransportError::BufferBusy {
+                transport: NAME,
+                buffer,
+            });
+        }
+        let len = b.len;
+        Ok(b.reg.bytes_mut(len))
+    }
+}

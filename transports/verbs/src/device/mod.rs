@@ -1,0 +1,326 @@
+//! The device side: libibverbs calls through `rdma-sys`, and the [`Transport`]
+//! implementation on top of them. Every `unsafe` block of the crate is in this
+//! module and its children, one job each:
+//!
+//! - [`discovery`]: device, port and GID discovery; the device context; `probe`;
+//! - [`memory`]: registered memory, user buffers and the holds pending requests
+//!   keep on them;
+//! - [`connection`]: protection domain, completion queue, queue-pair creation,
+//!   the INIT/RTR/RTS transitions and the address exchange (`open`), and the
+//!   teardown of what was allocated;
+//! - [`post`]: the posting side of the data path: requests, send credits, eager
+//!   sends, advertisements, RDMA writes;
+//! - [`complete`]: the completion queue: what each completion means, eager
+//!   messages delivered from their slots;
+//! - [`progress`]: waiting (poll or completion channel), retiring requests, and
+//!   naming the peer that made no progress.
+//!
+//! This file holds what they share: the transport's state, how a connection
+//! breaks, and the [`Transport`] impl, which only dispatches.
+//!
+//! `ibv_post_send`, `ibv_post_recv`, `ibv_poll_cq` and `ibv_req_notify_cq` are
+//! `static inline` in `verbs.h`: they call through the context's ops table
+//! (`qp->context->ops.post_send`, ...). rdma-sys re-implements them that way in Rust,
+//! so calling its functions is calling the provider directly, as C code does.
+
+#![allow(unsafe_code)]
+
+mod complete;
+mod connection;
+mod discovery;
+mod memory;
+mod post;
+mod progress;
+
+pub use connection::open;
+pub use discovery::probe;
+
+use crate::layout::{Credits, SlotLayout};
+use crate::qp::LocalPort;
+use crate::wire::{Advert, VerbsOp};
+use connection::{to_error, Resources};
+use ngauge_transport::{
+    BufferId, Capabilities, Counters, Rank, Region, RequestId, Transport, TransportError, WaitMode,
+};
+use std::collections::{HashMap, VecDeque};
+use std::os::raw::c_int;
+use std::time::{Duration, Instant};
+
+const NAME: &str = "verbs";
+
+fn unavailable(reason: impl Into<String>) -> TransportError {
+    TransportError::Unavailable {
+        transport: NAME,
+        reason: reason.into(),
+    }
+}
+
+fn setup(reason: impl Into<String>) -> TransportError {
+    TransportError::Setup {
+        transport: NAME,
+        reason: reason.into(),
+    }
+}
+
+fn last_os_error() -> std::io::Error {
+    std::io::Error::last_os_error()
+}
+
+/// Interprets a verbs return code (0, or an errno value; some providers return
+/// -1 and set errno).
+fn rc_error(rc: c_int) -> std::io::Error {
+    if rc > 0 {
+        std::io::Error::from_raw_os_error(rc)
+    } else {
+        last_os_error()
+    }
+}
+
+#[derive(Debug)]
+enum State {
+    /// Not yet posted (queue full, or no advertisement yet).
+    Queued,
+    /// Posted; waiting for its completion.
+    Posted,
+    Done,
+    Failed(TransportError),
+}
+
+#[derive(Debug)]
+struct Request {
+    peer: Rank,
+    region: Region,
+    is_send: bool,
+    /// Write path: the advertised length differed; the write carried no data.
+    mismatch: Option<u32>,
+    state: State,
+}
+
+#[derive(Debug, Default)]
+struct Peer {
+    /// Sends outstanding on both QPs together (each QP holds `depth`).
+    sq_used: u32,
+    rq_used: u32,
+    adverts: VecDeque<Advert>,
+    queued_sends: VecDeque<u64>,
+    queued_recvs: VecDeque<u64>,
+    /// Receives waiting for a message in a slot (eager on the send path, RDMA
+    /// write with immediate on the write path), in posting order.
+    awaiting: VecDeque<u64>,
+    /// Send path: eager messages that arrived before their receive was posted,
+    /// copied out of their slots (which were re-posted at once, so that held
+    /// messages never keep credits from the peer), oldest first.
+    unexpected: VecDeque<Vec<u8>>,
+    next_send_slot: usize,
+    /// Flow control of the message QP (see [`Credits`]).
+    credits: Credits,
+    broken: Option<String>,
+}
+
+/// A connected verbs transport (see the crate docs).
+pub struct VerbsTransport {
+    res: Resources,
+    rank: Rank,
+    size: usize,
+    op: VerbsOp,
+    wait: WaitMode,
+    timeout: Duration,
+    depth: u32,
+    max_inline: u32,
+    max_msg: u32,
+    slots: SlotLayout,
+    local: LocalPort,
+    peers: Vec<Peer>,
+    /// Per peer: when a completion concerning it was last handled.
+    last_progress: Vec<Instant>,
+    requests: HashMap<u64, Request>,
+    /// Inline sends retired at post time whose completion is still due: request
+    /// id to peer.
+    detached: HashMap<u64, Rank>,
+    next_request: u64,
+    device: String,
+    inline_sends: u64,
+    cq_events: u64,
+    credit_messages: u64,
+}
+
+impl std::fmt::Debug for VerbsTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VerbsTransport")
+            .field("device", &self.device)
+            .field("rank", &self.rank)
+            .field("op", &self.op)
+            .finish_non_exhaustive()
+    }
+}
+
+impl VerbsTransport {
+    fn check_peer(&self, peer: Rank) -> Result<(), TransportError> {
+        if peer >= self.size || peer == self.rank {
+            return Err(TransportError::NoSuchPeer {
+                transport: NAME,
+                peer,
+                size: self.size,
+                me: self.rank,
+            });
+        }
+        Ok(())
+    }
+
+    fn io(&self, peer: Rank, op: &'static str, source: std::io::Error) -> TransportError {
+        TransportError::Io {
+            transport: NAME,
+            peer,
+            op,
+            source,
+        }
+    }
+
+    fn fail(&mut self, id: u64, err: TransportError) {
+        if let Some(r) = self.requests.get_mut(&id) {
+            if !matches!(r.state, State::Failed(_)) {
+                r.state = State::Failed(err);
+            }
+        }
+    }
+
+    /// Marks the connection to `peer` failed: its QPs go to the error state (the
+    /// device flushes every posted request and writes nothing more into our
+    /// buffers), and every request still queued or waiting fails with `reason`.
+    fn break_peer(&mut self, peer: Rank, reason: String) {
+        if self.peers[peer].broken.is_none() {
+            self.peers[peer].broken = Some(reason);
+            for qp in [self.res.qps[peer], self.res.bulk[peer]] {
+                if !qp.is_null() {
+                    // best effort: a QP that is already in error stays there
+                    let _ = to_error(qp);
+                }
+            }
+        }
+        let reason = self.peers[peer].broken.clone().unwrap_or_default();
+        let p = &mut self.peers[peer];
+        let ids: Vec<u64> = p
+            .queued_sends
+            .drain(..)
+            .chain(p.queued_recvs.drain(..))
+            .chain(p.awaiting.drain(..))
+            .collect();
+        for id in ids {
+            let op = if self.requests.get(&id).is_some_and(|r| r.is_send) {
+                "send"
+            } else {
+                "recv"
+            };
+            let err = self.io(peer, op, std::io::Error::other(reason.clone()));
+            self.fail(id, err);
+        }
+    }
+}
+
+impl Drop for VerbsTransport {
+    /// Lets posted sends finish (inline sends return before their completion)
+    /// before the queue pairs are destroyed, for at most a second.
+    fn drop(&mut self) {
+        let start = Instant::now();
+        while self
+            .peers
+            .iter()
+            .any(|p| p.sq_used > 0 && p.broken.is_none())
+            && start.elapsed() < Duration::from_secs(1)
+        {
+            if self.poll(self.rank).is_err() {
+                break;
+            }
+        }
+    }
+}
+
+impl Transport for VerbsTransport {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn rank(&self) -> Rank {
+        self.rank
+    }
+
+    fn size(&self) -> usize {
+        self.size
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            reliable: true,
+            ordered: true,
+            max_message_bytes: Some(self.max_msg as usize),
+            may_split: false,
+            needs_registered_memory: true,
+            checks_message_size: true,
+        }
+    }
+
+    fn wait_mode(&self) -> WaitMode {
+        self.wait
+    }
+
+    fn alloc_buffer(&mut self, len: usize) -> Result<BufferId, TransportError> {
+        self.register_buffer(len)
+    }
+
+    fn free_buffer(&mut self, buffer: BufferId) -> Result<(), TransportError> {
+        self.deregister_buffer(buffer)
+    }
+
+    fn buffer(&self, buffer: BufferId) -> Result<&[u8], TransportError> {
+        self.idle_bytes(buffer)
+    }
+
+    fn buffer_mut(&mut self, buffer: BufferId) -> Result<&mut [u8], TransportError> {
+        self.idle_bytes_mut(buffer)
+    }
+
+    fn send(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
+        let r = self.isend(peer, region)?;
+        self.wait(r)
+    }
+
+    fn recv(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
+        let r = self.irecv(peer, region)?;
+        self.wait(r)
+    }
+
+    fn isend(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {
+        self.start(peer, region, true)
+    }
+
+    fn irecv(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {
+        self.start(peer, region, false)
+    }
+
+    fn test(&mut self, request: RequestId) -> Result<bool, TransportError> {
+        if self.try_retire(request)?.is_some() {
+            return Ok(true);
+        }
+        let peer = self.requests.get(&request.0).map_or(self.rank, |r| r.peer);
+        self.poll(peer)?;
+        Ok(self.try_retire(request)?.is_some())
+    }
+
+    fn wait(&mut self, request: RequestId) -> Result<(), TransportError> {
+        self.wait_one(request)
+    }
+
+    fn wait_all(&mut self, requests: &[RequestId]) -> Result<(), TransportError> {
+        self.wait_many(requests)
+    }
+
+    fn counters(&self) -> Counters {
+        Counters {
+            entries: vec![
+                ("inline_sends", self.inline_sends),
+                ("completion_events", self.cq_events),
+                ("credit_messages", self.credit_messages),
+            ],
+        }
+    }
+}
