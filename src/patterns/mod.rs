@@ -4,6 +4,7 @@
 //! region.
 
 pub mod coll;
+pub mod counters;
 pub mod loggp;
 pub mod order;
 pub mod pingpong;

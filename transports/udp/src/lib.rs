@@ -35,13 +35,15 @@
 //! message again (or, with none, asks for the answer), and a peer that receives a
 //! copy of a message it has delivered already sends what the waiting rank has not
 //! acknowledged (the lost answer). The RTO follows RFC 6298 (smoothed round trip
-//! and its variation, exponential backoff) with a floor of 200 us instead of 1 s
-//! (see `rto`). The final answer of an exchange can still be lost after its sender
-//! has moved on to the control channel: [`Transport::settle`], which the patterns
-//! call before control-plane waits, and the linger of a dropped transport keep
-//! answering until the peer has what it needs.
+//! and its variation, exponential backoff) with a floor of 200 us instead of 1 s,
+//! fed with the median of every 8 round trips so that one in which the peer was
+//! descheduled does not raise it (see `rto`). The final answer of an exchange can
+//! still be lost after its sender has moved on to the control channel:
+//! [`Transport::settle`], which the patterns call before control-plane waits, and
+//! the linger of a dropped transport keep answering until the peer has what it
+//! needs.
 //!
-//! A receive gives up after `timeout` without progress, with
+//! A receive gives up after `timeout` without hearing from its peer, with
 //! [`TransportError::Timeout`] naming the peer. A peer whose socket is gone makes
 //! the kernel answer with ICMP port unreachable, which ends the wait at once with
 //! [`TransportError::PeerClosed`]. A peer that drops its transport says `BYE`: a
