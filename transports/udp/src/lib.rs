@@ -49,7 +49,7 @@
 //! [`TransportError::PeerClosed`]. A peer that drops its transport says `BYE`: a
 //! receive waiting for it then ends with [`TransportError::PeerClosed`] at once, or,
 //! when this rank waits for an answer (which the lingering peer may still send),
-//! after three more unanswered probes.
+//! after three more unanswered probes and 50 ms.
 //!
 //! # Buffer holds
 //!
@@ -193,6 +193,8 @@ struct Peer {
     said_bye: bool,
     /// Probes sent since the peer said `BYE` (see `reliability::BYE_PROBES`).
     probes_after_bye: u32,
+    /// When its `BYE` arrived during a receive (see `reliability::BYE_PATIENCE`).
+    bye_at: Option<Instant>,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -340,6 +342,7 @@ impl UdpTransport {
                 socket_timeout: None,
                 said_bye: false,
                 probes_after_bye: 0,
+                bye_at: None,
             });
         }
         let max_datagram = if data_addr.is_ipv4() {
