@@ -100,6 +100,13 @@ impl UdpTransport {
                     }
                 }
                 Err(Errno::AGAIN) => return Err(self.timeout_err(peer, "send")),
+                // A firewall rule dropped the datagram on its way out (EPERM), or the
+                // device queue was full (ENOBUFS): it is lost like one dropped on the
+                // wire, and recovered the same way.
+                Err(Errno::PERM | Errno::NOBUFS) => {
+                    self.stats.refused += 1;
+                    return Ok(());
+                }
                 Err(e) => return Err(errno_err(peer, "send", e)),
             }
         }

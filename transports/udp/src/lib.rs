@@ -76,6 +76,8 @@
 //! - `resend_requests`: `NACK`s sent;
 //! - `receive_timeouts`: RTO expiries while this rank waited for an answer (or, in
 //!   `settle`, for an acknowledgement);
+//! - `refused_sends`: datagrams the kernel refused to send (`EPERM`: a firewall
+//!   rule dropped it on its way out; `ENOBUFS`), lost like a drop on the wire;
 //! - `test_dropped_datagrams` (only with [`UdpOptions::drop_one_in`]).
 //!
 //! # Waiting
@@ -207,6 +209,7 @@ struct Stats {
     resend_requests: u64,
     timeouts: u64,
     sent: u64,
+    refused: u64,
     test_dropped: u64,
 }
 
@@ -585,6 +588,7 @@ impl Transport for UdpTransport {
             ("retransmissions", s.retransmissions),
             ("resend_requests", s.resend_requests),
             ("receive_timeouts", s.timeouts),
+            ("refused_sends", s.refused),
         ];
         if self.drop_one_in.is_some() {
             entries.push(("test_dropped_datagrams", s.test_dropped));
