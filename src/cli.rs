@@ -79,8 +79,9 @@ pub struct GlobalArgs {
     )]
     pub transport: Vec<TransportName>,
 
-    /// Number of ranks the local launcher starts (ignored under mpirun/srun).
-    #[arg(long, global = true, default_value_t = 2, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    /// Number of ranks the local launcher starts (ignored under mpirun/srun; at
+    /// most 4096), or the simulated job's size (`simulate`, up to 2^26).
+    #[arg(long, global = true, default_value_t = 2, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=(1 << 26)))]
     pub np: u32,
 
     /// Print exactly one JSON document on stdout instead of the human table.
@@ -292,6 +293,19 @@ pub enum Command {
     ///
     /// Example: ngauge --np 4 sync --sync hca --check-after 0s,1s,5s --json
     Sync(SyncArgs),
+
+    /// LogGP simulation of a collective: predicted completion per rank and overall,
+    /// from measured parameters (`loggp --params-out`) or given ones.
+    ///
+    /// A discrete-event simulator (Hoefler et al., "LogGP in theory and practice",
+    /// sec. 4.1) runs the very schedules `coll` executes: o_s and o_r on each rank's
+    /// CPU, g + (s-1)G between messages on its interface (sending and receiving), L
+    /// in flight, eager or rendezvous per protocol range. One process, no launcher:
+    /// --np is the simulated job's size. With --select (or several --algo) it ranks
+    /// the algorithms and segment sizes per message size.
+    ///
+    /// Example: ngauge simulate --op bcast --algo binomial --np 1048576 --sizes 1 --L 5 --o 1 --g 2 --G 0.001
+    Simulate(SimulateArgs),
 
     /// Self-tests of the launcher, for the integration tests.
     #[command(hide = true, subcommand)]
@@ -602,4 +616,103 @@ fn parse_check_time(s: &str) -> Result<f64, String> {
         return Err(format!("{s:?} must be between 0s and 3600s"));
     }
     Ok(seconds)
+}
+
+/// Options of `ngauge simulate`.
+#[derive(Debug, Args, Clone)]
+pub struct SimulateArgs {
+    /// Collective: bcast, gather, allreduce, barrier, alltoall.
+    #[arg(long, value_name = "OP")]
+    pub op: String,
+
+    /// Algorithm(s) of OP, comma separated (bcast: linear, binomial, chain, binary,
+    /// split-binary, kchain[:K]); required unless --select.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "ALGO",
+        required_unless_present = "select"
+    )]
+    pub algo: Vec<String>,
+
+    /// Segment size(s) of the pipelined broadcasts (0: one segment), as --sizes
+    /// lists them; with --select the default is 0,1K,8K,64K.
+    #[arg(long, value_name = "SPEC")]
+    pub segment: Option<String>,
+
+    /// Message sizes, bytes per rank: 1-65536 (powers of two), 1-64K:1K, 1,8,4K.
+    #[arg(long, value_name = "SPEC")]
+    pub sizes: String,
+
+    /// Root of a broadcast or gather.
+    #[arg(long, default_value_t = 0, value_name = "RANK")]
+    pub root: usize,
+
+    /// Rank every algorithm of OP (and every segment size) per message size.
+    #[arg(long)]
+    pub select: bool,
+
+    /// Parameter file written by `ngauge loggp --params-out`.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["l_us", "o_us", "os_us", "or_us", "g_us", "big_g"], required_unless_present_all = ["l_us", "g_us", "big_g"], help_heading = "Network")]
+    pub params: Option<PathBuf>,
+
+    /// Wire latency L, us (LogGP's L, not PRTT(1,0,1)/2).
+    #[arg(long = "L", value_name = "US", requires_all = ["g_us", "big_g"], help_heading = "Network")]
+    pub l_us: Option<f64>,
+
+    /// Overhead o, us, for both sides (unless --os/--or).
+    #[arg(long = "o", value_name = "US", help_heading = "Network")]
+    pub o_us: Option<f64>,
+
+    /// Send overhead o_s, us.
+    #[arg(long = "os", value_name = "US", help_heading = "Network")]
+    pub os_us: Option<f64>,
+
+    /// Receive overhead o_r, us.
+    #[arg(long = "or", value_name = "US", help_heading = "Network")]
+    pub or_us: Option<f64>,
+
+    /// Gap g, us.
+    #[arg(
+        long = "g",
+        value_name = "US",
+        requires = "l_us",
+        help_heading = "Network"
+    )]
+    pub g_us: Option<f64>,
+
+    /// Gap per byte G, us per byte.
+    #[arg(
+        long = "G",
+        value_name = "US_PER_BYTE",
+        requires = "l_us",
+        help_heading = "Network"
+    )]
+    pub big_g: Option<f64>,
+
+    /// With --L...: `eager` sends complete locally, `rendezvous` sends wait for
+    /// the receiver (request-to-send, clear-to-send).
+    #[arg(long, value_parser = ["eager", "rendezvous"], default_value = "eager", value_name = "PROTOCOL", help_heading = "Network")]
+    pub protocol: String,
+
+    /// Let receptions on an interface overlap (no receive-side gap), as the threaded
+    /// simulated transport does.
+    #[arg(long, help_heading = "Network")]
+    pub no_receive_gap: bool,
+
+    /// Print every rank's completion time (the default up to 16 ranks with one
+    /// algorithm and size).
+    #[arg(long)]
+    pub per_rank: bool,
+
+    /// Also simulate N calls back to back, with the same root and with the root
+    /// rotating, and print the per-call time a loop benchmark would report and
+    /// its error against one call (LogGP paper, sec. 4.2).
+    #[arg(long = "loop", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub loop_calls: Option<u32>,
+
+    /// Draw the first algorithm at the first size as an SVG timeline (ranks as rows,
+    /// o, g and L as bars; at most 64 ranks).
+    #[arg(long, value_name = "FILE.svg")]
+    pub timeline: Option<PathBuf>,
 }

@@ -12,6 +12,9 @@ use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+mod support;
+use support::Lack;
+
 const EXE: &str = env!("CARGO_BIN_EXE_ngauge");
 
 fn ngauge() -> Command {
@@ -204,7 +207,7 @@ fn watch(mut child: Child) -> mpsc::Receiver<(std::process::ExitStatus, String)>
 
 #[test]
 fn issue_3_a_rank_killed_in_a_barrier_is_named_by_everyone_within_5_s() {
-    let token = "kill-test";
+    let token = "kill-test-token-0001";
     let args = ["selftest", "barrier-loop"];
     let (zero, addr, zero_err) = start_rank0(4, token, &args);
     let mut others: Vec<Child> = (1..4)
@@ -344,7 +347,7 @@ fn hostile(addr: &str, bytes: &[u8]) -> Vec<u8> {
 
 #[test]
 fn issue_3_hostile_clients_are_refused_and_the_job_completes() {
-    let token = "the-real-token";
+    let token = "the-real-token-of-this-job";
     let (zero, addr, zero_err) = start_rank0(2, token, &["info", "--json"]);
     let mut oversized = frame::encode(Kind::Join, &[]);
     oversized[8..12].copy_from_slice(&(1u32 << 31).to_le_bytes());
@@ -542,16 +545,17 @@ impl Drop for Netns {
 
 #[test]
 fn issue_3_two_ranks_by_hand_in_two_network_namespaces() {
+    const TEST: &str = "issue_3_two_ranks_by_hand_in_two_network_namespaces";
     if !rustix::process::geteuid().is_root() {
-        eprintln!("skipping the network-namespace test: needs root");
-        return;
+        return support::skip(TEST, Lack::Host, "needs root for network namespaces");
+    }
+    if std::process::Command::new("ip").arg("-V").output().is_err() {
+        return support::skip(TEST, Lack::Installed, "no ip (iproute2) on PATH");
     }
     let ns = match Netns::new() {
         Ok(ns) => ns,
-        Err(e) => {
-            eprintln!("skipping the network-namespace test: {e}");
-            return;
-        }
+        // Root without the capability (a container): nothing an install changes.
+        Err(e) => return support::skip(TEST, Lack::Host, e),
     };
     let rendezvous = format!("{}.1:7000", ns.prefix);
     let rank = |n: &str, r: &str| {
@@ -560,7 +564,7 @@ fn issue_3_two_ranks_by_hand_in_two_network_namespaces() {
             .args(["--rank", r, "--size", "2", "--rendezvous", &rendezvous])
             .args([
                 "--job-token",
-                "veth-job",
+                "veth-job-token-0001",
                 "--timeout",
                 "20",
                 "info",
@@ -596,13 +600,13 @@ fn issue_3_under_mpirun_rank_and_size_come_from_open_mpi() {
     let probe = std::process::Command::new("mpirun")
         .arg("--version")
         .output();
+    const TEST: &str = "issue_3_under_mpirun_rank_and_size_come_from_open_mpi";
     let Ok(probe) = probe else {
-        eprintln!("skipping the mpirun test: no mpirun on PATH");
-        return;
+        return support::skip(TEST, Lack::Installed, "no mpirun (openmpi-bin) on PATH");
     };
     if !String::from_utf8_lossy(&probe.stdout).contains("Open MPI") {
-        eprintln!("skipping the mpirun test: mpirun is not Open MPI");
-        return;
+        // Both MPIs installed, and the alternatives chose MPICH's mpirun.
+        return support::skip(TEST, Lack::Host, "mpirun on PATH is not Open MPI's");
     }
     let out = std::process::Command::new("mpirun")
         .args([

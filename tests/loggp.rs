@@ -56,7 +56,8 @@ fn json_and_every_output_file() {
         for key in [
             "from",
             "to",
-            "L_us",
+            "half_rtt_1b_us",
+            "wire_latency_us",
             "os_us",
             "or_us",
             "g_us",
@@ -87,8 +88,16 @@ fn json_and_every_output_file() {
 
     let params: Value =
         serde_json::from_str(&std::fs::read_to_string(path("p.json")).unwrap()).unwrap();
-    assert_eq!(params["schema"], "ngauge-loggp-params/1");
+    assert_eq!(params["schema"], "ngauge-loggp-params/2");
     assert_eq!(params["ranges"].as_array().unwrap().len(), ranges.len());
+    // Issue 13: the wire latency is exported apart from PRTT(1,0,1)/2, which holds
+    // both overheads (eq. 1), so that a simulator does not count them twice.
+    for r in params["ranges"].as_array().unwrap() {
+        let f = |k: &str| r[k].as_f64().unwrap_or_else(|| panic!("{k} in {r}"));
+        let wire = f("half_rtt_1b_us") - f("o_s_us") - f("o_r_us");
+        assert!((f("wire_latency_us") - wire.max(0.0)).abs() < 1e-9, "{r}");
+        assert!(r.get("L_us").is_none(), "{r}");
+    }
 }
 
 /// `--passes 3`: every pass streams every size once, in its own shuffled order,
@@ -349,7 +358,14 @@ fn two_transports_side_by_side() {
     assert_eq!(segments[0]["from"], 1);
     assert_eq!(segments.last().unwrap()["to"], 4096);
     for s in segments {
-        for key in ["L_us", "os_us", "or_us", "g_us", "G_us_per_byte"] {
+        for key in [
+            "half_rtt_1b_us",
+            "wire_latency_us",
+            "os_us",
+            "or_us",
+            "g_us",
+            "G_us_per_byte",
+        ] {
             for t in ["tcp", "udp"] {
                 assert!(s[key]["value"][t].as_f64().unwrap().is_finite(), "{s}");
             }

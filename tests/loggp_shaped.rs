@@ -10,6 +10,9 @@
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+mod support;
+use support::Lack;
+
 const RATE: &str = "100mbit";
 
 fn have(tool: &str) -> bool {
@@ -129,14 +132,14 @@ fn iperf3_bps(link: &Link) -> f64 {
 
 #[test]
 fn loggp_g_matches_iperf3_on_a_shaped_link() {
+    const TEST: &str = "loggp_g_matches_iperf3_on_a_shaped_link";
     if !rustix::process::geteuid().is_root() {
-        eprintln!("skipped: loggp_shaped needs root for network namespaces");
-        return;
+        return support::skip(TEST, Lack::Host, "needs root for network namespaces");
     }
     for tool in ["ip", "tc", "iperf3"] {
         if !have(tool) {
-            eprintln!("skipped: loggp_shaped needs {tool} (scripts/test installs it)");
-            return;
+            let reason = format!("no {tool} on PATH (scripts/test installs it)");
+            return support::skip(TEST, Lack::Installed, reason);
         }
     }
     let link = Link::new();
@@ -144,7 +147,7 @@ fn loggp_g_matches_iperf3_on_a_shaped_link() {
     let iperf_us_per_byte = 8.0 / bps * 1e6;
 
     let bin = env!("CARGO_BIN_EXE_ngauge");
-    let token = format!("shaped-{}", std::process::id());
+    let token = format!("shaped-token-{:010}", std::process::id());
     let common = [
         "--size",
         "2",

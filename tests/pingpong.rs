@@ -6,6 +6,9 @@ use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
 
+mod support;
+use support::Lack;
+
 fn ngauge() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ngauge"));
     cmd.env_remove("NGAUGE_TEST_DIE_AFTER_SIZE")
@@ -349,8 +352,11 @@ fn ranks_sharing_one_core_default_to_blocking_waits() {
         .output()
         .is_err()
     {
-        eprintln!("skipped: taskset not installed");
-        return;
+        return support::skip(
+            "ranks_sharing_one_core_default_to_blocking_waits",
+            Lack::Installed,
+            "no taskset (util-linux) on PATH",
+        );
     }
     let out = std::process::Command::new("taskset")
         .args(["-c", "0", env!("CARGO_BIN_EXE_ngauge")])
@@ -376,8 +382,11 @@ fn progress_reaches_a_terminal_through_the_local_launcher() {
         .output()
         .is_err()
     {
-        eprintln!("skipped: script (util-linux) not installed");
-        return;
+        return support::skip(
+            "progress_reaches_a_terminal_through_the_local_launcher",
+            Lack::Installed,
+            "no script (bsdutils) on PATH",
+        );
     }
     let command = format!(
         "{} pingpong --sizes 1-64 --reps 20 --warmup 2",

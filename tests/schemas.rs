@@ -107,7 +107,7 @@ fn sync_validates() {
 /// The schemas reject what is not a document: they can fail.
 #[test]
 fn a_document_without_meta_does_not_validate() {
-    for command in ["timer", "info", "pingpong", "loggp", "sync"] {
+    for command in ["timer", "info", "pingpong", "loggp", "sync", "simulate"] {
         let validator = jsonschema::validator_for(&schema(command)).unwrap();
         assert!(!validator.is_valid(&serde_json::json!({})), "{command}");
     }
@@ -115,4 +115,19 @@ fn a_document_without_meta_does_not_validate() {
     doc.as_object_mut().unwrap().remove("meta");
     let validator = jsonschema::validator_for(&schema("timer")).unwrap();
     assert!(!validator.is_valid(&doc));
+}
+
+#[test]
+fn simulate_validates() {
+    let doc = document(&[
+        "simulate", "--op", "bcast", "--select", "--np", "4", "--sizes", "1,64K", "--L", "5",
+        "--o", "1", "--g", "2", "--G", "0.001",
+    ]);
+    assert_valid("simulate", &doc);
+    let one = document(&[
+        "simulate", "--op", "bcast", "--algo", "binomial", "--np", "4", "--sizes", "1", "--L", "5",
+        "--o", "1", "--g", "2", "--G", "0.001",
+    ]);
+    assert!(one["results"][0]["finish_us"].is_array(), "{one}");
+    assert_valid("simulate", &one);
 }

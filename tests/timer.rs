@@ -3,6 +3,9 @@
 use assert_cmd::Command;
 use serde_json::Value;
 
+mod support;
+use support::Lack;
+
 fn ngauge() -> Command {
     Command::cargo_bin("ngauge").unwrap()
 }
@@ -138,8 +141,11 @@ fn timer_reports_the_pinning_it_was_started_with_not_its_own() {
         .args(["timer", "--json"])
         .output()
     else {
-        eprintln!("skipped the pinned half: no taskset");
-        return;
+        return support::skip(
+            "timer_reports_the_pinning_it_was_started_with_not_its_own",
+            Lack::Installed,
+            "the pinned half: no taskset (util-linux) on PATH",
+        );
     };
     assert!(
         out.status.success(),

@@ -5,6 +5,9 @@
 use assert_cmd::Command;
 use serde_json::Value;
 
+mod support;
+use support::Lack;
+
 fn ngauge() -> Command {
     Command::cargo_bin("ngauge").unwrap()
 }
@@ -34,8 +37,11 @@ fn info_reports_verbs_state_with_a_reason() {
         .expect("a verbs entry");
     assert_eq!(verbs["compiled"], cfg!(feature = "verbs"), "{verbs}");
     if has_rdma_device() {
-        eprintln!("skipping the no-device checks: this machine has an RDMA device");
-        return;
+        return support::skip(
+            "info_reports_verbs_state_with_a_reason",
+            Lack::Host,
+            "the no-device checks: this machine has an RDMA device",
+        );
     }
     assert_eq!(verbs["usable"], false, "{verbs}");
     let reason = verbs["reason"].as_str().unwrap();
@@ -49,8 +55,11 @@ fn info_reports_verbs_state_with_a_reason() {
 #[test]
 fn transport_verbs_without_a_device_is_one_line_and_status_2() {
     if has_rdma_device() {
-        eprintln!("skipping: this machine has an RDMA device");
-        return;
+        return support::skip(
+            "transport_verbs_without_a_device_is_one_line_and_status_2",
+            Lack::Host,
+            "this machine has an RDMA device",
+        );
     }
     let out = ngauge()
         .args(["--np", "2", "-t", "verbs", "pingpong", "--sizes", "8"])

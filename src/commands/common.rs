@@ -5,6 +5,7 @@ use crate::cli::GlobalArgs;
 use ngauge::job::{Job, JobError, JobSpec, JobWarning, TransportName, TransportOptions, VerbsSpec};
 use ngauge::launch::{self, LaunchOptions, Started, World};
 use ngauge::report::MetaBuilder;
+use std::path::Path;
 
 /// Bad input found after parsing (a size list, a config value): exit status 2.
 #[derive(Debug)]
@@ -17,6 +18,9 @@ impl std::fmt::Display for UsageError {
 }
 
 impl std::error::Error for UsageError {}
+
+/// Most ranks `--np` may start (a simulation may have more).
+pub const MAX_LAUNCH_NP: u32 = 4096;
 
 /// The launcher options in the global flags.
 pub fn launch_options(global: &GlobalArgs) -> LaunchOptions {
@@ -110,6 +114,13 @@ pub fn with_world(
     global: &GlobalArgs,
     body: impl FnOnce(&mut World) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
+    if global.np > MAX_LAUNCH_NP {
+        return Err(UsageError(format!(
+            "--np {}: at most {MAX_LAUNCH_NP} ranks can be started (only `simulate` takes more)",
+            global.np
+        ))
+        .into());
+    }
     check_clock_env(global)?;
     let started =
         ngauge::job::start(&job_spec(global), &launch_options(global)).map_err(job_error)?;
@@ -192,6 +203,74 @@ pub fn check_clock_env(global: &GlobalArgs) -> anyhow::Result<()> {
             std::env::set_var(EPOCH_ENV, raw.0.to_string());
         }
         Err(_) => {}
+    }
+    Ok(())
+}
+
+/// Whether this process writes the outputs: the local launcher's parent (which
+/// checks them before starting any rank) or rank 0.
+fn writes_outputs(global: &GlobalArgs) -> bool {
+    global
+        .rank
+        .or_else(|| launch::detect().rank)
+        .is_none_or(|r| r == 0)
+}
+
+/// Checks, before anything is measured, that every output file named on the command
+/// line (`(flag, path)`; `-o` is added here) can be written: not a directory, its
+/// directory exists, and it opens for writing. A file that did not exist is removed
+/// again. Bad paths are usage errors (exit status 2), found in a second instead of
+/// after the whole sweep.
+pub fn check_outputs(global: &GlobalArgs, outputs: &[(&str, Option<&Path>)]) -> anyhow::Result<()> {
+    if !writes_outputs(global) {
+        return Ok(());
+    }
+    let all =
+        std::iter::once(("-o/--output", global.output.as_deref())).chain(outputs.iter().copied());
+    for (flag, path) in all {
+        let Some(path) = path else { continue };
+        let bad = |why: String| {
+            anyhow::Error::new(UsageError(format!("{flag} {}: {why}", path.display())))
+        };
+        if path.is_dir() {
+            return Err(bad("is a directory; give a file name".into()));
+        }
+        let existed = path.exists();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)
+            .map_err(|e| bad(format!("cannot be written: {e}")))?;
+        if !existed {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+    Ok(())
+}
+
+/// A measurement between two ranks needs two: a usage error (exit status 2) in a
+/// job of one, whether `--np 1`, `--size 1` or a launcher's one rank.
+pub fn need_two_ranks(world: &World, command: &str) -> anyhow::Result<()> {
+    if world.size < 2 {
+        return Err(UsageError(format!(
+            "{command} needs at least 2 ranks, the job has {} (--np 2 or more)",
+            world.size
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// Writes `doc` as the one record of the `-o` stream, if there is one: commands
+/// whose result is a single document (timer, info) still honour `-o`.
+pub fn write_single_record<T: serde::Serialize>(
+    global: &GlobalArgs,
+    doc: &T,
+) -> anyhow::Result<()> {
+    if let Some(path) = &global.output {
+        ngauge::report::jsonl::JsonlWriter::create(path)
+            .and_then(|mut w| w.write(doc))
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
     }
     Ok(())
 }

@@ -8,6 +8,7 @@ use ngauge::report::timer::{InfoDoc, LauncherInfo, RankInfo, TimerReport};
 use std::time::Duration;
 
 pub fn run(global: &GlobalArgs) -> anyhow::Result<()> {
+    super::common::check_outputs(global, &[])?;
     super::common::with_world(global, |world| {
         let mine = RankInfo {
             rank: world.rank,
@@ -35,24 +36,8 @@ fn report(global: &GlobalArgs, world: &launch::World, ranks: &[RankInfo]) -> any
     let transports: Vec<TransportInfo> = probe_all(&super::common::job_spec(global).verbs);
     let env = &world.env;
     let (facts, _) = TimerFacts::measure(Duration::from_millis(50), 100_000);
-    if global.json {
-        let meta = super::common::meta(facts.source, facts.hz)
-            .frequency_control(&facts.frequency.description)
-            .job(world, ranks.iter().map(|r| r.pinned_core).collect())
-            .build();
-        super::common::print_json(&InfoDoc {
-            transports,
-            launcher: LauncherInfo {
-                kind: env.kind,
-                name: env.kind.describe().into(),
-                rank: world.rank,
-                size: world.size,
-                ranks_on_host: world.ranks_on_host,
-                ranks: ranks.to_vec(),
-            },
-            timer: TimerReport::from(facts),
-            meta,
-        })?;
+    let text = if global.json {
+        None
     } else {
         use std::fmt::Write as _;
         let mut out = String::from("transports:\n");
@@ -97,10 +82,35 @@ fn report(global: &GlobalArgs, world: &launch::World, ranks: &[RankInfo]) -> any
                 "NOT invariant"
             }
         )?;
+        Some(out)
+    };
+    if global.json || global.output.is_some() {
+        let meta = super::common::meta(facts.source, facts.hz)
+            .frequency_control(&facts.frequency.description)
+            .job(world, ranks.iter().map(|r| r.pinned_core).collect())
+            .build();
+        let doc = InfoDoc {
+            transports,
+            launcher: LauncherInfo {
+                kind: env.kind,
+                name: env.kind.describe().into(),
+                rank: world.rank,
+                size: world.size,
+                ranks_on_host: world.ranks_on_host,
+                ranks: ranks.to_vec(),
+            },
+            timer: TimerReport::from(facts),
+            meta,
+        };
+        super::common::write_single_record(global, &doc)?;
+        if global.json {
+            super::common::print_json(&doc)?;
+        }
+    }
+    if let Some(text) = text {
         // Written, not println!: a closed pipe (`| head`) is an error main() treats
         // as success, not a panic.
-        use std::io::Write as _;
-        std::io::stdout().lock().write_all(out.as_bytes())?;
+        super::common::print_text(&text)?;
     }
     Ok(())
 }

@@ -118,13 +118,33 @@ fn plan(args: &LoggpArgs) -> Result<Plan, UsageError> {
 
 pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
     let plan = plan(args)?;
+    // Every file the analysis will write, checked before the sweep.
+    let several = global.transport.len() > 1;
+    let mut outputs: Vec<(&str, PathBuf)> = Vec::new();
+    for (flag, path) in [
+        ("--params-out", &args.params_out),
+        ("--plot", &args.plot),
+        ("--netgauge-out", &args.netgauge_out),
+    ] {
+        let Some(path) = path else { continue };
+        if several {
+            for &t in &global.transport {
+                outputs.push((flag, per_transport(path, t, true)));
+            }
+        } else {
+            outputs.push((flag, path.clone()));
+        }
+    }
+    let outputs: Vec<(&str, Option<&Path>)> = outputs
+        .iter()
+        .map(|(f, p)| (*f, Some(p.as_path())))
+        .collect();
+    super::common::check_outputs(global, &outputs)?;
     super::common::job_spec(global)
         .validate()
         .map_err(super::common::job_error)?;
     super::common::with_world(global, |world| {
-        if world.size < 2 {
-            return Err(UsageError("loggp needs at least 2 ranks (--np 2)".into()).into());
-        }
+        super::common::need_two_ranks(world, "loggp")?;
         let clock = super::common::rank_clock(world)?;
         let largest = *plan.params.sizes.last().unwrap_or(&1) as usize;
         let job = super::common::open_job(global, world, |name, opts| {

@@ -7,6 +7,7 @@ mod info;
 mod loggp;
 mod pingpong;
 mod selftest;
+mod simulate;
 mod sync;
 mod timer;
 
@@ -23,5 +24,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Pingpong(args) => pingpong::run(&cli.global, &args),
         Command::Selftest(cmd) => selftest::run(&cli.global, &cmd),
         Command::Sync(args) => sync::run(&cli.global, &args),
+        Command::Simulate(args) => simulate::run(&cli.global, &args),
     }
 }

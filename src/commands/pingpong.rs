@@ -61,11 +61,22 @@ pub fn run(global: &GlobalArgs, args: &PingpongArgs) -> anyhow::Result<()> {
         .into_iter()
         .map(|s| s as usize)
         .collect();
-    if global.np < 2 && global.size.is_none_or(|s| s < 2) {
+    if global.size.map_or(global.np < 2, |s| s < 2) {
         return Err(UsageError("pingpong needs at least 2 ranks (--np 2 or more)".into()).into());
     }
+    if sizes.iter().all(|&s| s == 0)
+        && (global.transport.is_empty() || global.transport.contains(&TransportName::Tcp))
+    {
+        return Err(UsageError(
+            "--sizes: only empty messages, which a byte stream (tcp) cannot carry: nothing to measure"
+                .into(),
+        )
+        .into());
+    }
+    super::common::check_outputs(global, &[])?;
     let die = die_hook()?;
     super::common::with_world(global, |world| {
+        super::common::need_two_ranks(world, "pingpong")?;
         let (clock, calibration) = SystemClock::calibrated();
         let rank = world.rank;
         // Every rank's core, for `meta`.

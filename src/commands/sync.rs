@@ -25,6 +25,7 @@ use ngauge::report::jsonl::JsonlWriter;
 use ngauge::report::sync::{seconds_label, RankReport, SyncDoc, SyncWarning};
 use ngauge::report::table::Table;
 use ngauge::sync::skew;
+use ngauge::sync::spin::{SpinThenSleep, SPIN_BEFORE_SLEEP};
 use ngauge::sync::{self, pairwise, Algorithm, GlobalClock, SyncOptions};
 use ngauge::transport::{Control, Transport, WaitMode};
 use std::time::{Duration, Instant};
@@ -45,6 +46,7 @@ impl SyncFlags {
 pub fn run(global: &GlobalArgs, args: &SyncArgs) -> anyhow::Result<()> {
     let options = args.sync.options();
     options.validate().map_err(|e| UsageError(e.to_string()))?;
+    super::common::check_outputs(global, &[])?;
     super::common::with_world(global, |world| run_rank(global, args, &options, world))
 }
 
@@ -58,7 +60,14 @@ fn run_rank(
     let rate = rank0_rate(world.control.as_mut(), own.rate())?;
     let clock = SystemClock::new(own.source(), rate)
         .with_skew(own.skew().map(|s| rescale_skew(s, own.rate(), rate)));
-    let (mut transport, wait) = open_data(global, world)?;
+    let (transport, wait) = open_data(global, world)?;
+    // Ranks outnumber cores: the pair that exchanges spins, the others sleep
+    // (`sync::spin`, issue 13), unless the two share a core.
+    let same_core = ranks_on_my_core(world)?;
+    let mut transport: Box<dyn Transport> = match wait {
+        WaitMode::Block => Box::new(SpinThenSleep::new(transport, SPIN_BEFORE_SLEEP, &same_core)),
+        WaitMode::Poll => transport,
+    };
     let transport_name = transport_name(global);
     if !transport.capabilities().reliable {
         return Err(UsageError(format!(
@@ -339,6 +348,25 @@ fn decode_skew(bytes: &[u8]) -> Option<Skew> {
         drift: f64::from_le_bytes(f(1)?),
         epoch: Ticks(u64::from_le_bytes(f(2)?)),
     })
+}
+
+/// The other ranks pinned to this rank's core on this host (a collective call).
+fn ranks_on_my_core(world: &mut World) -> anyhow::Result<Vec<usize>> {
+    let mine = serde_json::to_vec(&world.pinned_core)?;
+    let all = world.control.allgather(&mine)?;
+    let mut same = Vec::new();
+    for (rank, bytes) in all.iter().enumerate() {
+        let core: Option<usize> = serde_json::from_slice(bytes)?;
+        let shares = rank != world.rank
+            && core.is_some()
+            && core == world.pinned_core
+            && world.peers.get(rank).map(|p| &p.host)
+                == world.peers.get(world.rank).map(|p| &p.host);
+        if shares {
+            same.push(rank);
+        }
+    }
+    Ok(same)
 }
 
 /// The transport of the exchanges: the first `--transport` (tcp by default).

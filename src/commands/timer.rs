@@ -6,6 +6,7 @@ use ngauge::report::timer::{TimerDoc, TimerReport};
 use std::time::Duration;
 
 pub fn run(global: &GlobalArgs, args: &TimerArgs) -> anyhow::Result<()> {
+    super::common::check_outputs(global, &[])?;
     // How the process was started is the host fact (`pinned_core`, and the Unpinned
     // warning); the pin below is only for our own measurement.
     let pinned_at_start = pinned_core();
@@ -26,18 +27,24 @@ pub fn run(global: &GlobalArgs, args: &TimerArgs) -> anyhow::Result<()> {
     }
     let measured_on_core = measured_on_core.or(pinned_at_start);
     let warnings = facts.warnings.clone();
-    if global.json {
+    let text = (!global.json).then(|| render(&facts, measured_on_core));
+    if global.json || global.output.is_some() {
         let meta = super::common::meta(facts.source, facts.hz)
             .frequency_control(&facts.frequency.description)
             .process(facts.pinned_core)
             .build();
-        super::common::print_json(&TimerDoc {
+        let doc = TimerDoc {
             timer: TimerReport::from(facts),
             measured_on_core,
             meta,
-        })?;
-    } else {
-        super::common::print_text(&render(&facts, measured_on_core))?;
+        };
+        super::common::write_single_record(global, &doc)?;
+        if global.json {
+            super::common::print_json(&doc)?;
+        }
+    }
+    if let Some(text) = text {
+        super::common::print_text(&text)?;
     }
     for w in &warnings {
         super::common::warn(w, None);

@@ -12,10 +12,15 @@
 //! the lost one before returning its error, so that every rank's error names the rank
 //! that actually died, not just "rank 0 went away".
 //!
-//! Waits block in the kernel and are bounded by the job's `--timeout`: every rank
-//! must enter each collective within that time of the others.
+//! Waits block in the kernel. Once the liveness links are up
+//! ([`super::liveness`]), a wait lasts as long as the ranks waited for still run
+//! (a rank idle in a barrier while others measure for an hour is fine) and ends,
+//! naming the rank, when one of them answers no liveness probe for the job's
+//! `--timeout`. Before that (and in unit tests without links) every rank must enter
+//! each collective within the timeout of the others.
 
 use super::frame::{self, Abort, Kind, MAX_CONTROL_PAYLOAD};
+use super::liveness::Liveness;
 use super::wire::{self, WireError};
 use ngauge_transport::{pack, unpack, Control, ControlError, Rank};
 use std::net::TcpStream;
@@ -39,6 +44,7 @@ pub struct TcpControl {
     seq: u32,
     links: Links,
     failed: Option<(Rank, String)>,
+    liveness: Option<Liveness>,
 }
 
 impl std::fmt::Debug for TcpControl {
@@ -61,6 +67,7 @@ impl TcpControl {
             seq: 0,
             links: Links::Root(streams),
             failed: None,
+            liveness: None,
         }
     }
 
@@ -73,7 +80,99 @@ impl TcpControl {
             seq: 0,
             links: Links::Leaf(stream),
             failed: None,
+            liveness: None,
         }
+    }
+
+    /// From now on, waits last as long as the ranks waited for answer liveness
+    /// probes ([`super::liveness`]) instead of at most the timeout.
+    pub fn set_liveness(&mut self, liveness: Liveness) {
+        self.liveness = Some(liveness);
+    }
+
+    /// The control connection to `rank` (rank 0: to any other; others: to 0).
+    fn stream_of(&self, rank: Rank) -> Option<&TcpStream> {
+        match &self.links {
+            Links::Leaf(s) => (rank == 0).then_some(s),
+            Links::Root(streams) => streams.get(rank).and_then(Option::as_ref),
+        }
+    }
+
+    /// Blocks until the control connection of at least one of `ranks` is readable
+    /// (a frame, its end, or an error) and says which are.
+    ///
+    /// Without liveness links a wait lasts at most the timeout. With them it lasts as
+    /// long as every rank waited for shows it still runs; a rank that answers no
+    /// probe for the whole timeout (counted from the start of the wait at the
+    /// earliest) is lost. Probes go out only after an interval of waiting, so short
+    /// waits send nothing.
+    fn wait_for(&mut self, ranks: &[Rank], op: &'static str) -> Result<Vec<bool>, ControlError> {
+        let started = Instant::now();
+        let timeout = self.timeout;
+        loop {
+            let waited = started.elapsed();
+            let mut step = match &self.liveness {
+                Some(l) => l.interval(),
+                None => timeout.saturating_sub(waited),
+            };
+            for &r in ranks {
+                // Silent since the later of the wait's start and the last word heard.
+                let silent = match self.liveness.as_ref().and_then(|l| l.silent_for(r)) {
+                    Some(s) => s.min(waited),
+                    None => waited,
+                };
+                if silent >= timeout {
+                    return Err(if self.liveness.as_ref().is_some_and(|l| l.has_link(r)) {
+                        self.lost(
+                            r,
+                            op,
+                            format!(
+                                "answered no liveness probe for {timeout:?} (stopped, or its \
+                                 host frozen or unreachable?)"
+                            ),
+                        )
+                    } else {
+                        ControlError::Timeout {
+                            rank: r,
+                            op,
+                            after: timeout,
+                        }
+                    });
+                }
+                step = step.min(timeout - silent);
+            }
+            let ready = {
+                let mut fds = Vec::with_capacity(ranks.len());
+                for &r in ranks {
+                    match self.stream_of(r) {
+                        Some(s) => fds.push(s),
+                        None => return Err(self.lost(r, op, "already lost".into())),
+                    }
+                }
+                wire::wait_readable(&fds, step.max(Duration::from_millis(1)))
+                    .map_err(|e| self.lost(ranks[0], op, e.to_string()))?
+            };
+            if ready.iter().any(|&r| r) {
+                return Ok(ready);
+            }
+            if let Some(l) = &mut self.liveness {
+                for &r in ranks {
+                    l.probe(r);
+                }
+            }
+        }
+    }
+
+    /// A rank other than 0: waits for rank 0's next frame, then reads it.
+    fn recv_from_root(
+        &mut self,
+        op: &'static str,
+        kind: Kind,
+        seq: u32,
+    ) -> Result<(Rank, Vec<u8>), ControlError> {
+        self.wait_for(&[0], op)?;
+        let timeout = self.timeout;
+        self.recv(0, op, kind, seq, timeout)
     }
 
     fn lost(&self, rank: Rank, op: &'static str, detail: String) -> ControlError {
@@ -242,30 +341,8 @@ impl TcpControl {
     ) -> Result<Vec<Vec<u8>>, ControlError> {
         let mut parts = vec![Vec::new(); self.size];
         let mut waiting: Vec<Rank> = from.to_vec();
-        let deadline = Instant::now() + self.timeout;
         while !waiting.is_empty() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(ControlError::Timeout {
-                    rank: waiting[0],
-                    op,
-                    after: self.timeout,
-                });
-            }
-            let ready = {
-                let Links::Root(streams) = &self.links else {
-                    unreachable!("collect runs on rank 0 only")
-                };
-                let mut fds = Vec::with_capacity(waiting.len());
-                for &r in &waiting {
-                    match streams.get(r).and_then(Option::as_ref) {
-                        Some(s) => fds.push(s),
-                        None => return Err(self.lost(r, op, "already lost".into())),
-                    }
-                }
-                wire::wait_readable(&fds, left)
-                    .map_err(|e| self.lost(waiting[0], op, e.to_string()))?
-            };
+            let ready = self.wait_for(&waiting, op)?;
             let arrived: Vec<Rank> = waiting
                 .iter()
                 .zip(&ready)
@@ -273,10 +350,9 @@ impl TcpControl {
                 .map(|(&rank, _)| rank)
                 .collect();
             for rank in arrived {
-                let left = deadline
-                    .saturating_duration_since(Instant::now())
-                    .max(Duration::from_millis(100));
-                let (claimed, data) = self.recv(rank, op, kind, seq, left)?;
+                // A frame began to arrive: all of it follows within the timeout.
+                let timeout = self.timeout;
+                let (claimed, data) = self.recv(rank, op, kind, seq, timeout)?;
                 if claimed != rank {
                     return Err(ControlError::Protocol {
                         rank,
@@ -306,7 +382,7 @@ impl TcpControl {
             }
         } else {
             self.send(0, OP, Kind::Barrier, seq, self.rank, &[])?;
-            self.recv(0, OP, Kind::Barrier, seq, self.timeout)?;
+            self.recv_from_root(OP, Kind::Barrier, seq)?;
         }
         Ok(())
     }
@@ -333,8 +409,7 @@ impl TcpControl {
         } else if self.rank == root {
             self.send(0, OP, Kind::Broadcast, seq, root, data)?;
         } else {
-            let timeout = self.timeout;
-            *data = self.recv(0, OP, Kind::Broadcast, seq, timeout)?.1;
+            *data = self.recv_from_root(OP, Kind::Broadcast, seq)?.1;
         }
         Ok(())
     }
@@ -362,8 +437,7 @@ impl TcpControl {
             if self.rank != root {
                 return Ok(Vec::new());
             }
-            let timeout = self.timeout;
-            let packed = self.recv(0, OP, Kind::Gather, seq, timeout)?.1;
+            let packed = self.recv_from_root(OP, Kind::Gather, seq)?.1;
             unpack(&packed, self.size).ok_or_else(|| ControlError::Protocol {
                 rank: 0,
                 detail: "malformed gather table".into(),
@@ -557,6 +631,68 @@ mod tests {
         );
         // And the job stays failed.
         assert!(controls[0].barrier().is_err());
+    }
+
+    /// Liveness links between rank 0 and each leaf; a leaf in `stopped` keeps its
+    /// end of the link but runs no thread to answer (as if stopped with SIGSTOP).
+    fn with_liveness(controls: &mut [TcpControl], stopped: &[Rank], keep: &mut Vec<TcpStream>) {
+        let interval = super::super::liveness::probe_interval(controls[0].timeout);
+        let size = controls.len();
+        let mut root_links: Vec<Option<TcpStream>> = (0..size).map(|_| None).collect();
+        for (rank, c) in controls.iter_mut().enumerate().skip(1) {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+            let (b, _) = l.accept().unwrap();
+            root_links[rank] = Some(a);
+            if stopped.contains(&rank) {
+                keep.push(b);
+            } else {
+                let mut links: Vec<Option<TcpStream>> = (0..size).map(|_| None).collect();
+                links[0] = Some(b);
+                c.set_liveness(Liveness::start(links, interval, vec![]).unwrap());
+            }
+        }
+        controls[0].set_liveness(Liveness::start(root_links, interval, vec![]).unwrap());
+    }
+
+    #[test]
+    fn issue18_a_busy_rank_does_not_time_out_the_ranks_waiting_for_it() {
+        let timeout = Duration::from_millis(300);
+        let mut controls = star(3, timeout);
+        let mut keep = Vec::new();
+        with_liveness(&mut controls, &[], &mut keep);
+        // Rank 1 "measures" for 4 timeouts before it joins the barrier; rank 2 and
+        // rank 0 wait for it, and then rank 2 waits on rank 0 which is busy too.
+        let results = run_all(controls, move |c| {
+            if c.rank() == 1 {
+                std::thread::sleep(timeout * 4);
+            }
+            c.barrier().map_err(|e| e.to_string())?;
+            if c.rank() == 0 {
+                std::thread::sleep(timeout * 4);
+            }
+            c.barrier().map_err(|e| e.to_string())
+        });
+        for r in results {
+            r.unwrap();
+        }
+    }
+
+    #[test]
+    fn issue18_a_stopped_rank_is_named_within_the_timeout() {
+        let timeout = Duration::from_millis(400);
+        let mut controls = star(3, timeout);
+        let mut keep = Vec::new();
+        with_liveness(&mut controls, &[2], &mut keep);
+        let _stopped = controls.pop().unwrap();
+        let started = Instant::now();
+        let errors = run_all(controls, |c| c.barrier().unwrap_err().to_string());
+        let took = started.elapsed();
+        for e in errors {
+            assert!(e.contains("lost rank 2") && e.contains("liveness"), "{e}");
+        }
+        assert!(took >= timeout, "{took:?}");
+        assert!(took < timeout * 3, "named after {took:?}");
     }
 
     #[test]

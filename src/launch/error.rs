@@ -10,12 +10,14 @@ pub enum LaunchError {
     #[error("{0}")]
     Usage(String),
     /// Rank 0 cannot listen where it was told to.
-    #[error("cannot listen on {addr}: {source}; choose another address or port with --rendezvous/--bind")]
+    #[error(
+        "cannot listen on {addr}: {error}; choose another address or port with --rendezvous/--bind"
+    )]
     Bind {
         /// The address.
         addr: String,
-        /// What the kernel said.
-        source: std::io::Error,
+        /// What the kernel said (in the text, not a source: said once).
+        error: std::io::Error,
     },
     /// This rank cannot reach rank 0.
     #[error("could not reach rank 0 at {addr} within {after:?}: {detail}; is rank 0 running and listening there (--rendezvous HOST:PORT)?")]
@@ -42,12 +44,12 @@ pub enum LaunchError {
     #[error("rendezvous failed: {0}")]
     Rendezvous(String),
     /// A system call failed.
-    #[error("{what}: {source}")]
+    #[error("{what}: {error}")]
     Io {
         /// What was being done.
         what: String,
-        /// The error.
-        source: std::io::Error,
+        /// The error (in the text, not a source: said once).
+        error: std::io::Error,
     },
     /// The control channel failed while starting.
     #[error(transparent)]

@@ -135,9 +135,13 @@ struct Rank {
 /// need) and passes each its place in the job through the environment.
 pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
     let np = opts.np.max(1);
+    let signals = super::signals::install_launcher().map_err(|source| LaunchError::Io {
+        what: "installing the SIGINT/SIGTERM handler".into(),
+        error: source,
+    })?;
     let exe = std::env::current_exe().map_err(|source| LaunchError::Io {
         what: "finding the ngauge executable".into(),
-        source,
+        error: source,
     })?;
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     let token = opts.job_token.clone().unwrap_or_else(random_token);
@@ -177,7 +181,7 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
     let spawn_err = |rank: usize| {
         move |source| LaunchError::Io {
             what: format!("starting rank {rank}"),
-            source,
+            error: source,
         }
     };
 
@@ -191,8 +195,11 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
         .stdout(Stdio::inherit())
         .spawn()
         .map_err(spawn_err(0))?;
+    signals.add(rustix::process::Pid::from_child(&zero));
     let (addr_tx, addr_rx) = mpsc::channel::<String>();
     let zero_err = zero.stderr.take().expect("piped");
+    let zero_said: std::sync::Arc<std::sync::Mutex<Vec<u8>>> = Default::default();
+    let zero_said_w = zero_said.clone();
     let forward_zero = std::thread::spawn(move || {
         let mut reader = BufReader::new(zero_err);
         let mut line = String::new();
@@ -210,7 +217,13 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
             }
             eprint!("{line}");
         }
-        let _ = std::io::copy(&mut reader, &mut std::io::stderr());
+        let _ = std::io::copy(
+            &mut reader,
+            &mut Kept {
+                out: std::io::stderr(),
+                kept: zero_said_w,
+            },
+        );
     });
     let announced = match addr_rx.recv_timeout(opts.timeout) {
         Ok(addr) => addr,
@@ -257,6 +270,7 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
                 return Err(spawn_err(rank)(e));
             }
         };
+        signals.add(rustix::process::Pid::from_child(&child));
         let err = child.stderr.take().expect("piped");
         let verbose = opts.verbose;
         let tail = tail.clone();
@@ -295,16 +309,22 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
 
     let mut codes: Vec<Option<i32>> = vec![None; np];
     let mut killed = vec![false; np];
-    let mut first_failure: Option<(usize, Instant)> = None;
+    let mut first_failure: Option<usize> = None;
+    let mut first_exit: Option<usize> = None;
+    // When the ranks still running are stopped: GRACE after a failure; after a rank
+    // finished cleanly, the others get the job's timeout on top (a rank stopped
+    // with SIGSTOP after its last word would otherwise keep the job forever).
+    let mut kill_at: Option<Instant> = None;
+    let mut reaping = false;
     let mut left = np;
     while left > 0 {
-        let msg = match first_failure {
+        let msg = match kill_at {
             None => done_rx.recv().ok(),
-            Some((_, at)) => {
-                let wait = (at + GRACE).saturating_duration_since(Instant::now());
+            Some(at) => {
+                let wait = at.saturating_duration_since(Instant::now());
                 match done_rx.recv_timeout(wait) {
                     Ok(m) => Some(m),
-                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                    Err(mpsc::RecvTimeoutError::Timeout) if !reaping => {
                         for (r, rk) in ranks.iter().enumerate() {
                             if !rk.done && !killed[r] {
                                 killed[r] = true;
@@ -315,11 +335,11 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
                             }
                         }
                         // Now wait for them to be reaped.
-                        first_failure =
-                            first_failure.map(|(r, _)| (r, Instant::now() + GRACE * 100));
+                        reaping = true;
+                        kill_at = None;
                         continue;
                     }
-                    Err(mpsc::RecvTimeoutError::Disconnected) => None,
+                    Err(_) => None,
                 }
             }
         };
@@ -345,8 +365,16 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
             }
         };
         codes[rank] = Some(code);
-        if code != 0 && first_failure.is_none() {
-            first_failure = Some((rank, Instant::now()));
+        first_exit.get_or_insert(rank);
+        let allowed = if code != 0 {
+            first_failure.get_or_insert(rank);
+            GRACE
+        } else {
+            GRACE + opts.timeout
+        };
+        if !reaping {
+            let at = Instant::now() + allowed;
+            kill_at = Some(kill_at.map_or(at, |k| k.min(at)));
         }
     }
     for f in forwarders {
@@ -354,13 +382,42 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
     }
     let stopped: Vec<usize> = (0..np).filter(|&r| killed[r]).collect();
     if !stopped.is_empty() {
+        match first_failure {
+            Some(r) => eprintln!(
+                "ngauge: stopped ranks {stopped:?}: still running {GRACE:?} after rank {r} failed"
+            ),
+            None => eprintln!(
+                "ngauge: stopped ranks {stopped:?}: still running {:?} after rank {} finished \
+                 (stopped with SIGSTOP, or hung?)",
+                GRACE + opts.timeout,
+                first_exit.unwrap_or(0)
+            ),
+        }
+    }
+    let signal = signals.received();
+    if signal != 0 {
         eprintln!(
-            "ngauge: stopped ranks {stopped:?}: still running {GRACE:?} after rank {} failed",
-            first_failure.map_or(0, |(r, _)| r)
+            "ngauge: interrupted by {}: stopped all {np} ranks",
+            super::signals::signal_name(signal)
         );
+        return Ok(128 + signal);
     }
     // Rank 0 explains failures itself unless it exited cleanly or by a signal.
     let zero_explained = matches!(codes[0], Some(c) if c != 0 && c < 128);
+    if !opts.verbose && zero_explained {
+        // Rank 0 may only have seen a rank's connection close: show that rank's own
+        // error when rank 0 blamed it without giving its reason.
+        let said = String::from_utf8_lossy(&zero_said.lock().unwrap_or_else(|p| p.into_inner()))
+            .into_owned();
+        for rank in 1..np {
+            if matches!(codes[rank], Some(c) if c != 0) && !killed[rank] {
+                let t = tails[rank].lock().unwrap_or_else(|p| p.into_inner());
+                for line in unexplained_errors(&said, rank, t.iter()) {
+                    eprintln!("[rank {rank}] {line}");
+                }
+            }
+        }
+    }
     if !opts.verbose && !zero_explained {
         for rank in 1..np {
             if matches!(codes[rank], Some(c) if c != 0) && !killed[rank] {
@@ -372,6 +429,54 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
         }
     }
     Ok(worst_status(&codes, &killed))
+}
+
+/// A writer that forwards to `out` and keeps the last [`KEPT_BYTES`] written.
+struct Kept<W> {
+    out: W,
+    kept: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+}
+
+const KEPT_BYTES: usize = 16 << 10;
+
+impl<W: Write> Write for Kept<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.out.write(buf)?;
+        let mut k = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        k.extend_from_slice(&buf[..n]);
+        if k.len() > KEPT_BYTES {
+            let cut = k.len() - KEPT_BYTES;
+            k.drain(..cut);
+        }
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// The error lines of rank `rank`'s stderr tail that rank 0's stderr (`zero`) does
+/// not already carry, when rank 0 named that rank: rank 0 saw, say, "rank 1 closed
+/// the connection", and rank 1's "cannot fit a drift model" explains why.
+fn unexplained_errors<'a>(
+    zero: &str,
+    rank: usize,
+    tail: impl Iterator<Item = &'a String>,
+) -> Vec<&'a String> {
+    let named = format!("rank {rank} ");
+    let zero_errors: Vec<&str> = zero.lines().filter(|l| l.contains("error:")).collect();
+    if !zero_errors.iter().any(|l| l.contains(&named)) {
+        return Vec::new();
+    }
+    let prefix = format!("rank {rank}: ");
+    tail.filter(|line| {
+        let Some(own) = line.split_once("error: ").map(|(_, e)| e) else {
+            return false;
+        };
+        let own = own.strip_prefix(&prefix).unwrap_or(own);
+        !zero_errors.iter().any(|z| z.contains(own))
+    })
+    .collect()
 }
 
 /// The job's exit status: the worst of the ranks that ended on their own (a usage
@@ -403,6 +508,24 @@ mod tests {
         assert_eq!(worst_status(&[Some(1), Some(137)], &[false, false]), 137);
         assert_eq!(worst_status(&[Some(0), Some(137)], &[false, true]), 1);
         assert_eq!(worst_status(&[Some(0), None], &[false, false]), 1);
+    }
+
+    #[test]
+    fn issue18_a_blamed_rank_s_own_error_is_shown_once() {
+        let tail = [
+            "ngauge: warning: something".to_string(),
+            "ngauge: error: rank 1: clock sync: cannot fit a drift model against rank 0"
+                .to_string(),
+        ];
+        let zero =
+            "ngauge: error: rank 0: clock sync: tcp: rank 1 closed the connection during recv\n";
+        assert_eq!(unexplained_errors(zero, 1, tail.iter()), vec![&tail[1]]);
+        // Rank 0 already carries the reason (rank 1 aborted with it): nothing more.
+        let zero = "ngauge: error: rank 0: lost rank 1 during barrier: failed: clock sync: cannot fit a drift model against rank 0\n";
+        assert!(unexplained_errors(zero, 1, tail.iter()).is_empty());
+        // Rank 0 blamed another rank: rank 1's line is an echo.
+        let zero = "ngauge: error: rank 0: tcp: rank 2 closed the connection during recv\n";
+        assert!(unexplained_errors(zero, 1, tail.iter()).is_empty());
     }
 
     #[test]

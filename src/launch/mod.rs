@@ -20,10 +20,12 @@ pub mod env;
 mod error;
 pub mod frame;
 pub mod hostlist;
+pub mod liveness;
 pub mod local;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod rendezvous;
+pub mod signals;
 pub mod wire;
 pub mod world;
 

@@ -8,21 +8,20 @@
 //! silent or hostile client can neither stall the honest ones nor crash rank 0: a
 //! frame that is malformed, oversized, of another version, from another job, or from
 //! a rank that already joined is refused (a `Refuse` frame with the reason, when the
-//! peer can still read it), logged to stderr, and the connection closed. The
+//! peer can still read it), logged to stderr (a burst of ten lines, then one a second, with a count
+//! of the ones held back), and the connection closed. The
 //! connections that joined stay open and become the control channel.
 
 use super::error::LaunchError;
 use super::frame::{self, FrameError, Join, Kind, Peer, MAX_JOIN_PAYLOAD};
 use super::wire::{self, WireError};
+use ngauge_transport::auth::{pending_budget, RefusalLog};
 use std::io::{ErrorKind, Read};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 /// How long an accepted connection may take to send its join.
 const JOIN_GRACE: Duration = Duration::from_secs(5);
-/// Connections waiting to join at once; beyond that the oldest is dropped, so a
-/// flood of idle connections cannot exhaust rank 0's file descriptors.
-const MAX_PENDING: usize = 256;
 
 /// What rank 0 expects of every join.
 #[derive(Clone, Debug)]
@@ -51,8 +50,8 @@ struct Pending {
     since: Instant,
 }
 
-fn refuse(mut stream: TcpStream, from: SocketAddr, reason: &str) {
-    eprintln!("ngauge: rendezvous: refused connection from {from}: {reason}");
+fn refuse(mut stream: TcpStream, from: SocketAddr, reason: &str, log: &mut RefusalLog) {
+    log.refused(&from.to_string(), reason);
     let _ = stream.set_nonblocking(false);
     let _ = wire::write_frame(
         &mut stream,
@@ -130,12 +129,20 @@ pub fn serve(
 ) -> Result<Hub, LaunchError> {
     let io = |what: &str| {
         let what = what.to_string();
-        move |source| LaunchError::Io { what, source }
+        move |source| LaunchError::Io {
+            what,
+            error: source,
+        }
     };
     listener
         .set_nonblocking(true)
         .map_err(io("listener nonblocking"))?;
     let deadline = Instant::now() + expect.timeout;
+    // Connections waiting to join at once: what the descriptor limit allows (rank 0
+    // raised it to the hard limit); beyond that the oldest is dropped, so a flood of
+    // idle connections can neither exhaust the descriptors nor starve a real join.
+    let budget = pending_budget();
+    let mut log = RefusalLog::new("ngauge: rendezvous");
     let mut pending: Vec<Pending> = Vec::new();
     let mut joined: Vec<Option<(TcpStream, Join)>> = (0..expect.size).map(|_| None).collect();
     let mut missing = expect.size - 1;
@@ -152,9 +159,9 @@ pub fn serve(
         pending.retain(|p| {
             let stale = now.duration_since(p.since) >= JOIN_GRACE;
             if stale {
-                eprintln!(
-                    "ngauge: rendezvous: dropped connection from {}: no complete join within {JOIN_GRACE:?}",
-                    p.from
+                log.refused(
+                    &p.from.to_string(),
+                    &format!("no complete join within {JOIN_GRACE:?}"),
                 );
             }
             !stale
@@ -214,7 +221,7 @@ pub fn serve(
                 Verdict::Wait => {}
                 Verdict::Refuse(reason) => {
                     let p = pending.swap_remove(i);
-                    refuse(p.stream, p.from, &reason);
+                    refuse(p.stream, p.from, &reason, &mut log);
                 }
                 Verdict::Joined(join) => {
                     let p = pending.swap_remove(i);
@@ -230,15 +237,17 @@ pub fn serve(
             }
         }
         if ready[0] {
-            loop {
+            // A batch at a time, so that joins already queued are read in between.
+            for _ in 0..budget.div_ceil(2) {
                 match listener.accept() {
                     Ok((stream, from)) => {
-                        if pending.len() >= MAX_PENDING {
+                        if pending.len() >= budget {
                             let oldest = pending.remove(0);
                             refuse(
                                 oldest.stream,
                                 oldest.from,
                                 "too many connections waiting to join",
+                                &mut log,
                             );
                         }
                         if stream.set_nonblocking(true).is_ok() {
@@ -255,10 +264,14 @@ pub fn serve(
                     // Per-connection failures (ECONNABORTED, EMFILE) must not end
                     // the job: log and keep serving.
                     Err(e) => {
-                        eprintln!("ngauge: rendezvous: accept failed: {e}");
-                        // The listener stays readable while, say, descriptors are
-                        // exhausted: pause instead of spinning on poll.
-                        std::thread::sleep(Duration::from_millis(50));
+                        log.refused("?", &format!("accept failed: {e}"));
+                        // Descriptors exhausted: the oldest waiting connection
+                        // makes room; with none, pause instead of spinning on poll.
+                        if pending.is_empty() {
+                            std::thread::sleep(Duration::from_millis(50));
+                        } else {
+                            drop(pending.remove(0));
+                        }
                         break;
                     }
                 }
@@ -266,7 +279,7 @@ pub fn serve(
         }
     }
     for p in pending {
-        refuse(p.stream, p.from, "every rank already joined");
+        refuse(p.stream, p.from, "every rank already joined", &mut log);
     }
     if !data_addr_fixed {
         if let Some(ip) = first_local {
@@ -326,7 +339,7 @@ impl Joiner<'_> {
                 .local_addr()
                 .map_err(|source| LaunchError::Io {
                     what: "local address of the rendezvous connection".into(),
-                    source,
+                    error: source,
                 })?
                 .ip(),
         };

@@ -23,6 +23,7 @@ use super::control::TcpControl;
 use super::env::{self, LauncherEnv, LauncherKind};
 use super::error::LaunchError;
 use super::frame::Peer;
+use super::liveness::{self, Liveness};
 use super::rendezvous::{self, Expect, Joiner};
 use super::{hostlist, local, LaunchOptions};
 use ngauge_transport::Control;
@@ -137,6 +138,11 @@ pub fn start(opts: &LaunchOptions) -> Result<Started, LaunchError> {
 /// (the core the local launcher assigned) and `NGAUGE_ANNOUNCE` (rank 0 tells the
 /// local launcher its address) from the process environment: launching needs.
 pub fn start_with(opts: &LaunchOptions, detected: LauncherEnv) -> Result<Started, LaunchError> {
+    if let Some(token) = &opts.job_token {
+        check_token(token)?;
+    }
+    // A flood of connections at a listener must not run out of descriptors first.
+    let _ = ngauge_transport::auth::raise_fd_limit();
     let env = identify(opts, detected)?;
     if env.rank.is_none() {
         return local::run(opts).map(Started::Launcher);
@@ -144,6 +150,8 @@ pub fn start_with(opts: &LaunchOptions, detected: LauncherEnv) -> Result<Started
     if env.kind == LauncherKind::Local {
         local::die_with_launcher();
     }
+    // The liveness thread runs on these, off the core the rank measures on.
+    let cores_before_pinning = crate::clock::allowed_cores();
     if let Some(core) = std::env::var("NGAUGE_CORE")
         .ok()
         .filter(|_| env.kind == LauncherKind::Local)
@@ -155,12 +163,29 @@ pub fn start_with(opts: &LaunchOptions, detected: LauncherEnv) -> Result<Started
     }
     let rank = env.rank.expect("checked");
     let size = env.size.expect("identify sets both");
+    if let Err(e) = super::signals::install_rank(rank) {
+        eprintln!("ngauge: warning: SIGINT/SIGTERM will not be reported: {e}");
+    }
     let host = hostname();
-    let (control, data_addr, peers) = if rank == 0 {
+    let (mut control, data_addr, peers, rendezvous_ip) = if rank == 0 {
         start_root(opts, &env, size, &host)?
     } else {
         start_leaf(opts, &env, rank, size, &host)?
     };
+    if size > 1 {
+        let pinned = crate::clock::pinned_core();
+        let mut free: Vec<usize> = cores_before_pinning
+            .iter()
+            .copied()
+            .filter(|&c| Some(c) != pinned)
+            .collect();
+        if free.is_empty() {
+            free = cores_before_pinning;
+        }
+        let liveness = link_liveness(&mut control, rendezvous_ip, opts.timeout, free)?;
+        control.set_liveness(liveness);
+    }
+    let control: Box<dyn Control> = Box::new(control);
     let ranks_on_host = peers.iter().filter(|p| p.host == host).count().max(1);
     Ok(Started::Rank(World {
         rank,
@@ -173,6 +198,27 @@ pub fn start_with(opts: &LaunchOptions, detected: LauncherEnv) -> Result<Started
         peers,
         env,
     }))
+}
+
+/// Shortest job token accepted: 16 characters (the generated ones have 32 hex
+/// digits, 128 bits). An empty token would let anyone join.
+pub const MIN_TOKEN_CHARS: usize = 16;
+
+/// Refuses a job token too short to keep strangers out.
+pub fn check_token(token: &str) -> Result<(), LaunchError> {
+    let chars = token.chars().count();
+    if chars < MIN_TOKEN_CHARS {
+        let what = if chars == 0 {
+            "is empty".to_string()
+        } else {
+            format!("has {chars} characters")
+        };
+        return Err(LaunchError::Usage(format!(
+            "the job token (--job-token or NGAUGE_JOB_TOKEN) {what}; it needs at least \
+             {MIN_TOKEN_CHARS} characters: leave it unset and rank 0 generates one"
+        )));
+    }
+    Ok(())
 }
 
 /// Combines flags and environment into one launcher description.
@@ -317,7 +363,68 @@ fn token_for_leaf(opts: &LaunchOptions, env: &LauncherEnv) -> Result<String, Lau
     }
 }
 
-type Joined = (Box<dyn Control>, IpAddr, Vec<Peer>);
+/// The control channel, this rank's data address, the job table, and the address
+/// of rank 0's rendezvous listener (rank 0: the one it listens on).
+type Joined = (TcpControl, IpAddr, Vec<Peer>, IpAddr);
+
+/// Sets up the liveness links ([`super::liveness`]): rank 0 listens on an ephemeral
+/// port of `rendezvous_ip`, sends port and a fresh key over the control channel, and
+/// accepts one authenticated connection from every other rank. Collective.
+fn link_liveness(
+    control: &mut TcpControl,
+    rendezvous_ip: IpAddr,
+    timeout: std::time::Duration,
+    cores: Vec<usize>,
+) -> Result<Liveness, LaunchError> {
+    use ngauge_transport::auth::{self, AcceptLimits, AuthKey, RefusalLog};
+    let fail = |what: &str, e: &dyn std::fmt::Display| {
+        LaunchError::Rendezvous(format!("liveness links: {what}: {e}"))
+    };
+    let (rank, size) = (control.rank(), control.size());
+    let mut links: Vec<Option<std::net::TcpStream>> = (0..size).map(|_| None).collect();
+    if rank == 0 {
+        let listener =
+            TcpListener::bind(SocketAddr::new(rendezvous_ip, 0)).map_err(|e| fail("listen", &e))?;
+        let port = listener
+            .local_addr()
+            .map_err(|e| fail("listen", &e))?
+            .port();
+        let key = AuthKey::random().map_err(|e| fail("key", &e))?;
+        let mut offer = key.as_bytes().to_vec();
+        offer.extend_from_slice(&port.to_le_bytes());
+        control.broadcast(0, &mut offer)?;
+        let expected: Vec<u32> = (1..size as u32).collect();
+        let limits = AcceptLimits {
+            handshake: timeout.min(std::time::Duration::from_secs(5)),
+            total: timeout,
+        };
+        let mut log = RefusalLog::new("ngauge: liveness listener");
+        let streams = auth::accept_authenticated(&listener, &key, 0, &expected, &limits, &mut log)
+            .map_err(|e| fail("accept", &e))?;
+        for (r, s) in expected.iter().zip(streams) {
+            links[*r as usize] = Some(s);
+        }
+    } else {
+        let mut offer = Vec::new();
+        control.broadcast(0, &mut offer)?;
+        let (key, port) = offer.split_at(offer.len().min(auth::KEY_LEN));
+        let key = AuthKey::from_bytes(key);
+        let port = <[u8; 2]>::try_from(port).ok().map(u16::from_le_bytes);
+        let (Some(key), Some(port)) = (key, port) else {
+            return Err(fail("rank 0's offer", &"malformed"));
+        };
+        let to = SocketAddr::new(rendezvous_ip, port);
+        let mut s = std::net::TcpStream::connect_timeout(&to, timeout)
+            .map_err(|e| fail(&format!("connect to {to}"), &e))?;
+        s.set_read_timeout(Some(timeout))
+            .and_then(|()| s.set_write_timeout(Some(timeout)))
+            .map_err(|e| fail("socket", &e))?;
+        auth::prove(&mut s, &key, rank as u32, 0).map_err(|e| fail("proof", &e))?;
+        s.set_read_timeout(None).map_err(|e| fail("socket", &e))?;
+        links[0] = Some(s);
+    }
+    Liveness::start(links, liveness::probe_interval(timeout), cores).map_err(|e| fail("thread", &e))
+}
 
 fn start_root(
     opts: &LaunchOptions,
@@ -340,7 +447,7 @@ fn start_root(
         .find_map(|a| TcpListener::bind(a).ok())
         .ok_or_else(|| LaunchError::Bind {
             addr: listen.clone(),
-            source: addrs
+            error: addrs
                 .first()
                 .map(|a| TcpListener::bind(a).err())
                 .and_then(|e| e)
@@ -348,7 +455,7 @@ fn start_root(
         })?;
     let bound = listener.local_addr().map_err(|source| LaunchError::Io {
         what: "listener address".into(),
-        source,
+        error: source,
     })?;
     if std::env::var_os("NGAUGE_ANNOUNCE").is_some() {
         eprintln!("{}{bound}", local::ANNOUNCE);
@@ -383,7 +490,7 @@ fn start_root(
     drop(listener);
     let data_addr = hub.peers[0].data_addr;
     let control = TcpControl::root(hub.streams, opts.timeout);
-    Ok((Box::new(control), data_addr, hub.peers))
+    Ok((control, data_addr, hub.peers, bound.ip()))
 }
 
 fn start_leaf(
@@ -405,8 +512,12 @@ fn start_leaf(
         timeout: opts.timeout,
     };
     let (stream, data_addr, peers) = joiner.join()?;
+    let root_ip = stream.peer_addr().map_err(|source| LaunchError::Io {
+        what: "rank 0's address".into(),
+        error: source,
+    })?;
     let control = TcpControl::leaf(rank, size, stream, opts.timeout);
-    Ok((Box::new(control), data_addr, peers))
+    Ok((control, data_addr, peers, root_ip.ip()))
 }
 
 /// Quotes a word for a POSIX shell when it needs it.

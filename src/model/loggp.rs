@@ -23,16 +23,23 @@
 //!   uses plain least squares; the robust fit reports which points it discounted),
 //!   each point weighted by its local noise level (PRTT noise grows with `s`),
 //!   with eq. (6)'s mean squared deviation as the residual;
-//! - `L = PRTT(1,0,1)/2` (sec. 2.5) for the range that contains `s = 1`; a later range
-//!   (another protocol) gets half the intercept at `s = 1` of a line through its own
-//!   `PRTT(1,0,s)`, i.e. what `PRTT(1,0,1)/2` would be if that protocol were used for
-//!   one byte;
+//! - the paper's `L = PRTT(1,0,1)/2` (sec. 2.5), here `half_rtt_1b_us`, for the range
+//!   that contains `s = 1`; a later range (another protocol) gets half the intercept
+//!   at `s = 1` of a line through its own `PRTT(1,0,s)`, i.e. what `PRTT(1,0,1)/2`
+//!   would be if that protocol were used for one byte. By eq. (1) that is
+//!   `L + o_s + o_r` of the model, so a simulator that charged it as `L` would count
+//!   the overheads twice; the model's own `L` is exported apart as
+//!   `wire_latency_us = PRTT(1,0,1)/2 - o_s - o_r` ([`wire_latency`]);
 //! - `o_s`, `o_r`: the median over the range, plus a line `o(s)` (the paper notes that
 //!   `o_s` grows with `s`);
 //! - Hockney's `alpha + beta * s` fitted to `PRTT(1,0,s)/2`, for users of that model.
 //!
 //! The paper's check (sec. 3): `d` must exceed `G_all = g + (s-1)G` for eq. (4) to hold;
-//! sizes where it does not are reported as a warning.
+//! sizes where it does not are reported as a warning. Two more checks of the
+//! parameters against the model: a sender whose `o_s` reaches `G_all` paces
+//! back-to-back messages itself, so the fitted `g` is `o_s` ([`cpu_bound_sizes`],
+//! the paper's SCI case, sec. 3.1); and `o_s + o_r` above `PRTT(1,0,1)/2` leaves
+//! no room for `L` ([`wire_latency`]).
 
 use super::changepoint::{self, LookaheadOptions};
 use super::lsq::Line;
@@ -175,9 +182,15 @@ pub struct RangeParams {
     pub to: u64,
     /// Sizes measured in the range.
     pub points: usize,
-    /// `L`, us.
-    #[serde(rename = "L_us")]
-    pub l_us: f64,
+    /// `PRTT(1,0,1)/2`, us: what the paper (sec. 2.5) and Netgauge report as `L`,
+    /// which is `L + o_s + o_r` in eq. (1). For a range that does not hold 1 byte,
+    /// half the intercept at 1 byte of its `PRTT(1,0,s)` line.
+    pub half_rtt_1b_us: f64,
+    /// LogGP's `L`, the wire latency: `half_rtt_1b_us - os_us - or_us` (eq. 1 at
+    /// `s = 1` with the range's overheads), us; 0 where the overheads exceed
+    /// `PRTT(1,0,1)/2` (then [`ModelWarning::OverheadsExceedHalfRtt`] says by how
+    /// much).
+    pub wire_latency_us: f64,
     /// Median `o_s` over the range, us.
     pub os_us: f64,
     /// Median `o_r` over the range, us.
@@ -241,6 +254,51 @@ pub enum ModelWarning {
         /// Which parameter and range.
         what: String,
     },
+    /// `o_s(s)` within [`CPU_BOUND_MARGIN`] of the gap `g + (s-1)G` (or above it)
+    /// at most sizes of a range, while the send does not wait for its receiver: the
+    /// sender's CPU, not the network, spaces back-to-back messages, so the fitted
+    /// `g` and `G` are the send overhead's (the paper's SCI result, sec. 3.1:
+    /// "uses polling to send messages because o_s ~ G_all").
+    CpuBoundSender {
+        /// First size of the range.
+        from: u64,
+        /// Last size of the range.
+        to: u64,
+        /// The range's sizes where it holds.
+        sizes: Vec<u64>,
+    },
+    /// `o_s + o_r` of a range exceeds its `PRTT(1,0,1)/2` by more than
+    /// [`OVERLAP_TOLERANCE`]: eq. (1) leaves a negative `L`, so the overheads
+    /// overlap each other or the latency (sec. 2.5), or one of them holds time the
+    /// round trip does not. `wire_latency_us` is 0 there.
+    OverheadsExceedHalfRtt {
+        /// First size of the range.
+        from: u64,
+        /// Last size of the range.
+        to: u64,
+        /// `PRTT(1,0,1)/2`, us.
+        half_rtt_1b_us: f64,
+        /// The range's `o_s`, us.
+        os_us: f64,
+        /// The range's `o_r`, us.
+        or_us: f64,
+        /// The measurement that does not fit the model.
+        suspect: Suspect,
+    },
+}
+
+crate::names::named_enum! {
+    /// Which overhead measurement [`ModelWarning::OverheadsExceedHalfRtt`] blames.
+    pub enum Suspect("suspect") {
+        /// `o_s` of eq. (4), the whole send call: it outlasts the message's
+        /// delivery, so its end overlaps the latency and `o_r`.
+        Os = "o_s",
+        /// `o_r` (Kielmann's timed receive) alone exceeds `PRTT(1,0,1)/2`: it holds
+        /// more than taking an arrived message.
+        Or = "o_r",
+        /// Each alone exceeds `PRTT(1,0,1)/2`.
+        Both = "both",
+    }
 }
 
 impl std::fmt::Display for ModelWarning {
@@ -260,6 +318,50 @@ impl std::fmt::Display for ModelWarning {
             ),
             ModelWarning::Negative { what } => {
                 write!(f, "{what} is negative: the fit is dominated by noise")
+            }
+            ModelWarning::CpuBoundSender { from, to, sizes } => write!(
+                f,
+                "o_s reaches g + (s-1)G at {} size(s) of range {from}..{to} ({}): the \
+                 sender's CPU, not the network, spaces back-to-back messages (the paper's \
+                 SCI case), so g and G of this range are the send overhead's; the \
+                 network's own gap is at most that",
+                sizes.len(),
+                list(sizes)
+            ),
+            ModelWarning::OverheadsExceedHalfRtt {
+                from,
+                to,
+                half_rtt_1b_us,
+                os_us,
+                or_us,
+                suspect,
+            } => {
+                write!(
+                    f,
+                    "o_s + o_r = {os_us:.2} + {or_us:.2} us exceed PRTT(1,0,1)/2 = \
+                     {half_rtt_1b_us:.2} us in range {from}..{to}: LogGP's L would be \
+                     negative, so wire_latency_us is 0; "
+                )?;
+                match suspect {
+                    Suspect::Os => write!(
+                        f,
+                        "o_s is suspect: eq. (4) times the whole send call, which here \
+                         lasts beyond the message's delivery (over loopback the sender's \
+                         core runs the receiver's protocol input inside the call; a send \
+                         may also wait for a handshake), so its end overlaps L and o_r"
+                    ),
+                    Suspect::Or => write!(
+                        f,
+                        "o_r is suspect: alone it exceeds PRTT(1,0,1)/2, so the timed \
+                         receive holds more than taking an arrived message (under a \
+                         rendezvous protocol: the handshake and the transfer)"
+                    ),
+                    Suspect::Both => write!(
+                        f,
+                        "both are suspect: each alone exceeds PRTT(1,0,1)/2 (a send and \
+                         a receive that each wait for the other, as in a rendezvous)"
+                    ),
+                }
             }
         }
     }
@@ -328,6 +430,65 @@ pub const SERIES: [&str; 5] = ["gap", "prtt_1_0", "o_s", "o_r", "send_late"];
 /// least `2 (L + o_s + o_r)` longer than a message's gap in the networks LogGP
 /// describes, and measured ones here are 1.5-3 times the gap.
 pub const GAP_BOUND_MARGIN: f64 = 0.10;
+
+/// How close `o_s(s)` may come to the measured gap `g + (s-1)G` before the sender
+/// counts as pacing back-to-back messages itself ([`ModelWarning::CpuBoundSender`]):
+/// eq. (5)'s gap is `max(o_s, G_all)` per message, so a CPU-bound sender's gap
+/// equals its `o_s`, and 10% leaves room for the noise of both estimates.
+pub const CPU_BOUND_MARGIN: f64 = 0.10;
+
+/// How far `o_s + o_r` may exceed `PRTT(1,0,1)/2`, as a fraction of it, before
+/// [`ModelWarning::OverheadsExceedHalfRtt`]: three medians of noisy series do not
+/// add up exactly on a path whose `L` is close to zero.
+pub const OVERLAP_TOLERANCE: f64 = 0.05;
+
+/// Sizes (indices into the range's samples, with eq. (5)'s gap and eq. (4)'s
+/// `o_s` per size) where the sender is CPU-bound: `o_s(s) >= (1 - CPU_BOUND_MARGIN)
+/// gap(s)` while the send with a late receiver took about `o_s` (a send that waits
+/// for its receiver, `send_late` above `o_s + d/4`, holds a handshake, not CPU
+/// work). Empty unless that holds at half of the range's sizes or more: a few
+/// sizes are noise.
+pub fn cpu_bound_sizes(range: &[Sample], gap_us: &[f64], os_us: &[f64]) -> Vec<u64> {
+    let bound: Vec<u64> = range
+        .iter()
+        .zip(gap_us.iter().zip(os_us))
+        .filter(|(s, (&gap, &os))| {
+            let waits = s.send_late_us.is_some_and(|late| late > os + s.d_us / 4.0);
+            gap > 0.0 && os >= (1.0 - CPU_BOUND_MARGIN) * gap && !waits
+        })
+        .map(|(s, _)| s.size)
+        .collect();
+    if 2 * bound.len() >= range.len() {
+        bound
+    } else {
+        Vec::new()
+    }
+}
+
+/// LogGP's `L` of a range by eq. (1) at `s = 1`: `PRTT(1,0,1)/2 - o_s - o_r`, with
+/// the range's overheads (so that a simulator charging `o_s + L + o_r` to a 1-byte
+/// message gives back `PRTT(1,0,1)/2`), at least 0; with the warning when the
+/// overheads exceed `PRTT(1,0,1)/2` by more than [`OVERLAP_TOLERANCE`].
+///
+/// Which measurement is suspect: `o_r` when it alone exceeds `PRTT(1,0,1)/2`,
+/// both when each does, `o_s` otherwise. Eq. (4)'s `o_s` is the whole send call,
+/// and the paper (sec. 2.5, after Bell et al.) notes that a send's processing may go
+/// on after the message left, overlapping `L` ("L may even be negative"). Over TCP
+/// loopback it does: the kernel delivers the segment to the receiving socket in a
+/// softirq on the sender's core before the `sendto` call returns, so the receiver
+/// may wake while the send is still being timed.
+pub fn wire_latency(half_rtt_1b_us: f64, os_us: f64, or_us: f64) -> (f64, Option<Suspect>) {
+    let wire = half_rtt_1b_us - os_us - or_us;
+    if -wire <= OVERLAP_TOLERANCE * half_rtt_1b_us.abs() {
+        return (wire.max(0.0), None);
+    }
+    let suspect = match (os_us >= half_rtt_1b_us, or_us >= half_rtt_1b_us) {
+        (true, true) => Suspect::Both,
+        (false, true) => Suspect::Or,
+        _ => Suspect::Os,
+    };
+    (0.0, Some(suspect))
+}
 
 /// Scale floor for robust fits, us: below the timer's resolution differences mean
 /// nothing, and an exact line must not give its points zero weight.
@@ -444,7 +605,7 @@ pub fn assess(samples: &[Sample], opts: &AssessOptions) -> Result<Assessment, Mo
         weights[a..b].copy_from_slice(&gap.weights);
         let prtt1: Vec<f64> = range.iter().map(|s| s.prtt_1_0_us).collect();
         let prtt1_line = huber_line(x, &prtt1, SCALE_FLOOR_US).ok_or_else(degenerate)?;
-        let l_us = if range[0].size == 1 {
+        let half_rtt_1b_us = if range[0].size == 1 {
             range[0].prtt_1_0_us / 2.0
         } else {
             prtt1_line.line.intercept / 2.0
@@ -468,13 +629,19 @@ pub fn assess(samples: &[Sample], opts: &AssessOptions) -> Result<Assessment, Mo
         let sizes: Vec<f64> = range.iter().map(|s| s.size as f64).collect();
         let half: Vec<f64> = prtt1.iter().map(|p| p / 2.0).collect();
         let hockney = huber_line(&sizes, &half, SCALE_FLOOR_US).ok_or_else(degenerate)?;
+        let (range_os_us, range_or_us) = (
+            median(&os_y).unwrap_or(f64::NAN),
+            median(&or).unwrap_or(f64::NAN),
+        );
+        let (wire_latency_us, suspect) = wire_latency(half_rtt_1b_us, range_os_us, range_or_us);
         let params = RangeParams {
             from: range[0].size,
             to: range[range.len() - 1].size,
             points: range.len(),
-            l_us,
-            os_us: median(&os_y).unwrap_or(f64::NAN),
-            or_us: median(&or).unwrap_or(f64::NAN),
+            half_rtt_1b_us,
+            wire_latency_us,
+            os_us: range_os_us,
+            or_us: range_or_us,
             g_us: gap.line.intercept,
             big_g_us_per_byte: gap.line.slope,
             g_stderr_us: gap.line.intercept_stderr,
@@ -537,6 +704,24 @@ pub fn assess(samples: &[Sample], opts: &AssessOptions) -> Result<Assessment, Mo
                     what: format!("{what} of range {}..{}", params.from, params.to),
                 });
             }
+        }
+        let sizes = cpu_bound_sizes(range, &gap_us[a..b], &os_us[a..b]);
+        if !sizes.is_empty() {
+            warnings.push(ModelWarning::CpuBoundSender {
+                from: params.from,
+                to: params.to,
+                sizes,
+            });
+        }
+        if let Some(suspect) = suspect {
+            warnings.push(ModelWarning::OverheadsExceedHalfRtt {
+                from: params.from,
+                to: params.to,
+                half_rtt_1b_us,
+                os_us: range_os_us,
+                or_us: range_or_us,
+                suspect,
+            });
         }
         ranges.push(params);
     }
@@ -746,7 +931,13 @@ mod tests {
 
     fn check(range: &RangeParams, t: &Truth) {
         // The paper's L is PRTT(1,0,1)/2 = L + o_s + o_r of the model.
-        within("L", range.l_us, t.l + t.os + t.or, 0.05);
+        within(
+            "PRTT(1,0,1)/2",
+            range.half_rtt_1b_us,
+            t.l + t.os + t.or,
+            0.05,
+        );
+        within("L", range.wire_latency_us, t.l, 0.05);
         within("o_s", range.os_us, t.os, 0.05);
         within("o_r", range.or_us, t.or, 0.05);
         within("g", range.g_us, t.g, 0.05);
@@ -866,7 +1057,7 @@ mod tests {
                 let at = index_of(&sizes, a.changes[0]) as i64;
                 assert!((at - index_of(&sizes, 16 * 1024) as i64).abs() <= 1);
                 assert_eq!(a.changes_shown_by, vec![vec!["prtt_1_0"]], "seed {seed}");
-                assert!(a.ranges[1].l_us < a.ranges[0].l_us);
+                assert!(a.ranges[1].half_rtt_1b_us < a.ranges[0].half_rtt_1b_us);
             }
         }
     }

@@ -173,9 +173,9 @@ pub enum CollTimingError {
     /// The window schedule failed.
     #[error(transparent)]
     Sync(#[from] SyncError),
-    /// The control channel failed.
+    /// The control channel failed; its text is in this error's (no source too).
     #[error("collective timing: {0}")]
-    Control(#[from] ControlError),
+    Control(ControlError),
     /// A rank sent malformed timing data.
     #[error("collective timing: rank {rank} sent {detail}")]
     Protocol {
@@ -187,6 +187,12 @@ pub enum CollTimingError {
     /// Parameters that cannot work.
     #[error("collective timing: {0}")]
     Options(&'static str),
+}
+
+impl From<ControlError> for CollTimingError {
+    fn from(e: ControlError) -> Self {
+        CollTimingError::Control(e)
+    }
 }
 
 /// The executors of every root a run uses, built before the first timed call, on

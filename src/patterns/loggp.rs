@@ -12,7 +12,15 @@
 //!   once after the `n`-th.
 //! - `PRTT(n,d_G,s)`: as above with a busy-wait of `d_G` (RDTSCP-timed spin,
 //!   [`crate::clock::spin_until`]) after each of the first `n - 1` sends, so the
-//!   client's cycle is `o_s + d_G` (eq. 3).
+//!   client's cycle is `o_s + d_G` (eq. 3). Eq. (4) subtracts `d_G` from the cycle
+//!   to leave `o_s`, but a spin lasts longer than `d_G`: it starts with a timer read
+//!   (to know when the send returned) and ends at the first read past its deadline,
+//!   so a cycle holds `o_s + d_G` plus a read and the overshoot, and `o_s` would read
+//!   high by both. The client therefore records the delay it actually spent after
+//!   each send (the spin from the read after the send to the read that ended it,
+//!   plus the cost of one read, [`read_cost`]) and eq. (4) subtracts that
+//!   ([`Point::d_spent_us`]; exact in the simulated world of `sim.rs`, whose reads
+//!   cost time). A spin the scheduler interrupted is then subtracted whole too.
 //! - `o_r(s)` (Kielmann's method, as Netgauge): the server busy-waits before each
 //!   receive long enough for the whole message to have arrived, then times the
 //!   receive call alone; it answers with one byte so the client sends the next
@@ -147,6 +155,11 @@ pub struct Point {
     /// The client's send call while the server is late (about `1.5 d_G`), us:
     /// `o_s` for a buffered (eager) send, about the lateness for a synchronous one.
     pub send_late_us: Summary,
+    /// The delay actually spent after each of the first `n - 1` sends of
+    /// `PRTT(n,d_G,s)`, per repetition the mean over its spins, us: `d_G`, plus the
+    /// timer read that starts a spin and the overshoot past its deadline (and any
+    /// time the scheduler took during the spin). Eq. (4) subtracts this, not `d_G`.
+    pub d_spent_us: Summary,
     /// How often this size was measured, over all pooled passes (more than
     /// `passes` when most repetitions of an attempt were disturbed, see
     /// [`Params::attempts`]).
@@ -176,7 +189,8 @@ impl Point {
             prtt_1_0_us: self.prtt_1_0_us.median,
             prtt_n_0_us: self.prtt_n_0_us.median,
             prtt_n_d_us: self.prtt_n_d_us.median,
-            d_us: self.d_us,
+            // Eq. (4) subtracts the delay the client actually spent.
+            d_us: self.d_spent_us.median,
             or_us: self.or_us.median,
             send_late_us: Some(self.send_late_us.median),
         }
@@ -323,13 +337,13 @@ pub fn run<C: Clock, T: Transport + ?Sized>(
                         // ranks still read it; see `Transport::settle`).
                         exp.transport.settle()?;
                         share_delay(control, Some(clock.rate().to_nanos(first.d_ticks)))?;
-                        let (n0, nd) = exp.client_second(server, tx, rx, first.d_ticks)?;
+                        let second = exp.client_second(server, tx, rx, first.d_ticks)?;
                         let late = exp.client_or(server, tx, rx)?;
                         let slack = clock.rate().to_ticks(Nanos(DISTURBED_SLACK_US * 1e3));
-                        disturbed = [&first.prtt_1_0, &n0, &nd]
+                        disturbed = [&first.prtt_1_0, &second.n0, &second.nd]
                             .iter()
                             .any(|t| mostly_disturbed(t, slack));
-                        report = encode_client(clock, attempt as u64, &first, &n0, &nd, &late);
+                        report = encode_client(clock, attempt as u64, &first, &second, &late);
                     }
                     (true, Role::Server { client }, Some((tx, rx))) => {
                         exp.server_first(client, tx, rx)?;
@@ -417,6 +431,34 @@ struct First {
     d_ticks: u64,
 }
 
+/// Client's second phase, in ticks per repetition.
+struct Second {
+    /// `PRTT(n,0,s)`.
+    n0: Vec<u64>,
+    /// `PRTT(n,d_G,s)`.
+    nd: Vec<u64>,
+    /// The delay spent after the first `n - 1` sends of each `PRTT(n,d_G,s)`, all
+    /// spins together.
+    spent: Vec<u64>,
+}
+
+/// Reads `clock` back to back this many times to find what one read costs.
+const READ_COST_READS: usize = 32;
+
+/// What one read of `clock` costs, in its ticks: the smallest difference of
+/// back-to-back readings (what separates the reading that starts a spin from the
+/// moment the send before it returned, and the end of a spin from the next send).
+pub fn read_cost<C: Clock + ?Sized>(clock: &C) -> u64 {
+    let mut last = clock.now();
+    let mut least = u64::MAX;
+    for _ in 0..READ_COST_READS {
+        let now = clock.now();
+        least = least.min(now.since(last));
+        last = now;
+    }
+    least
+}
+
 struct Exchange<'a, C: Clock, T: Transport + ?Sized> {
     clock: &'a C,
     transport: &'a mut T,
@@ -424,9 +466,20 @@ struct Exchange<'a, C: Clock, T: Transport + ?Sized> {
     size: usize,
 }
 
+/// One timed `PRTT(k, d, s)` at the client, in ticks.
+struct Timed {
+    /// Send of the first message to the end of the answer.
+    prtt: u64,
+    /// The delay spent after the first `k - 1` sends (0 without a delay): each spin
+    /// from the reading after the send to the reading that ended it, plus `read`
+    /// for the reading that started it.
+    spent: u64,
+}
+
 impl<C: Clock, T: Transport + ?Sized> Exchange<'_, C, T> {
-    /// One `PRTT(k, d, s)` at the client, in ticks: `k` sends with a spin of
-    /// `d_ticks` after each but the last, then the answer.
+    /// One `PRTT(k, d, s)` at the client: `k` sends with a spin of `d_ticks` after
+    /// each but the last, then the answer. `read` is what a timer read costs
+    /// ([`read_cost`]), counted into the spent delay.
     fn prtt(
         &mut self,
         server: Rank,
@@ -434,18 +487,24 @@ impl<C: Clock, T: Transport + ?Sized> Exchange<'_, C, T> {
         rx: BufferId,
         k: usize,
         d_ticks: u64,
-    ) -> Result<u64, TransportError> {
+        read: u64,
+    ) -> Result<Timed, TransportError> {
         let msg = tx.prefix(self.size);
+        let mut spent = 0;
         let t0 = self.clock.now();
         for i in 0..k {
             self.transport.send(server, msg)?;
             if d_ticks > 0 && i + 1 < k {
                 let start = self.clock.now();
-                spin_until(self.clock, start.plus(d_ticks));
+                let end = spin_until(self.clock, start.plus(d_ticks));
+                spent += end.since(start) + read;
             }
         }
         self.transport.recv(server, rx.prefix(self.size))?;
-        Ok(self.clock.now().since(t0))
+        Ok(Timed {
+            prtt: self.clock.now().since(t0),
+            spent,
+        })
     }
 
     /// The server's side of `rounds` PRTTs of `k` messages.
@@ -475,7 +534,7 @@ impl<C: Clock, T: Transport + ?Sized> Exchange<'_, C, T> {
         d: u64,
     ) -> Result<Vec<u64>, TransportError> {
         (0..self.params.reps)
-            .map(|_| self.prtt(server, tx, rx, k, d))
+            .map(|_| self.prtt(server, tx, rx, k, d, 0).map(|t| t.prtt))
             .collect()
     }
 
@@ -486,7 +545,7 @@ impl<C: Clock, T: Transport + ?Sized> Exchange<'_, C, T> {
         rx: BufferId,
     ) -> Result<First, TransportError> {
         for _ in 0..self.params.warmup {
-            self.prtt(server, tx, rx, 1, 0)?;
+            self.prtt(server, tx, rx, 1, 0, 0)?;
         }
         let prtt_1_0 = self.repeat(server, tx, rx, 1, 0)?;
         let prtt_2_0 = match self.params.delay {
@@ -521,11 +580,17 @@ impl<C: Clock, T: Transport + ?Sized> Exchange<'_, C, T> {
         tx: BufferId,
         rx: BufferId,
         d: u64,
-    ) -> Result<(Vec<u64>, Vec<u64>), TransportError> {
+    ) -> Result<Second, TransportError> {
         let n = self.params.n;
         let n0 = self.repeat(server, tx, rx, n, 0)?;
-        let nd = self.repeat(server, tx, rx, n, d)?;
-        Ok((n0, nd))
+        let read = read_cost(self.clock);
+        let (mut nd, mut spent) = (Vec::new(), Vec::new());
+        for _ in 0..self.params.reps {
+            let t = self.prtt(server, tx, rx, n, d, read)?;
+            nd.push(t.prtt);
+            spent.push(t.spent);
+        }
+        Ok(Second { n0, nd, spent })
     }
 
     fn server_second(
@@ -637,17 +702,17 @@ fn encode_client<C: Clock>(
     clock: &C,
     attempts: u64,
     first: &First,
-    n0: &[u64],
-    nd: &[u64],
+    second: &Second,
     late: &[u64],
 ) -> Vec<u8> {
     let mut out = attempts.to_le_bytes().to_vec();
     out.extend(encode_us(clock, &[first.d_ticks]));
     out.extend(encode_us(clock, &first.prtt_1_0));
     out.extend(encode_us(clock, first.prtt_2_0.as_deref().unwrap_or(&[])));
-    out.extend(encode_us(clock, n0));
-    out.extend(encode_us(clock, nd));
+    out.extend(encode_us(clock, &second.n0));
+    out.extend(encode_us(clock, &second.nd));
     out.extend(encode_us(clock, late));
+    out.extend(encode_us(clock, &second.spent));
     out
 }
 
@@ -672,6 +737,13 @@ fn decode_point(
     let n0 = decode_us(&mut c).ok_or(bad(client))?;
     let nd = decode_us(&mut c).ok_or(bad(client))?;
     let late = decode_us(&mut c).ok_or(bad(client))?;
+    // All spins of a repetition together, per spin.
+    let spins = (params.n - 1) as f64;
+    let spent: Vec<f64> = decode_us(&mut c)
+        .ok_or(bad(client))?
+        .iter()
+        .map(|t| t / spins)
+        .collect();
     let mut s = server_bytes;
     let or = decode_us(&mut s)
         .filter(|or| !or.is_empty())
@@ -688,6 +760,7 @@ fn decode_point(
         prtt_n_d_us: nd,
         or_us: or,
         send_late_us: late,
+        d_spent_us: spent,
     };
     // decode_us admits finite values only, so only an empty series fails here.
     let mut point = samples
@@ -964,6 +1037,7 @@ mod tests {
             prtt_n_d_us: quiet,
             or_us: quiet,
             send_late_us: quiet,
+            d_spent_us: quiet,
             attempts: 1,
             timed_reps,
             disturbed_reps,

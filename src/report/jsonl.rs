@@ -16,9 +16,9 @@ pub struct JsonlWriter {
 impl JsonlWriter {
     /// Creates (truncates) `path`.
     pub fn create(path: &Path) -> io::Result<Self> {
-        Ok(JsonlWriter {
-            file: File::create(path)?,
-        })
+        let file = File::create(path)?;
+        crate::launch::signals::note_output(path);
+        Ok(JsonlWriter { file })
     }
 
     /// Appends one record as a single line and forces it to disk.
@@ -28,7 +28,9 @@ impl JsonlWriter {
         // One write call per record: a crash leaves whole lines only.
         self.file.write_all(&line)?;
         self.file.flush()?;
-        self.file.sync_data()
+        self.file.sync_data()?;
+        crate::launch::signals::note_record();
+        Ok(())
     }
 }
 

@@ -66,6 +66,9 @@ pub struct PointRecord {
     pub gap_us: f64,
     /// The delay `d` used, us.
     pub d_us: f64,
+    /// Median delay actually spent after each send of `PRTT(n,d,s)` (`d` plus a
+    /// timer read and the spin's overshoot), us: what eq. (4) subtracts.
+    pub d_spent_us: f64,
     /// Weight of this point in its range's robust fit, `(0, 1]`.
     pub fit_weight: f64,
     /// How often the size was measured, over all passes (more than `passes` when
@@ -211,6 +214,7 @@ pub fn pair_doc(pa: &PairAnalysis, low_weight: f64, extra: &[LoggpWarning]) -> P
             send_late_us: p.send_late_us.median,
             gap_us: a.gap_us[i],
             d_us: p.d_us,
+            d_spent_us: p.d_spent_us.median,
             fit_weight: a.weights[i],
             attempts: p.attempts,
             passes: p.passes,
@@ -255,6 +259,7 @@ pub fn pair_doc(pa: &PairAnalysis, low_weight: f64, extra: &[LoggpWarning]) -> P
 pub fn table(pa: &PairAnalysis) -> String {
     let mut t = Table::new([
         "range [bytes]",
+        "RTT/2 [us]",
         "L [us]",
         "o_s [us]",
         "o_r [us]",
@@ -264,15 +269,21 @@ pub fn table(pa: &PairAnalysis) -> String {
         "lsq [us^2]",
         "sizes",
     ]);
+    let mut clamped = false;
     for r in &pa.assessment.ranges {
         let bw = if r.big_g_us_per_byte > 0.0 {
             format!("{:.1}", 1.0 / r.big_g_us_per_byte)
         } else {
             "-".into()
         };
+        let overlap = pa.assessment.warnings.iter().any(
+            |w| matches!(w, ModelWarning::OverheadsExceedHalfRtt { from, .. } if *from == r.from),
+        );
+        clamped |= overlap;
         t.row([
             format!("{}-{}", r.from, r.to),
-            format!("{:.2}", r.l_us),
+            format!("{:.2}", r.half_rtt_1b_us),
+            format!("{:.2}{}", r.wire_latency_us, if overlap { "*" } else { "" }),
             format!("{:.2}", r.os_us),
             format!("{:.2}", r.or_us),
             format!("{:.2}", r.g_us),
@@ -295,6 +306,10 @@ pub fn table(pa: &PairAnalysis) -> String {
         }
     );
     out += &t.render();
+    out += "RTT/2: PRTT(1,0,1)/2 = L + o_s + o_r (the paper's L); L: the wire latency\n";
+    if clamped {
+        out += "*: o_s + o_r exceed RTT/2, so L would be negative; shown as 0 (see the warning)\n";
+    }
     if !pa.assessment.changes.is_empty() {
         let a = &pa.assessment;
         let list: Vec<String> = a
@@ -358,7 +373,8 @@ pub fn table(pa: &PairAnalysis) -> String {
 /// root of eq. (6), in us.
 pub fn netgauge_columns(pa: &PairAnalysis) -> String {
     let mut out = String::from(
-        "# ngauge loggp: times in us, G in us/byte; L g G lsq are those of the size's range\n\
+        "# ngauge loggp: times in us, G in us/byte; L g G lsq are those of the size's range;\n\
+         # L is Netgauge's, PRTT(1,0,1)/2 = L + o_s + o_r of LogGP (half_rtt_1b_us)\n\
          # size n PRTT(1,0,s) PRTT(n,0,s) PRTT(n,d,s) L o_s o_r g G lsq\n",
     );
     for (i, p) in pa.points.iter().enumerate() {
@@ -370,7 +386,7 @@ pub fn netgauge_columns(pa: &PairAnalysis) -> String {
             p.prtt_1_0_us.median,
             p.prtt_n_0_us.median,
             p.prtt_n_d_us.median,
-            r.l_us,
+            r.half_rtt_1b_us,
             pa.assessment.os_us[i],
             p.or_us.median,
             r.g_us,
@@ -401,7 +417,8 @@ pub fn params_file(pa: &PairAnalysis, transport: &str) -> ParamsFile {
             .map(|r| ParamRange {
                 from_bytes: r.from,
                 to_bytes: r.to,
-                l_us: r.l_us,
+                half_rtt_1b_us: r.half_rtt_1b_us,
+                wire_latency_us: r.wire_latency_us,
                 o_s_us: r.os_us,
                 o_r_us: r.or_us,
                 g_us: r.g_us,
@@ -565,6 +582,7 @@ pub(crate) mod fixtures {
                     prtt_n_d_us: summary(p1 + 9.0 * (1.5 + p1)),
                     or_us: summary(or),
                     send_late_us: summary(1.5),
+                    d_spent_us: summary(p1),
                     attempts: 1,
                     timed_reps: 3,
                     disturbed_reps: 0,
@@ -622,7 +640,8 @@ mod tests {
         for key in [
             "from",
             "to",
-            "L_us",
+            "half_rtt_1b_us",
+            "wire_latency_us",
             "os_us",
             "or_us",
             "g_us",

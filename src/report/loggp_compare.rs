@@ -44,9 +44,10 @@ pub struct Segment {
     pub to: u64,
     /// Per transport, the protocol range whose parameters describe the segment.
     pub range: BTreeMap<String, SizeSpan>,
-    /// `L`, us.
-    #[serde(rename = "L_us")]
-    pub l_us: Param,
+    /// `PRTT(1,0,1)/2` (the paper's `L`, LogGP's `L + o_s + o_r`), us.
+    pub half_rtt_1b_us: Param,
+    /// LogGP's `L`, the wire latency, us.
+    pub wire_latency_us: Param,
     /// `o_s`, us.
     pub os_us: Param,
     /// `o_r`, us.
@@ -172,7 +173,8 @@ fn segment(analyses: &[(&str, &PairAnalysis)], baseline: &str, span: &[u64]) -> 
         from: span[0],
         to: span[span.len() - 1],
         range: BTreeMap::new(),
-        l_us: Param::default(),
+        half_rtt_1b_us: Param::default(),
+        wire_latency_us: Param::default(),
         os_us: Param::default(),
         or_us: Param::default(),
         g_us: Param::default(),
@@ -194,9 +196,10 @@ fn segment(analyses: &[(&str, &PairAnalysis)], baseline: &str, span: &[u64]) -> 
     let base = chosen.iter().find(|(n, _)| *n == baseline).map(|(_, r)| *r);
     for (param, get) in [
         (
-            &mut seg.l_us,
-            (|r: &RangeParams| r.l_us) as fn(&RangeParams) -> f64,
+            &mut seg.half_rtt_1b_us,
+            (|r: &RangeParams| r.half_rtt_1b_us) as fn(&RangeParams) -> f64,
         ),
+        (&mut seg.wire_latency_us, |r| r.wire_latency_us),
         (&mut seg.os_us, |r| r.os_us),
         (&mut seg.or_us, |r| r.or_us),
         (&mut seg.g_us, |r| r.g_us),
@@ -219,6 +222,7 @@ pub fn table(c: &Comparison) -> String {
     let mut t = Table::new([
         "sizes [bytes]",
         "transport",
+        "RTT/2 [us]",
         "L [us]",
         "o_s [us]",
         "o_r [us]",
@@ -233,7 +237,8 @@ pub fn table(c: &Comparison) -> String {
             };
             vec![
                 label,
-                f(&s.l_us, 1.0, 2),
+                f(&s.half_rtt_1b_us, 1.0, 2),
+                f(&s.wire_latency_us, 1.0, 2),
                 f(&s.os_us, 1.0, 2),
                 f(&s.or_us, 1.0, 2),
                 f(&s.g_us, 1.0, 2),
@@ -342,7 +347,7 @@ mod tests {
             "{t}"
         );
         let json = serde_json::to_value(&c).unwrap();
-        assert!(json["segments"][1]["L_us"]["value"]["tcp"].is_number());
+        assert!(json["segments"][1]["wire_latency_us"]["value"]["tcp"].is_number());
     }
 
     #[test]

@@ -165,6 +165,14 @@ impl MetaBuilder {
         self
     }
 
+    /// A simulation of `np` ranks in this one process (`launcher` says so; no
+    /// rank is pinned, no timer calibrated).
+    pub fn simulated(mut self, np: usize) -> Self {
+        self.0.launcher = "none (simulation)".into();
+        self.0.np = np;
+        self
+    }
+
     /// The clock synchronization used.
     pub fn sync(mut self, algorithm: Algorithm) -> Self {
         self.0.sync = Some(algorithm);

@@ -14,8 +14,10 @@ pub mod meta;
 pub mod pingpong;
 pub mod progress;
 pub mod schema;
+pub mod simulate;
 pub mod sync;
 pub mod table;
+pub mod timeline;
 pub mod timer;
 pub mod warning;
 

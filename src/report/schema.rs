@@ -20,6 +20,10 @@ pub fn documents() -> Vec<(&'static str, Schema)> {
         ),
         ("loggp", schemars::schema_for!(super::loggp_doc::LoggpDoc)),
         ("sync", schemars::schema_for!(super::sync::SyncDoc)),
+        (
+            "simulate",
+            schemars::schema_for!(super::simulate::SimulateDoc),
+        ),
     ]
 }
 
@@ -79,6 +83,7 @@ mod tests {
             ("pingpong", &["results", "meta"]),
             ("loggp", &["detector", "n", "dg", "meta"]),
             ("sync", &["algo", "np", "duration_us", "ranks", "meta"]),
+            ("simulate", &["results", "events", "events_per_s", "meta"]),
         ];
         for (command, schema) in documents() {
             let value = schema.as_value();

@@ -52,11 +52,17 @@
 //! over [`SimTransport`], a collective's completion times must equal the event
 //! simulator's wherever the receive-side gap does not bind.
 
+pub mod collective;
+pub mod engine;
 pub mod net;
+pub mod params;
+pub mod spec;
 pub mod time;
 pub mod transport;
 pub mod world;
 
+pub use collective::{Calls, CollJob, SchemeTimes};
+pub use engine::{simulate, Options, Outcome, Program, SimError, Span, SpanKind, Stats};
 pub use net::{LogGp, NetError, Network, Nic, Noise, SlowLink};
 pub use time::{Ps, Quantum, RankTime, SimClock, TickMap};
 pub use transport::{SimControl, SimTransport};
@@ -64,3 +70,5 @@ pub use world::{run, world, RankClock, SimRank, WorldSpec};
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_engine;

@@ -27,7 +27,9 @@
 use crate::sim::time::{Ps, Quantum};
 use ngauge_transport::Rank;
 
-/// One protocol's LogGP parameters, in picoseconds (per byte for `G`).
+/// One protocol's LogGP parameters, in picoseconds (`G` in femtoseconds per byte:
+/// loopback TCP moves a byte in about 0.3 ps, which whole picoseconds would round to
+/// nothing).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LogGp {
     /// `L`: wire latency of the last byte.
@@ -38,17 +40,40 @@ pub struct LogGp {
     pub or_ps: u64,
     /// `g`: gap between consecutive messages on a network interface.
     pub g_ps: u64,
-    /// `G`: gap per byte.
-    pub big_g_ps: u64,
+    /// `G`: gap per byte, in femtoseconds (1000 fs = 1 ps).
+    pub big_g_fs: u64,
     /// Whether a send waits for the receiver (rendezvous) rather than returning
     /// after `o_s` (eager).
     pub rendezvous: bool,
 }
 
 impl LogGp {
-    /// `(s-1)G`: from the first byte on the wire to the last (0 for `s = 0`).
+    /// `(s-1)G`: from the first byte on the wire to the last (0 for `s = 0`), rounded
+    /// to the nearest picosecond (exact when `G` is a whole number of picoseconds).
     pub fn transfer_ps(&self, size: u64) -> u64 {
-        size.saturating_sub(1) * self.big_g_ps
+        let fs = u128::from(size.saturating_sub(1)) * u128::from(self.big_g_fs);
+        ((fs + 500) / 1000) as u64
+    }
+
+    /// Parameters given in microseconds (`G` in microseconds per byte), rounded to
+    /// the nearest picosecond (femtosecond for `G`); negative values count as 0.
+    pub fn from_us(
+        l: f64,
+        os: f64,
+        or: f64,
+        g: f64,
+        big_g_per_byte: f64,
+        rendezvous: bool,
+    ) -> Self {
+        let ps = |us: f64| (us.max(0.0) * 1e6).round() as u64;
+        LogGp {
+            l_ps: ps(l),
+            os_ps: ps(os),
+            or_ps: ps(or),
+            g_ps: ps(g),
+            big_g_fs: (big_g_per_byte.max(0.0) * 1e9).round() as u64,
+            rendezvous,
+        }
     }
 
     /// How long a network interface stays busy with one message: `g + (s-1)G`.
@@ -122,6 +147,20 @@ impl Network {
     pub fn with_noise(mut self, noise: Noise) -> Self {
         self.noise = Some(noise);
         self
+    }
+
+    /// A lower bound of every message's wire latency: the smallest `L`, less one
+    /// step of the noise's grid when there is noise (rounding to it may shorten a
+    /// latency).
+    pub fn min_latency(&self) -> Ps {
+        let l = self
+            .protocols
+            .iter()
+            .map(|(_, p)| p.l_ps)
+            .min()
+            .unwrap_or(0);
+        let grid = self.noise.map_or(0, |n| n.quantum.0);
+        Ps(l.saturating_sub(grid))
     }
 
     /// The protocol ranges.
@@ -246,7 +285,7 @@ mod tests {
         os_ps: 1_000_000,
         or_ps: 1_000_000,
         g_ps: 2_000_000,
-        big_g_ps: 1_000,
+        big_g_fs: 1_000_000,
         rendezvous: false,
     };
 

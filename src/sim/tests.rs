@@ -10,7 +10,7 @@ const EAGER: LogGp = LogGp {
     os_ps: US,
     or_ps: 2 * US,
     g_ps: 3 * US,
-    big_g_ps: 1_000,
+    big_g_fs: 1_000_000,
     rendezvous: false,
 };
 

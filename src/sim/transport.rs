@@ -19,10 +19,16 @@
 //!   posted (its clear-to-send leaves at `max(posted, request arrival)`), also
 //!   while this rank is blocked in another call, so crossing rendezvous sends
 //!   between pre-posted receives progress as under MPI.
-//! - `test`: waits (in real time) for the request's message, then completes it
-//!   only if it has arrived by the rank's virtual time; otherwise returns `false`
-//!   and leaves the time alone. A polling loop must let time pass (a clock with a
-//!   read cost, a spin) or it never ends.
+//! - `test`: completes a receive only if its message has arrived by the rank's
+//!   virtual time; otherwise returns `false` and leaves the time alone. It waits
+//!   (in real time) for the message only as long as the sender's virtual time
+//!   leaves it possible that the message arrives by then: a message not sent yet
+//!   leaves at or after the sender's current time and takes at least `L`, so once
+//!   the sender's time plus the smallest latency is past the tester's, the answer is
+//!   `false` whatever the sender does next (the lookahead of conservative parallel
+//!   simulation). Without that a `test` would wait for a sender that itself waits
+//!   for the tester (a ring allreduce's sweeps). A polling loop must let time pass
+//!   (a clock with a read cost, a spin) or it never ends.
 //! - The receive side of the interface gap ([`Nic::accept`]) is not applied here:
 //!   receives complete in the order the program calls them, not in the order
 //!   messages reach the interface, which only a discrete-event simulator with a
@@ -49,6 +55,9 @@ const NAME: &str = "sim";
 
 /// How often a blocked rank checks whether the peer it waits for has gone.
 const LIVENESS_POLL: Duration = Duration::from_millis(20);
+
+/// How often a `test` waiting for a message rereads the sender's time.
+const LOOKAHEAD_POLL: Duration = Duration::from_micros(100);
 
 /// What travels from one rank to another.
 #[derive(Debug)]
@@ -106,6 +115,9 @@ pub(crate) struct Links {
     pub(crate) to: Vec<Option<Sender<Frame>>>,
     pub(crate) inbox: Receiver<Frame>,
     pub(crate) gone: Arc<Vec<AtomicBool>>,
+    /// Every rank's virtual time (read to bound when a peer's next message can
+    /// arrive).
+    pub(crate) times: Arc<Vec<RankTime>>,
 }
 
 /// One rank's data plane over the virtual network.
@@ -483,10 +495,48 @@ impl Transport for SimTransport {
     }
 
     fn test(&mut self, request: RequestId) -> Result<bool, TransportError> {
-        match self.delivered(request)? {
-            Some(arrival) if arrival > self.time.now() => Ok(false),
-            _ => self.complete(request).map(|()| true),
+        loop {
+            let peer = match self.requests.get(&request) {
+                None => {
+                    return Err(TransportError::UnknownRequest {
+                        transport: NAME,
+                        request,
+                    })
+                }
+                Some(Request::Recv {
+                    state: RecvState::Delivered { arrival, .. },
+                    ..
+                }) => {
+                    if *arrival > self.time.now() {
+                        return Ok(false);
+                    }
+                    break;
+                }
+                Some(Request::SendDone) => break,
+                Some(Request::Recv { peer, .. }) => *peer,
+            };
+            // The sender's time first, then the inbox: a frame pushed after the
+            // read left at or after that time.
+            let sender = self.links.times[peer].now();
+            if let Ok(frame) = self.links.inbox.try_recv() {
+                self.file(frame)?;
+                continue;
+            }
+            let lookahead = self.net.min_latency();
+            if lookahead.0 > 0 && Ps(sender.0 + lookahead.0) > self.time.now() {
+                return Ok(false);
+            }
+            match self.links.inbox.recv_timeout(LOOKAHEAD_POLL) {
+                Ok(frame) => self.file(frame)?,
+                Err(RecvTimeoutError::Timeout) => {
+                    if self.links.gone[peer].load(Ordering::SeqCst) {
+                        self.pump(peer, "recv")?;
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => return Err(closed(peer, "recv")),
+            }
         }
+        self.complete(request).map(|()| true)
     }
 
     fn wait(&mut self, request: RequestId) -> Result<(), TransportError> {

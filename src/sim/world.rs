@@ -53,13 +53,15 @@ pub fn world(spec: &WorldSpec) -> Vec<SimRank> {
     let network = Arc::new(spec.network.clone());
     let gone: Arc<Vec<AtomicBool>> = Arc::new((0..size).map(|_| AtomicBool::new(false)).collect());
     let (senders, inboxes): (Vec<_>, Vec<_>) = (0..size).map(|_| channel()).unzip();
+    let times: Arc<Vec<RankTime>> =
+        Arc::new((0..size).map(|_| RankTime::new(spec.start)).collect());
     inproc::world(size)
         .into_iter()
         .zip(inboxes)
         .zip(&spec.clocks)
         .enumerate()
         .map(|(rank, (((_, control), inbox), clock))| {
-            let time = RankTime::new(spec.start);
+            let time = times[rank].clone();
             let to = (0..size)
                 .map(|peer| (peer != rank).then(|| senders[peer].clone()))
                 .collect();
@@ -67,6 +69,7 @@ pub fn world(spec: &WorldSpec) -> Vec<SimRank> {
                 to,
                 inbox,
                 gone: gone.clone(),
+                times: times.clone(),
             };
             SimRank {
                 clock: SimClock::new(

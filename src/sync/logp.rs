@@ -27,7 +27,7 @@ use super::model::{pack_models, unpack_models, ClockModel, MODEL_BYTES};
 use super::pairwise::{respond, Wire};
 use super::{offset_model, Effort, SyncError, SyncOptions};
 use crate::clock::Clock;
-use ngauge_transport::{Control, Rank, Transport};
+use ngauge_transport::{Control, Rank, Transport, WaitMode};
 
 /// Runs `logp` on this rank; returns its model relative to rank 0 and its effort
 /// (exchanges it took part in, brackets that crossed).
@@ -71,36 +71,46 @@ where
     let pow2 = largest_power_of_two(size);
     let wire = Wire::new(t, pow2 / 2 * MODEL_BYTES)?;
     let mut effort = Effort::default();
+    // With more ranks than cores (blocking waits), the pairs of a round take turns,
+    // each turn ending with a barrier: two pairs exchanging at once on shared cores
+    // measure the scheduler, and one pair alone can spin while the other ranks sleep
+    // (`super::spin`, issue 13).
+    let one_pair_at_a_time = t.wait_mode() == WaitMode::Block;
 
     // Group 1: `subtree[i]` is the model of rank `rank + i` relative to this rank.
-    // Every rank, in the tree or not, ends each round with a barrier, so that no
-    // control call waits for more than one round (see the module doc).
+    // Every rank, in the tree or not, ends each round (each turn) with a barrier, so
+    // that no control call waits for more than one round (see the module doc).
     let mut subtree = vec![ClockModel::IDENTITY];
     let mut half = 1;
     while 2 * half <= pow2 {
-        if rank < pow2 && rank % (2 * half) == 0 {
-            let peer = rank + half;
-            effort += Effort::exchanges(serve(clock, t, &wire, peer)?);
-            let bytes = wire.recv_bytes(t, peer, half * MODEL_BYTES)?;
-            let list = unpack_models(&bytes, half).ok_or_else(|| SyncError::Protocol {
-                peer,
-                detail: "malformed list of clock models".into(),
-            })?;
-            // list[0]: peer relative to us; list[i]: peer + i relative to peer.
-            let peer_model = list[0];
-            subtree.push(peer_model);
-            subtree.extend(list[1..].iter().map(|m| m.then(&peer_model)));
-        } else if rank < pow2 && rank % (2 * half) == half {
-            // The first round where we are not a reference: we hand our subtree up
-            // and are done with group 1 (later rounds only pass their barriers).
-            let peer = rank - half;
-            let (own, n) = measure(clock, t, &wire, peer)?;
-            effort += n;
-            let mut list = vec![own];
-            list.extend_from_slice(&subtree[1..]);
-            wire.send_bytes(t, peer, &pack_models(&list))?;
+        let pairs = pow2 / (2 * half);
+        let turns = if one_pair_at_a_time { pairs } else { 1 };
+        for turn in 0..turns {
+            let my_turn = !one_pair_at_a_time || rank / (2 * half) == turn;
+            if my_turn && rank < pow2 && rank % (2 * half) == 0 {
+                let peer = rank + half;
+                effort += Effort::exchanges(serve(clock, t, &wire, peer)?);
+                let bytes = wire.recv_bytes(t, peer, half * MODEL_BYTES)?;
+                let list = unpack_models(&bytes, half).ok_or_else(|| SyncError::Protocol {
+                    peer,
+                    detail: "malformed list of clock models".into(),
+                })?;
+                // list[0]: peer relative to us; list[i]: peer + i relative to peer.
+                let peer_model = list[0];
+                subtree.push(peer_model);
+                subtree.extend(list[1..].iter().map(|m| m.then(&peer_model)));
+            } else if my_turn && rank < pow2 && rank % (2 * half) == half {
+                // The first round where we are not a reference: we hand our subtree up
+                // and are done with group 1 (later rounds only pass their barriers).
+                let peer = rank - half;
+                let (own, n) = measure(clock, t, &wire, peer)?;
+                effort += n;
+                let mut list = vec![own];
+                list.extend_from_slice(&subtree[1..]);
+                wire.send_bytes(t, peer, &pack_models(&list))?;
+            }
+            control.barrier()?;
         }
-        control.barrier()?;
         half *= 2;
     }
 
@@ -117,24 +127,104 @@ where
     })?;
 
     // Group 2: one more round against partner `rank - pow2`.
-    let model = if rank < pow2 {
-        if rank + pow2 < size {
-            effort += Effort::exchanges(serve(clock, t, &wire, rank + pow2)?);
-        }
+    let remainder_pairs = size - pow2;
+    let turns = if one_pair_at_a_time && remainder_pairs > 1 {
+        remainder_pairs
+    } else {
+        1
+    };
+    let mut model = if rank < pow2 {
         table[rank]
     } else {
-        let peer = rank - pow2;
-        let (own, n) = measure(clock, t, &wire, peer)?;
-        effort += n;
-        own.then(&table[peer])
+        ClockModel::IDENTITY
     };
+    for turn in 0..turns {
+        let my_turn = !one_pair_at_a_time || remainder_pairs <= 1 || rank % pow2 == turn;
+        if my_turn {
+            if rank < pow2 {
+                if rank + pow2 < size {
+                    effort += Effort::exchanges(serve(clock, t, &wire, rank + pow2)?);
+                }
+                model = table[rank];
+            } else {
+                let peer = rank - pow2;
+                let (own, n) = measure(clock, t, &wire, peer)?;
+                effort += n;
+                model = own.then(&table[peer]);
+            }
+        }
+        if turns > 1 {
+            control.barrier()?;
+        }
+    }
     wire.free(t)?;
     Ok((model, effort))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::largest_power_of_two;
+    use super::{largest_power_of_two, run};
+    use crate::clock::{Clock, SystemClock, TickRate, Ticks};
+    use crate::sync::{Algorithm, SyncOptions};
+    use ngauge_transport::inproc;
+    use std::sync::Mutex;
+    use std::time::Instant;
+
+    /// A real clock that notes when it is read.
+    struct Noted<'a> {
+        clock: SystemClock,
+        reads: &'a Mutex<Vec<Instant>>,
+    }
+
+    impl Clock for Noted<'_> {
+        fn now(&self) -> Ticks {
+            self.reads.lock().unwrap().push(Instant::now());
+            self.clock.now()
+        }
+        fn rate(&self) -> TickRate {
+            self.clock.rate()
+        }
+    }
+
+    /// Issue 13: with blocking waits (more ranks than cores) the pairs of a tree
+    /// round take turns, so that the pair exchanging can spin while the others
+    /// sleep. At 4 ranks, round 1 pairs 1 with 0 and 3 with 2; ranks 1 and 3 read
+    /// their clocks only for their own exchanges, so their reading spans must not
+    /// overlap (the in-process transport blocks, as TCP does with more ranks than
+    /// cores).
+    #[test]
+    fn pairs_of_a_round_take_turns_when_waits_block() {
+        let (clock, _) = SystemClock::calibrated();
+        let reads: Vec<Mutex<Vec<Instant>>> = (0..4).map(|_| Mutex::new(Vec::new())).collect();
+        std::thread::scope(|scope| {
+            for (rank, (mut t, mut control)) in inproc::world(4).into_iter().enumerate() {
+                let noted = Noted {
+                    clock,
+                    reads: &reads[rank],
+                };
+                scope.spawn(move || {
+                    let options = SyncOptions::new(Algorithm::Logp);
+                    run(&noted, &mut t, &mut control, &options).unwrap();
+                });
+            }
+        });
+        let span = |rank: usize| {
+            let r = reads[rank].lock().unwrap();
+            assert!(
+                r.len() > 100,
+                "rank {rank} read its clock {} times",
+                r.len()
+            );
+            (r[0], r[r.len() - 1])
+        };
+        let (one, three) = (span(1), span(3));
+        assert!(
+            one.1 < three.0 || three.1 < one.0,
+            "ranks 1 and 3 exchanged at the same time: {:?} and {:?} after rank 1 began",
+            (one.1 - one.0),
+            (three.0.max(one.0) - one.0, three.1.max(one.0) - one.0)
+        );
+    }
 
     #[test]
     fn powers_of_two() {

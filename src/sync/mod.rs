@@ -13,7 +13,8 @@
 //!
 //! The pairwise estimators they build on are in [`pairwise`]; the model in [`model`];
 //! the window-based start that uses the result in [`window`]; the injected test clock
-//! in [`skew`]; a deterministic virtual-time world for tests in [`sim`].
+//! in [`skew`]; the spin-then-sleep receives for more ranks than cores in [`spin`]; a
+//! deterministic virtual-time world for tests in [`sim`].
 //!
 //! # Design decisions
 //!
@@ -42,6 +43,7 @@ pub mod model;
 pub mod pairwise;
 pub mod sim;
 pub mod skew;
+pub mod spin;
 pub mod window;
 
 pub use model::{ClockModel, GlobalClock};
@@ -53,12 +55,13 @@ use pairwise::{defaults, Wire};
 /// What went wrong during a synchronization.
 #[derive(Debug, thiserror::Error)]
 pub enum SyncError {
-    /// The data transport failed (names the peer).
+    /// The data transport failed (names the peer). Its text is in this error's
+    /// (not a source as well: a chain printed in full would say it twice).
     #[error("clock sync: {0}")]
-    Transport(#[from] TransportError),
-    /// The control channel failed (names the rank).
+    Transport(TransportError),
+    /// The control channel failed (names the rank); its text is in this error's.
     #[error("clock sync: {0}")]
-    Control(#[from] ControlError),
+    Control(ControlError),
     /// A peer sent something that does not follow the sync protocol.
     #[error("clock sync: rank {peer} broke the protocol: {detail}")]
     Protocol {
@@ -81,6 +84,18 @@ pub enum SyncError {
     /// A bug in ngauge.
     #[error("clock sync: internal error: {0}")]
     Internal(String),
+}
+
+impl From<TransportError> for SyncError {
+    fn from(e: TransportError) -> Self {
+        SyncError::Transport(e)
+    }
+}
+
+impl From<ControlError> for SyncError {
+    fn from(e: ControlError) -> Self {
+        SyncError::Control(e)
+    }
 }
 
 crate::names::named_enum! {

@@ -85,7 +85,7 @@ impl NetModel {
             os_ps: 0,
             or_ps: 0,
             g_ps: 0,
-            big_g_ps: 0,
+            big_g_fs: 0,
             rendezvous: false,
         };
         let noise = Noise {

@@ -1,7 +1,9 @@
 //! What several integration tests need: waiting for a child process with a time
-//! limit while reading its pipes.
+//! limit while reading its pipes, and skipping a test where the user sees it.
+// Each test crate uses a part of this module.
+#![allow(dead_code)]
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::process::{Child, Output};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -45,6 +47,49 @@ pub fn output_within(mut child: Child, limit: Duration) -> Result<Output, Output
     } else {
         Err(out)
     }
+}
+
+/// What a skipped test lacks, which decides whether `CI=true` lets it skip.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lack {
+    /// Something `scripts/test` installs (a Debian package, a tool, a service it
+    /// starts): under `CI=true` the test fails instead of skipping, since a skip
+    /// there hides a broken setup.
+    Installed,
+    /// The same, and the test also fails when the environment variable holds `1`
+    /// (`scripts/test` sets `NGAUGE_REQUIRE_VM` once the VM's packages are there).
+    InstalledOrRequired(&'static str),
+    /// Something no install gives (root, a machine without an RDMA device, the MPI
+    /// flavour ngauge-mpi was not built against): a skip even under `CI=true`.
+    Host,
+}
+
+/// The line a skipped test prints: `<test>: SKIPPED (<reason>)`.
+pub fn skip_line(test: &str, reason: &str) -> String {
+    format!("{test}: SKIPPED ({reason})")
+}
+
+/// Whether a skip for want of `lack` must fail the test instead, given the
+/// environment variable lookup `var`.
+pub fn skip_is_failure(lack: Lack, var: impl Fn(&str) -> Option<String>) -> bool {
+    let is_1 = |name: &str, want: &str| var(name).is_some_and(|v| v == want);
+    match lack {
+        Lack::Host => false,
+        Lack::Installed => is_1("CI", "true"),
+        Lack::InstalledOrRequired(required) => is_1("CI", "true") || is_1(required, "1"),
+    }
+}
+
+/// Skips the calling test visibly: prints [`skip_line`] straight to the process's
+/// stdout, where `cargo test` shows it beside the test's `ok` (libtest captures
+/// `print!` and `eprint!`, not this), or panics with it when [`skip_is_failure`].
+/// The test returns right after.
+pub fn skip(test: &str, lack: Lack, reason: impl std::fmt::Display) {
+    let line = skip_line(test, &reason.to_string());
+    if skip_is_failure(lack, |name| std::env::var(name).ok()) {
+        panic!("{line}: not allowed here (CI=true, or a NGAUGE_REQUIRE_* variable is 1)");
+    }
+    let _ = writeln!(std::io::stdout().lock(), "\n{line}");
 }
 
 /// A thread that reads a pipe to its end into a shared buffer.
@@ -94,6 +139,60 @@ mod tests {
             .stderr(Stdio::piped())
             .spawn()
             .expect("sh")
+    }
+
+    #[test]
+    fn a_skip_fails_under_ci_only_for_what_scripts_test_installs() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let ci = env(&[("CI", "true")]);
+        let quiet = env(&[("CI", "false")]);
+        let required = env(&[("NGAUGE_REQUIRE_VM", "1")]);
+        let vm = Lack::InstalledOrRequired("NGAUGE_REQUIRE_VM");
+        assert!(skip_is_failure(Lack::Installed, ci));
+        assert!(!skip_is_failure(Lack::Installed, quiet));
+        assert!(!skip_is_failure(Lack::Host, ci));
+        assert!(skip_is_failure(vm, ci));
+        assert!(skip_is_failure(vm, required));
+        assert!(!skip_is_failure(vm, quiet));
+        assert!(!skip_is_failure(Lack::Installed, required));
+        assert_eq!(skip_line("t", "no tc"), "t: SKIPPED (no tc)");
+    }
+
+    /// The skip line reaches the test binary's stdout although libtest captures
+    /// the test's output: run this file's own test binary on one test and read it.
+    #[test]
+    fn a_skip_is_printed_past_the_capture() {
+        if std::env::var("NGAUGE_SUPPORT_SKIP_PROBE").is_ok() {
+            skip("probe", Lack::Host, "the probe skips");
+            return;
+        }
+        let out = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "--test-threads", "1"])
+            .arg(test_path("a_skip_is_printed_past_the_capture"))
+            .env("NGAUGE_SUPPORT_SKIP_PROBE", "1")
+            .env_remove("CI")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{stdout}");
+        assert!(
+            stdout.contains("\nprobe: SKIPPED (the probe skips)\n"),
+            "{stdout}"
+        );
+    }
+
+    /// This module's path in the test crate that includes it, plus `name`.
+    fn test_path(name: &str) -> String {
+        let here = module_path!();
+        let inner = here.split_once("::").map_or(here, |(_, rest)| rest);
+        format!("{inner}::{name}")
     }
 
     #[test]

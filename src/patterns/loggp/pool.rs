@@ -22,6 +22,9 @@ pub struct Samples {
     pub or_us: Vec<f64>,
     /// Send calls with a late receiver.
     pub send_late_us: Vec<f64>,
+    /// The delay spent per spin of each `PRTT(n,d_G,s)` repetition
+    /// ([`Point::d_spent_us`]).
+    pub d_spent_us: Vec<f64>,
 }
 
 impl Samples {
@@ -63,6 +66,7 @@ impl Samples {
             prtt_n_d_us: Summary::of(&self.prtt_n_d_us)?,
             or_us: Summary::of(&self.or_us)?,
             send_late_us: Summary::of(&self.send_late_us)?,
+            d_spent_us: Summary::of(&self.d_spent_us)?,
             attempts,
             timed_reps,
             disturbed_reps,
@@ -99,6 +103,7 @@ pub fn pool(points: &[Point]) -> Option<Point> {
         all.prtt_n_d_us.extend(&s.prtt_n_d_us);
         all.or_us.extend(&s.or_us);
         all.send_late_us.extend(&s.send_late_us);
+        all.d_spent_us.extend(&s.d_spent_us);
     }
     let attempts = points.iter().map(|p| p.attempts).sum();
     let passes = points.iter().map(|p| p.passes).sum();
@@ -122,6 +127,7 @@ mod tests {
             prtt_n_d_us: prtt.iter().map(|v| 20.0 * v).collect(),
             or_us: vec![1.0; prtt.len()],
             send_late_us: vec![2.0; prtt.len()],
+            d_spent_us: vec![d; prtt.len()],
         };
         samples.point(size, 10, attempts, 1).unwrap()
     }

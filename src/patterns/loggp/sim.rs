@@ -24,8 +24,14 @@ pub use crate::sim::{LogGp, Network};
 /// The true time every rank starts at, ps (an hour, like a TSC after some uptime).
 const START_PS: u64 = 3_600_000_000_000_000;
 
-/// Two virtual ranks on `net`; move each into its own thread.
+/// Two virtual ranks on `net` whose clock reads are free; move each into its own
+/// thread.
 pub fn world(net: &Network) -> Vec<SimRank> {
+    world_with_read_cost(net, Ps(0))
+}
+
+/// The same with clock reads that cost `read_cost` each (as RDTSCP costs 20-30 ns).
+pub fn world_with_read_cost(net: &Network, read_cost: Ps) -> Vec<SimRank> {
     let clock = |rank: u64| RankClock {
         map: TickMap {
             offset: 1_000_000_007 * (rank + 1),
@@ -38,7 +44,7 @@ pub fn world(net: &Network) -> Vec<SimRank> {
         network: net.clone(),
         clocks: vec![clock(0), clock(1)],
         start: Ps(START_PS),
-        read_cost: Ps(0),
+        read_cost,
         quantum: Quantum::PS,
         control_latency: None,
     })
@@ -49,7 +55,9 @@ mod tests {
     use super::super::{run, DelayChoice, PairResult, PairsMode, Params, Point};
     use super::*;
     use crate::clock::Clock;
-    use crate::model::loggp::{assess, AssessOptions, Detector, RangeParams, Sample};
+    use crate::model::loggp::{
+        assess, AssessOptions, Detector, ModelWarning, RangeParams, Sample, Suspect,
+    };
     use crate::model::segment::SegmentOptions;
 
     const fn ns(v: u64) -> u64 {
@@ -63,7 +71,7 @@ mod tests {
         os_ps: ns(1500),
         or_ps: ns(2000),
         g_ps: ns(4000),
-        big_g_ps: 800,
+        big_g_fs: 800_000,
         rendezvous: false,
     };
 
@@ -74,7 +82,7 @@ mod tests {
         os_ps: ns(2500),
         or_ps: ns(3000),
         g_ps: ns(4000),
-        big_g_ps: 400,
+        big_g_fs: 400_000,
         rendezvous: true,
     };
 
@@ -106,7 +114,11 @@ mod tests {
     }
 
     fn sweep(net: &Network, params: &Params) -> PairResult {
-        let handles: Vec<_> = world(net)
+        sweep_in(world(net), params)
+    }
+
+    fn sweep_in(ranks: Vec<SimRank>, params: &Params) -> PairResult {
+        let handles: Vec<_> = ranks
             .into_iter()
             .map(|mut r| {
                 let params = params.clone();
@@ -223,15 +235,26 @@ mod tests {
             close(&what(name), summary.median, us(want));
         }
         close(&what("d"), point.d_us, us(d));
+        // Free reads: a spin ends exactly at its deadline.
+        close(&what("spent delay"), point.d_spent_us.median, us(d));
         assert_eq!((point.attempts, point.disturbed_reps), (1, 0));
     }
 
-    /// The range's parameters as the paper reports them: `L = PRTT(1,0,1)/2`
-    /// (sec. 2.5), which is `L + o_s + o_r` of the model (for a later range, the
-    /// same extrapolated to 1 byte); `o_s` from eq. (4); `g`, `G` from eq. (5).
+    /// The range's parameters as the paper reports them: `PRTT(1,0,1)/2`
+    /// (its `L`, sec. 2.5), which is `L + o_s + o_r` of the model (for a later
+    /// range, the same extrapolated to 1 byte); `o_s` from eq. (4); `g`, `G` from
+    /// eq. (5). And the model's own `L`, the wire latency, where the overheads
+    /// leave room for it (an eager protocol); a rendezvous range's overheads hold
+    /// its handshake, so its `L` is 0 there, with a warning.
     fn check_range(r: &RangeParams, p: &LogGp) {
         let at = |name: &str| format!("{name} of {}..{}", r.from, r.to);
-        close(&at("L"), r.l_us, us(prtt1(p, 1)) / 2.0);
+        close(
+            &at("PRTT(1,0,1)/2"),
+            r.half_rtt_1b_us,
+            us(prtt1(p, 1)) / 2.0,
+        );
+        let wire = if p.rendezvous { 0 } else { p.l_ps };
+        close(&at("L"), r.wire_latency_us, us(wire));
         close(&at("o_s"), r.os_us, us(send_call(p)));
         close(&at("o_s(1)"), r.os_line.at_1_us, us(send_call(p)));
         close(&at("o_s slope"), r.os_line.per_byte_us, 0.0);
@@ -242,11 +265,11 @@ mod tests {
             us(timed_or(p, 2) - timed_or(p, 1)),
         );
         close(&at("g"), r.g_us, us(gap_all(p, 1)));
-        close(&at("G"), r.big_g_us_per_byte, us(p.big_g_ps));
+        close(&at("G"), r.big_g_us_per_byte, us(p.big_g_fs) / 1e3);
         close(
             &at("Hockney beta"),
             r.hockney.beta_us_per_byte,
-            us(p.big_g_ps),
+            us(p.big_g_fs) / 1e3,
         );
         assert!(
             r.residual_us < 1e-6,
@@ -318,7 +341,21 @@ mod tests {
             let a = assess(&samples(&result.points), &opts).unwrap();
             assert_eq!(a.changes, vec![SWITCH], "{}", detector.name());
             assert!(a.changes_shown_by[0].contains(&"send_late"));
-            assert!(a.warnings.is_empty(), "{:?}", a.warnings);
+            // Timed under rendezvous, o_r holds the handshake and the transfer
+            // (`timed_or`), more than half a round trip: the parameters contradict
+            // eq. (1) there, and o_r is what does not fit.
+            assert!(
+                matches!(
+                    &a.warnings[..],
+                    [ModelWarning::OverheadsExceedHalfRtt {
+                        from: SWITCH,
+                        suspect: Suspect::Or,
+                        ..
+                    }]
+                ),
+                "{:?}",
+                a.warnings
+            );
             let [eager, rendezvous] = &a.ranges[..] else {
                 panic!("{:?}", a.ranges)
             };
@@ -366,7 +403,7 @@ mod tests {
             os_ps: ns(500),
             or_ps: ns(500),
             g_ps: ns(10_000),
-            big_g_ps: 800,
+            big_g_fs: 800_000,
             rendezvous: false,
         };
         let net = Network::uniform(fast_wire);
@@ -390,7 +427,11 @@ mod tests {
         };
         let a = assess(&samples(&result.points), &opts).unwrap();
         close("g", a.ranges[0].g_us, us(fast_wire.g_ps));
-        close("G", a.ranges[0].big_g_us_per_byte, us(fast_wire.big_g_ps));
+        close(
+            "G",
+            a.ranges[0].big_g_us_per_byte,
+            us(fast_wire.big_g_fs) / 1e3,
+        );
         // 8192 B is not bound (eq. (1) exceeds G_all by 3%) but within the
         // warning's 10%.
         let near = [bound.clone(), vec![8192]].concat();
@@ -401,6 +442,81 @@ mod tests {
                 crate::model::loggp::ModelWarning::GapBound { sizes: near },
             ]
         );
+    }
+
+    /// Issue 13: a sender whose CPU time per message exceeds the interface's gap
+    /// at every size (`o_s > g + (s-1)G`, a sender that polls or copies, the paper's
+    /// SCI) spaces back-to-back messages itself, so eq. (5) measures `o_s` and the
+    /// fit's `g` is `o_s`, `G` zero. It is warned about, for the whole range; the
+    /// eager world above (`o_s < g`) is not.
+    #[test]
+    fn a_cpu_bound_sender_is_warned_about() {
+        let busy = LogGp {
+            l_ps: ns(5000),
+            os_ps: ns(8000),
+            or_ps: ns(2000),
+            g_ps: ns(3000),
+            big_g_ps: 50,
+            rendezvous: false,
+        };
+        assert!(busy.busy_ps(65536) < busy.os_ps);
+        let net = Network::uniform(busy);
+        let params = params(sizes());
+        let result = sweep(&net, &params);
+        let opts = AssessOptions {
+            n: params.n,
+            ..AssessOptions::default()
+        };
+        let a = assess(&samples(&result.points), &opts).unwrap();
+        for gap in &a.gap_us {
+            close("gap", *gap, us(busy.os_ps));
+        }
+        let r = &a.ranges[0];
+        close("g", r.g_us, us(busy.os_ps));
+        close("G", r.big_g_us_per_byte, 0.0);
+        close("o_s", r.os_us, us(busy.os_ps));
+        close("L", r.wire_latency_us, us(busy.l_ps));
+        assert_eq!(
+            a.warnings,
+            vec![ModelWarning::CpuBoundSender {
+                from: 1,
+                to: 65536,
+                sizes: params.sizes.clone(),
+            }]
+        );
+    }
+
+    /// Issue 13: with clock reads that cost time, a spin of `d` after a send takes
+    /// a read to start and ends at the first read past its deadline, so eq. (4) with
+    /// `d` gave `o_s` plus a read and the overshoot. Subtracting the delay actually
+    /// spent gives `o_s` exactly. 20 ns reads (RDTSCP's cost here) against a `d`
+    /// that is no multiple of them: rank 0 counts a tick per ps, so the overshoot is
+    /// up to 20 ns.
+    #[test]
+    fn o_s_is_exact_when_clock_reads_cost_time() {
+        let read = Ps(20_000);
+        let net = Network::uniform(EAGER);
+        let params = params(vec![1, 1000, 7777, 16384, 40000]);
+        let result = sweep_in(world_with_read_cost(&net, read), &params);
+        for point in &result.points {
+            // Each timed interval ends with a read, so every PRTT holds one read.
+            let rtt = prtt1(&EAGER, point.size) + read.0;
+            close("PRTT(1,0,s)", point.prtt_1_0_us.median, us(rtt));
+            close("d", point.d_us, us(rtt));
+            // A spin: the read that starts it, then reads until one is past `d`.
+            let spin = rtt.div_ceil(read.0) * read.0;
+            close("spent delay", point.d_spent_us.median, us(read.0 + spin));
+            assert!(point.d_spent_us.median > point.d_us, "{point:?}");
+        }
+        let opts = AssessOptions {
+            n: params.n,
+            ..AssessOptions::default()
+        };
+        let a = assess(&samples(&result.points), &opts).unwrap();
+        for (point, os) in result.points.iter().zip(&a.os_us) {
+            close(&format!("o_s at {} B", point.size), *os, us(EAGER.os_ps));
+        }
+        close("o_s of the range", a.ranges[0].os_us, us(EAGER.os_ps));
     }
 
     #[test]

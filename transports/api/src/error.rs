@@ -121,6 +121,17 @@ pub enum TransportError {
         /// Why, in words the user can act on.
         reason: String,
     },
+    /// A buffer could not be allocated: larger than the memory available, or the
+    /// allocator refused it (an address-space limit, say).
+    #[error("{transport}: cannot allocate a buffer of {len_bytes} bytes: {detail}")]
+    OutOfMemory {
+        /// Transport name.
+        transport: &'static str,
+        /// The size asked for.
+        len_bytes: usize,
+        /// Why: what was available, or what the allocator said.
+        detail: String,
+    },
     /// Setting the transport up failed (exchanging endpoints, connecting).
     #[error("{transport}: setup failed: {reason}")]
     Setup {

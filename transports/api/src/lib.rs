@@ -37,6 +37,7 @@
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
+pub mod auth;
 mod control;
 mod error;
 pub mod inproc;

@@ -24,6 +24,35 @@
 use crate::error::TransportError;
 use crate::transport::{BufferId, Region};
 
+/// Memory the kernel says is available for new allocations without swapping
+/// (`MemAvailable` of `/proc/meminfo`), lowered to what an address-space limit
+/// (`RLIMIT_AS`) leaves this process; `None` when neither is known.
+pub fn available_memory_bytes() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| {
+            let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            kib.checked_mul(1024)
+        });
+    let address_space = rustix::process::getrlimit(rustix::process::Resource::As)
+        .current
+        .map(|limit| {
+            let used = std::fs::read_to_string("/proc/self/status")
+                .ok()
+                .and_then(|s| {
+                    let line = s.lines().find(|l| l.starts_with("VmSize:"))?;
+                    line.split_whitespace().nth(1)?.parse::<u64>().ok()
+                })
+                .map_or(0, |kib| kib * 1024);
+            limit.saturating_sub(used)
+        });
+    match (meminfo, address_space) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// How a pending operation uses the region it holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {
@@ -99,13 +128,31 @@ impl BufferPool {
         }
     }
 
-    /// A zeroed buffer of `len` bytes.
+    /// A zeroed buffer of `len` bytes, or [`TransportError::OutOfMemory`] when
+    /// `len` exceeds the memory available ([`available_memory_bytes`]) or the
+    /// allocator refuses it (fallible reservation: an address-space limit gives an
+    /// error, not an abort).
     ///
     /// At least a cache line is reserved, so that two small buffers (a ping-pong's
     /// send and receive buffers of 1 byte) never share one: sharing adds ~5 ns to an
     /// MPI shared-memory round trip of ~500 ns (scripts/bench-mpi).
-    pub fn alloc(&mut self, len: usize) -> BufferId {
-        let mut bytes = Vec::with_capacity(len.max(CACHE_LINE));
+    pub fn try_alloc(&mut self, len: usize) -> Result<BufferId, TransportError> {
+        let oom = |detail: String| TransportError::OutOfMemory {
+            transport: self.transport,
+            len_bytes: len,
+            detail,
+        };
+        if let Some(available) = available_memory_bytes() {
+            if len as u64 > available {
+                return Err(oom(format!(
+                    "only {available} bytes of memory are available; choose smaller messages"
+                )));
+            }
+        }
+        let mut bytes = Vec::new();
+        bytes
+            .try_reserve_exact(len.max(CACHE_LINE))
+            .map_err(|e| oom(format!("{e} (an address-space limit such as ulimit -v?)")))?;
         bytes.resize(len, 0);
         let slot = Some(Slot {
             bytes,
@@ -113,11 +160,19 @@ impl BufferPool {
         });
         if let Some(free) = self.slots.iter().position(Option::is_none) {
             self.slots[free] = slot;
-            BufferId(free as u32)
+            Ok(BufferId(free as u32))
         } else {
             self.slots.push(slot);
-            BufferId((self.slots.len() - 1) as u32)
+            Ok(BufferId((self.slots.len() - 1) as u32))
         }
+    }
+
+    /// [`BufferPool::try_alloc`] for tests and small buffers.
+    ///
+    /// # Panics
+    /// When the buffer cannot be allocated; transports call `try_alloc`.
+    pub fn alloc(&mut self, len: usize) -> BufferId {
+        self.try_alloc(len).expect("buffer allocation")
     }
 
     /// Frees a buffer that is not busy.
@@ -421,5 +476,29 @@ mod tests {
         let _b = pool.alloc(1);
         pool.free(a).unwrap();
         assert_eq!(pool.alloc(2), a);
+    }
+}
+
+#[cfg(test)]
+mod alloc_tests {
+    use super::*;
+
+    #[test]
+    fn issue18_a_buffer_larger_than_memory_is_an_error_not_an_abort() {
+        let mut pool = BufferPool::new("test");
+        let huge = usize::MAX / 2;
+        match pool.try_alloc(huge) {
+            Err(TransportError::OutOfMemory { len_bytes, .. }) => assert_eq!(len_bytes, huge),
+            other => panic!("{other:?}"),
+        }
+        // The pool still works.
+        let b = pool.try_alloc(16).unwrap();
+        assert_eq!(pool.get(b).unwrap(), &[0u8; 16]);
+    }
+
+    #[test]
+    fn available_memory_is_known_on_linux() {
+        let bytes = available_memory_bytes().expect("/proc/meminfo");
+        assert!(bytes > 0);
     }
 }

@@ -9,6 +9,10 @@
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+// The workspace's one skip helper (`tests/support`), shared with ngauge's tests.
+#[path = "../../../tests/support/mod.rs"]
+mod support;
+
 const CHECKS: &[&str] = &[
     "identity",
     "timer",
@@ -64,23 +68,24 @@ fn run_with_limit(mut cmd: Command, limit: Duration) -> Output {
     child.wait_with_output().expect("output")
 }
 
-/// True (after saying so) when this build has no MPI and the test must be skipped;
-/// a failure instead when `NGAUGE_REQUIRE_MPI=1` says MPI must be there.
-fn skip() -> bool {
+/// True (after saying so where the user sees it) when this build has no MPI and
+/// `test` must be skipped; a failure instead under `CI=true` or when
+/// `NGAUGE_REQUIRE_MPI=1` says MPI must be there.
+fn skip(test: &str) -> bool {
     if ngauge_mpi::AVAILABLE {
         return false;
     }
-    assert!(
-        std::env::var("NGAUGE_REQUIRE_MPI").map_or(true, |v| v != "1"),
-        "NGAUGE_REQUIRE_MPI=1, but this ngauge-mpi was built without MPI (build.rs found \
-         no mpicc or pkg-config MPI; set MPICC)"
+    support::skip(
+        test,
+        support::Lack::InstalledOrRequired("NGAUGE_REQUIRE_MPI"),
+        "this ngauge-mpi was built without MPI: build.rs found no mpicc or \
+         pkg-config MPI (set MPICC)",
     );
-    eprintln!("skipped: this build has no MPI (build.rs found none)");
     true
 }
 
 fn self_test(np: usize) {
-    if skip() {
+    if skip(&format!("backend_under_mpirun_with_{np}_ranks")) {
         return;
     }
     let mut cmd = launcher(np);
@@ -122,7 +127,7 @@ fn backend_under_mpirun_with_4_ranks() {
 /// in flight (which may wait forever).
 #[test]
 fn a_transport_dropped_with_a_receive_pending_leaks_and_the_job_aborts() {
-    if skip() {
+    if skip("a_transport_dropped_with_a_receive_pending_leaks_and_the_job_aborts") {
         return;
     }
     let mut cmd = launcher(2);
@@ -148,7 +153,7 @@ fn a_transport_dropped_with_a_receive_pending_leaks_and_the_job_aborts() {
 
 #[test]
 fn mpi_outside_a_launcher_is_a_clear_error() {
-    if skip() {
+    if skip("mpi_outside_a_launcher_is_a_clear_error") {
         return;
     }
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ngauge-mpi-check"));

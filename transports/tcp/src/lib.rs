@@ -32,14 +32,17 @@
 //! own request if none of its bytes moved.
 //!
 //! **Connection setup** needs no MPI: every rank listens on an ephemeral port of its
-//! data address, the endpoints are exchanged with [`Control::allgather`], the higher
-//! rank of each pair connects and sends an 8-byte hello (`NGT1` + its rank), the lower
-//! rank accepts. Every rank connects to all lower ranks first (the kernel's listen
-//! backlog completes those without an `accept`), then accepts all higher ones, so the
-//! setup cannot deadlock.
+//! data address, the endpoints are exchanged with [`Control::allgather`] together with
+//! a random key per listener, the higher rank of each pair connects and proves with
+//! an HMAC challenge-response on that key that it is the rank it claims
+//! ([`ngauge_transport::auth`]: garbage, silence and forged hellos on the port are
+//! refused without disturbing the job), the lower rank accepts. Every rank connects
+//! to all lower ranks first, then accepts all higher ones, so the setup cannot
+//! deadlock.
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
+use ngauge_transport::auth::{self, AcceptError, AcceptLimits, AuthKey, RefusalLog};
 use ngauge_transport::util::{self, recycle, timespec, Completion, Requests};
 use ngauge_transport::{
     Access, BufferId, BufferPool, Capabilities, Control, Rank, Region, RequestId, Transport,
@@ -50,12 +53,12 @@ use rustix::io::Errno;
 use rustix::net::{RecvFlags, SendFlags};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::collections::VecDeque;
-use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
 const NAME: &str = "tcp";
-const HELLO_MAGIC: &[u8; 4] = b"NGT1";
+/// How long a connection to the data listener may take to prove itself.
+const HANDSHAKE_GRACE: Duration = Duration::from_secs(5);
 
 /// How a [`TcpTransport`] is set up.
 #[derive(Clone, Debug)]
@@ -212,84 +215,70 @@ impl TcpTransport {
             .ok()
             .and_then(|a| a.as_socket())
             .ok_or_else(|| setup("listener has no address"))?;
+        // This listener's key goes to the other ranks over the control plane only
+        // (see `ngauge_transport::auth`): [key | endpoint].
+        let key = AuthKey::random().map_err(|e| setup(format!("no random key: {e}")))?;
+        let mut mine = key.as_bytes().to_vec();
+        mine.extend_from_slice(local.to_string().as_bytes());
         let endpoints = control
-            .allgather(local.to_string().as_bytes())
+            .allgather(&mine)
             .map_err(|e| setup(format!("exchanging endpoints: {e}")))?;
-        let endpoints: Vec<SocketAddr> = endpoints
+        let endpoints: Vec<(AuthKey, SocketAddr)> = endpoints
             .iter()
             .enumerate()
             .map(|(r, bytes)| {
-                std::str::from_utf8(bytes)
-                    .ok()
-                    .and_then(|s| s.parse().ok())
+                let (k, addr) = bytes.split_at(bytes.len().min(auth::KEY_LEN));
+                AuthKey::from_bytes(k)
+                    .zip(std::str::from_utf8(addr).ok().and_then(|s| s.parse().ok()))
                     .ok_or_else(|| setup(format!("rank {r} sent a malformed endpoint")))
             })
             .collect::<Result<_, _>>()?;
 
         let mut peers: Vec<Option<Peer>> = (0..size).map(|_| None).collect();
-        // Lower ranks first: their listeners complete our connect from the backlog.
-        for (peer, endpoint) in endpoints.iter().enumerate().take(rank) {
+        // Lower ranks first; each answers our proof once it accepts (rank 0 at once,
+        // rank k once it has connected to the ranks below it), so this cannot deadlock.
+        for (peer, (peer_key, endpoint)) in endpoints.iter().enumerate().take(rank) {
             let socket = new_socket(endpoint, opts)
                 .and_then(|s| {
                     s.connect_timeout(&SockAddr::from(*endpoint), opts.timeout)?;
                     configure(&s, opts)?;
-                    let mut hello = [0u8; 8];
-                    hello[..4].copy_from_slice(HELLO_MAGIC);
-                    hello[4..].copy_from_slice(&(rank as u32).to_le_bytes());
-                    (&s).write_all(&hello)?;
                     Ok(s)
                 })
                 .map_err(|e| setup(format!("connecting to rank {peer} at {endpoint}: {e}")))?;
+            auth::prove(&mut &socket, peer_key, rank as u32, peer as u32).map_err(|e| {
+                setup(format!(
+                    "proving to rank {peer} at {endpoint} that this rank belongs to the job: {e}"
+                ))
+            })?;
             peers[peer] = Some(Peer::new(socket));
         }
-        // Then every higher rank connects to us.
-        let deadline = Instant::now() + opts.timeout;
-        listener
-            .set_nonblocking(true)
-            .map_err(|e| setup(format!("listener: {e}")))?;
-        let mut missing = size - rank - 1;
-        while missing > 0 {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                let who: Vec<String> = (rank + 1..size)
-                    .filter(|&r| peers[r].is_none())
-                    .map(|r| r.to_string())
-                    .collect();
-                return Err(setup(format!(
-                    "rank(s) {} did not connect within {:?}",
-                    who.join(", "),
-                    opts.timeout
-                )));
-            }
-            let mut fds = [PollFd::new(&listener, PollFlags::IN)];
-            match poll(&mut fds, Some(&timespec(left))) {
-                Ok(_) | Err(Errno::INTR) => {}
-                Err(e) => return Err(setup(format!("waiting for connections: {e}"))),
-            }
-            let (socket, from) = match listener.accept() {
-                Ok(pair) => pair,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
-                Err(e) => return Err(setup(format!("accepting a connection: {e}"))),
-            };
-            let describe = from
-                .as_socket()
-                .map_or_else(|| "?".to_string(), |a| a.to_string());
-            let mut hello = [0u8; 8];
+        // Then every higher rank connects to us and proves itself; strangers on the
+        // port are refused without disturbing the wait.
+        let listener = std::net::TcpListener::from(listener);
+        let expected: Vec<u32> = (rank as u32 + 1..size as u32).collect();
+        let limits = AcceptLimits {
+            handshake: opts.timeout.min(HANDSHAKE_GRACE),
+            total: opts.timeout,
+        };
+        let mut log = RefusalLog::new(format!("ngauge: tcp: data listener of rank {rank}"));
+        let accepted =
+            auth::accept_authenticated(&listener, &key, rank as u32, &expected, &limits, &mut log)
+                .map_err(|e| match e {
+                    AcceptError::Missing { missing, after } => setup(format!(
+                        "rank(s) {} did not connect within {after:?}",
+                        missing
+                            .iter()
+                            .map(u32::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )),
+                    AcceptError::Io(e) => setup(format!("waiting for connections: {e}")),
+                })?;
+        for (&peer, stream) in expected.iter().zip(accepted) {
+            let socket = Socket::from(stream);
             configure(&socket, opts)
-                .and_then(|()| (&socket).read_exact(&mut hello))
-                .map_err(|e| setup(format!("reading the hello from {describe}: {e}")))?;
-            let peer = u32::from_le_bytes([hello[4], hello[5], hello[6], hello[7]]) as usize;
-            if &hello[..4] != HELLO_MAGIC || peer <= rank || peer >= size {
-                return Err(setup(format!(
-                    "a connection from {describe} is not an ngauge rank above {rank} \
-                     (hello {hello:02x?}); is another job using this address?"
-                )));
-            }
-            if peers[peer].is_some() {
-                return Err(setup(format!("rank {peer} connected twice")));
-            }
-            peers[peer] = Some(Peer::new(socket));
-            missing -= 1;
+                .map_err(|e| setup(format!("configuring rank {peer}'s connection: {e}")))?;
+            peers[peer as usize] = Some(Peer::new(socket));
         }
         Ok(TcpTransport {
             rank,
@@ -640,7 +629,7 @@ impl Transport for TcpTransport {
     }
 
     fn alloc_buffer(&mut self, len: usize) -> Result<BufferId, TransportError> {
-        Ok(self.pool.alloc(len))
+        self.pool.try_alloc(len)
     }
     fn free_buffer(&mut self, buffer: BufferId) -> Result<(), TransportError> {
         self.pool.free(buffer)

@@ -3,6 +3,7 @@
 
 use super::*;
 use ngauge_transport::inproc;
+use std::io::{Read, Write};
 use std::net::Ipv4Addr;
 use std::sync::mpsc;
 
@@ -433,4 +434,115 @@ fn failed_requests_release_their_holds_polling() {
 #[test]
 fn failed_requests_release_their_holds_blocking() {
     failed_requests_release_their_holds(WaitMode::Block);
+}
+
+/// Rank 1's control plane, which lets strangers attack rank 0's data listener (whose
+/// address it learns from the endpoint exchange) before rank 1 connects itself.
+struct Attacked {
+    inner: inproc::InprocControl,
+    attackers: Vec<std::thread::JoinHandle<Vec<u8>>>,
+}
+
+impl Control for Attacked {
+    fn rank(&self) -> Rank {
+        self.inner.rank()
+    }
+    fn size(&self) -> usize {
+        self.inner.size()
+    }
+    fn barrier(&mut self) -> Result<(), ngauge_transport::ControlError> {
+        self.inner.barrier()
+    }
+    fn broadcast(
+        &mut self,
+        root: Rank,
+        data: &mut Vec<u8>,
+    ) -> Result<(), ngauge_transport::ControlError> {
+        self.inner.broadcast(root, data)
+    }
+    fn gather(
+        &mut self,
+        root: Rank,
+        data: &[u8],
+    ) -> Result<Vec<Vec<u8>>, ngauge_transport::ControlError> {
+        self.inner.gather(root, data)
+    }
+    fn allgather(&mut self, data: &[u8]) -> Result<Vec<Vec<u8>>, ngauge_transport::ControlError> {
+        let all = self.inner.allgather(data)?;
+        let zero: SocketAddr = std::str::from_utf8(&all[0][auth::KEY_LEN..])
+            .unwrap()
+            .parse()
+            .unwrap();
+        let attacks: Vec<Vec<u8>> = vec![
+            b"\x00\xffgarbage".to_vec(),      // 8 garbage bytes (aborted rank 0)
+            Vec::new(),                       // silence (blocked rank 0)
+            b"NGT1\x01\x00\x00\x00".to_vec(), // the old unauthenticated hello as rank 1
+            [b"NGP1\x01\x00\x00\x00".as_slice(), &[0u8; 48]].concat(), // forged proof
+            b"NGP1\x01\x00".to_vec(),         // a stalled half-proof
+        ];
+        let (tx, rx) = mpsc::channel();
+        for bytes in attacks {
+            let tx = tx.clone();
+            self.attackers.push(std::thread::spawn(move || {
+                let mut s = std::net::TcpStream::connect(zero).unwrap();
+                s.set_read_timeout(Some(Duration::from_secs(8))).unwrap();
+                let mut greeting = [0u8; auth::GREETING_LEN];
+                s.read_exact(&mut greeting).unwrap();
+                s.write_all(&bytes).unwrap();
+                tx.send(()).unwrap();
+                // What the listener tells a stranger after the greeting: nothing.
+                let mut got = Vec::new();
+                let _ = s.read_to_end(&mut got);
+                got
+            }));
+        }
+        for _ in 0..self.attackers.len() {
+            rx.recv().unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        Ok(all)
+    }
+}
+
+#[test]
+fn issue18_strangers_on_the_data_listener_do_not_disturb_the_job() {
+    let mut world = inproc::world(2).into_iter();
+    let (_, mut c0) = world.next().unwrap();
+    let (_, c1) = world.next().unwrap();
+    let o = opts(WaitMode::Block);
+    let o1 = o.clone();
+    let one = std::thread::spawn(move || {
+        let mut c1 = Attacked {
+            inner: c1,
+            attackers: Vec::new(),
+        };
+        let mut t = TcpTransport::connect(&mut c1, LOOPBACK, &o1).unwrap();
+        let b = t.alloc_buffer(4).unwrap();
+        t.recv(0, b.prefix(4)).unwrap();
+        t.send(0, b.prefix(4)).unwrap();
+        let answers: Vec<Vec<u8>> = c1
+            .attackers
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .collect();
+        (t.buffer(b).unwrap().to_vec(), answers)
+    });
+    let started = Instant::now();
+    let mut t = TcpTransport::connect(&mut c0, LOOPBACK, &o).unwrap();
+    let b = t.alloc_buffer(4).unwrap();
+    t.buffer_mut(b).unwrap().copy_from_slice(b"ping");
+    t.send(1, b.prefix(4)).unwrap();
+    t.recv(1, b.prefix(4)).unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "a silent stranger delayed the setup: {:?}",
+        started.elapsed()
+    );
+    let (seen, answers) = one.join().unwrap();
+    assert_eq!(seen, b"ping");
+    assert_eq!(t.buffer(b).unwrap(), b"ping");
+    // Strangers got the greeting and nothing else: no answer to a forged proof.
+    for a in answers {
+        assert!(a.is_empty(), "{a:02x?}");
+    }
 }

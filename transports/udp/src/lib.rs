@@ -485,7 +485,7 @@ impl Transport for UdpTransport {
     }
 
     fn alloc_buffer(&mut self, len: usize) -> Result<BufferId, TransportError> {
-        Ok(self.pool.alloc(len))
+        self.pool.try_alloc(len)
     }
     fn free_buffer(&mut self, buffer: BufferId) -> Result<(), TransportError> {
         self.pool.get(buffer)?;

@@ -32,8 +32,8 @@
 //! needs.
 //!
 //! The device code needs libibverbs at build time (cargo feature `rdma`); without it
-//! this crate is only its pure parts, and [`open`] and [`probe`] say that verbs was
-//! not compiled in. All `unsafe` code of the transport is in the `device` module.
+//! this crate is only its pure parts: `open` does not exist and [`probe`] says that
+//! verbs was not compiled in. All `unsafe` code of the transport is in the `device` module.
 //! ngauge itself (Netgauge's `ib` module is the reference) measures latency as half
 //! the ping-pong round trip, `--verbs-op send` against perftest's `ib_send_lat` and
 //! `write` against `ib_write_lat`.

@@ -1,0 +1,272 @@
+//! The document of `ngauge simulate`: predictions of the LogGP simulator
+//! ([`crate::sim::spec`]), the network they were made on, and, with several
+//! candidates, the best per size.
+
+use super::warning::{warned, Warned};
+use super::Meta;
+use crate::sim::net::{LogGp, Network};
+use crate::sim::params::ParamsWarning;
+use crate::sim::spec::{self, Prediction};
+use serde::Serialize;
+
+/// One protocol range of the network simulated, in the parameter file's units.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct RangeUsed {
+    /// First message size of the range.
+    pub from_bytes: u64,
+    /// Wire latency `L`, us.
+    pub wire_latency_us: f64,
+    /// Send overhead, us.
+    pub o_s_us: f64,
+    /// Receive overhead, us.
+    pub o_r_us: f64,
+    /// Gap, us.
+    pub g_us: f64,
+    /// Gap per byte, us per byte.
+    #[serde(rename = "G_us_per_byte")]
+    pub big_g_us_per_byte: f64,
+    /// `eager` or `rendezvous`.
+    pub protocol: &'static str,
+}
+
+impl RangeUsed {
+    /// The range of `net` starting at `from_bytes`.
+    pub fn new(from_bytes: u64, p: &LogGp) -> Self {
+        RangeUsed {
+            from_bytes,
+            wire_latency_us: p.l_ps as f64 / 1e6,
+            o_s_us: p.os_ps as f64 / 1e6,
+            o_r_us: p.or_ps as f64 / 1e6,
+            g_us: p.g_ps as f64 / 1e6,
+            big_g_us_per_byte: p.big_g_fs as f64 / 1e9,
+            protocol: if p.rendezvous { "rendezvous" } else { "eager" },
+        }
+    }
+
+    /// Every range of `net`.
+    pub fn all(net: &Network) -> Vec<Self> {
+        net.protocols()
+            .iter()
+            .map(|(from, p)| RangeUsed::new(*from, p))
+            .collect()
+    }
+}
+
+/// The best candidate of one size.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Best {
+    /// Message size.
+    pub size: u64,
+    /// The algorithm.
+    pub algo: String,
+    /// Its segment size.
+    pub segment: u64,
+    /// Its predicted time, us.
+    pub predicted_us: f64,
+    /// The runner-up's time over the best's (1 when tied; absent with one
+    /// candidate).
+    pub margin: Option<f64>,
+}
+
+/// `ngauge simulate --json`.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct SimulateDoc {
+    /// Where the parameters came from: the parameter file, or `flags`.
+    pub params: String,
+    /// The transport the parameter file names (empty for flags).
+    pub params_transport: String,
+    /// The network simulated.
+    pub ranges: Vec<RangeUsed>,
+    /// Whether the receiving interface kept the gap.
+    pub receive_gap: bool,
+    /// One row per size and candidate, sizes ascending.
+    pub results: Vec<Prediction>,
+    /// The best candidate per size (one entry per size).
+    pub best: Vec<Best>,
+    /// Events over all rows.
+    pub events: u64,
+    /// Events per wall-clock second over all rows.
+    pub events_per_s: f64,
+    /// What the parameter reader assumed.
+    pub warnings: Vec<Warned<ParamsWarning>>,
+    /// How the result came about (`np` is the simulated job's; the timer is not
+    /// used).
+    pub meta: Meta,
+}
+
+impl SimulateDoc {
+    /// The document of `results` on `net`.
+    pub fn new(
+        params: String,
+        params_transport: String,
+        net: &Network,
+        receive_gap: bool,
+        results: Vec<Prediction>,
+        warnings: Vec<ParamsWarning>,
+        meta: Meta,
+    ) -> Self {
+        let events = results.iter().map(|r| r.events).sum();
+        let secs: f64 = results.iter().map(|r| r.elapsed_s).sum();
+        let best = best_of(&results);
+        SimulateDoc {
+            params,
+            params_transport,
+            ranges: RangeUsed::all(net),
+            receive_gap,
+            best,
+            events,
+            events_per_s: if secs > 0.0 {
+                events as f64 / secs
+            } else {
+                0.0
+            },
+            results,
+            warnings: warned(warnings),
+            meta,
+        }
+    }
+}
+
+fn best_of(results: &[Prediction]) -> Vec<Best> {
+    spec::best(results)
+        .into_iter()
+        .map(|b| {
+            let runner_up = results
+                .iter()
+                .filter(|r| r.size == b.size && !std::ptr::eq(*r, b))
+                .map(|r| r.predicted_us)
+                .fold(None, |m: Option<f64>, t| Some(m.map_or(t, |m| m.min(t))));
+            Best {
+                size: b.size,
+                algo: b.algo.clone(),
+                segment: b.segment,
+                predicted_us: b.predicted_us,
+                margin: runner_up.map(|r| {
+                    if b.predicted_us > 0.0 {
+                        r / b.predicted_us
+                    } else {
+                        1.0
+                    }
+                }),
+            }
+        })
+        .collect()
+}
+
+/// The human rendering: the network, one row per prediction, the best per size when
+/// there are several candidates, every rank's completion when there is one row
+/// with them.
+pub fn render(doc: &SimulateDoc) -> String {
+    use super::table::Table;
+    let mut out = String::new();
+    let np = doc.results.first().map_or(0, |r| r.np);
+    let op = doc.results.first().map_or("", |r| r.op.as_str());
+    out += &format!("simulate {op} on {np} ranks, LogGP from {}\n", doc.params);
+    for r in &doc.ranges {
+        out += &format!(
+            "  from {} B: L {} us, o_s {} us, o_r {} us, g {} us, G {} us/B, {}\n",
+            r.from_bytes,
+            r.wire_latency_us,
+            r.o_s_us,
+            r.o_r_us,
+            r.g_us,
+            r.big_g_us_per_byte,
+            r.protocol
+        );
+    }
+    out.push('\n');
+    let mut t = Table::new([
+        "size [B]",
+        "algo",
+        "segment [B]",
+        "predicted [us]",
+        "slowest rank",
+        "place",
+    ]);
+    let looped = doc.results.iter().any(|r| r.looped_us.is_some());
+    if looped {
+        t = Table::new([
+            "size [B]",
+            "algo",
+            "segment [B]",
+            "predicted [us]",
+            "slowest rank",
+            "place",
+            "loop [us]",
+            "loop error",
+            "rotate [us]",
+            "rotate error",
+        ]);
+    }
+    for r in &doc.results {
+        let mut row = vec![
+            r.size.to_string(),
+            r.algo.clone(),
+            if r.segment == 0 {
+                "-".into()
+            } else {
+                r.segment.to_string()
+            },
+            format!("{:.3}", r.predicted_us),
+            r.slowest_rank.to_string(),
+            r.place.to_string(),
+        ];
+        if looped {
+            let error = |t: Option<f64>| {
+                t.map_or(("-".into(), "-".into()), |t| {
+                    (
+                        format!("{t:.3}"),
+                        format!("{:+.1}%", (t / r.predicted_us - 1.0) * 100.0),
+                    )
+                })
+            };
+            let (l, le) = error(r.looped_us);
+            let (ro, re) = error(r.rotated_us);
+            row.extend([l, le, ro, re]);
+        }
+        t.row(row);
+    }
+    out += &t.render();
+    let candidates = doc.results.len() / doc.best.len().max(1);
+    if candidates > 1 {
+        out += "\nbest per size (model-based selection)\n";
+        let mut t = Table::new([
+            "size [B]",
+            "algo",
+            "segment [B]",
+            "predicted [us]",
+            "runner-up / best",
+        ]);
+        for b in &doc.best {
+            t.row([
+                b.size.to_string(),
+                b.algo.clone(),
+                if b.segment == 0 {
+                    "-".into()
+                } else {
+                    b.segment.to_string()
+                },
+                format!("{:.3}", b.predicted_us),
+                b.margin.map_or("-".into(), |m| format!("{m:.3}")),
+            ]);
+        }
+        out += &t.render();
+    }
+    if let [one] = doc.results.as_slice() {
+        if let Some(finish) = &one.finish_us {
+            out += "\n";
+            let mut t = Table::new(["rank", "completion [us]"]);
+            for (rank, f) in finish.iter().enumerate() {
+                t.row([rank.to_string(), format!("{f:.3}")]);
+            }
+            out += &t.render();
+        }
+    }
+    out += &format!(
+        "\n{} events in {:.3} s ({:.3e} events/s)\n",
+        doc.events,
+        doc.results.iter().map(|r| r.elapsed_s).sum::<f64>(),
+        doc.events_per_s
+    );
+    out
+}

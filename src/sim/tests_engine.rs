@@ -1,0 +1,622 @@
+//! The discrete-event engine against closed forms of plain LogGP, and against the
+//! threaded world running the real executor over the same schedules.
+
+use super::collective::{self, CollJob};
+use super::engine::{simulate, Options, Program, Schedules, SimError, SpanKind};
+use super::*;
+use crate::coll::schedule::{Buf, Builder, Slice};
+use crate::coll::{topo, Algorithm, CollSpec, Collective, Executor};
+
+const US: u64 = 1_000_000;
+
+/// LogGP in picoseconds (`G` in ps per byte).
+fn loggp(l: u64, os: u64, or: u64, g: u64, big_g_ps: u64) -> LogGp {
+    LogGp {
+        l_ps: l,
+        os_ps: os,
+        or_ps: or,
+        g_ps: g,
+        big_g_fs: big_g_ps * 1000,
+        rendezvous: false,
+    }
+}
+
+fn rendezvous(p: LogGp) -> LogGp {
+    LogGp {
+        rendezvous: true,
+        ..p
+    }
+}
+
+/// Parameter sets where the gap binds (`g + (s-1)G > o_s + o_r`) and where the
+/// overheads do, with `o_s != o_r`.
+fn parameter_sets() -> Vec<LogGp> {
+    vec![
+        loggp(5 * US, US, 2 * US, 7 * US, 1),
+        loggp(5 * US, 3 * US, 2 * US, 500_000, 2),
+        loggp(20 * US, 1_500_000, 1_500_000, 2 * US, 0),
+    ]
+}
+
+fn spec(algorithm: Algorithm, np: usize, size: usize, segment: usize) -> CollSpec {
+    CollSpec {
+        algorithm,
+        np,
+        size_bytes: size,
+        segment_bytes: segment,
+        root: 0,
+    }
+}
+
+fn finish(spec: &CollSpec, net: &Network, receive_gap: bool) -> Vec<u64> {
+    let options = Options {
+        receive_gap,
+        per_rank: true,
+        ..Options::default()
+    };
+    collective::run(spec, net, options)
+        .unwrap()
+        .finish
+        .iter()
+        .map(|t| t.0)
+        .collect()
+}
+
+#[test]
+fn one_message_takes_o_l_transfer_o() {
+    // Issue 15: L 5, o 1, g 2, G 0.001 us/B, 1 byte: 7 us.
+    let net = Network::uniform(LogGp::from_us(5.0, 1.0, 1.0, 2.0, 0.001, false));
+    for algorithm in Collective::Bcast.algorithms() {
+        let t = collective::predict(&spec(algorithm, 2, 1, 0), &net).unwrap();
+        assert_eq!(t, Ps(7 * US), "{algorithm}");
+    }
+    // 1001 bytes: + 1000 G.
+    let t = collective::predict(&spec(Algorithm::BcastLinear, 2, 1001, 0), &net).unwrap();
+    assert_eq!(t, Ps(8 * US));
+}
+
+#[test]
+fn linear_broadcast_is_paced_by_the_larger_of_o_s_and_the_gap() {
+    for p in parameter_sets() {
+        for np in [2, 3, 5, 8] {
+            for m in [1u64, 1000] {
+                let tau = p.busy_ps(m);
+                let d = p.os_ps.max(tau);
+                let mut want = vec![(np as u64 - 1) * p.os_ps];
+                for j in 0..np as u64 - 1 {
+                    want.push(p.os_ps + j * d + p.transfer_ps(m) + p.l_ps + p.or_ps);
+                }
+                let s = spec(Algorithm::BcastLinear, np, m as usize, 0);
+                for gap in [true, false] {
+                    assert_eq!(
+                        finish(&s, &Network::uniform(p), gap),
+                        want,
+                        "{p:?} np {np} m {m}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_gap_binds_when_messages_leave_back_to_back() {
+    let p = loggp(5 * US, US, US, 3 * US, 1000);
+    let out = collective::run(
+        &spec(Algorithm::BcastLinear, 5, 101, 0),
+        &Network::uniform(p),
+        Options {
+            trace: true,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let leaves: Vec<u64> = out
+        .trace
+        .iter()
+        .filter(|s| s.kind == SpanKind::SendGap)
+        .map(|s| s.start.0)
+        .collect();
+    // Ready after o_s each (1, 2, 3, 4 us), out g + 100 G = 3.1 us apart.
+    assert_eq!(leaves, vec![US, 4_100_000, 7_200_000, 10_300_000]);
+    let free = collective::predict(
+        &spec(Algorithm::BcastLinear, 5, 101, 0),
+        &Network::uniform(LogGp { g_ps: 0, ..p }),
+    )
+    .unwrap();
+    assert!(free < out.makespan, "without g the sends leave o_s apart");
+}
+
+#[test]
+fn chain_with_k_segments_takes_p_minus_1_hops_and_k_minus_1_periods() {
+    for p in parameter_sets() {
+        for np in [2usize, 3, 4, 7] {
+            for (k, m) in [(1u64, 100u64), (2, 100), (5, 100), (8, 1000)] {
+                let hop = p.os_ps + p.l_ps + p.transfer_ps(m) + p.or_ps;
+                let tau = p.busy_ps(m);
+                // The bottleneck: an inner node receives and forwards every segment
+                // (o_r + o_s); with two ranks the root's sends and the leaf's
+                // receives pace on their own.
+                let period = if np >= 3 {
+                    (p.os_ps + p.or_ps).max(tau)
+                } else {
+                    p.os_ps.max(p.or_ps).max(tau)
+                };
+                let want = (np as u64 - 1) * hop + (k - 1) * period;
+                let s = spec(Algorithm::BcastChain, np, (k * m) as usize, m as usize);
+                for gap in [true, false] {
+                    let got = collective::run(
+                        &s,
+                        &Network::uniform(p),
+                        Options {
+                            receive_gap: gap,
+                            ..Options::default()
+                        },
+                    )
+                    .unwrap()
+                    .makespan;
+                    assert_eq!(got, Ps(want), "{p:?} np {np} k {k} m {m} gap {gap}");
+                }
+            }
+        }
+    }
+}
+
+/// Completion of every rank of a one-segment binomial broadcast from root 0: the
+/// `j`-th child of a rank (Open MPI's order) receives `h + j d` after its parent
+/// did, `h = o_s + L + (m-1)G + o_r`, `d = max(o_s, g + (m-1)G)`; a rank is done
+/// after its own sends, `o_s` each.
+fn binomial_by_recursion(p: &LogGp, np: usize, m: u64) -> Vec<u64> {
+    let h = p.os_ps + p.l_ps + p.transfer_ps(m) + p.or_ps;
+    let d = p.os_ps.max(p.busy_ps(m));
+    let mut received = vec![0u64; np];
+    let mut order = vec![0usize];
+    let mut done = vec![0u64; np];
+    while let Some(r) = order.pop() {
+        let t = topo::binomial(r, 0, np);
+        for (j, &c) in t.children.iter().enumerate() {
+            received[c] = received[r] + h + j as u64 * d;
+            order.push(c);
+        }
+        done[r] = received[r] + t.children.len() as u64 * p.os_ps;
+    }
+    done
+}
+
+#[test]
+fn binomial_tree_gives_every_rank_its_analytic_time() {
+    for p in parameter_sets() {
+        for np in [2, 3, 5, 6, 7, 12, 16, 33] {
+            for m in [1u64, 777] {
+                let s = spec(Algorithm::BcastBinomial, np, m as usize, 0);
+                assert_eq!(
+                    finish(&s, &Network::uniform(p), true),
+                    binomial_by_recursion(&p, np, m),
+                    "{p:?} np {np} m {m}"
+                );
+            }
+        }
+        // P = 2^n in closed form: rank s with c bits, highest b, is done at
+        // c h + (b - c + 1) d + (n - 1 - b) o_s.
+        let (n, m) = (5u32, 10u64);
+        let h = p.os_ps + p.l_ps + p.transfer_ps(m) + p.or_ps;
+        let d = p.os_ps.max(p.busy_ps(m));
+        let got = finish(
+            &spec(Algorithm::BcastBinomial, 1 << n, m as usize, 0),
+            &Network::uniform(p),
+            true,
+        );
+        for (s, &t) in got.iter().enumerate().skip(1) {
+            let c = u64::from(s.count_ones());
+            let b = u64::from(usize::BITS - 1 - s.leading_zeros());
+            let want = c * h + (b + 1 - c) * d + (u64::from(n) - 1 - b) * p.os_ps;
+            assert_eq!(t, want, "rank {s}");
+        }
+        assert_eq!(got[0], u64::from(n) * p.os_ps);
+    }
+}
+
+#[test]
+fn a_binomial_broadcast_over_65536_ranks_takes_log_p_hops() {
+    let p = parameter_sets()[0];
+    let m = 8u64;
+    let h = p.os_ps + p.l_ps + p.transfer_ps(m) + p.or_ps;
+    assert!(h >= p.os_ps.max(p.busy_ps(m)));
+    let out = collective::run(
+        &spec(Algorithm::BcastBinomial, 1 << 16, m as usize, 0),
+        &Network::uniform(p),
+        Options::default(),
+    )
+    .unwrap();
+    assert_eq!(out.makespan, Ps(16 * h));
+    assert_eq!(out.slowest, (1 << 16) - 1);
+    assert_eq!(out.stats.messages, (1 << 16) - 1);
+    assert_eq!(out.stats.ranks_built, 1 << 16);
+    assert!(
+        out.stats.peak_live_ranks < 1 << 15,
+        "ranks are built when reached and recycled when done: {}",
+        out.stats.peak_live_ranks
+    );
+}
+
+#[test]
+fn rendezvous_adds_the_handshake_and_follows_the_protocol_ranges() {
+    let eager = loggp(5 * US, US, 2 * US, 3 * US, 1);
+    let net = Network::new(vec![(1, eager), (1024, rendezvous(eager))]).unwrap();
+    let two = |m: usize| collective::predict(&spec(Algorithm::BcastLinear, 2, m, 0), &net).unwrap();
+    let one_way = |m: u64| eager.os_ps + eager.l_ps + eager.transfer_ps(m) + eager.or_ps;
+    assert_eq!(two(1000), Ps(one_way(1000)));
+    // Request and clear-to-send: two more L.
+    assert_eq!(two(1024), Ps(one_way(1024) + 2 * eager.l_ps));
+
+    // A linear broadcast whose receives are all posted at 0: send j's data leaves
+    // when its clear-to-send is back, (j+1) o_s + 2L, or when the interface is free.
+    let m = 4000u64;
+    let p = rendezvous(eager);
+    let np = 6;
+    let mut start = Vec::new();
+    for j in 0..np as u64 - 1 {
+        let cts = (j + 1) * p.os_ps + 2 * p.l_ps;
+        let s = match start.last() {
+            Some(&prev) => cts.max(prev + p.busy_ps(m)),
+            None => cts,
+        };
+        start.push(s);
+    }
+    let mut want = vec![*start.last().unwrap()];
+    want.extend(
+        start
+            .iter()
+            .map(|s| s + p.transfer_ps(m) + p.l_ps + p.or_ps),
+    );
+    assert_eq!(
+        finish(
+            &spec(Algorithm::BcastLinear, np, m as usize, 0),
+            &Network::uniform(p),
+            true
+        ),
+        want
+    );
+}
+
+#[test]
+fn rendezvous_serializes_a_gather_that_eager_lets_arrive_at_once() {
+    let eager = loggp(5 * US, US, 2 * US, 3 * US, 1);
+    let (np, m) = (5usize, 64u64);
+    let gather = CollSpec {
+        algorithm: Algorithm::GatherLinear,
+        np,
+        size_bytes: m as usize,
+        segment_bytes: 0,
+        root: 0,
+    };
+    // Eager, no receive-side gap: every block is in at o_s + L + (m-1)G; the root
+    // receives them one after the other, o_r each.
+    let arrived = eager.os_ps + eager.l_ps + eager.transfer_ps(m);
+    let root = finish(&gather, &Network::uniform(eager), false)[0];
+    assert_eq!(root, arrived + (np as u64 - 1) * eager.or_ps);
+    // Rendezvous: the root answers sender k only once it posts receive k, after
+    // receive k-1 is done; each later block costs L (clear) + (m-1)G + L + o_r.
+    let p = rendezvous(eager);
+    let first = p.os_ps + 3 * p.l_ps + p.transfer_ps(m) + p.or_ps;
+    let each = 2 * p.l_ps + p.transfer_ps(m) + p.or_ps;
+    let root = finish(&gather, &Network::uniform(p), false)[0];
+    assert_eq!(root, first + (np as u64 - 2) * each);
+}
+
+#[test]
+fn the_receive_gap_binds_when_several_senders_target_one_rank() {
+    let p = loggp(5 * US, US, US, 3 * US, 1);
+    let (np, m) = (6usize, 100u64);
+    let gather = CollSpec {
+        algorithm: Algorithm::GatherLinear,
+        np,
+        size_bytes: m as usize,
+        segment_bytes: 0,
+        root: 0,
+    };
+    // All first bytes reach the root at o_s + L; its interface takes them in
+    // g + (m-1)G apart, in the order they were sent (rank order).
+    let mut done = 0;
+    for k in 0..np as u64 - 1 {
+        let last_in = p.os_ps + p.l_ps + k * p.busy_ps(m) + p.transfer_ps(m);
+        done = done.max(last_in) + p.or_ps;
+    }
+    let out = collective::run(
+        &gather,
+        &Network::uniform(p),
+        Options {
+            per_rank: true,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(out.finish[0], Ps(done));
+    assert_eq!(out.stats.receive_gap_delays, np as u64 - 2);
+    let ungapped = finish(&gather, &Network::uniform(p), false)[0];
+    assert!(ungapped < done);
+}
+
+fn threaded(spec: &CollSpec, net: &Network, calls: u32) -> Vec<u64> {
+    let world = WorldSpec {
+        network: net.clone(),
+        clocks: vec![
+            RankClock {
+                map: TickMap {
+                    offset: 0,
+                    ticks: 1,
+                    per_ps: 1,
+                },
+                skew: None,
+            };
+            spec.np
+        ],
+        start: Ps(0),
+        read_cost: Ps(0),
+        quantum: Quantum::PS,
+        control_latency: None,
+    };
+    run(&world, |mut r| {
+        use ngauge_transport::Transport;
+        let schedule = spec.schedule(r.transport.rank()).unwrap();
+        let mut ex = Executor::prepare(&mut r.transport, schedule).unwrap();
+        for _ in 0..calls {
+            ex.run(&mut r.transport).unwrap();
+        }
+        r.clock.true_time().0
+    })
+}
+
+fn all_algorithms() -> Vec<Algorithm> {
+    let mut all: Vec<Algorithm> = Collective::ALL
+        .into_iter()
+        .flat_map(|c| c.algorithms())
+        .collect();
+    all.push(Algorithm::BcastKChain { chains: 2 });
+    all
+}
+
+#[test]
+fn the_threaded_executor_agrees_to_the_picosecond_without_the_receive_gap() {
+    let mut checked = 0;
+    for p in parameter_sets() {
+        let net = Network::uniform(p);
+        for algorithm in all_algorithms() {
+            for np in 1..=6 {
+                for size in [1usize, 100, 1001] {
+                    for segment in [0usize, 100] {
+                        for root in [0, np - 1] {
+                            if (segment > 0 && !algorithm.is_segmented())
+                                || (root > 0 && !algorithm.collective().is_rooted())
+                            {
+                                continue;
+                            }
+                            let s = CollSpec {
+                                algorithm,
+                                np,
+                                size_bytes: size,
+                                segment_bytes: segment,
+                                root,
+                            };
+                            assert_eq!(
+                                finish(&s, &net, false),
+                                threaded(&s, &net, 1),
+                                "{s:?} {p:?}"
+                            );
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 1000, "{checked}");
+}
+
+#[test]
+fn loops_agree_with_the_threaded_executor_and_underestimate_a_pipeline() {
+    let p = parameter_sets()[0];
+    let net = Network::uniform(p);
+    for algorithm in [
+        Algorithm::BcastChain,
+        Algorithm::BcastBinomial,
+        Algorithm::GatherBinomial,
+        Algorithm::AllreduceRing,
+    ] {
+        let s = CollSpec {
+            algorithm,
+            np: 5,
+            size_bytes: 1000,
+            segment_bytes: 250,
+            root: 0,
+        };
+        let job = CollJob {
+            spec: s,
+            calls: Calls::Loop(4),
+        };
+        let out = simulate(
+            &job,
+            &net,
+            Options {
+                receive_gap: false,
+                per_rank: true,
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        let engine: Vec<u64> = out.finish.iter().map(|t| t.0).collect();
+        assert_eq!(engine, threaded(&s, &net, 4), "{algorithm}");
+    }
+    let chain = spec(Algorithm::BcastChain, 16, 1000, 0);
+    let t = collective::schemes(&chain, &net, 5).unwrap();
+    assert!(t.looped < t.single, "{t:?}");
+    assert!(t.rotated < t.single, "{t:?}");
+    assert!(t.loop_error() < -0.5, "{t:?}");
+}
+
+#[test]
+fn rendezvous_chain_agrees_with_the_threaded_executor() {
+    // Under rendezvous the threaded `isend` blocks until the clear-to-send; in a
+    // chain of one segment no send has company, so the engines must agree.
+    let p = rendezvous(parameter_sets()[1]);
+    let net = Network::uniform(p);
+    for np in 2..=6 {
+        let s = spec(Algorithm::BcastChain, np, 3000, 0);
+        assert_eq!(finish(&s, &net, false), threaded(&s, &net, 1), "np {np}");
+    }
+}
+
+#[test]
+fn local_steps_cost_cpu_time_per_byte() {
+    let mut b = Builder::new(0, 1);
+    b.copy(
+        Slice::new(Buf::Data, 0, 500),
+        Slice::new(Buf::Tmp0, 0, 500),
+        0,
+        [],
+    );
+    let program = Schedules(vec![b.finish()]);
+    let out = simulate(
+        &program,
+        &Network::uniform(parameter_sets()[0]),
+        Options {
+            local_fs_per_byte: 2_000_000,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(out.makespan, Ps(US), "500 B at 2 ns/B");
+}
+
+#[test]
+fn bad_programs_are_reported_not_hung() {
+    let net = Network::uniform(rendezvous(parameter_sets()[0]));
+    // Both receive first, then send: under rendezvous nobody moves.
+    let ring: Vec<_> = (0..2)
+        .map(|r| {
+            let mut b = Builder::new(r, 2);
+            let got = b.recv(1 - r, Slice::new(Buf::Tmp0, 0, 8), 0, []);
+            b.send(1 - r, Slice::new(Buf::Data, 0, 8), 0, [got]);
+            b.finish()
+        })
+        .collect();
+    let err = simulate(&Schedules(ring), &net, Options::default()).unwrap_err();
+    assert!(
+        matches!(err, SimError::Deadlock { .. }),
+        "{err}: waits named"
+    );
+    assert!(err
+        .to_string()
+        .contains("rank 0 (call 0) waits for its receive from rank 1"));
+
+    // A send nobody receives.
+    let mut b = Builder::new(0, 2);
+    b.send(1, Slice::new(Buf::Data, 0, 8), 0, []);
+    let lonely = Schedules(vec![b.finish(), Builder::new(1, 2).finish()]);
+    let err = simulate(
+        &lonely,
+        &Network::uniform(parameter_sets()[0]),
+        Options::default(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "rank 1 has no receive for message 0 of call 0 from rank 0"
+    );
+
+    // A rank declared passive that sends first.
+    struct Liar(Schedules);
+    impl Program for Liar {
+        fn np(&self) -> usize {
+            self.0.np()
+        }
+        fn calls(&self) -> u32 {
+            1
+        }
+        fn schedule(
+            &self,
+            rank: usize,
+            call: u32,
+        ) -> Result<crate::coll::Schedule, crate::coll::CollError> {
+            self.0.schedule(rank, call)
+        }
+        fn repeats(&self, _: u32) -> bool {
+            true
+        }
+        fn passive_at_start(&self, rank: usize) -> bool {
+            rank == 2
+        }
+    }
+    let three: Vec<_> = (0..3)
+        .map(|r| {
+            let mut b = Builder::new(r, 3);
+            match r {
+                0 => {
+                    b.send(2, Slice::new(Buf::Data, 0, 8), 0, []);
+                }
+                1 => {
+                    b.recv(2, Slice::new(Buf::Data, 0, 8), 0, []);
+                }
+                _ => {
+                    b.send(1, Slice::new(Buf::Data, 0, 8), 0, []);
+                    b.recv(0, Slice::new(Buf::Data, 0, 8), 0, []);
+                }
+            }
+            b.finish()
+        })
+        .collect();
+    let err = simulate(
+        &Liar(Schedules(three)),
+        &Network::uniform(parameter_sets()[0]),
+        Options::default(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, SimError::NotPassive { rank: 2 }), "{err}");
+}
+
+/// Speed and memory at scale (`cargo test --release --lib sim::tests_engine::speed
+/// -- --ignored --nocapture`); figures in docs/findings/2026-11-24-simulator-speed.md.
+#[test]
+#[ignore = "a benchmark: prints figures, asserts nothing about time"]
+fn speed() {
+    let net = Network::uniform(LogGp::from_us(5.0, 1.0, 1.0, 2.0, 0.001, false));
+    let only: Option<usize> = std::env::var("SPEED_CASE")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    let cases = [
+        (Algorithm::BcastBinomial, 1usize << 20, 1usize, 0usize),
+        (Algorithm::BcastBinomial, 1 << 20, 65536, 8192),
+        (Algorithm::BcastChain, 1 << 20, 1, 0),
+        (Algorithm::BcastLinear, 1 << 20, 1, 0),
+        (Algorithm::BcastSplitBinary, 1 << 20, 65536, 8192),
+        (Algorithm::AllreduceRecursiveDoubling, 1 << 16, 8, 0),
+    ];
+    for (k, (algorithm, np, size, segment)) in cases.into_iter().enumerate() {
+        if only.is_some_and(|o| o != k) {
+            continue;
+        }
+        let s = CollSpec {
+            algorithm,
+            np,
+            size_bytes: size,
+            segment_bytes: segment,
+            root: 0,
+        };
+        for _ in 0..3 {
+            let t0 = std::time::Instant::now();
+            let out = collective::run(&s, &net, Options::default()).unwrap();
+            let secs = t0.elapsed().as_secs_f64();
+            println!(
+                "{algorithm} np {np} size {size} seg {segment}: {:.3} s, predicted {:.1} us, {} events, {:.2e} events/s, {} messages, peak live {} ranks, peak state {} B ({:.1} B/rank)",
+                secs,
+                out.makespan.as_us(),
+                out.stats.events,
+                out.stats.events as f64 / secs,
+                out.stats.messages,
+                out.stats.peak_live_ranks,
+                out.stats.peak_state_bytes,
+                out.stats.peak_state_bytes as f64 / np as f64,
+            );
+        }
+    }
+}

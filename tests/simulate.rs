@@ -1,0 +1,415 @@
+//! `ngauge simulate` end to end: the LogGP simulator's predictions against closed
+//! forms of plain LogGP, parameter files of both schemas, selection, timelines, and
+//! bad input (one line, exit status 2).
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn ngauge() -> Command {
+    Command::cargo_bin("ngauge").unwrap()
+}
+
+const FLAGS: [&str; 8] = ["--L", "5", "--o", "1", "--g", "2", "--G", "0.001"];
+
+/// Runs `ngauge simulate ARGS --json` and returns its document.
+fn simulate(args: &[&str]) -> Value {
+    let out = ngauge()
+        .arg("simulate")
+        .args(args)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON document")
+}
+
+fn us(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-6
+}
+
+#[test]
+fn one_message_takes_o_plus_l_plus_g_per_byte_plus_o() {
+    let doc = simulate(
+        &[
+            &[
+                "--op", "bcast", "--algo", "binomial", "--np", "2", "--sizes", "1,1001",
+            ][..],
+            &FLAGS,
+        ]
+        .concat(),
+    );
+    let rows = doc["results"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    // o + L + (s-1)G + o.
+    assert!(close(us(&rows[0]["predicted_us"]), 1.0 + 5.0 + 1.0));
+    assert!(close(
+        us(&rows[1]["predicted_us"]),
+        1.0 + 5.0 + 1000.0 * 0.001 + 1.0
+    ));
+    assert_eq!(rows[0]["slowest_rank"], 1);
+    assert_eq!(doc["ranges"][0]["protocol"], "eager");
+    assert_eq!(doc["meta"]["np"], 2);
+    assert!(doc["events"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn the_human_table_shows_every_rank_of_a_small_job() {
+    let out = ngauge()
+        .args(
+            [
+                &[
+                    "simulate", "--op", "bcast", "--algo", "linear", "--np", "4", "--sizes", "1",
+                ][..],
+                &FLAGS,
+            ]
+            .concat(),
+        )
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    // The root's three sends leave g = 2 us apart (g > o): rank i's message leaves
+    // at o + (i-1) g and is in o + L after; the root is done after its 3 o_s.
+    let expected: Vec<f64> = (1..4)
+        .map(|i| 1.0 + 2.0 * (i - 1) as f64 + 5.0 + 1.0)
+        .collect();
+    let root = format!("\n0     {:>15.3}\n", 3.0);
+    assert!(text.contains(&root), "{text}");
+    for (i, t) in expected.iter().enumerate() {
+        assert!(
+            text.contains(&format!("\n{:<4}  {t:>15.3}\n", i + 1)),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn os_and_or_are_charged_on_their_own_sides() {
+    let doc = simulate(&[
+        "--op", "bcast", "--algo", "linear", "--np", "2", "--sizes", "1", "--L", "5", "--os", "1",
+        "--or", "3", "--g", "0", "--G", "0",
+    ]);
+    let finish = doc["results"][0]["finish_us"].as_array().unwrap();
+    assert!(close(us(&finish[0]), 1.0), "the root pays o_s");
+    assert!(close(us(&finish[1]), 1.0 + 5.0 + 3.0), "o_s + L + o_r");
+}
+
+#[test]
+fn rendezvous_waits_for_the_receiver() {
+    let eager = simulate(
+        &[
+            &[
+                "--op", "bcast", "--algo", "linear", "--np", "2", "--sizes", "1",
+            ][..],
+            &FLAGS,
+        ]
+        .concat(),
+    );
+    let rdv = simulate(
+        &[
+            &[
+                "--op",
+                "bcast",
+                "--algo",
+                "linear",
+                "--np",
+                "2",
+                "--sizes",
+                "1",
+                "--protocol",
+                "rendezvous",
+            ][..],
+            &FLAGS,
+        ]
+        .concat(),
+    );
+    let e = us(&eager["results"][0]["predicted_us"]);
+    let r = us(&rdv["results"][0]["predicted_us"]);
+    // A request-to-send and a clear-to-send before the data: 2 L more.
+    assert!(close(r - e, 2.0 * 5.0), "eager {e}, rendezvous {r}");
+    assert_eq!(rdv["ranges"][0]["protocol"], "rendezvous");
+}
+
+fn params_file(text: &str) -> tempfile::NamedTempFile {
+    let f = tempfile::Builder::new().suffix(".json").tempfile().unwrap();
+    std::fs::write(f.path(), text).unwrap();
+    f
+}
+
+#[test]
+fn parameter_files_of_both_schemas_give_the_wire_latency() {
+    // Schema 1: L_us is PRTT(1,0,1)/2 = L + o_s + o_r, so L = 7 - 1 - 1 = 5.
+    let v1 = params_file(
+        r#"{"schema": "ngauge-loggp-params/1", "transport": "tcp", "ranges": [
+        {"from_bytes": 1, "to_bytes": 65536, "L_us": 7, "o_s_us": 1, "o_r_us": 1,
+         "g_us": 2, "G_us_per_byte": 0.001}]}"#,
+    );
+    let out = ngauge()
+        .args([
+            "simulate", "--op", "bcast", "--algo", "linear", "--np", "2", "--sizes", "1", "--json",
+            "--params",
+        ])
+        .arg(v1.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(close(us(&doc["results"][0]["predicted_us"]), 7.0));
+    assert_eq!(doc["params_transport"], "tcp");
+    assert_eq!(doc["warnings"][0]["kind"], "derived_latency");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("warning: range from 1 B has no wire_latency_us"),
+        "{stderr}"
+    );
+    // Schema 2 keeps them apart; two ranges, the second rendezvous.
+    let v2 = params_file(
+        r#"{"schema": "ngauge-loggp-params/2", "transport": "tcp", "ranges": [
+        {"from_bytes": 1, "to_bytes": 1024, "half_rtt_1b_us": 9, "wire_latency_us": 5,
+         "o_s_us": 1, "o_r_us": 1, "g_us": 2, "G_us_per_byte": 0.001},
+        {"from_bytes": 2048, "to_bytes": 65536, "half_rtt_1b_us": 9, "wire_latency_us": 5,
+         "o_s_us": 1, "o_r_us": 1, "g_us": 2, "G_us_per_byte": 0.001, "protocol": "rendezvous"}]}"#,
+    );
+    let doc = simulate(&[
+        "--op",
+        "bcast",
+        "--algo",
+        "linear",
+        "--np",
+        "2",
+        "--sizes",
+        "1,4097",
+        "--params",
+        v2.path().to_str().unwrap(),
+    ]);
+    assert!(doc["warnings"].as_array().unwrap().is_empty());
+    assert!(close(us(&doc["results"][0]["predicted_us"]), 7.0));
+    assert!(
+        close(us(&doc["results"][1]["predicted_us"]), 7.0 + 4.096 + 10.0),
+        "{doc}"
+    );
+}
+
+#[test]
+fn select_ranks_every_algorithm_and_segment_per_size() {
+    let doc = simulate(
+        &[
+            &[
+                "--op",
+                "bcast",
+                "--select",
+                "--np",
+                "16",
+                "--sizes",
+                "1,1M",
+                "--segment",
+                "0,8K",
+            ][..],
+            &FLAGS,
+        ]
+        .concat(),
+    );
+    let rows = doc["results"].as_array().unwrap();
+    // linear once; binomial, chain, binary, split-binary, kchain:4 with 2 segments.
+    assert_eq!(rows.len(), 2 * 11);
+    let best = doc["best"].as_array().unwrap();
+    assert_eq!(best.len(), 2);
+    for b in best {
+        let min = rows
+            .iter()
+            .filter(|r| r["size"] == b["size"])
+            .map(|r| us(&r["predicted_us"]))
+            .fold(f64::INFINITY, f64::min);
+        assert!(close(us(&b["predicted_us"]), min), "{b}");
+        assert!(us(&b["margin"]) >= 1.0);
+    }
+}
+
+#[test]
+fn a_million_ranks_of_a_binomial_broadcast() {
+    let doc = simulate(
+        &[
+            &[
+                "--op", "bcast", "--algo", "binomial", "--np", "1048576", "--sizes", "1",
+            ][..],
+            &FLAGS,
+        ]
+        .concat(),
+    );
+    let row = &doc["results"][0];
+    // g > o: a rank's k-th child gets the message 2k us later than its first, and
+    // its subtree is k levels shallower; the path through first children, 20
+    // hops of o + L + o, is the longest.
+    assert!(close(us(&row["predicted_us"]), 20.0 * 7.0), "{row}");
+    assert_eq!(row["messages"], 1048575);
+    assert!(row.get("finish_us").is_none(), "per rank only when asked");
+}
+
+#[test]
+fn a_timeline_draws_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("t.svg");
+    let out = ngauge()
+        .args(
+            [
+                &[
+                    "simulate",
+                    "--op",
+                    "bcast",
+                    "--algo",
+                    "binomial",
+                    "--np",
+                    "8",
+                    "--sizes",
+                    "1",
+                    "--timeline",
+                ][..],
+                &[svg.to_str().unwrap()],
+                &FLAGS,
+            ]
+            .concat(),
+        )
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<svg") && text.contains("o_s (CPU)"));
+    assert!(text.contains("bcast binomial np 8 size 1 B"));
+}
+
+fn bad(args: &[&str], message: &str) {
+    let out = ngauge().args(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{args:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(message), "{args:?}: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn bad_input_is_one_line_and_status_2() {
+    let with = |extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = ["simulate", "--np", "4", "--sizes", "1"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let run = |extra: &[&str], message: &str| {
+        let args = with(extra);
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        bad(&refs, message);
+    };
+    run(
+        &[&["--op", "bcst", "--algo", "linear"][..], &FLAGS].concat(),
+        "unknown collective `bcst`",
+    );
+    run(
+        &[&["--op", "bcast", "--algo", "ring"][..], &FLAGS].concat(),
+        "unknown bcast algorithm `ring`",
+    );
+    run(
+        &[
+            "--op", "bcast", "--algo", "linear", "--L", "5", "--g", "2", "--G", "0",
+        ],
+        "--L needs --o",
+    );
+    run(
+        &[
+            &["--op", "bcast", "--algo", "linear", "--root", "4"][..],
+            &FLAGS,
+        ]
+        .concat(),
+        "root 4 is not a rank",
+    );
+    run(
+        &[
+            "--op", "bcast", "--algo", "linear", "--L=-5", "--o", "1", "--g", "2", "--G", "0",
+        ],
+        "L_us = -5",
+    );
+    run(
+        &[
+            "--op",
+            "bcast",
+            "--algo",
+            "linear",
+            "--params",
+            "/nonexistent/p.json",
+        ],
+        "cannot read /nonexistent/p.json",
+    );
+    let junk = params_file(r#"{"schema": "ngauge-loggp-params/1", "ranges": []}"#);
+    run(
+        &[
+            "--op",
+            "bcast",
+            "--algo",
+            "linear",
+            "--params",
+            junk.path().to_str().unwrap(),
+        ],
+        "params file has no ranges",
+    );
+    bad(
+        &[
+            &[
+                "simulate",
+                "--op",
+                "bcast",
+                "--algo",
+                "linear",
+                "--np",
+                "65",
+                "--sizes",
+                "1",
+                "--timeline",
+                "x.svg",
+            ][..],
+            &FLAGS,
+        ]
+        .concat(),
+        "--timeline draws at most 64 ranks",
+    );
+    bad(
+        &["--np", "5000", "info"],
+        "--np 5000: at most 4096 ranks can be started",
+    );
+}
+
+#[test]
+fn a_loop_of_calls_underestimates_a_pipelined_broadcast() {
+    let doc = simulate(
+        &[
+            &[
+                "--op", "bcast", "--algo", "chain", "--np", "8", "--sizes", "1", "--loop", "20",
+            ][..],
+            &FLAGS,
+        ]
+        .concat(),
+    );
+    let row = &doc["results"][0];
+    let single = us(&row["predicted_us"]);
+    // One call: 7 hops of o + L + o down the chain.
+    assert!(close(single, 7.0 * 7.0), "{row}");
+    // Back to back, call i + 1 enters the chain while call i is still in it: the
+    // per-call time tends to the root's gap, far below one call (sec. 4.2).
+    let looped = us(&row["looped_us"]);
+    assert!(looped < single / 2.0, "{row}");
+    assert!(
+        us(&row["rotated_us"]) > looped,
+        "rotating the root mitigates: {row}"
+    );
+}
