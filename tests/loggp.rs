@@ -286,7 +286,8 @@ fn udp_limit_refuses_explicit_sizes_ends_the_default_sweep_and_streams_fit() {
 /// One datagram in 3000 is the issue's case: a message lost inside a PRTT(n) stream
 /// made the server wait for an n-th message that never came, and both ranks timed
 /// out; one in 20 (5 %) also hits the final answers before a control-plane call
-/// (recovered by `Transport::settle`), in both wait modes.
+/// (recovered by `Transport::settle`), in both wait modes. Every point carries the
+/// transport's counters, which add up to the injected drops.
 #[test]
 fn udp_loggp_completes_with_injected_loss_issue_18() {
     for (drop_one_in, wait) in [("3000", "poll"), ("20", "poll"), ("20", "block")] {
@@ -298,11 +299,25 @@ fn udp_loggp_completes_with_injected_loss_issue_18() {
             .output()
             .unwrap();
         let doc = json_of(&out);
-        assert_eq!(
-            doc["points"].as_array().unwrap().len(),
-            7,
-            "1 in {drop_one_in}, {wait}"
+        let points = doc["points"].as_array().unwrap();
+        assert_eq!(points.len(), 7, "1 in {drop_one_in}, {wait}");
+        let total = |name: &str| -> u64 {
+            points
+                .iter()
+                .map(|p| p["counters"][name].as_u64().expect(name))
+                .sum()
+        };
+        let (dropped, lost) = (total("test_dropped_datagrams"), total("lost_datagrams"));
+        // 7 sizes of about 1100 datagrams from the client and 200 from the server.
+        assert!(
+            dropped >= 2,
+            "1 in {drop_one_in}, {wait}: {dropped} dropped"
         );
+        assert!(
+            (1..=dropped).contains(&lost),
+            "1 in {drop_one_in}, {wait}: {lost} lost of {dropped} dropped"
+        );
+        assert!(total("retransmissions") >= lost);
     }
 }
 

@@ -57,6 +57,7 @@
 
 use crate::clock::{spin_until, Clock, Nanos, Ticks};
 use crate::model::loggp::Sample;
+use crate::patterns::counters::{self, CounterMap};
 use crate::stats::{self, Summary};
 use ngauge_transport::{BufferId, Control, ControlError, Rank, Transport, TransportError};
 use serde::Serialize;
@@ -171,6 +172,11 @@ pub struct Point {
     pub disturbed_reps: usize,
     /// Sweeps this point pools (see [`pool`]); 1 for one measurement.
     pub passes: usize,
+    /// Transport counters accumulated while this size was measured (every
+    /// attempt and pass), summed over the pair's two ranks (UDP: lost, duplicated
+    /// and reordered datagrams, retransmissions; empty for transports that count
+    /// nothing).
+    pub counters: CounterMap,
     /// The repetitions behind the summaries, us, kept so that passes can be pooled.
     #[serde(skip)]
     pub samples: Samples,
@@ -313,6 +319,7 @@ pub fn run<C: Clock, T: Transport + ?Sized>(
         };
         control.barrier()?;
         for &s in &params.sizes {
+            let before = transport.counters();
             let mut report = Vec::new();
             let mut pending = active;
             for attempt in 1..=params.attempts.max(1) {
@@ -368,6 +375,10 @@ pub fn run<C: Clock, T: Transport + ?Sized>(
                     Role::Server { client } => flags[client].as_slice() == [1],
                     Role::Idle => false,
                 };
+            }
+            if !report.is_empty() {
+                // Last in the report (see `decode_point`).
+                counters::encode(&transport.counters().since(&before), &mut report);
             }
             let gathered = control.gather(0, &report)?;
             if rank == 0 {
@@ -738,6 +749,10 @@ fn decode_point(
     let or = decode_us(&mut s)
         .filter(|or| !or.is_empty())
         .ok_or(bad(client + 1))?;
+    // What remains of each report is the rank's counters.
+    let mut sum = CounterMap::new();
+    counters::add(&mut sum, counters::decode(c).ok_or(bad(client))?);
+    counters::add(&mut sum, counters::decode(s).ok_or(bad(client + 1))?);
     let samples = Samples {
         d_us: vec![d_us],
         prtt_1_0_us: p1,
@@ -749,9 +764,11 @@ fn decode_point(
         d_spent_us: spent,
     };
     // decode_us admits finite values only, so only an empty series fails here.
-    samples
+    let mut point = samples
         .point(size, params.n, attempts, 1)
-        .ok_or(bad(client))
+        .ok_or(bad(client))?;
+    point.counters = sum;
+    Ok(point)
 }
 
 #[cfg(test)]
@@ -1026,6 +1043,7 @@ mod tests {
             timed_reps,
             disturbed_reps,
             passes: 1,
+            counters: Default::default(),
             samples: Samples::default(),
         };
         assert_eq!(disturbed_fraction(&[point(30, 3), point(30, 0)]), 0.05);

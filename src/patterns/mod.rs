@@ -4,6 +4,7 @@
 //! region.
 
 pub mod coll;
+pub mod counters;
 pub mod late;
 pub mod loggp;
 pub mod nbc;

@@ -35,11 +35,11 @@
 //! Between sizes (outside every timed region) the ranks gather the data-check verdicts
 //! and the transport's counters (UDP loss counters of both ends) at rank 0.
 
+use super::counters::{self, CounterMap};
 use crate::clock::Clock;
 use crate::stats::Summary;
 use crate::transport::{Control, ControlError, NativeRole, Rank, Transport, TransportError};
 use serde::Serialize;
-use std::collections::BTreeMap;
 
 /// The rank that pings and reports.
 pub const PINGER: Rank = 0;
@@ -103,7 +103,7 @@ pub struct SizeResult {
     pub timing_loop: TimingLoop,
     /// Transport counters accumulated during this size, summed over the two ranks
     /// (UDP: lost/duplicated/reordered datagrams, retransmissions).
-    pub counters: BTreeMap<String, u64>,
+    pub counters: CounterMap,
     /// The repetitions behind `half_rtt_us`, in the order measured (with
     /// [`Params::samples`]).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -286,24 +286,14 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
         // Between sizes: verdicts and counters to rank 0, once the exchange has
         // settled (see `Transport::settle`).
         transport.settle()?;
-        let after = transport.counters();
         let mut report = vec![u8::from(intact)];
-        for (name, value) in &after.entries {
-            let old = before
-                .entries
-                .iter()
-                .find(|(n, _)| n == name)
-                .map_or(0, |e| e.1);
-            report.push(name.len() as u8);
-            report.extend_from_slice(name.as_bytes());
-            report.extend_from_slice(&value.saturating_sub(old).to_le_bytes());
-        }
+        counters::encode(&transport.counters().since(&before), &mut report);
         let gathered = control.gather(PINGER, &report)?;
         if rank != PINGER {
             on_size(size, None).map_err(PingPongError::Sink)?;
             continue;
         }
-        let mut counters = BTreeMap::new();
+        let mut sum = CounterMap::new();
         for (from, bytes) in gathered.iter().enumerate() {
             let Some((&ok, rest)) = bytes.split_first() else {
                 return Err(ControlError::Protocol {
@@ -320,12 +310,11 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
                     peer,
                 });
             }
-            for (name, value) in decode_counters(rest).ok_or_else(|| ControlError::Protocol {
+            let entries = counters::decode(rest).ok_or_else(|| ControlError::Protocol {
                 rank: from,
                 detail: "malformed counters in the ping-pong report".into(),
-            })? {
-                *counters.entry(name).or_insert(0) += value;
-            }
+            })?;
+            counters::add(&mut sum, entries);
         }
         let half_rtt_us: Vec<f64> = ticks
             .iter()
@@ -345,7 +334,7 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
             half_rtt_us,
             data_check: params.check.then_some(true),
             timing_loop,
-            counters,
+            counters: sum,
             samples,
         };
         on_size(size, Some(&result)).map_err(PingPongError::Sink)?;
@@ -356,21 +345,6 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
         transport.free_buffer(r)?;
     }
     Ok(results)
-}
-
-fn decode_counters(mut bytes: &[u8]) -> Option<Vec<(String, u64)>> {
-    let mut out = Vec::new();
-    while let Some((&len, rest)) = bytes.split_first() {
-        let len = len as usize;
-        if rest.len() < len + 8 {
-            return None;
-        }
-        let name = std::str::from_utf8(&rest[..len]).ok()?.to_string();
-        let value = u64::from_le_bytes(rest[len..len + 8].try_into().ok()?);
-        out.push((name, value));
-        bytes = &rest[len + 8..];
-    }
-    Some(out)
 }
 
 #[cfg(test)]
@@ -925,23 +899,5 @@ mod tests {
         assert_ne!(a, c);
         assert!(a.iter().any(|&x| x != a[0]));
         assert!(carries(&a, 64, 0) && !carries(&a, 64, 1));
-    }
-
-    #[test]
-    fn counters_round_trip_through_the_report() {
-        let mut bytes = Vec::new();
-        for (name, v) in [("lost_datagrams", 3u64), ("retransmissions", 7)] {
-            bytes.push(name.len() as u8);
-            bytes.extend_from_slice(name.as_bytes());
-            bytes.extend_from_slice(&v.to_le_bytes());
-        }
-        assert_eq!(
-            decode_counters(&bytes).unwrap(),
-            vec![
-                ("lost_datagrams".to_string(), 3),
-                ("retransmissions".to_string(), 7)
-            ]
-        );
-        assert_eq!(decode_counters(&bytes[..bytes.len() - 1]), None);
     }
 }

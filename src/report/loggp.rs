@@ -14,6 +14,7 @@ use crate::report::svg;
 use crate::report::table::Table;
 use crate::stats::Summary;
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// One pair's measurements and the parameters derived from them.
 #[derive(Clone, Debug)]
@@ -126,6 +127,11 @@ pub struct PointRecord {
     pub passes: usize,
     /// Min, median, mean, p99, max of the repetitions.
     pub spread_us: Spread,
+    /// Transport counters accumulated while this size was measured (every
+    /// attempt and pass), summed over the pair's two ranks (UDP:
+    /// `lost_datagrams`, `duplicated_datagrams`, `retransmissions`... as in
+    /// `pingpong`; empty for transports that count nothing).
+    pub counters: BTreeMap<String, u64>,
 }
 
 /// A point that counted little in the robust fit.
@@ -308,6 +314,7 @@ pub fn pair_doc(pa: &PairAnalysis, low_weight: f64, extra: &[LoggpWarning]) -> P
                 or: p.or_us,
                 send_late: p.send_late_us,
             },
+            counters: p.counters.clone(),
         })
         .collect();
     PairDoc {
@@ -456,6 +463,16 @@ pub fn table(pa: &PairAnalysis) -> String {
         .collect();
     if !low.is_empty() {
         out += &format!("low-weight points (outliers): {} bytes\n", low.join(", "));
+    }
+    let mut counted: BTreeMap<&str, u64> = BTreeMap::new();
+    for p in &pa.points {
+        for (name, value) in &p.counters {
+            *counted.entry(name).or_insert(0) += value;
+        }
+    }
+    if counted.values().any(|&v| v > 0) {
+        let list: Vec<String> = counted.iter().map(|(n, v)| format!("{n} {v}")).collect();
+        out += &format!("transport counters, both ranks: {}\n", list.join(", "));
     }
     let mut by_fit: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
     for r in &pa.assessment.ranges {
@@ -687,6 +704,7 @@ pub(crate) mod fixtures {
                     timed_reps: 3,
                     disturbed_reps: 0,
                     passes: 1,
+                    counters: Default::default(),
                     samples: Default::default(),
                 }
             })
@@ -768,6 +786,25 @@ mod tests {
         let params = params_file(&pa, "tcp");
         params.check().unwrap();
         assert_eq!(params.for_size(9000).g_us, pa.assessment.ranges[1].g_us);
+        assert!(!t.contains("transport counters"), "nothing counted: {t}");
+    }
+
+    #[test]
+    fn counters_are_summed_over_the_sizes_in_the_json_and_the_table() {
+        let mut pa = analysis();
+        for (i, p) in pa.points.iter_mut().enumerate() {
+            p.counters.insert("lost_datagrams".into(), i as u64 % 2);
+            p.counters.insert("retransmissions".into(), 3);
+        }
+        let doc = serde_json::to_value(pair_doc(&pa, 0.5, &[])).unwrap();
+        assert_eq!(doc["points"][1]["counters"]["lost_datagrams"], 1);
+        assert_eq!(doc["points"][2]["counters"]["retransmissions"], 3);
+        // 16 points: 8 with one loss, 3 retransmissions each.
+        let t = table(&pa);
+        assert!(
+            t.contains("transport counters, both ranks: lost_datagrams 8, retransmissions 48"),
+            "{t}"
+        );
     }
 
     #[test]

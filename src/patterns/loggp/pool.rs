@@ -71,6 +71,7 @@ impl Samples {
             timed_reps,
             disturbed_reps,
             passes,
+            counters: Default::default(),
             samples: self,
         })
     }
@@ -106,7 +107,11 @@ pub fn pool(points: &[Point]) -> Option<Point> {
     }
     let attempts = points.iter().map(|p| p.attempts).sum();
     let passes = points.iter().map(|p| p.passes).sum();
-    all.point(first.size, first.n, attempts, passes)
+    let mut pooled = all.point(first.size, first.n, attempts, passes)?;
+    for p in points {
+        crate::patterns::counters::add(&mut pooled.counters, p.counters.clone());
+    }
+    Some(pooled)
 }
 
 #[cfg(test)]

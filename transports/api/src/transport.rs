@@ -124,6 +124,28 @@ pub struct Counters {
     pub entries: Vec<(&'static str, u64)>,
 }
 
+impl Counters {
+    /// What was counted since `before` (an earlier reading of the same transport):
+    /// each entry minus its value in `before` (0 when `before` lacks it, as a
+    /// counter that appears with its first event). A pattern reads the counters
+    /// before and after a measurement and reports the difference.
+    pub fn since(&self, before: &Counters) -> Counters {
+        let entries = self
+            .entries
+            .iter()
+            .map(|&(name, value)| {
+                let old = before
+                    .entries
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map_or(0, |e| e.1);
+                (name, value.saturating_sub(old))
+            })
+            .collect();
+        Counters { entries }
+    }
+}
+
 /// This rank's part in [`Transport::native_round_trips`].
 #[derive(Debug)]
 pub enum NativeRole<'a> {
@@ -335,6 +357,29 @@ mod tests {
         }
         assert_eq!(format!("{:<6}|", WaitMode::Poll), "poll  |");
         assert!("spin".parse::<WaitMode>().is_err());
+    }
+
+    #[test]
+    fn counters_since_subtract_each_entry_and_keep_new_ones_whole() {
+        let before = Counters {
+            entries: vec![("lost_datagrams", 3), ("retransmissions", 10)],
+        };
+        let after = Counters {
+            entries: vec![
+                ("lost_datagrams", 5),
+                ("retransmissions", 10),
+                ("test_dropped_datagrams", 4),
+            ],
+        };
+        assert_eq!(
+            after.since(&before).entries,
+            [
+                ("lost_datagrams", 2),
+                ("retransmissions", 0),
+                ("test_dropped_datagrams", 4)
+            ]
+        );
+        assert_eq!(Counters::default().since(&before), Counters::default());
     }
 
     /// Records which requests were waited on and how often `test` was called.

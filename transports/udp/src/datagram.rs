@@ -100,6 +100,13 @@ impl UdpTransport {
                     }
                 }
                 Err(Errno::AGAIN) => return Err(self.timeout_err(peer, "send")),
+                // A firewall rule dropped the datagram on its way out (EPERM), or the
+                // device queue was full (ENOBUFS): it is lost like one dropped on the
+                // wire, and recovered the same way.
+                Err(Errno::PERM | Errno::NOBUFS) => {
+                    self.stats.refused += 1;
+                    return Ok(());
+                }
                 Err(e) => return Err(errno_err(peer, "send", e)),
             }
         }
@@ -173,9 +180,9 @@ impl UdpTransport {
     /// the RTO and the side that waits for a request blocks in `recv` with
     /// `SO_RCVTIMEO` set to the peer timeout (re-armed only when that value changes;
     /// see [`PRECISE_BELOW`]); in poll mode the clock is read once per 256 empty
-    /// spins. One receive in
-    /// [`SAMPLE_EVERY`] that waits for an answer times it for the RTO estimator
-    /// (two clock reads), unless anything is sent again while it waits or the
+    /// spins. One receive in [`SAMPLE_EVERY`] that waits for an answer (every one
+    /// until the RTO's first measurement) times it for the RTO estimator (two
+    /// clock reads), unless anything is sent again while it waits or the
     /// answer is itself a copy sent again (Karn's algorithm, RFC 6298 sec. 3), or
     /// the answer does not acknowledge everything this rank sent (it was not sent
     /// in reply to the last message).
@@ -184,7 +191,7 @@ impl UdpTransport {
         if p.said_bye && !p.ahead() {
             return Err(closed_err(peer));
         }
-        let sample_from = if p.ahead() && p.unsampled >= SAMPLE_EVERY {
+        let sample_from = if p.ahead() && (p.unsampled >= SAMPLE_EVERY || !p.rto.measured()) {
             Some((Instant::now(), self.stats.retransmissions))
         } else {
             p.unsampled = p.unsampled.saturating_add(u32::from(p.ahead()));
@@ -246,13 +253,17 @@ impl UdpTransport {
                             && retransmissions == self.stats.retransmissions
                             && p.window.acked() == p.next_seq
                         {
-                            p.rto.sample(t0.elapsed());
+                            p.rto.observe(t0.elapsed());
                             p.unsampled = 0;
                         }
                     }
                     return Ok(());
                 }
-                Ok(Arrival::Ignored) | Err(Errno::INTR) => {}
+                // The peer is alive (a request, a duplicate): the give-up timeout
+                // counts from now, as `UdpOptions::timeout` says ("hear nothing").
+                // The RTO does not restart: duplicates must not delay a probe.
+                Ok(Arrival::Ignored) => started = None,
+                Err(Errno::INTR) => {}
                 Err(_) if blocking => {
                     // SO_RCVTIMEO expired: `want` has passed without a datagram.
                     let now = Instant::now();

@@ -35,19 +35,21 @@
 //! message again (or, with none, asks for the answer), and a peer that receives a
 //! copy of a message it has delivered already sends what the waiting rank has not
 //! acknowledged (the lost answer). The RTO follows RFC 6298 (smoothed round trip
-//! and its variation, exponential backoff) with a floor of 200 us instead of 1 s
-//! (see `rto`). The final answer of an exchange can still be lost after its sender
-//! has moved on to the control channel: [`Transport::settle`], which the patterns
-//! call before control-plane waits, and the linger of a dropped transport keep
-//! answering until the peer has what it needs.
+//! and its variation, exponential backoff) with a floor of 200 us instead of 1 s,
+//! fed with the median of every 8 round trips so that one in which the peer was
+//! descheduled does not raise it (see `rto`). The final answer of an exchange can
+//! still be lost after its sender has moved on to the control channel:
+//! [`Transport::settle`], which the patterns call before control-plane waits, and
+//! the linger of a dropped transport keep answering until the peer has what it
+//! needs.
 //!
-//! A receive gives up after `timeout` without progress, with
+//! A receive gives up after `timeout` without hearing from its peer, with
 //! [`TransportError::Timeout`] naming the peer. A peer whose socket is gone makes
 //! the kernel answer with ICMP port unreachable, which ends the wait at once with
 //! [`TransportError::PeerClosed`]. A peer that drops its transport says `BYE`: a
 //! receive waiting for it then ends with [`TransportError::PeerClosed`] at once, or,
 //! when this rank waits for an answer (which the lingering peer may still send),
-//! after three more unanswered probes.
+//! after three more unanswered probes and 50 ms.
 //!
 //! # Buffer holds
 //!
@@ -74,6 +76,8 @@
 //! - `resend_requests`: `NACK`s sent;
 //! - `receive_timeouts`: RTO expiries while this rank waited for an answer (or, in
 //!   `settle`, for an acknowledgement);
+//! - `refused_sends`: datagrams the kernel refused to send (`EPERM`: a firewall
+//!   rule dropped it on its way out; `ENOBUFS`), lost like a drop on the wire;
 //! - `test_dropped_datagrams` (only with [`UdpOptions::drop_one_in`]).
 //!
 //! # Waiting
@@ -191,6 +195,8 @@ struct Peer {
     said_bye: bool,
     /// Probes sent since the peer said `BYE` (see `reliability::BYE_PROBES`).
     probes_after_bye: u32,
+    /// When its `BYE` arrived during a receive (see `reliability::BYE_PATIENCE`).
+    bye_at: Option<Instant>,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -203,6 +209,7 @@ struct Stats {
     resend_requests: u64,
     timeouts: u64,
     sent: u64,
+    refused: u64,
     test_dropped: u64,
 }
 
@@ -338,6 +345,7 @@ impl UdpTransport {
                 socket_timeout: None,
                 said_bye: false,
                 probes_after_bye: 0,
+                bye_at: None,
             });
         }
         let max_datagram = if data_addr.is_ipv4() {
@@ -580,6 +588,7 @@ impl Transport for UdpTransport {
             ("retransmissions", s.retransmissions),
             ("resend_requests", s.resend_requests),
             ("receive_timeouts", s.timeouts),
+            ("refused_sends", s.refused),
         ];
         if self.drop_one_in.is_some() {
             entries.push(("test_dropped_datagrams", s.test_dropped));

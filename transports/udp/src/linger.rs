@@ -106,10 +106,11 @@ impl UdpTransport {
             waiting_since = Instant::now();
         }
         // Acknowledged after a wait, with nothing sent again (Karn): the wait was a
-        // round trip plus the peer's way to its own settle, a sample for the RTO.
+        // round trip plus the peer's way to its own settle, a round trip for the
+        // RTO (one of a group whose median counts: a long way does not inflate it).
         if slept && self.stats.retransmissions == retransmissions {
             let p = self.peers[peer].as_mut().expect("peer");
-            p.rto.sample(started.elapsed());
+            p.rto.observe(started.elapsed());
         }
         Ok(())
     }

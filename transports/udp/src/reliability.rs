@@ -27,6 +27,11 @@ pub(crate) enum Arrival {
 /// waits for (the dropped peer lingers and answers; each probe or its answer may
 /// be lost).
 pub(crate) const BYE_PROBES: u32 = 3;
+/// And not before this long after the `BYE`: half the shortest linger of a dropped
+/// transport (`linger::MIN_LINGER`). Probes follow the RTO, which sits at its
+/// 200 us floor on a fast link, so three of them span about a millisecond, less
+/// than a loaded host may deschedule the lingering peer for.
+pub(crate) const BYE_PATIENCE: Duration = Duration::from_millis(50);
 
 impl Peer {
     /// Whether this rank sent more messages to the peer than it received from it
@@ -36,9 +41,13 @@ impl Peer {
     }
 
     /// The peer said `BYE` and nothing more can come from it: this rank waits for
-    /// no answer, or the lingering peer left [`BYE_PROBES`] probes unanswered.
+    /// no answer, or the lingering peer left [`BYE_PROBES`] probes and
+    /// [`BYE_PATIENCE`] unanswered.
     pub(crate) fn gone(&self) -> bool {
-        self.said_bye && (!self.ahead() || self.probes_after_bye >= BYE_PROBES)
+        self.said_bye
+            && (!self.ahead()
+                || (self.probes_after_bye >= BYE_PROBES
+                    && self.bye_at.is_none_or(|t| t.elapsed() >= BYE_PATIENCE)))
     }
 }
 
@@ -101,6 +110,7 @@ impl UdpTransport {
             // sends it again) and give up after `BYE_PROBES` more RTOs of silence
             // (`quiet_for`, `on_quiet`). Otherwise nothing more will come.
             p.said_bye = true;
+            p.bye_at.get_or_insert_with(Instant::now);
             p.window.ack(seq, p.next_seq);
             if !p.ahead() {
                 return Err(closed_err(peer));

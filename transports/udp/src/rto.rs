@@ -2,11 +2,11 @@
 //! Retransmission Timer", Paxson, Allman, Chu, Sargent, 2011), with a floor and a
 //! ceiling for a benchmark on a LAN instead of the Internet's 1 s and 60 s.
 //!
-//! A sample R is the time from the start of a blocking receive that waits for an
-//! answer to the arrival of that answer (see `datagram::recv_direct`): what the
-//! timer is compared with. Karn's algorithm (RFC 6298 sec. 3) is the caller's: no
-//! sample from a wait during which anything was sent again, nor from an answer
-//! that was itself a copy sent again.
+//! A round trip is the time from the start of a blocking receive that waits for
+//! an answer to the arrival of that answer (see `datagram::recv_direct`): what
+//! the timer is compared with. Karn's algorithm (RFC 6298 sec. 3) is the caller's:
+//! no round trip from a wait during which anything was sent again, nor from an
+//! answer that was itself a copy sent again.
 //!
 //! Where we depart from the RFC, and why:
 //!
@@ -21,11 +21,26 @@
 //! - (2.5) the ceiling is [`MAX_RTO`], 1 s, not 60 s: a waiting rank gives up
 //!   after its peer timeout anyway, and it should ask a silent peer again at
 //!   least once a second until then.
-//! - The backed-off RTO collapses to the estimate not only with a new sample
+//! - The measurement R of rules 2.2 and 2.3 is not one round trip but the median
+//!   of [`GROUP`] consecutive ones ([`Rto::observe`]). The RFC's estimator assumes
+//!   that round trips vary with the path; on a host shared by more runnable
+//!   processes than cores they vary with the scheduler: most round trips take
+//!   microseconds and one in a few hundred takes a whole time slice (4 to 50 ms,
+//!   the peer was descheduled). One such round trip fed to rule 2.3 raises RTTVAR
+//!   by a quarter of it, and with K = 4 the RTO by about its whole length, for
+//!   hundreds of round trips (RTTVAR decays by 3/4 per sample): measured with
+//!   5 % injected loss on a loaded 2-core host, the RTO sat at 10 to 50 ms
+//!   instead of 200 us, every loss waited that long, and a loggp run took 5 to
+//!   100 times its lossless time. The median of a group ignores up to
+//!   `GROUP / 2` such outliers and still follows a path that really slows down
+//!   (when most of the group does). A spurious retransmission, when the peer
+//!   was descheduled for longer than the RTO, costs one duplicate datagram and
+//!   its answer.
+//! - The backed-off RTO collapses to the estimate not only with a new measurement
 //!   (RFC 6298 5.7, the note after it) but with any in-order answer that was not
-//!   sent again ([`Rto::collapse`]): samples are taken on one receive in
-//!   [`SAMPLE_EVERY`], and a backoff kept until the next one would make every
-//!   later loss cost two or four RTOs.
+//!   sent again ([`Rto::collapse`]): a measurement comes every [`GROUP`] round
+//!   trips, and a backoff kept until the next one would make every later loss
+//!   cost two or four RTOs.
 
 use std::time::Duration;
 
@@ -34,8 +49,13 @@ pub(crate) const MIN_RTO: Duration = Duration::from_micros(200);
 /// Highest RTO, also the cap of the backoff (rule 2.5 allows a cap of at least
 /// 60 s; see the module docs).
 pub(crate) const MAX_RTO: Duration = Duration::from_secs(1);
-/// A sample is taken on one blocking receive in this many (each costs two clock
-/// reads; the estimator needs a handful per second, not one per round trip).
+/// Round trips per measurement: the estimator takes the median of each group of
+/// this many (see the module docs).
+pub(crate) const GROUP: usize = 8;
+/// Once the first measurement is made, one blocking receive in this many is timed
+/// (each costs two clock reads; the estimator needs a handful of round trips per
+/// second, not every one). Before it, every one is, so that the initial RTO
+/// gives way after [`GROUP`] round trips.
 pub(crate) const SAMPLE_EVERY: u32 = 8;
 /// Clock granularity G of rule 2.2: `Instant` counts nanoseconds, but a wait is
 /// not timed finer than the microseconds `poll(2)` and `SO_RCVTIMEO` sleep in.
@@ -53,6 +73,9 @@ pub(crate) struct Rto {
     base: Duration,
     /// `base` after the backoffs since the last collapse.
     current: Duration,
+    /// Round trips observed since the last measurement (the first `filled`).
+    group: [Duration; GROUP],
+    filled: usize,
     /// Samples and collapses change nothing (unit tests that need a fixed timer).
     pinned: bool,
 }
@@ -66,6 +89,8 @@ impl Rto {
             estimate: None,
             base,
             current: base,
+            group: [Duration::ZERO; GROUP],
+            filled: 0,
             pinned: false,
         }
     }
@@ -85,14 +110,32 @@ impl Rto {
         self.current
     }
 
+    /// Whether a measurement was made (the initial RTO has given way).
+    pub(crate) fn measured(&self) -> bool {
+        self.estimate.is_some()
+    }
+
     /// The smoothed round trip, once measured.
     #[cfg(test)]
     pub(crate) fn srtt(&self) -> Option<Duration> {
         self.estimate.map(|(srtt, _)| srtt)
     }
 
-    /// Takes the round-trip sample `r`.
-    pub(crate) fn sample(&mut self, r: Duration) {
+    /// One round trip `r`; every [`GROUP`] of them, their median is a measurement
+    /// for [`Rto::sample`] (see the module docs).
+    pub(crate) fn observe(&mut self, r: Duration) {
+        self.group[self.filled] = r;
+        self.filled += 1;
+        if self.filled == GROUP {
+            self.filled = 0;
+            self.group.sort_unstable();
+            // The lower median: at least half of the group took no longer.
+            self.sample(self.group[GROUP / 2 - 1]);
+        }
+    }
+
+    /// Takes the measurement `r` (RFC 6298 2.2, 2.3).
+    fn sample(&mut self, r: Duration) {
         if self.pinned {
             return;
         }
@@ -195,6 +238,26 @@ mod tests {
         rto.sample(1000 * US);
         // 7/8 * 1000 + 1/8 * 1000 = 1000; 3/4 * 500 + 0 = 375: 1000 + 1500.
         assert_eq!(rto.get(), 2500 * US);
+    }
+
+    #[test]
+    fn a_measurement_is_the_median_of_a_group_and_outliers_do_not_move_it() {
+        // Three descheduled round trips of 30 ms among five of 5 us: the first
+        // measurement is 5 us (RTO at the floor), as if the outliers never were.
+        let mut rto = Rto::new(Duration::from_millis(50));
+        for r in [5, 30_000, 5, 5, 30_000, 5, 30_000, 5] {
+            assert_eq!(rto.srtt(), None, "no measurement before a full group");
+            rto.observe(r * US);
+        }
+        assert_eq!(rto.srtt(), Some(5 * US));
+        assert_eq!(rto.get(), MIN_RTO);
+        // A path that really slowed down (the whole group) moves it.
+        for _ in 0..GROUP {
+            rto.observe(2000 * US);
+        }
+        // SRTT = 7/8 * 5 + 1/8 * 2000 = 254.375; RTTVAR = 3/4 * 2.5 + 1/4 * 1995.
+        assert_eq!(rto.srtt(), Some(Duration::from_nanos(254_375)));
+        assert_eq!(rto.get(), Duration::from_nanos(254_375 + 4 * 500_625));
     }
 
     #[test]
