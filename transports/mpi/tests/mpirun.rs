@@ -10,6 +10,8 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 // The workspace's one skip helper (`tests/support`), shared with ngauge's tests.
+// Its `mpi` submodule is for ngauge's `mpi` feature, which this crate does not have.
+#[allow(unexpected_cfgs)]
 #[path = "../../../tests/support/mod.rs"]
 mod support;
 
