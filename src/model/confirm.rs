@@ -1,6 +1,6 @@
 //! Whether a candidate protocol change is real, and where exactly it lies: the
 //! decisions behind the confirmation and the location of a change (issue 13). The
-//! measurements are [`crate::patterns::loggp::confirm`]'s; everything here is a pure
+//! measurements are [`crate::patterns::loggp::verify`]'s; everything here is a pure
 //! function of the values it measured.
 //!
 //! # Why a second experiment

@@ -2,7 +2,7 @@
 //! Carpen-Amarie's experimental design (sec. 6.1, Algorithms 5 and 6) as the
 //! default way to measure.
 //!
-//! - [`file`]: the suite file, read into the commands' specs and checked.
+//! - [`file`](mod@file): the suite file, read into the commands' specs and checked.
 //! - [`plan`]: which experiment each launch runs when (seeded shuffles).
 //! - [`dir`]: the run directory's layout, which runs are done, the combined
 //!   records per experiment (JSON Lines and CSV).
