@@ -29,7 +29,7 @@ fn a_two_rank_tcp_job_opens_from_a_spec() {
                 rank: Some(rank),
                 size: Some(2),
                 rendezvous: Some(rendezvous.clone()),
-                job_token: Some("issue-12".into()),
+                job_token: Some("issue-12-job-spec-token".into()),
                 timeout: Duration::from_secs(20),
                 ..LaunchOptions::default()
             };
