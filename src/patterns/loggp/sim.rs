@@ -456,7 +456,7 @@ mod tests {
             os_ps: ns(8000),
             or_ps: ns(2000),
             g_ps: ns(3000),
-            big_g_ps: 50,
+            big_g_fs: 50_000,
             rendezvous: false,
         };
         assert!(busy.busy_ps(65536) < busy.os_ps);
