@@ -6,10 +6,12 @@ use ngauge::clock::Nanos;
 use ngauge::coll::Collective;
 use ngauge::job::{TransportName, VerbsOp, WaitPolicy};
 use ngauge::model::loggp::DetectorKind;
+use ngauge::patterns::coll::Scheme;
 use ngauge::patterns::late::{CallMode, DelayedRanks};
 use ngauge::patterns::loggp::{DelayChoice, PairsMode};
 use ngauge::patterns::nbc::Compute;
 use ngauge::patterns::noise::NoiseInjection;
+use ngauge::report::coll::{RootChoice, Rotate};
 use ngauge::sync::{Algorithm as SyncAlgorithm, Estimator as SyncEstimator};
 use std::path::PathBuf;
 
@@ -299,6 +301,23 @@ pub enum Command {
     /// Example: ngauge --np 4 sync --sync hca --check-after 0s,1s,5s --json
     Sync(SyncArgs),
 
+    /// Collectives timed correctly, over any transport: ngauge's own algorithms as
+    /// schedules, or (with -t mpi) the MPI library's own collective.
+    ///
+    /// --scheme window (default, Hunold & Carpen-Amarie; Hoefler et al.): the
+    /// clocks are synchronized (--sync), every call starts on every rank at a common
+    /// global time, and its run-time is the latest end minus the earliest start;
+    /// calls that start late or overrun their window are invalid, and the window
+    /// grows. barrier: a dissemination barrier before each call, the largest local
+    /// time. loop: calls back to back, total divided by their number (to see the
+    /// error it makes). Per size: valid and invalid calls, then Tukey's filter, min,
+    /// median, mean and the 95% interval of the mean. Several transports (-t
+    /// mpi,tcp) or algorithms (--algo mpi,binomial) are measured interleaved, size
+    /// by size, and compared with the last one measured.
+    ///
+    /// Example: ngauge --np 4 coll --op bcast --algo binomial,chain --sizes 1-64K
+    Coll(CollCmdArgs),
+
     /// LogGP simulation of a collective: predicted completion per rank and overall,
     /// from measured parameters (`loggp --params-out`) or given ones.
     ///
@@ -449,6 +468,15 @@ pub struct LoggpArgs {
         (DetectorKind::None, "one range over all sizes"),
     ]), default_value = "lookahead", value_name = "NAME")]
     pub detector: DetectorKind,
+
+    /// Report the detector's protocol changes as found, without measuring each
+    /// again in fresh interleaved passes (not confirmed, not located).
+    #[arg(long)]
+    pub no_confirm: bool,
+
+    /// Do not bisect confirmed protocol changes to the byte (changes[].first_bytes).
+    #[arg(long)]
+    pub no_refine: bool,
 
     /// Look-ahead detector: points looked ahead (x).
     #[arg(long, default_value_t = 5, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=1000))]
@@ -833,6 +861,104 @@ pub struct SyncFlags {
         (SyncEstimator::Skampi, "SKaMPI's [td_min, td_max] bracket of 100 ping-pongs"),
     ]), value_name = "EST")]
     pub estimator: Option<SyncEstimator>,
+}
+
+/// Options of `ngauge coll`.
+#[derive(Debug, Args, Clone)]
+pub struct CollCmdArgs {
+    /// The collective: bcast, gather, allreduce, barrier or alltoall.
+    #[arg(long, default_value = "bcast", value_name = "OP", value_parser = parse_collective)]
+    pub op: Collective,
+
+    /// Implementations, comma separated: ngauge's schedules (bcast: linear,
+    /// binomial, chain, binary, split-binary, kchain[:K]; gather: linear, binomial;
+    /// allreduce: recursive-doubling, ring; barrier: dissemination; alltoall:
+    /// pairwise), `all` (every one of --op), or `mpi`: the MPI library's own
+    /// collective (measured on -t mpi only). Default: binomial,
+    /// recursive-doubling, dissemination or pairwise.
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub algo: Vec<String>,
+
+    /// Segment size of the pipelined broadcasts (0: one segment).
+    #[arg(long, default_value = "0", value_name = "BYTES", value_parser = parse_segment)]
+    pub segment: usize,
+
+    /// The root of bcast and gather: a rank, or `rotate` (call i uses root i % np).
+    #[arg(long, default_value = "0", value_name = "RANK|rotate", value_parser = parse_root)]
+    pub root: RootChoice,
+
+    /// How calls are timed.
+    #[arg(long, value_parser = names(&[
+        (Scheme::Window, "synchronized clocks, common start times, latest end - earliest start"),
+        (Scheme::Barrier, "a dissemination barrier before each call, the largest local time"),
+        (Scheme::Loop, "calls back to back, total / calls (underestimates one call)"),
+    ]), default_value = "window", value_name = "SCHEME")]
+    pub scheme: Scheme,
+
+    /// Bytes per rank: 1-64K (powers of two), 1K-8K:1K (step), 1,1K,64K (list).
+    #[arg(long, default_value = "1-64K", value_name = "SPEC")]
+    pub sizes: String,
+
+    /// Valid calls wanted per measurement point (the loop: calls in the loop).
+    #[arg(long, default_value_t = 100, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub reps: u64,
+
+    /// Untimed calls first (their data checked; the slowest sizes the first
+    /// window).
+    #[arg(long, default_value_t = 10, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub warmup: u64,
+
+    /// Rounds of --reps calls at most (the window scheme): invalid calls are
+    /// repeated, in an adapted window.
+    #[arg(long, default_value_t = 5, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub max_rounds: u64,
+
+    /// Skip the data check of the warm-up calls.
+    #[arg(long)]
+    pub no_check: bool,
+
+    /// Force Open MPI's algorithm N for --algo mpi (sets
+    /// OMPI_MCA_coll_tuned_use_dynamic_rules=1 and
+    /// OMPI_MCA_coll_tuned_<op>_algorithm=N before MPI starts; bcast: 1 linear, 2
+    /// chain, 3 pipeline, 4 split binary, 5 binary, 6 binomial).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=64))]
+    pub mpi_algo: Option<u32>,
+
+    /// Report every rank's local time of every valid call (JSON `ranks`).
+    #[arg(long)]
+    pub per_rank: bool,
+
+    /// Draw the median run-time over the size, one line per transport and
+    /// algorithm, to FILE (SVG).
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub sync: SyncFlags,
+}
+
+fn parse_collective(s: &str) -> Result<Collective, String> {
+    s.parse::<Collective>().map_err(|e| e.to_string())
+}
+
+fn parse_segment(s: &str) -> Result<usize, String> {
+    if s.trim() == "0" {
+        return Ok(0);
+    }
+    match ngauge::sizes::parse_size(s) {
+        Ok(b) if b <= (1u64 << 30) => Ok(b as usize),
+        Ok(_) => Err(format!("{s:?} is larger than 1G")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn parse_root(s: &str) -> Result<RootChoice, String> {
+    if s == "rotate" {
+        return Ok(RootChoice::Rotate(Rotate::Rotate));
+    }
+    s.parse()
+        .map(RootChoice::Rank)
+        .map_err(|_| format!("{s:?} is neither a rank nor `rotate`"))
 }
 
 /// Options of `ngauge sync`.

@@ -88,11 +88,12 @@ fn changes_in_passes(
             p["or_us"].as_f64().unwrap_or(f64::NAN)
         );
     }
-    doc["changes"]
-        .as_array()
-        .expect("changes[]")
+    let changes = doc["changes"].as_array().expect("changes[]");
+    eprintln!("changes: {}", serde_json::Value::Array(changes.clone()));
+    changes
         .iter()
-        .map(|c| c.as_u64().or_else(|| c["size"].as_u64()).expect("a size"))
+        .filter(|c| c["verdict"] == "confirmed")
+        .map(|c| c["bytes"].as_u64().expect("changes[].bytes"))
         .collect()
 }
 

@@ -104,6 +104,45 @@ fn sync_validates() {
     assert_valid("sync", &doc);
 }
 
+/// One transport with two algorithms (a comparison), per-rank times, the window
+/// scheme's fields; and the loop scheme's.
+#[test]
+fn coll_validates() {
+    let fast = [
+        "--reps",
+        "3",
+        "--warmup",
+        "1",
+        "--fitpoints",
+        "10",
+        "--exchanges",
+        "2",
+    ];
+    let mut args = vec![
+        "--np",
+        "3",
+        "coll",
+        "--algo",
+        "binomial,chain",
+        "--sizes",
+        "1,1K",
+    ];
+    args.extend(["--root", "rotate", "--per-rank", "--max-rounds", "10"]);
+    args.extend(fast);
+    assert_valid("coll", &document(&args));
+    let mut args = vec![
+        "coll",
+        "--op",
+        "allreduce",
+        "--scheme",
+        "loop",
+        "--sizes",
+        "8",
+    ];
+    args.extend(fast);
+    assert_valid("coll", &document(&args));
+}
+
 /// The schemas reject what is not a document: they can fail.
 #[test]
 fn a_document_without_meta_does_not_validate() {

@@ -99,6 +99,22 @@ impl CollBuffers {
         Ok(CollBuffers { ids, lens })
     }
 
+    /// Allocates buffers of the given lengths, indexed as [`Buf::ALL`] (0: unused),
+    /// for a caller that lays out data as the schedules do without running one (a
+    /// transport's own collective, timed with the same data checks).
+    pub fn alloc_lens(
+        t: &mut dyn Transport,
+        lens: [usize; BUFFERS],
+    ) -> Result<Self, TransportError> {
+        let mut ids = [None; BUFFERS];
+        for (id, &len) in ids.iter_mut().zip(&lens) {
+            if len > 0 {
+                *id = Some(t.alloc_buffer(len)?);
+            }
+        }
+        Ok(CollBuffers { ids, lens })
+    }
+
     /// The transport buffer behind `buf`, if the schedule uses it.
     pub fn id(&self, buf: Buf) -> Option<BufferId> {
         self.ids[buf.index()]

@@ -11,7 +11,11 @@ use ngauge::clock::Clock;
 use ngauge::job::{interleave, TransportName};
 use ngauge::launch::binding::BindingWarning;
 use ngauge::model::changepoint::LookaheadOptions;
-use ngauge::model::loggp::{assess, AssessOptions, Detector, DetectorKind, ModelWarning};
+use ngauge::model::confirm::Verdict;
+use ngauge::model::loggp::{
+    assess, assess_with_changes, AssessOptions, Detector, DetectorKind, ModelWarning,
+};
+use ngauge::model::refine::{Change, Plan, RefineOptions};
 use ngauge::model::segment::SegmentOptions;
 use ngauge::patterns::loggp::{self as pattern, DelayChoice, PairResult, PairsMode, Params};
 use ngauge::patterns::order;
@@ -27,17 +31,19 @@ use std::path::{Path, PathBuf};
 
 /// Everything checked before any rank starts.
 #[derive(Debug)]
-struct Plan {
+struct Setup {
     params: Params,
     /// Sweeps over all sizes, pooled per size ([`ngauge::patterns::order`]).
     passes: usize,
     assess: AssessOptions,
+    /// How candidate changes are measured again; `None`: reported as detected.
+    refine: Option<RefineOptions>,
     /// Why the default sweep was cut short (a transport's message limit), for the
     /// warnings of every pair's document.
     sweep_warning: Option<LoggpWarning>,
 }
 
-fn plan(args: &LoggpArgs) -> Result<Plan, UsageError> {
+fn plan(args: &LoggpArgs) -> Result<Setup, UsageError> {
     let sizes = match &args.sizes {
         None => pattern::default_sizes(),
         Some(spec) => {
@@ -95,7 +101,7 @@ fn plan(args: &LoggpArgs) -> Result<Plan, UsageError> {
         }),
         DetectorKind::None => Detector::None,
     };
-    Ok(Plan {
+    Ok(Setup {
         params: Params {
             sizes,
             n: args.n as usize,
@@ -106,6 +112,16 @@ fn plan(args: &LoggpArgs) -> Result<Plan, UsageError> {
             attempts: args.attempts as usize,
         },
         passes: args.passes as usize,
+        // The paper's detector stays as Netgauge runs it; no detector, no changes.
+        refine: match args.detector {
+            DetectorKind::Lookahead | DetectorKind::Segmented if !args.no_confirm => {
+                Some(RefineOptions {
+                    locate: !args.no_refine,
+                    ..RefineOptions::default()
+                })
+            }
+            _ => None,
+        },
         sweep_warning: None,
         assess: AssessOptions {
             n: args.n as usize,
@@ -257,13 +273,36 @@ pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
         if let Some(e) = stream_error {
             return Err(anyhow::Error::new(e).context("writing --output"));
         }
+        // Issue 13: every candidate change measured again, and located, before it
+        // is reported. Every rank takes part; rank 0 plans.
+        let mut changes: Vec<Option<Vec<Vec<Change>>>> = vec![None; open.len()];
+        if let Some(opts) = plan.refine {
+            for (i, o) in open.iter_mut().enumerate() {
+                let mut plans: Option<Vec<Plan>> = (world.rank == 0).then(|| {
+                    results[i]
+                        .iter()
+                        .map(|r| plan_for(&plan, r, opts))
+                        .collect()
+                });
+                pattern::verify::verify(
+                    &clock,
+                    o.transport.as_mut(),
+                    world.control.as_mut(),
+                    &plan.params,
+                    plans.as_deref_mut(),
+                )?;
+                changes[i] = plans.map(|p| p.into_iter().map(Plan::finish).collect());
+            }
+        }
         let measured: Vec<Measured> = open
             .iter()
             .zip(results)
-            .map(|(o, results)| Measured {
+            .zip(changes)
+            .map(|((o, results), changes)| Measured {
                 transport: o.name,
                 wait: o.wait,
                 results,
+                changes,
             })
             .collect();
         // Dropping the transports before anything else lets a UDP peer stop
@@ -300,6 +339,19 @@ struct Measured {
     wait: WaitMode,
     /// Every pair's points (rank 0).
     results: Vec<PairResult>,
+    /// Every pair's changes after confirmation; `None` without.
+    changes: Option<Vec<Vec<Change>>>,
+}
+
+/// The confirmation plan of one pair's sweep: the detector's changes as
+/// candidates (none when the sweep cannot be assessed; the analysis reports why).
+fn plan_for(plan: &Setup, r: &PairResult, opts: RefineOptions) -> Plan {
+    let samples: Vec<_> = r.points.iter().map(|p| p.sample()).collect();
+    let readings: Vec<_> = r.points.iter().map(pattern::verify::reading).collect();
+    let steps = assess(&samples, &plan.assess)
+        .map(|a| a.changes)
+        .unwrap_or_default();
+    Plan::new(&readings, &steps, opts)
 }
 
 /// Appends the points of a sweep over more sizes to the pairs measured so far.
@@ -313,18 +365,40 @@ fn merge(into: &mut Vec<PairResult>, got: Vec<PairResult>) {
     }
 }
 
-fn analyse(plan: &Plan, results: &[PairResult]) -> anyhow::Result<Vec<PairAnalysis>> {
+fn analyse(
+    plan: &Setup,
+    results: &[PairResult],
+    changes: Option<&[Vec<Change>]>,
+) -> anyhow::Result<Vec<PairAnalysis>> {
     results
         .iter()
-        .map(|r| {
+        .enumerate()
+        .map(|(i, r)| {
             let samples: Vec<_> = r.points.iter().map(|p| p.sample()).collect();
-            let assessment = assess(&samples, &plan.assess)
-                .with_context(|| format!("pair {}-{}", r.client, r.server))?;
+            let context = || format!("pair {}-{}", r.client, r.server);
+            let Some(changes) = changes.and_then(|c| c.get(i)) else {
+                let assessment = assess(&samples, &plan.assess).with_context(context)?;
+                return Ok(PairAnalysis::unconfirmed(
+                    r.client,
+                    r.server,
+                    r.points.clone(),
+                    assessment,
+                ));
+            };
+            // Ranges start at the confirmed changes only.
+            let confirmed: Vec<u64> = changes
+                .iter()
+                .filter(|c| c.verdict == Verdict::Confirmed)
+                .map(|c| c.bytes)
+                .collect();
+            let assessment =
+                assess_with_changes(&samples, &plan.assess, &confirmed).with_context(context)?;
             Ok(PairAnalysis {
                 client: r.client,
                 server: r.server,
                 points: r.points.clone(),
                 assessment,
+                changes: changes.clone(),
             })
         })
         .collect()
@@ -373,13 +447,14 @@ struct Analysed {
 
 fn analyse_transport(
     args: &LoggpArgs,
-    plan: &Plan,
+    plan: &Setup,
     m: &Measured,
     several: bool,
     binding: &dyn Fn(usize, usize) -> Vec<BindingWarning>,
 ) -> anyhow::Result<Analysed> {
     let transport = m.transport;
-    let analyses = analyse(plan, &m.results).with_context(|| transport.to_string())?;
+    let analyses =
+        analyse(plan, &m.results, m.changes.as_deref()).with_context(|| transport.to_string())?;
     let first = analyses.first().context("no pair was measured")?;
     let title = format!(
         "LogGP over {transport}: gap per message, rank {} -> {} (n = {})",
@@ -409,6 +484,7 @@ fn analyse_transport(
             plan.sweep_warning
                 .iter()
                 .cloned()
+                .chain(LoggpWarning::undecided(&a.changes))
                 .chain(LoggpWarning::disturbed(&a.points))
                 .chain(
                     binding(a.client, a.server)
@@ -462,7 +538,7 @@ fn hint(w: &LoggpWarning, args: &LoggpArgs, wait: WaitMode) -> Option<String> {
 fn report(
     global: &GlobalArgs,
     args: &LoggpArgs,
-    plan: &Plan,
+    plan: &Setup,
     meta: Meta,
     measured: &[Measured],
     warnings: &[ngauge::job::JobWarning],

@@ -2,6 +2,7 @@
 //! What they share (starting the job, the spec of the global flags, metadata,
 //! warnings, printing) is in [`common`].
 
+mod coll;
 mod collective;
 mod common;
 mod info;
@@ -22,6 +23,7 @@ use crate::cli::{Cli, Command};
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
+        Command::Coll(args) => coll::run(&cli.global, &args),
         Command::Timer(args) => timer::run(&cli.global, &args),
         Command::Info => info::run(&cli.global),
         Command::Loggp(args) => loggp::run(&cli.global, &args),

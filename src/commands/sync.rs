@@ -305,7 +305,7 @@ fn render(s: &SyncDoc) -> String {
 }
 
 /// Rank 0's calibrated rate, on every rank (collective).
-fn rank0_rate(control: &mut dyn Control, own: TickRate) -> anyhow::Result<TickRate> {
+pub(super) fn rank0_rate(control: &mut dyn Control, own: TickRate) -> anyhow::Result<TickRate> {
     let mut bytes = if control.rank() == 0 {
         own.hz.to_le_bytes().to_vec()
     } else {
@@ -324,7 +324,7 @@ fn rank0_rate(control: &mut dyn Control, own: TickRate) -> anyhow::Result<TickRa
 
 /// An injected skew whose offset was converted to ticks at `from`, converted at `to`
 /// instead (the drift is a fraction, the epoch a raw reading: both stay).
-fn rescale_skew(skew: Skew, from: TickRate, to: TickRate) -> Skew {
+pub(super) fn rescale_skew(skew: Skew, from: TickRate, to: TickRate) -> Skew {
     Skew {
         offset_ticks: skew.offset_ticks * to.hz / from.hz,
         ..skew

@@ -496,6 +496,25 @@ const SCALE_FLOOR_US: f64 = 1e-3;
 
 /// Derives the LogGP parameters per protocol range from a sweep.
 pub fn assess(samples: &[Sample], opts: &AssessOptions) -> Result<Assessment, ModelError> {
+    assess_with(samples, opts, None)
+}
+
+/// [`assess`] with the protocol changes given (first sizes of new ranges, each one
+/// of the samples' sizes; others are ignored) instead of detected: the ranges after
+/// [`super::confirm`] has judged the detector's candidates.
+pub fn assess_with_changes(
+    samples: &[Sample],
+    opts: &AssessOptions,
+    changes: &[u64],
+) -> Result<Assessment, ModelError> {
+    assess_with(samples, opts, Some(changes))
+}
+
+fn assess_with(
+    samples: &[Sample],
+    opts: &AssessOptions,
+    given: Option<&[u64]>,
+) -> Result<Assessment, ModelError> {
     if opts.n < 2 {
         return Err(ModelError::BadN(opts.n));
     }
@@ -539,8 +558,26 @@ pub fn assess(samples: &[Sample], opts: &AssessOptions) -> Result<Assessment, Mo
     let send_late_us: Option<Vec<f64>> = samples.iter().map(|s| s.send_late_us).collect();
     let mut series: Vec<&[f64]> = vec![&gap_us, &prtt1_us, &os_us, &or_us];
     series.extend(send_late_us.as_deref());
-    let (starts, seg_opts) = match &opts.detector {
-        Detector::Paper(o) => {
+    let (starts, seg_opts) = match (given, &opts.detector) {
+        (Some(changes), detector) => {
+            let mut at: Vec<usize> = changes
+                .iter()
+                .filter_map(|c| samples.iter().position(|s| s.size == *c))
+                .filter(|&i| i > 0)
+                .collect();
+            at.sort_unstable();
+            at.dedup();
+            let seg_opts = match detector {
+                Detector::Lookahead(o, joint) => SegmentOptions {
+                    noise_floor: o.floor.max(1e-6),
+                    ..*joint
+                },
+                Detector::Segmented(o) => *o,
+                _ => SegmentOptions::default(),
+            };
+            (at, seg_opts)
+        }
+        (None, Detector::Paper(o)) => {
             let plain = LookaheadOptions {
                 robust: false,
                 adaptive_floor: false,
@@ -550,7 +587,7 @@ pub fn assess(samples: &[Sample], opts: &AssessOptions) -> Result<Assessment, Mo
             let found = changepoint::detect(&xs, &gap_us, &plain);
             (found, SegmentOptions::default())
         }
-        Detector::Lookahead(o, joint) => {
+        (None, Detector::Lookahead(o, joint)) => {
             let confirm = SegmentOptions {
                 noise_floor: o.floor.max(1e-6),
                 ..*joint
@@ -573,12 +610,12 @@ pub fn assess(samples: &[Sample], opts: &AssessOptions) -> Result<Assessment, Mo
             }
             (found, confirm)
         }
-        Detector::Segmented(o) => {
+        (None, Detector::Segmented(o)) => {
             let found = segment::detect_joint(&xs, &series, o);
             let found = segment::refine(&xs, &series, &found, o);
             (segment::keep_steps(&xs, &series, &found, o), *o)
         }
-        Detector::None => (Vec::new(), SegmentOptions::default()),
+        (None, Detector::None) => (Vec::new(), SegmentOptions::default()),
     };
     // Changes from different series (or moved by `refine`) may leave a range too
     // short to fit a line: merge it into the range before it.

@@ -2,8 +2,10 @@
 //! LogGP parameters.
 
 pub mod changepoint;
+pub mod confirm;
 pub mod loggp;
 pub mod lsq;
 pub mod params;
+pub mod refine;
 pub mod robust;
 pub mod segment;

@@ -26,18 +26,27 @@
 //! `i % np` (every root's schedule is built before the first timed call, and all
 //! share one set of buffers).
 //!
-//! The timed region holds only [`Executor::run`]. Per-call, per-rank times are
-//! returned to rank 0 ([`CollTimes`]); statistics are the caller's.
+//! [`measure_with`] and [`Implementation::Native`] time the transport's own
+//! collective instead ([`Transport::native_collective`]: MPI's `MPI_Bcast`, ...)
+//! with the same schemes, the same data layout and the same data checks, so "our
+//! binomial over TCP" and "MPI's broadcast" are measured by one procedure.
+//!
+//! Before every control-plane exchange that follows data-plane traffic the
+//! transport settles ([`Transport::settle`]): over UDP, a rank whose last datagram
+//! was lost would otherwise wait for it while its sender waits on the control
+//! channel. The timed region holds only [`Executor::run`] (or the one native call). Per-call,
+//! per-rank times are returned to rank 0 ([`CollTimes`]); statistics are the
+//! caller's.
 
 use crate::clock::{Clock, Ticks};
-use crate::coll::{check, CollBuffers, CollError, CollSpec, Executor};
+use crate::coll::{check, Buf, CollBuffers, CollError, CollSpec, Collective, Executor};
 use crate::sync::model::ClockModel;
 use crate::sync::window::{self, SlotStatus, Tally, Windows};
 use crate::sync::SyncError;
-use ngauge_transport::{Control, ControlError, Rank, Transport, WaitMode};
+use ngauge_transport::{Control, ControlError, NativeCollective, Rank, Transport, WaitMode};
 
 /// How calls are timed (see the module docs).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Scheme {
     /// Synchronized clocks, a common start time per call, global run-time.
@@ -57,6 +66,38 @@ impl Scheme {
             Scheme::Loop => "loop",
         }
     }
+}
+
+impl From<Scheme> for &'static str {
+    fn from(s: Scheme) -> &'static str {
+        s.as_str()
+    }
+}
+
+/// A name that is not a [`Scheme`].
+#[derive(Debug, thiserror::Error)]
+#[error("unknown timing scheme `{0}` (known: window, barrier, loop)")]
+pub struct UnknownScheme(String);
+
+impl std::str::FromStr for Scheme {
+    type Err = UnknownScheme;
+    fn from_str(s: &str) -> Result<Scheme, UnknownScheme> {
+        [Scheme::Window, Scheme::Barrier, Scheme::Loop]
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| UnknownScheme(s.into()))
+    }
+}
+
+/// What a timed call runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Implementation {
+    /// Our schedule of `spec.algorithm`, run by the [`Executor`].
+    Schedule,
+    /// The transport's own collective for `spec.algorithm.collective()`
+    /// ([`Transport::native_collective`]); `spec.algorithm` and its segment are
+    /// ignored otherwise.
+    Native,
 }
 
 /// What to measure and how.
@@ -187,6 +228,27 @@ pub enum CollTimingError {
     /// Parameters that cannot work.
     #[error("collective timing: {0}")]
     Options(&'static str),
+    /// A checked call left wrong data.
+    #[error("data check failed: {what} of {size_bytes} bytes on {np} ranks{}: {error}",
+        root.map_or(String::new(), |r| format!(" from root {r}")))]
+    DataCheck {
+        /// The operation and algorithm (`bcast/binomial`, `bcast/native`).
+        what: String,
+        /// Bytes per rank.
+        size_bytes: usize,
+        /// Ranks in the job.
+        np: usize,
+        /// The root of a rooted collective.
+        root: Option<Rank>,
+        /// The first wrong byte (names the rank).
+        error: check::DataError,
+    },
+    /// [`Implementation::Native`] on a transport without collectives of its own.
+    #[error("the {transport} transport has no collectives of its own")]
+    NoNativeCollectives {
+        /// The transport's name.
+        transport: &'static str,
+    },
 }
 
 impl From<ControlError> for CollTimingError {
@@ -245,6 +307,204 @@ impl Executors {
     }
 }
 
+/// The transport's own collective, on buffers laid out as our schedules' are
+/// ([`check`] fills and verifies them): the broadcast message in `Data`; a gather's
+/// blocks in `Data` (on the root) with this rank's block sent from `Tmp0`; an
+/// allreduce from `Tmp0` into `Data`; all-to-all from `Data` into `Out`. (MPI
+/// forbids a send buffer that is also the receive buffer.)
+struct NativeCalls {
+    collective: Collective,
+    np: usize,
+    size: usize,
+    root: Rank,
+    rotate: bool,
+    buffers: CollBuffers,
+}
+
+impl NativeCalls {
+    fn new(t: &mut dyn Transport, timing: &CollTiming) -> Result<NativeCalls, CollError> {
+        let spec = timing.spec;
+        spec.validate()?;
+        let collective = spec.algorithm.collective();
+        let (np, size) = (spec.np, spec.size_bytes);
+        let mut lens = [0; crate::coll::schedule::BUFFERS];
+        let mut need = |buf: Buf, len: usize| lens[buf.index()] = len;
+        match collective {
+            Collective::Bcast => need(Buf::Data, size),
+            Collective::Gather => {
+                need(Buf::Data, np * size);
+                need(Buf::Tmp0, size);
+            }
+            Collective::Allreduce => {
+                need(Buf::Data, size);
+                need(Buf::Tmp0, size);
+            }
+            Collective::Alltoall => {
+                need(Buf::Data, np * size);
+                need(Buf::Out, np * size);
+            }
+            Collective::Barrier => {}
+        }
+        // A 0-byte operation still names a region: give every buffer a byte.
+        if collective != Collective::Barrier {
+            for len in &mut lens {
+                *len = (*len).max(1);
+            }
+        }
+        Ok(NativeCalls {
+            collective,
+            np,
+            size,
+            root: spec.root,
+            rotate: timing.rotate_root && collective.is_rooted(),
+            buffers: CollBuffers::alloc_lens(t, lens)?,
+        })
+    }
+
+    fn root(&self, call: usize) -> Rank {
+        if self.rotate {
+            call % self.np
+        } else {
+            self.root
+        }
+    }
+
+    fn call(&self, index: usize) -> NativeCollective {
+        let region = |buf: Buf, len: usize| {
+            self.buffers
+                .id(buf)
+                .expect("allocated in NativeCalls::new")
+                .prefix(len)
+        };
+        let (np, size) = (self.np, self.size);
+        match self.collective {
+            Collective::Barrier => NativeCollective::Barrier,
+            Collective::Bcast => NativeCollective::Bcast {
+                root: self.root(index),
+                data: region(Buf::Data, size),
+            },
+            Collective::Gather => NativeCollective::Gather {
+                root: self.root(index),
+                send: region(Buf::Tmp0, size),
+                recv: region(Buf::Data, np * size),
+            },
+            Collective::Allreduce => NativeCollective::Allreduce {
+                send: region(Buf::Tmp0, size),
+                recv: region(Buf::Data, size),
+            },
+            Collective::Alltoall => NativeCollective::Alltoall {
+                send: region(Buf::Data, np * size),
+                recv: region(Buf::Out, np * size),
+            },
+        }
+    }
+
+    /// [`check::fill`], then this rank's operand copied where MPI sends it from.
+    fn fill(&self, t: &mut dyn Transport, spec: &CollSpec) -> Result<(), CollError> {
+        let rank = t.rank();
+        check::fill(spec, rank, t, &self.buffers)?;
+        let from = match self.collective {
+            Collective::Gather => rank * self.size,
+            Collective::Allreduce => 0,
+            _ => return Ok(()),
+        };
+        let (data, tmp) = (self.buffers.id(Buf::Data), self.buffers.id(Buf::Tmp0));
+        let (Some(data), Some(tmp)) = (data, tmp) else {
+            return Ok(());
+        };
+        let operand = t.buffer(data)?[from..from + self.size].to_vec();
+        t.buffer_mut(tmp)?[..self.size].copy_from_slice(&operand);
+        Ok(())
+    }
+}
+
+/// One call, prepared: [`Ready::run`] is the whole timed region.
+enum Ready<'a> {
+    Executor(&'a mut Executor),
+    Native(NativeCollective),
+}
+
+impl Ready<'_> {
+    #[inline]
+    fn run(self, t: &mut dyn Transport) -> Result<(), CollTimingError> {
+        match self {
+            Ready::Executor(e) => Ok(e.run(t)?),
+            Ready::Native(call) => match t.native_collective(call) {
+                Some(result) => Ok(result.map_err(CollError::from)?),
+                None => Err(CollTimingError::NoNativeCollectives {
+                    transport: t.name(),
+                }),
+            },
+        }
+    }
+}
+
+/// What a run times: our schedules, or the transport's own collective.
+enum Calls {
+    Scheduled(Executors),
+    Native(NativeCalls),
+}
+
+impl Calls {
+    fn new(
+        t: &mut dyn Transport,
+        timing: &CollTiming,
+        implementation: Implementation,
+    ) -> Result<Calls, CollError> {
+        Ok(match implementation {
+            Implementation::Schedule => Calls::Scheduled(Executors::new(t, timing)?),
+            Implementation::Native => Calls::Native(NativeCalls::new(t, timing)?),
+        })
+    }
+
+    fn root(&self, call: usize) -> Rank {
+        match self {
+            Calls::Scheduled(e) => e.root(call),
+            Calls::Native(n) => n.root(call),
+        }
+    }
+
+    /// Call `index`, ready to run: everything but the call itself done (the root's
+    /// executor picked, the native call's regions built).
+    fn ready(&mut self, index: usize) -> Ready<'_> {
+        match self {
+            Calls::Scheduled(e) => Ready::Executor(e.get(index)),
+            Calls::Native(n) => Ready::Native(n.call(index)),
+        }
+    }
+
+    /// Call `index` (the loop scheme's body).
+    fn run(&mut self, t: &mut dyn Transport, index: usize) -> Result<(), CollTimingError> {
+        self.ready(index).run(t)
+    }
+
+    fn fill(&mut self, t: &mut dyn Transport, spec: &CollSpec) -> Result<(), CollError> {
+        match self {
+            Calls::Scheduled(e) => {
+                let rank = t.rank();
+                Ok(check::fill(spec, rank, t, &e.buffers)?)
+            }
+            Calls::Native(n) => n.fill(t, spec),
+        }
+    }
+
+    fn verify(&self, t: &dyn Transport, spec: &CollSpec) -> Result<(), CollError> {
+        let buffers = match self {
+            Calls::Scheduled(e) => &e.buffers,
+            Calls::Native(n) => &n.buffers,
+        };
+        check::verify(spec, t.rank(), t, buffers)
+    }
+
+    fn free(self, t: &mut dyn Transport) -> Result<(), CollError> {
+        match self {
+            Calls::Scheduled(e) => e.buffers.free(t)?,
+            Calls::Native(n) => n.buffers.free(t)?,
+        }
+        Ok(())
+    }
+}
+
 /// Times `timing.spec` as `timing.scheme` says (see the module docs). Collective:
 /// every rank calls it with the same arguments. `model` maps this rank's clock to
 /// global time (the window scheme; ignored by the others).
@@ -254,6 +514,19 @@ pub fn measure<C: Clock + ?Sized>(
     control: &mut dyn Control,
     model: &ClockModel,
     timing: &CollTiming,
+) -> Result<CollTimes, CollTimingError> {
+    measure_with(clock, t, control, model, timing, Implementation::Schedule)
+}
+
+/// [`measure`] of `implementation`: our schedule, or the transport's own collective
+/// (an error on a transport that has none).
+pub fn measure_with<C: Clock + ?Sized>(
+    clock: &C,
+    t: &mut dyn Transport,
+    control: &mut dyn Control,
+    model: &ClockModel,
+    timing: &CollTiming,
+    implementation: Implementation,
 ) -> Result<CollTimes, CollTimingError> {
     if timing.reps == 0 {
         return Err(CollTimingError::Options("reps must be at least 1"));
@@ -265,7 +538,7 @@ pub fn measure<C: Clock + ?Sized>(
     }
     let rank = t.rank();
     let spec = timing.spec;
-    let mut executors = Executors::new(t, timing)?;
+    let mut calls = Calls::new(t, timing, implementation)?;
     let barrier_spec = CollSpec {
         algorithm: crate::coll::Algorithm::BarrierDissemination,
         size_bytes: 0,
@@ -278,42 +551,46 @@ pub fn measure<C: Clock + ?Sized>(
     // Warm-up: barrier, call, checked data; the longest local time sizes the window.
     let mut longest = 0u64;
     for i in 0..timing.warmup {
-        let root = executors.root(i);
+        let root = calls.root(i);
         let call_spec = CollSpec { root, ..spec };
-        let ex = executors.get(i);
         if timing.check_data {
-            check::fill(&call_spec, rank, t, ex.buffers()).map_err(CollError::from)?;
+            calls.fill(t, &call_spec)?;
         }
+        let ready = calls.ready(i);
         barrier.run(t)?;
         let start = clock.now();
-        ex.run(t)?;
+        ready.run(t)?;
         longest = longest.max(clock.now().since(start));
         if timing.check_data {
-            check::verify(&call_spec, rank, t, ex.buffers())?;
+            calls
+                .verify(t, &call_spec)
+                .map_err(|e| checked(e, timing, implementation, root))?;
         }
     }
 
     let times = match timing.scheme {
         Scheme::Window => {
+            t.settle().map_err(CollError::from)?;
             let slowest = max_at_root(control, longest)?;
-            windowed(clock, t, control, model, timing, &mut executors, slowest)?
+            windowed(clock, t, control, model, timing, &mut calls, slowest)?
         }
         Scheme::Barrier => {
             let mut spans = Vec::with_capacity(timing.reps);
             for i in 0..timing.reps {
-                let ex = executors.get(i);
+                let ready = calls.ready(i);
                 barrier.run(t)?;
                 let start = clock.now();
-                ex.run(t)?;
+                ready.run(t)?;
                 spans.push(Span {
                     start,
                     end: clock.now(),
                 });
             }
-            let calls = gather_calls(control, &spans, |i| (executors.root(i), 1))?;
+            t.settle().map_err(CollError::from)?;
+            let timed = gather_calls(control, &spans, |i| (calls.root(i), 1))?;
             CollTimes {
                 scheme: Scheme::Barrier,
-                calls,
+                calls: timed,
                 window_ticks: None,
                 rounds: 1,
             }
@@ -322,24 +599,49 @@ pub fn measure<C: Clock + ?Sized>(
             barrier.run(t)?;
             let start = clock.now();
             for i in 0..timing.reps {
-                executors.get(i).run(t)?;
+                calls.run(t, i)?;
             }
             let span = Span {
                 start,
                 end: clock.now(),
             };
-            let calls = gather_calls(control, &[span], |_| (executors.root(0), timing.reps))?;
+            t.settle().map_err(CollError::from)?;
+            let timed = gather_calls(control, &[span], |_| (calls.root(0), timing.reps))?;
             CollTimes {
                 scheme: Scheme::Loop,
-                calls,
+                calls: timed,
                 window_ticks: None,
                 rounds: 1,
             }
         }
     };
-    executors.buffers.free(t).map_err(CollError::from)?;
+    calls.free(t)?;
     barrier.buffers().free(t).map_err(CollError::from)?;
     Ok(times)
+}
+
+/// A failed data check with what was being checked; other errors unchanged.
+fn checked(
+    error: CollError,
+    timing: &CollTiming,
+    implementation: Implementation,
+    root: Rank,
+) -> CollTimingError {
+    let spec = timing.spec;
+    let collective = spec.algorithm.collective();
+    match error {
+        CollError::Data(error) => CollTimingError::DataCheck {
+            what: match implementation {
+                Implementation::Schedule => format!("{collective}/{}", spec.algorithm),
+                Implementation::Native => format!("{collective}/native"),
+            },
+            size_bytes: spec.size_bytes,
+            np: spec.np,
+            root: collective.is_rooted().then_some(root),
+            error,
+        },
+        other => other.into(),
+    }
 }
 
 /// The window scheme's rounds (see the module docs).
@@ -349,7 +651,7 @@ fn windowed<C: Clock + ?Sized>(
     control: &mut dyn Control,
     model: &ClockModel,
     timing: &CollTiming,
-    executors: &mut Executors,
+    executors: &mut Calls,
     slowest_ticks: u64,
 ) -> Result<CollTimes, CollTimingError> {
     let mut window_ticks = window::initial_window(slowest_ticks);
@@ -363,9 +665,9 @@ fn windowed<C: Clock + ?Sized>(
         let mut spans = Vec::with_capacity(timing.reps);
         let mut statuses = Vec::with_capacity(timing.reps);
         for k in 0..timing.reps {
-            let ex = executors.get(index + k);
+            let ready = executors.ready(index + k);
             let slot = windows.wait(clock, timing.window_wait);
-            ex.run(t)?;
+            ready.run(t)?;
             let end = clock.now();
             statuses.push(windows.finish(clock, &slot));
             spans.push(Span {
@@ -373,6 +675,7 @@ fn windowed<C: Clock + ?Sized>(
                 end: model.global(end),
             });
         }
+        t.settle().map_err(CollError::from)?;
         let agreed = window::agree(control, &statuses)?;
         let round = gather_calls(control, &spans, |k| (executors.root(index + k), 1))?;
         index += timing.reps;

@@ -64,6 +64,7 @@ use serde::Serialize;
 mod pool;
 #[cfg(test)]
 mod sim;
+pub mod verify;
 
 pub use pool::{pool, Samples};
 
@@ -197,7 +198,7 @@ pub const DISTURBED_FACTOR: f64 = 3.0;
 
 /// Absolute slack of the "mostly disturbed" test, us (timer and wake-up jitter on a
 /// microsecond round trip is not a disturbance).
-const DISTURBED_SLACK_US: f64 = 50.0;
+pub(crate) const DISTURBED_SLACK_US: f64 = 50.0;
 
 /// `true` when the median of `ticks` exceeds 1.5 times their minimum plus `slack`:
 /// more than half of the repetitions were slowed by something other than the network.

@@ -39,6 +39,7 @@ const SEED: u64 = 0x6e67_6175_6765;
 
 /// Steele, Lea and Flood's SplitMix64 (OOPSLA 2014): a small, well-mixed generator,
 /// enough to shuffle a list of sizes.
+#[derive(Clone, Debug)]
 pub(crate) struct SplitMix64(pub(crate) u64);
 
 impl SplitMix64 {

@@ -5,8 +5,10 @@
 
 use super::warning::{warned, Warned};
 use crate::job::TransportName;
+use crate::model::confirm::{ChangeKind, Undecided, Verdict};
 use crate::model::loggp::{Assessment, ModelWarning, RangeParams};
 use crate::model::params::{ParamRange, ParamsFile, SCHEMA};
+use crate::model::refine::Change;
 use crate::patterns::loggp::{disturbed_fraction, Point, DISTURBED_FACTOR};
 use crate::report::table::Table;
 use crate::stats::Summary;
@@ -23,6 +25,52 @@ pub struct PairAnalysis {
     pub points: Vec<Point>,
     /// Ranges and parameters.
     pub assessment: Assessment,
+    /// The protocol changes with their verdicts, rejected candidates included
+    /// (the ranges are split at the confirmed and unconfirmed ones).
+    pub changes: Vec<Change>,
+}
+
+impl PairAnalysis {
+    /// An analysis whose changes are the detector's, not measured again.
+    pub fn unconfirmed(
+        client: usize,
+        server: usize,
+        points: Vec<Point>,
+        assessment: Assessment,
+    ) -> PairAnalysis {
+        let sizes: Vec<u64> = points.iter().map(|p| p.size).collect();
+        let changes = assessment
+            .changes
+            .iter()
+            .zip(&assessment.changes_shown_by)
+            .map(|(&c, by)| Change::unconfirmed(&sizes, c, by.clone()))
+            .collect();
+        PairAnalysis {
+            client,
+            server,
+            points,
+            assessment,
+            changes,
+        }
+    }
+
+    /// The changes reported (all but the rejected ones).
+    pub fn reported(&self) -> impl Iterator<Item = &Change> {
+        self.changes
+            .iter()
+            .filter(|c| c.verdict != Verdict::Rejected)
+    }
+}
+
+crate::names::named_enum! {
+    /// Whether the run decided every candidate protocol change.
+    pub enum ChangesVerdict("changes verdict") {
+        /// Every candidate was confirmed or rejected (or not measured again).
+        Decided = "decided",
+        /// At least one candidate could not be decided: the host was too disturbed
+        /// or the passes too spread.
+        Undecided = "undecided",
+    }
 }
 
 /// The spread of the repetitions behind a point's medians.
@@ -99,11 +147,14 @@ pub struct PairDoc {
     pub points: Vec<PointRecord>,
     /// Parameters per protocol range.
     pub ranges: Vec<RangeParams>,
-    /// First size of each range after the first.
-    pub changes: Vec<u64>,
-    /// For each change, the series it showed in (`gap`, `prtt_1_0`, `o_s`, `o_r`,
-    /// `send_late`).
-    pub changes_shown_by: Vec<Vec<&'static str>>,
+    /// The protocol changes: confirmed (the ranges start there), undecided (not
+    /// split at), or unconfirmed (confirmation off; split at), ascending.
+    pub changes: Vec<Change>,
+    /// Whether every candidate change was decided.
+    pub changes_verdict: ChangesVerdict,
+    /// Sweep sizes where the detector proposed a change that fresh passes
+    /// rejected, bytes.
+    pub rejected_changes: Vec<u64>,
     /// Points whose robust weight ended low.
     pub low_weight_points: Vec<LowWeight>,
     /// Validity warnings of the model, then of the measurement.
@@ -129,6 +180,15 @@ pub enum LoggpWarning {
         /// [`DISTURBED_FACTOR`].
         factor: f64,
     },
+    /// A candidate protocol change could not be decided.
+    Undecided {
+        /// Last sweep size of the old range, bytes.
+        last_old_bytes: u64,
+        /// First sweep size of the new range, bytes.
+        bytes: u64,
+        /// Why.
+        reason: Undecided,
+    },
     /// A warning of the fit.
     #[serde(untagged)]
     Model(ModelWarning),
@@ -141,6 +201,18 @@ pub enum LoggpWarning {
 pub const DISTURBED_WARN: f64 = 0.10;
 
 impl LoggpWarning {
+    /// The warnings about the undecided changes of `changes`.
+    pub fn undecided(changes: &[Change]) -> impl Iterator<Item = Self> + '_ {
+        changes
+            .iter()
+            .filter(|c| c.verdict == Verdict::Undecided)
+            .map(|c| LoggpWarning::Undecided {
+                last_old_bytes: c.last_old_bytes,
+                bytes: c.bytes,
+                reason: c.undecided.unwrap_or(Undecided::Spread),
+            })
+    }
+
     /// The warning about `points` when more than [`DISTURBED_WARN`] of their
     /// repetitions were disturbed.
     pub fn disturbed(points: &[Point]) -> Option<Self> {
@@ -171,6 +243,22 @@ impl std::fmt::Display for LoggpWarning {
                  repetitions, not to many",
                 fraction * 100.0
             ),
+            LoggpWarning::Undecided {
+                last_old_bytes,
+                bytes,
+                reason,
+            } => match reason {
+                Undecided::Disturbed => write!(
+                    f,
+                    "cannot decide whether the protocol changes between {last_old_bytes} and \
+                     {bytes} bytes: the host disturbed too many confirmation passes"
+                ),
+                Undecided::Spread => write!(
+                    f,
+                    "cannot decide whether the protocol changes between {last_old_bytes} and \
+                     {bytes} bytes: the confirmation passes disagree"
+                ),
+            },
             LoggpWarning::Model(w) => w.fmt(f),
         }
     }
@@ -226,8 +314,18 @@ pub fn pair_doc(pa: &PairAnalysis, low_weight: f64, extra: &[LoggpWarning]) -> P
         server: pa.server,
         points,
         ranges: a.ranges.clone(),
-        changes: a.changes.clone(),
-        changes_shown_by: a.changes_shown_by.clone(),
+        changes: pa.reported().cloned().collect(),
+        changes_verdict: if pa.reported().any(|c| c.verdict == Verdict::Undecided) {
+            ChangesVerdict::Undecided
+        } else {
+            ChangesVerdict::Decided
+        },
+        rejected_changes: pa
+            .changes
+            .iter()
+            .filter(|c| c.verdict == Verdict::Rejected)
+            .map(|c| c.bytes)
+            .collect(),
         low_weight_points: pa
             .points
             .iter()
@@ -245,6 +343,33 @@ pub fn pair_doc(pa: &PairAnalysis, low_weight: f64, extra: &[LoggpWarning]) -> P
                 .map(LoggpWarning::Model)
                 .chain(extra.iter().cloned()),
         ),
+    }
+}
+
+/// One change for the table: `8192 (first byte 8129, in gap, o_r, confirmed in 6
+/// passes)`.
+fn describe_change(c: &Change) -> String {
+    let mut notes = Vec::new();
+    match (c.first_bytes, c.crossing_bytes) {
+        (Some(b), _) => notes.push(format!("first byte {b}")),
+        (None, Some(x)) => notes.push(format!("slope changes near {x:.0}")),
+        (None, None) if c.verdict == Verdict::Confirmed && c.kind == ChangeKind::Step => notes
+            .push(format!(
+                "between {} and {}",
+                c.bracket_bytes[0], c.bracket_bytes[1]
+            )),
+        _ => {}
+    }
+    if !c.shown_by.is_empty() {
+        notes.push(format!("in {}", c.shown_by.join(", ")));
+    }
+    if let Some(conf) = &c.confirmation {
+        notes.push(format!("confirmed in {} passes", conf.clean_passes));
+    }
+    if notes.is_empty() {
+        c.bytes.to_string()
+    } else {
+        format!("{} ({})", c.bytes, notes.join(", "))
     }
 }
 
@@ -303,20 +428,24 @@ pub fn table(pa: &PairAnalysis) -> String {
     if clamped {
         out += "*: o_s + o_r exceed RTT/2, so L would be negative; shown as 0 (see the warning)\n";
     }
-    if !pa.assessment.changes.is_empty() {
-        let a = &pa.assessment;
-        let list: Vec<String> = a
-            .changes
-            .iter()
-            .enumerate()
-            .map(
-                |(i, c)| match a.changes_shown_by.get(i).filter(|s| !s.is_empty()) {
-                    Some(series) => format!("{c} (in {})", series.join(", ")),
-                    None => c.to_string(),
-                },
-            )
-            .collect();
-        out += &format!("protocol changes at: {} bytes\n", list.join("; "));
+    let decided: Vec<String> = pa
+        .reported()
+        .filter(|c| c.verdict != Verdict::Undecided)
+        .map(describe_change)
+        .collect();
+    if !decided.is_empty() {
+        out += &format!("protocol changes at: {} bytes\n", decided.join("; "));
+    }
+    let undecided: Vec<String> = pa
+        .reported()
+        .filter(|c| c.verdict == Verdict::Undecided)
+        .map(|c| format!("{}-{}", c.last_old_bytes, c.bytes))
+        .collect();
+    if !undecided.is_empty() {
+        out += &format!(
+            "protocol changes undecided between: {} bytes (not split into ranges)\n",
+            undecided.join("; ")
+        );
     }
     let low: Vec<String> = pa
         .assessment
@@ -579,12 +708,7 @@ pub(crate) mod fixtures {
             detector: Detector::Segmented(SegmentOptions::default()),
             ..AssessOptions::default()
         };
-        PairAnalysis {
-            client: 0,
-            server: 1,
-            assessment: assess(&samples, &opts).unwrap(),
-            points,
-        }
+        PairAnalysis::unconfirmed(0, 1, points, assess(&samples, &opts).unwrap())
     }
 }
 
@@ -601,8 +725,11 @@ mod tests {
     #[test]
     fn json_body_carries_the_contract_fields() {
         let doc = serde_json::to_value(pair_doc(&analysis(), 0.5, &[])).unwrap();
-        assert_eq!(doc["changes"], serde_json::json!([8192]));
-        let shown = doc["changes_shown_by"][0]
+        assert_eq!(doc["changes"][0]["bytes"], 8192);
+        assert_eq!(doc["changes"][0]["last_old_bytes"], 7168);
+        assert_eq!(doc["changes"][0]["verdict"], "unconfirmed");
+        assert_eq!(doc["changes_verdict"], "decided");
+        let shown = doc["changes"][0]["shown_by"]
             .as_array()
             .expect("series per change");
         assert!(!shown.is_empty(), "a change names the series it showed in");

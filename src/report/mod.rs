@@ -6,6 +6,7 @@
 //! document is a struct here, serialized by serde; its JSON Schema is generated from
 //! the same struct ([`schema`]) and committed under `docs/schemas/`.
 
+pub mod coll;
 pub mod jsonl;
 pub mod late;
 pub mod loggp;

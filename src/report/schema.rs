@@ -20,6 +20,7 @@ pub fn documents() -> Vec<(&'static str, Schema)> {
         ),
         ("loggp", schemars::schema_for!(super::loggp_doc::LoggpDoc)),
         ("sync", schemars::schema_for!(super::sync::SyncDoc)),
+        ("coll", schemars::schema_for!(super::coll::CollDoc)),
         (
             "simulate",
             schemars::schema_for!(super::simulate::SimulateDoc),
@@ -86,6 +87,7 @@ mod tests {
             ("pingpong", &["results", "meta"]),
             ("loggp", &["detector", "n", "dg", "meta"]),
             ("sync", &["algo", "np", "duration_us", "ranks", "meta"]),
+            ("coll", &["results", "meta"]),
             ("simulate", &["results", "events", "events_per_s", "meta"]),
             ("late", &["results", "warnings", "meta"]),
             ("nbc", &["results", "warnings", "meta"]),

@@ -9,11 +9,11 @@
 //! | [`order`] | the median (midpoint of the two middle values for an even count), quantiles (Hyndman & Fan definition 7, R's default), the lower median; generic over [`Value`] so ticks stay ticks |
 //! | [`sample`] | [`Sorted`]: a non-empty, finite sample sorted once, in its unit |
 //! | [`summary`] | [`Summary`]: n, min, median, mean, p99, max |
+//! | [`mean_ci`] | the interval of the mean from Student's t |
 //! | [`median_ci`] | the distribution-free confidence interval of the median (order statistics of the sign test) |
 //! | [`tukey`] | Tukey's outlier filter, `[Q1 - 1.5 IQR, Q3 + 1.5 IQR]` (Hunold & Carpen-Amarie, sec. 3.5) |
 //!
-//! Still to come, with the suites (Hunold & Carpen-Amarie, sec. 5-6): the 95%
-//! interval of the mean (`mean_ci.rs`, Student's t from `statrs`), the
+//! Still to come, with the suites (Hunold & Carpen-Amarie, sec. 5-6): the
 //! Wilcoxon-Mann-Whitney rank-sum test (`ranksum.rs`: exact p-values for small
 //! samples, the normal approximation with ties beyond), and per-launch medians
 //! pooled across launches. Each takes a [`Sorted`] or a slice and returns a plain
@@ -21,12 +21,14 @@
 //!
 //! Distributions come from `statrs`; nothing here reads a clock or prints.
 
+pub mod mean_ci;
 pub mod median_ci;
 pub mod order;
 pub mod sample;
 pub mod summary;
 pub mod tukey;
 
+pub use mean_ci::{mean_interval, MeanInterval};
 pub use median_ci::{median_interval, MedianInterval};
 pub use order::{lower_median_by, median, median_of_sorted, quantile_of_sorted, sorted, Value};
 pub use sample::Sorted;

@@ -7,6 +7,7 @@ use super::*;
 use crate::clock::Skew;
 use crate::coll::Algorithm;
 use crate::sync::sim::{self, NetModel, SIM_HZ, SIM_START};
+use ngauge_transport::TransportError;
 
 const L_NS: f64 = 20_000.0;
 const NP: usize = 6;
@@ -198,4 +199,272 @@ fn rotated_roots_share_buffers_and_pass_the_data_check() {
         let roots: Vec<Rank> = times.calls.iter().map(|c| c.root).collect();
         assert_eq!(roots, vec![0, 1, 2, 3, 4, 5, 0, 1]);
     }
+}
+
+/// A transport with collectives of its own, for [`Implementation::Native`]: a plain
+/// reference implementation over the wrapped transport's point-to-point messages
+/// (linear trees through rank 0 or the root), or, with `broken_at`, a broadcast
+/// that leaves that rank's buffer alone.
+struct Native<T> {
+    inner: T,
+    broken_at: Option<Rank>,
+    scratch: Option<ngauge_transport::BufferId>,
+}
+
+impl<T: Transport> Native<T> {
+    fn new(inner: T) -> Self {
+        Native {
+            inner,
+            broken_at: None,
+            scratch: None,
+        }
+    }
+
+    fn bytes(&self, r: ngauge_transport::Region) -> Vec<u8> {
+        self.inner.buffer(r.buffer).unwrap()[r.offset..r.offset + r.len].to_vec()
+    }
+
+    fn put(&mut self, r: ngauge_transport::Region, bytes: &[u8]) {
+        self.inner.buffer_mut(r.buffer).unwrap()[r.offset..r.offset + r.len].copy_from_slice(bytes);
+    }
+
+    fn scratch(&mut self, len: usize) -> ngauge_transport::Region {
+        let id = *self
+            .scratch
+            .get_or_insert_with(|| self.inner.alloc_buffer(1 << 20).unwrap());
+        id.prefix(len)
+    }
+
+    fn collective(&mut self, call: NativeCollective) -> Result<(), TransportError> {
+        let (me, np) = (self.inner.rank(), self.inner.size());
+        let t = &mut self.inner;
+        match call {
+            NativeCollective::Barrier => {
+                let one = self.scratch(1);
+                let t = &mut self.inner;
+                if me == 0 {
+                    for r in 1..np {
+                        t.recv(r, one)?;
+                    }
+                    for r in 1..np {
+                        t.send(r, one)?;
+                    }
+                } else {
+                    t.send(0, one)?;
+                    t.recv(0, one)?;
+                }
+            }
+            NativeCollective::Bcast { root, data } => {
+                if me == root {
+                    for r in (0..np).filter(|&r| r != root) {
+                        t.send(r, data)?;
+                    }
+                } else if self.broken_at == Some(me) {
+                    let lost = self.scratch(data.len);
+                    self.inner.recv(root, lost)?;
+                } else {
+                    t.recv(root, data)?;
+                }
+            }
+            NativeCollective::Gather { root, send, recv } => {
+                let size = send.len;
+                if me == root {
+                    for r in (0..np).filter(|&r| r != root) {
+                        t.recv(r, recv.buffer.region(recv.offset + r * size, size))?;
+                    }
+                    let own = self.bytes(send);
+                    self.put(recv.buffer.region(recv.offset + me * size, size), &own);
+                } else {
+                    t.send(root, send)?;
+                }
+            }
+            NativeCollective::Allreduce { send, recv } => {
+                if me == 0 {
+                    let mut sum = self.bytes(send);
+                    let tmp = self.scratch(send.len);
+                    for r in 1..np {
+                        self.inner.recv(r, tmp)?;
+                        crate::coll::allreduce::reduce_into(&mut sum, &self.bytes(tmp));
+                    }
+                    self.put(recv, &sum);
+                    for r in 1..np {
+                        self.inner.send(r, recv)?;
+                    }
+                } else {
+                    t.send(0, send)?;
+                    t.recv(0, recv)?;
+                }
+            }
+            NativeCollective::Alltoall { send, recv } => {
+                let size = send.len / np;
+                let mut requests = Vec::new();
+                for j in (0..np).filter(|&j| j != me) {
+                    let block =
+                        |r: ngauge_transport::Region| r.buffer.region(r.offset + j * size, size);
+                    requests.push(t.irecv(j, block(recv))?);
+                    requests.push(t.isend(j, block(send))?);
+                }
+                t.wait_all(&requests)?;
+                let own = self.bytes(send.buffer.region(send.offset + me * size, size));
+                self.put(recv.buffer.region(recv.offset + me * size, size), &own);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<T: Transport> Transport for Native<T> {
+    fn name(&self) -> &'static str {
+        "native-test"
+    }
+    fn rank(&self) -> Rank {
+        self.inner.rank()
+    }
+    fn size(&self) -> usize {
+        self.inner.size()
+    }
+    fn capabilities(&self) -> ngauge_transport::Capabilities {
+        self.inner.capabilities()
+    }
+    fn wait_mode(&self) -> WaitMode {
+        self.inner.wait_mode()
+    }
+    fn alloc_buffer(&mut self, len: usize) -> Result<ngauge_transport::BufferId, TransportError> {
+        self.inner.alloc_buffer(len)
+    }
+    fn free_buffer(&mut self, b: ngauge_transport::BufferId) -> Result<(), TransportError> {
+        self.inner.free_buffer(b)
+    }
+    fn buffer(&self, b: ngauge_transport::BufferId) -> Result<&[u8], TransportError> {
+        self.inner.buffer(b)
+    }
+    fn buffer_mut(&mut self, b: ngauge_transport::BufferId) -> Result<&mut [u8], TransportError> {
+        self.inner.buffer_mut(b)
+    }
+    fn send(&mut self, peer: Rank, r: ngauge_transport::Region) -> Result<(), TransportError> {
+        self.inner.send(peer, r)
+    }
+    fn recv(&mut self, peer: Rank, r: ngauge_transport::Region) -> Result<(), TransportError> {
+        self.inner.recv(peer, r)
+    }
+    fn isend(
+        &mut self,
+        peer: Rank,
+        r: ngauge_transport::Region,
+    ) -> Result<ngauge_transport::RequestId, TransportError> {
+        self.inner.isend(peer, r)
+    }
+    fn irecv(
+        &mut self,
+        peer: Rank,
+        r: ngauge_transport::Region,
+    ) -> Result<ngauge_transport::RequestId, TransportError> {
+        self.inner.irecv(peer, r)
+    }
+    fn test(&mut self, q: ngauge_transport::RequestId) -> Result<bool, TransportError> {
+        self.inner.test(q)
+    }
+    fn wait(&mut self, q: ngauge_transport::RequestId) -> Result<(), TransportError> {
+        self.inner.wait(q)
+    }
+    fn native_collective(&mut self, call: NativeCollective) -> Option<Result<(), TransportError>> {
+        Some(self.collective(call))
+    }
+}
+
+fn measure_native(
+    tm: CollTiming,
+    broken_at: Option<Rank>,
+) -> Vec<Result<CollTimes, CollTimingError>> {
+    let skews = skews();
+    sim::run(&skews, quiet(), |r| {
+        let model = match skews[r.control.rank()] {
+            Some(s) => ClockModel::offset_only(s.offset_ticks),
+            None => ClockModel::IDENTITY,
+        };
+        let mut control = r.control;
+        let mut t = Native::new(r.transport);
+        t.broken_at = broken_at;
+        measure_with(
+            &r.clock,
+            &mut t,
+            &mut control,
+            &model,
+            &tm,
+            Implementation::Native,
+        )
+    })
+}
+
+#[test]
+fn native_collectives_are_timed_and_checked_on_the_same_layout() {
+    for algorithm in [
+        Algorithm::BcastBinomial,
+        Algorithm::GatherLinear,
+        Algorithm::AllreduceRing,
+        Algorithm::BarrierDissemination,
+        Algorithm::AlltoallPairwise,
+    ] {
+        for scheme in [Scheme::Window, Scheme::Barrier] {
+            let mut tm = timing(scheme, algorithm);
+            tm.spec.size_bytes = 1000; // whole words for the allreduce
+            tm.rotate_root = true;
+            tm.warmup = NP; // every root checked once
+            let times = measure_native(tm, None).remove(0).unwrap();
+            assert_eq!(times.tally().valid, 8, "{algorithm} {scheme:?}");
+            let roots: Vec<Rank> = times.calls.iter().map(|c| c.root).collect();
+            if algorithm.collective().is_rooted() {
+                assert_eq!(roots, vec![0, 1, 2, 3, 4, 5, 0, 1]);
+            }
+            // The window's run-time holds at least one message; the barrier's
+            // largest local time need not: a rank that leaves the barrier a message
+            // time after the root finds its data there (the barrier's exit skew,
+            // the error Hunold sec. 4.6 describes).
+            for t in times.valid_runtimes_ticks() {
+                if scheme == Scheme::Window {
+                    assert!(ns(t) >= L_NS, "{algorithm} {scheme:?}: {} ns", ns(t));
+                } else {
+                    assert!(ns(t) > 0.0, "{algorithm} {scheme:?}: {} ns", ns(t));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_wrong_result_names_the_rank_the_size_and_the_algorithm() {
+    let mut tm = timing(Scheme::Window, Algorithm::BcastBinomial);
+    tm.spec.size_bytes = 100;
+    let results = measure_native(tm, Some(3));
+    let err = results[3].as_ref().unwrap_err().to_string();
+    assert!(
+        err.starts_with(
+            "data check failed: bcast/native of 100 bytes on 6 ranks from root 0: rank 3: \
+             byte 0 of the data buffer is"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn native_on_a_transport_without_collectives_is_an_error() {
+    let out = sim::run(&[None, None], quiet(), |mut r| {
+        let mut tm = timing(Scheme::Loop, Algorithm::BcastLinear);
+        tm.spec.np = 2;
+        measure_with(
+            &r.clock,
+            &mut r.transport,
+            &mut r.control,
+            &ClockModel::IDENTITY,
+            &tm,
+            Implementation::Native,
+        )
+        .unwrap_err()
+        .to_string()
+    });
+    assert!(
+        out[0].ends_with("has no collectives of its own"),
+        "{}",
+        out[0]
+    );
 }

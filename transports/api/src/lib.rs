@@ -49,6 +49,6 @@ pub use control::{pack, unpack, Control, ControlError};
 pub use error::TransportError;
 pub use pool::{Access, BufferPool};
 pub use transport::{
-    BufferId, Capabilities, Counters, NativeRole, Rank, Region, RequestId, Transport,
-    UnknownWaitMode, WaitMode,
+    BufferId, Capabilities, Counters, NativeCollective, NativeRole, Rank, Region, RequestId,
+    Transport, UnknownWaitMode, WaitMode,
 };

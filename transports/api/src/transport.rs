@@ -144,6 +144,47 @@ pub enum NativeRole<'a> {
     },
 }
 
+/// One call of a transport's own collective ([`Transport::native_collective`]).
+/// `size` below is the bytes per rank; `np` the job size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NativeCollective {
+    /// No rank leaves before every rank has entered.
+    Barrier,
+    /// `data` (`size` bytes on every rank) from `root` to every rank.
+    Bcast {
+        /// The sending rank.
+        root: Rank,
+        /// The message; written on every rank but the root.
+        data: Region,
+    },
+    /// Every rank's `send` (`size` bytes) lands at `rank * size` in `recv` on
+    /// `root` (`np * size` bytes there; ignored elsewhere).
+    Gather {
+        /// The receiving rank.
+        root: Rank,
+        /// This rank's block.
+        send: Region,
+        /// The blocks of every rank, on the root.
+        recv: Region,
+    },
+    /// `recv` = the sum over ranks of `send`, as little-endian `u64` words with
+    /// wrapping addition (`size` a multiple of 8), on every rank.
+    Allreduce {
+        /// This rank's vector.
+        send: Region,
+        /// The sum.
+        recv: Region,
+    },
+    /// Block `j` of `send` (`np` blocks of `size` bytes) goes to rank `j` and
+    /// arrives there as block `rank` of `recv` (the same length).
+    Alltoall {
+        /// The blocks sent.
+        send: Region,
+        /// The blocks received.
+        recv: Region,
+    },
+}
+
 /// Point-to-point messaging between the ranks of a job.
 ///
 /// All operations move a whole message of `region.len` bytes; the receiver posts the
@@ -245,6 +286,19 @@ pub trait Transport {
         role: NativeRole<'_>,
     ) -> Option<Result<(), TransportError>> {
         let _ = (peer, send, recv, role);
+        None
+    }
+
+    /// One call of the transport's own implementation of a collective (MPI's
+    /// `MPI_Bcast`, ...), blocking, on every rank of the job: what ngauge times when
+    /// it measures a library's collective with the procedure it uses for its own
+    /// schedules. Every rank must make the same call.
+    ///
+    /// Returns `None` when the transport has no collectives of its own (the
+    /// default): nothing was sent or received. See [`NativeCollective`] for the
+    /// layout of the regions.
+    fn native_collective(&mut self, call: NativeCollective) -> Option<Result<(), TransportError>> {
+        let _ = call;
         None
     }
 

@@ -9,8 +9,10 @@
 //! ping-pong it is compared with uses the world); the MPI control plane uses tags 1
 //! and 2 on the same communicator, so nothing else in ngauge can match them.
 
+use crate::coll::{Datatype, ReduceOp};
 use crate::ffi;
 use crate::runtime::{Caller, Comm, Mpi, MpiError};
+use ngauge_transport::NativeCollective;
 use ngauge_transport::{
     Access, BufferId, BufferPool, Capabilities, NativeRole, Rank, Region, RequestId, Transport,
     TransportError, WaitMode,
@@ -563,6 +565,20 @@ impl Transport for MpiTransport {
             return None;
         }
         self.native_loop(peer, send, recv, role)
+    }
+
+    /// MPI's blocking collectives on this transport's communicator (`coll`), in
+    /// either wait mode: MPI's own progress loop is part of what is measured.
+    fn native_collective(&mut self, call: NativeCollective) -> Option<Result<(), TransportError>> {
+        Some(match call {
+            NativeCollective::Barrier => self.barrier(),
+            NativeCollective::Bcast { root, data } => self.bcast(root, data),
+            NativeCollective::Gather { root, send, recv } => self.gather(root, send, recv),
+            NativeCollective::Allreduce { send, recv } => {
+                self.allreduce(send, recv, Datatype::U64, ReduceOp::Sum)
+            }
+            NativeCollective::Alltoall { send, recv } => self.alltoall(send, recv),
+        })
     }
 
     fn isend(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {

@@ -1,0 +1,521 @@
+//! `ngauge coll`: one collective, timed correctly (`ngauge::patterns::coll`), per
+//! size, over every transport of `-t` and every implementation of `--algo`: our
+//! schedules over any transport, MPI's own collective (`--algo mpi`) on `-t mpi`.
+//! The points are measured interleaved, size by size, so that "our binomial over
+//! TCP" and "MPI's broadcast over its BTL" see the same machine; with several, the
+//! medians are compared with the last one measured.
+//!
+//! **Clocks.** As in `ngauge sync`, every rank uses rank 0's tick rate. The window
+//! scheme synchronizes the clocks once, before the first point, over the first
+//! transport of `-t` that never loses a message; with none (`-t udp`), over a TCP
+//! transport opened for that alone (a warning says so).
+//!
+//! **Open MPI's algorithms.** `--mpi-algo N` sets
+//! `OMPI_MCA_coll_tuned_use_dynamic_rules=1` and
+//! `OMPI_MCA_coll_tuned_<op>_algorithm=N` in the environment before MPI starts, so
+//! the `mpi` rows time that algorithm of Open MPI's tuned component; for a
+//! broadcast, `--segment` sets `OMPI_MCA_coll_tuned_bcast_algorithm_segmentsize`
+//! too, so our chain and Open MPI's cut the message alike.
+
+use super::common::UsageError;
+use crate::cli::{CollCmdArgs, GlobalArgs};
+use anyhow::Context;
+use ngauge::clock::{Clock, SystemClock};
+use ngauge::coll::{Algorithm, CollSpec, Collective};
+use ngauge::job::{JobSpec, TransportName};
+use ngauge::launch::World;
+use ngauge::patterns::coll::{self, CollTiming, Implementation, Scheme};
+use ngauge::report::coll::{self as doc, CollDoc, CollRecord, CollWarning, Point, RootChoice};
+use ngauge::report::jsonl::JsonlWriter;
+use ngauge::report::progress::Progress;
+use ngauge::report::table::Table;
+use ngauge::sizes::parse_sizes;
+use ngauge::sync::model::ClockModel;
+use ngauge::transport::{Transport, WaitMode};
+
+/// Which collective a row runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Imp {
+    /// One of our schedules, over any transport.
+    Ours(Algorithm),
+    /// MPI's own function (`-t mpi` only).
+    Mpi,
+}
+
+impl Imp {
+    /// The `--algo` name.
+    fn name(self) -> String {
+        match self {
+            Imp::Ours(a) => a.to_string(),
+            Imp::Mpi => "mpi".into(),
+        }
+    }
+}
+
+/// The usual algorithm of each operation: the trees Open MPI's tuned component
+/// picks for small messages, and the only barrier and all-to-all we have.
+fn default_algorithm(op: Collective) -> Algorithm {
+    match op {
+        Collective::Bcast => Algorithm::BcastBinomial,
+        Collective::Gather => Algorithm::GatherBinomial,
+        Collective::Allreduce => Algorithm::AllreduceRecursiveDoubling,
+        Collective::Barrier => Algorithm::BarrierDissemination,
+        Collective::Alltoall => Algorithm::AlltoallPairwise,
+    }
+}
+
+/// The implementations `--algo` names, in order, without repeats.
+fn implementations(args: &CollCmdArgs) -> Result<Vec<Imp>, UsageError> {
+    let op = args.op;
+    let mut out: Vec<Imp> = Vec::new();
+    let names: Vec<&str> = if args.algo.is_empty() {
+        vec![default_algorithm(op).base_name()]
+    } else {
+        args.algo.iter().map(|s| s.trim()).collect()
+    };
+    for name in names {
+        let these = match name {
+            "mpi" => vec![Imp::Mpi],
+            "all" => op.algorithms().into_iter().map(Imp::Ours).collect(),
+            _ => vec![Algorithm::parse(op, name)
+                .map(Imp::Ours)
+                .map_err(|e| UsageError(format!("--algo: {e}")))?],
+        };
+        for imp in these {
+            if !out.contains(&imp) {
+                out.push(imp);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The largest message one call sends over the transport, for its size limit: a
+/// gather's inner nodes forward up to the whole array; a segmented broadcast at
+/// most a segment.
+fn largest_message(op: Collective, size: usize, np: usize, segment: usize) -> usize {
+    match op {
+        Collective::Gather => size.saturating_mul(np),
+        Collective::Barrier => 1,
+        Collective::Bcast if segment > 0 => size.min(segment),
+        _ => size,
+    }
+}
+
+pub fn run(global: &GlobalArgs, args: &CollCmdArgs) -> anyhow::Result<()> {
+    let imps = implementations(args)?;
+    super::common::check_outputs(global, &[("--plot", args.plot.as_deref())])?;
+    let sizes: Vec<usize> = if args.op == Collective::Barrier {
+        vec![0]
+    } else {
+        let sizes: Vec<usize> = parse_sizes(&args.sizes)
+            .map_err(|e| UsageError(format!("--sizes: {e}")))?
+            .into_iter()
+            .map(|s| s as usize)
+            .collect();
+        if sizes.contains(&0) {
+            return Err(UsageError(format!(
+                "--sizes: {} carries no data at 0 bytes per rank",
+                args.op
+            ))
+            .into());
+        }
+        sizes
+    };
+    let has_mpi = global.transport.contains(&TransportName::Mpi);
+    if imps.contains(&Imp::Mpi) {
+        if !has_mpi {
+            return Err(UsageError(
+                "--algo mpi: MPI's own collectives run on the MPI transport; add -t mpi \
+                 (under mpirun, with a build that has the `mpi` feature)"
+                    .into(),
+            )
+            .into());
+        }
+        if args.op == Collective::Allreduce {
+            if let Some(s) = sizes.iter().find(|s| *s % 8 != 0) {
+                return Err(UsageError(format!(
+                    "--sizes: MPI's allreduce sums 8-byte words, and {s} bytes is not a \
+                     multiple of 8"
+                ))
+                .into());
+            }
+        }
+    }
+    if let Some(n) = args.mpi_algo {
+        if !imps.contains(&Imp::Mpi) {
+            return Err(UsageError(
+                "--mpi-algo forces Open MPI's algorithm of --algo mpi; add mpi to --algo".into(),
+            )
+            .into());
+        }
+        // Read by Open MPI's tuned component when MPI starts (in `with_world`);
+        // single-threaded here.
+        std::env::set_var("OMPI_MCA_coll_tuned_use_dynamic_rules", "1");
+        std::env::set_var(
+            format!("OMPI_MCA_coll_tuned_{}_algorithm", args.op),
+            n.to_string(),
+        );
+        if args.op == Collective::Bcast && args.segment > 0 {
+            std::env::set_var(
+                "OMPI_MCA_coll_tuned_bcast_algorithm_segmentsize",
+                args.segment.to_string(),
+            );
+        }
+    }
+    if args.scheme == Scheme::Window {
+        let options = args.sync.options();
+        options
+            .validate()
+            .map_err(|e| UsageError(format!("--sync: {e}")))?;
+    }
+    let np = global.size.unwrap_or(global.np) as usize;
+    if let RootChoice::Rank(r) = args.root {
+        if r >= np && global.size.is_some() {
+            return Err(
+                UsageError(format!("--root {r}: not a rank of a job of {np} ranks")).into(),
+            );
+        }
+    }
+    super::common::with_world(global, |world| run_rank(global, args, &imps, &sizes, world))
+}
+
+/// One row: a transport and an implementation.
+struct Row {
+    transport: usize,
+    imp: Imp,
+}
+
+fn run_rank(
+    global: &GlobalArgs,
+    args: &CollCmdArgs,
+    imps: &[Imp],
+    sizes: &[usize],
+    world: &mut World,
+) -> anyhow::Result<()> {
+    let np = world.size;
+    let rank = world.rank;
+    let root = match args.root {
+        RootChoice::Rank(r) if r >= np => {
+            return Err(UsageError(format!("--root {r}: not a rank of a job of {np} ranks")).into())
+        }
+        RootChoice::Rank(r) => r,
+        RootChoice::Rotate(_) => 0,
+    };
+    let own = super::common::rank_clock(world)?;
+    let rate = super::sync::rank0_rate(world.control.as_mut(), own.rate())?;
+    let clock = SystemClock::new(own.source(), rate).with_skew(
+        own.skew()
+            .map(|s| super::sync::rescale_skew(s, own.rate(), rate)),
+    );
+    let cores = world.gather_pinning()?;
+    let job = super::common::open_job(global, world, |_, _| {})?;
+    let mut warnings: Vec<CollWarning> = job.warnings.into_iter().map(CollWarning::Job).collect();
+    if rank == 0 {
+        warnings.extend(
+            ngauge::launch::binding::check_groups(
+                &world.peers,
+                &cores,
+                world.env.kind,
+                [(0..np).collect()],
+            )
+            .into_iter()
+            .map(CollWarning::Binding),
+        );
+    }
+    let mut open: Vec<(TransportName, Box<dyn Transport>, WaitMode)> = job
+        .transports
+        .into_iter()
+        .map(|o| (o.name, o.transport, o.wait))
+        .collect();
+
+    // The clock model of the window scheme.
+    let mut sync_algorithm = None;
+    let model = if args.scheme == Scheme::Window {
+        let options = args.sync.options();
+        let outcome = match open.iter_mut().find(|(_, t, _)| t.capabilities().reliable) {
+            Some((_, t, _)) => {
+                ngauge::sync::synchronize(&clock, t.as_mut(), world.control.as_mut(), &options)?
+            }
+            None => {
+                let spec = JobSpec {
+                    transports: vec![TransportName::Tcp],
+                    ..super::common::job_spec(global)
+                };
+                let mut tcp = ngauge::job::Job::open(&spec, world, |_, _| {})
+                    .map_err(super::common::job_error)?;
+                warnings.push(CollWarning::SyncedOver {
+                    transport: TransportName::Tcp,
+                });
+                let t = &mut tcp.transports[0].transport;
+                ngauge::sync::synchronize(&clock, t.as_mut(), world.control.as_mut(), &options)?
+            }
+        };
+        sync_algorithm = Some(options.algorithm);
+        outcome.model
+    } else {
+        ClockModel::offset_only(0.0)
+    };
+
+    let rows: Vec<Row> = open
+        .iter()
+        .enumerate()
+        .flat_map(|(i, (name, _, _))| {
+            imps.iter()
+                .filter(move |imp| **imp != Imp::Mpi || *name == TransportName::Mpi)
+                .map(move |&imp| Row { transport: i, imp })
+        })
+        .collect();
+    let mut writer = match (&global.output, rank) {
+        (Some(path), 0) => Some(
+            JsonlWriter::create(path)
+                .with_context(|| format!("cannot create {}", path.display()))?,
+        ),
+        _ => None,
+    };
+    let mut progress = Progress::new(rank == 0 && ngauge::launch::local::stderr_is_terminal());
+    let total = sizes.len() * rows.len();
+    let mut done = 0usize;
+    let mut records: Vec<CollRecord> = Vec::new();
+    for &size in sizes {
+        for row in &rows {
+            let (name, t, wait) = &mut open[row.transport];
+            let (algorithm, implementation) = match row.imp {
+                Imp::Ours(a) => (a, Implementation::Schedule),
+                Imp::Mpi => (default_algorithm(args.op), Implementation::Native),
+            };
+            let segment = match row.imp {
+                Imp::Ours(a) if a.is_segmented() => args.segment,
+                // Open MPI's forced broadcast is cut into --segment bytes too.
+                Imp::Mpi if args.mpi_algo.is_some() && args.op == Collective::Bcast => args.segment,
+                _ => 0,
+            };
+            if let Some(max) = t.capabilities().max_message_bytes {
+                let largest = largest_message(args.op, size, np, segment);
+                if largest > max {
+                    if rank == 0 {
+                        warnings.push(CollWarning::SizeSkipped {
+                            label: format!("{name}/{}", row.imp.name()),
+                            size,
+                            largest_bytes: largest,
+                            max_bytes: max,
+                        });
+                    }
+                    continue;
+                }
+            }
+            let spec = CollSpec {
+                algorithm,
+                np,
+                size_bytes: size,
+                segment_bytes: segment,
+                root,
+            };
+            spec.validate().map_err(|e| UsageError(e.to_string()))?;
+            let timing = CollTiming {
+                spec,
+                scheme: args.scheme,
+                rotate_root: matches!(args.root, RootChoice::Rotate(_)),
+                reps: args.reps as usize,
+                warmup: args.warmup as usize,
+                check_data: !args.no_check,
+                window_wait: *wait,
+                max_rounds: args.max_rounds as usize,
+            };
+            let times = coll::measure_with(
+                &clock,
+                t.as_mut(),
+                world.control.as_mut(),
+                &model,
+                &timing,
+                implementation,
+            )
+            .with_context(|| format!("{name}/{} at {size} B", row.imp.name()))?;
+            done += 1;
+            progress.update(&format!(
+                "{done}/{total} points ({name}/{} {size} B done)",
+                row.imp.name()
+            ));
+            if rank != 0 {
+                continue;
+            }
+            let record = doc::record(
+                Point {
+                    transport: *name,
+                    wait: *wait,
+                    op: args.op.to_string(),
+                    algo: row.imp.name(),
+                    mpi_algo: args.mpi_algo.filter(|_| row.imp == Imp::Mpi),
+                    segment,
+                    size,
+                    np,
+                    root: args.root,
+                },
+                &times,
+                rate.hz,
+                args.per_rank,
+            );
+            if args.scheme == Scheme::Window && record.valid < timing.reps {
+                warnings.push(CollWarning::FewValid {
+                    label: record.label(),
+                    size,
+                    valid: record.valid,
+                    wanted: timing.reps,
+                });
+            }
+            if let Some(w) = writer.as_mut() {
+                w.write(&record).context("writing the output file")?;
+            }
+            records.push(record);
+        }
+    }
+    progress.finish();
+    let waits: Vec<(TransportName, WaitMode)> = open.iter().map(|(n, _, w)| (*n, *w)).collect();
+    drop(open);
+    if rank != 0 {
+        return Ok(());
+    }
+    let comparison = doc::compare(&records);
+    if let Some(path) = &args.plot {
+        let title = format!("{} on {np} ranks, {} scheme", args.op, args.scheme.as_str());
+        let svg = doc::plot_svg(&records, &title).map_err(|e| anyhow::anyhow!("plot: {e}"))?;
+        std::fs::write(path, svg).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if global.json {
+        let mut meta = super::common::meta(clock.source(), rate.hz)
+            .transports_named(&waits)
+            .job(world, cores.clone());
+        if let Some(a) = sync_algorithm {
+            meta = meta.sync(a);
+        }
+        super::common::print_json(&CollDoc {
+            meta: meta.build(),
+            results: records,
+            comparison,
+            warnings: ngauge::report::warning::warned(warnings.iter().cloned()),
+        })?;
+    } else {
+        let mut out = String::new();
+        render(&mut out, args, np, &records, comparison.as_ref())?;
+        super::common::print_text(&out)?;
+    }
+    for w in &warnings {
+        let hint = match w {
+            CollWarning::Job(j) => super::common::job_hint(j),
+            CollWarning::Binding(b) => Some(b.hint().into()),
+            CollWarning::FewValid { .. } => {
+                Some("raise --max-rounds, or try --scheme barrier on a loaded machine".into())
+            }
+            CollWarning::SyncedOver { .. } => None,
+            CollWarning::SizeSkipped { .. } => {
+                Some("use --segment for a broadcast, or a transport without the limit".into())
+            }
+        };
+        super::common::warn(w, hint);
+    }
+    Ok(())
+}
+
+/// The human tables: one per transport and algorithm, then the comparison.
+fn render(
+    out: &mut String,
+    args: &CollCmdArgs,
+    np: usize,
+    records: &[CollRecord],
+    comparison: Option<&doc::CollComparison>,
+) -> std::fmt::Result {
+    use std::fmt::Write as _;
+    let mut labels: Vec<String> = Vec::new();
+    for r in records {
+        if !labels.contains(&r.label()) {
+            labels.push(r.label());
+        }
+    }
+    for label in &labels {
+        let these: Vec<&CollRecord> = records.iter().filter(|r| r.label() == *label).collect();
+        let first = these[0];
+        writeln!(
+            out,
+            "{} {label} on {np} ranks, root {}, segment {}, {} scheme, wait {}; one call's \
+             run-time after Tukey's filter",
+            args.op,
+            first.root,
+            first.segment,
+            first.scheme.as_str(),
+            first.wait
+        )?;
+        let mut table = Table::new([
+            "size [B]",
+            "valid",
+            "invalid",
+            "min [us]",
+            "median [us]",
+            "mean [us]",
+            "ci95 of mean [us]",
+            "max [us]",
+        ]);
+        for r in these {
+            let cells = match r.runtime_us {
+                Some(t) => vec![
+                    format!("{:.2}", t.min),
+                    format!("{:.2}", t.median),
+                    format!("{:.2}", t.mean),
+                    t.ci95
+                        .map_or("-".into(), |[lo, hi]| format!("{lo:.2}..{hi:.2}")),
+                    format!("{:.2}", t.max),
+                ],
+                None => vec!["-".to_string(); 5],
+            };
+            let mut row = vec![
+                r.size.to_string(),
+                r.valid.to_string(),
+                r.invalid.to_string(),
+            ];
+            row.extend(cells);
+            table.row(row);
+        }
+        out.push_str(&table.render());
+    }
+    if let Some(c) = comparison {
+        writeln!(
+            out,
+            "side by side (measured interleaved, size by size): median run-time, ratio to {}",
+            c.baseline
+        )?;
+        let others: Vec<&String> = c.labels.iter().filter(|l| **l != c.baseline).collect();
+        let mut header = vec!["size [B]".to_string()];
+        header.extend(c.labels.iter().map(|l| format!("{l} [us]")));
+        header.extend(others.iter().map(|l| format!("{l} / {}", c.baseline)));
+        let mut table = Table::new(header);
+        for row in &c.rows {
+            let mut cells = vec![row.size.to_string()];
+            cells.extend(c.labels.iter().map(|l| {
+                row.median_us
+                    .get(l)
+                    .map_or("-".into(), |m| format!("{m:.2}"))
+            }));
+            cells.extend(
+                others
+                    .iter()
+                    .map(|l| row.ratio.get(*l).map_or("-".into(), |r| format!("{r:.3}"))),
+            );
+            table.row(cells);
+        }
+        out.push_str(&table.render());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn largest_message_of_each_op() {
+        assert_eq!(largest_message(Collective::Gather, 8, 4, 0), 32);
+        assert_eq!(largest_message(Collective::Bcast, 8192, 4, 1024), 1024);
+        assert_eq!(largest_message(Collective::Bcast, 100, 4, 1024), 100);
+        assert_eq!(largest_message(Collective::Barrier, 0, 4, 0), 1);
+        assert_eq!(largest_message(Collective::Alltoall, 64, 4, 0), 64);
+    }
+}

@@ -1,0 +1,745 @@
+//! Whether a candidate protocol change is real, and where exactly it lies: the
+//! decisions behind the confirmation and the location of a change (issue 13). The
+//! measurements are [`crate::patterns::loggp::confirm`]'s; everything here is a pure
+//! function of the values it measured.
+//!
+//! # Why a second experiment
+//!
+//! A detector (Hoefler et al., sec. 2.6, or [`super::segment`]) sees one sweep,
+//! measured size after size. On a shared host, a disturbance that outlasts the
+//! measurement of a few sizes (another process on a core, a frequency or level flip
+//! of the VM) shifts a run of neighbouring sizes, and a run of shifted sizes is what
+//! a protocol range looks like. No threshold on one sweep separates the two. The
+//! remedy is experimental design (Hunold & Carpen-Amarie, "MPI Benchmarking
+//! Revisited", sec. 6.1: randomise and replicate): a change the detector proposes
+//! between `s_a` (the last size of the old range) and `s_b` (the first of the new)
+//! is a hypothesis, tested by measuring sizes on both sides again in `R` fresh
+//! passes, each pass alternating between the two sides in a shuffled order, so that
+//! a disturbance of the machine hits both sides alike.
+//!
+//! # The step of one pass
+//!
+//! Per pass and per series (the gap of eq. 5, `PRTT(1,0,s)`, `o_s` of eq. 4, `o_r`,
+//! the send with a late receiver), [`pass_step`] fits both sides with one common
+//! slope and an intercept each (the analysis-of-covariance model: the slope from
+//! the within-side deviations of all points, so two or three sizes per side still
+//! give a slope) and takes the difference of the two lines at the boundary, midway
+//! between `s_a` and `s_b`, together with the level there (the mean of the lines).
+//!
+//! # Across passes: three verdicts
+//!
+//! The steps of the passes are independent measurements of one step. [`judge`]
+//! takes their median and its distribution-free confidence interval `I` (the
+//! order statistics that invert the sign test, [`crate::stats::median_ci`]: with 6
+//! to 8 passes at 95% it is `[min, max]`, i.e. all passes agree in sign). With
+//! `f` the step floor (10% of the level and at least 0.05 us: smaller steps are
+//! cache bends and timer noise, not protocols):
+//!
+//! - **confirmed** when `I` excludes zero and the median is beyond `f`;
+//! - **undecided** when `I` holds both zero and `f` (or `-f`): the passes are too
+//!   spread to tell a protocol step from none;
+//! - **rejected** otherwise: the passes agree on a step smaller than `f`, or on
+//!   none.
+//!
+//! A change is confirmed when one series confirms it, undecided when none does and
+//! one is undecided, rejected when every series rejects it ([`combine`]). A pass in
+//! which a size was still mostly disturbed after its re-measurements is left out;
+//! too few clean passes make the change undecided as well ([`Undecided::Disturbed`]).
+//!
+//! # Slope-only changes
+//!
+//! A protocol may change only the per-byte cost `G`: the two lines meet at the
+//! switch, and there is no step to find. [`propose_kinks`] proposes such changes
+//! from a sweep (the joint segmentation's cuts whose two sides' slopes differ by
+//! more than [`KINK_FLOOR`] in both per-byte series, the gap and `PRTT(1,0,s)`);
+//! [`pass_slopes`] measures, per pass, each side's own line over sizes spread wider
+//! than for a step, and the relative change of slope `(b_right - b_left) /
+//! max(|b_left|, |b_right|)` is judged like a step with the floor [`KINK_FLOOR`].
+//! Such a change is located where its two lines cross (the median over the passes).
+//! Both series must confirm it: `G` changes the slope of both.
+//!
+//! # Location to the byte
+//!
+//! Between the last size known to be old and the first known to be new, a midpoint
+//! is measured interleaved with both, in a few passes. [`position`] places it
+//! between the level expected of the old protocol there (the old reference plus
+//! the old slope) and of the new (likewise): 0 is old, 1 is new. [`decide_side`]
+//! calls it when the passes agree, and bisection goes on until the two brackets
+//! are one byte apart.
+
+use super::lsq::fit_line;
+use super::robust::huber_line;
+use super::segment::{self, SegmentOptions};
+use crate::stats::{median, median_interval};
+use serde::Serialize;
+
+crate::names::named_enum! {
+    /// What the passes say about a candidate change.
+    pub enum Verdict("verdict") {
+        /// The step (or change of slope) persists in every pass's order, beyond the
+        /// floor.
+        Confirmed = "confirmed",
+        /// The passes are too disturbed or too spread to tell.
+        Undecided = "undecided",
+        /// The passes agree that there is no step of a protocol's size.
+        Rejected = "rejected",
+        /// Not measured again (confirmation switched off).
+        Unconfirmed = "unconfirmed",
+    }
+}
+
+crate::names::named_enum! {
+    /// Why a change stayed undecided.
+    pub enum Undecided("reason") {
+        /// Too few passes were clean of disturbed sizes.
+        Disturbed = "disturbed",
+        /// The interval of the step holds both zero and the floor.
+        Spread = "spread",
+    }
+}
+
+crate::names::named_enum! {
+    /// What changes at a protocol switch.
+    pub enum ChangeKind("change kind") {
+        /// The time of a message jumps (latency, handshake, a copy more or less).
+        Step = "step",
+        /// Only the time per byte changes; the lines meet at the switch.
+        Slope = "slope",
+    }
+}
+
+/// The series a change is judged on, in the order of [`super::loggp::SERIES`].
+pub use super::loggp::SERIES;
+
+/// Index of the gap per message in [`SERIES`].
+pub const GAP: usize = 0;
+/// Index of `PRTT(1,0,s)` in [`SERIES`].
+pub const PRTT_1_0: usize = 1;
+
+/// Values of the [`SERIES`] at one size in one pass.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Reading {
+    /// Message size, bytes.
+    pub size: u64,
+    /// Gap (eq. 5), `PRTT(1,0,s)`, `o_s` (eq. 4), `o_r`, send with a late receiver,
+    /// us; `None` where not measured.
+    pub values: [Option<f64>; 5],
+    /// Most repetitions of this size were disturbed by the host, even after
+    /// re-measuring.
+    pub disturbed: bool,
+}
+
+impl Reading {
+    /// The series of a measured sample (`n` messages per `PRTT(n,.,s)`), as
+    /// [`super::loggp::assess`] derives them.
+    pub fn of(s: &super::loggp::Sample, n: usize, disturbed: bool) -> Reading {
+        let n1 = n.max(2) as f64 - 1.0;
+        Reading {
+            size: s.size,
+            values: [
+                Some((s.prtt_n_0_us - s.prtt_1_0_us) / n1),
+                Some(s.prtt_1_0_us),
+                Some((s.prtt_n_d_us - s.prtt_1_0_us) / n1 - s.d_us),
+                Some(s.or_us),
+                s.send_late_us,
+            ],
+            disturbed,
+        }
+    }
+}
+
+/// Options of the decisions.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct JudgeOptions {
+    /// Confidence level of the median's interval.
+    pub level: f64,
+    /// Smallest step of a protocol, as a fraction of the level at the boundary.
+    pub step_floor: f64,
+    /// Smallest step of a protocol, us (a few timer readings).
+    pub step_floor_us: f64,
+    /// Smallest relative change of slope of a slope-only change.
+    pub kink_floor: f64,
+    /// Clean passes needed for a verdict.
+    pub min_passes: usize,
+}
+
+impl Default for JudgeOptions {
+    fn default() -> Self {
+        JudgeOptions {
+            level: 0.95,
+            step_floor: STEP_FLOOR,
+            step_floor_us: 0.05,
+            kink_floor: KINK_FLOOR,
+            min_passes: 6,
+        }
+    }
+}
+
+/// Smallest step of a protocol as a fraction of the value: the 10% of the
+/// detector's `step_floor` ([`SegmentOptions::step_floor`]). TCP loopback bends by
+/// 10-15% over 16-40 KiB, but a bend is no step between neighbouring sizes; Open
+/// MPI's shared-memory switch at 8 KiB steps by 7-16% in the round trip and ~20% in
+/// `o_r` and the gap.
+pub const STEP_FLOOR: f64 = 0.10;
+
+/// Smallest relative change of the per-byte slope of a slope-only change: the
+/// slope must at least halve or double (`|b_r - b_l| >= 0.5 max(|b_l|, |b_r|)`),
+/// since a bend from caches changes it gradually and by less.
+pub const KINK_FLOOR: f64 = 0.5;
+
+/// The step of one series at a boundary in one pass.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PassStep {
+    /// Right line minus left line at the boundary, us.
+    pub step_us: f64,
+    /// Mean of the two lines there, us.
+    pub level_us: f64,
+}
+
+/// [`PassStep`] from points `(size, value)` on the left and the right of a
+/// boundary: both sides share one slope (least squares over the deviations from
+/// each side's mean), each has its own intercept; the boundary is midway between
+/// the largest left size and the smallest right size. `None` without a point on
+/// each side or with a value that is not finite. One size per side gives a slope
+/// of zero.
+pub fn pass_step(left: &[(f64, f64)], right: &[(f64, f64)]) -> Option<PassStep> {
+    if left.is_empty()
+        || right.is_empty()
+        || left
+            .iter()
+            .chain(right)
+            .any(|(x, y)| !x.is_finite() || !y.is_finite())
+    {
+        return None;
+    }
+    let mean = |p: &[(f64, f64)]| {
+        let n = p.len() as f64;
+        (
+            p.iter().map(|v| v.0).sum::<f64>() / n,
+            p.iter().map(|v| v.1).sum::<f64>() / n,
+        )
+    };
+    let (xl, yl) = mean(left);
+    let (xr, yr) = mean(right);
+    let (mut sxx, mut sxy) = (0.0, 0.0);
+    for (points, (mx, my)) in [(left, (xl, yl)), (right, (xr, yr))] {
+        for &(x, y) in points {
+            sxx += (x - mx) * (x - mx);
+            sxy += (x - mx) * (y - my);
+        }
+    }
+    let slope = if sxx > 0.0 { sxy / sxx } else { 0.0 };
+    let last_left = left.iter().map(|v| v.0).fold(f64::NEG_INFINITY, f64::max);
+    let first_right = right.iter().map(|v| v.0).fold(f64::INFINITY, f64::min);
+    let at = (last_left + first_right) / 2.0;
+    let l = yl + slope * (at - xl);
+    let r = yr + slope * (at - xr);
+    Some(PassStep {
+        step_us: r - l,
+        level_us: (l + r) / 2.0,
+    })
+}
+
+/// The two sides' own lines in one pass, for a slope-only change.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PassSlopes {
+    /// Slope of the left line, us per byte.
+    pub left_per_byte_us: f64,
+    /// Slope of the right line, us per byte.
+    pub right_per_byte_us: f64,
+    /// `(right - left) / max(|left|, |right|)`: -1 to 1 when the signs agree.
+    pub relative_change: f64,
+    /// Where the two lines cross, bytes (`None` when parallel).
+    pub crossing_bytes: Option<f64>,
+}
+
+/// [`PassSlopes`] from points `(size, value)` on both sides (each side at least two
+/// different sizes); `None` otherwise, or when both slopes are zero.
+pub fn pass_slopes(left: &[(f64, f64)], right: &[(f64, f64)]) -> Option<PassSlopes> {
+    let line = |p: &[(f64, f64)]| {
+        let xs: Vec<f64> = p.iter().map(|v| v.0).collect();
+        let ys: Vec<f64> = p.iter().map(|v| v.1).collect();
+        fit_line(&xs, &ys)
+    };
+    let (l, r) = (line(left)?, line(right)?);
+    let scale = l.slope.abs().max(r.slope.abs());
+    if scale <= 0.0 {
+        return None;
+    }
+    let crossing = (l.slope != r.slope).then(|| (r.intercept - l.intercept) / (l.slope - r.slope));
+    Some(PassSlopes {
+        left_per_byte_us: l.slope,
+        right_per_byte_us: r.slope,
+        relative_change: (r.slope - l.slope) / scale,
+        crossing_bytes: crossing.filter(|c| c.is_finite()),
+    })
+}
+
+/// The median of the passes' values, its interval, and the verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Judged {
+    /// Median over the passes.
+    pub median: f64,
+    /// Distribution-free interval of the median `[lo, hi]` at the options' level;
+    /// `None` with too few passes for that level.
+    pub interval: Option<[f64; 2]>,
+    /// Probability that such an interval covers the median.
+    pub coverage: Option<f64>,
+    /// The floor the median must pass, in the values' unit (positive).
+    pub floor: f64,
+    /// Passes judged.
+    pub passes: usize,
+    /// What the passes say.
+    pub verdict: Verdict,
+}
+
+/// Judges `values` (one per pass) against `floor` (positive) at confidence
+/// `level`: see the module doc for the three verdicts. Too few values for an
+/// interval, or none, is undecided.
+pub fn judge(values: &[f64], floor: f64, level: f64) -> Judged {
+    let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    let sorted = crate::stats::sorted(&finite);
+    let mid = median(&sorted).unwrap_or(f64::NAN);
+    let ci = median_interval(&sorted, level).ok().flatten();
+    let verdict = match ci {
+        None => Verdict::Undecided,
+        Some(ci) => {
+            let holds = |v: f64| ci.lo <= v && v <= ci.hi;
+            if holds(0.0) && (holds(floor) || holds(-floor)) {
+                Verdict::Undecided
+            } else if !holds(0.0) && mid.abs() >= floor {
+                Verdict::Confirmed
+            } else {
+                Verdict::Rejected
+            }
+        }
+    };
+    Judged {
+        median: mid,
+        interval: ci.map(|c| [c.lo, c.hi]),
+        coverage: ci.map(|c| c.coverage),
+        floor,
+        passes: sorted.len(),
+        verdict,
+    }
+}
+
+/// The step of one series over the passes.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct StepEvidence {
+    /// The series (a name of [`SERIES`]).
+    pub series: &'static str,
+    /// Median level at the boundary over the passes, us.
+    pub level_us: f64,
+    /// The passes' steps (right minus left), us: median, interval, floor, verdict.
+    pub step_us: Judged,
+}
+
+/// The relative change of slope of one series over the passes.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct SlopeEvidence {
+    /// The series (`gap` or `prtt_1_0`).
+    pub series: &'static str,
+    /// Median slope on the left, us per byte.
+    pub left_per_byte_us: f64,
+    /// Median slope on the right, us per byte.
+    pub right_per_byte_us: f64,
+    /// `(right - left) / max(|left|, |right|)` per pass: median, interval, floor
+    /// ([`KINK_FLOOR`]), verdict.
+    pub relative_change: Judged,
+    /// Median over the passes of where the two lines cross, bytes.
+    pub crossing_bytes: Option<f64>,
+}
+
+/// Which passes are clean: none of their readings disturbed.
+pub fn clean(passes: &[Vec<Reading>]) -> Vec<&[Reading]> {
+    passes
+        .iter()
+        .filter(|p| !p.iter().any(|r| r.disturbed))
+        .map(Vec::as_slice)
+        .collect()
+}
+
+fn side(pass: &[Reading], sizes: &[u64], k: usize) -> Vec<(f64, f64)> {
+    pass.iter()
+        .filter(|r| sizes.contains(&r.size))
+        .filter_map(|r| r.values[k].map(|v| (r.size as f64, v)))
+        .collect()
+}
+
+/// The step evidence per series over the (clean) `passes`, each holding readings at
+/// sizes `left` and `right` of the boundary. Series missing from a pass are left
+/// out of it; a series measured in no pass is left out.
+pub fn steps(
+    passes: &[&[Reading]],
+    left: &[u64],
+    right: &[u64],
+    opts: &JudgeOptions,
+) -> Vec<StepEvidence> {
+    (0..SERIES.len())
+        .filter_map(|k| {
+            let per_pass: Vec<PassStep> = passes
+                .iter()
+                .filter_map(|p| pass_step(&side(p, left, k), &side(p, right, k)))
+                .collect();
+            if per_pass.is_empty() {
+                return None;
+            }
+            let level = median(&per_pass.iter().map(|s| s.level_us).collect::<Vec<_>>())?;
+            let floor = (opts.step_floor * level.abs()).max(opts.step_floor_us);
+            let values: Vec<f64> = per_pass.iter().map(|s| s.step_us).collect();
+            Some(StepEvidence {
+                series: SERIES[k],
+                level_us: level,
+                step_us: judge(&values, floor, opts.level),
+            })
+        })
+        .collect()
+}
+
+/// The slope evidence of the gap and `PRTT(1,0,s)` over the (clean) `passes`.
+pub fn slopes(
+    passes: &[&[Reading]],
+    left: &[u64],
+    right: &[u64],
+    opts: &JudgeOptions,
+) -> Vec<SlopeEvidence> {
+    [GAP, PRTT_1_0]
+        .into_iter()
+        .filter_map(|k| {
+            let per_pass: Vec<PassSlopes> = passes
+                .iter()
+                .filter_map(|p| pass_slopes(&side(p, left, k), &side(p, right, k)))
+                .collect();
+            if per_pass.is_empty() {
+                return None;
+            }
+            let med = |f: fn(&PassSlopes) -> f64| {
+                median(&per_pass.iter().map(f).collect::<Vec<_>>()).unwrap_or(f64::NAN)
+            };
+            let crossings: Vec<f64> = per_pass.iter().filter_map(|s| s.crossing_bytes).collect();
+            let values: Vec<f64> = per_pass.iter().map(|s| s.relative_change).collect();
+            Some(SlopeEvidence {
+                series: SERIES[k],
+                left_per_byte_us: med(|s| s.left_per_byte_us),
+                right_per_byte_us: med(|s| s.right_per_byte_us),
+                relative_change: judge(&values, opts.kink_floor, opts.level),
+                crossing_bytes: median(&crossings),
+            })
+        })
+        .collect()
+}
+
+/// The verdict of a change from its series' verdicts: confirmed by one, undecided
+/// if none confirms and one is undecided, rejected if all reject (or there are
+/// none).
+pub fn combine(verdicts: impl IntoIterator<Item = Verdict>) -> Verdict {
+    let mut out = Verdict::Rejected;
+    for v in verdicts {
+        match v {
+            Verdict::Confirmed => return Verdict::Confirmed,
+            Verdict::Undecided | Verdict::Unconfirmed => out = Verdict::Undecided,
+            Verdict::Rejected => {}
+        }
+    }
+    out
+}
+
+/// The verdict of a slope-only change: both per-byte series must confirm it (`G`
+/// changes the slope of both); undecided if neither rejects it otherwise.
+pub fn combine_slopes(evidence: &[SlopeEvidence]) -> Verdict {
+    if evidence.len() < 2 {
+        return Verdict::Rejected;
+    }
+    let vs: Vec<Verdict> = evidence.iter().map(|e| e.relative_change.verdict).collect();
+    if vs.iter().all(|&v| v == Verdict::Confirmed) {
+        Verdict::Confirmed
+    } else if vs.contains(&Verdict::Rejected) {
+        Verdict::Rejected
+    } else {
+        Verdict::Undecided
+    }
+}
+
+/// The series to locate a confirmed step with: the confirmed one whose median step
+/// stands out most against the spread of its passes (the interval's width, at
+/// least a hundredth of the floor).
+pub fn clearest(evidence: &[StepEvidence]) -> Option<&StepEvidence> {
+    let clarity = |e: &StepEvidence| {
+        let width = e
+            .step_us
+            .interval
+            .map_or(f64::INFINITY, |[lo, hi]| hi - lo)
+            .max(e.step_us.floor / 100.0);
+        e.step_us.median.abs() / width
+    };
+    evidence
+        .iter()
+        .filter(|e| e.step_us.verdict == Verdict::Confirmed)
+        .max_by(|a, b| clarity(a).total_cmp(&clarity(b)))
+}
+
+/// Where `mid` lies between the old and the new protocol in one pass, given one
+/// reading `(size, value)` of each bracket: 0 at the level the old protocol has at
+/// `mid.0` (the old reading moved along the old slope), 1 at the new one's.
+/// `None` when the pass's brackets are not `step` apart (at least half of it, same
+/// sign): that pass was disturbed.
+pub fn position(
+    old: (f64, f64),
+    mid: (f64, f64),
+    new: (f64, f64),
+    slopes: (f64, f64),
+    step: f64,
+) -> Option<f64> {
+    let expect_old = old.1 + slopes.0 * (mid.0 - old.0);
+    let expect_new = new.1 - slopes.1 * (new.0 - mid.0);
+    let span = expect_new - expect_old;
+    if !(span.is_finite() && mid.1.is_finite()) || span * step.signum() < 0.5 * step.abs() {
+        return None;
+    }
+    Some((mid.1 - expect_old) / span)
+}
+
+/// Which protocol a size belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// The protocol below the change.
+    Old,
+    /// The protocol from the change on.
+    New,
+}
+
+/// The side the passes' [`position`]s put a size on: all of at least 3 valid
+/// passes agree, or all but one of at least 7 (the sign test's 1.5% and 6%,
+/// one-sided). `None` until then.
+pub fn decide_side(positions: &[Option<f64>]) -> Option<Side> {
+    let valid: Vec<f64> = positions.iter().flatten().copied().collect();
+    let new = valid.iter().filter(|&&t| t >= 0.5).count();
+    let old = valid.len() - new;
+    let minority = new.min(old);
+    let agreed = (valid.len() >= 3 && minority == 0) || (valid.len() >= 7 && minority <= 1);
+    agreed.then_some(if new > old { Side::New } else { Side::Old })
+}
+
+/// Fewest sizes on each side of a kink for [`propose_kinks`].
+const KINK_SIDE: usize = 4;
+
+/// Proposes slope-only changes in `readings` (a sweep, ascending sizes) between the
+/// step changes `starts` (indices of first sizes of ranges): in each range, the
+/// joint segmentation ([`segment::detect_joint`]) of the gap and `PRTT(1,0,s)`,
+/// boundaries placed by [`segment::refine`], keeping the cuts with at least
+/// [`KINK_SIDE`] sizes on each side where both series' Huber lines change slope by
+/// at least `kink_floor` (see [`pass_slopes`]) and not by a step (those are the
+/// step detector's). Returns indices, ascending.
+pub fn propose_kinks(readings: &[Reading], starts: &[usize], kink_floor: f64) -> Vec<usize> {
+    let n = readings.len();
+    let bounds: Vec<usize> = std::iter::once(0)
+        .chain(starts.iter().copied())
+        .chain(std::iter::once(n))
+        .collect();
+    let opts = SegmentOptions::default();
+    let mut out = Vec::new();
+    for w in bounds.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        if b < a + 2 * KINK_SIDE {
+            continue;
+        }
+        let xs: Vec<f64> = readings[a..b].iter().map(|r| r.size as f64 - 1.0).collect();
+        let series: Option<Vec<Vec<f64>>> = [GAP, PRTT_1_0]
+            .into_iter()
+            .map(|k| readings[a..b].iter().map(|r| r.values[k]).collect())
+            .collect();
+        let Some(series) = series else { continue };
+        let refs: Vec<&[f64]> = series.iter().map(Vec::as_slice).collect();
+        let cuts = segment::detect_joint(&xs, &refs, &opts);
+        let cuts = segment::refine(&xs, &refs, &cuts, &opts);
+        let steps = segment::steps(&xs, &refs, &cuts, &opts);
+        let inner: Vec<usize> = std::iter::once(0)
+            .chain(cuts.iter().copied())
+            .chain(std::iter::once(b - a))
+            .collect();
+        for (c, &cut) in cuts.iter().enumerate() {
+            let (lo, hi) = (inner[c], inner[c + 2]);
+            if cut < lo + KINK_SIDE || hi < cut + KINK_SIDE || steps[c] >= opts.min_step {
+                continue;
+            }
+            let kinked = refs.iter().all(|ys| {
+                let fit = |from: usize, to: usize| {
+                    huber_line(&xs[from..to], &ys[from..to], 1e-3).map(|f| f.line.slope)
+                };
+                match (fit(lo, cut), fit(cut, hi)) {
+                    (Some(l), Some(r)) => {
+                        let scale = l.abs().max(r.abs());
+                        scale > 0.0 && (r - l).abs() >= kink_floor * scale
+                    }
+                    _ => false,
+                }
+            });
+            if kinked {
+                out.push(a + cut);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(sizes: &[u64], at_0: f64, per_byte: f64) -> Vec<(f64, f64)> {
+        sizes
+            .iter()
+            .map(|&s| (s as f64, at_0 + per_byte * s as f64))
+            .collect()
+    }
+
+    #[test]
+    fn a_step_between_two_parallel_lines_is_their_distance() {
+        let left = line(&[18432, 19456, 20480], 10.0, 0.001);
+        let right = line(&[21504, 22528, 23552], 30.0, 0.001);
+        let s = pass_step(&left, &right).unwrap();
+        assert!((s.step_us - 20.0).abs() < 1e-9, "{s:?}");
+        // The boundary is at 20992 B: level = 20 + 20.992.
+        assert!((s.level_us - 40.992).abs() < 1e-9, "{s:?}");
+        // One size per side: no slope, the difference of the values.
+        let s = pass_step(&left[2..], &right[..1]).unwrap();
+        assert!((s.step_us - (51.504 - 30.48)).abs() < 1e-9);
+        assert_eq!(pass_step(&[], &right), None);
+        assert_eq!(pass_step(&[(1.0, f64::NAN)], &right), None);
+    }
+
+    #[test]
+    fn slopes_and_their_crossing() {
+        // Continuous at 20001 B: 10 + 0.0008 s on the left, 0.0002 s + c on the right.
+        let c = 10.0 + (0.0008 - 0.0002) * 20001.0;
+        let left = line(&[14000, 16000, 18000], 10.0, 0.0008);
+        let right = line(&[22000, 24000, 26000], c, 0.0002);
+        let s = pass_slopes(&left, &right).unwrap();
+        assert!((s.relative_change + 0.75).abs() < 1e-9, "{s:?}");
+        assert!((s.crossing_bytes.unwrap() - 20001.0).abs() < 1e-6, "{s:?}");
+        assert_eq!(pass_slopes(&left[..1], &right), None);
+    }
+
+    #[test]
+    fn judge_gives_the_three_verdicts() {
+        // Six passes: the 95% interval is [min, max].
+        let v = |xs: &[f64]| judge(xs, 1.0, 0.95).verdict;
+        assert_eq!(v(&[2.0, 2.5, 1.8, 2.2, 3.0, 2.1]), Verdict::Confirmed);
+        assert_eq!(v(&[-2.0, -2.5, -1.8, -2.2, -3.0, -2.1]), Verdict::Confirmed);
+        // No step: all within the floor.
+        assert_eq!(v(&[0.1, -0.2, 0.3, 0.0, -0.1, 0.2]), Verdict::Rejected);
+        // A consistent step, but below the floor: not a protocol's.
+        assert_eq!(v(&[0.3, 0.4, 0.5, 0.35, 0.45, 0.4]), Verdict::Rejected);
+        // One pass the other way: the interval holds 0 and the floor.
+        assert_eq!(v(&[2.0, 2.5, -1.8, 2.2, 3.0, 2.1]), Verdict::Undecided);
+        // Too few passes for a 95% interval.
+        let few = judge(&[2.0, 2.5, 1.8, 2.2, 3.0], 1.0, 0.95);
+        assert_eq!((few.verdict, few.interval), (Verdict::Undecided, None));
+        // Twelve passes: the interval drops the two extreme passes on each side,
+        // so one disturbed pass no longer decides.
+        let twelve = [2.0, 2.5, -1.8, 2.2, 3.0, 2.1, 2.4, 1.9, 2.6, 2.3, 2.0, 2.2];
+        let j = judge(&twelve, 1.0, 0.95);
+        assert_eq!(j.verdict, Verdict::Confirmed, "{j:?}");
+        assert_eq!(j.interval, Some([2.0, 2.5]));
+    }
+
+    #[test]
+    fn combining_series() {
+        use Verdict::*;
+        assert_eq!(combine([Rejected, Confirmed, Undecided]), Confirmed);
+        assert_eq!(combine([Rejected, Undecided]), Undecided);
+        assert_eq!(combine([Rejected, Rejected]), Rejected);
+        assert_eq!(combine([]), Rejected);
+    }
+
+    fn reading(size: u64, prtt: f64, gap: f64) -> Reading {
+        Reading {
+            size,
+            values: [Some(gap), Some(prtt), Some(1.0), Some(1.0), Some(1.0)],
+            disturbed: false,
+        }
+    }
+
+    /// A pass in which a disturbance slowed every size on both sides alike leaves
+    /// the step as it is; one where it hit one side only is an outlier pass that
+    /// the interval of twelve passes no longer counts.
+    #[test]
+    fn steps_over_passes_confirm_a_real_switch_and_reject_a_shifted_run() {
+        let (left, right) = ([18432u64, 19456, 20480], [21504u64, 22528, 23552]);
+        let pass = |extra_left: f64, extra_right: f64, step: f64| -> Vec<Reading> {
+            left.iter()
+                .map(|&s| reading(s, 16.0 + 0.0003 * s as f64 + extra_left, 4.0))
+                .chain(
+                    right
+                        .iter()
+                        .map(|&s| reading(s, 16.0 + 0.0003 * s as f64 + step + extra_right, 4.0)),
+                )
+                .collect()
+        };
+        let opts = JudgeOptions::default();
+        // A real switch of 20 us, one pass disturbed by 30 us on both sides.
+        let passes: Vec<Vec<Reading>> = (0..6)
+            .map(|i| {
+                let d = if i == 2 { 30.0 } else { 0.0 };
+                pass(d, d, 20.0)
+            })
+            .collect();
+        let ev = steps(&clean(&passes), &left, &right, &opts);
+        let prtt = ev.iter().find(|e| e.series == "prtt_1_0").unwrap();
+        assert_eq!(prtt.step_us.verdict, Verdict::Confirmed, "{prtt:?}");
+        assert!((prtt.step_us.median - 20.0).abs() < 1e-6);
+        assert_eq!(
+            combine(ev.iter().map(|e| e.step_us.verdict)),
+            Verdict::Confirmed
+        );
+        assert_eq!(clearest(&ev).unwrap().series, "prtt_1_0");
+        // The sweep saw a run of sizes 20 us slower (a level flip of the host); the
+        // passes see no step: rejected.
+        let passes: Vec<Vec<Reading>> = (0..6).map(|_| pass(0.0, 0.0, 0.0)).collect();
+        let ev = steps(&clean(&passes), &left, &right, &opts);
+        assert_eq!(
+            combine(ev.iter().map(|e| e.step_us.verdict)),
+            Verdict::Rejected,
+            "{ev:?}"
+        );
+    }
+
+    #[test]
+    fn disturbed_passes_are_left_out() {
+        let mut passes = vec![vec![reading(1, 1.0, 1.0), reading(2, 1.0, 1.0)]; 3];
+        passes[1][0].disturbed = true;
+        assert_eq!(clean(&passes).len(), 2);
+    }
+
+    #[test]
+    fn position_between_the_protocols() {
+        // Old: 10 + 0.001 (s - 20000) from the bracket at 20000 B; new: 30 at 21000 B
+        // and the same slope.
+        let old = (20000.0, 10.0);
+        let new = (21000.0, 31.0);
+        let slopes = (0.001, 0.001);
+        let at = |v| position(old, (20500.0, v), new, slopes, 20.0);
+        assert_eq!(at(10.5), Some(0.0));
+        assert_eq!(at(30.5), Some(1.0));
+        // The brackets of a disturbed pass are not a step apart.
+        assert_eq!(
+            position(old, (20500.0, 10.5), (21000.0, 12.0), slopes, 20.0),
+            None
+        );
+        // A step down works alike.
+        let down = position((1.0, 30.0), (2.0, 30.0), (3.0, 10.0), (0.0, 0.0), -20.0);
+        assert_eq!(down, Some(0.0));
+    }
+
+    #[test]
+    fn a_side_needs_agreeing_passes() {
+        let s = |v: &[Option<f64>]| decide_side(v);
+        assert_eq!(s(&[Some(0.1), Some(-0.2), Some(0.3)]), Some(Side::Old));
+        assert_eq!(s(&[Some(0.9), Some(1.2), None, Some(0.7)]), Some(Side::New));
+        assert_eq!(s(&[Some(0.9), Some(0.1), Some(0.7)]), None);
+        assert_eq!(s(&[Some(0.9), None, Some(0.7)]), None);
+        let seven = [0.9, 0.1, 0.7, 1.0, 1.1, 0.95, 0.8].map(Some);
+        assert_eq!(s(&seven), Some(Side::New));
+    }
+}

@@ -1,0 +1,606 @@
+//! The document of `ngauge coll`: per transport, algorithm and size the run-time of
+//! one collective call (Hunold & Carpen-Amarie sec. 3.5: the valid calls, Tukey's
+//! filter, then median, mean and the 95% interval of the mean), and with several
+//! transports or algorithms their medians side by side with ratios.
+
+use super::warning::Warned;
+use super::Meta;
+use crate::job::{JobWarning, TransportName};
+use crate::patterns::coll::{CollTimes, Scheme};
+use crate::stats::{mean_interval, tukey_filter, Sorted};
+use ngauge_transport::WaitMode;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Which root the rooted collectives use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum RootChoice {
+    /// One rank for every call.
+    Rank(usize),
+    /// Call `i` uses root `i % np` (always `"rotate"`).
+    Rotate(Rotate),
+}
+
+/// The word `rotate`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Rotate {
+    /// Root `i % np` for call `i`.
+    Rotate,
+}
+
+impl std::fmt::Display for RootChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RootChoice::Rank(r) => write!(f, "{r}"),
+            RootChoice::Rotate(_) => f.write_str("rotate"),
+        }
+    }
+}
+
+/// The run-time of one call, in microseconds, over the valid calls Tukey's filter
+/// kept.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Runtime {
+    /// Fastest.
+    pub min: f64,
+    /// Median.
+    pub median: f64,
+    /// Mean.
+    pub mean: f64,
+    /// 95% confidence interval of the mean (Student's t), `[lo, hi]`; absent with
+    /// fewer than 2 values.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ci95: Option<[f64; 2]>,
+    /// Slowest.
+    pub max: f64,
+}
+
+/// One rank's local times of the valid calls, in microseconds (`--per-rank`).
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct RankTimes {
+    /// The rank.
+    pub rank: usize,
+    /// The time from its start to its end of each valid call, in order (the loop
+    /// scheme: its whole loop divided by the calls).
+    pub local_us: Vec<f64>,
+}
+
+/// One measurement point: a record of the document and of `--output`.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct CollRecord {
+    /// The transport.
+    pub transport: TransportName,
+    /// How it waited.
+    pub wait: WaitMode,
+    /// The operation: bcast, gather, allreduce, barrier, alltoall.
+    pub op: String,
+    /// The algorithm: one of ngauge's schedules (`binomial`, `kchain:4`), or `mpi`
+    /// for the MPI library's own collective.
+    pub algo: String,
+    /// Open MPI's forced algorithm (`coll_tuned_<op>_algorithm`) of an `mpi` row.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mpi_algo: Option<u32>,
+    /// Segment size of a pipelined broadcast (0: one segment).
+    pub segment: usize,
+    /// Bytes per rank.
+    pub size: usize,
+    /// Ranks.
+    pub np: usize,
+    /// How calls were timed.
+    pub scheme: Scheme,
+    /// The root of the rooted collectives.
+    pub root: RootChoice,
+    /// Calls timed validly (the loop scheme: its one loop, of `calls_per_loop`).
+    pub valid: usize,
+    /// Calls that started late or overran their window (the window scheme).
+    pub invalid: usize,
+    /// Of the invalid: calls a rank reached after their window had opened.
+    pub started_late: usize,
+    /// Of the invalid: calls still running when the next window opened.
+    pub overran: usize,
+    /// Valid calls Tukey's filter removed before the statistics.
+    pub outliers: usize,
+    /// Rounds the window scheme ran (1 for the others).
+    pub rounds: usize,
+    /// The last window, in microseconds (the window scheme).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window_us: Option<f64>,
+    /// Calls per timed loop (the loop scheme).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calls_per_loop: Option<usize>,
+    /// The run-time of one call; absent when no call was valid.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime_us: Option<Runtime>,
+    /// Every rank's local times (`--per-rank`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ranks: Option<Vec<RankTimes>>,
+}
+
+impl CollRecord {
+    /// `transport/algo`, the key of the comparison (`tcp/binomial`, `mpi/mpi`).
+    pub fn label(&self) -> String {
+        let algo = match self.mpi_algo {
+            Some(n) => format!("{}:{n}", self.algo),
+            None => self.algo.clone(),
+        };
+        format!("{}/{algo}", self.transport)
+    }
+}
+
+/// What a record is computed from, besides the times.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Point {
+    /// The transport.
+    pub transport: TransportName,
+    /// How it waited.
+    pub wait: WaitMode,
+    /// The operation.
+    pub op: String,
+    /// The algorithm (`mpi` for the library's own).
+    pub algo: String,
+    /// Open MPI's forced algorithm.
+    pub mpi_algo: Option<u32>,
+    /// Segment bytes.
+    pub segment: usize,
+    /// Bytes per rank.
+    pub size: usize,
+    /// Ranks.
+    pub np: usize,
+    /// The root.
+    pub root: RootChoice,
+}
+
+/// The record of `times` (complete, on rank 0) at `hz` ticks per second.
+pub fn record(point: Point, times: &CollTimes, hz: f64, per_rank: bool) -> CollRecord {
+    let us = |ticks: f64| ticks / hz * 1e6;
+    let tally = times.tally();
+    let runtimes: Vec<f64> = times.valid_runtimes_ticks().into_iter().map(us).collect();
+    let (runtime_us, outliers) = match tukey_filter(&runtimes) {
+        Some(f) => (runtime(&f.kept), f.removed),
+        None => (None, 0),
+    };
+    let loop_calls = times.calls.first().map_or(1, |c| c.calls.max(1));
+    let ranks = per_rank.then(|| {
+        let np = times.calls.first().map_or(0, |c| c.ranks.len());
+        (0..np)
+            .map(|rank| RankTimes {
+                rank,
+                local_us: times
+                    .calls
+                    .iter()
+                    .filter(|c| c.status == crate::sync::window::SlotStatus::Valid)
+                    .filter_map(|c| c.ranks.get(rank))
+                    .map(|s| us(s.ticks() as f64) / loop_calls as f64)
+                    .collect(),
+            })
+            .collect()
+    });
+    CollRecord {
+        transport: point.transport,
+        wait: point.wait,
+        op: point.op,
+        algo: point.algo,
+        mpi_algo: point.mpi_algo,
+        segment: point.segment,
+        size: point.size,
+        np: point.np,
+        scheme: times.scheme,
+        root: point.root,
+        valid: tally.valid,
+        invalid: tally.started_late + tally.overran,
+        started_late: tally.started_late,
+        overran: tally.overran,
+        outliers,
+        rounds: times.rounds,
+        window_us: times.window_ticks.map(|w| us(w as f64)),
+        calls_per_loop: (times.scheme == Scheme::Loop).then_some(loop_calls),
+        runtime_us,
+        ranks,
+    }
+}
+
+/// Min, median, mean, interval and max of `values` (microseconds).
+pub fn runtime(values: &[f64]) -> Option<Runtime> {
+    let sorted = Sorted::new(values).ok()?;
+    let s = sorted.summary();
+    let ci95 = mean_interval(values, 0.95)
+        .ok()
+        .flatten()
+        .map(|i| [i.lo, i.hi]);
+    Some(Runtime {
+        min: s.min,
+        median: s.median,
+        mean: s.mean,
+        ci95,
+        max: s.max,
+    })
+}
+
+/// What `coll` finds worth a warning.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum CollWarning {
+    /// Fewer valid calls than asked for: the window scheme gave up after its rounds.
+    FewValid {
+        /// `transport/algo`.
+        label: String,
+        /// Bytes per rank.
+        size: usize,
+        /// Valid calls.
+        valid: usize,
+        /// Calls asked for.
+        wanted: usize,
+    },
+    /// A point was not measured: one of its messages exceeds the transport's limit.
+    SizeSkipped {
+        /// `transport/algo`.
+        label: String,
+        /// Bytes per rank.
+        size: usize,
+        /// The largest message of one call.
+        largest_bytes: usize,
+        /// The transport's limit.
+        max_bytes: usize,
+    },
+    /// The clocks were synchronized over another transport than the one measured
+    /// (which may lose messages).
+    SyncedOver {
+        /// The transport the sync ran over.
+        transport: TransportName,
+    },
+    /// A job setup warning.
+    #[serde(untagged)]
+    Job(JobWarning),
+    /// Ranks share a core, or some are pinned and some not.
+    #[serde(untagged)]
+    Binding(crate::launch::binding::BindingWarning),
+}
+
+impl std::fmt::Display for CollWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CollWarning::FewValid {
+                label,
+                size,
+                valid,
+                wanted,
+            } => write!(
+                f,
+                "{label} at {size} B: {valid} valid calls of {wanted} wanted (calls started \
+                 late or overran their window in every round)"
+            ),
+            CollWarning::SizeSkipped {
+                label,
+                size,
+                largest_bytes,
+                max_bytes,
+            } => write!(
+                f,
+                "{label} at {size} B not measured: it sends {largest_bytes}-byte messages, \
+                 and the transport carries at most {max_bytes}"
+            ),
+            CollWarning::SyncedOver { transport } => write!(
+                f,
+                "the clocks were synchronized over {transport}, not over the transport measured"
+            ),
+            CollWarning::Job(w) => w.fmt(f),
+            CollWarning::Binding(w) => w.fmt(f),
+        }
+    }
+}
+
+/// Side by side medians with ratios (several transports or algorithms).
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct CollComparison {
+    /// The `transport/algo` the ratios divide by: the last one measured (`-t
+    /// mpi,tcp --algo mpi,binomial` gives everything over our binomial on raw TCP).
+    pub baseline: String,
+    /// Every `transport/algo`, in the order measured.
+    pub labels: Vec<String>,
+    /// One row per size the baseline measured.
+    pub rows: Vec<CollComparisonRow>,
+}
+
+/// One size of a [`CollComparison`].
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct CollComparisonRow {
+    /// Bytes per rank.
+    pub size: usize,
+    /// Median run-time per `transport/algo`, microseconds.
+    pub median_us: BTreeMap<String, f64>,
+    /// That median over the baseline's, per other `transport/algo`.
+    pub ratio: BTreeMap<String, f64>,
+}
+
+/// The comparison of `records`; `None` with a single `transport/algo`.
+pub fn compare(records: &[CollRecord]) -> Option<CollComparison> {
+    let mut labels: Vec<String> = Vec::new();
+    for r in records {
+        let l = r.label();
+        if !labels.contains(&l) {
+            labels.push(l);
+        }
+    }
+    if labels.len() < 2 {
+        return None;
+    }
+    let baseline = labels.last().expect("two labels").clone();
+    let median = |label: &str, size: usize| {
+        records
+            .iter()
+            .find(|r| r.size == size && r.label() == label)
+            .and_then(|r| r.runtime_us)
+            .map(|t| t.median)
+    };
+    let mut sizes: Vec<usize> = records
+        .iter()
+        .filter(|r| r.label() == baseline)
+        .map(|r| r.size)
+        .collect();
+    sizes.dedup();
+    let rows = sizes
+        .into_iter()
+        .map(|size| {
+            let base = median(&baseline, size);
+            let mut median_us = BTreeMap::new();
+            let mut ratio = BTreeMap::new();
+            for l in &labels {
+                if let Some(m) = median(l, size) {
+                    median_us.insert(l.clone(), m);
+                    if let Some(b) = base.filter(|b| *b > 0.0 && *l != baseline) {
+                        ratio.insert(l.clone(), m / b);
+                    }
+                }
+            }
+            CollComparisonRow {
+                size,
+                median_us,
+                ratio,
+            }
+        })
+        .collect();
+    Some(CollComparison {
+        baseline,
+        labels,
+        rows,
+    })
+}
+
+/// `ngauge coll --json`.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct CollDoc {
+    /// How the result came about.
+    pub meta: Meta,
+    /// Every measurement point, in the order measured (sizes interleaved across
+    /// transports and algorithms).
+    pub results: Vec<CollRecord>,
+    /// With several transports or algorithms: medians side by side and ratios.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<CollComparison>,
+    /// What threatens the figures.
+    pub warnings: Vec<Warned<CollWarning>>,
+}
+
+/// An SVG plot of the median run-time over the size, one line per
+/// `transport/algo`, both axes logarithmic.
+pub fn plot_svg(records: &[CollRecord], title: &str) -> Result<String, String> {
+    use plotters::prelude::*;
+    let points: Vec<(String, f64, f64)> = records
+        .iter()
+        .filter_map(|r| {
+            r.runtime_us
+                .map(|t| (r.label(), (r.size.max(1)) as f64, t.median.max(1e-3)))
+        })
+        .collect();
+    let (mut x_lo, mut x_hi, mut y_lo, mut y_hi) = (f64::MAX, 1.0f64, f64::MAX, 1e-3f64);
+    for (_, x, y) in &points {
+        x_lo = x_lo.min(*x);
+        x_hi = x_hi.max(*x);
+        y_lo = y_lo.min(*y);
+        y_hi = y_hi.max(*y);
+    }
+    if points.is_empty() {
+        (x_lo, y_lo) = (1.0, 1e-3);
+    }
+    let mut labels: Vec<String> = Vec::new();
+    for (l, _, _) in &points {
+        if !labels.contains(l) {
+            labels.push(l.clone());
+        }
+    }
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (960, 600)).into_drawing_area();
+        let e = |err: DrawingAreaErrorKind<_>| err.to_string();
+        root.fill(&WHITE).map_err(e)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 20))
+            .margin(16)
+            .x_label_area_size(45)
+            .y_label_area_size(70)
+            .build_cartesian_2d(
+                (x_lo / 1.5..x_hi * 1.5).log_scale(),
+                (y_lo / 1.5..y_hi * 1.5).log_scale(),
+            )
+            .map_err(e)?;
+        chart
+            .configure_mesh()
+            .x_desc("bytes per rank")
+            .y_desc("median run-time [us]")
+            .x_label_formatter(&|x| size_label(x.round() as u64))
+            .y_label_formatter(&|y| format!("{y:.3}"))
+            .draw()
+            .map_err(e)?;
+        for (i, label) in labels.iter().enumerate() {
+            let color = Palette99::pick(i).to_rgba();
+            let line: Vec<(f64, f64)> = points
+                .iter()
+                .filter(|(l, _, _)| l == label)
+                .map(|(_, x, y)| (*x, *y))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))
+                .map_err(e)?
+                .label(label.as_str())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                });
+            chart
+                .draw_series(line.into_iter().map(|p| Circle::new(p, 3, color.filled())))
+                .map_err(e)?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(e)?;
+        root.present().map_err(e)?;
+    }
+    Ok(svg)
+}
+
+/// `512`, `4K`, `1M`: a size with the largest binary suffix that divides it.
+fn size_label(bytes: u64) -> String {
+    for (suffix, unit) in [("G", 1u64 << 30), ("M", 1 << 20), ("K", 1 << 10)] {
+        if bytes >= unit && bytes % unit == 0 {
+            return format!("{}{suffix}", bytes / unit);
+        }
+    }
+    bytes.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::Ticks;
+    use crate::patterns::coll::{Call, Span};
+    use crate::sync::window::SlotStatus;
+
+    fn point(transport: TransportName, algo: &str, size: usize) -> Point {
+        Point {
+            transport,
+            wait: WaitMode::Poll,
+            op: "bcast".into(),
+            algo: algo.into(),
+            mpi_algo: None,
+            segment: 0,
+            size,
+            np: 2,
+            root: RootChoice::Rank(0),
+        }
+    }
+
+    /// Two ranks; call `i` spans `[start_i, end_i]` per rank, in ticks at 1 MHz
+    /// (1 tick = 1 us).
+    fn times(calls: &[([u64; 2], [u64; 2], SlotStatus)]) -> CollTimes {
+        CollTimes {
+            scheme: Scheme::Window,
+            calls: calls
+                .iter()
+                .map(|&(s, e, status)| Call {
+                    root: 0,
+                    calls: 1,
+                    status,
+                    ranks: (0..2)
+                        .map(|r| Span {
+                            start: Ticks(s[r]),
+                            end: Ticks(e[r]),
+                        })
+                        .collect(),
+                })
+                .collect(),
+            window_ticks: Some(100),
+            rounds: 1,
+        }
+    }
+
+    #[test]
+    fn window_runtime_is_latest_end_minus_earliest_start_of_valid_calls() {
+        let t = times(&[
+            ([0, 2], [5, 10], SlotStatus::Valid),        // 10
+            ([100, 101], [112, 108], SlotStatus::Valid), // 12
+            ([200, 230], [250, 240], SlotStatus::StartedLate),
+        ]);
+        let r = record(point(TransportName::Tcp, "binomial", 8), &t, 1e6, true);
+        assert_eq!((r.valid, r.invalid, r.outliers), (2, 1, 0));
+        let rt = r.runtime_us.unwrap();
+        assert_eq!((rt.min, rt.median, rt.max), (10.0, 11.0, 12.0));
+        assert_eq!(r.window_us, Some(100.0));
+        let ranks = r.ranks.unwrap();
+        assert_eq!(ranks[0].local_us, vec![5.0, 12.0]);
+        assert_eq!(ranks[1].local_us, vec![8.0, 7.0]);
+    }
+
+    #[test]
+    fn tukey_removes_a_far_call() {
+        let mut calls: Vec<_> = (0..10)
+            .map(|i| {
+                (
+                    [i * 100, i * 100],
+                    [i * 100 + 10, i * 100 + 10],
+                    SlotStatus::Valid,
+                )
+            })
+            .collect();
+        calls.push(([2000, 2000], [2900, 2000], SlotStatus::Valid));
+        let r = record(
+            point(TransportName::Tcp, "binomial", 8),
+            &times(&calls),
+            1e6,
+            false,
+        );
+        assert_eq!((r.valid, r.outliers), (11, 1));
+        assert_eq!(r.runtime_us.unwrap().max, 10.0);
+        assert!(r.ranks.is_none());
+    }
+
+    #[test]
+    fn comparison_divides_by_the_last_label() {
+        let t = |us: u64| times(&[([0, 0], [us, us], SlotStatus::Valid)]);
+        let recs = vec![
+            record(point(TransportName::Mpi, "mpi", 1), &t(30), 1e6, false),
+            record(point(TransportName::Tcp, "binomial", 1), &t(10), 1e6, false),
+            record(point(TransportName::Mpi, "mpi", 2), &t(40), 1e6, false),
+            record(point(TransportName::Tcp, "binomial", 2), &t(20), 1e6, false),
+        ];
+        let c = compare(&recs).unwrap();
+        assert_eq!(c.baseline, "tcp/binomial");
+        assert_eq!(c.labels, vec!["mpi/mpi", "tcp/binomial"]);
+        assert_eq!(c.rows.len(), 2);
+        assert_eq!(c.rows[0].ratio["mpi/mpi"], 3.0);
+        assert_eq!(c.rows[1].ratio["mpi/mpi"], 2.0);
+        assert!(!c.rows[0].ratio.contains_key("tcp/binomial"));
+        assert!(compare(&recs[..1]).is_none());
+    }
+
+    #[test]
+    fn root_choice_serializes_as_a_rank_or_rotate() {
+        assert_eq!(serde_json::to_value(RootChoice::Rank(3)).unwrap(), 3);
+        assert_eq!(
+            serde_json::to_value(RootChoice::Rotate(Rotate::Rotate)).unwrap(),
+            "rotate"
+        );
+    }
+
+    #[test]
+    fn plot_has_one_line_per_label() {
+        let t = |us: u64| times(&[([0, 0], [us, us], SlotStatus::Valid)]);
+        let recs = vec![
+            record(point(TransportName::Tcp, "binomial", 1), &t(10), 1e6, false),
+            record(point(TransportName::Tcp, "chain", 1), &t(12), 1e6, false),
+            record(
+                point(TransportName::Tcp, "binomial", 1024),
+                &t(20),
+                1e6,
+                false,
+            ),
+        ];
+        let svg = plot_svg(&recs, "bcast").unwrap();
+        assert!(svg.starts_with("<svg"), "{}", &svg[..40]);
+        assert!(svg.contains("tcp/binomial") && svg.contains("tcp/chain"));
+    }
+}

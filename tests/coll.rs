@@ -1,0 +1,425 @@
+//! `ngauge coll` end to end through real processes: every operation and algorithm
+//! with its data checked (the warm-up calls fill known data and verify it; a wrong
+//! byte fails the run) at np = 1..9 over TCP, over UDP, every timing scheme, root
+//! rotation, the JSON rows, `-o` streaming, the plot, bad input, and under mpirun
+//! (feature `mpi`) MPI's own collectives beside ours with their ratios.
+//!
+//! Few calls per point: these tests check correctness and the report, not speed.
+//! The direction of the loop scheme's error is checked on the LogGP simulator's
+//! virtual time in `src/patterns/coll/tests.rs` (a timing claim on this loaded
+//! host would be a flaky test); `scripts/bench-coll` measures it for real.
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn ngauge() -> Command {
+    let mut cmd = Command::cargo_bin("ngauge").unwrap();
+    cmd.env_remove("NGAUGE_TEST_CLOCK_SKEW")
+        .env_remove("NGAUGE_TEST_CLOCK_EPOCH");
+    cmd
+}
+
+/// Light sync and few calls: a whole sweep in seconds on a loaded 2-core host.
+const FAST: &[&str] = &[
+    "--reps",
+    "5",
+    "--warmup",
+    "2",
+    "--fitpoints",
+    "10",
+    "--exchanges",
+    "3",
+    "--max-rounds",
+    "10",
+];
+
+fn coll_json(np: usize, transport: &str, args: &[&str]) -> Value {
+    let mut cmd = ngauge();
+    cmd.args(["--np", &np.to_string(), "-t", transport, "--json", "coll"])
+        .args(FAST)
+        .args(args);
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "np={np} -t {transport} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON document")
+}
+
+fn results(doc: &Value) -> &Vec<Value> {
+    doc["results"].as_array().expect("results")
+}
+
+/// Every row has the contract's fields and a plausible run-time.
+fn check_rows(doc: &Value, op: &str, np: usize) {
+    for r in results(doc) {
+        assert_eq!(r["op"], op, "{r}");
+        assert_eq!(r["np"], np, "{r}");
+        for field in ["algo", "segment", "size", "scheme", "valid", "invalid"] {
+            assert!(!r[field].is_null(), "{field} missing: {r}");
+        }
+        if r["valid"] == 0 {
+            // The window scheme on a host loaded beyond its cores: every call
+            // started late in every round. Then no figure, and a warning says so.
+            assert_eq!(r["scheme"], "window", "{r}");
+            assert!(r["runtime_us"].is_null(), "{r}");
+            let warned = doc["warnings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|w| w["kind"] == "few_valid" && w["size"] == r["size"] && w["valid"] == 0);
+            assert!(warned, "no few_valid warning for {r}");
+            println!("note: no valid call in {r}");
+            continue;
+        }
+        let t = &r["runtime_us"];
+        let (min, median, max) = (
+            t["min"].as_f64().unwrap(),
+            t["median"].as_f64().unwrap(),
+            t["max"].as_f64().unwrap(),
+        );
+        assert!(min > 0.0 && min <= median && median <= max, "{r}");
+    }
+}
+
+/// Every algorithm of every operation, with data checks, over TCP on 4 ranks
+/// (the acceptance run, with fewer sizes).
+#[test]
+fn every_op_and_algorithm_over_tcp_on_4_ranks() {
+    for op in ["bcast", "gather", "allreduce", "barrier", "alltoall"] {
+        let doc = coll_json(
+            4,
+            "tcp",
+            &[
+                "--op",
+                op,
+                "--algo",
+                "all",
+                "--sizes",
+                "1,100,4K",
+                "--segment",
+                "1K",
+            ],
+        );
+        check_rows(&doc, op, 4);
+        let algos: Vec<&str> = results(&doc)
+            .iter()
+            .map(|r| r["algo"].as_str().unwrap())
+            .collect();
+        let expected: &[&str] = match op {
+            "bcast" => &[
+                "linear",
+                "binomial",
+                "chain",
+                "binary",
+                "split-binary",
+                "kchain:4",
+            ],
+            "gather" => &["linear", "binomial"],
+            "allreduce" => &["recursive-doubling", "ring"],
+            "barrier" => &["dissemination"],
+            _ => &["pairwise"],
+        };
+        for a in expected {
+            assert!(algos.contains(a), "{op}: {a} missing from {algos:?}");
+        }
+        let sizes = if op == "barrier" { 1 } else { 3 };
+        assert_eq!(algos.len(), expected.len() * sizes, "{op}: {algos:?}");
+        // With several algorithms, one comparison row per size.
+        if expected.len() > 1 {
+            assert_eq!(doc["comparison"]["rows"].as_array().unwrap().len(), sizes);
+        }
+        assert_eq!(doc["meta"]["sync"], "hca", "{}", doc["meta"]);
+    }
+}
+
+/// np = 1..9 for every algorithm (each run checks the data of its warm-up calls on
+/// every rank): the odd, non-power-of-two and single-rank jobs where the trees, the
+/// recursive-doubling fold and the ring differ. The barrier scheme: no clock sync,
+/// so nine ranks stay quick.
+#[test]
+fn every_algorithm_on_1_to_9_ranks() {
+    for np in 1..=9 {
+        for (op, sizes) in [
+            ("bcast", "1,1000"),
+            ("gather", "3"),
+            ("allreduce", "24,1000"),
+            ("barrier", "1"),
+            ("alltoall", "5"),
+        ] {
+            let doc = coll_json(
+                np,
+                "tcp",
+                &[
+                    "--op",
+                    op,
+                    "--algo",
+                    "all",
+                    "--sizes",
+                    sizes,
+                    "--segment",
+                    "256",
+                    "--scheme",
+                    "barrier",
+                    "--root",
+                    "rotate",
+                ],
+            );
+            check_rows(&doc, op, np);
+        }
+    }
+}
+
+/// A root other than 0 and the window scheme's counts over UDP (the clocks then
+/// sync over TCP, with a warning); sizes above UDP's datagram limit are skipped.
+#[test]
+fn over_udp_with_root_2() {
+    let doc = coll_json(
+        3,
+        "udp",
+        &[
+            "--op",
+            "bcast",
+            "--algo",
+            "binomial,chain",
+            "--sizes",
+            "1,1K,64K",
+            "--root",
+            "2",
+        ],
+    );
+    check_rows(&doc, "bcast", 3);
+    assert!(results(&doc)
+        .iter()
+        .all(|r| r["transport"] == "udp" && r["root"] == 2));
+    let kinds: Vec<&str> = doc["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w["kind"].as_str())
+        .collect();
+    assert!(kinds.contains(&"synced_over"), "{kinds:?}");
+    // 64 KiB in one datagram is above UDP's limit: skipped, with a warning each.
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "size_skipped").count(),
+        2,
+        "{kinds:?}"
+    );
+    assert!(results(&doc).iter().all(|r| r["size"] != 65536));
+    assert_eq!(results(&doc).len(), 4);
+}
+
+/// The three schemes report what they are: the window its last window and rounds,
+/// the loop its calls per loop and one "valid" loop; `--per-rank` every rank's
+/// local times.
+#[test]
+fn schemes_and_per_rank_times() {
+    for scheme in ["window", "barrier", "loop"] {
+        let doc = coll_json(
+            3,
+            "tcp",
+            &[
+                "--op",
+                "allreduce",
+                "--sizes",
+                "64",
+                "--scheme",
+                scheme,
+                "--per-rank",
+            ],
+        );
+        check_rows(&doc, "allreduce", 3);
+        let r = &results(&doc)[0];
+        assert_eq!(r["scheme"], scheme);
+        match scheme {
+            "window" => {
+                assert!(r["window_us"].as_f64().unwrap() > 0.0, "{r}");
+                let (valid, rounds) = (r["valid"].as_u64().unwrap(), r["rounds"].as_u64().unwrap());
+                // Rounds of 5 calls until 5 are valid (or --max-rounds).
+                assert!(valid >= 5 || rounds == 10, "{r}");
+                assert_eq!(valid + r["invalid"].as_u64().unwrap(), 5 * rounds, "{r}");
+            }
+            "loop" => {
+                assert_eq!(r["calls_per_loop"], 5, "{r}");
+                assert_eq!(r["valid"], 1, "{r}");
+            }
+            _ => assert_eq!(r["valid"], 5, "{r}"),
+        }
+        let ranks = r["ranks"].as_array().unwrap();
+        assert_eq!(ranks.len(), 3);
+        for (i, rank) in ranks.iter().enumerate() {
+            assert_eq!(rank["rank"], i);
+            assert_eq!(
+                rank["local_us"].as_array().unwrap().len(),
+                r["valid"].as_u64().unwrap() as usize
+            );
+        }
+    }
+}
+
+/// The human table, `-o` streaming one record per point, and the plot.
+#[test]
+fn table_output_file_and_plot() {
+    let dir = tempfile::tempdir().unwrap();
+    let jsonl = dir.path().join("coll.jsonl");
+    let svg = dir.path().join("coll.svg");
+    let out = ngauge()
+        .args(["--np", "2", "coll"])
+        .args(FAST)
+        .args(["--algo", "binomial,linear", "--sizes", "1,2K"])
+        .arg("-o")
+        .arg(&jsonl)
+        .arg("--plot")
+        .arg(&svg)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("bcast tcp/binomial on 2 ranks"), "{stdout}");
+    assert!(stdout.contains("median [us]"), "{stdout}");
+    assert!(stdout.contains("ratio to tcp/linear"), "{stdout}");
+    let lines: Vec<Value> = std::fs::read_to_string(&jsonl)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 4);
+    assert_eq!(lines[0]["algo"], "binomial");
+    assert_eq!(lines[1]["algo"], "linear");
+    assert_eq!(lines[2]["size"], 2048);
+    let plot = std::fs::read_to_string(&svg).unwrap();
+    assert!(plot.contains("tcp/binomial") && plot.contains("tcp/linear"));
+}
+
+/// Bad input: one line, exit status 2.
+#[test]
+fn bad_input_is_a_usage_error() {
+    for args in [
+        &["coll", "--op", "scatter"][..],
+        &["coll", "--algo", "ring"],
+        &["coll", "--algo", "mpi"],
+        &["coll", "--scheme", "fast"],
+        &["coll", "--root", "x"],
+        &["--np", "2", "coll", "--root", "5", "--sizes", "1"],
+        &["coll", "--sizes", "0,1"],
+        &["coll", "--mpi-algo", "3"],
+        &["coll", "--plot", "/nonexistent-dir/coll.svg"],
+    ] {
+        let out = ngauge().args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
+
+#[cfg(feature = "mpi")]
+mod with_mpi {
+    use super::*;
+    use std::process::Command as StdCommand;
+
+    fn mpirun(np: usize, args: &[&str]) -> StdCommand {
+        let mut cmd = StdCommand::new(ngauge_mpi::BUILD_MPIEXEC);
+        if ngauge_mpi::BUILD_FLAVOR == "openmpi" {
+            cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+                .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+                .arg("--oversubscribe");
+        }
+        cmd.arg("-n")
+            .arg(np.to_string())
+            .arg(env!("CARGO_BIN_EXE_ngauge"))
+            .args(args);
+        cmd
+    }
+
+    /// True (after saying so) when ngauge-mpi has no MPI; a failure under
+    /// `NGAUGE_REQUIRE_MPI=1`.
+    fn skip() -> bool {
+        if ngauge_mpi::AVAILABLE {
+            return false;
+        }
+        assert!(
+            std::env::var("NGAUGE_REQUIRE_MPI").map_or(true, |v| v != "1"),
+            "NGAUGE_REQUIRE_MPI=1, but ngauge-mpi was built without MPI"
+        );
+        println!("skipped: ngauge-mpi was built without an MPI library");
+        true
+    }
+
+    fn run(np: usize, args: &[&str]) -> Value {
+        let out = mpirun(np, args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("one JSON document from rank 0")
+    }
+
+    /// The acceptance command: MPI's broadcast and our binomial over MPI and over
+    /// raw TCP in one document, with the data of MPI's calls checked like ours, and
+    /// ratios to our binomial over TCP.
+    #[test]
+    fn mpi_and_ours_over_mpi_and_tcp_in_one_table() {
+        if skip() {
+            return;
+        }
+        let mut args = vec!["-t", "mpi,tcp", "--json", "coll", "--op", "bcast"];
+        args.extend(["--algo", "mpi,binomial", "--sizes", "1,1K,64K"]);
+        args.extend(FAST);
+        let doc = run(4, &args);
+        check_rows(&doc, "bcast", 4);
+        let labels: Vec<String> = results(&doc)
+            .iter()
+            .map(|r| {
+                format!(
+                    "{}/{}",
+                    r["transport"].as_str().unwrap(),
+                    r["algo"].as_str().unwrap()
+                )
+            })
+            .collect();
+        assert_eq!(labels.len(), 9, "{labels:?}");
+        for l in ["mpi/mpi", "mpi/binomial", "tcp/binomial"] {
+            assert_eq!(labels.iter().filter(|x| *x == l).count(), 3, "{labels:?}");
+        }
+        let c = &doc["comparison"];
+        assert_eq!(c["baseline"], "tcp/binomial");
+        for row in c["rows"].as_array().unwrap() {
+            let m = &row["median_us"];
+            let ratio = row["ratio"]["mpi/mpi"].as_f64().unwrap();
+            let expected = m["mpi/mpi"].as_f64().unwrap() / m["tcp/binomial"].as_f64().unwrap();
+            assert!((ratio - expected).abs() < 1e-9 * expected, "{row}");
+        }
+    }
+
+    /// Every operation of MPI's own, data checked, and a forced Open MPI algorithm
+    /// recorded in its rows.
+    #[test]
+    fn every_mpi_collective_and_a_forced_algorithm() {
+        if skip() {
+            return;
+        }
+        for op in ["bcast", "gather", "allreduce", "barrier", "alltoall"] {
+            let mut args = vec!["-t", "mpi", "--json", "coll", "--op", op];
+            args.extend(["--algo", "mpi", "--sizes", "8,4K", "--scheme", "barrier"]);
+            args.extend(FAST);
+            let doc = run(3, &args);
+            check_rows(&doc, op, 3);
+        }
+        if ngauge_mpi::BUILD_FLAVOR != "openmpi" {
+            println!("skipped --mpi-algo: not Open MPI");
+            return;
+        }
+        let mut args = vec!["-t", "mpi", "--json", "coll", "--op", "bcast"];
+        args.extend(["--algo", "mpi", "--mpi-algo", "6", "--sizes", "1K"]);
+        args.extend(FAST);
+        let doc = run(4, &args);
+        check_rows(&doc, "bcast", 4);
+        assert_eq!(results(&doc)[0]["mpi_algo"], 6);
+    }
+}
