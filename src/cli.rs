@@ -937,21 +937,6 @@ pub struct CollCmdArgs {
     pub sync: SyncFlags,
 }
 
-fn parse_collective(s: &str) -> Result<Collective, String> {
-    s.parse::<Collective>().map_err(|e| e.to_string())
-}
-
-fn parse_segment(s: &str) -> Result<usize, String> {
-    if s.trim() == "0" {
-        return Ok(0);
-    }
-    match ngauge::sizes::parse_size(s) {
-        Ok(b) if b <= (1u64 << 30) => Ok(b as usize),
-        Ok(_) => Err(format!("{s:?} is larger than 1G")),
-        Err(e) => Err(e.to_string()),
-    }
-}
-
 fn parse_root(s: &str) -> Result<RootChoice, String> {
     if s == "rotate" {
         return Ok(RootChoice::Rotate(Rotate::Rotate));
