@@ -93,8 +93,8 @@ pub struct Injected {
 #[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum LateWarning {
-    /// Fewer valid calls than asked for (calls started late or overran their window
-    /// in every round).
+    /// Fewer valid calls than asked for (calls started late, overran their window or
+    /// missed the delay in every round).
     FewValidCalls {
         /// The size.
         size: usize,
@@ -145,7 +145,7 @@ impl std::fmt::Display for LateWarning {
             } => write!(
                 f,
                 "size {size} B, {mode}, delay {delay_us} us: only {valid} of {wanted} calls \
-                 were valid (the others started late or overran their window)"
+                 were valid (the others started late, overran their window or missed the delay)"
             ),
             LateWarning::Undecided {
                 size,
