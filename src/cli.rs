@@ -318,6 +318,33 @@ pub enum Command {
     /// Example: ngauge --np 4 coll --op bcast --algo binomial,chain --sizes 1-64K
     Coll(CollCmdArgs),
 
+    /// Run a suite of experiments (a bench-configs TOML file) over several launches.
+    ///
+    /// Each launch runs every experiment once, in its own shuffled order drawn from
+    /// the suite's seed, each run a job of its own (Hunold & Carpen-Amarie,
+    /// Algorithm 5). Results land in one directory: every run's document, the
+    /// records per experiment as JSON Lines and CSV, each launch's factors (Table
+    /// VI), and summary.json/csv with the median of the per-launch medians. Ctrl-C
+    /// keeps every finished run; --resume DIR runs the rest. See
+    /// docs/commands/run.md.
+    ///
+    /// Example: ngauge run bench-configs/quick.toml --output quick-a
+    Run(RunArgs),
+
+    /// Two result files or run directories side by side, with a rank-sum test.
+    ///
+    /// Per experiment and size: the medians of A and B, B/A, the Wilcoxon-Mann-
+    /// Whitney p-value on the per-launch medians (or on the repetitions of single
+    /// launches) and stars (* <= 0.05, ** <= 0.01, *** <= 0.001). See
+    /// docs/commands/compare.md.
+    ///
+    /// Example: ngauge compare quick-a quick-b --plot ratio.svg
+    Compare(CompareArgs),
+
+    /// Runs one experiment of a suite from its spec file (what `ngauge run` starts).
+    #[command(hide = true)]
+    Exec(ExecArgs),
+
     /// LogGP simulation of a collective: predicted completion per rank and overall,
     /// from measured parameters (`loggp --params-out`) or given ones.
     ///
@@ -535,6 +562,12 @@ pub struct PingpongArgs {
     /// loop of send and recv calls (to compare the two). Example: --native-loop off
     #[arg(long, default_value = "on", value_name = "on|off", value_parser = on_off, action = clap::ArgAction::Set)]
     pub native_loop: bool,
+
+    /// Keep every timed round trip in the JSON document and the stream
+    /// (`samples.half_rtt_us`), for `ngauge compare` and the statistics across
+    /// launches (`ngauge run` sets it).
+    #[arg(long)]
+    pub samples: bool,
 }
 
 /// `on` or `off`.
@@ -747,6 +780,55 @@ fn parse_threshold(s: &str) -> Result<f64, String> {
         Ok(t) if t.is_finite() && t > 1.0 && t <= 1e6 => Ok(t),
         _ => Err(format!("{s:?} is not a factor above 1 (e.g. 10)")),
     }
+}
+
+/// Options of `ngauge run`. The run directory is `--output DIR` (else the suite's
+/// `output`, else SUITE-DATE).
+#[derive(Debug, Args, Clone)]
+pub struct RunArgs {
+    /// The suite file.
+    #[arg(
+        value_name = "FILE.toml",
+        required_unless_present = "resume",
+        conflicts_with = "resume"
+    )]
+    pub suite: Option<PathBuf>,
+
+    /// Finish the runs an interrupted `ngauge run` left in DIR.
+    #[arg(long, value_name = "DIR")]
+    pub resume: Option<PathBuf>,
+}
+
+/// Options of `ngauge compare`.
+#[derive(Debug, Args, Clone)]
+pub struct CompareArgs {
+    /// The baseline: a run directory, a --json document or an -o stream.
+    #[arg(value_name = "A")]
+    pub a: PathBuf,
+
+    /// What is compared with it.
+    #[arg(value_name = "B")]
+    pub b: PathBuf,
+
+    /// Draw B/A over the size to FILE (SVG), significant sizes marked.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+
+    /// Compare this numeric field instead of the default metric.
+    #[arg(long, value_name = "NAME")]
+    pub metric: Option<String>,
+
+    /// No Tukey filter on the repetitions of a launch.
+    #[arg(long)]
+    pub keep_outliers: bool,
+}
+
+/// Options of the hidden `ngauge exec`.
+#[derive(Debug, Args, Clone)]
+pub struct ExecArgs {
+    /// The experiment's spec (`runs/EXP/experiment.json` of a run directory).
+    #[arg(value_name = "SPEC.json")]
+    pub spec: PathBuf,
 }
 
 /// Options of `ngauge timer`.

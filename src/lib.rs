@@ -13,10 +13,13 @@
 //! - [`patterns`]: measurement procedures (ping-pong, PRTT for LogGP).
 //! - [`stats`]: medians, quantiles, summaries, the interval of the median, Tukey's
 //!   filter.
-//! - [`report`]: metadata, tables, JSON lines.
+//! - [`report`]: metadata, tables, JSON lines, SVG plots, comparisons.
 //! - [`sim`]: the virtual-time world (LogGP network model, virtual clocks, an
 //!   in-process transport over them) for exact tests and the simulator.
 //! - [`sizes`]: `--sizes` specifications.
+//! - [`spec`]: what each measuring command measures, as serde specs the command
+//!   line and suite files fill alike.
+//! - [`suite`]: suites of experiments over launches, reading results back.
 //! - [`sync`]: clock synchronization (pairwise, linear, log p tree, drift models) and
 //!   window-based starts.
 //!
@@ -34,7 +37,9 @@ pub mod patterns;
 pub mod report;
 pub mod sim;
 pub mod sizes;
+pub mod spec;
 pub mod stats;
+pub mod suite;
 pub mod sync;
 
 pub use ngauge_transport as transport;

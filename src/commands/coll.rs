@@ -273,7 +273,7 @@ fn run_rank(
         ),
         _ => None,
     };
-    let mut progress = Progress::new(rank == 0 && ngauge::launch::local::stderr_is_terminal());
+    let mut progress = Progress::line(rank == 0 && ngauge::launch::local::stderr_is_terminal());
     let total = sizes.len() * rows.len();
     let mut done = 0usize;
     let mut records: Vec<CollRecord> = Vec::new();

@@ -19,6 +19,20 @@ impl std::fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
+/// The flag of a spec's field: `--` and the field with `-` for `_`, but for the
+/// fields whose flag takes a unit.
+pub fn flag_of(field: &str) -> String {
+    match field {
+        "check_after_s" => "--check-after".into(),
+        other => format!("--{}", other.replace('_', "-")),
+    }
+}
+
+/// A spec error as the command line says it: naming the flag.
+pub fn spec_usage(e: ngauge::spec::SpecError) -> UsageError {
+    UsageError(format!("{}: {}", flag_of(e.field), e.message))
+}
+
 /// Most ranks `--np` may start (a simulation may have more).
 pub const MAX_LAUNCH_NP: u32 = 4096;
 
@@ -52,6 +66,24 @@ pub fn job_spec(global: &GlobalArgs) -> JobSpec {
             op: global.verbs.verbs_op,
         },
     }
+}
+
+/// The global flags with the job of `spec` and `np` ranks in place of the
+/// transport flags and `--np` (the inverse of [`job_spec`]): how a suite's
+/// experiment runs through the same code as a command line.
+pub fn with_job(global: &GlobalArgs, spec: &JobSpec, np: usize) -> GlobalArgs {
+    let mut g = global.clone();
+    g.transport = spec.transports.clone();
+    g.wait = spec.wait;
+    g.sndbuf = spec.send_buffer_bytes;
+    g.rcvbuf = spec.recv_buffer_bytes;
+    g.timeout = spec.timeout_s;
+    g.verbs.device = spec.verbs.device.clone();
+    g.verbs.port = spec.verbs.port;
+    g.verbs.gid_index = spec.verbs.gid_index;
+    g.verbs.verbs_op = spec.verbs.op;
+    g.np = np as u32;
+    g
 }
 
 /// A job error for the command line: the user's input is a [`UsageError`]

@@ -85,7 +85,7 @@ pub fn run(global: &GlobalArgs, args: &LateArgs) -> anyhow::Result<()> {
             ),
             _ => None,
         };
-        let mut progress = Progress::new(rank == 0 && ngauge::launch::local::stderr_is_terminal());
+        let mut progress = Progress::line(rank == 0 && ngauge::launch::local::stderr_is_terminal());
         let spec = LateSpec {
             delays_ns: args.delay.iter().map(|d| d.0).collect(),
             delayed: delayed.clone(),

@@ -10,13 +10,9 @@ use anyhow::Context;
 use ngauge::clock::Clock;
 use ngauge::job::{interleave, TransportName};
 use ngauge::launch::binding::BindingWarning;
-use ngauge::model::changepoint::LookaheadOptions;
 use ngauge::model::confirm::Verdict;
-use ngauge::model::loggp::{
-    assess, assess_with_changes, AssessOptions, Detector, DetectorKind, ModelWarning,
-};
+use ngauge::model::loggp::{assess, assess_with_changes, AssessOptions, ModelWarning};
 use ngauge::model::refine::{Change, Plan, RefineOptions};
-use ngauge::model::segment::SegmentOptions;
 use ngauge::patterns::loggp::{self as pattern, DelayChoice, PairResult, PairsMode, Params};
 use ngauge::patterns::order;
 use ngauge::report::jsonl::JsonlWriter;
@@ -25,7 +21,7 @@ use ngauge::report::loggp_compare as compare;
 use ngauge::report::loggp_doc::{LoggpBody, LoggpDoc, TransportFit};
 use ngauge::report::progress::Progress;
 use ngauge::report::Meta;
-use ngauge::sizes::parse_sizes;
+use ngauge::spec::{LoggpSpec, SizeList};
 use ngauge::transport::WaitMode;
 use std::path::{Path, PathBuf};
 
@@ -43,97 +39,67 @@ struct Setup {
     sweep_warning: Option<LoggpWarning>,
 }
 
-fn plan(args: &LoggpArgs) -> Result<Setup, UsageError> {
-    let sizes = match &args.sizes {
-        None => pattern::default_sizes(),
-        Some(spec) => {
-            let mut sizes = parse_sizes(spec).map_err(|e| UsageError(format!("--sizes: {e}")))?;
-            sizes.sort_unstable();
-            sizes.dedup();
-            if sizes.first() == Some(&0) {
-                return Err(UsageError(
-                    "--sizes: message sizes must be at least 1 byte".into(),
-                ));
-            }
-            if sizes.len() < 3 {
-                return Err(UsageError(format!(
-                    "--sizes: LogGP fits need at least 3 distinct sizes, got {}",
-                    sizes.len()
-                )));
-            }
-            sizes
-        }
-    };
-    for (flag, v) in [
-        ("--pfact", args.pfact),
-        ("--floor-us", args.floor_us),
-        ("--penalty", args.penalty),
-    ] {
-        if !(v.is_finite() && v >= 0.0) {
-            return Err(UsageError(format!(
-                "{flag}: must be a non-negative number, got {v}"
-            )));
-        }
+/// What `ngauge loggp` runs: the spec, and the files only the command line writes.
+#[derive(Clone, Debug, Default)]
+pub struct Request {
+    pub spec: LoggpSpec,
+    pub netgauge_out: Option<PathBuf>,
+    pub params_out: Option<PathBuf>,
+    pub plot: Option<PathBuf>,
+}
+
+impl LoggpArgs {
+    /// The spec and files these flags ask for.
+    pub fn request(&self) -> Result<Request, UsageError> {
+        let sizes = match &self.sizes {
+            None => None,
+            Some(text) => Some(
+                text.parse::<SizeList>()
+                    .map_err(|e| UsageError(format!("--sizes: {e}")))?,
+            ),
+        };
+        Ok(Request {
+            spec: LoggpSpec {
+                sizes,
+                n: self.n,
+                reps: self.reps,
+                warmup: self.warmup,
+                attempts: self.attempts,
+                passes: self.passes,
+                dg: self.dg,
+                pairs: self.pairs,
+                detector: self.detector,
+                lookahead: self.lookahead,
+                pfact: self.pfact,
+                floor_us: self.floor_us,
+                penalty: self.penalty,
+                confirm: !self.no_confirm,
+                refine: !self.no_refine,
+            },
+            netgauge_out: self.netgauge_out.clone(),
+            params_out: self.params_out.clone(),
+            plot: self.plot.clone(),
+        })
     }
-    let detector = match args.detector {
-        DetectorKind::Lookahead => Detector::Lookahead(
-            LookaheadOptions {
-                lookahead: args.lookahead as usize,
-                pfact: args.pfact,
-                floor: args.floor_us,
-                ..LookaheadOptions::default()
-            },
-            SegmentOptions {
-                penalty_factor: args.penalty,
-                ..SegmentOptions::default()
-            },
-        ),
-        DetectorKind::Paper => Detector::Paper(LookaheadOptions {
-            lookahead: args.lookahead as usize,
-            pfact: args.pfact,
-            floor: args.floor_us,
-            ..LookaheadOptions::default()
-        }),
-        DetectorKind::Segmented => Detector::Segmented(SegmentOptions {
-            penalty_factor: args.penalty,
-            noise_floor: args.floor_us,
-            ..SegmentOptions::default()
-        }),
-        DetectorKind::None => Detector::None,
-    };
+}
+
+fn plan(spec: &LoggpSpec) -> Result<Setup, UsageError> {
+    let p = spec.plan().map_err(super::common::spec_usage)?;
     Ok(Setup {
-        params: Params {
-            sizes,
-            n: args.n as usize,
-            reps: args.reps as usize,
-            warmup: args.warmup as usize,
-            delay: args.dg,
-            pairs: args.pairs,
-            attempts: args.attempts as usize,
-        },
-        passes: args.passes as usize,
-        // The paper's detector stays as Netgauge runs it; no detector, no changes.
-        refine: match args.detector {
-            DetectorKind::Lookahead | DetectorKind::Segmented if !args.no_confirm => {
-                Some(RefineOptions {
-                    locate: !args.no_refine,
-                    ..RefineOptions::default()
-                })
-            }
-            _ => None,
-        },
+        params: p.params,
+        passes: p.passes,
+        assess: p.assess,
+        refine: p.refine,
         sweep_warning: None,
-        assess: AssessOptions {
-            n: args.n as usize,
-            detector,
-            noise_floor_us: args.floor_us.max(1e-6),
-            ..AssessOptions::default()
-        },
     })
 }
 
 pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
-    let plan = plan(args)?;
+    run_request(global, &args.request()?)
+}
+
+pub fn run_request(global: &GlobalArgs, args: &Request) -> anyhow::Result<()> {
+    let plan = plan(&args.spec)?;
     // Every file the analysis will write, checked before the sweep.
     let several = global.transport.len() > 1;
     let mut outputs: Vec<(&str, PathBuf)> = Vec::new();
@@ -179,7 +145,7 @@ pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
             .filter_map(|o| o.transport.capabilities().max_message_bytes)
             .min();
         let mut plan = plan;
-        if let Some(limit) = limit.filter(|&l| args.sizes.is_none() && largest > l) {
+        if let Some(limit) = limit.filter(|&l| args.spec.sizes.is_none() && largest > l) {
             // The default sweep ends at the largest message every transport carries
             // (UDP: the last 1 KiB step below its datagram limit).
             plan.params.sizes.retain(|&s| s as usize <= limit);
@@ -213,7 +179,7 @@ pub fn run(global: &GlobalArgs, args: &LoggpArgs) -> anyhow::Result<()> {
         let mut stream_error = None;
         // Progress on a terminal only, never into data (rank 0 only).
         let mut progress =
-            Progress::new(world.rank == 0 && ngauge::launch::local::stderr_is_terminal());
+            Progress::line(world.rank == 0 && ngauge::launch::local::stderr_is_terminal());
         // Every pass visits the sizes in its own order (one pass: ascending). One
         // transport: one sweep per pass. Several: interleaved, size by size,
         // alternating transports (see `interleave`).
@@ -446,7 +412,7 @@ struct Analysed {
 }
 
 fn analyse_transport(
-    args: &LoggpArgs,
+    args: &Request,
     plan: &Setup,
     m: &Measured,
     several: bool,
@@ -515,9 +481,9 @@ impl Analysed {
 }
 
 /// The command line's hint for a warning about a pair, given the options used.
-fn hint(w: &LoggpWarning, args: &LoggpArgs, wait: WaitMode) -> Option<String> {
+fn hint(w: &LoggpWarning, args: &Request, wait: WaitMode) -> Option<String> {
     match w {
-        LoggpWarning::Model(ModelWarning::DelayTooShort { .. }) => match args.dg {
+        LoggpWarning::Model(ModelWarning::DelayTooShort { .. }) => match args.spec.dg {
             DelayChoice::OneRtt => Some("try --dg 2rtt".into()),
             DelayChoice::TwoRtt => None,
         },
@@ -537,7 +503,7 @@ fn hint(w: &LoggpWarning, args: &LoggpArgs, wait: WaitMode) -> Option<String> {
 
 fn report(
     global: &GlobalArgs,
-    args: &LoggpArgs,
+    args: &Request,
     plan: &Setup,
     meta: Meta,
     measured: &[Measured],
@@ -620,6 +586,9 @@ mod tests {
     use super::*;
     use crate::cli::{Cli, Command};
     use clap::Parser;
+    use ngauge::model::changepoint::LookaheadOptions;
+    use ngauge::model::loggp::Detector;
+    use ngauge::model::segment::SegmentOptions;
 
     fn args(extra: &[&str]) -> LoggpArgs {
         let mut argv = vec!["ngauge", "loggp"];
@@ -630,9 +599,17 @@ mod tests {
         }
     }
 
+    fn request(extra: &[&str]) -> Request {
+        args(extra).request().unwrap()
+    }
+
+    fn spec(extra: &[&str]) -> LoggpSpec {
+        request(extra).spec
+    }
+
     #[test]
     fn defaults_are_the_papers() {
-        let p = plan(&args(&[])).unwrap();
+        let p = plan(&spec(&[])).unwrap();
         assert_eq!(p.params.n, 10);
         assert_eq!(p.params.sizes.len(), 74);
         assert_eq!(p.params.delay, DelayChoice::OneRtt);
@@ -644,7 +621,7 @@ mod tests {
 
     #[test]
     fn options_reach_the_plan() {
-        let p = plan(&args(&[
+        let p = plan(&spec(&[
             "--dg",
             "2rtt",
             "--pairs",
@@ -671,12 +648,12 @@ mod tests {
 
     #[test]
     fn bad_input_is_a_usage_error() {
-        assert!(plan(&args(&["--sizes", "1,2"]))
+        assert!(plan(&spec(&["--sizes", "1,2"]))
             .unwrap_err()
             .0
             .contains("at least 3"));
-        assert!(plan(&args(&["--sizes", "0,1,2"])).is_err());
-        assert!(plan(&args(&["--pfact=-1"]))
+        assert!(plan(&spec(&["--sizes", "0,1,2"])).is_err());
+        assert!(plan(&spec(&["--pfact=-1"]))
             .unwrap_err()
             .0
             .contains("--pfact"));
@@ -690,18 +667,21 @@ mod tests {
     fn hints_depend_on_the_options_used() {
         let short = LoggpWarning::Model(ModelWarning::DelayTooShort { sizes: vec![1024] });
         assert_eq!(
-            hint(&short, &args(&[]), WaitMode::Poll).as_deref(),
+            hint(&short, &request(&[]), WaitMode::Poll).as_deref(),
             Some("try --dg 2rtt")
         );
-        assert_eq!(hint(&short, &args(&["--dg", "2rtt"]), WaitMode::Poll), None);
+        assert_eq!(
+            hint(&short, &request(&["--dg", "2rtt"]), WaitMode::Poll),
+            None
+        );
         let busy = LoggpWarning::Disturbed {
             fraction: 0.5,
             factor: 3.0,
         };
-        assert!(hint(&busy, &args(&[]), WaitMode::Poll)
+        assert!(hint(&busy, &request(&[]), WaitMode::Poll)
             .unwrap()
             .contains("--wait block"));
-        assert!(hint(&busy, &args(&[]), WaitMode::Block)
+        assert!(hint(&busy, &request(&[]), WaitMode::Block)
             .unwrap()
             .contains("--wait poll"));
         // The library's own words name no flag.

@@ -5,12 +5,15 @@
 mod coll;
 mod collective;
 mod common;
+mod compare;
+mod exec;
 mod info;
 mod late;
 mod loggp;
 mod nbc;
 mod noise;
 mod pingpong;
+mod run;
 mod selftest;
 mod simulate;
 mod sync;
@@ -28,6 +31,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Info => info::run(&cli.global),
         Command::Loggp(args) => loggp::run(&cli.global, &args),
         Command::Pingpong(args) => pingpong::run(&cli.global, &args),
+        Command::Run(args) => run::run(&cli.global, &args),
+        Command::Compare(args) => compare::run(&cli.global, &args),
+        Command::Exec(args) => exec::run(&cli.global, &args),
         Command::Selftest(cmd) => selftest::run(&cli.global, &cmd),
         Command::Sync(args) => sync::run(&cli.global, &args),
         Command::Simulate(args) => simulate::run(&cli.global, &args),

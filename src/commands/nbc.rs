@@ -55,7 +55,7 @@ pub fn run(global: &GlobalArgs, args: &NbcArgs) -> anyhow::Result<()> {
             ),
             _ => None,
         };
-        let mut progress = Progress::new(rank == 0 && ngauge::launch::local::stderr_is_terminal());
+        let mut progress = Progress::line(rank == 0 && ngauge::launch::local::stderr_is_terminal());
         let mut work = Arithmetic::default();
         let mut rows: Vec<NbcRow> = Vec::new();
         let mut warnings: Vec<NbcWarning> = Vec::new();

@@ -5,14 +5,14 @@ use crate::cli::{GlobalArgs, PingpongArgs};
 use anyhow::Context;
 use ngauge::clock::SystemClock;
 use ngauge::job::{interleave, TransportName};
-use ngauge::patterns::pingpong::{self, Params, SizeResult, PINGER, PONGER};
+use ngauge::patterns::pingpong::{self, SizeResult, PINGER, PONGER};
 use ngauge::report::jsonl::JsonlWriter;
 use ngauge::report::pingpong::{
     timing_loops, Comparison, PingpongDoc, PingpongWarning, Record, Sweep,
 };
 use ngauge::report::progress::Progress;
 use ngauge::report::table::Table;
-use ngauge::sizes::parse_sizes;
+use ngauge::spec::{PingpongSpec, SizeList};
 use std::io::Write;
 
 /// The human side-by-side table: per size each transport's median and its ratio to
@@ -55,12 +55,30 @@ fn die_hook() -> anyhow::Result<Option<(usize, usize)>> {
     Ok(Some((size, rank)))
 }
 
+impl PingpongArgs {
+    /// The spec these flags ask for.
+    pub fn spec(&self) -> Result<PingpongSpec, UsageError> {
+        Ok(PingpongSpec {
+            sizes: self
+                .sizes
+                .parse::<SizeList>()
+                .map_err(|e| UsageError(format!("--sizes: {e}")))?,
+            reps: self.reps,
+            warmup: self.warmup,
+            check: self.check,
+            native_loop: self.native_loop,
+            samples: self.samples,
+        })
+    }
+}
+
 pub fn run(global: &GlobalArgs, args: &PingpongArgs) -> anyhow::Result<()> {
-    let sizes: Vec<usize> = parse_sizes(&args.sizes)
-        .map_err(|e| UsageError(format!("--sizes: {e}")))?
-        .into_iter()
-        .map(|s| s as usize)
-        .collect();
+    run_spec(global, &args.spec()?)
+}
+
+pub fn run_spec(global: &GlobalArgs, args: &PingpongSpec) -> anyhow::Result<()> {
+    args.validate().map_err(super::common::spec_usage)?;
+    let sizes: Vec<usize> = args.sizes.0.iter().map(|&s| s as usize).collect();
     if global.size.map_or(global.np < 2, |s| s < 2) {
         return Err(UsageError("pingpong needs at least 2 ranks (--np 2 or more)".into()).into());
     }
@@ -88,7 +106,7 @@ pub fn run(global: &GlobalArgs, args: &PingpongArgs) -> anyhow::Result<()> {
             ),
             _ => None,
         };
-        let mut progress = Progress::new(rank == 0 && ngauge::launch::local::stderr_is_terminal());
+        let mut progress = Progress::line(rank == 0 && ngauge::launch::local::stderr_is_terminal());
         let mut sweeps = Vec::new();
         // Open every transport first, then measure them interleaved, size by size
         // (see `interleave`).
@@ -140,13 +158,7 @@ pub fn run(global: &GlobalArgs, args: &PingpongArgs) -> anyhow::Result<()> {
         let mut done = 0usize;
         for (size, i) in order {
             let (name, transport, _) = &mut open[i];
-            let params = Params {
-                sizes: vec![size],
-                reps: args.reps as usize,
-                warmup: args.warmup as usize,
-                check: args.check,
-                native_loop: args.native_loop,
-            };
+            let params = args.params(vec![size]);
             let wait = sweeps[i].wait;
             let results = pingpong::run(
                 &clock,

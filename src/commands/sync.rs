@@ -24,6 +24,7 @@ use ngauge::launch::World;
 use ngauge::report::jsonl::JsonlWriter;
 use ngauge::report::sync::{seconds_label, RankReport, SyncDoc, SyncWarning};
 use ngauge::report::table::Table;
+use ngauge::spec::SyncSpec;
 use ngauge::sync::skew;
 use ngauge::sync::spin::{SpinThenSleep, SPIN_BEFORE_SLEEP};
 use ngauge::sync::{self, pairwise, Algorithm, GlobalClock, SyncOptions};
@@ -31,28 +32,38 @@ use ngauge::transport::{Control, Transport, WaitMode};
 use std::time::{Duration, Instant};
 
 impl SyncFlags {
-    /// The library's options for these flags.
-    pub fn options(&self) -> SyncOptions {
-        let defaults = SyncOptions::new(self.algorithm);
-        SyncOptions {
+    /// The spec of these flags, with the residual checks at `check_after_s`.
+    pub fn spec(&self, check_after_s: Vec<f64>) -> SyncSpec {
+        SyncSpec {
+            sync: self.algorithm,
+            fitpoints: self.fitpoints,
+            exchanges: self.exchanges,
             estimator: self.estimator,
-            fitpoints: self.fitpoints as usize,
-            exchanges: self.exchanges.map_or(defaults.exchanges, |e| e as usize),
-            ..defaults
+            check_after_s,
         }
+    }
+
+    /// The library's options for these flags (the commands that synchronize
+    /// clocks before they measure: coll, late, nbc).
+    pub fn options(&self) -> SyncOptions {
+        self.spec(Vec::new()).options()
     }
 }
 
 pub fn run(global: &GlobalArgs, args: &SyncArgs) -> anyhow::Result<()> {
-    let options = args.sync.options();
-    options.validate().map_err(|e| UsageError(e.to_string()))?;
+    run_spec(global, &args.sync.spec(args.check_after.clone()))
+}
+
+pub fn run_spec(global: &GlobalArgs, args: &SyncSpec) -> anyhow::Result<()> {
+    args.validate().map_err(super::common::spec_usage)?;
+    let options = args.options();
     super::common::check_outputs(global, &[])?;
     super::common::with_world(global, |world| run_rank(global, args, &options, world))
 }
 
 fn run_rank(
     global: &GlobalArgs,
-    args: &SyncArgs,
+    args: &SyncSpec,
     options: &SyncOptions,
     world: &mut World,
 ) -> anyhow::Result<()> {
@@ -120,7 +131,7 @@ fn run_rank(
     };
 
     let wire = pairwise::Wire::new(transport.as_mut(), 0)?;
-    for &after in &args.check_after {
+    for &after in &args.check_after_s {
         // Every rank sleeps on its own (ranks left the closing barrier together), so
         // no control call waits longer than a moment.
         let due = after_sync + Duration::from_secs_f64(after);
@@ -182,7 +193,7 @@ fn run_rank(
             .models_drift()
             .then_some(options.exchanges),
         duration_us: rate.to_nanos(outcome.duration_ticks()).as_us(),
-        check_after_s: args.check_after.clone(),
+        check_after_s: args.check_after_s.clone(),
         injected_skew: std::env::var(skew::SKEW_ENV).ok(),
         truth: one_host.then(|| {
             if std::env::var(skew::SKEW_ENV).is_ok() {
@@ -191,12 +202,12 @@ fn run_rank(
                 "one host: shared TSC (zero offset, zero drift)".into()
             }
         }),
-        max_abs_residual_ns: max_abs(&ranks, |r| Some(&r.residual_ns), args.check_after.len()),
+        max_abs_residual_ns: max_abs(&ranks, |r| Some(&r.residual_ns), args.check_after_s.len()),
         max_abs_true_residual_ns: one_host.then(|| {
             max_abs(
                 &ranks,
                 |r| r.true_residual_ns.as_ref(),
-                args.check_after.len(),
+                args.check_after_s.len(),
             )
         }),
         ranks,
@@ -441,7 +452,7 @@ mod tests {
             exchanges: Some(3),
             estimator: Some(Estimator::MinRtt),
         };
-        let o = flags.options();
+        let o = flags.spec(vec![]).options();
         assert_eq!(o.algorithm, Algorithm::Jk);
         assert_eq!((o.fitpoints, o.exchanges), (7, 3));
         assert_eq!(o.estimator, Some(Estimator::MinRtt));
@@ -452,6 +463,7 @@ mod tests {
                 exchanges: None,
                 ..flags.clone()
             }
+            .spec(vec![])
             .options()
             .exchanges
         };

@@ -3,9 +3,15 @@
 use crate::cli::{GlobalArgs, TimerArgs};
 use ngauge::clock::{pin_to, pinned_core, read_tsc, TimerFacts, TimerSource, Warning};
 use ngauge::report::timer::{TimerDoc, TimerReport};
+use ngauge::spec::TimerSpec;
 use std::time::Duration;
 
 pub fn run(global: &GlobalArgs, args: &TimerArgs) -> anyhow::Result<()> {
+    run_spec(global, &TimerSpec { reads: args.reads })
+}
+
+pub fn run_spec(global: &GlobalArgs, args: &TimerSpec) -> anyhow::Result<()> {
+    args.validate().map_err(super::common::spec_usage)?;
     super::common::check_outputs(global, &[])?;
     // How the process was started is the host fact (`pinned_core`, and the Unpinned
     // warning); the pin below is only for our own measurement.

@@ -22,16 +22,26 @@ pub fn passes<T: Copy>(sizes: &[T], passes: usize) -> Vec<Vec<T>> {
     }
     (0..passes)
         .map(|pass| {
-            let mut order = sizes.to_vec();
-            let mut rng = SplitMix64(SEED ^ (pass as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-            // Fisher-Yates: uniform given uniform draws.
-            for i in (1..order.len()).rev() {
-                let j = rng.below(i as u64 + 1) as usize;
-                order.swap(i, j);
-            }
-            order
+            shuffled(
+                sizes,
+                SEED ^ (pass as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            )
         })
         .collect()
+}
+
+/// `items` in a uniformly random order drawn from `seed` (Fisher-Yates over
+/// SplitMix64): the same seed gives the same order on every machine. The suites
+/// shuffle the experiments of each launch with it (`suite::plan`).
+pub fn shuffled<T: Copy>(items: &[T], seed: u64) -> Vec<T> {
+    let mut order = items.to_vec();
+    let mut rng = SplitMix64(seed);
+    // Fisher-Yates: uniform given uniform draws.
+    for i in (1..order.len()).rev() {
+        let j = rng.below(i as u64 + 1) as usize;
+        order.swap(i, j);
+    }
+    order
 }
 
 /// Seed of the shuffles ("ngauge" in ASCII).
@@ -101,6 +111,20 @@ mod tests {
                 .count();
             assert!(adjacent <= 8, "{adjacent} of 73 neighbours kept: {order:?}");
         }
+    }
+
+    #[test]
+    fn a_seed_fixes_the_order_and_every_order_is_reachable() {
+        assert_eq!(shuffled(&[1, 2, 3, 4, 5], 7), shuffled(&[1, 2, 3, 4, 5], 7));
+        // All 6 permutations of 3 items appear over 200 seeds, each about 1/6 of
+        // the time (expected 33; a 4-sigma band of a binomial(200, 1/6) is 12-54).
+        let mut seen = std::collections::BTreeMap::new();
+        for seed in 0..200 {
+            *seen.entry(shuffled(&['a', 'b', 'c'], seed)).or_insert(0) += 1;
+        }
+        assert_eq!(seen.len(), 6, "{seen:?}");
+        assert!(seen.values().all(|&n| (12..=54).contains(&n)), "{seen:?}");
+        assert_eq!(shuffled::<u8>(&[], 1), Vec::<u8>::new());
     }
 
     #[test]

@@ -60,6 +60,9 @@ pub struct Params {
     /// Let the transport run the round trips itself when it can (see the module
     /// docs); `false` always uses the generic loop (for comparison).
     pub native_loop: bool,
+    /// Keep every repetition in the result ([`SizeResult::samples`]), for the
+    /// statistics across launches and `ngauge compare`.
+    pub samples: bool,
 }
 
 /// Which loop timed the round trips of a size.
@@ -101,6 +104,17 @@ pub struct SizeResult {
     /// Transport counters accumulated during this size, summed over the two ranks
     /// (UDP: lost/duplicated/reordered datagrams, retransmissions).
     pub counters: BTreeMap<String, u64>,
+    /// The repetitions behind `half_rtt_us`, in the order measured (with
+    /// [`Params::samples`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub samples: Option<Samples>,
+}
+
+/// The repetitions of one size, us, named like the summary they are behind.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Samples {
+    /// Every timed round trip's half, in the order measured.
+    pub half_rtt_us: Vec<f64>,
 }
 
 /// Why a ping-pong sweep stopped.
@@ -317,7 +331,9 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
             .iter()
             .map(|&t| rate.to_nanos(t).as_us() / 2.0)
             .collect();
-        let half_rtt_us = Summary::of(&half_rtt_us).expect("reps >= 1 and finite values");
+        let summary = Summary::of(&half_rtt_us).expect("reps >= 1 and finite values");
+        let samples = params.samples.then_some(Samples { half_rtt_us });
+        let half_rtt_us = summary;
         let result = SizeResult {
             size,
             reps: params.reps,
@@ -330,6 +346,7 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
             data_check: params.check.then_some(true),
             timing_loop,
             counters,
+            samples,
         };
         on_size(size, Some(&result)).map_err(PingPongError::Sink)?;
         results.push(result);
@@ -419,6 +436,7 @@ mod tests {
                 warmup: 2,
                 check: true,
                 native_loop: true,
+                samples: true,
             },
         );
         let r0 = out[0].as_ref().unwrap();
@@ -431,6 +449,9 @@ mod tests {
             assert_eq!(r.half_rtt_us.max, 1.5);
             assert_eq!(r.bandwidth_mbps, r.size as f64 / 1.5);
             assert_eq!(r.data_check, Some(true));
+            assert_eq!(r.samples.as_ref().unwrap().half_rtt_us, vec![1.5; 5]);
+            let json = serde_json::to_value(r).unwrap();
+            assert_eq!(json["samples"]["half_rtt_us"].as_array().unwrap().len(), 5);
         }
     }
 
@@ -444,9 +465,13 @@ mod tests {
                 warmup: 0,
                 check: true,
                 native_loop: true,
+                samples: false,
             },
         );
         assert_eq!(out[0].as_ref().unwrap().len(), 2);
+        let r = &out[0].as_ref().unwrap()[0];
+        assert!(r.samples.is_none(), "not asked for");
+        assert!(serde_json::to_value(r).unwrap().get("samples").is_none());
         for o in &out[1..] {
             assert!(o.as_ref().unwrap().is_empty());
         }
@@ -462,6 +487,7 @@ mod tests {
                 warmup: 0,
                 check: false,
                 native_loop: true,
+                samples: false,
             },
         );
         assert_eq!(out[0].as_ref().unwrap_err(), "reps must be at least 1");
@@ -473,6 +499,7 @@ mod tests {
                 warmup: 0,
                 check: false,
                 native_loop: true,
+                samples: false,
             },
         );
         assert!(out[0].as_ref().unwrap_err().contains("at least 2 ranks"));
@@ -661,6 +688,7 @@ mod tests {
                         warmup: 2,
                         check: true,
                         native_loop,
+                        samples: false,
                     };
                     let r = run(&clock, &mut t, &mut c, &params, &mut |_, _| Ok(())).unwrap();
                     (r, t.calls)
@@ -722,6 +750,7 @@ mod tests {
                         warmup: 1,
                         check: true,
                         native_loop: true,
+                        samples: false,
                     };
                     run(&clock, &mut t, &mut c, &params, &mut |_, _| Ok(())).unwrap()
                 })
@@ -748,6 +777,7 @@ mod tests {
                         warmup: 1,
                         check: true,
                         native_loop: true,
+                        samples: false,
                     };
                     run(&clock, &mut Corrupting(t), &mut c, &params, &mut |_, _| {
                         Ok(())
@@ -796,6 +826,7 @@ mod tests {
                         warmup: 2,
                         check: true,
                         native_loop: true,
+                        samples: false,
                     };
                     run(&clock, t.as_mut(), &mut c, &params, &mut |_, _| Ok(())).unwrap()
                 })
@@ -852,6 +883,7 @@ mod tests {
                         warmup: 1,
                         check: true,
                         native_loop: true,
+                        samples: false,
                     };
                     let mut writer = (rank == 0)
                         .then(|| crate::report::jsonl::JsonlWriter::create(&path).unwrap());

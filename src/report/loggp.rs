@@ -10,6 +10,7 @@ use crate::model::loggp::{Assessment, ModelWarning, RangeParams};
 use crate::model::params::{ParamRange, ParamsFile, SCHEMA};
 use crate::model::refine::Change;
 use crate::patterns::loggp::{disturbed_fraction, Point, DISTURBED_FACTOR};
+use crate::report::svg;
 use crate::report::table::Table;
 use crate::stats::Summary;
 use serde::Serialize;
@@ -563,12 +564,9 @@ pub fn plot_svg(pa: &PairAnalysis, title: &str) -> Result<String, String> {
     let pad = (hi - lo) * 0.05;
     let hidden = all.iter().filter(|&&v| v > hi + pad).count();
     let visible = |v: f64| v <= hi + pad && v >= lo - pad;
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (960, 600)).into_drawing_area();
-        let e = |err: DrawingAreaErrorKind<_>| err.to_string();
-        root.fill(&WHITE).map_err(e)?;
-        let mut chart = ChartBuilder::on(&root)
+    svg::document((960, 600), |root| {
+        let e = svg::error;
+        let mut chart = ChartBuilder::on(root)
             .caption(title, ("sans-serif", 20))
             .margin(16)
             .x_label_area_size(45)
@@ -583,10 +581,8 @@ pub fn plot_svg(pa: &PairAnalysis, title: &str) -> Result<String, String> {
             .light_line_style(WHITE.mix(0.0))
             .draw()
             .map_err(e)?;
-        let measured = RGBColor(31, 119, 180);
-        let fitted = RGBColor(214, 39, 40);
-        let overhead = RGBColor(44, 160, 44);
-        let switch = RGBColor(120, 120, 120);
+        let [measured, fitted, overhead, ..] = svg::PALETTE;
+        let switch = svg::GREY;
         chart
             .draw_series(
                 pa.points
@@ -651,16 +647,8 @@ pub fn plot_svg(pa: &PairAnalysis, title: &str) -> Result<String, String> {
                 });
             }
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(e)?;
-        root.present().map_err(e)?;
-    }
-    Ok(svg)
+        svg::legend(&mut chart, SeriesLabelPosition::UpperLeft)
+    })
 }
 
 /// Synthetic analyses shared by the report tests.

@@ -7,6 +7,7 @@
 //! the same struct ([`schema`]) and committed under `docs/schemas/`.
 
 pub mod coll;
+pub mod compare;
 pub mod jsonl;
 pub mod late;
 pub mod loggp;
@@ -19,6 +20,7 @@ pub mod pingpong;
 pub mod progress;
 pub mod schema;
 pub mod simulate;
+pub mod svg;
 pub mod sync;
 pub mod table;
 pub mod timeline;

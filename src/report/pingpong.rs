@@ -221,6 +221,7 @@ mod tests {
                     data_check: None,
                     timing_loop: TimingLoop::Generic,
                     counters: BTreeMap::new(),
+                    samples: None,
                 })
                 .collect(),
         }

@@ -12,25 +12,29 @@
 //! | [`mean_ci`] | the interval of the mean from Student's t |
 //! | [`median_ci`] | the distribution-free confidence interval of the median (order statistics of the sign test) |
 //! | [`tukey`] | Tukey's outlier filter, `[Q1 - 1.5 IQR, Q3 + 1.5 IQR]` (Hunold & Carpen-Amarie, sec. 3.5) |
+//! | [`mean_ci`] | the interval of the mean from Student's t (R's `t.test`) |
+//! | [`ranksum`] | the two-sided Wilcoxon-Mann-Whitney rank-sum test with R's `wilcox.test` semantics: exact below 50 values without ties, else normal with tie and continuity correction |
+//! | [`launches`] | Algorithm 6 of Hunold & Carpen-Amarie: per launch filter, median and mean; across launches the median of medians with its interval |
 //!
-//! Still to come, with the suites (Hunold & Carpen-Amarie, sec. 5-6): the
-//! Wilcoxon-Mann-Whitney rank-sum test (`ranksum.rs`: exact p-values for small
-//! samples, the normal approximation with ties beyond), and per-launch medians
-//! pooled across launches. Each takes a [`Sorted`] or a slice and returns a plain
-//! serde struct, like [`MedianInterval`].
+//! Each takes a [`Sorted`] or a slice and returns a plain serde struct, like
+//! [`MedianInterval`].
 //!
 //! Distributions come from `statrs`; nothing here reads a clock or prints.
 
+pub mod launches;
 pub mod mean_ci;
 pub mod median_ci;
 pub mod order;
+pub mod ranksum;
 pub mod sample;
 pub mod summary;
 pub mod tukey;
 
+pub use launches::{across_launches, launch_summary, AcrossLaunches, LaunchSummary, Outliers};
 pub use mean_ci::{mean_interval, MeanInterval};
 pub use median_ci::{median_interval, MedianInterval};
 pub use order::{lower_median_by, median, median_of_sorted, quantile_of_sorted, sorted, Value};
+pub use ranksum::{rank_sum, stars, RankSum, RankSumMethod};
 pub use sample::Sorted;
 pub use summary::Summary;
 pub use tukey::{tukey_filter, Fences, Filtered, TUKEY_K};
@@ -47,10 +51,26 @@ pub enum StatsError {
         /// Its 0-based position in the input.
         index: usize,
     },
+    /// A launch of a suite has no values (`index: None`) or a value that is not
+    /// finite.
+    #[error("{}", in_launch(*launch, *index))]
+    InLaunch {
+        /// Its 0-based launch number.
+        launch: usize,
+        /// The 0-based position of the value that is not finite.
+        index: Option<usize>,
+    },
     /// A confidence level outside `(0, 1)`.
     #[error("confidence level {level} is not between 0 and 1 (exclusive)")]
     Level {
         /// The level given.
         level: f64,
     },
+}
+
+fn in_launch(launch: usize, index: Option<usize>) -> String {
+    match index {
+        None => format!("launch {launch} has no values"),
+        Some(i) => format!("value {i} of launch {launch} is not a finite number"),
+    }
 }

@@ -1,5 +1,6 @@
 //! A sample sorted once, in its unit: the container every statistic here reads.
 
+use super::mean_ci::{mean_interval, MeanInterval};
 use super::median_ci::{median_interval, MedianInterval};
 use super::order::{median_of_sorted, quantile_of_sorted, sorted, Value};
 use super::summary::Summary;
@@ -77,6 +78,14 @@ impl Sorted<f64> {
     /// [`StatsError::Level`] unless `0 < level < 1`.
     pub fn median_interval(&self, level: f64) -> Result<Option<MedianInterval>, StatsError> {
         median_interval(&self.0, level)
+    }
+
+    /// Student's t interval of the mean at `level`; `Ok(None)` for a single value.
+    ///
+    /// # Errors
+    /// [`StatsError::Level`] unless `0 < level < 1`.
+    pub fn mean_interval(&self, level: f64) -> Result<Option<MeanInterval>, StatsError> {
+        mean_interval(&self.0, level)
     }
 
     /// Tukey's fences.

@@ -1,0 +1,34 @@
+//! `ngauge exec SPEC.json` (hidden): one run of a suite's experiment, from the spec
+//! `ngauge run` wrote into the run directory. The spec's job replaces the transport
+//! flags and `--np`; the command runs through the same code as its command line.
+
+use super::common::{with_job, UsageError};
+use crate::cli::{ExecArgs, GlobalArgs};
+use ngauge::suite::file::{Experiment, Kind};
+
+pub fn run(global: &GlobalArgs, args: &ExecArgs) -> anyhow::Result<()> {
+    let path = &args.spec;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| UsageError(format!("{}: {e}", path.display())))?;
+    let e: Experiment =
+        serde_json::from_str(&text).map_err(|e| UsageError(format!("{}: {e}", path.display())))?;
+    e.job.validate().map_err(super::common::job_error)?;
+    let g = with_job(global, &e.job, e.np);
+    match &e.kind {
+        Kind::Timer(s) => super::timer::run_spec(&g, s),
+        Kind::Pingpong(s) => super::pingpong::run_spec(&g, s),
+        Kind::Loggp(s) => super::loggp::run_request(
+            &g,
+            &super::loggp::Request {
+                spec: s.clone(),
+                ..Default::default()
+            },
+        ),
+        Kind::Sync(s) => super::sync::run_spec(&g, s),
+        Kind::Pending { command, .. } => Err(UsageError(format!(
+            "{}: the command `{command}` is not in this version of ngauge yet",
+            path.display()
+        ))
+        .into()),
+    }
+}

@@ -1,0 +1,39 @@
+//! What each measuring command measures, as plain serde specs: the command line
+//! fills them from flags (`src/cli.rs`), a suite file from its TOML tables
+//! ([`crate::suite::file`]), and the command runs from the spec alone.
+//!
+//! Field names are the flags' names with `-` written `_` (and a unit suffix where
+//! the flag takes a unit: `check_after_s`); defaults are the flags' defaults.
+//! Unknown fields are rejected. [`SpecError`] names the field, never a flag: the
+//! command line turns the field into its flag, a suite into its file, line and key.
+
+pub mod loggp;
+pub mod pingpong;
+mod sizes;
+pub mod sync;
+pub mod timer;
+
+pub use loggp::LoggpSpec;
+pub use pingpong::PingpongSpec;
+pub use sizes::SizeList;
+pub use sync::SyncSpec;
+pub use timer::TimerSpec;
+
+/// A value of a spec that no run can use.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct SpecError {
+    /// The field, as the spec names it (`sizes`, `floor_us`).
+    pub field: &'static str,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+impl SpecError {
+    pub(crate) fn new(field: &'static str, message: impl Into<String>) -> Self {
+        SpecError {
+            field,
+            message: message.into(),
+        }
+    }
+}

@@ -1,0 +1,92 @@
+//! [`PingpongSpec`]: what `ngauge pingpong` measures.
+
+use super::{SizeList, SpecError};
+use crate::patterns::pingpong::Params;
+use serde::{Deserialize, Serialize};
+
+/// The parameters of a ping-pong sweep (the flags of `ngauge pingpong`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct PingpongSpec {
+    /// Message sizes in bytes.
+    pub sizes: SizeList,
+    /// Timed round trips per size.
+    pub reps: u64,
+    /// Untimed round trips before the timed ones, per size.
+    pub warmup: u64,
+    /// Verify every size's payloads (outside the timed region).
+    pub check: bool,
+    /// Let a transport that has its own loop (MPI in poll mode) run the timed
+    /// round trips.
+    pub native_loop: bool,
+    /// Keep every repetition in the document (`samples.half_rtt_us`).
+    pub samples: bool,
+}
+
+impl Default for PingpongSpec {
+    fn default() -> Self {
+        PingpongSpec {
+            sizes: SizeList(crate::sizes::parse_sizes("1-1M").expect("a valid spec")),
+            reps: 1000,
+            warmup: 100,
+            check: false,
+            native_loop: true,
+            samples: false,
+        }
+    }
+}
+
+impl PingpongSpec {
+    /// Rejects what no sweep can do: no timed round trip, absurd counts.
+    ///
+    /// # Errors
+    /// The first field out of range.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        if !(1..=100_000_000).contains(&self.reps) {
+            return Err(SpecError::new(
+                "reps",
+                format!("must be between 1 and 100000000, got {}", self.reps),
+            ));
+        }
+        if self.warmup > 100_000_000 {
+            return Err(SpecError::new(
+                "warmup",
+                format!("must be at most 100000000, got {}", self.warmup),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The pattern's parameters for the sizes `sizes` (a part of [`Self::sizes`]).
+    pub fn params(&self, sizes: Vec<usize>) -> Params {
+        Params {
+            sizes,
+            reps: self.reps as usize,
+            warmup: self.warmup as usize,
+            check: self.check,
+            native_loop: self.native_loop,
+            samples: self.samples,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_the_commands_and_fields_are_checked() {
+        let s: PingpongSpec = serde_json::from_str(r#"{"sizes": "1-4", "reps": 10}"#).unwrap();
+        assert_eq!(s.sizes.0, [1, 2, 4]);
+        assert_eq!((s.reps, s.warmup, s.native_loop), (10, 100, true));
+        assert!(s.validate().is_ok());
+        assert!(serde_json::from_str::<PingpongSpec>(r#"{"rep": 10}"#).is_err());
+        let bad = PingpongSpec {
+            reps: 0,
+            ..PingpongSpec::default()
+        };
+        assert_eq!(bad.validate().unwrap_err().field, "reps");
+        let p = s.params(vec![2]);
+        assert_eq!((p.sizes, p.reps, p.samples), (vec![2], 10, false));
+    }
+}

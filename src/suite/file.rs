@@ -1,0 +1,655 @@
+//! The suite file (`ngauge run FILE.toml`): its experiments read into the same
+//! specs the command line fills ([`JobSpec`] and the command's spec from
+//! [`crate::spec`]), checked completely before anything runs.
+//!
+//! Every error is one [`SuiteError`] naming the file, the line and column, and the
+//! key (`experiment[1].pingpong.reps`): syntax and type errors with the span the
+//! `toml` crate gives and the path `serde_path_to_error` records; errors of the
+//! checks after parsing (a name used twice, a value out of range) with the span of
+//! their key looked up in the document.
+
+use crate::job::{JobError, JobSpec, TransportName};
+use crate::spec::{LoggpSpec, PingpongSpec, SpecError, SyncSpec, TimerSpec};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// A suite: experiments, how often to launch them, in which orders, and where the
+/// results go.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Suite {
+    /// Free text, for the reader.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Seed of the shuffled orders; absent: drawn when the run starts (and
+    /// recorded in `plan.json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Launches of every experiment.
+    #[serde(default = "one")]
+    pub launches: usize,
+    /// Default run directory, relative to the current directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<PathBuf>,
+    /// A command put before every run (`{np}` becomes the experiment's `np`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launcher: Option<Vec<String>>,
+    /// The experiments, in the order the file lists them.
+    #[serde(rename = "experiment", default)]
+    pub experiments: Vec<Experiment>,
+}
+
+fn one() -> usize {
+    1
+}
+
+/// Most launches a suite may ask for.
+pub const MAX_LAUNCHES: usize = 10_000;
+
+/// One experiment: a command with its spec, run on `np` ranks of a job.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "RawExperiment", into = "RawExperiment")]
+pub struct Experiment {
+    /// Its name (letters, digits, `-`, `_`, `.`): the file names of its results.
+    pub name: String,
+    /// Ranks.
+    pub np: usize,
+    /// Transports and how they are set up.
+    pub job: JobSpec,
+    /// A command put before its runs, replacing the suite's.
+    pub launcher: Option<Vec<String>>,
+    /// The command and its parameters.
+    pub kind: Kind,
+}
+
+/// The commands an experiment can run. A command the binary does not have yet is
+/// [`Kind::Pending`]: its table parses, and the check refuses it by name.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Kind {
+    /// `ngauge timer`.
+    Timer(TimerSpec),
+    /// `ngauge pingpong`.
+    Pingpong(PingpongSpec),
+    /// `ngauge loggp`.
+    Loggp(LoggpSpec),
+    /// `ngauge sync`.
+    Sync(SyncSpec),
+    /// A command of the design not in this ngauge yet, with its table unchecked.
+    Pending {
+        /// Its name (`coll`, `simulate`).
+        command: &'static str,
+        /// Its table, as written.
+        params: serde_json::Value,
+    },
+}
+
+impl Kind {
+    /// The command's name, as on the command line and as the suite's table key.
+    pub fn command(&self) -> &'static str {
+        match self {
+            Kind::Timer(_) => "timer",
+            Kind::Pingpong(_) => "pingpong",
+            Kind::Loggp(_) => "loggp",
+            Kind::Sync(_) => "sync",
+            Kind::Pending { command, .. } => command,
+        }
+    }
+}
+
+/// The commands an experiment table may name: those that run, then those to come.
+pub const COMMANDS: &[&str] = &["timer", "pingpong", "loggp", "sync", "coll", "simulate"];
+
+/// An experiment as written: one optional table per command. Adding a command is
+/// a field here and a [`Kind`] variant.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExperiment {
+    name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    np: Option<usize>,
+    #[serde(default)]
+    job: JobSpec,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    launcher: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    timer: Option<TimerSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pingpong: Option<PingpongSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    loggp: Option<LoggpSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sync: Option<SyncSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    coll: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    simulate: Option<serde_json::Value>,
+}
+
+impl TryFrom<RawExperiment> for Experiment {
+    type Error = String;
+
+    fn try_from(raw: RawExperiment) -> Result<Self, String> {
+        let mut kinds = Vec::new();
+        if let Some(s) = raw.timer {
+            kinds.push(Kind::Timer(s));
+        }
+        if let Some(s) = raw.pingpong {
+            kinds.push(Kind::Pingpong(s));
+        }
+        if let Some(s) = raw.loggp {
+            kinds.push(Kind::Loggp(s));
+        }
+        if let Some(s) = raw.sync {
+            kinds.push(Kind::Sync(s));
+        }
+        for (command, params) in [("coll", raw.coll), ("simulate", raw.simulate)] {
+            if let Some(params) = params {
+                kinds.push(Kind::Pending { command, params });
+            }
+        }
+        if kinds.len() != 1 {
+            return Err(format!(
+                "experiment {:?} needs exactly one command table ({}), found {}",
+                raw.name,
+                COMMANDS.join(", "),
+                if kinds.is_empty() {
+                    "none".to_string()
+                } else {
+                    kinds
+                        .iter()
+                        .map(Kind::command)
+                        .collect::<Vec<_>>()
+                        .join(" and ")
+                }
+            ));
+        }
+        let kind = kinds.pop().expect("one kind");
+        Ok(Experiment {
+            np: raw
+                .np
+                .unwrap_or(if matches!(kind, Kind::Timer(_)) { 1 } else { 2 }),
+            name: raw.name,
+            job: raw.job,
+            launcher: raw.launcher,
+            kind,
+        })
+    }
+}
+
+impl From<Experiment> for RawExperiment {
+    fn from(e: Experiment) -> Self {
+        let mut raw = RawExperiment {
+            name: e.name,
+            np: Some(e.np),
+            job: e.job,
+            launcher: e.launcher,
+            ..RawExperiment::default()
+        };
+        match e.kind {
+            Kind::Timer(s) => raw.timer = Some(s),
+            Kind::Pingpong(s) => raw.pingpong = Some(s),
+            Kind::Loggp(s) => raw.loggp = Some(s),
+            Kind::Sync(s) => raw.sync = Some(s),
+            Kind::Pending { command, params } => match command {
+                "coll" => raw.coll = Some(params),
+                _ => raw.simulate = Some(params),
+            },
+        }
+        raw
+    }
+}
+
+/// What is wrong with a suite file: where, which key, and what.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub struct SuiteError {
+    /// The file as named to [`parse`].
+    pub file: String,
+    /// Line and column, from 1, when known.
+    pub position: Option<(usize, usize)>,
+    /// The key (`experiment[1].pingpong.reps`), empty for the file as a whole.
+    pub key: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for SuiteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file)?;
+        if let Some((line, column)) = self.position {
+            write!(f, ":{line}:{column}")?;
+        }
+        if !self.key.is_empty() {
+            write!(f, ": {}", self.key)?;
+        }
+        // One line whatever the message (toml's may hold several).
+        write!(
+            f,
+            ": {}",
+            self.message
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        )
+    }
+}
+
+/// Reads and checks the suite at `path`.
+///
+/// # Errors
+/// The file cannot be read (no position), or [`parse`]'s errors.
+pub fn load(path: &Path) -> Result<Suite, SuiteError> {
+    let text = std::fs::read_to_string(path).map_err(|e| SuiteError {
+        file: path.display().to_string(),
+        position: None,
+        key: String::new(),
+        message: e.to_string(),
+    })?;
+    parse(&path.display().to_string(), &text)
+}
+
+/// Parses and checks a suite's text; `file` names it in errors.
+///
+/// # Errors
+/// The first error: TOML syntax, an unknown key, a value of the wrong type, or a
+/// value no run can use (see [`check`]).
+pub fn parse(file: &str, text: &str) -> Result<Suite, SuiteError> {
+    let error = |key: String, span: Option<std::ops::Range<usize>>, message: String| SuiteError {
+        file: file.to_string(),
+        position: span.map(|s| line_column(text, s.start)),
+        key,
+        message,
+    };
+    let de = toml::Deserializer::parse(text)
+        .map_err(|e| error(String::new(), e.span(), e.message().to_string()))?;
+    let suite: Suite = serde_path_to_error::deserialize(de).map_err(|e| {
+        let mut key = e.path().to_string();
+        if key == "." {
+            key.clear();
+        }
+        let inner = e.into_inner();
+        let mut span = inner.span();
+        // An unknown field: name it in the key, and point at it.
+        if let Some(field) = inner
+            .message()
+            .strip_prefix("unknown field `")
+            .and_then(|r| r.split('`').next())
+        {
+            if key.is_empty() {
+                key = field.to_string();
+            } else if !key.ends_with(&format!(".{field}")) && key != field {
+                key = format!("{key}.{field}");
+            }
+            span = key_span(text, &key).or(span);
+        }
+        error(key, span, inner.message().to_string())
+    })?;
+    check(&suite).map_err(|(key, message)| {
+        let span = key_span(text, &key);
+        error(key, span, message)
+    })?;
+    Ok(suite)
+}
+
+/// Checks what parsing cannot: at least one experiment, names (allowed
+/// characters, unique, not a file of the run directory), `np`, launches, the
+/// job spec, the command's spec, transports this build has, commands this
+/// binary has.
+///
+/// # Errors
+/// The key and what is wrong with it.
+pub fn check(suite: &Suite) -> Result<(), (String, String)> {
+    if !(1..=MAX_LAUNCHES).contains(&suite.launches) {
+        return Err((
+            "launches".into(),
+            format!(
+                "must be between 1 and {MAX_LAUNCHES}, got {}",
+                suite.launches
+            ),
+        ));
+    }
+    if suite.experiments.is_empty() {
+        return Err((
+            "experiment".into(),
+            "the suite has no experiment (add an [[experiment]] table)".into(),
+        ));
+    }
+    check_launcher("launcher", suite.launcher.as_deref())?;
+    for (i, e) in suite.experiments.iter().enumerate() {
+        let at = |field: &str| format!("experiment[{i}].{field}");
+        check_name(&e.name).map_err(|m| (at("name"), m))?;
+        if suite.experiments[..i].iter().any(|o| o.name == e.name) {
+            return Err((at("name"), format!("{:?} names two experiments", e.name)));
+        }
+        if !(1..=4096).contains(&e.np) {
+            return Err((
+                at("np"),
+                format!("must be between 1 and 4096, got {}", e.np),
+            ));
+        }
+        check_launcher(&at("launcher"), e.launcher.as_deref())?;
+        e.job
+            .validate()
+            .map_err(|err| (at(&format!("job.{}", job_field(&err))), err.to_string()))?;
+        for (k, t) in e.job.transports.iter().enumerate() {
+            if !compiled(*t) {
+                return Err((
+                    at(&format!("job.transports[{k}]")),
+                    crate::job::open::not_compiled(*t).to_string(),
+                ));
+            }
+        }
+        let command = e.kind.command();
+        let spec = |r: Result<(), SpecError>| {
+            r.map_err(|s| (at(&format!("{command}.{}", s.field)), s.message))
+        };
+        let needs_two = || {
+            if e.np < 2 {
+                Err((
+                    at("np"),
+                    format!("{command} needs at least 2 ranks, got {}", e.np),
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        match &e.kind {
+            Kind::Timer(s) => {
+                spec(s.validate())?;
+                if e.np != 1 {
+                    return Err((
+                        at("np"),
+                        format!("timer runs in one process: np must be 1, got {}", e.np),
+                    ));
+                }
+            }
+            Kind::Pingpong(s) => {
+                spec(s.validate())?;
+                needs_two()?;
+            }
+            Kind::Loggp(s) => {
+                spec(s.plan().map(|_| ()))?;
+                needs_two()?;
+            }
+            Kind::Sync(s) => {
+                spec(s.validate())?;
+                needs_two()?;
+            }
+            Kind::Pending { command, .. } => {
+                return Err((
+                    at(command),
+                    format!(
+                        "the command `{command}` is not in this version of ngauge yet; \
+                         run this suite with a build that has it"
+                    ),
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_launcher(key: &str, launcher: Option<&[String]>) -> Result<(), (String, String)> {
+    match launcher {
+        Some([]) => Err((key.into(), "the launcher command is empty".into())),
+        _ => Ok(()),
+    }
+}
+
+/// Whether this build has transport `t`.
+fn compiled(t: TransportName) -> bool {
+    match t {
+        TransportName::Tcp | TransportName::Udp => true,
+        TransportName::Verbs => cfg!(feature = "verbs"),
+        TransportName::Mpi => cfg!(feature = "mpi"),
+    }
+}
+
+/// The field of the job spec a validation error is about.
+fn job_field(e: &JobError) -> &'static str {
+    match e {
+        JobError::BadTimeout(_) => "timeout_s",
+        JobError::BadBuffer { what: "send", .. } => "send_buffer_bytes",
+        JobError::BadBuffer { .. } => "recv_buffer_bytes",
+        JobError::BadVerbsPort => "verbs.port",
+        _ => "transports",
+    }
+}
+
+/// Experiment names become file names: letters, digits, `-`, `_`, `.`, not
+/// starting with `.`, at most 100 characters, none of the run directory's own.
+fn check_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 100
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if !ok {
+        return Err(format!(
+            "{name:?} is not a name: use 1 to 100 letters, digits, '-', '_' or '.', \
+             not starting with '.'"
+        ));
+    }
+    if super::dir::RESERVED_NAMES.contains(&name) {
+        return Err(format!(
+            "{name:?} is the name of a file of the run directory; choose another"
+        ));
+    }
+    Ok(())
+}
+
+/// Line and column (from 1, in characters) of byte `offset` of `text`.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, before[start..].chars().count() + 1)
+}
+
+/// One step of a key path.
+enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+/// The steps of a key path (`experiment[1].job.transports[0]`).
+fn steps(key: &str) -> Vec<Step<'_>> {
+    let mut out = Vec::new();
+    for part in key.split('.') {
+        let (name, mut rest) = part.split_once('[').map_or((part, ""), |(n, r)| (n, r));
+        if !name.is_empty() {
+            out.push(Step::Key(name));
+        }
+        while let Some((index, after)) = rest.split_once(']') {
+            if let Ok(i) = index.parse() {
+                out.push(Step::Index(i));
+            }
+            rest = after.strip_prefix('[').unwrap_or(after);
+        }
+    }
+    out
+}
+
+/// The span of `key` in the document: of the key itself when it names a table
+/// entry, of the value when it names an array element; as deep as the document
+/// goes (a key left at its default points at its table).
+fn key_span(text: &str, key: &str) -> Option<std::ops::Range<usize>> {
+    use toml::de::{DeTable, DeValue};
+    let root = DeTable::parse(text).ok()?;
+    let mut span = None;
+    let mut table = Some(root.get_ref());
+    let mut value: Option<&DeValue> = None;
+    for step in steps(key) {
+        match step {
+            Step::Key(k) => {
+                let t = table.take().or(match value {
+                    Some(DeValue::Table(t)) => Some(t),
+                    _ => None,
+                })?;
+                let Some((name, v)) = t.iter().find(|(name, _)| name.get_ref().as_ref() == k)
+                else {
+                    break;
+                };
+                span = Some(name.span());
+                value = Some(v.get_ref());
+            }
+            Step::Index(i) => {
+                let Some(DeValue::Array(a)) = value else {
+                    break;
+                };
+                let Some(v) = a.get(i) else {
+                    break;
+                };
+                span = Some(v.span());
+                value = Some(v.get_ref());
+            }
+        }
+    }
+    span
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+description = "two"
+seed = 3
+launches = 2
+
+[[experiment]]
+name = "t"
+timer = { reads = 1000 }
+
+[[experiment]]
+name = "pp"
+job = { transports = ["tcp", "udp"], wait = "block" }
+[experiment.pingpong]
+sizes = [1, 8]
+reps = 10
+
+[[experiment]]
+name = "lg"
+np = 4
+loggp = { sizes = "1-8K:1K", detector = "segmented" }
+
+[[experiment]]
+name = "s"
+sync = { sync = "jk", check_after_s = [0.0] }
+"#;
+
+    #[test]
+    fn a_suite_reads_into_the_commands_specs() {
+        let s = parse("s.toml", GOOD).unwrap();
+        assert_eq!((s.seed, s.launches), (Some(3), 2));
+        let names: Vec<_> = s.experiments.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["t", "pp", "lg", "s"]);
+        assert_eq!(s.experiments[0].np, 1);
+        assert_eq!(s.experiments[1].np, 2);
+        assert_eq!(s.experiments[2].np, 4);
+        let Kind::Pingpong(pp) = &s.experiments[1].kind else {
+            panic!("not pingpong")
+        };
+        assert_eq!(
+            (pp.sizes.0.as_slice(), pp.reps, pp.warmup),
+            (&[1, 8][..], 10, 100)
+        );
+        assert_eq!(
+            s.experiments[1].job.transports,
+            [TransportName::Tcp, TransportName::Udp]
+        );
+        // An experiment survives its JSON (experiment.json of the run directory).
+        for e in &s.experiments {
+            let back: Experiment =
+                serde_json::from_str(&serde_json::to_string(e).unwrap()).unwrap();
+            assert_eq!(&back, e);
+        }
+    }
+
+    fn err(text: &str) -> SuiteError {
+        parse("b.toml", text).unwrap_err()
+    }
+
+    #[test]
+    fn errors_name_file_line_column_and_key() {
+        let e = err("launches = 2\n[[experiment]]\nname = \"a\"\npingpong = { reps = \"many\" }\n");
+        assert_eq!(e.key, "experiment[0].pingpong.reps");
+        assert_eq!(e.position.map(|p| p.0), Some(4), "{e}");
+        assert!(e.to_string().starts_with("b.toml:4:"), "{e}");
+        assert!(e.message.contains("invalid type"), "{e}");
+
+        let e = err("[[experiment]]\nname = \"a\"\n[experiment.loggp]\nsizez = \"1-8\"\n");
+        assert_eq!(e.key, "experiment[0].loggp.sizez");
+        assert_eq!(e.position, Some((4, 1)), "{e}");
+
+        let e = err("[[experiment]]\nname = \"a\"\njob = { transports = [\"tcp\", \"pigeon\"] }\npingpong = {}\n");
+        assert_eq!(e.key, "experiment[0].job.transports[1]");
+        assert_eq!(e.position.map(|p| p.0), Some(3), "{e}");
+        assert!(e.message.contains("pigeon"), "{e}");
+
+        let e = err("[[experiment]]\nname = \"a\"\n\npingpong = { sizes = \"3x\" }\n");
+        assert_eq!(e.key, "experiment[0].pingpong.sizes");
+        assert_eq!(e.position.map(|p| p.0), Some(4), "{e}");
+        assert!(e.message.contains("invalid size '3x'"), "{e}");
+
+        let e = err("seed = 1\nlaunchez = 3\n");
+        assert_eq!((e.key.as_str(), e.position), ("launchez", Some((2, 1))));
+
+        let e = err("seed = [\n");
+        assert_eq!(e.key, "");
+        assert!(e.position.is_some(), "{e}");
+        assert!(!e.to_string().contains('\n'), "one line: {e}");
+    }
+
+    #[test]
+    fn checks_after_parsing_point_at_their_key() {
+        let e = err("[[experiment]]\nname = \"a\"\ntimer = {}\n[[experiment]]\nname = \"a\"\npingpong = {}\n");
+        assert_eq!(
+            (e.key.as_str(), e.position),
+            ("experiment[1].name", Some((5, 1)))
+        );
+        assert!(e.message.contains("two experiments"), "{e}");
+
+        let e = err("[[experiment]]\nname = \"a\"\nnp = 1\npingpong = { reps = 0 }\n");
+        assert_eq!(e.key, "experiment[0].pingpong.reps");
+        assert_eq!(e.position, Some((4, 14)));
+
+        let e = err("[[experiment]]\nname = \"a\"\nnp = 1\npingpong = {}\n");
+        assert_eq!(
+            (e.key.as_str(), e.position),
+            ("experiment[0].np", Some((3, 1)))
+        );
+
+        let e = err("[[experiment]]\nname = \"summary\"\ntimer = {}\n");
+        assert_eq!(e.key, "experiment[0].name");
+
+        let e = err("[[experiment]]\nname = \"a\"\n");
+        assert!(e.message.contains("exactly one command table"), "{e}");
+        assert_eq!(e.key, "experiment[0]");
+
+        let e = err("[[experiment]]\nname = \"a\"\ntimer = {}\nsync = {}\n");
+        assert!(e.message.contains("timer and sync"), "{e}");
+
+        let e = err("[[experiment]]\nname = \"c\"\nnp = 4\n[experiment.coll]\nop = \"bcast\"\n");
+        assert_eq!(
+            (e.key.as_str(), e.position),
+            ("experiment[0].coll", Some((4, 13)))
+        );
+        assert!(e.message.contains("`coll` is not in this version"), "{e}");
+
+        let e = err("seed = 1\n");
+        assert_eq!(e.key, "experiment");
+
+        let e = err("launches = 0\n[[experiment]]\nname = \"a\"\ntimer = {}\n");
+        assert_eq!((e.key.as_str(), e.position), ("launches", Some((1, 1))));
+
+        if !cfg!(feature = "mpi") {
+            let e = err(
+                "[[experiment]]\nname = \"a\"\njob = { transports = [\"mpi\"] }\npingpong = {}\n",
+            );
+            assert_eq!(e.key, "experiment[0].job.transports[0]");
+            assert!(e.message.contains("--features mpi"), "{e}");
+        }
+    }
+}

@@ -1,0 +1,496 @@
+//! `ngauge run` end to end: the shipped suites parse, a shortened quick.toml runs
+//! through the real binary into the directory docs/commands/run.md describes, an
+//! interrupted run is finished by `--resume` without running again what was done,
+//! and bad suites get one line naming file, line and key, with exit status 2.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+mod support;
+
+fn ngauge() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_ngauge"));
+    c.env_remove("NGAUGE_TEST_DIE_AFTER_SIZE")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+fn run(c: &mut Command, limit_s: u64) -> std::process::Output {
+    let child = c.spawn().expect("start ngauge");
+    support::output_within(child, Duration::from_secs(limit_s)).expect("ngauge finished in time")
+}
+
+fn json(path: &Path) -> Value {
+    serde_json::from_str(
+        &std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+    )
+    .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn bench_configs() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("bench-configs")
+}
+
+#[test]
+fn every_shipped_suite_parses() {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(bench_configs()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let result = ngauge::suite::file::load(&path);
+        match name.as_str() {
+            // `ngauge coll` is not in this version yet: refused by name.
+            "collectives.toml" => {
+                let e = result.unwrap_err();
+                assert_eq!(e.key, "experiment[0].coll", "{e}");
+                assert!(
+                    e.to_string().contains("`coll` is not in this version"),
+                    "{e}"
+                );
+            }
+            "mpi-vs-raw.toml" if !cfg!(feature = "mpi") => {
+                let e = result.unwrap_err();
+                assert!(e.to_string().contains("--features mpi"), "{e}");
+            }
+            _ => {
+                let suite = result.unwrap_or_else(|e| panic!("{e}"));
+                assert!(!suite.experiments.is_empty(), "{name}");
+                assert!(
+                    suite.seed.is_some(),
+                    "{name}: shipped suites fix their seed"
+                );
+            }
+        }
+        names.push(name);
+    }
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "collectives.toml",
+            "loggp-tcp-udp.toml",
+            "mpi-vs-raw.toml",
+            "protocol-switches.toml",
+            "quick.toml",
+            "sync.toml"
+        ]
+    );
+}
+
+/// quick.toml with small sizes and 2 launches, so the test takes seconds.
+fn short_quick() -> String {
+    let text = std::fs::read_to_string(bench_configs().join("quick.toml")).unwrap();
+    let mut out = String::new();
+    let mut section = "";
+    for line in text.lines() {
+        let key = line.split('=').next().unwrap_or("").trim();
+        if line.starts_with("[experiment.") {
+            section = if line.contains("pingpong") {
+                "pingpong"
+            } else if line.contains("loggp") {
+                "loggp"
+            } else {
+                "timer"
+            };
+        }
+        let replaced = match (section, key) {
+            (_, "launches") => Some("launches = 2".to_string()),
+            (_, "output") => Some(String::new()),
+            ("pingpong", "sizes") => Some("sizes = \"1-64\"".into()),
+            ("pingpong", "reps") => Some("reps = 30".into()),
+            ("loggp", "sizes") => Some("sizes = \"1-4K:1K\"".into()),
+            ("loggp", "reps") => Some("reps = 3".into()),
+            _ => None,
+        };
+        out += &replaced.unwrap_or_else(|| line.to_string());
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn a_short_quick_suite_fills_its_directory_and_compares_with_itself() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = tmp.path().join("quick.toml");
+    std::fs::write(&suite, short_quick()).unwrap();
+    let dir = tmp.path().join("out");
+    let out = run(
+        ngauge()
+            .arg("run")
+            .arg(&suite)
+            .arg("--output")
+            .arg(&dir)
+            .arg("--json"),
+        300,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_eq!(
+        (doc["runs"].as_u64(), doc["done"].as_u64()),
+        (Some(6), Some(6)),
+        "{doc}"
+    );
+    assert_eq!(doc["left"], 0);
+    assert_eq!(doc["failed"].as_array().map(Vec::len), Some(0));
+    assert!(
+        !stderr.contains('\r'),
+        "no progress bar without a terminal: {stderr}"
+    );
+
+    // The directory of docs/commands/run.md.
+    assert_eq!(
+        std::fs::read_to_string(dir.join("suite.toml")).unwrap(),
+        short_quick()
+    );
+    let plan = json(&dir.join("plan.json"));
+    assert_eq!(plan["seed"], 1);
+    assert_eq!(plan["launches"].as_array().unwrap().len(), 2);
+    for k in 0..2 {
+        let launch = json(&dir.join(format!("launches/launch-{k}.json")));
+        let runs = launch["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 3);
+        let order: Vec<&str> = launch["order"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        let ran: Vec<&str> = runs
+            .iter()
+            .map(|r| r["experiment"].as_str().unwrap())
+            .collect();
+        assert_eq!(order, ran, "runs in the launch's shuffled order");
+        for r in runs {
+            assert_eq!(r["status"], "done");
+            let f = &r["factors"];
+            for key in [
+                "implementation",
+                "transport",
+                "compiler",
+                "flags",
+                "frequency",
+                "launcher",
+                "timer",
+                "host",
+                "kernel",
+                "date",
+            ] {
+                assert!(f[key].is_string(), "factor {key} in {r}");
+            }
+        }
+    }
+    for exp in ["timer", "pingpong-tcp", "loggp-tcp"] {
+        let run_dir = dir.join("runs").join(exp);
+        let spec = json(&run_dir.join("experiment.json"));
+        assert_eq!(spec["name"], exp);
+        for k in 0..2 {
+            assert!(json(&run_dir.join(format!("launch-{k}.json")))["meta"].is_object());
+            assert!(run_dir.join(format!("launch-{k}.stderr")).is_file());
+        }
+        let lines = std::fs::read_to_string(dir.join(format!("{exp}.jsonl"))).unwrap();
+        let launches: std::collections::BTreeSet<u64> = lines
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["launch"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(launches.into_iter().collect::<Vec<_>>(), [0, 1], "{exp}");
+        let csv = std::fs::read_to_string(dir.join(format!("{exp}.csv"))).unwrap();
+        assert!(csv.starts_with("launch,"), "{exp}: {csv}");
+    }
+    // Pingpong runs of a suite record their repetitions.
+    let pp = json(&dir.join("runs/pingpong-tcp/launch-0.json"));
+    assert_eq!(
+        pp["results"][0]["samples"]["half_rtt_us"]
+            .as_array()
+            .map(Vec::len),
+        Some(30)
+    );
+    assert_eq!(
+        json(&dir.join("runs/pingpong-tcp/experiment.json"))["pingpong"]["samples"],
+        true
+    );
+
+    let summary = json(&dir.join("summary.json"));
+    let exps = summary["experiments"].as_array().unwrap();
+    let names: Vec<&str> = exps
+        .iter()
+        .map(|e| e["experiment"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["loggp-tcp", "pingpong-tcp", "timer"]);
+    let pp = &exps[1];
+    assert_eq!(pp["metric"], "half_rtt_us");
+    assert_eq!(pp["sizes"].as_array().unwrap().len(), 7);
+    assert_eq!(
+        pp["sizes"][0]["launch_medians"].as_array().unwrap().len(),
+        2
+    );
+    assert_eq!(pp["sizes"][0]["repetitions_recorded"], true);
+    assert!(std::fs::read_to_string(dir.join("summary.csv"))
+        .unwrap()
+        .starts_with("experiment,metric,size_bytes"));
+
+    // The directory compared with itself: every ratio 1.
+    let out = run(
+        ngauge().arg("compare").arg(&dir).arg(&dir).arg("--json"),
+        60,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let c: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = c["rows"].as_array().unwrap();
+    assert_eq!(
+        rows.len(),
+        7 + 5 + 1,
+        "7 pingpong sizes, 5 loggp sizes, the timer"
+    );
+    assert!(rows.iter().all(|r| r["ratio"] == 1.0), "{c}");
+}
+
+#[test]
+fn an_interrupted_suite_keeps_its_finished_runs_and_resume_runs_only_the_rest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = tmp.path().join("s.toml");
+    // Each run takes a second or more here; 3 launches of 2 experiments.
+    std::fs::write(
+        &suite,
+        "seed = 9\nlaunches = 3\n\
+         [[experiment]]\nname = \"a\"\npingpong = { sizes = \"1-1K\", reps = 2000, warmup = 10 }\n\
+         [[experiment]]\nname = \"b\"\npingpong = { sizes = \"1-1K\", reps = 2000, warmup = 10 }\n",
+    )
+    .unwrap();
+    let dir = tmp.path().join("out");
+    let child = ngauge()
+        .arg("run")
+        .arg(&suite)
+        .arg("--output")
+        .arg(&dir)
+        .spawn()
+        .unwrap();
+    let began = Instant::now();
+    let done = |d: &Path| {
+        ["a", "b"]
+            .iter()
+            .flat_map(|e| (0..3).map(move |k| d.join(format!("runs/{e}/launch-{k}.json"))))
+            .filter(|p| p.is_file())
+            .count()
+    };
+    while done(&dir) == 0 {
+        assert!(
+            began.elapsed() < Duration::from_secs(120),
+            "no run finished"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Stop while a run is under way: its output goes to a `.partial` file and its
+    // document does not exist yet.
+    let partial = |d: &Path| {
+        ["a", "b"].iter().any(|e| {
+            let runs = d.join("runs").join(e);
+            std::fs::read_dir(&runs).is_ok_and(|entries| {
+                entries.filter_map(Result::ok).any(|f| {
+                    let name = f.file_name().to_string_lossy().into_owned();
+                    name.strip_suffix(".partial")
+                        .is_some_and(|doc| !runs.join(doc).exists())
+                })
+            })
+        })
+    };
+    while !partial(&dir) {
+        assert!(
+            began.elapsed() < Duration::from_secs(120),
+            "no second run started"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let out = support::output_within(child, Duration::from_secs(60)).expect("stopped in time");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("--resume"), "{stderr}");
+    let kept = done(&dir);
+    assert!((1..6).contains(&kept), "{kept} runs done before the stop");
+    // No partial document is left behind.
+    for e in ["a", "b"] {
+        for entry in std::fs::read_dir(dir.join("runs").join(e)).unwrap() {
+            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+            assert!(
+                !name.ends_with(".partial") && !name.ends_with(".tmp"),
+                "{name}"
+            );
+        }
+    }
+    let started_before: usize = (0..3)
+        .filter_map(|k| std::fs::read_to_string(dir.join(format!("launches/launch-{k}.json"))).ok())
+        .map(|t| {
+            serde_json::from_str::<Value>(&t).unwrap()["runs"]
+                .as_array()
+                .unwrap()
+                .len()
+        })
+        .sum();
+    assert!(
+        started_before > kept,
+        "the stopped run is recorded as interrupted"
+    );
+
+    let out = run(
+        ngauge().arg("run").arg("--resume").arg(&dir).arg("--json"),
+        300,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(done(&dir), 6);
+    assert_eq!(doc["done"], 6);
+    // Every (launch, experiment) finished exactly once: the kept runs were not run again.
+    for k in 0..3 {
+        let launch = json(&dir.join(format!("launches/launch-{k}.json")));
+        for e in ["a", "b"] {
+            let finished = launch["runs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|r| r["experiment"] == e && r["status"] == "done")
+                .count();
+            assert_eq!(finished, 1, "launch {k}, experiment {e}: {launch}");
+        }
+    }
+    let interrupted = (0..3)
+        .map(|k| json(&dir.join(format!("launches/launch-{k}.json"))))
+        .flat_map(|l| l["runs"].as_array().unwrap().clone())
+        .filter(|r| r["status"] == "interrupted")
+        .count();
+    assert_eq!(interrupted, 1);
+    let summary = json(&dir.join("summary.json"));
+    assert_eq!(
+        summary["experiments"][0]["sizes"][0]["launch_medians"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+
+    // A finished directory resumed again runs nothing.
+    let out = run(
+        ngauge().arg("run").arg("--resume").arg(&dir).arg("--json"),
+        60,
+    );
+    assert!(out.status.success());
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (doc["done"].as_u64(), doc["left"].as_u64()),
+        (Some(6), Some(0))
+    );
+}
+
+/// Runs `ngauge run` on a suite with `text`, expecting exit status 2 and one line.
+fn refused(text: &str) -> String {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = tmp.path().join("bad.toml");
+    std::fs::write(&suite, text).unwrap();
+    let out = run(
+        ngauge()
+            .current_dir(tmp.path())
+            .args(["run", "bad.toml", "--output", "never"]),
+        30,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(out.stdout.is_empty());
+    assert!(!tmp.path().join("never").exists(), "nothing ran");
+    stderr
+}
+
+#[test]
+fn bad_suites_are_one_line_naming_file_line_and_key_with_status_2() {
+    let head = "[[experiment]]\nname = \"a\"\n";
+    let e = refused(&format!(
+        "{head}[experiment.pingpong]\nsizes = \"1-8\"\nrepz = 5\n"
+    ));
+    assert!(
+        e.contains("bad.toml:5:1: experiment[0].pingpong.repz: unknown field `repz`"),
+        "{e}"
+    );
+    let e = refused(&format!("{head}pingpong = {{ reps = \"many\" }}\n"));
+    assert!(
+        e.contains("bad.toml:3:")
+            && e.contains("experiment[0].pingpong.reps: invalid type: string \"many\""),
+        "{e}"
+    );
+    let e = refused(&format!("{head}pingpong = {{ sizes = \"1-3x\" }}\n"));
+    assert!(
+        e.contains("bad.toml:3:") && e.contains("experiment[0].pingpong.sizes: invalid size"),
+        "{e}"
+    );
+    let e = refused(&format!(
+        "{head}job = {{ transports = [\"pigeon\"] }}\npingpong = {{}}\n"
+    ));
+    assert!(
+        e.contains("bad.toml:3:")
+            && e.contains("experiment[0].job.transports[0]")
+            && e.contains("pigeon"),
+        "{e}"
+    );
+    let e = refused(&format!(
+        "launches = 2\n{head}loggp = {{ sizes = [1, 2] }}\n"
+    ));
+    assert!(
+        e.contains("bad.toml:4:")
+            && e.contains("experiment[0].loggp.sizes: LogGP fits need at least 3"),
+        "{e}"
+    );
+    let e = refused(&format!(
+        "{head}np = 4\n[experiment.coll]\nop = \"bcast\"\n"
+    ));
+    assert!(
+        e.contains("bad.toml:4:")
+            && e.contains("experiment[0].coll: the command `coll` is not in this version"),
+        "{e}"
+    );
+    let e = refused("seed = \"x\n");
+    assert!(e.contains("bad.toml:1:"), "{e}");
+}
+
+#[test]
+fn a_directory_in_use_and_a_directory_that_is_no_run_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = tmp.path().join("s.toml");
+    std::fs::write(
+        &suite,
+        "[[experiment]]\nname = \"t\"\ntimer = { reads = 1000 }\n",
+    )
+    .unwrap();
+    std::fs::write(tmp.path().join("x"), "").unwrap();
+    let out = run(
+        ngauge()
+            .arg("run")
+            .arg(&suite)
+            .arg("--output")
+            .arg(tmp.path()),
+        30,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("exists and is not empty"));
+    let out = run(ngauge().arg("run").arg("--resume").arg(tmp.path()), 30);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a run directory"));
+}
