@@ -60,6 +60,30 @@ fn check_rows(doc: &Value, delays_us: &[f64], delayed: &[u64]) -> Vec<Value> {
             .map(|r| r.as_u64().unwrap())
             .collect();
         assert_eq!(ranks, delayed, "{row}");
+        let valid = row["valid"].as_u64().unwrap();
+        assert!(
+            row["missed_delay"].as_u64().unwrap() <= row["invalid"].as_u64().unwrap(),
+            "{row}"
+        );
+        if valid > 0 {
+            assert!(row["effective_delay_us"].is_number(), "{row}");
+        }
+        if row["decided"] == false {
+            // A run that cannot decide says so: no b, and a warning for the row.
+            assert!(
+                row["benefit"].is_null() && row["benefit_median"].is_null(),
+                "{row}"
+            );
+            let warned = doc["warnings"].as_array().unwrap().iter().any(|w| {
+                w["kind"] == "undecided"
+                    && w["delay_us"] == row["delay_us"]
+                    && w["size"] == row["size"]
+                    && w["mode"] == row["mode"]
+            });
+            assert!(warned, "undecided row without its warning: {row}\n{doc}");
+            continue;
+        }
+        assert_eq!(row["decided"], true, "{row}");
         for (t0, td, b) in [
             ("t0_us", "td_us", "benefit"),
             ("t0_median_us", "td_median_us", "benefit_median"),
@@ -80,7 +104,7 @@ fn check_rows(doc: &Value, delays_us: &[f64], delayed: &[u64]) -> Vec<Value> {
                 assert_eq!(b, 0.0, "{row}");
             }
         }
-        assert!(row["valid"].as_u64().unwrap() > 0, "{row}");
+        assert!(valid > 0, "{row}");
     }
     // Every size and mode has one row per delay, in the order given.
     let per_point: Vec<f64> = rows

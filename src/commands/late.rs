@@ -203,6 +203,11 @@ pub fn run(global: &GlobalArgs, args: &LateArgs) -> anyhow::Result<()> {
                 LateWarning::FewValidCalls { .. } => {
                     Some("raise --max-rounds, or --wait block when ranks share cores".into())
                 }
+                LateWarning::Undecided { .. } => Some(
+                    "the ranks did not start d apart: run on an idle host, with a core per \
+                     rank, or raise --max-rounds"
+                        .into(),
+                ),
             };
             super::common::warn(w, hint);
         }

@@ -23,6 +23,16 @@
 //! window are flagged on every rank and repeated ([`crate::sync::window`]), the
 //! window sized from the warm-up plus the largest delay.
 //!
+//! - **Effective delay** (the paper's `t_b - t_a` of fig. 4, measured rather than
+//!   assumed): per call, the earliest start among the delayed ranks minus the
+//!   latest start among the others, in global time. A start may lag its window by
+//!   a tenth of the window, and on a loaded host the window grows to milliseconds,
+//!   so the undelayed ranks can start late enough to eat most of `d` (one run
+//!   gave `t_d` = 124 us at `d` = 500 us, b = 3.65). A call whose effective delay
+//!   is off `d` by more than [`delay_tolerance_ns`] is invalid and repeated; a
+//!   delay left with fewer than half the wanted valid calls is undecided
+//!   ([`LatePoint::decided`]): no `b` is computed for it.
+//!
 //! The collective is a [`CollOp`]: our schedules over any transport, or MPI's own,
 //! blocking or nonblocking followed by a wait (the paper's "non-blocking MPI
 //! collectives are directly followed by an MPI_Waitall", sec. IV).
@@ -40,6 +50,19 @@ use std::str::FromStr;
 /// (any one unit for all three).
 pub fn benefit(t0: f64, d: f64, td: f64) -> f64 {
     (t0 + d - td) / td
+}
+
+/// Floor of the effective-delay tolerance, ns: the clock synchronization's error,
+/// which the measured delay carries. 10 us is the largest residual measured at
+/// `--np 4` on the shared 2-core host (`docs/findings/2026-11-22-sync-residuals.md`:
+/// "up to ~10 us at np = 4 with short fits"); a tighter floor would reject calls
+/// for the synchronization's error, not the start's.
+pub const DELAY_FLOOR_NS: f64 = 10_000.0;
+
+/// How far a call's effective delay may be from the asked-for `d` (ns) and the call
+/// still measure `d`: a tenth of `d`, at least [`DELAY_FLOOR_NS`].
+pub fn delay_tolerance_ns(delay_ns: f64) -> f64 {
+    (delay_ns / 10.0).max(DELAY_FLOOR_NS)
 }
 
 /// Which ranks enter late.
@@ -171,10 +194,19 @@ pub struct LatePoint {
     pub delay_ns: f64,
     /// Valid calls.
     pub valid: usize,
-    /// Calls that started late or overran their window.
+    /// Calls that started late, overran their window, or missed the delay.
     pub invalid: usize,
+    /// Of `invalid`, the calls that started and ended in their windows but whose
+    /// effective delay was off `d` by more than [`delay_tolerance_ns`].
+    pub missed_delay: usize,
     /// Global time `max(end) - min(start)` of each valid call, ns, in order.
     pub runtimes_ns: Vec<f64>,
+    /// Effective delay of every call that started and ended in its window (valid
+    /// or missed the delay), ns, in order: the earliest delayed start minus the
+    /// latest undelayed start.
+    pub effective_delays_ns: Vec<f64>,
+    /// Valid calls wanted.
+    pub wanted: usize,
 }
 
 impl LatePoint {
@@ -186,6 +218,19 @@ impl LatePoint {
     /// The median valid call, ns.
     pub fn median_ns(&self) -> Option<f64> {
         median(&self.runtimes_ns)
+    }
+
+    /// The median effective delay of the calls that started and ended in their
+    /// windows, ns.
+    pub fn effective_delay_median_ns(&self) -> Option<f64> {
+        median(&self.effective_delays_ns)
+    }
+
+    /// Whether the point has at least half the wanted valid calls. With fewer, its
+    /// minimum and median come from the few calls the host let through, not from a
+    /// sample of `d`: the point is undecided and gets no `b`.
+    pub fn decided(&self) -> bool {
+        self.valid > 0 && self.valid * 2 >= self.wanted
     }
 }
 
@@ -225,17 +270,23 @@ pub struct LateTimes {
 }
 
 impl LateTimes {
-    /// Eq. (5) for every asked-for delay with valid calls on both sides.
+    /// Eq. (5) for every asked-for delay decided on both sides
+    /// ([`LatePoint::decided`]; `None` otherwise).
     pub fn benefits(&self) -> Vec<Option<Benefit>> {
         self.points
             .iter()
             .map(|p| {
+                if !(self.baseline.decided() && p.decided()) {
+                    return None;
+                }
                 let (t0_min, t0_median) = (self.baseline.min_ns()?, self.baseline.median_ns()?);
                 let (td_min, td_median) = (p.min_ns()?, p.median_ns()?);
                 Some(Benefit {
                     delay_ns: p.delay_ns,
                     t0_min_ns: t0_min,
                     td_min_ns: td_min,
+                    // Eq. (5), with the asked-for d: the calls kept had an effective
+                    // delay within `delay_tolerance_ns(d)` of it.
                     benefit_min: benefit(t0_min, p.delay_ns, td_min),
                     t0_median_ns: t0_median,
                     td_median_ns: td_median,
@@ -343,6 +394,8 @@ pub fn measure<C: Clock + ?Sized>(
     let per_round = n * spec.reps;
     let mut runtimes: Vec<Vec<f64>> = vec![Vec::new(); n];
     let mut invalid = vec![0usize; n];
+    let mut missed = vec![0usize; n];
+    let mut effective: Vec<Vec<f64>> = vec![Vec::new(); n];
     let mut rounds = 0;
     loop {
         rounds += 1;
@@ -374,6 +427,28 @@ pub fn measure<C: Clock + ?Sized>(
                 }
                 let start = global.iter().map(|r| r[j].0).min().expect("a rank");
                 let end = global.iter().map(|r| r[j].1).max().expect("a rank");
+                // The effective delay (fig. 4's t_b - t_a): the first delayed rank's
+                // start after the last undelayed rank's.
+                // (Not counted for the window's growth: a larger window does not
+                // make the ranks start together.)
+                let (mut first_late, mut last_on_time) = (u64::MAX, 0u64);
+                for (r, spans) in global.iter().enumerate() {
+                    let started = spans[j].0 .0;
+                    if delayed.contains(&r) {
+                        first_late = first_late.min(started);
+                    } else {
+                        last_on_time = last_on_time.max(started);
+                    }
+                }
+                let lead = first_late as i128 - last_on_time as i128;
+                let lead = lead.clamp(i64::MIN as i128, i64::MAX as i128) as i64;
+                let effective_ns = rate.signed_to_nanos(lead).0;
+                effective[k].push(effective_ns);
+                if (effective_ns - delays[k]).abs() > delay_tolerance_ns(delays[k]) {
+                    invalid[k] += 1;
+                    missed[k] += 1;
+                    continue;
+                }
                 // Eq. (4): from the first rank entering to the last one leaving.
                 let t = end.since(start);
                 runtimes[k].push(rate.to_nanos(t).0);
@@ -409,7 +484,10 @@ pub fn measure<C: Clock + ?Sized>(
         delay_ns,
         valid: runtimes[k].len(),
         invalid: invalid[k],
+        missed_delay: missed[k],
         runtimes_ns: runtimes[k].clone(),
+        effective_delays_ns: effective[k].clone(),
+        wanted: spec.reps,
     };
     Ok(LateTimes {
         baseline: point(0, 0.0),

@@ -22,6 +22,14 @@ pub struct LateRow {
     pub delay_us: f64,
     /// The ranks that entered late.
     pub delayed_ranks: Vec<usize>,
+    /// The median effective delay, us: per call, the earliest delayed start minus
+    /// the latest undelayed start (global time), over the calls that started and
+    /// ended in their windows, kept or not (`null`: none did).
+    pub effective_delay_us: Option<f64>,
+    /// Whether both this delay and the undelayed calls kept at least half the
+    /// wanted valid calls; if not, `benefit` and `benefit_median` are `null` and an
+    /// `undecided` warning says why.
+    pub decided: bool,
     /// `t_0`: the fastest undelayed call, global time (max end - min start), us.
     pub t0_us: Option<f64>,
     /// `t_d`: the fastest delayed call, us.
@@ -36,8 +44,11 @@ pub struct LateRow {
     pub benefit_median: Option<f64>,
     /// Valid delayed calls.
     pub valid: usize,
-    /// Delayed calls that started late or overran their window.
+    /// Delayed calls that started late, overran their window or missed the delay.
     pub invalid: usize,
+    /// Of `invalid`, the calls whose effective delay was off `d` by more than a
+    /// tenth of `d` (at least 10 us, the clock synchronization's error).
+    pub missed_delay: usize,
 }
 
 /// The rows of one size and mode.
@@ -52,6 +63,8 @@ pub fn rows(size: usize, mode: CallMode, times: &LateTimes) -> Vec<LateRow> {
             mode,
             delay_us: p.delay_ns / 1e3,
             delayed_ranks: times.delayed.clone(),
+            effective_delay_us: us(p.effective_delay_median_ns()),
+            decided: times.baseline.decided() && p.decided(),
             t0_us: us(times.baseline.min_ns()),
             td_us: us(p.min_ns()),
             benefit: b.map(|b| b.benefit_min),
@@ -60,6 +73,7 @@ pub fn rows(size: usize, mode: CallMode, times: &LateTimes) -> Vec<LateRow> {
             benefit_median: b.map(|b| b.benefit_median),
             valid: p.valid,
             invalid: p.invalid,
+            missed_delay: p.missed_delay,
         })
         .collect()
 }
@@ -79,8 +93,8 @@ pub struct Injected {
 #[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum LateWarning {
-    /// Fewer valid calls than asked for (calls started late or overran their window
-    /// in every round).
+    /// Fewer valid calls than asked for (calls started late, overran their window or
+    /// missed the delay in every round).
     FewValidCalls {
         /// The size.
         size: usize,
@@ -90,6 +104,24 @@ pub enum LateWarning {
         delay_us: f64,
         /// Valid calls.
         valid: usize,
+        /// Asked for.
+        wanted: usize,
+    },
+    /// No `b` for this delay: it or the undelayed calls kept fewer than half the
+    /// wanted valid calls (most started late, overran, or missed the delay).
+    Undecided {
+        /// The size.
+        size: usize,
+        /// The call mode.
+        mode: CallMode,
+        /// The delay, us.
+        delay_us: f64,
+        /// Its median effective delay, us (`null`: no call was timed).
+        effective_delay_us: Option<f64>,
+        /// Valid delayed calls.
+        valid: usize,
+        /// Valid undelayed calls.
+        valid_undelayed: usize,
         /// Asked for.
         wanted: usize,
     },
@@ -113,8 +145,27 @@ impl std::fmt::Display for LateWarning {
             } => write!(
                 f,
                 "size {size} B, {mode}, delay {delay_us} us: only {valid} of {wanted} calls \
-                 were valid (the others started late or overran their window)"
+                 were valid (the others started late, overran their window or missed the delay)"
             ),
+            LateWarning::Undecided {
+                size,
+                mode,
+                delay_us,
+                effective_delay_us,
+                valid,
+                valid_undelayed,
+                wanted,
+            } => {
+                write!(
+                    f,
+                    "size {size} B, {mode}, delay {delay_us} us: undecided, no b (valid calls: \
+                     {valid} delayed, {valid_undelayed} undelayed, of {wanted}"
+                )?;
+                if let Some(e) = effective_delay_us {
+                    write!(f, "; median effective delay {e:.1} us")?;
+                }
+                write!(f, ")")
+            }
             LateWarning::Job(w) => w.fmt(f),
             LateWarning::Binding(w) => w.fmt(f),
         }
@@ -147,8 +198,21 @@ pub struct LateDoc {
 }
 
 /// The warnings one size and mode call for: fewer valid calls than `wanted`,
-/// undelayed (reported as delay 0) or delayed.
+/// undelayed (reported as delay 0) or delayed, and every undecided delay.
 pub fn warnings(size: usize, mode: CallMode, times: &LateTimes, wanted: usize) -> Vec<LateWarning> {
+    let undecided = times
+        .points
+        .iter()
+        .filter(|p| !(times.baseline.decided() && p.decided()))
+        .map(|p| LateWarning::Undecided {
+            size,
+            mode,
+            delay_us: p.delay_ns / 1e3,
+            effective_delay_us: p.effective_delay_median_ns().map(|v| v / 1e3),
+            valid: p.valid,
+            valid_undelayed: times.baseline.valid,
+            wanted,
+        });
     std::iter::once(&times.baseline)
         .chain(times.points.iter().filter(|p| p.delay_ns > 0.0))
         .filter(|p| p.valid < wanted)
@@ -159,6 +223,7 @@ pub fn warnings(size: usize, mode: CallMode, times: &LateTimes, wanted: usize) -
             valid: p.valid,
             wanted,
         })
+        .chain(undecided)
         .collect()
 }
 
@@ -167,7 +232,9 @@ pub fn render(doc: &LateDoc) -> String {
     let mut out = format!(
         "late arrivals: {} over {} ({}), {} ranks, delayed ranks {}\n\
          t: global time max(end) - min(start); b = (t0 + d - td) / td (Niethammer et al., \
-         eq. 5), from the minima and from the medians\n",
+         eq. 5), from the minima and from the medians\n\
+         d eff: median effective delay (first delayed start - last undelayed start); a call \
+         off d by more than max(d/10, 10 us) is invalid; undecided: under half the calls valid\n",
         doc.implementation,
         doc.transport,
         doc.wait,
@@ -188,6 +255,7 @@ pub fn render(doc: &LateDoc) -> String {
         "size [B]",
         "mode",
         "delay [us]",
+        "d eff [us]",
         "t0 min [us]",
         "td min [us]",
         "b min",
@@ -197,17 +265,25 @@ pub fn render(doc: &LateDoc) -> String {
         "valid",
     ]);
     let f = |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
+    let b = |r: &LateRow, v: Option<f64>| {
+        if r.decided {
+            f(v, 3)
+        } else {
+            "undecided".to_string()
+        }
+    };
     for r in &doc.results {
         table.row([
             r.size.to_string(),
             r.mode.to_string(),
             format!("{}", r.delay_us),
+            f(r.effective_delay_us, 1),
             f(r.t0_us, 2),
             f(r.td_us, 2),
-            f(r.benefit, 3),
+            b(r, r.benefit),
             f(r.t0_median_us, 2),
             f(r.td_median_us, 2),
-            f(r.benefit_median, 3),
+            b(r, r.benefit_median),
             format!("{}/{}", r.valid, r.valid + r.invalid),
         ]);
     }

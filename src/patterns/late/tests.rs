@@ -84,6 +84,50 @@ fn late_sim(
     delays_ns: Vec<f64>,
     mode: CallMode,
 ) -> LateTimes {
+    late_sim_oversleeping(algorithm, delayed, delays_ns, mode, None)
+}
+
+/// A clock whose undelayed rank wakes `extra_ticks` late from every `period`-th
+/// window wait (from the `phase`-th on): a blocking wait on a loaded host that
+/// oversleeps, within the tenth of the window a start may lag. In `measure` the
+/// window waits are the only `spin_until` calls, one per call, so wait `c` is the
+/// call with delay `delays[c % n]`.
+struct Oversleeping<'a> {
+    inner: &'a crate::sim::SimClock,
+    waits: std::cell::Cell<u64>,
+    period: u64,
+    phase: u64,
+    extra_ticks: u64,
+}
+
+impl Clock for Oversleeping<'_> {
+    fn now(&self) -> Ticks {
+        self.inner.now()
+    }
+    fn rate(&self) -> crate::clock::TickRate {
+        self.inner.rate()
+    }
+    fn spin_until(&self, deadline: Ticks) -> Ticks {
+        let c = self.waits.get();
+        self.waits.set(c + 1);
+        let extra = if c % self.period == self.phase {
+            self.extra_ticks
+        } else {
+            0
+        };
+        self.inner.spin_until(deadline.plus(extra))
+    }
+}
+
+/// `late_sim` where every undelayed rank oversleeps as `oversleep` says:
+/// `(period, phase, extra_ns)`.
+fn late_sim_oversleeping(
+    algorithm: Algorithm,
+    delayed: Vec<Rank>,
+    delays_ns: Vec<f64>,
+    mode: CallMode,
+    oversleep: Option<(u64, u64, f64)>,
+) -> LateTimes {
     let skews = skews();
     let spec = LateSpec {
         delays_ns,
@@ -108,8 +152,26 @@ fn late_sim(
             root: 0,
         };
         let mut op = Scheduled::new(&mut r.transport, coll).unwrap();
+        let clock = Oversleeping {
+            inner: &r.clock,
+            waits: std::cell::Cell::new(0),
+            period: 1,
+            phase: 0,
+            extra_ticks: 0,
+        };
+        let clock = match oversleep {
+            Some((period, phase, extra_ns)) if !spec.delayed.contains(&r.control.rank()) => {
+                Oversleeping {
+                    period,
+                    phase,
+                    extra_ticks: (extra_ns * SIM_HZ / 1e9).round() as u64,
+                    ..clock
+                }
+            }
+            _ => clock,
+        };
         let times = measure(
-            &r.clock,
+            &clock,
             &mut op,
             &mut r.control,
             &model,
@@ -136,6 +198,11 @@ fn a_hidden_delay_gives_d_over_td() {
         CallMode::Blocking,
     );
     assert_eq!(times.delayed, vec![3]);
+    for (p, d) in times.points.iter().zip([30_000.0, 70_000.0]) {
+        let effective = p.effective_delay_median_ns().unwrap();
+        assert!((effective - d).abs() < 1.0, "{effective} vs {d}");
+        assert_eq!(p.missed_delay, 0);
+    }
     let t0 = times.baseline.min_ns().unwrap();
     let truth = 3.0 * L_NS;
     assert!(t0 >= truth && t0 < truth + 1.0, "t0 {t0} ns");
@@ -261,4 +328,51 @@ fn bad_specs_are_refused() {
     )
     .unwrap_err();
     assert!(err.to_string().contains("at least one repetition"), "{err}");
+}
+
+/// The defect of one loaded run (td = 124 us at d = 500 us, b = 3.65): the
+/// undelayed ranks wake 45 us late from the windows of the 50 us calls, within the
+/// tenth of the (500 us) window a start may lag, so the delayed rank leads them by
+/// 5 us, not 50. Recursive doubling then ends 2 L after the late rank's entry: t_d
+/// = 5 + 40 = 45 us < d, and eq. (5) with the nominal d gave b = (40 + 50 - 45) /
+/// 45 = 1.0 where the truth is 0. Those calls miss their delay and the 50 us point
+/// is undecided; the 500 us calls, not disturbed, still give b = 0.
+#[test]
+fn undelayed_ranks_that_start_late_make_the_delay_undecided() {
+    let times = late_sim_oversleeping(
+        Algorithm::AllreduceRecursiveDoubling,
+        vec![1],
+        vec![50_000.0, 500_000.0],
+        CallMode::Blocking,
+        // Delays 0, 50 us, 500 us: wait c is a 50 us call when c % 3 == 1.
+        Some((3, 1, 45_000.0)),
+    );
+    assert!(
+        times.window_ns / 10.0 > 45_000.0,
+        "the lag is within the window's tenth: {}",
+        times.window_ns
+    );
+    let (late, long) = (&times.points[0], &times.points[1]);
+    // Every 50 us call started and ended in its window, and every one missed d.
+    assert_eq!(late.valid, 0, "{late:?}");
+    assert_eq!(late.missed_delay, late.invalid, "{late:?}");
+    assert_eq!(late.invalid, 5 * times.rounds, "{late:?}");
+    let effective = late.effective_delay_median_ns().unwrap();
+    assert!((effective - 5_000.0).abs() < 1.0, "{effective}");
+    assert!(!late.decided());
+    assert_eq!(times.benefits()[0], None, "no b for an undecided delay");
+    // The undisturbed delays are exact and decided.
+    assert!(times.baseline.decided() && long.decided());
+    assert_eq!(long.missed_delay, 0);
+    let effective = long.effective_delay_median_ns().unwrap();
+    assert!((effective - 500_000.0).abs() < 1.0, "{effective}");
+    let b = times.benefits()[1].unwrap();
+    assert!(b.benefit_min.abs() < 1e-9, "{b:?}");
+}
+
+#[test]
+fn the_tolerance_is_a_tenth_of_d_with_the_sync_floor() {
+    assert_eq!(delay_tolerance_ns(0.0), DELAY_FLOOR_NS);
+    assert_eq!(delay_tolerance_ns(50_000.0), DELAY_FLOOR_NS);
+    assert_eq!(delay_tolerance_ns(500_000.0), 50_000.0);
 }
