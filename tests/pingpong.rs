@@ -399,8 +399,10 @@ fn progress_reaches_a_terminal_through_the_local_launcher() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
+    // A progress line reached the terminal (indicatif draws at most 20 times a
+    // second, so which point's line is the last one drawn depends on the speed).
     assert!(
-        text.contains("points (64 B done)"),
+        text.contains(" points (") && text.contains(" B done)"),
         "no progress line in: {text}"
     );
     // Without a terminal there is no progress on stderr.
