@@ -250,6 +250,26 @@ pub fn setup(
 /// all-to-all and the gather send blocks of it, the gather's inner nodes up to the
 /// whole array; our split and segmented broadcasts less), or the whole array of a
 /// gather.
+/// The checked spec of every size of `coll` run by `imp` among `np` ranks, and the
+/// largest single message they send (for the transport's buffers).
+pub fn size_specs(
+    coll: &crate::cli::CollArgs,
+    imp: Implementation,
+    np: usize,
+    sizes: &[usize],
+) -> Result<(Vec<CollSpec>, usize), UsageError> {
+    let specs = sizes
+        .iter()
+        .map(|&size| coll_spec(coll.op, imp, coll.segment, coll.root, np, size))
+        .collect::<Result<Vec<_>, _>>()?;
+    let largest = sizes
+        .iter()
+        .map(|&s| largest_message(coll.op, s, np, coll.segment))
+        .max()
+        .unwrap_or(0);
+    Ok((specs, largest))
+}
+
 pub fn largest_message(op: Collective, size: usize, np: usize, segment: usize) -> usize {
     match op {
         Collective::Gather => size.saturating_mul(np),

@@ -51,24 +51,7 @@ pub fn run(global: &GlobalArgs, args: &LateArgs) -> anyhow::Result<()> {
             ))
             .into());
         }
-        let specs = sizes
-            .iter()
-            .map(|&size| {
-                collective::coll_spec(
-                    args.coll.op,
-                    imp,
-                    args.coll.segment,
-                    args.coll.root,
-                    np,
-                    size,
-                )
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let largest = sizes
-            .iter()
-            .map(|&s| collective::largest_message(args.coll.op, s, np, args.coll.segment))
-            .max()
-            .unwrap_or(0);
+        let (specs, largest) = collective::size_specs(&args.coll, imp, np, &sizes)?;
         let mut setup = collective::setup(
             global,
             args.coll.sync.options(),
