@@ -10,6 +10,8 @@
 //! host would be a flaky test); `scripts/bench-coll` measures it for real.
 
 use assert_cmd::Command;
+
+mod support;
 use serde_json::Value;
 
 fn ngauge() -> Command {
@@ -336,18 +338,10 @@ mod with_mpi {
         cmd
     }
 
-    /// True (after saying so) when ngauge-mpi has no MPI; a failure under
-    /// `NGAUGE_REQUIRE_MPI=1`.
-    fn skip() -> bool {
-        if ngauge_mpi::AVAILABLE {
-            return false;
-        }
-        assert!(
-            std::env::var("NGAUGE_REQUIRE_MPI").map_or(true, |v| v != "1"),
-            "NGAUGE_REQUIRE_MPI=1, but ngauge-mpi was built without MPI"
-        );
-        println!("skipped: ngauge-mpi was built without an MPI library");
-        true
+    /// The shared MPI skip: said where the user sees it, a failure under `CI=true`
+    /// or `NGAUGE_REQUIRE_MPI=1`.
+    fn skip(test: &str) -> bool {
+        crate::support::mpi::skip(test)
     }
 
     fn run(np: usize, args: &[&str]) -> Value {
@@ -365,7 +359,7 @@ mod with_mpi {
     /// ratios to our binomial over TCP.
     #[test]
     fn mpi_and_ours_over_mpi_and_tcp_in_one_table() {
-        if skip() {
+        if skip("mpi_and_ours_over_mpi_and_tcp_in_one_table") {
             return;
         }
         let mut args = vec!["-t", "mpi,tcp", "--json", "coll", "--op", "bcast"];
@@ -401,7 +395,7 @@ mod with_mpi {
     /// recorded in its rows.
     #[test]
     fn every_mpi_collective_and_a_forced_algorithm() {
-        if skip() {
+        if skip("every_mpi_collective_and_a_forced_algorithm") {
             return;
         }
         for op in ["bcast", "gather", "allreduce", "barrier", "alltoall"] {

@@ -79,16 +79,7 @@ mod with_mpi {
     /// `NGAUGE_REQUIRE_MPI=1` (set by `scripts/test` where it installed MPI) says MPI
     /// must be there.
     fn skip(test: &str) -> bool {
-        if ngauge_mpi::AVAILABLE {
-            return false;
-        }
-        support::skip(
-            test,
-            support::Lack::InstalledOrRequired("NGAUGE_REQUIRE_MPI"),
-            "ngauge-mpi was built without MPI: build.rs found no mpicc or pkg-config \
-             MPI (set MPICC)",
-        );
-        true
+        crate::support::mpi::skip(test)
     }
 
     #[test]
