@@ -831,153 +831,6 @@ mod tests {
         }
     }
 
-    /// The in-process transport with a rendezvous protocol from `limit` bytes on:
-    /// such a send returns only after the receiver has taken the message and
-    /// acknowledged it (as MPI_Send does above an eager limit).
-    struct Synchronous {
-        inner: inproc::InprocTransport,
-        limit: usize,
-        ack: Option<BufferId>,
-    }
-
-    impl Synchronous {
-        fn ack(&mut self) -> Result<ngauge_transport::Region, TransportError> {
-            let ack = match self.ack {
-                Some(a) => a,
-                None => *self.ack.insert(self.inner.alloc_buffer(1)?),
-            };
-            Ok(ack.prefix(1))
-        }
-    }
-
-    impl Transport for Synchronous {
-        fn name(&self) -> &'static str {
-            "synchronous"
-        }
-        fn rank(&self) -> Rank {
-            self.inner.rank()
-        }
-        fn size(&self) -> usize {
-            self.inner.size()
-        }
-        fn capabilities(&self) -> ngauge_transport::Capabilities {
-            self.inner.capabilities()
-        }
-        fn wait_mode(&self) -> ngauge_transport::WaitMode {
-            self.inner.wait_mode()
-        }
-        fn alloc_buffer(&mut self, len: usize) -> Result<BufferId, TransportError> {
-            self.inner.alloc_buffer(len)
-        }
-        fn free_buffer(&mut self, b: BufferId) -> Result<(), TransportError> {
-            self.inner.free_buffer(b)
-        }
-        fn buffer(&self, b: BufferId) -> Result<&[u8], TransportError> {
-            self.inner.buffer(b)
-        }
-        fn buffer_mut(&mut self, b: BufferId) -> Result<&mut [u8], TransportError> {
-            self.inner.buffer_mut(b)
-        }
-        fn send(
-            &mut self,
-            peer: Rank,
-            region: ngauge_transport::Region,
-        ) -> Result<(), TransportError> {
-            self.inner.send(peer, region)?;
-            if region.len >= self.limit {
-                let ack = self.ack()?;
-                self.inner.recv(peer, ack)?;
-            }
-            Ok(())
-        }
-        fn recv(
-            &mut self,
-            peer: Rank,
-            region: ngauge_transport::Region,
-        ) -> Result<(), TransportError> {
-            self.inner.recv(peer, region)?;
-            if region.len >= self.limit {
-                let ack = self.ack()?;
-                self.inner.send(peer, ack)?;
-            }
-            Ok(())
-        }
-        fn isend(
-            &mut self,
-            peer: Rank,
-            region: ngauge_transport::Region,
-        ) -> Result<ngauge_transport::RequestId, TransportError> {
-            self.inner.isend(peer, region)
-        }
-        fn irecv(
-            &mut self,
-            peer: Rank,
-            region: ngauge_transport::Region,
-        ) -> Result<ngauge_transport::RequestId, TransportError> {
-            self.inner.irecv(peer, region)
-        }
-        fn test(&mut self, request: ngauge_transport::RequestId) -> Result<bool, TransportError> {
-            self.inner.test(request)
-        }
-        fn wait(&mut self, request: ngauge_transport::RequestId) -> Result<(), TransportError> {
-            self.inner.wait(request)
-        }
-    }
-
-    /// The protocol probe: below the limit a send returns at once however late the
-    /// receiver is; from the limit on it waits for the receiver, who posts its
-    /// receive `2 d_G` after its previous answer, so the send takes about as long
-    /// as a round trip or more.
-    #[test]
-    fn a_send_that_waits_for_the_receiver_shows_in_send_late() {
-        let limit = 1024;
-        let params = Params {
-            reps: 15,
-            ..small(
-                vec![256, 512, 1024, 2048],
-                DelayChoice::OneRtt,
-                PairsMode::InTurn,
-            )
-        };
-        let handles: Vec<_> = inproc::world(2)
-            .into_iter()
-            .map(|(t, mut c)| {
-                let params = params.clone();
-                std::thread::spawn(move || {
-                    let clock = SystemClock::new(TimerSource::detect(), TickRate::new(1e9));
-                    let mut t = Synchronous {
-                        inner: t,
-                        limit,
-                        ack: None,
-                    };
-                    run(&clock, &mut t, &mut c, &params, |_, _| {})
-                })
-            })
-            .collect();
-        let mut results: Vec<Vec<PairResult>> = handles
-            .into_iter()
-            .map(|h| h.join().unwrap().unwrap())
-            .collect();
-        let points = results.swap_remove(0).swap_remove(0).points;
-        assert!(points.iter().all(|p| p.send_late_us.n == params.reps));
-        // A send that waits about 1.5 round trips against a channel push: orders of
-        // magnitude apart, so comparing the medians is not asserting a timing figure.
-        let (eager, waiting): (Vec<&Point>, Vec<&Point>) =
-            points.iter().partition(|p| (p.size as usize) < limit);
-        let slowest_eager = eager
-            .iter()
-            .map(|p| p.send_late_us.median)
-            .fold(0.0, f64::max);
-        let fastest_waiting = waiting
-            .iter()
-            .map(|p| p.send_late_us.median)
-            .fold(f64::INFINITY, f64::min);
-        assert!(
-            fastest_waiting > slowest_eager,
-            "eager {slowest_eager} us, waiting {fastest_waiting} us"
-        );
-    }
-
     /// Each rank converts its own ticks: a rank whose clock counts 2 GHz sends
     /// 2000 ticks as 1 us, whatever rank 0's clock rate is.
     #[test]
@@ -1050,22 +903,22 @@ mod tests {
         assert_eq!(disturbed_fraction(&[]), 0.0);
     }
 
-    /// The system clock, except that during its first `disturbed_calls` readings
-    /// three of every five round trips (pairs of readings) look 1 ms longer.
-    struct DisturbedClock {
-        inner: SystemClock,
+    /// A clock whose first `disturbed_calls` readings make three of every five
+    /// round trips (pairs of readings) look 1 ms longer.
+    struct DisturbedClock<C> {
+        inner: C,
         calls: std::sync::atomic::AtomicU64,
         disturbed_calls: u64,
     }
 
-    impl Clock for DisturbedClock {
+    impl<C: Clock> Clock for DisturbedClock<C> {
         fn now(&self) -> Ticks {
             let i = self
                 .calls
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let t = self.inner.now();
             if i < self.disturbed_calls && i % 2 == 1 && (i / 2) % 5 < 3 {
-                t.plus(1_000_000) // 1 ms at the 1 GHz test rate
+                t.plus(self.rate().to_ticks(crate::clock::Nanos(1e6)))
             } else {
                 t
             }
@@ -1073,31 +926,62 @@ mod tests {
         fn rate(&self) -> TickRate {
             self.inner.rate()
         }
+        fn spin_until(&self, deadline: Ticks) -> Ticks {
+            self.inner.spin_until(deadline)
+        }
     }
 
+    /// In virtual time (`super::sim`), so that only the injected disturbance can
+    /// make a repetition slow: on real threads a loaded machine disturbed the
+    /// second attempt too, and its median exceeded 1 ms.
     #[test]
     fn a_mostly_disturbed_size_is_measured_again() {
         let params = small(vec![64], DelayChoice::OneRtt, PairsMode::InTurn);
         // Exactly the readings of the first attempt's warmup and PRTT(1,0,s) phase.
         let disturbed_calls = 2 * (params.warmup + params.reps) as u64;
-        let mut world = inproc::world(2);
-        let (mut t1, mut c1) = world.pop().unwrap();
+        let net = sim::Network::uniform(sim::LogGp {
+            l_ps: 5_000_000,
+            os_ps: 1_500_000,
+            or_ps: 2_000_000,
+            g_ps: 4_000_000,
+            big_g_fs: 800_000,
+            rendezvous: false,
+        });
+        let mut world = sim::world(&net);
+        let mut one = world.pop().unwrap();
         let p1 = params.clone();
         let server = std::thread::spawn(move || {
-            let clock = SystemClock::new(TimerSource::detect(), TickRate::new(1e9));
-            run(&clock, &mut t1, &mut c1, &p1, |_, _| {})
+            run(
+                &one.clock,
+                &mut one.transport,
+                &mut one.control,
+                &p1,
+                |_, _| {},
+            )
         });
-        let (mut t0, mut c0) = world.pop().unwrap();
+        let mut zero = world.pop().unwrap();
         let clock = DisturbedClock {
-            inner: SystemClock::new(TimerSource::detect(), TickRate::new(1e9)),
+            inner: zero.clock,
             calls: Default::default(),
             disturbed_calls,
         };
-        let res = run(&clock, &mut t0, &mut c0, &params, |_, _| {}).unwrap();
+        let res = run(
+            &clock,
+            &mut zero.transport,
+            &mut zero.control,
+            &params,
+            |_, _| {},
+        )
+        .unwrap();
         server.join().unwrap().unwrap();
         let point = &res[0].points[0];
         assert_eq!(point.attempts, 2);
-        assert!(point.prtt_1_0_us.median < 1000.0, "{point:?}");
+        // PRTT(1,0,s) = 2 (o_s + L + (s-1)G + o_r), eq. (1) with n = 1.
+        let rtt_us = 2.0 * (1.5 + 5.0 + 63.0 * 0.0008 + 2.0);
+        assert!(
+            (point.prtt_1_0_us.median - rtt_us).abs() < 1e-6,
+            "{point:?}"
+        );
     }
 
     #[test]

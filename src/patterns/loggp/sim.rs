@@ -519,6 +519,36 @@ mod tests {
         close("o_s of the range", a.ranges[0].os_us, us(EAGER.os_ps));
     }
 
+    /// The protocol probe: below the limit a send returns after `o_s` however late
+    /// the receiver is; from the limit on it waits for the receiver, who posts its
+    /// receive `2 d_G` after its previous answer, so the late send lasts about
+    /// `1.5 d_G`. (This ran on real threads over the in-process transport with a
+    /// synchronous wrapper, and failed under load when the scheduler preempted an
+    /// eager send for the woken receiver; virtual time has no scheduler.)
+    #[test]
+    fn a_send_that_waits_for_the_receiver_shows_in_send_late() {
+        let limit = 1024;
+        let net = Network::new(vec![(1, EAGER), (limit, RENDEZVOUS)]).unwrap();
+        let params = Params {
+            reps: 15,
+            ..params(vec![256, 512, 1024, 2048])
+        };
+        let points = sweep(&net, &params).points;
+        for point in &points {
+            check_point(&net, &params, point);
+        }
+        let (eager, waiting): (Vec<&Point>, Vec<&Point>) =
+            points.iter().partition(|p| p.size < limit);
+        assert_eq!((eager.len(), waiting.len()), (2, 2));
+        for p in eager {
+            close("eager late send", p.send_late_us.median, us(EAGER.os_ps));
+        }
+        for p in waiting {
+            let ratio = p.send_late_us.median / p.d_us;
+            assert!((1.4..2.0).contains(&ratio), "{} B: {ratio}", p.size);
+        }
+    }
+
     #[test]
     fn the_virtual_world_does_not_depend_on_the_scheduler() {
         let net = Network::new(vec![(1, EAGER), (64, RENDEZVOUS)]).unwrap();
