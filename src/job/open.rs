@@ -9,6 +9,9 @@ use std::time::Duration;
 /// Test hook: drop every n-th outgoing UDP datagram (loss on loopback). Read from
 /// the process environment by [`open`], for the integration tests only.
 pub const UDP_DROP_VAR: &str = "NGAUGE_TEST_UDP_DROP_ONE_IN";
+/// With [`UDP_DROP_VAR`] = n: drop each datagram with probability 1/n from a
+/// generator seeded with this value (and the rank) instead of every n-th.
+pub const UDP_DROP_SEED_VAR: &str = "NGAUGE_TEST_UDP_DROP_SEED";
 
 /// A spec's transport settings resolved for one rank: the wait mode decided.
 #[derive(Clone, Debug, PartialEq)]
@@ -145,7 +148,8 @@ impl Job {
 
 /// Connects `name` among all ranks of `world` (a collective call).
 ///
-/// Reads [`UDP_DROP_VAR`] from the process environment (a test hook).
+/// Reads [`UDP_DROP_VAR`] and [`UDP_DROP_SEED_VAR`] from the process environment
+/// (a test hook).
 pub fn open(
     name: TransportName,
     world: &mut World,
@@ -181,6 +185,12 @@ pub fn open(
                     value,
                 })?);
                 o.retransmit_after = Duration::from_millis(5);
+            }
+            if let Ok(value) = std::env::var(UDP_DROP_SEED_VAR) {
+                o.drop_seed = Some(value.parse().map_err(|_| JobError::TestHook {
+                    var: UDP_DROP_SEED_VAR,
+                    value,
+                })?);
             }
             Box::new(ngauge_udp::UdpTransport::connect(control, addr, &o).map_err(failed)?)
         }

@@ -51,7 +51,8 @@ impl UdpTransport {
         self.stats.sent += 1;
         // Every datagram carries an acknowledgement.
         self.peers[peer].as_mut().expect("checked peer").owe_ack = false;
-        if self.drop_one_in.is_some_and(|n| self.stats.sent % n == 0) {
+        let sent = self.stats.sent;
+        if self.drop.as_mut().is_some_and(|d| d.drops(sent)) {
             self.stats.test_dropped += 1;
             return Ok(());
         }

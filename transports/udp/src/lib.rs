@@ -105,6 +105,7 @@
 #![deny(unsafe_code)]
 
 mod datagram;
+mod drop;
 mod inbound;
 mod linger;
 mod reliability;
@@ -150,6 +151,10 @@ pub struct UdpOptions {
     /// `test_dropped_datagrams`), to exercise recovery on a loss-free link. `BYE`
     /// is never dropped.
     pub drop_one_in: Option<u64>,
+    /// With [`UdpOptions::drop_one_in`] = n: drop each datagram with probability
+    /// 1/n, drawn from a generator seeded with this and the rank (the same drops
+    /// again for the same seed and datagrams), instead of every n-th.
+    pub drop_seed: Option<u64>,
 }
 
 impl Default for UdpOptions {
@@ -161,6 +166,7 @@ impl Default for UdpOptions {
             timeout: Duration::from_secs(30),
             retransmit_after: Duration::from_millis(50),
             drop_one_in: None,
+            drop_seed: None,
         }
     }
 }
@@ -233,7 +239,7 @@ pub struct UdpTransport {
     wait: WaitMode,
     timeout: Duration,
     rto_initial: Duration,
-    drop_one_in: Option<u64>,
+    drop: Option<drop::DropHook>,
     max_payload: usize,
     peers: Vec<Option<Peer>>,
     pool: BufferPool,
@@ -359,7 +365,7 @@ impl UdpTransport {
             wait: opts.wait,
             timeout: opts.timeout,
             rto_initial: opts.retransmit_after.max(Duration::from_micros(100)),
-            drop_one_in: opts.drop_one_in.filter(|&n| n > 0),
+            drop: drop::DropHook::new(opts.drop_one_in, opts.drop_seed, rank),
             max_payload: max_datagram - HEADER_BYTES,
             peers,
             pool: BufferPool::new(NAME),
@@ -590,7 +596,7 @@ impl Transport for UdpTransport {
             ("receive_timeouts", s.timeouts),
             ("refused_sends", s.refused),
         ];
-        if self.drop_one_in.is_some() {
+        if self.drop.is_some() {
             entries.push(("test_dropped_datagrams", s.test_dropped));
         }
         Counters { entries }
