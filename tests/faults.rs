@@ -1,5 +1,6 @@
 //! Issue 18: faults injected into real jobs. Every rank in turn is killed (SIGKILL)
-//! or stopped (SIGSTOP) during the join, clock sync, ping-pong and LogGP; the job
+//! or stopped (SIGSTOP) during the join, clock sync, ping-pong, LogGP and a
+//! collective; the job
 //! must end with the right status, name the rank, do so within its timeout (plus
 //! the launcher's grace), and leave an `-o` stream in which every line is a whole
 //! record of a finished point, in sweep order. And the converse: ranks that only
@@ -298,6 +299,43 @@ fn issue18_faults_during_loggp() {
 }
 
 #[test]
+fn issue18_faults_during_coll() {
+    // One algorithm, light sync and few calls: a point every second or so even on a
+    // loaded machine, so the fault comes in the middle of the sweep.
+    let args = [
+        "coll",
+        "--op",
+        "bcast",
+        "--algo",
+        "binomial",
+        "--sizes",
+        "1-1M",
+        "--reps",
+        "20",
+        "--warmup",
+        "2",
+        "--fitpoints",
+        "10",
+        "--exchanges",
+        "3",
+        "--max-rounds",
+        "10",
+    ];
+    for fault in [Fault::Kill, Fault::Stop] {
+        for rank in [0, 1] {
+            let when = When::FirstRecordOr(Duration::from_millis(2500));
+            let e = inject(fault, rank, when, &args);
+            check("coll", fault, rank, &e);
+            in_sweep_order("coll", &e.records, "size", &pow2(1, 1 << 20));
+            for r in &e.records {
+                assert_eq!(r["op"], "bcast", "{r}");
+                assert_eq!(r["algo"], "binomial", "{r}");
+            }
+        }
+    }
+}
+
+#[test]
 fn issue18_faults_during_sync() {
     for fault in [Fault::Kill, Fault::Stop] {
         for rank in [0, 1] {
@@ -427,8 +465,10 @@ fn healthy(args: &[&str]) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The ping-pong and the sync halves are two tests so that libtest runs them side
+/// by side: each waits for 3 timeouts of work.
 #[test]
-fn issue18_idle_ranks_do_not_end_a_healthy_run() {
+fn issue18_idle_ranks_do_not_end_a_healthy_pingpong() {
     // Rank 2 waits in a barrier while ranks 0 and 1 measure (issue: "rank 0 did not
     // answer barrier within 30s"). The wait must be several timeouts long for the
     // test to mean anything, on a fast idle machine as on a loaded one: the
@@ -453,6 +493,10 @@ fn issue18_idle_ranks_do_not_end_a_healthy_run() {
     eprintln!(
         "idle: rank 2 waited through {measured_s:.1} s of ping-pong at --timeout {IDLE_TIMEOUT_S}"
     );
+}
+
+#[test]
+fn issue18_idle_ranks_do_not_end_a_healthy_sync() {
     // In clock sync the ranks take turns with rank 0, the others waiting; all wait
     // between the residual checks, here 3 timeouts apart.
     healthy(&[
