@@ -347,7 +347,13 @@ fn predictions_beside_measurements_and_selection() {
         assert!(close(&p["loggp_us"], 7.0 + (size - 1.0) * 0.001), "{r}");
         assert!(close(&p["hockney_us"], 7.0 + size * 0.001), "{r}");
         let median = r["runtime_us"]["median"].as_f64().unwrap();
-        assert!(close(&p["measured_over_loggp"], median / p["loggp_us"].as_f64().unwrap()), "{r}");
+        assert!(
+            close(
+                &p["measured_over_loggp"],
+                median / p["loggp_us"].as_f64().unwrap()
+            ),
+            "{r}"
+        );
     }
     let s = &doc["selection"];
     let rows = s["rows"].as_array().expect("a selection");
@@ -369,7 +375,16 @@ fn predictions_beside_measurements_and_selection() {
     let doc = coll_json(
         4,
         "tcp",
-        &["--algo", "chain", "--sizes", "1", "--scheme", "loop", "--predict", tcp],
+        &[
+            "--algo",
+            "chain",
+            "--sizes",
+            "1",
+            "--scheme",
+            "loop",
+            "--predict",
+            tcp,
+        ],
     );
     let p = &results(&doc)[0]["predicted"];
     assert!(p["loggp_us"].as_f64().unwrap() < 21.0, "{p}");

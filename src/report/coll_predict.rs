@@ -122,7 +122,11 @@ pub fn select(records: &[CollRecord]) -> Option<Selection> {
         let choice = |c: &(&CollRecord, f64, Predicted)| Choice {
             algo: c.0.algo.clone(),
             median_us: c.1,
-            loss: if best.1 > 0.0 { c.1 / best.1 - 1.0 } else { 0.0 },
+            loss: if best.1 > 0.0 {
+                c.1 / best.1 - 1.0
+            } else {
+                0.0
+            },
         };
         rows.push(SelectionRow {
             transport,
@@ -196,7 +200,10 @@ mod tests {
         assert_eq!(p.measured_over_loggp, Some(1.5));
         assert_eq!(p.measured_over_hockney, Some(3.75));
         assert_eq!(Predicted::new(10.0, 0.0, None).measured_over_loggp, None);
-        assert_eq!(Predicted::new(10.0, 0.0, Some(1.0)).measured_over_hockney, None);
+        assert_eq!(
+            Predicted::new(10.0, 0.0, Some(1.0)).measured_over_hockney,
+            None
+        );
     }
 
     #[test]
@@ -215,7 +222,10 @@ mod tests {
         let s = select(&records).unwrap();
         assert_eq!(s.rows.len(), 2);
         let r = &s.rows[0];
-        assert_eq!((r.best.algo.as_str(), r.loggp.algo.as_str()), ("linear", "linear"));
+        assert_eq!(
+            (r.best.algo.as_str(), r.loggp.algo.as_str()),
+            ("linear", "linear")
+        );
         assert_eq!(r.hockney.algo, "binomial");
         assert!((r.hockney.loss - 0.25).abs() < 1e-12);
         let r = &s.rows[1];

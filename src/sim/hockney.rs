@@ -160,13 +160,28 @@ mod tests {
     fn broadcast_formulas_of_table_3_2() {
         let n = net();
         // 8 ranks, 4000 B in 4 segments of 1000 B: a + b m_s = 8 us.
-        close(predict_us(&spec(Algorithm::BcastLinear, 8, 4000, 1000), &n), 7.0 * 11.0);
-        close(predict_us(&spec(Algorithm::BcastChain, 8, 4000, 1000), &n), 10.0 * 8.0);
-        close(predict_us(&spec(Algorithm::BcastBinomial, 8, 4000, 1000), &n), 3.0 * 4.0 * 8.0);
+        close(
+            predict_us(&spec(Algorithm::BcastLinear, 8, 4000, 1000), &n),
+            7.0 * 11.0,
+        );
+        close(
+            predict_us(&spec(Algorithm::BcastChain, 8, 4000, 1000), &n),
+            10.0 * 8.0,
+        );
+        close(
+            predict_us(&spec(Algorithm::BcastBinomial, 8, 4000, 1000), &n),
+            3.0 * 4.0 * 8.0,
+        );
         // ceil(log2 9) = 4: 2 (4 + 4 - 2) 8.
-        close(predict_us(&spec(Algorithm::BcastBinary, 8, 4000, 1000), &n), 96.0);
+        close(
+            predict_us(&spec(Algorithm::BcastBinary, 8, 4000, 1000), &n),
+            96.0,
+        );
         // 2 (3 + 2 - 1) 8 + 7 + 2.
-        close(predict_us(&spec(Algorithm::BcastSplitBinary, 8, 4000, 1000), &n), 73.0);
+        close(
+            predict_us(&spec(Algorithm::BcastSplitBinary, 8, 4000, 1000), &n),
+            73.0,
+        );
         // 4 chains over 7 ranks, the longest 2 deep: (4 * 4 + 2 - 1) 8.
         let kchain = Algorithm::BcastKChain { chains: 4 };
         close(predict_us(&spec(kchain, 8, 4000, 1000), &n), 136.0);
@@ -177,19 +192,46 @@ mod tests {
             predict_us(&spec(Algorithm::BcastChain, 8, 4000, 1000), &n),
         );
         // No segment: one segment of the whole message.
-        close(predict_us(&spec(Algorithm::BcastBinomial, 8, 4000, 0), &n), 3.0 * 11.0);
+        close(
+            predict_us(&spec(Algorithm::BcastBinomial, 8, 4000, 0), &n),
+            3.0 * 11.0,
+        );
     }
 
     #[test]
     fn other_operations_and_degenerate_jobs() {
         let n = net();
-        close(predict_us(&spec(Algorithm::BarrierDissemination, 5, 0, 0), &n), 21.0);
-        close(predict_us(&spec(Algorithm::AlltoallPairwise, 4, 1000, 0), &n), 24.0);
-        close(predict_us(&spec(Algorithm::AllreduceRecursiveDoubling, 4, 1000, 0), &n), 16.0);
-        close(predict_us(&spec(Algorithm::AllreduceRecursiveDoubling, 6, 1000, 0), &n), 32.0);
-        close(predict_us(&spec(Algorithm::AllreduceRing, 4, 1000, 0), &n), 6.0 * 7.25);
-        close(predict_us(&spec(Algorithm::GatherLinear, 3, 1000, 0), &n), 16.0);
-        close(predict_us(&spec(Algorithm::GatherBinomial, 4, 1000, 0), &n), 14.0 + 4.0);
-        close(predict_us(&spec(Algorithm::BcastBinomial, 1, 1000, 0), &n), 0.0);
+        close(
+            predict_us(&spec(Algorithm::BarrierDissemination, 5, 0, 0), &n),
+            21.0,
+        );
+        close(
+            predict_us(&spec(Algorithm::AlltoallPairwise, 4, 1000, 0), &n),
+            24.0,
+        );
+        close(
+            predict_us(&spec(Algorithm::AllreduceRecursiveDoubling, 4, 1000, 0), &n),
+            16.0,
+        );
+        close(
+            predict_us(&spec(Algorithm::AllreduceRecursiveDoubling, 6, 1000, 0), &n),
+            32.0,
+        );
+        close(
+            predict_us(&spec(Algorithm::AllreduceRing, 4, 1000, 0), &n),
+            6.0 * 7.25,
+        );
+        close(
+            predict_us(&spec(Algorithm::GatherLinear, 3, 1000, 0), &n),
+            16.0,
+        );
+        close(
+            predict_us(&spec(Algorithm::GatherBinomial, 4, 1000, 0), &n),
+            14.0 + 4.0,
+        );
+        close(
+            predict_us(&spec(Algorithm::BcastBinomial, 1, 1000, 0), &n),
+            0.0,
+        );
     }
 }
