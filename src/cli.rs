@@ -1015,6 +1015,13 @@ pub struct CollCmdArgs {
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
 
+    /// LogGP parameters (`loggp --params-out FILE`): beside every measured point
+    /// of our schedules, the LogGP simulation of the same schedule and scheme and
+    /// Hockney's formula, with measured / predicted; with several algorithms, the
+    /// models' choice per size against the measured best.
+    #[arg(long, value_name = "PARAMS_FILE")]
+    pub predict: Option<PathBuf>,
+
     #[command(flatten)]
     pub sync: SyncFlags,
 }

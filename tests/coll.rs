@@ -298,6 +298,113 @@ fn table_output_file_and_plot() {
     assert!(plot.contains("tcp/binomial") && plot.contains("tcp/linear"));
 }
 
+/// A parameter file of `L = 5`, `o = 1`, `g = 2`, `G = 0.001` us/B, measured on
+/// `transport`.
+fn params_file(dir: &std::path::Path, transport: &str) -> std::path::PathBuf {
+    let path = dir.join(format!("{transport}.json"));
+    std::fs::write(
+        &path,
+        format!(
+            r#"{{"schema": "ngauge-loggp-params/2", "transport": "{transport}", "ranges": [
+            {{"from_bytes": 1, "to_bytes": 65536, "half_rtt_1b_us": 7.0,
+              "wire_latency_us": 5.0, "o_s_us": 1.0, "o_r_us": 1.0, "g_us": 2.0,
+              "G_us_per_byte": 0.001}}]}}"#
+        ),
+    )
+    .unwrap();
+    path
+}
+
+fn close(a: &Value, b: f64) -> bool {
+    (a.as_f64().unwrap() - b).abs() < 1e-6
+}
+
+/// `--predict`: beside every point the LogGP simulation of the same schedule
+/// (`o + L + (s-1)G + o` for one message) and Hockney's `alpha + beta m`, the
+/// ratios of the measured median to them, and with two algorithms the models'
+/// choice per size against the measured best.
+#[test]
+fn predictions_beside_measurements_and_selection() {
+    let dir = tempfile::tempdir().unwrap();
+    let tcp = params_file(dir.path(), "tcp");
+    let tcp = tcp.to_str().unwrap();
+    let doc = coll_json(
+        2,
+        "tcp",
+        &[
+            "--algo",
+            "linear,binomial",
+            "--sizes",
+            "1,1K",
+            "--predict",
+            tcp,
+        ],
+    );
+    for r in results(&doc) {
+        let p = &r["predicted"];
+        let size = r["size"].as_f64().unwrap();
+        // Two ranks: one message, whatever the algorithm.
+        assert!(close(&p["loggp_us"], 7.0 + (size - 1.0) * 0.001), "{r}");
+        assert!(close(&p["hockney_us"], 7.0 + size * 0.001), "{r}");
+        let median = r["runtime_us"]["median"].as_f64().unwrap();
+        assert!(
+            close(
+                &p["measured_over_loggp"],
+                median / p["loggp_us"].as_f64().unwrap()
+            ),
+            "{r}"
+        );
+    }
+    let s = &doc["selection"];
+    let rows = s["rows"].as_array().expect("a selection");
+    assert_eq!(rows.len(), 2, "{s}");
+    for row in rows {
+        assert_eq!(row["candidates"], 2, "{row}");
+        assert_eq!(row["best"]["loss"], 0.0, "{row}");
+        for model in ["loggp", "hockney"] {
+            let loss = row[model]["loss"].as_f64().unwrap();
+            assert!(loss >= 0.0, "{row}");
+            let algo = row[model]["algo"].as_str().unwrap();
+            assert!(["linear", "binomial"].contains(&algo), "{row}");
+        }
+    }
+    assert!(doc["warnings"].as_array().unwrap().is_empty(), "{doc}");
+
+    // The loop scheme is predicted as a loop: a chain's calls overlap, so its
+    // per-call time is below the single call's (P - 1)(o + L + o) = 21 us.
+    let doc = coll_json(
+        4,
+        "tcp",
+        &[
+            "--algo",
+            "chain",
+            "--sizes",
+            "1",
+            "--scheme",
+            "loop",
+            "--predict",
+            tcp,
+        ],
+    );
+    let p = &results(&doc)[0]["predicted"];
+    assert!(p["loggp_us"].as_f64().unwrap() < 21.0, "{p}");
+    assert!(close(&p["hockney_us"], 21.003), "{p}");
+
+    // Parameters of another transport: a warning says so; the table has the columns.
+    let udp = params_file(dir.path(), "udp");
+    let out = ngauge()
+        .args(["--np", "2", "-t", "tcp", "coll"])
+        .args(FAST)
+        .args(["--sizes", "1", "--predict", udp.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stdout.contains("median / LogGP"), "{stdout}");
+    assert!(stderr.contains("measured on udp"), "{stderr}");
+}
+
 /// Bad input: one line, exit status 2.
 #[test]
 fn bad_input_is_a_usage_error() {
@@ -311,6 +418,8 @@ fn bad_input_is_a_usage_error() {
         &["coll", "--sizes", "0,1"],
         &["coll", "--mpi-algo", "3"],
         &["coll", "--plot", "/nonexistent-dir/coll.svg"],
+        &["coll", "--predict", "/nonexistent-dir/params.json"],
+        &["coll", "--predict", "Cargo.toml"],
     ] {
         let out = ngauge().args(args).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -26,6 +26,7 @@ use ngauge::job::{JobSpec, TransportName};
 use ngauge::launch::World;
 use ngauge::patterns::coll::{self, CollTiming, Implementation, Scheme};
 use ngauge::report::coll::{self as doc, CollDoc, CollRecord, CollWarning, Point, RootChoice};
+use ngauge::report::coll_predict::{select, Predicted, Selection};
 use ngauge::report::jsonl::JsonlWriter;
 use ngauge::report::progress::Progress;
 use ngauge::report::table::Table;
@@ -177,7 +178,43 @@ pub fn run(global: &GlobalArgs, args: &CollCmdArgs) -> anyhow::Result<()> {
             );
         }
     }
-    super::common::with_world(global, |world| run_rank(global, args, &imps, &sizes, world))
+    let params = match &args.predict {
+        Some(path) => Some(load_params(path)?),
+        None => None,
+    };
+    super::common::with_world(global, |world| {
+        run_rank(global, args, &imps, &sizes, params.as_ref(), world)
+    })
+}
+
+/// The `--predict` file as the simulator's network; a file that is missing or
+/// not a parameter file is bad input.
+fn load_params(path: &std::path::Path) -> anyhow::Result<ngauge::sim::params::Loaded> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| UsageError(format!("--predict: cannot read {}: {e}", path.display())))?;
+    ngauge::sim::params::parse(&text)
+        .map_err(|e| UsageError(format!("--predict {}: {e}", path.display())).into())
+}
+
+/// The models' times of `spec` timed with `timing`'s scheme: the LogGP simulation
+/// of the schedule (the loop scheme: `reps` calls back to back, the root rotating
+/// if it does) and Hockney's formula of one call.
+fn predict(
+    spec: &CollSpec,
+    timing: &CollTiming,
+    net: &ngauge::sim::Network,
+    median_us: Option<f64>,
+) -> anyhow::Result<Predicted> {
+    use ngauge::sim::collective::{per_call, Calls};
+    let reps = u32::try_from(timing.reps).unwrap_or(u32::MAX);
+    let calls = match (timing.scheme, timing.rotate_root) {
+        (Scheme::Loop, true) => Calls::RotateRoot(reps),
+        (Scheme::Loop, false) => Calls::Loop(reps),
+        _ => Calls::Single,
+    };
+    let loggp = per_call(spec, net, calls).context("--predict: simulating")?;
+    let hockney = ngauge::sim::hockney::predict_us(spec, net);
+    Ok(Predicted::new(loggp.0 as f64 * 1e-6, hockney, median_us))
 }
 
 /// One row: a transport and an implementation.
@@ -191,6 +228,7 @@ fn run_rank(
     args: &CollCmdArgs,
     imps: &[Imp],
     sizes: &[usize],
+    params: Option<&ngauge::sim::params::Loaded>,
     world: &mut World,
 ) -> anyhow::Result<()> {
     let np = world.size;
@@ -339,7 +377,7 @@ fn run_rank(
             if rank != 0 {
                 continue;
             }
-            let record = doc::record(
+            let mut record = doc::record(
                 Point {
                     transport: *name,
                     wait: *wait,
@@ -355,6 +393,22 @@ fn run_rank(
                 rate.hz,
                 args.per_rank,
             );
+            if let (Some(p), Imp::Ours(_)) = (params, row.imp) {
+                let median = record.runtime_us.map(|t| t.median);
+                record.predicted = Some(predict(&spec, &timing, &p.network, median)?);
+                let measured = name.to_string();
+                if !p.transport.is_empty()
+                    && p.transport != measured
+                    && !warnings.iter().any(|w| {
+                        matches!(w, CollWarning::PredictTransport { measured: m, .. } if *m == *name)
+                    })
+                {
+                    warnings.push(CollWarning::PredictTransport {
+                        params: p.transport.clone(),
+                        measured: *name,
+                    });
+                }
+            }
             if args.scheme == Scheme::Window && record.valid < timing.reps {
                 warnings.push(CollWarning::FewValid {
                     label: record.label(),
@@ -375,7 +429,11 @@ fn run_rank(
     if rank != 0 {
         return Ok(());
     }
+    if let Some(p) = params {
+        warnings.extend(p.warnings.iter().cloned().map(CollWarning::Params));
+    }
     let comparison = doc::compare(&records);
+    let selection = select(&records);
     if let Some(path) = &args.plot {
         let title = format!("{} on {np} ranks, {} scheme", args.op, args.scheme.as_str());
         let svg = doc::plot_svg(&records, &title).map_err(|e| anyhow::anyhow!("plot: {e}"))?;
@@ -392,11 +450,15 @@ fn run_rank(
             meta: meta.build(),
             results: records,
             comparison,
+            selection,
             warnings: ngauge::report::warning::warned(warnings.iter().cloned()),
         })?;
     } else {
         let mut out = String::new();
         render(&mut out, args, np, &records, comparison.as_ref())?;
+        if let Some(s) = &selection {
+            render_selection(&mut out, s)?;
+        }
         super::common::print_text(&out)?;
     }
     for w in &warnings {
@@ -406,7 +468,10 @@ fn run_rank(
             CollWarning::FewValid { .. } => {
                 Some("raise --max-rounds, or try --scheme barrier on a loaded machine".into())
             }
-            CollWarning::SyncedOver { .. } => None,
+            CollWarning::SyncedOver { .. } | CollWarning::Params(_) => None,
+            CollWarning::PredictTransport { .. } => {
+                Some("measure the parameters with loggp -t on the same transport".into())
+            }
             CollWarning::SizeSkipped { .. } => {
                 Some("use --segment for a broadcast, or a transport without the limit".into())
             }
@@ -444,7 +509,8 @@ fn render(
             first.scheme.as_str(),
             first.wait
         )?;
-        let mut table = Table::new([
+        let predicted = these.iter().any(|r| r.predicted.is_some());
+        let mut header: Vec<&str> = vec![
             "size [B]",
             "valid",
             "invalid",
@@ -453,7 +519,16 @@ fn render(
             "mean [us]",
             "ci95 of mean [us]",
             "max [us]",
-        ]);
+        ];
+        if predicted {
+            header.extend([
+                "LogGP [us]",
+                "median / LogGP",
+                "Hockney [us]",
+                "median / Hockney",
+            ]);
+        }
+        let mut table = Table::new(header);
         for r in these {
             let cells = match r.runtime_us {
                 Some(t) => vec![
@@ -472,6 +547,18 @@ fn render(
                 r.invalid.to_string(),
             ];
             row.extend(cells);
+            if predicted {
+                let ratio = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.2}"));
+                match r.predicted {
+                    Some(p) => row.extend([
+                        format!("{:.2}", p.loggp_us),
+                        ratio(p.measured_over_loggp),
+                        format!("{:.2}", p.hockney_us),
+                        ratio(p.measured_over_hockney),
+                    ]),
+                    None => row.extend(vec!["-".to_string(); 4]),
+                }
+            }
             table.row(row);
         }
         out.push_str(&table.render());
@@ -502,6 +589,52 @@ fn render(
             table.row(cells);
         }
         out.push_str(&table.render());
+    }
+    Ok(())
+}
+
+/// The selection table: per size the measured best, each model's choice and the
+/// time its choice loses (Nuriyev, tables 6.5 to 6.11).
+fn render_selection(out: &mut String, s: &Selection) -> std::fmt::Result {
+    use std::fmt::Write as _;
+    writeln!(
+        out,
+        "model-based selection against measurement: per size the measured best, each \
+         model's choice and its loss (its measured median over the best's - 1)"
+    )?;
+    let mut table = Table::new([
+        "transport",
+        "size [B]",
+        "best",
+        "best [us]",
+        "LogGP's choice",
+        "loss",
+        "Hockney's choice",
+        "loss",
+    ]);
+    let pct = |l: f64| format!("{:.1}%", l * 100.0);
+    for r in &s.rows {
+        table.row(vec![
+            r.transport.to_string(),
+            r.size.to_string(),
+            r.best.algo.clone(),
+            format!("{:.2}", r.best.median_us),
+            r.loggp.algo.clone(),
+            pct(r.loggp.loss),
+            r.hockney.algo.clone(),
+            pct(r.hockney.loss),
+        ]);
+    }
+    out.push_str(&table.render());
+    for (name, score) in [("LogGP", &s.loggp), ("Hockney", &s.hockney)] {
+        writeln!(
+            out,
+            "{name}: the best in {} of {} sizes, mean loss {}, largest {}",
+            score.best_chosen,
+            s.rows.len(),
+            pct(score.mean_loss),
+            pct(score.max_loss)
+        )?;
     }
     Ok(())
 }

@@ -113,6 +113,9 @@ pub struct CollRecord {
     /// The run-time of one call; absent when no call was valid.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runtime_us: Option<Runtime>,
+    /// The models' times of the same schedule (`--predict`; our schedules only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted: Option<super::coll_predict::Predicted>,
     /// Every rank's local times (`--per-rank`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ranks: Option<Vec<RankTimes>>,
@@ -197,6 +200,7 @@ pub fn record(point: Point, times: &CollTimes, hz: f64, per_rank: bool) -> CollR
         window_us: times.window_ticks.map(|w| us(w as f64)),
         calls_per_loop: (times.scheme == Scheme::Loop).then_some(loop_calls),
         runtime_us,
+        predicted: None,
         ranks,
     }
 }
@@ -250,6 +254,17 @@ pub enum CollWarning {
         /// The transport the sync ran over.
         transport: TransportName,
     },
+    /// `--predict`: the parameter file was measured on another transport than a
+    /// point it predicts.
+    PredictTransport {
+        /// The transport the file names.
+        params: String,
+        /// The transport measured.
+        measured: TransportName,
+    },
+    /// `--predict`: what the parameter file's reader assumed.
+    #[serde(untagged)]
+    Params(crate::sim::params::ParamsWarning),
     /// A job setup warning.
     #[serde(untagged)]
     Job(JobWarning),
@@ -285,6 +300,12 @@ impl std::fmt::Display for CollWarning {
                 f,
                 "the clocks were synchronized over {transport}, not over the transport measured"
             ),
+            CollWarning::PredictTransport { params, measured } => write!(
+                f,
+                "the LogGP parameters were measured on {params}, the predictions are for \
+                 points measured on {measured}"
+            ),
+            CollWarning::Params(w) => w.fmt(f),
             CollWarning::Job(w) => w.fmt(f),
             CollWarning::Binding(w) => w.fmt(f),
         }
@@ -379,6 +400,10 @@ pub struct CollDoc {
     /// With several transports or algorithms: medians side by side and ratios.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub comparison: Option<CollComparison>,
+    /// With `--predict` and several algorithms: the models' choice per size
+    /// against the measured best.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub selection: Option<super::coll_predict::Selection>,
     /// What threatens the figures.
     pub warnings: Vec<Warned<CollWarning>>,
 }

@@ -7,6 +7,7 @@
 //! the same struct ([`schema`]) and committed under `docs/schemas/`.
 
 pub mod coll;
+pub mod coll_predict;
 pub mod compare;
 pub mod jsonl;
 pub mod late;

@@ -141,23 +141,27 @@ fn rel(a: Ps, b: Ps) -> f64 {
 /// rank's completion of its last call over `calls`, as `patterns::coll`'s loop
 /// scheme reports).
 pub fn schemes(spec: &CollSpec, net: &Network, calls: u32) -> Result<SchemeTimes, SimError> {
-    spec.validate()?;
     let calls = calls.max(1);
-    let per_call = |c: Calls| -> Result<Ps, SimError> {
-        let out = simulate(
-            &CollJob {
-                spec: *spec,
-                calls: c,
-            },
-            net,
-            Options::default(),
-        )?;
-        Ok(Ps(out.makespan.0 / u64::from(calls)))
-    };
     Ok(SchemeTimes {
-        single: predict(spec, net)?,
-        looped: per_call(Calls::Loop(calls))?,
-        rotated: per_call(Calls::RotateRoot(calls))?,
+        single: per_call(spec, net, Calls::Single)?,
+        looped: per_call(spec, net, Calls::Loop(calls))?,
+        rotated: per_call(spec, net, Calls::RotateRoot(calls))?,
         calls,
     })
+}
+
+/// The time per call that a timing scheme reports, simulated: for
+/// [`Calls::Single`] one call's time ([`predict`]); for a loop, the slowest
+/// rank's completion of its last call over the number of calls.
+pub fn per_call(spec: &CollSpec, net: &Network, calls: Calls) -> Result<Ps, SimError> {
+    spec.validate()?;
+    let calls = match calls {
+        Calls::Loop(0) => Calls::Loop(1),
+        Calls::RotateRoot(0) => Calls::RotateRoot(1),
+        c => c,
+    };
+    let n = u64::from(calls.count());
+    let job = CollJob { spec: *spec, calls };
+    let out = simulate(&job, net, Options::default())?;
+    Ok(Ps(out.makespan.0 / n))
 }

@@ -54,6 +54,7 @@
 
 pub mod collective;
 pub mod engine;
+pub mod hockney;
 pub mod net;
 pub mod params;
 pub mod spec;

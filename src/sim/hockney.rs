@@ -1,0 +1,237 @@
+//! The traditional analytic models of collective algorithms under Hockney's
+//! point-to-point model `T(m) = alpha + beta m`: the formulas Nuriyev's thesis
+//! collects in its tables 3.2 to 3.7 (`nuriyev-model-based-collective-selection.txt`,
+//! sec. 3.2) and uses as the baseline that model-based selection must beat.
+//!
+//! These formulas describe an algorithm's high-level shape (so many rounds of so
+//! many bytes), not Open MPI's code; the thesis's point (sec. 3.3) is that they are
+//! not accurate enough to select algorithms with. `ngauge coll --predict` prints
+//! them beside the LogGP simulation of the real schedule and reports which of the
+//! two selects better against measurement.
+//!
+//! `alpha` and `beta` are taken from the same LogGP parameters the simulator uses:
+//! one message of `m` bytes costs `o_s + L + (m-1)G + o_r` in LogGP, so
+//! `alpha = o_s + L + o_r` and `beta = G` of the range the transferred piece's size
+//! falls in ([`Hockney::of`]); the thesis fits them per algorithm by a robust
+//! regression instead (sec. 5.2), which this module does not do.
+
+use crate::coll::{Algorithm, CollSpec};
+use crate::sim::net::Network;
+
+/// Hockney's parameters of one message size.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Hockney {
+    /// Latency, microseconds.
+    pub alpha_us: f64,
+    /// Reciprocal bandwidth, microseconds per byte.
+    pub beta_us_per_byte: f64,
+}
+
+impl Hockney {
+    /// The parameters of a message of `bytes` on `net`: `alpha = o_s + L + o_r`,
+    /// `beta = G` of its protocol range.
+    pub fn of(net: &Network, bytes: u64) -> Hockney {
+        let p = net.at(bytes.max(1));
+        Hockney {
+            alpha_us: (p.os_ps + p.l_ps + p.or_ps) as f64 * 1e-6,
+            beta_us_per_byte: p.big_g_fs as f64 * 1e-9,
+        }
+    }
+
+    /// `alpha + beta m`: one message of `m` bytes.
+    pub fn p2p_us(&self, m: f64) -> f64 {
+        self.alpha_us + self.beta_us_per_byte * m
+    }
+}
+
+/// `ceil(log2 x)` for `x >= 1`.
+fn ceil_log2(x: usize) -> f64 {
+    f64::from(usize::BITS - x.max(1).saturating_sub(1).leading_zeros())
+}
+
+/// `floor(log2 x)` for `x >= 1`.
+fn floor_log2(x: usize) -> f64 {
+    f64::from(usize::BITS - 1 - x.max(1).leading_zeros())
+}
+
+/// Hockney's prediction of one call of `spec` on `net`, microseconds (0 for one
+/// rank or an empty message). The formula of each algorithm, with `P` ranks, `m`
+/// bytes, `n_s` segments of `m_s` bytes:
+///
+/// | algorithm | formula (thesis table) |
+/// |---|---|
+/// | bcast linear | `(P-1)(a + b m)` (3.2) |
+/// | bcast chain | `(P + n_s - 2)(a + b m_s)` (3.2; the table writes `m`, the pipeline moves `m_s`) |
+/// | bcast k-chain | not in the thesis; ours: `(n_s K + ceil((P-1)/K) - 1)(a + b m_s)`, the root sending each segment to its `K` chains one after the other, the last segment then going down the longest chain (`K = 1` gives the chain's) |
+/// | bcast binary | `2 (ceil(log2(P+1)) + n_s - 2)(a + b m_s)` (3.2) |
+/// | bcast split-binary | `2 (floor(log2 P) + n_s/2 - 1)(a + b m_s) + a + b m/2` (3.2) |
+/// | bcast binomial | `ceil(log2 P) n_s (a + b m_s)` (3.2) |
+/// | gather linear | `(P-1)(a + b m)` (3.3, without synchronisation) |
+/// | gather binomial | `log2 P a + P b m` (3.3) |
+/// | allreduce recursive doubling | `log2 P (a + b m)`, `(floor(log2 P) + 2)(a + b m)` when `P` is not a power of two (3.7, no reduction cost) |
+/// | allreduce ring | `2 (P-1)(a + b ceil(m/P))` (3.7, no reduction cost) |
+/// | barrier dissemination | `ceil(log2 P) a` (3.6, Bruck) |
+/// | alltoall pairwise | `(P-1)(a + b m)` (3.5) |
+///
+/// `a`, `b` are [`Hockney::of`] the size of the pieces each formula moves.
+pub fn predict_us(spec: &CollSpec, net: &Network) -> f64 {
+    let p = spec.np;
+    let m = spec.size_bytes;
+    if p <= 1 || (m == 0 && spec.algorithm != Algorithm::BarrierDissemination) {
+        return 0.0;
+    }
+    let pf = p as f64;
+    let mf = m as f64;
+    let seg = if spec.segment_bytes == 0 || spec.segment_bytes >= m {
+        m
+    } else {
+        spec.segment_bytes
+    };
+    let n_s = m.div_ceil(seg.max(1)) as f64;
+    let whole = Hockney::of(net, m as u64);
+    let piece = Hockney::of(net, seg as u64);
+    let t_seg = piece.p2p_us(seg as f64);
+    match spec.algorithm {
+        Algorithm::BcastLinear => (pf - 1.0) * whole.p2p_us(mf),
+        Algorithm::BcastChain => (pf + n_s - 2.0) * t_seg,
+        Algorithm::BcastKChain { chains } => {
+            let k = chains.clamp(1, p - 1);
+            let depth = (p - 1).div_ceil(k) as f64;
+            (n_s * k as f64 + depth - 1.0) * t_seg
+        }
+        Algorithm::BcastBinary => 2.0 * (ceil_log2(p + 1) + n_s - 2.0) * t_seg,
+        Algorithm::BcastSplitBinary => {
+            let half = Hockney::of(net, m.div_ceil(2) as u64);
+            2.0 * (floor_log2(p) + n_s / 2.0 - 1.0) * t_seg + half.p2p_us(mf / 2.0)
+        }
+        Algorithm::BcastBinomial => ceil_log2(p) * n_s * t_seg,
+        Algorithm::GatherLinear => (pf - 1.0) * whole.p2p_us(mf),
+        Algorithm::GatherBinomial => pf.log2() * whole.alpha_us + pf * whole.beta_us_per_byte * mf,
+        Algorithm::AllreduceRecursiveDoubling => {
+            let rounds = if p.is_power_of_two() {
+                pf.log2()
+            } else {
+                floor_log2(p) + 2.0
+            };
+            rounds * whole.p2p_us(mf)
+        }
+        Algorithm::AllreduceRing => {
+            let block = m.div_ceil(p);
+            2.0 * (pf - 1.0) * Hockney::of(net, block as u64).p2p_us(block as f64)
+        }
+        Algorithm::BarrierDissemination => ceil_log2(p) * Hockney::of(net, 1).alpha_us,
+        Algorithm::AlltoallPairwise => (pf - 1.0) * whole.p2p_us(mf),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::net::LogGp;
+
+    /// a = o_s + L + o_r = 1 + 5 + 1 = 7 us, b = 0.001 us/B.
+    fn net() -> Network {
+        Network::new(vec![(1, LogGp::from_us(5.0, 1.0, 1.0, 2.0, 0.001, false))]).unwrap()
+    }
+
+    fn spec(algorithm: Algorithm, np: usize, size: usize, segment: usize) -> CollSpec {
+        CollSpec {
+            algorithm,
+            np,
+            size_bytes: size,
+            segment_bytes: segment,
+            root: 0,
+        }
+    }
+
+    fn close(a: f64, b: f64) {
+        assert!((a - b).abs() < 1e-9, "{a} != {b}");
+    }
+
+    #[test]
+    fn parameters_are_the_loggp_message_cost() {
+        let h = Hockney::of(&net(), 1000);
+        close(h.alpha_us, 7.0);
+        close(h.beta_us_per_byte, 0.001);
+        close(h.p2p_us(1000.0), 8.0);
+    }
+
+    #[test]
+    fn broadcast_formulas_of_table_3_2() {
+        let n = net();
+        // 8 ranks, 4000 B in 4 segments of 1000 B: a + b m_s = 8 us.
+        close(
+            predict_us(&spec(Algorithm::BcastLinear, 8, 4000, 1000), &n),
+            7.0 * 11.0,
+        );
+        close(
+            predict_us(&spec(Algorithm::BcastChain, 8, 4000, 1000), &n),
+            10.0 * 8.0,
+        );
+        close(
+            predict_us(&spec(Algorithm::BcastBinomial, 8, 4000, 1000), &n),
+            3.0 * 4.0 * 8.0,
+        );
+        // ceil(log2 9) = 4: 2 (4 + 4 - 2) 8.
+        close(
+            predict_us(&spec(Algorithm::BcastBinary, 8, 4000, 1000), &n),
+            96.0,
+        );
+        // 2 (3 + 2 - 1) 8 + 7 + 2.
+        close(
+            predict_us(&spec(Algorithm::BcastSplitBinary, 8, 4000, 1000), &n),
+            73.0,
+        );
+        // 4 chains over 7 ranks, the longest 2 deep: (4 * 4 + 2 - 1) 8.
+        let kchain = Algorithm::BcastKChain { chains: 4 };
+        close(predict_us(&spec(kchain, 8, 4000, 1000), &n), 136.0);
+        // One chain is the chain.
+        let one = Algorithm::BcastKChain { chains: 1 };
+        close(
+            predict_us(&spec(one, 8, 4000, 1000), &n),
+            predict_us(&spec(Algorithm::BcastChain, 8, 4000, 1000), &n),
+        );
+        // No segment: one segment of the whole message.
+        close(
+            predict_us(&spec(Algorithm::BcastBinomial, 8, 4000, 0), &n),
+            3.0 * 11.0,
+        );
+    }
+
+    #[test]
+    fn other_operations_and_degenerate_jobs() {
+        let n = net();
+        close(
+            predict_us(&spec(Algorithm::BarrierDissemination, 5, 0, 0), &n),
+            21.0,
+        );
+        close(
+            predict_us(&spec(Algorithm::AlltoallPairwise, 4, 1000, 0), &n),
+            24.0,
+        );
+        close(
+            predict_us(&spec(Algorithm::AllreduceRecursiveDoubling, 4, 1000, 0), &n),
+            16.0,
+        );
+        close(
+            predict_us(&spec(Algorithm::AllreduceRecursiveDoubling, 6, 1000, 0), &n),
+            32.0,
+        );
+        close(
+            predict_us(&spec(Algorithm::AllreduceRing, 4, 1000, 0), &n),
+            6.0 * 7.25,
+        );
+        close(
+            predict_us(&spec(Algorithm::GatherLinear, 3, 1000, 0), &n),
+            16.0,
+        );
+        close(
+            predict_us(&spec(Algorithm::GatherBinomial, 4, 1000, 0), &n),
+            14.0 + 4.0,
+        );
+        close(
+            predict_us(&spec(Algorithm::BcastBinomial, 1, 1000, 0), &n),
+            0.0,
+        );
+    }
+}
