@@ -278,7 +278,12 @@ pub fn render(doc: &NbcDoc) -> String {
             format!("{:.2}", r.t_pure_us),
             format!("{:.2}", r.t_ovrl_us),
             format!("{:.2}", r.t_cpu_us),
-            format!("{:.1}", r.overlap_pct),
+            // An undecided row's figures come from invalid calls: marked.
+            if r.decided {
+                format!("{:.1}", r.overlap_pct)
+            } else {
+                format!("{:.1} (undecided)", r.overlap_pct)
+            },
             format!("{:.2}", r.t_init_us),
             format!("{:.2}", r.t_test_us),
             format!("{:.2}", r.t_wait_us),
