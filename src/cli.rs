@@ -66,6 +66,43 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The global flags that describe a job (transports, ranks, how they wait, socket
+/// buffers): `ngauge run` takes all of these from each experiment of its suite
+/// (`job`, `np`), so given to it they would be ignored; it refuses them instead.
+const JOB_FLAGS: &[(&str, &str)] = &[
+    ("transport", "-t/--transport"),
+    ("np", "--np"),
+    ("wait", "--wait"),
+    ("sndbuf", "--sndbuf"),
+    ("rcvbuf", "--rcvbuf"),
+];
+
+/// The one-line refusal of a job flag given to `ngauge run`, if any (before or
+/// after the command).
+pub fn refused_job_flags(matches: &clap::ArgMatches) -> Option<String> {
+    let (name, sub) = matches.subcommand()?;
+    if name != "run" {
+        return None;
+    }
+    let given = |id: &str| {
+        [matches, sub].iter().any(|m| {
+            m.try_get_raw(id).is_ok()
+                && m.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
+        })
+    };
+    let flags: Vec<&str> = JOB_FLAGS
+        .iter()
+        .filter(|(id, _)| given(id))
+        .map(|(_, flag)| *flag)
+        .collect();
+    (!flags.is_empty()).then(|| {
+        format!(
+            "{}: `ngauge run` takes transports, ranks and their setup from each experiment              of the suite (its `job` table and `np`); edit the suite file instead",
+            flags.join(", ")
+        )
+    })
+}
+
 /// Flags accepted before or after the command.
 #[derive(Debug, Args, Clone)]
 pub struct GlobalArgs {
@@ -504,6 +541,12 @@ pub struct LoggpArgs {
     /// Do not bisect confirmed protocol changes to the byte (changes[].first_bytes).
     #[arg(long)]
     pub no_refine: bool,
+
+    /// Keep every timed repetition of each point in the JSON document
+    /// (`points[].samples`), for `ngauge compare` and the statistics across
+    /// launches (`ngauge run` sets it).
+    #[arg(long)]
+    pub samples: bool,
 
     /// Look-ahead detector: points looked ahead (x).
     #[arg(long, default_value_t = 5, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=1000))]

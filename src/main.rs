@@ -3,12 +3,15 @@
 mod cli;
 mod commands;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = match cli::Cli::try_parse() {
-        Ok(cli) => cli,
+    let parsed = cli::Cli::command()
+        .try_get_matches()
+        .and_then(|m| cli::Cli::from_arg_matches(&m).map(|c| (m, c)));
+    let (matches, cli) = match parsed {
+        Ok(parsed) => parsed,
         Err(err) => {
             // --help and --version go to stdout with status 0; bad input is one
             // line (plus clap's usage hint) with status 2.
@@ -16,6 +19,10 @@ fn main() -> ExitCode {
             return ExitCode::from(if err.use_stderr() { 2 } else { 0 });
         }
     };
+    if let Some(message) = cli::refused_job_flags(&matches) {
+        eprintln!("ngauge: error: {message}");
+        return ExitCode::from(2);
+    }
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {

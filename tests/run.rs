@@ -494,3 +494,53 @@ fn a_directory_in_use_and_a_directory_that_is_no_run_are_refused() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a run directory"));
 }
+
+#[test]
+fn job_flags_given_to_run_are_refused_not_ignored() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = tmp.path().join("s.toml");
+    std::fs::write(
+        &suite,
+        "[[experiment]]\nname = \"t\"\ntimer = { reads = 1000 }\n",
+    )
+    .unwrap();
+    for (args, flag) in [
+        (&["--np", "4", "run"][..], "--np"),
+        (&["run", "-t", "udp"][..], "-t/--transport"),
+        (
+            &["-t", "tcp", "run", "--wait", "block"][..],
+            "-t/--transport, --wait",
+        ),
+    ] {
+        let out = run(
+            ngauge()
+                .current_dir(tmp.path())
+                .args(args)
+                .arg(&suite)
+                .args(["--output", "never"]),
+            30,
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+        assert!(
+            stderr.starts_with(&format!("ngauge: error: {flag}: `ngauge run` takes")),
+            "{stderr}"
+        );
+        assert!(!tmp.path().join("never").exists(), "nothing ran");
+    }
+    // The same flags elsewhere, and --json with run, are fine.
+    let out = run(
+        ngauge()
+            .current_dir(tmp.path())
+            .args(["run", "--json"])
+            .arg(&suite)
+            .args(["--output", "ok"]),
+        60,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

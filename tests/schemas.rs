@@ -170,3 +170,40 @@ fn simulate_validates() {
     assert!(one["results"][0]["finish_us"].is_array(), "{one}");
     assert_valid("simulate", &one);
 }
+
+/// Issue 16: a run directory's `summary.json` and `ngauge compare --json` (with
+/// the launch metadata of both sides) validate against their schemas.
+#[test]
+fn summary_and_compare_validate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = tmp.path().join("s.toml");
+    std::fs::write(
+        &suite,
+        "seed = 1\nlaunches = 2\n[[experiment]]\nname = \"t\"\ntimer = { reads = 1000 }\n\
+         [[experiment]]\nname = \"sim\"\n[experiment.simulate]\nop = \"bcast\"\nnp = 8\n\
+         sizes_bytes = [8, 64]\n\
+         network = { loggp = { L_us = 5.0, o_s_us = 1.0, o_r_us = 1.0, g_us = 2.0, G_us_per_byte = 0.001 } }\n",
+    )
+    .unwrap();
+    let dir = tmp.path().join("out");
+    let suite_arg = suite.to_str().unwrap();
+    let dir_arg = dir.to_str().unwrap();
+    let run = document(&["run", suite_arg, "--output", dir_arg]);
+    assert_eq!(run["done"], 4, "{run}");
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    assert_valid("summary", &summary);
+    let names: Vec<&str> = summary["experiments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["experiment"].as_str())
+        .collect();
+    assert!(names.iter().any(|n| n.starts_with("sim/")), "{names:?}");
+    let c = document(&["compare", dir_arg, dir_arg]);
+    assert_valid("compare", &c);
+    // Both sides' launch metadata: one per run of the directory.
+    assert_eq!(c["meta_a"].as_array().unwrap().len(), 4, "{c}");
+    assert!(c["meta_a"][0]["meta"]["host"].is_string(), "{c}");
+    assert!(c["meta"]["version"].is_string());
+}

@@ -4,7 +4,7 @@
 use super::common::UsageError;
 use crate::cli::{CompareArgs, GlobalArgs};
 use anyhow::Context;
-use ngauge::report::compare::{compare, plot_svg, table};
+use ngauge::report::compare::{compare, plot_svg, table, CompareDoc};
 use ngauge::stats::Outliers;
 use ngauge::suite::results::{read, ReadError};
 
@@ -34,7 +34,13 @@ pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<()> {
         std::fs::write(path, svg).with_context(|| format!("cannot write {}", path.display()))?;
     }
     if global.json {
-        super::common::print_json(&c)?;
+        let meta = super::common::meta(ngauge::clock::TimerSource::detect(), 0.0).build();
+        super::common::print_json(&CompareDoc {
+            comparison: c.clone(),
+            meta_a: a.meta.clone(),
+            meta_b: b.meta.clone(),
+            meta,
+        })?;
     } else {
         super::common::print_text(&table(&c))?;
     }

@@ -75,6 +75,7 @@ impl LoggpArgs {
                 penalty: self.penalty,
                 confirm: !self.no_confirm,
                 refine: !self.no_refine,
+                samples: self.samples,
             },
             netgauge_out: self.netgauge_out.clone(),
             params_out: self.params_out.clone(),
@@ -469,12 +470,12 @@ fn analyse_transport(
 
 impl Analysed {
     /// The transport's fit in the document.
-    fn fit(&self, low_weight: f64, wait: Option<WaitMode>) -> TransportFit {
+    fn fit(&self, low_weight: f64, wait: Option<WaitMode>, samples: bool) -> TransportFit {
         let pairs = self
             .analyses
             .iter()
             .zip(&self.extra)
-            .map(|(a, extra)| export::pair_doc(a, low_weight, extra))
+            .map(|(a, extra)| export::pair_doc(a, low_weight, extra, samples))
             .collect();
         TransportFit::new(self.transport, wait, pairs)
     }
@@ -527,12 +528,12 @@ fn report(
                 transports: analysed
                     .iter()
                     .zip(measured)
-                    .map(|(a, m)| a.fit(low_weight, Some(m.wait)))
+                    .map(|(a, m)| a.fit(low_weight, Some(m.wait), args.spec.samples))
                     .collect(),
                 comparison,
             }
         } else {
-            LoggpBody::One(analysed[0].fit(low_weight, None))
+            LoggpBody::One(analysed[0].fit(low_weight, None, args.spec.samples))
         };
         super::common::print_json(&LoggpDoc {
             body,

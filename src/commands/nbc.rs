@@ -95,7 +95,7 @@ pub fn run(global: &GlobalArgs, args: &NbcArgs) -> anyhow::Result<()> {
                     if let Some(w) = writer.as_mut() {
                         w.write(&row).context("writing the output file")?;
                     }
-                    warnings.extend(doc::warnings(&row, spec.reps));
+                    warnings.extend(doc::warnings(&row, &times, spec.reps));
                     rows.push(row);
                 }
             }
@@ -138,7 +138,7 @@ pub fn run(global: &GlobalArgs, args: &NbcArgs) -> anyhow::Result<()> {
             let hint = match w {
                 NbcWarning::Job(j) => super::common::job_hint(j),
                 NbcWarning::Binding(b) => Some(b.hint().into()),
-                NbcWarning::FewValidCalls { .. } => {
+                NbcWarning::FewValidCalls { .. } | NbcWarning::Undecided { .. } => {
                     Some("raise --max-rounds, or --wait block when ranks share cores".into())
                 }
                 NbcWarning::ComputeOverran { .. } => {

@@ -188,13 +188,15 @@ fn start(dir: &RunDir, path: &Path, suite: &Suite) -> anyhow::Result<Plan> {
     Ok(plan)
 }
 
-/// `runs/EXP/experiment.json` of every experiment; pingpong runs record their
-/// repetitions, for the statistics per launch.
+/// `runs/EXP/experiment.json` of every experiment; pingpong and loggp runs record
+/// their repetitions, for the statistics per launch.
 fn write_specs(dir: &RunDir, suite: &Suite) -> anyhow::Result<()> {
     for e in &suite.experiments {
         let mut e = e.clone();
-        if let Kind::Pingpong(s) = &mut e.kind {
-            s.samples = true;
+        match &mut e.kind {
+            Kind::Pingpong(s) => s.samples = true,
+            Kind::Loggp(s) => s.samples = true,
+            _ => {}
         }
         let path = dir.experiment_spec(&e.name);
         write_atomically(&path, serde_json::to_string_pretty(&e)?.as_bytes())

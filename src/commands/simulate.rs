@@ -73,6 +73,16 @@ fn spec(global: &GlobalArgs, args: &SimulateArgs) -> anyhow::Result<SimulateSpec
 
 pub fn run(global: &GlobalArgs, args: &SimulateArgs) -> anyhow::Result<()> {
     let spec = spec(global, args)?;
+    run_spec(global, &spec, args.timeline.as_deref())
+}
+
+/// Simulates `spec` (from the command line or a suite), printing its document;
+/// `timeline`: where to draw the first prediction's timeline.
+pub fn run_spec(
+    global: &GlobalArgs,
+    spec: &SimulateSpec,
+    timeline: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
     let input = |e: spec::SpecError| {
         if e.is_input() {
             usage(e.to_string())
@@ -80,8 +90,8 @@ pub fn run(global: &GlobalArgs, args: &SimulateArgs) -> anyhow::Result<()> {
             anyhow::Error::new(e)
         }
     };
-    spec::validate(&spec).map_err(input)?;
-    if args.timeline.is_some() && spec.np > ngauge::report::timeline::MAX_RANKS {
+    spec::validate(spec).map_err(input)?;
+    if timeline.is_some() && spec.np > ngauge::report::timeline::MAX_RANKS {
         return Err(usage(format!(
             "--timeline draws at most {} ranks, not {}",
             ngauge::report::timeline::MAX_RANKS,
@@ -89,9 +99,9 @@ pub fn run(global: &GlobalArgs, args: &SimulateArgs) -> anyhow::Result<()> {
         )));
     }
     let loaded = spec.network.load().map_err(input)?;
-    let results = spec::run(&spec, &loaded.network).map_err(input)?;
-    if let Some(path) = &args.timeline {
-        let trace = spec::trace(&spec, &loaded.network).map_err(input)?;
+    let results = spec::run(spec, &loaded.network).map_err(input)?;
+    if let Some(path) = timeline {
+        let trace = spec::trace(spec, &loaded.network).map_err(input)?;
         let first = &results[0];
         let title = format!(
             "{} {} np {} size {} B{}",

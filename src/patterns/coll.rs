@@ -655,6 +655,7 @@ fn windowed<C: Clock + ?Sized>(
     slowest_ticks: u64,
 ) -> Result<CollTimes, CollTimingError> {
     let mut window_ticks = window::initial_window(slowest_ticks);
+    let first_window = window_ticks;
     let mut calls: Vec<Call> = Vec::new();
     let mut rounds = 0;
     let mut index = 0;
@@ -699,8 +700,9 @@ fn windowed<C: Clock + ?Sized>(
                 valid.iter().sum::<f64>() / valid.len() as f64
             };
             let invalid = fresh.len() - valid.len();
-            let next = window::adapt_window(window_ticks, invalid, fresh.len(), mean)
-                .unwrap_or(window_ticks);
+            let next =
+                window::adapt_window_capped(first_window, window_ticks, invalid, fresh.len(), mean)
+                    .unwrap_or(window_ticks);
             let total_valid = calls
                 .iter()
                 .filter(|c| c.status == SlotStatus::Valid)

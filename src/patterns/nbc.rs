@@ -203,6 +203,10 @@ pub struct NbcTimes {
     pub pure_calls: (usize, usize),
     /// Valid and invalid calls of the overlapped stage.
     pub ovrl_calls: (usize, usize),
+    /// Whether each stage (blocking, overlapped) had a valid call. A stage
+    /// without one reports the medians of all its calls, which started late or
+    /// overran their window: figures of a disturbed host, not a decision.
+    pub decided: (bool, bool),
 }
 
 impl NbcTimes {
@@ -236,14 +240,6 @@ pub enum NbcError {
         rank: Rank,
         /// What was wrong.
         detail: String,
-    },
-    /// A stage ended without a valid call.
-    #[error("nonblocking collective: no valid call in the {stage} stage after {rounds} rounds")]
-    NoValidCall {
-        /// `blocking` or `overlapped`.
-        stage: &'static str,
-        /// Rounds run.
-        rounds: usize,
     },
 }
 
@@ -299,7 +295,6 @@ pub fn measure<C: Clock + ?Sized, W: Workload + ?Sized>(
         model,
         spec,
         window::initial_window(slowest),
-        "blocking",
         || {
             let t0 = clock.now();
             op.start(none)?;
@@ -360,7 +355,7 @@ pub fn measure<C: Clock + ?Sized, W: Workload + ?Sized>(
 
     // Stage 2: start, compute for t_b, wait.
     let window2 = window::initial_window(slowest_pure.saturating_add(tb_ticks));
-    let ovrl = stage(clock, control, model, spec, window2, "overlapped", || {
+    let ovrl = stage(clock, control, model, spec, window2, || {
         let t0 = clock.now();
         op.start(none)?;
         let t1 = clock.now();
@@ -459,6 +454,7 @@ pub fn measure<C: Clock + ?Sized, W: Workload + ?Sized>(
         work_units: units,
         pure_calls: (pure.valid, pure.invalid),
         ovrl_calls: (ovrl.valid, ovrl.invalid),
+        decided: (pure.decided, ovrl.decided),
     })
 }
 
@@ -478,23 +474,29 @@ fn median_field(calls: &[Vec<u64>], field: usize) -> Option<f64> {
     median(&values)
 }
 
-/// One stage's valid calls: per rank, per call, the fields the call returned.
+/// One stage's calls: per rank, per call, the fields the call returned; the valid
+/// calls, or when no call was valid after every round, all of them
+/// (`decided == false`).
 struct Stage {
     by_rank: Vec<Vec<Vec<u64>>>,
     valid: usize,
     invalid: usize,
+    decided: bool,
 }
 
 /// Runs `call` in windows until `reps` calls were valid on every rank (or
 /// `max_rounds` rounds ran); field 0 of what it returns is the call's length, which
-/// the window adapts to. Rank 0 gets every rank's fields of the valid calls.
+/// the window adapts to (within [`window::MAX_WINDOW_GROWTH`] of the first). Rank 0
+/// gets every rank's fields of the valid calls; when none was valid (a loaded
+/// host: every call started late or overran even the largest window) the stage
+/// degrades rather than fails: rank 0 gets the fields of every call, and the
+/// stage is not decided.
 fn stage<C: Clock + ?Sized>(
     clock: &C,
     control: &mut dyn Control,
     model: &ClockModel,
     spec: &NbcSpec,
     mut window_ticks: u64,
-    name: &'static str,
     mut call: impl FnMut() -> Result<Vec<u64>, CollError>,
 ) -> Result<Stage, NbcError> {
     let np = control.size();
@@ -502,8 +504,12 @@ fn stage<C: Clock + ?Sized>(
         by_rank: vec![Vec::new(); np],
         valid: 0,
         invalid: 0,
+        decided: true,
     };
+    // Every call, valid or not, for a stage that ends without a valid one.
+    let mut every: Vec<Vec<Vec<u64>>> = vec![Vec::new(); np];
     let mut rounds = 0;
+    let first_window = window_ticks;
     loop {
         rounds += 1;
         let mut windows = Windows::announce(clock, control, model, window_ticks)?;
@@ -542,6 +548,9 @@ fn stage<C: Clock + ?Sized>(
                     .collect();
                 for (k, status) in agreed.iter().enumerate() {
                     let fields = &words[k * width..(k + 1) * width];
+                    if out.valid == 0 {
+                        every[rank].push(fields.to_vec());
+                    }
                     if *status == SlotStatus::Valid {
                         longest = longest.max(fields[0]);
                         out.by_rank[rank].push(fields.to_vec());
@@ -553,8 +562,14 @@ fn stage<C: Clock + ?Sized>(
             let valid_now = agreed.iter().filter(|s| **s == SlotStatus::Valid).count();
             out.valid += valid_now;
             out.invalid += round_invalid;
-            let next = window::adapt_window(window_ticks, round_invalid, spec.reps, longest as f64)
-                .unwrap_or(window_ticks);
+            let next = window::adapt_window_capped(
+                first_window,
+                window_ticks,
+                round_invalid,
+                spec.reps,
+                longest as f64,
+            )
+            .unwrap_or(window_ticks);
             let more = out.valid < spec.reps && rounds < spec.max_rounds;
             // 0: done, 1: another round, 2: done without a valid call.
             decision.push(if more {
@@ -581,10 +596,9 @@ fn stage<C: Clock + ?Sized>(
         match verdict {
             0 => return Ok(out),
             2 => {
-                return Err(NbcError::NoValidCall {
-                    stage: name,
-                    rounds,
-                })
+                out.decided = false;
+                out.by_rank = every;
+                return Ok(out);
             }
             _ => {}
         }

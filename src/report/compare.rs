@@ -24,13 +24,14 @@
 
 use crate::report::svg;
 use crate::report::table::Table;
+use crate::report::Meta;
 use crate::stats::{launch_summary, median, rank_sum, stars, Outliers, RankSumMethod, Sorted};
-use crate::suite::results::{ResultSet, Series};
+use crate::suite::results::{ResultSet, Series, SourceMeta};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// What the p-value of a row was computed on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Basis {
     /// The per-launch medians (both sides have two launches or more).
@@ -42,7 +43,7 @@ pub enum Basis {
 }
 
 /// One experiment and size.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CompareRow {
     /// The experiment (`A-name vs B-name` when single experiments of different
     /// names were matched).
@@ -78,7 +79,7 @@ pub struct CompareRow {
 }
 
 /// What limits a comparison.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum CompareWarning {
     /// An experiment on one side only.
@@ -160,8 +161,8 @@ impl std::fmt::Display for CompareWarning {
     }
 }
 
-/// The comparison (the body of `ngauge compare --json`; the binary adds `meta`).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// The comparison (the body of `ngauge compare --json`, see [`CompareDoc`]).
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Comparison {
     /// Where A was read from.
     pub a: String,
@@ -173,6 +174,23 @@ pub struct Comparison {
     pub rows: Vec<CompareRow>,
     /// What limits the comparison.
     pub warnings: Vec<CompareWarning>,
+}
+
+/// `ngauge compare --json`: the comparison, the `meta` of this run, and the
+/// launch metadata of each side (the `meta` of the documents compared: what a
+/// reader needs to tell whether A and B differ in more than the factor studied).
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct CompareDoc {
+    /// The comparison.
+    #[serde(flatten)]
+    pub comparison: Comparison,
+    /// A's launches: the `meta` of its document, or of every run of its run
+    /// directory (empty for a stream).
+    pub meta_a: Vec<SourceMeta>,
+    /// B's launches.
+    pub meta_b: Vec<SourceMeta>,
+    /// This comparison's own metadata (version, build, host, date, command line).
+    pub meta: Meta,
 }
 
 /// One side's values at one size: per launch the reduced value, and the
@@ -538,6 +556,7 @@ mod tests {
         ResultSet {
             source: PathBuf::from(format!("{name}.json")),
             series: [(name.to_string(), series)].into(),
+            meta: Vec::new(),
         }
     }
 

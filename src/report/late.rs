@@ -34,13 +34,18 @@ pub struct LateRow {
     pub t0_us: Option<f64>,
     /// `t_d`: the fastest delayed call, us.
     pub td_us: Option<f64>,
-    /// `b = (t0 + d - td) / td` from the minima (Niethammer et al., eq. 5).
+    /// The effective delay of the fastest delayed call, us: the `d` of `benefit`
+    /// (eq. 5 takes the delay measured, not the one asked for).
+    pub benefit_delay_us: Option<f64>,
+    /// `b = (t0 + d - td) / td` from the minima (Niethammer et al., eq. 5), `d`
+    /// being `benefit_delay_us`.
     pub benefit: Option<f64>,
     /// The median undelayed call, us.
     pub t0_median_us: Option<f64>,
     /// The median delayed call, us.
     pub td_median_us: Option<f64>,
-    /// `b` from the medians.
+    /// `b` from the medians, with the median effective delay of the valid
+    /// delayed calls as `d`.
     pub benefit_median: Option<f64>,
     /// Valid delayed calls.
     pub valid: usize,
@@ -67,6 +72,7 @@ pub fn rows(size: usize, mode: CallMode, times: &LateTimes) -> Vec<LateRow> {
             decided: times.baseline.decided() && p.decided(),
             t0_us: us(times.baseline.min_ns()),
             td_us: us(p.min_ns()),
+            benefit_delay_us: b.map(|b| b.effective_delay_min_ns / 1e3),
             benefit: b.map(|b| b.benefit_min),
             t0_median_us: us(times.baseline.median_ns()),
             td_median_us: us(p.median_ns()),

@@ -132,6 +132,24 @@ pub struct PointRecord {
     /// `lost_datagrams`, `duplicated_datagrams`, `retransmissions`... as in
     /// `pingpong`; empty for transports that count nothing).
     pub counters: BTreeMap<String, u64>,
+    /// Every timed repetition behind the medians, when asked for (`--samples`;
+    /// `ngauge run` asks), for `ngauge compare` and the statistics across launches.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub samples: Option<PointSamples>,
+}
+
+/// The timed repetitions of one point, us, in the order measured (pooled over
+/// the passes).
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct PointSamples {
+    /// `PRTT(1,0,s)`.
+    pub prtt_1_0_us: Vec<f64>,
+    /// `PRTT(n,0,s)`.
+    pub prtt_n_0_us: Vec<f64>,
+    /// `PRTT(n,d,s)`.
+    pub prtt_n_d_us: Vec<f64>,
+    /// `o_r(s)`, timed at the server.
+    pub or_us: Vec<f64>,
 }
 
 /// A point that counted little in the robust fit.
@@ -285,8 +303,14 @@ pub struct StreamRecord<'a> {
     pub transport: Option<TransportName>,
 }
 
-/// The JSON body for one pair; `extra` follows the model's warnings.
-pub fn pair_doc(pa: &PairAnalysis, low_weight: f64, extra: &[LoggpWarning]) -> PairDoc {
+/// The JSON body for one pair; `extra` follows the model's warnings; `samples`:
+/// keep every point's repetitions.
+pub fn pair_doc(
+    pa: &PairAnalysis,
+    low_weight: f64,
+    extra: &[LoggpWarning],
+    samples: bool,
+) -> PairDoc {
     let a = &pa.assessment;
     let points = pa
         .points
@@ -315,6 +339,12 @@ pub fn pair_doc(pa: &PairAnalysis, low_weight: f64, extra: &[LoggpWarning]) -> P
                 send_late: p.send_late_us,
             },
             counters: p.counters.clone(),
+            samples: samples.then(|| PointSamples {
+                prtt_1_0_us: p.samples.prtt_1_0_us.clone(),
+                prtt_n_0_us: p.samples.prtt_n_0_us.clone(),
+                prtt_n_d_us: p.samples.prtt_n_d_us.clone(),
+                or_us: p.samples.or_us.clone(),
+            }),
         })
         .collect();
     PairDoc {
@@ -730,7 +760,7 @@ mod tests {
 
     #[test]
     fn json_body_carries_the_contract_fields() {
-        let doc = serde_json::to_value(pair_doc(&analysis(), 0.5, &[])).unwrap();
+        let doc = serde_json::to_value(pair_doc(&analysis(), 0.5, &[], false)).unwrap();
         assert_eq!(doc["changes"][0]["bytes"], 8192);
         assert_eq!(doc["changes"][0]["last_old_bytes"], 7168);
         assert_eq!(doc["changes"][0]["verdict"], "unconfirmed");
@@ -796,7 +826,7 @@ mod tests {
             p.counters.insert("lost_datagrams".into(), i as u64 % 2);
             p.counters.insert("retransmissions".into(), 3);
         }
-        let doc = serde_json::to_value(pair_doc(&pa, 0.5, &[])).unwrap();
+        let doc = serde_json::to_value(pair_doc(&pa, 0.5, &[], false)).unwrap();
         assert_eq!(doc["points"][1]["counters"]["lost_datagrams"], 1);
         assert_eq!(doc["points"][2]["counters"]["retransmissions"], 3);
         // 16 points: 8 with one loss, 3 retransmissions each.

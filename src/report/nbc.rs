@@ -55,6 +55,10 @@ pub struct NbcRow {
     pub valid_ovrl: usize,
     /// Invalid calls of both stages (started late or overran their window).
     pub invalid: usize,
+    /// Whether both stages had valid calls. `false`: a stage had none after
+    /// every round (a loaded host), its figures are the medians of its invalid
+    /// calls, and an `undecided` warning names it.
+    pub decided: bool,
 }
 
 impl NbcRow {
@@ -89,6 +93,7 @@ impl NbcRow {
             valid_pure: times.pure_calls.0,
             valid_ovrl: times.ovrl_calls.0,
             invalid: times.pure_calls.1 + times.ovrl_calls.1,
+            decided: times.decided.0 && times.decided.1,
         })
     }
 }
@@ -107,6 +112,16 @@ pub enum NbcWarning {
         valid: usize,
         /// Asked for.
         wanted: usize,
+    },
+    /// A stage had no valid call after every round: its figures are the medians
+    /// of calls that started late or overran their window.
+    Undecided {
+        /// The size.
+        size: usize,
+        /// `blocking` or `overlapped`.
+        stage: String,
+        /// Its invalid calls.
+        invalid: usize,
     },
     /// The time-based computation took much longer than `t_b`: the rank was
     /// descheduled while it computed, and `t_ovrl` carries that.
@@ -143,6 +158,14 @@ impl std::fmt::Display for NbcWarning {
                 "size {size} B, {stage} stage: only {valid} of {wanted} calls were valid (the \
                  others started late or overran their window)"
             ),
+            NbcWarning::Undecided {
+                size,
+                stage,
+                invalid,
+            } => write!(
+                f,
+                "size {size} B, {stage} stage: undecided: none of its {invalid} calls was                  valid (each started late or overran its window, the largest included);                  its figures are the medians of those calls"
+            ),
             NbcWarning::ComputeOverran {
                 size,
                 t_cpu_us,
@@ -158,11 +181,30 @@ impl std::fmt::Display for NbcWarning {
     }
 }
 
-/// The warnings one measurement calls for.
-pub fn warnings(row: &NbcRow, wanted: usize) -> Vec<NbcWarning> {
+/// The warnings one measurement calls for (`times`: its measurement).
+pub fn warnings(row: &NbcRow, times: &NbcTimes, wanted: usize) -> Vec<NbcWarning> {
     let mut w = Vec::new();
-    for (stage, valid) in [("blocking", row.valid_pure), ("overlapped", row.valid_ovrl)] {
-        if valid < wanted {
+    for (stage, valid, (_, invalid), decided) in [
+        (
+            "blocking",
+            row.valid_pure,
+            times.pure_calls,
+            times.decided.0,
+        ),
+        (
+            "overlapped",
+            row.valid_ovrl,
+            times.ovrl_calls,
+            times.decided.1,
+        ),
+    ] {
+        if !decided {
+            w.push(NbcWarning::Undecided {
+                size: row.size,
+                stage: stage.into(),
+                invalid,
+            });
+        } else if valid < wanted {
             w.push(NbcWarning::FewValidCalls {
                 size: row.size,
                 stage: stage.into(),
@@ -236,7 +278,12 @@ pub fn render(doc: &NbcDoc) -> String {
             format!("{:.2}", r.t_pure_us),
             format!("{:.2}", r.t_ovrl_us),
             format!("{:.2}", r.t_cpu_us),
-            format!("{:.1}", r.overlap_pct),
+            // An undecided row's figures come from invalid calls: marked.
+            if r.decided {
+                format!("{:.1}", r.overlap_pct)
+            } else {
+                format!("{:.1} (undecided)", r.overlap_pct)
+            },
             format!("{:.2}", r.t_init_us),
             format!("{:.2}", r.t_test_us),
             format!("{:.2}", r.t_wait_us),

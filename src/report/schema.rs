@@ -1,4 +1,5 @@
-//! JSON Schemas of the `--json` documents, generated from their types with
+//! JSON Schemas of the `--json` documents (and of a run directory's
+//! `summary.json`), generated from their types with
 //! `schemars`, so the schema cannot drift from what is serialized.
 //!
 //! The committed copies live in `docs/schemas/COMMAND.schema.json`. A unit test
@@ -28,6 +29,11 @@ pub fn documents() -> Vec<(&'static str, Schema)> {
         ("late", schemars::schema_for!(super::late::LateDoc)),
         ("nbc", schemars::schema_for!(super::nbc::NbcDoc)),
         ("noise", schemars::schema_for!(super::noise::NoiseDoc)),
+        ("compare", schemars::schema_for!(super::compare::CompareDoc)),
+        (
+            "summary",
+            schemars::schema_for!(crate::suite::summary::Summary),
+        ),
     ]
 }
 
@@ -92,6 +98,8 @@ mod tests {
             ("late", &["results", "warnings", "meta"]),
             ("nbc", &["results", "warnings", "meta"]),
             ("noise", &["cores", "warnings", "meta"]),
+            ("compare", &["rows", "meta", "meta_a", "meta_b"]),
+            ("summary", &["level", "experiments"]),
         ];
         for (command, schema) in documents() {
             let value = schema.as_value();

@@ -49,6 +49,9 @@ pub struct LoggpSpec {
     pub confirm: bool,
     /// Bisect confirmed changes to the first byte of the new protocol.
     pub refine: bool,
+    /// Keep every timed repetition of each point in the document
+    /// (`points[].samples`).
+    pub samples: bool,
 }
 
 impl Default for LoggpSpec {
@@ -69,6 +72,7 @@ impl Default for LoggpSpec {
             penalty: 2.0,
             confirm: true,
             refine: true,
+            samples: false,
         }
     }
 }

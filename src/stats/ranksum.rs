@@ -44,7 +44,7 @@ use statrs::distribution::{ContinuousCDF, Normal};
 pub const EXACT_BELOW: usize = 50;
 
 /// How the p-value was computed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RankSumMethod {
     /// The exact null distribution (small samples without ties).

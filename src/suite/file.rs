@@ -9,6 +9,7 @@
 //! their key looked up in the document.
 
 use crate::job::{JobError, JobSpec, TransportName};
+use crate::sim::spec::{self as sim_spec, SimulateSpec};
 use crate::spec::{LoggpSpec, PingpongSpec, SpecError, SyncSpec, TimerSpec};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -75,9 +76,12 @@ pub enum Kind {
     Loggp(LoggpSpec),
     /// `ngauge sync`.
     Sync(SyncSpec),
+    /// `ngauge simulate`: the LogGP simulation of a collective, in one process
+    /// (the simulated job's size is the spec's `np`).
+    Simulate(SimulateSpec),
     /// A command of the design not in this ngauge yet, with its table unchecked.
     Pending {
-        /// Its name (`coll`, `simulate`).
+        /// Its name (`coll`).
         command: &'static str,
         /// Its table, as written.
         params: serde_json::Value,
@@ -92,6 +96,7 @@ impl Kind {
             Kind::Pingpong(_) => "pingpong",
             Kind::Loggp(_) => "loggp",
             Kind::Sync(_) => "sync",
+            Kind::Simulate(_) => "simulate",
             Kind::Pending { command, .. } => command,
         }
     }
@@ -123,7 +128,7 @@ struct RawExperiment {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     coll: Option<serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    simulate: Option<serde_json::Value>,
+    simulate: Option<SimulateSpec>,
 }
 
 impl TryFrom<RawExperiment> for Experiment {
@@ -143,10 +148,14 @@ impl TryFrom<RawExperiment> for Experiment {
         if let Some(s) = raw.sync {
             kinds.push(Kind::Sync(s));
         }
-        for (command, params) in [("coll", raw.coll), ("simulate", raw.simulate)] {
-            if let Some(params) = params {
-                kinds.push(Kind::Pending { command, params });
-            }
+        if let Some(s) = raw.simulate {
+            kinds.push(Kind::Simulate(s));
+        }
+        if let Some(params) = raw.coll {
+            kinds.push(Kind::Pending {
+                command: "coll",
+                params,
+            });
         }
         if kinds.len() != 1 {
             return Err(format!(
@@ -168,7 +177,11 @@ impl TryFrom<RawExperiment> for Experiment {
         Ok(Experiment {
             np: raw
                 .np
-                .unwrap_or(if matches!(kind, Kind::Timer(_)) { 1 } else { 2 }),
+                .unwrap_or(if matches!(kind, Kind::Timer(_) | Kind::Simulate(_)) {
+                    1
+                } else {
+                    2
+                }),
             name: raw.name,
             job: raw.job,
             launcher: raw.launcher,
@@ -191,10 +204,8 @@ impl From<Experiment> for RawExperiment {
             Kind::Pingpong(s) => raw.pingpong = Some(s),
             Kind::Loggp(s) => raw.loggp = Some(s),
             Kind::Sync(s) => raw.sync = Some(s),
-            Kind::Pending { command, params } => match command {
-                "coll" => raw.coll = Some(params),
-                _ => raw.simulate = Some(params),
-            },
+            Kind::Simulate(s) => raw.simulate = Some(s),
+            Kind::Pending { params, .. } => raw.coll = Some(params),
         }
         raw
     }
@@ -375,6 +386,28 @@ pub fn check(suite: &Suite) -> Result<(), (String, String)> {
                 spec(s.validate())?;
                 needs_two()?;
             }
+            Kind::Simulate(s) => {
+                let at_sim = |field: &str| {
+                    if field.is_empty() {
+                        at("simulate")
+                    } else {
+                        at(&format!("simulate.{field}"))
+                    }
+                };
+                sim_spec::validate(s)
+                    .and_then(|_| s.network.load().map(|_| ()))
+                    .map_err(|err| (at_sim(&simulate_field(&err)), err.to_string()))?;
+                if e.np != 1 {
+                    return Err((
+                        at("np"),
+                        format!(
+                            "simulate runs in one process (the simulated ranks are \
+                             simulate.np): np must be 1, got {}",
+                            e.np
+                        ),
+                    ));
+                }
+            }
             Kind::Pending { command, .. } => {
                 return Err((
                     at(command),
@@ -402,6 +435,18 @@ fn compiled(t: TransportName) -> bool {
         TransportName::Tcp | TransportName::Udp => true,
         TransportName::Verbs => cfg!(feature = "verbs"),
         TransportName::Mpi => cfg!(feature = "mpi"),
+    }
+}
+
+/// The field of a simulate spec an error is about (empty: the table).
+fn simulate_field(e: &sim_spec::SpecError) -> String {
+    use sim_spec::SpecError as E;
+    match e {
+        E::BadNp { .. } => "np".into(),
+        E::NoSizes | E::SizeTooLarge { .. } => "sizes_bytes".into(),
+        E::BadParameter { name, .. } => format!("network.loggp.{name}"),
+        E::Read { .. } | E::Params { .. } => "network.params_file".into(),
+        E::Coll(_) | E::Sim(_) => String::new(),
     }
 }
 
@@ -565,6 +610,47 @@ sync = { sync = "jk", check_after_s = [0.0] }
                 serde_json::from_str(&serde_json::to_string(e).unwrap()).unwrap();
             assert_eq!(&back, e);
         }
+    }
+
+    #[test]
+    fn a_simulate_experiment_reads_into_the_commands_spec_and_is_checked() {
+        let text = "[[experiment]]\nname = \"sim\"\n[experiment.simulate]\nop = \"bcast\"\n\
+                    algorithms = [\"binomial\", \"kchain:2\"]\nnp = 64\nsizes_bytes = [8, 1024]\n\
+                    network = { loggp = { L_us = 5.0, o_s_us = 1.0, o_r_us = 1.5, g_us = 2.0, \
+                    G_us_per_byte = 0.001 } }\n";
+        let s = parse("s.toml", text).unwrap();
+        let e = &s.experiments[0];
+        assert_eq!(e.np, 1, "one process");
+        let Kind::Simulate(spec) = &e.kind else {
+            panic!("not simulate: {:?}", e.kind)
+        };
+        assert_eq!((spec.np, spec.sizes_bytes.as_slice()), (64, &[8, 1024][..]));
+        assert!(spec.receive_gap, "the command line's default");
+        // What the CLI would simulate from the same spec.
+        let loaded = spec.network.load().unwrap();
+        let predictions = sim_spec::run(spec, &loaded.network).unwrap();
+        assert_eq!(predictions.len(), 4);
+        let back: Experiment = serde_json::from_str(&serde_json::to_string(e).unwrap()).unwrap();
+        assert_eq!(&back, e);
+
+        let bad = text.replace("L_us = 5.0", "L_us = -5.0");
+        let err = parse("s.toml", &bad).unwrap_err();
+        assert_eq!(err.key, "experiment[0].simulate.network.loggp.L_us");
+        assert!(err.message.contains("L_us = -5"), "{err}");
+        let err = parse("s.toml", &text.replace("np = 64", "np = 0")).unwrap_err();
+        assert_eq!(err.key, "experiment[0].simulate.np");
+        assert_eq!(err.position.map(|p| p.0), Some(6), "{err}");
+        let err = parse("s.toml", &text.replace("binomial", "pigeon")).unwrap_err();
+        assert_eq!(err.key, "experiment[0].simulate");
+        assert!(err.message.contains("pigeon"), "{err}");
+        let err = parse(
+            "s.toml",
+            &text.replace("name = \"sim\"", "name = \"sim\"\nnp = 2"),
+        )
+        .unwrap_err();
+        assert_eq!(err.key, "experiment[0].np");
+        let err = parse("s.toml", &text.replace("np = 64", "np = 64\nnpz = 1")).unwrap_err();
+        assert_eq!(err.key, "experiment[0].simulate.npz");
     }
 
     fn err(text: &str) -> SuiteError {

@@ -11,7 +11,7 @@
 //!   loggp stream line holds its record under `point`). A document without any of
 //!   these (timer, sync) is one record itself, without a size.
 //! - **the experiment** of a record: its `transport`, `op`, `algo` and (when not 0)
-//!   `pair`, joined by `/`, under the experiment name of a run directory.
+//!   `segment` and `pair`, joined by `/`, under the experiment name of a run directory.
 //! - **the metric**: the first of [`PRIMARY_METRICS`] a record has, or the one asked
 //!   for. Its value is a number, or an object with a `median` (a summary), or an
 //!   array of numbers (sync's per-check residuals: the largest is taken).
@@ -29,17 +29,18 @@ use std::path::{Path, PathBuf};
 
 /// The metrics read by default, in order of preference: the first a record has is
 /// taken (pingpong's half round trip, coll's run time, loggp's `PRTT(1,0,s)`,
-/// timer's read cost, sync's worst residual).
+/// timer's read cost, sync's worst residual, simulate's prediction).
 pub const PRIMARY_METRICS: &[&str] = &[
     "half_rtt_us",
     "runtime_us",
     "prtt_1_0_us",
     "overhead_ns",
     "max_abs_residual_ns",
+    "predicted_us",
 ];
 
 /// Fields that name the experiment of a record, in the order they are joined.
-const KEY_FIELDS: &[&str] = &["transport", "op", "algo", "pair"];
+const KEY_FIELDS: &[&str] = &["transport", "op", "algo", "segment", "pair"];
 
 /// One launch's measurement of one experiment at one size.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -67,6 +68,67 @@ pub struct ResultSet {
     pub source: PathBuf,
     /// Per experiment.
     pub series: BTreeMap<String, Series>,
+    /// The launch metadata of what was read: a document's `meta`, or the `meta`
+    /// of each run of a run directory (none for a stream).
+    pub meta: Vec<SourceMeta>,
+}
+
+/// The metadata of one launch read ([`crate::report::Meta`] as its document
+/// recorded it: host, build, transport, pinning, timer, date...).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
+pub struct SourceMeta {
+    /// The experiment of a run directory (`None` for a document).
+    pub experiment: Option<String>,
+    /// The launch of a run directory, from 0 (`None` for a document).
+    pub launch: Option<usize>,
+    /// The document's `meta`, as written.
+    pub meta: serde_json::Map<String, Value>,
+}
+
+/// The `meta` of every run document of the run directory `root`
+/// (`runs/EXP/launch-K.json`), by experiment and launch.
+fn run_dir_meta(root: &Path) -> Vec<SourceMeta> {
+    let mut out = Vec::new();
+    let Ok(experiments) = std::fs::read_dir(root.join("runs")) else {
+        return out;
+    };
+    let mut experiments: Vec<PathBuf> = experiments
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    experiments.sort();
+    for dir in experiments {
+        let experiment = dir.file_name().map(|n| n.to_string_lossy().into_owned());
+        let Ok(files) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut runs: Vec<(usize, PathBuf)> = files
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter_map(|p| {
+                let name = p.file_name()?.to_str()?;
+                let k = name
+                    .strip_prefix("launch-")?
+                    .strip_suffix(".json")?
+                    .parse()
+                    .ok()?;
+                Some((k, p))
+            })
+            .collect();
+        runs.sort();
+        for (launch, path) in runs {
+            let meta = std::fs::read_to_string(&path)
+                .ok()
+                .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+                .and_then(|d| d.get("meta").and_then(Value::as_object).cloned());
+            if let Some(meta) = meta {
+                out.push(SourceMeta {
+                    experiment: experiment.clone(),
+                    launch: Some(launch),
+                    meta,
+                });
+            }
+        }
+    }
+    out
 }
 
 /// Why results could not be read.
@@ -128,6 +190,7 @@ pub fn read(path: &Path, metric: Option<&str>) -> Result<ResultSet, ReadError> {
         source,
     };
     let mut records = Vec::new();
+    let mut meta = Vec::new();
     if path.is_dir() {
         if !path.join(PLAN_FILE).is_file() {
             return Err(ReadError::NotARunDirectory {
@@ -155,11 +218,23 @@ pub fn read(path: &Path, metric: Option<&str>) -> Result<ResultSet, ReadError> {
                     .map(|r| (Some(experiment.clone()), r)),
             );
         }
+        meta = run_dir_meta(path);
     } else {
         let text = std::fs::read_to_string(path).map_err(io)?;
         records.extend(parse_text(path, &text)?.into_iter().map(|r| (None, r)));
+        if let Ok(Value::Object(doc)) = serde_json::from_str::<Value>(&text) {
+            if let Some(Value::Object(m)) = doc.get("meta") {
+                meta.push(SourceMeta {
+                    experiment: None,
+                    launch: None,
+                    meta: m.clone(),
+                });
+            }
+        }
     }
-    collect(path, records, metric)
+    let mut set = collect(path, records, metric)?;
+    set.meta = meta;
+    Ok(set)
 }
 
 /// A document (one JSON value) or a stream (one per line).
@@ -290,6 +365,10 @@ fn record_key(record: &Map<String, Value>) -> String {
         .filter_map(|&k| match record.get(k)? {
             Value::String(s) => Some(s.clone()),
             Value::Number(n) if k == "pair" => (n.as_u64() != Some(0)).then(|| format!("pair{n}")),
+            // Simulate's segment size: 0 is one segment, named by its algorithm.
+            Value::Number(n) if k == "segment" => {
+                (n.as_u64() != Some(0)).then(|| format!("segment{n}"))
+            }
             Value::Number(n) => Some(n.to_string()),
             _ => None,
         })
@@ -383,6 +462,7 @@ fn collect(
     Ok(ResultSet {
         source: path.to_path_buf(),
         series,
+        meta: Vec::new(),
     })
 }
 

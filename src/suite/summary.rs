@@ -17,7 +17,7 @@ use std::io;
 pub const LEVEL: f64 = 0.95;
 
 /// The summary of a run directory.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Summary {
     /// Confidence level of the intervals.
     pub level: f64,
@@ -28,7 +28,7 @@ pub struct Summary {
 }
 
 /// One experiment's summary.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ExperimentSummary {
     /// The experiment (`NAME` or `NAME/TRANSPORT`).
     pub experiment: String,
@@ -39,7 +39,7 @@ pub struct ExperimentSummary {
 }
 
 /// One size of an experiment, across its launches.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct SizeSummary {
     /// Message size, bytes.
     pub size: Option<u64>,
@@ -209,6 +209,7 @@ mod tests {
         let set = ResultSet {
             source: "dir".into(),
             series: [("pp".to_string(), series)].into(),
+            meta: Vec::new(),
         };
         let s = summarize(&set, Outliers::Tukey).unwrap();
         let e = &s.experiments[0];

@@ -548,6 +548,21 @@ fn the_window_adapts_to_the_measured_operation() {
     assert_eq!(window::adapt_window(1000, 3, 10, 900.0), Some(2000));
     assert_eq!(window::adapt_window(1000, 5, 10, 4000.0), Some(6000));
     assert_eq!(window::adapt_window(1000, 0, 0, 0.0), None);
+    // Capped: however many rounds invalidate every call, the window stops at
+    // MAX_WINDOW_GROWTH times the first one.
+    let mut w = 1000;
+    for _ in 0..1000 {
+        if let Some(next) = window::adapt_window_capped(1000, w, 10, 10, w as f64) {
+            assert!(next > w);
+            w = next;
+        }
+    }
+    assert_eq!(w, 1000 * window::MAX_WINDOW_GROWTH);
+    assert_eq!(window::adapt_window_capped(1000, w, 10, 10, 1e30), None);
+    assert_eq!(
+        window::adapt_window_capped(1000, 1000, 3, 10, 900.0),
+        Some(2000)
+    );
     // A round of an operation that takes 1.5 windows: every slot overruns or starts
     // late. adapt_window works in ticks: 1.5 x the mean run time wins over doubling,
     // and with the adapted window the operation fits.

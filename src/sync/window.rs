@@ -356,6 +356,27 @@ pub fn initial_window(max_op_ticks: u64) -> u64 {
     (max_op_ticks.saturating_mul(3) / 2).max(1)
 }
 
+/// Most a window grows over the first one of its measurement: six doublings.
+/// SKaMPI's rule has no bound, and with a generous `--max-rounds` on a host that
+/// keeps invalidating calls the window would double round after round (to hours,
+/// then to the end of `u64`); past this size the calls are disturbed, not too
+/// short for their window, and the rounds left are better spent at this size.
+pub const MAX_WINDOW_GROWTH: u64 = 64;
+
+/// [`adapt_window`], never beyond [`MAX_WINDOW_GROWTH`] times `first_ticks` (the
+/// measurement's first window); `None` when the window stays as it is.
+pub fn adapt_window_capped(
+    first_ticks: u64,
+    window_ticks: u64,
+    invalid: usize,
+    total: usize,
+    mean_op_ticks: f64,
+) -> Option<u64> {
+    let cap = first_ticks.max(1).saturating_mul(MAX_WINDOW_GROWTH);
+    let next = adapt_window(window_ticks, invalid, total, mean_op_ticks)?.min(cap);
+    (next > window_ticks).then_some(next)
+}
+
 /// SKaMPI's adaptation (Algorithm 10, lines 24-25): when at least a quarter of
 /// `total` measurements were invalid, the window becomes
 /// `max(2 * window, 1.5 * mean_op_ticks)`; otherwise it stays (`None`).

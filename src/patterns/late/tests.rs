@@ -18,6 +18,49 @@ fn benefit_is_eq_5() {
     assert_eq!(benefit(4.0, 0.0, 4.0), 0.0);
 }
 
+/// A point of valid calls with the given runtimes and effective delays, ns.
+fn point(delay_ns: f64, runtimes_ns: &[f64], effective_ns: &[f64]) -> LatePoint {
+    LatePoint {
+        delay_ns,
+        valid: runtimes_ns.len(),
+        invalid: 0,
+        missed_delay: 0,
+        runtimes_ns: runtimes_ns.to_vec(),
+        effective_delays_ns: effective_ns.to_vec(),
+        valid_effective_delays_ns: effective_ns.to_vec(),
+        wanted: runtimes_ns.len(),
+    }
+}
+
+#[test]
+fn eq_5_takes_the_effective_delay_not_the_one_asked_for() {
+    // t0 = 60 us; d asked 50 us, but the late rank entered 45 us late in the
+    // fastest call (t_d = 70 us) and 47 us in the median one (t_d = 80 us).
+    let times = LateTimes {
+        baseline: point(0.0, &[60_000.0, 61_000.0, 62_000.0], &[0.0, 0.0, 0.0]),
+        points: vec![point(
+            50_000.0,
+            &[80_000.0, 70_000.0, 90_000.0],
+            &[47_000.0, 45_000.0, 52_000.0],
+        )],
+        delayed: vec![0],
+        window_ns: 1e6,
+        rounds: 1,
+    };
+    let b = times.benefits()[0].unwrap();
+    assert_eq!((b.delay_ns, b.effective_delay_min_ns), (50_000.0, 45_000.0));
+    // b = (t0 + d_eff - td) / td = (60 + 45 - 70) / 70 = 0.5.
+    assert_eq!(b.benefit_min, 0.5);
+    // Medians: t0 61, d_eff 47, td 80: (61 + 47 - 80) / 80 = 0.35.
+    assert_eq!(b.effective_delay_median_ns, 47_000.0);
+    assert_eq!(
+        b.benefit_median,
+        (61_000.0 + 47_000.0 - 80_000.0) / 80_000.0
+    );
+    // With the asked-for d the minimum would have read (60 + 50 - 70) / 70.
+    assert_ne!(b.benefit_min, benefit(60_000.0, 50_000.0, 70_000.0));
+}
+
 #[test]
 fn delayed_ranks_parse_and_resolve() {
     let r = |s: &str, np: usize| s.parse::<DelayedRanks>().unwrap().resolve(np);
@@ -213,12 +256,15 @@ fn a_hidden_delay_gives_d_over_td() {
     assert_eq!(p.min_ns(), Some(t0));
     let b = times.benefits()[0].unwrap();
     assert_eq!(b.td_min_ns, t0);
-    let expected = 30_000.0 / b.td_min_ns;
+    // Eq. (5) with the delay each call had: t_d = t_0, so b = d_eff / t_d.
+    assert!((b.effective_delay_min_ns - 30_000.0).abs() < 1.0, "{b:?}");
+    let expected = b.effective_delay_min_ns / b.td_min_ns;
     assert!(
         (b.benefit_min - expected).abs() < 1e-12,
         "{} vs {expected}",
         b.benefit_min
     );
+    let expected = b.effective_delay_median_ns / b.td_median_ns;
     assert!((b.benefit_median - expected).abs() < 1e-12);
     // In the same run, 70 us is more than the 60 us it can hide: rank 3 receives
     // when it enters, t_d = d (+ the closing read, as t_0), b = 3 L / t_d.
@@ -227,7 +273,11 @@ fn a_hidden_delay_gives_d_over_td() {
         (b.td_min_ns - 70_000.0 - (t0 - truth)).abs() < 1e-6,
         "{b:?}"
     );
-    assert!((b.benefit_min - truth / b.td_min_ns).abs() < 1e-12, "{b:?}");
+    let hidden = truth + b.effective_delay_min_ns - 70_000.0;
+    assert!(
+        (b.benefit_min - hidden / b.td_min_ns).abs() < 1e-12,
+        "{b:?}"
+    );
 }
 
 #[test]
@@ -253,7 +303,7 @@ fn a_late_root_adds_its_delay_and_a_late_middle_rank_part_of_it() {
     );
     let b = mid.benefits()[0].unwrap();
     assert!((b.td_min_ns - b.t0_min_ns - 10_000.0).abs() < 1e-6, "{b:?}");
-    let expected = (b.t0_min_ns + 50_000.0 - b.td_min_ns) / b.td_min_ns;
+    let expected = (b.t0_min_ns + b.effective_delay_min_ns - b.td_min_ns) / b.td_min_ns;
     assert_eq!(b.benefit_min, expected);
     assert!((b.benefit_min - 4.0 / 7.0).abs() < 1e-4, "{b:?}");
 }

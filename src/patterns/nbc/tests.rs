@@ -12,7 +12,7 @@
 //!   100 % (to within the interval).
 
 use super::*;
-use crate::coll::{Algorithm, CollSpec, Scheduled};
+use crate::coll::{Algorithm, CollSpec, Interrupts, Scheduled};
 use crate::sim::SimClock;
 use crate::sync::sim::{self, NetModel};
 
@@ -179,4 +179,125 @@ fn bad_specs_are_refused() {
         err.to_string(),
         "progress calls every 0 ns: the interval must be positive"
     );
+}
+
+/// A collective whose rank stalls `stall_ns` of virtual time in every start after
+/// the first `after` (the warm-up): every timed call overruns any window.
+struct Stalling<'a, 't> {
+    inner: Scheduled<'t>,
+    clock: &'a SimClock,
+    starts: usize,
+    after: usize,
+    stall_ns: f64,
+}
+
+impl CollOp for Stalling<'_, '_> {
+    fn label(&self) -> String {
+        self.inner.label()
+    }
+    fn collective(&self) -> crate::coll::Collective {
+        self.inner.collective()
+    }
+    fn size_bytes(&self) -> usize {
+        self.inner.size_bytes()
+    }
+    fn wait_mode(&self) -> WaitMode {
+        self.inner.wait_mode()
+    }
+    fn interruptible(&self) -> bool {
+        self.inner.interruptible()
+    }
+    fn run(&mut self, i: &mut dyn Interrupts) -> Result<(), CollError> {
+        self.inner.run(i)
+    }
+    fn start(&mut self, i: &mut dyn Interrupts) -> Result<(), CollError> {
+        self.starts += 1;
+        if self.starts > self.after {
+            self.clock.advance_ns(self.stall_ns);
+        }
+        self.inner.start(i)
+    }
+    fn test(&mut self, i: &mut dyn Interrupts) -> Result<bool, CollError> {
+        self.inner.test(i)
+    }
+    fn wait(&mut self, i: &mut dyn Interrupts) -> Result<(), CollError> {
+        self.inner.wait(i)
+    }
+    fn release(self: Box<Self>) -> Result<(), CollError> {
+        self.inner.free()
+    }
+}
+
+#[test]
+fn a_host_that_invalidates_every_call_degrades_to_an_undecided_point() {
+    let net = NetModel {
+        latency_ns: L_NS,
+        jitter_ns: 0.0,
+        outlier_every: 0,
+        read_cost_ns: 0.4,
+        ..NetModel::default()
+    };
+    let spec = NbcSpec {
+        compute: Compute::Time,
+        test_every_ns: None,
+        reps: 4,
+        warmup: 1,
+        check_data: false,
+        window_wait: WaitMode::Poll,
+        // Rounds enough for the window to reach its cap, and more.
+        max_rounds: 12,
+    };
+    let out = sim::run(&[None, None, None], net, |mut r| {
+        let coll = CollSpec {
+            algorithm: Algorithm::BcastChain,
+            np: 3,
+            size_bytes: 100,
+            segment_bytes: 0,
+            root: 0,
+        };
+        let rank = r.control.rank();
+        let clock = &r.clock;
+        let inner = Scheduled::new(&mut r.transport, coll).unwrap();
+        // Rank 1 loses its core for a second in every timed call: far beyond
+        // MAX_WINDOW_GROWTH times the first window (1.5 x 2 L = 60 us).
+        let mut op = Stalling {
+            inner,
+            clock,
+            starts: 0,
+            after: if rank == 1 { spec.warmup } else { usize::MAX },
+            stall_ns: 1e9,
+        };
+        let mut work = SimWork(clock);
+        let times = measure(
+            clock,
+            &mut op,
+            &mut r.control,
+            &ClockModel::IDENTITY,
+            &spec,
+            &mut work,
+        )
+        .expect("degrades, does not fail");
+        op.inner.free().unwrap();
+        times
+    });
+    let times = &out[0];
+    // The blocking stage never fits its window, capped at 64 x 60 us: undecided.
+    // Its figures are those of the invalid calls, rank 1's stall included, and
+    // t_b (over a second) sizes the overlapped stage's window, in which the
+    // stalled calls then fit.
+    assert_eq!(times.decided, (false, true));
+    assert_eq!(times.pure_calls, (0, spec.reps * spec.max_rounds));
+    assert_eq!(times.ovrl_calls.0, spec.reps);
+    let r1 = &times.ranks[1];
+    assert!(r1.t_pure_ns >= 1e9, "{r1:?}");
+    assert!(times.t_b_ns >= 1e9, "{}", times.t_b_ns);
+    let row =
+        crate::report::nbc::NbcRow::new("bcast", "chain", 100, Compute::Time, None, times).unwrap();
+    assert!(!row.decided);
+    let w = crate::report::nbc::warnings(&row, times, spec.reps);
+    let undecided = w
+        .iter()
+        .filter(|w| matches!(w, crate::report::nbc::NbcWarning::Undecided { .. }))
+        .count();
+    assert_eq!(undecided, 1, "{w:?}");
 }
