@@ -145,7 +145,10 @@ fn score(
 fn noise(z: &[f64]) -> f64 {
     let mut diffs: Vec<f64> = z.windows(2).map(|p| (p[1] - p[0]).abs()).collect();
     diffs.sort_by(f64::total_cmp);
-    let q1 = diffs.get(diffs.len().saturating_sub(1) / 4).copied().unwrap_or(0.0);
+    let q1 = diffs
+        .get(diffs.len().saturating_sub(1) / 4)
+        .copied()
+        .unwrap_or(0.0);
     q1 / (0.3186 * std::f64::consts::SQRT_2)
 }
 
@@ -161,7 +164,11 @@ pub fn propose_steps(
     let n = sweep.len();
     let mut best = vec![0.0f64; n];
     for k in 0..sweep.first().map_or(0, |r| r.values.len()) {
-        let Some(all) = sweep.iter().map(|r| r.values[k]).collect::<Option<Vec<f64>>>() else {
+        let Some(all) = sweep
+            .iter()
+            .map(|r| r.values[k])
+            .collect::<Option<Vec<f64>>>()
+        else {
             continue;
         };
         // A size slowed in every repetition by time slices (milliseconds where
@@ -272,8 +279,14 @@ mod tests {
             let got = propose_steps(&sw, &[], &JudgeOptions::default(), &Default::default());
             assert_eq!(got, vec![at], "seed {seed}");
         }
-        assert!(exact >= 20, "proposed at the switch in {exact} of 50 sweeps");
-        assert!(near >= 30, "proposed within one size in {near} of 50 sweeps");
+        assert!(
+            exact >= 20,
+            "proposed at the switch in {exact} of 50 sweeps"
+        );
+        assert!(
+            near >= 30,
+            "proposed within one size in {near} of 50 sweeps"
+        );
     }
 
     /// One protocol in the same scatter: proposals are possible (the passes reject

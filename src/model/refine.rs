@@ -898,7 +898,10 @@ mod tests {
         let detected = assess(&medians, &AssessOptions::default())
             .map(|a| a.changes)
             .unwrap_or_default();
-        assert!(!detected.contains(&16384), "the detector found it: {detected:?}");
+        assert!(
+            !detected.contains(&16384),
+            "the detector found it: {detected:?}"
+        );
         let sweep: Vec<Reading> = sizes.iter().map(|&s| Loaded::reading(s, 0)).collect();
         let changes = drive(
             Plan::new(&sweep, &detected, RefineOptions::default()),
