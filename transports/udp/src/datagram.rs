@@ -20,12 +20,31 @@ use std::time::{Duration, Instant};
 /// (one copy of at most 2 KiB, cheaper than `sendmsg`/`recvmsg`'s iovec handling);
 /// larger ones use two iovecs straight from and into the caller's buffer.
 pub(crate) const SMALL_BYTES: usize = 2048;
-/// In block mode, a blocking receive that waits less than this (the RTO) sleeps in
-/// `ppoll(2)`, whose hrtimer wakes it on time, and then reads without blocking; a
-/// longer wait (the peer timeout) blocks in `recv` with `SO_RCVTIMEO`, one system
-/// call. The kernel counts `SO_RCVTIMEO` in scheduler ticks (4 ms at HZ = 250) and
-/// rounds up: a 200 us RTO would become 4 to 8 ms, and every loss would cost that.
+/// In block mode, a blocking receive that waits less than this (the RTO) after
+/// a sign of loss sleeps in `ppoll(2)`, whose hrtimer wakes it on time, and then
+/// reads without blocking; every other blocking wait (the peer timeout, and the RTO
+/// on a link that has lost nothing lately) blocks in `recv` with `SO_RCVTIMEO`, one
+/// system call. The kernel counts `SO_RCVTIMEO` in scheduler ticks (4 ms at
+/// HZ = 250) and rounds up: a 200 us RTO becomes 4 to 8 ms. See [`PRECISE_WAITS`].
 const PRECISE_BELOW: Duration = Duration::from_millis(50);
+/// How many waits for an answer use the precise `ppoll` wait after a sign of loss
+/// (an RTO that expired in a coarse wait, a message delivered from a copy whose
+/// original never arrived, an arrival after a gap). Until then the RTO waits in
+/// `recv` with `SO_RCVTIMEO`: the precise wait arms and cancels an hrtimer per
+/// receive, which reprograms the timer hardware (a VM exit under a hypervisor)
+/// and cost 20% of a 1-byte loopback round trip on the development VM (measured
+/// against `benches/c/pingpong.c` with and without a 200 us `ppoll` before its
+/// `recv`: 21.4 against 18.0 us, `docs/findings/2026-11-24-verbs-udp-speed.md`),
+/// which the C floor and sockperf never pay. The cost of the trade: the first loss
+/// after a loss-free stretch is noticed at the next tick instead of after the RTO;
+/// under sustained loss every recovery takes one RTO, as before.
+pub(crate) const PRECISE_WAITS: u32 = 1024;
+/// `SO_RCVTIMEO` for a coarse RTO wait: the RTO rounded up to whole milliseconds,
+/// so that the socket option is set again only when the RTO crosses one (the
+/// kernel rounds it up to a tick anyway).
+pub(crate) fn coarse(rto: Duration) -> Duration {
+    Duration::from_millis(u64::try_from(rto.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX))
+}
 
 /// What a datagram carries after its header.
 #[derive(Clone, Copy)]
@@ -176,11 +195,12 @@ impl UdpTransport {
     }
 
     /// Blocking receive with nothing queued in front of it. The fast path reads no
-    /// clock: in block mode the side that waits for an answer sleeps in `ppoll` for
-    /// the RTO and the side that waits for a request blocks in `recv` with
-    /// `SO_RCVTIMEO` set to the peer timeout (re-armed only when that value changes;
-    /// see [`PRECISE_BELOW`]); in poll mode the clock is read once per 256 empty
-    /// spins. One receive in [`SAMPLE_EVERY`] that waits for an answer (every one
+    /// clock: in block mode the side that waits for a request blocks in `recv` with
+    /// `SO_RCVTIMEO` set to the peer timeout, and the side that waits for an answer
+    /// in `recv` with `SO_RCVTIMEO` set to the RTO (both re-armed only when the
+    /// value changes), or, after a sign of loss, sleeps in `ppoll` for the RTO (see
+    /// [`PRECISE_BELOW`], [`PRECISE_WAITS`]); in poll mode the clock is read once
+    /// per 256 empty spins. One receive in [`SAMPLE_EVERY`] that waits for an answer (every one
     /// until the RTO's first measurement) times it for the RTO estimator (two
     /// clock reads), unless anything is sent again while it waits or the
     /// answer is itself a copy sent again (Karn's algorithm, RFC 6298 sec. 3), or
@@ -199,19 +219,28 @@ impl UdpTransport {
         };
         self.preserve(region)?;
         let blocking = self.wait == WaitMode::Block;
+        // After a sign of loss (or a `BYE`), the RTO is waited for precisely.
+        let mut careful =
+            blocking && careful_wait(self.peers[peer].as_mut().expect("checked peer"));
         // When this wait began, and when the RTO was last restarted (set lazily).
         let mut started: Option<Instant> = None;
         let mut kicked: Option<Instant> = None;
         let mut spins = 0u32;
         loop {
-            // Block mode: a short wait (the RTO) sleeps in ppoll(2); a long one (the
-            // peer timeout) in recv itself, with SO_RCVTIMEO (see PRECISE_BELOW).
+            // Block mode: a short wait (the RTO) after a sign of loss sleeps in
+            // ppoll(2); any other in recv itself, with SO_RCVTIMEO (see
+            // PRECISE_BELOW and PRECISE_WAITS).
             let (want, precise) = if blocking {
                 let p = self.peers[peer].as_mut().expect("checked peer");
                 let want = if p.ahead() { p.rto.get() } else { self.timeout };
-                if want < PRECISE_BELOW {
+                if want < PRECISE_BELOW && careful {
                     (want, true)
                 } else {
+                    let want = if want < PRECISE_BELOW {
+                        coarse(want)
+                    } else {
+                        want
+                    };
                     if p.socket_timeout != Some(want) {
                         p.socket.set_read_timeout(Some(want)).map_err(|source| {
                             TransportError::Io {
@@ -268,6 +297,12 @@ impl UdpTransport {
                     // SO_RCVTIMEO expired: `want` has passed without a datagram.
                     let now = Instant::now();
                     let since = *started.get_or_insert_with(|| now - want);
+                    let p = self.peers[peer].as_mut().expect("checked peer");
+                    if !precise && p.ahead() {
+                        // A coarse RTO wait expired: a sign of loss.
+                        p.precise_waits = PRECISE_WAITS;
+                        careful = true;
+                    }
                     self.quiet_for(peer, since)?;
                 }
                 Err(_) => {
@@ -356,4 +391,18 @@ impl UdpTransport {
             Err(e) => Err(setup(format!("poll failed: {e}"))),
         }
     }
+}
+
+/// Whether this receive from `p` waits for the RTO precisely (`ppoll`): after a
+/// sign of loss, for the next [`PRECISE_WAITS`] waits for an answer, and while the
+/// peer is saying goodbye. Counts the wait.
+pub(crate) fn careful_wait(p: &mut crate::Peer) -> bool {
+    if !p.ahead() {
+        return false;
+    }
+    if p.precise_waits > 0 {
+        p.precise_waits -= 1;
+        return true;
+    }
+    p.said_bye
 }

@@ -84,9 +84,15 @@
 //!
 //! In [`WaitMode::Block`] a blocking receive that waits for a request is one blocking
 //! `recvmsg` with `SO_RCVTIMEO` set to the peer timeout, as in the TCP transport; one
-//! that waits for an answer sleeps in `ppoll(2)` for the RTO, then reads without
-//! blocking (the kernel rounds `SO_RCVTIMEO` up to whole scheduler ticks, which
-//! would make a 200 us RTO 4 to 8 ms). In [`WaitMode::Poll`] it is
+//! that waits for an answer is one blocking `recvmsg` with `SO_RCVTIMEO` set to the
+//! RTO, which the kernel rounds up to whole scheduler ticks (a 200 us RTO waits 4
+//! to 8 ms), until a sign of loss (an RTO that expired, a message delivered from a
+//! copy whose original never came, an arrival after a gap); the next 1024 such
+//! receives sleep in `ppoll(2)` for the RTO and then read without blocking, so that
+//! under loss each recovery takes one RTO. `ppoll`'s precise timer costs a fifth of
+//! a loopback round trip on a VM (it reprograms the timer hardware at every
+//! receive), which the C floor does not pay: the first loss after a loss-free
+//! stretch waits for a tick instead. In [`WaitMode::Poll`] it is
 //! `recvmsg(MSG_DONTWAIT)` in a [`std::hint::spin_loop`]. Messages above 2 KiB go out with `sendmsg` straight from
 //! the caller's buffer (header and payload as two iovecs: no copy) and come in with
 //! `recvmsg` straight into it; smaller ones through a scratch buffer with plain
@@ -191,6 +197,9 @@ struct Peer {
     quiet_since: Option<Instant>,
     /// Current `SO_RCVTIMEO` (block mode).
     socket_timeout: Option<Duration>,
+    /// Waits for an answer left that use the precise `ppoll` wait for the RTO
+    /// (block mode; set by a sign of loss, see `datagram::PRECISE_WAITS`).
+    precise_waits: u32,
     /// The peer dropped its transport (sent `BYE`).
     said_bye: bool,
     /// Probes sent since the peer said `BYE` (see `reliability::BYE_PROBES`).
@@ -343,6 +352,7 @@ impl UdpTransport {
                 last_heard: Some(now),
                 quiet_since: Some(now),
                 socket_timeout: None,
+                precise_waits: 0,
                 said_bye: false,
                 probes_after_bye: 0,
                 bye_at: None,

@@ -82,6 +82,10 @@ impl UdpTransport {
             let delivery = p.inbound.deliver(copy);
             p.owe_ack = true;
             self.stats.lost += u64::from(delivery.lost);
+            if delivery.lost {
+                // A sign of loss: wait for the RTO precisely for a while.
+                p.precise_waits = crate::datagram::PRECISE_WAITS;
+            }
             self.stats.reordered += u64::from(delivery.reordered);
             // Acknowledgements are read from in-order datagrams only (see `window`).
             p.window.ack_low_byte(ack, p.next_seq);
@@ -129,8 +133,10 @@ impl UdpTransport {
             }
             return Ok(Arrival::Ignored);
         }
-        // Early: a message before this one is missing.
+        // Early: a message before this one is missing (a sign of loss: wait for
+        // the RTO precisely for a while).
         self.stats.out_of_order += 1;
+        p.precise_waits = crate::datagram::PRECISE_WAITS;
         let copy = flags & (FLAG_RETX | FLAG_REPLAY) != 0;
         if p.inbound.early(seq, copy, flags & FLAG_RETX != 0) {
             self.send_nack(peer)?;

@@ -673,3 +673,64 @@ fn settle_delivers_a_lost_final_answer_before_its_sender_blocks_elsewhere() {
     // Both settled: nothing either sent is unacknowledged.
     assert_eq!((got[0].2, got[1].2), (0, 0), "{got:?}");
 }
+
+/// Issue 19: in block mode the wait for an answer blocks in `recv` with the RTO
+/// (rounded up to whole milliseconds) as `SO_RCVTIMEO`, one system call, as long
+/// as nothing was lost; a sign of loss turns the next `PRECISE_WAITS` waits into
+/// precise `ppoll` sleeps, and recovery still delivers every payload intact.
+#[test]
+fn blocking_waits_for_the_rto_precisely_only_after_a_sign_of_loss() {
+    use crate::datagram::{coarse, PRECISE_WAITS};
+    assert_eq!(coarse(Duration::from_micros(200)), Duration::from_millis(1));
+    assert_eq!(coarse(Duration::from_millis(1)), Duration::from_millis(1));
+    assert_eq!(
+        coarse(Duration::from_micros(1001)),
+        Duration::from_millis(2)
+    );
+
+    let rto = Duration::from_millis(40);
+    let lossless = run_world(
+        2,
+        |_| opts(WaitMode::Block),
+        move |rank, mut t| {
+            pin_rto(&mut t, rto);
+            let ok = pingpong(&mut t, rank, &[1, 1000], 20);
+            let p = t.peers[1 - rank].as_ref().unwrap();
+            (
+                ok,
+                p.precise_waits,
+                p.socket_timeout,
+                counter(&t, "receive_timeouts"),
+            )
+        },
+    );
+    assert!(
+        lossless.iter().all(|g| g.0),
+        "payload damaged: {lossless:?}"
+    );
+    // Rank 0 waits for answers: SO_RCVTIMEO is the RTO. Only an RTO that expired
+    // (a thread stalled for 40 ms on a loaded machine) may have turned it precise.
+    let (_, precise, socket_timeout, timeouts) = lossless[0];
+    assert_eq!(socket_timeout, Some(rto), "{lossless:?}");
+    assert!(precise == 0 || timeouts > 0, "{lossless:?}");
+    // Rank 1 waits for requests: SO_RCVTIMEO is the peer timeout.
+    assert_eq!(lossless[1].2, Some(Duration::from_secs(10)), "{lossless:?}");
+
+    let lossy = run_world(
+        2,
+        |_| UdpOptions {
+            drop_one_in: Some(3),
+            ..opts(WaitMode::Block)
+        },
+        |rank, mut t| {
+            let ok = pingpong(&mut t, rank, &[1, 1000], 30);
+            let p = t.peers[1 - rank].as_ref().unwrap();
+            (ok, p.precise_waits, counter(&t, "receive_timeouts"))
+        },
+    );
+    assert!(lossy.iter().all(|g| g.0), "payload damaged: {lossy:?}");
+    // Rank 0 timed out at least once (a lost request or answer), which made its
+    // waits precise; 60 round trips do not use up PRECISE_WAITS.
+    assert!(lossy[0].2 >= 1, "{lossy:?}");
+    assert!(lossy[0].1 > 0 && lossy[0].1 <= PRECISE_WAITS, "{lossy:?}");
+}
