@@ -23,27 +23,35 @@ mod support;
 const NGAUGE: &str = env!("CARGO_BIN_EXE_ngauge");
 
 /// Runs `ngauge -t mpi loggp --passes PASSES` over 2 ranks with launcher arguments
-/// `mpi_args` and environment `env`, and returns the detected protocol changes
-/// (first sizes of new ranges).
+/// `mpi_args` and environment `env`, and returns the confirmed protocol changes
+/// (first sizes of new ranges, with `first_bytes` where located to the byte).
 ///
 /// The tests sweep in [`PASSES`] shuffled passes: in one ascending sweep a level
 /// flip of this VM that lasts seconds (every series 20-30% lower from one size on)
 /// looks like a protocol switch, and did so in 1 of ~25 test-suite runs of the
 /// 16 KiB vader test (and 0 of 40 sweeps run by hand); shuffled, it scatters over
 /// sizes and passes (60 of 60).
-fn changes(mpi_args: &[&str], env: &[(&str, &str)], sizes: &str) -> Vec<u64> {
+fn changes(mpi_args: &[&str], env: &[(&str, &str)], sizes: &str) -> Vec<Found> {
     changes_in_passes(mpi_args, env, sizes, PASSES)
 }
 
 /// Passes of the protocol tests' sweeps (`loggp --passes`).
 const PASSES: u32 = 3;
 
+/// A confirmed change: its first sweep size and, when bisected to the byte, the
+/// first byte count of the new protocol.
+#[derive(Clone, Copy, Debug)]
+struct Found {
+    bytes: u64,
+    first_bytes: Option<u64>,
+}
+
 fn changes_in_passes(
     mpi_args: &[&str],
     env: &[(&str, &str)],
     sizes: &str,
     passes: u32,
-) -> Vec<u64> {
+) -> Vec<Found> {
     // One sweep at a time: two jobs on two cores would measure each other.
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -93,7 +101,10 @@ fn changes_in_passes(
     changes
         .iter()
         .filter(|c| c["verdict"] == "confirmed")
-        .map(|c| c["bytes"].as_u64().expect("changes[].bytes"))
+        .map(|c| Found {
+            bytes: c["bytes"].as_u64().expect("changes[].bytes"),
+            first_bytes: c["first_bytes"].as_u64(),
+        })
         .collect()
 }
 
@@ -114,16 +125,31 @@ fn built_for(test: &str, flavour: &str) -> bool {
 }
 
 /// Exactly one change, within one sweep step of `limit`.
-fn assert_one_switch_near(found: &[u64], limit: u64, step: u64) {
+fn assert_one_switch_near(found: &[Found], limit: u64, step: u64) {
     assert_eq!(
         found.len(),
         1,
         "expected one protocol change near {limit} B, found {found:?}"
     );
     assert!(
-        found[0].abs_diff(limit) <= step,
+        found[0].bytes.abs_diff(limit) <= step,
         "the change at {} B is more than one step ({step} B) from the eager limit {limit} B",
-        found[0]
+        found[0].bytes
+    );
+}
+
+/// The one change located to the byte at `limit - header + 1`, within
+/// `slack` bytes: the library counts its `header` into the eager limit (see
+/// docs/commands/loggp.md, "Configured eager limit and first byte").
+fn assert_first_byte(found: &[Found], limit: u64, header: u64, slack: u64) {
+    let expected = limit - header + 1;
+    let Some(first) = found[0].first_bytes else {
+        panic!("the change near {limit} B was not located to the byte: {found:?}")
+    };
+    assert!(
+        first.abs_diff(expected) <= slack,
+        "first byte {first} B, expected {expected} B (eager limit {limit} B minus a \
+         {header}-byte header, plus one) within {slack} B"
     );
 }
 
@@ -186,7 +212,12 @@ fn open_mpi_shared_memory_eager_limit_16384_is_found() {
         "8K-24K:512",
     );
     assert_one_switch_near(&found, 16384, 512);
+    assert_first_byte(&found, 16384, VADER_HEADER, 8);
 }
+
+/// Bytes of its own that Open MPI's shared-memory path counts into
+/// `btl_vader_eager_limit` (measured: docs/commands/loggp.md).
+const VADER_HEADER: u64 = 56;
 
 /// At 8 KiB the two protocols cost nearly the same (two 8 KiB copies against one
 /// copy plus a system call), so the switch steps by only 7-16% (the round trip

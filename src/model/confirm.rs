@@ -35,9 +35,9 @@
 //! `f` the step floor (10% of the level and at least 0.05 us: smaller steps are
 //! cache bends and timer noise, not protocols):
 //!
-//! - **confirmed** when `I` excludes zero and the median is beyond `f`;
-//! - **undecided** when `I` holds both zero and `f` (or `-f`): the passes are too
-//!   spread to tell a protocol step from none;
+//! - **confirmed** when `I` excludes `[-f/2, f/2]` and the median is beyond `f`;
+//! - **undecided** when `I` reaches into `[-f/2, f/2]` and holds `f` (or `-f`):
+//!   the passes are too spread to tell a protocol step from none or a small one;
 //! - **rejected** otherwise: the passes agree on a step smaller than `f`, or on
 //!   none.
 //!
@@ -305,9 +305,15 @@ pub fn judge(values: &[f64], floor: f64, level: f64) -> Judged {
         None => Verdict::Undecided,
         Some(ci) => {
             let holds = |v: f64| ci.lo <= v && v <= ci.hi;
-            if holds(0.0) && (holds(floor) || holds(-floor)) {
+            // Half the floor, not zero, is what the interval must exclude: on a
+            // loaded host passes scatter widely, and an interval from just above
+            // zero to several floors (TCP loopback's late send, 2026-11-24:
+            // [0.06, 7.2] us against a floor of 1.2 us) is no protocol's step.
+            let margin = floor / 2.0;
+            let near_zero = ci.lo <= margin && ci.hi >= -margin;
+            if near_zero && (holds(floor) || holds(-floor)) {
                 Verdict::Undecided
-            } else if !holds(0.0) && mid.abs() >= floor {
+            } else if !near_zero && mid.abs() >= floor {
                 Verdict::Confirmed
             } else {
                 Verdict::Rejected
@@ -633,6 +639,10 @@ mod tests {
         assert_eq!(v(&[0.3, 0.4, 0.5, 0.35, 0.45, 0.4]), Verdict::Rejected);
         // One pass the other way: the interval holds 0 and the floor.
         assert_eq!(v(&[2.0, 2.5, -1.8, 2.2, 3.0, 2.1]), Verdict::Undecided);
+        // Passes that agree in sign but scatter from near zero to several
+        // floors: not told from a small step.
+        assert_eq!(v(&[0.05, 1.2, 2.4, 1.9, 5.8, 1.6]), Verdict::Undecided);
+        assert_eq!(v(&[-0.1, -1.2, -2.4, -1.9, -9.8, -1.6]), Verdict::Undecided);
         // Too few passes for a 95% interval.
         let few = judge(&[2.0, 2.5, 1.8, 2.2, 3.0], 1.0, 0.95);
         assert_eq!((few.verdict, few.interval), (Verdict::Undecided, None));

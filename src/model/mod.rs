@@ -6,6 +6,7 @@ pub mod confirm;
 pub mod loggp;
 pub mod lsq;
 pub mod params;
+pub mod propose;
 pub mod refine;
 pub mod robust;
 pub mod segment;

@@ -7,8 +7,8 @@
 //!
 //! # Confirmation
 //!
-//! Each candidate (a step change from the detector, or a slope-only change from
-//! [`confirm::propose_kinks`]) between `s_a` (last size of the old range) and `s_b`
+//! Each candidate (a step change from the detector or from the liberal step test
+//! of [`super::propose`], or a slope-only change from [`confirm::propose_kinks`]) between `s_a` (last size of the old range) and `s_b`
 //! (first of the new) is measured again in passes. A pass measures the sweep sizes
 //! on both sides (three per side for a step, four for a slope, never across a
 //! neighbouring candidate) as pairs `(s_a, s_b)`, `(s_a-1, s_b+1)`, ..., the pairs
@@ -35,6 +35,7 @@ use super::confirm::{
     JudgeOptions, Reading, SlopeEvidence, StepEvidence, Undecided, Verdict, SERIES,
 };
 use super::lsq::fit_line;
+use super::propose::{propose_steps, ProposeOptions};
 use crate::patterns::order::SplitMix64;
 use crate::stats::median;
 use serde::Serialize;
@@ -52,6 +53,10 @@ pub struct RefineOptions {
     pub locate: bool,
     /// Rounds at most per bisection step before giving up the location.
     pub locate_passes: usize,
+    /// Propose more step candidates than the detector's, from a robust step test
+    /// over neighbouring sizes of the sweep ([`propose_steps`]); `None`: the
+    /// detector's only.
+    pub propose: Option<ProposeOptions>,
 }
 
 impl Default for RefineOptions {
@@ -62,6 +67,7 @@ impl Default for RefineOptions {
             max_passes: 18,
             locate: true,
             locate_passes: 9,
+            propose: Some(ProposeOptions::default()),
         }
     }
 }
@@ -199,6 +205,12 @@ impl Plan {
             .collect();
         at.sort_unstable();
         at.dedup();
+        // The detector decides on one sweep's medians, which a loaded host
+        // scatters by more than a switch: more candidates, for the passes to judge.
+        if let Some(p) = &opts.propose {
+            at.extend(propose_steps(sweep, &at, &opts.judge, p));
+            at.sort_unstable();
+        }
         let kinks = propose_kinks(sweep, &at, opts.judge.kink_floor);
         let mut all: Vec<(usize, ChangeKind)> = at
             .iter()
@@ -815,6 +827,127 @@ mod tests {
         assert_eq!(c.verdict, Verdict::Undecided, "{c:?}");
         assert_eq!(c.undecided, Some(Undecided::Spread));
         assert_eq!(c.confirmation.as_ref().unwrap().passes, 18);
+    }
+
+    /// A loaded host, as in docs/findings/2026-11-24-detector-verdicts.md: the
+    /// lower quartile of a size (`reading`) is slowed by 30-100% at a third of the
+    /// sizes, its median (`median`) by 2-50 times. Open MPI shared memory at a
+    /// 16 KiB eager limit (header 55 B): the round trip drops by 2 us, the receive
+    /// overhead triples.
+    struct Loaded;
+
+    const LOADED_SWITCH: u64 = 16_330;
+
+    impl Loaded {
+        fn truth(size: u64) -> [f64; 5] {
+            let new = size >= LOADED_SWITCH;
+            let s = size as f64;
+            [
+                1.0 + 0.0003 * s,
+                3.0 + 0.0004 * s - if new { 2.0 } else { 0.0 },
+                0.8,
+                if new { 4.0 } else { 1.3 },
+                6.0,
+            ]
+        }
+
+        fn factor(size: u64, round: usize, k: usize, heavy: bool) -> f64 {
+            let u = |salt: usize| (jitter(size, round, k * 7 + salt, 1.0) + 1.0) / 2.0;
+            let quiet = 1.0 + 0.02 * (2.0 * u(1) - 1.0);
+            match (u(0) < 0.33, heavy) {
+                (false, _) => quiet,
+                (true, false) => quiet * (1.3 + 0.7 * u(2)),
+                (true, true) => quiet * (2.0 + 48.0 * u(2)),
+            }
+        }
+
+        fn reading(size: u64, round: usize) -> Reading {
+            let t = Self::truth(size);
+            // One load factor per size and pass (a busy host slows every series).
+            let f = Self::factor(size, round, 0, false);
+            Reading {
+                size,
+                values: t.map(|v| Some(v * f)),
+                disturbed: false,
+            }
+        }
+
+        fn median(size: u64) -> crate::model::loggp::Sample {
+            let t = Self::truth(size);
+            let f = |k| t[k] * Self::factor(size, 0, k, true);
+            let (p1, gap, os, or) = (f(1), f(0), f(2), f(3));
+            crate::model::loggp::Sample {
+                size,
+                prtt_1_0_us: p1,
+                prtt_n_0_us: p1 + 9.0 * gap,
+                prtt_n_d_us: p1 + 9.0 * (os + 2.0 * p1),
+                d_us: 2.0 * p1,
+                or_us: or,
+                send_late_us: Some(f(4)),
+            }
+        }
+    }
+
+    /// The first stage proposes what the detector's medians hid; the passes
+    /// confirm it and locate it to the byte.
+    #[test]
+    fn a_switch_in_load_like_scatter_is_proposed_confirmed_and_located() {
+        use crate::model::loggp::{assess, AssessOptions};
+        let sizes: Vec<u64> = (8..=24).map(|k| k * 1024).collect();
+        let medians: Vec<_> = sizes.iter().map(|&s| Loaded::median(s)).collect();
+        let detected = assess(&medians, &AssessOptions::default())
+            .map(|a| a.changes)
+            .unwrap_or_default();
+        assert!(
+            !detected.contains(&16384),
+            "the detector found it: {detected:?}"
+        );
+        let sweep: Vec<Reading> = sizes.iter().map(|&s| Loaded::reading(s, 0)).collect();
+        let changes = drive(
+            Plan::new(&sweep, &detected, RefineOptions::default()),
+            Loaded::reading,
+        );
+        let confirmed: Vec<&Change> = changes
+            .iter()
+            .filter(|c| c.verdict == Verdict::Confirmed)
+            .collect();
+        let [c] = &confirmed[..] else {
+            panic!("{changes:?}")
+        };
+        assert_eq!(c.bytes, 16384, "{c:?}");
+        assert_eq!(c.first_bytes, Some(LOADED_SWITCH), "{c:?}");
+        // Without the first stage, nothing to confirm.
+        let detector_only = RefineOptions {
+            propose: None,
+            ..RefineOptions::default()
+        };
+        let changes = drive(Plan::new(&sweep, &detected, detector_only), Loaded::reading);
+        assert!(
+            changes.iter().all(|c| c.verdict != Verdict::Confirmed),
+            "{changes:?}"
+        );
+    }
+
+    /// The same load on one protocol: whatever the first stage proposes, the
+    /// passes do not confirm.
+    #[test]
+    fn load_like_scatter_on_one_protocol_is_not_reported() {
+        let flat = |size: u64, round: usize| {
+            let mut r = Loaded::reading(size, round);
+            let t = Loaded::truth(size.min(LOADED_SWITCH - 1));
+            let f = Loaded::factor(size, round, 0, false);
+            r.values = t.map(|v| Some(v * f));
+            r
+        };
+        for offset in 0..8 {
+            let sizes: Vec<u64> = (8 + offset..=24 + offset).map(|k| k * 1024).collect();
+            let sweep: Vec<Reading> = sizes.iter().map(|&s| flat(s, 0)).collect();
+            let changes = drive(Plan::new(&sweep, &[], RefineOptions::default()), flat);
+            assert!(
+                changes.iter().all(|c| c.verdict != Verdict::Confirmed),
+                "{changes:?}"
+            );
+        }
     }
 
     #[test]
