@@ -335,7 +335,7 @@ fn predictions_beside_measurements_and_selection() {
             "--algo",
             "linear,binomial",
             "--sizes",
-            "1,1K",
+            "1,64,1K,4K",
             "--predict",
             tcp,
         ],
@@ -343,6 +343,8 @@ fn predictions_beside_measurements_and_selection() {
     for r in results(&doc) {
         let p = &r["predicted"];
         let size = r["size"].as_f64().unwrap();
+        // Two ranks: one alpha and the message's bytes times beta.
+        assert_eq!(p["hockney_terms"], serde_json::json!([1.0, size]), "{r}");
         // Two ranks: one message, whatever the algorithm.
         assert!(close(&p["loggp_us"], 7.0 + (size - 1.0) * 0.001), "{r}");
         assert!(close(&p["hockney_us"], 7.0 + size * 0.001), "{r}");
@@ -357,11 +359,20 @@ fn predictions_beside_measurements_and_selection() {
     }
     let s = &doc["selection"];
     let rows = s["rows"].as_array().expect("a selection");
-    assert_eq!(rows.len(), 2, "{s}");
+    assert_eq!(rows.len(), 4, "{s}");
+    // Four sizes per algorithm: each gets its own Hockney fit (Huber regression),
+    // and every row a fitted choice.
+    let fits = s["fits"].as_array().expect("fits");
+    assert_eq!(fits.len(), 2, "{s}");
+    for f in fits {
+        assert_eq!(f["sizes"], 4, "{f}");
+        assert!(f["params"]["alpha_us"].as_f64().unwrap().is_finite(), "{f}");
+    }
+    assert!(s["hockney_fitted"]["mean_loss"].as_f64().is_some(), "{s}");
     for row in rows {
         assert_eq!(row["candidates"], 2, "{row}");
         assert_eq!(row["best"]["loss"], 0.0, "{row}");
-        for model in ["loggp", "hockney"] {
+        for model in ["loggp", "hockney", "hockney_fitted"] {
             let loss = row[model]["loss"].as_f64().unwrap();
             assert!(loss >= 0.0, "{row}");
             let algo = row[model]["algo"].as_str().unwrap();

@@ -214,7 +214,13 @@ fn predict(
     };
     let loggp = per_call(spec, net, calls).context("--predict: simulating")?;
     let hockney = ngauge::sim::hockney::predict_us(spec, net);
-    Ok(Predicted::new(loggp.0 as f64 * 1e-6, hockney, median_us))
+    let terms = ngauge::sim::hockney::terms(spec);
+    Ok(Predicted::new(
+        loggp.0 as f64 * 1e-6,
+        hockney,
+        terms,
+        median_us,
+    ))
 }
 
 /// One row: a transport and an implementation.
@@ -611,6 +617,8 @@ fn render_selection(out: &mut String, s: &Selection) -> std::fmt::Result {
         "loss",
         "Hockney's choice",
         "loss",
+        "fitted Hockney's choice",
+        "loss",
     ]);
     let pct = |l: f64| format!("{:.1}%", l * 100.0);
     for r in &s.rows {
@@ -623,10 +631,20 @@ fn render_selection(out: &mut String, s: &Selection) -> std::fmt::Result {
             pct(r.loggp.loss),
             r.hockney.algo.clone(),
             pct(r.hockney.loss),
+            r.hockney_fitted
+                .as_ref()
+                .map_or("-".into(), |c| c.algo.clone()),
+            r.hockney_fitted
+                .as_ref()
+                .map_or("-".into(), |c| pct(c.loss)),
         ]);
     }
     out.push_str(&table.render());
-    for (name, score) in [("LogGP", &s.loggp), ("Hockney", &s.hockney)] {
+    let mut scores = vec![("LogGP", &s.loggp), ("Hockney", &s.hockney)];
+    if let Some(f) = &s.hockney_fitted {
+        scores.push(("fitted Hockney (in-sample)", f));
+    }
+    for (name, score) in scores {
         writeln!(
             out,
             "{name}: the best in {} of {} sizes, mean loss {}, largest {}",
@@ -635,6 +653,28 @@ fn render_selection(out: &mut String, s: &Selection) -> std::fmt::Result {
             pct(score.mean_loss),
             pct(score.max_loss)
         )?;
+    }
+    if !s.fits.is_empty() {
+        writeln!(
+            out,
+            "algorithm-specific Hockney parameters (Huber regression over the measured sizes, Nuriyev sec. 5.2.2):"
+        )?;
+        for f in &s.fits {
+            writeln!(
+                out,
+                "  {} {}{}: alpha {:.3} us, beta {:.6} us/B ({} sizes)",
+                f.transport,
+                f.algo,
+                if f.segment > 0 {
+                    format!(" (segment {} B)", f.segment)
+                } else {
+                    String::new()
+                },
+                f.params.alpha_us,
+                f.params.beta_us_per_byte,
+                f.sizes
+            )?;
+        }
     }
     Ok(())
 }

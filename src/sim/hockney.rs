@@ -12,8 +12,10 @@
 //! `alpha` and `beta` are taken from the same LogGP parameters the simulator uses:
 //! one message of `m` bytes costs `o_s + L + (m-1)G + o_r` in LogGP, so
 //! `alpha = o_s + L + o_r` and `beta = G` of the range the transferred piece's size
-//! falls in ([`Hockney::of`]); the thesis fits them per algorithm by a robust
-//! regression instead (sec. 5.2), which this module does not do.
+//! falls in ([`Hockney::of`]). The thesis fits them per algorithm by a robust
+//! regression instead (sec. 5.2.2): [`terms`] gives each formula's coefficients of
+//! `alpha` and `beta`, and [`fit`] solves the system of an algorithm's measured
+//! sizes with Huber's regressor.
 
 use crate::coll::{Algorithm, CollSpec};
 use crate::sim::net::Network;
@@ -75,6 +77,55 @@ fn floor_log2(x: usize) -> f64 {
 ///
 /// `a`, `b` are [`Hockney::of`] the size of the pieces each formula moves.
 pub fn predict_us(spec: &CollSpec, net: &Network) -> f64 {
+    predict_with(spec, &|bytes| Hockney::of(net, bytes))
+}
+
+/// The formula's terms of `spec`: `[number of alpha terms, bytes times beta]`, so
+/// that one `alpha`, `beta` for every message size predicts
+/// `terms[0] alpha + terms[1] beta`. These are the unknowns' coefficients of the
+/// linear system Nuriyev's thesis solves, per algorithm, for its
+/// algorithm-specific `alpha` and `beta` (sec. 5.2.2), see [`fit`].
+pub fn terms(spec: &CollSpec) -> [f64; 2] {
+    let unit = |alpha_us, beta_us_per_byte| {
+        predict_with(spec, &|_| Hockney {
+            alpha_us,
+            beta_us_per_byte,
+        })
+    };
+    [unit(1.0, 0.0), unit(0.0, 1.0)]
+}
+
+/// Algorithm-specific Hockney parameters fitted to measured times.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
+pub struct FittedHockney {
+    /// The fitted latency, microseconds.
+    pub alpha_us: f64,
+    /// The fitted reciprocal bandwidth, microseconds per byte.
+    pub beta_us_per_byte: f64,
+}
+
+impl FittedHockney {
+    /// The prediction of a call whose formula has `terms` ([`terms`]), us.
+    pub fn predict_us(&self, terms: [f64; 2]) -> f64 {
+        terms[0] * self.alpha_us + terms[1] * self.beta_us_per_byte
+    }
+}
+
+/// Nuriyev's algorithm-specific Hockney parameters (sec. 5.2.2): the measured
+/// times `(terms, us)` of one algorithm at several sizes form a linear system in
+/// `alpha` and `beta`, solved by Huber's robust regression
+/// ([`crate::stats::huber`]). `None` when the system does not determine both (fewer
+/// than two sizes, no bytes moved, terms proportional).
+pub fn fit(points: &[([f64; 2], f64)]) -> Option<FittedHockney> {
+    let f = crate::stats::huber::fit(points)?;
+    Some(FittedHockney {
+        alpha_us: f.coef[0],
+        beta_us_per_byte: f.coef[1],
+    })
+}
+
+/// [`predict_us`] with the parameters of a message of `bytes` from `params`.
+fn predict_with(spec: &CollSpec, params: &dyn Fn(u64) -> Hockney) -> f64 {
     let p = spec.np;
     let m = spec.size_bytes;
     if p <= 1 || (m == 0 && spec.algorithm != Algorithm::BarrierDissemination) {
@@ -88,8 +139,8 @@ pub fn predict_us(spec: &CollSpec, net: &Network) -> f64 {
         spec.segment_bytes
     };
     let n_s = m.div_ceil(seg.max(1)) as f64;
-    let whole = Hockney::of(net, m as u64);
-    let piece = Hockney::of(net, seg as u64);
+    let whole = params(m as u64);
+    let piece = params(seg as u64);
     let t_seg = piece.p2p_us(seg as f64);
     match spec.algorithm {
         Algorithm::BcastLinear => (pf - 1.0) * whole.p2p_us(mf),
@@ -101,7 +152,7 @@ pub fn predict_us(spec: &CollSpec, net: &Network) -> f64 {
         }
         Algorithm::BcastBinary => 2.0 * (ceil_log2(p + 1) + n_s - 2.0) * t_seg,
         Algorithm::BcastSplitBinary => {
-            let half = Hockney::of(net, m.div_ceil(2) as u64);
+            let half = params(m.div_ceil(2) as u64);
             2.0 * (floor_log2(p) + n_s / 2.0 - 1.0) * t_seg + half.p2p_us(mf / 2.0)
         }
         Algorithm::BcastBinomial => ceil_log2(p) * n_s * t_seg,
@@ -117,9 +168,9 @@ pub fn predict_us(spec: &CollSpec, net: &Network) -> f64 {
         }
         Algorithm::AllreduceRing => {
             let block = m.div_ceil(p);
-            2.0 * (pf - 1.0) * Hockney::of(net, block as u64).p2p_us(block as f64)
+            2.0 * (pf - 1.0) * params(block as u64).p2p_us(block as f64)
         }
-        Algorithm::BarrierDissemination => ceil_log2(p) * Hockney::of(net, 1).alpha_us,
+        Algorithm::BarrierDissemination => ceil_log2(p) * params(1).alpha_us,
         Algorithm::AlltoallPairwise => (pf - 1.0) * whole.p2p_us(mf),
     }
 }
@@ -146,6 +197,44 @@ mod tests {
 
     fn close(a: f64, b: f64) {
         assert!((a - b).abs() < 1e-9, "{a} != {b}");
+    }
+
+    #[test]
+    fn terms_reproduce_the_formula_and_the_fit_recovers_its_parameters() {
+        let n = net();
+        let algos = [
+            Algorithm::BcastLinear,
+            Algorithm::BcastChain,
+            Algorithm::BcastBinomial,
+            Algorithm::BcastSplitBinary,
+            Algorithm::GatherBinomial,
+            Algorithm::AllreduceRing,
+        ];
+        for algo in algos {
+            // Sizes below the segment make alpha and beta separable for the
+            // segmented algorithms (above it every call moves 1000 B per alpha).
+            let points: Vec<([f64; 2], f64)> = [100, 500, 4000, 64000]
+                .iter()
+                .map(|&m| {
+                    let s = spec(algo, 7, m, 1000);
+                    let t = terms(&s);
+                    close(t[0] * 7.0 + t[1] * 0.001, predict_us(&s, &n));
+                    (t, predict_us(&s, &n))
+                })
+                .collect();
+            let f = fit(&points).unwrap_or_else(|| panic!("{algo:?}"));
+            assert!((f.alpha_us - 7.0).abs() < 1e-6, "{algo:?} {f:?}");
+            assert!((f.beta_us_per_byte - 0.001).abs() < 1e-9, "{algo:?} {f:?}");
+        }
+        // A barrier moves no bytes: beta is not determined.
+        let barrier: Vec<_> = [2, 4, 8]
+            .iter()
+            .map(|&p| {
+                let s = spec(Algorithm::BarrierDissemination, p, 0, 0);
+                (terms(&s), predict_us(&s, &n))
+            })
+            .collect();
+        assert_eq!(fit(&barrier), None);
     }
 
     #[test]

@@ -14,6 +14,7 @@
 //! | [`tukey`] | Tukey's outlier filter, `[Q1 - 1.5 IQR, Q3 + 1.5 IQR]` (Hunold & Carpen-Amarie, sec. 3.5) |
 //! | [`mean_ci`] | the interval of the mean from Student's t (R's `t.test`) |
 //! | [`ranksum`] | the two-sided Wilcoxon-Mann-Whitney rank-sum test with R's `wilcox.test` semantics: exact below 50 values without ties, else normal with tie and continuity correction |
+//! | [`huber`] | Huber's robust regression of a two-coefficient linear model (the algorithm-specific Hockney fits of Nuriyev's thesis, sec. 5.2.2) |
 //! | [`launches`] | Algorithm 6 of Hunold & Carpen-Amarie: per launch filter, median and mean; across launches the median of medians with its interval |
 //!
 //! Each takes a [`Sorted`] or a slice and returns a plain serde struct, like
@@ -21,6 +22,7 @@
 //!
 //! Distributions come from `statrs`; nothing here reads a clock or prints.
 
+pub mod huber;
 pub mod launches;
 pub mod mean_ci;
 pub mod median_ci;
