@@ -84,17 +84,33 @@ fn check_rows(doc: &Value, delays_us: &[f64], delayed: &[u64]) -> Vec<Value> {
             continue;
         }
         assert_eq!(row["decided"], true, "{row}");
-        for (t0, td, b) in [
-            ("t0_us", "td_us", "benefit"),
-            ("t0_median_us", "td_median_us", "benefit_median"),
+        for (t0, td, b, delay) in [
+            ("t0_us", "td_us", "benefit", "benefit_delay_us"),
+            (
+                "t0_median_us",
+                "td_median_us",
+                "benefit_median",
+                "benefit_delay_median_us",
+            ),
         ] {
-            let (t0, td, b) = (
+            let (t0, td, b, effective) = (
                 row[t0].as_f64().unwrap(),
                 row[td].as_f64().unwrap(),
                 row[b].as_f64().unwrap(),
+                row[delay].as_f64().unwrap(),
             );
             assert!(t0 > 0.0 && td > 0.0, "{row}");
-            let eq5 = (t0 + d - td) / td;
+            // Eq. (5) with the delay the calls had (measured), within the
+            // delay tolerance of the one asked for.
+            if d == 0.0 {
+                assert_eq!(effective, 0.0, "{row}");
+            } else {
+                assert!(
+                    (effective - d).abs() <= (d / 10.0).max(10.0) + 1e-6,
+                    "{row}"
+                );
+            }
+            let eq5 = (t0 + effective - td) / td;
             assert!(
                 (b - eq5).abs() <= 1e-9 * eq5.abs().max(1.0),
                 "{b} vs {eq5}: {row}"

@@ -310,10 +310,17 @@ impl LateTimes {
                 // asked for: a call kept may be off `d` by up to
                 // `delay_tolerance_ns(d)`, and that much of "hidden" delay would
                 // otherwise be credited to the collective.
-                let (d_min, d_median) = (
-                    p.min_call_effective_delay_ns()?,
-                    p.valid_effective_delay_median_ns()?,
-                );
+                // A delay of 0 repeats the baseline: no rank is held back, and
+                // what the calls' "effective delay" measures is their start skew
+                // (the clock synchronization's error), not a delay to hide.
+                let (d_min, d_median) = if p.delay_ns == 0.0 {
+                    (0.0, 0.0)
+                } else {
+                    (
+                        p.min_call_effective_delay_ns()?,
+                        p.valid_effective_delay_median_ns()?,
+                    )
+                };
                 Some(Benefit {
                     delay_ns: p.delay_ns,
                     effective_delay_min_ns: d_min,

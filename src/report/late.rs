@@ -35,7 +35,8 @@ pub struct LateRow {
     /// `t_d`: the fastest delayed call, us.
     pub td_us: Option<f64>,
     /// The effective delay of the fastest delayed call, us: the `d` of `benefit`
-    /// (eq. 5 takes the delay measured, not the one asked for).
+    /// (eq. 5 takes the delay measured, not the one asked for; 0 for the delay
+    /// 0, which repeats the baseline).
     pub benefit_delay_us: Option<f64>,
     /// `b = (t0 + d - td) / td` from the minima (Niethammer et al., eq. 5), `d`
     /// being `benefit_delay_us`.
@@ -44,8 +45,10 @@ pub struct LateRow {
     pub t0_median_us: Option<f64>,
     /// The median delayed call, us.
     pub td_median_us: Option<f64>,
-    /// `b` from the medians, with the median effective delay of the valid
-    /// delayed calls as `d`.
+    /// The median effective delay of the valid delayed calls, us: the `d` of
+    /// `benefit_median` (0 for the delay 0, which repeats the baseline).
+    pub benefit_delay_median_us: Option<f64>,
+    /// `b` from the medians, `d` being `benefit_delay_median_us`.
     pub benefit_median: Option<f64>,
     /// Valid delayed calls.
     pub valid: usize,
@@ -76,6 +79,7 @@ pub fn rows(size: usize, mode: CallMode, times: &LateTimes) -> Vec<LateRow> {
             benefit: b.map(|b| b.benefit_min),
             t0_median_us: us(times.baseline.median_ns()),
             td_median_us: us(p.median_ns()),
+            benefit_delay_median_us: b.map(|b| b.effective_delay_median_ns / 1e3),
             benefit_median: b.map(|b| b.benefit_median),
             valid: p.valid,
             invalid: p.invalid,

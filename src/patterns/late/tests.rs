@@ -62,6 +62,26 @@ fn eq_5_takes_the_effective_delay_not_the_one_asked_for() {
 }
 
 #[test]
+fn a_delay_of_0_is_the_baseline_whatever_the_start_skew() {
+    // The undelayed calls repeated as the delay 0: their "effective delays" are
+    // the start skew of the clocks (here -19 us), which eq. (5) must not credit.
+    let calls = [60_000.0, 61_000.0, 62_000.0];
+    let times = LateTimes {
+        baseline: point(0.0, &calls, &[0.0, 0.0, 0.0]),
+        points: vec![point(0.0, &calls, &[-19_000.0, -18_000.0, 3_000.0])],
+        delayed: vec![0],
+        window_ns: 1e6,
+        rounds: 1,
+    };
+    let b = times.benefits()[0].unwrap();
+    assert_eq!(
+        (b.effective_delay_min_ns, b.effective_delay_median_ns),
+        (0.0, 0.0)
+    );
+    assert_eq!((b.benefit_min, b.benefit_median), (0.0, 0.0));
+}
+
+#[test]
 fn delayed_ranks_parse_and_resolve() {
     let r = |s: &str, np: usize| s.parse::<DelayedRanks>().unwrap().resolve(np);
     assert_eq!(r("0", 4).unwrap(), vec![0]);
