@@ -26,7 +26,7 @@ use ngauge::job::{JobSpec, TransportName};
 use ngauge::launch::World;
 use ngauge::patterns::coll::{self, CollTiming, Implementation, Scheme};
 use ngauge::report::coll::{self as doc, CollDoc, CollRecord, CollWarning, Point, RootChoice};
-use ngauge::report::coll_predict::{select, Predicted, Selection};
+use ngauge::report::coll_predict::{self, select, Predicted, Selection};
 use ngauge::report::jsonl::JsonlWriter;
 use ngauge::report::progress::Progress;
 use ngauge::report::table::Table;
@@ -439,7 +439,18 @@ fn run_rank(
         warnings.extend(p.warnings.iter().cloned().map(CollWarning::Params));
     }
     let comparison = doc::compare(&records);
-    let selection = select(&records);
+    let points: Vec<coll_predict::Point> = records
+        .iter()
+        .map(|r| coll_predict::Point {
+            transport: r.transport,
+            algo: r.algo.clone(),
+            segment: r.segment,
+            size: r.size,
+            median_us: r.runtime_us.map(|t| t.median),
+            predicted: r.predicted,
+        })
+        .collect();
+    let selection = select(&points);
     if let Some(path) = &args.plot {
         let title = format!("{} on {np} ranks, {} scheme", args.op, args.scheme.as_str());
         let svg = doc::plot_svg(&records, &title).map_err(|e| anyhow::anyhow!("plot: {e}"))?;

@@ -12,7 +12,24 @@
 use crate::job::TransportName;
 use serde::Serialize;
 
-use super::coll::CollRecord;
+/// One measured point as the selection sees it: a `coll` record's identity, its
+/// measured median and its predictions (kept apart from the record type so that
+/// the record can carry [`Predicted`] without an import circle).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Point {
+    /// The transport.
+    pub transport: TransportName,
+    /// The algorithm.
+    pub algo: String,
+    /// Its segment size, bytes (0: none).
+    pub segment: usize,
+    /// Bytes per rank.
+    pub size: usize,
+    /// The measured median run-time, us (`None`: no valid call).
+    pub median_us: Option<f64>,
+    /// The models' times (`None`: not predicted).
+    pub predicted: Option<Predicted>,
+}
 
 /// The models' times of one measured point.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
@@ -143,7 +160,7 @@ pub const MIN_FIT_SIZES: usize = 4;
 /// the selection use the same run's medians, so the fitted model's score is an
 /// in-sample one: it says how well Hockney's formula *can* rank the algorithms
 /// with the best per-algorithm parameters, an upper bound on that approach.
-fn fits(records: &[CollRecord]) -> Vec<AlgorithmFit> {
+fn fits(records: &[Point]) -> Vec<AlgorithmFit> {
     let mut keys: Vec<(TransportName, &str, usize)> = Vec::new();
     for r in records {
         let key = (r.transport, r.algo.as_str(), r.segment);
@@ -156,7 +173,7 @@ fn fits(records: &[CollRecord]) -> Vec<AlgorithmFit> {
             let points: Vec<([f64; 2], f64)> = records
                 .iter()
                 .filter(|r| r.transport == transport && r.algo == algo && r.segment == segment)
-                .filter_map(|r| Some((r.predicted?.hockney_terms, r.runtime_us?.median)))
+                .filter_map(|r| Some((r.predicted?.hockney_terms, r.median_us?)))
                 .collect();
             if points.len() < MIN_FIT_SIZES {
                 return None;
@@ -174,7 +191,7 @@ fn fits(records: &[CollRecord]) -> Vec<AlgorithmFit> {
 
 /// The selection of `records` (those with a measured median and a prediction);
 /// `None` when no transport and size has two such algorithms.
-pub fn select(records: &[CollRecord]) -> Option<Selection> {
+pub fn select(records: &[Point]) -> Option<Selection> {
     let mut keys: Vec<(TransportName, usize)> = Vec::new();
     for r in records {
         if r.predicted.is_some() && !keys.contains(&(r.transport, r.size)) {
@@ -182,28 +199,28 @@ pub fn select(records: &[CollRecord]) -> Option<Selection> {
         }
     }
     let fits = fits(records);
-    let fitted_us = |r: &CollRecord, p: &Predicted| {
+    let fitted_us = |r: &Point, p: &Predicted| {
         fits.iter()
             .find(|f| f.transport == r.transport && f.algo == r.algo && f.segment == r.segment)
             .map(|f| f.params.predict_us(p.hockney_terms))
     };
     let mut rows = Vec::new();
     for (transport, size) in keys {
-        let here: Vec<(&CollRecord, f64, Predicted)> = records
+        let here: Vec<(&Point, f64, Predicted)> = records
             .iter()
             .filter(|r| r.transport == transport && r.size == size)
-            .filter_map(|r| Some((r, r.runtime_us?.median, r.predicted?)))
+            .filter_map(|r| Some((r, r.median_us?, r.predicted?)))
             .collect();
         if here.len() < 2 {
             continue;
         }
-        let argmin = |key: &dyn Fn(&(&CollRecord, f64, Predicted)) -> f64| {
+        let argmin = |key: &dyn Fn(&(&Point, f64, Predicted)) -> f64| {
             here.iter()
                 .min_by(|a, b| key(a).total_cmp(&key(b)))
                 .expect("two candidates")
         };
         let best = argmin(&|c| c.1);
-        let choice = |c: &(&CollRecord, f64, Predicted)| Choice {
+        let choice = |c: &(&Point, f64, Predicted)| Choice {
             algo: c.0.algo.clone(),
             median_us: c.1,
             loss: if best.1 > 0.0 {
@@ -256,44 +273,20 @@ pub fn select(records: &[CollRecord]) -> Option<Selection> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::patterns::coll::Scheme;
-    use crate::report::coll::{RootChoice, Runtime};
-    use ngauge_transport::WaitMode;
 
-    fn record(algo: &str, size: usize, median: f64, loggp: f64, hockney: f64) -> CollRecord {
-        CollRecord {
+    fn record(algo: &str, size: usize, median: f64, loggp: f64, hockney: f64) -> Point {
+        Point {
             transport: TransportName::Tcp,
-            wait: WaitMode::Block,
-            op: "bcast".into(),
             algo: algo.into(),
-            mpi_algo: None,
             segment: 0,
             size,
-            np: 4,
-            scheme: Scheme::Window,
-            root: RootChoice::Rank(0),
-            valid: 10,
-            invalid: 0,
-            started_late: 0,
-            overran: 0,
-            outliers: 0,
-            rounds: 1,
-            window_us: None,
-            calls_per_loop: None,
-            runtime_us: Some(Runtime {
-                min: median,
-                median,
-                mean: median,
-                ci95: None,
-                max: median,
-            }),
+            median_us: Some(median),
             predicted: Some(Predicted::new(
                 loggp,
                 hockney,
                 [1.0, size as f64],
                 Some(median),
             )),
-            ranks: None,
         }
     }
 
@@ -347,7 +340,7 @@ mod tests {
 
     /// A record whose Hockney terms are those of a formula `n` alphas and `n m`
     /// bytes, measuring `median`.
-    fn shaped(algo: &str, size: usize, n: f64, median: f64) -> CollRecord {
+    fn shaped(algo: &str, size: usize, n: f64, median: f64) -> Point {
         let mut r = record(algo, size, median, 1.0, 1.0);
         r.predicted = Some(Predicted::new(1.0, 1.0, [n, n * size as f64], Some(median)));
         r
@@ -408,7 +401,7 @@ mod tests {
         let mut a = record("linear", 1, 40.0, 10.0, 30.0);
         let mut b = record("binomial", 1, 50.0, 12.0, 20.0);
         a.predicted = None;
-        b.runtime_us = None;
+        b.median_us = None;
         assert_eq!(select(&[a, b]), None);
     }
 }
