@@ -97,7 +97,8 @@ pub fn refused_job_flags(matches: &clap::ArgMatches) -> Option<String> {
         .collect();
     (!flags.is_empty()).then(|| {
         format!(
-            "{}: `ngauge run` takes transports, ranks and their setup from each experiment              of the suite (its `job` table and `np`); edit the suite file instead",
+            "{}: `ngauge run` takes transports, ranks and their setup from each experiment \
+             of the suite (its `job` table and `np`); edit the suite file instead",
             flags.join(", ")
         )
     })

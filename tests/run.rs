@@ -527,6 +527,7 @@ fn job_flags_given_to_run_are_refused_not_ignored() {
             stderr.starts_with(&format!("ngauge: error: {flag}: `ngauge run` takes")),
             "{stderr}"
         );
+        assert!(!stderr.contains("  "), "one line, single-spaced: {stderr}");
         assert!(!tmp.path().join("never").exists(), "nothing ran");
     }
     // The same flags elsewhere, and --json with run, are fine.

@@ -179,20 +179,11 @@ fn predict_with(spec: &CollSpec, params: &dyn Fn(u64) -> Hockney) -> f64 {
 mod tests {
     use super::*;
     use crate::sim::net::LogGp;
+    use crate::sim::tests_engine::spec;
 
     /// a = o_s + L + o_r = 1 + 5 + 1 = 7 us, b = 0.001 us/B.
     fn net() -> Network {
         Network::new(vec![(1, LogGp::from_us(5.0, 1.0, 1.0, 2.0, 0.001, false))]).unwrap()
-    }
-
-    fn spec(algorithm: Algorithm, np: usize, size: usize, segment: usize) -> CollSpec {
-        CollSpec {
-            algorithm,
-            np,
-            size_bytes: size,
-            segment_bytes: segment,
-            root: 0,
-        }
     }
 
     fn close(a: f64, b: f64) {

@@ -38,7 +38,8 @@ fn parameter_sets() -> Vec<LogGp> {
     ]
 }
 
-fn spec(algorithm: Algorithm, np: usize, size: usize, segment: usize) -> CollSpec {
+/// A collective of `np` ranks rooted at 0 (also the Hockney tests' spec).
+pub(crate) fn spec(algorithm: Algorithm, np: usize, size: usize, segment: usize) -> CollSpec {
     CollSpec {
         algorithm,
         np,
