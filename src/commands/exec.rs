@@ -25,11 +25,7 @@ pub fn run(global: &GlobalArgs, args: &ExecArgs) -> anyhow::Result<()> {
             },
         ),
         Kind::Sync(s) => super::sync::run_spec(&g, s),
+        Kind::Coll(s) => super::coll::run_spec(&g, s, None),
         Kind::Simulate(s) => super::simulate::run_spec(&g, s, None),
-        Kind::Pending { command, .. } => Err(UsageError(format!(
-            "{}: the command `{command}` is not in this version of ngauge yet",
-            path.display()
-        ))
-        .into()),
     }
 }
