@@ -31,12 +31,11 @@ pub fn run_spec(global: &GlobalArgs, args: &TimerSpec) -> anyhow::Result<()> {
             measured_on_core = Some(cpu as usize);
         }
     }
-    let (mut facts, _clock, samples) =
-        TimerFacts::measure_with_samples(
-            Duration::from_millis(100),
-            args.reads as usize,
-            args.samples,
-        );
+    let (mut facts, _clock, samples) = TimerFacts::measure_with_samples(
+        Duration::from_millis(100),
+        args.reads as usize,
+        args.samples,
+    );
     facts.pinned_core = pinned_at_start;
     facts.warnings.retain(|w| *w != Warning::Unpinned);
     if pinned_at_start.is_none() {

@@ -137,7 +137,12 @@ impl CollCmdSpec {
         for name in names {
             let these = match name {
                 "mpi" => vec![CollImpl::Mpi],
-                "all" => self.op.algorithms().into_iter().map(CollImpl::Ours).collect(),
+                "all" => self
+                    .op
+                    .algorithms()
+                    .into_iter()
+                    .map(CollImpl::Ours)
+                    .collect(),
                 _ => vec![Algorithm::parse(self.op, name)
                     .map(CollImpl::Ours)
                     .map_err(|e| SpecError::new("algo", e.to_string()))?],
@@ -334,7 +339,10 @@ mod tests {
     fn defaults_are_the_commands_and_every_flag_has_a_field() {
         let s: CollCmdSpec = serde_json::from_str("{}").unwrap();
         assert_eq!(s, CollCmdSpec::default());
-        assert_eq!((s.op, s.scheme, s.reps, s.warmup), (Collective::Bcast, Scheme::Window, 100, 10));
+        assert_eq!(
+            (s.op, s.scheme, s.reps, s.warmup),
+            (Collective::Bcast, Scheme::Window, 100, 10)
+        );
         assert_eq!(s.sizes.0.first().copied(), Some(1));
         assert_eq!(s.sizes.0.last().copied(), Some(64 * 1024));
         let s: CollCmdSpec = serde_json::from_str(
@@ -349,7 +357,10 @@ mod tests {
         assert_eq!((s.scheme, s.reps, s.max_rounds), (Scheme::Loop, 7, 3));
         assert_eq!(s.sizes.0, [1, 1024]);
         let o = s.sync_options();
-        assert_eq!((o.algorithm, o.fitpoints, o.exchanges), (sync::Algorithm::Jk, 50, 5));
+        assert_eq!(
+            (o.algorithm, o.fitpoints, o.exchanges),
+            (sync::Algorithm::Jk, 50, 5)
+        );
         assert_eq!(
             s.implementations(Algorithm::BcastBinomial).unwrap(),
             [
@@ -385,7 +396,10 @@ mod tests {
                 .field
         };
         assert_eq!(field(r#"{"algo": ["ring"]}"#), "algo");
-        assert_eq!(field(r#"{"op": "allreduce", "algo": ["ring", "pigeon"]}"#), "algo");
+        assert_eq!(
+            field(r#"{"op": "allreduce", "algo": ["ring", "pigeon"]}"#),
+            "algo"
+        );
         assert_eq!(field(r#"{"reps": 0}"#), "reps");
         assert_eq!(field(r#"{"max_rounds": 1001}"#), "max_rounds");
         assert_eq!(field(r#"{"sizes": "0,1"}"#), "sizes");
@@ -393,9 +407,10 @@ mod tests {
         assert_eq!(field(r#"{"segment": "2G"}"#), "segment");
         assert_eq!(field(r#"{"fitpoints": 1}"#), "sync");
         // A barrier has no sizes to check; the loop scheme no sync.
-        let ok: CollCmdSpec =
-            serde_json::from_str(r#"{"op": "barrier", "sizes": "0,1", "scheme": "loop", "fitpoints": 1}"#)
-                .unwrap();
+        let ok: CollCmdSpec = serde_json::from_str(
+            r#"{"op": "barrier", "sizes": "0,1", "scheme": "loop", "fitpoints": 1}"#,
+        )
+        .unwrap();
         assert!(ok.validate().is_ok());
 
         let job = |json: &str, t: &[TransportName], np| {
@@ -410,9 +425,20 @@ mod tests {
         assert_eq!(job(r#"{"algo": ["mpi"]}"#, &tcp, 2), Err("algo"));
         let mpi = [TransportName::Mpi];
         assert_eq!(
-            job(r#"{"op": "allreduce", "algo": ["mpi"], "sizes": "4,8"}"#, &mpi, 2),
+            job(
+                r#"{"op": "allreduce", "algo": ["mpi"], "sizes": "4,8"}"#,
+                &mpi,
+                2
+            ),
             Err("sizes")
         );
-        assert_eq!(job(r#"{"op": "allreduce", "algo": ["mpi"], "sizes": "8,16"}"#, &mpi, 2), Ok(()));
+        assert_eq!(
+            job(
+                r#"{"op": "allreduce", "algo": ["mpi"], "sizes": "8,16"}"#,
+                &mpi,
+                2
+            ),
+            Ok(())
+        );
     }
 }

@@ -669,13 +669,19 @@ sync = { sync = "jk", check_after_s = [0.0] }
         assert_eq!(spec.scheme, crate::patterns::coll::Scheme::Barrier);
         assert_eq!(spec.sizes.0, [1, 1024]);
         assert_eq!(spec.sync_options().fitpoints, 50);
-        assert!(!spec.samples, "ngauge run sets it in the run directory's spec");
+        assert!(
+            !spec.samples,
+            "ngauge run sets it in the run directory's spec"
+        );
         let back: Experiment = serde_json::from_str(&serde_json::to_string(e).unwrap()).unwrap();
         assert_eq!(&back, e);
 
         // Unknown key, wrong type, bad value, bad algorithm, a root the job lacks.
         let e = err(&COLL.replace("reps = 20", "repz = 20"));
-        assert_eq!((e.key.as_str(), e.position), ("experiment[0].coll.repz", Some((11, 1))));
+        assert_eq!(
+            (e.key.as_str(), e.position),
+            ("experiment[0].coll.repz", Some((11, 1)))
+        );
         let e = err(&COLL.replace("reps = 20", "reps = \"many\""));
         assert_eq!(e.key, "experiment[0].coll.reps");
         assert_eq!(e.position.map(|p| p.0), Some(11), "{e}");
@@ -683,10 +689,16 @@ sync = { sync = "jk", check_after_s = [0.0] }
         assert_eq!(e.key, "experiment[0].coll.scheme");
         assert!(e.message.contains("unknown timing scheme `fast`"), "{e}");
         let e = err(&COLL.replace("\"chain\"", "\"ring\""));
-        assert_eq!((e.key.as_str(), e.position.map(|p| p.0)), ("experiment[0].coll.algo", Some(6)));
+        assert_eq!(
+            (e.key.as_str(), e.position.map(|p| p.0)),
+            ("experiment[0].coll.algo", Some(6))
+        );
         assert!(e.message.contains("ring"), "{e}");
         let e = err(&COLL.replace("reps = 20", "reps = 0"));
-        assert_eq!((e.key.as_str(), e.position), ("experiment[0].coll.reps", Some((11, 1))));
+        assert_eq!(
+            (e.key.as_str(), e.position),
+            ("experiment[0].coll.reps", Some((11, 1)))
+        );
         let e = err(&COLL.replace("\"rotate\"", "4"));
         assert_eq!(e.key, "experiment[0].coll.root");
         assert!(e.message.contains("not a rank of a job of 4 ranks"), "{e}");
@@ -694,7 +706,10 @@ sync = { sync = "jk", check_after_s = [0.0] }
         assert_eq!(e.key, "experiment[0].coll.algo");
         assert!(e.message.contains("MPI transport"), "{e}");
         let e = err(&COLL.replace("sizes = \"1,1K\"", "sizes = \"1-2x\""));
-        assert_eq!((e.key.as_str(), e.position.map(|p| p.0)), ("experiment[0].coll.sizes", Some(10)));
+        assert_eq!(
+            (e.key.as_str(), e.position.map(|p| p.0)),
+            ("experiment[0].coll.sizes", Some(10))
+        );
         let e = err(&COLL.replace("reps = 20", "predict = \"/nonexistent/params.json\""));
         assert_eq!(e.key, "experiment[0].coll.predict");
         assert!(e.message.contains("cannot read"), "{e}");
@@ -763,7 +778,6 @@ sync = { sync = "jk", check_after_s = [0.0] }
 
         let e = err("[[experiment]]\nname = \"a\"\ntimer = {}\nsync = {}\n");
         assert!(e.message.contains("timer and sync"), "{e}");
-
 
         let e = err("seed = 1\n");
         assert_eq!(e.key, "experiment");
