@@ -416,6 +416,96 @@ fn coll_and_sync_experiments_record_their_repetitions() {
         .contains("bcast/tcp/bcast/linear,runtime_us,1024,2,"));
 }
 
+/// The processes whose command line names `needle` (the runs of one directory).
+fn processes_naming(needle: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().filter_map(Result::ok) {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(needle) {
+            out.push(format!(
+                "{}: {cmdline}",
+                entry.file_name().to_string_lossy()
+            ));
+        }
+    }
+    out
+}
+
+/// A runner killed with SIGKILL cannot stop its run: the run's processes die
+/// with it (the kernel's parent-death signal), so none keeps measuring beside a
+/// resumed suite, and `--resume` runs what was not done.
+#[test]
+fn a_run_dies_with_a_runner_killed_by_sigkill_and_resume_finishes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = tmp.path().join("s.toml");
+    std::fs::write(
+        &suite,
+        "seed = 2\nlaunches = 2\n\
+         [[experiment]]\nname = \"a\"\npingpong = { sizes = \"1-1K\", reps = 20000, warmup = 10 }\n",
+    )
+    .unwrap();
+    let dir = tmp.path().join("out");
+    let mut child = ngauge()
+        .arg("run")
+        .arg(&suite)
+        .arg("--output")
+        .arg(&dir)
+        .spawn()
+        .unwrap();
+    let began = Instant::now();
+    let partial = dir.join("runs/a/launch-0.json.partial");
+    while !partial.exists() && !dir.join("runs/a/launch-0.json").exists() {
+        assert!(began.elapsed() < Duration::from_secs(60), "no run started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let needle = dir.join("runs").display().to_string();
+    // The run's launcher and its two ranks.
+    while processes_naming(&needle).len() < 3 {
+        assert!(
+            began.elapsed() < Duration::from_secs(60),
+            "no ranks started"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let killed = Instant::now();
+    loop {
+        let left = processes_naming(&needle);
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            killed.elapsed() < Duration::from_secs(3),
+            "the run outlived its runner: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!dir.join("runs/a/launch-1.json").exists());
+
+    let out = run(
+        ngauge().arg("run").arg("--resume").arg(&dir).arg("--json"),
+        300,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (doc["done"].as_u64(), doc["left"].as_u64()),
+        (Some(2), Some(0)),
+        "{doc}"
+    );
+    assert!(
+        dir.join("runs/a/launch-0.json").is_file() && dir.join("runs/a/launch-1.json").is_file()
+    );
+}
+
 #[test]
 fn an_interrupted_suite_keeps_its_finished_runs_and_resume_runs_only_the_rest() {
     let tmp = tempfile::tempdir().unwrap();

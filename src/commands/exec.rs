@@ -7,6 +7,7 @@ use crate::cli::{ExecArgs, GlobalArgs};
 use ngauge::suite::file::{Experiment, Kind};
 
 pub fn run(global: &GlobalArgs, args: &ExecArgs) -> anyhow::Result<()> {
+    ngauge::suite::runner::die_with_runner();
     let path = &args.spec;
     let text = std::fs::read_to_string(path)
         .map_err(|e| UsageError(format!("{}: {e}", path.display())))?;
