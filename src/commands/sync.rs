@@ -173,7 +173,7 @@ fn run_rank(
         }),
         ranks,
         reps: args.reps,
-        samples: args.samples.then(|| SyncSamples {
+        samples: args.samples.then_some(SyncSamples {
             duration_us: durations_us,
             max_abs_residual_ns: worst_residuals_ns,
         }),
