@@ -95,6 +95,9 @@ crate::names::named_enum! {
         Disturbed = "disturbed",
         /// The interval of the step holds both zero and the floor.
         Spread = "spread",
+        /// The slopes change, but a side of the boundary bends: a change lies
+        /// nearby, not at this boundary.
+        Bent = "bent",
     }
 }
 
@@ -289,6 +292,21 @@ fn common_slope(left: &[(f64, f64)], right: &[(f64, f64)]) -> f64 {
     }
 }
 
+/// Signed distances of a side's inner points from the chord of its first and last
+/// points, `(size, us)`, in ascending size; empty with fewer than three sizes.
+pub fn chord_deviations(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    let mut p = points.to_vec();
+    p.sort_by(|a, b| a.0.total_cmp(&b.0));
+    if p.len() < 3 || p[p.len() - 1].0 <= p[0].0 {
+        return Vec::new();
+    }
+    let (a, z) = (p[0], p[p.len() - 1]);
+    p[1..p.len() - 1]
+        .iter()
+        .map(|&(x, y)| (x, y - (a.1 + (z.1 - a.1) * (x - a.0) / (z.0 - a.0))))
+        .collect()
+}
+
 /// The two sides' own lines in one pass, for a slope-only change.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PassSlopes {
@@ -409,6 +427,17 @@ pub struct SlopeEvidence {
     pub relative_change: Judged,
     /// Median over the passes of where the two lines cross, bytes.
     pub crossing_bytes: Option<f64>,
+    /// How far a side bends: the largest median over the passes of an inner
+    /// point's distance from its side's chord ([`chord_deviations`]), us.
+    pub bend_us: f64,
+    /// How far the change of the median slopes bends the curve over one sweep
+    /// step (`|b_right - b_left|` times the mean spacing of the sizes), us.
+    pub kink_us: f64,
+    /// The passes agreed on a change of slope, but an inner point of a side lies
+    /// off its chord in every pass's order (its interval excludes zero) by at
+    /// least half the kink and half the step floor ([`STEP_FLOOR`]): no verdict
+    /// for a slope-only change here (undecided).
+    pub bent: bool,
 }
 
 /// Which passes are clean: none of their readings disturbed.
@@ -499,12 +528,68 @@ pub fn slopes(
             };
             let crossings: Vec<f64> = per_pass.iter().filter_map(|s| s.crossing_bytes).collect();
             let values: Vec<f64> = per_pass.iter().map(|s| s.relative_change).collect();
+            let mut relative_change = judge(&values, opts.kink_floor, opts.level);
+            // Two straight lines that meet is what a slope-only change is. A side
+            // whose inner points lie off its chord, the same way in every pass, by
+            // half of what the kink bends the curve over one sweep step and by half
+            // a protocol's smallest step, is no line:
+            // a step inside it (a switch one sweep size off the candidate, MPICH
+            // 2026-11-24: the step at 8256 B inside the left side 7168..9216 made
+            // its slope 50 times the right one's) steepens its fit like a kink.
+            let mut xs: Vec<f64> = left.iter().chain(right).map(|&s| s as f64).collect();
+            xs.sort_by(f64::total_cmp);
+            let spacing = (xs[xs.len() - 1] - xs[0]) / (xs.len().max(2) - 1) as f64;
+            let kink = (med(|s| s.right_per_byte_us) - med(|s| s.left_per_byte_us)).abs() * spacing;
+            // A step of a protocol is at least the step floor; hidden at a side's end
+            // it moves the side's inner points off the chord by half of it or more.
+            let values_here: Vec<f64> = passes
+                .iter()
+                .flat_map(|p| side(p, left, k).into_iter().chain(side(p, right, k)))
+                .map(|v| v.1)
+                .collect();
+            let level = median(&values_here).unwrap_or(0.0).abs();
+            let hidden_step = (opts.step_floor * level).max(opts.step_floor_us) / 2.0;
+            let mut bend = 0.0f64;
+            let mut bent = false;
+            for sizes in [left, right] {
+                let per_pass: Vec<Vec<(f64, f64)>> = passes
+                    .iter()
+                    .map(|p| chord_deviations(&side(p, sizes, k)))
+                    .collect();
+                let inner: Vec<f64> = per_pass.iter().flatten().map(|d| d.0).collect();
+                let mut inner = inner;
+                inner.sort_by(f64::total_cmp);
+                inner.dedup();
+                for x in inner {
+                    let ds: Vec<f64> = per_pass
+                        .iter()
+                        .flatten()
+                        .filter(|d| d.0 == x)
+                        .map(|d| d.1)
+                        .collect();
+                    let sorted = crate::stats::sorted(&ds);
+                    let Some(m) = median(&sorted) else { continue };
+                    bend = bend.max(m.abs());
+                    let consistent = median_interval(&sorted, opts.level)
+                        .ok()
+                        .flatten()
+                        .is_some_and(|ci| ci.lo > 0.0 || ci.hi < 0.0);
+                    bent |= consistent && m.abs() >= (0.5 * kink).max(hidden_step);
+                }
+            }
+            let bent = bent && relative_change.verdict == Verdict::Confirmed;
+            if bent {
+                relative_change.verdict = Verdict::Undecided;
+            }
             Some(SlopeEvidence {
                 series: SERIES[k],
                 left_per_byte_us: med(|s| s.left_per_byte_us),
                 right_per_byte_us: med(|s| s.right_per_byte_us),
-                relative_change: judge(&values, opts.kink_floor, opts.level),
+                relative_change,
                 crossing_bytes: median(&crossings),
+                bend_us: bend,
+                kink_us: kink,
+                bent,
             })
         })
         .collect()
@@ -699,6 +784,40 @@ mod tests {
         assert!((s.relative_change + 0.75).abs() < 1e-9, "{s:?}");
         assert!((s.crossing_bytes.unwrap() - 20001.0).abs() < 1e-6, "{s:?}");
         assert_eq!(pass_slopes(&left[..1], &right), None);
+    }
+
+    /// MPICH, 2026-11-24: a disturbed sweep put the candidate at 10240 B while the
+    /// switch is at 8256 B, so the left side 7168, 8192, 9216 held the step. Fitted
+    /// with a line, that side is 50 times steeper than the right: the passes agreed
+    /// on a slope-only change. A side that bends is no line: undecided.
+    #[test]
+    fn a_step_inside_a_side_is_no_change_of_slope() {
+        let (left, right) = ([7168u64, 8192, 9216], [10240u64, 11264, 12288]);
+        let value = |s: u64| if s >= 8256 { 8.8 } else { 6.2 } + 0.00005 * s as f64;
+        let kinked = |s: u64| 10.0 + 0.0008 * s as f64 - 0.0006 * (s as f64 - 9728.0).max(0.0);
+        let opts = JudgeOptions::default();
+        for (truth, bent) in [(&value as &dyn Fn(u64) -> f64, true), (&kinked, false)] {
+            let passes: Vec<Vec<Reading>> = (0..6)
+                .map(|i| {
+                    let wobble = 0.01 * (i as f64 - 2.5);
+                    left.iter()
+                        .chain(&right)
+                        .map(|&s| reading(s, truth(s) + wobble, truth(s) + wobble))
+                        .collect()
+                })
+                .collect();
+            let ev = slopes(&clean(&passes), &left, &right, &opts);
+            assert_eq!(ev.len(), 2);
+            for e in &ev {
+                assert_eq!(e.bent, bent, "{e:?}");
+                let want = if bent {
+                    Verdict::Undecided
+                } else {
+                    Verdict::Confirmed
+                };
+                assert_eq!(e.relative_change.verdict, want, "{e:?}");
+            }
+        }
     }
 
     #[test]

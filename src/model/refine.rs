@@ -428,6 +428,10 @@ fn judge_candidate(c: &mut Candidate, opts: &RefineOptions) {
                 c.kind = ChangeKind::Slope;
                 c.change.kind = ChangeKind::Slope;
                 (ev, sl, Verdict::Confirmed)
+            } else if sl.iter().any(|e| e.bent) {
+                // Something changes nearby, neither a step here nor two lines
+                // meeting: undecided, and more passes would not straighten a side.
+                (ev, sl, Verdict::Undecided)
             } else {
                 (ev, Vec::new(), v)
             }
@@ -438,14 +442,19 @@ fn judge_candidate(c: &mut Candidate, opts: &RefineOptions) {
             (Vec::new(), ev, v)
         }
     };
-    if verdict == Verdict::Undecided && total < opts.max_passes {
+    let bent = slopes.iter().any(|e| e.bent);
+    if verdict == Verdict::Undecided && total < opts.max_passes && !bent {
         c.stage = Stage::Confirming {
             target: target + opts.passes,
         };
         return;
     }
     c.change.verdict = verdict;
-    c.change.undecided = (verdict == Verdict::Undecided).then_some(Undecided::Spread);
+    c.change.undecided = (verdict == Verdict::Undecided).then_some(if bent {
+        Undecided::Bent
+    } else {
+        Undecided::Spread
+    });
     c.change.shown_by = steps
         .iter()
         .filter(|e| e.step_us.verdict == Verdict::Confirmed)

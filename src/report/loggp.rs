@@ -283,6 +283,12 @@ impl std::fmt::Display for LoggpWarning {
                     "cannot decide whether the protocol changes between {last_old_bytes} and \
                      {bytes} bytes: the confirmation passes disagree"
                 ),
+                Undecided::Bent => write!(
+                    f,
+                    "cannot decide whether the protocol changes between {last_old_bytes} and \
+                     {bytes} bytes: the curve bends beside them, a change may lie one sweep \
+                     size off (a finer sweep step tells)"
+                ),
             },
             LoggpWarning::Model(w) => w.fmt(f),
         }
