@@ -102,7 +102,13 @@ fn build_selftest() -> PathBuf {
     // target/<profile>/deps/verbs_vm-<hash>
     let profile_dir = exe.parent().and_then(Path::parent).unwrap();
     let target_dir = profile_dir.parent().unwrap();
-    let release = profile_dir.file_name().is_some_and(|n| n == "release");
+    // The profile that built this test, from its directory: `debug` is `dev`'s,
+    // every other directory is named after its profile (`release`, `ci`).
+    let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+        Some("debug") => "dev",
+        Some(name) => name,
+        None => panic!("no profile directory above {}", exe.display()),
+    };
     let mut cmd = Command::new(env!("CARGO"));
     cmd.args([
         "build",
@@ -112,12 +118,10 @@ fn build_selftest() -> PathBuf {
         "--features",
         "rdma",
     ])
-    .args(["--example", "verbs_selftest", "--target-dir"])
+    .args(["--example", "verbs_selftest", "--profile", profile])
+    .arg("--target-dir")
     .arg(target_dir)
     .current_dir(env!("CARGO_MANIFEST_DIR"));
-    if release {
-        cmd.arg("--release");
-    }
     let status = cmd.status().unwrap();
     assert!(status.success(), "building verbs_selftest failed: {status}");
     let bin = profile_dir.join("examples/verbs_selftest");
