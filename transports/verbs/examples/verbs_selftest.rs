@@ -340,6 +340,9 @@ fn main() {
                             ngauge_verbs::open(&mut control, &opts).map(|_| ())
                         })
                     })
+                    // every rank runs before any is joined (open is collective)
+                    .collect::<Vec<_>>()
+                    .into_iter()
                     .map(|h| h.join().expect("rank thread"))
                     .collect();
                 let refused = results.iter().all(|r| {

@@ -11,7 +11,6 @@ use ngauge_transport::{Rank, TransportError};
 use rdma_sys::*;
 use std::ffi::CStr;
 use std::os::raw::c_int;
-use std::time::Instant;
 
 impl VerbsTransport {
     /// Polls the CQ once, handles what it found; returns the number of completions.
@@ -44,7 +43,6 @@ impl VerbsTransport {
         }
         let mut touched = [0 as Rank; BATCH];
         let mut touched_n = 0;
-        let now = Instant::now();
         // Every completion of the batch is handled, whatever happens to one of them:
         // a failure breaks that peer's connection, never the loop (the batch has
         // been dequeued; dropping part of it would leave queue space and requests
@@ -53,7 +51,8 @@ impl VerbsTransport {
             // SAFETY: ibv_poll_cq wrote the first `n` entries.
             let wc = unsafe { wc.assume_init_ref() };
             if let Some(peer) = self.complete(wc) {
-                self.last_progress[peer] = now;
+                // timed by the wait when it next reads the clock
+                self.progressed[peer] = true;
                 if !touched[..touched_n].contains(&peer) {
                     touched[touched_n] = peer;
                     touched_n += 1;
@@ -129,7 +128,7 @@ impl VerbsTransport {
                 found += 1;
             }
             if found > before {
-                self.last_progress[peer] = Instant::now();
+                self.progressed[peer] = true;
                 self.pump(peer);
             } else if !self.peers[peer].queued_sends.is_empty() {
                 // sends held back for ring room: the peer's credit word may

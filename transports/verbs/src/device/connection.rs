@@ -320,6 +320,7 @@ fn prepare(
         local,
         peers,
         last_progress: vec![Instant::now(); size],
+        progressed: vec![false; size],
         requests: HashMap::new(),
         next_request: 0,
         device: o.name.clone(),

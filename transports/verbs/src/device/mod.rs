@@ -162,6 +162,9 @@ pub struct VerbsTransport {
     peers: Vec<Peer>,
     /// Per peer: when a completion concerning it was last handled.
     last_progress: Vec<Instant>,
+    /// Per peer: a completion concerning it was handled since a wait last read
+    /// the clock (which then sets `last_progress`).
+    progressed: Vec<bool>,
     requests: HashMap<u64, Request>,
     next_request: u64,
     device: String,
