@@ -161,7 +161,7 @@ impl Registered {
     /// Reads the little-endian u64 at `offset` (8-aligned) with a volatile load: a
     /// word the peer RDMA-writes at any time (the credit word of a ring).
     pub(super) fn poll_u64(&self, offset: usize) -> u64 {
-        assert!(offset % 8 == 0 && offset + 8 <= self.layout.size());
+        assert!(offset.is_multiple_of(8) && offset + 8 <= self.layout.size());
         // SAFETY: in bounds and aligned (asserted; the allocation is page-aligned);
         // an aligned 8-byte load is single-copy atomic on the targets verbs runs on,
         // and any value is a valid u64.
