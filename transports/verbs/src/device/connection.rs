@@ -14,7 +14,6 @@ use crate::wire::{self, Endpoint, QpAddr, VerbsOp};
 use crate::VerbsOptions;
 use ngauge_transport::{Control, Rank, TransportError, WaitMode};
 use rdma_sys::*;
-use std::collections::HashMap;
 use std::os::raw::c_int;
 use std::time::Instant;
 
@@ -321,7 +320,7 @@ fn prepare(
         peers,
         last_progress: vec![Instant::now(); size],
         progressed: vec![false; size],
-        requests: HashMap::new(),
+        requests: Default::default(),
         next_request: 0,
         device: o.name.clone(),
         inline_sends: 0,

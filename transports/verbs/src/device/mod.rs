@@ -42,7 +42,7 @@ use connection::{to_error, Resources};
 use ngauge_transport::{
     BufferId, Capabilities, Counters, Rank, Region, RequestId, Transport, TransportError, WaitMode,
 };
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::os::raw::c_int;
 use std::time::{Duration, Instant};
 
@@ -165,7 +165,7 @@ pub struct VerbsTransport {
     /// Per peer: a completion concerning it was handled since a wait last read
     /// the clock (which then sets `last_progress`).
     progressed: Vec<bool>,
-    requests: HashMap<u64, Request>,
+    requests: crate::layout::IdMap<Request>,
     next_request: u64,
     device: String,
     inline_sends: u64,
