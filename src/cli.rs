@@ -256,14 +256,20 @@ pub struct VerbsArgs {
     )]
     pub gid_index: Option<u8>,
 
-    /// Data path: `send` (send/recv into pre-posted receives) or `write` (RDMA write
-    /// with immediate into the region the receiver advertised).
+    /// Data path: `send` (send/recv into pre-posted receives), `write` (RDMA write
+    /// with immediate into the region the receiver advertised) or `write-poll`
+    /// (RDMA write into a ring whose last byte the receiver polls, as
+    /// `ib_write_lat`; needs `--wait poll`).
     #[arg(
         long,
         global = true,
         value_parser = names(&[
             (VerbsOp::Send, "two-sided send/recv"),
             (VerbsOp::Write, "one-sided RDMA write with immediate"),
+            (
+                VerbsOp::WritePoll,
+                "one-sided RDMA write into a ring the receiver polls (as ib_write_lat; --wait poll)",
+            ),
         ]),
         default_value = "send",
         value_name = "OP",

@@ -26,7 +26,7 @@ use support::Lack;
 /// The commands run in the guest: (label, command line). Each must exit 0.
 fn guest_commands() -> Vec<(&'static str, String)> {
     let mut cmds = Vec::new();
-    for op in ["send", "write"] {
+    for op in ["send", "write", "write-poll"] {
         cmds.push((
             op,
             format!(
@@ -212,15 +212,28 @@ fn verbs_over_soft_roce_in_a_vm() {
     );
     let sizes_expected: Vec<usize> = (0..=20).map(|p| 1usize << p).collect();
     let mut rows = Vec::new();
-    for (op, tool) in [("send", "ib_send_lat"), ("write", "ib_write_lat")] {
+    for (op, tool) in [
+        ("send", "ib_send_lat"),
+        ("write", "ib_write_lat"),
+        ("write-poll", "ib_write_lat"),
+    ] {
         let points = ngauge_points(section(&log, &format!("ngauge {op}")));
         let sizes: Vec<usize> = points.iter().map(|p| p.0).collect();
         assert_eq!(sizes, sizes_expected, "ngauge {op}: sizes missing\n{log}");
         rows.push((op, tool, points[0], perftest_figures(section(&log, tool))));
     }
     let selftest_log = section(&log, "verbs_selftest");
-    for op in ["send", "write"] {
+    assert!(
+        selftest_log
+            .lines()
+            .any(|l| l.trim() == "refused write-poll block: ok"),
+        "verbs_selftest: write-poll with --wait block not refused cleanly\n{log}"
+    );
+    for op in ["send", "write", "write-poll"] {
         for wait in ["poll", "block"] {
+            if op == "write-poll" && wait == "block" {
+                continue;
+            }
             for what in ["selftest", "flood", "eager", "held"] {
                 let prefix = format!("{what} {op} {wait}: ");
                 assert!(

@@ -251,6 +251,7 @@ fn open_verbs(
         op: match opts.verbs.op {
             super::VerbsOp::Send => ngauge_verbs::VerbsOp::Send,
             super::VerbsOp::Write => ngauge_verbs::VerbsOp::Write,
+            super::VerbsOp::WritePoll => ngauge_verbs::VerbsOp::WritePoll,
         },
         wait: opts.wait,
         timeout: opts.timeout,

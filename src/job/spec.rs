@@ -46,6 +46,9 @@ named_enum! {
         Send = "send",
         /// One-sided RDMA write with immediate into the region the receiver advertised.
         Write = "write",
+        /// One-sided RDMA write into a ring the receiver polls (the last byte of
+        /// the slot, as `ib_write_lat`): no completion at the receiver.
+        WritePoll = "write-poll",
     }
 }
 

@@ -210,6 +210,8 @@ fn mismatch(
     } else {
         t.isend(peer, sbuf.prefix(send_len))
     }?;
+    // the write path tells the sender; eager and ring messages complete without
+    // hearing from the receiver
     let sender_learns = op == VerbsOp::Write || send_len > ngauge_verbs::layout::EAGER_BYTES;
     match t.wait(r) {
         Err(TransportError::SizeMismatch { .. }) => Ok(()),
@@ -321,13 +323,43 @@ fn main() {
         ngauge_verbs::probe(base.device.as_deref(), 1)
     );
     let mut failed = false;
-    for op in [VerbsOp::Send, VerbsOp::Write] {
+    for op in [VerbsOp::Send, VerbsOp::Write, VerbsOp::WritePoll] {
         for wait in [WaitMode::Poll, WaitMode::Block] {
             let opts = VerbsOptions {
                 op,
                 wait,
                 ..base.clone()
             };
+            if op == VerbsOp::WritePoll && wait == WaitMode::Block {
+                // nothing to sleep on: refused by every rank, with the reason
+                let results: Vec<_> = inproc::world(2)
+                    .into_iter()
+                    .map(|(_, mut control)| {
+                        let opts = opts.clone();
+                        std::thread::spawn(move || {
+                            ngauge_verbs::open(&mut control, &opts).map(|_| ())
+                        })
+                    })
+                    // every rank runs before any is joined (open is collective)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .map(|h| h.join().expect("rank thread"))
+                    .collect();
+                let refused = results.iter().all(|r| {
+                    matches!(r, Err(TransportError::Setup { reason, .. })
+                        if reason.contains("poll wait mode"))
+                });
+                println!(
+                    "refused write-poll block: {}",
+                    if refused {
+                        "ok".to_string()
+                    } else {
+                        format!("FAILED {results:?}")
+                    }
+                );
+                failed |= !refused;
+                continue;
+            }
             let handles: Vec<_> = inproc::world(2)
                 .into_iter()
                 .map(|(_, mut control)| {
@@ -340,8 +372,10 @@ fn main() {
                 .map(|h| h.join().expect("rank thread"))
                 .collect();
             if let (Ok((_, c0)), Ok((_, c1))) = (&results[0], &results[1]) {
-                // only the send path has eager messages; on the write path rank 0
-                // may return its credits in its advertisements
+                // only the send path has eager messages (and the write-poll
+                // path ring messages, whose credits rank 1 must write back); on
+                // the write path rank 0 may return its credits in its
+                // advertisements
                 let ok = op == VerbsOp::Write || *c1 > 0;
                 println!(
                     "eager {} {}: {} + {} messages of 64 B at depth {DEPTH}: {}, credit \

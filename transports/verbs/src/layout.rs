@@ -386,6 +386,183 @@ pub fn queue_depth(wish: u32, max_qp_wr: u32, max_cqe: usize, peers: usize) -> R
     Ok(wish.max(MIN_QUEUE_DEPTH).min(limit))
 }
 
+/// Sends on one message QP that may go unsignaled between two signaled ones
+/// (selective signalling, as perftest's `cq_mod`): the completion of a signaled
+/// send retires it and every unsignaled send posted before it (one QP's sends
+/// complete in order), so the send queue is accounted for while only one send in
+/// `signal_every` writes a completion. Half the depth, so that a full queue always
+/// has a signaled send in flight; at most 64.
+pub fn signal_every(depth: u32) -> u32 {
+    (depth / 2).clamp(1, 64)
+}
+
+/// Receive slots re-posted together in one `ibv_post_recv` chain (perftest posts
+/// its receives in batches too). An eighth of the depth: the slots a batch holds
+/// back plus the owed credits that trigger a credit message stay below the depth
+/// ([`Credits`] keeps one receive for credit messages), so flow control cannot
+/// stall on a batch that is not yet full.
+pub fn repost_batch(depth: u32) -> usize {
+    (depth as usize / 8).max(1)
+}
+
+/// The landing ring of the `write-poll` path ([`crate::wire::VerbsOp::WritePoll`]),
+/// the way `ib_write_lat` measures: the sender RDMA-writes (no immediate, so no
+/// completion at the receiver) a message of up to [`EAGER_BYTES`] into the next
+/// slot of a ring the receiver registered for it, right-aligned so that a
+/// [`Trailer`] ends the slot; the receiver polls the last byte of the slot (the
+/// trailer's flag) until it shows the slot's next use, then copies the message out.
+///
+/// Every rank registers one area with a block per rank of the job. The block of
+/// peer `p` holds `depth` slots of [`RING_SLOT_BYTES`] into which `p` writes its
+/// messages; the credit word into which `p` writes how many of *our* messages it
+/// has consumed ([`RingLayout::credit_word`]), for when no message of its own
+/// carries that back; then what only we read and write: `depth` trailer staging
+/// entries for our messages to `p` and the source of our credit word writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RingLayout {
+    /// Ranks in the job (one block per rank; our own is unused).
+    pub ranks: usize,
+    /// Slots per peer.
+    pub depth: usize,
+}
+
+/// Bytes of a trailer: length (u32), consumed count (u16), reserved, flag.
+pub const TRAILER_BYTES: usize = 8;
+/// Bytes of one ring slot: the largest ring message and its trailer.
+pub const RING_SLOT_BYTES: usize = EAGER_BYTES + TRAILER_BYTES;
+/// Most slots a ring has per peer.
+pub const MAX_RING_DEPTH: usize = 64;
+
+impl RingLayout {
+    /// The ring of a job of `ranks` with queue depth `depth`.
+    pub fn new(ranks: usize, depth: u32) -> RingLayout {
+        RingLayout {
+            ranks,
+            depth: (depth as usize).clamp(1, MAX_RING_DEPTH),
+        }
+    }
+
+    fn block_bytes(&self) -> usize {
+        self.depth * RING_SLOT_BYTES + 8 + self.depth * TRAILER_BYTES + 8
+    }
+
+    /// Bytes of the whole area.
+    pub fn bytes(&self) -> usize {
+        self.ranks * self.block_bytes()
+    }
+
+    /// Offset of slot `seq % depth` of `peer`'s block (peer: the sender).
+    pub fn slot(&self, peer: usize, seq: u64) -> usize {
+        peer * self.block_bytes() + (seq % self.depth as u64) as usize * RING_SLOT_BYTES
+    }
+
+    /// Offset at which a message of `len` bytes starts in the slot at `slot`, so
+    /// that its trailer ends the slot.
+    pub fn data_at(slot: usize, len: usize) -> usize {
+        slot + RING_SLOT_BYTES - TRAILER_BYTES - len
+    }
+
+    /// Offset of the trailer in the slot at `slot`.
+    pub fn trailer_at(slot: usize) -> usize {
+        slot + RING_SLOT_BYTES - TRAILER_BYTES
+    }
+
+    /// Offset of the credit word of `peer`'s block: `peer` writes there, as a
+    /// cumulative u64, how many of our messages it has consumed.
+    pub fn credit_word(&self, peer: usize) -> usize {
+        peer * self.block_bytes() + self.depth * RING_SLOT_BYTES
+    }
+
+    /// Offset of the trailer staging entry for our message `seq` to `peer`.
+    pub fn staging(&self, peer: usize, seq: u64) -> usize {
+        self.credit_word(peer) + 8 + (seq % self.depth as u64) as usize * TRAILER_BYTES
+    }
+
+    /// Offset of the 8 bytes from which our credit word writes to `peer` go.
+    pub fn credit_source(&self, peer: usize) -> usize {
+        self.credit_word(peer) + 8 + self.depth * TRAILER_BYTES
+    }
+
+    /// The flag byte that marks use number `seq / depth` of its slot: never 0 (the
+    /// ring starts zeroed) and different from the previous use of the same slot.
+    pub fn flag(&self, seq: u64) -> u8 {
+        ((seq / self.depth as u64) % 255) as u8 + 1
+    }
+}
+
+/// What ends a ring message: its length, how many of the receiver's messages the
+/// sender has consumed (mod 2^16, cumulative: credits ride on data), and the flag
+/// ([`RingLayout::flag`]) in the last byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Trailer {
+    /// Message length in bytes.
+    pub len: u32,
+    /// Messages consumed from the peer so far, mod 2^16.
+    pub consumed: u16,
+    /// The slot-use flag.
+    pub flag: u8,
+}
+
+impl Trailer {
+    /// `len:u32, consumed:u16, 0, flag`, little endian.
+    pub fn encode(&self) -> [u8; TRAILER_BYTES] {
+        let mut b = [0u8; TRAILER_BYTES];
+        b[0..4].copy_from_slice(&self.len.to_le_bytes());
+        b[4..6].copy_from_slice(&self.consumed.to_le_bytes());
+        b[7] = self.flag;
+        b
+    }
+
+    /// Inverse of [`Trailer::encode`].
+    pub fn decode(b: &[u8; TRAILER_BYTES]) -> Trailer {
+        Trailer {
+            len: u32::from_le_bytes(b[0..4].try_into().expect("4 bytes")),
+            consumed: u16::from_le_bytes(b[4..6].try_into().expect("2 bytes")),
+            flag: b[7],
+        }
+    }
+}
+
+/// The cumulative count a 16-bit `consumed` report stands for, given the count
+/// `known` so far and `sent`, the messages sent: the truth lies in
+/// `known..=sent`, at most [`MAX_RING_DEPTH`] apart. A report outside that window
+/// is older than what is known (a trailer read after a later credit word) and
+/// changes nothing.
+pub fn widen_consumed(known: u64, sent: u64, consumed: u16) -> u64 {
+    let delta = u64::from(consumed.wrapping_sub(known as u16));
+    if delta <= sent.saturating_sub(known) {
+        known + delta
+    } else {
+        known
+    }
+}
+
+/// Hashes request ids (sequential u64s) with one multiplication (Fibonacci
+/// hashing) instead of SipHash: the request map is looked up several times per
+/// message, inside the timed round trip, and its keys come from this process,
+/// not from the network. Hand-written rather than a crate: it is these lines.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// A map keyed by request id, hashed by [`IdHasher`].
+pub type IdMap<V> = std::collections::HashMap<u64, V, std::hash::BuildHasherDefault<IdHasher>>;
+
 /// When a wait that began at `started` last saw progress from `peer`: its last
 /// completion, or the start of the wait if that is later.
 fn progress_mark(peer: usize, last_progress: &[Instant], started: Instant) -> Instant {
@@ -434,6 +611,93 @@ pub fn time_left(
 mod tests {
     use super::*;
     use ngauge_transport::BufferId;
+
+    #[test]
+    fn ring_slots_end_in_their_trailer_and_blocks_do_not_overlap() {
+        let r = RingLayout::new(3, 128);
+        assert_eq!(r.depth, MAX_RING_DEPTH);
+        let s = r.slot(1, 0);
+        assert_eq!(RingLayout::data_at(s, 1) + 1, RingLayout::trailer_at(s));
+        assert_eq!(RingLayout::trailer_at(s) + TRAILER_BYTES, r.slot(1, 1));
+        assert_eq!(RingLayout::data_at(s, EAGER_BYTES), s);
+        // slot depth wraps to slot 0; the next block starts after the source
+        assert_eq!(r.slot(1, r.depth as u64), s);
+        assert_eq!(
+            r.credit_word(1),
+            r.slot(1, r.depth as u64 - 1) + RING_SLOT_BYTES
+        );
+        assert_eq!(r.staging(1, 0), r.credit_word(1) + 8);
+        assert_eq!(r.credit_source(1) + 8, r.slot(2, 0));
+        assert_eq!(r.credit_source(2) + 8, r.bytes());
+        assert_eq!(r.slot(0, 0) % 8, 0);
+        assert_eq!(r.credit_word(2) % 8, 0);
+    }
+
+    #[test]
+    fn ring_flags_are_never_zero_and_change_from_one_use_of_a_slot_to_the_next() {
+        let r = RingLayout::new(2, 4);
+        assert_eq!(r.flag(0), 1);
+        assert_eq!(r.flag(3), 1);
+        assert_eq!(r.flag(4), 2);
+        for seq in 0..5000u64 {
+            assert_ne!(r.flag(seq), 0);
+            assert_ne!(r.flag(seq), r.flag(seq + r.depth as u64));
+        }
+    }
+
+    #[test]
+    fn trailers_roundtrip_with_the_flag_in_the_last_byte() {
+        let t = Trailer {
+            len: 4096,
+            consumed: 65535,
+            flag: 200,
+        };
+        let b = t.encode();
+        assert_eq!(b[TRAILER_BYTES - 1], 200);
+        assert_eq!(Trailer::decode(&b), t);
+    }
+
+    #[test]
+    fn consumed_counts_widen_across_the_16_bit_wrap() {
+        assert_eq!(widen_consumed(0, 10, 7), 7);
+        assert_eq!(widen_consumed(65530, 65600, 20), 65536 + 20);
+        // a stale report (older than what is known) changes nothing, nor does one
+        // beyond what was sent
+        assert_eq!(widen_consumed(70000, 70010, 69990u64 as u16), 70000);
+        assert_eq!(widen_consumed(70000, 70010, 70000u64 as u16), 70000);
+        assert_eq!(widen_consumed(5, 5, 9), 5);
+        assert_eq!(widen_consumed(5, 8, 8), 8);
+    }
+
+    #[test]
+    fn signalling_and_repost_batches_leave_flow_control_room() {
+        for depth in [MIN_QUEUE_DEPTH, 5, 8, 16, 128, 1024] {
+            let every = signal_every(depth);
+            assert!(every >= 1 && every <= depth / 2 + 1 && every <= 64);
+            let batch = repost_batch(depth) as u32;
+            let threshold = Credits::new(depth, depth).threshold;
+            // held back by a batch + owed before a credit message < the depth - 1
+            assert!(batch - 1 + threshold < depth - 1, "depth {depth}");
+        }
+        assert_eq!(repost_batch(8), 1);
+        assert_eq!(repost_batch(128), 16);
+    }
+
+    #[test]
+    fn id_hashes_spread_sequential_ids_over_the_top_bits() {
+        use std::hash::{BuildHasher, BuildHasherDefault};
+        let b = BuildHasherDefault::<IdHasher>::default();
+        // hashbrown takes its 7-bit tag from the top bits: sequential ids must
+        // not all share one
+        let tags: std::collections::HashSet<u64> =
+            (0..128u64).map(|i| b.hash_one(i) >> 57).collect();
+        assert!(tags.len() > 64, "{} distinct tags", tags.len());
+        let mut m: IdMap<u32> = IdMap::default();
+        for i in 0..1000 {
+            m.insert(i, i as u32);
+        }
+        assert!((0..1000).all(|i| m[&i] == i as u32));
+    }
 
     #[test]
     fn wr_ids_roundtrip_every_kind() {

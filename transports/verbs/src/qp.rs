@@ -280,6 +280,7 @@ mod tests {
             qps: vec![QpAddr::default(); 2],
             bulk: vec![QpAddr::default(); 2],
             recv_depth: 16,
+            ring: (0, 0),
         }
     }
 

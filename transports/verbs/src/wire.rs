@@ -15,11 +15,12 @@ use std::fmt;
 
 /// First bytes of every [`Endpoint`] message.
 pub const MAGIC: [u8; 4] = *b"NGVB";
-/// Version of the endpoint format (2: the receive depth, for flow control).
-pub const VERSION: u8 = 2;
+/// Version of the endpoint format (2: the receive depth, for flow control; 3: the
+/// landing ring of the write-poll path).
+pub const VERSION: u8 = 3;
 /// Fixed part of an encoded endpoint: magic, version, op, mtu, reserved, lid,
-/// gid, rank count, receive depth.
-pub const HEADER_BYTES: usize = 4 + 1 + 1 + 1 + 1 + 2 + 16 + 4 + 4;
+/// gid, rank count, receive depth, ring address and rkey.
+pub const HEADER_BYTES: usize = 4 + 1 + 1 + 1 + 1 + 2 + 16 + 4 + 4 + 8 + 4;
 /// The smallest receive depth a peer may publish: flow control keeps one receive
 /// for credit messages and needs at least one for data.
 pub const MIN_RECV_DEPTH: u32 = 2;
@@ -38,6 +39,13 @@ pub enum VerbsOp {
     /// with a small send, the sender RDMA-writes into it with immediate data, which
     /// completes a receive on the target side.
     Write,
+    /// One-sided, measured as `ib_write_lat` does: messages up to
+    /// [`crate::layout::EAGER_BYTES`] are RDMA-written, without immediate data, into
+    /// a ring the receiver registered at setup, and the receiver polls the last
+    /// byte of the slot ([`crate::layout::RingLayout`]); no completion at the
+    /// receiver, no advertisement per message. Larger messages go as on
+    /// [`VerbsOp::Write`]. Needs the poll wait mode (a ring write raises no event).
+    WritePoll,
 }
 
 impl VerbsOp {
@@ -46,6 +54,7 @@ impl VerbsOp {
         match self {
             VerbsOp::Send => "send",
             VerbsOp::Write => "write",
+            VerbsOp::WritePoll => "write-poll",
         }
     }
 
@@ -53,6 +62,7 @@ impl VerbsOp {
         match self {
             VerbsOp::Send => 1,
             VerbsOp::Write => 2,
+            VerbsOp::WritePoll => 3,
         }
     }
 
@@ -60,6 +70,7 @@ impl VerbsOp {
         match code {
             1 => Some(VerbsOp::Send),
             2 => Some(VerbsOp::Write),
+            3 => Some(VerbsOp::WritePoll),
             _ => None,
         }
     }
@@ -71,8 +82,9 @@ impl std::str::FromStr for VerbsOp {
         match s {
             "send" => Ok(VerbsOp::Send),
             "write" => Ok(VerbsOp::Write),
+            "write-poll" => Ok(VerbsOp::WritePoll),
             other => Err(format!(
-                "unknown verbs op `{other}` (expected send or write)"
+                "unknown verbs op `{other}` (expected send, write or write-poll)"
             )),
         }
     }
@@ -108,6 +120,9 @@ pub struct Endpoint {
     /// Receives this rank keeps posted on each message QP: the send credits every
     /// peer starts with.
     pub recv_depth: u32,
+    /// Write-poll path: address and rkey of this rank's ring area
+    /// ([`crate::layout::RingLayout`]); zero on the other paths.
+    pub ring: (u64, u32),
 }
 
 /// Why an endpoint message was refused.
@@ -164,7 +179,7 @@ pub enum WireError {
 
 impl Endpoint {
     /// Encodes as `magic, version, op, mtu, 0, lid:u16, gid[16], count:u32,
-    /// recv_depth:u32, (qpn:u32, psn:u32, bulk_qpn:u32, bulk_psn:u32) * count`,
+    /// recv_depth:u32, ring_addr:u64, ring_rkey:u32, (qpn:u32, psn:u32, bulk_qpn:u32, bulk_psn:u32) * count`,
     /// little endian.
     ///
     /// # Panics
@@ -180,6 +195,8 @@ impl Endpoint {
         out.extend_from_slice(&self.gid);
         out.extend_from_slice(&(self.qps.len() as u32).to_le_bytes());
         out.extend_from_slice(&self.recv_depth.to_le_bytes());
+        out.extend_from_slice(&self.ring.0.to_le_bytes());
+        out.extend_from_slice(&self.ring.1.to_le_bytes());
         assert_eq!(self.qps.len(), self.bulk.len(), "one bulk entry per rank");
         for (qp, bulk) in self.qps.iter().zip(&self.bulk) {
             for v in [qp.qpn, qp.psn, bulk.qpn, bulk.psn] {
@@ -222,6 +239,10 @@ impl Endpoint {
         if recv_depth < MIN_RECV_DEPTH {
             return Err(WireError::BadDepth(recv_depth));
         }
+        let ring = (
+            u64::from_le_bytes(bytes[34..42].try_into().expect("8 bytes")),
+            u32::from_le_bytes(bytes[42..46].try_into().expect("4 bytes")),
+        );
         // count == expected_ranks, which the caller bounds: no overflow here.
         let need = HEADER_BYTES + ENTRY_BYTES * count;
         if bytes.len() < need {
@@ -265,6 +286,7 @@ impl Endpoint {
             qps,
             bulk,
             recv_depth,
+            ring,
         })
     }
 }
@@ -406,6 +428,7 @@ mod tests {
                 })
                 .collect(),
             recv_depth: 0x0102_0304,
+            ring: (0x1122_3344_5566_7788, 0xaabb_ccdd),
         }
     }
 
@@ -414,13 +437,17 @@ mod tests {
         let ep = sample(2);
         let bytes = ep.encode();
         assert_eq!(bytes.len(), HEADER_BYTES + 2 * ENTRY_BYTES);
-        assert_eq!(&bytes[0..8], b"NGVB\x02\x02\x03\x00");
+        assert_eq!(&bytes[0..8], b"NGVB\x03\x02\x03\x00");
         assert_eq!(&bytes[8..10], &[0x34, 0x12]);
         assert_eq!(&bytes[26..30], &[2, 0, 0, 0]);
         assert_eq!(&bytes[30..34], &[4, 3, 2, 1]);
+        assert_eq!(
+            &bytes[34..46],
+            &[0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, 0xdd, 0xcc, 0xbb, 0xaa]
+        );
         // rank 1: qpn 0x11, psn 0xabcdee, bulk qpn 0x22, bulk psn 0x123457
         assert_eq!(
-            &bytes[50..66],
+            &bytes[62..78],
             &[0x11, 0, 0, 0, 0xee, 0xcd, 0xab, 0, 0x22, 0, 0, 0, 0x57, 0x34, 0x12, 0]
         );
         assert_eq!(Endpoint::decode(&bytes, 2), Ok(ep));

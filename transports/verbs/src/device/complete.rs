@@ -5,13 +5,12 @@
 //! them, and a failed completion breaks its peer's connection.
 
 use super::{State, VerbsTransport, NAME};
-use crate::layout::{self, MsgKind, WrKind, SLOT_BYTES};
+use crate::layout::{self, MsgKind, RingLayout, Trailer, WrKind, SLOT_BYTES, TRAILER_BYTES};
 use crate::wire::{Advert, VerbsOp};
 use ngauge_transport::{Rank, TransportError};
 use rdma_sys::*;
 use std::ffi::CStr;
 use std::os::raw::c_int;
-use std::time::Instant;
 
 impl VerbsTransport {
     /// Polls the CQ once, handles what it found; returns the number of completions.
@@ -20,11 +19,11 @@ impl VerbsTransport {
     /// caller waits for.
     pub(super) fn poll(&mut self, peer: Rank) -> Result<usize, TransportError> {
         const BATCH: usize = 16;
-        // SAFETY: ibv_wc is plain data; all-zero is valid.
-        let mut wcs: [ibv_wc; BATCH] = unsafe { std::mem::zeroed() };
-        // SAFETY: the CQ is live and `wcs` has room for BATCH entries. ibv_poll_cq
-        // is the verbs.h inline that calls the provider through the ops table.
-        let n = unsafe { ibv_poll_cq(self.res.cq, BATCH as c_int, wcs.as_mut_ptr()) };
+        let mut wcs = [const { std::mem::MaybeUninit::<ibv_wc>::uninit() }; BATCH];
+        // SAFETY: the CQ is live and `wcs` has room for BATCH entries (MaybeUninit
+        // has the layout of ibv_wc). ibv_poll_cq is the verbs.h inline that calls
+        // the provider through the ops table.
+        let n = unsafe { ibv_poll_cq(self.res.cq, BATCH as c_int, wcs.as_mut_ptr().cast()) };
         if n < 0 {
             let reason = format!("polling the completion queue failed (ibv_poll_cq returned {n})");
             let me = self.rank;
@@ -33,24 +32,137 @@ impl VerbsTransport {
             }
             return Err(self.io(peer, "poll completion queue", std::io::Error::other(reason)));
         }
-        let mut touched = Vec::new();
-        let now = Instant::now();
+        let n = n as usize;
+        let ring_found = if self.rings.is_some() {
+            self.poll_rings()
+        } else {
+            0
+        };
+        if n == 0 {
+            return Ok(ring_found);
+        }
+        let mut touched = [0 as Rank; BATCH];
+        let mut touched_n = 0;
         // Every completion of the batch is handled, whatever happens to one of them:
         // a failure breaks that peer's connection, never the loop (the batch has
         // been dequeued; dropping part of it would leave queue space and requests
         // unaccounted for).
-        for wc in &wcs[..n as usize] {
+        for wc in &wcs[..n] {
+            // SAFETY: ibv_poll_cq wrote the first `n` entries.
+            let wc = unsafe { wc.assume_init_ref() };
             if let Some(peer) = self.complete(wc) {
-                self.last_progress[peer] = now;
-                if !touched.contains(&peer) {
-                    touched.push(peer);
+                // timed by the wait when it next reads the clock
+                self.progressed[peer] = true;
+                if !touched[..touched_n].contains(&peer) {
+                    touched[touched_n] = peer;
+                    touched_n += 1;
                 }
             }
         }
-        for peer in touched {
+        for &peer in &touched[..touched_n] {
+            if !self.peers[peer].repost.is_empty() && self.peers[peer].broken.is_none() {
+                // a partial batch is flushed when it alone keeps the peer short
+                // of credits (it would wait for it), see layout::repost_batch
+                let p = &self.peers[peer];
+                if p.repost.len() >= self.repost_batch
+                    || p.credits.owed + (p.repost.len() as u32) >= p.credits.threshold
+                {
+                    if let Err(e) = self.flush_reposts(peer) {
+                        self.break_peer(peer, format!("re-posting receive slots failed: {e}"));
+                    }
+                }
+            }
             self.pump(peer);
         }
-        Ok(n as usize)
+        Ok(n + ring_found)
+    }
+
+    /// Write-poll path: takes every message that has landed in our rings (the
+    /// slot's last byte shows its next use), oldest first per peer: to the oldest
+    /// waiting receive, or copied out until one is posted, so that the slot is
+    /// free again at once. Returns how many were found.
+    fn poll_rings(&mut self) -> usize {
+        let rings = self.rings.expect("write-poll path");
+        let mut found = 0;
+        for peer in 0..self.size {
+            if peer == self.rank || self.peers[peer].broken.is_some() {
+                continue;
+            }
+            let before = found;
+            loop {
+                let seq = self.peers[peer].ring_head;
+                let slot = rings.slot(peer, seq);
+                let ring = self.res.ring.as_ref().expect("ring");
+                let at = RingLayout::trailer_at(slot);
+                if ring.poll_byte(at + TRAILER_BYTES - 1) != rings.flag(seq) {
+                    break;
+                }
+                // the rest of the message was placed before its last byte (RC
+                // writes land in order: the assumption ib_write_lat makes too)
+                std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+                let mut raw = [0u8; TRAILER_BYTES];
+                for (i, b) in raw.iter_mut().enumerate() {
+                    *b = ring.poll_byte(at + i);
+                }
+                let t = Trailer::decode(&raw);
+                let len = t.len as usize;
+                if len > layout::EAGER_BYTES {
+                    self.break_peer(peer, format!("rank {peer} wrote a malformed ring message"));
+                    break;
+                }
+                let p = &mut self.peers[peer];
+                p.ring_acked = layout::widen_consumed(p.ring_acked, p.ring_sent, t.consumed);
+                p.ring_head += 1;
+                let from = RingLayout::data_at(slot, len);
+                match p.awaiting_ring.pop_front() {
+                    Some(id) => self.deliver_ring(id, peer, from, len),
+                    None => {
+                        let mut data = vec![0u8; len];
+                        // SAFETY: the message has landed (its flag is set) and
+                        // the peer writes this slot again only after we return
+                        // its credit, which counts this message as consumed.
+                        unsafe { ring.read_at(from, &mut data) };
+                        self.peers[peer].unexpected.push_back(data);
+                    }
+                }
+                found += 1;
+            }
+            if found > before {
+                self.progressed[peer] = true;
+                self.pump(peer);
+            } else if !self.peers[peer].queued_sends.is_empty() {
+                // sends held back for ring room: the peer's credit word may
+                // have moved
+                self.pump(peer);
+            }
+        }
+        found
+    }
+
+    /// Completes ring receive `id` with the `len`-byte message at `from` of the
+    /// ring area.
+    fn deliver_ring(&mut self, id: u64, peer: Rank, from: usize, len: usize) {
+        let region = self.requests[&id].region;
+        let state = if len != region.len {
+            State::Failed(TransportError::SizeMismatch {
+                transport: NAME,
+                peer,
+                expected_bytes: region.len,
+                got_bytes: len,
+            })
+        } else {
+            let ring = self.res.ring.as_ref().expect("ring");
+            let b = self.res.buffers[region.buffer.0 as usize]
+                .as_ref()
+                .expect("busy buffer");
+            // SAFETY: the message has landed (its flag is set) and the peer
+            // writes this slot again only after we return its credit. This
+            // receive holds its region exclusively (start() refused every
+            // request whose region overlaps it) and posted nothing into it.
+            unsafe { ring.copy_to(from, &b.reg, region.offset, len) };
+            State::Done
+        };
+        self.requests.get_mut(&id).expect("request").state = state;
     }
 
     fn wc_error(&self, wc: &ibv_wc) -> String {
@@ -76,20 +188,14 @@ impl VerbsTransport {
     /// A data send or RDMA write, or a receive straight into a region (send path),
     /// of request `index` completed.
     fn complete_data(&mut self, wc: &ibv_wc, ok: bool, kind: WrKind, index: u64) -> Option<Rank> {
-        let Some(r) = self.requests.get(&index) else {
-            // an inline send, retired when it was posted
-            let peer = self.detached.remove(&index)?;
-            self.peers[peer].sq_used -= 1;
-            if !ok {
-                let reason = self.wc_error(wc);
-                self.break_peer(peer, reason);
-            }
-            return Some(peer);
-        };
-        let (peer, len, mismatch) = (r.peer, r.region.len, r.mismatch);
+        let r = self.requests.get(&index)?;
+        let (peer, len, mismatch, bulk) = (r.peer, r.region.len, r.mismatch, r.bulk);
         if kind == WrKind::DataSend {
-            self.detached.remove(&index);
-            self.peers[peer].sq_used -= 1;
+            if bulk {
+                self.peers[peer].sq_used -= 1;
+            } else {
+                self.retire_sends(peer, ok);
+            }
         } else {
             self.peers[peer].rq_used -= 1;
         }
@@ -151,10 +257,25 @@ impl VerbsTransport {
         Some(peer)
     }
 
-    /// A send from slot `index` (advertisement or credit message) completed.
+    /// A send completed on the message QP of `peer`: a signaled one retires itself
+    /// and the unsignaled sends before it; a failed one (signaled or not) only
+    /// itself, and the connection breaks anyway.
+    fn retire_sends(&mut self, peer: Rank, ok: bool) {
+        let p = &mut self.peers[peer];
+        let n = if ok {
+            p.covers.pop_front().unwrap_or(1)
+        } else {
+            1
+        };
+        p.sq_used = p.sq_used.saturating_sub(n);
+    }
+
+    /// A send that names no request completed (an inline send, an advertisement,
+    /// credits, a ring write, the flush at drop), whose wr_id names its peer
+    /// through send slot `index`.
     fn complete_slot_send(&mut self, wc: &ibv_wc, ok: bool, index: u64) -> Option<Rank> {
         let (peer, _) = self.slots.owner(index as usize)?;
-        self.peers[peer].sq_used -= 1;
+        self.retire_sends(peer, ok);
         if !ok {
             let reason = self.wc_error(wc);
             self.break_peer(peer, reason);
@@ -342,15 +463,19 @@ impl VerbsTransport {
         self.peers[peer].unexpected.push_back(data);
     }
 
-    /// Re-posts a receive slot whose message has been handled; a failure breaks
-    /// the connection (the slot would be missing from then on).
+    /// Queues a receive slot whose message has been handled for re-posting; a
+    /// full batch is re-posted at once (the rest by `poll`, see
+    /// [`crate::layout::repost_batch`]). A failure breaks the connection (the
+    /// slots would be missing from then on).
     fn repost_slot(&mut self, peer: Rank, slot: usize) {
         if self.peers[peer].broken.is_some() {
             return;
         }
-        match self.post_slot_recv(peer, slot) {
-            Ok(()) => self.peers[peer].credits.reposted(),
-            Err(e) => self.break_peer(peer, format!("re-posting a receive slot failed: {e}")),
+        self.peers[peer].repost.push(slot);
+        if self.peers[peer].repost.len() >= self.repost_batch {
+            if let Err(e) = self.flush_reposts(peer) {
+                self.break_peer(peer, format!("re-posting receive slots failed: {e}"));
+            }
         }
     }
 }

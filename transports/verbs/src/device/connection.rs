@@ -14,7 +14,6 @@ use crate::wire::{self, Endpoint, QpAddr, VerbsOp};
 use crate::VerbsOptions;
 use ngauge_transport::{Control, Rank, TransportError, WaitMode};
 use rdma_sys::*;
-use std::collections::HashMap;
 use std::os::raw::c_int;
 use std::time::Instant;
 
@@ -56,6 +55,8 @@ pub(super) struct Resources {
     pub(super) bulk: Vec<*mut ibv_qp>,
     pub(super) buffers: Vec<Option<Buffer>>,
     pub(super) slots: Option<Registered>,
+    /// Write-poll path: the ring area ([`crate::layout::RingLayout`]).
+    pub(super) ring: Option<Registered>,
     pub(super) unacked_events: u32,
 }
 
@@ -72,6 +73,7 @@ impl Drop for Resources {
             }
             self.buffers.clear();
             self.slots = None;
+            self.ring = None;
             if !self.cq.is_null() {
                 if self.unacked_events > 0 {
                     ibv_ack_cq_events(self.cq, self.unacked_events);
@@ -160,6 +162,9 @@ pub fn open(
         .map_err(|e| setup(format!("exchanging queue-pair addresses: {e}")))?;
     let (mut t, _own) = local?;
     let endpoints = wire::endpoints_from(&all, size, rank, t.op).map_err(setup)?;
+    for (peer, ep) in endpoints.iter().enumerate() {
+        t.peers[peer].remote_ring = ep.ring;
+    }
     t.connect(&endpoints)?;
     control
         .barrier()
@@ -184,8 +189,16 @@ fn prepare(
         bulk: vec![std::ptr::null_mut(); size],
         buffers: Vec::new(),
         slots: None,
+        ring: None,
         unacked_events: 0,
     };
+    if opts.op == VerbsOp::WritePoll && opts.wait == WaitMode::Block {
+        return Err(setup(
+            "the write-poll data path needs the poll wait mode: a write into the \
+             receiver's ring raises no completion to sleep on"
+                .to_string(),
+        ));
+    }
     let gid = choose_gid(&o, opts.gid_index).map_err(unavailable)?;
     let peers_n = size.saturating_sub(1).max(1);
     let depth = layout::queue_depth(
@@ -241,7 +254,7 @@ fn prepare(
     let peers: Vec<Peer> = (0..size).map(|_| Peer::default()).collect();
     for peer in (0..size).filter(|&p| p != rank) {
         for is_bulk in [false, true] {
-            if is_bulk && opts.op == VerbsOp::Write {
+            if is_bulk && opts.op != VerbsOp::Send {
                 continue;
             }
             let (qp, granted) = create_qp(&res, depth, opts.max_inline)?;
@@ -273,11 +286,12 @@ fn prepare(
         recv_depth: depth as usize,
         recv_bytes: match opts.op {
             VerbsOp::Send => layout::EAGER_BYTES,
-            VerbsOp::Write => SLOT_BYTES,
+            VerbsOp::Write | VerbsOp::WritePoll => SLOT_BYTES,
         },
         send_depth: depth as usize,
     };
-    let endpoint = Endpoint {
+    let rings = (opts.op == VerbsOp::WritePoll).then(|| layout::RingLayout::new(size, depth));
+    let mut endpoint = Endpoint {
         op: opts.op,
         mtu: local.mtu,
         lid: o.port_attr.lid,
@@ -285,6 +299,7 @@ fn prepare(
         qps,
         bulk,
         recv_depth: depth,
+        ring: (0, 0),
     };
     let mut t = VerbsTransport {
         res,
@@ -297,16 +312,22 @@ fn prepare(
         max_inline,
         max_msg: layout::max_message(o.port_attr.max_msg_sz),
         slots,
+        rings,
+        signal_every: layout::signal_every(depth),
+        repost_batch: layout::repost_batch(depth),
+        signal_next: false,
         local,
         peers,
         last_progress: vec![Instant::now(); size],
-        requests: HashMap::new(),
-        detached: HashMap::new(),
+        progressed: vec![false; size],
+        requests: Default::default(),
         next_request: 0,
         device: o.name.clone(),
         inline_sends: 0,
         cq_events: 0,
         credit_messages: 0,
+        signaled_sends: 0,
+        ring_messages: 0,
     };
     if size > 1 {
         t.res.slots = Some(Registered::new(
@@ -318,6 +339,16 @@ fn prepare(
             for i in 0..slots.recv_depth {
                 t.post_slot_recv(peer, slots.recv_slot(peer, i))?;
             }
+        }
+        if let Some(rings) = rings {
+            // zeroed by allocation: no slot shows a flag yet
+            let ring = Registered::new(
+                t.res.pd,
+                rings.bytes(),
+                qp::access::LOCAL_WRITE | qp::access::REMOTE_WRITE,
+            )?;
+            endpoint.ring = (ring.addr(0), ring.rkey());
+            t.res.ring = Some(ring);
         }
     }
     Ok((t, endpoint))
@@ -340,7 +371,8 @@ fn create_qp(
         init.sq_sig_all = 0;
         init.cap.max_send_wr = depth;
         init.cap.max_recv_wr = depth;
-        init.cap.max_send_sge = 1;
+        // two: a write-poll message and its trailer
+        init.cap.max_send_sge = 2;
         init.cap.max_recv_sge = 1;
         init.cap.max_inline_data = inline;
         // SAFETY: `res.pd` and `res.cq` are live; `init` is initialized. On success

@@ -147,6 +147,28 @@ impl Registered {
     }
 }
 
+impl Registered {
+    /// Reads the byte at `offset` with a volatile load: a byte the device may be
+    /// writing right now (the flag of a ring slot, polled as `ib_write_lat` polls
+    /// the last byte of its buffer), so the compiler must read it every time.
+    pub(super) fn poll_byte(&self, offset: usize) -> u8 {
+        assert!(offset < self.layout.size());
+        // SAFETY: in bounds (asserted) of a live allocation; a volatile read of a
+        // u8 is atomic and any value is valid, whatever the device writes meanwhile.
+        unsafe { std::ptr::read_volatile(self.mem.add(offset)) }
+    }
+
+    /// Reads the little-endian u64 at `offset` (8-aligned) with a volatile load: a
+    /// word the peer RDMA-writes at any time (the credit word of a ring).
+    pub(super) fn poll_u64(&self, offset: usize) -> u64 {
+        assert!(offset.is_multiple_of(8) && offset + 8 <= self.layout.size());
+        // SAFETY: in bounds and aligned (asserted; the allocation is page-aligned);
+        // an aligned 8-byte load is single-copy atomic on the targets verbs runs on,
+        // and any value is a valid u64.
+        u64::from_le(unsafe { std::ptr::read_volatile(self.mem.add(offset).cast::<u64>()) })
+    }
+}
+
 impl Drop for Registered {
     fn drop(&mut self) {
         // SAFETY: `mr` registered `mem`; deregister first, then free the memory.

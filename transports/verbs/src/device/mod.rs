@@ -35,14 +35,14 @@ mod progress;
 pub use connection::open;
 pub use discovery::probe;
 
-use crate::layout::{Credits, SlotLayout};
+use crate::layout::{Credits, RingLayout, SlotLayout};
 use crate::qp::LocalPort;
 use crate::wire::{Advert, VerbsOp};
 use connection::{to_error, Resources};
 use ngauge_transport::{
     BufferId, Capabilities, Counters, Rank, Region, RequestId, Transport, TransportError, WaitMode,
 };
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::os::raw::c_int;
 use std::time::{Duration, Instant};
 
@@ -91,6 +91,9 @@ struct Request {
     peer: Rank,
     region: Region,
     is_send: bool,
+    /// Posted on the bulk QP (send path, large message): its completion frees
+    /// one send of the bulk QP, not of the message QP's signalling chain.
+    bulk: bool,
     /// Write path: the advertised length differed; the write carried no data.
     mismatch: Option<u32>,
     state: State,
@@ -115,6 +118,24 @@ struct Peer {
     /// Flow control of the message QP (see [`Credits`]).
     credits: Credits,
     broken: Option<String>,
+    /// Selective signalling of the message QP: sends posted unsignaled since the
+    /// last signaled one, and for every signaled send in flight how many sends its
+    /// completion retires (see [`crate::layout::signal_every`]).
+    unsignaled: u32,
+    covers: VecDeque<u32>,
+    /// Receive slots handled and not yet re-posted (re-posted in batches).
+    repost: Vec<usize>,
+    /// Write-poll path ([`RingLayout`]): our messages written into the peer's
+    /// ring, how many of them the peer has consumed (as far as we know), the
+    /// peer's messages we consumed from ours and how many of those we told it of.
+    ring_sent: u64,
+    ring_acked: u64,
+    ring_head: u64,
+    ring_reported: u64,
+    /// Address and rkey of the peer's ring area.
+    remote_ring: (u64, u32),
+    /// Receives waiting for a message in our ring from this peer, in order.
+    awaiting_ring: VecDeque<u64>,
 }
 
 /// A connected verbs transport (see the crate docs).
@@ -129,19 +150,29 @@ pub struct VerbsTransport {
     max_inline: u32,
     max_msg: u32,
     slots: SlotLayout,
+    /// Write-poll path: the ring area's layout (the memory is `res.ring`).
+    rings: Option<RingLayout>,
+    /// See [`crate::layout::signal_every`].
+    signal_every: u32,
+    /// See [`crate::layout::repost_batch`].
+    repost_batch: usize,
+    /// The next send is signaled whatever its kind (the flush at drop).
+    signal_next: bool,
     local: LocalPort,
     peers: Vec<Peer>,
     /// Per peer: when a completion concerning it was last handled.
     last_progress: Vec<Instant>,
-    requests: HashMap<u64, Request>,
-    /// Inline sends retired at post time whose completion is still due: request
-    /// id to peer.
-    detached: HashMap<u64, Rank>,
+    /// Per peer: a completion concerning it was handled since a wait last read
+    /// the clock (which then sets `last_progress`).
+    progressed: Vec<bool>,
+    requests: crate::layout::IdMap<Request>,
     next_request: u64,
     device: String,
     inline_sends: u64,
     cq_events: u64,
     credit_messages: u64,
+    signaled_sends: u64,
+    ring_messages: u64,
 }
 
 impl std::fmt::Debug for VerbsTransport {
@@ -204,6 +235,7 @@ impl VerbsTransport {
             .drain(..)
             .chain(p.queued_recvs.drain(..))
             .chain(p.awaiting.drain(..))
+            .chain(p.awaiting_ring.drain(..))
             .collect();
         for id in ids {
             let op = if self.requests.get(&id).is_some_and(|r| r.is_send) {
@@ -219,21 +251,43 @@ impl VerbsTransport {
 
 impl Drop for VerbsTransport {
     /// Lets posted sends finish (inline sends return before their completion)
-    /// before the queue pairs are destroyed, for at most a second.
+    /// before the queue pairs are destroyed: first the signaled ones, for at most
+    /// a second; then, where unsignaled sends trail the last signaled one, a
+    /// signaled empty RDMA write behind them, whose completion says they are done,
+    /// for at most [`FLUSH_WAIT`] (the peer may have closed already: nothing then
+    /// answers it, and the unsignaled sends were delivered before it closed, since
+    /// it waited for them, or it did not need them).
     fn drop(&mut self) {
+        let pending = |t: &VerbsTransport| {
+            t.peers
+                .iter()
+                .any(|p| p.broken.is_none() && p.sq_used > p.unsignaled)
+        };
         let start = Instant::now();
-        while self
-            .peers
-            .iter()
-            .any(|p| p.sq_used > 0 && p.broken.is_none())
-            && start.elapsed() < Duration::from_secs(1)
-        {
+        while pending(self) && start.elapsed() < Duration::from_secs(1) {
             if self.poll(self.rank).is_err() {
-                break;
+                return;
+            }
+        }
+        for peer in 0..self.size {
+            let p = &self.peers[peer];
+            if peer != self.rank && p.broken.is_none() && p.unsignaled > 0 && p.sq_used < self.depth
+            {
+                // best effort: a failure leaves nothing to wait for
+                let _ = self.post_flush(peer);
+            }
+        }
+        let start = Instant::now();
+        while pending(self) && start.elapsed() < FLUSH_WAIT {
+            if self.poll(self.rank).is_err() {
+                return;
             }
         }
     }
 }
+
+/// How long [`VerbsTransport`]'s drop waits for the flush behind unsignaled sends.
+const FLUSH_WAIT: Duration = Duration::from_millis(100);
 
 impl Transport for VerbsTransport {
     fn name(&self) -> &'static str {
@@ -320,6 +374,8 @@ impl Transport for VerbsTransport {
                 ("inline_sends", self.inline_sends),
                 ("completion_events", self.cq_events),
                 ("credit_messages", self.credit_messages),
+                ("signaled_sends", self.signaled_sends),
+                ("ring_messages", self.ring_messages),
             ],
         }
     }

@@ -11,8 +11,18 @@ use rdma_sys::*;
 use std::os::raw::c_int;
 use std::time::{Duration, Instant};
 
+/// The times a wait keeps, read only when a spin found nothing.
+struct WaitClock {
+    /// When the wait first read the clock (at most one spin after it began).
+    started: Instant,
+    /// When progress was last seen (or the wait started).
+    idle_since: Instant,
+}
+
 /// How long a polling wait spins without progress before it starts yielding.
 const SPIN_BEFORE_YIELD: Duration = Duration::from_micros(20);
+/// Polls of one spin, between two readings of the clock.
+const SPIN_POLLS: usize = 64;
 /// Completion events received before they are acknowledged together.
 const EVENTS_PER_ACK: u32 = 32;
 
@@ -40,35 +50,67 @@ impl VerbsTransport {
         }
     }
 
-    /// Makes progress once: polls, and when nothing completed yields (poll mode,
-    /// after a short spin) or sleeps on the completion channel for at most `limit`
-    /// (block mode). `idle_since` is when the last completion of any peer was seen.
+    /// Poll mode: polls up to [`SPIN_POLLS`] times without reading a clock;
+    /// whether anything completed (or landed in a ring). Block mode: `false` at
+    /// once (its wait polls before it sleeps).
+    ///
+    /// The clock stays out of this loop because a wait that is answered within
+    /// a few microseconds should cost what perftest's loop costs: reading the
+    /// time per poll (`clock_gettime`, a system call where the TSC is not usable,
+    /// as under qemu's TCG) cost ngauge's verbs round trip several microseconds.
+    fn spin(&mut self, peer: Rank) -> Result<bool, TransportError> {
+        if self.wait == WaitMode::Block {
+            return Ok(false);
+        }
+        for _ in 0..SPIN_POLLS {
+            if self.poll(peer)? > 0 {
+                return Ok(true);
+            }
+            std::hint::spin_loop();
+        }
+        Ok(false)
+    }
+
+    /// Reads the clock once for a wait: the peers that made progress since the
+    /// last reading get it as their time of progress, and the wait's idle mark
+    /// moves with them.
+    fn stamp(&mut self, wait: &mut WaitClock) -> Instant {
+        let now = Instant::now();
+        let mut any = false;
+        for (peer, progressed) in self.progressed.iter_mut().enumerate() {
+            if std::mem::take(progressed) {
+                self.last_progress[peer] = now;
+                any = true;
+            }
+        }
+        if any {
+            wait.idle_since = now;
+        }
+        now
+    }
+
+    /// Makes progress once when a spin found nothing: yields (poll mode, after
+    /// [`SPIN_BEFORE_YIELD`] without progress) or polls and sleeps on the
+    /// completion channel for at most `limit` (block mode).
     fn progress_once(
         &mut self,
         peer: Rank,
-        idle_since: &mut Instant,
+        wait: &mut WaitClock,
+        now: Instant,
         limit: Duration,
     ) -> Result<(), TransportError> {
         match self.wait {
             WaitMode::Poll => {
-                for _ in 0..64 {
-                    if self.poll(peer)? > 0 {
-                        *idle_since = Instant::now();
-                        return Ok(());
-                    }
-                    std::hint::spin_loop();
-                }
                 // Nothing for a while: let anything runnable on this core go first
                 // (a co-located rank, or the softirq thread through which soft-RoCE
                 // moves its packets). A hardware device completes a small message
                 // within the first microseconds, before any yield.
-                if idle_since.elapsed() >= SPIN_BEFORE_YIELD {
+                if now.saturating_duration_since(wait.idle_since) >= SPIN_BEFORE_YIELD {
                     std::thread::yield_now();
                 }
             }
             WaitMode::Block => {
                 if self.poll(peer)? > 0 {
-                    *idle_since = Instant::now();
                     return Ok(());
                 }
                 // SAFETY: the CQ is live; arming it makes the next completion raise
@@ -79,7 +121,6 @@ impl VerbsTransport {
                 }
                 // a completion that raced with arming is found here
                 if self.poll(peer)? > 0 {
-                    *idle_since = Instant::now();
                     return Ok(());
                 }
                 // SAFETY: the channel is live (Block mode creates it).
@@ -117,27 +158,34 @@ impl VerbsTransport {
         Ok(())
     }
 
-    /// Makes progress for requests of `pending` peers, a wait that began at
-    /// `started`. A peer that has had no completion for the whole timeout (since
-    /// its last one, or since `started` if later) is declared lost: its
+    /// Makes progress for requests of `pending` peers, after a spin found
+    /// nothing. A peer that has had no completion for the whole timeout (since
+    /// its last one, or since the wait started if later) is declared lost: its
     /// connection breaks and it is returned; a peer that progresses is never
     /// blamed for another's silence.
     fn progress_for(
         &mut self,
         pending: &[Rank],
-        started: Instant,
-        idle_since: &mut Instant,
+        wait: &mut Option<WaitClock>,
     ) -> Result<Vec<Rank>, TransportError> {
-        let now = Instant::now();
+        let wait = wait.get_or_insert_with(|| {
+            let now = Instant::now();
+            WaitClock {
+                started: now,
+                idle_since: now,
+            }
+        });
+        let now = self.stamp(wait);
+        let started = wait.started;
         let left = layout::time_left(pending, &self.last_progress, started, now, self.timeout);
-        self.progress_once(pending[0], idle_since, left)?;
-        let stale = layout::stale_peers(
-            pending,
-            &self.last_progress,
-            started,
-            Instant::now(),
-            self.timeout,
-        );
+        self.progress_once(pending[0], wait, now, left)?;
+        let now = if self.wait == WaitMode::Block {
+            // it may have slept
+            self.stamp(wait)
+        } else {
+            now
+        };
+        let stale = layout::stale_peers(pending, &self.last_progress, started, now, self.timeout);
         for &peer in &stale {
             self.break_peer(
                 peer,
@@ -157,17 +205,16 @@ impl VerbsTransport {
     }
     /// [`ngauge_transport::Transport::wait`].
     pub(super) fn wait_one(&mut self, request: RequestId) -> Result<(), TransportError> {
-        let started = Instant::now();
-        let mut idle_since = started;
+        let mut clock = None;
         loop {
             if self.try_retire(request)?.is_some() {
                 return Ok(());
             }
             let peer = self.requests[&request.0].peer;
-            if !self
-                .progress_for(&[peer], started, &mut idle_since)?
-                .is_empty()
-            {
+            if self.spin(peer)? {
+                continue;
+            }
+            if !self.progress_for(&[peer], &mut clock)?.is_empty() {
                 return Err(self.timeout_error(peer));
             }
         }
@@ -177,8 +224,7 @@ impl VerbsTransport {
     /// fails only its own requests; the others are still waited for.
     pub(super) fn wait_many(&mut self, requests: &[RequestId]) -> Result<(), TransportError> {
         let mut pending: Vec<RequestId> = requests.to_vec();
-        let started = Instant::now();
-        let mut idle_since = started;
+        let mut clock = None;
         let mut first_error = None;
         while !pending.is_empty() {
             let mut still = Vec::with_capacity(pending.len());
@@ -197,7 +243,12 @@ impl VerbsTransport {
             }
             let mut peers: Vec<Rank> = pending.iter().map(|r| self.requests[&r.0].peer).collect();
             peers.dedup();
-            let stale = match self.progress_for(&peers, started, &mut idle_since) {
+            match self.spin(peers[0]) {
+                Ok(true) => continue,
+                Ok(false) => {}
+                Err(e) => return Err(first_error.unwrap_or(e)),
+            }
+            let stale = match self.progress_for(&peers, &mut clock) {
                 Ok(stale) => stale,
                 Err(e) => return Err(first_error.unwrap_or(e)),
             };
