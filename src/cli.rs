@@ -881,6 +881,12 @@ pub struct TimerArgs {
     /// Back-to-back reads timed for the read cost.
     #[arg(long, default_value_t = 1_000_000, value_name = "NUM", value_parser = clap::value_parser!(u64).range(10..=100_000_000))]
     pub reads: u64,
+
+    /// Keep every read's cost in the JSON document (`samples.overhead_ns`; at
+    /// most 1000000 reads), for the statistics across launches (`ngauge run`
+    /// sets it).
+    #[arg(long)]
+    pub samples: bool,
 }
 
 #[cfg(test)]
@@ -1054,6 +1060,12 @@ pub struct CollCmdArgs {
     #[arg(long)]
     pub per_rank: bool,
 
+    /// Keep every valid call's run-time in the JSON document and the stream
+    /// (`samples.runtime_us`), for `ngauge compare` and the statistics across
+    /// launches (`ngauge run` sets it).
+    #[arg(long)]
+    pub samples: bool,
+
     /// Draw the median run-time over the size, one line per transport and
     /// algorithm, to FILE (SVG).
     #[arg(long, value_name = "FILE")]
@@ -1089,6 +1101,18 @@ pub struct SyncArgs {
     /// (ns, us, ms, s), comma separated.
     #[arg(long, value_delimiter = ',', default_value = "0s,1s,5s", value_name = "TIMES", value_parser = parse_check_time)]
     pub check_after: Vec<f64>,
+
+    /// Synchronizations (each with its checks) one after the other in the job;
+    /// the table shows the first, `samples` in the JSON holds every one's
+    /// duration and largest residual.
+    #[arg(long, default_value_t = 1, value_name = "NUM", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub reps: u32,
+
+    /// Keep every repetition's duration and largest residual in the JSON
+    /// document (`samples`), for the statistics across launches (`ngauge run`
+    /// sets it).
+    #[arg(long)]
+    pub samples: bool,
 }
 
 /// A duration with a unit (`500ms`, `5s`), as seconds; at most one hour.

@@ -46,15 +46,6 @@ fn every_shipped_suite_parses() {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let result = ngauge::suite::file::load(&path);
         match name.as_str() {
-            // `ngauge coll` is not in this version yet: refused by name.
-            "collectives.toml" => {
-                let e = result.unwrap_err();
-                assert_eq!(e.key, "experiment[0].coll", "{e}");
-                assert!(
-                    e.to_string().contains("`coll` is not in this version"),
-                    "{e}"
-                );
-            }
             "mpi-vs-raw.toml" if !cfg!(feature = "mpi") => {
                 let e = result.unwrap_err();
                 assert!(e.to_string().contains("--features mpi"), "{e}");
@@ -66,6 +57,12 @@ fn every_shipped_suite_parses() {
                     suite.seed.is_some(),
                     "{name}: shipped suites fix their seed"
                 );
+                if name == "collectives.toml" {
+                    assert!(suite
+                        .experiments
+                        .iter()
+                        .all(|e| matches!(e.kind, ngauge::suite::file::Kind::Coll(_))));
+                }
             }
         }
         names.push(name);
@@ -208,6 +205,13 @@ fn a_short_quick_suite_fills_its_directory_and_compares_with_itself() {
         let csv = std::fs::read_to_string(dir.join(format!("{exp}.csv"))).unwrap();
         assert!(csv.starts_with("launch,"), "{exp}: {csv}");
     }
+    // Timer runs of a suite keep every read's cost.
+    let timer = json(&dir.join("runs/timer/launch-1.json"));
+    let reads = timer["reads"].as_u64().unwrap();
+    assert_eq!(
+        timer["samples"]["overhead_ns"].as_array().map(Vec::len),
+        Some(reads as usize)
+    );
     // Pingpong runs of a suite record their repetitions.
     let pp = json(&dir.join("runs/pingpong-tcp/launch-0.json"));
     assert_eq!(
@@ -236,6 +240,14 @@ fn a_short_quick_suite_fills_its_directory_and_compares_with_itself() {
         2
     );
     assert_eq!(pp["sizes"][0]["repetitions_recorded"], true);
+    let timer = &exps[2];
+    assert_eq!(timer["metric"], "overhead_ns");
+    assert_eq!(timer["sizes"][0]["repetitions_recorded"], true);
+    assert_eq!(
+        timer["sizes"][0]["launches"][0]["n"].as_u64(),
+        Some(reads),
+        "every read enters the launch's statistics: {timer}"
+    );
     assert!(std::fs::read_to_string(dir.join("summary.csv"))
         .unwrap()
         .starts_with("experiment,metric,size_bytes"));
@@ -258,6 +270,240 @@ fn a_short_quick_suite_fills_its_directory_and_compares_with_itself() {
         "7 pingpong sizes, 5 loggp sizes, the timer"
     );
     assert!(rows.iter().all(|r| r["ratio"] == 1.0), "{c}");
+}
+
+/// A coll and a sync experiment through a suite: each runs from its spec in
+/// `ngauge exec`, and every repetition (each valid call, each synchronization)
+/// lands in the JSON Lines, the CSV and the summary's statistics per launch.
+#[test]
+fn coll_and_sync_experiments_record_their_repetitions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = tmp.path().join("coll.toml");
+    std::fs::write(
+        &suite,
+        "seed = 4\nlaunches = 2\n\
+         [[experiment]]\nname = \"bcast\"\nnp = 3\n\
+         job = { transports = [\"tcp\"], wait = \"block\" }\n\
+         [experiment.coll]\nop = \"bcast\"\nalgo = [\"binomial\", \"linear\"]\n\
+         sizes = \"8,1K\"\nscheme = \"barrier\"\nreps = 20\nwarmup = 2\n\
+         [[experiment]]\nname = \"clocks\"\njob = { transports = [\"tcp\"], wait = \"block\" }\n\
+         sync = { sync = \"linear\", reps = 3, check_after_s = [0.0] }\n",
+    )
+    .unwrap();
+    let dir = tmp.path().join("out");
+    let out = run(
+        ngauge()
+            .arg("run")
+            .arg(&suite)
+            .arg("--output")
+            .arg(&dir)
+            .arg("--json"),
+        300,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_eq!(
+        (doc["runs"].as_u64(), doc["done"].as_u64()),
+        (Some(4), Some(4)),
+        "{doc}"
+    );
+    assert_eq!(
+        json(&dir.join("runs/bcast/experiment.json"))["coll"]["samples"],
+        true,
+        "ngauge run asks for the repetitions"
+    );
+
+    // bcast.jsonl: per launch, algorithm and size one record with every valid
+    // call's run-time.
+    let lines: Vec<Value> = std::fs::read_to_string(dir.join("bcast.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2 * 2 * 2, "launches x algorithms x sizes");
+    let mut seen = std::collections::BTreeSet::new();
+    for r in &lines {
+        assert_eq!(
+            (r["op"].as_str(), r["np"].as_u64()),
+            (Some("bcast"), Some(3)),
+            "{r}"
+        );
+        assert_eq!(r["scheme"], "barrier");
+        let samples = r["samples"]["runtime_us"].as_array().expect("samples");
+        assert_eq!(Some(samples.len() as u64), r["valid"].as_u64(), "{r}");
+        assert_eq!(
+            samples.len(),
+            20,
+            "the barrier scheme times every call: {r}"
+        );
+        seen.insert((
+            r["launch"].as_u64().unwrap(),
+            r["algo"].as_str().unwrap().to_string(),
+            r["size"].as_u64().unwrap(),
+        ));
+    }
+    assert_eq!(seen.len(), 8, "{seen:?}");
+    let csv = std::fs::read_to_string(dir.join("bcast.csv")).unwrap();
+    let header = csv.lines().next().unwrap();
+    assert!(header.starts_with("launch,"), "{header}");
+    assert!(
+        header.split(',').any(|c| c == "runtime_us.median"),
+        "{header}"
+    );
+    assert_eq!(csv.lines().count(), 1 + 8);
+
+    // clocks.jsonl: one record per launch, with its three synchronizations.
+    let lines: Vec<Value> = std::fs::read_to_string(dir.join("clocks.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    for r in &lines {
+        assert_eq!(r["reps"], 3);
+        for field in ["duration_us", "max_abs_residual_ns"] {
+            let v = r["samples"][field].as_array().expect("samples");
+            assert_eq!(v.len(), 3, "{field}: {r}");
+            assert!(
+                v.iter().all(|x| x.as_f64().is_some_and(|x| x >= 0.0)),
+                "{r}"
+            );
+        }
+        // The document's figures are the first repetition's.
+        assert_eq!(r["duration_us"], r["samples"]["duration_us"][0]);
+    }
+    assert!(std::fs::read_to_string(dir.join("clocks.csv"))
+        .unwrap()
+        .starts_with("launch,"));
+
+    // The summary: the repetitions of each launch, per experiment and size.
+    let summary = json(&dir.join("summary.json"));
+    let exps = summary["experiments"].as_array().unwrap();
+    let names: Vec<&str> = exps
+        .iter()
+        .map(|e| e["experiment"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "bcast/tcp/bcast/binomial",
+            "bcast/tcp/bcast/linear",
+            "clocks"
+        ]
+    );
+    for e in &exps[..2] {
+        assert_eq!(e["metric"], "runtime_us");
+        let sizes = e["sizes"].as_array().unwrap();
+        assert_eq!(sizes.len(), 2);
+        for s in sizes {
+            assert_eq!(s["repetitions_recorded"], true);
+            let launches = s["launches"].as_array().unwrap();
+            assert_eq!(launches.len(), 2);
+            assert!(launches.iter().all(|l| l["n"] == 20), "{s}");
+        }
+    }
+    let clocks = &exps[2];
+    assert_eq!(clocks["metric"], "max_abs_residual_ns");
+    assert_eq!(clocks["sizes"][0]["repetitions_recorded"], true);
+    assert!(clocks["sizes"][0]["launches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|l| l["n"] == 3));
+    assert!(std::fs::read_to_string(dir.join("summary.csv"))
+        .unwrap()
+        .contains("bcast/tcp/bcast/linear,runtime_us,1024,2,"));
+}
+
+/// The processes whose command line names `needle` (the runs of one directory).
+fn processes_naming(needle: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().filter_map(Result::ok) {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(needle) {
+            out.push(format!(
+                "{}: {cmdline}",
+                entry.file_name().to_string_lossy()
+            ));
+        }
+    }
+    out
+}
+
+/// A runner killed with SIGKILL cannot stop its run: the run's processes die
+/// with it (the kernel's parent-death signal), so none keeps measuring beside a
+/// resumed suite, and `--resume` runs what was not done.
+#[test]
+fn a_run_dies_with_a_runner_killed_by_sigkill_and_resume_finishes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = tmp.path().join("s.toml");
+    std::fs::write(
+        &suite,
+        "seed = 2\nlaunches = 2\n\
+         [[experiment]]\nname = \"a\"\npingpong = { sizes = \"1-1K\", reps = 20000, warmup = 10 }\n",
+    )
+    .unwrap();
+    let dir = tmp.path().join("out");
+    let mut child = ngauge()
+        .arg("run")
+        .arg(&suite)
+        .arg("--output")
+        .arg(&dir)
+        .spawn()
+        .unwrap();
+    let began = Instant::now();
+    let partial = dir.join("runs/a/launch-0.json.partial");
+    while !partial.exists() && !dir.join("runs/a/launch-0.json").exists() {
+        assert!(began.elapsed() < Duration::from_secs(60), "no run started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let needle = dir.join("runs").display().to_string();
+    // The run's launcher and its two ranks.
+    while processes_naming(&needle).len() < 3 {
+        assert!(
+            began.elapsed() < Duration::from_secs(60),
+            "no ranks started"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let killed = Instant::now();
+    loop {
+        let left = processes_naming(&needle);
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            killed.elapsed() < Duration::from_secs(3),
+            "the run outlived its runner: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!dir.join("runs/a/launch-1.json").exists());
+
+    let out = run(
+        ngauge().arg("run").arg("--resume").arg(&dir).arg("--json"),
+        300,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (doc["done"].as_u64(), doc["left"].as_u64()),
+        (Some(2), Some(0)),
+        "{doc}"
+    );
+    assert!(
+        dir.join("runs/a/launch-0.json").is_file() && dir.join("runs/a/launch-1.json").is_file()
+    );
 }
 
 #[test]
@@ -458,12 +704,30 @@ fn bad_suites_are_one_line_naming_file_line_and_key_with_status_2() {
             && e.contains("experiment[0].loggp.sizes: LogGP fits need at least 3"),
         "{e}"
     );
-    let e = refused(&format!(
-        "{head}np = 4\n[experiment.coll]\nop = \"bcast\"\n"
-    ));
+    let coll = format!("{head}np = 3\n[experiment.coll]\nop = \"bcast\"\nsizes = \"1,1K\"\n");
+    let e = refused(&format!("{coll}segmnt = 8192\n"));
     assert!(
-        e.contains("bad.toml:4:")
-            && e.contains("experiment[0].coll: the command `coll` is not in this version"),
+        e.contains("bad.toml:7:1: experiment[0].coll.segmnt: unknown field `segmnt`"),
+        "{e}"
+    );
+    let e = refused(&format!("{coll}reps = \"many\"\n"));
+    assert!(
+        e.contains("bad.toml:7:") && e.contains("experiment[0].coll.reps: invalid type"),
+        "{e}"
+    );
+    let e = refused(&coll.replace("1,1K", "1,1Q"));
+    assert!(
+        e.contains("bad.toml:6:") && e.contains("experiment[0].coll.sizes: invalid size"),
+        "{e}"
+    );
+    let e = refused(&format!("{coll}algo = [\"pigeon\"]\n"));
+    assert!(
+        e.contains("bad.toml:7:1: experiment[0].coll.algo:") && e.contains("pigeon"),
+        "{e}"
+    );
+    let e = refused(&format!("{coll}root = 3\n"));
+    assert!(
+        e.contains("bad.toml:7:1: experiment[0].coll.root: 3 is not a rank of a job of 3 ranks"),
         "{e}"
     );
     let e = refused("seed = \"x\n");

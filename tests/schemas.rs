@@ -51,6 +51,12 @@ fn assert_valid(command: &str, doc: &Value) {
 #[test]
 fn timer_and_info_validate() {
     assert_valid("timer", &document(&["timer", "--reads", "1000"]));
+    let sampled = document(&["timer", "--reads", "1000", "--samples"]);
+    assert_eq!(
+        sampled["samples"]["overhead_ns"].as_array().map(Vec::len),
+        Some(1000)
+    );
+    assert_valid("timer", &sampled);
     assert_valid("info", &document(&["--np", "2", "info"]));
 }
 
@@ -100,7 +106,17 @@ fn sync_validates() {
         "2",
         "--check-after",
         "0s",
+        "--reps",
+        "2",
+        "--samples",
     ]);
+    assert_eq!(doc["reps"], 2);
+    assert_eq!(
+        doc["samples"]["max_abs_residual_ns"]
+            .as_array()
+            .map(Vec::len),
+        Some(2)
+    );
     assert_valid("sync", &doc);
 }
 
@@ -128,8 +144,17 @@ fn coll_validates() {
         "1,1K",
     ];
     args.extend(["--root", "rotate", "--per-rank", "--max-rounds", "10"]);
+    args.extend(["--samples"]);
     args.extend(fast);
-    assert_valid("coll", &document(&args));
+    let doc = document(&args);
+    for r in doc["results"].as_array().unwrap() {
+        assert_eq!(
+            r["samples"]["runtime_us"].as_array().map(Vec::len),
+            r["valid"].as_u64().map(|v| v as usize),
+            "{r}"
+        );
+    }
+    assert_valid("coll", &doc);
     let mut args = vec![
         "coll",
         "--op",

@@ -2,7 +2,7 @@
 //! result's `meta` use the same facts.
 
 use super::{
-    calibrate, measure_overhead, pinned_core, Calibration, FrequencyControl, KernelTscRate,
+    calibrate, measure_overhead_samples, pinned_core, Calibration, FrequencyControl, KernelTscRate,
     SystemClock, TimerSource, TscFlags, Warning,
 };
 use crate::stats::Summary;
@@ -48,10 +48,26 @@ pub struct TimerFacts {
 impl TimerFacts {
     /// Calibrates over `window`, times `reads` reads, and reads the host facts.
     pub fn measure(window: Duration, reads: usize) -> (Self, SystemClock) {
+        let (facts, clock, _) = Self::measure_with_samples(window, reads, false);
+        (facts, clock)
+    }
+
+    /// [`Self::measure`], also returning every read's cost in nanoseconds, in the
+    /// order read, when `keep`.
+    pub fn measure_with_samples(
+        window: Duration,
+        reads: usize,
+        keep: bool,
+    ) -> (Self, SystemClock, Option<Vec<f64>>) {
         let source = TimerSource::detect();
         let calibration = calibrate(source, window);
         let clock = SystemClock::new(source, calibration.rate);
-        let overhead = measure_overhead(&clock, reads);
+        let (overhead, samples) = if keep {
+            let (o, s) = measure_overhead_samples(&clock, reads);
+            (o, Some(s))
+        } else {
+            (super::measure_overhead(&clock, reads), None)
+        };
         let flags = TscFlags::read();
         let frequency = FrequencyControl::read();
         let kernel = if source == TimerSource::Rdtscp {
@@ -97,6 +113,6 @@ impl TimerFacts {
             pinned_core,
             warnings,
         };
-        (facts, clock)
+        (facts, clock, samples)
     }
 }

@@ -18,7 +18,7 @@ pub use facts::{TimerFacts, RATE_DISAGREEMENT};
 pub use host::{
     parse_cpuinfo_mhz, parse_kernel_log, FrequencyControl, KernelTscRate, TscFlags, Warning,
 };
-pub use overhead::{measure_overhead, TimerOverhead};
+pub use overhead::{measure_overhead, measure_overhead_samples, TimerOverhead};
 pub use pin::{allowed_cores, available_cores, parse_cpu_list, pin_to, pinned_core};
 pub use ticks::{DurationError, Nanos, TickRate, Ticks};
 pub use timer::{monotonic_raw_ns, TimerSource};

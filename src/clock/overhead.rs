@@ -17,6 +17,20 @@ pub struct TimerOverhead {
 /// # Panics
 /// If `reads` is zero.
 pub fn measure_overhead<C: Clock>(clock: &C, reads: usize) -> TimerOverhead {
+    overhead(clock, reads, false).0
+}
+
+/// [`measure_overhead`], also returning every read's cost in nanoseconds, in the
+/// order read (the repetitions behind the summary).
+///
+/// # Panics
+/// If `reads` is zero.
+pub fn measure_overhead_samples<C: Clock>(clock: &C, reads: usize) -> (TimerOverhead, Vec<f64>) {
+    let (o, samples) = overhead(clock, reads, true);
+    (o, samples.unwrap_or_default())
+}
+
+fn overhead<C: Clock>(clock: &C, reads: usize, keep: bool) -> (TimerOverhead, Option<Vec<f64>>) {
     assert!(reads > 0, "need at least one read");
     let mut stamps = vec![0u64; reads + 1];
     for stamp in stamps.iter_mut() {
@@ -27,16 +41,21 @@ pub fn measure_overhead<C: Clock>(clock: &C, reads: usize) -> TimerOverhead {
         .windows(2)
         .map(|w| rate.to_nanos(w[1].saturating_sub(w[0])).0)
         .collect();
+    drop(stamps);
+    let samples = keep.then(|| deltas.clone());
     deltas.sort_by(f64::total_cmp);
     let resolution_ns = deltas
         .iter()
         .copied()
         .find(|&d| d > 0.0)
         .unwrap_or(rate.to_nanos(1).0);
-    TimerOverhead {
-        read_ns: Summary::of_sorted(&deltas),
-        resolution_ns,
-    }
+    (
+        TimerOverhead {
+            read_ns: Summary::of_sorted(&deltas),
+            resolution_ns,
+        },
+        samples,
+    )
 }
 
 impl TimerOverhead {
@@ -83,5 +102,19 @@ mod tests {
         assert_eq!(o.read_ns.median, 50.0);
         assert_eq!(o.read_ns.min, 0.0);
         assert_eq!(o.resolution_ns, 50.0);
+    }
+
+    #[test]
+    fn the_samples_are_every_reads_cost_in_order() {
+        let clock = SteppingClock {
+            now: Cell::new(0),
+            steps: vec![0, 100, 300, 100],
+            i: Cell::new(0),
+        };
+        let (o, samples) = measure_overhead_samples(&clock, 8);
+        // Read i costs step i+1 (the first read's step is before the first stamp).
+        assert_eq!(samples, [50.0, 150.0, 50.0, 0.0, 50.0, 150.0, 50.0, 0.0]);
+        assert_eq!(o.read_ns.median, crate::stats::median(&samples).unwrap());
+        assert_eq!(o.read_ns.max, 150.0);
     }
 }

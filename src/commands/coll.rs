@@ -31,12 +31,12 @@ use ngauge::report::coll_predict::{self, select, Predicted, Selection};
 use ngauge::report::jsonl::JsonlWriter;
 use ngauge::report::progress::Progress;
 use ngauge::report::table::Table;
-use ngauge::sizes::parse_sizes;
+use ngauge::spec::{CollCmdSpec, SizeList};
 use ngauge::sync::model::ClockModel;
 use ngauge::transport::{Transport, WaitMode};
 
 /// The implementations `--algo` names, in order, without repeats.
-fn implementations(args: &CollCmdArgs) -> Result<Vec<Imp>, UsageError> {
+fn implementations(args: &CollCmdSpec) -> Result<Vec<Imp>, UsageError> {
     let op = args.op;
     let mut out: Vec<Imp> = Vec::new();
     let names: Vec<&str> = if args.algo.is_empty() {
@@ -61,25 +61,52 @@ fn implementations(args: &CollCmdArgs) -> Result<Vec<Imp>, UsageError> {
     Ok(out)
 }
 
+impl CollCmdArgs {
+    /// The spec these flags ask for.
+    pub fn spec(&self) -> Result<CollCmdSpec, UsageError> {
+        Ok(CollCmdSpec {
+            op: self.op,
+            algo: self.algo.clone(),
+            segment: self.segment,
+            root: self.root,
+            scheme: self.scheme,
+            sizes: self
+                .sizes
+                .parse::<SizeList>()
+                .map_err(|e| UsageError(format!("--sizes: {e}")))?,
+            reps: self.reps,
+            warmup: self.warmup,
+            max_rounds: self.max_rounds,
+            no_check: self.no_check,
+            mpi_algo: self.mpi_algo,
+            per_rank: self.per_rank,
+            samples: self.samples,
+            predict: self.predict.clone(),
+            sync: self.sync.algorithm,
+            fitpoints: self.sync.fitpoints,
+            exchanges: self.sync.exchanges,
+            estimator: self.sync.estimator,
+        })
+    }
+}
+
 pub fn run(global: &GlobalArgs, args: &CollCmdArgs) -> anyhow::Result<()> {
+    run_spec(global, &args.spec()?, args.plot.as_deref())
+}
+
+/// Runs `args`, drawing the plot to `plot` if given.
+pub fn run_spec(
+    global: &GlobalArgs,
+    args: &CollCmdSpec,
+    plot: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    args.validate().map_err(super::common::spec_usage)?;
     let imps = implementations(args)?;
-    super::common::check_outputs(global, &[("--plot", args.plot.as_deref())])?;
+    super::common::check_outputs(global, &[("--plot", plot)])?;
     let sizes: Vec<usize> = if args.op == Collective::Barrier {
         vec![0]
     } else {
-        let sizes: Vec<usize> = parse_sizes(&args.sizes)
-            .map_err(|e| UsageError(format!("--sizes: {e}")))?
-            .into_iter()
-            .map(|s| s as usize)
-            .collect();
-        if sizes.contains(&0) {
-            return Err(UsageError(format!(
-                "--sizes: {} carries no data at 0 bytes per rank",
-                args.op
-            ))
-            .into());
-        }
-        sizes
+        args.sizes.0.iter().map(|&s| s as usize).collect()
     };
     let has_mpi = global.transport.contains(&TransportName::Mpi);
     if imps.contains(&Imp::Mpi) {
@@ -102,12 +129,6 @@ pub fn run(global: &GlobalArgs, args: &CollCmdArgs) -> anyhow::Result<()> {
         }
     }
     if let Some(n) = args.mpi_algo {
-        if !imps.contains(&Imp::Mpi) {
-            return Err(UsageError(
-                "--mpi-algo forces Open MPI's algorithm of --algo mpi; add mpi to --algo".into(),
-            )
-            .into());
-        }
         // Read by Open MPI's tuned component when MPI starts (in `with_world`);
         // single-threaded here.
         std::env::set_var("OMPI_MCA_coll_tuned_use_dynamic_rules", "1");
@@ -122,12 +143,6 @@ pub fn run(global: &GlobalArgs, args: &CollCmdArgs) -> anyhow::Result<()> {
             );
         }
     }
-    if args.scheme == Scheme::Window {
-        let options = args.sync.options();
-        options
-            .validate()
-            .map_err(|e| UsageError(format!("--sync: {e}")))?;
-    }
     let np = global.size.unwrap_or(global.np) as usize;
     if let RootChoice::Rank(r) = args.root {
         if r >= np && global.size.is_some() {
@@ -141,7 +156,7 @@ pub fn run(global: &GlobalArgs, args: &CollCmdArgs) -> anyhow::Result<()> {
         None => None,
     };
     super::common::with_world(global, |world| {
-        run_rank(global, args, &imps, &sizes, params.as_ref(), world)
+        run_rank(global, args, plot, &imps, &sizes, params.as_ref(), world)
     })
 }
 
@@ -189,7 +204,8 @@ struct Row {
 
 fn run_rank(
     global: &GlobalArgs,
-    args: &CollCmdArgs,
+    args: &CollCmdSpec,
+    plot: Option<&std::path::Path>,
     imps: &[Imp],
     sizes: &[usize],
     params: Option<&ngauge::sim::params::Loaded>,
@@ -234,7 +250,7 @@ fn run_rank(
     // The clock model of the window scheme.
     let mut sync_algorithm = None;
     let model = if args.scheme == Scheme::Window {
-        let options = args.sync.options();
+        let options = args.sync_options();
         let outcome = match open.iter_mut().find(|(_, t, _)| t.capabilities().reliable) {
             Some((_, t, _)) => {
                 ngauge::sync::synchronize(&clock, t.as_mut(), world.control.as_mut(), &options)?
@@ -357,6 +373,15 @@ fn run_rank(
                 rate.hz,
                 args.per_rank,
             );
+            if args.samples {
+                record.samples = Some(doc::CollSamples {
+                    runtime_us: times
+                        .valid_runtimes_ticks()
+                        .into_iter()
+                        .map(|t| t / rate.hz * 1e6)
+                        .collect(),
+                });
+            }
             if let (Some(p), Imp::Ours(_)) = (params, row.imp) {
                 let median = record.runtime_us.map(|t| t.median);
                 record.predicted = Some(predict(&spec, &timing, &p.network, median)?);
@@ -409,7 +434,7 @@ fn run_rank(
         })
         .collect();
     let selection = select(&points);
-    if let Some(path) = &args.plot {
+    if let Some(path) = plot {
         let title = format!("{} on {np} ranks, {} scheme", args.op, args.scheme.as_str());
         let svg = doc::plot_svg(&records, &title).map_err(|e| anyhow::anyhow!("plot: {e}"))?;
         std::fs::write(path, svg).with_context(|| format!("cannot write {}", path.display()))?;
@@ -459,7 +484,7 @@ fn run_rank(
 /// The human tables: one per transport and algorithm, then the comparison.
 fn render(
     out: &mut String,
-    args: &CollCmdArgs,
+    args: &CollCmdSpec,
     np: usize,
     records: &[CollRecord],
     comparison: Option<&doc::CollComparison>,

@@ -7,6 +7,7 @@ use crate::cli::{ExecArgs, GlobalArgs};
 use ngauge::suite::file::{Experiment, Kind};
 
 pub fn run(global: &GlobalArgs, args: &ExecArgs) -> anyhow::Result<()> {
+    ngauge::suite::runner::die_with_runner();
     let path = &args.spec;
     let text = std::fs::read_to_string(path)
         .map_err(|e| UsageError(format!("{}: {e}", path.display())))?;
@@ -25,11 +26,7 @@ pub fn run(global: &GlobalArgs, args: &ExecArgs) -> anyhow::Result<()> {
             },
         ),
         Kind::Sync(s) => super::sync::run_spec(&g, s),
+        Kind::Coll(s) => super::coll::run_spec(&g, s, None),
         Kind::Simulate(s) => super::simulate::run_spec(&g, s, None),
-        Kind::Pending { command, .. } => Err(UsageError(format!(
-            "{}: the command `{command}` is not in this version of ngauge yet",
-            path.display()
-        ))
-        .into()),
     }
 }

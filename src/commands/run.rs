@@ -188,15 +188,19 @@ fn start(dir: &RunDir, path: &Path, suite: &Suite) -> anyhow::Result<Plan> {
     Ok(plan)
 }
 
-/// `runs/EXP/experiment.json` of every experiment; pingpong and loggp runs record
-/// their repetitions, for the statistics per launch.
+/// `runs/EXP/experiment.json` of every experiment; the runs of every measuring
+/// command record their repetitions, for the statistics per launch (simulate is
+/// deterministic: one value per launch).
 fn write_specs(dir: &RunDir, suite: &Suite) -> anyhow::Result<()> {
     for e in &suite.experiments {
         let mut e = e.clone();
         match &mut e.kind {
+            Kind::Timer(s) => s.samples = true,
             Kind::Pingpong(s) => s.samples = true,
             Kind::Loggp(s) => s.samples = true,
-            _ => {}
+            Kind::Sync(s) => s.samples = true,
+            Kind::Coll(s) => s.samples = true,
+            Kind::Simulate(_) => {}
         }
         let path = dir.experiment_spec(&e.name);
         write_atomically(&path, serde_json::to_string_pretty(&e)?.as_bytes())

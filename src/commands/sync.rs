@@ -22,7 +22,7 @@ use ngauge::clock::{Clock, Skew, SystemClock, TickRate, Ticks};
 use ngauge::job::{Job, TransportName};
 use ngauge::launch::World;
 use ngauge::report::jsonl::JsonlWriter;
-use ngauge::report::sync::{seconds_label, RankReport, SyncDoc, SyncWarning};
+use ngauge::report::sync::{seconds_label, RankReport, SyncDoc, SyncSamples, SyncWarning};
 use ngauge::report::table::Table;
 use ngauge::spec::SyncSpec;
 use ngauge::sync::skew;
@@ -40,6 +40,8 @@ impl SyncFlags {
             exchanges: self.exchanges,
             estimator: self.estimator,
             check_after_s,
+            reps: 1,
+            samples: false,
         }
     }
 
@@ -51,7 +53,12 @@ impl SyncFlags {
 }
 
 pub fn run(global: &GlobalArgs, args: &SyncArgs) -> anyhow::Result<()> {
-    run_spec(global, &args.sync.spec(args.check_after.clone()))
+    let spec = SyncSpec {
+        reps: args.reps,
+        samples: args.samples,
+        ..args.sync.spec(args.check_after.clone())
+    };
+    run_spec(global, &spec)
 }
 
 pub fn run_spec(global: &GlobalArgs, args: &SyncSpec) -> anyhow::Result<()> {
@@ -87,89 +94,43 @@ fn run_rank(
         ))
         .into());
     }
-    let outcome = sync::synchronize(&clock, transport.as_mut(), world.control.as_mut(), options)?;
-    let model = outcome.model;
-    let after_sync = Instant::now();
-    let ns = |ticks: f64| ticks * 1e9 / rate.hz;
 
     // The truth needs one shared timer (one host) and rank 0's own skew.
     let one_host = world.peers.iter().all(|p| p.host == world.peers[0].host);
     let mut rank0_skew = encode_skew(clock.skew());
     world.control.broadcast(0, &mut rank0_skew)?;
     let rank0_skew = decode_skew(&rank0_skew);
-    let truth = |raw: Ticks| {
-        one_host.then(|| {
-            ns(skew::true_error_ticks(
-                &model,
-                clock.skew().as_ref(),
-                rank0_skew.as_ref(),
-                raw,
-            ))
-        })
-    };
 
-    let mut report = RankReport {
-        rank: world.rank,
-        offset_ns: ns(model.offset_at(outcome.finished)),
-        drift_ppm: model.drift_ppm(),
-        residual_ns: Vec::new(),
-        residual_rtt_ns: Vec::new(),
-        true_residual_ns: one_host.then(Vec::new),
-        true_offset_ns: one_host.then(|| {
-            let raw = clock.raw();
-            let own = clock.skew().map_or(raw, |s| s.apply(raw));
-            let reference = rank0_skew.map_or(raw, |s| s.apply(raw));
-            ns((own.0 as i128 - reference.0 as i128) as f64)
-        }),
-        true_drift_ppm: one_host.then(|| {
-            let d = |s: Option<Skew>| s.map_or(0.0, |s| s.drift);
-            ((1.0 + d(clock.skew())) / (1.0 + d(rank0_skew)) - 1.0) * 1e6
-        }),
-        sync_exchanges: outcome.exchanges,
-        crossed_brackets: outcome.crossed_brackets,
-        pinned_core: world.pinned_core,
-    };
-
-    let wire = pairwise::Wire::new(transport.as_mut(), 0)?;
-    for &after in &args.check_after_s {
-        // Every rank sleeps on its own (ranks left the closing barrier together), so
-        // no control call waits longer than a moment.
-        let due = after_sync + Duration::from_secs_f64(after);
-        std::thread::sleep(due.saturating_duration_since(Instant::now()));
-        world.control.barrier()?;
-        if world.rank == 0 {
-            for peer in 1..world.size {
-                pairwise::respond(&clock, transport.as_mut(), &wire, peer)?;
-            }
-            report.residual_ns.push(0.0);
-            report.residual_rtt_ns.push(0.0);
-        } else {
-            let global_clock = GlobalClock::new(&clock, model);
-            let m = pairwise::min_rtt(
-                &global_clock,
-                transport.as_mut(),
-                &wire,
-                0,
-                options.stop_after,
-                options.max_exchanges,
-            )?;
-            report.residual_ns.push(ns(m.best.offset()));
-            report.residual_rtt_ns.push(ns(m.best.rtt() as f64));
+    // Each repetition: a synchronization and its checks (Hunold & Carpen-Amarie,
+    // Algorithm 20). The document shows the first; `samples` every one's duration
+    // and largest residual.
+    let mut first: Option<(f64, Vec<RankReport>)> = None;
+    let mut durations_us = Vec::new();
+    let mut worst_residuals_ns = Vec::new();
+    for _ in 0..args.reps {
+        let (duration_us, ranks) = one_repetition(
+            world,
+            &clock,
+            transport.as_mut(),
+            options,
+            &args.check_after_s,
+            one_host,
+            rank0_skew,
+        )?;
+        if world.rank != 0 {
+            continue;
         }
-        if let (Some(t), Some(v)) = (truth(clock.raw()), report.true_residual_ns.as_mut()) {
-            v.push(t);
-        }
+        durations_us.push(duration_us);
+        worst_residuals_ns.push(
+            max_abs(&ranks, |r| Some(&r.residual_ns), args.check_after_s.len())
+                .into_iter()
+                .fold(0.0, f64::max),
+        );
+        first.get_or_insert((duration_us, ranks));
     }
-    wire.free(transport.as_mut())?;
-
-    let gathered = world.control.gather(0, &serde_json::to_vec(&report)?)?;
-    if world.rank != 0 {
+    let Some((duration_us, ranks)) = first else {
         return Ok(());
-    }
-    let ranks = gathered
-        .iter()
-        .map(|b| serde_json::from_slice::<RankReport>(b))
-        .collect::<Result<Vec<_>, _>>()?;
+    };
     let pinning: Vec<Option<usize>> = ranks.iter().map(|r| r.pinned_core).collect();
     // Issue 20: every rank takes part in the sync, so all must have cores of their own.
     let binding = ngauge::launch::binding::check_groups(
@@ -192,7 +153,7 @@ fn run_rank(
             .algorithm
             .models_drift()
             .then_some(options.exchanges),
-        duration_us: rate.to_nanos(outcome.duration_ticks()).as_us(),
+        duration_us,
         check_after_s: args.check_after_s.clone(),
         injected_skew: std::env::var(skew::SKEW_ENV).ok(),
         truth: one_host.then(|| {
@@ -211,6 +172,11 @@ fn run_rank(
             )
         }),
         ranks,
+        reps: args.reps,
+        samples: args.samples.then_some(SyncSamples {
+            duration_us: durations_us,
+            max_abs_residual_ns: worst_residuals_ns,
+        }),
         warnings: Vec::new(),
         meta: super::common::meta(clock.source(), rate.hz)
             .transports(&[(transport_name, wait)])
@@ -236,6 +202,96 @@ fn run_rank(
         super::common::warn(w, hint(w));
     }
     Ok(())
+}
+
+/// One synchronization and its residual checks (collective): its duration at
+/// rank 0 and, at rank 0, every rank's report (empty elsewhere).
+fn one_repetition(
+    world: &mut World,
+    clock: &SystemClock,
+    transport: &mut dyn Transport,
+    options: &SyncOptions,
+    check_after_s: &[f64],
+    one_host: bool,
+    rank0_skew: Option<Skew>,
+) -> anyhow::Result<(f64, Vec<RankReport>)> {
+    let rate = clock.rate();
+    let ns = |ticks: f64| ticks * 1e9 / rate.hz;
+    let outcome = sync::synchronize(clock, transport, world.control.as_mut(), options)?;
+    let model = outcome.model;
+    let after_sync = Instant::now();
+    let truth = |raw: Ticks| {
+        one_host.then(|| {
+            ns(skew::true_error_ticks(
+                &model,
+                clock.skew().as_ref(),
+                rank0_skew.as_ref(),
+                raw,
+            ))
+        })
+    };
+    let mut report = RankReport {
+        rank: world.rank,
+        offset_ns: ns(model.offset_at(outcome.finished)),
+        drift_ppm: model.drift_ppm(),
+        residual_ns: Vec::new(),
+        residual_rtt_ns: Vec::new(),
+        true_residual_ns: one_host.then(Vec::new),
+        true_offset_ns: one_host.then(|| {
+            let raw = clock.raw();
+            let own = clock.skew().map_or(raw, |s| s.apply(raw));
+            let reference = rank0_skew.map_or(raw, |s| s.apply(raw));
+            ns((own.0 as i128 - reference.0 as i128) as f64)
+        }),
+        true_drift_ppm: one_host.then(|| {
+            let d = |s: Option<Skew>| s.map_or(0.0, |s| s.drift);
+            ((1.0 + d(clock.skew())) / (1.0 + d(rank0_skew)) - 1.0) * 1e6
+        }),
+        sync_exchanges: outcome.exchanges,
+        crossed_brackets: outcome.crossed_brackets,
+        pinned_core: world.pinned_core,
+    };
+    let wire = pairwise::Wire::new(transport, 0)?;
+    for &after in check_after_s {
+        // Every rank sleeps on its own (ranks left the closing barrier together), so
+        // no control call waits longer than a moment.
+        let due = after_sync + Duration::from_secs_f64(after);
+        std::thread::sleep(due.saturating_duration_since(Instant::now()));
+        world.control.barrier()?;
+        if world.rank == 0 {
+            for peer in 1..world.size {
+                pairwise::respond(clock, transport, &wire, peer)?;
+            }
+            report.residual_ns.push(0.0);
+            report.residual_rtt_ns.push(0.0);
+        } else {
+            let global_clock = GlobalClock::new(clock, model);
+            let m = pairwise::min_rtt(
+                &global_clock,
+                transport,
+                &wire,
+                0,
+                options.stop_after,
+                options.max_exchanges,
+            )?;
+            report.residual_ns.push(ns(m.best.offset()));
+            report.residual_rtt_ns.push(ns(m.best.rtt() as f64));
+        }
+        if let (Some(t), Some(v)) = (truth(clock.raw()), report.true_residual_ns.as_mut()) {
+            v.push(t);
+        }
+    }
+    wire.free(transport)?;
+
+    let gathered = world.control.gather(0, &serde_json::to_vec(&report)?)?;
+    if world.rank != 0 {
+        return Ok((0.0, Vec::new()));
+    }
+    let ranks = gathered
+        .iter()
+        .map(|b| serde_json::from_slice::<RankReport>(b))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((rate.to_nanos(outcome.duration_ticks()).as_us(), ranks))
 }
 
 /// The command line's hint for a warning.

@@ -2,12 +2,18 @@
 
 use crate::cli::{GlobalArgs, TimerArgs};
 use ngauge::clock::{pin_to, pinned_core, read_tsc, TimerFacts, TimerSource, Warning};
-use ngauge::report::timer::{TimerDoc, TimerReport};
+use ngauge::report::timer::{TimerDoc, TimerReport, TimerSamples};
 use ngauge::spec::TimerSpec;
 use std::time::Duration;
 
 pub fn run(global: &GlobalArgs, args: &TimerArgs) -> anyhow::Result<()> {
-    run_spec(global, &TimerSpec { reads: args.reads })
+    run_spec(
+        global,
+        &TimerSpec {
+            reads: args.reads,
+            samples: args.samples,
+        },
+    )
 }
 
 pub fn run_spec(global: &GlobalArgs, args: &TimerSpec) -> anyhow::Result<()> {
@@ -25,7 +31,11 @@ pub fn run_spec(global: &GlobalArgs, args: &TimerSpec) -> anyhow::Result<()> {
             measured_on_core = Some(cpu as usize);
         }
     }
-    let (mut facts, _clock) = TimerFacts::measure(Duration::from_millis(100), args.reads as usize);
+    let (mut facts, _clock, samples) = TimerFacts::measure_with_samples(
+        Duration::from_millis(100),
+        args.reads as usize,
+        args.samples,
+    );
     facts.pinned_core = pinned_at_start;
     facts.warnings.retain(|w| *w != Warning::Unpinned);
     if pinned_at_start.is_none() {
@@ -42,6 +52,7 @@ pub fn run_spec(global: &GlobalArgs, args: &TimerSpec) -> anyhow::Result<()> {
         let doc = TimerDoc {
             timer: TimerReport::from(facts),
             measured_on_core,
+            samples: samples.map(|overhead_ns| TimerSamples { overhead_ns }),
             meta,
         };
         super::common::write_single_record(global, &doc)?;

@@ -99,6 +99,18 @@ pub struct Confirmation {
     pub locate_rounds: usize,
 }
 
+crate::names::named_enum! {
+    /// Which test proposed a candidate change from the sweep.
+    pub enum Proposer("proposer") {
+        /// The detector's segmentation of the sweep (Hoefler et al., sec. 2.6).
+        Detector = "detector",
+        /// The liberal robust step test over neighbouring sizes ([`propose_steps`]).
+        StepTest = "step_test",
+        /// The change of slope between two segments ([`confirm::propose_kinks`]).
+        Kink = "kink",
+    }
+}
+
 /// A candidate protocol change and what became of it.
 #[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Change {
@@ -108,6 +120,8 @@ pub struct Change {
     pub last_old_bytes: u64,
     /// Step or slope-only.
     pub kind: ChangeKind,
+    /// The test that proposed it from the sweep.
+    pub proposed_by: Proposer,
     /// Whether the change persisted in fresh passes.
     pub verdict: Verdict,
     /// Why it stayed undecided.
@@ -143,6 +157,7 @@ impl Change {
             bytes,
             last_old_bytes: last_old,
             kind: ChangeKind::Step,
+            proposed_by: Proposer::Detector,
             verdict: Verdict::Unconfirmed,
             undecided: None,
             first_bytes: None,
@@ -205,6 +220,7 @@ impl Plan {
             .collect();
         at.sort_unstable();
         at.dedup();
+        let detected = at.clone();
         // The detector decides on one sweep's medians, which a loaded host
         // scatters by more than a switch: more candidates, for the passes to judge.
         if let Some(p) = &opts.propose {
@@ -212,10 +228,18 @@ impl Plan {
             at.sort_unstable();
         }
         let kinks = propose_kinks(sweep, &at, opts.judge.kink_floor);
-        let mut all: Vec<(usize, ChangeKind)> = at
+        let step_by = |i: usize| match detected.binary_search(&i) {
+            Ok(_) => Proposer::Detector,
+            Err(_) => Proposer::StepTest,
+        };
+        let mut all: Vec<(usize, ChangeKind, Proposer)> = at
             .iter()
-            .map(|&i| (i, ChangeKind::Step))
-            .chain(kinks.iter().map(|&i| (i, ChangeKind::Slope)))
+            .map(|&i| (i, ChangeKind::Step, step_by(i)))
+            .chain(
+                kinks
+                    .iter()
+                    .map(|&i| (i, ChangeKind::Slope, Proposer::Kink)),
+            )
             .collect();
         // A step and a kink at one size: the step (whose test also tries the slopes).
         all.sort_by_key(|c| (c.0, c.1 != ChangeKind::Step));
@@ -223,7 +247,7 @@ impl Plan {
         let candidates = all
             .iter()
             .enumerate()
-            .map(|(k, &(i, kind))| {
+            .map(|(k, &(i, kind, proposed_by))| {
                 let lo = if k == 0 { 0 } else { all[k - 1].0 };
                 let hi = all.get(k + 1).map_or(sizes.len(), |c| c.0);
                 let side = match kind {
@@ -238,6 +262,7 @@ impl Plan {
                 let right = sizes[i..hi.min(i + side)].to_vec();
                 let mut change = Change::unconfirmed(&sizes, sizes[i], Vec::new());
                 change.kind = kind;
+                change.proposed_by = proposed_by;
                 Candidate {
                     kind,
                     left,
@@ -916,6 +941,14 @@ mod tests {
         };
         assert_eq!(c.bytes, 16384, "{c:?}");
         assert_eq!(c.first_bytes, Some(LOADED_SWITCH), "{c:?}");
+        assert_eq!(c.proposed_by, Proposer::StepTest, "{c:?}");
+        // Handed to the plan as the detector's, it is the detector's.
+        let changes = drive(
+            Plan::new(&sweep, &[16384], RefineOptions::default()),
+            Loaded::reading,
+        );
+        let c = changes.iter().find(|c| c.bytes == 16384).unwrap();
+        assert_eq!(c.proposed_by, Proposer::Detector, "{c:?}");
         // Without the first stage, nothing to confirm.
         let detector_only = RefineOptions {
             propose: None,

@@ -119,6 +119,17 @@ pub struct CollRecord {
     /// Every rank's local times (`--per-rank`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ranks: Option<Vec<RankTimes>>,
+    /// Every valid call's run-time before Tukey's filter (`--samples`; a suite's
+    /// runs keep them for the statistics per launch).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub samples: Option<CollSamples>,
+}
+
+/// The repetitions behind a record's figures.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct CollSamples {
+    /// Every valid call's run-time, microseconds, in the order measured.
+    pub runtime_us: Vec<f64>,
 }
 
 impl CollRecord {
@@ -202,6 +213,7 @@ pub fn record(point: Point, times: &CollTimes, hz: f64, per_rank: bool) -> CollR
         runtime_us,
         predicted: None,
         ranks,
+        samples: None,
     }
 }
 

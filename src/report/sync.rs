@@ -76,10 +76,25 @@ pub struct SyncDoc {
     pub max_abs_true_residual_ns: Option<Vec<f64>>,
     /// Every rank.
     pub ranks: Vec<RankReport>,
+    /// Synchronizations run one after the other, each with its checks; the
+    /// fields above are the first one's.
+    pub reps: u32,
+    /// Every repetition's duration and largest residual (`--samples`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub samples: Option<SyncSamples>,
     /// What threatens the figures.
     pub warnings: Vec<Warned<SyncWarning>>,
     /// How the result came about.
     pub meta: Meta,
+}
+
+/// The repetitions of a sync, in the order run.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct SyncSamples {
+    /// Rank 0's time from the opening to the closing barrier of each sync.
+    pub duration_us: Vec<f64>,
+    /// Per repetition, the largest measured residual of any rank at any check.
+    pub max_abs_residual_ns: Vec<f64>,
 }
 
 /// Brackets that crossed on one rank.
@@ -226,6 +241,8 @@ mod tests {
             max_abs_residual_ns: vec![10.0, last_residual_ns],
             max_abs_true_residual_ns: None,
             ranks,
+            reps: 1,
+            samples: None,
             warnings: Vec::new(),
             meta: Meta::builder(Vec::new(), crate::clock::TimerSource::Rdtscp, 1e9)
                 .frequency_control("test")

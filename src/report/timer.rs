@@ -34,8 +34,18 @@ pub struct TimerDoc {
     pub timer: TimerReport,
     /// The core the read cost and resolution were measured on, if pinned.
     pub measured_on_core: Option<usize>,
+    /// Every read's cost (`--samples`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub samples: Option<TimerSamples>,
     /// How the result came about.
     pub meta: Meta,
+}
+
+/// The repetitions behind `overhead_ns`.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct TimerSamples {
+    /// Every back-to-back read's cost, nanoseconds, in the order read.
+    pub overhead_ns: Vec<f64>,
 }
 
 /// One rank's place in the job.

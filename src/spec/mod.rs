@@ -7,12 +7,14 @@
 //! Unknown fields are rejected. [`SpecError`] names the field, never a flag: the
 //! command line turns the field into its flag, a suite into its file, line and key.
 
+pub mod coll;
 pub mod loggp;
 pub mod pingpong;
 mod sizes;
 pub mod sync;
 pub mod timer;
 
+pub use coll::CollCmdSpec;
 pub use loggp::LoggpSpec;
 pub use pingpong::PingpongSpec;
 pub use sizes::SizeList;

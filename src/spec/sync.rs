@@ -22,7 +22,16 @@ pub struct SyncSpec {
     pub estimator: Option<Estimator>,
     /// When to measure the residuals, seconds after the sync ends.
     pub check_after_s: Vec<f64>,
+    /// Synchronizations, each with its checks, one after the other in the same
+    /// job (the repetitions of a launch).
+    pub reps: u32,
+    /// Keep every repetition's duration and largest residual in the document
+    /// (`samples`), for the statistics across launches (`ngauge run` sets it).
+    pub samples: bool,
 }
+
+/// Most repetitions of a sync in one run.
+pub const MAX_REPS: u32 = 1000;
 
 impl Default for SyncSpec {
     fn default() -> Self {
@@ -32,6 +41,8 @@ impl Default for SyncSpec {
             exchanges: None,
             estimator: None,
             check_after_s: vec![0.0, 1.0, 5.0],
+            reps: 1,
+            samples: false,
         }
     }
 }
@@ -54,6 +65,12 @@ impl SyncSpec {
     /// # Errors
     /// The first field that is wrong.
     pub fn validate(&self) -> Result<(), SpecError> {
+        if !(1..=MAX_REPS).contains(&self.reps) {
+            return Err(SpecError::new(
+                "reps",
+                format!("must be between 1 and {MAX_REPS}, got {}", self.reps),
+            ));
+        }
         if !(2..=1_000_000).contains(&self.fitpoints) {
             return Err(SpecError::new(
                 "fitpoints",
@@ -104,6 +121,11 @@ mod tests {
             ..SyncSpec::default()
         };
         assert_eq!(bad.validate().unwrap_err().field, "check_after_s");
+        let bad = SyncSpec {
+            reps: 0,
+            ..SyncSpec::default()
+        };
+        assert_eq!(bad.validate().unwrap_err().field, "reps");
         assert!(serde_json::from_str::<SyncSpec>(r#"{"sync": "ntp"}"#).is_err());
     }
 }

@@ -10,7 +10,7 @@
 
 use crate::job::{JobError, JobSpec, TransportName};
 use crate::sim::spec::{self as sim_spec, SimulateSpec};
-use crate::spec::{LoggpSpec, PingpongSpec, SpecError, SyncSpec, TimerSpec};
+use crate::spec::{CollCmdSpec, LoggpSpec, PingpongSpec, SpecError, SyncSpec, TimerSpec};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -64,8 +64,7 @@ pub struct Experiment {
     pub kind: Kind,
 }
 
-/// The commands an experiment can run. A command the binary does not have yet is
-/// [`Kind::Pending`]: its table parses, and the check refuses it by name.
+/// The commands an experiment can run.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Kind {
     /// `ngauge timer`.
@@ -76,16 +75,11 @@ pub enum Kind {
     Loggp(LoggpSpec),
     /// `ngauge sync`.
     Sync(SyncSpec),
+    /// `ngauge coll`.
+    Coll(CollCmdSpec),
     /// `ngauge simulate`: the LogGP simulation of a collective, in one process
     /// (the simulated job's size is the spec's `np`).
     Simulate(SimulateSpec),
-    /// A command of the design not in this ngauge yet, with its table unchecked.
-    Pending {
-        /// Its name (`coll`).
-        command: &'static str,
-        /// Its table, as written.
-        params: serde_json::Value,
-    },
 }
 
 impl Kind {
@@ -96,13 +90,13 @@ impl Kind {
             Kind::Pingpong(_) => "pingpong",
             Kind::Loggp(_) => "loggp",
             Kind::Sync(_) => "sync",
+            Kind::Coll(_) => "coll",
             Kind::Simulate(_) => "simulate",
-            Kind::Pending { command, .. } => command,
         }
     }
 }
 
-/// The commands an experiment table may name: those that run, then those to come.
+/// The commands an experiment table may name.
 pub const COMMANDS: &[&str] = &["timer", "pingpong", "loggp", "sync", "coll", "simulate"];
 
 /// An experiment as written: one optional table per command. Adding a command is
@@ -126,7 +120,7 @@ struct RawExperiment {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     sync: Option<SyncSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    coll: Option<serde_json::Value>,
+    coll: Option<CollCmdSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     simulate: Option<SimulateSpec>,
 }
@@ -151,11 +145,8 @@ impl TryFrom<RawExperiment> for Experiment {
         if let Some(s) = raw.simulate {
             kinds.push(Kind::Simulate(s));
         }
-        if let Some(params) = raw.coll {
-            kinds.push(Kind::Pending {
-                command: "coll",
-                params,
-            });
+        if let Some(s) = raw.coll {
+            kinds.push(Kind::Coll(s));
         }
         if kinds.len() != 1 {
             return Err(format!(
@@ -205,7 +196,7 @@ impl From<Experiment> for RawExperiment {
             Kind::Loggp(s) => raw.loggp = Some(s),
             Kind::Sync(s) => raw.sync = Some(s),
             Kind::Simulate(s) => raw.simulate = Some(s),
-            Kind::Pending { params, .. } => raw.coll = Some(params),
+            Kind::Coll(s) => raw.coll = Some(s),
         }
         raw
     }
@@ -304,8 +295,7 @@ pub fn parse(file: &str, text: &str) -> Result<Suite, SuiteError> {
 
 /// Checks what parsing cannot: at least one experiment, names (allowed
 /// characters, unique, not a file of the run directory), `np`, launches, the
-/// job spec, the command's spec, transports this build has, commands this
-/// binary has.
+/// job spec, the command's spec, transports this build has.
 ///
 /// # Errors
 /// The key and what is wrong with it.
@@ -367,6 +357,8 @@ pub fn check(suite: &Suite) -> Result<(), (String, String)> {
         match &e.kind {
             Kind::Timer(s) => {
                 spec(s.validate())?;
+                // The suite keeps every read's cost.
+                spec(s.validate_sampled(true))?;
                 if e.np != 1 {
                     return Err((
                         at("np"),
@@ -408,14 +400,19 @@ pub fn check(suite: &Suite) -> Result<(), (String, String)> {
                     ));
                 }
             }
-            Kind::Pending { command, .. } => {
-                return Err((
-                    at(command),
-                    format!(
-                        "the command `{command}` is not in this version of ngauge yet; \
-                         run this suite with a build that has it"
-                    ),
-                ))
+            Kind::Coll(s) => {
+                spec(s.validate())?;
+                spec(s.validate_for_job(&e.job.transports, e.np))?;
+                if let Some(path) = &s.predict {
+                    let loaded = std::fs::read_to_string(path)
+                        .map_err(|err| format!("cannot read {}: {err}", path.display()))
+                        .and_then(|text| {
+                            crate::sim::params::parse(&text)
+                                .map(|_| ())
+                                .map_err(|err| format!("{}: {err}", path.display()))
+                        });
+                    loaded.map_err(|m| (at("coll.predict"), m))?;
+                }
             }
         }
     }
@@ -653,6 +650,71 @@ sync = { sync = "jk", check_after_s = [0.0] }
         assert_eq!(err.key, "experiment[0].simulate.npz");
     }
 
+    const COLL: &str = "[[experiment]]\nname = \"c\"\nnp = 4\n[experiment.coll]\nop = \"bcast\"\n\
+                        algo = [\"binomial\", \"chain\"]\nsegment = \"8K\"\nroot = \"rotate\"\n\
+                        scheme = \"barrier\"\nsizes = \"1,1K\"\nreps = 20\nwarmup = 2\n\
+                        sync = \"jk\"\nfitpoints = 50\n";
+
+    #[test]
+    fn a_coll_experiment_reads_into_the_commands_spec_and_is_checked() {
+        let s = parse("s.toml", COLL).unwrap();
+        let e = &s.experiments[0];
+        assert_eq!(e.np, 4);
+        let Kind::Coll(spec) = &e.kind else {
+            panic!("not coll: {:?}", e.kind)
+        };
+        assert_eq!(spec.op, crate::coll::Collective::Bcast);
+        assert_eq!(spec.algo, ["binomial", "chain"]);
+        assert_eq!((spec.segment, spec.reps, spec.warmup), (8192, 20, 2));
+        assert_eq!(spec.scheme, crate::patterns::coll::Scheme::Barrier);
+        assert_eq!(spec.sizes.0, [1, 1024]);
+        assert_eq!(spec.sync_options().fitpoints, 50);
+        assert!(
+            !spec.samples,
+            "ngauge run sets it in the run directory's spec"
+        );
+        let back: Experiment = serde_json::from_str(&serde_json::to_string(e).unwrap()).unwrap();
+        assert_eq!(&back, e);
+
+        // Unknown key, wrong type, bad value, bad algorithm, a root the job lacks.
+        let e = err(&COLL.replace("reps = 20", "repz = 20"));
+        assert_eq!(
+            (e.key.as_str(), e.position),
+            ("experiment[0].coll.repz", Some((11, 1)))
+        );
+        let e = err(&COLL.replace("reps = 20", "reps = \"many\""));
+        assert_eq!(e.key, "experiment[0].coll.reps");
+        assert_eq!(e.position.map(|p| p.0), Some(11), "{e}");
+        let e = err(&COLL.replace("scheme = \"barrier\"", "scheme = \"fast\""));
+        assert_eq!(e.key, "experiment[0].coll.scheme");
+        assert!(e.message.contains("unknown timing scheme `fast`"), "{e}");
+        let e = err(&COLL.replace("\"chain\"", "\"ring\""));
+        assert_eq!(
+            (e.key.as_str(), e.position.map(|p| p.0)),
+            ("experiment[0].coll.algo", Some(6))
+        );
+        assert!(e.message.contains("ring"), "{e}");
+        let e = err(&COLL.replace("reps = 20", "reps = 0"));
+        assert_eq!(
+            (e.key.as_str(), e.position),
+            ("experiment[0].coll.reps", Some((11, 1)))
+        );
+        let e = err(&COLL.replace("\"rotate\"", "4"));
+        assert_eq!(e.key, "experiment[0].coll.root");
+        assert!(e.message.contains("not a rank of a job of 4 ranks"), "{e}");
+        let e = err(&COLL.replace("\"binomial\", \"chain\"", "\"mpi\""));
+        assert_eq!(e.key, "experiment[0].coll.algo");
+        assert!(e.message.contains("MPI transport"), "{e}");
+        let e = err(&COLL.replace("sizes = \"1,1K\"", "sizes = \"1-2x\""));
+        assert_eq!(
+            (e.key.as_str(), e.position.map(|p| p.0)),
+            ("experiment[0].coll.sizes", Some(10))
+        );
+        let e = err(&COLL.replace("reps = 20", "predict = \"/nonexistent/params.json\""));
+        assert_eq!(e.key, "experiment[0].coll.predict");
+        assert!(e.message.contains("cannot read"), "{e}");
+    }
+
     fn err(text: &str) -> SuiteError {
         parse("b.toml", text).unwrap_err()
     }
@@ -716,13 +778,6 @@ sync = { sync = "jk", check_after_s = [0.0] }
 
         let e = err("[[experiment]]\nname = \"a\"\ntimer = {}\nsync = {}\n");
         assert!(e.message.contains("timer and sync"), "{e}");
-
-        let e = err("[[experiment]]\nname = \"c\"\nnp = 4\n[experiment.coll]\nop = \"bcast\"\n");
-        assert_eq!(
-            (e.key.as_str(), e.position),
-            ("experiment[0].coll", Some((4, 13)))
-        );
-        assert!(e.message.contains("`coll` is not in this version"), "{e}");
 
         let e = err("seed = 1\n");
         assert_eq!(e.key, "experiment");

@@ -40,6 +40,37 @@ use std::time::{Duration, Instant, SystemTime};
 /// module doc).
 pub const RUNNER_PID_ENV: &str = "NGAUGE_RUNNER_PID";
 
+/// In a child of the runner (one run): die with the runner. A runner killed with
+/// SIGKILL cannot stop its child, so the child asks the kernel to kill it when
+/// the runner goes (`PR_SET_PDEATHSIG`), and exits if the runner is gone already.
+/// Under a launcher command (`mpirun`) the runner is no parent: the process only
+/// exits if the runner is gone (its launcher's own rules end it otherwise). Reads
+/// [`RUNNER_PID_ENV`] from the process environment; without it, does nothing.
+pub fn die_with_runner() {
+    use rustix::process::{getppid, set_parent_process_death_signal, Pid, Signal};
+    let Some(runner) = std::env::var(RUNNER_PID_ENV)
+        .ok()
+        .and_then(|p| p.parse::<i32>().ok())
+        .and_then(Pid::from_raw)
+    else {
+        return;
+    };
+    if getppid() == Some(runner) {
+        let _ = set_parent_process_death_signal(Some(Signal::KILL));
+        // The runner may have gone between the spawn and the call above.
+        if getppid() == Some(runner) {
+            return;
+        }
+    } else if rustix::process::test_kill_process(runner).is_ok() {
+        return;
+    }
+    eprintln!(
+        "ngauge: the suite runner (pid {}) is gone; exiting",
+        runner.as_raw_nonzero()
+    );
+    std::process::exit(1);
+}
+
 /// What the caller needs to build one run's command.
 #[derive(Clone, Debug)]
 pub struct RunRequest {

@@ -1,0 +1,444 @@
+//! [`CollCmdSpec`]: what `ngauge coll` measures (one collective timed with the
+//! window, barrier or loop scheme: Hoefler et al., "Accurately measuring
+//! collective operations", sec. 3; Hunold & Carpen-Amarie, Algorithm 1), as the
+//! command line and a suite's `coll` table fill it.
+//!
+//! The fields are the flags of `ngauge coll` with `-` written `_`; the clock
+//! synchronization flags (`--sync`, `--fitpoints`, `--exchanges`,
+//! `--estimator`) are fields of the same table. Output files (`--plot`) stay on
+//! the command line. [`CollCmdSpec::validate`] checks what the spec alone
+//! decides; [`CollCmdSpec::validate_for_job`] what depends on the job's
+//! transports and size.
+
+use super::{SizeList, SpecError};
+use crate::coll::{Algorithm, Collective};
+use crate::job::TransportName;
+use crate::patterns::coll::Scheme;
+use crate::report::coll::{RootChoice, Rotate};
+use crate::sync::{self, Estimator, SyncOptions};
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+use std::fmt;
+use std::path::PathBuf;
+
+/// Largest segment of a pipelined broadcast, bytes.
+pub const MAX_SEGMENT_BYTES: u64 = 1 << 30;
+
+/// The parameters of a collective measurement (the flags of `ngauge coll`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CollCmdSpec {
+    /// The collective: `bcast`, `gather`, `allreduce`, `barrier`, `alltoall`.
+    #[serde(serialize_with = "op_name", deserialize_with = "by_name")]
+    pub op: Collective,
+    /// Implementations: ngauge's schedules by name (`binomial`, `kchain:4`),
+    /// `all` (every one of `op`), `mpi` (the MPI library's own); empty: the
+    /// usual one of `op`.
+    pub algo: Vec<String>,
+    /// Segment size of the pipelined broadcasts, bytes (0: one segment); a
+    /// number or a size such as `"8K"`.
+    #[serde(deserialize_with = "segment")]
+    pub segment: usize,
+    /// The root of bcast and gather: a rank, or `"rotate"`.
+    #[serde(with = "root")]
+    pub root: RootChoice,
+    /// How calls are timed: `window`, `barrier` or `loop`.
+    #[serde(serialize_with = "scheme_name", deserialize_with = "by_name")]
+    pub scheme: Scheme,
+    /// Bytes per rank (ignored for a barrier).
+    pub sizes: SizeList,
+    /// Valid calls wanted per point (the loop scheme: calls in the loop).
+    pub reps: u64,
+    /// Untimed calls first (their data checked).
+    pub warmup: u64,
+    /// Rounds of `reps` calls at most (the window scheme).
+    pub max_rounds: u64,
+    /// Skip the data check of the warm-up calls.
+    pub no_check: bool,
+    /// Open MPI's forced algorithm for `algo = ["mpi"]`.
+    pub mpi_algo: Option<u32>,
+    /// Report every rank's local time of every valid call.
+    pub per_rank: bool,
+    /// Keep every valid call's run-time in the records (`samples.runtime_us`),
+    /// for the statistics across launches (`ngauge run` sets it).
+    pub samples: bool,
+    /// LogGP parameters (`loggp --params-out`) to predict every point from.
+    pub predict: Option<PathBuf>,
+    /// Clock synchronization of the window scheme.
+    pub sync: sync::Algorithm,
+    /// Fit points per drift model (jk, hca).
+    pub fitpoints: u32,
+    /// Ping-pongs per fit point (jk, hca); absent: the algorithm's default.
+    pub exchanges: Option<u32>,
+    /// Offset estimator; absent: the algorithm's own.
+    pub estimator: Option<Estimator>,
+}
+
+impl Default for CollCmdSpec {
+    fn default() -> Self {
+        CollCmdSpec {
+            op: Collective::Bcast,
+            algo: Vec::new(),
+            segment: 0,
+            root: RootChoice::Rank(0),
+            scheme: Scheme::Window,
+            sizes: SizeList(crate::sizes::parse_sizes("1-64K").expect("a valid spec")),
+            reps: 100,
+            warmup: 10,
+            max_rounds: 5,
+            no_check: false,
+            mpi_algo: None,
+            per_rank: false,
+            samples: false,
+            predict: None,
+            sync: sync::Algorithm::Hca,
+            fitpoints: 1000,
+            exchanges: None,
+            estimator: None,
+        }
+    }
+}
+
+/// One implementation a [`CollCmdSpec`] names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CollImpl {
+    /// One of ngauge's schedules, over any transport.
+    Ours(Algorithm),
+    /// The MPI library's own collective (the MPI transport only).
+    Mpi,
+}
+
+impl CollCmdSpec {
+    /// The clock synchronization's options.
+    pub fn sync_options(&self) -> SyncOptions {
+        super::SyncSpec {
+            sync: self.sync,
+            fitpoints: self.fitpoints,
+            exchanges: self.exchanges,
+            estimator: self.estimator,
+            check_after_s: Vec::new(),
+            ..super::SyncSpec::default()
+        }
+        .options()
+    }
+
+    /// The implementations `algo` names, in order, without repeats (empty `algo`:
+    /// `default`).
+    ///
+    /// # Errors
+    /// A name that is no algorithm of `op`.
+    pub fn implementations(&self, default: Algorithm) -> Result<Vec<CollImpl>, SpecError> {
+        let names: Vec<&str> = if self.algo.is_empty() {
+            vec![default.base_name()]
+        } else {
+            self.algo.iter().map(|s| s.trim()).collect()
+        };
+        let mut out: Vec<CollImpl> = Vec::new();
+        for name in names {
+            let these = match name {
+                "mpi" => vec![CollImpl::Mpi],
+                "all" => self
+                    .op
+                    .algorithms()
+                    .into_iter()
+                    .map(CollImpl::Ours)
+                    .collect(),
+                _ => vec![Algorithm::parse(self.op, name)
+                    .map(CollImpl::Ours)
+                    .map_err(|e| SpecError::new("algo", e.to_string()))?],
+            };
+            for imp in these {
+                if !out.contains(&imp) {
+                    out.push(imp);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Rejects what no run of the spec can do, whatever the job: unknown
+    /// algorithms, counts out of range, a segment over 1 GiB, empty messages,
+    /// `mpi_algo` without `mpi`, sync options that cannot run.
+    ///
+    /// # Errors
+    /// The first field that is wrong.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        let range = |field: &'static str, v: u64, lo: u64, hi: u64| {
+            if (lo..=hi).contains(&v) {
+                Ok(())
+            } else {
+                Err(SpecError::new(
+                    field,
+                    format!("must be between {lo} and {hi}, got {v}"),
+                ))
+            }
+        };
+        range("reps", self.reps, 1, 1_000_000)?;
+        range("warmup", self.warmup, 1, 1_000_000)?;
+        range("max_rounds", self.max_rounds, 1, 1000)?;
+        if let Some(n) = self.mpi_algo {
+            range("mpi_algo", n.into(), 0, 64)?;
+        }
+        if self.segment as u64 > MAX_SEGMENT_BYTES {
+            return Err(SpecError::new(
+                "segment",
+                format!("{} bytes is larger than 1G", self.segment),
+            ));
+        }
+        let imps = self.implementations(self.op.algorithms()[0])?;
+        if self.op != Collective::Barrier && self.sizes.0.contains(&0) {
+            return Err(SpecError::new(
+                "sizes",
+                format!("{} carries no data at 0 bytes per rank", self.op),
+            ));
+        }
+        if self.mpi_algo.is_some() && !imps.contains(&CollImpl::Mpi) {
+            return Err(SpecError::new(
+                "mpi_algo",
+                "forces Open MPI's algorithm of the `mpi` implementation; add mpi to algo",
+            ));
+        }
+        if self.scheme == Scheme::Window {
+            self.sync_options()
+                .validate()
+                .map_err(|e| SpecError::new("sync", e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    /// Rejects what a job of `np` ranks over `transports` cannot run: a root that
+    /// is no rank, MPI's own collective without the MPI transport, MPI's
+    /// allreduce of sizes that are not 8-byte words.
+    ///
+    /// # Errors
+    /// The first field that is wrong.
+    pub fn validate_for_job(
+        &self,
+        transports: &[TransportName],
+        np: usize,
+    ) -> Result<(), SpecError> {
+        if let RootChoice::Rank(r) = self.root {
+            if r >= np {
+                return Err(SpecError::new(
+                    "root",
+                    format!("{r} is not a rank of a job of {np} ranks"),
+                ));
+            }
+        }
+        let imps = self.implementations(self.op.algorithms()[0])?;
+        if imps.contains(&CollImpl::Mpi) {
+            if !transports.contains(&TransportName::Mpi) {
+                return Err(SpecError::new(
+                    "algo",
+                    "`mpi` (MPI's own collectives) runs on the MPI transport only; add mpi \
+                     to the job's transports",
+                ));
+            }
+            if self.op == Collective::Allreduce {
+                if let Some(s) = self.sizes.0.iter().find(|s| *s % 8 != 0) {
+                    return Err(SpecError::new(
+                        "sizes",
+                        format!(
+                            "MPI's allreduce sums 8-byte words, and {s} bytes is not a \
+                             multiple of 8"
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn op_name<S: Serializer>(v: &Collective, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(v.name())
+}
+
+fn scheme_name<S: Serializer>(v: &Scheme, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(v.as_str())
+}
+
+/// A value read from its name (`FromStr`).
+fn by_name<'de, T, D>(d: D) -> Result<T, D::Error>
+where
+    T: std::str::FromStr,
+    T::Err: fmt::Display,
+    D: Deserializer<'de>,
+{
+    let s = String::deserialize(d)?;
+    s.parse().map_err(de::Error::custom)
+}
+
+/// A segment size: a number of bytes, or a size with a K/M/G suffix.
+fn segment<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+    struct V;
+    impl Visitor<'_> for V {
+        type Value = usize;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a segment size in bytes, such as 8192 or \"8K\"")
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<usize, E> {
+            usize::try_from(v).map_err(E::custom)
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<usize, E> {
+            usize::try_from(v).map_err(|_| E::custom(format!("{v} is not a size in bytes")))
+        }
+        fn visit_str<E: de::Error>(self, s: &str) -> Result<usize, E> {
+            if s.trim() == "0" {
+                return Ok(0);
+            }
+            crate::sizes::parse_size(s)
+                .map_err(E::custom)
+                .and_then(|b| usize::try_from(b).map_err(E::custom))
+        }
+    }
+    d.deserialize_any(V)
+}
+
+/// A root: a rank, or `"rotate"`.
+mod root {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(v: &RootChoice, s: S) -> Result<S::Ok, S::Error> {
+        v.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<RootChoice, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = RootChoice;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a rank or \"rotate\"")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<RootChoice, E> {
+                usize::try_from(v).map(RootChoice::Rank).map_err(E::custom)
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<RootChoice, E> {
+                usize::try_from(v)
+                    .map(RootChoice::Rank)
+                    .map_err(|_| E::custom(format!("{v} is not a rank")))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<RootChoice, E> {
+                match s {
+                    "rotate" => Ok(RootChoice::Rotate(Rotate::Rotate)),
+                    other => Err(E::custom(format!(
+                        "{other:?} is neither a rank nor \"rotate\""
+                    ))),
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_the_commands_and_every_flag_has_a_field() {
+        let s: CollCmdSpec = serde_json::from_str("{}").unwrap();
+        assert_eq!(s, CollCmdSpec::default());
+        assert_eq!(
+            (s.op, s.scheme, s.reps, s.warmup),
+            (Collective::Bcast, Scheme::Window, 100, 10)
+        );
+        assert_eq!(s.sizes.0.first().copied(), Some(1));
+        assert_eq!(s.sizes.0.last().copied(), Some(64 * 1024));
+        let s: CollCmdSpec = serde_json::from_str(
+            r#"{"op": "bcast", "algo": ["binomial", "chain"], "segment": "8K",
+                "root": "rotate", "scheme": "loop", "sizes": "1,1K", "reps": 7,
+                "warmup": 2, "max_rounds": 3, "no_check": true, "per_rank": true,
+                "sync": "jk", "fitpoints": 50, "exchanges": 5, "estimator": "minrtt"}"#,
+        )
+        .unwrap();
+        assert_eq!(s.segment, 8192);
+        assert_eq!(s.root, RootChoice::Rotate(Rotate::Rotate));
+        assert_eq!((s.scheme, s.reps, s.max_rounds), (Scheme::Loop, 7, 3));
+        assert_eq!(s.sizes.0, [1, 1024]);
+        let o = s.sync_options();
+        assert_eq!(
+            (o.algorithm, o.fitpoints, o.exchanges),
+            (sync::Algorithm::Jk, 50, 5)
+        );
+        assert_eq!(
+            s.implementations(Algorithm::BcastBinomial).unwrap(),
+            [
+                CollImpl::Ours(Algorithm::BcastBinomial),
+                CollImpl::Ours(Algorithm::BcastChain)
+            ]
+        );
+        assert!(s.validate().is_ok());
+        // A spec survives its JSON (runs/EXP/experiment.json).
+        let back: CollCmdSpec = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+        assert_eq!(back, s);
+        let r: CollCmdSpec = serde_json::from_str(r#"{"root": 3}"#).unwrap();
+        assert_eq!(r.root, RootChoice::Rank(3));
+    }
+
+    #[test]
+    fn bad_values_name_their_field() {
+        for bad in [
+            r#"{"op": "scatter"}"#,
+            r#"{"scheme": "fast"}"#,
+            r#"{"root": "x"}"#,
+            r#"{"root": -1}"#,
+            r#"{"segment": "3x"}"#,
+            r#"{"algos": ["binomial"]}"#,
+        ] {
+            assert!(serde_json::from_str::<CollCmdSpec>(bad).is_err(), "{bad}");
+        }
+        let field = |json: &str| {
+            serde_json::from_str::<CollCmdSpec>(json)
+                .unwrap()
+                .validate()
+                .unwrap_err()
+                .field
+        };
+        assert_eq!(field(r#"{"algo": ["ring"]}"#), "algo");
+        assert_eq!(
+            field(r#"{"op": "allreduce", "algo": ["ring", "pigeon"]}"#),
+            "algo"
+        );
+        assert_eq!(field(r#"{"reps": 0}"#), "reps");
+        assert_eq!(field(r#"{"max_rounds": 1001}"#), "max_rounds");
+        assert_eq!(field(r#"{"sizes": "0,1"}"#), "sizes");
+        assert_eq!(field(r#"{"mpi_algo": 3}"#), "mpi_algo");
+        assert_eq!(field(r#"{"segment": "2G"}"#), "segment");
+        assert_eq!(field(r#"{"fitpoints": 1}"#), "sync");
+        // A barrier has no sizes to check; the loop scheme no sync.
+        let ok: CollCmdSpec = serde_json::from_str(
+            r#"{"op": "barrier", "sizes": "0,1", "scheme": "loop", "fitpoints": 1}"#,
+        )
+        .unwrap();
+        assert!(ok.validate().is_ok());
+
+        let job = |json: &str, t: &[TransportName], np| {
+            serde_json::from_str::<CollCmdSpec>(json)
+                .unwrap()
+                .validate_for_job(t, np)
+                .map_err(|e| e.field)
+        };
+        let tcp = [TransportName::Tcp];
+        assert_eq!(job(r#"{"root": 2}"#, &tcp, 2), Err("root"));
+        assert_eq!(job(r#"{"root": 1}"#, &tcp, 2), Ok(()));
+        assert_eq!(job(r#"{"algo": ["mpi"]}"#, &tcp, 2), Err("algo"));
+        let mpi = [TransportName::Mpi];
+        assert_eq!(
+            job(
+                r#"{"op": "allreduce", "algo": ["mpi"], "sizes": "4,8"}"#,
+                &mpi,
+                2
+            ),
+            Err("sizes")
+        );
+        assert_eq!(
+            job(
+                r#"{"op": "allreduce", "algo": ["mpi"], "sizes": "8,16"}"#,
+                &mpi,
+                2
+            ),
+            Ok(())
+        );
+    }
+}
