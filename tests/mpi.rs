@@ -347,6 +347,210 @@ mod with_mpi {
         assert!(began.elapsed() < Duration::from_secs(30));
     }
 
+    /// Light sync and few calls for `coll`: these tests check the report, not speed.
+    const COLL_FAST: &[&str] = &[
+        "--reps",
+        "5",
+        "--warmup",
+        "2",
+        "--fitpoints",
+        "10",
+        "--exchanges",
+        "3",
+        "--max-rounds",
+        "10",
+    ];
+
+    /// `ngauge coll` under mpirun with `args` after `coll` and [`COLL_FAST`]: stdout.
+    fn coll(np: usize, transports: &str, json: bool, args: &[&str]) -> String {
+        let mut all = vec!["-t", transports];
+        if json {
+            all.push("--json");
+        }
+        all.push("coll");
+        all.extend(COLL_FAST);
+        all.extend(args);
+        let out = run_with_limit(mpirun(np, &all), Duration::from_secs(300));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{all:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{all:?}: {stderr}");
+        String::from_utf8(out.stdout).expect("UTF-8")
+    }
+
+    /// Every `coll` row has the contract's fields; a row without valid calls (the
+    /// window scheme on a host loaded beyond its cores) has no figures and a
+    /// warning.
+    fn check_coll_rows(doc: &serde_json::Value, op: &str, np: usize) {
+        for r in doc["results"].as_array().expect("results") {
+            assert_eq!(r["op"], op, "{r}");
+            assert_eq!(r["np"], np, "{r}");
+            for field in ["algo", "segment", "size", "scheme", "valid", "invalid"] {
+                assert!(!r[field].is_null(), "{field} missing: {r}");
+            }
+            if r["valid"] == 0 {
+                assert!(r["runtime_us"].is_null(), "{r}");
+                let warned =
+                    doc["warnings"].as_array().unwrap().iter().any(|w| {
+                        w["kind"] == "few_valid" && w["size"] == r["size"] && w["valid"] == 0
+                    });
+                assert!(warned, "no few_valid warning for {r}");
+                println!("note: no valid call in {r}");
+                continue;
+            }
+            let t = &r["runtime_us"];
+            let (min, median, max) = (
+                t["min"].as_f64().unwrap(),
+                t["median"].as_f64().unwrap(),
+                t["max"].as_f64().unwrap(),
+            );
+            assert!(min > 0.0 && min <= median && median <= max, "{r}");
+        }
+    }
+
+    /// The `side by side` table of a human `coll` report: its header cells and its
+    /// rows (cells split at runs of two or more spaces).
+    fn side_by_side(stdout: &str) -> (Vec<String>, Vec<Vec<String>>) {
+        let cells = |line: &str| -> Vec<String> {
+            line.split("  ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .map(String::from)
+                .collect()
+        };
+        let mut lines = stdout
+            .lines()
+            .skip_while(|l| !l.starts_with("side by side"));
+        assert!(lines.next().is_some(), "no side-by-side table:\n{stdout}");
+        let header = cells(lines.next().expect("a header"));
+        let rows = lines
+            .take_while(|l| l.starts_with(|c: char| c.is_ascii_digit()))
+            .map(cells)
+            .collect();
+        (header, rows)
+    }
+
+    /// Issue 14's acceptance command, `mpirun -np 4 ngauge -t mpi,tcp coll --op
+    /// bcast --algo mpi,binomial --sizes 1,1K,64K` (with few calls), and the same
+    /// with Open MPI's binomial forced (`--mpi-algo 6`): one human report whose one
+    /// side-by-side table has every transport and algorithm that applies (MPI's own
+    /// only on `-t mpi`) and their ratios to the last, and one JSON document with
+    /// the same rows, each ratio the quotient of its medians. Structure only, no
+    /// timing claim.
+    #[test]
+    fn coll_mpi_and_ours_over_mpi_and_tcp_in_one_table_and_one_document() {
+        if skip("coll_mpi_and_ours_over_mpi_and_tcp_in_one_table_and_one_document") {
+            return;
+        }
+        let base = [
+            "--op",
+            "bcast",
+            "--algo",
+            "mpi,binomial",
+            "--sizes",
+            "1,1K,64K",
+        ];
+        let mut runs: Vec<(Vec<&str>, &str)> = vec![(base.to_vec(), "mpi/mpi")];
+        if ngauge_mpi::BUILD_FLAVOR == "openmpi" {
+            let mut forced = base.to_vec();
+            forced.extend(["--mpi-algo", "6"]);
+            runs.push((forced, "mpi/mpi:6"));
+        } else {
+            println!(
+                "skipped --mpi-algo: {} is not Open MPI",
+                ngauge_mpi::BUILD_FLAVOR
+            );
+        }
+        for (args, mpi_label) in runs {
+            let labels = [mpi_label, "mpi/binomial", "tcp/binomial"];
+            let forced = args.contains(&"--mpi-algo");
+
+            let stdout = coll(4, "mpi,tcp", false, &args);
+            assert_eq!(
+                stdout.matches("side by side").count(),
+                1,
+                "{args:?}: one combined table:\n{stdout}"
+            );
+            let (header, rows) = side_by_side(&stdout);
+            let mut expected = vec!["size [B]".to_string()];
+            expected.extend(labels.iter().map(|l| format!("{l} [us]")));
+            expected.extend(labels[..2].iter().map(|l| format!("{l} / tcp/binomial")));
+            assert_eq!(header, expected, "{args:?}:\n{stdout}");
+            let sizes: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
+            assert_eq!(sizes, ["1", "1024", "65536"], "{args:?}:\n{stdout}");
+            for row in &rows {
+                assert_eq!(row.len(), expected.len(), "{row:?}:\n{stdout}");
+                let Ok(baseline) = row[3].parse::<f64>() else {
+                    continue; // no valid call of the baseline at this size
+                };
+                for (median, ratio) in [(&row[1], &row[4]), (&row[2], &row[5])] {
+                    if let (Ok(m), Ok(r)) = (median.parse::<f64>(), ratio.parse::<f64>()) {
+                        // Both printed rounded: 2 decimals for times, 3 for ratios.
+                        let tolerance = 0.0005 + 0.006 / baseline * (1.0 + m / baseline);
+                        assert!((r - m / baseline).abs() <= tolerance, "{row:?}");
+                    }
+                }
+            }
+
+            let doc: serde_json::Value =
+                serde_json::from_str(&coll(4, "mpi,tcp", true, &args)).expect("one document");
+            check_coll_rows(&doc, "bcast", 4);
+            let results = doc["results"].as_array().unwrap();
+            assert_eq!(results.len(), 9, "3 rows x 3 sizes: {doc}");
+            for r in results {
+                let label = format!(
+                    "{}/{}",
+                    r["transport"].as_str().unwrap(),
+                    r["algo"].as_str().unwrap()
+                );
+                let is_mpi = r["algo"] == "mpi";
+                assert!(labels.iter().any(|l| l.starts_with(&label)), "{r}");
+                if forced && is_mpi {
+                    assert_eq!(r["mpi_algo"], 6, "{r}");
+                } else {
+                    assert!(r["mpi_algo"].is_null(), "{r}");
+                }
+            }
+            let c = &doc["comparison"];
+            assert_eq!(c["baseline"], "tcp/binomial", "{doc}");
+            assert_eq!(c["labels"], serde_json::json!(labels), "{doc}");
+            let rows = c["rows"].as_array().unwrap();
+            let sizes: Vec<u64> = rows.iter().map(|r| r["size"].as_u64().unwrap()).collect();
+            assert_eq!(sizes, [1, 1024, 65536], "{doc}");
+            for row in rows {
+                let m = &row["median_us"];
+                let Some(baseline) = m["tcp/binomial"].as_f64() else {
+                    continue;
+                };
+                for l in &labels[..2] {
+                    if let (Some(ratio), Some(median)) = (row["ratio"][l].as_f64(), m[l].as_f64()) {
+                        let expected = median / baseline;
+                        assert!((ratio - expected).abs() < 1e-9 * expected, "{row}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every operation of MPI's own, its data checked like ours (the warm-up calls
+    /// fill known data and verify it), and a forced Open MPI algorithm recorded in
+    /// its rows.
+    #[test]
+    fn coll_every_mpi_collective_with_checked_data() {
+        if skip("coll_every_mpi_collective_with_checked_data") {
+            return;
+        }
+        for op in ["bcast", "gather", "allreduce", "barrier", "alltoall"] {
+            let args = [
+                "--op", op, "--algo", "mpi", "--sizes", "8,4K", "--scheme", "barrier",
+            ];
+            let doc: serde_json::Value =
+                serde_json::from_str(&coll(3, "mpi", true, &args)).expect("one document");
+            check_coll_rows(&doc, op, 3);
+            let rows = doc["results"].as_array().unwrap().len();
+            assert_eq!(rows, if op == "barrier" { 1 } else { 2 }, "{doc}");
+        }
+    }
+
     #[test]
     fn a_rank_that_dies_ends_the_mpi_job() {
         if skip("a_rank_that_dies_ends_the_mpi_job") {

@@ -30,8 +30,8 @@
 //! doubling, ring), barrier and all-to-all [`exchange`] (dissemination, pairwise).
 //! [`check`] fills buffers with known data and verifies the result; [`analysis`]
 //! proves properties of schedules (matching, hazards, progress) without a transport.
-//! [`op`] wraps a schedule, or MPI's own collective (`mpi`, feature `mpi`), as one
-//! [`CollOp`] the late-arrival and nonblocking patterns time alike.
+//! [`op`] wraps a schedule, or a transport's own collective ([`native`]: MPI's), as
+//! one [`CollOp`] the late-arrival and nonblocking patterns time alike.
 
 pub mod allreduce;
 pub mod analysis;
@@ -40,8 +40,7 @@ pub mod check;
 pub mod exchange;
 pub mod exec;
 pub mod gather;
-#[cfg(feature = "mpi")]
-pub mod mpi;
+pub mod native;
 pub mod op;
 pub mod schedule;
 pub mod topo;
@@ -50,6 +49,7 @@ pub mod topo;
 mod tests;
 
 pub use exec::{CollBuffers, Executor, Interrupts, Uninterrupted};
+pub use native::{NativeCalls, NativeOp};
 pub use op::{CollOp, Scheduled};
 pub use schedule::{Action, Buf, Kind, Schedule, Slice, Step, StepId};
 
@@ -442,6 +442,12 @@ pub enum CollError {
     Unsupported {
         /// What and why.
         what: String,
+    },
+    /// A transport's own collective asked of one that has none.
+    #[error("the {transport} transport has no collectives of its own")]
+    NoNativeCollectives {
+        /// The transport's name.
+        transport: &'static str,
     },
     /// `test` or `wait` before `start`.
     #[error("the collective was not started")]

@@ -1,10 +1,9 @@
 //! One collective, ready to be called again and again, whoever implements it: our
-//! schedule over any transport ([`Scheduled`]), or MPI's own function on the MPI
-//! transport (`coll::mpi::MpiColl`, feature `mpi`). The late-arrival and
-//! nonblocking-collective patterns time a [`CollOp`] and do not care which.
+//! schedule over any transport ([`Scheduled`]), or the transport's own function
+//! (MPI's, [`super::NativeOp`]). The late-arrival and nonblocking-collective
+//! patterns time a [`CollOp`] and do not care which.
 //!
-//! The operation holds its transport (MPI's collectives need the concrete MPI
-//! transport, ours any `dyn Transport`), so a pattern gets a `&mut dyn CollOp`, a
+//! The operation holds its transport, so a pattern gets a `&mut dyn CollOp`, a
 //! clock and a control channel, and nothing else.
 
 use super::exec::Interrupts;

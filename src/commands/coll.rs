@@ -17,6 +17,7 @@
 //! broadcast, `--segment` sets `OMPI_MCA_coll_tuned_bcast_algorithm_segmentsize`
 //! too, so our chain and Open MPI's cut the message alike.
 
+use super::collective::{default_algorithm, largest_message, Implementation as Imp};
 use super::common::UsageError;
 use crate::cli::{CollCmdArgs, GlobalArgs};
 use anyhow::Context;
@@ -33,37 +34,6 @@ use ngauge::report::table::Table;
 use ngauge::spec::{CollCmdSpec, SizeList};
 use ngauge::sync::model::ClockModel;
 use ngauge::transport::{Transport, WaitMode};
-
-/// Which collective a row runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Imp {
-    /// One of our schedules, over any transport.
-    Ours(Algorithm),
-    /// MPI's own function (`-t mpi` only).
-    Mpi,
-}
-
-impl Imp {
-    /// The `--algo` name.
-    fn name(self) -> String {
-        match self {
-            Imp::Ours(a) => a.to_string(),
-            Imp::Mpi => "mpi".into(),
-        }
-    }
-}
-
-/// The usual algorithm of each operation: the trees Open MPI's tuned component
-/// picks for small messages, and the only barrier and all-to-all we have.
-fn default_algorithm(op: Collective) -> Algorithm {
-    match op {
-        Collective::Bcast => Algorithm::BcastBinomial,
-        Collective::Gather => Algorithm::GatherBinomial,
-        Collective::Allreduce => Algorithm::AllreduceRecursiveDoubling,
-        Collective::Barrier => Algorithm::BarrierDissemination,
-        Collective::Alltoall => Algorithm::AlltoallPairwise,
-    }
-}
 
 /// The implementations `--algo` names, in order, without repeats.
 fn implementations(args: &CollCmdSpec) -> Result<Vec<Imp>, UsageError> {
@@ -89,18 +59,6 @@ fn implementations(args: &CollCmdSpec) -> Result<Vec<Imp>, UsageError> {
         }
     }
     Ok(out)
-}
-
-/// The largest message one call sends over the transport, for its size limit: a
-/// gather's inner nodes forward up to the whole array; a segmented broadcast at
-/// most a segment.
-fn largest_message(op: Collective, size: usize, np: usize, segment: usize) -> usize {
-    match op {
-        Collective::Gather => size.saturating_mul(np),
-        Collective::Barrier => 1,
-        Collective::Bcast if segment > 0 => size.min(segment),
-        _ => size,
-    }
 }
 
 impl CollCmdArgs {

@@ -25,7 +25,7 @@ use super::common::UsageError;
 use crate::cli::CollArgs;
 use crate::cli::GlobalArgs;
 use ngauge::clock::{Clock, SystemClock};
-use ngauge::coll::{Algorithm, CollOp, CollSpec, Collective, Scheduled};
+use ngauge::coll::{Algorithm, CollOp, CollSpec, Collective, NativeOp, Scheduled};
 use ngauge::job::{Job, JobSpec, JobWarning, TransportName};
 use ngauge::launch::binding::{self, BindingWarning};
 use ngauge::launch::World;
@@ -97,24 +97,14 @@ pub fn default_algorithm(op: Collective) -> Algorithm {
     }
 }
 
-/// The data transport: any transport behind `dyn Transport` for our schedules, the
-/// concrete MPI transport for MPI's collectives.
-pub enum Data {
-    /// Any transport.
-    Dyn(Box<dyn Transport>),
-    /// The MPI transport.
-    #[cfg(feature = "mpi")]
-    Mpi(ngauge_mpi::MpiTransport),
-}
+/// The data transport: ours run on any, MPI's own collectives on the MPI transport
+/// ([`ngauge::coll::native`]).
+pub struct Data(Box<dyn Transport>);
 
 impl Data {
     /// As a plain transport (clock synchronization).
     pub fn as_dyn(&mut self) -> &mut dyn Transport {
-        match self {
-            Data::Dyn(t) => t.as_mut(),
-            #[cfg(feature = "mpi")]
-            Data::Mpi(t) => t,
-        }
+        self.0.as_mut()
     }
 
     /// The collective of `spec` (ours) or MPI's of the same operation, size and
@@ -124,20 +114,13 @@ impl Data {
         imp: Implementation,
         spec: CollSpec,
     ) -> anyhow::Result<Box<dyn CollOp + 'a>> {
-        match (imp, self) {
-            (Implementation::Ours(_), data) => Ok(Box::new(Scheduled::new(data.as_dyn(), spec)?)),
-            #[cfg(feature = "mpi")]
-            (Implementation::Mpi, Data::Mpi(t)) => Ok(Box::new(
-                ngauge::coll::mpi::MpiColl::new(
-                    t,
-                    spec.algorithm.collective(),
-                    spec.size_bytes,
-                    spec.root,
-                )
-                .map_err(|e| UsageError(e.to_string()))?,
-            )),
-            (Implementation::Mpi, _) => Err(UsageError("--algo mpi needs -t mpi".into()).into()),
-        }
+        let t = self.0.as_mut();
+        Ok(match imp {
+            Implementation::Ours(_) => Box::new(Scheduled::new(t, spec)?),
+            Implementation::Mpi => {
+                Box::new(NativeOp::new(t, spec).map_err(|e| UsageError(e.to_string()))?)
+            }
+        })
     }
 }
 
@@ -163,13 +146,12 @@ pub struct Setup {
     pub binding_warnings: Vec<BindingWarning>,
 }
 
-/// Opens the data `transport` for `imp`, checks it can carry messages of
+/// Opens the data `transport`, checks it can carry messages of
 /// `max_size` bytes, and synchronizes the clocks over it with `sync` (a collective
 /// call: every rank, same arguments).
 pub fn setup(
     global: &GlobalArgs,
     sync: SyncOptions,
-    imp: Implementation,
     transport: TransportName,
     max_size: usize,
     world: &mut World,
@@ -181,29 +163,9 @@ pub fn setup(
         transports: vec![transport],
         ..super::common::job_spec(global)
     };
-    let (mut data, job_warnings) = match imp {
-        Implementation::Ours(_) => {
-            let mut job = Job::open(&spec, world, |_, _| {}).map_err(super::common::job_error)?;
-            let opened = job.transports.remove(0);
-            (Data::Dyn(opened.transport), job.warnings)
-        }
-        #[cfg(feature = "mpi")]
-        Implementation::Mpi => {
-            spec.validate().map_err(super::common::job_error)?;
-            let opts = ngauge::job::TransportOptions::new(&spec, world);
-            let warnings = ngauge::job::open::wait_warning(opts.wait, world)
-                .into_iter()
-                .collect();
-            let t = ngauge::job::open::open_mpi(world, &opts).map_err(super::common::job_error)?;
-            (Data::Mpi(t), warnings)
-        }
-        #[cfg(not(feature = "mpi"))]
-        Implementation::Mpi => {
-            return Err(super::common::job_error(ngauge::job::open::not_compiled(
-                TransportName::Mpi,
-            )))
-        }
-    };
+    let mut job = Job::open(&spec, world, |_, _| {}).map_err(super::common::job_error)?;
+    let mut data = Data(job.transports.remove(0).transport);
+    let job_warnings = job.warnings;
     let caps = data.as_dyn().capabilities();
     if !caps.reliable {
         return Err(UsageError(format!(
@@ -246,10 +208,6 @@ pub fn setup(
     })
 }
 
-/// The largest message a collective of `size` bytes per rank sends: the size (the
-/// all-to-all and the gather send blocks of it, the gather's inner nodes up to the
-/// whole array; our split and segmented broadcasts less), or the whole array of a
-/// gather.
 /// The checked spec of every size of `coll` run by `imp` among `np` ranks, and the
 /// largest single message they send (for the transport's buffers).
 pub fn size_specs(
@@ -270,6 +228,9 @@ pub fn size_specs(
     Ok((specs, largest))
 }
 
+/// The largest message one call of `op` of `size` bytes per rank sends over the
+/// transport, for its size limit: a gather's inner nodes forward up to the whole
+/// array; a segmented broadcast at most a segment.
 pub fn largest_message(op: Collective, size: usize, np: usize, segment: usize) -> usize {
     match op {
         Collective::Gather => size.saturating_mul(np),

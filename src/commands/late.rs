@@ -52,14 +52,8 @@ pub fn run(global: &GlobalArgs, args: &LateArgs) -> anyhow::Result<()> {
             .into());
         }
         let (specs, largest) = collective::size_specs(&args.coll, imp, np, &sizes)?;
-        let mut setup = collective::setup(
-            global,
-            args.coll.sync.options(),
-            imp,
-            transport,
-            largest,
-            world,
-        )?;
+        let mut setup =
+            collective::setup(global, args.coll.sync.options(), transport, largest, world)?;
         let rank = world.rank;
         let mut writer = match (&global.output, rank) {
             (Some(path), 0) => Some(

@@ -209,24 +209,6 @@ pub fn open(
     Ok(transport)
 }
 
-/// Connects the MPI transport among all ranks of `world` as its concrete type (a
-/// collective call): MPI's own collectives (`coll::mpi`) need it, and [`open`]'s
-/// `dyn Transport` cannot give it back.
-#[cfg(feature = "mpi")]
-pub fn open_mpi(
-    world: &mut World,
-    opts: &TransportOptions,
-) -> Result<ngauge_mpi::MpiTransport, JobError> {
-    ngauge_mpi::MpiTransport::connect(
-        world.control.as_mut(),
-        ngauge_mpi::MpiOptions { wait: opts.wait },
-    )
-    .map_err(|error| JobError::Open {
-        transport: TransportName::Mpi,
-        error,
-    })
-}
-
 /// The error for a transport this build lacks.
 pub fn not_compiled(transport: TransportName) -> JobError {
     JobError::NotCompiled {

@@ -27,9 +27,9 @@
 //! share one set of buffers).
 //!
 //! [`measure_with`] and [`Implementation::Native`] time the transport's own
-//! collective instead ([`Transport::native_collective`]: MPI's `MPI_Bcast`, ...)
-//! with the same schemes, the same data layout and the same data checks, so "our
-//! binomial over TCP" and "MPI's broadcast" are measured by one procedure.
+//! collective instead ([`crate::coll::native`]: MPI's `MPI_Bcast`, ...) with the
+//! same schemes, the same data layout and the same data checks, so "our binomial
+//! over TCP" and "MPI's broadcast" are measured by one procedure.
 //!
 //! Before every control-plane exchange that follows data-plane traffic the
 //! transport settles ([`Transport::settle`]): over UDP, a rank whose last datagram
@@ -39,7 +39,8 @@
 //! caller's.
 
 use crate::clock::{Clock, Ticks};
-use crate::coll::{check, Buf, CollBuffers, CollError, CollSpec, Collective, Executor};
+use crate::coll::native::{self, NativeCalls};
+use crate::coll::{check, CollBuffers, CollError, CollSpec, Executor};
 use crate::sync::model::ClockModel;
 use crate::sync::window::{self, SlotStatus, Tally, Windows};
 use crate::sync::SyncError;
@@ -243,12 +244,6 @@ pub enum CollTimingError {
         /// The first wrong byte (names the rank).
         error: check::DataError,
     },
-    /// [`Implementation::Native`] on a transport without collectives of its own.
-    #[error("the {transport} transport has no collectives of its own")]
-    NoNativeCollectives {
-        /// The transport's name.
-        transport: &'static str,
-    },
 }
 
 impl From<ControlError> for CollTimingError {
@@ -307,117 +302,6 @@ impl Executors {
     }
 }
 
-/// The transport's own collective, on buffers laid out as our schedules' are
-/// ([`check`] fills and verifies them): the broadcast message in `Data`; a gather's
-/// blocks in `Data` (on the root) with this rank's block sent from `Tmp0`; an
-/// allreduce from `Tmp0` into `Data`; all-to-all from `Data` into `Out`. (MPI
-/// forbids a send buffer that is also the receive buffer.)
-struct NativeCalls {
-    collective: Collective,
-    np: usize,
-    size: usize,
-    root: Rank,
-    rotate: bool,
-    buffers: CollBuffers,
-}
-
-impl NativeCalls {
-    fn new(t: &mut dyn Transport, timing: &CollTiming) -> Result<NativeCalls, CollError> {
-        let spec = timing.spec;
-        spec.validate()?;
-        let collective = spec.algorithm.collective();
-        let (np, size) = (spec.np, spec.size_bytes);
-        let mut lens = [0; crate::coll::schedule::BUFFERS];
-        let mut need = |buf: Buf, len: usize| lens[buf.index()] = len;
-        match collective {
-            Collective::Bcast => need(Buf::Data, size),
-            Collective::Gather => {
-                need(Buf::Data, np * size);
-                need(Buf::Tmp0, size);
-            }
-            Collective::Allreduce => {
-                need(Buf::Data, size);
-                need(Buf::Tmp0, size);
-            }
-            Collective::Alltoall => {
-                need(Buf::Data, np * size);
-                need(Buf::Out, np * size);
-            }
-            Collective::Barrier => {}
-        }
-        // A 0-byte operation still names a region: give every buffer a byte.
-        if collective != Collective::Barrier {
-            for len in &mut lens {
-                *len = (*len).max(1);
-            }
-        }
-        Ok(NativeCalls {
-            collective,
-            np,
-            size,
-            root: spec.root,
-            rotate: timing.rotate_root && collective.is_rooted(),
-            buffers: CollBuffers::alloc_lens(t, lens)?,
-        })
-    }
-
-    fn root(&self, call: usize) -> Rank {
-        if self.rotate {
-            call % self.np
-        } else {
-            self.root
-        }
-    }
-
-    fn call(&self, index: usize) -> NativeCollective {
-        let region = |buf: Buf, len: usize| {
-            self.buffers
-                .id(buf)
-                .expect("allocated in NativeCalls::new")
-                .prefix(len)
-        };
-        let (np, size) = (self.np, self.size);
-        match self.collective {
-            Collective::Barrier => NativeCollective::Barrier,
-            Collective::Bcast => NativeCollective::Bcast {
-                root: self.root(index),
-                data: region(Buf::Data, size),
-            },
-            Collective::Gather => NativeCollective::Gather {
-                root: self.root(index),
-                send: region(Buf::Tmp0, size),
-                recv: region(Buf::Data, np * size),
-            },
-            Collective::Allreduce => NativeCollective::Allreduce {
-                send: region(Buf::Tmp0, size),
-                recv: region(Buf::Data, size),
-            },
-            Collective::Alltoall => NativeCollective::Alltoall {
-                send: region(Buf::Data, np * size),
-                recv: region(Buf::Out, np * size),
-            },
-        }
-    }
-
-    /// [`check::fill`], then this rank's operand copied where MPI sends it from.
-    fn fill(&self, t: &mut dyn Transport, spec: &CollSpec) -> Result<(), CollError> {
-        let rank = t.rank();
-        check::fill(spec, rank, t, &self.buffers)?;
-        let from = match self.collective {
-            Collective::Gather => rank * self.size,
-            Collective::Allreduce => 0,
-            _ => return Ok(()),
-        };
-        let (data, tmp) = (self.buffers.id(Buf::Data), self.buffers.id(Buf::Tmp0));
-        let (Some(data), Some(tmp)) = (data, tmp) else {
-            return Ok(());
-        };
-        let operand = t.buffer(data)?[from..from + self.size].to_vec();
-        t.buffer_mut(tmp)?[..self.size].copy_from_slice(&operand);
-        Ok(())
-    }
-}
-
 /// One call, prepared: [`Ready::run`] is the whole timed region.
 enum Ready<'a> {
     Executor(&'a mut Executor),
@@ -429,12 +313,7 @@ impl Ready<'_> {
     fn run(self, t: &mut dyn Transport) -> Result<(), CollTimingError> {
         match self {
             Ready::Executor(e) => Ok(e.run(t)?),
-            Ready::Native(call) => match t.native_collective(call) {
-                Some(result) => Ok(result.map_err(CollError::from)?),
-                None => Err(CollTimingError::NoNativeCollectives {
-                    transport: t.name(),
-                }),
-            },
+            Ready::Native(call) => Ok(native::run(t, call)?),
         }
     }
 }
@@ -453,7 +332,9 @@ impl Calls {
     ) -> Result<Calls, CollError> {
         Ok(match implementation {
             Implementation::Schedule => Calls::Scheduled(Executors::new(t, timing)?),
-            Implementation::Native => Calls::Native(NativeCalls::new(t, timing)?),
+            Implementation::Native => {
+                Calls::Native(NativeCalls::new(t, &timing.spec, timing.rotate_root)?)
+            }
         })
     }
 
@@ -489,17 +370,16 @@ impl Calls {
     }
 
     fn verify(&self, t: &dyn Transport, spec: &CollSpec) -> Result<(), CollError> {
-        let buffers = match self {
-            Calls::Scheduled(e) => &e.buffers,
-            Calls::Native(n) => &n.buffers,
-        };
-        check::verify(spec, t.rank(), t, buffers)
+        match self {
+            Calls::Scheduled(e) => check::verify(spec, t.rank(), t, &e.buffers),
+            Calls::Native(n) => n.verify(t, spec),
+        }
     }
 
     fn free(self, t: &mut dyn Transport) -> Result<(), CollError> {
         match self {
             Calls::Scheduled(e) => e.buffers.free(t)?,
-            Calls::Native(n) => n.buffers.free(t)?,
+            Calls::Native(n) => n.free(t)?,
         }
         Ok(())
     }

@@ -189,7 +189,8 @@ pub struct LateDoc {
     pub op: String,
     /// Its implementation: one of ours (`recursive-doubling`, ...) or `mpi`.
     pub algo: String,
-    /// What ran (`allreduce/recursive-doubling`, `MPI_Allreduce`).
+    /// What ran: `allreduce/recursive-doubling` (ours), `allreduce/mpi` (the
+    /// transport's own: MPI's `MPI_Allreduce`, or `MPI_Iallreduce` and a wait).
     pub implementation: String,
     /// The data transport.
     pub transport: TransportName,

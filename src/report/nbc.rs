@@ -230,8 +230,8 @@ pub struct NbcDoc {
     pub op: String,
     /// Its implementation: one of ours or `mpi`.
     pub algo: String,
-    /// What ran (`allreduce/recursive-doubling`, `MPI_Allreduce`, started with
-    /// `MPI_Iallreduce`).
+    /// What ran: `allreduce/recursive-doubling` (ours), `allreduce/mpi` (the
+    /// transport's own: MPI's `MPI_Allreduce`, started with `MPI_Iallreduce`).
     pub implementation: String,
     /// The data transport.
     pub transport: TransportName,

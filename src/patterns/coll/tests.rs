@@ -235,11 +235,17 @@ fn rotated_roots_share_buffers_and_pass_the_data_check() {
 /// reference implementation over the wrapped transport's point-to-point messages
 /// (linear trees through rank 0 or the root), or, with `broken_at`, a broadcast
 /// that leaves that rank's buffer alone.
+/// Its nonblocking calls run at the start and complete at the first test or wait.
 struct Native<T> {
     inner: T,
     broken_at: Option<Rank>,
     scratch: Option<ngauge_transport::BufferId>,
+    started: Vec<ngauge_transport::RequestId>,
 }
+
+/// The request ids of [`Native`]'s nonblocking calls: far from the inner
+/// transport's.
+const NATIVE_REQUESTS: u64 = 1 << 63;
 
 impl<T: Transport> Native<T> {
     fn new(inner: T) -> Self {
@@ -247,6 +253,7 @@ impl<T: Transport> Native<T> {
             inner,
             broken_at: None,
             scratch: None,
+            started: Vec::new(),
         }
     }
 
@@ -392,13 +399,30 @@ impl<T: Transport> Transport for Native<T> {
         self.inner.irecv(peer, r)
     }
     fn test(&mut self, q: ngauge_transport::RequestId) -> Result<bool, TransportError> {
+        if let Some(i) = self.started.iter().position(|s| *s == q) {
+            self.started.remove(i);
+            return Ok(true);
+        }
         self.inner.test(q)
     }
     fn wait(&mut self, q: ngauge_transport::RequestId) -> Result<(), TransportError> {
+        if self.test(q)? {
+            return Ok(());
+        }
         self.inner.wait(q)
     }
     fn native_collective(&mut self, call: NativeCollective) -> Option<Result<(), TransportError>> {
         Some(self.collective(call))
+    }
+    fn start_native_collective(
+        &mut self,
+        call: NativeCollective,
+    ) -> Option<Result<ngauge_transport::RequestId, TransportError>> {
+        Some(self.collective(call).map(|()| {
+            let id = ngauge_transport::RequestId(NATIVE_REQUESTS + self.started.len() as u64);
+            self.started.push(id);
+            id
+        }))
     }
 }
 
@@ -491,6 +515,68 @@ fn native_on_a_transport_without_collectives_is_an_error() {
         )
         .unwrap_err()
         .to_string()
+    });
+    assert!(
+        out[0].ends_with("has no collectives of its own"),
+        "{}",
+        out[0]
+    );
+}
+
+/// The same native collectives as a [`crate::coll::CollOp`] (what `late` and `nbc`
+/// time): blocking and nonblocking calls, their data filled and verified, every
+/// root; and on a transport without collectives, an error at the first call.
+#[test]
+fn native_op_runs_blocking_and_nonblocking_calls_with_checked_data() {
+    use crate::coll::{CollOp, NativeOp, Uninterrupted};
+    for algorithm in [
+        Algorithm::BcastBinomial,
+        Algorithm::GatherLinear,
+        Algorithm::AllreduceRing,
+        Algorithm::BarrierDissemination,
+        Algorithm::AlltoallPairwise,
+    ] {
+        for root in [0, 2] {
+            let spec = CollSpec {
+                algorithm,
+                np: 3,
+                size_bytes: 1000,
+                segment_bytes: 0,
+                root,
+            };
+            let out = sim::run(&[None, None, None], quiet(), |r| {
+                let mut t = Native::new(r.transport);
+                let mut op = NativeOp::new(&mut t, spec).unwrap();
+                let none = &mut Uninterrupted;
+                op.fill().unwrap();
+                op.run(none).unwrap();
+                op.verify().unwrap();
+                op.fill().unwrap();
+                op.start(none).unwrap();
+                while !op.test(none).unwrap() {}
+                op.verify().unwrap();
+                op.fill().unwrap();
+                op.start(none).unwrap();
+                op.wait(none).unwrap();
+                op.verify().unwrap();
+                let label = op.label();
+                Box::new(op).release().unwrap();
+                label
+            });
+            let collective = algorithm.collective();
+            assert_eq!(out[0], format!("{collective}/native-test"));
+        }
+    }
+    let out = sim::run(&[None, None], quiet(), |mut r| {
+        let spec = CollSpec {
+            algorithm: Algorithm::BcastLinear,
+            np: 2,
+            size_bytes: 8,
+            segment_bytes: 0,
+            root: 0,
+        };
+        let mut op = NativeOp::new(&mut r.transport, spec).unwrap();
+        op.run(&mut Uninterrupted).unwrap_err().to_string()
     });
     assert!(
         out[0].ends_with("has no collectives of its own"),

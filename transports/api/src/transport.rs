@@ -166,8 +166,9 @@ pub enum NativeRole<'a> {
     },
 }
 
-/// One call of a transport's own collective ([`Transport::native_collective`]).
-/// `size` below is the bytes per rank; `np` the job size.
+/// One call of a transport's own collective ([`Transport::native_collective`],
+/// [`Transport::start_native_collective`]). `size` below is the bytes per rank; `np`
+/// the job size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NativeCollective {
     /// No rank leaves before every rank has entered.
@@ -320,6 +321,20 @@ pub trait Transport {
     /// default): nothing was sent or received. See [`NativeCollective`] for the
     /// layout of the regions.
     fn native_collective(&mut self, call: NativeCollective) -> Option<Result<(), TransportError>> {
+        let _ = call;
+        None
+    }
+
+    /// Starts the nonblocking form of [`Transport::native_collective`] (MPI's
+    /// `MPI_Ibcast`, ...): the regions stay busy until [`Transport::test`] or
+    /// [`Transport::wait`] completes the returned request, like any other.
+    ///
+    /// Returns `None` when the transport has no collectives of its own (the
+    /// default): nothing was started.
+    fn start_native_collective(
+        &mut self,
+        call: NativeCollective,
+    ) -> Option<Result<RequestId, TransportError>> {
         let _ = call;
         None
     }

@@ -581,6 +581,22 @@ impl Transport for MpiTransport {
         })
     }
 
+    /// Their nonblocking forms (`MPI_Ibcast`, ...), completed by `test`/`wait`.
+    fn start_native_collective(
+        &mut self,
+        call: NativeCollective,
+    ) -> Option<Result<RequestId, TransportError>> {
+        Some(match call {
+            NativeCollective::Barrier => self.ibarrier(),
+            NativeCollective::Bcast { root, data } => self.ibcast(root, data),
+            NativeCollective::Gather { root, send, recv } => self.igather(root, send, recv),
+            NativeCollective::Allreduce { send, recv } => {
+                self.iallreduce(send, recv, Datatype::U64, ReduceOp::Sum)
+            }
+            NativeCollective::Alltoall { send, recv } => self.ialltoall(send, recv),
+        })
+    }
+
     fn isend(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {
         let peer_c = self.check_peer(peer)?;
         let len = count(region.len)?;
