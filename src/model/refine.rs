@@ -649,11 +649,17 @@ mod tests {
         4.0 + 0.0001 * s as f64
     }
 
+    /// The gap of the same switch: a protocol changes the cost of a message in
+    /// several of the experiments ([`confirm::combine`]).
+    fn stepped_gap(s: u64) -> f64 {
+        flat_gap(s) + if s >= SWITCH { 8.0 } else { 0.0 }
+    }
+
     #[test]
     fn a_real_step_is_confirmed_and_located_to_the_byte() {
         let world = World {
             prtt: stepped,
-            gap: flat_gap,
+            gap: stepped_gap,
             noise: 0.3,
         };
         let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| world.read(s, 0)).collect();
@@ -681,7 +687,7 @@ mod tests {
     fn without_location_the_change_keeps_its_sweep_bracket() {
         let world = World {
             prtt: stepped,
-            gap: flat_gap,
+            gap: stepped_gap,
             noise: 0.3,
         };
         let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| world.read(s, 0)).collect();
@@ -789,7 +795,7 @@ mod tests {
     fn disturbed_passes_are_measured_again() {
         let world = World {
             prtt: stepped,
-            gap: flat_gap,
+            gap: stepped_gap,
             noise: 0.3,
         };
         let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| world.read(s, 0)).collect();
@@ -821,7 +827,7 @@ mod tests {
     fn a_host_too_disturbed_gives_undecided() {
         let world = World {
             prtt: stepped,
-            gap: flat_gap,
+            gap: stepped_gap,
             noise: 0.3,
         };
         let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| world.read(s, 0)).collect();
@@ -842,7 +848,7 @@ mod tests {
     fn passes_too_spread_give_undecided() {
         let world = World {
             prtt: |s| 30.0 + if s >= SWITCH { 4.0 } else { 0.0 },
-            gap: |_| 4.0,
+            gap: |s| 4.0 + if s >= SWITCH { 1.0 } else { 0.0 },
             noise: 0.0,
         };
         let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| world.read(s, 0)).collect();
@@ -877,7 +883,9 @@ mod tests {
             let new = size >= LOADED_SWITCH;
             let s = size as f64;
             [
-                1.0 + 0.0003 * s,
+                // The switch shows in the gap, the round trip and o_r, as
+                // protocols do in several experiments (confirm::combine).
+                1.0 + 0.0003 * s + if new { 6.0 } else { 0.0 },
                 3.0 + 0.0004 * s - if new { 2.0 } else { 0.0 },
                 0.8,
                 if new { 4.0 } else { 1.3 },
@@ -996,7 +1004,7 @@ mod tests {
     fn rounds_alternate_sides_and_their_order() {
         let world = World {
             prtt: stepped,
-            gap: flat_gap,
+            gap: stepped_gap,
             noise: 0.0,
         };
         let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| world.read(s, 0)).collect();
