@@ -461,6 +461,16 @@ pub enum SelftestCommand {
         /// This rank stops taking part (sleeps) after --die-after barriers.
         #[arg(long)]
         hang_rank: Option<usize>,
+        /// This rank stops itself with SIGSTOP after --die-after barriers.
+        #[arg(long)]
+        stop_rank: Option<usize>,
+        /// This rank works (sleeps) for --pause-s seconds before barrier --die-after,
+        /// then goes on: the others wait for it, a healthy job all along.
+        #[arg(long)]
+        pause_rank: Option<usize>,
+        /// How long --pause-rank works.
+        #[arg(long, default_value_t = 0.0, value_name = "SECONDS")]
+        pause_s: f64,
         /// Barriers before --die-rank kills itself (or --fail-rank fails).
         #[arg(long, default_value_t = 10)]
         die_after: u64,
