@@ -154,46 +154,6 @@ impl MpiControl {
         self.timeout
     }
 
-    /// Whether waiting `waited` for the `pending` ranks (repeats allowed) is over: the
-    /// first rank silent for the whole `limit` (counted from the start of the wait
-    /// at the earliest) ends it. Probes the pending ranks after an interval.
-    fn check_pending(
-        &self,
-        op: &'static str,
-        pending: impl Iterator<Item = Rank> + Clone,
-        waited: Duration,
-        limit: Duration,
-    ) -> Result<(), ControlError> {
-        let mut watch = self.watch.borrow_mut();
-        for rank in pending.clone() {
-            let heard = watch.as_ref().and_then(|w| w.silent_for(rank));
-            let silent = heard.map_or(waited, |s| s.min(waited));
-            if silent > limit {
-                return Err(match heard {
-                    Some(_) => ControlError::LostRank {
-                        rank,
-                        op,
-                        detail: format!(
-                            "answered no liveness probe for {limit:?} (stopped, or its \
-                             host frozen or unreachable?)"
-                        ),
-                    },
-                    None => ControlError::Timeout {
-                        rank,
-                        op,
-                        after: limit,
-                    },
-                });
-            }
-        }
-        if let Some(w) = watch.as_mut().filter(|w| waited >= w.interval()) {
-            for rank in pending {
-                w.probe(rank);
-            }
-        }
-        Ok(())
-    }
-
     /// Gives up on a collective after `timeout` (default: wait forever, as a lost
     /// rank makes the MPI launcher end the whole job anyway). After a timeout, or
     /// any other failure of a collective, the control plane refuses further calls.
@@ -270,7 +230,8 @@ impl MpiControl {
             }
             if let Some(limit) = self.timeout {
                 let pending = step.reqs.iter().map(|&(_, rank, _)| rank);
-                self.check_pending(op, pending, began.elapsed(), limit)?;
+                let mut watch = self.watch.borrow_mut();
+                check_pending(watch.as_deref_mut(), op, pending, began.elapsed(), limit)?;
             }
             backoff.pause();
         }
@@ -335,6 +296,46 @@ impl MpiControl {
         caller.check(op, rc).map_err(|e| lost(peer, op, e))?;
         Ok(req)
     }
+}
+
+/// Whether waiting `waited` for the `pending` ranks (repeats allowed) is over: the
+/// first rank silent for the whole `limit` (counted from the start of the wait at
+/// the earliest) ends it, named as lost when `watch` could tell, as timed out when
+/// not. Probes the pending ranks once the wait is an interval long.
+fn check_pending(
+    mut watch: Option<&mut (dyn Watch + 'static)>,
+    op: &'static str,
+    pending: impl Iterator<Item = Rank> + Clone,
+    waited: Duration,
+    limit: Duration,
+) -> Result<(), ControlError> {
+    for rank in pending.clone() {
+        let heard = watch.as_ref().and_then(|w| w.silent_for(rank));
+        let silent = heard.map_or(waited, |s| s.min(waited));
+        if silent > limit {
+            return Err(match heard {
+                Some(_) => ControlError::LostRank {
+                    rank,
+                    op,
+                    detail: format!(
+                        "answered no liveness probe for {limit:?} (stopped, or its host \
+                         frozen or unreachable?)"
+                    ),
+                },
+                None => ControlError::Timeout {
+                    rank,
+                    op,
+                    after: limit,
+                },
+            });
+        }
+    }
+    if let Some(w) = watch.as_mut().filter(|w| waited >= w.interval()) {
+        for rank in pending {
+            w.probe(rank);
+        }
+    }
+    Ok(())
 }
 
 const TAG_LEN: c_int = 1;
@@ -462,6 +463,69 @@ impl Control for MpiControl {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A watch with fixed answers that records its probes.
+    #[derive(Debug)]
+    struct Fixed {
+        silent: Vec<Option<Duration>>,
+        probed: Vec<Rank>,
+    }
+
+    impl Watch for Fixed {
+        fn silent_for(&self, rank: Rank) -> Option<Duration> {
+            self.silent[rank]
+        }
+        fn probe(&mut self, rank: Rank) {
+            self.probed.push(rank);
+        }
+        fn interval(&self) -> Duration {
+            Duration::from_millis(500)
+        }
+    }
+
+    fn s(secs: f64) -> Duration {
+        Duration::from_secs_f64(secs)
+    }
+
+    #[test]
+    fn a_wait_for_running_ranks_never_ends_and_probes_after_an_interval() {
+        let mut w = Fixed {
+            silent: vec![None, Some(s(0.2)), Some(s(0.9))],
+            probed: Vec::new(),
+        };
+        let pending = [1, 2, 2].into_iter();
+        check_pending(Some(&mut w), "gather", pending.clone(), s(0.1), s(2.0)).unwrap();
+        assert!(w.probed.is_empty(), "a short wait sends nothing");
+        check_pending(Some(&mut w), "gather", pending, s(3600.0), s(2.0)).unwrap();
+        assert_eq!(w.probed, [1, 2, 2]);
+    }
+
+    #[test]
+    fn a_silent_rank_is_lost_and_one_the_watch_cannot_tell_about_times_out() {
+        let mut w = Fixed {
+            silent: vec![None, Some(s(0.1)), Some(s(2.5))],
+            probed: Vec::new(),
+        };
+        // Rank 2 silent for longer than the timeout, but the wait only began 1 s ago.
+        check_pending(Some(&mut w), "barrier", [1, 2].into_iter(), s(1.0), s(2.0)).unwrap();
+        let err = check_pending(Some(&mut w), "barrier", [1, 2].into_iter(), s(2.1), s(2.0));
+        assert!(
+            matches!(&err, Err(ControlError::LostRank { rank: 2, detail, .. }) if detail.contains("liveness")),
+            "{err:?}"
+        );
+        let err = check_pending(Some(&mut w), "barrier", [0].into_iter(), s(2.1), s(2.0));
+        assert!(
+            matches!(err, Err(ControlError::Timeout { rank: 0, .. })),
+            "{err:?}"
+        );
+        // No watch: the plain deadline names the first rank waited for.
+        check_pending(None, "barrier", [1, 2].into_iter(), s(1.9), s(2.0)).unwrap();
+        let err = check_pending(None, "barrier", [1, 2].into_iter(), s(2.1), s(2.0));
+        assert!(
+            matches!(err, Err(ControlError::Timeout { rank: 1, .. })),
+            "{err:?}"
+        );
+    }
 
     #[test]
     fn lengths_beyond_int_are_refused() {
