@@ -75,7 +75,7 @@ impl VerbsTransport {
     /// last reading get it as their time of progress, and the wait's idle mark
     /// moves with them.
     fn stamp(&mut self, wait: &mut WaitClock) -> Instant {
-        let now = Instant::now();
+        let now = self.read_clock();
         let mut any = false;
         for (peer, progressed) in self.progressed.iter_mut().enumerate() {
             if std::mem::take(progressed) {
@@ -87,6 +87,13 @@ impl VerbsTransport {
             wait.idle_since = now;
         }
         now
+    }
+
+    /// The wait's clock reading (counted: where `clock_gettime` is a system call,
+    /// as in the soft-RoCE VM, each costs about as much as a round trip's poll loop).
+    fn read_clock(&mut self) -> Instant {
+        self.wait_clock_reads += 1;
+        Instant::now()
     }
 
     /// Makes progress once when a spin found nothing: yields (poll mode, after
@@ -107,6 +114,7 @@ impl VerbsTransport {
                 // within the first microseconds, before any yield.
                 if now.saturating_duration_since(wait.idle_since) >= SPIN_BEFORE_YIELD {
                     std::thread::yield_now();
+                    self.wait_yields += 1;
                 }
             }
             WaitMode::Block => {
@@ -168,14 +176,25 @@ impl VerbsTransport {
         pending: &[Rank],
         wait: &mut Option<WaitClock>,
     ) -> Result<Vec<Rank>, TransportError> {
-        let wait = wait.get_or_insert_with(|| {
-            let now = Instant::now();
-            WaitClock {
-                started: now,
-                idle_since: now,
+        let now = match wait {
+            Some(w) => self.stamp(w),
+            None => {
+                // the first reading of this wait starts it (and the progress
+                // flagged before it counts from here)
+                let now = self.read_clock();
+                for (peer, progressed) in self.progressed.iter_mut().enumerate() {
+                    if std::mem::take(progressed) {
+                        self.last_progress[peer] = now;
+                    }
+                }
+                *wait = Some(WaitClock {
+                    started: now,
+                    idle_since: now,
+                });
+                now
             }
-        });
-        let now = self.stamp(wait);
+        };
+        let wait = wait.as_mut().expect("set above");
         let started = wait.started;
         let left = layout::time_left(pending, &self.last_progress, started, now, self.timeout);
         self.progress_once(pending[0], wait, now, left)?;
