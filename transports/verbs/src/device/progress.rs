@@ -21,8 +21,14 @@ struct WaitClock {
 
 /// How long a polling wait spins without progress before it starts yielding.
 const SPIN_BEFORE_YIELD: Duration = Duration::from_micros(20);
-/// Polls of one spin, between two readings of the clock.
-const SPIN_POLLS: usize = 64;
+/// Polls of one spin, between two readings of the clock. A wait that is answered
+/// within one spin reads no clock at all: under the soft-RoCE VM (qemu TCG, `hpet`
+/// clocksource) a reading is a system call of about 0.8 us, and 64 polls took
+/// less than a 1-byte round trip's wait, so most waits paid one or more readings
+/// that perftest's loop does not (the `wait_clock_reads` counter shows them).
+/// On hardware, 256 polls of an empty CQ take a few microseconds: timeouts and the
+/// yield of [`SPIN_BEFORE_YIELD`] are checked that often.
+const SPIN_POLLS: usize = 256;
 /// Completion events received before they are acknowledged together.
 const EVENTS_PER_ACK: u32 = 32;
 
