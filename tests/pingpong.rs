@@ -74,8 +74,8 @@ fn window_streams_over_tcp_and_udp_with_every_message_checked() {
     for transport in ["tcp", "udp"] {
         let out = ngauge()
             .args([
-                "-t", transport, "pingpong", "--sizes", "1,4K,32K", "--reps", "5", "--warmup",
-                "1", "--window", "16", "--json", "--check",
+                "-t", transport, "pingpong", "--sizes", "1,4K,32K", "--reps", "5", "--warmup", "1",
+                "--window", "16", "--json", "--check",
             ])
             .assert()
             .success()
@@ -92,7 +92,10 @@ fn window_streams_over_tcp_and_udp_with_every_message_checked() {
             let size = r["size"].as_f64().unwrap();
             let want = 16.0 * size / (2.0 * median(r));
             let got = r["bandwidth_MBps"].as_f64().unwrap();
-            assert!((got - want).abs() <= 1e-9 * want, "{transport}: {got} != {want}");
+            assert!(
+                (got - want).abs() <= 1e-9 * want,
+                "{transport}: {got} != {want}"
+            );
         }
     }
     let bad = ngauge()
