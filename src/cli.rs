@@ -618,6 +618,13 @@ pub struct PingpongArgs {
     /// launches (`ngauge run` sets it).
     #[arg(long)]
     pub samples: bool,
+
+    /// Messages in flight per timed round: 1 ping-pongs; more streams, as
+    /// perftest's ib_send_bw does: rank 0 sends NUM messages back to back and
+    /// rank 1 answers the last with one byte; the bandwidth is NUM x size over
+    /// the median round. Example: --window 64
+    #[arg(long, default_value_t = 1, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub window: u64,
 }
 
 /// `on` or `off`.
