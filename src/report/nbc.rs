@@ -164,7 +164,9 @@ impl std::fmt::Display for NbcWarning {
                 invalid,
             } => write!(
                 f,
-                "size {size} B, {stage} stage: undecided: none of its {invalid} calls was                  valid (each started late or overran its window, the largest included);                  its figures are the medians of those calls"
+                "size {size} B, {stage} stage: undecided: none of its {invalid} calls was \
+                 valid (each started late or overran its window, the largest included); \
+                 its figures are the medians of those calls"
             ),
             NbcWarning::ComputeOverran {
                 size,
