@@ -66,7 +66,75 @@ fn guest_commands() -> Vec<(&'static str, String)> {
         "loggp",
         "ngauge --np 2 -t verbs --timeout 120 loggp --sizes 1-16K --reps 10 --warmup 2".into(),
     ));
+    // Issue 14: every collective and algorithm over verbs on 4 ranks, each point's
+    // warm-up calls data-checked on every rank (a wrong byte fails the run); the
+    // barrier scheme and few sizes keep the boot short, one window-scheme run shows
+    // the default timing path (clocks synchronized over verbs).
+    for (op, _) in COLL_ALGOS {
+        cmds.push((
+            op,
+            format!(
+                "ngauge --np 4 -t verbs --timeout 120 coll --op {op} --algo all \
+                 --sizes 1,4K,64K --segment 8K --scheme barrier --reps 5 --warmup 2"
+            ),
+        ));
+    }
+    cmds.push((
+        "coll-window",
+        "ngauge --np 4 -t verbs --timeout 120 coll --op bcast --algo binomial --sizes 1,4K \
+         --reps 5 --warmup 2 --max-rounds 3 --sync linear --fitpoints 20 --exchanges 10"
+            .into(),
+    ));
     cmds
+}
+
+/// The collectives `ngauge coll` runs in the guest and the algorithms `--algo all`
+/// must measure for each (as the table's headers name them).
+const COLL_ALGOS: [(&str, &[&str]); 5] = [
+    (
+        "bcast",
+        &[
+            "linear",
+            "binomial",
+            "chain",
+            "binary",
+            "split-binary",
+            "kchain:4",
+        ],
+    ),
+    ("gather", &["linear", "binomial"]),
+    ("allreduce", &["recursive-doubling", "ring"]),
+    ("barrier", &["dissemination"]),
+    ("alltoall", &["pairwise"]),
+];
+
+/// The algorithms of `op` whose table a `coll` section prints, in order
+/// (`OP verbs/ALGO on 4 ranks, ...` headers), and the number of size rows under each
+/// (the rows right below its column header; the side-by-side table is not counted).
+fn coll_tables(section: &str, op: &str) -> Vec<(String, usize)> {
+    let prefix = format!("{op} verbs/");
+    let mut tables: Vec<(String, usize)> = Vec::new();
+    let mut open = false;
+    for line in section.lines() {
+        // The progress line ends in a carriage return, so on the serial console the
+        // first header shares its line.
+        let header = line
+            .find(&prefix)
+            .and_then(|i| line[i + prefix.len()..].split_once(" on 4 ranks"));
+        let first = line.split_whitespace().next().unwrap_or("");
+        let row = !first.is_empty() && first.bytes().all(|b| b.is_ascii_digit());
+        if let Some((algo, _)) = header {
+            tables.push((algo.to_string(), 0));
+            open = true;
+        } else if open && row {
+            if let Some(last) = tables.last_mut() {
+                last.1 += 1;
+            }
+        } else if !line.starts_with("size [B]") {
+            open = false;
+        }
+    }
+    tables
 }
 
 fn guest_script() -> String {
@@ -298,6 +366,17 @@ fn verbs_over_soft_roce_in_a_vm() {
         section(&log, "ngauge sync").contains("clock sync: linear over verbs"),
         "sync over verbs printed no result\n{log}"
     );
+    for (op, algos) in COLL_ALGOS {
+        let tables = coll_tables(section(&log, &format!("ngauge {op}")), op);
+        let rows = if op == "barrier" { 1 } else { 3 };
+        let expected: Vec<(String, usize)> = algos.iter().map(|a| (a.to_string(), rows)).collect();
+        assert_eq!(tables, expected, "coll --op {op} over verbs\n{log}");
+    }
+    assert_eq!(
+        coll_tables(section(&log, "ngauge coll-window"), "bcast"),
+        vec![("binomial".to_string(), 2)],
+        "coll over verbs, window scheme\n{log}"
+    );
     eprintln!("{}\n{}", selftest_log.trim(), rnr.trim());
     eprintln!("soft-RoCE under TCG, 1-byte messages (emulated time: ratios, not speeds)");
     eprintln!(
@@ -330,4 +409,18 @@ fn log_parsers_read_known_lines() {
         Some((8.87, 9.5))
     );
     assert_eq!(perftest_figures(section(log, "ib_write_lat")), None);
+    let coll = "=== ngauge gather\n\
+                2/2 points (verbs/binomial 65536 B done)      \
+                gather verbs/linear on 4 ranks, root 0, segment 8192, barrier scheme, wait poll; x\n\
+                size [B]  valid  invalid  min [us]\n1  5  0  3.1\n4096  5  0  9.0\n\
+                ngauge: warning: 4 ranks on 2 cores\n\
+                gather verbs/binomial on 4 ranks, root 0, segment 8192, barrier scheme, wait poll; x\n\
+                size [B]  valid  invalid  min [us]\n65536  5  0  3.1\n\
+                side by side (measured interleaved, size by size): median run-time\n\
+                size [B]  verbs/linear [us]  verbs/binomial [us]\n65536  3.1  3.1\n=== end\n";
+    assert_eq!(
+        coll_tables(section(coll, "ngauge gather"), "gather"),
+        vec![("linear".to_string(), 2), ("binomial".to_string(), 1)]
+    );
+    assert_eq!(coll_tables(section(coll, "ngauge gather"), "bcast"), vec![]);
 }
