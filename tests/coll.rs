@@ -12,10 +12,12 @@
 
 use assert_cmd::Command;
 
+#[path = "support/coll.rs"]
+mod coll_rows;
 mod support;
 use serde_json::Value;
 // Every row has the contract's fields and a plausible run-time.
-use support::coll::check_rows;
+use coll_rows::check_rows;
 
 fn ngauge() -> Command {
     let mut cmd = Command::cargo_bin("ngauge").unwrap();

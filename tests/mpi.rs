@@ -6,6 +6,9 @@
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+#[cfg(feature = "mpi")]
+#[path = "support/coll.rs"]
+mod coll_rows;
 mod support;
 
 const NGAUGE: &str = env!("CARGO_BIN_EXE_ngauge");
@@ -55,7 +58,7 @@ fn mpi_transport_without_the_feature_is_a_usage_error() {
 mod with_mpi {
     use super::*;
     // Every `coll` row has the contract's fields, as over our transports.
-    use crate::support::coll::check_rows as check_coll_rows;
+    use crate::coll_rows::check_rows as check_coll_rows;
     use std::time::Instant;
 
     /// The launcher of the MPI this binary links, with what it needs here.

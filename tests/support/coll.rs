@@ -1,5 +1,7 @@
 //! The checks every `ngauge coll` report passes, over our transports
-//! (`tests/coll.rs`) and under an MPI launcher (`tests/mpi.rs`).
+//! (`tests/coll.rs`) and under an MPI launcher (`tests/mpi.rs`). Those two include
+//! this file themselves (`#[path]`), not through `support/mod.rs`: ngauge-mpi's
+//! tests include that one too, without serde_json.
 #![allow(dead_code)]
 
 use serde_json::Value;

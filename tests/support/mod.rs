@@ -3,7 +3,6 @@
 // Each test crate uses a part of this module.
 #![allow(dead_code)]
 
-pub mod coll;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 
