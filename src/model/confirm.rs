@@ -57,7 +57,13 @@
 //! than for a step, and the relative change of slope `(b_right - b_left) /
 //! max(|b_left|, |b_right|)` is judged like a step with the floor [`KINK_FLOOR`].
 //! Such a change is located where its two lines cross (the median over the passes).
-//! Both series must confirm it: `G` changes the slope of both.
+//! Both series must confirm it: `G` changes the slope of both. A protocol's new
+//! `G` holds over its whole range, so the change must also hold between the lines
+//! the sweep fits over the whole ranges on either side (to the neighbouring
+//! candidates), in sign and by half [`KINK_FLOOR`] ([`hold_over_ranges`]); the
+//! passes see only the sides' few sizes, where a bump of the curve that one
+//! launch's buffers put there (MPICH 2026-11-24: a slope -83% at 36864 B in 12
+//! passes, -4% over the ranges) bends it as much.
 //!
 //! # Location to the byte
 //!
@@ -439,6 +445,58 @@ pub struct SlopeEvidence {
     /// least half the kink and half the step floor ([`STEP_FLOOR`]): no verdict
     /// for a slope-only change here (undecided).
     pub bent: bool,
+    /// The relative change between the sweep's robust lines over the whole ranges
+    /// on either side ([`hold_over_ranges`]); absent when a range has fewer than
+    /// [`RANGE_MIN_SIZES`] sizes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub range_relative_change: Option<f64>,
+    /// The passes confirmed a change of slope that the ranges do not show (another
+    /// sign, or less than half [`KINK_FLOOR`]): a local bend, rejected.
+    pub local: bool,
+}
+
+/// Sweep sizes a range needs for its own line in [`hold_over_ranges`].
+pub const RANGE_MIN_SIZES: usize = 3;
+
+/// Checks confirmed slope changes against the sweep's whole ranges: `left_range`
+/// and `right_range` are the sweep's readings from the previous candidate (or the
+/// first size) to this one and from this one to the next (or the last size). Per
+/// series, the relative change between Huber lines fitted over the two ranges
+/// must have the sign of the passes' median and at least half `kink_floor`;
+/// otherwise the series' verdict becomes rejected and `local` is set.
+pub fn hold_over_ranges(
+    evidence: &mut [SlopeEvidence],
+    left_range: &[Reading],
+    right_range: &[Reading],
+    kink_floor: f64,
+) {
+    for e in evidence.iter_mut() {
+        let Some(k) = SERIES.iter().position(|s| *s == e.series) else {
+            continue;
+        };
+        let slope = |range: &[Reading]| {
+            let (xs, ys): (Vec<f64>, Vec<f64>) = range
+                .iter()
+                .filter_map(|r| r.values[k].map(|v| (r.size as f64, v)))
+                .unzip();
+            if xs.len() < RANGE_MIN_SIZES {
+                return None;
+            }
+            huber_line(&xs, &ys, 1e-3).map(|l| l.line.slope)
+        };
+        let (Some(bl), Some(br)) = (slope(left_range), slope(right_range)) else {
+            continue;
+        };
+        let scale = bl.abs().max(br.abs());
+        let change = if scale > 0.0 { (br - bl) / scale } else { 0.0 };
+        e.range_relative_change = Some(change);
+        let local = e.relative_change.median;
+        let holds = change.signum() == local.signum() && change.abs() >= kink_floor / 2.0;
+        if e.relative_change.verdict == Verdict::Confirmed && !holds {
+            e.relative_change.verdict = Verdict::Rejected;
+            e.local = true;
+        }
+    }
 }
 
 /// Which passes are clean: none of their readings disturbed.
@@ -591,6 +649,8 @@ pub fn slopes(
                 bend_us: bend,
                 kink_us: kink,
                 bent,
+                range_relative_change: None,
+                local: false,
             })
         })
         .collect()
