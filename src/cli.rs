@@ -461,6 +461,16 @@ pub enum SelftestCommand {
         /// This rank stops taking part (sleeps) after --die-after barriers.
         #[arg(long)]
         hang_rank: Option<usize>,
+        /// This rank stops itself with SIGSTOP after --die-after barriers.
+        #[arg(long)]
+        stop_rank: Option<usize>,
+        /// This rank works (sleeps) for --pause-s seconds before barrier --die-after,
+        /// then goes on: the others wait for it, a healthy job all along.
+        #[arg(long)]
+        pause_rank: Option<usize>,
+        /// How long --pause-rank works.
+        #[arg(long, default_value_t = 0.0, value_name = "SECONDS")]
+        pause_s: f64,
         /// Barriers before --die-rank kills itself (or --fail-rank fails).
         #[arg(long, default_value_t = 10)]
         die_after: u64,
@@ -618,6 +628,13 @@ pub struct PingpongArgs {
     /// launches (`ngauge run` sets it).
     #[arg(long)]
     pub samples: bool,
+
+    /// Messages in flight per timed round: 1 ping-pongs; more streams, as
+    /// perftest's ib_send_bw does: rank 0 sends NUM messages back to back and
+    /// rank 1 answers the last with one byte; the bandwidth is NUM x size over
+    /// the median round. Example: --window 64
+    #[arg(long, default_value_t = 1, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub window: u64,
 }
 
 /// `on` or `off`.
@@ -1170,6 +1187,33 @@ pub struct SimulateArgs {
     /// Rank every algorithm of OP (and every segment size) per message size.
     #[arg(long)]
     pub select: bool,
+
+    /// Also measure every candidate in a live job, as `ngauge coll` does, and
+    /// report per size the measured best, each model's choice and its
+    /// degradation against the best. The simulated size is the job's: the local
+    /// launcher's --np (at most 4096), or mpirun's or srun's.
+    #[arg(long, conflicts_with_all = ["timeline", "loop_calls"])]
+    pub measure: bool,
+
+    /// With --measure: how calls are timed (as `ngauge coll --scheme`).
+    #[arg(long, requires = "measure", value_parser = names(&[
+        (Scheme::Window, "synchronized clocks, common start times, latest end - earliest start"),
+        (Scheme::Barrier, "a dissemination barrier before each call, the largest local time"),
+        (Scheme::Loop, "calls back to back, total / calls (underestimates one call)"),
+    ]), default_value = "window", value_name = "SCHEME", help_heading = "Measuring")]
+    pub scheme: Scheme,
+
+    /// With --measure: valid calls wanted per candidate and size.
+    #[arg(long, requires = "measure", default_value_t = 100, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=1_000_000), help_heading = "Measuring")]
+    pub reps: u64,
+
+    /// With --measure: untimed calls first (their data checked).
+    #[arg(long, requires = "measure", default_value_t = 10, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=1_000_000), help_heading = "Measuring")]
+    pub warmup: u64,
+
+    /// With --measure and the window scheme: rounds of --reps calls at most.
+    #[arg(long, requires = "measure", default_value_t = 5, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=1000), help_heading = "Measuring")]
+    pub max_rounds: u64,
 
     /// Parameter file written by `ngauge loggp --params-out`.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["l_us", "o_us", "os_us", "or_us", "g_us", "big_g"], required_unless_present_all = ["l_us", "g_us", "big_g"], help_heading = "Network")]

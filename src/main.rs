@@ -20,7 +20,7 @@ fn main() -> ExitCode {
         }
     };
     if let Some(message) = cli::refused_job_flags(&matches) {
-        eprintln!("ngauge: error: {message}");
+        say_error(&message);
         return ExitCode::from(2);
     }
     match commands::run(cli) {
@@ -32,7 +32,7 @@ fn main() -> ExitCode {
             }) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("ngauge: error: {err:#}");
+            say_error(&format!("{err:#}"));
             if err.downcast_ref::<commands::UsageError>().is_some() {
                 ExitCode::from(2)
             } else {
@@ -40,4 +40,12 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// Prints `ngauge: error: MESSAGE` in one write: under an MPI launcher every rank
+/// may print the same error, and lines written in pieces come out interleaved.
+fn say_error(message: &str) {
+    use std::io::Write;
+    let line = format!("ngauge: error: {message}\n");
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }

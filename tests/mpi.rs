@@ -560,4 +560,172 @@ mod with_mpi {
         assert!(!out.status.success());
         assert!(began.elapsed() < Duration::from_secs(60));
     }
+
+    /// Issue 18 under an MPI launcher: ranks that wait in the control plane while
+    /// another works longer than `--timeout` keep waiting. Rank 1 works for 3
+    /// timeouts before its second barrier; rank 0 waits for it, ranks 2 and 3 for
+    /// rank 0.
+    #[test]
+    fn issue18_idle_ranks_do_not_end_a_healthy_mpi_job() {
+        if skip("issue18_idle_ranks_do_not_end_a_healthy_mpi_job") {
+            return;
+        }
+        let began = Instant::now();
+        let out = run_with_limit(
+            mpirun(
+                4,
+                &[
+                    "-t",
+                    "mpi",
+                    "--timeout",
+                    "2",
+                    "selftest",
+                    "barrier-loop",
+                    "--count",
+                    "3",
+                    "--pause-rank",
+                    "1",
+                    "--pause-s",
+                    "6",
+                    "--die-after",
+                    "1",
+                ],
+            ),
+            Duration::from_secs(120),
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "stderr: {stderr}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "barriers: 3");
+        assert!(began.elapsed() >= Duration::from_secs(6));
+    }
+
+    /// Issue 18 under an MPI launcher: a rank stopped with SIGSTOP is named within
+    /// `--timeout` (2 s) plus a slack of 4 s (a probe interval, 0.5 s, and the
+    /// launcher's abort on a loaded host), while another rank works far longer
+    /// (30 s) and is not blamed. Before liveness, the wait's deadline named the
+    /// first rank waited for (the working rank 1) or rank 0.
+    #[test]
+    fn issue18_a_stopped_rank_is_named_under_mpirun() {
+        if skip("issue18_a_stopped_rank_is_named_under_mpirun") {
+            return;
+        }
+        const TIMEOUT: Duration = Duration::from_secs(2);
+        const SLACK: Duration = Duration::from_secs(4);
+        let mut cmd = mpirun(
+            4,
+            &[
+                "-t",
+                "mpi",
+                "--timeout",
+                "2",
+                "selftest",
+                "barrier-loop",
+                "--stop-rank",
+                "2",
+                "--pause-rank",
+                "1",
+                "--pause-s",
+                "30",
+                "--die-after",
+                "0",
+            ],
+        );
+        let mut child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the MPI launcher");
+        // Stderr line by line with the time each arrived: the clock starts when the
+        // ranks joined (rank 2 stops itself right after).
+        let stderr = child.stderr.take().expect("piped");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                let _ = tx.send((Instant::now(), line));
+            }
+        });
+        let limit = Instant::now() + Duration::from_secs(90);
+        let mut lines: Vec<(Instant, String)> = Vec::new();
+        while let Ok(line) = rx.recv_timeout(limit.saturating_duration_since(Instant::now())) {
+            lines.push(line);
+        }
+        let status = child.try_wait().ok().flatten().or_else(|| {
+            let _ = child.kill();
+            None
+        });
+        let ended = Instant::now();
+        let text: String = lines.iter().map(|(_, l)| format!("{l}\n")).collect();
+        let joined = lines
+            .iter()
+            .find(|(_, l)| l.contains("ranks joined"))
+            .unwrap_or_else(|| panic!("no join line: {text}"));
+        // The stopped rank outlives the job unless the launcher killed it.
+        let pids = joined
+            .1
+            .rsplit('[')
+            .next()
+            .unwrap_or("")
+            .trim_end_matches(']');
+        if let Some(pid) = pids
+            .split(',')
+            .nth(2)
+            .and_then(|p| p.trim().parse::<u32>().ok())
+        {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            if String::from_utf8_lossy(&cmdline).contains("ngauge") {
+                let _ = Command::new("kill")
+                    .args(["-KILL", &pid.to_string()])
+                    .status();
+            }
+        }
+        let status = status.unwrap_or_else(|| child.wait().expect("reaped"));
+        assert!(!status.success(), "{text}");
+        assert!(
+            text.contains("lost rank 2") && text.contains("liveness"),
+            "{text}"
+        );
+        assert!(!text.contains("rank 1 did not answer"), "{text}");
+        let took = ended.duration_since(joined.0);
+        eprintln!("stopped rank named {took:?} after the join (timeout {TIMEOUT:?})");
+        assert!(took >= TIMEOUT, "named after {took:?}: {text}");
+        assert!(took < TIMEOUT + SLACK, "named after {took:?}: {text}");
+    }
+
+    /// MPI's allreduce sums 8-byte words: a size that is not a multiple of 8 is a
+    /// usage error of every rank before anything is launched or measured, not a
+    /// failure after clock sync.
+    #[test]
+    fn nbc_mpi_allreduce_of_1_byte_is_a_usage_error() {
+        if skip("nbc_mpi_allreduce_of_1_byte_is_a_usage_error") {
+            return;
+        }
+        let out = run_with_limit(
+            mpirun(
+                2,
+                &["-t", "mpi", "nbc", "--op", "allreduce", "--sizes", "8,1"],
+            ),
+            Duration::from_secs(60),
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+        // One line per rank, each whole (the launcher adds its own lines).
+        let ours: Vec<&str> = stderr.lines().filter(|l| l.contains("ngauge")).collect();
+        assert!(!ours.is_empty(), "stderr: {stderr}");
+        for line in ours {
+            assert!(
+                line.starts_with("ngauge: error: --sizes: MPI's allreduce")
+                    && line.ends_with("1 bytes is not a multiple of 8"),
+                "stderr: {stderr}"
+            );
+        }
+        assert!(
+            out.stdout.is_empty(),
+            "measured: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
 }

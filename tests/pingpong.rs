@@ -70,6 +70,45 @@ fn tcp_sweep_gives_finite_latencies_and_bandwidth_per_size() {
 }
 
 #[test]
+fn window_streams_over_tcp_and_udp_with_every_message_checked() {
+    for transport in ["tcp", "udp"] {
+        let out = ngauge()
+            .args([
+                "-t", transport, "pingpong", "--sizes", "1,4K,32K", "--reps", "5", "--warmup", "1",
+                "--window", "16", "--json", "--check",
+            ])
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        let doc = json_of(&out);
+        let rs = results(&doc);
+        assert_eq!(rs.len(), 3, "{transport}: {doc}");
+        for r in rs {
+            assert_eq!(r["window"], 16, "{transport}: {r}");
+            assert_eq!(r["data_check"], true, "{transport}: {r}");
+            // the bandwidth is 16 messages over the median round (2 half rounds)
+            let size = r["size"].as_f64().unwrap();
+            let want = 16.0 * size / (2.0 * median(r));
+            let got = r["bandwidth_MBps"].as_f64().unwrap();
+            assert!(
+                (got - want).abs() <= 1e-9 * want,
+                "{transport}: {got} != {want}"
+            );
+        }
+    }
+    let bad = ngauge()
+        .args(["pingpong", "--window", "0"])
+        .assert()
+        .code(2)
+        .get_output()
+        .stderr
+        .clone();
+    assert!(String::from_utf8_lossy(&bad).contains("--window"));
+}
+
+#[test]
 fn udp_sweep_stops_at_the_datagram_limit_with_counters() {
     let assert = ngauge()
         .args([

@@ -1,6 +1,9 @@
 //! `ngauge simulate` end to end: the LogGP simulator's predictions against closed
-//! forms of plain LogGP, parameter files of both schemas, selection, timelines, and
+//! forms of plain LogGP, parameter files of both schemas, selection, timelines,
+//! `--select --measure` in a live job (the local launcher's and mpirun's), and
 //! bad input (one line, exit status 2).
+
+mod support;
 
 use assert_cmd::Command;
 use serde_json::Value;
@@ -411,5 +414,214 @@ fn a_loop_of_calls_underestimates_a_pipelined_broadcast() {
     assert!(
         us(&row["rotated_us"]) > looped,
         "rotating the root mitigates: {row}"
+    );
+}
+
+/// Few calls, the barrier scheme: a measured selection in seconds on a loaded
+/// 2-core host (the window scheme would first synchronize the clocks).
+const MEASURE: &[&str] = &[
+    "simulate",
+    "--op",
+    "bcast",
+    "--select",
+    "--measure",
+    "--segment",
+    "0,1K",
+    // Four sizes: the fewest a per-algorithm Hockney fit rests on.
+    "--sizes",
+    "1,64,1K,4K",
+    "--scheme",
+    "barrier",
+    "--reps",
+    "5",
+    "--warmup",
+    "2",
+    "--L",
+    "5",
+    "--o",
+    "1",
+    "--g",
+    "2",
+    "--G",
+    "0.001",
+];
+
+/// The candidates of a bcast `--select` with segments 0 and 1K: linear once, the
+/// five segmented algorithms twice.
+const CANDIDATES: usize = 11;
+
+/// Checks a `simulate --select --measure` document of a job of `np` ranks: the
+/// predictions are of the job's size, every candidate was measured at every size,
+/// and each model's choice is charged its own measured median against the best.
+fn check_measured_selection(doc: &Value, np: usize) {
+    assert_eq!(doc["meta"]["np"], np);
+    let predicted = doc["results"].as_array().unwrap();
+    assert_eq!(predicted.len(), 4 * CANDIDATES);
+    assert!(
+        predicted.iter().all(|r| r["np"] == np),
+        "simulated P is the job's"
+    );
+    let m = &doc["measurement"];
+    assert_eq!(m["scheme"], "barrier");
+    let records = m["results"].as_array().unwrap();
+    assert_eq!(records.len(), 4 * CANDIDATES);
+    let segments: Vec<u64> = records
+        .iter()
+        .filter(|r| r["algo"] == "chain")
+        .map(|r| r["segment"].as_u64().unwrap())
+        .collect();
+    assert_eq!(segments, [0, 1024, 0, 1024, 0, 1024, 0, 1024]);
+    let median = |size: u64, algo: &Value, segment: &Value| -> f64 {
+        let r = records
+            .iter()
+            .find(|r| r["size"] == size && r["algo"] == *algo && r["segment"] == *segment)
+            .unwrap_or_else(|| panic!("no record of {algo}/{segment} at {size} B"));
+        assert_eq!(r["np"], np);
+        us(&r["runtime_us"]["median"])
+    };
+    let s = &m["selection"];
+    let rows = s["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "{s}");
+    for row in rows {
+        let size = row["size"].as_u64().unwrap();
+        assert_eq!(row["candidates"], CANDIDATES);
+        let here: Vec<&Value> = records.iter().filter(|r| r["size"] == size).collect();
+        let best = us(&row["best"]["median_us"]);
+        let fastest = here
+            .iter()
+            .map(|r| us(&r["runtime_us"]["median"]))
+            .fold(f64::INFINITY, f64::min);
+        assert_eq!(best, fastest, "{row}");
+        assert_eq!(us(&row["best"]["loss"]), 0.0);
+        // LogGP's choice is the candidate with the smallest simulated time.
+        let loggp_min = here
+            .iter()
+            .map(|r| us(&r["predicted"]["loggp_us"]))
+            .fold(f64::INFINITY, f64::min);
+        let c = &row["loggp"];
+        let chosen = here
+            .iter()
+            .find(|r| r["algo"] == c["algo"] && r["segment"] == c["segment"])
+            .unwrap();
+        assert_eq!(us(&chosen["predicted"]["loggp_us"]), loggp_min, "{row}");
+        for model in ["loggp", "hockney", "hockney_fitted"] {
+            let c = &row[model];
+            if c.is_null() {
+                assert_eq!(model, "hockney_fitted");
+                continue;
+            }
+            let t = median(size, &c["algo"], &c["segment"]);
+            assert_eq!(us(&c["median_us"]), t, "{model}: {row}");
+            let loss = us(&c["loss"]);
+            assert!(loss >= 0.0, "{model}: {row}");
+            assert!(
+                (loss - (t / best - 1.0)).abs() < 1e-9,
+                "degradation = choice / best - 1: {model}: {row}"
+            );
+        }
+    }
+    for model in ["loggp", "hockney"] {
+        let score = &s[model];
+        assert!(score["best_chosen"].as_u64().unwrap() <= 4);
+        assert!(us(&score["mean_loss"]) <= us(&score["max_loss"]));
+    }
+    // One fit per algorithm and segment, each over the four sizes.
+    assert_eq!(s["fits"].as_array().unwrap().len(), CANDIDATES);
+}
+
+#[test]
+fn select_measure_in_a_local_job_charges_each_model_its_choice() {
+    let out = ngauge()
+        .args(["--np", "3", "-t", "tcp", "--json"])
+        .args(MEASURE)
+        .env_remove("NGAUGE_TEST_CLOCK_SKEW")
+        .timeout(std::time::Duration::from_secs(300))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    check_measured_selection(&doc, 3);
+    let launcher = doc["meta"]["launcher"].as_str().unwrap();
+    assert!(launcher.starts_with("local"), "{launcher}");
+}
+
+#[test]
+fn select_measure_under_mpirun_simulates_the_jobs_size() {
+    const TEST: &str = "select_measure_under_mpirun_simulates_the_jobs_size";
+    let probe = std::process::Command::new("mpirun")
+        .arg("--version")
+        .output();
+    let Ok(probe) = probe else {
+        return support::skip(TEST, support::Lack::Installed, "no mpirun on PATH");
+    };
+    if !String::from_utf8_lossy(&probe.stdout).contains("Open MPI") {
+        return support::skip(
+            TEST,
+            support::Lack::Host,
+            "mpirun on PATH is not Open MPI's",
+        );
+    }
+    // --np 2 is the local launcher's; under mpirun the job has 3 ranks, and 3 is
+    // what is simulated.
+    let mut cmd = std::process::Command::new("mpirun");
+    cmd.args(["--allow-run-as-root", "--oversubscribe", "-np", "3"])
+        .arg(env!("CARGO_BIN_EXE_ngauge"))
+        .args(["--np", "2", "--json"])
+        .args(MEASURE)
+        .env_remove("NGAUGE_RANK")
+        .env_remove("NGAUGE_SIZE")
+        .env_remove("NGAUGE_RENDEZVOUS")
+        .env_remove("NGAUGE_JOB_TOKEN")
+        .env_remove("NGAUGE_TEST_CLOCK_SKEW");
+    let child = cmd
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = support::output_within(child, std::time::Duration::from_secs(300))
+        .unwrap_or_else(|out| panic!("hung: {}", String::from_utf8_lossy(&out.stderr)));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    check_measured_selection(&doc, 3);
+    let launcher = doc["meta"]["launcher"].as_str().unwrap();
+    assert!(launcher.starts_with("mpirun"), "{launcher}");
+}
+
+#[test]
+fn measure_needs_a_live_job() {
+    let mut args = vec!["--np", "1048576"];
+    args.extend_from_slice(MEASURE);
+    let out = ngauge()
+        .args(&args)
+        .env_remove("NGAUGE_RANK")
+        .env_remove("NGAUGE_SIZE")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("--measure needs a live job, and 1048576 ranks cannot be started"),
+        "{stderr}"
+    );
+    // The measuring flags mean nothing without --measure.
+    bad(
+        &[
+            &[
+                "simulate", "--op", "bcast", "--select", "--sizes", "1", "--reps", "5",
+            ][..],
+            &FLAGS,
+        ]
+        .concat(),
+        "--measure",
     );
 }

@@ -35,6 +35,20 @@ fn guest_commands() -> Vec<(&'static str, String)> {
             ),
         ));
     }
+    // streaming: a window of sends in flight, every message of the window checked
+    for (label, op) in [
+        ("stream send", "send"),
+        ("stream write", "write"),
+        ("stream write-poll", "write-poll"),
+    ] {
+        cmds.push((
+            label,
+            format!(
+                "ngauge --np 2 -t verbs --verbs-op {op} --timeout 120 pingpong --sizes 1,4K,64K \
+                 --reps 5 --warmup 2 --window 64 --check"
+            ),
+        ));
+    }
     cmds.push((
         "block",
         "ngauge --np 2 -t verbs --wait block --timeout 120 pingpong --sizes 1,4K,1M \
@@ -254,6 +268,17 @@ fn verbs_over_soft_roce_in_a_vm() {
         section(&log, "ngauge loggp").contains("LogGP parameters"),
         "loggp printed no parameters\n{log}"
     );
+    for op in ["send", "write", "write-poll"] {
+        let sizes: Vec<usize> = ngauge_points(section(&log, &format!("ngauge stream {op}")))
+            .iter()
+            .map(|p| p.0)
+            .collect();
+        assert_eq!(
+            sizes,
+            vec![1, 4096, 65536],
+            "pingpong --window 64 over {op}\n{log}"
+        );
+    }
     let block: Vec<usize> = ngauge_points(section(&log, "ngauge block"))
         .iter()
         .map(|p| p.0)

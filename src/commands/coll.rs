@@ -155,14 +155,48 @@ pub fn run_spec(
         Some(path) => Some(load_params(path)?),
         None => None,
     };
+    let candidates = candidates(args, &imps);
     super::common::with_world(global, |world| {
-        run_rank(global, args, plot, &imps, &sizes, params.as_ref(), world)
+        run_rank(
+            global,
+            args,
+            plot,
+            &candidates,
+            &sizes,
+            params.as_ref(),
+            world,
+        )
     })
+}
+
+/// One implementation with one segment size: what a table's rows measure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Candidate {
+    /// The implementation.
+    pub imp: Imp,
+    /// Its segment size, bytes (0: one segment, or an algorithm that does not
+    /// segment).
+    pub segment: usize,
+}
+
+/// `coll`'s candidates: each implementation with `--segment` where it segments.
+fn candidates(args: &CollCmdSpec, imps: &[Imp]) -> Vec<Candidate> {
+    imps.iter()
+        .map(|&imp| Candidate {
+            imp,
+            segment: match imp {
+                Imp::Ours(a) if a.is_segmented() => args.segment,
+                // Open MPI's forced broadcast is cut into --segment bytes too.
+                Imp::Mpi if args.mpi_algo.is_some() && args.op == Collective::Bcast => args.segment,
+                _ => 0,
+            },
+        })
+        .collect()
 }
 
 /// The `--predict` file as the simulator's network; a file that is missing or
 /// not a parameter file is bad input.
-fn load_params(path: &std::path::Path) -> anyhow::Result<ngauge::sim::params::Loaded> {
+pub fn load_params(path: &std::path::Path) -> anyhow::Result<ngauge::sim::params::Loaded> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| UsageError(format!("--predict: cannot read {}: {e}", path.display())))?;
     ngauge::sim::params::parse(&text)
@@ -196,21 +230,116 @@ fn predict(
     ))
 }
 
-/// One row: a transport and an implementation.
+/// One row: a transport and a candidate.
 struct Row {
     transport: usize,
     imp: Imp,
+    segment: usize,
+}
+
+/// What [`measure`] gives back.
+pub struct Measured {
+    /// Every point, in the order measured (rank 0 only; empty on the others).
+    pub records: Vec<CollRecord>,
+    /// What threatens the figures (rank 0's are the job's).
+    pub warnings: Vec<CollWarning>,
+    /// The document's metadata (rank 0 only).
+    pub meta: Option<ngauge::report::Meta>,
 }
 
 fn run_rank(
     global: &GlobalArgs,
     args: &CollCmdSpec,
     plot: Option<&std::path::Path>,
-    imps: &[Imp],
+    candidates: &[Candidate],
     sizes: &[usize],
     params: Option<&ngauge::sim::params::Loaded>,
     world: &mut World,
 ) -> anyhow::Result<()> {
+    let np = world.size;
+    let Measured {
+        records,
+        warnings,
+        meta,
+    } = measure(global, args, candidates, sizes, params, world)?;
+    let Some(meta) = meta else {
+        return Ok(());
+    };
+    let comparison = doc::compare(&records);
+    let selection = select(&points(&records));
+    if let Some(path) = plot {
+        let title = format!("{} on {np} ranks, {} scheme", args.op, args.scheme.as_str());
+        let svg = doc::plot_svg(&records, &title).map_err(|e| anyhow::anyhow!("plot: {e}"))?;
+        std::fs::write(path, svg).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if global.json {
+        super::common::print_json(&CollDoc {
+            meta,
+            results: records,
+            comparison,
+            selection,
+            warnings: ngauge::report::warning::warned(warnings.iter().cloned()),
+        })?;
+    } else {
+        let mut out = String::new();
+        render(&mut out, args, np, &records, comparison.as_ref())?;
+        if let Some(s) = &selection {
+            render_selection(&mut out, s)?;
+        }
+        super::common::print_text(&out)?;
+    }
+    print_warnings(&warnings);
+    Ok(())
+}
+
+/// The records as the model-based selection sees them.
+pub fn points(records: &[CollRecord]) -> Vec<coll_predict::Point> {
+    records
+        .iter()
+        .map(|r| coll_predict::Point {
+            transport: r.transport,
+            algo: r.algo.clone(),
+            segment: r.segment,
+            size: r.size,
+            median_us: r.runtime_us.map(|t| t.median),
+            predicted: r.predicted,
+        })
+        .collect()
+}
+
+/// Prints `coll`'s warnings on stderr, each with the flag to try.
+pub fn print_warnings(warnings: &[CollWarning]) {
+    for w in warnings {
+        let hint = match w {
+            CollWarning::Job(j) => super::common::job_hint(j),
+            CollWarning::Binding(b) => Some(b.hint().into()),
+            CollWarning::FewValid { .. } => {
+                Some("raise --max-rounds, or try --scheme barrier on a loaded machine".into())
+            }
+            CollWarning::SyncedOver { .. } | CollWarning::Params(_) => None,
+            CollWarning::PredictTransport { .. } => {
+                Some("measure the parameters with loggp -t on the same transport".into())
+            }
+            CollWarning::SizeSkipped { .. } => {
+                Some("use --segment for a broadcast, or a transport without the limit".into())
+            }
+        };
+        super::common::warn(w, hint);
+    }
+}
+
+/// Measures every candidate at every size over every transport of `-t`,
+/// interleaved size by size, on this rank of the job (`coll`'s executor; `simulate
+/// --select --measure` measures its candidates with it too). With `params`, every
+/// record of our schedules carries the models' times.
+pub fn measure(
+    global: &GlobalArgs,
+    args: &CollCmdSpec,
+    candidates: &[Candidate],
+    sizes: &[usize],
+    params: Option<&ngauge::sim::params::Loaded>,
+    world: &mut World,
+) -> anyhow::Result<Measured> {
     let np = world.size;
     let rank = world.rank;
     let root = match args.root {
@@ -279,9 +408,14 @@ fn run_rank(
         .iter()
         .enumerate()
         .flat_map(|(i, (name, _, _))| {
-            imps.iter()
-                .filter(move |imp| **imp != Imp::Mpi || *name == TransportName::Mpi)
-                .map(move |&imp| Row { transport: i, imp })
+            candidates
+                .iter()
+                .filter(move |c| c.imp != Imp::Mpi || *name == TransportName::Mpi)
+                .map(move |c| Row {
+                    transport: i,
+                    imp: c.imp,
+                    segment: c.segment,
+                })
         })
         .collect();
     let mut writer = match (&global.output, rank) {
@@ -302,12 +436,7 @@ fn run_rank(
                 Imp::Ours(a) => (a, Implementation::Schedule),
                 Imp::Mpi => (default_algorithm(args.op), Implementation::Native),
             };
-            let segment = match row.imp {
-                Imp::Ours(a) if a.is_segmented() => args.segment,
-                // Open MPI's forced broadcast is cut into --segment bytes too.
-                Imp::Mpi if args.mpi_algo.is_some() && args.op == Collective::Bcast => args.segment,
-                _ => 0,
-            };
+            let segment = row.segment;
             if let Some(max) = t.capabilities().max_message_bytes {
                 let largest = largest_message(args.op, size, np, segment);
                 if largest > max {
@@ -416,69 +545,26 @@ fn run_rank(
     let waits: Vec<(TransportName, WaitMode)> = open.iter().map(|(n, _, w)| (*n, *w)).collect();
     drop(open);
     if rank != 0 {
-        return Ok(());
+        return Ok(Measured {
+            records,
+            warnings,
+            meta: None,
+        });
     }
     if let Some(p) = params {
         warnings.extend(p.warnings.iter().cloned().map(CollWarning::Params));
     }
-    let comparison = doc::compare(&records);
-    let points: Vec<coll_predict::Point> = records
-        .iter()
-        .map(|r| coll_predict::Point {
-            transport: r.transport,
-            algo: r.algo.clone(),
-            segment: r.segment,
-            size: r.size,
-            median_us: r.runtime_us.map(|t| t.median),
-            predicted: r.predicted,
-        })
-        .collect();
-    let selection = select(&points);
-    if let Some(path) = plot {
-        let title = format!("{} on {np} ranks, {} scheme", args.op, args.scheme.as_str());
-        let svg = doc::plot_svg(&records, &title).map_err(|e| anyhow::anyhow!("plot: {e}"))?;
-        std::fs::write(path, svg).with_context(|| format!("cannot write {}", path.display()))?;
+    let mut meta = super::common::meta(clock.source(), rate.hz)
+        .transports_named(&waits)
+        .job(world, cores);
+    if let Some(a) = sync_algorithm {
+        meta = meta.sync(a);
     }
-    if global.json {
-        let mut meta = super::common::meta(clock.source(), rate.hz)
-            .transports_named(&waits)
-            .job(world, cores.clone());
-        if let Some(a) = sync_algorithm {
-            meta = meta.sync(a);
-        }
-        super::common::print_json(&CollDoc {
-            meta: meta.build(),
-            results: records,
-            comparison,
-            selection,
-            warnings: ngauge::report::warning::warned(warnings.iter().cloned()),
-        })?;
-    } else {
-        let mut out = String::new();
-        render(&mut out, args, np, &records, comparison.as_ref())?;
-        if let Some(s) = &selection {
-            render_selection(&mut out, s)?;
-        }
-        super::common::print_text(&out)?;
-    }
-    for w in &warnings {
-        let hint = match w {
-            CollWarning::Job(j) => super::common::job_hint(j),
-            CollWarning::Binding(b) => Some(b.hint().into()),
-            CollWarning::FewValid { .. } => {
-                Some("raise --max-rounds, or try --scheme barrier on a loaded machine".into())
-            }
-            CollWarning::SyncedOver { .. } | CollWarning::Params(_) => None,
-            CollWarning::PredictTransport { .. } => {
-                Some("measure the parameters with loggp -t on the same transport".into())
-            }
-            CollWarning::SizeSkipped { .. } => {
-                Some("use --segment for a broadcast, or a transport without the limit".into())
-            }
-        };
-        super::common::warn(w, hint);
-    }
-    Ok(())
+    Ok(Measured {
+        records,
+        warnings,
+        meta: Some(meta.build()),
+    })
 }
 
 /// The human tables: one per transport and algorithm, then the comparison.
@@ -595,7 +681,7 @@ fn render(
 
 /// The selection table: per size the measured best, each model's choice and the
 /// time its choice loses (Nuriyev, tables 6.5 to 6.11).
-fn render_selection(out: &mut String, s: &Selection) -> std::fmt::Result {
+pub fn render_selection(out: &mut String, s: &Selection) -> std::fmt::Result {
     use std::fmt::Write as _;
     writeln!(
         out,
@@ -619,15 +705,13 @@ fn render_selection(out: &mut String, s: &Selection) -> std::fmt::Result {
         table.row(vec![
             r.transport.to_string(),
             r.size.to_string(),
-            r.best.algo.clone(),
+            r.best.label(),
             format!("{:.2}", r.best.median_us),
-            r.loggp.algo.clone(),
+            r.loggp.label(),
             pct(r.loggp.loss),
-            r.hockney.algo.clone(),
+            r.hockney.label(),
             pct(r.hockney.loss),
-            r.hockney_fitted
-                .as_ref()
-                .map_or("-".into(), |c| c.algo.clone()),
+            r.hockney_fitted.as_ref().map_or("-".into(), |c| c.label()),
             r.hockney_fitted
                 .as_ref()
                 .map_or("-".into(), |c| pct(c.loss)),

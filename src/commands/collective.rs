@@ -85,6 +85,21 @@ pub fn implementation(
     }
 }
 
+/// Refuses sizes `imp` cannot run before anything is launched: MPI's own allreduce
+/// sums 8-byte words (`MPI_INT64_T`, [`ngauge::coll::native`]), so its sizes are
+/// multiples of 8; our schedules take any size.
+pub fn check_sizes(op: Collective, imp: Implementation, sizes: &[usize]) -> Result<(), UsageError> {
+    if imp == Implementation::Mpi && op == Collective::Allreduce {
+        if let Some(s) = sizes.iter().find(|s| *s % 8 != 0) {
+            return Err(UsageError(format!(
+                "--sizes: MPI's allreduce sums 8-byte words, and {s} bytes is not a \
+                 multiple of 8"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The usual algorithm of each operation: the trees Open MPI's tuned component
 /// picks for small messages, and the only barrier and all-to-all we have.
 pub fn default_algorithm(op: Collective) -> Algorithm {

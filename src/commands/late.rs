@@ -21,6 +21,7 @@ pub fn run(global: &GlobalArgs, args: &LateArgs) -> anyhow::Result<()> {
         .collect();
     let transport = collective::transport_name(global, "late")?;
     let imp = collective::implementation(args.coll.op, args.coll.algo.as_deref(), transport)?;
+    collective::check_sizes(args.coll.op, imp, &sizes)?;
     let delayed = match (&args.delayed_ranks, args.seed) {
         (DelayedRanks::Random { .. }, Some(seed)) => DelayedRanks::Random { seed },
         (_, Some(_)) => {

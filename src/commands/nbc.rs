@@ -19,6 +19,7 @@ pub fn run(global: &GlobalArgs, args: &NbcArgs) -> anyhow::Result<()> {
         .collect();
     let transport = collective::transport_name(global, "nbc")?;
     let imp = collective::implementation(args.coll.op, args.coll.algo.as_deref(), transport)?;
+    collective::check_sizes(args.coll.op, imp, &sizes)?;
     super::common::with_world(global, |world| {
         let np = world.size;
         let (specs, largest) = collective::size_specs(&args.coll, imp, np, &sizes)?;

@@ -68,6 +68,7 @@ impl PingpongArgs {
             check: self.check,
             native_loop: self.native_loop,
             samples: self.samples,
+            window: self.window,
         })
     }
 }

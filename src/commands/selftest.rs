@@ -9,6 +9,9 @@ pub fn run(global: &GlobalArgs, cmd: &SelftestCommand) -> anyhow::Result<()> {
             die_rank,
             fail_rank,
             hang_rank,
+            stop_rank,
+            pause_rank,
+            pause_s,
             die_after,
         } => super::common::with_world(global, |world| {
             if world.rank == 0 {
@@ -30,6 +33,15 @@ pub fn run(global: &GlobalArgs, cmd: &SelftestCommand) -> anyhow::Result<()> {
                     loop {
                         std::thread::sleep(std::time::Duration::from_secs(3600));
                     }
+                }
+                if stop_rank == Some(world.rank) && done == die_after {
+                    let _ = rustix::process::kill_process(
+                        rustix::process::getpid(),
+                        rustix::process::Signal::STOP,
+                    );
+                }
+                if pause_rank == Some(world.rank) && done == die_after {
+                    std::thread::sleep(std::time::Duration::try_from_secs_f64(pause_s)?);
                 }
                 if fail_rank == Some(world.rank) && done == die_after {
                     anyhow::bail!("selftest failure requested after {done} barriers");

@@ -11,15 +11,23 @@
 //!
 //! Used by the binary's `with_world` instead of [`super::start`] when
 //! [`wanted`] says so.
+//!
+//! Waits in the control plane last as long as the ranks waited for run (issue 18):
+//! the liveness links of the local launcher ([`super::liveness`], rank 0's listener
+//! on its data address, its port and key broadcast over MPI) are
+//! [`MpiControl`]'s [`Watch`], so `--timeout` bounds how long a rank may be stopped
+//! or unreachable, not how long the others may wait for it to finish its work.
 
 use super::env::{self, LauncherEnv, LauncherKind};
 use super::frame::{self, Peer};
+use super::liveness::Liveness;
 use super::world::{hostname, Started, World};
 use super::{LaunchError, LaunchOptions};
-use ngauge_mpi::{Mpi, MpiControl, MpiError};
+use ngauge_mpi::{Mpi, MpiControl, MpiError, Watch};
 use ngauge_transport::Control;
 use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Whether this process should bootstrap through MPI: `-t` asks for MPI, or an MPI
 /// launcher started it (and no `--rank` says otherwise).
@@ -100,6 +108,12 @@ fn join(
         peer.rank = r;
         peers.push(peer);
     }
+    if size > 1 {
+        let cores = super::world::liveness_cores(crate::clock::allowed_cores());
+        let liveness =
+            super::world::link_liveness(&mut control, peers[0].data_addr, opts.timeout, cores)?;
+        control = control.with_watch(Box::new(liveness));
+    }
     let ranks_on_host = peers.iter().filter(|p| p.host == host).count().max(1);
     let kind = match detected.kind {
         k @ (LauncherKind::OpenMpi | LauncherKind::Hydra | LauncherKind::Slurm) => k,
@@ -121,6 +135,21 @@ fn join(
         cores_on_host: super::local::job_cores(),
         peers,
     }))
+}
+
+/// The liveness links tell [`MpiControl`] who still runs.
+impl Watch for Liveness {
+    fn silent_for(&self, rank: usize) -> Option<Duration> {
+        Liveness::silent_for(self, rank)
+    }
+
+    fn probe(&mut self, rank: usize) {
+        Liveness::probe(self, rank);
+    }
+
+    fn interval(&self) -> Duration {
+        Liveness::interval(self)
+    }
 }
 
 /// The first non-loopback address `host` resolves to.
@@ -157,7 +186,6 @@ fn say_error(message: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     fn opts(rank: Option<usize>) -> LaunchOptions {
         LaunchOptions {

@@ -173,15 +173,7 @@ pub fn start_with(opts: &LaunchOptions, detected: LauncherEnv) -> Result<Started
         start_leaf(opts, &env, rank, size, &host)?
     };
     if size > 1 {
-        let pinned = crate::clock::pinned_core();
-        let mut free: Vec<usize> = cores_before_pinning
-            .iter()
-            .copied()
-            .filter(|&c| Some(c) != pinned)
-            .collect();
-        if free.is_empty() {
-            free = cores_before_pinning;
-        }
+        let free = liveness_cores(cores_before_pinning);
         let liveness = link_liveness(&mut control, rendezvous_ip, opts.timeout, free)?;
         control.set_liveness(liveness);
     }
@@ -367,11 +359,29 @@ fn token_for_leaf(opts: &LaunchOptions, env: &LauncherEnv) -> Result<String, Lau
 /// of rank 0's rendezvous listener (rank 0: the one it listens on).
 type Joined = (TcpControl, IpAddr, Vec<Peer>, IpAddr);
 
+/// The cores the liveness thread runs on: those of `before` (the process's cores
+/// before it pinned itself) but the one it measures on, or all of them if that is
+/// the only one.
+pub(super) fn liveness_cores(before: Vec<usize>) -> Vec<usize> {
+    let pinned = crate::clock::pinned_core();
+    let free: Vec<usize> = before
+        .iter()
+        .copied()
+        .filter(|&c| Some(c) != pinned)
+        .collect();
+    if free.is_empty() {
+        before
+    } else {
+        free
+    }
+}
+
 /// Sets up the liveness links ([`super::liveness`]): rank 0 listens on an ephemeral
 /// port of `rendezvous_ip`, sends port and a fresh key over the control channel, and
-/// accepts one authenticated connection from every other rank. Collective.
-fn link_liveness(
-    control: &mut TcpControl,
+/// accepts one authenticated connection from every other rank. Collective; the
+/// control channel is the TCP star or, under an MPI launcher, MPI's.
+pub(super) fn link_liveness(
+    control: &mut dyn Control,
     rendezvous_ip: IpAddr,
     timeout: std::time::Duration,
     cores: Vec<usize>,

@@ -32,13 +32,24 @@
 //! after the timed round trips it verifies that the last message received carries the
 //! peer's pattern. This costs nothing inside the timed region.
 //!
+//! Streaming (`window` > 1, the pattern of perftest's `ib_send_bw`): a timed round
+//! is rank 0 posting `window` sends of `s` bytes back to back (all in flight at
+//! once, as far as the transport's queues allow) and waiting for them and for a
+//! one-byte reply, which rank 1 sends once all `window` messages have arrived in
+//! distinct parts of its receive buffer. `half_rtt_us` is then half of such a
+//! round, and the bandwidth `window * size / median(round)`: the bytes delivered
+//! per unit of time, the reply's latency included (amortized over the window).
+//! With a window, the data check covers every message rank 1 received.
+//!
 //! Between sizes (outside every timed region) the ranks gather the data-check verdicts
 //! and the transport's counters (UDP loss counters of both ends) at rank 0.
 
 use super::counters::{self, CounterMap};
 use crate::clock::Clock;
 use crate::stats::Summary;
-use crate::transport::{Control, ControlError, NativeRole, Rank, Transport, TransportError};
+use crate::transport::{
+    BufferId, Control, ControlError, NativeRole, Rank, Region, Transport, TransportError,
+};
 use serde::Serialize;
 
 /// The rank that pings and reports.
@@ -63,6 +74,9 @@ pub struct Params {
     /// Keep every repetition in the result ([`SizeResult::samples`]), for the
     /// statistics across launches and `ngauge compare`.
     pub samples: bool,
+    /// Messages in flight per timed round: 1 is the ping-pong, more streams
+    /// (see the module docs).
+    pub window: usize,
 }
 
 /// Which loop timed the round trips of a size.
@@ -94,9 +108,13 @@ pub struct SizeResult {
     pub reps: usize,
     /// Half round-trip time in microseconds.
     pub half_rtt_us: Summary,
-    /// `size / median half-RTT`, in MB/s (MB = 10^6 bytes).
+    /// `size / median half-RTT` in MB/s (MB = 10^6 bytes); with a window,
+    /// `window * size / median round` (see the module docs).
     #[serde(rename = "bandwidth_MBps")]
     pub bandwidth_mbps: f64,
+    /// Messages in flight per timed round (1: ping-pong; more: streaming, and
+    /// `half_rtt_us` is half of a round of `window` messages and the reply).
+    pub window: usize,
     /// Whether the payloads were verified and found intact (`None` when not checked).
     pub data_check: Option<bool>,
     /// The loop that timed the round trips (rank 0's).
@@ -182,6 +200,46 @@ fn carries(buf: &[u8], size: usize, rank: Rank) -> bool {
         .all(|(i, &b)| b == payload_byte(size, rank, i))
 }
 
+/// One streaming round of rank 0: `window` sends of `s` in flight, then their
+/// completions and rank 1's reply (posted first, so it may land at any time).
+fn stream_round<T: Transport + ?Sized>(
+    transport: &mut T,
+    peer: Rank,
+    s: Region,
+    reply: Region,
+    window: usize,
+) -> Result<(), TransportError> {
+    let mut ids = Vec::with_capacity(window + 1);
+    ids.push(transport.irecv(peer, reply)?);
+    for _ in 0..window {
+        ids.push(transport.isend(peer, s)?);
+    }
+    transport.wait_all(&ids)
+}
+
+/// One streaming round of rank 1: `window` receives of `size` bytes side by side
+/// in `rbuf`, then the one-byte reply.
+fn sink_round<T: Transport + ?Sized>(
+    transport: &mut T,
+    peer: Rank,
+    rbuf: BufferId,
+    size: usize,
+    reply: Region,
+    window: usize,
+) -> Result<(), TransportError> {
+    let mut ids = Vec::with_capacity(window);
+    for k in 0..window {
+        let region = Region {
+            buffer: rbuf,
+            offset: k * size,
+            len: size,
+        };
+        ids.push(transport.irecv(peer, region)?);
+    }
+    transport.wait_all(&ids)?;
+    transport.send(peer, reply)
+}
+
 /// The per-size callback of [`run`]: `(size, rank 0's result)`; an `Err` stops the
 /// sweep with [`PingPongError::Sink`].
 pub type OnSize<'a> = dyn FnMut(usize, Option<&SizeResult>) -> Result<(), String> + 'a;
@@ -205,6 +263,7 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
     if params.reps == 0 {
         return Err(PingPongError::NoReps);
     }
+    let window = params.window.max(1);
     if let Some(max_bytes) = transport.capabilities().max_message_bytes {
         if let Some(&size) = params.sizes.iter().find(|&&s| s > max_bytes) {
             return Err(PingPongError::TooLarge {
@@ -216,10 +275,16 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
     }
     let max = params.sizes.iter().copied().max().unwrap_or(0);
     let active = rank == PINGER || rank == PONGER;
+    // a window receives its messages side by side; the reply needs a byte
+    let (slen, rlen) = if window > 1 {
+        (max.max(1), (max * window).max(1))
+    } else {
+        (max, max)
+    };
     let (sbuf, rbuf) = if active {
         (
-            Some(transport.alloc_buffer(max)?),
-            Some(transport.alloc_buffer(max)?),
+            Some(transport.alloc_buffer(slen)?),
+            Some(transport.alloc_buffer(rlen)?),
         )
     } else {
         (None, None)
@@ -236,12 +301,14 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
             let peer = if rank == PINGER { PONGER } else { PINGER };
             if params.check {
                 fill(&mut transport.buffer_mut(sbuf)?[..size], size, rank);
-                transport.buffer_mut(rbuf)?[..size].fill(0xa5);
+                transport.buffer_mut(rbuf)?[..size * window].fill(0xa5);
             }
             let (s, r) = (sbuf.prefix(size), rbuf.prefix(size));
             // The transport's own loop reads the raw TSC: only for a clock that
             // reads the same (see the module docs).
-            let native = if params.native_loop && clock.raw_tsc() {
+            let native = if window > 1 {
+                None
+            } else if params.native_loop && clock.raw_tsc() {
                 let role = if rank == PINGER {
                     NativeRole::Initiator {
                         warmup: params.warmup,
@@ -259,6 +326,23 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
             if let Some(outcome) = native {
                 outcome?;
                 timing_loop = TimingLoop::Native;
+            } else if window > 1 && rank == PINGER {
+                let reply = rbuf.prefix(1);
+                for _ in 0..params.warmup {
+                    stream_round(transport, peer, s, reply, window)?;
+                }
+                for slot in ticks.iter_mut() {
+                    // Timed region: the window, its reply and nothing else.
+                    let t0 = clock.now();
+                    stream_round(transport, peer, s, reply, window)?;
+                    let t1 = clock.now();
+                    *slot = t1.since(t0);
+                }
+            } else if window > 1 {
+                let reply = sbuf.prefix(1);
+                for _ in 0..params.warmup + params.reps {
+                    sink_round(transport, peer, rbuf, size, reply, window)?;
+                }
             } else if rank == PINGER {
                 timing_loop = TimingLoop::Generic;
                 for _ in 0..params.warmup {
@@ -279,8 +363,11 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
                     transport.send(peer, s)?;
                 }
             }
-            if params.check {
+            if params.check && window == 1 {
                 intact = carries(&transport.buffer(rbuf)?[..size], size, peer);
+            } else if params.check && rank == PONGER {
+                let got = &transport.buffer(rbuf)?[..size * window];
+                intact = (0..window).all(|k| carries(&got[k * size..(k + 1) * size], size, peer));
             }
         }
         // Between sizes: verdicts and counters to rank 0, once the exchange has
@@ -326,11 +413,14 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
         let result = SizeResult {
             size,
             reps: params.reps,
-            bandwidth_mbps: if half_rtt_us.median > 0.0 {
-                size as f64 / half_rtt_us.median
-            } else {
+            bandwidth_mbps: if half_rtt_us.median <= 0.0 {
                 0.0
+            } else if window > 1 {
+                (window * size) as f64 / (2.0 * half_rtt_us.median)
+            } else {
+                size as f64 / half_rtt_us.median
             },
+            window,
             half_rtt_us,
             data_check: params.check.then_some(true),
             timing_loop,
@@ -411,6 +501,7 @@ mod tests {
                 check: true,
                 native_loop: true,
                 samples: true,
+                window: 1,
             },
         );
         let r0 = out[0].as_ref().unwrap();
@@ -430,6 +521,33 @@ mod tests {
     }
 
     #[test]
+    fn a_window_is_timed_as_one_round_and_every_message_is_checked() {
+        let out = sweep(
+            2,
+            Params {
+                sizes: vec![0, 1, 3000],
+                reps: 4,
+                warmup: 1,
+                check: true,
+                native_loop: true,
+                samples: false,
+                window: 5,
+            },
+        );
+        let r0 = out[0].as_ref().unwrap();
+        assert_eq!(r0.len(), 3);
+        for r in r0 {
+            // a round of 5 messages and the reply between two readings, 3000 ns
+            assert_eq!(r.half_rtt_us.min, 1.5);
+            assert_eq!(r.half_rtt_us.max, 1.5);
+            assert_eq!(r.window, 5);
+            assert_eq!(r.bandwidth_mbps, (5 * r.size) as f64 / 3.0);
+            assert_eq!(r.data_check, Some(true));
+            assert_eq!(r.timing_loop, TimingLoop::Generic);
+        }
+    }
+
+    #[test]
     fn extra_ranks_stay_idle() {
         let out = sweep(
             4,
@@ -440,6 +558,7 @@ mod tests {
                 check: true,
                 native_loop: true,
                 samples: false,
+                window: 1,
             },
         );
         assert_eq!(out[0].as_ref().unwrap().len(), 2);
@@ -462,6 +581,7 @@ mod tests {
                 check: false,
                 native_loop: true,
                 samples: false,
+                window: 1,
             },
         );
         assert_eq!(out[0].as_ref().unwrap_err(), "reps must be at least 1");
@@ -474,6 +594,7 @@ mod tests {
                 check: false,
                 native_loop: true,
                 samples: false,
+                window: 1,
             },
         );
         assert!(out[0].as_ref().unwrap_err().contains("at least 2 ranks"));
@@ -663,6 +784,7 @@ mod tests {
                         check: true,
                         native_loop,
                         samples: false,
+                        window: 1,
                     };
                     let r = run(&clock, &mut t, &mut c, &params, &mut |_, _| Ok(())).unwrap();
                     (r, t.calls)
@@ -725,6 +847,7 @@ mod tests {
                         check: true,
                         native_loop: true,
                         samples: false,
+                        window: 1,
                     };
                     run(&clock, &mut t, &mut c, &params, &mut |_, _| Ok(())).unwrap()
                 })
@@ -752,6 +875,7 @@ mod tests {
                         check: true,
                         native_loop: true,
                         samples: false,
+                        window: 1,
                     };
                     run(&clock, &mut Corrupting(t), &mut c, &params, &mut |_, _| {
                         Ok(())
@@ -801,6 +925,7 @@ mod tests {
                         check: true,
                         native_loop: true,
                         samples: false,
+                        window: 1,
                     };
                     run(&clock, t.as_mut(), &mut c, &params, &mut |_, _| Ok(())).unwrap()
                 })
@@ -858,6 +983,7 @@ mod tests {
                         check: true,
                         native_loop: true,
                         samples: false,
+                        window: 1,
                     };
                     let mut writer = (rank == 0)
                         .then(|| crate::report::jsonl::JsonlWriter::create(&path).unwrap());

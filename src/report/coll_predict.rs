@@ -51,6 +51,17 @@ pub struct Predicted {
     pub hockney_terms: [f64; 2],
 }
 
+impl Choice {
+    /// The algorithm with its segment size when it has one (`chain/8192`).
+    pub fn label(&self) -> String {
+        if self.segment > 0 {
+            format!("{}/{}", self.algo, self.segment)
+        } else {
+            self.algo.clone()
+        }
+    }
+}
+
 impl Predicted {
     /// The models' times with the ratios of `median_us`.
     pub fn new(
@@ -75,6 +86,9 @@ impl Predicted {
 pub struct Choice {
     /// The algorithm.
     pub algo: String,
+    /// Its segment size, bytes (0: one segment, or an algorithm that does not
+    /// segment).
+    pub segment: usize,
     /// Its measured median, us.
     pub median_us: f64,
     /// `median_us` over the best's minus 1 (0: the best; 0.25: 25% slower): the
@@ -222,6 +236,7 @@ pub fn select(records: &[Point]) -> Option<Selection> {
         let best = argmin(&|c| c.1);
         let choice = |c: &(&Point, f64, Predicted)| Choice {
             algo: c.0.algo.clone(),
+            segment: c.0.segment,
             median_us: c.1,
             loss: if best.1 > 0.0 {
                 c.1 / best.1 - 1.0

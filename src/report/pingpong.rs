@@ -218,6 +218,7 @@ mod tests {
                     reps: 1,
                     half_rtt_us: Summary::of(&[median]).unwrap(),
                     bandwidth_mbps: size as f64 / median,
+                    window: 1,
                     data_check: None,
                     timing_loop: TimingLoop::Generic,
                     counters: BTreeMap::new(),

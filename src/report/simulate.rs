@@ -1,6 +1,7 @@
 //! The document of `ngauge simulate`: predictions of the LogGP simulator
-//! ([`crate::sim::spec`]), the network they were made on, and, with several
-//! candidates, the best per size.
+//! ([`crate::sim::spec`]), the network they were made on, with several
+//! candidates the best per size, and with `--measure` the candidates measured
+//! in the job and the models' choices against the measured best.
 
 use super::warning::{warned, Warned};
 use super::Meta;
@@ -68,6 +69,31 @@ pub struct Best {
     pub margin: Option<f64>,
 }
 
+/// `simulate --measure`: the candidates measured by `ngauge coll`'s executor in
+/// the job whose size was simulated, and the model-based selection judged
+/// against the measured best (Nuriyev, sec. 6.3, tables 6.5 to 6.11).
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct Measurement {
+    /// How calls were timed. The LogGP time of each record (`predicted.loggp_us`)
+    /// simulates that scheme: one call for window and barrier, the loop's calls
+    /// over their number for loop; so under the loop scheme the LogGP choice may
+    /// differ from `best[]`, which ranks single calls.
+    pub scheme: crate::patterns::coll::Scheme,
+    /// Valid calls wanted per point.
+    pub reps: u64,
+    /// Every point measured, as `ngauge coll --predict` records it, in the order
+    /// measured (sizes interleaved).
+    pub results: Vec<super::coll::CollRecord>,
+    /// Per size the measured best, the LogGP simulation's choice, Hockney's with
+    /// the parameter file's alpha and beta, Hockney's with per-algorithm
+    /// parameters fitted by Huber regression, each with its degradation `loss` =
+    /// its measured median over the best's - 1; absent with fewer than two
+    /// candidates measured at every size.
+    pub selection: Option<super::coll_predict::Selection>,
+    /// What threatens the measured figures.
+    pub warnings: Vec<Warned<super::coll::CollWarning>>,
+}
+
 /// `ngauge simulate --json`.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct SimulateDoc {
@@ -89,8 +115,11 @@ pub struct SimulateDoc {
     pub events_per_s: f64,
     /// What the parameter reader assumed.
     pub warnings: Vec<Warned<ParamsWarning>>,
+    /// With `--measure`: the candidates measured in the job.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub measurement: Option<Measurement>,
     /// How the result came about (`np` is the simulated job's; the timer is not
-    /// used).
+    /// used; with `--measure`, the job that measured, whose size was simulated).
     pub meta: Meta,
 }
 
@@ -122,6 +151,7 @@ impl SimulateDoc {
             },
             results,
             warnings: warned(warnings),
+            measurement: None,
             meta,
         }
     }

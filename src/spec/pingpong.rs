@@ -4,6 +4,9 @@ use super::{SizeList, SpecError};
 use crate::patterns::pingpong::Params;
 use serde::{Deserialize, Serialize};
 
+/// The most messages a streaming round keeps in flight (`window`).
+pub const MAX_WINDOW: u64 = 4096;
+
 /// The parameters of a ping-pong sweep (the flags of `ngauge pingpong`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
@@ -21,6 +24,9 @@ pub struct PingpongSpec {
     pub native_loop: bool,
     /// Keep every repetition in the document (`samples.half_rtt_us`).
     pub samples: bool,
+    /// Messages in flight per timed round: 1 ping-pongs, more streams (rank 0
+    /// sends `window` messages back to back, rank 1 replies with one byte).
+    pub window: u64,
 }
 
 impl Default for PingpongSpec {
@@ -32,6 +38,7 @@ impl Default for PingpongSpec {
             check: false,
             native_loop: true,
             samples: false,
+            window: 1,
         }
     }
 }
@@ -54,6 +61,12 @@ impl PingpongSpec {
                 format!("must be at most 100000000, got {}", self.warmup),
             ));
         }
+        if !(1..=MAX_WINDOW).contains(&self.window) {
+            return Err(SpecError::new(
+                "window",
+                format!("must be between 1 and {MAX_WINDOW}, got {}", self.window),
+            ));
+        }
         Ok(())
     }
 
@@ -66,6 +79,7 @@ impl PingpongSpec {
             check: self.check,
             native_loop: self.native_loop,
             samples: self.samples,
+            window: self.window as usize,
         }
     }
 }
@@ -86,6 +100,12 @@ mod tests {
             ..PingpongSpec::default()
         };
         assert_eq!(bad.validate().unwrap_err().field, "reps");
+        let wide = PingpongSpec {
+            window: MAX_WINDOW + 1,
+            ..PingpongSpec::default()
+        };
+        assert_eq!(wide.validate().unwrap_err().field, "window");
+        assert_eq!(s.window, 1);
         let p = s.params(vec![2]);
         assert_eq!((p.sizes, p.reps, p.samples), (vec![2], 10, false));
     }

@@ -16,15 +16,39 @@
 //! allreduce). The control plane must not change what the data plane measures, so it
 //! uses point-to-point requests on the world communicator, which leave nothing
 //! behind, and tags the data plane never uses.
+//!
+//! # How long a wait lasts
+//!
+//! A control-plane wait has no deadline of its own once a [`Watch`] is given
+//! ([`MpiControl::with_watch`]; the launcher gives its liveness links, issue 18):
+//! rank 2 idle in a barrier while ranks 0 and 1 measure for minutes is a healthy job.
+//! The wait loop asks the watch about every rank it still waits for, probes them
+//! once per [`Watch::interval`] of waiting, and gives up on a rank that has shown no
+//! sign of running for the whole timeout (stopped with SIGSTOP, its host frozen or
+//! cut off), naming it. A rank the watch cannot tell about (no link to it) and every
+//! rank without a watch keep the plain deadline: the timeout from the start of the
+//! wait. A rank that exits is the MPI launcher's to notice: it ends the job.
 
 use crate::ffi;
 use crate::runtime::{Caller, Comm, Mpi, MpiError};
 use crate::transport::Backoff;
 use ngauge_transport::{Control, ControlError, Rank};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::os::raw::{c_int, c_void};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// Tells a waiting control plane whether the ranks it waits for still run (the
+/// launcher's liveness links).
+pub trait Watch: Send + std::fmt::Debug {
+    /// How long since `rank` last showed it runs (`None`: this watch cannot tell).
+    fn silent_for(&self, rank: Rank) -> Option<Duration>;
+    /// Asks `rank` to show it runs, unless it was asked less than an interval ago
+    /// (called on every turn of a wait longer than one [`Watch::interval`]).
+    fn probe(&mut self, rank: Rank);
+    /// How often a waiting rank probes.
+    fn interval(&self) -> Duration;
+}
 
 /// The control plane over MPI.
 #[derive(Debug)]
@@ -33,6 +57,9 @@ pub struct MpiControl {
     rank: Rank,
     size: usize,
     timeout: Option<Duration>,
+    /// Who still runs: with it, the timeout bounds a waited-for rank's silence, not
+    /// the wait.
+    watch: RefCell<Option<Box<dyn Watch>>>,
     /// Set when a collective failed (timed out, lost a rank, broke the protocol)
     /// after posting requests: some may still be in MPI's hands, and a receive left
     /// posted on tags 1-2 of `MPI_COMM_WORLD` would match a later control message,
@@ -109,8 +136,22 @@ impl MpiControl {
             rank: mpi.rank(),
             size: mpi.size(),
             timeout: None,
+            watch: RefCell::new(None),
             broken: Cell::new(false),
         })
+    }
+
+    /// From now on a wait lasts as long as `watch` shows that the ranks waited for
+    /// run, and ends naming the first one silent for the whole timeout (see the
+    /// module doc). Without a timeout the watch is not consulted.
+    pub fn with_watch(self, watch: Box<dyn Watch>) -> Self {
+        *self.watch.borrow_mut() = Some(watch);
+        self
+    }
+
+    /// The waits' timeout (`None`: wait forever).
+    pub fn timeout(&self) -> Option<Duration> {
+        self.timeout
     }
 
     /// Gives up on a collective after `timeout` (default: wait forever, as a lost
@@ -188,13 +229,9 @@ impl MpiControl {
                 break;
             }
             if let Some(limit) = self.timeout {
-                if began.elapsed() > limit {
-                    return Err(ControlError::Timeout {
-                        rank: step.reqs[0].1,
-                        op,
-                        after: limit,
-                    });
-                }
+                let pending = step.reqs.iter().map(|&(_, rank, _)| rank);
+                let mut watch = self.watch.borrow_mut();
+                check_pending(watch.as_deref_mut(), op, pending, began.elapsed(), limit)?;
             }
             backoff.pause();
         }
@@ -259,6 +296,46 @@ impl MpiControl {
         caller.check(op, rc).map_err(|e| lost(peer, op, e))?;
         Ok(req)
     }
+}
+
+/// Whether waiting `waited` for the `pending` ranks (repeats allowed) is over: the
+/// first rank silent for the whole `limit` (counted from the start of the wait at
+/// the earliest) ends it, named as lost when `watch` could tell, as timed out when
+/// not. Probes the pending ranks once the wait is an interval long.
+fn check_pending(
+    mut watch: Option<&mut (dyn Watch + 'static)>,
+    op: &'static str,
+    pending: impl Iterator<Item = Rank> + Clone,
+    waited: Duration,
+    limit: Duration,
+) -> Result<(), ControlError> {
+    for rank in pending.clone() {
+        let heard = watch.as_ref().and_then(|w| w.silent_for(rank));
+        let silent = heard.map_or(waited, |s| s.min(waited));
+        if silent > limit {
+            return Err(match heard {
+                Some(_) => ControlError::LostRank {
+                    rank,
+                    op,
+                    detail: format!(
+                        "answered no liveness probe for {limit:?} (stopped, or its host \
+                         frozen or unreachable?)"
+                    ),
+                },
+                None => ControlError::Timeout {
+                    rank,
+                    op,
+                    after: limit,
+                },
+            });
+        }
+    }
+    if let Some(w) = watch.as_mut().filter(|w| waited >= w.interval()) {
+        for rank in pending {
+            w.probe(rank);
+        }
+    }
+    Ok(())
 }
 
 const TAG_LEN: c_int = 1;
@@ -386,6 +463,69 @@ impl Control for MpiControl {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A watch with fixed answers that records its probes.
+    #[derive(Debug)]
+    struct Fixed {
+        silent: Vec<Option<Duration>>,
+        probed: Vec<Rank>,
+    }
+
+    impl Watch for Fixed {
+        fn silent_for(&self, rank: Rank) -> Option<Duration> {
+            self.silent[rank]
+        }
+        fn probe(&mut self, rank: Rank) {
+            self.probed.push(rank);
+        }
+        fn interval(&self) -> Duration {
+            Duration::from_millis(500)
+        }
+    }
+
+    fn s(secs: f64) -> Duration {
+        Duration::from_secs_f64(secs)
+    }
+
+    #[test]
+    fn a_wait_for_running_ranks_never_ends_and_probes_after_an_interval() {
+        let mut w = Fixed {
+            silent: vec![None, Some(s(0.2)), Some(s(0.9))],
+            probed: Vec::new(),
+        };
+        let pending = [1, 2, 2].into_iter();
+        check_pending(Some(&mut w), "gather", pending.clone(), s(0.1), s(2.0)).unwrap();
+        assert!(w.probed.is_empty(), "a short wait sends nothing");
+        check_pending(Some(&mut w), "gather", pending, s(3600.0), s(2.0)).unwrap();
+        assert_eq!(w.probed, [1, 2, 2]);
+    }
+
+    #[test]
+    fn a_silent_rank_is_lost_and_one_the_watch_cannot_tell_about_times_out() {
+        let mut w = Fixed {
+            silent: vec![None, Some(s(0.1)), Some(s(2.5))],
+            probed: Vec::new(),
+        };
+        // Rank 2 silent for longer than the timeout, but the wait only began 1 s ago.
+        check_pending(Some(&mut w), "barrier", [1, 2].into_iter(), s(1.0), s(2.0)).unwrap();
+        let err = check_pending(Some(&mut w), "barrier", [1, 2].into_iter(), s(2.1), s(2.0));
+        assert!(
+            matches!(&err, Err(ControlError::LostRank { rank: 2, detail, .. }) if detail.contains("liveness")),
+            "{err:?}"
+        );
+        let err = check_pending(Some(&mut w), "barrier", [0].into_iter(), s(2.1), s(2.0));
+        assert!(
+            matches!(err, Err(ControlError::Timeout { rank: 0, .. })),
+            "{err:?}"
+        );
+        // No watch: the plain deadline names the first rank waited for.
+        check_pending(None, "barrier", [1, 2].into_iter(), s(1.9), s(2.0)).unwrap();
+        let err = check_pending(None, "barrier", [1, 2].into_iter(), s(2.1), s(2.0));
+        assert!(
+            matches!(err, Err(ControlError::Timeout { rank: 1, .. })),
+            "{err:?}"
+        );
+    }
 
     #[test]
     fn lengths_beyond_int_are_refused() {

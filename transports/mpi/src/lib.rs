@@ -54,7 +54,7 @@ mod build_flags;
 mod build_flags_tests;
 
 pub use coll::{Datatype, ReduceOp};
-pub use control::MpiControl;
+pub use control::{MpiControl, Watch};
 pub use runtime::{launched_by_mpi, launched_by_mpi_from, Flavor, Mpi, MpiError};
 pub use transport::{MpiOptions, MpiTransport};
 

@@ -328,6 +328,8 @@ fn prepare(
         credit_messages: 0,
         signaled_sends: 0,
         ring_messages: 0,
+        wait_clock_reads: 0,
+        wait_yields: 0,
     };
     if size > 1 {
         t.res.slots = Some(Registered::new(

@@ -173,6 +173,10 @@ pub struct VerbsTransport {
     credit_messages: u64,
     signaled_sends: u64,
     ring_messages: u64,
+    /// Clock readings of polling waits (one per spin that found nothing).
+    wait_clock_reads: u64,
+    /// `sched_yield`s of polling waits.
+    wait_yields: u64,
 }
 
 impl std::fmt::Debug for VerbsTransport {
@@ -376,6 +380,8 @@ impl Transport for VerbsTransport {
                 ("credit_messages", self.credit_messages),
                 ("signaled_sends", self.signaled_sends),
                 ("ring_messages", self.ring_messages),
+                ("wait_clock_reads", self.wait_clock_reads),
+                ("wait_yields", self.wait_yields),
             ],
         }
     }

@@ -21,8 +21,14 @@ struct WaitClock {
 
 /// How long a polling wait spins without progress before it starts yielding.
 const SPIN_BEFORE_YIELD: Duration = Duration::from_micros(20);
-/// Polls of one spin, between two readings of the clock.
-const SPIN_POLLS: usize = 64;
+/// Polls of one spin, between two readings of the clock. A wait that is answered
+/// within one spin reads no clock at all: under the soft-RoCE VM (qemu TCG, `hpet`
+/// clocksource) a reading is a system call of about 0.8 us, and 64 polls took
+/// less than a 1-byte round trip's wait, so most waits paid one or more readings
+/// that perftest's loop does not (the `wait_clock_reads` counter shows them).
+/// On hardware, 256 polls of an empty CQ take a few microseconds: timeouts and the
+/// yield of [`SPIN_BEFORE_YIELD`] are checked that often.
+const SPIN_POLLS: usize = 256;
 /// Completion events received before they are acknowledged together.
 const EVENTS_PER_ACK: u32 = 32;
 
@@ -75,7 +81,7 @@ impl VerbsTransport {
     /// last reading get it as their time of progress, and the wait's idle mark
     /// moves with them.
     fn stamp(&mut self, wait: &mut WaitClock) -> Instant {
-        let now = Instant::now();
+        let now = self.read_clock();
         let mut any = false;
         for (peer, progressed) in self.progressed.iter_mut().enumerate() {
             if std::mem::take(progressed) {
@@ -87,6 +93,13 @@ impl VerbsTransport {
             wait.idle_since = now;
         }
         now
+    }
+
+    /// The wait's clock reading (counted: where `clock_gettime` is a system call,
+    /// as in the soft-RoCE VM, each costs about as much as a round trip's poll loop).
+    fn read_clock(&mut self) -> Instant {
+        self.wait_clock_reads += 1;
+        Instant::now()
     }
 
     /// Makes progress once when a spin found nothing: yields (poll mode, after
@@ -107,6 +120,7 @@ impl VerbsTransport {
                 // within the first microseconds, before any yield.
                 if now.saturating_duration_since(wait.idle_since) >= SPIN_BEFORE_YIELD {
                     std::thread::yield_now();
+                    self.wait_yields += 1;
                 }
             }
             WaitMode::Block => {
@@ -168,14 +182,25 @@ impl VerbsTransport {
         pending: &[Rank],
         wait: &mut Option<WaitClock>,
     ) -> Result<Vec<Rank>, TransportError> {
-        let wait = wait.get_or_insert_with(|| {
-            let now = Instant::now();
-            WaitClock {
-                started: now,
-                idle_since: now,
+        let now = match wait {
+            Some(w) => self.stamp(w),
+            None => {
+                // the first reading of this wait starts it (and the progress
+                // flagged before it counts from here)
+                let now = self.read_clock();
+                for (peer, progressed) in self.progressed.iter_mut().enumerate() {
+                    if std::mem::take(progressed) {
+                        self.last_progress[peer] = now;
+                    }
+                }
+                *wait = Some(WaitClock {
+                    started: now,
+                    idle_since: now,
+                });
+                now
             }
-        });
-        let now = self.stamp(wait);
+        };
+        let wait = wait.as_mut().expect("set above");
         let started = wait.started;
         let left = layout::time_left(pending, &self.last_progress, started, now, self.timeout);
         self.progress_once(pending[0], wait, now, left)?;
