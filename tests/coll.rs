@@ -12,8 +12,12 @@
 
 use assert_cmd::Command;
 
+#[path = "support/coll.rs"]
+mod coll_rows;
 mod support;
 use serde_json::Value;
+// Every row has the contract's fields and a plausible run-time.
+use coll_rows::check_rows;
 
 fn ngauge() -> Command {
     let mut cmd = Command::cargo_bin("ngauge").unwrap();
@@ -52,38 +56,6 @@ fn coll_json(np: usize, transport: &str, args: &[&str]) -> Value {
 
 fn results(doc: &Value) -> &Vec<Value> {
     doc["results"].as_array().expect("results")
-}
-
-/// Every row has the contract's fields and a plausible run-time.
-fn check_rows(doc: &Value, op: &str, np: usize) {
-    for r in results(doc) {
-        assert_eq!(r["op"], op, "{r}");
-        assert_eq!(r["np"], np, "{r}");
-        for field in ["algo", "segment", "size", "scheme", "valid", "invalid"] {
-            assert!(!r[field].is_null(), "{field} missing: {r}");
-        }
-        if r["valid"] == 0 {
-            // The window scheme on a host loaded beyond its cores: every call
-            // started late in every round. Then no figure, and a warning says so.
-            assert_eq!(r["scheme"], "window", "{r}");
-            assert!(r["runtime_us"].is_null(), "{r}");
-            let warned = doc["warnings"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|w| w["kind"] == "few_valid" && w["size"] == r["size"] && w["valid"] == 0);
-            assert!(warned, "no few_valid warning for {r}");
-            println!("note: no valid call in {r}");
-            continue;
-        }
-        let t = &r["runtime_us"];
-        let (min, median, max) = (
-            t["min"].as_f64().unwrap(),
-            t["median"].as_f64().unwrap(),
-            t["max"].as_f64().unwrap(),
-        );
-        assert!(min > 0.0 && min <= median && median <= max, "{r}");
-    }
 }
 
 /// Every algorithm of every operation, with data checks, over TCP on 4 ranks

@@ -5,7 +5,8 @@
 //! (`--mca btl_tcp_eager_limit`), Open MPI's shared-memory path
 //! (`--mca btl_vader_eager_limit`), and MPICH's (ch4:ucx in Debian, where the CH3
 //! variable `MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE` has no effect; `UCX_RNDV_THRESH` sets
-//! the switch there).
+//! the switch there, and by default UCX's shared-memory segment size
+//! `UCX_MM_SEG_SIZE` does).
 //!
 //! The switches show in different series: Open MPI's TCP rendezvous in all of them;
 //! the shared-memory and MPICH switches as a 20-25% drop of `PRTT(1,0,s)` and in
@@ -143,15 +144,29 @@ fn assert_one_switch_near(found: &[Found], limit: u64, step: u64) {
 /// docs/commands/loggp.md, "Configured eager limit and first byte").
 fn assert_first_byte(found: &[Found], limit: u64, header: u64, slack: u64) {
     let expected = limit - header + 1;
+    assert_first_byte_at(
+        found,
+        expected,
+        &format!("eager limit {limit} B minus a {header}-byte header, plus one"),
+        slack,
+    );
+}
+
+/// The one change located to the byte at `expected` within `slack` bytes; `why`
+/// says where `expected` comes from.
+fn assert_first_byte_at(found: &[Found], expected: u64, why: &str, slack: u64) {
     let Some(first) = found[0].first_bytes else {
-        panic!("the change near {limit} B was not located to the byte: {found:?}")
+        panic!("the change near {expected} B was not located to the byte: {found:?}")
     };
     assert!(
         first.abs_diff(expected) <= slack,
-        "first byte {first} B, expected {expected} B (eager limit {limit} B minus a \
-         {header}-byte header, plus one) within {slack} B"
+        "first byte {first} B, expected {expected} B ({why}) within {slack} B"
     );
 }
+
+/// Slack of the first-byte checks: the bisection's last bracket may straddle a
+/// few bytes when a round near the switch is disturbed.
+const FIRST_BYTE_SLACK: u64 = 8;
 
 #[test]
 fn open_mpi_tcp_eager_limit_20000_is_found() {
@@ -212,7 +227,7 @@ fn open_mpi_shared_memory_eager_limit_16384_is_found() {
         "8K-24K:512",
     );
     assert_one_switch_near(&found, 16384, 512);
-    assert_first_byte(&found, 16384, VADER_HEADER, 8);
+    assert_first_byte(&found, 16384, VADER_HEADER, FIRST_BYTE_SLACK);
 }
 
 /// Bytes of its own that Open MPI's shared-memory path counts into
@@ -276,4 +291,35 @@ fn mpich_rendezvous_threshold_20000_is_found() {
         "8K-32K:1K",
     );
     assert_one_switch_near(&found, 20000, 1024);
+    // UCX compares the user's message with the threshold, no header counted.
+    assert_first_byte_at(
+        &found,
+        20000,
+        "UCX_RNDV_THRESH, the first rendezvous size",
+        FIRST_BYTE_SLACK,
+    );
+}
+
+/// MPICH's default switch on one node (first byte 8256 = 8 KiB + 64) is UCX's
+/// rendezvous threshold, which UCX sets no lower than the shared-memory
+/// transport's largest buffered-copy send, its segment size `UCX_MM_SEG_SIZE`
+/// (default 8256): docs/commands/loggp.md, "Configured eager limit and first
+/// byte". A known answer: with the segment at 4160 B the first rendezvous byte
+/// moves to 4160. A short bracketed sweep (about 1 s at load 5).
+#[test]
+fn mpich_switch_follows_the_ucx_shared_memory_segment_size() {
+    if !built_for(
+        "mpich_switch_follows_the_ucx_shared_memory_segment_size",
+        "mpich",
+    ) {
+        return;
+    }
+    let found = changes(&[], &[("UCX_MM_SEG_SIZE", "4160")], "2K-6K:512");
+    assert_one_switch_near(&found, 4160, 512);
+    assert_first_byte_at(
+        &found,
+        4160,
+        "UCX_MM_SEG_SIZE, the rendezvous threshold's floor",
+        FIRST_BYTE_SLACK,
+    );
 }

@@ -4,6 +4,7 @@
 //! and bad suites get one line naming file, line and key, with exit status 2.
 
 use serde_json::Value;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -29,6 +30,48 @@ fn json(path: &Path) -> Value {
         &std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
     )
     .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// `ngauge run ARGS --json` (a suite with `--output`, or `--resume DIR`), which must
+/// succeed within `limit_s`: its one JSON document, and its stderr.
+fn run_suite(args: &[&OsStr], limit_s: u64) -> (Value, String) {
+    let out = run(ngauge().arg("run").args(args).arg("--json"), limit_s);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "ngauge run {args:?}: {stderr}");
+    let doc = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    (doc, stderr)
+}
+
+/// `ngauge run SUITE --output DIR --json`: see [`run_suite`].
+fn run_into(suite: &Path, dir: &Path, limit_s: u64) -> (Value, String) {
+    run_suite(
+        &[suite.as_os_str(), "--output".as_ref(), dir.as_os_str()],
+        limit_s,
+    )
+}
+
+/// `ngauge run --resume DIR --json`: its document (see [`run_suite`]).
+fn resume(dir: &Path, limit_s: u64) -> Value {
+    run_suite(&["--resume".as_ref(), dir.as_os_str()], limit_s).0
+}
+
+/// The records of a JSON Lines file.
+fn jsonl(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+        .collect()
+}
+
+/// A suite file `name` with `text` in a fresh temporary directory: the directory
+/// (removed when dropped), the file, and the output directory beside it.
+fn suite(name: &str, text: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = tmp.path().join(name);
+    std::fs::write(&suite, text).unwrap();
+    let dir = tmp.path().join("out");
+    (tmp, suite, dir)
 }
 
 fn bench_configs() -> PathBuf {
@@ -114,22 +157,8 @@ fn short_quick() -> String {
 
 #[test]
 fn a_short_quick_suite_fills_its_directory_and_compares_with_itself() {
-    let tmp = tempfile::tempdir().unwrap();
-    let suite = tmp.path().join("quick.toml");
-    std::fs::write(&suite, short_quick()).unwrap();
-    let dir = tmp.path().join("out");
-    let out = run(
-        ngauge()
-            .arg("run")
-            .arg(&suite)
-            .arg("--output")
-            .arg(&dir)
-            .arg("--json"),
-        300,
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let (_tmp, suite, dir) = suite("quick.toml", &short_quick());
+    let (doc, stderr) = run_into(&suite, &dir, 300);
     assert_eq!(
         (doc["runs"].as_u64(), doc["done"].as_u64()),
         (Some(6), Some(6)),
@@ -192,14 +221,9 @@ fn a_short_quick_suite_fills_its_directory_and_compares_with_itself() {
             assert!(json(&run_dir.join(format!("launch-{k}.json")))["meta"].is_object());
             assert!(run_dir.join(format!("launch-{k}.stderr")).is_file());
         }
-        let lines = std::fs::read_to_string(dir.join(format!("{exp}.jsonl"))).unwrap();
-        let launches: std::collections::BTreeSet<u64> = lines
-            .lines()
-            .map(|l| {
-                serde_json::from_str::<Value>(l).unwrap()["launch"]
-                    .as_u64()
-                    .unwrap()
-            })
+        let launches: std::collections::BTreeSet<u64> = jsonl(&dir.join(format!("{exp}.jsonl")))
+            .iter()
+            .map(|r| r["launch"].as_u64().unwrap())
             .collect();
         assert_eq!(launches.into_iter().collect::<Vec<_>>(), [0, 1], "{exp}");
         let csv = std::fs::read_to_string(dir.join(format!("{exp}.csv"))).unwrap();
@@ -277,10 +301,8 @@ fn a_short_quick_suite_fills_its_directory_and_compares_with_itself() {
 /// lands in the JSON Lines, the CSV and the summary's statistics per launch.
 #[test]
 fn coll_and_sync_experiments_record_their_repetitions() {
-    let tmp = tempfile::tempdir().unwrap();
-    let suite = tmp.path().join("coll.toml");
-    std::fs::write(
-        &suite,
+    let (_tmp, suite, dir) = suite(
+        "coll.toml",
         "seed = 4\nlaunches = 2\n\
          [[experiment]]\nname = \"bcast\"\nnp = 3\n\
          job = { transports = [\"tcp\"], wait = \"block\" }\n\
@@ -288,21 +310,8 @@ fn coll_and_sync_experiments_record_their_repetitions() {
          sizes = \"8,1K\"\nscheme = \"barrier\"\nreps = 20\nwarmup = 2\n\
          [[experiment]]\nname = \"clocks\"\njob = { transports = [\"tcp\"], wait = \"block\" }\n\
          sync = { sync = \"linear\", reps = 3, check_after_s = [0.0] }\n",
-    )
-    .unwrap();
-    let dir = tmp.path().join("out");
-    let out = run(
-        ngauge()
-            .arg("run")
-            .arg(&suite)
-            .arg("--output")
-            .arg(&dir)
-            .arg("--json"),
-        300,
     );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let (doc, _) = run_into(&suite, &dir, 300);
     assert_eq!(
         (doc["runs"].as_u64(), doc["done"].as_u64()),
         (Some(4), Some(4)),
@@ -316,11 +325,7 @@ fn coll_and_sync_experiments_record_their_repetitions() {
 
     // bcast.jsonl: per launch, algorithm and size one record with every valid
     // call's run-time.
-    let lines: Vec<Value> = std::fs::read_to_string(dir.join("bcast.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = jsonl(&dir.join("bcast.jsonl"));
     assert_eq!(lines.len(), 2 * 2 * 2, "launches x algorithms x sizes");
     let mut seen = std::collections::BTreeSet::new();
     for r in &lines {
@@ -354,11 +359,7 @@ fn coll_and_sync_experiments_record_their_repetitions() {
     assert_eq!(csv.lines().count(), 1 + 8);
 
     // clocks.jsonl: one record per launch, with its three synchronizations.
-    let lines: Vec<Value> = std::fs::read_to_string(dir.join("clocks.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = jsonl(&dir.join("clocks.jsonl"));
     assert_eq!(lines.len(), 2);
     for r in &lines {
         assert_eq!(r["reps"], 3);
@@ -434,20 +435,23 @@ fn processes_naming(needle: &str) -> Vec<String> {
     out
 }
 
-/// A runner killed with SIGKILL cannot stop its run: the run's processes die
-/// with it (the kernel's parent-death signal), so none keeps measuring beside a
-/// resumed suite, and `--resume` runs what was not done.
+/// A runner killed with SIGKILL cannot stop its run: the run's processes die with
+/// it (the kernel's parent-death signal), so none keeps measuring beside a resumed
+/// suite, and `--resume` runs what was not done, not what was.
+///
+/// The kill lands mid-suite and mid-run without long measurements: each run is
+/// one clock synchronization whose ranks then sleep 6 s before their residual
+/// check (longer than the 3 s the test gives them to die, so ranks that outlived
+/// their runner would be seen), and the test waits for the first run's document,
+/// then for the second run's launcher and ranks, and kills the runner then.
 #[test]
 fn a_run_dies_with_a_runner_killed_by_sigkill_and_resume_finishes() {
-    let tmp = tempfile::tempdir().unwrap();
-    let suite = tmp.path().join("s.toml");
-    std::fs::write(
-        &suite,
+    let (_tmp, suite, dir) = suite(
+        "s.toml",
         "seed = 2\nlaunches = 2\n\
-         [[experiment]]\nname = \"a\"\npingpong = { sizes = \"1-1K\", reps = 20000, warmup = 10 }\n",
-    )
-    .unwrap();
-    let dir = tmp.path().join("out");
+         [[experiment]]\nname = \"a\"\njob = { transports = [\"tcp\"], wait = \"block\" }\n\
+         sync = { sync = \"linear\", reps = 1, check_after_s = [6.0] }\n",
+    );
     let mut child = ngauge()
         .arg("run")
         .arg(&suite)
@@ -456,17 +460,22 @@ fn a_run_dies_with_a_runner_killed_by_sigkill_and_resume_finishes() {
         .spawn()
         .unwrap();
     let began = Instant::now();
-    let partial = dir.join("runs/a/launch-0.json.partial");
-    while !partial.exists() && !dir.join("runs/a/launch-0.json").exists() {
-        assert!(began.elapsed() < Duration::from_secs(60), "no run started");
+    let first = dir.join("runs/a/launch-0.json");
+    while !first.exists() {
+        assert!(
+            began.elapsed() < Duration::from_secs(120),
+            "no run finished"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
+    let first_doc = std::fs::read(&first).unwrap();
+    let partial = dir.join("runs/a/launch-1.json.partial");
     let needle = dir.join("runs").display().to_string();
-    // The run's launcher and its two ranks.
-    while processes_naming(&needle).len() < 3 {
+    // The second run's launcher and its two ranks.
+    while !partial.exists() || processes_naming(&needle).len() < 3 {
         assert!(
-            began.elapsed() < Duration::from_secs(60),
-            "no ranks started"
+            began.elapsed() < Duration::from_secs(120),
+            "the second run's ranks did not start"
         );
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -486,16 +495,7 @@ fn a_run_dies_with_a_runner_killed_by_sigkill_and_resume_finishes() {
     }
     assert!(!dir.join("runs/a/launch-1.json").exists());
 
-    let out = run(
-        ngauge().arg("run").arg("--resume").arg(&dir).arg("--json"),
-        300,
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = resume(&dir, 300);
     assert_eq!(
         (doc["done"].as_u64(), doc["left"].as_u64()),
         (Some(2), Some(0)),
@@ -504,21 +504,22 @@ fn a_run_dies_with_a_runner_killed_by_sigkill_and_resume_finishes() {
     assert!(
         dir.join("runs/a/launch-0.json").is_file() && dir.join("runs/a/launch-1.json").is_file()
     );
+    assert_eq!(
+        std::fs::read(&first).unwrap(),
+        first_doc,
+        "the run finished before the kill was not run again"
+    );
 }
 
 #[test]
 fn an_interrupted_suite_keeps_its_finished_runs_and_resume_runs_only_the_rest() {
-    let tmp = tempfile::tempdir().unwrap();
-    let suite = tmp.path().join("s.toml");
     // Each run takes a second or more here; 3 launches of 2 experiments.
-    std::fs::write(
-        &suite,
+    let (_tmp, suite, dir) = suite(
+        "s.toml",
         "seed = 9\nlaunches = 3\n\
          [[experiment]]\nname = \"a\"\npingpong = { sizes = \"1-1K\", reps = 2000, warmup = 10 }\n\
          [[experiment]]\nname = \"b\"\npingpong = { sizes = \"1-1K\", reps = 2000, warmup = 10 }\n",
-    )
-    .unwrap();
-    let dir = tmp.path().join("out");
+    );
     let child = ngauge()
         .arg("run")
         .arg(&suite)
@@ -594,16 +595,7 @@ fn an_interrupted_suite_keeps_its_finished_runs_and_resume_runs_only_the_rest() 
         "the stopped run is recorded as interrupted"
     );
 
-    let out = run(
-        ngauge().arg("run").arg("--resume").arg(&dir).arg("--json"),
-        300,
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = resume(&dir, 300);
     assert_eq!(done(&dir), 6);
     assert_eq!(doc["done"], 6);
     // Every (launch, experiment) finished exactly once: the kept runs were not run again.
@@ -635,12 +627,7 @@ fn an_interrupted_suite_keeps_its_finished_runs_and_resume_runs_only_the_rest() 
     );
 
     // A finished directory resumed again runs nothing.
-    let out = run(
-        ngauge().arg("run").arg("--resume").arg(&dir).arg("--json"),
-        60,
-    );
-    assert!(out.status.success());
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = resume(&dir, 60);
     assert_eq!(
         (doc["done"].as_u64(), doc["left"].as_u64()),
         (Some(6), Some(0))

@@ -768,7 +768,7 @@ const KINK_SIDE: usize = 4;
 /// step changes `starts` (indices of first sizes of ranges): in each range, the
 /// joint segmentation ([`segment::detect_joint`]) of the gap and `PRTT(1,0,s)`,
 /// boundaries placed by [`segment::refine`], keeping the cuts with at least
-/// [`KINK_SIDE`] sizes on each side where both series' Huber lines change slope by
+/// `KINK_SIDE` sizes on each side where both series' Huber lines change slope by
 /// at least `kink_floor` (see [`pass_slopes`]) and not by a step (those are the
 /// step detector's). Returns indices, ascending.
 pub fn propose_kinks(readings: &[Reading], starts: &[usize], kink_floor: f64) -> Vec<usize> {

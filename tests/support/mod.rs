@@ -86,7 +86,7 @@ pub fn skip_is_failure(lack: Lack, var: impl Fn(&str) -> Option<String>) -> bool
 /// Skips the calling test visibly: prints [`skip_line`] straight to the process's
 /// stdout, where `cargo test` shows it beside the test's `ok` (libtest captures
 /// `print!` and `eprint!`, not this), or panics with it when [`skip_is_failure`].
-/// The test returns right after.
+/// The test returns right after, or leaves out only the part the reason names.
 pub fn skip(test: &str, lack: Lack, reason: impl std::fmt::Display) {
     let line = skip_line(test, &reason.to_string());
     if skip_is_failure(lack, |name| std::env::var(name).ok()) {

@@ -129,9 +129,9 @@ impl BufferPool {
     }
 
     /// A zeroed buffer of `len` bytes, or [`TransportError::OutOfMemory`] when
-    /// `len` exceeds the memory available ([`available_memory_bytes`]) or the
-    /// allocator refuses it (fallible reservation: an address-space limit gives an
-    /// error, not an abort).
+    /// `len` exceeds the memory available (`available_memory_bytes`: `MemAvailable`
+    /// of `/proc/meminfo`, within `RLIMIT_AS`) or the allocator refuses it
+    /// (fallible reservation: an address-space limit gives an error, not an abort).
     ///
     /// At least a cache line is reserved, so that two small buffers (a ping-pong's
     /// send and receive buffers of 1 byte) never share one: sharing adds ~5 ns to an
