@@ -198,6 +198,7 @@ fn names(stderr: &str, rank: usize) -> bool {
             format!("lost rank {rank} "),
             format!("rank {rank} closed"),
             format!("rank {rank} did not answer"),
+            format!("rank {rank} did not connect"),
             format!("with rank {rank} failed"),
         ]
         .iter()

@@ -327,11 +327,21 @@ struct Pending {
     since: Instant,
 }
 
+/// `rank 1` or `ranks 1, 3`: the ranks as the other errors name them, so that a
+/// reader (and a test) finds "rank N" in every message about rank N.
+pub fn ranks_phrase(ranks: &[u32]) -> String {
+    let list: Vec<String> = ranks.iter().map(u32::to_string).collect();
+    match list.len() {
+        1 => format!("rank {}", list[0]),
+        _ => format!("ranks {}", list.join(", ")),
+    }
+}
+
 /// Why [`accept_authenticated`] gave up.
 #[derive(Debug, thiserror::Error)]
 pub enum AcceptError {
     /// Not every expected rank proved itself before the deadline.
-    #[error("rank(s) {missing:?} did not connect within {after:?}")]
+    #[error("{} did not connect within {after:?}", ranks_phrase(.missing))]
     Missing {
         /// The ranks still missing.
         missing: Vec<u32>,

@@ -264,14 +264,7 @@ impl TcpTransport {
         let accepted =
             auth::accept_authenticated(&listener, &key, rank as u32, &expected, &limits, &mut log)
                 .map_err(|e| match e {
-                    AcceptError::Missing { missing, after } => setup(format!(
-                        "rank(s) {} did not connect within {after:?}",
-                        missing
-                            .iter()
-                            .map(u32::to_string)
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )),
+                    e @ AcceptError::Missing { .. } => setup(e.to_string()),
                     AcceptError::Io(e) => setup(format!("waiting for connections: {e}")),
                 })?;
         for (&peer, stream) in expected.iter().zip(accepted) {
