@@ -32,6 +32,8 @@ fn main() -> ExitCode {
             }) {
                 return ExitCode::SUCCESS;
             }
+            // A failure that a SIGINT/SIGTERM caused is reported as the signal.
+            ngauge::launch::signals::exit_if_interrupted();
             say_error(&format!("{err:#}"));
             if err.downcast_ref::<commands::UsageError>().is_some() {
                 ExitCode::from(2)

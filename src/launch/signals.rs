@@ -15,11 +15,16 @@ use rustix::process::{kill_process, Pid, Signal};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 static OUTPUT: Mutex<Option<PathBuf>> = Mutex::new(None);
 static RECORDS: AtomicU64 = AtomicU64::new(0);
+/// The signal a rank received (0: none), set inside the handler itself, so that it
+/// is set before any of the rank's threads runs on after the signal arrived.
+static PENDING: OnceLock<Arc<AtomicUsize>> = OnceLock::new();
+static RANK: AtomicUsize = AtomicUsize::new(0);
+static EXITING: AtomicBool = AtomicBool::new(false);
 
 /// Notes the stream that finished points go to (what a signal's message names).
 pub fn note_output(path: &Path) {
@@ -69,19 +74,51 @@ fn message(rank: usize, signal: i32, output: Option<&Path>, records: u64) -> Str
 /// In a rank: on SIGINT/SIGTERM, print [`interrupted_message`] (rank 0, or any rank
 /// with an output stream) and exit with 128 + the signal.
 pub fn install_rank(rank: usize) -> std::io::Result<()> {
+    RANK.store(rank, Ordering::Relaxed);
+    let pending = PENDING.get_or_init(|| Arc::new(AtomicUsize::new(0)));
+    for signal in [SIGINT, SIGTERM] {
+        signal_hook::flag::register_usize(signal, Arc::clone(pending), signal as usize)?;
+    }
     let mut signals = Signals::new([SIGINT, SIGTERM])?;
     std::thread::Builder::new()
         .name("ngauge-signals".into())
         .spawn(move || {
             if let Some(signal) = signals.forever().next() {
-                let has_output = OUTPUT.lock().map(|o| o.is_some()).unwrap_or(false);
-                if rank == 0 || has_output {
-                    eprintln!("{}", interrupted_message(rank, signal));
-                }
-                std::process::exit(128 + signal);
+                exit_interrupted(rank, signal);
             }
         })?;
     Ok(())
+}
+
+/// The signal this rank received, if any.
+pub fn interrupted() -> Option<i32> {
+    let signal = PENDING.get()?.load(Ordering::SeqCst);
+    (signal != 0).then_some(signal as i32)
+}
+
+/// For a rank whose work failed: if a signal came first, the failure is its
+/// consequence (the launcher forwards a signal to every rank, and a peer that
+/// exited first closes its connections), so the rank says what a signal makes it
+/// say and exits as the signal does, instead of reporting the lost peer.
+pub fn exit_if_interrupted() {
+    if let Some(signal) = interrupted() {
+        exit_interrupted(RANK.load(Ordering::Relaxed), signal);
+    }
+}
+
+/// Says [`interrupted_message`] (rank 0, or a rank with an output stream) and exits
+/// with 128 + `signal`; only the first caller does, a second one waits for the exit.
+fn exit_interrupted(rank: usize, signal: i32) -> ! {
+    if EXITING.swap(true, Ordering::SeqCst) {
+        loop {
+            std::thread::park();
+        }
+    }
+    let has_output = OUTPUT.lock().map(|o| o.is_some()).unwrap_or(false);
+    if rank == 0 || has_output {
+        eprintln!("{}", interrupted_message(rank, signal));
+    }
+    std::process::exit(128 + signal)
 }
 
 /// The local launcher's side: the ranks' pids (filled as they start) and the signal
