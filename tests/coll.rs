@@ -26,24 +26,10 @@ fn ngauge() -> Command {
     cmd
 }
 
-/// Light sync and few calls: a whole sweep in seconds on a loaded 2-core host.
-const FAST: &[&str] = &[
-    "--reps",
-    "5",
-    "--warmup",
-    "2",
-    "--fitpoints",
-    "10",
-    "--exchanges",
-    "3",
-    "--max-rounds",
-    "10",
-];
-
 fn coll_json(np: usize, transport: &str, args: &[&str]) -> Value {
     let mut cmd = ngauge();
     cmd.args(["--np", &np.to_string(), "-t", transport, "--json", "coll"])
-        .args(FAST)
+        .args(coll_rows::FAST)
         .args(args);
     let out = cmd.output().unwrap();
     assert!(
@@ -241,7 +227,7 @@ fn table_output_file_and_plot() {
     let svg = dir.path().join("coll.svg");
     let out = ngauge()
         .args(["--np", "2", "coll"])
-        .args(FAST)
+        .args(coll_rows::FAST)
         .args(["--algo", "binomial,linear", "--sizes", "1,2K"])
         .arg("-o")
         .arg(&jsonl)
@@ -378,7 +364,7 @@ fn predictions_beside_measurements_and_selection() {
     let udp = params_file(dir.path(), "udp");
     let out = ngauge()
         .args(["--np", "2", "-t", "tcp", "coll"])
-        .args(FAST)
+        .args(coll_rows::FAST)
         .args(["--sizes", "1", "--predict", udp.to_str().unwrap()])
         .output()
         .unwrap();

@@ -352,28 +352,14 @@ mod with_mpi {
         assert!(began.elapsed() < Duration::from_secs(30));
     }
 
-    /// Light sync and few calls for `coll`: these tests check the report, not speed.
-    const COLL_FAST: &[&str] = &[
-        "--reps",
-        "5",
-        "--warmup",
-        "2",
-        "--fitpoints",
-        "10",
-        "--exchanges",
-        "3",
-        "--max-rounds",
-        "10",
-    ];
-
-    /// `ngauge coll` under mpirun with `args` after `coll` and [`COLL_FAST`]: stdout.
+    /// `ngauge coll` under mpirun with `args` after `coll` and the shared fast flags: stdout.
     fn coll(np: usize, transports: &str, json: bool, args: &[&str]) -> String {
         let mut all = vec!["-t", transports];
         if json {
             all.push("--json");
         }
         all.push("coll");
-        all.extend(COLL_FAST);
+        all.extend(crate::coll_rows::FAST);
         all.extend(args);
         let out = run_with_limit(mpirun(np, &all), Duration::from_secs(300));
         let stderr = String::from_utf8_lossy(&out.stderr);

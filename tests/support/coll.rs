@@ -6,6 +6,21 @@
 
 use serde_json::Value;
 
+/// Light sync and few calls for `coll`: these tests check the report, not speed;
+/// a whole sweep takes seconds on a loaded 2-core host.
+pub const FAST: &[&str] = &[
+    "--reps",
+    "5",
+    "--warmup",
+    "2",
+    "--fitpoints",
+    "10",
+    "--exchanges",
+    "3",
+    "--max-rounds",
+    "10",
+];
+
 /// Every row of a `coll` document has the contract's fields, `op` and `np`, and a
 /// plausible run-time (`0 < min <= median <= max`). A row without valid calls
 /// (the window scheme on a host loaded beyond its cores: every call started late
