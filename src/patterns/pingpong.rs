@@ -48,7 +48,7 @@ use super::counters::{self, CounterMap};
 use crate::clock::Clock;
 use crate::stats::Summary;
 use crate::transport::{
-    BufferId, Control, ControlError, NativeRole, Rank, Region, Transport, TransportError,
+    BufferId, Control, ControlError, NativeRole, Rank, Region, RequestId, Transport, TransportError,
 };
 use serde::Serialize;
 
@@ -202,19 +202,21 @@ fn carries(buf: &[u8], size: usize, rank: Rank) -> bool {
 
 /// One streaming round of rank 0: `window` sends of `s` in flight, then their
 /// completions and rank 1's reply (posted first, so it may land at any time).
+/// `ids` is the caller's, allocated once outside the timed rounds.
 fn stream_round<T: Transport + ?Sized>(
     transport: &mut T,
     peer: Rank,
     s: Region,
     reply: Region,
     window: usize,
+    ids: &mut Vec<RequestId>,
 ) -> Result<(), TransportError> {
-    let mut ids = Vec::with_capacity(window + 1);
+    ids.clear();
     ids.push(transport.irecv(peer, reply)?);
     for _ in 0..window {
         ids.push(transport.isend(peer, s)?);
     }
-    transport.wait_all(&ids)
+    transport.wait_all(ids)
 }
 
 /// One streaming round of rank 1: `window` receives of `size` bytes side by side
@@ -226,8 +228,9 @@ fn sink_round<T: Transport + ?Sized>(
     size: usize,
     reply: Region,
     window: usize,
+    ids: &mut Vec<RequestId>,
 ) -> Result<(), TransportError> {
-    let mut ids = Vec::with_capacity(window);
+    ids.clear();
     for k in 0..window {
         let region = Region {
             buffer: rbuf,
@@ -236,7 +239,7 @@ fn sink_round<T: Transport + ?Sized>(
         };
         ids.push(transport.irecv(peer, region)?);
     }
-    transport.wait_all(&ids)?;
+    transport.wait_all(ids)?;
     transport.send(peer, reply)
 }
 
@@ -328,20 +331,22 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
                 timing_loop = TimingLoop::Native;
             } else if window > 1 && rank == PINGER {
                 let reply = rbuf.prefix(1);
+                let mut ids = Vec::with_capacity(window + 1);
                 for _ in 0..params.warmup {
-                    stream_round(transport, peer, s, reply, window)?;
+                    stream_round(transport, peer, s, reply, window, &mut ids)?;
                 }
                 for slot in ticks.iter_mut() {
                     // Timed region: the window, its reply and nothing else.
                     let t0 = clock.now();
-                    stream_round(transport, peer, s, reply, window)?;
+                    stream_round(transport, peer, s, reply, window, &mut ids)?;
                     let t1 = clock.now();
                     *slot = t1.since(t0);
                 }
             } else if window > 1 {
                 let reply = sbuf.prefix(1);
+                let mut ids = Vec::with_capacity(window);
                 for _ in 0..params.warmup + params.reps {
-                    sink_round(transport, peer, rbuf, size, reply, window)?;
+                    sink_round(transport, peer, rbuf, size, reply, window, &mut ids)?;
                 }
             } else if rank == PINGER {
                 timing_loop = TimingLoop::Generic;
