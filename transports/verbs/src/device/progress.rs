@@ -12,7 +12,7 @@ use std::os::raw::c_int;
 use std::time::{Duration, Instant};
 
 /// The times a wait keeps, read only when a spin found nothing.
-struct WaitClock {
+pub(super) struct WaitClock {
     /// When the wait first read the clock (at most one spin after it began).
     started: Instant,
     /// When progress was last seen (or the wait started).
@@ -64,7 +64,7 @@ impl VerbsTransport {
     /// a few microseconds should cost what perftest's loop costs: reading the
     /// time per poll (`clock_gettime`, a system call where the TSC is not usable,
     /// as under qemu's TCG) cost ngauge's verbs round trip several microseconds.
-    fn spin(&mut self, peer: Rank) -> Result<bool, TransportError> {
+    pub(super) fn spin(&mut self, peer: Rank) -> Result<bool, TransportError> {
         if self.wait == WaitMode::Block {
             return Ok(false);
         }
@@ -177,7 +177,7 @@ impl VerbsTransport {
     /// its last one, or since the wait started if later) is declared lost: its
     /// connection breaks and it is returned; a peer that progresses is never
     /// blamed for another's silence.
-    fn progress_for(
+    pub(super) fn progress_for(
         &mut self,
         pending: &[Rank],
         wait: &mut Option<WaitClock>,
@@ -220,7 +220,7 @@ impl VerbsTransport {
         Ok(stale)
     }
 
-    fn timeout_error(&self, peer: Rank) -> TransportError {
+    pub(super) fn timeout_error(&self, peer: Rank) -> TransportError {
         TransportError::Timeout {
             transport: NAME,
             peer,
