@@ -81,24 +81,24 @@ impl VerbsTransport {
         if self.peers[peer].sq_used >= self.depth {
             return None;
         }
-        let posted = if self.is_eager(region.len)
-            && layout::goes_inline(region.len, self.max_inline)
-        {
-            if !self.peers[peer].credits.can_send_data() {
+        let posted =
+            if self.is_eager(region.len) && layout::goes_inline(region.len, self.max_inline) {
+                if !self.peers[peer].credits.can_send_data() {
+                    return None;
+                }
+                self.post_eager_inline(peer, region)
+            } else if self.is_ring(region.len)
+                && layout::goes_inline(region.len + TRAILER_BYTES, self.max_inline)
+            {
+                if !self.ring_room(peer) {
+                    return None;
+                }
+                // inline (checked above): no completion names a request
+                self.post_ring(peer, region, self.peer_wr_id(peer))
+                    .map(drop)
+            } else {
                 return None;
-            }
-            self.post_eager_inline(peer, region)
-        } else if self.is_ring(region.len)
-            && layout::goes_inline(region.len + TRAILER_BYTES, self.max_inline)
-        {
-            if !self.ring_room(peer) {
-                return None;
-            }
-            // inline (checked above): no completion names a request
-            self.post_ring(peer, region, self.peer_wr_id(peer)).map(drop)
-        } else {
-            return None;
-        };
+            };
         Some(match posted {
             Ok(()) => {
                 self.inline_sends += 1;

@@ -126,9 +126,9 @@ impl VerbsTransport {
     /// advertisements) allow, then returns owed credits nothing carried back.
     pub(super) fn pump(&mut self, peer: Rank) {
         let p = &self.peers[peer];
-        let ring_credit_due = self.rings.is_some_and(|rings| {
-            p.ring_head - p.ring_reported >= (rings.depth as u64 / 2).max(1)
-        });
+        let ring_credit_due = self
+            .rings
+            .is_some_and(|rings| p.ring_head - p.ring_reported >= (rings.depth as u64 / 2).max(1));
         if p.broken.is_none()
             && p.queued_recvs.is_empty()
             && p.queued_sends.is_empty()
