@@ -4,9 +4,13 @@
  * own, the pinging and answering processes pinned to two cores like ngauge's ranks.
  *
  *   pingpong -p tcp|udp -w block|spin -s BYTES -n REPS -W WARMUP -a CORE -b CORE
+ *            [-T PINGER_RCVTIMEO_US] [-U ANSWER_RCVTIMEO_US] [-v]
  *
  * `block` uses blocking send/recv (sleep in the kernel), `spin` uses MSG_DONTWAIT in a
- * busy loop (ngauge's --wait poll). Prints one line:
+ * busy loop (ngauge's --wait poll). Experiment knobs, off by default (the floor has
+ * none of them): -T/-U set SO_RCVTIMEO on the pinging/answering side's socket, -v
+ * sends and receives UDP datagrams as ngauge does above 2 KiB, with sendmsg/recvmsg
+ * and two iovecs (an 8-byte header, then the payload). Prints one line:
  *   median_half_rtt_us=X min_half_rtt_us=Y reps=N
  * Build: cc -O2 -o pingpong pingpong.c
  */
@@ -20,11 +24,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 static int spin;
+/* -v: header and payload as two iovecs (UDP only). */
+static int two_iovecs;
+static char header[8];
 
 static void die(const char *what) {
     perror(what);
@@ -39,6 +48,15 @@ static void pin(int core) {
         die("sched_setaffinity");
 }
 
+/* SO_RCVTIMEO of `us` microseconds (none when 0). */
+static void receive_timeout(int fd, long us) {
+    if (us <= 0)
+        return;
+    struct timeval tv = {us / 1000000, us % 1000000};
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv))
+        die("SO_RCVTIMEO");
+}
+
 static double now_ns(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -49,6 +67,14 @@ static double now_ns(void) {
 static void send_all(int fd, const char *buf, size_t len) {
     size_t done = 0;
     int flags = MSG_NOSIGNAL | (spin ? MSG_DONTWAIT : 0);
+    if (two_iovecs) {
+        struct iovec v[2] = {{header, sizeof header}, {(void *)buf, len}};
+        struct msghdr m = {.msg_iov = v, .msg_iovlen = 2};
+        while (sendmsg(fd, &m, flags) < 0)
+            if (errno != EAGAIN && errno != EINTR)
+                die("sendmsg");
+        return;
+    }
     do {
         ssize_t n = send(fd, buf + done, len - done, flags);
         if (n < 0) {
@@ -64,6 +90,14 @@ static void send_all(int fd, const char *buf, size_t len) {
 static void recv_all(int fd, char *buf, size_t len, int dgram) {
     size_t done = 0;
     int flags = spin ? MSG_DONTWAIT : 0;
+    if (two_iovecs && dgram) {
+        struct iovec v[2] = {{header, sizeof header}, {buf, len}};
+        struct msghdr m = {.msg_iov = v, .msg_iovlen = 2};
+        while (recvmsg(fd, &m, flags | MSG_TRUNC) < 0)
+            if (errno != EAGAIN && errno != EINTR)
+                die("recvmsg");
+        return;
+    }
     do {
         ssize_t n = recv(fd, buf + done, len - done, flags);
         if (n < 0) {
@@ -89,7 +123,8 @@ int main(int argc, char **argv) {
     size_t size = 1;
     long reps = 10000, warmup = 1000;
     int core_a = 0, core_b = 1, opt;
-    while ((opt = getopt(argc, argv, "p:w:s:n:W:a:b:")) != -1) {
+    long pinger_timeout_us = 0, answer_timeout_us = 0;
+    while ((opt = getopt(argc, argv, "p:w:s:n:W:a:b:T:U:v")) != -1) {
         switch (opt) {
         case 'p': proto = optarg; break;
         case 'w': spin = strcmp(optarg, "spin") == 0; break;
@@ -98,8 +133,11 @@ int main(int argc, char **argv) {
         case 'W': warmup = strtol(optarg, 0, 10); break;
         case 'a': core_a = atoi(optarg); break;
         case 'b': core_b = atoi(optarg); break;
+        case 'T': pinger_timeout_us = strtol(optarg, 0, 10); break;
+        case 'U': answer_timeout_us = strtol(optarg, 0, 10); break;
+        case 'v': two_iovecs = 1; break;
         default:
-            fprintf(stderr, "usage: %s -p tcp|udp -w block|spin -s BYTES -n REPS -W WARMUP -a CORE -b CORE\n", argv[0]);
+            fprintf(stderr, "usage: %s -p tcp|udp -w block|spin -s BYTES -n REPS -W WARMUP -a CORE -b CORE [-T US] [-U US] [-v]\n", argv[0]);
             return 2;
         }
     }
@@ -149,6 +187,7 @@ int main(int argc, char **argv) {
                 die("connect");
             setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         }
+        receive_timeout(fd, pinger_timeout_us);
         double *t = malloc(sizeof(double) * (size_t)reps);
         for (long i = 0; i < warmup; i++) {
             send_all(fd, buf, size);
@@ -179,6 +218,7 @@ int main(int argc, char **argv) {
             die("accept");
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     }
+    receive_timeout(fd, answer_timeout_us);
     for (long i = 0; i < warmup + reps; i++) {
         recv_all(fd, buf, size, udp);
         send_all(fd, buf, size);

@@ -24,8 +24,7 @@ pub(crate) const SMALL_BYTES: usize = 2048;
 /// a sign of loss sleeps in `ppoll(2)`, whose hrtimer wakes it on time, and then
 /// reads without blocking; every other blocking wait (the peer timeout, and the RTO
 /// on a link that has lost nothing lately) blocks in `recv` with `SO_RCVTIMEO`, one
-/// system call. The kernel counts `SO_RCVTIMEO` in scheduler ticks (4 ms at
-/// HZ = 250) and rounds up: a 200 us RTO becomes 4 to 8 ms. See [`PRECISE_WAITS`].
+/// system call, with a timeout of at least [`COARSE_FLOOR`]. See [`PRECISE_WAITS`].
 const PRECISE_BELOW: Duration = Duration::from_millis(50);
 /// How many waits for an answer use the precise `ppoll` wait after a sign of loss
 /// (an RTO that expired in a coarse wait, a message delivered from a copy whose
@@ -36,14 +35,26 @@ const PRECISE_BELOW: Duration = Duration::from_millis(50);
 /// against `benches/c/pingpong.c` with and without a 200 us `ppoll` before its
 /// `recv`: 21.4 against 18.0 us, `docs/findings/2026-11-24-verbs-udp-speed.md`),
 /// which the C floor and sockperf never pay. The cost of the trade: the first loss
-/// after a loss-free stretch is noticed at the next tick instead of after the RTO;
+/// after a loss-free stretch is noticed after [`COARSE_FLOOR`] instead of the RTO;
 /// under sustained loss every recovery takes one RTO, as before.
 pub(crate) const PRECISE_WAITS: u32 = 1024;
+/// The shortest `SO_RCVTIMEO` of a coarse RTO wait. A blocking `recv` whose
+/// socket timeout lies within a few tens of milliseconds pays about 2 us per
+/// wake-up on the development VM, one that waits 40 ms or more nothing: the C
+/// floor (`benches/c/pingpong.c`) with an `SO_RCVTIMEO` on the pinger, 1-byte UDP
+/// ping-pong, 5 interleaved runs each on a quiet host, median half round trip
+/// 24.2-25.2 us with timeouts of 1 to 36 ms against 22.2-23.1 us with 40 ms to
+/// 30 s or none (`docs/findings/2026-11-24-verbs-udp-speed.md`, third session).
+/// The cost of the floor: the first loss after a loss-free stretch is noticed
+/// after at most this long instead of after the next tick or two; the
+/// [`PRECISE_WAITS`] waits after it take one RTO each, as before.
+pub(crate) const COARSE_FLOOR: Duration = Duration::from_millis(100);
 /// `SO_RCVTIMEO` for a coarse RTO wait: the RTO rounded up to whole milliseconds,
-/// so that the socket option is set again only when the RTO crosses one (the
-/// kernel rounds it up to a tick anyway).
+/// so that the socket option is set again only when the RTO crosses one, and at
+/// least [`COARSE_FLOOR`].
 pub(crate) fn coarse(rto: Duration) -> Duration {
     Duration::from_millis(u64::try_from(rto.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX))
+        .max(COARSE_FLOOR)
 }
 
 /// What a datagram carries after its header.

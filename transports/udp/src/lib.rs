@@ -85,14 +85,15 @@
 //! In [`WaitMode::Block`] a blocking receive that waits for a request is one blocking
 //! `recvmsg` with `SO_RCVTIMEO` set to the peer timeout, as in the TCP transport; one
 //! that waits for an answer is one blocking `recvmsg` with `SO_RCVTIMEO` set to the
-//! RTO, which the kernel rounds up to whole scheduler ticks (a 200 us RTO waits 4
-//! to 8 ms), until a sign of loss (an RTO that expired, a message delivered from a
+//! RTO, raised to at least 100 ms (a socket timeout of a few tens of milliseconds
+//! costs about 2 us per wake-up on a VM, one of 40 ms or more nothing measurable),
+//! until a sign of loss (a wait that expired, a message delivered from a
 //! copy whose original never came, an arrival after a gap); the next 1024 such
 //! receives sleep in `ppoll(2)` for the RTO and then read without blocking, so that
 //! under loss each recovery takes one RTO. `ppoll`'s precise timer costs a fifth of
 //! a loopback round trip on a VM (it reprograms the timer hardware at every
 //! receive), which the C floor does not pay: the first loss after a loss-free
-//! stretch waits for a tick instead. In [`WaitMode::Poll`] it is
+//! stretch is noticed after 100 ms instead. In [`WaitMode::Poll`] it is
 //! `recvmsg(MSG_DONTWAIT)` in a [`std::hint::spin_loop`]. Messages above 2 KiB go out with `sendmsg` straight from
 //! the caller's buffer (header and payload as two iovecs: no copy) and come in with
 //! `recvmsg` straight into it; smaller ones through a scratch buffer with plain

@@ -680,12 +680,14 @@ fn settle_delivers_a_lost_final_answer_before_its_sender_blocks_elsewhere() {
 /// precise `ppoll` sleeps, and recovery still delivers every payload intact.
 #[test]
 fn blocking_waits_for_the_rto_precisely_only_after_a_sign_of_loss() {
-    use crate::datagram::{coarse, PRECISE_WAITS};
-    assert_eq!(coarse(Duration::from_micros(200)), Duration::from_millis(1));
-    assert_eq!(coarse(Duration::from_millis(1)), Duration::from_millis(1));
+    use crate::datagram::{coarse, COARSE_FLOOR, PRECISE_WAITS};
+    // A coarse wait never sleeps less than the floor, and beyond it whole
+    // milliseconds.
+    assert_eq!(coarse(Duration::from_micros(200)), COARSE_FLOOR);
+    assert_eq!(coarse(Duration::from_millis(1)), COARSE_FLOOR);
     assert_eq!(
-        coarse(Duration::from_micros(1001)),
-        Duration::from_millis(2)
+        coarse(COARSE_FLOOR + Duration::from_micros(1)),
+        COARSE_FLOOR + Duration::from_millis(1)
     );
 
     let rto = Duration::from_millis(40);
@@ -708,10 +710,12 @@ fn blocking_waits_for_the_rto_precisely_only_after_a_sign_of_loss() {
         lossless.iter().all(|g| g.0),
         "payload damaged: {lossless:?}"
     );
-    // Rank 0 waits for answers: SO_RCVTIMEO is the RTO. Only an RTO that expired
-    // (a thread stalled for 40 ms on a loaded machine) may have turned it precise.
+    // Rank 0 waits for answers: SO_RCVTIMEO is the RTO, raised to the floor. Only
+    // a wait that expired (a thread stalled for 100 ms on a loaded machine) may
+    // have turned it precise.
     let (_, precise, socket_timeout, timeouts) = lossless[0];
-    assert_eq!(socket_timeout, Some(rto), "{lossless:?}");
+    assert_eq!(socket_timeout, Some(coarse(rto)), "{lossless:?}");
+    assert_eq!(socket_timeout, Some(COARSE_FLOOR), "{lossless:?}");
     assert!(precise == 0 || timeouts > 0, "{lossless:?}");
     // Rank 1 waits for requests: SO_RCVTIMEO is the peer timeout.
     assert_eq!(lossless[1].2, Some(Duration::from_secs(10)), "{lossless:?}");
