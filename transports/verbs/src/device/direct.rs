@@ -166,18 +166,9 @@ impl VerbsTransport {
     /// Polls (and yields, and times out) as [`VerbsTransport::wait_one`] does,
     /// until the direct receive has its outcome.
     fn wait_direct(&mut self, peer: Rank) -> Result<(), TransportError> {
-        let mut clock = None;
-        loop {
-            if let Some(outcome) = self.direct.as_mut().and_then(|d| d.outcome.take()) {
-                return outcome;
-            }
-            if self.spin(peer)? {
-                continue;
-            }
-            if !self.progress_for(&[peer], &mut clock)?.is_empty() {
-                return Err(self.timeout_error(peer));
-            }
-        }
+        self.wait_for(peer, |t| {
+            t.direct.as_mut().and_then(|d| d.outcome.take()).transpose()
+        })
     }
 
     /// A message that arrived before its receive, into `region`.

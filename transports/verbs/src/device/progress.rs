@@ -12,7 +12,7 @@ use std::os::raw::c_int;
 use std::time::{Duration, Instant};
 
 /// The times a wait keeps, read only when a spin found nothing.
-pub(super) struct WaitClock {
+struct WaitClock {
     /// When the wait first read the clock (at most one spin after it began).
     started: Instant,
     /// When progress was last seen (or the wait started).
@@ -64,7 +64,7 @@ impl VerbsTransport {
     /// a few microseconds should cost what perftest's loop costs: reading the
     /// time per poll (`clock_gettime`, a system call where the TSC is not usable,
     /// as under qemu's TCG) cost ngauge's verbs round trip several microseconds.
-    pub(super) fn spin(&mut self, peer: Rank) -> Result<bool, TransportError> {
+    fn spin(&mut self, peer: Rank) -> Result<bool, TransportError> {
         if self.wait == WaitMode::Block {
             return Ok(false);
         }
@@ -177,7 +177,7 @@ impl VerbsTransport {
     /// its last one, or since the wait started if later) is declared lost: its
     /// connection breaks and it is returned; a peer that progresses is never
     /// blamed for another's silence.
-    pub(super) fn progress_for(
+    fn progress_for(
         &mut self,
         pending: &[Rank],
         wait: &mut Option<WaitClock>,
@@ -220,7 +220,7 @@ impl VerbsTransport {
         Ok(stale)
     }
 
-    pub(super) fn timeout_error(&self, peer: Rank) -> TransportError {
+    fn timeout_error(&self, peer: Rank) -> TransportError {
         TransportError::Timeout {
             transport: NAME,
             peer,
@@ -230,12 +230,26 @@ impl VerbsTransport {
     }
     /// [`ngauge_transport::Transport::wait`].
     pub(super) fn wait_one(&mut self, request: RequestId) -> Result<(), TransportError> {
+        if self.try_retire(request)?.is_some() {
+            return Ok(());
+        }
+        let peer = self.requests[&request.0].peer;
+        self.wait_for(peer, |t| t.try_retire(request))
+    }
+
+    /// Makes progress for `peer` (spinning, then yielding or sleeping) until
+    /// `done` reports the end of the wait (`Some`) or an error; fails with a
+    /// timeout when `peer` made no progress for the whole timeout.
+    pub(super) fn wait_for(
+        &mut self,
+        peer: Rank,
+        mut done: impl FnMut(&mut Self) -> Result<Option<()>, TransportError>,
+    ) -> Result<(), TransportError> {
         let mut clock = None;
         loop {
-            if self.try_retire(request)?.is_some() {
+            if done(self)?.is_some() {
                 return Ok(());
             }
-            let peer = self.requests[&request.0].peer;
             if self.spin(peer)? {
                 continue;
             }
