@@ -422,7 +422,10 @@ pub fn repost_batch(depth: u32) -> usize {
 pub struct RingLayout {
     /// Ranks in the job (one block per rank; our own is unused).
     pub ranks: usize,
-    /// Slots per peer.
+    /// Slots per peer: a power of two, so that the slot and the flag of a
+    /// sequence number are a mask and a shift, not divisions (the receiver
+    /// computes them on every poll; a 64-bit division is a helper call under
+    /// qemu's TCG and tens of cycles on hardware).
     pub depth: usize,
 }
 
@@ -434,12 +437,19 @@ pub const RING_SLOT_BYTES: usize = EAGER_BYTES + TRAILER_BYTES;
 pub const MAX_RING_DEPTH: usize = 64;
 
 impl RingLayout {
-    /// The ring of a job of `ranks` with queue depth `depth`.
+    /// The ring of a job of `ranks` with queue depth `depth`: the largest power
+    /// of two up to `depth` and [`MAX_RING_DEPTH`] slots per peer.
     pub fn new(ranks: usize, depth: u32) -> RingLayout {
+        let depth = (depth as usize).clamp(1, MAX_RING_DEPTH);
         RingLayout {
             ranks,
-            depth: (depth as usize).clamp(1, MAX_RING_DEPTH),
+            depth: 1 << depth.ilog2(),
         }
+    }
+
+    /// `seq` modulo the depth.
+    fn index(&self, seq: u64) -> usize {
+        seq as usize & (self.depth - 1)
     }
 
     fn block_bytes(&self) -> usize {
@@ -453,7 +463,7 @@ impl RingLayout {
 
     /// Offset of slot `seq % depth` of `peer`'s block (peer: the sender).
     pub fn slot(&self, peer: usize, seq: u64) -> usize {
-        peer * self.block_bytes() + (seq % self.depth as u64) as usize * RING_SLOT_BYTES
+        peer * self.block_bytes() + self.index(seq) * RING_SLOT_BYTES
     }
 
     /// Offset at which a message of `len` bytes starts in the slot at `slot`, so
@@ -475,7 +485,7 @@ impl RingLayout {
 
     /// Offset of the trailer staging entry for our message `seq` to `peer`.
     pub fn staging(&self, peer: usize, seq: u64) -> usize {
-        self.credit_word(peer) + 8 + (seq % self.depth as u64) as usize * TRAILER_BYTES
+        self.credit_word(peer) + 8 + self.index(seq) * TRAILER_BYTES
     }
 
     /// Offset of the 8 bytes from which our credit word writes to `peer` go.
@@ -486,7 +496,7 @@ impl RingLayout {
     /// The flag byte that marks use number `seq / depth` of its slot: never 0 (the
     /// ring starts zeroed) and different from the previous use of the same slot.
     pub fn flag(&self, seq: u64) -> u8 {
-        ((seq / self.depth as u64) % 255) as u8 + 1
+        ((seq >> self.depth.trailing_zeros()) % 255) as u8 + 1
     }
 }
 
@@ -631,6 +641,19 @@ mod tests {
         assert_eq!(r.credit_source(2) + 8, r.bytes());
         assert_eq!(r.slot(0, 0) % 8, 0);
         assert_eq!(r.credit_word(2) % 8, 0);
+    }
+
+    #[test]
+    fn ring_depths_are_powers_of_two_and_slots_cycle_through_all_of_them() {
+        for (asked, got) in [(0, 1), (1, 1), (3, 2), (48, 32), (64, 64), (1000, 64)] {
+            let r = RingLayout::new(2, asked);
+            assert_eq!(r.depth, got, "asked for {asked}");
+            let slots: std::collections::BTreeSet<usize> =
+                (0..2 * got as u64).map(|seq| r.slot(1, seq)).collect();
+            assert_eq!(slots.len(), got);
+            assert_eq!(r.slot(1, got as u64 + 1), r.slot(1, 1));
+            assert_eq!(r.staging(1, got as u64), r.staging(1, 0));
+        }
     }
 
     #[test]

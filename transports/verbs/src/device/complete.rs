@@ -4,6 +4,7 @@
 //! until one is posted), advertisements are queued for the sends that wait for
 //! them, and a failed completion breaks its peer's connection.
 
+use super::direct::Landed;
 use super::{State, VerbsTransport, NAME};
 use crate::layout::{self, MsgKind, RingLayout, Trailer, WrKind, SLOT_BYTES, TRAILER_BYTES};
 use crate::wire::{Advert, VerbsOp};
@@ -116,6 +117,11 @@ impl VerbsTransport {
                 let from = RingLayout::data_at(slot, len);
                 match p.awaiting_ring.pop_front() {
                     Some(id) => self.deliver_ring(id, peer, from, len),
+                    // SAFETY: as for deliver_ring: landed, and not written again
+                    // before we return the peer's credit.
+                    None if self.direct_waits(peer) => unsafe {
+                        self.deliver_direct(Landed::Ring, from, len)
+                    },
                     None => {
                         let mut data = vec![0u8; len];
                         // SAFETY: the message has landed (its flag is set) and
@@ -339,7 +345,12 @@ impl VerbsTransport {
                     // to the oldest waiting receive, or copied out until one
                     // is posted; the slot is re-posted either way
                     let len = (wc.byte_len as usize).min(self.slots.recv_bytes);
-                    if self.peers[peer].awaiting.is_empty() {
+                    if self.direct_waits(peer) {
+                        // SAFETY: this slot's receive has completed and the slot
+                        // is re-posted only below, after the copy.
+                        let offset = self.slots.offset(slot);
+                        unsafe { self.deliver_direct(Landed::Slot, offset, len) };
+                    } else if self.peers[peer].awaiting.is_empty() {
                         self.keep_unexpected(peer, slot, len);
                     } else {
                         self.deliver_eager(peer, slot, len);

@@ -322,6 +322,7 @@ fn prepare(
         progressed: vec![false; size],
         requests: Default::default(),
         next_request: 0,
+        direct: None,
         device: o.name.clone(),
         inline_sends: 0,
         cq_events: 0,

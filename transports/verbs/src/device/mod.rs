@@ -12,6 +12,8 @@
 //!   sends, advertisements, RDMA writes;
 //! - [`complete`]: the completion queue: what each completion means, eager
 //!   messages delivered from their slots;
+//! - [`direct`]: the blocking send and receive of a small message with nothing
+//!   queued before it, without a request;
 //! - [`progress`]: waiting (poll or completion channel), retiring requests, and
 //!   naming the peer that made no progress.
 //!
@@ -27,6 +29,7 @@
 
 mod complete;
 mod connection;
+mod direct;
 mod discovery;
 mod memory;
 mod post;
@@ -99,6 +102,15 @@ struct Request {
     state: State,
 }
 
+/// The blocking receive of the direct path ([`direct`]): the completion handler
+/// copies the next message from `peer` into `region` and sets `outcome`.
+#[derive(Debug)]
+struct DirectRecv {
+    peer: Rank,
+    region: Region,
+    outcome: Option<Result<(), TransportError>>,
+}
+
 #[derive(Debug, Default)]
 struct Peer {
     /// Sends outstanding on both QPs together (each QP holds `depth`).
@@ -167,6 +179,8 @@ pub struct VerbsTransport {
     progressed: Vec<bool>,
     requests: crate::layout::IdMap<Request>,
     next_request: u64,
+    /// The direct receive waiting (only inside [`Transport::recv`]).
+    direct: Option<DirectRecv>,
     device: String,
     inline_sends: u64,
     cq_events: u64,
@@ -241,6 +255,12 @@ impl VerbsTransport {
             .chain(p.awaiting.drain(..))
             .chain(p.awaiting_ring.drain(..))
             .collect();
+        if self.direct_waits(peer) {
+            let err = self.io(peer, "recv", std::io::Error::other(reason.clone()));
+            if let Some(d) = &mut self.direct {
+                d.outcome = Some(Err(err));
+            }
+        }
         for id in ids {
             let op = if self.requests.get(&id).is_some_and(|r| r.is_send) {
                 "send"
@@ -338,11 +358,17 @@ impl Transport for VerbsTransport {
     }
 
     fn send(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
+        if let Some(done) = self.send_direct(peer, region) {
+            return done;
+        }
         let r = self.isend(peer, region)?;
         self.wait(r)
     }
 
     fn recv(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
+        if let Some(done) = self.recv_direct(peer, region) {
+            return done;
+        }
         let r = self.irecv(peer, region)?;
         self.wait(r)
     }

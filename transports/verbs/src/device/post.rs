@@ -84,7 +84,7 @@ impl VerbsTransport {
     }
 
     /// Send path: whether a message of `len` bytes goes eagerly through a slot.
-    fn is_eager(&self, len: usize) -> bool {
+    pub(super) fn is_eager(&self, len: usize) -> bool {
         self.op == VerbsOp::Send && len <= self.slots.recv_bytes
     }
 
@@ -96,7 +96,7 @@ impl VerbsTransport {
     /// The `wr_id` of a send whose completion only frees send-queue space: it
     /// names the peer (through its first send slot), since it may come back
     /// unsignaled-and-failed, with nothing else to say whose it was.
-    fn peer_wr_id(&self, peer: Rank) -> u64 {
+    pub(super) fn peer_wr_id(&self, peer: Rank) -> u64 {
         layout::wr_id(WrKind::SlotSend, self.slots.send_slot(peer, 0) as u64)
     }
 
@@ -125,6 +125,19 @@ impl VerbsTransport {
     /// Posts what is queued for `peer` as far as queue space, send credits (and
     /// advertisements) allow, then returns owed credits nothing carried back.
     pub(super) fn pump(&mut self, peer: Rank) {
+        let p = &self.peers[peer];
+        let ring_credit_due = self
+            .rings
+            .is_some_and(|rings| p.ring_head - p.ring_reported >= (rings.depth as u64 / 2).max(1));
+        if p.broken.is_none()
+            && p.queued_recvs.is_empty()
+            && p.queued_sends.is_empty()
+            && !p.credits.credit_due()
+            && !ring_credit_due
+        {
+            // nothing to post (most calls in a ping-pong)
+            return;
+        }
         if self.peers[peer].broken.is_some() {
             let reason = self.peers[peer].broken.clone().unwrap_or_default();
             self.break_peer(peer, reason);
@@ -204,7 +217,7 @@ impl VerbsTransport {
 
     /// Write-poll path: whether the peer's ring has a free slot for our next
     /// message; when it seems full, reads the credit word the peer writes first.
-    fn ring_room(&mut self, peer: Rank) -> bool {
+    pub(super) fn ring_room(&mut self, peer: Rank) -> bool {
         let rings = self.rings.expect("write-poll path");
         let depth = rings.depth as u64;
         let p = &self.peers[peer];
@@ -218,15 +231,31 @@ impl VerbsTransport {
         p.ring_sent - p.ring_acked < depth
     }
 
-    /// Write-poll path: RDMA-writes message `id` (at most
+    /// Write-poll path: RDMA-writes message `id` into the peer's ring
+    /// ([`Self::post_ring`]).
+    fn post_ring_write(&mut self, id: u64) -> Result<(), TransportError> {
+        let r = &self.requests[&id];
+        let (peer, region) = (r.peer, r.region);
+        let inline = self.post_ring(peer, region, layout::wr_id(WrKind::DataSend, id))?;
+        self.retire_posted(id, inline);
+        Ok(())
+    }
+
+    /// Write-poll path: RDMA-writes the message in `region` (at most
     /// [`layout::EAGER_BYTES`]) and its trailer into the next slot of the peer's
     /// ring, right-aligned so that the trailer's flag is the slot's last byte; no
     /// immediate, so the peer sees no completion and finds it by polling. The
     /// trailer returns, as a cumulative count, the messages we consumed from it.
-    fn post_ring_write(&mut self, id: u64) -> Result<(), TransportError> {
+    /// The caller has checked [`Self::ring_room`]. Returns whether the write went
+    /// inline (then its buffer is free at once); one that did not names its
+    /// request by `data_wr_id`.
+    pub(super) fn post_ring(
+        &mut self,
+        peer: Rank,
+        region: Region,
+        data_wr_id: u64,
+    ) -> Result<bool, TransportError> {
         let rings = self.rings.expect("write-poll path");
-        let r = &self.requests[&id];
-        let (peer, region) = (r.peer, r.region);
         let p = &self.peers[peer];
         let seq = p.ring_sent;
         let trailer = Trailer {
@@ -268,15 +297,14 @@ impl VerbsTransport {
         let wr_id = if inline {
             self.peer_wr_id(peer)
         } else {
-            layout::wr_id(WrKind::DataSend, id)
+            data_wr_id
         };
         self.post_send(peer, false, wr_id, sges, op, inline, None, Some(remote))?;
         let p = &mut self.peers[peer];
         p.ring_sent += 1;
         p.ring_reported = p.ring_head;
         self.ring_messages += 1;
-        self.retire_posted(id, inline);
-        Ok(())
+        Ok(inline)
     }
 
     /// Write-poll path: writes how many of the peer's messages we consumed into
@@ -521,7 +549,7 @@ impl VerbsTransport {
     /// every `signal_every` sends on the message QP; the completion of a signaled
     /// one retires the unsignaled sends before it. Bulk sends are all signaled.
     #[allow(clippy::too_many_arguments)]
-    fn post_send(
+    pub(super) fn post_send(
         &mut self,
         peer: Rank,
         bulk: bool,

@@ -230,12 +230,26 @@ impl VerbsTransport {
     }
     /// [`ngauge_transport::Transport::wait`].
     pub(super) fn wait_one(&mut self, request: RequestId) -> Result<(), TransportError> {
+        if self.try_retire(request)?.is_some() {
+            return Ok(());
+        }
+        let peer = self.requests[&request.0].peer;
+        self.wait_for(peer, |t| t.try_retire(request))
+    }
+
+    /// Makes progress for `peer` (spinning, then yielding or sleeping) until
+    /// `done` reports the end of the wait (`Some`) or an error; fails with a
+    /// timeout when `peer` made no progress for the whole timeout.
+    pub(super) fn wait_for(
+        &mut self,
+        peer: Rank,
+        mut done: impl FnMut(&mut Self) -> Result<Option<()>, TransportError>,
+    ) -> Result<(), TransportError> {
         let mut clock = None;
         loop {
-            if self.try_retire(request)?.is_some() {
+            if done(self)?.is_some() {
                 return Ok(());
             }
-            let peer = self.requests[&request.0].peer;
             if self.spin(peer)? {
                 continue;
             }

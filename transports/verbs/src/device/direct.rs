@@ -1,0 +1,241 @@
+//! The direct path of the blocking [`Transport::send`] and [`Transport::recv`]:
+//! a small message with nothing queued before it goes without a request, the way
+//! perftest's loop does it (`ib_send_lat`: post an inline send; poll the
+//! completion queue until the receive completes).
+//!
+//! Measured with callgrind in the soft-RoCE VM (docs/findings/
+//! 2026-11-24-verbs-perftest.md, third session), the generic path (`isend` + `wait`,
+//! `irecv` + `wait`) spent about 2100 user-space instructions per round trip more
+//! than `ib_send_lat`'s 1160: for each message a request in the request table, a
+//! hold on the buffer, a queue entry, a pass through the queues ([`pump`]) and the
+//! retirement. Here:
+//!
+//! - **send**: an eager message that goes inline (send path) or a ring message
+//!   that goes inline with its trailer (write-poll path), when the peer has no
+//!   queued request, the queues have room and the flow control allows it, is
+//!   posted at once; an inline send's buffer is free when the post returns, so the
+//!   send is complete.
+//! - **recv**: an eager or ring receive with no other receive from that peer
+//!   waiting takes a message already copied out of its slot, or waits, polling as
+//!   [`VerbsTransport::wait_one`] does, for the completion handler to copy the next
+//!   message from that peer into its region ([`VerbsTransport::deliver_direct`]).
+//!
+//! Whatever does not fit (a buffer some pending request holds, a larger message,
+//! a queue without room, a broken connection, a bad argument) takes the generic
+//! path, which reports errors as before. Both paths keep the same order of
+//! messages between a pair of ranks, the same credits and the same counters.
+//!
+//! [`Transport::send`]: ngauge_transport::Transport::send
+//! [`Transport::recv`]: ngauge_transport::Transport::recv
+//! [`pump`]: VerbsTransport::pump
+
+use super::{DirectRecv, VerbsTransport, NAME};
+use crate::layout::{self, MsgKind, TRAILER_BYTES};
+use ngauge_transport::{Rank, Region, TransportError};
+use rdma_sys::*;
+
+/// Where a message for the direct receive landed.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Landed {
+    /// In a receive slot (send path).
+    Slot,
+    /// In the ring area (write-poll path).
+    Ring,
+}
+
+impl VerbsTransport {
+    /// Whether `region` is a valid region of a buffer no pending request holds.
+    fn idle_region(&self, region: Region) -> bool {
+        self.res
+            .buffers
+            .get(region.buffer.0 as usize)
+            .and_then(Option::as_ref)
+            .is_some_and(|b| {
+                b.holds.is_empty()
+                    && region
+                        .offset
+                        .checked_add(region.len)
+                        .is_some_and(|end| end <= b.len)
+            })
+    }
+
+    /// Whether `peer` is another rank whose connection works and that has no
+    /// request of ours queued.
+    fn quiet_peer(&self, peer: Rank) -> bool {
+        if peer >= self.size || peer == self.rank {
+            return false;
+        }
+        let p = &self.peers[peer];
+        p.broken.is_none() && p.queued_sends.is_empty() && p.queued_recvs.is_empty()
+    }
+
+    /// The direct blocking send; `None` when it does not apply (nothing was done).
+    pub(super) fn send_direct(
+        &mut self,
+        peer: Rank,
+        region: Region,
+    ) -> Option<Result<(), TransportError>> {
+        if !self.quiet_peer(peer) || !self.idle_region(region) {
+            return None;
+        }
+        if self.peers[peer].sq_used >= self.depth {
+            return None;
+        }
+        let posted =
+            if self.is_eager(region.len) && layout::goes_inline(region.len, self.max_inline) {
+                if !self.peers[peer].credits.can_send_data() {
+                    return None;
+                }
+                self.post_eager_inline(peer, region)
+            } else if self.is_ring(region.len)
+                && layout::goes_inline(region.len + TRAILER_BYTES, self.max_inline)
+            {
+                if !self.ring_room(peer) {
+                    return None;
+                }
+                // inline (checked above): no completion names a request
+                self.post_ring(peer, region, self.peer_wr_id(peer))
+                    .map(drop)
+            } else {
+                return None;
+            };
+        Some(match posted {
+            Ok(()) => {
+                self.inline_sends += 1;
+                if self.peers[peer].credits.credit_due() {
+                    // owed credits the message could not carry all of
+                    self.pump(peer);
+                }
+                Ok(())
+            }
+            Err(e) => {
+                // as a failed post of the generic path (post_failed)
+                self.break_peer(peer, format!("a post failed: {e}"));
+                Err(e)
+            }
+        })
+    }
+
+    /// Send path: `region` as an inline eager message into the peer's next
+    /// receive slot; the immediate returns owed credits.
+    fn post_eager_inline(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
+        let b = self.buf(region.buffer)?;
+        let mut sge = ibv_sge {
+            addr: b.reg.addr(region.offset),
+            length: region.len as u32,
+            lkey: b.reg.lkey(),
+        };
+        let credits = self.peers[peer].credits.consume(true);
+        let imm = Some(layout::msg_imm(MsgKind::Eager, credits, region.len as u32));
+        let wr_id = self.peer_wr_id(peer);
+        let op = ibv_wr_opcode::IBV_WR_SEND_WITH_IMM;
+        let sges = std::slice::from_mut(&mut sge);
+        self.post_send(peer, false, wr_id, sges, op, true, imm, None)
+    }
+
+    /// The direct blocking receive; `None` when it does not apply (nothing was done).
+    pub(super) fn recv_direct(
+        &mut self,
+        peer: Rank,
+        region: Region,
+    ) -> Option<Result<(), TransportError>> {
+        if !(self.is_eager(region.len) || self.is_ring(region.len))
+            || !self.quiet_peer(peer)
+            || !self.idle_region(region)
+        {
+            return None;
+        }
+        let p = &self.peers[peer];
+        if !p.awaiting.is_empty() || !p.awaiting_ring.is_empty() {
+            return None;
+        }
+        if let Some(data) = self.peers[peer].unexpected.pop_front() {
+            return Some(self.copy_unexpected(peer, region, &data));
+        }
+        self.direct = Some(DirectRecv {
+            peer,
+            region,
+            outcome: None,
+        });
+        let result = self.wait_direct(peer);
+        // whatever happened, nothing may be delivered into the region any more
+        self.direct = None;
+        Some(result)
+    }
+
+    /// Polls (and yields, and times out) as [`VerbsTransport::wait_one`] does,
+    /// until the direct receive has its outcome.
+    fn wait_direct(&mut self, peer: Rank) -> Result<(), TransportError> {
+        self.wait_for(peer, |t| {
+            t.direct.as_mut().and_then(|d| d.outcome.take()).transpose()
+        })
+    }
+
+    /// A message that arrived before its receive, into `region`.
+    fn copy_unexpected(
+        &mut self,
+        peer: Rank,
+        region: Region,
+        data: &[u8],
+    ) -> Result<(), TransportError> {
+        if data.len() != region.len {
+            return Err(TransportError::SizeMismatch {
+                transport: NAME,
+                peer,
+                expected_bytes: region.len,
+                got_bytes: data.len(),
+            });
+        }
+        let b = self.buf(region.buffer)?;
+        // SAFETY: no request holds any part of the buffer (idle_region), and
+        // none can start during this call: no work request covers these bytes.
+        unsafe { b.reg.write_at(region.offset, data) };
+        Ok(())
+    }
+
+    /// Whether the direct receive waits for the next message from `peer`.
+    pub(super) fn direct_waits(&self, peer: Rank) -> bool {
+        self.direct
+            .as_ref()
+            .is_some_and(|d| d.peer == peer && d.outcome.is_none())
+    }
+
+    /// Completes the direct receive (the caller checked [`Self::direct_waits`])
+    /// with the `len`-byte message at `from` of the slot or ring area.
+    ///
+    /// # Safety
+    /// The message has landed and the device does not write `[from, from+len)`
+    /// while this runs (a slot whose receive completed and is not re-posted yet;
+    /// a ring slot whose flag is set and whose credit the peer has not got back).
+    pub(super) unsafe fn deliver_direct(&mut self, landed: Landed, from: usize, len: usize) {
+        let Some(d) = &self.direct else {
+            return;
+        };
+        let (peer, region) = (d.peer, d.region);
+        let outcome = if len != region.len {
+            Err(TransportError::SizeMismatch {
+                transport: NAME,
+                peer,
+                expected_bytes: region.len,
+                got_bytes: len,
+            })
+        } else {
+            let area = match landed {
+                Landed::Slot => self.res.slots.as_ref().expect("slots"),
+                Landed::Ring => self.res.ring.as_ref().expect("ring"),
+            };
+            let b = self.res.buffers[region.buffer.0 as usize]
+                .as_ref()
+                .expect("checked by recv_direct");
+            // SAFETY: the caller guarantees the source; the region lies in the
+            // buffer (idle_region), no request holds any part of it and none can
+            // start while the direct receive waits (it holds `&mut self`), so no
+            // work request covers the destination.
+            unsafe { area.copy_to(from, &b.reg, region.offset, len) };
+            Ok(())
+        };
+        if let Some(d) = &mut self.direct {
+            d.outcome = Some(outcome);
+        }
+    }
+}
