@@ -450,6 +450,20 @@ const MEASURE: &[&str] = &[
 /// five segmented algorithms twice.
 const CANDIDATES: usize = 11;
 
+/// `simulate --select --measure` in a job of `np` ranks started by `launcher`
+/// exited 0 and printed a document that passes [`check_measured_selection`].
+fn check_measured_job(out: &std::process::Output, np: usize, launcher: &str) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    check_measured_selection(&doc, np);
+    let started_by = doc["meta"]["launcher"].as_str().unwrap();
+    assert!(started_by.starts_with(launcher), "{started_by}");
+}
+
 /// Checks a `simulate --select --measure` document of a job of `np` ranks: the
 /// predictions are of the job's size, every candidate was measured at every size,
 /// and each model's choice is charged its own measured median against the best.
@@ -538,15 +552,7 @@ fn select_measure_in_a_local_job_charges_each_model_its_choice() {
         .timeout(std::time::Duration::from_secs(300))
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
-    check_measured_selection(&doc, 3);
-    let launcher = doc["meta"]["launcher"].as_str().unwrap();
-    assert!(launcher.starts_with("local"), "{launcher}");
+    check_measured_job(&out, 3, "local");
 }
 
 #[test]
@@ -577,6 +583,7 @@ fn select_measure_under_mpirun_simulates_the_jobs_size() {
         .env_remove("NGAUGE_RENDEZVOUS")
         .env_remove("NGAUGE_JOB_TOKEN")
         .env_remove("NGAUGE_TEST_CLOCK_SKEW");
+    // support::mpi needs the `mpi` feature; this test runs without it.
     let child = cmd
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
@@ -585,15 +592,7 @@ fn select_measure_under_mpirun_simulates_the_jobs_size() {
         .unwrap();
     let out = support::output_within(child, std::time::Duration::from_secs(300))
         .unwrap_or_else(|out| panic!("hung: {}", String::from_utf8_lossy(&out.stderr)));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
-    check_measured_selection(&doc, 3);
-    let launcher = doc["meta"]["launcher"].as_str().unwrap();
-    assert!(launcher.starts_with("mpirun"), "{launcher}");
+    check_measured_job(&out, 3, "mpirun");
 }
 
 #[test]
