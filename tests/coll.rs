@@ -68,20 +68,11 @@ fn every_op_and_algorithm_over_tcp_on_4_ranks() {
             .iter()
             .map(|r| r["algo"].as_str().unwrap())
             .collect();
-        let expected: &[&str] = match op {
-            "bcast" => &[
-                "linear",
-                "binomial",
-                "chain",
-                "binary",
-                "split-binary",
-                "kchain:4",
-            ],
-            "gather" => &["linear", "binomial"],
-            "allreduce" => &["recursive-doubling", "ring"],
-            "barrier" => &["dissemination"],
-            _ => &["pairwise"],
-        };
+        let expected = coll_rows::ALGOS_OF_ALL
+            .iter()
+            .find(|(o, _)| *o == op)
+            .map(|(_, algos)| *algos)
+            .expect("an operation of ALGOS_OF_ALL");
         for a in expected {
             assert!(algos.contains(a), "{op}: {a} missing from {algos:?}");
         }

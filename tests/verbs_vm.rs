@@ -20,6 +20,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[path = "support/coll.rs"]
+mod coll_support;
 mod support;
 use support::Lack;
 
@@ -90,23 +92,7 @@ fn guest_commands() -> Vec<(&'static str, String)> {
 
 /// The collectives `ngauge coll` runs in the guest and the algorithms `--algo all`
 /// must measure for each (as the table's headers name them).
-const COLL_ALGOS: [(&str, &[&str]); 5] = [
-    (
-        "bcast",
-        &[
-            "linear",
-            "binomial",
-            "chain",
-            "binary",
-            "split-binary",
-            "kchain:4",
-        ],
-    ),
-    ("gather", &["linear", "binomial"]),
-    ("allreduce", &["recursive-doubling", "ring"]),
-    ("barrier", &["dissemination"]),
-    ("alltoall", &["pairwise"]),
-];
+use coll_support::ALGOS_OF_ALL as COLL_ALGOS;
 
 /// The algorithms of `op` whose table a `coll` section prints, in order
 /// (`OP verbs/ALGO on 4 ranks, ...` headers), and the number of size rows under each

@@ -21,6 +21,27 @@ pub const FAST: &[&str] = &[
     "10",
 ];
 
+/// The algorithms `ngauge coll --algo all` measures for each operation, as the
+/// report names them (over TCP in `tests/coll.rs`, over verbs in
+/// `tests/verbs_vm.rs`).
+pub const ALGOS_OF_ALL: [(&str, &[&str]); 5] = [
+    (
+        "bcast",
+        &[
+            "linear",
+            "binomial",
+            "chain",
+            "binary",
+            "split-binary",
+            "kchain:4",
+        ],
+    ),
+    ("gather", &["linear", "binomial"]),
+    ("allreduce", &["recursive-doubling", "ring"]),
+    ("barrier", &["dissemination"]),
+    ("alltoall", &["pairwise"]),
+];
+
 /// Every row of a `coll` document has the contract's fields, `op` and `np`, and a
 /// plausible run-time (`0 < min <= median <= max`). A row without valid calls
 /// (the window scheme on a host loaded beyond its cores: every call started late
