@@ -356,6 +356,9 @@ impl Mpi {
 
 /// The exit status of a job aborted because requests were left in flight.
 pub(crate) const ABORT_IN_FLIGHT: i32 = 3;
+/// How long a rank that aborts the job waits first, so that the launcher forwards
+/// what the rank wrote before the abort ends the forwarding.
+const ABORT_GRACE: std::time::Duration = std::time::Duration::from_millis(200);
 
 impl Drop for Mpi {
     fn drop(&mut self) {
@@ -371,10 +374,21 @@ impl Drop for Mpi {
             // A request left behind (a transport dropped with requests pending, a
             // control-plane collective that timed out) may never complete, and
             // MPI_Finalize could wait for it forever: end the job instead.
-            eprintln!(
+            // One write, not eprintln!'s several: the launcher forwards what it has
+            // read when MPI_Abort takes the job down, and under MPICH's hydra a
+            // message written in pieces arrived cut after its first pieces
+            // ("ngauge-mpi: error: 1").
+            let message = format!(
                 "ngauge-mpi: error: {in_flight} MPI request(s) still in flight at the end; \
-                 aborting the job instead of calling MPI_Finalize, which could wait for them"
+                 aborting the job instead of calling MPI_Finalize, which could wait for them\n"
             );
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), message.as_bytes());
+            let _ = std::io::Write::flush(&mut std::io::stdout());
+            // MPI_Abort takes the launcher's output forwarding down with the job:
+            // MPICH's hydra dropped what this rank had already written (its stdout
+            // too) in 1 of 6 runs. The job is ending anyway; give the launcher a
+            // moment to forward the output first.
+            std::thread::sleep(ABORT_GRACE);
             // SAFETY: MPI is initialized (not finalized yet) and we are on its thread;
             // MPI_Abort does not return on success.
             unsafe { ffi::ngm_abort(ABORT_IN_FLIGHT) };
