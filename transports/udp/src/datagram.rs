@@ -13,6 +13,7 @@ use ngauge_transport::{Access, Rank, Region, TransportError, WaitMode};
 use rustix::event::{poll, PollFd, PollFlags};
 use rustix::io::Errno;
 use rustix::net::{RecvAncillaryBuffer, RecvFlags, ReturnFlags, SendAncillaryBuffer, SendFlags};
+use socket2::Socket;
 use std::io::{IoSlice, IoSliceMut};
 use std::time::{Duration, Instant};
 
@@ -53,8 +54,12 @@ pub(crate) const COARSE_FLOOR: Duration = Duration::from_millis(100);
 /// so that the socket option is set again only when the RTO crosses one, and at
 /// least [`COARSE_FLOOR`].
 pub(crate) fn coarse(rto: Duration) -> Duration {
-    Duration::from_millis(u64::try_from(rto.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX))
-        .max(COARSE_FLOOR)
+    // In u64 (a u128 division is a library call): 10^9 ns is a whole number of ms.
+    let ms = rto
+        .as_secs()
+        .saturating_mul(1000)
+        .saturating_add(u64::from(rto.subsec_nanos().div_ceil(1_000_000)));
+    Duration::from_millis(ms).max(COARSE_FLOOR)
 }
 
 /// What a datagram carries after its header.
@@ -70,7 +75,9 @@ pub(crate) enum Payload {
 
 impl UdpTransport {
     /// Sends one datagram: header (with the acknowledgement of what this rank
-    /// delivered from `peer`) plus `payload`.
+    /// delivered from `peer`) plus `payload`. The first attempt is inline; a
+    /// refused or interrupted one continues in [`UdpTransport::transmit_again`].
+    #[inline(always)]
     pub(crate) fn transmit(
         &mut self,
         peer: Rank,
@@ -79,49 +86,59 @@ impl UdpTransport {
         payload: Payload,
     ) -> Result<(), TransportError> {
         self.stats.sent += 1;
-        // Every datagram carries an acknowledgement.
-        self.peers[peer].as_mut().expect("checked peer").owe_ack = false;
-        let sent = self.stats.sent;
-        if self.drop.as_mut().is_some_and(|d| d.drops(sent)) {
-            self.stats.test_dropped += 1;
+        if self.drop.is_some() && self.dropped() {
+            // Every datagram carries an acknowledgement, also a dropped one.
+            self.peers[peer].as_mut().expect("checked peer").owe_ack = false;
             return Ok(());
         }
-        let p = self.peers[peer].as_ref().expect("checked peer");
+        let p = self.peers[peer].as_mut().expect("checked peer");
+        // Every datagram carries an acknowledgement.
+        p.owe_ack = false;
         let bytes: &[u8] = match payload {
             Payload::Region(region) => self.pool.region(region)?,
             Payload::Window(index) => p.window.payload(index, &self.pool)?,
             Payload::Empty => &[],
         };
-        let ack = p.inbound.expected() as u8;
-        let hdr = Header { flags, ack, seq }.encode();
-        let small = bytes.len() <= SMALL_BYTES;
-        let total = HEADER_BYTES + bytes.len();
-        if small {
-            self.scratch[..HEADER_BYTES].copy_from_slice(&hdr);
-            self.scratch[HEADER_BYTES..total].copy_from_slice(bytes);
+        let hdr = Header {
+            flags,
+            ack: p.inbound.expected() as u8,
+            seq,
         }
-        let iov = [IoSlice::new(&hdr), IoSlice::new(bytes)];
-        let send_flags = match self.wait {
-            WaitMode::Poll => SendFlags::DONTWAIT | SendFlags::NOSIGNAL,
-            WaitMode::Block => SendFlags::NOSIGNAL,
-        };
+        .encode();
+        match send_datagram(&p.socket, &mut self.scratch, &hdr, bytes, self.wait) {
+            Ok(()) => Ok(()),
+            Err(errno) => self.transmit_again(peer, &hdr, payload, errno),
+        }
+    }
+
+    /// The drop hook's verdict on the datagram just counted in `stats.sent`.
+    #[cold]
+    fn dropped(&mut self) -> bool {
+        let sent = self.stats.sent;
+        let dropped = self.drop.as_mut().is_some_and(|d| d.drops(sent));
+        self.stats.test_dropped += u64::from(dropped);
+        dropped
+    }
+
+    /// The first attempt to send the datagram with header `hdr` failed with
+    /// `errno`: try again after an interruption (and, polling, while the socket
+    /// buffer is full, up to the peer timeout); count a datagram the kernel
+    /// refused as lost; report anything else.
+    #[cold]
+    #[inline(never)]
+    fn transmit_again(
+        &mut self,
+        peer: Rank,
+        hdr: &[u8; HEADER_BYTES],
+        payload: Payload,
+        mut errno: Errno,
+    ) -> Result<(), TransportError> {
         let mut spins = 0u32;
         let mut since: Option<Instant> = None;
         loop {
-            let sent = if small {
-                rustix::net::send(&p.socket, &self.scratch[..total], send_flags)
-            } else {
-                rustix::net::sendmsg(
-                    &p.socket,
-                    &iov,
-                    &mut SendAncillaryBuffer::default(),
-                    send_flags,
-                )
-            };
-            match sent {
-                Ok(_) => return Ok(()),
-                Err(Errno::INTR) => {}
-                Err(Errno::AGAIN) if self.wait == WaitMode::Poll => {
+            match errno {
+                Errno::INTR => {}
+                Errno::AGAIN if self.wait == WaitMode::Poll => {
                     std::hint::spin_loop();
                     spins = spins.wrapping_add(1);
                     if spins & 1023 == 0
@@ -130,15 +147,25 @@ impl UdpTransport {
                         return Err(self.timeout_err(peer, "send"));
                     }
                 }
-                Err(Errno::AGAIN) => return Err(self.timeout_err(peer, "send")),
+                Errno::AGAIN => return Err(self.timeout_err(peer, "send")),
                 // A firewall rule dropped the datagram on its way out (EPERM), or the
                 // device queue was full (ENOBUFS): it is lost like one dropped on the
                 // wire, and recovered the same way.
-                Err(Errno::PERM | Errno::NOBUFS) => {
+                Errno::PERM | Errno::NOBUFS => {
                     self.stats.refused += 1;
                     return Ok(());
                 }
-                Err(e) => return Err(errno_err(peer, "send", e)),
+                e => return Err(errno_err(peer, "send", e)),
+            }
+            let p = self.peers[peer].as_ref().expect("checked peer");
+            let bytes: &[u8] = match payload {
+                Payload::Region(region) => self.pool.region(region)?,
+                Payload::Window(index) => p.window.payload(index, &self.pool)?,
+                Payload::Empty => &[],
+            };
+            match send_datagram(&p.socket, &mut self.scratch, hdr, bytes, self.wait) {
+                Ok(()) => return Ok(()),
+                Err(e) => errno = e,
             }
         }
     }
@@ -152,7 +179,10 @@ impl UdpTransport {
         }
     }
 
-    /// One `recvmsg` into `region` from `peer`; classifies what arrived.
+    /// One `recv` (up to [`SMALL_BYTES`], through the scratch buffer) or `recvmsg`
+    /// (header and payload as two iovecs) into `region` from `peer`; classifies what
+    /// arrived.
+    #[inline(always)]
     pub(crate) fn receive_once(
         &mut self,
         peer: Rank,
@@ -165,44 +195,46 @@ impl UdpTransport {
         } else {
             RecvFlags::TRUNC | RecvFlags::DONTWAIT
         };
-        let small = region.len <= SMALL_BYTES;
+        if region.len <= SMALL_BYTES {
+            // Through the scratch buffer: the header and the payload in one `recv`.
+            let (n, full) = match rustix::net::recv(&p.socket, &mut self.scratch[..], flags) {
+                Ok(got) => got,
+                Err(e @ (Errno::AGAIN | Errno::INTR)) => return Ok(Err(e)),
+                Err(e) => return Err(errno_err(peer, "recv", e)),
+            };
+            let Some(header) = Header::parse(&self.scratch[..n]) else {
+                // Not ours (a stray datagram on the port): ignore it.
+                return Ok(Ok(Arrival::Ignored));
+            };
+            let arrival =
+                self.on_arrival(peer, header, full - HEADER_BYTES, full > n, region.len)?;
+            if let Arrival::Delivered { .. } = arrival {
+                // `on_arrival` delivers only a payload of exactly `region.len` bytes.
+                self.pool
+                    .region_mut(region)?
+                    .copy_from_slice(&self.scratch[HEADER_BYTES..HEADER_BYTES + region.len]);
+            }
+            return Ok(Ok(arrival));
+        }
         let mut hdr = [0u8; HEADER_BYTES];
+        let bytes = self.pool.region_mut(region)?;
+        let mut iov = [IoSliceMut::new(&mut hdr), IoSliceMut::new(bytes)];
         // (datagram length, truncated)
-        let (total, truncated) = if small {
-            match rustix::net::recv(&p.socket, &mut self.scratch[..], flags) {
-                Ok((n, full)) => {
-                    if n >= HEADER_BYTES {
-                        hdr.copy_from_slice(&self.scratch[..HEADER_BYTES]);
-                    }
-                    (full, full > n)
-                }
-                Err(e @ (Errno::AGAIN | Errno::INTR)) => return Ok(Err(e)),
-                Err(e) => return Err(errno_err(peer, "recv", e)),
-            }
-        } else {
-            let bytes = self.pool.region_mut(region)?;
-            let mut iov = [IoSliceMut::new(&mut hdr), IoSliceMut::new(bytes)];
-            match rustix::net::recvmsg(
-                &p.socket,
-                &mut iov,
-                &mut RecvAncillaryBuffer::default(),
-                flags,
-            ) {
-                Ok(msg) => (msg.bytes, msg.flags.contains(ReturnFlags::TRUNC)),
-                Err(e @ (Errno::AGAIN | Errno::INTR)) => return Ok(Err(e)),
-                Err(e) => return Err(errno_err(peer, "recv", e)),
-            }
+        let (total, truncated) = match rustix::net::recvmsg(
+            &p.socket,
+            &mut iov,
+            &mut RecvAncillaryBuffer::default(),
+            flags,
+        ) {
+            Ok(msg) => (msg.bytes, msg.flags.contains(ReturnFlags::TRUNC)),
+            Err(e @ (Errno::AGAIN | Errno::INTR)) => return Ok(Err(e)),
+            Err(e) => return Err(errno_err(peer, "recv", e)),
         };
         let Some(header) = Header::parse(&hdr[..total.min(HEADER_BYTES)]) else {
             // Not ours (a stray datagram on the port): ignore it.
             return Ok(Ok(Arrival::Ignored));
         };
         let arrival = self.on_arrival(peer, header, total - HEADER_BYTES, truncated, region.len)?;
-        if small && matches!(arrival, Arrival::Delivered { .. }) {
-            self.pool
-                .region_mut(region)?
-                .copy_from_slice(&self.scratch[HEADER_BYTES..HEADER_BYTES + region.len]);
-        }
         Ok(Ok(arrival))
     }
 
@@ -405,6 +437,33 @@ impl UdpTransport {
     }
 }
 
+/// One attempt to send header `hdr` and `bytes` as one datagram on `socket`: up to
+/// [`SMALL_BYTES`] copied behind the header in `scratch` and sent with `send`,
+/// larger ones with `sendmsg` as two iovecs (no copy). Polling, it does not block.
+#[inline(always)]
+fn send_datagram(
+    socket: &Socket,
+    scratch: &mut [u8; HEADER_BYTES + SMALL_BYTES],
+    hdr: &[u8; HEADER_BYTES],
+    bytes: &[u8],
+    wait: WaitMode,
+) -> Result<(), Errno> {
+    let flags = match wait {
+        WaitMode::Poll => SendFlags::DONTWAIT | SendFlags::NOSIGNAL,
+        WaitMode::Block => SendFlags::NOSIGNAL,
+    };
+    let (head, rest) = scratch.split_at_mut(HEADER_BYTES);
+    if let Some(tail) = rest.get_mut(..bytes.len()) {
+        head.copy_from_slice(hdr);
+        tail.copy_from_slice(bytes);
+        let total = HEADER_BYTES + bytes.len();
+        rustix::net::send(socket, &scratch[..total], flags).map(drop)
+    } else {
+        let iov = [IoSlice::new(hdr), IoSlice::new(bytes)];
+        rustix::net::sendmsg(socket, &iov, &mut SendAncillaryBuffer::default(), flags).map(drop)
+    }
+}
+
 /// Whether this receive from `p` waits for the RTO precisely (`ppoll`): after a
 /// sign of loss, for the next [`PRECISE_WAITS`] waits for an answer, and while the
 /// peer is saying goodbye. Counts the wait.
@@ -417,4 +476,21 @@ pub(crate) fn careful_wait(p: &mut crate::Peer) -> bool {
         return true;
     }
     p.said_bye
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn coarse_rounds_up_to_whole_milliseconds_across_seconds() {
+        let ms = Duration::from_millis;
+        assert_eq!(coarse(ms(1500)), ms(1500));
+        assert_eq!(coarse(ms(1500) + Duration::from_nanos(1)), ms(1501));
+        assert_eq!(coarse(Duration::new(2, 999_000_001)), ms(3000));
+        assert_eq!(coarse(Duration::from_secs(7)), ms(7000));
+        // Below the floor, the floor; no overflow at the top.
+        assert_eq!(coarse(ms(99) + Duration::from_nanos(1)), COARSE_FLOOR);
+        assert_eq!(coarse(Duration::MAX), ms(u64::MAX));
+    }
 }

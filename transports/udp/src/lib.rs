@@ -256,7 +256,7 @@ pub struct UdpTransport {
     requests: Requests<Request>,
     stats: Stats,
     /// Header plus a small message, for the copy path.
-    scratch: Vec<u8>,
+    scratch: Box<[u8; HEADER_BYTES + SMALL_BYTES]>,
     /// Nonblocking receive attempts that found nothing (to pace clock reads).
     empty_polls: u32,
     /// `poll(2)` descriptors, kept empty between sleeps to reuse the allocation.
@@ -382,7 +382,7 @@ impl UdpTransport {
             pool: BufferPool::new(NAME),
             requests: Requests::new(NAME),
             stats: Stats::default(),
-            scratch: vec![0; HEADER_BYTES + SMALL_BYTES],
+            scratch: Box::new([0; HEADER_BYTES + SMALL_BYTES]),
             empty_polls: 0,
             poll_fds: Vec::new(),
         })
@@ -414,6 +414,7 @@ impl UdpTransport {
     }
 
     /// Copies every kept message (to any peer) that `region` is about to overwrite.
+    #[inline]
     fn preserve(&mut self, region: Region) -> Result<(), TransportError> {
         for p in self.peers.iter_mut().flatten() {
             p.window.preserve(region, &self.pool)?;

@@ -45,7 +45,10 @@ pub(crate) struct SendWindow {
     /// Every message before this one was delivered at the peer.
     acked: u32,
     /// Buffers that entries without a copy refer to, with their counts (so that
-    /// [`SendWindow::preserve`] looks at nothing when a region is elsewhere).
+    /// [`SendWindow::preserve`] looks at nothing when a region is elsewhere). A
+    /// count that falls to 0 stays until another buffer is counted: a ping-pong
+    /// sends one message at a time from one buffer, and would otherwise remove and
+    /// add its entry at every message.
     referenced: Vec<(BufferId, u32)>,
     spare: Vec<Vec<u8>>,
 }
@@ -53,10 +56,10 @@ pub(crate) struct SendWindow {
 impl SendWindow {
     /// Keeps message `seq` (the next one) sent from `region`; the oldest goes when
     /// the window is full.
+    #[inline(always)]
     pub(crate) fn push(&mut self, seq: u32, region: Region) {
         if self.entries.len() == WINDOW {
-            let old = self.entries.pop_front().expect("full window");
-            self.retire(old);
+            self.drop_oldest();
         }
         self.count(region.buffer, 1);
         self.entries.push_back(Entry {
@@ -66,8 +69,15 @@ impl SendWindow {
         });
     }
 
+    #[cold]
+    fn drop_oldest(&mut self) {
+        let old = self.entries.pop_front().expect("full window");
+        self.retire(old);
+    }
+
     /// The peer has delivered every message before `upto` (a `NACK` or `BYE`).
     /// Ignored when it is not ahead of what is known or beyond `next_seq`.
+    #[inline(always)]
     pub(crate) fn ack(&mut self, upto: u32, next_seq: u32) {
         if before(self.acked, upto) && !before(next_seq, upto) {
             self.acked = upto;
@@ -83,6 +93,7 @@ impl SendWindow {
 
     /// The low byte of the peer's delivered count, from a datagram delivered in
     /// order (see the module docs).
+    #[inline(always)]
     pub(crate) fn ack_low_byte(&mut self, low: u8, next_seq: u32) {
         let step = low.wrapping_sub(self.acked as u8);
         if step > 0 && step < 128 {
@@ -128,14 +139,29 @@ impl SendWindow {
 
     /// Copies every kept message whose bytes `region` overlaps (they are about to
     /// change: a receive into them, `buffer_mut`, `free_buffer`).
+    #[inline]
     pub(crate) fn preserve(
         &mut self,
         region: Region,
         pool: &BufferPool,
     ) -> Result<(), TransportError> {
-        if !self.referenced.iter().any(|&(b, _)| b == region.buffer) {
-            return Ok(());
+        if self
+            .referenced
+            .iter()
+            .any(|&(b, n)| b == region.buffer && n > 0)
+        {
+            self.copy_overlapping(region, pool)?;
         }
+        Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn copy_overlapping(
+        &mut self,
+        region: Region,
+        pool: &BufferPool,
+    ) -> Result<(), TransportError> {
         for i in 0..self.entries.len() {
             let e = &self.entries[i];
             if e.copy.is_none() && overlap(e.region, region) {
@@ -150,24 +176,43 @@ impl SendWindow {
         Ok(())
     }
 
+    #[inline(always)]
     fn retire(&mut self, e: Entry) {
         match e.copy {
-            Some(copy) if self.spare.len() < SPARE_COPIES => self.spare.push(copy),
-            Some(_) => {}
+            Some(copy) => self.keep_spare(copy),
             None => self.count(e.region.buffer, -1),
         }
     }
 
+    #[cold]
+    fn keep_spare(&mut self, copy: Vec<u8>) {
+        if self.spare.len() < SPARE_COPIES {
+            self.spare.push(copy);
+        }
+    }
+
+    /// Adds `by` to the count of entries without a copy that refer to `buffer`.
+    #[inline(always)]
     fn count(&mut self, buffer: BufferId, by: i32) {
+        match self.referenced.first_mut() {
+            Some((b, n)) if *b == buffer => *n = n.wrapping_add_signed(by),
+            _ => self.count_elsewhere(buffer, by),
+        }
+    }
+
+    /// [`SendWindow::count`] for a buffer other than the first one listed: a new
+    /// buffer is listed after the counts that fell to 0 are removed.
+    #[cold]
+    fn count_elsewhere(&mut self, buffer: BufferId, by: i32) {
         match self.referenced.iter().position(|&(b, _)| b == buffer) {
             Some(i) => {
                 let n = &mut self.referenced[i].1;
                 *n = n.wrapping_add_signed(by);
-                if *n == 0 {
-                    self.referenced.swap_remove(i);
-                }
             }
-            None if by > 0 => self.referenced.push((buffer, by as u32)),
+            None if by > 0 => {
+                self.referenced.retain(|&(_, n)| n > 0);
+                self.referenced.push((buffer, by as u32));
+            }
             None => {}
         }
     }
@@ -186,6 +231,15 @@ mod tests {
         let b = pool.alloc(bytes.len());
         pool.get_mut(b).unwrap().copy_from_slice(bytes);
         (pool, b)
+    }
+
+    /// The buffers counted with a count above 0.
+    fn live(w: &SendWindow) -> Vec<(BufferId, u32)> {
+        w.referenced
+            .iter()
+            .copied()
+            .filter(|&(_, n)| n > 0)
+            .collect()
     }
 
     fn seqs(w: &SendWindow) -> Vec<u32> {
@@ -275,7 +329,7 @@ mod tests {
         );
         // Elsewhere: nothing copied.
         w.preserve(other.prefix(8), &pool).unwrap();
-        assert_eq!(w.referenced, [(b, 2)]);
+        assert_eq!(live(&w), [(b, 2)]);
         // The second half only.
         w.preserve(
             Region {
@@ -289,10 +343,40 @@ mod tests {
         pool.get_mut(b).unwrap().fill(0);
         assert_eq!(w.payload(0, &pool).unwrap(), [0, 0, 0, 0]);
         assert_eq!(w.payload(1, &pool).unwrap(), [5, 6, 7, 8]);
-        assert_eq!(w.referenced, [(b, 1)]);
+        assert_eq!(live(&w), [(b, 1)]);
         // Acknowledged entries give their references and copies back.
         w.ack(2, 2);
-        assert!(w.referenced.is_empty());
+        assert!(live(&w).is_empty());
         assert_eq!(w.spare.len(), 1);
+    }
+
+    #[test]
+    fn a_buffer_whose_count_fell_to_zero_is_neither_copied_nor_kept_listed() {
+        let (mut pool, a) = pool_with(&[1, 2, 3, 4]);
+        let b = pool.alloc(4);
+        let mut w = SendWindow::default();
+        // A ping-pong: one message from `a` at a time, acknowledged before the next.
+        for seq in 0..3 {
+            w.push(seq, a.prefix(4));
+            w.ack(seq + 1, seq + 1);
+        }
+        assert_eq!(
+            w.referenced,
+            [(a, 0)],
+            "listed once, with nothing behind it"
+        );
+        // A receive into `a` finds nothing to copy.
+        w.preserve(a.prefix(4), &pool).unwrap();
+        assert_eq!(w.spare.len(), 0);
+        // Sending from `b` drops `a`'s empty count; sending from `a` again lists it.
+        w.push(3, b.prefix(4));
+        assert_eq!(w.referenced, [(b, 1)]);
+        w.push(4, a.prefix(2));
+        assert_eq!(w.referenced, [(b, 1), (a, 1)]);
+        // Overwriting `a` copies the message from `a` only, and counts it off.
+        w.preserve(a.prefix(1), &pool).unwrap();
+        pool.get_mut(a).unwrap().fill(9);
+        assert_eq!(w.payload(1, &pool).unwrap(), [1, 2]);
+        assert_eq!(live(&w), [(b, 1)]);
     }
 }
