@@ -62,6 +62,16 @@ pub(crate) fn coarse(rto: Duration) -> Duration {
     Duration::from_millis(ms).max(COARSE_FLOOR)
 }
 
+/// `SO_RCVTIMEO` for a blocking wait of `want` in `recv` (not in `ppoll`): a short
+/// one (the RTO) [`coarse`], a long one (the peer timeout) as it is.
+pub(crate) fn socket_wait(want: Duration) -> Duration {
+    if want < PRECISE_BELOW {
+        coarse(want)
+    } else {
+        want
+    }
+}
+
 /// What a datagram carries after its header.
 #[derive(Clone, Copy)]
 pub(crate) enum Payload {
@@ -250,22 +260,34 @@ impl UdpTransport {
     /// answer is itself a copy sent again (Karn's algorithm, RFC 6298 sec. 3), or
     /// the answer does not acknowledge everything this rank sent (it was not sent
     /// in reply to the last message).
-    pub(crate) fn recv_direct(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
+    ///
+    /// `first` is the outcome of a receive the fast path
+    /// ([`UdpTransport::recv_fast`]) made already with this wait's socket timeout:
+    /// the loop takes it as its first attempt's.
+    pub(crate) fn recv_direct(
+        &mut self,
+        peer: Rank,
+        region: Region,
+        mut first: Option<Errno>,
+    ) -> Result<(), TransportError> {
+        let blocking = self.wait == WaitMode::Block;
+        let retransmissions = self.stats.retransmissions;
         let p = self.peers[peer].as_mut().expect("checked peer");
-        if p.said_bye && !p.ahead() {
+        // Whether this rank waits for an answer: nothing this receive does changes
+        // it (only a delivery, which ends it).
+        let ahead = p.ahead();
+        if p.said_bye && !ahead {
             return Err(closed_err(peer));
         }
-        let sample_from = if p.ahead() && (p.unsampled >= SAMPLE_EVERY || !p.rto.measured()) {
-            Some((Instant::now(), self.stats.retransmissions))
+        let sample_from = if ahead && (p.unsampled >= SAMPLE_EVERY || !p.rto.measured()) {
+            Some((Instant::now(), retransmissions))
         } else {
-            p.unsampled = p.unsampled.saturating_add(u32::from(p.ahead()));
+            p.unsampled = p.unsampled.saturating_add(u32::from(ahead));
             None
         };
-        self.preserve(region)?;
-        let blocking = self.wait == WaitMode::Block;
         // After a sign of loss (or a `BYE`), the RTO is waited for precisely.
-        let mut careful =
-            blocking && careful_wait(self.peers[peer].as_mut().expect("checked peer"));
+        let mut careful = blocking && careful_wait(p);
+        self.preserve(region)?;
         // When this wait began, and when the RTO was last restarted (set lazily).
         let mut started: Option<Instant> = None;
         let mut kicked: Option<Instant> = None;
@@ -276,15 +298,11 @@ impl UdpTransport {
             // PRECISE_BELOW and PRECISE_WAITS).
             let (want, precise) = if blocking {
                 let p = self.peers[peer].as_mut().expect("checked peer");
-                let want = if p.ahead() { p.rto.get() } else { self.timeout };
+                let want = if ahead { p.rto.get() } else { self.timeout };
                 if want < PRECISE_BELOW && careful {
                     (want, true)
                 } else {
-                    let want = if want < PRECISE_BELOW {
-                        coarse(want)
-                    } else {
-                        want
-                    };
+                    let want = socket_wait(want);
                     if p.socket_timeout != Some(want) {
                         p.socket.set_read_timeout(Some(want)).map_err(|source| {
                             TransportError::Io {
@@ -301,7 +319,9 @@ impl UdpTransport {
             } else {
                 (Duration::ZERO, false)
             };
-            let arrival = if precise {
+            let arrival = if let Some(errno) = first.take() {
+                Err(errno)
+            } else if precise {
                 let p = self.peers[peer].as_ref().expect("checked peer");
                 let mut fds = [PollFd::new(&p.socket, PollFlags::IN)];
                 match poll(&mut fds, Some(&timespec(want))) {

@@ -113,6 +113,7 @@
 
 mod datagram;
 mod drop;
+mod fast;
 mod inbound;
 mod linger;
 mod reliability;
@@ -414,7 +415,7 @@ impl UdpTransport {
     }
 
     /// Copies every kept message (to any peer) that `region` is about to overwrite.
-    #[inline]
+    #[inline(always)]
     fn preserve(&mut self, region: Region) -> Result<(), TransportError> {
         for p in self.peers.iter_mut().flatten() {
             p.window.preserve(region, &self.pool)?;
@@ -540,7 +541,7 @@ impl Transport for UdpTransport {
         // Not into bytes a pending receive (from any peer) writes.
         self.pool.region_for_write(region)?;
         if self.peers[peer].as_ref().expect("peer").recvs.is_empty() {
-            self.recv_direct(peer, region)
+            self.recv_fast(peer, region)
         } else {
             let id = self.irecv(peer, region)?;
             self.wait(id).inspect_err(|_| self.withdraw(peer, id))

@@ -44,12 +44,10 @@ pub(crate) struct SendWindow {
     entries: VecDeque<Entry>,
     /// Every message before this one was delivered at the peer.
     acked: u32,
-    /// Buffers that entries without a copy refer to, with their counts (so that
-    /// [`SendWindow::preserve`] looks at nothing when a region is elsewhere). A
-    /// count that falls to 0 stays until another buffer is counted: a ping-pong
-    /// sends one message at a time from one buffer, and would otherwise remove and
-    /// add its entry at every message.
-    referenced: Vec<(BufferId, u32)>,
+    /// How many entries without a copy refer to each buffer, by buffer id (so that
+    /// [`SendWindow::preserve`] looks at nothing when a region is elsewhere, in
+    /// one look-up).
+    referenced: Vec<u32>,
     spare: Vec<Vec<u8>>,
 }
 
@@ -147,8 +145,8 @@ impl SendWindow {
     ) -> Result<(), TransportError> {
         if self
             .referenced
-            .iter()
-            .any(|&(b, n)| b == region.buffer && n > 0)
+            .get(region.buffer.0 as usize)
+            .is_some_and(|&n| n > 0)
         {
             self.copy_overlapping(region, pool)?;
         }
@@ -194,26 +192,18 @@ impl SendWindow {
     /// Adds `by` to the count of entries without a copy that refer to `buffer`.
     #[inline(always)]
     fn count(&mut self, buffer: BufferId, by: i32) {
-        match self.referenced.first_mut() {
-            Some((b, n)) if *b == buffer => *n = n.wrapping_add_signed(by),
-            _ => self.count_elsewhere(buffer, by),
+        match self.referenced.get_mut(buffer.0 as usize) {
+            Some(n) => *n = n.wrapping_add_signed(by),
+            None => self.count_new(buffer, by),
         }
     }
 
-    /// [`SendWindow::count`] for a buffer other than the first one listed: a new
-    /// buffer is listed after the counts that fell to 0 are removed.
+    /// [`SendWindow::count`] for a buffer id beyond the counts so far.
     #[cold]
-    fn count_elsewhere(&mut self, buffer: BufferId, by: i32) {
-        match self.referenced.iter().position(|&(b, _)| b == buffer) {
-            Some(i) => {
-                let n = &mut self.referenced[i].1;
-                *n = n.wrapping_add_signed(by);
-            }
-            None if by > 0 => {
-                self.referenced.retain(|&(_, n)| n > 0);
-                self.referenced.push((buffer, by as u32));
-            }
-            None => {}
+    fn count_new(&mut self, buffer: BufferId, by: i32) {
+        if by > 0 {
+            self.referenced.resize(buffer.0 as usize + 1, 0);
+            self.referenced[buffer.0 as usize] = by as u32;
         }
     }
 }
@@ -235,9 +225,9 @@ mod tests {
 
     /// The buffers counted with a count above 0.
     fn live(w: &SendWindow) -> Vec<(BufferId, u32)> {
-        w.referenced
-            .iter()
-            .copied()
+        (0..w.referenced.len() as u32)
+            .map(BufferId)
+            .zip(w.referenced.iter().copied())
             .filter(|&(_, n)| n > 0)
             .collect()
     }
@@ -351,32 +341,30 @@ mod tests {
     }
 
     #[test]
-    fn a_buffer_whose_count_fell_to_zero_is_neither_copied_nor_kept_listed() {
+    fn counts_follow_the_entries_without_a_copy_per_buffer() {
         let (mut pool, a) = pool_with(&[1, 2, 3, 4]);
         let b = pool.alloc(4);
+        assert_eq!((a.0, b.0), (0, 1));
         let mut w = SendWindow::default();
-        // A ping-pong: one message from `a` at a time, acknowledged before the next.
+        // A ping-pong: one message from `b` at a time, acknowledged before the next.
         for seq in 0..3 {
-            w.push(seq, a.prefix(4));
+            w.push(seq, b.prefix(4));
             w.ack(seq + 1, seq + 1);
         }
-        assert_eq!(
-            w.referenced,
-            [(a, 0)],
-            "listed once, with nothing behind it"
-        );
-        // A receive into `a` finds nothing to copy.
-        w.preserve(a.prefix(4), &pool).unwrap();
+        assert_eq!(w.referenced, [0, 0]);
+        // A receive into `b` finds nothing to copy.
+        w.preserve(b.prefix(4), &pool).unwrap();
         assert_eq!(w.spare.len(), 0);
-        // Sending from `b` drops `a`'s empty count; sending from `a` again lists it.
         w.push(3, b.prefix(4));
-        assert_eq!(w.referenced, [(b, 1)]);
         w.push(4, a.prefix(2));
-        assert_eq!(w.referenced, [(b, 1), (a, 1)]);
+        assert_eq!(live(&w), [(a, 1), (b, 1)]);
         // Overwriting `a` copies the message from `a` only, and counts it off.
         w.preserve(a.prefix(1), &pool).unwrap();
         pool.get_mut(a).unwrap().fill(9);
         assert_eq!(w.payload(1, &pool).unwrap(), [1, 2]);
+        assert_eq!(live(&w), [(b, 1)]);
+        // A buffer id never counted before is no reason to copy anything.
+        w.preserve(BufferId(7).prefix(1), &pool).unwrap();
         assert_eq!(live(&w), [(b, 1)]);
     }
 }
