@@ -75,7 +75,8 @@ pub(crate) fn socket_wait(want: Duration) -> Duration {
 /// What a datagram carries after its header.
 #[derive(Clone, Copy)]
 pub(crate) enum Payload {
-    /// A region of the pool (a message sent for the first time).
+    /// A region of the pool (a message sent for the first time), which no pending
+    /// receive may be writing (`BufferPool::region_for_read`).
     Region(Region),
     /// The message at this index of the peer's send window (sent again).
     Window(usize),
@@ -95,20 +96,21 @@ impl UdpTransport {
         seq: u32,
         payload: Payload,
     ) -> Result<(), TransportError> {
-        self.stats.sent += 1;
-        if self.drop.is_some() && self.dropped() {
-            // Every datagram carries an acknowledgement, also a dropped one.
-            self.peers[peer].as_mut().expect("checked peer").owe_ack = false;
-            return Ok(());
-        }
         let p = self.peers[peer].as_mut().expect("checked peer");
-        // Every datagram carries an acknowledgement.
-        p.owe_ack = false;
         let bytes: &[u8] = match payload {
-            Payload::Region(region) => self.pool.region(region)?,
+            Payload::Region(region) => self.pool.region_for_read(region)?,
             Payload::Window(index) => p.window.payload(index, &self.pool)?,
             Payload::Empty => &[],
         };
+        self.stats.sent += 1;
+        // Every datagram carries an acknowledgement, also one the test hook drops.
+        p.owe_ack = false;
+        if let Some(hook) = self.drop.as_mut() {
+            if hook.drops(self.stats.sent) {
+                self.stats.test_dropped += 1;
+                return Ok(());
+            }
+        }
         let hdr = Header {
             flags,
             ack: p.inbound.expected() as u8,
@@ -119,15 +121,6 @@ impl UdpTransport {
             Ok(()) => Ok(()),
             Err(errno) => self.transmit_again(peer, &hdr, payload, errno),
         }
-    }
-
-    /// The drop hook's verdict on the datagram just counted in `stats.sent`.
-    #[cold]
-    fn dropped(&mut self) -> bool {
-        let sent = self.stats.sent;
-        let dropped = self.drop.as_mut().is_some_and(|d| d.drops(sent));
-        self.stats.test_dropped += u64::from(dropped);
-        dropped
     }
 
     /// The first attempt to send the datagram with header `hdr` failed with
@@ -298,11 +291,11 @@ impl UdpTransport {
             // PRECISE_BELOW and PRECISE_WAITS).
             let (want, precise) = if blocking {
                 let p = self.peers[peer].as_mut().expect("checked peer");
-                let want = if ahead { p.rto.get() } else { self.timeout };
-                if want < PRECISE_BELOW && careful {
-                    (want, true)
+                let wait = if ahead { p.rto.get() } else { self.timeout };
+                if wait < PRECISE_BELOW && careful {
+                    (wait, true)
                 } else {
-                    let want = socket_wait(want);
+                    let want = socket_wait(wait);
                     if p.socket_timeout != Some(want) {
                         p.socket.set_read_timeout(Some(want)).map_err(|source| {
                             TransportError::Io {
@@ -314,6 +307,7 @@ impl UdpTransport {
                         })?;
                         p.socket_timeout = Some(want);
                     }
+                    p.armed_for = Some(wait);
                     (want, false)
                 }
             } else {

@@ -15,7 +15,7 @@
 //! path changes no state before its `recv`, so `recv_direct` starts as if it had
 //! been called first.
 
-use crate::datagram::{socket_wait, SMALL_BYTES};
+use crate::datagram::SMALL_BYTES;
 use crate::reliability::Arrival;
 use crate::rto::SAMPLE_EVERY;
 use crate::wire::{Header, HEADER_BYTES};
@@ -41,7 +41,7 @@ impl UdpTransport {
             && !(blocking && ahead && p.precise_waits > 0)
             // ...and the socket timeout armed for this wait.
             && (!blocking
-                || p.socket_timeout == Some(socket_wait(if ahead { p.rto.get() } else { timeout })));
+                || p.armed_for == Some(if ahead { p.rto.get() } else { timeout }));
         if !eligible {
             return self.recv_direct(peer, region, None);
         }

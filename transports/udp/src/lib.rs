@@ -205,6 +205,10 @@ struct Peer {
     quiet_since: Option<Instant>,
     /// Current `SO_RCVTIMEO` (block mode).
     socket_timeout: Option<Duration>,
+    /// The wait (the RTO or the peer timeout) that `socket_timeout` was set for
+    /// (`datagram::socket_wait` of it), so that the fast path (`fast`) sees that the
+    /// socket is ready for a wait with one comparison.
+    armed_for: Option<Duration>,
     /// Waits for an answer left that use the precise `ppoll` wait for the RTO
     /// (block mode; set by a sign of loss, see `datagram::PRECISE_WAITS`).
     precise_waits: u32,
@@ -360,6 +364,7 @@ impl UdpTransport {
                 last_heard: Some(now),
                 quiet_since: Some(now),
                 socket_timeout: None,
+                armed_for: None,
                 precise_waits: 0,
                 said_bye: false,
                 probes_after_bye: 0,
@@ -523,11 +528,9 @@ impl Transport for UdpTransport {
     fn send(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
         self.check_peer(peer)?;
         self.check_size(region.len)?;
-        // Not from bytes a pending receive writes (sends complete at once and hold
-        // nothing themselves).
-        self.pool.region_for_read(region)?;
-        let p = self.peers[peer].as_mut().expect("checked peer");
-        let seq = p.next_seq;
+        let seq = self.peers[peer].as_ref().expect("checked peer").next_seq;
+        // Not from bytes a pending receive writes (`Payload::Region`; sends complete
+        // at once and hold nothing themselves).
         self.transmit(peer, 0, seq, Payload::Region(region))?;
         let p = self.peers[peer].as_mut().expect("checked peer");
         p.next_seq = seq.wrapping_add(1);
