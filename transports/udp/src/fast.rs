@@ -8,7 +8,7 @@
 //! wait after a sign of loss, and in block mode the socket timeout already armed
 //! for this wait. Everything else goes on in `recv_direct`, from where the fast
 //! path left it: before the `recv` (not eligible), after it with nothing consumed
-//! (`EINTR`, polling's `EAGAIN`), with the expiry of the socket timeout as its
+//! (`EINTR`, polling's `EAGAIN` after [`FAST_SPINS`] tries), with the expiry of the socket timeout as its
 //! first attempt's outcome (blocking `EAGAIN`), or after a datagram that was not
 //! the next message, which [`UdpTransport::on_arrival`] has handled already (a
 //! duplicate, an early message, a `NACK`, a `BYE`, a stray datagram). The fast
@@ -23,6 +23,14 @@ use crate::{errno_err, UdpTransport};
 use ngauge_transport::{Rank, Region, TransportError, WaitMode};
 use rustix::io::Errno;
 use rustix::net::RecvFlags;
+use socket2::Socket;
+
+/// Empty nonblocking `recv`s the fast path makes in poll mode before it hands the
+/// wait over to `recv_direct` (each is one system call that finds nothing; a
+/// loopback answer usually comes within them). `recv_direct` reads the clock once per 256 empty `recv`s and
+/// counts the RTO and the peer timeout from its first read, which these spins
+/// delay by as long.
+const FAST_SPINS: u32 = 64;
 
 impl UdpTransport {
     /// A blocking receive from `peer` into `region` with nothing queued (see the
@@ -47,13 +55,13 @@ impl UdpTransport {
         }
         // Kept messages in the bytes about to be written are copied first.
         self.preserve(region)?;
-        let flags = if blocking {
-            RecvFlags::TRUNC
-        } else {
-            RecvFlags::TRUNC | RecvFlags::DONTWAIT
-        };
         let p = self.peers[peer].as_ref().expect("checked peer");
-        let (n, full) = match rustix::net::recv(&p.socket, &mut self.scratch[..], flags) {
+        let got = if blocking {
+            rustix::net::recv(&p.socket, &mut self.scratch[..], RecvFlags::TRUNC)
+        } else {
+            spin_recv(&p.socket, &mut self.scratch[..])
+        };
+        let (n, full) = match got {
             Ok(got) => got,
             // The socket timeout expired: `recv_direct` takes it as its first wait's.
             Err(Errno::AGAIN) if blocking => {
@@ -77,6 +85,26 @@ impl UdpTransport {
                 Ok(())
             }
             Arrival::Ignored => self.recv_direct(peer, region, None),
+        }
+    }
+}
+
+/// Poll mode's `recv(MSG_DONTWAIT)` into `scratch`, tried up to [`FAST_SPINS`]
+/// times while it finds nothing (out of line: the blocking path stays straight).
+#[inline(never)]
+fn spin_recv(socket: &Socket, scratch: &mut [u8]) -> Result<(usize, usize), Errno> {
+    let mut spins = 0;
+    loop {
+        match rustix::net::recv(
+            socket,
+            &mut *scratch,
+            RecvFlags::TRUNC | RecvFlags::DONTWAIT,
+        ) {
+            Err(Errno::AGAIN) if spins < FAST_SPINS => {
+                std::hint::spin_loop();
+                spins += 1;
+            }
+            other => return other,
         }
     }
 }
