@@ -13,6 +13,7 @@ use ngauge_transport::{Access, Rank, Region, TransportError, WaitMode};
 use rustix::event::{poll, PollFd, PollFlags};
 use rustix::io::Errno;
 use rustix::net::{RecvFlags, SendAncillaryBuffer, SendFlags};
+use socket2::Socket;
 use std::io::IoSlice;
 use std::time::{Duration, Instant};
 
@@ -60,14 +61,29 @@ pub(crate) const COARSE_FLOOR: Duration = Duration::from_millis(100);
 /// so that the socket option is set again only when the RTO crosses one, and at
 /// least [`COARSE_FLOOR`].
 pub(crate) fn coarse(rto: Duration) -> Duration {
-    Duration::from_millis(u64::try_from(rto.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX))
-        .max(COARSE_FLOOR)
+    // In u64 (a u128 division is a library call): 10^9 ns is a whole number of ms.
+    let ms = rto
+        .as_secs()
+        .saturating_mul(1000)
+        .saturating_add(u64::from(rto.subsec_nanos().div_ceil(1_000_000)));
+    Duration::from_millis(ms).max(COARSE_FLOOR)
+}
+
+/// `SO_RCVTIMEO` for a blocking wait of `want` in `recv` (not in `ppoll`): a short
+/// one (the RTO) [`coarse`], a long one (the peer timeout) as it is.
+pub(crate) fn socket_wait(want: Duration) -> Duration {
+    if want < PRECISE_BELOW {
+        coarse(want)
+    } else {
+        want
+    }
 }
 
 /// What a datagram carries after its header.
 #[derive(Clone, Copy)]
 pub(crate) enum Payload {
-    /// A region of the pool (a message sent for the first time).
+    /// A region of the pool (a message sent for the first time), which no pending
+    /// receive may be writing (`BufferPool::region_for_read`).
     Region(Region),
     /// The message at this index of the peer's send window (sent again).
     Window(usize),
@@ -77,7 +93,9 @@ pub(crate) enum Payload {
 
 impl UdpTransport {
     /// Sends one datagram: header (with the acknowledgement of what this rank
-    /// delivered from `peer`) plus `payload`.
+    /// delivered from `peer`) plus `payload`. The first attempt is inline; a
+    /// refused or interrupted one continues in [`UdpTransport::transmit_again`].
+    #[inline(always)]
     pub(crate) fn transmit(
         &mut self,
         peer: Rank,
@@ -85,56 +103,57 @@ impl UdpTransport {
         seq: u32,
         payload: Payload,
     ) -> Result<(), TransportError> {
+        let p = self.peers[peer].as_mut().expect("checked peer");
+        let bytes: &[u8] = match payload {
+            Payload::Region(region) => self.pool.region_for_read(region)?,
+            Payload::Window(index) => p.window.payload(index, &self.pool)?,
+            Payload::Empty => &[],
+        };
         self.stats.sent += 1;
-        // Every datagram carries an acknowledgement.
-        self.peers[peer].as_mut().expect("checked peer").owe_ack = false;
-        let sent = self.stats.sent;
-        if self.drop.as_mut().is_some_and(|d| d.drops(sent)) {
-            self.stats.test_dropped += 1;
-            return Ok(());
+        // Every datagram carries an acknowledgement, also one the test hook drops.
+        p.owe_ack = false;
+        if let Some(hook) = self.drop.as_mut() {
+            if hook.drops(self.stats.sent) {
+                self.stats.test_dropped += 1;
+                return Ok(());
+            }
         }
-        let p = self.peers[peer].as_ref().expect("checked peer");
-        let ack = p.inbound.expected() as u8;
-        let hdr = Header { flags, ack, seq }.encode();
+        let hdr = Header {
+            flags,
+            ack: p.inbound.expected() as u8,
+            seq,
+        }
+        .encode();
         if let Payload::Region(region) = payload {
             if region.len > SMALL_BYTES {
                 return self.transmit_framed(peer, region, &hdr);
             }
         }
-        let p = self.peers[peer].as_ref().expect("checked peer");
-        let bytes: &[u8] = match payload {
-            Payload::Region(region) => self.pool.region(region)?,
-            Payload::Window(index) => p.window.payload(index, &self.pool)?,
-            Payload::Empty => &[],
-        };
-        let small = bytes.len() <= SMALL_BYTES;
-        let total = HEADER_BYTES + bytes.len();
-        if small {
-            self.scratch[..HEADER_BYTES].copy_from_slice(&hdr);
-            self.scratch[HEADER_BYTES..total].copy_from_slice(bytes);
+        match send_datagram(&p.socket, &mut self.scratch, &hdr, bytes, self.wait) {
+            Ok(()) => Ok(()),
+            Err(errno) => self.transmit_again(peer, &hdr, payload, errno),
         }
-        let iov = [IoSlice::new(&hdr), IoSlice::new(bytes)];
-        let send_flags = match self.wait {
-            WaitMode::Poll => SendFlags::DONTWAIT | SendFlags::NOSIGNAL,
-            WaitMode::Block => SendFlags::NOSIGNAL,
-        };
+    }
+
+    /// The first attempt to send the datagram with header `hdr` failed with
+    /// `errno`: try again after an interruption (and, polling, while the socket
+    /// buffer is full, up to the peer timeout); count a datagram the kernel
+    /// refused as lost; report anything else.
+    #[cold]
+    #[inline(never)]
+    fn transmit_again(
+        &mut self,
+        peer: Rank,
+        hdr: &[u8; HEADER_BYTES],
+        payload: Payload,
+        mut errno: Errno,
+    ) -> Result<(), TransportError> {
         let mut spins = 0u32;
         let mut since: Option<Instant> = None;
         loop {
-            let sent = if small {
-                rustix::net::send(&p.socket, &self.scratch[..total], send_flags)
-            } else {
-                rustix::net::sendmsg(
-                    &p.socket,
-                    &iov,
-                    &mut SendAncillaryBuffer::default(),
-                    send_flags,
-                )
-            };
-            match sent {
-                Ok(_) => return Ok(()),
-                Err(Errno::INTR) => {}
-                Err(Errno::AGAIN) if self.wait == WaitMode::Poll => {
+            match errno {
+                Errno::INTR => {}
+                Errno::AGAIN if self.wait == WaitMode::Poll => {
                     std::hint::spin_loop();
                     spins = spins.wrapping_add(1);
                     if spins & 1023 == 0
@@ -143,7 +162,17 @@ impl UdpTransport {
                         return Err(self.timeout_err(peer, "send"));
                     }
                 }
-                Err(e) => return self.send_failed(peer, e),
+                e => return self.send_failed(peer, e),
+            }
+            let p = self.peers[peer].as_ref().expect("checked peer");
+            let bytes: &[u8] = match payload {
+                Payload::Region(region) => self.pool.region(region)?,
+                Payload::Window(index) => p.window.payload(index, &self.pool)?,
+                Payload::Empty => &[],
+            };
+            match send_datagram(&p.socket, &mut self.scratch, hdr, bytes, self.wait) {
+                Ok(()) => return Ok(()),
+                Err(e) => errno = e,
             }
         }
     }
@@ -214,7 +243,9 @@ impl UdpTransport {
         }
     }
 
-    /// One `recvmsg` into `region` from `peer`; classifies what arrived.
+    /// One `recv` into `region` from `peer` (up to [`SMALL_BYTES`] through the
+    /// scratch buffer, larger ones framed); classifies what arrived.
+    #[inline(always)]
     pub(crate) fn receive_once(
         &mut self,
         peer: Rank,
@@ -227,44 +258,45 @@ impl UdpTransport {
         } else {
             RecvFlags::TRUNC | RecvFlags::DONTWAIT
         };
-        let small = region.len <= SMALL_BYTES;
+        if region.len <= SMALL_BYTES {
+            // Through the scratch buffer: the header and the payload in one `recv`.
+            let (n, full) = match rustix::net::recv(&p.socket, &mut self.scratch[..], flags) {
+                Ok(got) => got,
+                Err(e @ (Errno::AGAIN | Errno::INTR)) => return Ok(Err(e)),
+                Err(e) => return Err(errno_err(peer, "recv", e)),
+            };
+            let Some(header) = Header::parse(&self.scratch[..n]) else {
+                // Not ours (a stray datagram on the port): ignore it.
+                return Ok(Ok(Arrival::Ignored));
+            };
+            let arrival =
+                self.on_arrival(peer, header, full - HEADER_BYTES, full > n, region.len)?;
+            if let Arrival::Delivered { .. } = arrival {
+                // `on_arrival` delivers only a payload of exactly `region.len` bytes.
+                self.pool
+                    .region_mut(region)?
+                    .copy_from_slice(&self.scratch[HEADER_BYTES..HEADER_BYTES + region.len]);
+            }
+            return Ok(Ok(arrival));
+        }
+        // Framed (see SMALL_BYTES): the header lands in the bytes in front of the
+        // region, which are put back. (datagram length, truncated)
         let mut hdr = [0u8; HEADER_BYTES];
-        // (datagram length, truncated)
-        let (total, truncated) = if small {
-            match rustix::net::recv(&p.socket, &mut self.scratch[..], flags) {
-                Ok((n, full)) => {
-                    if n >= HEADER_BYTES {
-                        hdr.copy_from_slice(&self.scratch[..HEADER_BYTES]);
-                    }
-                    (full, full > n)
-                }
-                Err(e @ (Errno::AGAIN | Errno::INTR)) => return Ok(Err(e)),
-                Err(e) => return Err(errno_err(peer, "recv", e)),
-            }
-        } else {
-            // Framed (see SMALL_BYTES): the header lands in the bytes in front of
-            // the region, which are put back.
-            let frame = self.pool.framed_mut(region)?;
-            let front: [u8; HEADER_BYTES] = frame[..HEADER_BYTES].try_into().expect("headroom");
-            let got = rustix::net::recv(&p.socket, &mut *frame, flags);
-            hdr.copy_from_slice(&frame[..HEADER_BYTES]);
-            frame[..HEADER_BYTES].copy_from_slice(&front);
-            match got {
-                Ok((n, full)) => (full, full > n),
-                Err(e @ (Errno::AGAIN | Errno::INTR)) => return Ok(Err(e)),
-                Err(e) => return Err(errno_err(peer, "recv", e)),
-            }
+        let frame = self.pool.framed_mut(region)?;
+        let front: [u8; HEADER_BYTES] = frame[..HEADER_BYTES].try_into().expect("headroom");
+        let got = rustix::net::recv(&p.socket, &mut *frame, flags);
+        hdr.copy_from_slice(&frame[..HEADER_BYTES]);
+        frame[..HEADER_BYTES].copy_from_slice(&front);
+        let (total, truncated) = match got {
+            Ok((n, full)) => (full, full > n),
+            Err(e @ (Errno::AGAIN | Errno::INTR)) => return Ok(Err(e)),
+            Err(e) => return Err(errno_err(peer, "recv", e)),
         };
         let Some(header) = Header::parse(&hdr[..total.min(HEADER_BYTES)]) else {
             // Not ours (a stray datagram on the port): ignore it.
             return Ok(Ok(Arrival::Ignored));
         };
         let arrival = self.on_arrival(peer, header, total - HEADER_BYTES, truncated, region.len)?;
-        if small && matches!(arrival, Arrival::Delivered { .. }) {
-            self.pool
-                .region_mut(region)?
-                .copy_from_slice(&self.scratch[HEADER_BYTES..HEADER_BYTES + region.len]);
-        }
         Ok(Ok(arrival))
     }
 
@@ -280,22 +312,34 @@ impl UdpTransport {
     /// answer is itself a copy sent again (Karn's algorithm, RFC 6298 sec. 3), or
     /// the answer does not acknowledge everything this rank sent (it was not sent
     /// in reply to the last message).
-    pub(crate) fn recv_direct(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
+    ///
+    /// `first` is the outcome of a receive the fast path
+    /// ([`UdpTransport::recv_fast`]) made already with this wait's socket timeout:
+    /// the loop takes it as its first attempt's.
+    pub(crate) fn recv_direct(
+        &mut self,
+        peer: Rank,
+        region: Region,
+        mut first: Option<Errno>,
+    ) -> Result<(), TransportError> {
+        let blocking = self.wait == WaitMode::Block;
+        let retransmissions = self.stats.retransmissions;
         let p = self.peers[peer].as_mut().expect("checked peer");
-        if p.said_bye && !p.ahead() {
+        // Whether this rank waits for an answer: nothing this receive does changes
+        // it (only a delivery, which ends it).
+        let ahead = p.ahead();
+        if p.said_bye && !ahead {
             return Err(closed_err(peer));
         }
-        let sample_from = if p.ahead() && (p.unsampled >= SAMPLE_EVERY || !p.rto.measured()) {
-            Some((Instant::now(), self.stats.retransmissions))
+        let sample_from = if ahead && (p.unsampled >= SAMPLE_EVERY || !p.rto.measured()) {
+            Some((Instant::now(), retransmissions))
         } else {
-            p.unsampled = p.unsampled.saturating_add(u32::from(p.ahead()));
+            p.unsampled = p.unsampled.saturating_add(u32::from(ahead));
             None
         };
-        self.preserve(region)?;
-        let blocking = self.wait == WaitMode::Block;
         // After a sign of loss (or a `BYE`), the RTO is waited for precisely.
-        let mut careful =
-            blocking && careful_wait(self.peers[peer].as_mut().expect("checked peer"));
+        let mut careful = blocking && careful_wait(p);
+        self.preserve(region)?;
         // When this wait began, and when the RTO was last restarted (set lazily).
         let mut started: Option<Instant> = None;
         let mut kicked: Option<Instant> = None;
@@ -306,15 +350,11 @@ impl UdpTransport {
             // PRECISE_BELOW and PRECISE_WAITS).
             let (want, precise) = if blocking {
                 let p = self.peers[peer].as_mut().expect("checked peer");
-                let want = if p.ahead() { p.rto.get() } else { self.timeout };
-                if want < PRECISE_BELOW && careful {
-                    (want, true)
+                let wait = if ahead { p.rto.get() } else { self.timeout };
+                if wait < PRECISE_BELOW && careful {
+                    (wait, true)
                 } else {
-                    let want = if want < PRECISE_BELOW {
-                        coarse(want)
-                    } else {
-                        want
-                    };
+                    let want = socket_wait(wait);
                     if p.socket_timeout != Some(want) {
                         p.socket.set_read_timeout(Some(want)).map_err(|source| {
                             TransportError::Io {
@@ -326,12 +366,15 @@ impl UdpTransport {
                         })?;
                         p.socket_timeout = Some(want);
                     }
+                    p.armed_for = Some(wait);
                     (want, false)
                 }
             } else {
                 (Duration::ZERO, false)
             };
-            let arrival = if precise {
+            let arrival = if let Some(errno) = first.take() {
+                Err(errno)
+            } else if precise {
                 let p = self.peers[peer].as_ref().expect("checked peer");
                 let mut fds = [PollFd::new(&p.socket, PollFlags::IN)];
                 match poll(&mut fds, Some(&timespec(want))) {
@@ -467,6 +510,35 @@ impl UdpTransport {
     }
 }
 
+/// One attempt to send header `hdr` and `bytes` as one datagram on `socket`: up to
+/// [`SMALL_BYTES`] copied behind the header in `scratch` and sent with `send`,
+/// larger ones with `sendmsg` as two iovecs (no copy; a first send above
+/// [`SMALL_BYTES`] goes framed instead, `transmit_framed`). Polling, it does not
+/// block.
+#[inline(always)]
+fn send_datagram(
+    socket: &Socket,
+    scratch: &mut [u8; HEADER_BYTES + SMALL_BYTES],
+    hdr: &[u8; HEADER_BYTES],
+    bytes: &[u8],
+    wait: WaitMode,
+) -> Result<(), Errno> {
+    let flags = match wait {
+        WaitMode::Poll => SendFlags::DONTWAIT | SendFlags::NOSIGNAL,
+        WaitMode::Block => SendFlags::NOSIGNAL,
+    };
+    let (head, rest) = scratch.split_at_mut(HEADER_BYTES);
+    if let Some(tail) = rest.get_mut(..bytes.len()) {
+        head.copy_from_slice(hdr);
+        tail.copy_from_slice(bytes);
+        let total = HEADER_BYTES + bytes.len();
+        rustix::net::send(socket, &scratch[..total], flags).map(drop)
+    } else {
+        let iov = [IoSlice::new(hdr), IoSlice::new(bytes)];
+        rustix::net::sendmsg(socket, &iov, &mut SendAncillaryBuffer::default(), flags).map(drop)
+    }
+}
+
 /// Whether this receive from `p` waits for the RTO precisely (`ppoll`): after a
 /// sign of loss, for the next [`PRECISE_WAITS`] waits for an answer, and while the
 /// peer is saying goodbye. Counts the wait.
@@ -479,4 +551,21 @@ pub(crate) fn careful_wait(p: &mut crate::Peer) -> bool {
         return true;
     }
     p.said_bye
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn coarse_rounds_up_to_whole_milliseconds_across_seconds() {
+        let ms = Duration::from_millis;
+        assert_eq!(coarse(ms(1500)), ms(1500));
+        assert_eq!(coarse(ms(1500) + Duration::from_nanos(1)), ms(1501));
+        assert_eq!(coarse(Duration::new(2, 999_000_001)), ms(3000));
+        assert_eq!(coarse(Duration::from_secs(7)), ms(7000));
+        // Below the floor, the floor; no overflow at the top.
+        assert_eq!(coarse(ms(99) + Duration::from_nanos(1)), COARSE_FLOOR);
+        assert_eq!(coarse(Duration::MAX), ms(u64::MAX));
+    }
 }

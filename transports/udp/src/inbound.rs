@@ -52,6 +52,7 @@ impl Inbound {
     }
 
     /// Where `seq` stands.
+    #[inline(always)]
     pub(crate) fn position(&self, seq: u32) -> Position {
         if seq == self.expected {
             Position::Next
@@ -81,6 +82,7 @@ impl Inbound {
     }
 
     /// The next message is delivered (`copy`: the copy delivered was sent again).
+    #[inline(always)]
     pub(crate) fn deliver(&mut self, copy: bool) -> Delivery {
         let seq = self.expected;
         let mut delivery = Delivery {
@@ -88,18 +90,26 @@ impl Inbound {
             reordered: !copy && self.highest.is_some_and(|h| before(seq, h)),
         };
         if !self.discarded.is_empty() {
-            if let Some(i) = self.discarded.iter().position(|&s| s == seq) {
-                // Its original arrived early and was dropped by us: not lost.
-                delivery.lost = false;
-                self.discarded.remove(i);
-            }
-            self.discarded.retain(|&s| !before(s, seq));
+            self.forget_discarded(seq, &mut delivery);
         }
         self.see(seq);
         self.expected = seq.wrapping_add(1);
         delivery
     }
 
+    /// `seq` is delivered while early originals were dropped: one of them was its
+    /// original (so its copy is not lost), and those before it are forgotten.
+    #[cold]
+    fn forget_discarded(&mut self, seq: u32, delivery: &mut Delivery) {
+        if let Some(i) = self.discarded.iter().position(|&s| s == seq) {
+            // Its original arrived early and was dropped by us: not lost.
+            delivery.lost = false;
+            self.discarded.remove(i);
+        }
+        self.discarded.retain(|&s| !before(s, seq));
+    }
+
+    #[inline(always)]
     fn see(&mut self, seq: u32) {
         if self.highest.is_none_or(|h| before(h, seq)) {
             self.highest = Some(seq);

@@ -7,7 +7,7 @@
 //! "Recovery"). Serving peers outside a receive is [`crate::linger`]'s.
 
 use crate::datagram::Payload;
-use crate::inbound::Position;
+use crate::inbound::{Delivery, Position};
 use crate::wire::{Header, FLAG_ACK, FLAG_BYE, FLAG_NACK, FLAG_REPLAY, FLAG_RETX};
 use crate::{closed_err, Peer, UdpTransport, NAME};
 use ngauge_transport::{Rank, TransportError};
@@ -21,6 +21,18 @@ pub(crate) enum Arrival {
     /// Nothing for the receive (an old, early or stray datagram, a `NACK`, a
     /// `BYE`): read again.
     Ignored,
+}
+
+/// A datagram of the wrong size for the receive posted (out of line: it builds an
+/// error on the in-order path).
+#[cold]
+fn size_mismatch(peer: Rank, expected_bytes: usize, got_bytes: usize) -> TransportError {
+    TransportError::SizeMismatch {
+        transport: NAME,
+        peer,
+        expected_bytes,
+        got_bytes,
+    }
 }
 
 /// Probes a rank sends a peer that said `BYE` before it gives up on the answer it
@@ -56,7 +68,9 @@ impl UdpTransport {
     /// (`truncated`: it did not fit) arrived for a receive of `want_bytes`: a
     /// `NACK` (send again what it asks for), a `BYE`, or a message, which is a
     /// duplicate, the next one (delivered, if it has the posted size), or early
-    /// (dropped, and the missing one asked for).
+    /// (dropped, and the missing one asked for). The next message is handled
+    /// inline; everything else in [`UdpTransport::on_other_arrival`].
+    #[inline(always)]
     pub(crate) fn on_arrival(
         &mut self,
         peer: Rank,
@@ -67,33 +81,40 @@ impl UdpTransport {
     ) -> Result<Arrival, TransportError> {
         let Header { flags, ack, seq } = header;
         let p = self.peers[peer].as_mut().expect("checked peer");
-        if flags & (FLAG_NACK | FLAG_ACK | FLAG_BYE) == 0
-            && p.inbound.position(seq) == Position::Next
+        if flags & (FLAG_NACK | FLAG_ACK | FLAG_BYE) != 0
+            || p.inbound.position(seq) != Position::Next
         {
-            if truncated || payload_len != want_bytes {
-                return Err(TransportError::SizeMismatch {
-                    transport: NAME,
-                    peer,
-                    expected_bytes: want_bytes,
-                    got_bytes: payload_len,
-                });
-            }
-            let copy = flags & (FLAG_RETX | FLAG_REPLAY) != 0;
-            let delivery = p.inbound.deliver(copy);
-            p.owe_ack = true;
+            return self.on_other_arrival(peer, header);
+        }
+        if truncated || payload_len != want_bytes {
+            return Err(size_mismatch(peer, want_bytes, payload_len));
+        }
+        let copy = flags & (FLAG_RETX | FLAG_REPLAY) != 0;
+        let delivery = p.inbound.deliver(copy);
+        p.owe_ack = true;
+        if delivery != Delivery::default() {
             self.stats.lost += u64::from(delivery.lost);
+            self.stats.reordered += u64::from(delivery.reordered);
             if delivery.lost {
                 // A sign of loss: wait for the RTO precisely for a while.
                 p.precise_waits = crate::datagram::PRECISE_WAITS;
             }
-            self.stats.reordered += u64::from(delivery.reordered);
-            // Acknowledgements are read from in-order datagrams only (see `window`).
-            p.window.ack_low_byte(ack, p.next_seq);
-            if !copy {
-                p.rto.collapse();
-            }
-            return Ok(Arrival::Delivered { copy });
         }
+        // Acknowledgements are read from in-order datagrams only (see `window`).
+        p.window.ack_low_byte(ack, p.next_seq);
+        if !copy {
+            p.rto.collapse();
+        }
+        Ok(Arrival::Delivered { copy })
+    }
+
+    /// [`UdpTransport::on_arrival`] for anything but the next message: a `NACK`,
+    /// an `ACK`, a `BYE`, a duplicate or an early message.
+    #[cold]
+    #[inline(never)]
+    fn on_other_arrival(&mut self, peer: Rank, header: Header) -> Result<Arrival, TransportError> {
+        let Header { flags, ack, seq } = header;
+        let p = self.peers[peer].as_mut().expect("checked peer");
         // The peer is alive: restart the nonblocking path's timers.
         p.last_heard = None;
         p.quiet_since = None;

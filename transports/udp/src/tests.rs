@@ -797,3 +797,72 @@ fn blocking_waits_for_the_rto_precisely_only_after_a_sign_of_loss() {
     assert!(lossy[0].2 >= 1, "{lossy:?}");
     assert!(lossy[0].1 > 0 && lossy[0].1 <= PRECISE_WAITS, "{lossy:?}");
 }
+
+/// The fast path (`fast`) hands a wait it cannot finish to `recv_direct` without
+/// losing what it saw: an answer that comes after the socket timeout expired
+/// (block mode: the expiry counts, and the RTO probe goes out at once instead of
+/// after a second coarse wait) or after the fast path's empty polls (poll mode).
+fn late_answer_through_the_fast_path(wait: WaitMode) {
+    // Longer than one coarse wait (block) but shorter than two (so that a wait
+    // handed over as if nothing had expired would see no timeout), and longer than
+    // the fast path's spins (poll).
+    let delay = crate::datagram::COARSE_FLOOR * 3 / 2;
+    let got = run_world(
+        2,
+        |_| opts(wait),
+        move |rank, mut t| {
+            let sbuf = t.alloc_buffer(4).unwrap();
+            let rbuf = t.alloc_buffer(4).unwrap();
+            let mut ok = true;
+            let mut timeouts_while_late = 0;
+            for round in 0..40u8 {
+                let late = round == 30;
+                if rank == 0 {
+                    if late {
+                        // No round trip to time: the fast path's (the RTO was
+                        // measured in the rounds before, and the last timed one
+                        // armed the socket timeout for it).
+                        t.peers[1].as_mut().unwrap().unsampled = 0;
+                    }
+                    let before = counter(&t, "receive_timeouts");
+                    t.buffer_mut(sbuf).unwrap().fill(round);
+                    t.send(1, sbuf.prefix(4)).unwrap();
+                    t.recv(1, rbuf.prefix(4)).unwrap();
+                    if late {
+                        timeouts_while_late = counter(&t, "receive_timeouts") - before;
+                    }
+                } else {
+                    if late {
+                        std::thread::sleep(delay);
+                    }
+                    t.recv(0, rbuf.prefix(4)).unwrap();
+                    t.buffer_mut(sbuf).unwrap().fill(round.wrapping_add(100));
+                    t.send(0, sbuf.prefix(4)).unwrap();
+                }
+                let theirs = if rank == 0 {
+                    round.wrapping_add(100)
+                } else {
+                    round
+                };
+                ok &= t.buffer(rbuf).unwrap() == [theirs; 4];
+            }
+            t.settle().unwrap();
+            (ok, timeouts_while_late, counter(&t, "duplicated_datagrams"))
+        },
+    );
+    assert!(got.iter().all(|g| g.0), "payload damaged: {got:?}");
+    // The late answer made rank 0's RTO expire (a coarse wait of COARSE_FLOOR in
+    // block mode, handed over as expired), and its probe reached rank 1.
+    assert!(got[0].1 >= 1, "{got:?}");
+    assert!(got[1].2 >= 1, "{got:?}");
+}
+
+#[test]
+fn late_answer_through_the_fast_path_blocking() {
+    late_answer_through_the_fast_path(WaitMode::Block);
+}
+
+#[test]
+fn late_answer_through_the_fast_path_polling() {
+    late_answer_through_the_fast_path(WaitMode::Poll);
+}

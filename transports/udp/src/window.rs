@@ -44,19 +44,20 @@ pub(crate) struct SendWindow {
     entries: VecDeque<Entry>,
     /// Every message before this one was delivered at the peer.
     acked: u32,
-    /// Buffers that entries without a copy refer to, with their counts (so that
-    /// [`SendWindow::preserve`] looks at nothing when a region is elsewhere).
-    referenced: Vec<(BufferId, u32)>,
+    /// How many entries without a copy refer to each buffer, by buffer id (so that
+    /// [`SendWindow::preserve`] looks at nothing when a region is elsewhere, in
+    /// one look-up).
+    referenced: Vec<u32>,
     spare: Vec<Vec<u8>>,
 }
 
 impl SendWindow {
     /// Keeps message `seq` (the next one) sent from `region`; the oldest goes when
     /// the window is full.
+    #[inline(always)]
     pub(crate) fn push(&mut self, seq: u32, region: Region) {
         if self.entries.len() == WINDOW {
-            let old = self.entries.pop_front().expect("full window");
-            self.retire(old);
+            self.drop_oldest();
         }
         self.count(region.buffer, 1);
         self.entries.push_back(Entry {
@@ -66,8 +67,15 @@ impl SendWindow {
         });
     }
 
+    #[cold]
+    fn drop_oldest(&mut self) {
+        let old = self.entries.pop_front().expect("full window");
+        self.retire(old);
+    }
+
     /// The peer has delivered every message before `upto` (a `NACK` or `BYE`).
     /// Ignored when it is not ahead of what is known or beyond `next_seq`.
+    #[inline(always)]
     pub(crate) fn ack(&mut self, upto: u32, next_seq: u32) {
         if before(self.acked, upto) && !before(next_seq, upto) {
             self.acked = upto;
@@ -83,6 +91,7 @@ impl SendWindow {
 
     /// The low byte of the peer's delivered count, from a datagram delivered in
     /// order (see the module docs).
+    #[inline(always)]
     pub(crate) fn ack_low_byte(&mut self, low: u8, next_seq: u32) {
         let step = low.wrapping_sub(self.acked as u8);
         if step > 0 && step < 128 {
@@ -128,14 +137,29 @@ impl SendWindow {
 
     /// Copies every kept message whose bytes `region` overlaps (they are about to
     /// change: a receive into them, `buffer_mut`, `free_buffer`).
+    #[inline]
     pub(crate) fn preserve(
         &mut self,
         region: Region,
         pool: &BufferPool,
     ) -> Result<(), TransportError> {
-        if !self.referenced.iter().any(|&(b, _)| b == region.buffer) {
-            return Ok(());
+        if self
+            .referenced
+            .get(region.buffer.0 as usize)
+            .is_some_and(|&n| n > 0)
+        {
+            self.copy_overlapping(region, pool)?;
         }
+        Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn copy_overlapping(
+        &mut self,
+        region: Region,
+        pool: &BufferPool,
+    ) -> Result<(), TransportError> {
         for i in 0..self.entries.len() {
             let e = &self.entries[i];
             if e.copy.is_none() && overlap(e.region, region) {
@@ -150,25 +174,36 @@ impl SendWindow {
         Ok(())
     }
 
+    #[inline(always)]
     fn retire(&mut self, e: Entry) {
         match e.copy {
-            Some(copy) if self.spare.len() < SPARE_COPIES => self.spare.push(copy),
-            Some(_) => {}
+            Some(copy) => self.keep_spare(copy),
             None => self.count(e.region.buffer, -1),
         }
     }
 
+    #[cold]
+    fn keep_spare(&mut self, copy: Vec<u8>) {
+        if self.spare.len() < SPARE_COPIES {
+            self.spare.push(copy);
+        }
+    }
+
+    /// Adds `by` to the count of entries without a copy that refer to `buffer`.
+    #[inline(always)]
     fn count(&mut self, buffer: BufferId, by: i32) {
-        match self.referenced.iter().position(|&(b, _)| b == buffer) {
-            Some(i) => {
-                let n = &mut self.referenced[i].1;
-                *n = n.wrapping_add_signed(by);
-                if *n == 0 {
-                    self.referenced.swap_remove(i);
-                }
-            }
-            None if by > 0 => self.referenced.push((buffer, by as u32)),
-            None => {}
+        match self.referenced.get_mut(buffer.0 as usize) {
+            Some(n) => *n = n.wrapping_add_signed(by),
+            None => self.count_new(buffer, by),
+        }
+    }
+
+    /// [`SendWindow::count`] for a buffer id beyond the counts so far.
+    #[cold]
+    fn count_new(&mut self, buffer: BufferId, by: i32) {
+        if by > 0 {
+            self.referenced.resize(buffer.0 as usize + 1, 0);
+            self.referenced[buffer.0 as usize] = by as u32;
         }
     }
 }
@@ -186,6 +221,15 @@ mod tests {
         let b = pool.alloc(bytes.len());
         pool.get_mut(b).unwrap().copy_from_slice(bytes);
         (pool, b)
+    }
+
+    /// The buffers counted with a count above 0.
+    fn live(w: &SendWindow) -> Vec<(BufferId, u32)> {
+        (0..w.referenced.len() as u32)
+            .map(BufferId)
+            .zip(w.referenced.iter().copied())
+            .filter(|&(_, n)| n > 0)
+            .collect()
     }
 
     fn seqs(w: &SendWindow) -> Vec<u32> {
@@ -275,7 +319,7 @@ mod tests {
         );
         // Elsewhere: nothing copied.
         w.preserve(other.prefix(8), &pool).unwrap();
-        assert_eq!(w.referenced, [(b, 2)]);
+        assert_eq!(live(&w), [(b, 2)]);
         // The second half only.
         w.preserve(
             Region {
@@ -289,10 +333,38 @@ mod tests {
         pool.get_mut(b).unwrap().fill(0);
         assert_eq!(w.payload(0, &pool).unwrap(), [0, 0, 0, 0]);
         assert_eq!(w.payload(1, &pool).unwrap(), [5, 6, 7, 8]);
-        assert_eq!(w.referenced, [(b, 1)]);
+        assert_eq!(live(&w), [(b, 1)]);
         // Acknowledged entries give their references and copies back.
         w.ack(2, 2);
-        assert!(w.referenced.is_empty());
+        assert!(live(&w).is_empty());
         assert_eq!(w.spare.len(), 1);
+    }
+
+    #[test]
+    fn counts_follow_the_entries_without_a_copy_per_buffer() {
+        let (mut pool, a) = pool_with(&[1, 2, 3, 4]);
+        let b = pool.alloc(4);
+        assert_eq!((a.0, b.0), (0, 1));
+        let mut w = SendWindow::default();
+        // A ping-pong: one message from `b` at a time, acknowledged before the next.
+        for seq in 0..3 {
+            w.push(seq, b.prefix(4));
+            w.ack(seq + 1, seq + 1);
+        }
+        assert_eq!(w.referenced, [0, 0]);
+        // A receive into `b` finds nothing to copy.
+        w.preserve(b.prefix(4), &pool).unwrap();
+        assert_eq!(w.spare.len(), 0);
+        w.push(3, b.prefix(4));
+        w.push(4, a.prefix(2));
+        assert_eq!(live(&w), [(a, 1), (b, 1)]);
+        // Overwriting `a` copies the message from `a` only, and counts it off.
+        w.preserve(a.prefix(1), &pool).unwrap();
+        pool.get_mut(a).unwrap().fill(9);
+        assert_eq!(w.payload(1, &pool).unwrap(), [1, 2]);
+        assert_eq!(live(&w), [(b, 1)]);
+        // A buffer id never counted before is no reason to copy anything.
+        w.preserve(BufferId(7).prefix(1), &pool).unwrap();
+        assert_eq!(live(&w), [(b, 1)]);
     }
 }
