@@ -253,9 +253,12 @@ impl BufferPool {
     /// Mutable bytes of `region`, checked against the buffer's bounds; ignores holds.
     #[inline]
     pub fn region_mut(&mut self, region: Region) -> Result<&mut [u8], TransportError> {
-        let capacity = self.slot(region.buffer)?.bytes.len();
-        let range = self.range(region, capacity)?;
-        Ok(&mut self.slot_mut(region.buffer)?.bytes[range])
+        let (transport, headroom) = (self.transport, self.headroom);
+        let slot = self.slot_mut(region.buffer)?;
+        match locate(region, slot.bytes.len(), headroom) {
+            Some(range) => Ok(&mut slot.bytes[range]),
+            None => Err(out_of_bounds(transport, region, slot.bytes.len() - headroom)),
+        }
     }
 
     /// The pool's headroom worth of bytes in front of `region`, then the region's
@@ -266,10 +269,12 @@ impl BufferPool {
     /// Empty-headroom pools give the region itself.
     #[inline]
     pub fn framed_mut(&mut self, region: Region) -> Result<&mut [u8], TransportError> {
-        let capacity = self.slot(region.buffer)?.bytes.len();
-        let range = self.range(region, capacity)?;
-        let headroom = self.headroom;
-        Ok(&mut self.slot_mut(region.buffer)?.bytes[range.start - headroom..range.end])
+        let (transport, headroom) = (self.transport, self.headroom);
+        let slot = self.slot_mut(region.buffer)?;
+        match locate(region, slot.bytes.len(), headroom) {
+            Some(range) => Ok(&mut slot.bytes[range.start - headroom..range.end]),
+            None => Err(out_of_bounds(transport, region, slot.bytes.len() - headroom)),
+        }
     }
 
     /// The bytes of `region` for a blocking send: bounds checked, and refused
