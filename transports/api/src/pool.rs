@@ -257,7 +257,11 @@ impl BufferPool {
         let slot = self.slot_mut(region.buffer)?;
         match locate(region, slot.bytes.len(), headroom) {
             Some(range) => Ok(&mut slot.bytes[range]),
-            None => Err(out_of_bounds(transport, region, slot.bytes.len() - headroom)),
+            None => Err(out_of_bounds(
+                transport,
+                region,
+                slot.bytes.len() - headroom,
+            )),
         }
     }
 
@@ -273,7 +277,11 @@ impl BufferPool {
         let slot = self.slot_mut(region.buffer)?;
         match locate(region, slot.bytes.len(), headroom) {
             Some(range) => Ok(&mut slot.bytes[range.start - headroom..range.end]),
-            None => Err(out_of_bounds(transport, region, slot.bytes.len() - headroom)),
+            None => Err(out_of_bounds(
+                transport,
+                region,
+                slot.bytes.len() - headroom,
+            )),
         }
     }
 
