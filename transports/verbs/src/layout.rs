@@ -477,6 +477,12 @@ impl RingLayout {
         slot + RING_SLOT_BYTES - TRAILER_BYTES
     }
 
+    /// Offset of the flag byte (the slot's last byte) that message `seq` of
+    /// `peer` sets: what the receiver polls.
+    pub fn flag_at(&self, peer: usize, seq: u64) -> usize {
+        Self::trailer_at(self.slot(peer, seq)) + TRAILER_BYTES - 1
+    }
+
     /// Offset of the credit word of `peer`'s block: `peer` writes there, as a
     /// cumulative u64, how many of our messages it has consumed.
     pub fn credit_word(&self, peer: usize) -> usize {
@@ -521,6 +527,12 @@ impl Trailer {
         b[4..6].copy_from_slice(&self.consumed.to_le_bytes());
         b[7] = self.flag;
         b
+    }
+
+    /// [`Trailer::encode`] as one little-endian word (what an inline write
+    /// gathers from memory of its own, without a staging entry).
+    pub fn word(&self) -> u64 {
+        u64::from_le_bytes(self.encode())
     }
 
     /// Inverse of [`Trailer::encode`].
@@ -678,6 +690,26 @@ mod tests {
         let b = t.encode();
         assert_eq!(b[TRAILER_BYTES - 1], 200);
         assert_eq!(Trailer::decode(&b), t);
+        // the word's bytes in memory are the encoding
+        assert_eq!(t.word().to_le_bytes(), b);
+        assert_eq!(t.word() >> 56, 200);
+    }
+
+    #[test]
+    fn the_polled_flag_byte_is_the_last_byte_of_its_slot() {
+        let r = RingLayout::new(3, 16);
+        for peer in 0..3 {
+            for seq in [0, 1, 15, 16, 17, 1000] {
+                let at = r.flag_at(peer, seq);
+                assert_eq!(at + 1, r.slot(peer, seq) + RING_SLOT_BYTES);
+                assert_eq!(
+                    at,
+                    RingLayout::trailer_at(r.slot(peer, seq)) + TRAILER_BYTES - 1
+                );
+            }
+        }
+        assert_eq!(r.flag_at(1, 16), r.flag_at(1, 0));
+        assert_ne!(r.flag_at(1, 1), r.flag_at(2, 1));
     }
 
     #[test]

@@ -86,7 +86,12 @@ impl VerbsTransport {
         let rings = self.rings.expect("write-poll path");
         let mut found = 0;
         for peer in 0..self.size {
-            if peer == self.rank || self.peers[peer].broken.is_some() {
+            if !self.ring_landed(peer) {
+                if !self.peers[peer].queued_sends.is_empty() {
+                    // sends held back for ring room: the peer's credit word may
+                    // have moved
+                    self.pump(peer);
+                }
                 continue;
             }
             let before = found;
@@ -95,9 +100,6 @@ impl VerbsTransport {
                 let slot = rings.slot(peer, seq);
                 let ring = self.res.ring.as_ref().expect("ring");
                 let at = RingLayout::trailer_at(slot);
-                if ring.poll_byte(at + TRAILER_BYTES - 1) != rings.flag(seq) {
-                    break;
-                }
                 // the rest of the message was placed before its last byte (RC
                 // writes land in order: the assumption ib_write_lat makes too)
                 std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
@@ -114,6 +116,7 @@ impl VerbsTransport {
                 let p = &mut self.peers[peer];
                 p.ring_acked = layout::widen_consumed(p.ring_acked, p.ring_sent, t.consumed);
                 p.ring_head += 1;
+                p.ring_next = (rings.flag_at(peer, seq + 1), rings.flag(seq + 1));
                 let from = RingLayout::data_at(slot, len);
                 match p.awaiting_ring.pop_front() {
                     Some(id) => self.deliver_ring(id, peer, from, len),
@@ -132,17 +135,28 @@ impl VerbsTransport {
                     }
                 }
                 found += 1;
+                if !self.ring_landed(peer) {
+                    break;
+                }
             }
             if found > before {
                 self.progressed[peer] = true;
                 self.pump(peer);
-            } else if !self.peers[peer].queued_sends.is_empty() {
-                // sends held back for ring room: the peer's credit word may
-                // have moved
-                self.pump(peer);
             }
         }
         found
+    }
+
+    /// Write-poll path: whether the next message of `peer` has landed in our
+    /// ring (its slot's last byte shows the use we wait for). One byte read, as
+    /// `ib_write_lat` polls: what a wait for a ring message spins on.
+    pub(super) fn ring_landed(&self, peer: Rank) -> bool {
+        let p = &self.peers[peer];
+        let Some(ring) = &self.res.ring else {
+            return false;
+        };
+        let (at, flag) = p.ring_next;
+        peer != self.rank && p.broken.is_none() && ring.poll_byte(at) == flag
     }
 
     /// Completes ring receive `id` with the `len`-byte message at `from` of the

@@ -144,6 +144,9 @@ struct Peer {
     ring_acked: u64,
     ring_head: u64,
     ring_reported: u64,
+    /// Where the flag of the peer's next message (number `ring_head`) will be
+    /// in our ring, and its value ([`RingLayout::flag_at`], [`RingLayout::flag`]).
+    ring_next: (usize, u8),
     /// Address and rkey of the peer's ring area.
     remote_ring: (u64, u32),
     /// Receives waiting for a message in our ring from this peer, in order.
@@ -177,6 +180,8 @@ pub struct VerbsTransport {
     /// Per peer: a completion concerning it was handled since a wait last read
     /// the clock (which then sets `last_progress`).
     progressed: Vec<bool>,
+    /// Per peer: the direct path's send work request (empty until connected).
+    prepared: Vec<direct::PreparedSend>,
     requests: crate::layout::IdMap<Request>,
     next_request: u64,
     /// The direct receive waiting (only inside [`Transport::recv`]).

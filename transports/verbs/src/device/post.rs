@@ -604,6 +604,14 @@ impl VerbsTransport {
         if rc != 0 {
             return Err(self.io(peer, "post send", rc_error(rc)));
         }
+        self.account_send(peer, bulk, signal);
+        Ok(())
+    }
+
+    /// A send was posted to `peer` (on the bulk QP with `bulk`): it takes
+    /// send-queue room, and on the message QP joins the selective signalling
+    /// (the next signaled completion retires it).
+    pub(super) fn account_send(&mut self, peer: Rank, bulk: bool, signal: bool) {
         let p = &mut self.peers[peer];
         p.sq_used += 1;
         if !bulk {
@@ -617,7 +625,6 @@ impl VerbsTransport {
         if signal {
             self.signaled_sends += 1;
         }
-        Ok(())
     }
 
     /// Re-posts the receive slots of `peer` handled since the last batch, as one
