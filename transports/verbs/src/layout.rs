@@ -535,6 +535,11 @@ impl Trailer {
         u64::from_le_bytes(self.encode())
     }
 
+    /// Inverse of [`Trailer::word`].
+    pub fn from_word(word: u64) -> Trailer {
+        Trailer::decode(&word.to_le_bytes())
+    }
+
     /// Inverse of [`Trailer::encode`].
     pub fn decode(b: &[u8; TRAILER_BYTES]) -> Trailer {
         Trailer {
@@ -693,6 +698,7 @@ mod tests {
         // the word's bytes in memory are the encoding
         assert_eq!(t.word().to_le_bytes(), b);
         assert_eq!(t.word() >> 56, 200);
+        assert_eq!(Trailer::from_word(t.word()), t);
     }
 
     #[test]
