@@ -326,7 +326,6 @@ fn prepare(
         progressed: vec![false; size],
         prepared: Vec::new(),
         requests: Default::default(),
-        next_request: 0,
         direct: None,
         device: o.name.clone(),
         inline_sends: 0,

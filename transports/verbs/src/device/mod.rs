@@ -182,8 +182,7 @@ pub struct VerbsTransport {
     progressed: Vec<bool>,
     /// Per peer: the direct path's send work request (empty until connected).
     prepared: Vec<direct::PreparedSend>,
-    requests: crate::layout::IdMap<Request>,
-    next_request: u64,
+    requests: crate::slab::Slab<Request>,
     /// The direct receive waiting (only inside [`Transport::recv`]).
     direct: Option<DirectRecv>,
     device: String,

@@ -42,19 +42,14 @@ impl VerbsTransport {
                 buffer: region.buffer,
             });
         }
-        let id = self.next_request;
-        self.next_request += 1;
-        self.requests.insert(
-            id,
-            Request {
-                peer,
-                region,
-                is_send,
-                bulk: false,
-                mismatch: None,
-                state: State::Queued,
-            },
-        );
+        let id = self.requests.insert(Request {
+            peer,
+            region,
+            is_send,
+            bulk: false,
+            mismatch: None,
+            state: State::Queued,
+        });
         if is_send {
             self.peers[peer].queued_sends.push_back(id);
         } else if self.is_ring(region.len) {
