@@ -30,7 +30,7 @@
 //! [`pump`]: VerbsTransport::pump
 
 use super::{rc_error, DirectRecv, VerbsTransport, NAME};
-use crate::layout::{self, MsgKind, RingLayout, Trailer, TRAILER_BYTES};
+use crate::layout::{self, TRAILER_BYTES};
 use crate::wire::VerbsOp;
 use ngauge_transport::{Rank, Region, TransportError};
 use rdma_sys::*;
@@ -89,42 +89,15 @@ impl VerbsTransport {
                 if !self.peers[peer].credits.can_send_data() {
                     return None;
                 }
-                // into the peer's next receive slot; the immediate returns owed credits
-                let credits = self.peers[peer].credits.consume(true);
-                let imm = layout::msg_imm(MsgKind::Eager, credits, region.len as u32);
-                self.post_prepared(peer, data, Prepared::Eager { imm })
+                self.post_eager_inline(peer, data)
             } else if self.is_ring(region.len)
                 && layout::goes_inline(region.len + TRAILER_BYTES, self.max_inline)
             {
                 if !self.ring_room(peer) {
                     return None;
                 }
-                let rings = self.rings.expect("write-poll path");
-                let p = &self.peers[peer];
-                let seq = p.ring_sent;
-                // as post_ring, from a trailer of its own (the write is inline)
-                let trailer = Trailer {
-                    len: region.len as u32,
-                    consumed: p.ring_head as u16,
-                    flag: rings.flag(seq),
-                };
-                let slot = rings.slot(self.rank, seq);
-                let remote_addr = p.remote_ring.0 + RingLayout::data_at(slot, region.len) as u64;
-                let posted = self.post_prepared(
-                    peer,
-                    data,
-                    Prepared::Ring {
-                        remote_addr,
-                        trailer: trailer.word(),
-                    },
-                );
-                if posted.is_ok() {
-                    let p = &mut self.peers[peer];
-                    p.ring_sent += 1;
-                    p.ring_reported = p.ring_head;
-                    self.ring_messages += 1;
-                }
-                posted
+                // inline (checked above): no completion names a request
+                self.post_ring(peer, data, self.peer_wr_id(peer)).map(drop)
             } else {
                 return None;
             };
@@ -150,7 +123,7 @@ impl VerbsTransport {
     /// signalling, and the immediate (send path) or the remote address and the
     /// trailer (write-poll path). Signalled and accounted for as
     /// [`VerbsTransport::post_send`] does it for a send whose `wr_id` names its peer.
-    fn post_prepared(
+    pub(super) fn post_prepared(
         &mut self,
         peer: Rank,
         data: ibv_sge,
@@ -310,11 +283,11 @@ impl VerbsTransport {
 
 /// What varies between two messages of a [`PreparedSend`].
 #[derive(Clone, Copy, Debug)]
-enum Prepared {
+pub(super) enum Prepared {
     /// Send path: the immediate of the eager message.
     Eager { imm: u32 },
     /// Write-poll path: where the message starts in the peer's ring, and its
-    /// trailer ([`Trailer::word`]).
+    /// trailer ([`crate::layout::Trailer::word`]).
     Ring { remote_addr: u64, trailer: u64 },
 }
 
