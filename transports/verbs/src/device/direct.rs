@@ -76,31 +76,43 @@ impl VerbsTransport {
             return None;
         }
         let (addr, lkey) = self.idle_region(region)?;
-        if self.peers[peer].sq_used >= self.depth {
-            return None;
-        }
         let data = ibv_sge {
             addr,
             length: region.len as u32,
             lkey,
         };
-        let posted =
-            if self.is_eager(region.len) && layout::goes_inline(region.len, self.max_inline) {
-                if !self.peers[peer].credits.can_send_data() {
-                    return None;
-                }
-                self.post_eager_inline(peer, data)
-            } else if self.is_ring(region.len)
-                && layout::goes_inline(region.len + TRAILER_BYTES, self.max_inline)
-            {
-                if !self.ring_room(peer) {
-                    return None;
-                }
-                // inline (checked above): no completion names a request
-                self.post_ring(peer, data, self.peer_wr_id(peer)).map(drop)
-            } else {
+        self.post_inline(peer, data)
+    }
+
+    /// Posts the message in `data` to `peer` at once, when it goes inline (an
+    /// eager message on the send path, a ring message with its trailer on the
+    /// write-poll path) and queue room and credit or ring room allow; `None` when
+    /// not (nothing was done). The caller has checked that `peer` is quiet and
+    /// that `data` is a valid region of a buffer that no pending request writes.
+    /// A failed post breaks the connection.
+    pub(super) fn post_inline(
+        &mut self,
+        peer: Rank,
+        data: ibv_sge,
+    ) -> Option<Result<(), TransportError>> {
+        let len = data.length as usize;
+        if self.peers[peer].sq_used >= self.depth {
+            return None;
+        }
+        let posted = if self.is_eager(len) && layout::goes_inline(len, self.max_inline) {
+            if !self.peers[peer].credits.can_send_data() {
                 return None;
-            };
+            }
+            self.post_eager_inline(peer, data)
+        } else if self.is_ring(len) && layout::goes_inline(len + TRAILER_BYTES, self.max_inline) {
+            if !self.ring_room(peer) {
+                return None;
+            }
+            // inline (checked above): no completion names a request
+            self.post_ring(peer, data, self.peer_wr_id(peer)).map(drop)
+        } else {
+            return None;
+        };
         Some(match posted {
             Ok(()) => {
                 self.inline_sends += 1;

@@ -52,6 +52,21 @@ impl VerbsTransport {
             state: State::Queued,
         });
         if is_send {
+            // as the blocking send: an inline message to a quiet peer goes at once
+            // (its data is copied: done, though it keeps its hold until retired)
+            let p = &self.peers[peer];
+            if p.queued_sends.is_empty() && p.queued_recvs.is_empty() {
+                let posted = match self.region_sge(region) {
+                    Ok(data) => self.post_inline(peer, data),
+                    Err(_) => None,
+                };
+                if let Some(posted) = posted {
+                    let r = self.requests.get_mut(&id).expect("request");
+                    // a failed post broke the connection (as in post_failed)
+                    r.state = posted.map_or_else(State::Failed, |()| State::Done);
+                    return Ok(RequestId(id));
+                }
+            }
             self.peers[peer].queued_sends.push_back(id);
         } else if self.is_ring(region.len) {
             // the message lands in our ring, or has landed and waits in a copy
