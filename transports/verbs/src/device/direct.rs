@@ -90,6 +90,7 @@ impl VerbsTransport {
     /// not (nothing was done). The caller has checked that `peer` is quiet and
     /// that `data` is a valid region of a buffer that no pending request writes.
     /// A failed post breaks the connection.
+    #[inline]
     pub(super) fn post_inline(
         &mut self,
         peer: Rank,
