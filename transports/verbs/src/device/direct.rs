@@ -20,6 +20,11 @@
 //!   [`VerbsTransport::wait_one`] does, for the completion handler to copy the next
 //!   message from that peer into its region ([`VerbsTransport::deliver_direct`]).
 //!
+//! Inline sends (these, and the generic path's inline eager sends and ring writes)
+//! go through a work request prepared per peer when the connection is set up
+//! ([`PreparedSend`]), as perftest prepares its own: only what varies per message
+//! is written before `ibv_post_send`.
+//!
 //! Whatever does not fit (a buffer some pending request holds, a larger message,
 //! a queue without room, a broken connection, a bad argument) takes the generic
 //! path, which reports errors as before. Both paths keep the same order of

@@ -13,7 +13,8 @@
 //! - [`complete`]: the completion queue: what each completion means, eager
 //!   messages delivered from their slots;
 //! - [`direct`]: the blocking send and receive of a small message with nothing
-//!   queued before it, without a request;
+//!   queued before it, without a request; the prepared work request of inline
+//!   sends;
 //! - [`progress`]: waiting (poll or completion channel), retiring requests, and
 //!   naming the peer that made no progress.
 //!
