@@ -1,7 +1,9 @@
 //! The binary under a real MPI launcher (cargo feature `mpi`): MPI bootstraps the job
 //! (rank, size, control plane), `-t mpi` outside a launcher is a usage error, and a
 //! rank that dies ends the job instead of hanging it. Without the feature, `-t mpi` is
-//! a usage error naming the feature.
+//! a usage error naming the feature. `nbc` and `late` over MPI's own collectives are
+//! here too (their other tests: `tests/nbc.rs`, `tests/late.rs`), so that
+//! `scripts/test` runs them against each MPI.
 
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
@@ -9,6 +11,15 @@ use std::time::Duration;
 #[cfg(feature = "mpi")]
 #[path = "support/coll.rs"]
 mod coll_rows;
+#[cfg(feature = "mpi")]
+#[path = "support/documents.rs"]
+mod documents;
+#[cfg(feature = "mpi")]
+#[path = "support/late.rs"]
+mod late_rows;
+#[cfg(feature = "mpi")]
+#[path = "support/nbc.rs"]
+mod nbc_rows;
 mod support;
 
 const NGAUGE: &str = env!("CARGO_BIN_EXE_ngauge");
@@ -713,5 +724,90 @@ mod with_mpi {
             "measured: {}",
             String::from_utf8_lossy(&out.stdout)
         );
+    }
+
+    /// `nbc`: MPI's own nonblocking broadcast and allreduce, and our binomial
+    /// broadcast over the MPI transport, with and without progress calls.
+    #[test]
+    fn nbc_ibcast_iallreduce_and_our_bcast_under_mpirun() {
+        if skip("nbc_ibcast_iallreduce_and_our_bcast_under_mpirun") {
+            return;
+        }
+        for (op, algo) in [
+            ("bcast", "mpi"),
+            ("allreduce", "mpi"),
+            ("bcast", "binomial"),
+        ] {
+            let args = [
+                "-t",
+                "mpi",
+                "nbc",
+                "--op",
+                op,
+                "--algo",
+                algo,
+                "--sizes",
+                "8,16K",
+                "--test-every",
+                "none,5us",
+                "--reps",
+                "10",
+                "--warmup",
+                "3",
+                "--max-rounds",
+                "8",
+                "--sync",
+                "logp",
+                "--json",
+            ];
+            let out = run_with_limit(mpirun(2, &args), Duration::from_secs(300));
+            let doc = crate::documents::document_of(&args, &out);
+            crate::documents::assert_valid(&doc, "nbc");
+            assert_eq!(doc["algo"], algo, "{doc}");
+            assert_eq!(doc["transport"], "mpi", "{doc}");
+            let rows = crate::nbc_rows::check_rows(&doc);
+            assert_eq!(rows.len(), 4, "2 sizes x 2 intervals: {doc}");
+            for row in &rows {
+                assert_eq!(row["op"], op, "{row}");
+            }
+        }
+    }
+
+    /// `late`: MPI's own allreduce, blocking and nonblocking followed by a wait,
+    /// rank 0 late by 0 and 50 us.
+    #[test]
+    fn late_allreduce_blocking_and_nonblocking_under_mpirun() {
+        if skip("late_allreduce_blocking_and_nonblocking_under_mpirun") {
+            return;
+        }
+        let args = [
+            "-t",
+            "mpi",
+            "late",
+            "--op",
+            "allreduce",
+            "--delay",
+            "0,50us",
+            "--mode",
+            "blocking,nonblocking",
+            "--sizes",
+            "8,4K",
+            "--reps",
+            "10",
+            "--warmup",
+            "3",
+            "--sync",
+            "logp",
+            "--json",
+        ];
+        // 2 ranks: 4 spinning ranks on this 2-core host take 5 times as long.
+        let out = run_with_limit(mpirun(2, &args), Duration::from_secs(300));
+        let doc = crate::documents::document_of(&args, &out);
+        crate::documents::assert_valid(&doc, "late");
+        assert_eq!(doc["algo"], "mpi");
+        assert_eq!(doc["transport"], "mpi");
+        assert_eq!(doc["np"], 2);
+        let rows = crate::late_rows::check_rows(&doc, &[0.0, 50.0], &[0]);
+        assert_eq!(rows.len(), 2 * 2 * 2, "sizes x modes x delays: {doc}");
     }
 }

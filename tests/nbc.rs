@@ -1,5 +1,5 @@
-//! `ngauge nbc` end to end (issue 17): NBCBench over our schedules on TCP, and over
-//! MPI's `MPI_Ibcast`/`MPI_Iallreduce` under mpirun (cargo feature `mpi`).
+//! `ngauge nbc` end to end (issue 17): NBCBench over our schedules on TCP (over
+//! MPI's `MPI_Ibcast`/`MPI_Iallreduce` under mpirun: `tests/mpi.rs`).
 //!
 //! What is known without trusting a timing: every row's overlap is IMB-NBC's
 //! formula of the row's own t_pure, t_CPU and t_ovrl; t_ovrl is the sum of its
@@ -10,10 +10,15 @@
 //! without progress calls is checked exactly in the virtual-time world
 //! (`src/patterns/nbc/tests.rs`).
 
+#[path = "support/documents.rs"]
+mod documents;
+#[path = "support/nbc.rs"]
+mod nbc_rows;
 mod support;
 
+use documents::{assert_valid, document_of};
+use nbc_rows::{check_rows, f};
 use serde_json::Value;
-use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
@@ -27,61 +32,6 @@ fn ngauge(args: &[&str]) -> Output {
         .unwrap();
     support::output_within(child, Duration::from_secs(300))
         .unwrap_or_else(|out| panic!("{args:?} timed out: {out:?}"))
-}
-
-fn document_of(args: &[&str], out: &Output) -> Value {
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("one JSON document")
-}
-
-fn assert_valid(doc: &Value) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/schemas/nbc.schema.json");
-    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("a valid schema");
-    let errors: Vec<String> = validator.iter_errors(doc).map(|e| e.to_string()).collect();
-    assert!(errors.is_empty(), "{errors:#?}\n{doc:#}");
-}
-
-fn f(row: &Value, key: &str) -> f64 {
-    row[key]
-        .as_f64()
-        .unwrap_or_else(|| panic!("no number {key}: {row}"))
-}
-
-/// What holds for every row whatever the timing.
-fn check_row(row: &Value) {
-    let (pure, ovrl, cpu) = (f(row, "t_pure_us"), f(row, "t_ovrl_us"), f(row, "t_cpu_us"));
-    assert!(pure > 0.0 && ovrl > 0.0 && cpu > 0.0, "{row}");
-    let overlap = 100.0 * ((pure + cpu - ovrl) / pure.min(cpu)).clamp(0.0, 1.0);
-    assert!((f(row, "overlap_pct") - overlap).abs() < 1e-9, "{row}");
-    assert!((0.0..=100.0).contains(&overlap), "{row}");
-    for part in ["t_init_us", "t_wait_us", "t_test_us"] {
-        assert!(f(row, part) >= 0.0, "{row}");
-    }
-    assert!(f(row, "t_test_us") <= cpu, "{row}");
-    match row["test_every_us"].as_f64() {
-        None => {
-            assert_eq!(f(row, "tests"), 0.0, "{row}");
-            assert_eq!(f(row, "t_test_us"), 0.0, "{row}");
-        }
-        Some(every) => assert!(every > 0.0, "{row}"),
-    }
-    match row["compute"].as_str().unwrap() {
-        // Time-based: the computation ran until t_b had passed (each rank converts
-        // t_b with its own calibrated rate; they differ by far less than 0.1 %).
-        "time" => {
-            assert!(row["work_units"].is_null(), "{row}");
-            assert!(cpu >= f(row, "t_b_us") * 0.999, "{row}");
-        }
-        "work" => assert!(row["work_units"].as_u64().unwrap() >= 1, "{row}"),
-        other => panic!("compute {other}: {row}"),
-    }
-    assert!(row["valid_pure"].as_u64().unwrap() > 0, "{row}");
-    assert!(row["valid_ovrl"].as_u64().unwrap() > 0, "{row}");
 }
 
 #[test]
@@ -115,14 +65,13 @@ fn bcast_over_tcp_time_and_work_with_and_without_progress() {
         "--json",
     ];
     let doc = document_of(&args, &ngauge(&args));
-    assert_valid(&doc);
+    assert_valid(&doc, "nbc");
     assert_eq!(doc["op"], "bcast");
     assert_eq!(doc["algo"], "chain");
     assert_eq!(doc["transport"], "tcp");
-    let rows = doc["results"].as_array().unwrap();
+    let rows = check_rows(&doc);
     assert_eq!(rows.len(), 4, "time/work x none/1us: {doc}");
-    for row in rows {
-        check_row(row);
+    for row in &rows {
         assert_eq!(row["size"], 65536, "{row}");
         // Progress calls every 1 us in a computation of t_b (a 64 KiB chain over
         // TCP: tens of microseconds at least): one at least, unless the first one
@@ -136,7 +85,7 @@ fn bcast_over_tcp_time_and_work_with_and_without_progress() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(&streamed, rows);
+    assert_eq!(streamed, rows);
 }
 
 #[test]
@@ -185,55 +134,5 @@ fn bad_options_are_usage_errors() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         let first = stderr.lines().next().unwrap_or("");
         assert!(first.contains(needle), "{args:?}: {stderr}");
-    }
-}
-
-/// MPI's own nonblocking broadcast and allreduce under mpirun, and our binomial
-/// broadcast over the MPI transport in the same way.
-#[cfg(feature = "mpi")]
-#[test]
-fn mpi_ibcast_and_iallreduce_under_mpirun() {
-    use support::mpi;
-    if mpi::skip("mpi_ibcast_and_iallreduce_under_mpirun") {
-        return;
-    }
-    for (op, algo) in [
-        ("bcast", "mpi"),
-        ("allreduce", "mpi"),
-        ("bcast", "binomial"),
-    ] {
-        let args = [
-            "-t",
-            "mpi",
-            "nbc",
-            "--op",
-            op,
-            "--algo",
-            algo,
-            "--sizes",
-            "8,16K",
-            "--test-every",
-            "none,5us",
-            "--reps",
-            "10",
-            "--warmup",
-            "3",
-            "--max-rounds",
-            "8",
-            "--sync",
-            "logp",
-            "--json",
-        ];
-        let out = mpi::run(mpi::mpirun(2, &args), Duration::from_secs(300));
-        let doc = document_of(&args, &out);
-        assert_valid(&doc);
-        assert_eq!(doc["algo"], algo, "{doc}");
-        assert_eq!(doc["transport"], "mpi", "{doc}");
-        let rows = doc["results"].as_array().unwrap();
-        assert_eq!(rows.len(), 4, "2 sizes x 2 intervals: {doc}");
-        for row in rows {
-            check_row(row);
-            assert_eq!(row["op"], op, "{row}");
-        }
     }
 }

@@ -4,13 +4,14 @@
  * own, the pinging and answering processes pinned to two cores like ngauge's ranks.
  *
  *   pingpong -p tcp|udp -w block|spin -s BYTES -n REPS -W WARMUP -a CORE -b CORE
- *            [-T PINGER_RCVTIMEO_US] [-U ANSWER_RCVTIMEO_US] [-v]
+ *            [-T PINGER_RCVTIMEO_US] [-U ANSWER_RCVTIMEO_US] [-v [-H BYTES] [-t]]
  *
  * `block` uses blocking send/recv (sleep in the kernel), `spin` uses MSG_DONTWAIT in a
  * busy loop (ngauge's --wait poll). Experiment knobs, off by default (the floor has
  * none of them): -T/-U set SO_RCVTIMEO on the pinging/answering side's socket, -v
  * sends and receives UDP datagrams as ngauge does above 2 KiB, with sendmsg/recvmsg
- * and two iovecs (an 8-byte header, then the payload). Prints one line:
+ * and two iovecs (an 8-byte header, then the payload; -H sets the header's size, -t
+ * puts it after the payload). Prints one line:
  *   median_half_rtt_us=X min_half_rtt_us=Y reps=N
  * Build: cc -O2 -o pingpong pingpong.c
  */
@@ -33,7 +34,18 @@
 static int spin;
 /* -v: header and payload as two iovecs (UDP only). */
 static int two_iovecs;
-static char header[8];
+/* -H BYTES: the header's size with -v (8 by default, at most 256); -t: the header
+ * goes after the payload (a trailer), so the payload starts the datagram. */
+static size_t header_len = 8;
+static int trailer;
+static char header[256];
+
+/* The two iovecs of -v: header then payload, or payload then trailer. */
+static void two_parts(struct iovec *v, char *buf, size_t len) {
+    struct iovec h = {header, header_len}, p = {buf, len};
+    v[0] = trailer ? p : h;
+    v[1] = trailer ? h : p;
+}
 
 static void die(const char *what) {
     perror(what);
@@ -68,7 +80,8 @@ static void send_all(int fd, const char *buf, size_t len) {
     size_t done = 0;
     int flags = MSG_NOSIGNAL | (spin ? MSG_DONTWAIT : 0);
     if (two_iovecs) {
-        struct iovec v[2] = {{header, sizeof header}, {(void *)buf, len}};
+        struct iovec v[2];
+        two_parts(v, (char *)buf, len);
         struct msghdr m = {.msg_iov = v, .msg_iovlen = 2};
         while (sendmsg(fd, &m, flags) < 0)
             if (errno != EAGAIN && errno != EINTR)
@@ -91,7 +104,8 @@ static void recv_all(int fd, char *buf, size_t len, int dgram) {
     size_t done = 0;
     int flags = spin ? MSG_DONTWAIT : 0;
     if (two_iovecs && dgram) {
-        struct iovec v[2] = {{header, sizeof header}, {buf, len}};
+        struct iovec v[2];
+        two_parts(v, buf, len);
         struct msghdr m = {.msg_iov = v, .msg_iovlen = 2};
         while (recvmsg(fd, &m, flags | MSG_TRUNC) < 0)
             if (errno != EAGAIN && errno != EINTR)
@@ -124,7 +138,7 @@ int main(int argc, char **argv) {
     long reps = 10000, warmup = 1000;
     int core_a = 0, core_b = 1, opt;
     long pinger_timeout_us = 0, answer_timeout_us = 0;
-    while ((opt = getopt(argc, argv, "p:w:s:n:W:a:b:T:U:v")) != -1) {
+    while ((opt = getopt(argc, argv, "p:w:s:n:W:a:b:T:U:vH:t")) != -1) {
         switch (opt) {
         case 'p': proto = optarg; break;
         case 'w': spin = strcmp(optarg, "spin") == 0; break;
@@ -136,12 +150,18 @@ int main(int argc, char **argv) {
         case 'T': pinger_timeout_us = strtol(optarg, 0, 10); break;
         case 'U': answer_timeout_us = strtol(optarg, 0, 10); break;
         case 'v': two_iovecs = 1; break;
+        case 'H': header_len = strtoul(optarg, 0, 10); break;
+        case 't': trailer = 1; break;
         default:
-            fprintf(stderr, "usage: %s -p tcp|udp -w block|spin -s BYTES -n REPS -W WARMUP -a CORE -b CORE [-T US] [-U US] [-v]\n", argv[0]);
+            fprintf(stderr, "usage: %s -p tcp|udp -w block|spin -s BYTES -n REPS -W WARMUP -a CORE -b CORE [-T US] [-U US] [-v [-H BYTES] [-t]]\n", argv[0]);
             return 2;
         }
     }
     int udp = strcmp(proto, "udp") == 0;
+    if (header_len < 1 || header_len > sizeof header) {
+        fprintf(stderr, "-H takes 1 to %zu bytes\n", sizeof header);
+        return 2;
+    }
     if (reps < 1 || size < 1) {
         fprintf(stderr, "reps and size must be at least 1\n");
         return 2;

@@ -378,6 +378,65 @@ fn three_ranks_exchange_nonblocking() {
     }
 }
 
+/// Large messages go out and come in framed, the header in the bytes in front of
+/// the region (datagram.rs `SMALL_BYTES`): inside a buffer those bytes are the
+/// caller's, and they stay as they were, around blocking and pending operations.
+fn framed_messages_keep_the_bytes_in_front(wait: WaitMode) {
+    const LEN: usize = 3 * SMALL_BYTES;
+    let got = run_world(
+        2,
+        |_| opts(wait),
+        |rank, mut t| {
+            pin_rto(&mut t, Duration::from_secs(2));
+            let peer = 1 - rank;
+            let total = 3 + 2 * LEN;
+            let sbuf = t.alloc_buffer(total).unwrap();
+            let rbuf = t.alloc_buffer(total).unwrap();
+            let before_send = pattern(total, 7 + rank as u8);
+            let before_recv = pattern(total, 50 + rank as u8);
+            t.buffer_mut(sbuf).unwrap().copy_from_slice(&before_send);
+            t.buffer_mut(rbuf).unwrap().copy_from_slice(&before_recv);
+            // Two messages each way: one at offset 3 (a blocking send and receive),
+            // then one right behind it (pending ones), whose bytes in front are the
+            // first message's.
+            let first = |b: BufferId| b.region(3, LEN);
+            let second = |b: BufferId| b.region(3 + LEN, LEN);
+            if rank == 0 {
+                t.send(peer, first(sbuf)).unwrap();
+                t.recv(peer, first(rbuf)).unwrap();
+            } else {
+                t.recv(peer, first(rbuf)).unwrap();
+                t.send(peer, first(sbuf)).unwrap();
+            }
+            let r = t.irecv(peer, second(rbuf)).unwrap();
+            let s = t.isend(peer, second(sbuf)).unwrap();
+            t.wait_all(&[r, s]).unwrap();
+            let theirs = pattern(total, 7 + peer as u8);
+            let mut expected = before_recv.clone();
+            expected[3..].copy_from_slice(&theirs[3..]);
+            (
+                t.buffer(sbuf).unwrap() == &before_send[..],
+                t.buffer(rbuf).unwrap() == &expected[..],
+            )
+        },
+    );
+    assert_eq!(
+        got,
+        vec![(true, true), (true, true)],
+        "(sent buffer unchanged, received as expected)"
+    );
+}
+
+#[test]
+fn framed_messages_keep_the_bytes_in_front_polling() {
+    framed_messages_keep_the_bytes_in_front(WaitMode::Poll);
+}
+
+#[test]
+fn framed_messages_keep_the_bytes_in_front_blocking() {
+    framed_messages_keep_the_bytes_in_front(WaitMode::Block);
+}
+
 #[test]
 fn endpoint_parsing_rejects_garbage() {
     assert_eq!(
