@@ -174,14 +174,18 @@ pub enum Access {
 /// This is what lets the CPU copy into a receive's region (an eager message,
 /// delivered from its slot) while other requests on the same buffer are in flight:
 /// no work request the device reads or writes through covers those bytes.
+///
+/// Equal holds are counted in one entry: a window of sends from one region (a
+/// stream) is one entry, so taking and giving back a hold does not scan the
+/// whole window.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Holds(Vec<(std::ops::Range<usize>, Access)>);
+pub struct Holds(Vec<(std::ops::Range<usize>, Access, u32)>);
 
 impl Holds {
     /// Takes a hold of `range` with `access`, unless it conflicts with one held:
     /// then `false` and nothing changes.
     pub fn try_hold(&mut self, range: std::ops::Range<usize>, access: Access) -> bool {
-        let conflicts = |(held, a): &(std::ops::Range<usize>, Access)| {
+        let conflicts = |(held, a, _): &(std::ops::Range<usize>, Access, u32)| {
             (*a == Access::Write || access == Access::Write)
                 && !held.is_empty()
                 && !range.is_empty()
@@ -191,14 +195,29 @@ impl Holds {
         if self.0.iter().any(conflicts) {
             return false;
         }
-        self.0.push((range, access));
+        match self
+            .0
+            .iter_mut()
+            .find(|(r, a, _)| *r == range && *a == access)
+        {
+            // only reads and empty regions can be held twice
+            Some((_, _, n)) => *n += 1,
+            None => self.0.push((range, access, 1)),
+        }
         true
     }
 
     /// Gives back one hold of `range` with `access` (taken by [`Holds::try_hold`]).
     pub fn release(&mut self, range: std::ops::Range<usize>, access: Access) {
-        if let Some(i) = self.0.iter().position(|h| *h == (range.clone(), access)) {
-            self.0.swap_remove(i);
+        if let Some(i) = self
+            .0
+            .iter()
+            .position(|(r, a, _)| *r == range && *a == access)
+        {
+            self.0[i].2 -= 1;
+            if self.0[i].2 == 0 {
+                self.0.swap_remove(i);
+            }
         }
     }
 
@@ -477,6 +496,12 @@ impl RingLayout {
         slot + RING_SLOT_BYTES - TRAILER_BYTES
     }
 
+    /// Offset of the flag byte (the slot's last byte) that message `seq` of
+    /// `peer` sets: what the receiver polls.
+    pub fn flag_at(&self, peer: usize, seq: u64) -> usize {
+        Self::trailer_at(self.slot(peer, seq)) + TRAILER_BYTES - 1
+    }
+
     /// Offset of the credit word of `peer`'s block: `peer` writes there, as a
     /// cumulative u64, how many of our messages it has consumed.
     pub fn credit_word(&self, peer: usize) -> usize {
@@ -523,6 +548,17 @@ impl Trailer {
         b
     }
 
+    /// [`Trailer::encode`] as one little-endian word (what an inline write
+    /// gathers from memory of its own, without a staging entry).
+    pub fn word(&self) -> u64 {
+        u64::from_le_bytes(self.encode())
+    }
+
+    /// Inverse of [`Trailer::word`].
+    pub fn from_word(word: u64) -> Trailer {
+        Trailer::decode(&word.to_le_bytes())
+    }
+
     /// Inverse of [`Trailer::encode`].
     pub fn decode(b: &[u8; TRAILER_BYTES]) -> Trailer {
         Trailer {
@@ -546,32 +582,6 @@ pub fn widen_consumed(known: u64, sent: u64, consumed: u16) -> u64 {
         known
     }
 }
-
-/// Hashes request ids (sequential u64s) with one multiplication (Fibonacci
-/// hashing) instead of SipHash: the request map is looked up several times per
-/// message, inside the timed round trip, and its keys come from this process,
-/// not from the network. Hand-written rather than a crate: it is these lines.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct IdHasher(u64);
-
-impl std::hash::Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
-/// A map keyed by request id, hashed by [`IdHasher`].
-pub type IdMap<V> = std::collections::HashMap<u64, V, std::hash::BuildHasherDefault<IdHasher>>;
 
 /// When a wait that began at `started` last saw progress from `peer`: its last
 /// completion, or the start of the wait if that is later.
@@ -678,6 +688,27 @@ mod tests {
         let b = t.encode();
         assert_eq!(b[TRAILER_BYTES - 1], 200);
         assert_eq!(Trailer::decode(&b), t);
+        // the word's bytes in memory are the encoding
+        assert_eq!(t.word().to_le_bytes(), b);
+        assert_eq!(t.word() >> 56, 200);
+        assert_eq!(Trailer::from_word(t.word()), t);
+    }
+
+    #[test]
+    fn the_polled_flag_byte_is_the_last_byte_of_its_slot() {
+        let r = RingLayout::new(3, 16);
+        for peer in 0..3 {
+            for seq in [0, 1, 15, 16, 17, 1000] {
+                let at = r.flag_at(peer, seq);
+                assert_eq!(at + 1, r.slot(peer, seq) + RING_SLOT_BYTES);
+                assert_eq!(
+                    at,
+                    RingLayout::trailer_at(r.slot(peer, seq)) + TRAILER_BYTES - 1
+                );
+            }
+        }
+        assert_eq!(r.flag_at(1, 16), r.flag_at(1, 0));
+        assert_ne!(r.flag_at(1, 1), r.flag_at(2, 1));
     }
 
     #[test]
@@ -704,22 +735,6 @@ mod tests {
         }
         assert_eq!(repost_batch(8), 1);
         assert_eq!(repost_batch(128), 16);
-    }
-
-    #[test]
-    fn id_hashes_spread_sequential_ids_over_the_top_bits() {
-        use std::hash::{BuildHasher, BuildHasherDefault};
-        let b = BuildHasherDefault::<IdHasher>::default();
-        // hashbrown takes its 7-bit tag from the top bits: sequential ids must
-        // not all share one
-        let tags: std::collections::HashSet<u64> =
-            (0..128u64).map(|i| b.hash_one(i) >> 57).collect();
-        assert!(tags.len() > 64, "{} distinct tags", tags.len());
-        let mut m: IdMap<u32> = IdMap::default();
-        for i in 0..1000 {
-            m.insert(i, i as u32);
-        }
-        assert!((0..1000).all(|i| m[&i] == i as u32));
     }
 
     #[test]
@@ -793,6 +808,25 @@ mod tests {
         assert!(region_range(b.region(3, 3), 5).is_err());
         assert!(region_range(b.region(usize::MAX, 2), 5).is_err());
         assert_eq!(region_range(b.prefix(0), 0).unwrap(), 0..0);
+    }
+
+    #[test]
+    fn a_window_of_equal_sends_is_one_counted_hold() {
+        let mut h = Holds::default();
+        for _ in 0..128 {
+            assert!(h.try_hold(0..1, Access::Read));
+        }
+        assert_eq!(h.0.len(), 1);
+        assert!(!h.try_hold(0..1, Access::Write));
+        for _ in 0..127 {
+            h.release(0..1, Access::Read);
+        }
+        assert!(!h.is_empty() && !h.try_hold(0..1, Access::Write));
+        h.release(0..1, Access::Read);
+        assert!(h.is_empty());
+        // releasing what is not held changes nothing
+        h.release(0..1, Access::Read);
+        assert!(h.is_empty());
     }
 
     #[test]

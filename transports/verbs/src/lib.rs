@@ -42,6 +42,7 @@
 
 pub mod layout;
 pub mod qp;
+pub mod slab;
 pub mod wire;
 
 #[cfg(feature = "rdma")]

@@ -6,7 +6,7 @@
 
 use super::direct::Landed;
 use super::{State, VerbsTransport, NAME};
-use crate::layout::{self, MsgKind, RingLayout, Trailer, WrKind, SLOT_BYTES, TRAILER_BYTES};
+use crate::layout::{self, MsgKind, RingLayout, Trailer, WrKind, SLOT_BYTES};
 use crate::wire::{Advert, VerbsOp};
 use ngauge_transport::{Rank, TransportError};
 use rdma_sys::*;
@@ -26,12 +26,7 @@ impl VerbsTransport {
         // the provider through the ops table.
         let n = unsafe { ibv_poll_cq(self.res.cq, BATCH as c_int, wcs.as_mut_ptr().cast()) };
         if n < 0 {
-            let reason = format!("polling the completion queue failed (ibv_poll_cq returned {n})");
-            let me = self.rank;
-            for p in (0..self.size).filter(|&p| p != me) {
-                self.break_peer(p, reason.clone());
-            }
-            return Err(self.io(peer, "poll completion queue", std::io::Error::other(reason)));
+            return Err(self.poll_failed(peer, n));
         }
         let n = n as usize;
         let ring_found = if self.rings.is_some() {
@@ -42,15 +37,35 @@ impl VerbsTransport {
         if n == 0 {
             return Ok(ring_found);
         }
+        // SAFETY: ibv_poll_cq wrote the first `n` entries (n <= BATCH).
+        let wcs = unsafe { std::slice::from_raw_parts(wcs.as_ptr().cast::<ibv_wc>(), n) };
+        self.handle(wcs);
+        Ok(n + ring_found)
+    }
+
+    /// The completion queue failed: every connection breaks.
+    #[cold]
+    fn poll_failed(&mut self, peer: Rank, n: c_int) -> TransportError {
+        let reason = format!("polling the completion queue failed (ibv_poll_cq returned {n})");
+        let me = self.rank;
+        for p in (0..self.size).filter(|&p| p != me) {
+            self.break_peer(p, reason.clone());
+        }
+        self.io(peer, "poll completion queue", std::io::Error::other(reason))
+    }
+
+    /// Handles a batch of completions (out of line, so that a poll that finds
+    /// nothing, most of a wait's polls, keeps a small frame).
+    #[inline(never)]
+    fn handle(&mut self, wcs: &[ibv_wc]) {
+        const BATCH: usize = 16;
         let mut touched = [0 as Rank; BATCH];
         let mut touched_n = 0;
         // Every completion of the batch is handled, whatever happens to one of them:
         // a failure breaks that peer's connection, never the loop (the batch has
         // been dequeued; dropping part of it would leave queue space and requests
         // unaccounted for).
-        for wc in &wcs[..n] {
-            // SAFETY: ibv_poll_cq wrote the first `n` entries.
-            let wc = unsafe { wc.assume_init_ref() };
+        for wc in wcs {
             if let Some(peer) = self.complete(wc) {
                 // timed by the wait when it next reads the clock
                 self.progressed[peer] = true;
@@ -75,7 +90,6 @@ impl VerbsTransport {
             }
             self.pump(peer);
         }
-        Ok(n + ring_found)
     }
 
     /// Write-poll path: takes every message that has landed in our rings (the
@@ -86,7 +100,12 @@ impl VerbsTransport {
         let rings = self.rings.expect("write-poll path");
         let mut found = 0;
         for peer in 0..self.size {
-            if peer == self.rank || self.peers[peer].broken.is_some() {
+            if !self.ring_landed(peer) {
+                if !self.peers[peer].queued_sends.is_empty() {
+                    // sends held back for ring room: the peer's credit word may
+                    // have moved
+                    self.pump(peer);
+                }
                 continue;
             }
             let before = found;
@@ -95,17 +114,11 @@ impl VerbsTransport {
                 let slot = rings.slot(peer, seq);
                 let ring = self.res.ring.as_ref().expect("ring");
                 let at = RingLayout::trailer_at(slot);
-                if ring.poll_byte(at + TRAILER_BYTES - 1) != rings.flag(seq) {
-                    break;
-                }
                 // the rest of the message was placed before its last byte (RC
                 // writes land in order: the assumption ib_write_lat makes too)
                 std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
-                let mut raw = [0u8; TRAILER_BYTES];
-                for (i, b) in raw.iter_mut().enumerate() {
-                    *b = ring.poll_byte(at + i);
-                }
-                let t = Trailer::decode(&raw);
+                // one aligned load (slots and trailers are 8-byte aligned)
+                let t = Trailer::from_word(ring.poll_u64(at));
                 let len = t.len as usize;
                 if len > layout::EAGER_BYTES {
                     self.break_peer(peer, format!("rank {peer} wrote a malformed ring message"));
@@ -114,6 +127,7 @@ impl VerbsTransport {
                 let p = &mut self.peers[peer];
                 p.ring_acked = layout::widen_consumed(p.ring_acked, p.ring_sent, t.consumed);
                 p.ring_head += 1;
+                p.ring_next = (rings.flag_at(peer, seq + 1), rings.flag(seq + 1));
                 let from = RingLayout::data_at(slot, len);
                 match p.awaiting_ring.pop_front() {
                     Some(id) => self.deliver_ring(id, peer, from, len),
@@ -132,17 +146,28 @@ impl VerbsTransport {
                     }
                 }
                 found += 1;
+                if !self.ring_landed(peer) {
+                    break;
+                }
             }
             if found > before {
                 self.progressed[peer] = true;
                 self.pump(peer);
-            } else if !self.peers[peer].queued_sends.is_empty() {
-                // sends held back for ring room: the peer's credit word may
-                // have moved
-                self.pump(peer);
             }
         }
         found
+    }
+
+    /// Write-poll path: whether the next message of `peer` has landed in our
+    /// ring (its slot's last byte shows the use we wait for). One byte read, as
+    /// `ib_write_lat` polls: what a wait for a ring message spins on.
+    pub(super) fn ring_landed(&self, peer: Rank) -> bool {
+        let p = &self.peers[peer];
+        let Some(ring) = &self.res.ring else {
+            return false;
+        };
+        let (at, flag) = p.ring_next;
+        peer != self.rank && p.broken.is_none() && ring.poll_byte(at) == flag
     }
 
     /// Completes ring receive `id` with the `len`-byte message at `from` of the

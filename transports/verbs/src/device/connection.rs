@@ -5,6 +5,7 @@
 //! whether every other one could set up. [`Resources`] owns what was allocated
 //! from the device and destroys it in dependency order.
 
+use super::direct::PreparedSend;
 use super::discovery::{choose_gid, open_device};
 use super::memory::{Buffer, Registered};
 use super::{last_os_error, rc_error, setup, unavailable, Peer, VerbsTransport};
@@ -166,6 +167,9 @@ pub fn open(
         t.peers[peer].remote_ring = ep.ring;
     }
     t.connect(&endpoints)?;
+    t.prepared = (0..size)
+        .map(|peer| PreparedSend::new(t.op, t.peer_wr_id(peer), t.peers[peer].remote_ring.1))
+        .collect();
     control
         .barrier()
         .map_err(|e| setup(format!("barrier after connecting: {e}")))?;
@@ -320,8 +324,8 @@ fn prepare(
         peers,
         last_progress: vec![Instant::now(); size],
         progressed: vec![false; size],
+        prepared: Vec::new(),
         requests: Default::default(),
-        next_request: 0,
         direct: None,
         device: o.name.clone(),
         inline_sends: 0,
@@ -352,6 +356,9 @@ fn prepare(
             )?;
             endpoint.ring = (ring.addr(0), ring.rkey());
             t.res.ring = Some(ring);
+            for (peer, p) in t.peers.iter_mut().enumerate() {
+                p.ring_next = (rings.flag_at(peer, 0), rings.flag(0));
+            }
         }
     }
     Ok((t, endpoint))

@@ -20,6 +20,11 @@
 //!   [`VerbsTransport::wait_one`] does, for the completion handler to copy the next
 //!   message from that peer into its region ([`VerbsTransport::deliver_direct`]).
 //!
+//! Inline sends (these, and the generic path's inline eager sends and ring writes)
+//! go through a work request prepared per peer when the connection is set up
+//! ([`PreparedSend`]), as perftest prepares its own: only what varies per message
+//! is written before `ibv_post_send`.
+//!
 //! Whatever does not fit (a buffer some pending request holds, a larger message,
 //! a queue without room, a broken connection, a bad argument) takes the generic
 //! path, which reports errors as before. Both paths keep the same order of
@@ -29,8 +34,9 @@
 //! [`Transport::recv`]: ngauge_transport::Transport::recv
 //! [`pump`]: VerbsTransport::pump
 
-use super::{DirectRecv, VerbsTransport, NAME};
-use crate::layout::{self, MsgKind, TRAILER_BYTES};
+use super::{rc_error, DirectRecv, VerbsTransport, NAME};
+use crate::layout::{self, TRAILER_BYTES};
+use crate::wire::VerbsOp;
 use ngauge_transport::{Rank, Region, TransportError};
 use rdma_sys::*;
 
@@ -44,19 +50,15 @@ pub(super) enum Landed {
 }
 
 impl VerbsTransport {
-    /// Whether `region` is a valid region of a buffer no pending request holds.
-    fn idle_region(&self, region: Region) -> bool {
-        self.res
-            .buffers
-            .get(region.buffer.0 as usize)
-            .and_then(Option::as_ref)
-            .is_some_and(|b| {
-                b.holds.is_empty()
-                    && region
-                        .offset
-                        .checked_add(region.len)
-                        .is_some_and(|end| end <= b.len)
-            })
+    /// The address and lkey of `region` when it is a valid region of a buffer no
+    /// pending request holds.
+    fn idle_region(&self, region: Region) -> Option<(u64, u32)> {
+        let b = self.res.buffers.get(region.buffer.0 as usize)?.as_ref()?;
+        let fits = region
+            .offset
+            .checked_add(region.len)
+            .is_some_and(|end| end <= b.len);
+        (b.holds.is_empty() && fits).then(|| (b.reg.addr(region.offset), b.reg.lkey()))
     }
 
     /// Whether `peer` is another rank whose connection works and that has no
@@ -75,30 +77,48 @@ impl VerbsTransport {
         peer: Rank,
         region: Region,
     ) -> Option<Result<(), TransportError>> {
-        if !self.quiet_peer(peer) || !self.idle_region(region) {
+        if !self.quiet_peer(peer) {
             return None;
         }
+        let (addr, lkey) = self.idle_region(region)?;
+        let data = ibv_sge {
+            addr,
+            length: region.len as u32,
+            lkey,
+        };
+        self.post_inline(peer, data)
+    }
+
+    /// Posts the message in `data` to `peer` at once, when it goes inline (an
+    /// eager message on the send path, a ring message with its trailer on the
+    /// write-poll path) and queue room and credit or ring room allow; `None` when
+    /// not (nothing was done). The caller has checked that `peer` is quiet and
+    /// that `data` is a valid region of a buffer that no pending request writes.
+    /// A failed post breaks the connection.
+    #[inline]
+    pub(super) fn post_inline(
+        &mut self,
+        peer: Rank,
+        data: ibv_sge,
+    ) -> Option<Result<(), TransportError>> {
+        let len = data.length as usize;
         if self.peers[peer].sq_used >= self.depth {
             return None;
         }
-        let posted =
-            if self.is_eager(region.len) && layout::goes_inline(region.len, self.max_inline) {
-                if !self.peers[peer].credits.can_send_data() {
-                    return None;
-                }
-                self.post_eager_inline(peer, region)
-            } else if self.is_ring(region.len)
-                && layout::goes_inline(region.len + TRAILER_BYTES, self.max_inline)
-            {
-                if !self.ring_room(peer) {
-                    return None;
-                }
-                // inline (checked above): no completion names a request
-                self.post_ring(peer, region, self.peer_wr_id(peer))
-                    .map(drop)
-            } else {
+        let posted = if self.is_eager(len) && layout::goes_inline(len, self.max_inline) {
+            if !self.peers[peer].credits.can_send_data() {
                 return None;
-            };
+            }
+            self.post_eager_inline(peer, data)
+        } else if self.is_ring(len) && layout::goes_inline(len + TRAILER_BYTES, self.max_inline) {
+            if !self.ring_room(peer) {
+                return None;
+            }
+            // inline (checked above): no completion names a request
+            self.post_ring(peer, data, self.peer_wr_id(peer)).map(drop)
+        } else {
+            return None;
+        };
         Some(match posted {
             Ok(()) => {
                 self.inline_sends += 1;
@@ -116,21 +136,60 @@ impl VerbsTransport {
         })
     }
 
-    /// Send path: `region` as an inline eager message into the peer's next
-    /// receive slot; the immediate returns owed credits.
-    fn post_eager_inline(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
-        let b = self.buf(region.buffer)?;
-        let mut sge = ibv_sge {
-            addr: b.reg.addr(region.offset),
-            length: region.len as u32,
-            lkey: b.reg.lkey(),
+    /// Posts an inline message through `peer`'s prepared work request
+    /// ([`PreparedSend`]), filling in only what varies: the message, the
+    /// signalling, and the immediate (send path) or the remote address and the
+    /// trailer (write-poll path). Signalled and accounted for as
+    /// [`VerbsTransport::post_send`] does it for a send whose `wr_id` names its peer.
+    pub(super) fn post_prepared(
+        &mut self,
+        peer: Rank,
+        data: ibv_sge,
+        what: Prepared,
+    ) -> Result<(), TransportError> {
+        let signal = self.signal_next || self.peers[peer].unsignaled + 1 >= self.signal_every;
+        let Some(p) = self.prepared.get_mut(peer) else {
+            return Err(self.io(peer, "post send", std::io::Error::other("not connected")));
         };
-        let credits = self.peers[peer].credits.consume(true);
-        let imm = Some(layout::msg_imm(MsgKind::Eager, credits, region.len as u32));
-        let wr_id = self.peer_wr_id(peer);
-        let op = ibv_wr_opcode::IBV_WR_SEND_WITH_IMM;
-        let sges = std::slice::from_mut(&mut sge);
-        self.post_send(peer, false, wr_id, sges, op, true, imm, None)
+        p.sges[0] = data;
+        p.wr.send_flags = ibv_send_flags::IBV_SEND_INLINE.0
+            | if signal {
+                ibv_send_flags::IBV_SEND_SIGNALED.0
+            } else {
+                0
+            };
+        let first = match what {
+            Prepared::Eager { imm } => {
+                // immediate data travels in network byte order
+                p.wr.imm_data_invalidated_rkey_union.imm_data = imm.to_be();
+                0
+            }
+            Prepared::Ring {
+                remote_addr,
+                trailer,
+            } => {
+                p.trailer = trailer;
+                p.sges[1].addr = std::ptr::addr_of!(p.trailer) as u64;
+                p.wr.wr.rdma.remote_addr = remote_addr;
+                // an empty message is its trailer alone
+                usize::from(data.length == 0)
+            }
+        };
+        p.wr.sg_list = p.sges[first..].as_mut_ptr();
+        p.wr.num_sge = (p.sge_count - first) as i32;
+        let mut bad = std::ptr::null_mut();
+        // SAFETY: the QP is live and in RTS (prepared entries exist only for
+        // connected peers); `wr` and the sges it points to are valid for the
+        // call; the send is inline, so the provider copies the message (from a
+        // registered buffer no request holds) and the trailer (in `p`) before it
+        // returns. ibv_post_send is the verbs.h inline that calls the provider
+        // through the context ops table.
+        let rc = unsafe { ibv_post_send(self.res.qps[peer], &mut p.wr, &mut bad) };
+        if rc != 0 {
+            return Err(self.io(peer, "post send", rc_error(rc)));
+        }
+        self.account_send(peer, false, signal);
+        Ok(())
     }
 
     /// The direct blocking receive; `None` when it does not apply (nothing was done).
@@ -141,7 +200,7 @@ impl VerbsTransport {
     ) -> Option<Result<(), TransportError>> {
         if !(self.is_eager(region.len) || self.is_ring(region.len))
             || !self.quiet_peer(peer)
-            || !self.idle_region(region)
+            || self.idle_region(region).is_none()
         {
             return None;
         }
@@ -236,6 +295,63 @@ impl VerbsTransport {
         };
         if let Some(d) = &mut self.direct {
             d.outcome = Some(outcome);
+        }
+    }
+}
+
+/// What varies between two messages of a [`PreparedSend`].
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Prepared {
+    /// Send path: the immediate of the eager message.
+    Eager { imm: u32 },
+    /// Write-poll path: where the message starts in the peer's ring, and its
+    /// trailer ([`crate::layout::Trailer::word`]).
+    Ring { remote_addr: u64, trailer: u64 },
+}
+
+/// The work request of the direct path's sends to one peer, built once when the
+/// connection is set up, as perftest builds its `ibv_send_wr` once and changes
+/// only what varies per message: the generic [`VerbsTransport::post_send`] zeroes
+/// and fills the whole request (about 100 instructions) on every message.
+pub(super) struct PreparedSend {
+    wr: ibv_send_wr,
+    /// The message, then (write-poll path) its trailer.
+    sges: [ibv_sge; 2],
+    /// Gather entries of a message: 1 (send path) or 2 (write-poll path).
+    sge_count: usize,
+    /// Write-poll path: the trailer of the message being posted. The write is
+    /// inline: the provider copies it at post time, so it needs no staging entry.
+    trailer: u64,
+}
+
+impl PreparedSend {
+    /// The request for messages to `peer`: `wr_id` names the peer (the direct
+    /// path posts only inline sends, whose completions only free queue space).
+    pub(super) fn new(op: VerbsOp, wr_id: u64, remote_ring_rkey: u32) -> PreparedSend {
+        // SAFETY: plain data (unions of plain data), all-zero is valid.
+        let mut wr: ibv_send_wr = unsafe { std::mem::zeroed() };
+        wr.wr_id = wr_id;
+        let empty = ibv_sge {
+            addr: 0,
+            length: 0,
+            lkey: 0,
+        };
+        let mut sges = [empty; 2];
+        let sge_count = if op == VerbsOp::WritePoll {
+            wr.opcode = ibv_wr_opcode::IBV_WR_RDMA_WRITE;
+            wr.wr.rdma.rkey = remote_ring_rkey;
+            // inline: the lkey is not checked, the address is set per message
+            sges[1].length = TRAILER_BYTES as u32;
+            2
+        } else {
+            wr.opcode = ibv_wr_opcode::IBV_WR_SEND_WITH_IMM;
+            1
+        };
+        PreparedSend {
+            wr,
+            sges,
+            sge_count,
+            trailer: 0,
         }
     }
 }

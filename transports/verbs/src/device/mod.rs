@@ -13,7 +13,8 @@
 //! - [`complete`]: the completion queue: what each completion means, eager
 //!   messages delivered from their slots;
 //! - [`direct`]: the blocking send and receive of a small message with nothing
-//!   queued before it, without a request;
+//!   queued before it, without a request; the prepared work request of inline
+//!   sends;
 //! - [`progress`]: waiting (poll or completion channel), retiring requests, and
 //!   naming the peer that made no progress.
 //!
@@ -144,6 +145,9 @@ struct Peer {
     ring_acked: u64,
     ring_head: u64,
     ring_reported: u64,
+    /// Where the flag of the peer's next message (number `ring_head`) will be
+    /// in our ring, and its value ([`RingLayout::flag_at`], [`RingLayout::flag`]).
+    ring_next: (usize, u8),
     /// Address and rkey of the peer's ring area.
     remote_ring: (u64, u32),
     /// Receives waiting for a message in our ring from this peer, in order.
@@ -177,8 +181,9 @@ pub struct VerbsTransport {
     /// Per peer: a completion concerning it was handled since a wait last read
     /// the clock (which then sets `last_progress`).
     progressed: Vec<bool>,
-    requests: crate::layout::IdMap<Request>,
-    next_request: u64,
+    /// Per peer: the direct path's send work request (empty until connected).
+    prepared: Vec<direct::PreparedSend>,
+    requests: crate::slab::Slab<Request>,
     /// The direct receive waiting (only inside [`Transport::recv`]).
     direct: Option<DirectRecv>,
     device: String,

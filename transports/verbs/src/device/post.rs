@@ -4,6 +4,7 @@
 //! peer's receive slots, advertisements of receive regions, zero-copy sends on
 //! the bulk queue pair, RDMA writes with immediate, and credit messages.
 
+use super::direct::Prepared;
 use super::memory::access;
 use super::{rc_error, Request, State, VerbsTransport, NAME};
 use crate::layout::{self, MsgKind, RingLayout, Trailer, WrKind, TRAILER_BYTES};
@@ -42,20 +43,30 @@ impl VerbsTransport {
                 buffer: region.buffer,
             });
         }
-        let id = self.next_request;
-        self.next_request += 1;
-        self.requests.insert(
-            id,
-            Request {
-                peer,
-                region,
-                is_send,
-                bulk: false,
-                mismatch: None,
-                state: State::Queued,
-            },
-        );
+        let id = self.requests.insert(Request {
+            peer,
+            region,
+            is_send,
+            bulk: false,
+            mismatch: None,
+            state: State::Queued,
+        });
         if is_send {
+            // as the blocking send: an inline message to a quiet peer goes at once
+            // (its data is copied: done, though it keeps its hold until retired)
+            let p = &self.peers[peer];
+            if p.queued_sends.is_empty() && p.queued_recvs.is_empty() {
+                let posted = match self.region_sge(region) {
+                    Ok(data) => self.post_inline(peer, data),
+                    Err(_) => None,
+                };
+                if let Some(posted) = posted {
+                    let r = self.requests.get_mut(&id).expect("request");
+                    // a failed post broke the connection (as in post_failed)
+                    r.state = posted.map_or_else(State::Failed, |()| State::Done);
+                    return Ok(RequestId(id));
+                }
+            }
             self.peers[peer].queued_sends.push_back(id);
         } else if self.is_ring(region.len) {
             // the message lands in our ring, or has landed and waits in a copy
@@ -236,7 +247,8 @@ impl VerbsTransport {
     fn post_ring_write(&mut self, id: u64) -> Result<(), TransportError> {
         let r = &self.requests[&id];
         let (peer, region) = (r.peer, r.region);
-        let inline = self.post_ring(peer, region, layout::wr_id(WrKind::DataSend, id))?;
+        let data = self.region_sge(region)?;
+        let inline = self.post_ring(peer, data, layout::wr_id(WrKind::DataSend, id))?;
         self.retire_posted(id, inline);
         Ok(())
     }
@@ -252,59 +264,73 @@ impl VerbsTransport {
     pub(super) fn post_ring(
         &mut self,
         peer: Rank,
-        region: Region,
+        data: ibv_sge,
         data_wr_id: u64,
     ) -> Result<bool, TransportError> {
         let rings = self.rings.expect("write-poll path");
+        let len = data.length as usize;
         let p = &self.peers[peer];
         let seq = p.ring_sent;
         let trailer = Trailer {
-            len: region.len as u32,
+            len: data.length,
             consumed: p.ring_head as u16,
             flag: rings.flag(seq),
         };
         let remote_slot = rings.slot(self.rank, seq);
-        let remote = (
-            p.remote_ring.0 + RingLayout::data_at(remote_slot, region.len) as u64,
-            p.remote_ring.1,
-        );
-        let staging = rings.staging(peer, seq);
-        let ring = self.res.ring.as_ref().expect("ring");
-        // SAFETY: the staging entry of message `seq` was last used by message
-        // `seq - depth`, which the peer has consumed (ring_room: fewer than
-        // `depth` unconsumed), so the device read it long ago; nothing else uses
-        // staging entries.
-        unsafe { ring.write_at(staging, &trailer.encode()) };
-        let tail = ibv_sge {
-            addr: ring.addr(staging),
-            length: TRAILER_BYTES as u32,
-            lkey: ring.lkey(),
-        };
-        let b = self.buf(region.buffer)?;
-        let data = ibv_sge {
-            addr: b.reg.addr(region.offset),
-            length: region.len as u32,
-            lkey: b.reg.lkey(),
-        };
-        let mut sges = [data, tail];
-        let sges = if region.len == 0 {
-            &mut sges[1..]
+        let remote_addr = p.remote_ring.0 + RingLayout::data_at(remote_slot, len) as u64;
+        let inline = layout::goes_inline(len + TRAILER_BYTES, self.max_inline);
+        if inline {
+            // the trailer travels from the prepared request (copied at post time)
+            let trailer = trailer.word();
+            self.post_prepared(
+                peer,
+                data,
+                Prepared::Ring {
+                    remote_addr,
+                    trailer,
+                },
+            )?;
         } else {
-            &mut sges[..]
-        };
-        let inline = layout::goes_inline(region.len + TRAILER_BYTES, self.max_inline);
-        let op = ibv_wr_opcode::IBV_WR_RDMA_WRITE;
-        let wr_id = if inline {
-            self.peer_wr_id(peer)
-        } else {
-            data_wr_id
-        };
-        self.post_send(peer, false, wr_id, sges, op, inline, None, Some(remote))?;
+            let staging = rings.staging(peer, seq);
+            let ring = self.res.ring.as_ref().expect("ring");
+            // SAFETY: the staging entry of message `seq` was last used by message
+            // `seq - depth`, which the peer has consumed (ring_room: fewer than
+            // `depth` unconsumed), so the device read it long ago; nothing else uses
+            // staging entries.
+            unsafe { ring.write_at(staging, &trailer.encode()) };
+            let tail = ibv_sge {
+                addr: ring.addr(staging),
+                length: TRAILER_BYTES as u32,
+                lkey: ring.lkey(),
+            };
+            let mut sges = [data, tail];
+            let sges = if len == 0 {
+                &mut sges[1..]
+            } else {
+                &mut sges[..]
+            };
+            let op = ibv_wr_opcode::IBV_WR_RDMA_WRITE;
+            let remote = Some((remote_addr, self.peers[peer].remote_ring.1));
+            self.post_send(peer, false, data_wr_id, sges, op, false, None, remote)?;
+        }
         let p = &mut self.peers[peer];
         p.ring_sent += 1;
         p.ring_reported = p.ring_head;
         self.ring_messages += 1;
         Ok(inline)
+    }
+
+    /// Send path: an inline eager message into the peer's next receive slot; the
+    /// immediate marks it as data and returns owed credits. Its `wr_id` names the
+    /// peer (its buffer is free when the post returns).
+    pub(super) fn post_eager_inline(
+        &mut self,
+        peer: Rank,
+        data: ibv_sge,
+    ) -> Result<(), TransportError> {
+        let credits = self.peers[peer].credits.consume(true);
+        let imm = layout::msg_imm(MsgKind::Eager, credits, data.length);
+        self.post_prepared(peer, data, Prepared::Eager { imm })
     }
 
     /// Write-poll path: writes how many of the peer's messages we consumed into
@@ -478,7 +504,9 @@ impl VerbsTransport {
         };
         let mut mismatch = None;
         let mut bulk = false;
-        if self.is_eager(region.len) {
+        if self.is_eager(region.len) && inline {
+            self.post_eager_inline(peer, sge)?;
+        } else if self.is_eager(region.len) {
             // into the peer's next pre-posted slot; the immediate marks it as data
             // and returns owed credits
             let op = ibv_wr_opcode::IBV_WR_SEND_WITH_IMM;
@@ -543,6 +571,16 @@ impl VerbsTransport {
         Ok(())
     }
 
+    /// The gather entry of `region`.
+    fn region_sge(&self, region: Region) -> Result<ibv_sge, TransportError> {
+        let b = self.buf(region.buffer)?;
+        Ok(ibv_sge {
+            addr: b.reg.addr(region.offset),
+            length: region.len as u32,
+            lkey: b.reg.lkey(),
+        })
+    }
+
     /// Posts one send work request on the message QP (or the bulk QP) of `peer`.
     /// Selective signalling ([`layout::signal_every`]): a send whose `wr_id` names
     /// no request (an inline send, an advertisement, credits) is signaled only
@@ -604,6 +642,14 @@ impl VerbsTransport {
         if rc != 0 {
             return Err(self.io(peer, "post send", rc_error(rc)));
         }
+        self.account_send(peer, bulk, signal);
+        Ok(())
+    }
+
+    /// A send was posted to `peer` (on the bulk QP with `bulk`): it takes
+    /// send-queue room, and on the message QP joins the selective signalling
+    /// (the next signaled completion retires it).
+    pub(super) fn account_send(&mut self, peer: Rank, bulk: bool, signal: bool) {
         let p = &mut self.peers[peer];
         p.sq_used += 1;
         if !bulk {
@@ -617,7 +663,6 @@ impl VerbsTransport {
         if signal {
             self.signaled_sends += 1;
         }
-        Ok(())
     }
 
     /// Re-posts the receive slots of `peer` handled since the last batch, as one
