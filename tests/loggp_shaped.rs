@@ -162,6 +162,11 @@ fn loggp_g_matches_iperf3_on_a_shaped_link() {
         "--wait",
         "block",
         "loggp",
+        // One range: this test checks G, not the detector, whose confirmation
+        // passes on this link (a shaped wire, loaded host) took the run from 55 s
+        // to 141 s in some suites (docs/findings/2026-11-24-suite-time.md).
+        "--detector",
+        "none",
         "--sizes",
         "4K-64K:4K",
         "--reps",
