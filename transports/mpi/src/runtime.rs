@@ -286,7 +286,14 @@ impl Mpi {
     /// Off the MPI thread at a thread level below `MPI_THREAD_MULTIPLE`, where MPI
     /// may not be called from there, it ends only this process
     /// (`std::process::exit`); the launcher then ends the job.
+    ///
+    /// Waits [`ABORT_GRACE`] first, with stdout flushed: `MPI_Abort` takes the
+    /// launcher's output forwarding down with the job, and MPICH's hydra dropped what
+    /// the rank had written just before (the "lost rank" line of a liveness failure
+    /// in a CI run, the in-flight warning in 1 of 6 runs). The job is ending anyway.
     pub fn abort(&self, code: i32) -> ! {
+        let _ = std::io::Write::flush(&mut std::io::stdout());
+        std::thread::sleep(ABORT_GRACE);
         if Caller::checked().is_ok() || self.thread_level == 3 {
             // SAFETY: MPI is initialized while `self` lives, and this thread may call
             // it: it is the thread that initialized MPI, or MPI granted
