@@ -390,16 +390,8 @@ impl Drop for Mpi {
                  aborting the job instead of calling MPI_Finalize, which could wait for them\n"
             );
             let _ = std::io::Write::write_all(&mut std::io::stderr(), message.as_bytes());
-            let _ = std::io::Write::flush(&mut std::io::stdout());
-            // MPI_Abort takes the launcher's output forwarding down with the job:
-            // MPICH's hydra dropped what this rank had already written (its stdout
-            // too) in 1 of 6 runs. The job is ending anyway; give the launcher a
-            // moment to forward the output first.
-            std::thread::sleep(ABORT_GRACE);
-            // SAFETY: MPI is initialized (not finalized yet) and we are on its thread;
-            // MPI_Abort does not return on success.
-            unsafe { ffi::ngm_abort(ABORT_IN_FLIGHT) };
-            std::process::exit(ABORT_IN_FLIGHT);
+            // MPI is not finalized yet and this is its thread (checked above).
+            self.abort(ABORT_IN_FLIGHT);
         }
         // SAFETY: the last handle on the library is going away: every Comm holds an
         // Arc<Mpi>, so no transport or control plane is left, and no request is in
