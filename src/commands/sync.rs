@@ -22,7 +22,9 @@ use ngauge::clock::{Clock, Skew, SystemClock, TickRate, Ticks};
 use ngauge::job::{Job, TransportName};
 use ngauge::launch::World;
 use ngauge::report::jsonl::JsonlWriter;
-use ngauge::report::sync::{seconds_label, RankReport, SyncDoc, SyncSamples, SyncWarning};
+use ngauge::report::sync::{
+    seconds_label, DroppedDriftReport, RankReport, SyncDoc, SyncSamples, SyncWarning,
+};
 use ngauge::report::table::Table;
 use ngauge::spec::SyncSpec;
 use ngauge::sync::skew;
@@ -249,6 +251,14 @@ fn one_repetition(
         }),
         sync_exchanges: outcome.exchanges,
         crossed_brackets: outcome.crossed_brackets,
+        dropped_drift: outcome.dropped_drift.map(|d| DroppedDriftReport {
+            fitted_ppm: d.fitted * 1e6,
+            stderr_ppm: d.stderr * 1e6,
+            fit_span_us: ns(d.span_ticks as f64) / 1e3,
+            fitpoints: d.points,
+            fits_dropped: outcome.drifts_dropped,
+            reason: d.reason,
+        }),
         pinned_core: world.pinned_core,
     };
     let wire = pairwise::Wire::new(transport, 0)?;
@@ -304,6 +314,10 @@ fn hint(w: &SyncWarning) -> Option<String> {
             Some("more --fitpoints spread the fit over a longer time".into())
         }
         SyncWarning::CrossedBrackets { .. } => None,
+        SyncWarning::DroppedDrift { .. } => Some(
+            "more --fitpoints or --exchanges spread the fit over a longer time, where a drift can show"
+                .into(),
+        ),
         SyncWarning::Binding(b) => Some(b.hint().into()),
     }
 }

@@ -4,6 +4,7 @@
 use super::warning::Warned;
 use super::Meta;
 use crate::job::TransportName;
+use crate::sync::pairwise::DriftRejection;
 use crate::sync::{Algorithm, Estimator};
 use ngauge_transport::WaitMode;
 use serde::{Deserialize, Serialize};
@@ -36,6 +37,10 @@ pub struct RankReport {
     /// measurement), replaced by min-RTT measurements.
     #[serde(default)]
     pub crossed_brackets: usize,
+    /// A drift this rank fitted and did not keep (the largest, if several): its
+    /// model keeps the offset only (`jk`, `hca`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dropped_drift: Option<DroppedDriftReport>,
     /// The rank's pinned core, if pinned.
     pub pinned_core: Option<usize>,
 }
@@ -97,6 +102,24 @@ pub struct SyncSamples {
     pub max_abs_residual_ns: Vec<f64>,
 }
 
+/// A fitted drift that a rank's model does not use
+/// ([`crate::sync::pairwise::fit_model`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DroppedDriftReport {
+    /// The slope the fit returned.
+    pub fitted_ppm: f64,
+    /// Its standard error.
+    pub stderr_ppm: f64,
+    /// Time from the first to the last fit point.
+    pub fit_span_us: f64,
+    /// Fit points.
+    pub fitpoints: usize,
+    /// Drift fits on this rank that were dropped.
+    pub fits_dropped: usize,
+    /// Why this one was dropped.
+    pub reason: DriftRejection,
+}
+
 /// Brackets that crossed on one rank.
 #[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Crossed {
@@ -125,9 +148,25 @@ pub enum SyncWarning {
         /// The algorithm.
         algo: Algorithm,
     },
+    /// Drift fits whose slope was not kept: those ranks' models keep the offset
+    /// only, so their error grows with any real drift.
+    DroppedDrift {
+        /// The ranks, with what their fit saw.
+        ranks: Vec<DroppedDriftAt>,
+    },
     /// Two measured ranks share a core, or some are pinned and some not.
     #[serde(untagged)]
     Binding(crate::launch::binding::BindingWarning),
+}
+
+/// A dropped drift on one rank.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct DroppedDriftAt {
+    /// The rank.
+    pub rank: usize,
+    /// What its fit saw.
+    #[serde(flatten)]
+    pub drift: DroppedDriftReport,
 }
 
 /// A residual worth a warning, ns.
@@ -144,6 +183,29 @@ impl std::fmt::Display for SyncWarning {
                 ranks
                     .iter()
                     .map(|c| format!("rank {} ({})", c.rank, c.brackets))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            SyncWarning::DroppedDrift { ranks } => write!(
+                f,
+                "drift fits too noisy to keep, models use offsets only: {}",
+                ranks
+                    .iter()
+                    .map(|r| {
+                        let d = &r.drift;
+                        let why = match d.reason {
+                            DriftRejection::Unresolved => "not resolved",
+                            DriftRejection::Implausible => "beyond 500 ppm",
+                        };
+                        format!(
+                            "rank {} ({:.0} +- {:.0} ppm from {} points over {}, {why})",
+                            r.rank,
+                            d.fitted_ppm,
+                            d.stderr_ppm,
+                            d.fitpoints,
+                            duration_label(d.fit_span_us)
+                        )
+                    })
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
@@ -164,6 +226,17 @@ impl std::fmt::Display for SyncWarning {
                 Ok(())
             }
         }
+    }
+}
+
+/// `850us`, `4.7ms`, `1.25s`.
+fn duration_label(us: f64) -> String {
+    if us < 1e3 {
+        format!("{us:.0}us")
+    } else if us < 1e6 {
+        format!("{:.1}ms", us / 1e3)
+    } else {
+        format!("{:.2}s", us / 1e6)
     }
 }
 
@@ -191,6 +264,19 @@ impl SyncDoc {
             .collect();
         if !crossed.is_empty() {
             w.push(SyncWarning::CrossedBrackets { ranks: crossed });
+        }
+        let dropped: Vec<DroppedDriftAt> = self
+            .ranks
+            .iter()
+            .filter_map(|r| {
+                r.dropped_drift.clone().map(|drift| DroppedDriftAt {
+                    rank: r.rank,
+                    drift,
+                })
+            })
+            .collect();
+        if !dropped.is_empty() {
+            w.push(SyncWarning::DroppedDrift { ranks: dropped });
         }
         if let Some(&last) = self.max_abs_residual_ns.last() {
             if last > LARGE_RESIDUAL_NS {
@@ -221,6 +307,7 @@ mod tests {
             true_drift_ppm: None,
             sync_exchanges: 1,
             crossed_brackets,
+            dropped_drift: None,
             pinned_core: None,
         }
     }

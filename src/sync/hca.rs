@@ -47,10 +47,7 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
         clock,
         t,
         control,
-        |clock, t, wire, peer| {
-            let (model, n) = learn_model(clock, t, wire, peer, fitpoints, n_exchanges)?;
-            Ok((model, Effort::exchanges(n)))
-        },
+        |clock, t, wire, peer| learn_model(clock, t, wire, peer, fitpoints, n_exchanges),
         |clock, t, wire, peer| {
             let mut served = 0;
             for _ in 0..fitpoints {

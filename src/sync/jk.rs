@@ -46,8 +46,7 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
         }
         (ClockModel::IDENTITY, Effort::exchanges(served))
     } else {
-        let (model, n) = learn_model(clock, t, &wire, 0, options.fitpoints, options.exchanges)?;
-        (model, Effort::exchanges(n))
+        learn_model(clock, t, &wire, 0, options.fitpoints, options.exchanges)?
     };
     wire.free(t)?;
     Ok(result)

@@ -193,13 +193,18 @@ impl SyncOptions {
 }
 
 /// What one rank did during a synchronization, and what went wrong on the way.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct Effort {
     /// Ping-pong exchanges this rank took part in.
     pub exchanges: usize,
     /// SKaMPI brackets this rank measured whose bounds crossed, and which it replaced
     /// by a min-RTT measurement ([`pairwise::bracket_or_min_rtt`]).
     pub crossed_brackets: usize,
+    /// Drift models this rank fitted whose slope was not kept
+    /// ([`pairwise::fit_model`]: unresolved or implausible).
+    pub drifts_dropped: usize,
+    /// The largest of those slopes, with what its fit saw.
+    pub dropped_drift: Option<pairwise::DroppedDrift>,
 }
 
 impl Effort {
@@ -207,7 +212,7 @@ impl Effort {
     pub fn exchanges(n: usize) -> Self {
         Effort {
             exchanges: n,
-            crossed_brackets: 0,
+            ..Effort::default()
         }
     }
 }
@@ -216,6 +221,11 @@ impl std::ops::AddAssign for Effort {
     fn add_assign(&mut self, other: Effort) {
         self.exchanges += other.exchanges;
         self.crossed_brackets += other.crossed_brackets;
+        self.drifts_dropped += other.drifts_dropped;
+        self.dropped_drift = match (self.dropped_drift, other.dropped_drift) {
+            (Some(a), Some(b)) if b.fitted.abs() > a.fitted.abs() => Some(b),
+            (a, b) => a.or(b),
+        };
     }
 }
 
@@ -232,6 +242,10 @@ pub struct SyncOutcome {
     pub exchanges: usize,
     /// SKaMPI brackets whose bounds crossed, replaced by min-RTT (see [`Effort`]).
     pub crossed_brackets: usize,
+    /// Drift fits on this rank whose slope was not kept (see [`Effort`]).
+    pub drifts_dropped: usize,
+    /// The largest slope dropped, with what its fit saw.
+    pub dropped_drift: Option<pairwise::DroppedDrift>,
 }
 
 impl SyncOutcome {
@@ -282,6 +296,8 @@ pub fn synchronize<C: Clock + ?Sized, T: Transport + ?Sized>(
         finished,
         exchanges: effort.exchanges,
         crossed_brackets: effort.crossed_brackets,
+        drifts_dropped: effort.drifts_dropped,
+        dropped_drift: effort.dropped_drift,
     })
 }
 
@@ -345,6 +361,7 @@ pub(crate) fn measure_offset<C: Clock + ?Sized, T: Transport + ?Sized>(
                     let effort = Effort {
                         exchanges: b.exchanges + n,
                         crossed_brackets: 1,
+                        ..Effort::default()
                     };
                     (offset, at, effort)
                 }

@@ -31,7 +31,7 @@
 //! knowing how many exchanges it will make.
 
 use super::model::{delta, offset_by, ClockModel};
-use super::SyncError;
+use super::{Effort, SyncError};
 use crate::clock::{Clock, Ticks};
 use crate::model::lsq::fit_line;
 use ngauge_transport::{BufferId, Rank, Transport};
@@ -446,28 +446,126 @@ pub fn fit_point<C: Clock + ?Sized, T: Transport + ?Sized>(
     })
 }
 
+/// The largest rate difference a fitted drift may claim: 500 ppm, NTP's bound on a
+/// clock's frequency error (RFC 5905, `MAXFREQ`; the Linux kernel bounds its
+/// frequency correction alike). A quartz oscillator is within tens of ppm; a fit
+/// that claims more measured its noise over too short a span, not a clock.
+pub const MAX_PLAUSIBLE_DRIFT: f64 = 500e-6;
+
+/// Two-sided confidence at which a fitted drift must differ from zero to be kept.
+pub const DRIFT_CONFIDENCE: f64 = 0.99;
+
+/// Why a fitted drift was not kept.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum DriftRejection {
+    /// The slope does not differ from zero at [`DRIFT_CONFIDENCE`] (Student's t on
+    /// its standard error): the fit points' noise hides any drift over their span.
+    Unresolved,
+    /// The slope differs from zero, but by more than [`MAX_PLAUSIBLE_DRIFT`].
+    Implausible,
+}
+
+/// A fitted drift that was not kept, and what the fit saw.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct DroppedDrift {
+    /// The fitted slope of `local - peer` against local time.
+    pub fitted: f64,
+    /// Its standard error.
+    pub stderr: f64,
+    /// Local ticks from the first to the last fit point.
+    pub span_ticks: u64,
+    /// Fit points.
+    pub points: usize,
+    /// Why it was dropped.
+    pub reason: DriftRejection,
+}
+
+/// A pairwise drift model and, when the fit's slope was not kept, what it was.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DriftFit {
+    /// The model: the fitted line, or the points' median offset without drift.
+    pub model: ClockModel,
+    /// The slope the model does not use, if any.
+    pub dropped: Option<DroppedDrift>,
+}
+
 /// Fits the drift model through fit points (Algorithm 15, line 28, `Linear_Fit`): the
 /// line `local - peer = offset + drift * (local - anchor)`, anchored at the mean of
 /// the points' readings, where the regression intercept is best determined.
-pub fn fit_model(points: &[FitPoint]) -> Option<ClockModel> {
+///
+/// One addition to the papers, which keep any slope the regression returns: the
+/// slope is kept only when it is resolved, that is when `|slope| >= t * stderr`
+/// (Student's t at [`DRIFT_CONFIDENCE`], `n - 2` degrees of freedom; with 2 points
+/// there is no error estimate and nothing is resolved) and `|slope| <=`
+/// [`MAX_PLAUSIBLE_DRIFT`]. Otherwise the model has no drift and the points'
+/// median offset, which one disturbed point cannot move far. Why: a slope is
+/// extrapolated over the whole measurement that follows, so a slope below its own
+/// error adds more error than it removes. A fit over a few milliseconds on a loaded
+/// host (10 points of 2 exchanges) returned 25 000 ppm between two ranks sharing a
+/// TSC; a second later that model was 25 ms off, and window-based starts built on it
+/// invalidated every call or waited past the peers' timeout.
+pub fn fit_model(points: &[FitPoint]) -> Option<DriftFit> {
     let first = points.first()?.local;
     let xs: Vec<f64> = points.iter().map(|p| delta(p.local, first)).collect();
     let ys: Vec<f64> = points.iter().map(|p| p.offset).collect();
     let line = fit_line(&xs, &ys)?;
     let mean_x = xs.iter().sum::<f64>() / xs.len() as f64;
     let anchor = offset_by(first, mean_x);
-    let x = delta(anchor, first);
-    Some(ClockModel {
-        anchor,
-        offset_ticks: line.at(x),
-        drift: line.slope,
+    let reason = drift_rejection(line.slope, line.slope_stderr, points.len());
+    let Some(reason) = reason else {
+        let x = delta(anchor, first);
+        return Some(DriftFit {
+            model: ClockModel {
+                anchor,
+                offset_ticks: line.at(x),
+                drift: line.slope,
+            },
+            dropped: None,
+        });
+    };
+    let last = points.iter().map(|p| p.local).max().unwrap_or(first);
+    let earliest = points.iter().map(|p| p.local).min().unwrap_or(first);
+    Some(DriftFit {
+        model: ClockModel {
+            anchor,
+            offset_ticks: crate::stats::median(&ys)?,
+            drift: 0.0,
+        },
+        dropped: Some(DroppedDrift {
+            fitted: line.slope,
+            stderr: line.slope_stderr,
+            span_ticks: last.since(earliest),
+            points: points.len(),
+            reason,
+        }),
     })
 }
 
+/// Why a fitted `slope` with standard error `stderr` from `points` fit points is
+/// not kept, or `None` when it is (see [`fit_model`]).
+pub fn drift_rejection(slope: f64, stderr: f64, points: usize) -> Option<DriftRejection> {
+    use statrs::distribution::{ContinuousCDF, StudentsT};
+    let dof = points.saturating_sub(2);
+    let t = (dof > 0)
+        .then(|| StudentsT::new(0.0, 1.0, dof as f64).ok())
+        .flatten()
+        .map(|d| d.inverse_cdf(0.5 + DRIFT_CONFIDENCE / 2.0));
+    match t {
+        Some(t) if slope.abs() >= t * stderr => {
+            (slope.abs() > MAX_PLAUSIBLE_DRIFT).then_some(DriftRejection::Implausible)
+        }
+        _ => Some(DriftRejection::Unresolved),
+    }
+}
+
 /// Initiator side of a pairwise drift model (`Learn_Model_HCA`, Algorithm 4):
-/// `fitpoints` fit points of `n_exchanges` exchanges each, then a line through them.
-/// The responder calls [`respond`] `fitpoints` times. Returns the model of this
-/// rank's clock relative to `peer`'s and the number of exchanges made.
+/// `fitpoints` fit points of `n_exchanges` exchanges each, then a line through them
+/// ([`fit_model`]). The responder calls [`respond`] `fitpoints` times. Returns the
+/// model of this rank's clock relative to `peer`'s and what it took (exchanges, and
+/// the slope if it was dropped).
 pub fn learn_model<C: Clock + ?Sized, T: Transport + ?Sized>(
     clock: &C,
     t: &mut T,
@@ -475,15 +573,20 @@ pub fn learn_model<C: Clock + ?Sized, T: Transport + ?Sized>(
     peer: Rank,
     fitpoints: usize,
     n_exchanges: usize,
-) -> Result<(ClockModel, usize), SyncError> {
+) -> Result<(ClockModel, Effort), SyncError> {
     let points = (0..fitpoints)
         .map(|_| fit_point(clock, t, wire, peer, n_exchanges))
         .collect::<Result<Vec<_>, _>>()?;
-    let model = fit_model(&points).ok_or_else(|| SyncError::Fit {
+    let fit = fit_model(&points).ok_or_else(|| SyncError::Fit {
         peer,
         detail: format!("no line through {} fit points", points.len()),
     })?;
-    Ok((model, fitpoints * n_exchanges.max(1)))
+    let mut effort = Effort::exchanges(fitpoints * n_exchanges.max(1));
+    if let Some(dropped) = fit.dropped {
+        effort.drifts_dropped = 1;
+        effort.dropped_drift = Some(dropped);
+    }
+    Ok((fit.model, effort))
 }
 
 #[cfg(test)]
@@ -518,10 +621,83 @@ mod tests {
                 }
             })
             .collect();
-        let m = fit_model(&points).unwrap();
+        let fit = fit_model(&points).unwrap();
+        assert_eq!(fit.dropped, None);
+        let m = fit.model;
         assert!((m.drift - 40e-6).abs() < 1e-12);
         assert_eq!(m.anchor, Ticks(1_000_000_000_000 + 4_500_000));
         assert!((m.offset_ticks - (500.0 + 40e-6 * 4.5e6)).abs() < 1e-6);
         assert_eq!(fit_model(&points[..1]), None);
+    }
+
+    fn points(n: u64, span: u64, offset: impl Fn(u64, f64) -> f64) -> Vec<FitPoint> {
+        (0..n)
+            .map(|i| {
+                let x = i * span / (n - 1);
+                FitPoint {
+                    local: Ticks(1_000_000_000_000 + x),
+                    offset: offset(i, x as f64),
+                }
+            })
+            .collect()
+    }
+
+    /// The failure this rule is for: no drift, 10 points over 1 ms (2.6 M ticks)
+    /// with microseconds of noise, one point disturbed by 50 us. The regression's
+    /// slope is thousands of ppm; it is dropped as unresolved and the model keeps
+    /// the median offset, which the disturbed point does not move.
+    #[test]
+    fn a_slope_within_its_noise_is_dropped_for_the_median_offset() {
+        let noise = [3e3, -4e3, 2e3, -1e3, 5e3, -2e3, 1e3, -3e3, 4e3, 130e3];
+        let pts = points(10, 2_600_000, |i, _| 700.0 + noise[i as usize]);
+        let line = {
+            let xs: Vec<f64> = pts.iter().map(|p| p.local.0 as f64).collect();
+            let ys: Vec<f64> = pts.iter().map(|p| p.offset).collect();
+            fit_line(&xs, &ys).unwrap()
+        };
+        assert!(line.slope.abs() > 1e-3, "{line:?}");
+        let fit = fit_model(&pts).unwrap();
+        let dropped = fit.dropped.expect("dropped");
+        assert_eq!(dropped.reason, DriftRejection::Unresolved);
+        assert_eq!(dropped.points, 10);
+        assert_eq!(dropped.span_ticks, 2_600_000);
+        assert!((dropped.fitted - line.slope).abs() < 1e-12);
+        assert_eq!(fit.model.drift, 0.0);
+        // Median of 700 + noise: between the 5th and 6th of the sorted noises.
+        assert!(
+            (fit.model.offset_ticks - (700.0 + 1.5e3)).abs() < 1e-9,
+            "{fit:?}"
+        );
+    }
+
+    /// A slope far above its error but beyond what a clock can drift is dropped as
+    /// implausible; the same points with 40 ppm are kept.
+    #[test]
+    fn a_resolved_slope_beyond_500_ppm_is_implausible() {
+        let wobble = |i: u64| if i % 2 == 0 { 10.0 } else { -10.0 };
+        let fast = fit_model(&points(50, 1_000_000_000, |i, x| 2e-3 * x + wobble(i))).unwrap();
+        assert_eq!(
+            fast.dropped.map(|d| d.reason),
+            Some(DriftRejection::Implausible)
+        );
+        assert_eq!(fast.model.drift, 0.0);
+        let slow = fit_model(&points(50, 1_000_000_000, |i, x| 40e-6 * x + wobble(i))).unwrap();
+        assert_eq!(slow.dropped, None);
+        assert!((slow.model.drift - 40e-6).abs() < 1e-8, "{slow:?}");
+    }
+
+    #[test]
+    fn two_points_resolve_no_drift() {
+        assert_eq!(
+            drift_rejection(1e-4, 0.0, 2),
+            Some(DriftRejection::Unresolved)
+        );
+        assert_eq!(drift_rejection(1e-4, 0.0, 3), None);
+        // Student's t at 99 % with 8 degrees of freedom is 3.355.
+        assert_eq!(
+            drift_rejection(3.3e-4, 1e-4, 10),
+            Some(DriftRejection::Unresolved)
+        );
+        assert_eq!(drift_rejection(3.4e-4, 1e-4, 10), None);
     }
 }
