@@ -714,3 +714,40 @@ fn a_wait_on_the_real_clock_ends_at_or_after_the_deadline() {
         );
     }
 }
+
+/// A clock model that puts the window 10 s ahead, where the announcement allowed a
+/// wait of a few microseconds, is wrong: the wait ends at once and the slot is late
+/// (invalid), where it used to wait the 10 s while the peers timed out in the call.
+/// A wait the schedule explains still waits.
+#[test]
+fn a_wait_the_schedule_cannot_explain_ends_at_once_as_a_late_start() {
+    let (start, window, lead) = (100_000_000_000u64, 1_000u64, 1_000u64);
+    let run = |first: u64, with_lead: bool| {
+        let clock = JumpingClock {
+            reads: Default::default(),
+            first,
+            jump_to: start + 5,
+        };
+        let mut windows = Windows::from_parts(ClockModel::IDENTITY, Ticks(start), window);
+        if with_lead {
+            windows = windows.with_lead(lead);
+        }
+        let slot = windows.wait(&clock, WaitMode::Poll);
+        (slot, windows.finish(&clock, &slot))
+    };
+    let ten_seconds_early = start - 10_000_000_000;
+    let (slot, status) = run(ten_seconds_early, true);
+    assert_eq!(slot.started, Ticks(ten_seconds_early), "{slot:?}");
+    assert_eq!(status, SlotStatus::StartedLate);
+    // Without a known lead (a schedule agreed elsewhere) there is no bound.
+    let (slot, status) = run(ten_seconds_early, false);
+    assert!(slot.started > Ticks(start), "{slot:?}");
+    assert_eq!(status, SlotStatus::Valid);
+    // 1.5 us ahead, within 2 * (lead + window): an ordinary wait.
+    let (slot, status) = run(start - 1_500, true);
+    assert!(slot.started > Ticks(start), "{slot:?}");
+    assert_eq!(status, SlotStatus::Valid);
+    let w = Windows::from_parts(ClockModel::IDENTITY, Ticks(start), window).with_lead(lead);
+    assert_eq!(w.max_wait_ticks(0), Some(4_000));
+    assert_eq!(w.max_wait_ticks(500), Some(5_000));
+}

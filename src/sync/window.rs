@@ -114,6 +114,7 @@ pub struct Windows {
     window_ticks: u64,
     next: u64,
     lag_limit: Option<u64>,
+    lead_ticks: Option<u64>,
 }
 
 impl Windows {
@@ -144,6 +145,7 @@ impl Windows {
             let start = global.now().plus(lead);
             message.extend_from_slice(&start.0.to_le_bytes());
             message.extend_from_slice(&window_ticks.to_le_bytes());
+            message.extend_from_slice(&lead.to_le_bytes());
         }
         control.broadcast(0, &mut message)?;
         let field = |i: usize| -> Result<u64, SyncError> {
@@ -162,6 +164,7 @@ impl Windows {
             window_ticks: field(1)?,
             next: 0,
             lag_limit: None,
+            lead_ticks: Some(field(2)?),
         })
     }
 
@@ -174,7 +177,31 @@ impl Windows {
             window_ticks,
             next: 0,
             lag_limit: None,
+            lead_ticks: None,
         }
+    }
+
+    /// The same schedule, announced `lead_ticks` (global) before its first window:
+    /// a wait longer than the schedule allows is then cut short (see
+    /// [`Windows::wait_delayed`]). [`Windows::announce`] sets it.
+    pub fn with_lead(mut self, lead_ticks: u64) -> Windows {
+        self.lead_ticks = Some(lead_ticks);
+        self
+    }
+
+    /// The longest wait the schedule can explain for a slot entered `delay_ticks`
+    /// after its window opens, in global ticks, if the lead is known: twice the
+    /// lead plus a window plus the delay. A rank reaches slot 0 at most the lead
+    /// before it opens (the announcement took some of the lead to arrive), and slot
+    /// `i` at most a window (plus the delay) before it opens, having started slot
+    /// `i - 1` no earlier than that opened; the factor 2 leaves room for the ranks'
+    /// clocks and broadcast times.
+    pub fn max_wait_ticks(&self, delay_ticks: u64) -> Option<u64> {
+        self.lead_ticks.map(|lead| {
+            lead.saturating_add(self.window_ticks)
+                .saturating_add(delay_ticks)
+                .saturating_mul(2)
+        })
     }
 
     /// Global time at which window `index` opens.
@@ -217,6 +244,13 @@ impl Windows {
     /// (Niethammer et al., sec. III-D: "shifting the internal start time point by
     /// the desired delay time", so the delay is as exact as the synchronization).
     /// The slot opens at the delayed instant; lateness is judged against it.
+    ///
+    /// When this rank's clock model puts the window further ahead than the schedule
+    /// allows ([`Windows::max_wait_ticks`]), the model is wrong (a drift fitted from
+    /// noise, a clock that jumped), not the schedule: waiting would leave the peers
+    /// waiting in the operation, up to their timeout, and the call would not start
+    /// with theirs either way. So the wait ends at once and the slot is late (its
+    /// measurement is invalid on every rank after [`agree`]).
     pub fn wait_delayed<C: Clock + ?Sized>(
         &mut self,
         clock: &C,
@@ -227,7 +261,10 @@ impl Windows {
         self.next += 1;
         let opens = self.model.local(self.opens_global(index).plus(delay_ticks));
         let arrived = clock.now();
-        let mut late = arrived > opens;
+        let unexplained = self
+            .max_wait_ticks(delay_ticks)
+            .is_some_and(|max| opens.since(arrived) > max);
+        let mut late = arrived > opens || unexplained;
         let started = if late {
             arrived
         } else {
