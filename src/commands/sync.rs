@@ -257,6 +257,7 @@ fn one_repetition(
             fit_span_us: ns(d.span_ticks as f64) / 1e3,
             fitpoints: d.points,
             fits_dropped: outcome.drifts_dropped,
+            peer: d.peer,
             reason: d.reason,
         }),
         pinned_core: world.pinned_core,

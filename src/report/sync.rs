@@ -116,6 +116,8 @@ pub struct DroppedDriftReport {
     pub fitpoints: usize,
     /// Drift fits on this rank that were dropped.
     pub fits_dropped: usize,
+    /// The rank the fit was against (rank 0 for `jk`, a tree neighbour for `hca`).
+    pub peer: usize,
     /// Why this one was dropped.
     pub reason: DriftRejection,
 }
@@ -188,20 +190,23 @@ impl std::fmt::Display for SyncWarning {
             ),
             SyncWarning::DroppedDrift { ranks } => write!(
                 f,
-                "drift fits too noisy to keep, models use offsets only: {}",
+                "drift fits kept no drift: {}",
                 ranks
                     .iter()
                     .map(|r| {
                         let d = &r.drift;
                         let why = match d.reason {
-                            DriftRejection::Unresolved => "not resolved",
-                            DriftRejection::Implausible => "beyond 1000 ppm",
+                            DriftRejection::Unresolved => "not resolved: within its error",
+                            DriftRejection::Implausible => {
+                                "beyond 1100 ppm: no clock drifts so fast"
+                            }
                         };
                         format!(
-                            "rank {} ({:.0} +- {:.0} ppm from {} points over {}, {why})",
+                            "rank {} against rank {} ({} +- {} ppm from {} points over {}; {why})",
                             r.rank,
-                            d.fitted_ppm,
-                            d.stderr_ppm,
+                            d.peer,
+                            significant(d.fitted_ppm),
+                            significant(d.stderr_ppm),
                             d.fitpoints,
                             duration_label(d.fit_span_us)
                         )
@@ -227,6 +232,15 @@ impl std::fmt::Display for SyncWarning {
             }
         }
     }
+}
+
+/// `x` with three significant digits: `25300`, `1.72`, `0.0172`.
+fn significant(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return format!("{x}");
+    }
+    let decimals = (2 - x.abs().log10().floor() as i32).max(0) as usize;
+    format!("{x:.decimals$}")
 }
 
 /// `850us`, `4.7ms`, `1.25s`.
@@ -360,6 +374,33 @@ mod tests {
             ]
         );
         assert!(w[0].to_string().contains("on rank 1 (3)"), "{}", w[0]);
+    }
+
+    /// A dropped drift is named on the rank that ran the fit, with its peer, the
+    /// slope to three significant digits (a default fit's unresolved slope is a
+    /// fraction of a ppm) and the reason.
+    #[test]
+    fn a_dropped_drift_is_a_warning_naming_rank_peer_and_reason() {
+        let mut r2 = report(2, 0);
+        r2.dropped_drift = Some(DroppedDriftReport {
+            fitted_ppm: 0.0172,
+            stderr_ppm: 0.03,
+            fit_span_us: 4700.0,
+            fitpoints: 10,
+            fits_dropped: 1,
+            reason: DriftRejection::Unresolved,
+            peer: 1,
+        });
+        let w = doc(Algorithm::Hca, 100.0, vec![report(0, 0), report(1, 0), r2]).find_warnings();
+        assert_eq!(w.len(), 1, "{w:?}");
+        let text = w[0].to_string();
+        assert!(
+            text.contains("rank 2 against rank 1 (0.0172 +- 0.0300 ppm from 10 points over 4.7ms; not resolved"),
+            "{text}"
+        );
+        assert_eq!(significant(25343.9), "25344");
+        assert_eq!(significant(-1.7234), "-1.72");
+        assert_eq!(significant(0.0), "0");
     }
 
     #[test]

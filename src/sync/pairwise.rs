@@ -446,13 +446,14 @@ pub fn fit_point<C: Clock + ?Sized, T: Transport + ?Sized>(
     })
 }
 
-/// The largest rate difference a fitted drift between two clocks may claim: 1000
-/// ppm, twice NTP's bound on one clock's frequency error (500 ppm, RFC 5905
-/// `MAXFREQ`; the Linux kernel bounds its frequency correction alike), as each of
-/// the two may be off by that much the other way. A quartz oscillator is within
-/// tens of ppm; a fit that claims more measured its noise over too short a span,
-/// not a clock.
-pub const MAX_PLAUSIBLE_DRIFT: f64 = 1000e-6;
+/// The largest rate difference a fitted drift between two clocks may claim: 1100
+/// ppm. NTP bounds one clock's frequency error by 500 ppm (RFC 5905 `MAXFREQ`; the
+/// Linux kernel bounds its frequency correction alike), and two clocks off by that
+/// much in opposite directions differ by up to 1000.5 ppm as a slope of
+/// `local - peer` against local time (`(a - b) / (1 + a)`); the tenth above that is
+/// room for the fit's own noise. A quartz oscillator is within tens of ppm; a fit
+/// that claims more measured its noise over too short a span, not a clock.
+pub const MAX_PLAUSIBLE_DRIFT: f64 = 1100e-6;
 
 /// Two-sided confidence at which a fitted drift must differ from zero to be kept.
 pub const DRIFT_CONFIDENCE: f64 = 0.99;
@@ -483,6 +484,8 @@ pub struct DroppedDrift {
     pub points: usize,
     /// Why it was dropped.
     pub reason: DriftRejection,
+    /// The rank the fit was against (rank 0 for `jk`, a tree neighbour for `hca`).
+    pub peer: Rank,
 }
 
 /// A pairwise drift model and, when the fit's slope was not kept, what it was.
@@ -504,8 +507,12 @@ pub struct DriftFit {
 /// there is no error estimate and nothing is resolved) and `|slope| <=`
 /// [`MAX_PLAUSIBLE_DRIFT`]. Otherwise the model has no drift and the points'
 /// median offset, which one disturbed point cannot move far. Why: a slope is
-/// extrapolated over the whole measurement that follows, so a slope below its own
-/// error adds more error than it removes. A fit over a few milliseconds on a loaded
+/// extrapolated over the whole measurement that follows, so a slope within its own
+/// error adds error as often as it removes it. The test is strict (a slope of 1-3
+/// standard errors, which a real drift between hosts on a short fit can have, is
+/// dropped and its error left in the model) because the report names every
+/// dropped slope, with its error and the fit's span, and more fit points resolve
+/// it; a kept slope that is noise says nothing. A fit over a few milliseconds on a loaded
 /// host (10 points of 2 exchanges) returned 25 000 ppm between two ranks sharing a
 /// TSC; a second later that model was 25 ms off, and window-based starts built on it
 /// invalidated every call or waited past the peers' timeout.
@@ -542,6 +549,7 @@ pub fn fit_model(points: &[FitPoint]) -> Option<DriftFit> {
             span_ticks: last.since(earliest),
             points: points.len(),
             reason,
+            peer: 0,
         }),
     })
 }
@@ -586,7 +594,7 @@ pub fn learn_model<C: Clock + ?Sized, T: Transport + ?Sized>(
     let mut effort = Effort::exchanges(fitpoints * n_exchanges.max(1));
     if let Some(dropped) = fit.dropped {
         effort.drifts_dropped = 1;
-        effort.dropped_drift = Some(dropped);
+        effort.dropped_drift = Some(DroppedDrift { peer, ..dropped });
     }
     Ok((fit.model, effort))
 }

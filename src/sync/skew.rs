@@ -38,9 +38,9 @@ pub const EPOCH_ENV: &str = "NGAUGE_TEST_CLOCK_EPOCH";
 /// Granularity of the fallback epoch (raw reading rounded down).
 pub const EPOCH_GRANULARITY_TICKS: u64 = 1 << 37;
 /// Largest drift accepted, in ppm: NTP's bound on a clock's frequency error (RFC
-/// 5905, `MAXFREQ`). Two ranks skewed by it in opposite directions differ by the
-/// most a fitted drift may claim ([`super::pairwise::MAX_PLAUSIBLE_DRIFT`]), so every
-/// injected skew is one the drift models can learn.
+/// 5905, `MAXFREQ`). Two ranks skewed by it in opposite directions differ by less
+/// than a fitted drift may claim ([`super::pairwise::MAX_PLAUSIBLE_DRIFT`]), so every
+/// injected skew is one the drift models can keep.
 pub const MAX_DRIFT_PPM: f64 = 500.0;
 
 /// What is wrong with a skew specification or epoch.
