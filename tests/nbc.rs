@@ -17,7 +17,7 @@ mod nbc_rows;
 mod support;
 
 use documents::{assert_valid, document_of};
-use nbc_rows::{check_rows, f};
+use nbc_rows::{any_decided, check_rows, check_rows_said, f};
 use serde_json::Value;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
@@ -58,7 +58,18 @@ fn bcast_over_tcp_time_and_work_with_and_without_progress() {
         &["--output", jsonl.to_str().unwrap(), "--json"],
     ]
     .concat();
-    let doc = document_of(&args, &ngauge(&args));
+    // 3 ranks on 2 cores: under other load every call of a run can start late
+    // (docs/findings/2026-11-25-sync-drift-verdicts.md), and the document then says
+    // it cannot decide, which each attempt checks. A measurement that never decides
+    // anything in three attempts fails.
+    let mut doc = Value::Null;
+    for _attempt in 0..3 {
+        doc = document_of(&args, &ngauge(&args));
+        check_rows_said(&doc);
+        if any_decided(&doc) {
+            break;
+        }
+    }
     assert_valid(&doc, "nbc");
     assert_eq!(doc["op"], "bcast");
     assert_eq!(doc["algo"], "chain");

@@ -63,17 +63,46 @@ pub fn check_row(row: &Value) {
     );
 }
 
-/// [`check_row`] for every row of `doc`, of which at least one is decided;
-/// returns the rows.
+/// [`check_row`] for every row of `doc`, of which at least one is decided, and
+/// one `undecided` warning for every stage without a valid call; returns the rows.
 pub fn check_rows(doc: &Value) -> Vec<Value> {
+    let rows = check_rows_said(doc);
+    assert!(any_decided(doc), "no row decided: {doc}");
+    rows
+}
+
+/// [`check_row`] for every row of `doc`, and one `undecided` warning for every
+/// stage without a valid call, whether or not any row is decided: on a host loaded
+/// beyond its cores every call of a run can start late, and the document must then
+/// say that it cannot decide.
+pub fn check_rows_said(doc: &Value) -> Vec<Value> {
     let rows = doc["results"].as_array().expect("results").clone();
     assert!(!rows.is_empty(), "{doc}");
     for row in &rows {
         check_row(row);
     }
-    assert!(
-        rows.iter().any(|r| r["decided"] == true),
-        "no row decided: {doc}"
-    );
+    let empty_stages: usize = rows
+        .iter()
+        .map(|r| {
+            ["valid_pure", "valid_ovrl"]
+                .iter()
+                .filter(|stage| r[**stage].as_u64() == Some(0))
+                .count()
+        })
+        .sum();
+    let said = doc["warnings"]
+        .as_array()
+        .expect("warnings")
+        .iter()
+        .filter(|w| w["kind"] == "undecided")
+        .count();
+    assert_eq!(said, empty_stages, "undecided stages and warnings: {doc}");
     rows
+}
+
+/// Whether some row of `doc` is decided.
+pub fn any_decided(doc: &Value) -> bool {
+    doc["results"]
+        .as_array()
+        .is_some_and(|rows| rows.iter().any(|r| r["decided"] == true))
 }
