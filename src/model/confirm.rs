@@ -703,8 +703,18 @@ pub fn combine_slopes(evidence: &[SlopeEvidence]) -> Verdict {
 
 /// The series to locate a confirmed step with: the confirmed one whose median step
 /// stands out most against the spread of its passes (the interval's width, at
-/// least a hundredth of the floor).
+/// least a hundredth of the floor). The first of [`by_clarity`].
 pub fn clearest(evidence: &[StepEvidence]) -> Option<&StepEvidence> {
+    by_clarity(evidence).into_iter().next()
+}
+
+/// The confirmed series, the clearest first (see [`clearest`]). Location tries
+/// them in this order, round by round: a series' step may change with the host's
+/// state between the confirmation and the bisection (Open MPI's vader at 16 KiB,
+/// 2026-11-25: the gap, the round trip, `o_s` and the late send step down across
+/// the switch on a busy host and up on a calmer one, while `o_r` steps up on
+/// both), and then [`position`] finds its brackets not a step apart in any round.
+pub fn by_clarity(evidence: &[StepEvidence]) -> Vec<&StepEvidence> {
     let clarity = |e: &StepEvidence| {
         let width = e
             .step_us
@@ -713,10 +723,12 @@ pub fn clearest(evidence: &[StepEvidence]) -> Option<&StepEvidence> {
             .max(e.step_us.floor / 100.0);
         e.step_us.median.abs() / width
     };
-    evidence
+    let mut out: Vec<&StepEvidence> = evidence
         .iter()
         .filter(|e| e.step_us.verdict == Verdict::Confirmed)
-        .max_by(|a, b| clarity(a).total_cmp(&clarity(b)))
+        .collect();
+    out.sort_by(|a, b| clarity(b).total_cmp(&clarity(a)));
+    out
 }
 
 /// Where `mid` lies between the old and the new protocol in one pass, given one

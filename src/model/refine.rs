@@ -26,12 +26,15 @@
 //! it most clearly ([`confirm::clearest`]): each round measures the midpoint with
 //! both brackets in a random order, [`confirm::position`] places it between the two
 //! protocols, and [`confirm::decide_side`] moves a bracket once the passes agree.
+//! A round whose brackets are not a step apart in that series (its step changed
+//! with the host's state since the confirmation) is placed with the next confirmed
+//! series whose brackets are ([`confirm::by_clarity`]).
 //! The first byte of the new protocol is known when the brackets are one byte
 //! apart; if the passes do not agree within [`RefineOptions::locate_passes`]
 //! rounds, the change is reported located within the brackets instead.
 
 use super::confirm::{
-    self, clearest, combine, combine_slopes, decide_side, position, propose_kinks, ChangeKind,
+    self, by_clarity, combine, combine_slopes, decide_side, position, propose_kinks, ChangeKind,
     JudgeOptions, Reading, SlopeEvidence, StepEvidence, Undecided, Verdict, SERIES,
 };
 use super::lsq::fit_line;
@@ -92,9 +95,14 @@ pub struct Confirmation {
     pub steps: Vec<StepEvidence>,
     /// Per per-byte series: the change of slope, for a slope-only change.
     pub slopes: Vec<SlopeEvidence>,
-    /// The series the change was bisected with.
+    /// The series the change was bisected with (the clearest confirmed one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub located_with: Option<&'static str>,
+    /// Other confirmed series that placed the midpoint in rounds where the
+    /// brackets of `located_with` were not a step apart (its step had changed with
+    /// the host's state since the confirmation).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub located_also: Vec<&'static str>,
     /// Bisection rounds measured.
     pub locate_rounds: usize,
 }
@@ -176,14 +184,22 @@ enum Stage {
         target: usize,
     },
     Locating {
-        series: usize,
-        step: f64,
-        slopes: (f64, f64),
+        /// The confirmed series, clearest first.
+        locators: Vec<Locator>,
         old: u64,
         new: u64,
         positions: Vec<Option<f64>>,
     },
     Done,
+}
+
+/// A series to bisect with: its index in [`SERIES`], its confirmed step and the
+/// two sides' own slopes.
+#[derive(Clone, Copy, Debug)]
+struct Locator {
+    series: usize,
+    step: f64,
+    slopes: (f64, f64),
 }
 
 #[derive(Clone, Debug)]
@@ -489,24 +505,31 @@ fn judge_candidate(c: &mut Candidate, opts: &RefineOptions) {
         let crossings: Vec<f64> = slopes.iter().filter_map(|e| e.crossing_bytes).collect();
         c.change.crossing_bytes = median(&crossings);
     }
-    let locate = match (verdict, c.kind, clearest(&steps)) {
-        (Verdict::Confirmed, ChangeKind::Step, Some(e)) if opts.locate => {
-            let series = SERIES.iter().position(|s| *s == e.series).unwrap_or(0);
-            Some((series, e.step_us.median))
-        }
-        _ => None,
-    };
     let slopes_of = |sizes: &[u64], series: usize| side_slope(&clean, sizes, series);
-    let next = match locate {
-        Some((series, step)) => Stage::Locating {
-            series,
-            step,
-            slopes: (slopes_of(&c.left, series), slopes_of(&c.right, series)),
+    let locators: Vec<Locator> = by_clarity(&steps)
+        .into_iter()
+        .filter_map(|e| {
+            let series = SERIES.iter().position(|s| *s == e.series)?;
+            Some(Locator {
+                series,
+                step: e.step_us.median,
+                slopes: (slopes_of(&c.left, series), slopes_of(&c.right, series)),
+            })
+        })
+        .collect();
+    let locate = verdict == Verdict::Confirmed
+        && c.kind == ChangeKind::Step
+        && opts.locate
+        && !locators.is_empty();
+    let next = if locate {
+        Stage::Locating {
+            locators,
             old: c.change.last_old_bytes,
             new: c.change.bytes,
             positions: Vec::new(),
-        },
-        None => Stage::Done,
+        }
+    } else {
+        Stage::Done
     };
     c.change.confirmation = Some(confirmation(c, steps, slopes));
     c.stage = next;
@@ -529,6 +552,7 @@ fn confirmation(
         steps,
         slopes,
         located_with: None,
+        located_also: Vec::new(),
         locate_rounds: 0,
     }
 }
@@ -554,9 +578,7 @@ fn side_slope(passes: &[&[Reading]], sizes: &[u64], series: usize) -> f64 {
 /// bracket (in any order).
 fn locate_step(c: &mut Candidate, pass: &[Reading], opts: &RefineOptions) {
     let Stage::Locating {
-        series,
-        step,
-        slopes,
+        ref locators,
         ref mut old,
         ref mut new,
         ref mut positions,
@@ -570,21 +592,31 @@ fn locate_step(c: &mut Candidate, pass: &[Reading], opts: &RefineOptions) {
         steps: Vec::new(),
         slopes: Vec::new(),
         located_with: None,
+        located_also: Vec::new(),
         locate_rounds: 0,
     });
-    conf.located_with = Some(SERIES[series]);
+    conf.located_with = locators.first().map(|l| SERIES[l.series]);
     conf.locate_rounds += 1;
     let mid = *old + (*new - *old) / 2;
-    let at = |size: u64| {
+    let at = |size: u64, series: usize| {
         pass.iter()
             .find(|r| r.size == size && !r.disturbed)
             .and_then(|r| r.values[series].map(|v| (size as f64, v)))
     };
-    let p = match (at(*old), at(mid), at(*new)) {
-        (Some(o), Some(m), Some(n)) => position(o, m, n, slopes, step),
-        _ => None,
-    };
-    positions.push(p);
+    // The clearest series whose brackets are a step apart in this round.
+    let placed = locators.iter().find_map(|l| {
+        match (at(*old, l.series), at(mid, l.series), at(*new, l.series)) {
+            (Some(o), Some(m), Some(n)) => position(o, m, n, l.slopes, l.step).map(|p| (l, p)),
+            _ => None,
+        }
+    });
+    if let Some((l, _)) = placed {
+        let name = SERIES[l.series];
+        if conf.located_with != Some(name) && !conf.located_also.contains(&name) {
+            conf.located_also.push(name);
+        }
+    }
+    positions.push(placed.map(|(_, p)| p));
     match decide_side(positions) {
         Some(confirm::Side::Old) => {
             *old = mid;
@@ -718,6 +750,57 @@ mod tests {
         assert_eq!(changes[0].verdict, Verdict::Confirmed);
         assert_eq!(changes[0].first_bytes, None);
         assert_eq!(changes[0].bracket_bytes, [19456, 20480]);
+    }
+
+    /// Open MPI's vader with `btl_vader_eager_limit 16384` (bench-detect,
+    /// 2026-11-25, run 4 of `ompi-vader-16384`): on a busy host the eager side's
+    /// gap, round trip, `o_s` and late send lie above the rendezvous side's, on a
+    /// calmer one below, while `o_r` steps up on both. The host calmed between the
+    /// confirmation (6 passes, busy) and the bisection: the clearest series, the
+    /// gap, then found its brackets stepping the other way in every round, and the
+    /// change stayed in its sweep bracket [15360, 16384] after 9 rounds. Location
+    /// now places such a round with the next confirmed series whose brackets are a
+    /// step apart (here `o_r`), and finds the first byte, 16384 - 56 + 1.
+    #[test]
+    fn a_step_whose_sign_changes_with_the_host_is_located_with_a_series_that_keeps_it() {
+        const FIRST: u64 = 16_329;
+        let read = |size: u64, round: usize| {
+            let s = size as f64;
+            let busy = round <= 6;
+            let j = |k, amp| jitter(size, round, k, amp);
+            let (gap, prtt, o_r, late) = match (size >= FIRST, busy) {
+                (false, true) => (1.0 + 0.0004 * s, 2.0 + 0.0008 * s, 0.6, 4.0 + 0.0015 * s),
+                (false, false) => (0.5 + 0.00003 * s, 1.0 + 0.00006 * s, 0.6, 2.0 + 0.00015 * s),
+                (true, _) => (3.3 + 0.00003 * s, 7.0 + 0.00005 * s, 3.5, 17.0 + 0.0002 * s),
+            };
+            Reading {
+                size,
+                values: [
+                    Some(gap + j(0, 0.02)),
+                    Some(prtt + j(1, 0.1)),
+                    Some(gap + 0.1 + j(2, 0.1)),
+                    Some(o_r + j(3, 0.3)),
+                    Some(late + j(4, 0.3)),
+                ],
+                disturbed: false,
+            }
+        };
+        let sizes: Vec<u64> = (8..=24).map(|k| k * 1024).collect();
+        let sweep: Vec<Reading> = sizes.iter().map(|&s| read(s, 0)).collect();
+        let plan = Plan::new(&sweep, &[16384], RefineOptions::default());
+        let changes = drive(plan, read);
+        let [c] = &changes[..] else {
+            panic!("{changes:?}")
+        };
+        assert_eq!(c.verdict, Verdict::Confirmed, "{c:?}");
+        let conf = c.confirmation.as_ref().unwrap();
+        assert_eq!(conf.passes, 6, "{conf:?}");
+        let gap = conf.steps.iter().find(|e| e.series == "gap").unwrap();
+        assert!(gap.step_us.median < -3.0, "{gap:?}");
+        assert_eq!(conf.located_with, Some("gap"), "{conf:?}");
+        assert_eq!(conf.located_also, vec!["o_r"], "{conf:?}");
+        assert_eq!(c.first_bytes, Some(FIRST), "{c:?}");
+        assert_eq!(c.bracket_bytes, [FIRST - 1, FIRST]);
     }
 
     /// The sweep met a slow phase of the host over 30-40 KiB: the detector saw
