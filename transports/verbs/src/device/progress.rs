@@ -28,7 +28,7 @@ const SPIN_BEFORE_YIELD: Duration = Duration::from_micros(20);
 /// that perftest's loop does not (the `wait_clock_reads` counter shows them).
 /// On hardware, 256 polls of an empty CQ take a few microseconds: timeouts and the
 /// yield of [`SPIN_BEFORE_YIELD`] are checked that often.
-const SPIN_POLLS: usize = 256;
+pub(super) const SPIN_POLLS: usize = 256;
 /// A wait for a message in a peer's ring (write-poll path) reads that ring's
 /// next flag byte on every spin, and polls the completion queue and the other
 /// rings (a full [`VerbsTransport::poll`]) only when the flag is set or on every
@@ -37,7 +37,7 @@ const SPIN_POLLS: usize = 256;
 /// ten; the completions it defers (sends signaled one in
 /// [`crate::layout::signal_every`], a peer's advertisements and credits) are
 /// handled a few spins later, and every message found polls the queue.
-const RING_CQ_EVERY: usize = 16;
+pub(super) const RING_CQ_EVERY: usize = 16;
 /// Completion events received before they are acknowledged together.
 const EVENTS_PER_ACK: u32 = 32;
 
