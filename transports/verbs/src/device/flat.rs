@@ -10,11 +10,14 @@
 //!   entry, as `ib_write_lat`'s does.
 //! - **recv, write-poll**: spins on the flag byte of the peer's next ring slot;
 //!   when it is set, reads the trailer, copies the message into the region and
-//!   moves the ring on. Every [`RING_CQ_EVERY`]th spin a full poll (completion
-//!   queue, every ring) runs with this receive as the direct one, as the direct
-//!   path's wait does; after a message, the completion queue is polled only when
-//!   a signaled send is likely done (more than `signal_every` sends posted), so
-//!   that a ping-pong reaps its sends once per `signal_every` messages.
+//!   moves the ring on. After each [`SPIN_POLLS`] checks that found nothing, a
+//!   full poll (completion queue, every ring) runs with this receive as the
+//!   direct one, and the clock is read as the general wait reads it (yield,
+//!   timeout); the general wait polls fully every 16th check (`RING_CQ_EVERY`),
+//!   which in a ping-pong under callgrind was more than once per message. After
+//!   a message, the completion queue is polled only when a signaled send is
+//!   likely done (more than `signal_every` sends posted), so that a ping-pong
+//!   reaps its sends once per `signal_every` messages.
 //! - **recv, send path**: polls the completion queue; a lone completion that is
 //!   this peer's eager message of the posted length is delivered inline (credits,
 //!   copy, re-post, [`VerbsTransport::settle`]); any other completion goes
@@ -28,14 +31,17 @@
 //!
 //! Hand-over: the flat path changes nothing before it posts or takes a message.
 //! When a gate of [`crate::flat`] fails, or a landed message is not the simple
-//! case (another length, a malformed trailer or immediate), or [`SPIN_POLLS`]
-//! spins found nothing, it returns `None` and the direct path starts as if it
-//! had been called first (its wait's clock starts that much later).
+//! case (another length, a malformed trailer or immediate), or a poll while it
+//! waited left the peer with something in flight (a broken connection), it
+//! returns `None` and the direct path starts as if it had been called first.
+//! Waiting itself is not handed over: yields and the timeout are those of the
+//! general wait (`progress_for`), checked as often (once per [`SPIN_POLLS`]
+//! empty checks).
 //!
 //! [`Transport::send`]: ngauge_transport::Transport::send
 //! [`Transport::recv`]: ngauge_transport::Transport::recv
 
-use super::progress::{RING_CQ_EVERY, SPIN_POLLS};
+use super::progress::{WaitClock, SPIN_POLLS};
 use super::{rc_error, DirectRecv, VerbsTransport};
 use crate::flat::{self, Pending, RecvGate, SendGate, STAGE_BYTES};
 use crate::layout::{self, MsgKind, RingLayout, Trailer, WrKind, EAGER_BYTES, TRAILER_BYTES};
@@ -81,7 +87,12 @@ impl VerbsTransport {
         let len = region.len;
         let p = &self.peers[peer];
         let gate = SendGate {
-            pending: self.pending(peer),
+            // what a send must not pass (receives waiting or held do not matter)
+            pending: Pending {
+                broken: p.broken.is_some(),
+                queued: !p.queued_sends.is_empty() || !p.queued_recvs.is_empty(),
+                ..Pending::default()
+            },
             region_idle: idle.is_some(),
             len,
             max_len: if ring {
@@ -234,24 +245,51 @@ impl VerbsTransport {
         }
     }
 
-    /// Write-poll path: spins on the flag of the peer's next ring slot.
+    /// Write-poll path: spins on the flag of the peer's next ring slot; after
+    /// each [`SPIN_POLLS`] checks that found nothing, what the general wait does
+    /// then ([`Self::flat_idle`]).
     fn recv_ring_flat(&mut self, peer: Rank, region: Region) -> Option<Result<(), TransportError>> {
-        for i in 1..=SPIN_POLLS {
-            let (at, flag) = self.peers[peer].ring_next;
-            if self.res.ring.as_ref()?.poll_byte(at) == flag {
-                return self.take_ring_flat(peer, region);
-            }
-            if i % RING_CQ_EVERY == 0 {
-                if let Some(done) = self.poll_as_direct(peer, region, None) {
-                    return Some(done);
+        let mut clock = None;
+        loop {
+            for _ in 0..SPIN_POLLS {
+                let (at, flag) = self.peers[peer].ring_next;
+                if self.res.ring.as_ref()?.poll_byte(at) == flag {
+                    return self.take_ring_flat(peer, region);
                 }
-                if self.pending(peer) != Pending::default() {
-                    return None;
-                }
+                std::hint::spin_loop();
             }
-            std::hint::spin_loop();
+            if let Some(done) = self.flat_idle(peer, region, &mut clock, true) {
+                return Some(done);
+            }
+            if self.pending(peer) != Pending::default() {
+                return None;
+            }
         }
-        None
+    }
+
+    /// A whole spin of the flat receive found nothing: as the general wait
+    /// (`wait_for`), a full poll (completion queue and every ring; with `full`)
+    /// with this receive as the direct one, then the clock: a yield after
+    /// `SPIN_BEFORE_YIELD` without progress, the timeout when the peer made
+    /// none for the whole of it. `Some` ends the receive.
+    #[inline(never)]
+    fn flat_idle(
+        &mut self,
+        peer: Rank,
+        region: Region,
+        clock: &mut Option<WaitClock>,
+        full: bool,
+    ) -> Option<Result<(), TransportError>> {
+        if full {
+            if let Some(done) = self.poll_as_direct(peer, region, None) {
+                return Some(done);
+            }
+        }
+        match self.progress_for(&[peer], clock) {
+            Ok(stale) if stale.is_empty() => None,
+            Ok(_) => Some(Err(self.timeout_error(peer))),
+            Err(e) => Some(Err(e)),
+        }
     }
 
     /// Write-poll path: the message whose flag is set, into `region`, when it is
@@ -334,21 +372,37 @@ impl VerbsTransport {
         }
     }
 
-    /// Send path: polls the completion queue for the peer's eager message.
+    /// Send path: polls the completion queue for the peer's eager message;
+    /// after each [`SPIN_POLLS`] polls that found nothing, what the general
+    /// wait does then ([`Self::flat_idle`]).
     fn recv_slot_flat(&mut self, peer: Rank, region: Region) -> Option<Result<(), TransportError>> {
-        for _ in 0..SPIN_POLLS {
+        let mut clock = None;
+        let mut empty = 0;
+        loop {
             let mut wcs = [const { MaybeUninit::<ibv_wc>::uninit() }; FLAT_BATCH];
             // SAFETY: the CQ is live and `wcs` has room for FLAT_BATCH entries
             // (MaybeUninit has the layout of ibv_wc).
             let n =
                 unsafe { ibv_poll_cq(self.res.cq, FLAT_BATCH as c_int, wcs.as_mut_ptr().cast()) };
             if n == 0 {
+                empty += 1;
+                if empty == SPIN_POLLS {
+                    empty = 0;
+                    // the queue was just polled; no rings on this path
+                    if let Some(done) = self.flat_idle(peer, region, &mut clock, false) {
+                        return Some(done);
+                    }
+                    if self.pending(peer) != Pending::default() {
+                        return None;
+                    }
+                }
                 std::hint::spin_loop();
                 continue;
             }
             if n < 0 {
                 return Some(Err(self.poll_failed(peer, n)));
             }
+            empty = 0;
             // SAFETY: ibv_poll_cq wrote the first `n` entries (n <= FLAT_BATCH).
             let wcs =
                 unsafe { std::slice::from_raw_parts(wcs.as_ptr().cast::<ibv_wc>(), n as usize) };
@@ -364,7 +418,6 @@ impl VerbsTransport {
                 return None;
             }
         }
-        None
     }
 
     /// Send path: delivers `wc` into `region` when it is the peer's eager

@@ -12,7 +12,7 @@ use std::os::raw::c_int;
 use std::time::{Duration, Instant};
 
 /// The times a wait keeps, read only when a spin found nothing.
-struct WaitClock {
+pub(super) struct WaitClock {
     /// When the wait first read the clock (at most one spin after it began).
     started: Instant,
     /// When progress was last seen (or the wait started).
@@ -37,7 +37,7 @@ pub(super) const SPIN_POLLS: usize = 256;
 /// ten; the completions it defers (sends signaled one in
 /// [`crate::layout::signal_every`], a peer's advertisements and credits) are
 /// handled a few spins later, and every message found polls the queue.
-pub(super) const RING_CQ_EVERY: usize = 16;
+const RING_CQ_EVERY: usize = 16;
 /// Completion events received before they are acknowledged together.
 const EVENTS_PER_ACK: u32 = 32;
 
@@ -193,7 +193,7 @@ impl VerbsTransport {
     /// its last one, or since the wait started if later) is declared lost: its
     /// connection breaks and it is returned; a peer that progresses is never
     /// blamed for another's silence.
-    fn progress_for(
+    pub(super) fn progress_for(
         &mut self,
         pending: &[Rank],
         wait: &mut Option<WaitClock>,
@@ -236,7 +236,7 @@ impl VerbsTransport {
         Ok(stale)
     }
 
-    fn timeout_error(&self, peer: Rank) -> TransportError {
+    pub(super) fn timeout_error(&self, peer: Rank) -> TransportError {
         TransportError::Timeout {
             transport: NAME,
             peer,
