@@ -334,9 +334,11 @@ fn flat_hand_over(
     let n = DEPTH as usize + 1;
     let queued = |i: usize| pattern(len, 7100 + i, 0).collect::<Vec<_>>();
     if me == 0 {
-        let mut sends = Vec::new();
         for i in 0..n {
             t.buffer_mut(sbuf)?[i * len..(i + 1) * len].copy_from_slice(&queued(i));
+        }
+        let mut sends = Vec::new();
+        for i in 0..n {
             sends.push(t.isend(peer, sbuf.region(i * len, len))?);
         }
         t.buffer_mut(rbuf)?[..len].copy_from_slice(&queued(n));
