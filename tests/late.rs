@@ -39,27 +39,27 @@ fn four_ranks_allreduce_over_tcp_with_three_delays() {
     let plot = dir.path().join("late.svg");
     let jsonl = dir.path().join("late.jsonl");
     let args = [
-        "--np",
-        "4",
-        "late",
-        "--op",
-        "allreduce",
-        "--delay",
-        "0,50us,500us",
-        "--sizes",
-        "8",
-        "--reps",
-        "10",
-        "--warmup",
-        "3",
-        "--sync",
-        "logp",
-        "--plot",
-        plot.to_str().unwrap(),
-        "--output",
-        jsonl.to_str().unwrap(),
-        "--json",
-    ];
+        &[
+            "--np",
+            "4",
+            "late",
+            "--op",
+            "allreduce",
+            "--delay",
+            "0,50us,500us",
+            "--sizes",
+            "8",
+        ][..],
+        late_rows::LIGHT,
+        &[
+            "--plot",
+            plot.to_str().unwrap(),
+            "--output",
+            jsonl.to_str().unwrap(),
+            "--json",
+        ],
+    ]
+    .concat();
     let doc = document_of(&args, &ngauge(&args));
     assert_valid(&doc, "late");
     assert_eq!(doc["op"], "allreduce");
@@ -83,31 +83,29 @@ fn four_ranks_allreduce_over_tcp_with_three_delays() {
 #[test]
 fn the_last_rank_late_under_injected_noise_both_call_modes() {
     let args = [
-        "--np",
-        "3",
-        "late",
-        "--op",
-        "bcast",
-        "--algo",
-        "chain",
-        "--delayed-ranks",
-        "last",
-        "--delay",
-        "20us",
-        "--mode",
-        "blocking,nonblocking",
-        "--inject",
-        "1ms:20us",
-        "--inject-rank",
-        "1",
-        "--reps",
-        "10",
-        "--warmup",
-        "3",
-        "--sync",
-        "logp",
-        "--json",
-    ];
+        &[
+            "--np",
+            "3",
+            "late",
+            "--op",
+            "bcast",
+            "--algo",
+            "chain",
+            "--delayed-ranks",
+            "last",
+            "--delay",
+            "20us",
+            "--mode",
+            "blocking,nonblocking",
+            "--inject",
+            "1ms:20us",
+            "--inject-rank",
+            "1",
+        ][..],
+        late_rows::LIGHT,
+        &["--json"],
+    ]
+    .concat();
     let doc = document_of(&args, &ngauge(&args));
     assert_valid(&doc, "late");
     assert_eq!(doc["algo"], "chain");

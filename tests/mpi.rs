@@ -739,27 +739,23 @@ mod with_mpi {
             ("bcast", "binomial"),
         ] {
             let args = [
-                "-t",
-                "mpi",
-                "nbc",
-                "--op",
-                op,
-                "--algo",
-                algo,
-                "--sizes",
-                "8,16K",
-                "--test-every",
-                "none,5us",
-                "--reps",
-                "10",
-                "--warmup",
-                "3",
-                "--max-rounds",
-                "8",
-                "--sync",
-                "logp",
-                "--json",
-            ];
+                &[
+                    "-t",
+                    "mpi",
+                    "nbc",
+                    "--op",
+                    op,
+                    "--algo",
+                    algo,
+                    "--sizes",
+                    "8,16K",
+                    "--test-every",
+                    "none,5us",
+                ][..],
+                crate::nbc_rows::LIGHT,
+                &["--json"],
+            ]
+            .concat();
             let out = run_with_limit(mpirun(2, &args), Duration::from_secs(300));
             let doc = crate::documents::document_of(&args, &out);
             crate::documents::assert_valid(&doc, "nbc");
@@ -781,25 +777,23 @@ mod with_mpi {
             return;
         }
         let args = [
-            "-t",
-            "mpi",
-            "late",
-            "--op",
-            "allreduce",
-            "--delay",
-            "0,50us",
-            "--mode",
-            "blocking,nonblocking",
-            "--sizes",
-            "8,4K",
-            "--reps",
-            "10",
-            "--warmup",
-            "3",
-            "--sync",
-            "logp",
-            "--json",
-        ];
+            &[
+                "-t",
+                "mpi",
+                "late",
+                "--op",
+                "allreduce",
+                "--delay",
+                "0,50us",
+                "--mode",
+                "blocking,nonblocking",
+                "--sizes",
+                "8,4K",
+            ][..],
+            crate::late_rows::LIGHT,
+            &["--json"],
+        ]
+        .concat();
         // 2 ranks: 4 spinning ranks on this 2-core host take 5 times as long.
         let out = run_with_limit(mpirun(2, &args), Duration::from_secs(300));
         let doc = crate::documents::document_of(&args, &out);

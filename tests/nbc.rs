@@ -39,31 +39,25 @@ fn bcast_over_tcp_time_and_work_with_and_without_progress() {
     let dir = tempfile::tempdir().unwrap();
     let jsonl = dir.path().join("nbc.jsonl");
     let args = [
-        "--np",
-        "3",
-        "nbc",
-        "--op",
-        "bcast",
-        "--algo",
-        "chain",
-        "--sizes",
-        "64K",
-        "--compute",
-        "time,work",
-        "--test-every",
-        "none,1us",
-        "--reps",
-        "10",
-        "--warmup",
-        "3",
-        "--max-rounds",
-        "8",
-        "--sync",
-        "logp",
-        "--output",
-        jsonl.to_str().unwrap(),
-        "--json",
-    ];
+        &[
+            "--np",
+            "3",
+            "nbc",
+            "--op",
+            "bcast",
+            "--algo",
+            "chain",
+            "--sizes",
+            "64K",
+            "--compute",
+            "time,work",
+            "--test-every",
+            "none,1us",
+        ][..],
+        nbc_rows::LIGHT,
+        &["--output", jsonl.to_str().unwrap(), "--json"],
+    ]
+    .concat();
     let doc = document_of(&args, &ngauge(&args));
     assert_valid(&doc, "nbc");
     assert_eq!(doc["op"], "bcast");
@@ -90,23 +84,13 @@ fn bcast_over_tcp_time_and_work_with_and_without_progress() {
 
 #[test]
 fn allreduce_over_tcp_two_sizes_human_table() {
-    let out = ngauge(&[
-        "--np",
-        "2",
-        "nbc",
-        "--op",
-        "allreduce",
-        "--sizes",
-        "8,4K",
-        "--reps",
-        "10",
-        "--warmup",
-        "3",
-        "--max-rounds",
-        "8",
-        "--sync",
-        "logp",
-    ]);
+    let out = ngauge(
+        &[
+            &["--np", "2", "nbc", "--op", "allreduce", "--sizes", "8,4K"][..],
+            nbc_rows::LIGHT,
+        ]
+        .concat(),
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),

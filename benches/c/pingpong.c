@@ -4,14 +4,15 @@
  * own, the pinging and answering processes pinned to two cores like ngauge's ranks.
  *
  *   pingpong -p tcp|udp -w block|spin -s BYTES -n REPS -W WARMUP -a CORE -b CORE
- *            [-T PINGER_RCVTIMEO_US] [-U ANSWER_RCVTIMEO_US] [-v [-H BYTES] [-t]]
+ *            [-T PINGER_RCVTIMEO_US] [-U ANSWER_RCVTIMEO_US] [-v [-H BYTES] [-t]] [-2]
  *
  * `block` uses blocking send/recv (sleep in the kernel), `spin` uses MSG_DONTWAIT in a
  * busy loop (ngauge's --wait poll). Experiment knobs, off by default (the floor has
  * none of them): -T/-U set SO_RCVTIMEO on the pinging/answering side's socket, -v
  * sends and receives UDP datagrams as ngauge does above 2 KiB, with sendmsg/recvmsg
  * and two iovecs (an 8-byte header, then the payload; -H sets the header's size, -t
- * puts it after the payload). Prints one line:
+ * puts it after the payload), -2 receives into a second buffer instead of the one it
+ * sends from (as ngauge, OSU and perftest do). Prints one line:
  *   median_half_rtt_us=X min_half_rtt_us=Y reps=N
  * Build: cc -O2 -o pingpong pingpong.c
  */
@@ -39,6 +40,8 @@ static int two_iovecs;
 static size_t header_len = 8;
 static int trailer;
 static char header[256];
+/* -2: a separate receive buffer. */
+static int two_buffers;
 
 /* The two iovecs of -v: header then payload, or payload then trailer. */
 static void two_parts(struct iovec *v, char *buf, size_t len) {
@@ -138,7 +141,7 @@ int main(int argc, char **argv) {
     long reps = 10000, warmup = 1000;
     int core_a = 0, core_b = 1, opt;
     long pinger_timeout_us = 0, answer_timeout_us = 0;
-    while ((opt = getopt(argc, argv, "p:w:s:n:W:a:b:T:U:vH:t")) != -1) {
+    while ((opt = getopt(argc, argv, "p:w:s:n:W:a:b:T:U:vH:t2")) != -1) {
         switch (opt) {
         case 'p': proto = optarg; break;
         case 'w': spin = strcmp(optarg, "spin") == 0; break;
@@ -152,8 +155,9 @@ int main(int argc, char **argv) {
         case 'v': two_iovecs = 1; break;
         case 'H': header_len = strtoul(optarg, 0, 10); break;
         case 't': trailer = 1; break;
+        case '2': two_buffers = 1; break;
         default:
-            fprintf(stderr, "usage: %s -p tcp|udp -w block|spin -s BYTES -n REPS -W WARMUP -a CORE -b CORE [-T US] [-U US] [-v [-H BYTES] [-t]]\n", argv[0]);
+            fprintf(stderr, "usage: %s -p tcp|udp -w block|spin -s BYTES -n REPS -W WARMUP -a CORE -b CORE [-T US] [-U US] [-v [-H BYTES] [-t]] [-2]\n", argv[0]);
             return 2;
         }
     }
@@ -171,6 +175,7 @@ int main(int argc, char **argv) {
     socklen_t alen = sizeof addr;
     int one = 1, a, b = -1;
     char *buf = calloc(1, size);
+    char *rbuf = two_buffers ? calloc(1, size) : buf;
 
     if (udp) {
         /* Two connected datagram sockets, one per process. */
@@ -211,12 +216,12 @@ int main(int argc, char **argv) {
         double *t = malloc(sizeof(double) * (size_t)reps);
         for (long i = 0; i < warmup; i++) {
             send_all(fd, buf, size);
-            recv_all(fd, buf, size, udp);
+            recv_all(fd, rbuf, size, udp);
         }
         for (long i = 0; i < reps; i++) {
             double t0 = now_ns();
             send_all(fd, buf, size);
-            recv_all(fd, buf, size, udp);
+            recv_all(fd, rbuf, size, udp);
             t[i] = (now_ns() - t0) / 2e3;
         }
         qsort(t, (size_t)reps, sizeof *t, cmp);
@@ -240,7 +245,7 @@ int main(int argc, char **argv) {
     }
     receive_timeout(fd, answer_timeout_us);
     for (long i = 0; i < warmup + reps; i++) {
-        recv_all(fd, buf, size, udp);
+        recv_all(fd, rbuf, size, udp);
         send_all(fd, buf, size);
     }
     int status;

@@ -195,7 +195,7 @@ impl std::fmt::Display for SyncWarning {
                         let d = &r.drift;
                         let why = match d.reason {
                             DriftRejection::Unresolved => "not resolved",
-                            DriftRejection::Implausible => "beyond 500 ppm",
+                            DriftRejection::Implausible => "beyond 1000 ppm",
                         };
                         format!(
                             "rank {} ({:.0} +- {:.0} ppm from {} points over {}, {why})",

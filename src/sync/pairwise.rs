@@ -446,11 +446,13 @@ pub fn fit_point<C: Clock + ?Sized, T: Transport + ?Sized>(
     })
 }
 
-/// The largest rate difference a fitted drift may claim: 500 ppm, NTP's bound on a
-/// clock's frequency error (RFC 5905, `MAXFREQ`; the Linux kernel bounds its
-/// frequency correction alike). A quartz oscillator is within tens of ppm; a fit
-/// that claims more measured its noise over too short a span, not a clock.
-pub const MAX_PLAUSIBLE_DRIFT: f64 = 500e-6;
+/// The largest rate difference a fitted drift between two clocks may claim: 1000
+/// ppm, twice NTP's bound on one clock's frequency error (500 ppm, RFC 5905
+/// `MAXFREQ`; the Linux kernel bounds its frequency correction alike), as each of
+/// the two may be off by that much the other way. A quartz oscillator is within
+/// tens of ppm; a fit that claims more measured its noise over too short a span,
+/// not a clock.
+pub const MAX_PLAUSIBLE_DRIFT: f64 = 1000e-6;
 
 /// Two-sided confidence at which a fitted drift must differ from zero to be kept.
 pub const DRIFT_CONFIDENCE: f64 = 0.99;
@@ -673,7 +675,7 @@ mod tests {
     /// A slope far above its error but beyond what a clock can drift is dropped as
     /// implausible; the same points with 40 ppm are kept.
     #[test]
-    fn a_resolved_slope_beyond_500_ppm_is_implausible() {
+    fn a_resolved_slope_beyond_1000_ppm_is_implausible() {
         let wobble = |i: u64| if i % 2 == 0 { 10.0 } else { -10.0 };
         let fast = fit_model(&points(50, 1_000_000_000, |i, x| 2e-3 * x + wobble(i))).unwrap();
         assert_eq!(

@@ -5,6 +5,10 @@
 
 use serde_json::Value;
 
+/// The light measurement every `late` test runs with, over TCP and under mpirun:
+/// few calls and the offset-only sync.
+pub const LIGHT: &[&str] = &["--reps", "10", "--warmup", "3", "--sync", "logp"];
+
 /// Eq. (5) of every row, from the minima and from the medians, and the baseline
 /// row of delay 0; returns the rows.
 pub fn check_rows(doc: &Value, delays_us: &[f64], delayed: &[u64]) -> Vec<Value> {

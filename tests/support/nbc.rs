@@ -5,6 +5,19 @@
 
 use serde_json::Value;
 
+/// The light measurement every `nbc` test runs with, over TCP and under mpirun:
+/// few calls, few rounds, and the offset-only sync.
+pub const LIGHT: &[&str] = &[
+    "--reps",
+    "10",
+    "--warmup",
+    "3",
+    "--max-rounds",
+    "8",
+    "--sync",
+    "logp",
+];
+
 pub fn f(row: &Value, key: &str) -> f64 {
     row[key]
         .as_f64()
