@@ -277,6 +277,87 @@ fn direct(
     }
 }
 
+/// The flat path's hand-over (transports/verbs/src/device/flat.rs): a generic
+/// wait takes the first of three messages and holds the other two as copies;
+/// then a fourth message lands, and the blocking receives that follow must
+/// deliver the held ones first (a flat receive that ignored them would take the
+/// fourth from its slot or ring); then a blocking send behind more `isend`s
+/// than the peer has room for must not overtake the queued ones.
+fn flat_hand_over(
+    t: &mut dyn Transport,
+    op: VerbsOp,
+    sbuf: BufferId,
+    rbuf: BufferId,
+) -> Result<(), TransportError> {
+    if op == VerbsOp::Write {
+        // no flat path; a send waits for the receiver's advertisement, so the
+        // messages cannot land before their receives
+        return Ok(());
+    }
+    let (me, peer) = (t.rank(), 1 - t.rank());
+    let len = 16;
+    let msg = |i: usize| pattern(len, 7000 + i, 0).collect::<Vec<_>>();
+    let token = sbuf.region(len, 1);
+    if me == 0 {
+        for i in 0..3 {
+            t.buffer_mut(sbuf)?[..len].copy_from_slice(&msg(i));
+            t.send(peer, sbuf.prefix(len))?;
+        }
+        t.recv(peer, rbuf.prefix(1))?;
+        t.buffer_mut(sbuf)?[..len].copy_from_slice(&msg(3));
+        t.send(peer, sbuf.prefix(len))?;
+    } else {
+        // let the three land, then take the first through a generic wait
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let first = t.irecv(peer, rbuf.prefix(len))?;
+        t.wait(first)?;
+        if t.buffer(rbuf)?[..len] != msg(0)[..] {
+            return Err(failed(
+                "flat hand-over: data check failed at message 0".into(),
+            ));
+        }
+        t.send(peer, token)?;
+        // let the fourth land before the blocking receives
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        for i in 1..4 {
+            t.recv(peer, rbuf.prefix(len))?;
+            if t.buffer(rbuf)?[..len] != msg(i)[..] {
+                return Err(failed(format!(
+                    "flat hand-over: a blocking receive after held messages took the \
+                     wrong message at {i}"
+                )));
+            }
+        }
+    }
+    // a blocking send behind more isends than the peer has room for (some
+    // wait in the queue): it must not overtake them
+    let n = DEPTH as usize + 1;
+    let queued = |i: usize| pattern(len, 7100 + i, 0).collect::<Vec<_>>();
+    if me == 0 {
+        for i in 0..n {
+            t.buffer_mut(sbuf)?[i * len..(i + 1) * len].copy_from_slice(&queued(i));
+        }
+        let mut sends = Vec::new();
+        for i in 0..n {
+            sends.push(t.isend(peer, sbuf.region(i * len, len))?);
+        }
+        t.buffer_mut(rbuf)?[..len].copy_from_slice(&queued(n));
+        t.send(peer, rbuf.prefix(len))?;
+        t.wait_all(&sends)?;
+    } else {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        for i in 0..=n {
+            t.recv(peer, rbuf.prefix(len))?;
+            if t.buffer(rbuf)?[..len] != queued(i)[..] {
+                return Err(failed(format!(
+                    "flat hand-over: a blocking send behind queued ones: wrong message at {i}"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn rank_main(
     control: &mut dyn Control,
     opts: &VerbsOptions,
@@ -338,10 +419,11 @@ fn rank_main(
     held_eager(&mut t, opts.op, fsbuf, frbuf)?;
     holds(&mut t, sbuf, rbuf)?;
     direct(&mut t, opts.op, sbuf, rbuf)?;
+    flat_hand_over(&mut t, opts.op, sbuf, rbuf)?;
     if me == 0 {
         println!(
             "held {} {}: {} eager messages before their receives, then a rendezvous \
-             message the other way: ok; direct send and recv: ok",
+             message the other way: ok; direct send and recv: ok; flat hand-over: ok",
             opts.op.as_str(),
             opts.wait.as_str(),
             DEPTH - 1

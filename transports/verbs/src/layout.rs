@@ -126,6 +126,20 @@ impl SlotLayout {
         (peer < self.ranks).then(|| (peer, slot % self.per_peer() < self.recv_depth))
     }
 
+    /// Which receive slot of `peer` the global index `slot` is, if it is one:
+    /// [`SlotLayout::owner`] for one peer, without a division.
+    pub fn recv_index(&self, peer: usize, slot: usize) -> Option<usize> {
+        let i = slot.checked_sub(peer * self.per_peer())?;
+        (peer < self.ranks && i < self.recv_depth).then_some(i)
+    }
+
+    /// Byte offset of receive slot `i` of `peer`: [`SlotLayout::offset`] of
+    /// [`SlotLayout::recv_slot`], without a division.
+    pub fn recv_offset(&self, peer: usize, i: usize) -> usize {
+        debug_assert!(i < self.recv_depth);
+        peer * self.block_bytes() + i * self.recv_bytes
+    }
+
     /// Byte offset of a slot in the area.
     pub fn offset(&self, slot: usize) -> usize {
         let (peer, i) = (slot / self.per_peer(), slot % self.per_peer());
@@ -759,6 +773,32 @@ mod tests {
         assert_eq!(alloc_bytes(4096), Some(4096));
         assert_eq!(alloc_bytes(4097), Some(8192));
         assert_eq!(alloc_bytes(usize::MAX), None);
+    }
+
+    #[test]
+    fn recv_index_and_offset_agree_with_owner_and_offset() {
+        let l = SlotLayout {
+            ranks: 3,
+            recv_depth: 4,
+            recv_bytes: 64,
+            send_depth: 2,
+        };
+        for slot in 0..3 * l.per_peer() + 2 {
+            for peer in 0..4 {
+                let expected = match l.owner(slot) {
+                    Some((p, true)) if p == peer => Some(slot - l.recv_slot(peer, 0)),
+                    _ => None,
+                };
+                assert_eq!(
+                    l.recv_index(peer, slot),
+                    expected,
+                    "slot {slot} peer {peer}"
+                );
+                if let Some(i) = expected {
+                    assert_eq!(l.recv_offset(peer, i), l.offset(slot));
+                }
+            }
+        }
     }
 
     #[test]

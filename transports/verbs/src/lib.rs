@@ -40,6 +40,7 @@
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
+pub mod flat;
 pub mod layout;
 pub mod qp;
 pub mod slab;

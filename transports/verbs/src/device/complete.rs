@@ -45,7 +45,7 @@ impl VerbsTransport {
 
     /// The completion queue failed: every connection breaks.
     #[cold]
-    fn poll_failed(&mut self, peer: Rank, n: c_int) -> TransportError {
+    pub(super) fn poll_failed(&mut self, peer: Rank, n: c_int) -> TransportError {
         let reason = format!("polling the completion queue failed (ibv_poll_cq returned {n})");
         let me = self.rank;
         for p in (0..self.size).filter(|&p| p != me) {
@@ -57,7 +57,7 @@ impl VerbsTransport {
     /// Handles a batch of completions (out of line, so that a poll that finds
     /// nothing, most of a wait's polls, keeps a small frame).
     #[inline(never)]
-    fn handle(&mut self, wcs: &[ibv_wc]) {
+    pub(super) fn handle(&mut self, wcs: &[ibv_wc]) {
         const BATCH: usize = 16;
         let mut touched = [0 as Rank; BATCH];
         let mut touched_n = 0;
@@ -76,20 +76,27 @@ impl VerbsTransport {
             }
         }
         for &peer in &touched[..touched_n] {
-            if !self.peers[peer].repost.is_empty() && self.peers[peer].broken.is_none() {
-                // a partial batch is flushed when it alone keeps the peer short
-                // of credits (it would wait for it), see layout::repost_batch
-                let p = &self.peers[peer];
-                if p.repost.len() >= self.repost_batch
-                    || p.credits.owed + (p.repost.len() as u32) >= p.credits.threshold
-                {
-                    if let Err(e) = self.flush_reposts(peer) {
-                        self.break_peer(peer, format!("re-posting receive slots failed: {e}"));
-                    }
-                }
-            }
-            self.pump(peer);
+            self.settle(peer);
         }
+    }
+
+    /// After completions concerning `peer` were handled: re-posts its receive
+    /// slots when they are due, and posts what may go now.
+    #[inline]
+    pub(super) fn settle(&mut self, peer: Rank) {
+        let p = &self.peers[peer];
+        // a partial batch is flushed when it alone keeps the peer short of
+        // credits (it would wait for it), see layout::repost_batch
+        if !p.repost.is_empty()
+            && p.broken.is_none()
+            && (p.repost.len() >= self.repost_batch
+                || p.credits.owed + (p.repost.len() as u32) >= p.credits.threshold)
+        {
+            if let Err(e) = self.flush_reposts(peer) {
+                self.break_peer(peer, format!("re-posting receive slots failed: {e}"));
+            }
+        }
+        self.pump(peer);
     }
 
     /// Write-poll path: takes every message that has landed in our rings (the
@@ -503,7 +510,7 @@ impl VerbsTransport {
     /// full batch is re-posted at once (the rest by `poll`, see
     /// [`crate::layout::repost_batch`]). A failure breaks the connection (the
     /// slots would be missing from then on).
-    fn repost_slot(&mut self, peer: Rank, slot: usize) {
+    pub(super) fn repost_slot(&mut self, peer: Rank, slot: usize) {
         if self.peers[peer].broken.is_some() {
             return;
         }

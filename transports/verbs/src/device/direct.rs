@@ -35,6 +35,7 @@
 //! [`pump`]: VerbsTransport::pump
 
 use super::{rc_error, DirectRecv, VerbsTransport, NAME};
+use crate::flat::STAGE_BYTES;
 use crate::layout::{self, TRAILER_BYTES};
 use crate::wire::VerbsOp;
 use ngauge_transport::{Rank, Region, TransportError};
@@ -52,7 +53,7 @@ pub(super) enum Landed {
 impl VerbsTransport {
     /// The address and lkey of `region` when it is a valid region of a buffer no
     /// pending request holds.
-    fn idle_region(&self, region: Region) -> Option<(u64, u32)> {
+    pub(super) fn idle_region(&self, region: Region) -> Option<(u64, u32)> {
         let b = self.res.buffers.get(region.buffer.0 as usize)?.as_ref()?;
         let fits = region
             .offset
@@ -314,15 +315,25 @@ pub(super) enum Prepared {
 /// only what varies per message: the generic [`VerbsTransport::post_send`] zeroes
 /// and fills the whole request (about 100 instructions) on every message.
 pub(super) struct PreparedSend {
-    wr: ibv_send_wr,
+    pub(super) wr: ibv_send_wr,
     /// The message, then (write-poll path) its trailer.
-    sges: [ibv_sge; 2],
+    pub(super) sges: [ibv_sge; 2],
     /// Gather entries of a message: 1 (send path) or 2 (write-poll path).
     sge_count: usize,
     /// Write-poll path: the trailer of the message being posted. The write is
     /// inline: the provider copies it at post time, so it needs no staging entry.
     trailer: u64,
+    /// Write-poll path, flat send (`flat.rs`): a message of up to
+    /// [`STAGE_BYTES`] copied right before its trailer, so that the inline write
+    /// gathers one entry (the provider's copy loop runs once, as for
+    /// `ib_write_lat`'s one buffer).
+    pub(super) stage: Stage,
 }
+
+/// The staging area of a [`PreparedSend`]: message bytes right-aligned at
+/// [`STAGE_BYTES`], then the 8-byte trailer (aligned).
+#[repr(C, align(8))]
+pub(super) struct Stage(pub(super) [u8; STAGE_BYTES + TRAILER_BYTES]);
 
 impl PreparedSend {
     /// The request for messages to `peer`: `wr_id` names the peer (the direct
@@ -352,6 +363,7 @@ impl PreparedSend {
             sges,
             sge_count,
             trailer: 0,
+            stage: Stage([0; STAGE_BYTES + TRAILER_BYTES]),
         }
     }
 }

@@ -114,7 +114,7 @@ impl Registered {
         // not overlap (slot area and user buffers are separate allocations, and the
         // caller copies between them); the caller guarantees the device leaves them
         // alone.
-        unsafe { std::ptr::copy_nonoverlapping(self.mem.add(from), dst.mem.add(to), len) }
+        unsafe { copy_bytes(self.mem.add(from), dst.mem.add(to), len) }
     }
 
     /// Writes `data` at `offset`.
@@ -129,7 +129,7 @@ impl Registered {
             .is_some_and(|e| e <= self.layout.size()));
         // SAFETY: in bounds (asserted), `data` is another allocation, and the caller
         // guarantees the device leaves the range alone.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.mem.add(offset), data.len()) }
+        unsafe { copy_bytes(data.as_ptr(), self.mem.add(offset), data.len()) }
     }
 
     /// Reads `out.len()` bytes at `offset`.
@@ -143,7 +143,25 @@ impl Registered {
             .is_some_and(|e| e <= self.layout.size()));
         // SAFETY: in bounds (asserted), `out` is another allocation, and the caller
         // guarantees the device does not write the range.
-        unsafe { std::ptr::copy_nonoverlapping(self.mem.add(offset), out.as_mut_ptr(), out.len()) }
+        unsafe { copy_bytes(self.mem.add(offset), out.as_mut_ptr(), out.len()) }
+    }
+}
+
+/// `copy_nonoverlapping`, with a 1-byte message as one load and one store: the
+/// `memcpy` call that a copy of unknown length compiles to spent about 37
+/// instructions on one byte under callgrind (docs/findings/
+/// 2026-11-24-verbs-perftest.md), a fifth of the flat receive.
+///
+/// # Safety
+/// As `std::ptr::copy_nonoverlapping`.
+#[inline(always)]
+pub(super) unsafe fn copy_bytes(src: *const u8, dst: *mut u8, len: usize) {
+    if len == 1 {
+        // SAFETY: as the caller guarantees for `len` bytes.
+        unsafe { *dst = *src }
+    } else {
+        // SAFETY: as the caller guarantees.
+        unsafe { std::ptr::copy_nonoverlapping(src, dst, len) }
     }
 }
 

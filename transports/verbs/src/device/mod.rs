@@ -15,6 +15,8 @@
 //! - [`direct`]: the blocking send and receive of a small message with nothing
 //!   queued before it, without a request; the prepared work request of inline
 //!   sends;
+//! - [`flat`]: the same with nothing of the peer's in flight, in one function
+//!   each way (it hands everything else over to [`direct`]);
 //! - [`progress`]: waiting (poll or completion channel), retiring requests, and
 //!   naming the peer that made no progress.
 //!
@@ -32,6 +34,7 @@ mod complete;
 mod connection;
 mod direct;
 mod discovery;
+mod flat;
 mod memory;
 mod post;
 mod progress;
@@ -363,6 +366,9 @@ impl Transport for VerbsTransport {
     }
 
     fn send(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
+        if let Some(done) = self.send_flat(peer, region) {
+            return done;
+        }
         if let Some(done) = self.send_direct(peer, region) {
             return done;
         }
@@ -371,6 +377,9 @@ impl Transport for VerbsTransport {
     }
 
     fn recv(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
+        if let Some(done) = self.recv_flat(peer, region) {
+            return done;
+        }
         if let Some(done) = self.recv_direct(peer, region) {
             return done;
         }

@@ -135,6 +135,9 @@ impl VerbsTransport {
 
     /// Posts what is queued for `peer` as far as queue space, send credits (and
     /// advertisements) allow, then returns owed credits nothing carried back.
+    /// Checks inline whether there is anything to do (most calls in a
+    /// ping-pong find nothing); the work is out of line.
+    #[inline]
     pub(super) fn pump(&mut self, peer: Rank) {
         let p = &self.peers[peer];
         let ring_credit_due = self
@@ -146,9 +149,14 @@ impl VerbsTransport {
             && !p.credits.credit_due()
             && !ring_credit_due
         {
-            // nothing to post (most calls in a ping-pong)
+            // nothing to post
             return;
         }
+        self.pump_now(peer);
+    }
+
+    #[inline(never)]
+    fn pump_now(&mut self, peer: Rank) {
         if self.peers[peer].broken.is_some() {
             let reason = self.peers[peer].broken.clone().unwrap_or_default();
             self.break_peer(peer, reason);

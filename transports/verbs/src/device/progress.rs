@@ -12,7 +12,7 @@ use std::os::raw::c_int;
 use std::time::{Duration, Instant};
 
 /// The times a wait keeps, read only when a spin found nothing.
-struct WaitClock {
+pub(super) struct WaitClock {
     /// When the wait first read the clock (at most one spin after it began).
     started: Instant,
     /// When progress was last seen (or the wait started).
@@ -28,7 +28,7 @@ const SPIN_BEFORE_YIELD: Duration = Duration::from_micros(20);
 /// that perftest's loop does not (the `wait_clock_reads` counter shows them).
 /// On hardware, 256 polls of an empty CQ take a few microseconds: timeouts and the
 /// yield of [`SPIN_BEFORE_YIELD`] are checked that often.
-const SPIN_POLLS: usize = 256;
+pub(super) const SPIN_POLLS: usize = 256;
 /// A wait for a message in a peer's ring (write-poll path) reads that ring's
 /// next flag byte on every spin, and polls the completion queue and the other
 /// rings (a full [`VerbsTransport::poll`]) only when the flag is set or on every
@@ -193,7 +193,7 @@ impl VerbsTransport {
     /// its last one, or since the wait started if later) is declared lost: its
     /// connection breaks and it is returned; a peer that progresses is never
     /// blamed for another's silence.
-    fn progress_for(
+    pub(super) fn progress_for(
         &mut self,
         pending: &[Rank],
         wait: &mut Option<WaitClock>,
@@ -236,7 +236,7 @@ impl VerbsTransport {
         Ok(stale)
     }
 
-    fn timeout_error(&self, peer: Rank) -> TransportError {
+    pub(super) fn timeout_error(&self, peer: Rank) -> TransportError {
         TransportError::Timeout {
             transport: NAME,
             peer,
