@@ -120,7 +120,19 @@ impl VerbsTransport {
         } else {
             return None;
         };
-        Some(match posted {
+        Some(self.inline_posted(peer, posted))
+    }
+
+    /// The end of an inline post outside the request machinery (this path and the
+    /// flat one): count it and send owed credits the message could not carry, or
+    /// break the connection as a failed post of the generic path does
+    /// (`post_failed`).
+    pub(super) fn inline_posted(
+        &mut self,
+        peer: Rank,
+        posted: Result<(), TransportError>,
+    ) -> Result<(), TransportError> {
+        match posted {
             Ok(()) => {
                 self.inline_sends += 1;
                 if self.peers[peer].credits.credit_due() {
@@ -130,11 +142,10 @@ impl VerbsTransport {
                 Ok(())
             }
             Err(e) => {
-                // as a failed post of the generic path (post_failed)
                 self.break_peer(peer, format!("a post failed: {e}"));
                 Err(e)
             }
-        })
+        }
     }
 
     /// Posts an inline message through `peer`'s prepared work request

@@ -125,21 +125,7 @@ impl VerbsTransport {
             };
             self.post_eager_inline(peer, data)
         };
-        Some(match posted {
-            Ok(()) => {
-                self.inline_sends += 1;
-                if self.peers[peer].credits.credit_due() {
-                    // owed credits the message could not carry all of
-                    self.pump(peer);
-                }
-                Ok(())
-            }
-            Err(e) => {
-                // as a failed post of the generic path (post_failed)
-                self.break_peer(peer, format!("a post failed: {e}"));
-                Err(e)
-            }
-        })
+        Some(self.inline_posted(peer, posted))
     }
 
     /// Write-poll path: the message in `region` (checked by the gate: idle, at
