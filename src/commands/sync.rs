@@ -249,14 +249,14 @@ fn one_repetition(
             let d = |s: Option<Skew>| s.map_or(0.0, |s| s.drift);
             ((1.0 + d(clock.skew())) / (1.0 + d(rank0_skew)) - 1.0) * 1e6
         }),
-        sync_exchanges: outcome.exchanges,
-        crossed_brackets: outcome.crossed_brackets,
-        dropped_drift: outcome.dropped_drift.map(|d| DroppedDriftReport {
+        sync_exchanges: outcome.effort.exchanges,
+        crossed_brackets: outcome.effort.crossed_brackets,
+        dropped_drift: outcome.effort.dropped_drift.map(|d| DroppedDriftReport {
             fitted_ppm: d.fitted * 1e6,
             stderr_ppm: d.stderr * 1e6,
             fit_span_us: ns(d.span_ticks as f64) / 1e3,
             fitpoints: d.points,
-            fits_dropped: outcome.drifts_dropped,
+            fits_dropped: outcome.effort.drifts_dropped,
             peer: d.peer,
             reason: d.reason,
         }),

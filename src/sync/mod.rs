@@ -238,14 +238,9 @@ pub struct SyncOutcome {
     pub started: Ticks,
     /// Local reading after the closing barrier.
     pub finished: Ticks,
-    /// Ping-pong exchanges this rank took part in.
-    pub exchanges: usize,
-    /// SKaMPI brackets whose bounds crossed, replaced by min-RTT (see [`Effort`]).
-    pub crossed_brackets: usize,
-    /// Drift fits on this rank whose slope was not kept (see [`Effort`]).
-    pub drifts_dropped: usize,
-    /// The largest slope dropped, with what its fit saw.
-    pub dropped_drift: Option<pairwise::DroppedDrift>,
+    /// What this rank did on the way: exchanges, crossed brackets, dropped
+    /// drifts.
+    pub effort: Effort,
 }
 
 impl SyncOutcome {
@@ -294,10 +289,7 @@ pub fn synchronize<C: Clock + ?Sized, T: Transport + ?Sized>(
         model,
         started,
         finished,
-        exchanges: effort.exchanges,
-        crossed_brackets: effort.crossed_brackets,
-        drifts_dropped: effort.drifts_dropped,
-        dropped_drift: effort.dropped_drift,
+        effort,
     })
 }
 

@@ -113,8 +113,8 @@ fn check_offset_only(algorithm: Algorithm, p: usize) {
             assert!(later[rank].abs() > 10_000.0, "rank {rank} drifted away");
         }
     }
-    assert!(ranks[0].outcome.exchanges > 0);
-    assert!(ranks.iter().all(|r| r.outcome.crossed_brackets == 0));
+    assert!(ranks[0].outcome.effort.exchanges > 0);
+    assert!(ranks.iter().all(|r| r.outcome.effort.crossed_brackets == 0));
 }
 
 fn check_drift_model(algorithm: Algorithm, skews: &[Option<Skew>]) {
@@ -263,9 +263,9 @@ fn the_estimator_can_be_chosen() {
     // exchanges without a better one, SKaMPI makes exactly `skampi_pingpongs`.
     for r in &ranks[1..] {
         assert!(
-            r.outcome.exchanges > options.stop_after,
+            r.outcome.effort.exchanges > options.stop_after,
             "{}",
-            r.outcome.exchanges
+            r.outcome.effort.exchanges
         );
     }
     let skampi = SyncOptions {
@@ -281,7 +281,7 @@ fn the_estimator_can_be_chosen() {
                 ..skampi
             },
         );
-        assert_eq!(ranks[1].outcome.exchanges, 37, "{algorithm:?}");
+        assert_eq!(ranks[1].outcome.effort.exchanges, 37, "{algorithm:?}");
     }
 }
 
@@ -423,8 +423,8 @@ fn a_crossed_bracket_falls_back_to_min_rtt() {
 
     // In a synchronization the fallback is counted, and the offset is the min-RTT one.
     let ranks = synchronize_world(&skews, test_options(Algorithm::Linear));
-    assert_eq!(ranks[1].outcome.crossed_brackets, 1);
-    assert_eq!(ranks[0].outcome.crossed_brackets, 0);
+    assert_eq!(ranks[1].outcome.effort.crossed_brackets, 1);
+    assert_eq!(ranks[0].outcome.effort.crossed_brackets, 0);
     let model = ranks[1].model;
     let error_ns = (model.offset_ticks - true_offset_at(&drifting, model.anchor)) * 1e9 / SIM_HZ;
     assert!(error_ns.abs() < 1_000.0, "{error_ns} ns");
