@@ -105,6 +105,9 @@ crate::names::named_enum! {
         /// The slopes change, but a side of the boundary bends: a change lies
         /// nearby, not at this boundary.
         Bent = "bent",
+        /// The slopes change, but not as two lines of their ranges that meet at
+        /// the boundary ([`SlopeEvidence::apart`], [`SlopeEvidence::off_range`]).
+        Apart = "apart",
     }
 }
 
@@ -453,6 +456,34 @@ pub struct SlopeEvidence {
     /// The passes confirmed a change of slope that the ranges do not show (another
     /// sign, or less than half [`KINK_FLOOR`]): a local bend, rejected.
     pub local: bool,
+    /// The slopes of the sweep's robust lines over the whole ranges on either
+    /// side, us per byte, `[left, right]` ([`hold_over_ranges`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub range_per_byte_us: Option<[f64; 2]>,
+    /// The passes agreed on a change of slope, but the two sides' lines cross
+    /// (median over the passes) outside the sizes of the sides, or not at all:
+    /// they do not meet at this boundary, so the change is not one of `G` alone
+    /// (undecided, [`Undecided::Apart`]).
+    pub apart: bool,
+    /// The passes and the ranges agreed on a change of slope, but a side's slope
+    /// differs from its range's by more than half the change
+    /// ([`hold_over_ranges`]): the sides are not the lines of their ranges
+    /// (undecided, [`Undecided::Apart`]).
+    pub off_range: bool,
+}
+
+impl SlopeEvidence {
+    /// Why the sides are no two lines meeting at the boundary, if they are not:
+    /// [`Undecided::Bent`] or [`Undecided::Apart`].
+    pub fn shape_fault(&self) -> Option<Undecided> {
+        if self.bent {
+            Some(Undecided::Bent)
+        } else if self.apart || self.off_range {
+            Some(Undecided::Apart)
+        } else {
+            None
+        }
+    }
 }
 
 /// Sweep sizes a range needs for its own line in [`hold_over_ranges`].
@@ -463,7 +494,13 @@ pub const RANGE_MIN_SIZES: usize = 3;
 /// first size) to this one and from this one to the next (or the last size). Per
 /// series, the relative change between Huber lines fitted over the two ranges
 /// must have the sign of the passes' median and at least half `kink_floor`;
-/// otherwise the series' verdict becomes rejected and `local` is set.
+/// otherwise the series' verdict becomes rejected and `local` is set. A series the
+/// ranges confirm must also have each side's median slope within half the change
+/// of its range's slope: a protocol's `G` is the slope of its whole range, and a
+/// side that is not on its range's line measures a bump there (MPICH, 2026-11-25:
+/// a left side falling at -1.7e-5 us/B before a right one rising at 1.2e-4, in
+/// all 18 passes, at a level of 7 us, confirmed in 1 run of 15); otherwise the
+/// verdict becomes undecided and `off_range` is set.
 pub fn hold_over_ranges(
     evidence: &mut [SlopeEvidence],
     left_range: &[Reading],
@@ -490,11 +527,19 @@ pub fn hold_over_ranges(
         let scale = bl.abs().max(br.abs());
         let change = if scale > 0.0 { (br - bl) / scale } else { 0.0 };
         e.range_relative_change = Some(change);
+        e.range_per_byte_us = Some([bl, br]);
         let local = e.relative_change.median;
         let holds = change.signum() == local.signum() && change.abs() >= kink_floor / 2.0;
         if e.relative_change.verdict == Verdict::Confirmed && !holds {
             e.relative_change.verdict = Verdict::Rejected;
             e.local = true;
+        }
+        let half_change = (e.right_per_byte_us - e.left_per_byte_us).abs() / 2.0;
+        let on_range = (e.left_per_byte_us - bl).abs() <= half_change
+            && (e.right_per_byte_us - br).abs() <= half_change;
+        if e.relative_change.verdict == Verdict::Confirmed && !on_range {
+            e.relative_change.verdict = Verdict::Undecided;
+            e.off_range = true;
         }
     }
 }
@@ -640,17 +685,28 @@ pub fn slopes(
             if bent {
                 relative_change.verdict = Verdict::Undecided;
             }
+            // Two lines that meet at the boundary cross between the sides' sizes; a
+            // step below the floor beside a change of slope moves the crossing out.
+            let crossing_bytes = median(&crossings);
+            let meets = crossing_bytes.is_some_and(|c| xs[0] <= c && c <= xs[xs.len() - 1]);
+            let apart = !meets && relative_change.verdict == Verdict::Confirmed;
+            if apart {
+                relative_change.verdict = Verdict::Undecided;
+            }
             Some(SlopeEvidence {
                 series: SERIES[k],
                 left_per_byte_us: med(|s| s.left_per_byte_us),
                 right_per_byte_us: med(|s| s.right_per_byte_us),
                 relative_change,
-                crossing_bytes: median(&crossings),
+                crossing_bytes,
                 bend_us: bend,
                 kink_us: kink,
                 bent,
                 range_relative_change: None,
                 local: false,
+                range_per_byte_us: None,
+                apart,
+                off_range: false,
             })
         })
         .collect()
@@ -898,6 +954,121 @@ mod tests {
             for e in &ev {
                 assert_eq!(e.bent, bent, "{e:?}");
                 let want = if bent {
+                    Verdict::Undecided
+                } else {
+                    Verdict::Confirmed
+                };
+                assert_eq!(e.relative_change.verdict, want, "{e:?}");
+            }
+        }
+    }
+
+    /// Six passes of `truth` (gap and `PRTT(1,0,s)` alike) at `left` and `right`,
+    /// each pass off by a small wobble.
+    fn passes_of(truth: &dyn Fn(u64) -> f64, left: &[u64], right: &[u64]) -> Vec<Vec<Reading>> {
+        (0..6)
+            .map(|i| {
+                let wobble = 0.01 * (i as f64 - 2.5);
+                left.iter()
+                    .chain(right)
+                    .map(|&s| reading(s, truth(s) + wobble, truth(s) + wobble))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The false switch of MPICH, 2026-11-25 (1 run of 15): a left side falling
+    /// at -1.7e-5 us/B, a right side rising at 1.2e-4, at a level of 7 us. With a
+    /// step of 0.5 us between them (below the 0.7 us floor, so no step is
+    /// confirmed), the two lines cross 3.6 KiB left of the boundary, outside the
+    /// sides: no change of `G` alone meets there (undecided). The same slopes
+    /// meeting at the boundary are one.
+    #[test]
+    fn lines_that_cross_outside_the_sides_are_no_change_of_slope_alone() {
+        let (left, right) = ([50176u64, 51200, 52224], [53248u64, 54272, 55296]);
+        const AT: f64 = 52736.0;
+        let opts = JudgeOptions::default();
+        for (step, apart) in [(0.5, true), (0.0, false)] {
+            let truth = move |s: u64| {
+                let d = s as f64 - AT;
+                if d < 0.0 {
+                    7.0 - 1.7e-5 * d
+                } else {
+                    7.0 + step + 1.2e-4 * d
+                }
+            };
+            let passes = passes_of(&truth, &left, &right);
+            let ev = slopes(&clean(&passes), &left, &right, &opts);
+            assert_eq!(ev.len(), 2);
+            for e in &ev {
+                assert_eq!(e.apart, apart, "step {step}: {e:?}");
+                assert!(!e.bent, "{e:?}");
+                let want = if apart {
+                    (Verdict::Undecided, Some(Undecided::Apart))
+                } else {
+                    (Verdict::Confirmed, None)
+                };
+                assert_eq!((e.relative_change.verdict, e.shape_fault()), want, "{e:?}");
+            }
+            assert_eq!(
+                combine_slopes(&ev),
+                if apart {
+                    Verdict::Undecided
+                } else {
+                    Verdict::Confirmed
+                }
+            );
+        }
+    }
+
+    /// Sides that meet and whose ranges change slope the same way, but whose own
+    /// slopes are not their ranges' (a dip of the curve, 0.3 us deep over the 3 KiB
+    /// of the left side): undecided. Sides on their ranges' lines: confirmed.
+    #[test]
+    fn sides_off_their_ranges_lines_are_no_change_of_slope() {
+        let (left, right) = (
+            [49152u64, 50176, 51200, 52224],
+            [53248u64, 54272, 55296, 56320],
+        );
+        const AT: f64 = 52736.0;
+        // The ranges: 2.4e-5 us/B up to the boundary, 1.2e-4 after it.
+        let range = |s: u64| {
+            let d = s as f64 - AT;
+            7.0 + if d < 0.0 { 2.4e-5 * d } else { 1.2e-4 * d }
+        };
+        let sweep = |from: u64, to: u64, f: &dyn Fn(u64) -> f64| -> Vec<Reading> {
+            (from / 1024..to / 1024)
+                .map(|k| reading(k * 1024, f(k * 1024), f(k * 1024)))
+                .collect()
+        };
+        let (left_range, right_range) = (sweep(9216, 53248, &range), sweep(53248, 65536, &range));
+        // The left side falls at 1e-4 us/B where its range rises at 2.4e-5: off
+        // by more than half the sides' change of 2.2e-4.
+        let dipped = |s: u64| {
+            let d = s as f64 - AT;
+            if d < 0.0 {
+                7.0 - 1.0e-4 * d
+            } else {
+                range(s)
+            }
+        };
+        let opts = JudgeOptions::default();
+        for (truth, off) in [(&dipped as &dyn Fn(u64) -> f64, true), (&range, false)] {
+            let passes = passes_of(truth, &left, &right);
+            let mut ev = slopes(&clean(&passes), &left, &right, &opts);
+            assert!(ev
+                .iter()
+                .all(|e| e.relative_change.verdict == Verdict::Confirmed));
+            hold_over_ranges(&mut ev, &left_range, &right_range, opts.kink_floor);
+            for e in &ev {
+                let [bl, br] = e.range_per_byte_us.unwrap();
+                assert!(
+                    (bl - 2.4e-5).abs() < 1e-9 && (br - 1.2e-4).abs() < 1e-9,
+                    "{e:?}"
+                );
+                assert!(!e.local, "{e:?}");
+                assert_eq!(e.off_range, off, "{e:?}");
+                let want = if off {
                     Verdict::Undecided
                 } else {
                     Verdict::Confirmed

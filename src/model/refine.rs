@@ -460,7 +460,7 @@ fn judge_candidate(c: &mut Candidate, opts: &RefineOptions) {
                 c.kind = ChangeKind::Slope;
                 c.change.kind = ChangeKind::Slope;
                 (ev, sl, Verdict::Confirmed)
-            } else if sl.iter().any(|e| e.bent) {
+            } else if sl.iter().any(|e| e.shape_fault().is_some()) {
                 // Something changes nearby, neither a step here nor two lines
                 // meeting: undecided, and more passes would not straighten a side.
                 (ev, sl, Verdict::Undecided)
@@ -477,19 +477,17 @@ fn judge_candidate(c: &mut Candidate, opts: &RefineOptions) {
             (Vec::new(), ev, v)
         }
     };
-    let bent = slopes.iter().any(|e| e.bent);
-    if verdict == Verdict::Undecided && total < opts.max_passes && !bent {
+    // More passes would not make the sides two lines that meet.
+    let shape_fault = slopes.iter().find_map(SlopeEvidence::shape_fault);
+    if verdict == Verdict::Undecided && total < opts.max_passes && shape_fault.is_none() {
         c.stage = Stage::Confirming {
             target: target + opts.passes,
         };
         return;
     }
     c.change.verdict = verdict;
-    c.change.undecided = (verdict == Verdict::Undecided).then_some(if bent {
-        Undecided::Bent
-    } else {
-        Undecided::Spread
-    });
+    c.change.undecided =
+        (verdict == Verdict::Undecided).then_some(shape_fault.unwrap_or(Undecided::Spread));
     c.change.shown_by = steps
         .iter()
         .filter(|e| e.step_us.verdict == Verdict::Confirmed)

@@ -289,6 +289,12 @@ impl std::fmt::Display for LoggpWarning {
                      {bytes} bytes: the curve bends beside them, a change may lie one sweep \
                      size off (a finer sweep step tells)"
                 ),
+                Undecided::Apart => write!(
+                    f,
+                    "cannot decide whether the protocol changes between {last_old_bytes} and \
+                     {bytes} bytes: the time per byte changes there, but not as two lines of \
+                     the ranges beside them that meet at the boundary"
+                ),
             },
             LoggpWarning::Model(w) => w.fmt(f),
         }
