@@ -23,7 +23,7 @@ use ngauge::job::{Job, TransportName};
 use ngauge::launch::World;
 use ngauge::report::jsonl::JsonlWriter;
 use ngauge::report::sync::{
-    seconds_label, DroppedDriftReport, RankReport, SyncDoc, SyncSamples, SyncWarning,
+    seconds_label, EffortReport, EffortWarning, RankReport, SyncDoc, SyncSamples, SyncWarning,
 };
 use ngauge::report::table::Table;
 use ngauge::spec::SyncSpec;
@@ -249,17 +249,7 @@ fn one_repetition(
             let d = |s: Option<Skew>| s.map_or(0.0, |s| s.drift);
             ((1.0 + d(clock.skew())) / (1.0 + d(rank0_skew)) - 1.0) * 1e6
         }),
-        sync_exchanges: outcome.effort.exchanges,
-        crossed_brackets: outcome.effort.crossed_brackets,
-        dropped_drift: outcome.effort.dropped_drift.map(|d| DroppedDriftReport {
-            fitted_ppm: d.fitted * 1e6,
-            stderr_ppm: d.stderr * 1e6,
-            fit_span_us: ns(d.span_ticks as f64) / 1e3,
-            fitpoints: d.points,
-            fits_dropped: outcome.effort.drifts_dropped,
-            peer: d.peer,
-            reason: d.reason,
-        }),
+        effort: EffortReport::new(&outcome.effort, rate.hz),
         pinned_core: world.pinned_core,
     };
     let wire = pairwise::Wire::new(transport, 0)?;
@@ -314,12 +304,20 @@ fn hint(w: &SyncWarning) -> Option<String> {
         SyncWarning::LargeResidual { .. } => {
             Some("more --fitpoints spread the fit over a longer time".into())
         }
-        SyncWarning::CrossedBrackets { .. } => None,
-        SyncWarning::DroppedDrift { .. } => Some(
+        SyncWarning::Effort(w) => effort_hint(w),
+        SyncWarning::Binding(b) => Some(b.hint().into()),
+    }
+}
+
+/// The command line's hint for a warning about a synchronization's effort, in
+/// every command that synchronizes clocks (they share `sync`'s flags).
+pub fn effort_hint(w: &EffortWarning) -> Option<String> {
+    match w {
+        EffortWarning::CrossedBrackets { .. } => None,
+        EffortWarning::DroppedDrift { .. } => Some(
             "more --fitpoints or --exchanges spread the fit over a longer time, where a drift can show"
                 .into(),
         ),
-        SyncWarning::Binding(b) => Some(b.hint().into()),
     }
 }
 
