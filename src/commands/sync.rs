@@ -23,13 +23,14 @@ use ngauge::job::{Job, TransportName};
 use ngauge::launch::World;
 use ngauge::report::jsonl::JsonlWriter;
 use ngauge::report::sync::{
-    seconds_label, EffortReport, EffortWarning, RankReport, SyncDoc, SyncSamples, SyncWarning,
+    seconds_label, ClockSync, EffortReport, EffortWarning, RankReport, RankSync, SyncDoc,
+    SyncSamples, SyncWarning,
 };
 use ngauge::report::table::Table;
 use ngauge::spec::SyncSpec;
 use ngauge::sync::skew;
 use ngauge::sync::spin::{SpinThenSleep, SPIN_BEFORE_SLEEP};
-use ngauge::sync::{self, pairwise, Algorithm, GlobalClock, SyncOptions};
+use ngauge::sync::{self, pairwise, Algorithm, Effort, GlobalClock, SyncOptions};
 use ngauge::transport::{Control, Transport, WaitMode};
 use std::time::{Duration, Instant};
 
@@ -319,6 +320,33 @@ pub fn effort_hint(w: &EffortWarning) -> Option<String> {
                 .into(),
         ),
     }
+}
+
+/// Every rank's `effort` of a synchronization with `algo`, at rank 0 (`None`
+/// elsewhere), for the documents timed with synchronized clocks. Collective: every
+/// rank calls it, `hz` its clock's rate.
+pub fn gather_effort(
+    world: &mut World,
+    algo: Algorithm,
+    effort: &Effort,
+    hz: f64,
+) -> anyhow::Result<Option<ClockSync>> {
+    let mine = serde_json::to_vec(&EffortReport::new(effort, hz))?;
+    let parts = world.control.gather(0, &mine)?;
+    if world.rank != 0 {
+        return Ok(None);
+    }
+    let ranks = parts
+        .iter()
+        .enumerate()
+        .map(|(rank, bytes)| {
+            Ok(RankSync {
+                rank,
+                effort: serde_json::from_slice(bytes)?,
+            })
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(Some(ClockSync { algo, ranks }))
 }
 
 fn max_abs<'a>(
