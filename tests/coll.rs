@@ -14,6 +14,8 @@ use assert_cmd::Command;
 
 #[path = "support/coll.rs"]
 mod coll_rows;
+#[path = "support/documents.rs"]
+mod documents;
 mod support;
 use serde_json::Value;
 // Every row has the contract's fields and a plausible run-time.
@@ -121,6 +123,64 @@ fn every_algorithm_on_1_to_9_ranks() {
             check_rows(&doc, op, np);
         }
     }
+}
+
+/// A `coll` result whose windows rest on a model without drift says so per rank,
+/// and warns in `sync`'s words. `--fitpoints 2` leaves a drift fit no error
+/// estimate, so every rank that fits (all but rank 0) drops its drift
+/// (`fit_model`): the facts and the warning must be there. With 10 fit points of
+/// 2 exchanges some fits drop their drift and some may not: the warning must
+/// name exactly the ranks that did. The loop scheme does not synchronize: no
+/// `sync`, no warning.
+#[test]
+fn a_dropped_drift_of_the_window_sync_is_reported_per_rank_and_warned() {
+    let run = |fitpoints: &str, scheme: &str| {
+        let mut cmd = ngauge();
+        cmd.args(["--np", "3", "-t", "tcp", "--json", "coll", "--op", "bcast"])
+            .args(["--sizes", "8", "--reps", "5", "--warmup", "2"])
+            .args(["--max-rounds", "10", "--scheme", scheme, "--sync", "hca"])
+            .args(["--fitpoints", fitpoints, "--exchanges", "2"]);
+        let out = cmd.output().unwrap();
+        let doc = documents::document_of(&["coll", "--fitpoints", fitpoints], &out);
+        documents::assert_valid(&doc, "coll");
+        (doc, String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (doc, stderr) = run("2", "window");
+    assert_eq!(doc["sync"]["algo"], "hca", "{}", doc["sync"]);
+    assert_eq!(
+        documents::check_sync_warnings(&doc, 3),
+        [1, 2],
+        "{}",
+        doc["sync"]
+    );
+    for r in &doc["sync"]["ranks"].as_array().unwrap()[1..] {
+        let d = &r["dropped_drift"];
+        assert_eq!(d["reason"], "unresolved", "{r}");
+        assert_eq!(d["fitpoints"], 2, "{r}");
+    }
+    // The command line prints it with sync's hint.
+    assert!(
+        stderr.contains("drift fits kept no drift: rank 1 against rank"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("more --fitpoints or --exchanges"),
+        "{stderr}"
+    );
+
+    let (doc, _) = run("10", "window");
+    let dropped = documents::check_sync_warnings(&doc, 3);
+    println!("fitpoints 10: ranks {dropped:?} dropped their drift");
+
+    let (doc, _) = run("2", "loop");
+    assert!(doc.get("sync").is_none(), "{doc}");
+    let kinds: Vec<&Value> = doc["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| &w["kind"])
+        .collect();
+    assert!(!kinds.contains(&&Value::from("dropped_drift")), "{kinds:?}");
 }
 
 /// A root other than 0 and the window scheme's counts over UDP (the clocks then
@@ -329,7 +389,16 @@ fn predictions_beside_measurements_and_selection() {
             assert!(["linear", "binomial"].contains(&algo), "{row}");
         }
     }
-    assert!(doc["warnings"].as_array().unwrap().is_empty(), "{doc}");
+    // Nothing to warn about but what the sync's effort calls for (a short fit
+    // often drops its drift), which follows the sync's per-rank facts.
+    documents::check_sync_warnings(&doc, 2);
+    let others: Vec<&Value> = doc["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["kind"] != "dropped_drift" && w["kind"] != "crossed_brackets")
+        .collect();
+    assert!(others.is_empty(), "{doc}");
 
     // The loop scheme is predicted as a loop: a chain's calls overlap, so its
     // per-call time is below the single call's (P - 1)(o + L + o) = 21 us.

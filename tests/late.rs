@@ -62,6 +62,7 @@ fn four_ranks_allreduce_over_tcp_with_three_delays() {
     .concat();
     let doc = document_of(&args, &ngauge(&args));
     assert_valid(&doc, "late");
+    documents::check_sync_warnings(&doc, 4);
     assert_eq!(doc["op"], "allreduce");
     assert_eq!(doc["algo"], "recursive-doubling");
     assert_eq!(doc["transport"], "tcp");
@@ -114,6 +115,41 @@ fn the_last_rank_late_under_injected_noise_both_call_modes() {
     let rows = check_rows(&doc, &[20.0], &[2]);
     let modes: Vec<&str> = rows.iter().map(|r| r["mode"].as_str().unwrap()).collect();
     assert_eq!(modes, ["blocking", "nonblocking"], "{doc}");
+}
+
+/// The window starts rest on a model without drift: `--fitpoints 2` leaves rank
+/// 1's drift fit no error estimate, so it drops its drift, and the document says
+/// so on rank 1 and warns as `sync` does.
+#[test]
+fn a_dropped_drift_of_the_sync_is_reported_per_rank_and_warned() {
+    let args = [
+        "--np",
+        "2",
+        "late",
+        "--op",
+        "barrier",
+        "--delay",
+        "10us",
+        "--reps",
+        "5",
+        "--warmup",
+        "2",
+        "--sync",
+        "hca",
+        "--fitpoints",
+        "2",
+        "--exchanges",
+        "2",
+        "--json",
+    ];
+    let doc = document_of(&args, &ngauge(&args));
+    assert_valid(&doc, "late");
+    assert_eq!(
+        documents::check_sync_warnings(&doc, 2),
+        [1],
+        "{}",
+        doc["sync"]
+    );
 }
 
 #[test]

@@ -71,6 +71,7 @@ fn bcast_over_tcp_time_and_work_with_and_without_progress() {
         }
     }
     assert_valid(&doc, "nbc");
+    documents::check_sync_warnings(&doc, 3);
     assert_eq!(doc["op"], "bcast");
     assert_eq!(doc["algo"], "chain");
     assert_eq!(doc["transport"], "tcp");
@@ -91,6 +92,44 @@ fn bcast_over_tcp_time_and_work_with_and_without_progress() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(streamed, rows);
+}
+
+/// As in `late`: a sync whose drift fit on rank 1 was dropped (`--fitpoints 2`)
+/// is in the document per rank, with `sync`'s warning.
+#[test]
+fn a_dropped_drift_of_the_sync_is_reported_per_rank_and_warned() {
+    let args = [
+        "--np",
+        "2",
+        "nbc",
+        "--op",
+        "allreduce",
+        "--sizes",
+        "8",
+        "--compute",
+        "work",
+        "--reps",
+        "5",
+        "--warmup",
+        "2",
+        "--max-rounds",
+        "4",
+        "--sync",
+        "hca",
+        "--fitpoints",
+        "2",
+        "--exchanges",
+        "2",
+        "--json",
+    ];
+    let doc = document_of(&args, &ngauge(&args));
+    assert_valid(&doc, "nbc");
+    assert_eq!(
+        documents::check_sync_warnings(&doc, 2),
+        [1],
+        "{}",
+        doc["sync"]
+    );
 }
 
 #[test]

@@ -30,6 +30,7 @@ use ngauge::report::coll::{self as doc, CollDoc, CollRecord, CollWarning, Point,
 use ngauge::report::coll_predict::{self, select, Predicted, Selection};
 use ngauge::report::jsonl::JsonlWriter;
 use ngauge::report::progress::Progress;
+use ngauge::report::sync::ClockSync;
 use ngauge::report::table::Table;
 use ngauge::spec::{CollCmdSpec, SizeList};
 use ngauge::sync::model::ClockModel;
@@ -245,6 +246,8 @@ pub struct Measured {
     pub warnings: Vec<CollWarning>,
     /// The document's metadata (rank 0 only).
     pub meta: Option<ngauge::report::Meta>,
+    /// The window scheme's clock synchronization, per rank (rank 0 only).
+    pub sync: Option<ClockSync>,
 }
 
 fn run_rank(
@@ -261,6 +264,7 @@ fn run_rank(
         records,
         warnings,
         meta,
+        sync,
     } = measure(global, args, candidates, sizes, params, world)?;
     let Some(meta) = meta else {
         return Ok(());
@@ -278,6 +282,7 @@ fn run_rank(
             results: records,
             comparison,
             selection,
+            sync,
             warnings: ngauge::report::warning::warned(warnings.iter().cloned()),
         })?;
     } else {
@@ -317,6 +322,7 @@ pub fn print_warnings(warnings: &[CollWarning]) {
                 Some("raise --max-rounds, or try --scheme barrier on a loaded machine".into())
             }
             CollWarning::SyncedOver { .. } | CollWarning::Params(_) => None,
+            CollWarning::Sync(s) => super::sync::effort_hint(s),
             CollWarning::PredictTransport { .. } => {
                 Some("measure the parameters with loggp -t on the same transport".into())
             }
@@ -378,6 +384,7 @@ pub fn measure(
 
     // The clock model of the window scheme.
     let mut sync_algorithm = None;
+    let mut sync = None;
     let model = if args.scheme == Scheme::Window {
         let options = args.sync_options();
         let outcome = match open.iter_mut().find(|(_, t, _)| t.capabilities().reliable) {
@@ -399,6 +406,10 @@ pub fn measure(
             }
         };
         sync_algorithm = Some(options.algorithm);
+        sync = super::sync::gather_effort(world, options.algorithm, &outcome.effort, rate.hz)?;
+        if let Some(s) = &sync {
+            warnings.extend(s.warnings().into_iter().map(CollWarning::Sync));
+        }
         outcome.model
     } else {
         ClockModel::offset_only(0.0)
@@ -549,6 +560,7 @@ pub fn measure(
             records,
             warnings,
             meta: None,
+            sync: None,
         });
     }
     if let Some(p) = params {
@@ -564,6 +576,7 @@ pub fn measure(
         records,
         warnings,
         meta: Some(meta.build()),
+        sync,
     })
 }
 

@@ -29,6 +29,7 @@ use ngauge::coll::{Algorithm, CollOp, CollSpec, Collective, NativeOp, Scheduled}
 use ngauge::job::{Job, JobSpec, JobWarning, TransportName};
 use ngauge::launch::binding::{self, BindingWarning};
 use ngauge::launch::World;
+use ngauge::report::sync::ClockSync;
 use ngauge::sync::model::ClockModel;
 use ngauge::sync::SyncOptions;
 use ngauge::transport::{Transport, WaitMode};
@@ -153,6 +154,8 @@ pub struct Setup {
     pub model: ClockModel,
     /// The clock synchronization used.
     pub sync: SyncOptions,
+    /// Its effort on every rank (rank 0; `None` on the others).
+    pub sync_report: Option<ClockSync>,
     /// Every rank's pinned core (rank 0; others get their own list).
     pub cores: Vec<Option<usize>>,
     /// Setup warnings.
@@ -200,6 +203,8 @@ pub fn setup(
     }
     let wait = data.as_dyn().wait_mode();
     let outcome = ngauge::sync::synchronize(&clock, data.as_dyn(), world.control.as_mut(), &sync)?;
+    let sync_report =
+        super::sync::gather_effort(world, sync.algorithm, &outcome.effort, clock.rate().hz)?;
     let binding_warnings = if world.rank == 0 {
         binding::check_groups(
             &world.peers,
@@ -217,6 +222,7 @@ pub fn setup(
         wait,
         model: outcome.model,
         sync,
+        sync_report,
         cores,
         job_warnings,
         binding_warnings,

@@ -142,6 +142,11 @@ pub fn run(global: &GlobalArgs, args: &LateArgs) -> anyhow::Result<()> {
                     .map(LateWarning::Binding),
             )
             .collect();
+        let sync = setup
+            .sync_report
+            .take()
+            .ok_or_else(|| anyhow::anyhow!("internal error: rank 0 lacks the sync's effort"))?;
+        all.extend(sync.warnings().into_iter().map(LateWarning::Sync));
         all.extend(warnings);
         let document = LateDoc {
             op: args.coll.op.to_string(),
@@ -156,6 +161,7 @@ pub fn run(global: &GlobalArgs, args: &LateArgs) -> anyhow::Result<()> {
                 duration_us: i.duration_ns / 1e3,
             }),
             results: rows,
+            sync,
             warnings: ngauge::report::warning::warned(all.iter().cloned()),
             meta: collective::meta(&setup, world),
         };
@@ -178,6 +184,7 @@ pub fn run(global: &GlobalArgs, args: &LateArgs) -> anyhow::Result<()> {
             let hint = match w {
                 LateWarning::Job(j) => super::common::job_hint(j),
                 LateWarning::Binding(b) => Some(b.hint().into()),
+                LateWarning::Sync(s) => super::sync::effort_hint(s),
                 LateWarning::FewValidCalls { .. } => {
                     Some("raise --max-rounds, or --wait block when ranks share cores".into())
                 }

@@ -112,6 +112,11 @@ pub fn run(global: &GlobalArgs, args: &NbcArgs) -> anyhow::Result<()> {
                     .map(NbcWarning::Binding),
             )
             .collect();
+        let sync = setup
+            .sync_report
+            .take()
+            .ok_or_else(|| anyhow::anyhow!("internal error: rank 0 lacks the sync's effort"))?;
+        all.extend(sync.warnings().into_iter().map(NbcWarning::Sync));
         all.extend(warnings);
         let document = NbcDoc {
             op: args.coll.op.to_string(),
@@ -121,6 +126,7 @@ pub fn run(global: &GlobalArgs, args: &NbcArgs) -> anyhow::Result<()> {
             wait: setup.wait,
             np,
             results: rows,
+            sync,
             warnings: ngauge::report::warning::warned(all.iter().cloned()),
             meta: collective::meta(&setup, world),
         };
@@ -133,6 +139,7 @@ pub fn run(global: &GlobalArgs, args: &NbcArgs) -> anyhow::Result<()> {
             let hint = match w {
                 NbcWarning::Job(j) => super::common::job_hint(j),
                 NbcWarning::Binding(b) => Some(b.hint().into()),
+                NbcWarning::Sync(s) => super::sync::effort_hint(s),
                 NbcWarning::FewValidCalls { .. } | NbcWarning::Undecided { .. } => {
                     Some("raise --max-rounds, or --wait block when ranks share cores".into())
                 }

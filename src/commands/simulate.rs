@@ -174,6 +174,7 @@ fn measure(global: &GlobalArgs, args: &SimulateArgs, mut spec: SimulateSpec) -> 
             reps: args.reps,
             results: measured.records,
             selection,
+            sync: measured.sync,
             warnings: ngauge::report::warning::warned(measured.warnings.iter().cloned()),
         });
         if global.json {

@@ -23,13 +23,14 @@ use ngauge::job::{Job, TransportName};
 use ngauge::launch::World;
 use ngauge::report::jsonl::JsonlWriter;
 use ngauge::report::sync::{
-    seconds_label, DroppedDriftReport, RankReport, SyncDoc, SyncSamples, SyncWarning,
+    seconds_label, ClockSync, EffortReport, EffortWarning, RankReport, RankSync, SyncDoc,
+    SyncSamples, SyncWarning,
 };
 use ngauge::report::table::Table;
 use ngauge::spec::SyncSpec;
 use ngauge::sync::skew;
 use ngauge::sync::spin::{SpinThenSleep, SPIN_BEFORE_SLEEP};
-use ngauge::sync::{self, pairwise, Algorithm, GlobalClock, SyncOptions};
+use ngauge::sync::{self, pairwise, Algorithm, Effort, GlobalClock, SyncOptions};
 use ngauge::transport::{Control, Transport, WaitMode};
 use std::time::{Duration, Instant};
 
@@ -249,17 +250,7 @@ fn one_repetition(
             let d = |s: Option<Skew>| s.map_or(0.0, |s| s.drift);
             ((1.0 + d(clock.skew())) / (1.0 + d(rank0_skew)) - 1.0) * 1e6
         }),
-        sync_exchanges: outcome.effort.exchanges,
-        crossed_brackets: outcome.effort.crossed_brackets,
-        dropped_drift: outcome.effort.dropped_drift.map(|d| DroppedDriftReport {
-            fitted_ppm: d.fitted * 1e6,
-            stderr_ppm: d.stderr * 1e6,
-            fit_span_us: ns(d.span_ticks as f64) / 1e3,
-            fitpoints: d.points,
-            fits_dropped: outcome.effort.drifts_dropped,
-            peer: d.peer,
-            reason: d.reason,
-        }),
+        effort: EffortReport::new(&outcome.effort, rate.hz),
         pinned_core: world.pinned_core,
     };
     let wire = pairwise::Wire::new(transport, 0)?;
@@ -314,13 +305,48 @@ fn hint(w: &SyncWarning) -> Option<String> {
         SyncWarning::LargeResidual { .. } => {
             Some("more --fitpoints spread the fit over a longer time".into())
         }
-        SyncWarning::CrossedBrackets { .. } => None,
-        SyncWarning::DroppedDrift { .. } => Some(
+        SyncWarning::Effort(w) => effort_hint(w),
+        SyncWarning::Binding(b) => Some(b.hint().into()),
+    }
+}
+
+/// The command line's hint for a warning about a synchronization's effort, in
+/// every command that synchronizes clocks (they share `sync`'s flags).
+pub fn effort_hint(w: &EffortWarning) -> Option<String> {
+    match w {
+        EffortWarning::CrossedBrackets { .. } => None,
+        EffortWarning::DroppedDrift { .. } => Some(
             "more --fitpoints or --exchanges spread the fit over a longer time, where a drift can show"
                 .into(),
         ),
-        SyncWarning::Binding(b) => Some(b.hint().into()),
     }
+}
+
+/// Every rank's `effort` of a synchronization with `algo`, at rank 0 (`None`
+/// elsewhere), for the documents timed with synchronized clocks. Collective: every
+/// rank calls it, `hz` its clock's rate.
+pub fn gather_effort(
+    world: &mut World,
+    algo: Algorithm,
+    effort: &Effort,
+    hz: f64,
+) -> anyhow::Result<Option<ClockSync>> {
+    let mine = serde_json::to_vec(&EffortReport::new(effort, hz))?;
+    let parts = world.control.gather(0, &mine)?;
+    if world.rank != 0 {
+        return Ok(None);
+    }
+    let ranks = parts
+        .iter()
+        .enumerate()
+        .map(|(rank, bytes)| {
+            Ok(RankSync {
+                rank,
+                effort: serde_json::from_slice(bytes)?,
+            })
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(Some(ClockSync { algo, ranks }))
 }
 
 fn max_abs<'a>(

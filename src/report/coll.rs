@@ -277,6 +277,10 @@ pub enum CollWarning {
     /// `--predict`: what the parameter file's reader assumed.
     #[serde(untagged)]
     Params(crate::sim::params::ParamsWarning),
+    /// The clock synchronization of the window scheme crossed brackets or dropped
+    /// drifts (as `sync` warns).
+    #[serde(untagged)]
+    Sync(super::sync::EffortWarning),
     /// A job setup warning.
     #[serde(untagged)]
     Job(JobWarning),
@@ -318,6 +322,7 @@ impl std::fmt::Display for CollWarning {
                  points measured on {measured}"
             ),
             CollWarning::Params(w) => w.fmt(f),
+            CollWarning::Sync(w) => w.fmt(f),
             CollWarning::Job(w) => w.fmt(f),
             CollWarning::Binding(w) => w.fmt(f),
         }
@@ -416,6 +421,10 @@ pub struct CollDoc {
     /// against the measured best.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub selection: Option<super::coll_predict::Selection>,
+    /// The clock synchronization of the window scheme, per rank (absent with the
+    /// other schemes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sync: Option<super::sync::ClockSync>,
     /// What threatens the figures.
     pub warnings: Vec<Warned<CollWarning>>,
 }
@@ -639,5 +648,41 @@ mod tests {
         let svg = plot_svg(&recs, "bcast").unwrap();
         assert!(svg.starts_with("<svg"), "{}", &svg[..40]);
         assert!(svg.contains("tcp/binomial") && svg.contains("tcp/chain"));
+    }
+
+    /// A dropped drift of the window scheme's sync is a `coll` warning with
+    /// `sync`'s kind, fields and words.
+    #[test]
+    fn a_dropped_drift_is_warned_as_sync_warns_it() {
+        use super::super::sync::{DroppedDriftAt, DroppedDriftReport, EffortWarning, SyncWarning};
+        let effort = EffortWarning::DroppedDrift {
+            ranks: vec![DroppedDriftAt {
+                rank: 2,
+                drift: DroppedDriftReport {
+                    fitted_ppm: 31.4,
+                    stderr_ppm: 27.0,
+                    fit_span_us: 850.0,
+                    fitpoints: 10,
+                    fits_dropped: 1,
+                    peer: 0,
+                    reason: crate::sync::pairwise::DriftRejection::Unresolved,
+                },
+            }],
+        };
+        let coll = Warned::from(CollWarning::Sync(effort.clone()));
+        let sync = Warned::from(SyncWarning::Effort(effort));
+        assert_eq!(
+            serde_json::to_value(&coll).unwrap(),
+            serde_json::to_value(&sync).unwrap()
+        );
+        let v = serde_json::to_value(&coll).unwrap();
+        assert_eq!(v["kind"], "dropped_drift", "{v}");
+        assert_eq!(v["ranks"][0]["fitted_ppm"], 31.4, "{v}");
+        assert!(
+            coll.message
+                .contains("rank 2 against rank 0 (31.4 +- 27.0 ppm from 10 points over 850us"),
+            "{}",
+            coll.message
+        );
     }
 }

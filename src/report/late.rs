@@ -135,6 +135,10 @@ pub enum LateWarning {
         /// Asked for.
         wanted: usize,
     },
+    /// The clock synchronization crossed brackets or dropped drifts (as `sync`
+    /// warns).
+    #[serde(untagged)]
+    Sync(super::sync::EffortWarning),
     /// A job setup warning.
     #[serde(untagged)]
     Job(JobWarning),
@@ -176,6 +180,7 @@ impl std::fmt::Display for LateWarning {
                 }
                 write!(f, ")")
             }
+            LateWarning::Sync(w) => w.fmt(f),
             LateWarning::Job(w) => w.fmt(f),
             LateWarning::Binding(w) => w.fmt(f),
         }
@@ -202,6 +207,8 @@ pub struct LateDoc {
     pub inject: Option<Injected>,
     /// Every size, mode and delay.
     pub results: Vec<LateRow>,
+    /// The clock synchronization of the window starts, per rank.
+    pub sync: super::sync::ClockSync,
     /// What threatens the figures.
     pub warnings: Vec<Warned<LateWarning>>,
     /// How the result came about.

@@ -133,6 +133,10 @@ pub enum NbcWarning {
         /// What it should have taken, us.
         t_b_us: f64,
     },
+    /// The clock synchronization crossed brackets or dropped drifts (as `sync`
+    /// warns).
+    #[serde(untagged)]
+    Sync(super::sync::EffortWarning),
     /// A job setup warning.
     #[serde(untagged)]
     Job(JobWarning),
@@ -177,6 +181,7 @@ impl std::fmt::Display for NbcWarning {
                 "size {size} B: the computation took {t_cpu_us:.1} us for a t_b of \
                  {t_b_us:.1} us (the rank lost its core while computing)"
             ),
+            NbcWarning::Sync(w) => w.fmt(f),
             NbcWarning::Job(w) => w.fmt(f),
             NbcWarning::Binding(w) => w.fmt(f),
         }
@@ -243,6 +248,8 @@ pub struct NbcDoc {
     pub np: usize,
     /// Every size, scheme and progress interval.
     pub results: Vec<NbcRow>,
+    /// The clock synchronization of the window starts, per rank.
+    pub sync: super::sync::ClockSync,
     /// What threatens the figures.
     pub warnings: Vec<Warned<NbcWarning>>,
     /// How the result came about.

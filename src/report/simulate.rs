@@ -90,6 +90,10 @@ pub struct Measurement {
     /// its measured median over the best's - 1; absent with fewer than two
     /// candidates measured at every size.
     pub selection: Option<super::coll_predict::Selection>,
+    /// The clock synchronization of the window scheme, per rank (absent with the
+    /// other schemes), as in `coll`'s document.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sync: Option<super::sync::ClockSync>,
     /// What threatens the measured figures.
     pub warnings: Vec<Warned<super::coll::CollWarning>>,
 }

@@ -5,7 +5,7 @@ use super::warning::Warned;
 use super::Meta;
 use crate::job::TransportName;
 use crate::sync::pairwise::DriftRejection;
-use crate::sync::{Algorithm, Estimator};
+use crate::sync::{Algorithm, Effort, Estimator};
 use ngauge_transport::WaitMode;
 use serde::{Deserialize, Serialize};
 
@@ -31,16 +31,10 @@ pub struct RankReport {
     /// True rate error relative to rank 0, when known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub true_drift_ppm: Option<f64>,
-    /// Ping-pongs this rank took part in during the sync.
-    pub sync_exchanges: usize,
-    /// SKaMPI brackets whose bounds crossed (drift or a clock jump during the
-    /// measurement), replaced by min-RTT measurements.
-    #[serde(default)]
-    pub crossed_brackets: usize,
-    /// A drift this rank fitted and did not keep (the largest, if several): its
-    /// model keeps the offset only (`jk`, `hca`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dropped_drift: Option<DroppedDriftReport>,
+    /// What its synchronization did: `sync_exchanges`, `crossed_brackets`,
+    /// `dropped_drift`.
+    #[serde(flatten)]
+    pub effort: EffortReport,
     /// The rank's pinned core, if pinned.
     pub pinned_core: Option<usize>,
 }
@@ -122,6 +116,71 @@ pub struct DroppedDriftReport {
     pub reason: DriftRejection,
 }
 
+/// What one rank's synchronization did, and what went wrong on the way
+/// ([`Effort`] in a document's units): in `sync`'s `ranks[]`, and in the
+/// `sync.ranks[]` of every document timed with synchronized clocks ([`ClockSync`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct EffortReport {
+    /// Ping-pongs this rank took part in during the sync.
+    pub sync_exchanges: usize,
+    /// SKaMPI brackets whose bounds crossed (drift or a clock jump during the
+    /// measurement), replaced by min-RTT measurements.
+    #[serde(default)]
+    pub crossed_brackets: usize,
+    /// A drift this rank fitted and did not keep (the largest, if several): its
+    /// model keeps the offset only (`jk`, `hca`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dropped_drift: Option<DroppedDriftReport>,
+}
+
+impl EffortReport {
+    /// `effort` of a rank whose clock ticks at `hz` per second.
+    pub fn new(effort: &Effort, hz: f64) -> Self {
+        EffortReport {
+            sync_exchanges: effort.exchanges,
+            crossed_brackets: effort.crossed_brackets,
+            dropped_drift: effort.dropped_drift.map(|d| DroppedDriftReport {
+                fitted_ppm: d.fitted * 1e6,
+                stderr_ppm: d.stderr * 1e6,
+                fit_span_us: d.span_ticks as f64 / hz * 1e6,
+                fitpoints: d.points,
+                fits_dropped: effort.drifts_dropped,
+                peer: d.peer,
+                reason: d.reason,
+            }),
+        }
+    }
+}
+
+/// One rank's synchronization in a document timed with synchronized clocks.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct RankSync {
+    /// The rank.
+    pub rank: usize,
+    /// What its synchronization did: `sync_exchanges`, `crossed_brackets`,
+    /// `dropped_drift`, as in `sync`'s `ranks[]`.
+    #[serde(flatten)]
+    pub effort: EffortReport,
+}
+
+/// The clock synchronization the timings of a document rest on (`coll`'s window
+/// scheme, `late`, `nbc`): per rank what `sync` reports of its effort, so that a
+/// reader sees which ranks' models kept no drift.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct ClockSync {
+    /// The algorithm.
+    pub algo: Algorithm,
+    /// Every rank, in rank order.
+    pub ranks: Vec<RankSync>,
+}
+
+impl ClockSync {
+    /// The warnings its effort calls for: the same as `sync`'s.
+    pub fn warnings(&self) -> Vec<EffortWarning> {
+        effort_warnings(self.ranks.iter().map(|r| (r.rank, &r.effort)))
+    }
+}
+
 /// Brackets that crossed on one rank.
 #[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Crossed {
@@ -135,12 +194,6 @@ pub struct Crossed {
 #[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum SyncWarning {
-    /// SKaMPI brackets crossed (the clock jumped or drifted fast during the
-    /// measurement); min-RTT measured those offsets instead.
-    CrossedBrackets {
-        /// Where.
-        ranks: Vec<Crossed>,
-    },
     /// The residuals at the last check exceed [`LARGE_RESIDUAL_NS`].
     LargeResidual {
         /// The largest residual, ns.
@@ -150,15 +203,63 @@ pub enum SyncWarning {
         /// The algorithm.
         algo: Algorithm,
     },
+    /// Crossed brackets or dropped drifts.
+    #[serde(untagged)]
+    Effort(EffortWarning),
+    /// Two measured ranks share a core, or some are pinned and some not.
+    #[serde(untagged)]
+    Binding(crate::launch::binding::BindingWarning),
+}
+
+/// What a synchronization's effort finds worth a warning: in `sync`'s document and
+/// in every document whose timings rest on a synchronization (`coll`, `late`,
+/// `nbc`), with the same kind, fields and words.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EffortWarning {
+    /// SKaMPI brackets crossed (the clock jumped or drifted fast during the
+    /// measurement); min-RTT measured those offsets instead.
+    CrossedBrackets {
+        /// Where.
+        ranks: Vec<Crossed>,
+    },
     /// Drift fits whose slope was not kept: those ranks' models keep the offset
     /// only, so their error grows with any real drift.
     DroppedDrift {
         /// The ranks, with what their fit saw.
         ranks: Vec<DroppedDriftAt>,
     },
-    /// Two measured ranks share a core, or some are pinned and some not.
-    #[serde(untagged)]
-    Binding(crate::launch::binding::BindingWarning),
+}
+
+/// The warnings of every rank's effort, `(rank, effort)`: the ranks whose
+/// brackets crossed, then the ranks whose drift fits were dropped.
+pub fn effort_warnings<'a>(
+    ranks: impl IntoIterator<Item = (usize, &'a EffortReport)>,
+) -> Vec<EffortWarning> {
+    let mut crossed = Vec::new();
+    let mut dropped = Vec::new();
+    for (rank, effort) in ranks {
+        if effort.crossed_brackets > 0 {
+            crossed.push(Crossed {
+                rank,
+                brackets: effort.crossed_brackets,
+            });
+        }
+        if let Some(drift) = &effort.dropped_drift {
+            dropped.push(DroppedDriftAt {
+                rank,
+                drift: drift.clone(),
+            });
+        }
+    }
+    let mut w = Vec::new();
+    if !crossed.is_empty() {
+        w.push(EffortWarning::CrossedBrackets { ranks: crossed });
+    }
+    if !dropped.is_empty() {
+        w.push(EffortWarning::DroppedDrift { ranks: dropped });
+    }
+    w
 }
 
 /// A dropped drift on one rank.
@@ -174,11 +275,10 @@ pub struct DroppedDriftAt {
 /// A residual worth a warning, ns.
 pub const LARGE_RESIDUAL_NS: f64 = 10_000.0;
 
-impl std::fmt::Display for SyncWarning {
+impl std::fmt::Display for EffortWarning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            SyncWarning::Binding(w) => w.fmt(f),
-            SyncWarning::CrossedBrackets { ranks } => write!(
+            EffortWarning::CrossedBrackets { ranks } => write!(
                 f,
                 "SKaMPI brackets crossed (the clock jumped or drifted fast during the \
                  measurement) on {}; min-RTT measured those offsets instead",
@@ -188,7 +288,7 @@ impl std::fmt::Display for SyncWarning {
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
-            SyncWarning::DroppedDrift { ranks } => write!(
+            EffortWarning::DroppedDrift { ranks } => write!(
                 f,
                 "drift fits kept no drift: {}",
                 ranks
@@ -214,6 +314,15 @@ impl std::fmt::Display for SyncWarning {
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
+        }
+    }
+}
+
+impl std::fmt::Display for SyncWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SyncWarning::Binding(w) => w.fmt(f),
+            SyncWarning::Effort(w) => w.fmt(f),
             SyncWarning::LargeResidual {
                 max_abs_ns,
                 after_s,
@@ -266,32 +375,11 @@ pub fn seconds_label(s: f64) -> String {
 impl SyncDoc {
     /// The warnings about this document's figures.
     pub fn find_warnings(&self) -> Vec<SyncWarning> {
-        let mut w = Vec::new();
-        let crossed: Vec<Crossed> = self
-            .ranks
-            .iter()
-            .filter(|r| r.crossed_brackets > 0)
-            .map(|r| Crossed {
-                rank: r.rank,
-                brackets: r.crossed_brackets,
-            })
-            .collect();
-        if !crossed.is_empty() {
-            w.push(SyncWarning::CrossedBrackets { ranks: crossed });
-        }
-        let dropped: Vec<DroppedDriftAt> = self
-            .ranks
-            .iter()
-            .filter_map(|r| {
-                r.dropped_drift.clone().map(|drift| DroppedDriftAt {
-                    rank: r.rank,
-                    drift,
-                })
-            })
-            .collect();
-        if !dropped.is_empty() {
-            w.push(SyncWarning::DroppedDrift { ranks: dropped });
-        }
+        let mut w: Vec<SyncWarning> =
+            effort_warnings(self.ranks.iter().map(|r| (r.rank, &r.effort)))
+                .into_iter()
+                .map(SyncWarning::Effort)
+                .collect();
         if let Some(&last) = self.max_abs_residual_ns.last() {
             if last > LARGE_RESIDUAL_NS {
                 w.push(SyncWarning::LargeResidual {
@@ -319,9 +407,11 @@ mod tests {
             true_residual_ns: None,
             true_offset_ns: None,
             true_drift_ppm: None,
-            sync_exchanges: 1,
-            crossed_brackets,
-            dropped_drift: None,
+            effort: EffortReport {
+                sync_exchanges: 1,
+                crossed_brackets,
+                dropped_drift: None,
+            },
             pinned_core: None,
         }
     }
@@ -360,12 +450,12 @@ mod tests {
         assert_eq!(
             w,
             [
-                SyncWarning::CrossedBrackets {
+                SyncWarning::Effort(EffortWarning::CrossedBrackets {
                     ranks: vec![Crossed {
                         rank: 1,
                         brackets: 3
                     }]
-                },
+                }),
                 SyncWarning::LargeResidual {
                     max_abs_ns: 2e4,
                     after_s: 5.0,
@@ -382,7 +472,7 @@ mod tests {
     #[test]
     fn a_dropped_drift_is_a_warning_naming_rank_peer_and_reason() {
         let mut r2 = report(2, 0);
-        r2.dropped_drift = Some(DroppedDriftReport {
+        r2.effort.dropped_drift = Some(DroppedDriftReport {
             fitted_ppm: 0.0172,
             stderr_ppm: 0.03,
             fit_span_us: 4700.0,
@@ -401,6 +491,102 @@ mod tests {
         assert_eq!(significant(25343.9), "25344");
         assert_eq!(significant(-1.7234), "-1.72");
         assert_eq!(significant(0.0), "0");
+    }
+
+    /// A rank's effort of 10 fit points over 2.6 million ticks at 2.6 GHz whose
+    /// slope of 20 ppm was not resolved: the report has it in ppm and us.
+    fn dropped_effort() -> Effort {
+        Effort {
+            exchanges: 20,
+            crossed_brackets: 2,
+            drifts_dropped: 1,
+            dropped_drift: Some(crate::sync::pairwise::DroppedDrift {
+                fitted: 20e-6,
+                stderr: 15e-6,
+                span_ticks: 2_600_000,
+                points: 10,
+                reason: DriftRejection::Unresolved,
+                peer: 0,
+            }),
+        }
+    }
+
+    #[test]
+    fn an_effort_is_reported_in_ppm_and_us() {
+        let r = EffortReport::new(&dropped_effort(), 2.6e9);
+        assert_eq!(r.sync_exchanges, 20);
+        assert_eq!(r.crossed_brackets, 2);
+        let d = r.dropped_drift.unwrap();
+        assert!((d.fitted_ppm - 20.0).abs() < 1e-9, "{d:?}");
+        assert!((d.stderr_ppm - 15.0).abs() < 1e-9, "{d:?}");
+        assert!((d.fit_span_us - 1000.0).abs() < 1e-9, "{d:?}");
+        assert_eq!((d.fitpoints, d.fits_dropped, d.peer), (10, 1, 0));
+        assert_eq!(
+            EffortReport::new(&Effort::exchanges(7), 1e9).dropped_drift,
+            None
+        );
+    }
+
+    /// The documents timed with synchronized clocks warn about a dropped drift
+    /// and crossed brackets in `sync`'s words, per rank.
+    #[test]
+    fn a_clock_sync_warns_as_sync_does() {
+        let quiet = EffortReport::new(&Effort::exchanges(20), 2.6e9);
+        let dropped = EffortReport::new(&dropped_effort(), 2.6e9);
+        let clock_sync = ClockSync {
+            algo: Algorithm::Hca,
+            ranks: vec![
+                RankSync {
+                    rank: 0,
+                    effort: quiet.clone(),
+                },
+                RankSync {
+                    rank: 1,
+                    effort: dropped.clone(),
+                },
+            ],
+        };
+        let w = clock_sync.warnings();
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(
+            matches!(&w[1], EffortWarning::DroppedDrift { ranks } if ranks.len() == 1 && ranks[0].rank == 1),
+            "{w:?}"
+        );
+        let mut r1 = report(1, 0);
+        r1.effort = dropped;
+        let sync = doc(Algorithm::Hca, 100.0, vec![report(0, 0), r1]).find_warnings();
+        let words = |w: &[EffortWarning]| w.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+        let sync_words: Vec<String> = sync.iter().map(|w| w.to_string()).collect();
+        assert_eq!(words(&w), sync_words);
+        assert!(
+            sync_words[1].contains(
+                "rank 1 against rank 0 (20.0 +- 15.0 ppm from 10 points over 1.0ms; not resolved"
+            ),
+            "{}",
+            sync_words[1]
+        );
+        // In JSON a rank's effort is flat, as in `sync`'s `ranks[]`.
+        let v = serde_json::to_value(&clock_sync).unwrap();
+        assert_eq!(v["ranks"][1]["dropped_drift"]["fitted_ppm"], 20.0, "{v}");
+        assert_eq!(v["ranks"][1]["crossed_brackets"], 2, "{v}");
+        assert!(v["ranks"][0].get("dropped_drift").is_none(), "{v}");
+        let w = serde_json::to_value(crate::report::Warned::from(w[1].clone())).unwrap();
+        assert_eq!(w["kind"], "dropped_drift", "{w}");
+        assert_eq!(w["ranks"][0]["rank"], 1, "{w}");
+        assert_eq!(w["ranks"][0]["reason"], "unresolved", "{w}");
+    }
+
+    /// `sync`'s `ranks[]` keep their effort flat through the gather (JSON both ways).
+    #[test]
+    fn a_rank_report_keeps_its_effort_fields_flat() {
+        let mut r = report(1, 3);
+        r.effort = EffortReport::new(&dropped_effort(), 2.6e9);
+        let v = serde_json::to_value(&r).unwrap();
+        assert!(v.get("effort").is_none(), "{v}");
+        assert_eq!(v["sync_exchanges"], 20, "{v}");
+        assert_eq!(v["dropped_drift"]["peer"], 0, "{v}");
+        let back: RankReport = serde_json::from_value(v).unwrap();
+        assert_eq!(back, r);
     }
 
     #[test]
