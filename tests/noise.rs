@@ -143,12 +143,7 @@ fn injected_detours_are_found_with_their_length_and_period() {
             .filter(|d| (d["duration_us"].as_f64().unwrap() - length_us).abs() <= 10.0)
             .map(|d| d["at_us"].as_f64().unwrap())
             .collect();
-        let windows = (measured_us / period_us).ceil() as usize + 1;
-        assert!(
-            !injected.is_empty() && injected.len() <= windows,
-            "{} injected detours found, {windows} windows fit: {c}",
-            injected.len()
-        );
+        assert!(!injected.is_empty(), "no detour of about 100 us found: {c}");
         // The injected ones start a whole number of periods apart (to within
         // 10 us). A detour of the system's own of about 100 us may land anywhere:
         // on this shared host the spinner can lose most of its CPU, and then such
@@ -173,6 +168,14 @@ fn injected_detours_are_found_with_their_length_and_period() {
             "only {best} of {} detours of 100 us share a phase ({by_chance:.1} would by \
              chance): {c}",
             injected.len()
+        );
+        // The injector fires at most once per period: one phase cannot hold more
+        // detours than periods fit in the measured time (the system's own detours
+        // may add any number off the phase, so only the best phase is bounded).
+        let windows = (measured_us / period_us).ceil() as usize + 1;
+        assert!(
+            best <= windows,
+            "{best} detours on one phase, but only {windows} periods fit: {c}"
         );
     }
 }

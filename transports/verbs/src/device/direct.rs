@@ -126,7 +126,9 @@ impl VerbsTransport {
     /// The end of an inline post outside the request machinery (this path and the
     /// flat one): count it and send owed credits the message could not carry, or
     /// break the connection as a failed post of the generic path does
-    /// (`post_failed`).
+    /// (`post_failed`). Inlined: both callers are on a timed send path, and the
+    /// failure arm stays out of line in `break_peer`.
+    #[inline]
     pub(super) fn inline_posted(
         &mut self,
         peer: Rank,
