@@ -350,6 +350,9 @@ pub struct PassSlopes {
     pub relative_change: f64,
     /// Where the two lines cross, bytes (`None` when parallel).
     pub crossing_bytes: Option<f64>,
+    /// The right line minus the left one at the boundary, midway between the
+    /// largest left size and the smallest right size, us.
+    pub offset_us: f64,
 }
 
 /// [`PassSlopes`] from points `(size, value)` on both sides (each side at least two
@@ -366,11 +369,15 @@ pub fn pass_slopes(left: &[(f64, f64)], right: &[(f64, f64)]) -> Option<PassSlop
         return None;
     }
     let crossing = (l.slope != r.slope).then(|| (r.intercept - l.intercept) / (l.slope - r.slope));
+    let last_left = left.iter().map(|v| v.0).fold(f64::NEG_INFINITY, f64::max);
+    let first_right = right.iter().map(|v| v.0).fold(f64::INFINITY, f64::min);
+    let at = (last_left + first_right) / 2.0;
     Some(PassSlopes {
         left_per_byte_us: l.slope,
         right_per_byte_us: r.slope,
         relative_change: (r.slope - l.slope) / scale,
         crossing_bytes: crossing.filter(|c| c.is_finite()),
+        offset_us: (r.intercept + r.slope * at) - (l.intercept + l.slope * at),
     })
 }
 
@@ -482,10 +489,14 @@ pub struct SlopeEvidence {
     /// side, us per byte, `[left, right]` ([`hold_over_ranges`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub range_per_byte_us: Option<[f64; 2]>,
+    /// The right line minus the left one at the boundary, median over the
+    /// passes, us (see [`PassSlopes::offset_us`]).
+    pub offset_us: f64,
     /// The passes agreed on a change of slope, but the two sides' lines cross
-    /// (median over the passes) outside the sizes of the sides, or not at all:
-    /// they do not meet at this boundary, so the change is not one of `G` alone
-    /// (undecided, [`Undecided::Apart`]).
+    /// (median over the passes) outside the sizes of the sides, or not at all,
+    /// and stand at least half the step floor apart at the boundary
+    /// (`offset_us`): they do not meet at this boundary, so the change is not one
+    /// of `G` alone (undecided, [`Undecided::Apart`]).
     pub apart: bool,
     /// The passes and the ranges agreed on a change of slope, but a side's slope
     /// differs from its range's by more than half the change
@@ -747,10 +758,18 @@ pub fn slopes(
             }
             let bent = bent && agreed;
             // Two lines that meet at the boundary cross between the sides' sizes; a
-            // step below the floor beside a change of slope moves the crossing out.
+            // step beside a change of slope moves the crossing out. The step must be
+            // one `bent` would see (half the floor) for the lines to be apart:
+            // lines that stand closer at the boundary meet within that resolution,
+            // however far from it their crossing lies (a sub-floor handshake beside
+            // a small change of `G` puts it beyond a side). The median crossing,
+            // not its interval: a step and a kink whose crossing falls near a
+            // side's end scatter it across that end, and such a pair is no
+            // change of `G` alone either.
             let crossing_bytes = median(&crossings);
+            let offset = med(|s| s.offset_us);
             let meets = crossing_bytes.is_some_and(|c| xs[0] <= c && c <= xs[xs.len() - 1]);
-            let apart = agreed && !meets;
+            let apart = agreed && !meets && offset.abs() >= hidden_step;
             // A change of slope must amount to a step's floor over the sizes
             // measured, as a step must (rates finding 2026-11-25, MPICH run 4: the
             // gap's slopes -1.7e-5 and 1.2e-4 us/B parted by 0.35 us over the 2.5 KiB
@@ -798,6 +817,7 @@ pub fn slopes(
                 range_relative_change: None,
                 local: false,
                 range_per_byte_us: None,
+                offset_us: offset,
                 apart,
                 off_range: false,
                 divergence_us: divergence,
@@ -1259,6 +1279,53 @@ mod tests {
             };
             assert_eq!(judge_slopes(&ev), want);
         }
+    }
+
+    /// Lines whose crossing lies outside the sides but that stand less than half
+    /// the step floor apart at the boundary meet within the resolution: a
+    /// handshake step of 0.3 us at 7 us beside a change of `G` from 5e-5 to
+    /// 1.1e-4 us/B crosses 4.9 KiB off. Not `apart`: the change is too faint
+    /// (`below_floor`), which is what it is. A real switch with a sub-floor step
+    /// (0.2 us at 2.3 us) and a change of `G` the sizes resolve is confirmed.
+    #[test]
+    fn lines_nearer_than_half_the_floor_at_the_boundary_meet() {
+        let opts = JudgeOptions::default();
+        let (left, right, at) = sides(53248, 3);
+        let gap = two_lines(at, 7.0, 5e-5, 1.1e-4, 0.3);
+        let prtt = two_lines(at, 14.0, 1e-4, 2.2e-4, 0.6);
+        let passes = passes_two(&gap, &prtt, &left, &right);
+        let ev = slopes(&clean(&passes), &left, &right, &opts);
+        assert_eq!(ev.len(), 2);
+        for e in &ev {
+            let c = e.crossing_bytes.unwrap();
+            assert!(c < left[left.len() - 1] as f64, "{e:?}");
+            assert!(e.offset_us.abs() < e.step_floor_us / 2.0, "{e:?}");
+            assert!(!e.apart && e.below_floor, "{e:?}");
+        }
+        assert_eq!(
+            judge_slopes(&ev),
+            (Verdict::Undecided, Some(Undecided::BelowFloor))
+        );
+        let (left, right, at) = sides(17408, 4);
+        let gap = two_lines(at, 0.5 + 1e-4 * at, 1e-4, 2.5e-4, 0.2);
+        let prtt = two_lines(at, 2.0 + 2e-4 * at, 2e-4, 5e-4, 0.4);
+        let passes = passes_two(&gap, &prtt, &left, &right);
+        let ev = slopes(&clean(&passes), &left, &right, &opts);
+        assert_eq!(ev.len(), 2);
+        for e in &ev {
+            // A step the step judgement rejects, beside lines that meet.
+            assert!(e.offset_us < e.step_floor_us, "{e:?}");
+            assert!(!e.apart && !e.below_floor && !e.falling && !e.bent, "{e:?}");
+        }
+        assert_eq!(judge_slopes(&ev), (Verdict::Confirmed, None), "{ev:?}");
+        let steps = steps(&clean(&passes), &left, &right, &opts);
+        assert!(
+            steps
+                .iter()
+                .filter(|e| e.series == "gap" || e.series == "prtt_1_0")
+                .all(|e| e.step_us.verdict == Verdict::Rejected),
+            "{steps:?}"
+        );
     }
 
     /// Sides that meet and whose ranges change slope the same way, but whose own
