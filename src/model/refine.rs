@@ -947,6 +947,109 @@ mod tests {
         }
     }
 
+    /// A slope-only candidate at `first` (the first size of the new range) with
+    /// four sizes a side and the ranges 9..first and first..64 KiB of `range`,
+    /// as [`Plan::new`] makes one from a sweep of `range` whose kink test
+    /// proposed it.
+    fn slope_plan(first: u64, range: impl Fn(u64) -> Reading) -> Plan {
+        let sizes = sweep_sizes();
+        let i = sizes.iter().position(|&s| s == first).unwrap();
+        let sweep: Vec<Reading> = sizes.iter().map(|&s| range(s)).collect();
+        let mut change = Change::unconfirmed(&sizes, first, Vec::new());
+        change.kind = ChangeKind::Slope;
+        change.proposed_by = Proposer::Kink;
+        let opts = RefineOptions::default();
+        Plan {
+            opts,
+            candidates: vec![Candidate {
+                kind: ChangeKind::Slope,
+                left: sizes[i - SLOPE_SIDE..i].iter().rev().copied().collect(),
+                right: sizes[i..i + SLOPE_SIDE].to_vec(),
+                left_range: sweep[8..i].to_vec(),
+                right_range: sweep[i..].to_vec(),
+                passes: Vec::new(),
+                stage: Stage::Confirming {
+                    target: opts.passes,
+                },
+                change,
+            }],
+            asked: Vec::new(),
+            round: 0,
+            rng: SplitMix64(7),
+        }
+    }
+
+    /// A slope-only candidate whose sides are no two lines of their ranges that
+    /// meet ends undecided (`apart`) after its first 6 passes: a step of 1.5 us
+    /// in the gap and 3 us in the round trip beside the change of slope (the
+    /// kink test measures no step), and, separately, a right side rising at
+    /// 6e-4 us/B where its range rises at 2.5e-4 (`off_range`).
+    #[test]
+    fn a_slope_candidate_that_is_apart_or_off_range_ends_undecided_at_once() {
+        const FIRST: u64 = 25_600;
+        let at = FIRST as f64 - 512.0;
+        let line = |level: f64, before: f64, after: f64, step: f64| {
+            move |s: u64| {
+                let d = s as f64 - at;
+                level
+                    + if d < 0.0 {
+                        before * d
+                    } else {
+                        step + after * d
+                    }
+            }
+        };
+        let reading = |gap: f64, prtt: f64, size: u64, round: usize| Reading {
+            size,
+            values: [
+                Some(gap + jitter(size, round, 0, 0.02)),
+                Some(prtt + jitter(size, round, 1, 0.02)),
+                Some(1.5),
+                Some(2.0),
+                Some(1.5),
+            ],
+            disturbed: false,
+        };
+        // Apart: the ranges and the sides change slope alike, the lines stand
+        // 1.5 and 3 us apart at the boundary and cross 5 KiB left of it.
+        let gap = line(3.5, 1e-4, 4e-4, 1.5);
+        let prtt = line(8.0, 2e-4, 8e-4, 3.0);
+        let world = |s: u64, r: usize| reading(gap(s), prtt(s), s, r);
+        let changes = drive(slope_plan(FIRST, |s| world(s, 0)), world);
+        let [c] = &changes[..] else {
+            panic!("{changes:?}")
+        };
+        assert_eq!(c.verdict, Verdict::Undecided, "{c:?}");
+        assert_eq!(c.undecided, Some(Undecided::Apart), "{c:?}");
+        let conf = c.confirmation.as_ref().unwrap();
+        assert_eq!(conf.passes, 6, "{conf:?}");
+        assert!(
+            conf.slopes.iter().all(|e| e.apart && !e.off_range),
+            "{conf:?}"
+        );
+        // Off its range: the sweep's ranges at 1e-4 and 2.5e-4 us/B, the passes'
+        // right side at 6e-4.
+        let (gap, prtt) = (line(4.0, 1e-4, 2.5e-4, 0.0), line(8.0, 2e-4, 5e-4, 0.0));
+        let (gap_bump, prtt_bump) = (line(4.0, 1e-4, 6e-4, 0.0), line(8.0, 2e-4, 1.2e-3, 0.0));
+        let plan = slope_plan(FIRST, |s| reading(gap(s), prtt(s), s, 0));
+        let changes = drive(plan, |s, r| reading(gap_bump(s), prtt_bump(s), s, r));
+        let [c] = &changes[..] else {
+            panic!("{changes:?}")
+        };
+        assert_eq!(c.verdict, Verdict::Undecided, "{c:?}");
+        assert_eq!(c.undecided, Some(Undecided::Apart), "{c:?}");
+        let conf = c.confirmation.as_ref().unwrap();
+        assert_eq!(conf.passes, 6, "{conf:?}");
+        assert!(
+            conf.slopes.iter().all(|e| e.off_range && !e.apart),
+            "{conf:?}"
+        );
+        // The same candidate on its ranges' lines is confirmed.
+        let plan = slope_plan(FIRST, |s| reading(gap(s), prtt(s), s, 0));
+        let changes = drive(plan, |s, r| reading(gap(s), prtt(s), s, r));
+        assert_eq!(changes[0].verdict, Verdict::Confirmed, "{changes:?}");
+    }
+
     /// A bump of the curve (MPICH 2026-11-24, run 3 of `scripts/bench-detect`: the
     /// gap and `PRTT(1,0,s)` rose faster over 32-36 KiB and slower after, -83% in
     /// 12 passes, while the sweep's lines over the whole ranges differ by 4%) is no
