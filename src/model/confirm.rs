@@ -65,6 +65,18 @@
 //! launch's buffers put there (MPICH 2026-11-24: a slope -83% at 36864 B in 12
 //! passes, -4% over the ranges) bends it as much.
 //!
+//! A relative change says nothing of size, and a step must reach its floor `f`:
+//! so must a change of slope. Over the sizes of the passes, the two lines part
+//! by `|b_right - b_left|` times half their span (from the boundary to a side's
+//! far end, on average); below `f` the change is **undecided**
+//! ([`Undecided::BelowFloor`]), since a bump of the curve smaller than a
+//! protocol's step bends the sides as much (MPICH 2026-11-25, run 4 of the
+//! rates finding: 0.35 us against a floor of 0.71 at 53248 B, confirmed in 1 run
+//! of 15). And `G` is a time per byte (Hoefler et al., sec. 1: "the time needed
+//! to transmit a single byte"): a side whose slope is below zero in every pass's
+//! order is no protocol's line, and the change is **undecided**
+//! ([`Undecided::Falling`]).
+//!
 //! # Location to the byte
 //!
 //! Between the last size known to be old and the first known to be new, a midpoint
@@ -96,7 +108,10 @@ crate::names::named_enum! {
 }
 
 crate::names::named_enum! {
-    /// Why a change stayed undecided.
+    /// Why a change stayed undecided. The shape faults of a slope-only change
+    /// (from [`Undecided::Bent`] on) are declared in the order in which
+    /// [`judge_slopes`] names a change that has several: those that may hide a
+    /// step nearby first.
     pub enum Undecided("reason") {
         /// Too few passes were clean of disturbed sizes.
         Disturbed = "disturbed",
@@ -108,6 +123,13 @@ crate::names::named_enum! {
         /// The slopes change, but not as two lines of their ranges that meet at
         /// the boundary ([`SlopeEvidence::apart`], [`SlopeEvidence::off_range`]).
         Apart = "apart",
+        /// The slopes change in every pass, but over a side they part by less
+        /// than a protocol's smallest step ([`SlopeEvidence::below_floor`]): too
+        /// faint for the sizes measured.
+        BelowFloor = "below_floor",
+        /// The slopes change, but a side falls with the size in every pass
+        /// ([`SlopeEvidence::falling`]): no protocol's `G` is negative.
+        Falling = "falling",
     }
 }
 
@@ -328,6 +350,9 @@ pub struct PassSlopes {
     pub relative_change: f64,
     /// Where the two lines cross, bytes (`None` when parallel).
     pub crossing_bytes: Option<f64>,
+    /// The right line minus the left one at the boundary, midway between the
+    /// largest left size and the smallest right size, us.
+    pub offset_us: f64,
 }
 
 /// [`PassSlopes`] from points `(size, value)` on both sides (each side at least two
@@ -344,11 +369,15 @@ pub fn pass_slopes(left: &[(f64, f64)], right: &[(f64, f64)]) -> Option<PassSlop
         return None;
     }
     let crossing = (l.slope != r.slope).then(|| (r.intercept - l.intercept) / (l.slope - r.slope));
+    let last_left = left.iter().map(|v| v.0).fold(f64::NEG_INFINITY, f64::max);
+    let first_right = right.iter().map(|v| v.0).fold(f64::INFINITY, f64::min);
+    let at = (last_left + first_right) / 2.0;
     Some(PassSlopes {
         left_per_byte_us: l.slope,
         right_per_byte_us: r.slope,
         relative_change: (r.slope - l.slope) / scale,
         crossing_bytes: crossing.filter(|c| c.is_finite()),
+        offset_us: (r.intercept + r.slope * at) - (l.intercept + l.slope * at),
     })
 }
 
@@ -460,26 +489,62 @@ pub struct SlopeEvidence {
     /// side, us per byte, `[left, right]` ([`hold_over_ranges`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub range_per_byte_us: Option<[f64; 2]>,
+    /// The right line minus the left one at the boundary, median over the
+    /// passes, us (see [`PassSlopes::offset_us`]).
+    pub offset_us: f64,
     /// The passes agreed on a change of slope, but the two sides' lines cross
-    /// (median over the passes) outside the sizes of the sides, or not at all:
-    /// they do not meet at this boundary, so the change is not one of `G` alone
-    /// (undecided, [`Undecided::Apart`]).
+    /// (median over the passes) outside the sizes of the sides, or not at all,
+    /// and stand at least half the step floor apart at the boundary
+    /// (`offset_us`): they do not meet at this boundary, so the change is not one
+    /// of `G` alone (undecided, [`Undecided::Apart`]).
     pub apart: bool,
     /// The passes and the ranges agreed on a change of slope, but a side's slope
     /// differs from its range's by more than half the change
     /// ([`hold_over_ranges`]): the sides are not the lines of their ranges
     /// (undecided, [`Undecided::Apart`]).
     pub off_range: bool,
+    /// How far the two median lines part over the sizes of the passes:
+    /// `|right - left|` slope times half the span of the sizes (the distance
+    /// from the boundary to a side's far end, on average), us.
+    pub divergence_us: f64,
+    /// The step floor at this level ([`JudgeOptions::step_floor`] of the median
+    /// value, at least [`JudgeOptions::step_floor_us`]): what a step here must
+    /// reach, and what `divergence_us` must reach, us.
+    pub step_floor_us: f64,
+    /// The passes agreed on a change of slope, but `divergence_us` is below
+    /// `step_floor_us`: too faint to tell from a bump of the curve smaller than a
+    /// protocol's step (undecided, [`Undecided::BelowFloor`]).
+    pub below_floor: bool,
+    /// The distribution-free interval of the median left slope over the passes,
+    /// us per byte (absent with too few passes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub left_interval_per_byte_us: Option<[f64; 2]>,
+    /// Likewise of the right slope.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub right_interval_per_byte_us: Option<[f64; 2]>,
+    /// The passes agreed on a change of slope, but a side's slope interval lies
+    /// below zero: that side falls with the size, which no `G` does (undecided,
+    /// [`Undecided::Falling`]).
+    pub falling: bool,
 }
 
 impl SlopeEvidence {
-    /// Why the sides are no two lines meeting at the boundary, if they are not:
-    /// [`Undecided::Bent`] or [`Undecided::Apart`].
+    /// Why the passes' agreement on a change of slope is no verdict on this
+    /// series, if it is not (the series is undecided by it): the first of
+    /// [`Undecided::Bent`], [`Undecided::Apart`], [`Undecided::BelowFloor`],
+    /// [`Undecided::Falling`] that holds. More passes would not remove any of
+    /// them. `None` for a series rejected (as [`SlopeEvidence::local`]).
     pub fn shape_fault(&self) -> Option<Undecided> {
-        if self.bent {
+        if self.relative_change.verdict != Verdict::Undecided {
+            None
+        } else if self.bent {
             Some(Undecided::Bent)
         } else if self.apart || self.off_range {
             Some(Undecided::Apart)
+        } else if self.below_floor {
+            Some(Undecided::BelowFloor)
+        } else if self.falling {
+            Some(Undecided::Falling)
         } else {
             None
         }
@@ -500,7 +565,11 @@ pub const RANGE_MIN_SIZES: usize = 3;
 /// side that is not on its range's line measures a bump there (MPICH, 2026-11-25:
 /// a left side falling at -1.7e-5 us/B before a right one rising at 1.2e-4, in
 /// all 18 passes, at a level of 7 us, confirmed in 1 run of 15); otherwise the
-/// verdict becomes undecided and `off_range` is set.
+/// verdict becomes undecided and `off_range` is set. A series that the passes
+/// confirmed but [`slopes`] left undecided as [`SlopeEvidence::below_floor`] or
+/// [`SlopeEvidence::falling`] alone is rejected as `local` all the same when
+/// the ranges do not hold it: the ranges then say that no protocol changes here,
+/// which a faint or falling side does not contradict.
 pub fn hold_over_ranges(
     evidence: &mut [SlopeEvidence],
     left_range: &[Reading],
@@ -530,7 +599,9 @@ pub fn hold_over_ranges(
         e.range_per_byte_us = Some([bl, br]);
         let local = e.relative_change.median;
         let holds = change.signum() == local.signum() && change.abs() >= kink_floor / 2.0;
-        if e.relative_change.verdict == Verdict::Confirmed && !holds {
+        let faint = (e.below_floor || e.falling) && !e.bent && !e.apart;
+        let agreed = e.relative_change.verdict == Verdict::Confirmed || faint;
+        if agreed && !holds {
             e.relative_change.verdict = Verdict::Rejected;
             e.local = true;
         }
@@ -633,6 +704,9 @@ pub fn slopes(
             let crossings: Vec<f64> = per_pass.iter().filter_map(|s| s.crossing_bytes).collect();
             let values: Vec<f64> = per_pass.iter().map(|s| s.relative_change).collect();
             let mut relative_change = judge(&values, opts.kink_floor, opts.level);
+            // Each shape below is a reason why passes that agree on a change of
+            // slope are no verdict on a change of `G` alone; all are reported.
+            let agreed = relative_change.verdict == Verdict::Confirmed;
             // Two straight lines that meet is what a slope-only change is. A side
             // whose inner points lie off its chord, the same way in every pass, by
             // half of what the kink bends the curve over one sweep step and by half
@@ -652,7 +726,8 @@ pub fn slopes(
                 .map(|v| v.1)
                 .collect();
             let level = median(&values_here).unwrap_or(0.0).abs();
-            let hidden_step = (opts.step_floor * level).max(opts.step_floor_us) / 2.0;
+            let floor = (opts.step_floor * level).max(opts.step_floor_us);
+            let hidden_step = floor / 2.0;
             let mut bend = 0.0f64;
             let mut bent = false;
             for sizes in [left, right] {
@@ -681,16 +756,53 @@ pub fn slopes(
                     bent |= consistent && m.abs() >= (0.5 * kink).max(hidden_step);
                 }
             }
-            let bent = bent && relative_change.verdict == Verdict::Confirmed;
-            if bent {
-                relative_change.verdict = Verdict::Undecided;
-            }
+            let bent = bent && agreed;
             // Two lines that meet at the boundary cross between the sides' sizes; a
-            // step below the floor beside a change of slope moves the crossing out.
+            // step beside a change of slope moves the crossing out. The step must be
+            // one `bent` would see (half the floor) for the lines to be apart:
+            // lines that stand closer at the boundary meet within that resolution,
+            // however far from it their crossing lies (a sub-floor handshake beside
+            // a small change of `G` puts it beyond a side). The median crossing,
+            // not its interval: a step and a kink whose crossing falls near a
+            // side's end scatter it across that end, and such a pair is no
+            // change of `G` alone either.
             let crossing_bytes = median(&crossings);
+            let offset = med(|s| s.offset_us);
             let meets = crossing_bytes.is_some_and(|c| xs[0] <= c && c <= xs[xs.len() - 1]);
-            let apart = !meets && relative_change.verdict == Verdict::Confirmed;
-            if apart {
+            let apart = agreed && !meets && offset.abs() >= hidden_step;
+            // A change of slope must amount to a step's floor over the sizes
+            // measured, as a step must (rates finding 2026-11-25, MPICH run 4: the
+            // gap's slopes -1.7e-5 and 1.2e-4 us/B parted by 0.35 us over the 2.5 KiB
+            // from the boundary to a side's end, against a floor of 0.71 us at 7
+            // us, in all 18 passes; confirmed in 1 run of 15). Undecided, not
+            // rejected: a step below its floor is no protocol's at any sweep, but
+            // the same change of `G` parts its lines by more over wider sides or
+            // at a lower level, so this experiment cannot tell, and more passes
+            // would not widen it.
+            let half_span = (xs[xs.len() - 1] - xs[0]) / 2.0;
+            let divergence =
+                (med(|s| s.right_per_byte_us) - med(|s| s.left_per_byte_us)).abs() * half_span;
+            let below_floor = agreed && divergence < floor;
+            // `G` is "the time needed to transmit a single byte" (Hoefler et al.,
+            // sec. 1): no protocol's line falls with the size. A side whose slope
+            // is below zero in every pass's order (the interval of its median)
+            // measures a dip of the curve (the same MPICH run: the left side fell
+            // at -1.7e-5 us/B). Undecided, for a change may still lie nearby.
+            let interval = |f: fn(&PassSlopes) -> f64| {
+                let sorted = crate::stats::sorted(&per_pass.iter().map(f).collect::<Vec<_>>());
+                median_interval(&sorted, opts.level)
+                    .ok()
+                    .flatten()
+                    .map(|ci| [ci.lo, ci.hi])
+            };
+            let left_interval = interval(|s| s.left_per_byte_us);
+            let right_interval = interval(|s| s.right_per_byte_us);
+            let falling = agreed
+                && [left_interval, right_interval]
+                    .iter()
+                    .flatten()
+                    .any(|[_, hi]| *hi < 0.0);
+            if bent || apart || below_floor || falling {
                 relative_change.verdict = Verdict::Undecided;
             }
             Some(SlopeEvidence {
@@ -705,8 +817,15 @@ pub fn slopes(
                 range_relative_change: None,
                 local: false,
                 range_per_byte_us: None,
+                offset_us: offset,
                 apart,
                 off_range: false,
+                divergence_us: divergence,
+                step_floor_us: floor,
+                below_floor,
+                left_interval_per_byte_us: left_interval,
+                right_interval_per_byte_us: right_interval,
+                falling,
             })
         })
         .collect()
@@ -755,6 +874,19 @@ pub fn combine_slopes(evidence: &[SlopeEvidence]) -> Verdict {
     } else {
         Verdict::Undecided
     }
+}
+
+/// The verdict of a slope-only change ([`combine_slopes`]) and, when it is
+/// undecided, the fault of the sides' shape that makes it so ([`SlopeEvidence::
+/// shape_fault`]; of several, the first in [`Undecided`]'s order, the one that may
+/// hide a step nearby first). `None` when the passes are only too spread, which
+/// more passes may settle.
+pub fn judge_slopes(evidence: &[SlopeEvidence]) -> (Verdict, Option<Undecided>) {
+    let verdict = combine_slopes(evidence);
+    let fault = (verdict == Verdict::Undecided)
+        .then(|| evidence.iter().filter_map(SlopeEvidence::shape_fault).min())
+        .flatten();
+    (verdict, fault)
 }
 
 /// The series to locate a confirmed step with: the confirmed one whose median step
@@ -937,7 +1069,10 @@ mod tests {
     fn a_step_inside_a_side_is_no_change_of_slope() {
         let (left, right) = ([7168u64, 8192, 9216], [10240u64, 11264, 12288]);
         let value = |s: u64| if s >= 8256 { 8.8 } else { 6.2 } + 0.00005 * s as f64;
-        let kinked = |s: u64| 10.0 + 0.0008 * s as f64 - 0.0006 * (s as f64 - 9728.0).max(0.0);
+        // A round trip of 4 us plus 8e-4 us/B, a quarter of that per byte from
+        // 9728 B on: its lines part by 1.5 us over the sides, beyond the floor
+        // of 1.2 us (`below_floor`).
+        let kinked = |s: u64| 4.0 + 0.0008 * s as f64 - 0.0006 * (s as f64 - 9728.0).max(0.0);
         let opts = JudgeOptions::default();
         for (truth, bent) in [(&value as &dyn Fn(u64) -> f64, true), (&kinked, false)] {
             let passes: Vec<Vec<Reading>> = (0..6)
@@ -966,43 +1101,170 @@ mod tests {
     /// Six passes of `truth` (gap and `PRTT(1,0,s)` alike) at `left` and `right`,
     /// each pass off by a small wobble.
     fn passes_of(truth: &dyn Fn(u64) -> f64, left: &[u64], right: &[u64]) -> Vec<Vec<Reading>> {
+        passes_two(truth, truth, left, right)
+    }
+
+    /// Six passes of the gap `gap` and `PRTT(1,0,s)` `prtt` at `left` and
+    /// `right`, each pass off by a small wobble (the same at every size, so every
+    /// pass has the same slopes).
+    fn passes_two(
+        gap: &dyn Fn(u64) -> f64,
+        prtt: &dyn Fn(u64) -> f64,
+        left: &[u64],
+        right: &[u64],
+    ) -> Vec<Vec<Reading>> {
         (0..6)
             .map(|i| {
                 let wobble = 0.01 * (i as f64 - 2.5);
                 left.iter()
                     .chain(right)
-                    .map(|&s| reading(s, truth(s) + wobble, truth(s) + wobble))
+                    .map(|&s| reading(s, prtt(s) + wobble, gap(s) + wobble))
                     .collect()
             })
             .collect()
     }
 
-    /// The false switch of MPICH, 2026-11-25 (1 run of 15): a left side falling
-    /// at -1.7e-5 us/B, a right side rising at 1.2e-4, at a level of 7 us. With a
-    /// step of 0.5 us between them (below the 0.7 us floor, so no step is
-    /// confirmed), the two lines cross 3.6 KiB left of the boundary, outside the
-    /// sides: no change of `G` alone meets there (undecided). The same slopes
-    /// meeting at the boundary are one.
+    /// `n` sweep sizes 1 KiB apart on each side of the boundary before `first`
+    /// (the first size of the new range), the nearest first, and the boundary,
+    /// midway between `first - 1024` and `first`.
+    fn sides(first: u64, n: u64) -> (Vec<u64>, Vec<u64>, f64) {
+        let left = (1..=n).map(|k| first - k * 1024).collect();
+        let right = (0..n).map(|k| first + k * 1024).collect();
+        (left, right, first as f64 - 512.0)
+    }
+
+    /// A line of slope `left` (us per byte) up to `at` and one of slope `right`
+    /// from there, at `level` us at `at`, the right one `step` us higher.
+    fn two_lines(at: f64, level: f64, left: f64, right: f64, step: f64) -> impl Fn(u64) -> f64 {
+        move |s| {
+            let d = s as f64 - at;
+            if d < 0.0 {
+                level + left * d
+            } else {
+                level + step + right * d
+            }
+        }
+    }
+
+    /// MPICH's false switch at 53248 B (docs/findings/2026-11-25-detector-rates.md,
+    /// MPICH run 4, 1 run of 15), from the finding's numbers: a detector's
+    /// candidate (three sizes a side), no step; the gap's sides at -1.7e-5 and
+    /// 1.2e-4 us/B at 7 us, `PRTT(1,0,s)`'s changing by 0.19 us per sweep step
+    /// (relative change 0.87) at 14 us. Both parted by less than the step floor
+    /// over the sizes (0.35 us against 0.71, 0.47 against 1.40), and the gap's
+    /// left side falls: not confirmed.
+    #[test]
+    fn mpich_slope_only_false_switch_at_53248_is_not_confirmed() {
+        let (left, right, at) = sides(53248, 3);
+        let gap = two_lines(at, 7.0, -1.7e-5, 1.2e-4, 0.0);
+        let prtt = two_lines(at, 14.0, 2.8e-5, 2.13e-4, 0.0);
+        let opts = JudgeOptions::default();
+        let ev = slopes(
+            &clean(&passes_two(&gap, &prtt, &left, &right)),
+            &left,
+            &right,
+            &opts,
+        );
+        let [g, p] = &ev[..] else { panic!("{ev:?}") };
+        for e in &ev {
+            assert!(e.below_floor && !e.apart && !e.bent, "{e:?}");
+            assert_eq!(e.relative_change.verdict, Verdict::Undecided, "{e:?}");
+            assert!(e.relative_change.median >= KINK_FLOOR, "{e:?}");
+        }
+        assert!((g.divergence_us - 0.35).abs() < 0.01, "{g:?}");
+        assert!((g.step_floor_us - 0.705).abs() < 0.01, "{g:?}");
+        assert!((p.divergence_us - 0.47).abs() < 0.01, "{p:?}");
+        assert!(g.falling && !p.falling, "{ev:?}");
+        assert_eq!(
+            judge_slopes(&ev),
+            (Verdict::Undecided, Some(Undecided::BelowFloor))
+        );
+    }
+
+    /// Rule (a) of the rates finding: a change of slope must part its lines by a
+    /// step's floor over the sizes. MPICH's shape with its left side rising (so no
+    /// side falls) is too faint at 7 and 14 us; a real change of `G` by 2.5 times
+    /// at a rendezvous switch without a step, at shared-memory levels, is not: at
+    /// 16 KiB with four sizes a side (a kink candidate) and at 8 KiB with three (a
+    /// detector's candidate).
+    #[test]
+    fn a_change_of_slope_must_part_its_lines_by_a_step_floor() {
+        let opts = JudgeOptions::default();
+        let (left, right, at) = sides(53248, 3);
+        let gap = two_lines(at, 7.0, 1.7e-5, 1.2e-4, 0.0);
+        let prtt = two_lines(at, 14.0, 2.8e-5, 2.13e-4, 0.0);
+        let passes = passes_two(&gap, &prtt, &left, &right);
+        let ev = slopes(&clean(&passes), &left, &right, &opts);
+        assert_eq!(ev.len(), 2);
+        for e in &ev {
+            assert!(e.below_floor && !e.falling && !e.apart && !e.bent, "{e:?}");
+            assert!(e.divergence_us < e.step_floor_us, "{e:?}");
+        }
+        assert_eq!(
+            judge_slopes(&ev),
+            (Verdict::Undecided, Some(Undecided::BelowFloor))
+        );
+        for (first, n) in [(17408, 4), (9216, 3)] {
+            let (left, right, at) = sides(first, n);
+            // g + G s: 0.5 us + 1e-4 us/B (10 GB/s) before, 2.5e-4 after; the
+            // round trip twice the time per byte.
+            let level = |b: f64, a: f64| b + a * at;
+            let gap = two_lines(at, level(0.5, 1e-4), 1e-4, 2.5e-4, 0.0);
+            let prtt = two_lines(at, level(2.0, 2e-4), 2e-4, 5e-4, 0.0);
+            let passes = passes_two(&gap, &prtt, &left, &right);
+            let ev = slopes(&clean(&passes), &left, &right, &opts);
+            assert_eq!(ev.len(), 2);
+            for e in &ev {
+                assert!(!e.below_floor && !e.falling && !e.apart && !e.bent, "{e:?}");
+                assert!(e.divergence_us > 1.3 * e.step_floor_us, "{e:?}");
+            }
+            assert_eq!(judge_slopes(&ev), (Verdict::Confirmed, None), "{ev:?}");
+        }
+    }
+
+    /// Rule (b) of the rates finding: `G` is a time per byte, so a side whose
+    /// slope is below zero in every pass is no protocol's line (undecided), even
+    /// when its lines part by more than the floor. The same change with that side
+    /// rising is confirmed.
+    #[test]
+    fn a_side_that_falls_is_no_protocols_line() {
+        let opts = JudgeOptions::default();
+        let (left, right, at) = sides(13312, 3);
+        let prtt = two_lines(at, 7.0, 1e-4, 5e-4, 0.0);
+        for (left_gap, falls) in [(-5e-5, true), (5e-5, false)] {
+            let gap = two_lines(at, 3.0, left_gap, 3e-4, 0.0);
+            let passes = passes_two(&gap, &prtt, &left, &right);
+            let ev = slopes(&clean(&passes), &left, &right, &opts);
+            let [g, p] = &ev[..] else { panic!("{ev:?}") };
+            assert_eq!(g.falling, falls, "{g:?}");
+            assert!(g.left_interval_per_byte_us.unwrap()[1] < 0.0 || !falls);
+            assert!(!p.falling && !g.below_floor && !p.below_floor, "{ev:?}");
+            let want = if falls {
+                (Verdict::Undecided, Some(Undecided::Falling))
+            } else {
+                (Verdict::Confirmed, None)
+            };
+            assert_eq!(judge_slopes(&ev), want, "{ev:?}");
+        }
+    }
+
+    /// A kink candidate measures no step: a step of 1 us (20% of the level)
+    /// beside a change of slope from 1e-4 to 4e-4 us/B moves the lines' crossing
+    /// 3.3 KiB left of the boundary, outside the sides: no change of `G` alone
+    /// meets there (undecided). The same slopes meeting at the boundary are one.
     #[test]
     fn lines_that_cross_outside_the_sides_are_no_change_of_slope_alone() {
-        let (left, right) = ([50176u64, 51200, 52224], [53248u64, 54272, 55296]);
-        const AT: f64 = 52736.0;
+        let (left, right, at) = sides(53248, 3);
         let opts = JudgeOptions::default();
-        for (step, apart) in [(0.5, true), (0.0, false)] {
-            let truth = move |s: u64| {
-                let d = s as f64 - AT;
-                if d < 0.0 {
-                    7.0 - 1.7e-5 * d
-                } else {
-                    7.0 + step + 1.2e-4 * d
-                }
-            };
-            let passes = passes_of(&truth, &left, &right);
+        for (step, apart) in [(1.0, true), (0.0, false)] {
+            let gap = two_lines(at, 5.0, 1e-4, 4e-4, step);
+            let prtt = two_lines(at, 10.0, 2e-4, 8e-4, 2.0 * step);
+            let passes = passes_two(&gap, &prtt, &left, &right);
             let ev = slopes(&clean(&passes), &left, &right, &opts);
             assert_eq!(ev.len(), 2);
             for e in &ev {
                 assert_eq!(e.apart, apart, "step {step}: {e:?}");
-                assert!(!e.bent, "{e:?}");
+                assert!(!e.bent && !e.below_floor && !e.falling, "{e:?}");
                 let want = if apart {
                     (Verdict::Undecided, Some(Undecided::Apart))
                 } else {
@@ -1010,50 +1272,82 @@ mod tests {
                 };
                 assert_eq!((e.relative_change.verdict, e.shape_fault()), want, "{e:?}");
             }
-            assert_eq!(
-                combine_slopes(&ev),
-                if apart {
-                    Verdict::Undecided
-                } else {
-                    Verdict::Confirmed
-                }
-            );
+            let want = if apart {
+                (Verdict::Undecided, Some(Undecided::Apart))
+            } else {
+                (Verdict::Confirmed, None)
+            };
+            assert_eq!(judge_slopes(&ev), want);
         }
     }
 
+    /// Lines whose crossing lies outside the sides but that stand less than half
+    /// the step floor apart at the boundary meet within the resolution: a
+    /// handshake step of 0.3 us at 7 us beside a change of `G` from 5e-5 to
+    /// 1.1e-4 us/B crosses 4.9 KiB off. Not `apart`: the change is too faint
+    /// (`below_floor`), which is what it is. A real switch with a sub-floor step
+    /// (0.2 us at 2.3 us) and a change of `G` the sizes resolve is confirmed.
+    #[test]
+    fn lines_nearer_than_half_the_floor_at_the_boundary_meet() {
+        let opts = JudgeOptions::default();
+        let (left, right, at) = sides(53248, 3);
+        let gap = two_lines(at, 7.0, 5e-5, 1.1e-4, 0.3);
+        let prtt = two_lines(at, 14.0, 1e-4, 2.2e-4, 0.6);
+        let passes = passes_two(&gap, &prtt, &left, &right);
+        let ev = slopes(&clean(&passes), &left, &right, &opts);
+        assert_eq!(ev.len(), 2);
+        for e in &ev {
+            let c = e.crossing_bytes.unwrap();
+            assert!(c < left[left.len() - 1] as f64, "{e:?}");
+            assert!(e.offset_us.abs() < e.step_floor_us / 2.0, "{e:?}");
+            assert!(!e.apart && e.below_floor, "{e:?}");
+        }
+        assert_eq!(
+            judge_slopes(&ev),
+            (Verdict::Undecided, Some(Undecided::BelowFloor))
+        );
+        let (left, right, at) = sides(17408, 4);
+        let gap = two_lines(at, 0.5 + 1e-4 * at, 1e-4, 2.5e-4, 0.2);
+        let prtt = two_lines(at, 2.0 + 2e-4 * at, 2e-4, 5e-4, 0.4);
+        let passes = passes_two(&gap, &prtt, &left, &right);
+        let ev = slopes(&clean(&passes), &left, &right, &opts);
+        assert_eq!(ev.len(), 2);
+        for e in &ev {
+            // A step the step judgement rejects, beside lines that meet.
+            assert!(e.offset_us < e.step_floor_us, "{e:?}");
+            assert!(!e.apart && !e.below_floor && !e.falling && !e.bent, "{e:?}");
+        }
+        assert_eq!(judge_slopes(&ev), (Verdict::Confirmed, None), "{ev:?}");
+        let steps = steps(&clean(&passes), &left, &right, &opts);
+        assert!(
+            steps
+                .iter()
+                .filter(|e| e.series == "gap" || e.series == "prtt_1_0")
+                .all(|e| e.step_us.verdict == Verdict::Rejected),
+            "{steps:?}"
+        );
+    }
+
     /// Sides that meet and whose ranges change slope the same way, but whose own
-    /// slopes are not their ranges' (a dip of the curve, 0.3 us deep over the 3 KiB
-    /// of the left side): undecided. Sides on their ranges' lines: confirmed.
+    /// slopes are not their ranges' (a bump of the curve rising 1.3 us over the
+    /// 3.5 KiB of the right side, at 6e-4 us/B where its range rises at 2.5e-4):
+    /// undecided. Sides on their ranges' lines: confirmed.
     #[test]
     fn sides_off_their_ranges_lines_are_no_change_of_slope() {
-        let (left, right) = (
-            [49152u64, 50176, 51200, 52224],
-            [53248u64, 54272, 55296, 56320],
-        );
-        const AT: f64 = 52736.0;
-        // The ranges: 2.4e-5 us/B up to the boundary, 1.2e-4 after it.
-        let range = |s: u64| {
-            let d = s as f64 - AT;
-            7.0 + if d < 0.0 { 2.4e-5 * d } else { 1.2e-4 * d }
-        };
+        let (left, right, at) = sides(25600, 4);
+        // The ranges: 1e-4 us/B up to the boundary, 2.5e-4 after it, 4 us there.
+        let range = two_lines(at, 4.0, 1e-4, 2.5e-4, 0.0);
         let sweep = |from: u64, to: u64, f: &dyn Fn(u64) -> f64| -> Vec<Reading> {
             (from / 1024..to / 1024)
                 .map(|k| reading(k * 1024, f(k * 1024), f(k * 1024)))
                 .collect()
         };
-        let (left_range, right_range) = (sweep(9216, 53248, &range), sweep(53248, 65536, &range));
-        // The left side falls at 1e-4 us/B where its range rises at 2.4e-5: off
-        // by more than half the sides' change of 2.2e-4.
-        let dipped = |s: u64| {
-            let d = s as f64 - AT;
-            if d < 0.0 {
-                7.0 - 1.0e-4 * d
-            } else {
-                range(s)
-            }
-        };
+        let (left_range, right_range) = (sweep(9216, 25600, &range), sweep(25600, 65536, &range));
+        // The right side rises at 6e-4 us/B: off its range by more than half the
+        // sides' change of 5e-4.
+        let bumped = two_lines(at, 4.0, 1e-4, 6e-4, 0.0);
         let opts = JudgeOptions::default();
-        for (truth, off) in [(&dipped as &dyn Fn(u64) -> f64, true), (&range, false)] {
+        for (truth, off) in [(&bumped as &dyn Fn(u64) -> f64, true), (&range, false)] {
             let passes = passes_of(truth, &left, &right);
             let mut ev = slopes(&clean(&passes), &left, &right, &opts);
             assert!(ev
@@ -1063,7 +1357,7 @@ mod tests {
             for e in &ev {
                 let [bl, br] = e.range_per_byte_us.unwrap();
                 assert!(
-                    (bl - 2.4e-5).abs() < 1e-9 && (br - 1.2e-4).abs() < 1e-9,
+                    (bl - 1e-4).abs() < 1e-9 && (br - 2.5e-4).abs() < 1e-9,
                     "{e:?}"
                 );
                 assert!(!e.local, "{e:?}");
@@ -1075,7 +1369,40 @@ mod tests {
                 };
                 assert_eq!(e.relative_change.verdict, want, "{e:?}");
             }
+            let want = if off {
+                (Verdict::Undecided, Some(Undecided::Apart))
+            } else {
+                (Verdict::Confirmed, None)
+            };
+            assert_eq!(judge_slopes(&ev), want);
         }
+    }
+
+    /// A change too faint for its sizes, or with a falling side, that the ranges
+    /// do not show either is rejected as local, not left undecided: the ranges
+    /// say no protocol changes there.
+    #[test]
+    fn a_faint_change_the_ranges_do_not_show_is_rejected() {
+        let opts = JudgeOptions::default();
+        let (left, right, at) = sides(53248, 3);
+        let gap = two_lines(at, 7.0, -1.7e-5, 1.2e-4, 0.0);
+        let prtt = two_lines(at, 14.0, 2.8e-5, 2.13e-4, 0.0);
+        let passes = passes_two(&gap, &prtt, &left, &right);
+        // Ranges on one line each, 7 and 14 us at the boundary.
+        let flat = |s: u64| {
+            let d = s as f64 - at;
+            reading(s, 14.0 + 1e-4 * d, 7.0 + 5e-5 * d)
+        };
+        let left_range: Vec<Reading> = (9..52).map(|k| flat(k * 1024)).collect();
+        let right_range: Vec<Reading> = (52..64).map(|k| flat(k * 1024)).collect();
+        let mut ev = slopes(&clean(&passes), &left, &right, &opts);
+        hold_over_ranges(&mut ev, &left_range, &right_range, opts.kink_floor);
+        for e in &ev {
+            assert!(e.local && e.below_floor, "{e:?}");
+            assert_eq!(e.relative_change.verdict, Verdict::Rejected, "{e:?}");
+            assert_eq!(e.shape_fault(), None, "{e:?}");
+        }
+        assert_eq!(judge_slopes(&ev), (Verdict::Rejected, None));
     }
 
     #[test]

@@ -295,6 +295,19 @@ impl std::fmt::Display for LoggpWarning {
                      {bytes} bytes: the time per byte changes there, but not as two lines of \
                      the ranges beside them that meet at the boundary"
                 ),
+                Undecided::BelowFloor => write!(
+                    f,
+                    "cannot decide whether the protocol changes between {last_old_bytes} and \
+                     {bytes} bytes: the time per byte changes there, but over the sizes \
+                     measured by less than a protocol's smallest step (a slope-only change \
+                     this faint needs wider sides to tell from a bump of the curve)"
+                ),
+                Undecided::Falling => write!(
+                    f,
+                    "cannot decide whether the protocol changes between {last_old_bytes} and \
+                     {bytes} bytes: the time per byte changes there, but on one side the time \
+                     falls as messages grow, which no protocol's cost per byte does"
+                ),
             },
             LoggpWarning::Model(w) => w.fmt(f),
         }

@@ -116,7 +116,7 @@ mod tests {
     use super::super::sim::{world, LogGp, Network};
     use super::super::{DelayChoice, PairsMode};
     use super::*;
-    use crate::model::confirm::{ChangeKind, Verdict};
+    use crate::model::confirm::{ChangeKind, Undecided, Verdict};
     use crate::model::loggp::{assess, AssessOptions};
     use crate::model::refine::{Change, RefineOptions};
 
@@ -225,32 +225,36 @@ mod tests {
         assert!(c.shown_by.contains(&"send_late"), "{c:?}");
     }
 
-    /// From 20481 B a zero-copy protocol moves each byte four times faster, and
+    /// From 12289 B a zero-copy protocol moves each byte four times faster, and
     /// its setup costs exactly what the copy saved there: the round trip and the
-    /// gap bend without a step. Found as a slope-only change near 20481 B.
+    /// gap bend without a step. Found as a slope-only change near 12289 B. The
+    /// same switch at 20481 B is undecided (`below_floor`): over the four sizes a
+    /// side its round trip's lines part by 4.3 us, against a floor of 5.0 us (a
+    /// tenth of the 50 us round trip there).
     #[test]
     fn a_switch_of_the_per_byte_cost_alone_is_found() {
-        const FIRST: u64 = 20_481;
-        let saved = (FIRST - 1) * (EAGER.big_g_fs - 200_000) / 1000; // ps
-        let zero_copy = LogGp {
-            l_ps: EAGER.l_ps + saved,
-            g_ps: EAGER.g_ps + saved,
-            big_g_fs: 200_000,
-            ..EAGER
-        };
-        let net = Network::new(vec![(1, EAGER), (FIRST, zero_copy)]).unwrap();
-        let changes = sweep_and_verify(&net);
-        let [c] = &reported(&changes)[..] else {
-            panic!("{changes:?}")
-        };
-        assert_eq!(
-            (c.kind, c.verdict),
-            (ChangeKind::Slope, Verdict::Confirmed),
-            "{c:?}"
-        );
-        assert!(c.last_old_bytes < FIRST && FIRST <= c.bytes, "{c:?}");
-        let x = c.crossing_bytes.expect("where the lines cross");
-        assert!((x - FIRST as f64).abs() < 1024.0, "{c:?}");
+        for (first, verdict) in [(12_289, Verdict::Confirmed), (20_481, Verdict::Undecided)] {
+            let saved = (first - 1) * (EAGER.big_g_fs - 200_000) / 1000; // ps
+            let zero_copy = LogGp {
+                l_ps: EAGER.l_ps + saved,
+                g_ps: EAGER.g_ps + saved,
+                big_g_fs: 200_000,
+                ..EAGER
+            };
+            let net = Network::new(vec![(1, EAGER), (first, zero_copy)]).unwrap();
+            let changes = sweep_and_verify(&net);
+            let [c] = &reported(&changes)[..] else {
+                panic!("{changes:?}")
+            };
+            assert_eq!((c.kind, c.verdict), (ChangeKind::Slope, verdict), "{c:?}");
+            assert!(c.last_old_bytes < first && first <= c.bytes, "{c:?}");
+            if verdict == Verdict::Undecided {
+                assert_eq!(c.undecided, Some(Undecided::BelowFloor), "{c:?}");
+                continue;
+            }
+            let x = c.crossing_bytes.expect("where the lines cross");
+            assert!((x - first as f64).abs() < 1024.0, "{c:?}");
+        }
     }
 
     /// One protocol: whatever the detector proposes, nothing is reported.
