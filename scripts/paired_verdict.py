@@ -62,3 +62,45 @@ def verdict(ratios, target, at_most=True, level=LEVEL):
         word = "undecided"
     return word, (f"paired median {median:.3f}, {coverage:.1%} interval {lo:.3f}-{hi:.3f} "
                   f"(target {sign} {target}, {len(ratios)} rounds)")
+
+
+# A run is "slow" when its figure exceeds this many times its tool's fastest run
+# (the fast level; a median would call nothing slow in a tool whose runs split
+# half and half): the host's slow whole runs of 2026-11-24..28 sat at 1.4-2.1x
+# (docs/findings/2026-11-28-issue19-calm-host.md).
+SLOW_RUN = 1.3
+
+
+def fisher_one_sided(k_a, n_a, k_b, n_b):
+    """P(A has at least k_a slow runs of n_a) under the null hypothesis that both
+    tools' runs are slow alike, given k_a + k_b slow runs in all (Fisher's exact
+    test, hypergeometric upper tail)."""
+    from math import comb
+    k = k_a + k_b
+    n = n_a + n_b
+    total = comb(n, k)
+    return sum(comb(n_a, i) * comb(n_b, k - i) for i in range(k_a, min(k, n_a) + 1)) / total
+
+
+def spread_verdict(a, b, slack=0.10, alpha=0.05):
+    """Issue 19's spread target on per-round figures `a` (ngauge) and `b` (the
+    reference): max/min of `a` at most (1 + slack) times that of `b`. Over a few
+    rounds the spread is decided by the slow whole runs the host gives either
+    tool. So a miss is `fails` only when `a` had significantly more slow runs
+    than `b` (one-sided Fisher exact test at `alpha`); otherwise the rounds cannot
+    tell the tools apart and the verdict is `undecided`. Returns (word, text)."""
+    a = [x for x in a if x == x and x > 0]
+    b = [x for x in b if x == x and x > 0]
+    if not a or not b:
+        return "undecided", "no figures"
+    spread_a, spread_b = max(a) / min(a), max(b) / min(b)
+    limit = spread_b * (1 + slack)
+    text = f"spread {spread_a:.2f} against {spread_b:.2f} x {1 + slack:.2f} = {limit:.2f}"
+    if spread_a <= limit:
+        return "holds", text
+    slow = lambda v: sum(x > SLOW_RUN * min(v) for x in v)
+    k_a, k_b = slow(a), slow(b)
+    p = fisher_one_sided(k_a, len(a), k_b, len(b))
+    text += (f"; slow whole runs (> {SLOW_RUN}x the tool's fastest): {k_a} of {len(a)} against "
+             f"{k_b} of {len(b)}, one-sided Fisher p = {p:.2f}")
+    return ("fails" if p < alpha else "undecided"), text
