@@ -880,11 +880,24 @@ pub fn combine_slopes(evidence: &[SlopeEvidence]) -> Verdict {
 /// undecided, the fault of the sides' shape that makes it so ([`SlopeEvidence::
 /// shape_fault`]; of several, the first in [`Undecided`]'s order, the one that may
 /// hide a step nearby first). `None` when the passes are only too spread, which
-/// more passes may settle.
+/// more passes may settle. A change too faint ([`Undecided::BelowFloor`]) or
+/// falling ([`Undecided::Falling`]) is the verdict only once every series agreed
+/// on a change of slope: while another series' passes are merely spread, more
+/// passes may still reject the change, as they did before these two rules
+/// (review of 2026-11-28).
 pub fn judge_slopes(evidence: &[SlopeEvidence]) -> (Verdict, Option<Undecided>) {
     let verdict = combine_slopes(evidence);
+    let all_agreed = evidence
+        .iter()
+        .all(|e| e.relative_change.verdict == Verdict::Confirmed || e.shape_fault().is_some());
     let fault = (verdict == Verdict::Undecided)
-        .then(|| evidence.iter().filter_map(SlopeEvidence::shape_fault).min())
+        .then(|| {
+            evidence
+                .iter()
+                .filter_map(SlopeEvidence::shape_fault)
+                .filter(|f| all_agreed || matches!(f, Undecided::Bent | Undecided::Apart))
+                .min()
+        })
         .flatten();
     (verdict, fault)
 }
@@ -1181,6 +1194,38 @@ mod tests {
         );
     }
 
+    /// A faint (or falling) series is the verdict only once every series agreed on
+    /// a change of slope: beside a series whose passes are merely spread, more
+    /// passes may still reject the change, so no fault ends them (review of
+    /// 2026-11-28).
+    #[test]
+    fn a_faint_series_beside_a_spread_one_leaves_the_passes_going() {
+        let (left, right, at) = sides(53248, 3);
+        let gap = two_lines(at, 7.0, -1.7e-5, 1.2e-4, 0.0);
+        let prtt = two_lines(at, 14.0, 2.8e-5, 2.13e-4, 0.0);
+        let opts = JudgeOptions::default();
+        let mut ev = slopes(
+            &clean(&passes_two(&gap, &prtt, &left, &right)),
+            &left,
+            &right,
+            &opts,
+        );
+        // The round trip's passes, as if they disagreed: spread, no shape fault.
+        let p = &mut ev[1];
+        p.below_floor = false;
+        p.falling = false;
+        assert_eq!(p.relative_change.verdict, Verdict::Undecided, "{p:?}");
+        assert_eq!(p.shape_fault(), None, "{p:?}");
+        assert_eq!(ev[0].shape_fault(), Some(Undecided::BelowFloor));
+        assert_eq!(judge_slopes(&ev), (Verdict::Undecided, None), "{ev:?}");
+        // A side that hides a step ends the passes all the same.
+        ev[0].bent = true;
+        assert_eq!(
+            judge_slopes(&ev),
+            (Verdict::Undecided, Some(Undecided::Bent))
+        );
+    }
+
     /// Rule (a) of the rates finding: a change of slope must part its lines by a
     /// step's floor over the sizes. MPICH's shape with its left side rising (so no
     /// side falls) is too faint at 7 and 14 us; a real change of `G` by 2.5 times
@@ -1314,7 +1359,7 @@ mod tests {
         assert_eq!(ev.len(), 2);
         for e in &ev {
             // A step the step judgement rejects, beside lines that meet.
-            assert!(e.offset_us < e.step_floor_us, "{e:?}");
+            assert!(e.offset_us.abs() < e.step_floor_us, "{e:?}");
             assert!(!e.apart && !e.below_floor && !e.falling && !e.bent, "{e:?}");
         }
         assert_eq!(judge_slopes(&ev), (Verdict::Confirmed, None), "{ev:?}");
