@@ -1015,35 +1015,25 @@ mod tests {
         let gap = line(3.5, 1e-4, 4e-4, 1.5);
         let prtt = line(8.0, 2e-4, 8e-4, 3.0);
         let world = |s: u64, r: usize| reading(gap(s), prtt(s), s, r);
-        let changes = drive(slope_plan(FIRST, |s| world(s, 0)), world);
-        let [c] = &changes[..] else {
-            panic!("{changes:?}")
+        // One change, undecided as `apart` after the first 6 passes, every series
+        // with the fault `shape` names.
+        let ends_apart = |changes: &[Change], shape: fn(&SlopeEvidence) -> bool| {
+            let [c] = changes else { panic!("{changes:?}") };
+            assert_eq!(c.verdict, Verdict::Undecided, "{c:?}");
+            assert_eq!(c.undecided, Some(Undecided::Apart), "{c:?}");
+            let conf = c.confirmation.as_ref().unwrap();
+            assert_eq!(conf.passes, 6, "{conf:?}");
+            assert!(conf.slopes.iter().all(shape), "{conf:?}");
         };
-        assert_eq!(c.verdict, Verdict::Undecided, "{c:?}");
-        assert_eq!(c.undecided, Some(Undecided::Apart), "{c:?}");
-        let conf = c.confirmation.as_ref().unwrap();
-        assert_eq!(conf.passes, 6, "{conf:?}");
-        assert!(
-            conf.slopes.iter().all(|e| e.apart && !e.off_range),
-            "{conf:?}"
-        );
+        let changes = drive(slope_plan(FIRST, |s| world(s, 0)), world);
+        ends_apart(&changes, |e| e.apart && !e.off_range);
         // Off its range: the sweep's ranges at 1e-4 and 2.5e-4 us/B, the passes'
         // right side at 6e-4.
         let (gap, prtt) = (line(4.0, 1e-4, 2.5e-4, 0.0), line(8.0, 2e-4, 5e-4, 0.0));
         let (gap_bump, prtt_bump) = (line(4.0, 1e-4, 6e-4, 0.0), line(8.0, 2e-4, 1.2e-3, 0.0));
         let plan = slope_plan(FIRST, |s| reading(gap(s), prtt(s), s, 0));
         let changes = drive(plan, |s, r| reading(gap_bump(s), prtt_bump(s), s, r));
-        let [c] = &changes[..] else {
-            panic!("{changes:?}")
-        };
-        assert_eq!(c.verdict, Verdict::Undecided, "{c:?}");
-        assert_eq!(c.undecided, Some(Undecided::Apart), "{c:?}");
-        let conf = c.confirmation.as_ref().unwrap();
-        assert_eq!(conf.passes, 6, "{conf:?}");
-        assert!(
-            conf.slopes.iter().all(|e| e.off_range && !e.apart),
-            "{conf:?}"
-        );
+        ends_apart(&changes, |e| e.off_range && !e.apart);
         // The same candidate on its ranges' lines is confirmed.
         let plan = slope_plan(FIRST, |s| reading(gap(s), prtt(s), s, 0));
         let changes = drive(plan, |s, r| reading(gap(s), prtt(s), s, r));
