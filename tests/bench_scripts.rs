@@ -56,8 +56,47 @@ word, text = v([10.7, 10.7, 10.5, 10.2, 16.9], [10.1, 10.0, 10.4, 10.0, 9.9])
 assert word == "undecided" and "1 of 5 against 0 of 5" in text, text
 word, text = v([17.3, 10.5, 10.2], [9.8, 9.9, 9.7])
 assert word == "undecided" and "no count reaches" in text, text
-word, text = v([17.0] * 10 + [10.0] * 10, [10.0] * 20)
-assert word == "fails" and "10 of 20 against 0 of 20" in text, text
+word, text = v([17.0] * 9 + [10.0] * 10, [10.0] * 19)
+assert word == "fails" and "9 of 19 against 0 of 19" in text, text
+"#,
+    );
+}
+
+/// From 20 rounds on, the spread verdict reads p90/p10 and judges the slow runs
+/// on their own. Known answers: the interpolated quantile on hand-computed cases;
+/// the 1 B `send` figures of the 80-round boot of 2026-11-28 (ngauge's max/min
+/// 1.92 is over perftest's 1.64 x 1.10 because of one slow run, yet its p90/p10
+/// is the smaller: holds); a tool spread evenly over 10-14 us against a tight one
+/// (fails on p90/p10 alone); a tool with 6 slow runs of 80 against none (fails on
+/// the count alone, its p90/p10 within the limit).
+#[test]
+fn spread_verdict_over_many_rounds_reads_p90_over_p10_and_counts_slow_runs() {
+    python(
+        r#"
+from paired_verdict import quantile, spread_verdict as v
+assert quantile([1, 2, 3, 4, 5], 0.5) == 3
+assert abs(quantile([1, 2, 3, 4], 0.9) - 3.7) < 1e-12
+assert abs(quantile(list(range(11)), 0.1) - 1.0) < 1e-12
+ng = [10.34, 10.13, 10.41, 10.55, 10.86, 10.29, 10.22, 11.16, 10.75, 11.04, 11.21, 10.76, 11.45,
+      10.71, 10.63, 11.28, 10.37, 11.77, 9.99, 10.58, 10.3, 10.44, 10.5, 10.07, 9.97, 11.17, 10.11,
+      10.21, 10.29, 11.57, 10.39, 10.5, 11.17, 12.91, 13.41, 19.16, 11.41, 10.28, 10.94, 11.85,
+      10.63, 11.69, 11.46, 11.59, 11.2, 10.38, 10.58, 10.65, 10.47, 11.25, 10.52, 11.0, 10.27,
+      11.57, 10.78, 10.64, 10.5, 11.33, 10.44, 11.7, 11.01, 10.54, 10.96, 10.16, 10.2, 10.35, 10.1,
+      10.98, 10.97, 10.82, 10.16, 10.16, 10.37, 10.26, 10.57, 10.95, 10.28, 10.66, 10.87, 10.84]
+pf = [10.98, 10.62, 10.71, 10.81, 11.12, 11.64, 10.96, 11.59, 11.33, 11.12, 11.69, 11.0, 11.7,
+      11.33, 11.72, 10.83, 11.73, 10.72, 10.89, 11.08, 10.61, 14.84, 11.16, 10.63, 11.47, 10.7,
+      10.77, 10.55, 11.38, 11.11, 11.68, 11.48, 11.74, 10.96, 13.35, 11.05, 11.33, 16.83, 11.44,
+      11.41, 12.31, 11.3, 11.73, 12.08, 11.49, 11.14, 11.81, 10.53, 13.58, 10.27, 10.79, 15.08,
+      11.91, 10.76, 12.18, 10.79, 11.25, 11.16, 11.25, 11.42, 11.06, 11.18, 10.9, 10.87, 10.42,
+      10.77, 11.83, 10.76, 10.84, 13.63, 10.74, 10.78, 10.42, 10.5, 10.94, 11.52, 10.81, 11.38,
+      11.71, 12.22]
+assert max(ng) / min(ng) > 1.10 * max(pf) / min(pf)
+word, text = v(ng, pf)
+assert word == "holds" and "2 of 80 against 5 of 80" in text, text
+word, text = v([10 + 4 * i / 39 for i in range(40)], [10.0 + 0.01 * (i % 5) for i in range(40)])
+assert word == "fails" and "0 of 40 against 0 of 40" in text, text
+word, text = v([10.0] * 74 + [16.0] * 6, [10.0] * 80)
+assert word == "fails" and "6 of 80 against 0 of 80" in text and "p90/p10 1.000" in text, text
 "#,
     );
 }
