@@ -487,3 +487,80 @@ fn issue_20_a_task_killed_with_sigkill_is_named_by_the_others_within_the_timeout
     );
     eprintln!("step ended {ended_after:?} after the kill");
 }
+
+/// The daemons `scripts/slurm-local` starts keep nothing of their caller's: run
+/// under `flock FILE scripts/test`, munged once held the suite's lock for its whole
+/// life (2026-11-28), so every later `flock` on that file waited. Checked on the
+/// script's own function (a child started through it sees only 0, 1 and 2 of the
+/// caller's descriptors 0, 1, 2, 7 and 9; the caller keeps its own) and on every
+/// line of the script that starts a daemon. Needs no cluster.
+#[test]
+fn slurm_local_starts_its_daemons_without_the_callers_descriptors() {
+    let dir = tempfile_dir();
+    let script = std::fs::read_to_string(SCRIPT).expect("scripts/slurm-local");
+    let code = format!(
+        r#"source <(sed -n '/^without_inherited_fds() (/,/^)/p' {SCRIPT})
+exec 7>{dir}/seven 9>{dir}/nine
+without_inherited_fds bash -c 'ls /proc/$$/fd > {dir}/child'
+ls /proc/$$/fd > {dir}/parent"#
+    );
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(&code)
+        .output()
+        .expect("bash");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fds = |name: &str| -> BTreeSet<u32> {
+        std::fs::read_to_string(format!("{dir}/{name}"))
+            .expect("fd listing")
+            .split_whitespace()
+            .map(|f| f.parse().expect("fd number"))
+            .collect()
+    };
+    let child = fds("child");
+    assert!(
+        !child.contains(&7) && !child.contains(&9),
+        "the child inherited {child:?}"
+    );
+    let parent = fds("parent");
+    assert!(
+        parent.contains(&7) && parent.contains(&9),
+        "the caller lost its own descriptors: {parent:?}"
+    );
+    // every start goes through the function, and no line starts a daemon directly
+    for daemon in [
+        "su -s /bin/sh munge -c /usr/sbin/munged",
+        "slurmctld -c",
+        "slurmd ||",
+    ] {
+        assert!(
+            script.lines().any(|l| l
+                .trim_start()
+                .starts_with(&format!("without_inherited_fds {daemon}"))),
+            "{daemon} is not started through without_inherited_fds"
+        );
+    }
+    for line in script.lines().map(str::trim_start) {
+        assert!(
+            !["su ", "slurmctld", "slurmd ", "/usr/sbin/munged"]
+                .iter()
+                .any(|d| line.starts_with(d)),
+            "a daemon starts with the caller's descriptors: {line}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A fresh directory under the system's temporary directory.
+fn tempfile_dir() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let dir = std::env::temp_dir().join(format!("ngauge-slurm-fds-{}-{nanos}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temporary directory");
+    dir.to_string_lossy().into_owned()
+}
