@@ -101,6 +101,36 @@ assert word == "fails" and "6 of 80 against 0 of 80" in text and "p90/p10 1.000"
     );
 }
 
+/// bench-verbs refuses, before it boots the VM, an ngauge built without verbs (a
+/// default build, such as bench-latency's, replaces `target/release/ngauge`): it
+/// reads the transports `ngauge --version` lists. Known answers from stand-in
+/// binaries that print a version text.
+#[test]
+fn bench_verbs_knows_a_binary_without_verbs() {
+    python(
+        r##"
+import importlib.machinery, importlib.util, os, stat, tempfile
+path = os.path.join(os.environ["PYTHONPATH"], "bench-verbs")
+loader = importlib.machinery.SourceFileLoader("bench_verbs", path)
+spec = importlib.util.spec_from_loader("bench_verbs", loader)
+bv = importlib.util.module_from_spec(spec)
+loader.exec_module(bv)
+d = tempfile.mkdtemp()
+def fake(name, transports):
+    p = os.path.join(d, name)
+    with open(p, "w") as f:
+        f.write("#!/bin/sh\necho 'ngauge 0.1.0'\necho 'build:      release'\n"
+                f"echo 'transports: {transports}'\n")
+    os.chmod(p, stat.S_IRWXU)
+    return p
+assert bv.has_verbs(fake("a", "tcp,udp,verbs"))
+assert bv.has_verbs(fake("b", "verbs,tcp"))
+assert not bv.has_verbs(fake("c", "tcp,udp"))
+assert not bv.has_verbs(fake("d", "tcp,udp,mpi"))
+"##,
+    );
+}
+
 /// bench-latency's shuffle: every configuration once per round, and the runs of
 /// each paired ratio next to each other (ngauge between its references), for many
 /// seeds, with and without --compare.
