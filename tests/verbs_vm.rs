@@ -7,7 +7,8 @@
 //! at queue depth 8, four times the depth of messages in flight each way, an
 //! eager-only flood that must cost credit messages on the send path, eager messages
 //! that arrive before their receives while a rendezvous message goes the other way,
-//! requests overlapping a pending receive refused, size mismatches reported as such;
+//! requests overlapping a pending receive refused, blocking sends of 1 KiB and 4 KiB
+//! with their buffer reused at once (staged sends), size mismatches reported as such;
 //! soft-RoCE's count of receiver-not-ready NAKs must stay 0 throughout), and
 //! perftest's `ib_send_lat`/`ib_write_lat` beside them. Prints both figures side by
 //! side: emulated time (TCG), so only a ratio, never a speed claim.
@@ -302,7 +303,7 @@ fn verbs_over_soft_roce_in_a_vm() {
             if op == "write-poll" && wait == "block" {
                 continue;
             }
-            for what in ["selftest", "flood", "eager", "held"] {
+            for what in ["selftest", "flood", "eager", "held", "staged"] {
                 let prefix = format!("{what} {op} {wait}: ");
                 // the held line also reports the direct blocking send and recv
                 let ok = if what == "held" {

@@ -5,8 +5,9 @@
 //! control must hold the sends back), an eager-only flood in which the send path
 //! must return credits in credit messages, eager messages held before their receives
 //! while a rendezvous message goes the other way, requests on a region that
-//! overlaps a pending receive (refused), and size mismatches that must be reported
-//! as such. Prints the median half round trip per size. Queue depth 8, so that the
+//! overlaps a pending receive (refused), blocking sends too large to go inline
+//! whose buffer is reused as soon as they return (staged sends), and size
+//! mismatches that must be reported as such. Prints the median half round trip per size. Queue depth 8, so that the
 //! flood exceeds it. Used inside the soft-RoCE VM (`scripts/rxe-vm`,
 //! `tests/verbs_vm.rs`).
 //!
@@ -357,6 +358,66 @@ fn flat_hand_over(
     }
     Ok(())
 }
+/// The staged sends of the blocking `send` (transports/verbs/src/device/
+/// direct.rs): messages too large to go inline (1 KiB and 4 KiB), sent back to
+/// back with the buffer rewritten as soon as each `send` returns, more of them
+/// than the 16 staging slots, to a receiver that starts late (slots then wait
+/// for their sends to retire, flow control holds sends back); then a ping-pong
+/// of them. Every message must arrive as it was when its send returned. Returns
+/// this rank's `staged_sends` during the test.
+fn staged(t: &mut dyn Transport, sbuf: BufferId, rbuf: BufferId) -> Result<u64, TransportError> {
+    let (me, peer) = (t.rank(), 1 - t.rank());
+    let before = counter(t, "staged_sends");
+    let n = 3 * 16 + 5;
+    for len in [1024, 4096] {
+        let msg = |i: usize| pattern(len, 9000 + i, 0).collect::<Vec<_>>();
+        let check = |t: &dyn Transport, i: usize, what: &str| -> Result<(), TransportError> {
+            if t.buffer(rbuf)?[..len] != msg(i)[..] {
+                return Err(failed(format!(
+                    "staged: {what}: data check failed at message {i} of {len} B"
+                )));
+            }
+            Ok(())
+        };
+        if me == 0 {
+            for i in 0..n {
+                t.buffer_mut(sbuf)?[..len].copy_from_slice(&msg(i));
+                t.send(peer, sbuf.prefix(len))?;
+            }
+        } else {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            for i in 0..n {
+                t.recv(peer, rbuf.prefix(len))?;
+                check(t, i, "back to back")?;
+            }
+        }
+        for i in n..2 * n {
+            if me == 0 {
+                t.buffer_mut(sbuf)?[..len].copy_from_slice(&msg(i));
+                t.send(peer, sbuf.prefix(len))?;
+                // the buffer may be reused at once: what went is what was there
+                t.buffer_mut(sbuf)?[..len].fill(0xee);
+                t.recv(peer, rbuf.prefix(len))?;
+                check(t, i + n, "ping-pong")?;
+            } else {
+                t.recv(peer, rbuf.prefix(len))?;
+                check(t, i, "ping-pong")?;
+                t.buffer_mut(sbuf)?[..len].copy_from_slice(&msg(i + n));
+                t.send(peer, sbuf.prefix(len))?;
+                t.buffer_mut(sbuf)?[..len].fill(0xee);
+            }
+        }
+    }
+    Ok(counter(t, "staged_sends") - before)
+}
+
+fn counter(t: &dyn Transport, name: &str) -> u64 {
+    t.counters()
+        .entries
+        .iter()
+        .find(|e| e.0 == name)
+        .map_or(0, |e| e.1)
+}
 
 fn rank_main(
     control: &mut dyn Control,
@@ -420,6 +481,21 @@ fn rank_main(
     holds(&mut t, sbuf, rbuf)?;
     direct(&mut t, opts.op, sbuf, rbuf)?;
     flat_hand_over(&mut t, opts.op, sbuf, rbuf)?;
+    let staged_sends = staged(&mut t, sbuf, rbuf)?;
+    // the write path has no direct path; on the others 4 KiB never goes inline
+    if opts.op != VerbsOp::Write && staged_sends == 0 {
+        return Err(failed(format!(
+            "staged: rank {me} staged none of its blocking sends of 1 KiB and 4 KiB"
+        )));
+    }
+    if me == 0 {
+        println!(
+            "staged {} {}: blocking sends of 1 KiB and 4 KiB, buffer reused at once: ok, \
+             {staged_sends} staged",
+            opts.op.as_str(),
+            opts.wait.as_str()
+        );
+    }
     if me == 0 {
         println!(
             "held {} {}: {} eager messages before their receives, then a rendezvous \

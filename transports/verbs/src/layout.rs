@@ -438,6 +438,86 @@ pub fn repost_batch(depth: u32) -> usize {
     (depth as usize / 8).max(1)
 }
 
+/// Staging slots per peer of the blocking send's eager bounce buffers: an eager
+/// (send path) or ring (write-poll path) message that does not go inline is
+/// copied into the next slot and posted from there, unsignaled under the
+/// selective signalling, so that the blocking send returns at once, as MPI
+/// libraries do with eager bounce buffers (`device/direct.rs`). Bounded per peer
+/// (`STAGE_SLOTS` x [`STAGE_SLOT_BYTES`]), whatever the queue depth.
+pub const STAGE_SLOTS: usize = 16;
+
+/// Bytes of one staging slot: the largest eager or ring message, then (write-poll
+/// path) its trailer, so that the message and its trailer leave in one gather
+/// entry. A multiple of 8: every slot's trailer is 8-byte aligned.
+pub const STAGE_SLOT_BYTES: usize = EAGER_BYTES + TRAILER_BYTES;
+
+/// Bytes of the staging area of a job of `ranks` (a block per rank; our own is
+/// unused).
+pub fn stage_bytes(ranks: usize) -> usize {
+    ranks * STAGE_SLOTS * STAGE_SLOT_BYTES
+}
+
+/// Offset of staging slot `slot` of `peer` in the staging area.
+pub fn stage_offset(peer: usize, slot: usize) -> usize {
+    (peer * STAGE_SLOTS + slot) * STAGE_SLOT_BYTES
+}
+
+/// The staging slots of one peer: which slot the next staged send uses, whether
+/// the device may still be reading it, and whether the send must be signaled.
+///
+/// Sends on one message QP are numbered from 1 as they are posted (all kinds:
+/// inline, staged, credits, advertisements); the sends retired so far are always
+/// the first `retired` ones, since one QP's sends complete in order and a
+/// signaled completion retires the unsignaled sends before it
+/// ([`signal_every`]). A slot may be written again once the send that last read
+/// it is among them. The last staged send of each half of the slots is signaled
+/// whatever the selective signalling says: so the last reader of every slot is
+/// covered by a signaled send posted before the slot comes round again, and a
+/// poll of the completion queue can free it (a QP that signals only one send in
+/// 64 would otherwise leave all slots in use until an unrelated signaled send).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StageSlots {
+    /// Staged sends so far.
+    staged: u64,
+    /// Per slot, the number of the send that last read it (0: never used).
+    last_reader: [u64; STAGE_SLOTS],
+}
+
+impl Default for StageSlots {
+    fn default() -> StageSlots {
+        StageSlots {
+            staged: 0,
+            last_reader: [0; STAGE_SLOTS],
+        }
+    }
+}
+
+impl StageSlots {
+    /// The slot the next staged send uses.
+    pub fn next(&self) -> usize {
+        (self.staged % STAGE_SLOTS as u64) as usize
+    }
+
+    /// Whether the next slot may be written: the send that last read it is one
+    /// of the first `retired` sends of the QP.
+    pub fn next_free(&self, retired: u64) -> bool {
+        self.last_reader[self.next()] <= retired
+    }
+
+    /// Whether the next staged send must be signaled (the last of its half of
+    /// the slots).
+    pub fn must_signal(&self) -> bool {
+        (self.staged + 1).is_multiple_of(STAGE_SLOTS as u64 / 2)
+    }
+
+    /// The next slot was posted from, by send number `post` of the QP.
+    pub fn used(&mut self, post: u64) {
+        let slot = self.next();
+        self.last_reader[slot] = post;
+        self.staged += 1;
+    }
+}
+
 /// The landing ring of the `write-poll` path ([`crate::wire::VerbsOp::WritePoll`]),
 /// the way `ib_write_lat` measures: the sender RDMA-writes (no immediate, so no
 /// completion at the receiver) a message of up to [`EAGER_BYTES`] into the next
@@ -1221,5 +1301,122 @@ mod tests {
         assert!(!goes_inline(65, 64));
         assert!(!goes_inline(0, 64));
         assert!(!goes_inline(1, 0));
+    }
+
+    #[test]
+    fn staging_slots_are_free_only_once_their_last_reader_is_retired() {
+        let mut s = StageSlots::default();
+        // never used: free whatever was retired
+        assert_eq!(s.next(), 0);
+        assert!(s.next_free(0));
+        // staged sends are sends 2, 4, 6, ... of the QP (others in between)
+        for i in 0..STAGE_SLOTS as u64 {
+            assert_eq!(s.next(), i as usize);
+            assert!(s.next_free(0), "slot {i} is used for the first time");
+            s.used(2 * i + 2);
+        }
+        // slot 0 again: last read by send 2
+        assert_eq!(s.next(), 0);
+        assert!(!s.next_free(0));
+        assert!(!s.next_free(1));
+        assert!(s.next_free(2));
+        assert!(s.next_free(40));
+        s.used(40);
+        // slot 1: last read by send 4, not yet by a later one
+        assert_eq!(s.next(), 1);
+        assert!(!s.next_free(3));
+        assert!(s.next_free(4));
+        s.used(41);
+        // slot 0's new reader is send 40
+        for post in 42..42 + STAGE_SLOTS as u64 - 2 {
+            s.used(post);
+        }
+        assert_eq!(s.next(), 0);
+        assert!(!s.next_free(39));
+        assert!(s.next_free(40));
+        // the area: one block of slots per rank, no overlap, 8-aligned trailers
+        assert_eq!(stage_offset(0, 1), STAGE_SLOT_BYTES);
+        assert_eq!(stage_offset(1, 0), STAGE_SLOTS * STAGE_SLOT_BYTES);
+        assert_eq!(
+            stage_offset(2, STAGE_SLOTS - 1) + STAGE_SLOT_BYTES,
+            stage_bytes(3)
+        );
+        assert_eq!((stage_offset(1, 3) + EAGER_BYTES) % 8, 0);
+        assert_eq!(stage_bytes(2), 2 * 16 * 4104);
+    }
+
+    #[test]
+    fn the_last_staged_send_of_each_half_of_the_slots_is_signaled() {
+        let mut s = StageSlots::default();
+        let signaled: Vec<u64> = (1..=4 * STAGE_SLOTS as u64)
+            .filter(|&post| {
+                let signal = s.must_signal();
+                s.used(post);
+                signal
+            })
+            .collect();
+        assert_eq!(signaled, [8, 16, 24, 32, 40, 48, 56, 64]);
+    }
+
+    /// A message QP under selective signalling ([`signal_every`]), as the device
+    /// accounts for it: `covers` per signaled send in flight, `retired` the
+    /// sends its polled completions retired.
+    #[derive(Default)]
+    struct Chain {
+        posted: u64,
+        unsignaled: u32,
+        /// (send number, sends it retires) of signaled sends not yet polled.
+        covers: std::collections::VecDeque<(u64, u32)>,
+        retired: u64,
+    }
+
+    impl Chain {
+        fn post(&mut self, every: u32, forced: bool) -> u64 {
+            self.posted += 1;
+            if forced || self.unsignaled + 1 >= every {
+                self.covers.push_back((self.posted, self.unsignaled + 1));
+                self.unsignaled = 0;
+            } else {
+                self.unsignaled += 1;
+            }
+            self.posted
+        }
+
+        /// One poll: every signaled send posted so far has completed.
+        fn poll(&mut self) {
+            while let Some((_, n)) = self.covers.pop_front() {
+                self.retired += u64::from(n);
+            }
+        }
+    }
+
+    #[test]
+    fn a_poll_always_frees_the_next_staging_slot_and_never_one_still_read() {
+        // a deep queue signals one send in 64; other unsignaled sends (inline,
+        // credits) come in between, a pseudo-random number of them
+        let every = signal_every(128);
+        assert_eq!(every, 64);
+        let mut chain = Chain::default();
+        let mut s = StageSlots::default();
+        // per slot, the send reading it
+        let mut reader = [0u64; STAGE_SLOTS];
+        let mut x = 12345u32;
+        for _ in 0..5000 {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            for _ in 0..(x >> 16) % 3 {
+                chain.post(every, false);
+            }
+            if !s.next_free(chain.retired) {
+                chain.poll();
+                assert!(s.next_free(chain.retired), "a poll left the slot in use");
+            }
+            // free means its reader's completion was polled
+            assert!(reader[s.next()] <= chain.retired);
+            let slot = s.next();
+            let forced = s.must_signal();
+            let post = chain.post(every, forced);
+            s.used(post);
+            reader[slot] = post;
+        }
     }
 }

@@ -306,6 +306,7 @@ impl VerbsTransport {
             1
         };
         p.sq_used = p.sq_used.saturating_sub(n);
+        p.retired += u64::from(n);
     }
 
     /// A send that names no request completed (an inline send, an advertisement,

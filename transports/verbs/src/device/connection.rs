@@ -58,6 +58,9 @@ pub(super) struct Resources {
     pub(super) slots: Option<Registered>,
     /// Write-poll path: the ring area ([`crate::layout::RingLayout`]).
     pub(super) ring: Option<Registered>,
+    /// Send and write-poll paths: the staging slots of the blocking send
+    /// ([`crate::layout::STAGE_SLOTS`] per peer).
+    pub(super) stage: Option<Registered>,
     pub(super) unacked_events: u32,
 }
 
@@ -75,6 +78,7 @@ impl Drop for Resources {
             self.buffers.clear();
             self.slots = None;
             self.ring = None;
+            self.stage = None;
             if !self.cq.is_null() {
                 if self.unacked_events > 0 {
                     ibv_ack_cq_events(self.cq, self.unacked_events);
@@ -194,6 +198,7 @@ fn prepare(
         buffers: Vec::new(),
         slots: None,
         ring: None,
+        stage: None,
         unacked_events: 0,
     };
     if opts.op == VerbsOp::WritePoll && opts.wait == WaitMode::Block {
@@ -329,6 +334,7 @@ fn prepare(
         direct: None,
         device: o.name.clone(),
         inline_sends: 0,
+        staged_sends: 0,
         cq_events: 0,
         credit_messages: 0,
         signaled_sends: 0,
@@ -359,6 +365,14 @@ fn prepare(
             for (peer, p) in t.peers.iter_mut().enumerate() {
                 p.ring_next = (rings.flag_at(peer, 0), rings.flag(0));
             }
+        }
+        if opts.op != VerbsOp::Write {
+            // only the device reads it (the sources of staged sends)
+            t.res.stage = Some(Registered::new(
+                t.res.pd,
+                layout::stage_bytes(size),
+                qp::access::LOCAL_WRITE,
+            )?);
         }
     }
     Ok((t, endpoint))

@@ -14,7 +14,10 @@
 //!   that goes inline with its trailer (write-poll path), when the peer has no
 //!   queued request, the queues have room and the flow control allows it, is
 //!   posted at once; an inline send's buffer is free when the post returns, so the
-//!   send is complete.
+//!   send is complete. One that does not go inline (up to 4 KiB) is copied into
+//!   the peer's next staging slot ([`crate::layout::StageSlots`]) and posted from
+//!   there, unsignaled under the selective signalling: complete too, since the
+//!   caller's buffer is not read again (an MPI library's eager bounce buffer).
 //! - **recv**: an eager or ring receive with no other receive from that peer
 //!   waiting takes a message already copied out of its slot, or waits, polling as
 //!   [`VerbsTransport::wait_one`] does, for the completion handler to copy the next
@@ -36,7 +39,7 @@
 
 use super::{rc_error, DirectRecv, VerbsTransport, NAME};
 use crate::flat::STAGE_BYTES;
-use crate::layout::{self, TRAILER_BYTES};
+use crate::layout::{self, MsgKind, RingLayout, Trailer, EAGER_BYTES, TRAILER_BYTES};
 use crate::wire::VerbsOp;
 use ngauge_transport::{Rank, Region, TransportError};
 use rdma_sys::*;
@@ -87,7 +90,168 @@ impl VerbsTransport {
             length: region.len as u32,
             lkey,
         };
-        self.post_inline(peer, data)
+        if let Some(done) = self.post_inline(peer, data) {
+            return Some(done);
+        }
+        self.send_staged(peer, region)
+    }
+
+    /// The direct blocking send of an eager (send path) or ring (write-poll
+    /// path) message that does not go inline: copied into the peer's next
+    /// staging slot ([`StageSlots`]) and posted from there, unsignaled under the
+    /// selective signalling (the last staged send of each half of the slots is
+    /// signaled), so the caller's buffer is free at once, as with an eager bounce
+    /// buffer of an MPI library. On the write-poll path the trailer follows the
+    /// message in the slot: one gather entry, right-aligned in the peer's ring
+    /// slot as [`VerbsTransport::post_ring`] writes it. `None` (nothing was done)
+    /// when it does not apply: a message that goes inline, another size, no
+    /// queue room, credit or ring room, or a slot whose last reader is not
+    /// retired even after one poll of the completion queue (the generic path
+    /// then takes the message, as before). The caller has checked that `peer` is
+    /// quiet and that `region` is idle.
+    ///
+    /// [`StageSlots`]: crate::layout::StageSlots
+    fn send_staged(&mut self, peer: Rank, region: Region) -> Option<Result<(), TransportError>> {
+        let len = region.len;
+        let ring = self.is_ring(len);
+        let wire = if ring { len + TRAILER_BYTES } else { len };
+        if !(ring || self.is_eager(len))
+            || len == 0
+            || layout::goes_inline(wire, self.max_inline)
+            || self.res.stage.is_none()
+        {
+            return None;
+        }
+        let p = &self.peers[peer];
+        if !p.stage.next_free(p.retired) {
+            // the signaled send that covers the slot's last reader may be done
+            if self.poll(peer).is_err() || !self.quiet_peer(peer) {
+                return None;
+            }
+            let p = &self.peers[peer];
+            if !p.stage.next_free(p.retired) {
+                return None;
+            }
+        }
+        if self.peers[peer].sq_used >= self.depth {
+            return None;
+        }
+        let room = if ring {
+            self.ring_room(peer)
+        } else {
+            self.peers[peer].credits.can_send_data()
+        };
+        if !room {
+            return None;
+        }
+        let posted = self.post_staged(peer, region, ring);
+        if posted.is_ok() {
+            self.staged_sends += 1;
+        }
+        Some(self.after_post(peer, posted))
+    }
+
+    /// Copies the message in `region` into the peer's next staging slot (with
+    /// its trailer on the write-poll path) and posts it from there through the
+    /// prepared work request, not inline. The caller checked that the slot is
+    /// free, the region idle, and queue room and credit or ring room.
+    fn post_staged(
+        &mut self,
+        peer: Rank,
+        region: Region,
+        ring: bool,
+    ) -> Result<(), TransportError> {
+        let len = region.len;
+        let p = &self.peers[peer];
+        let slot = p.stage.next();
+        let signal =
+            self.signal_next || p.unsignaled + 1 >= self.signal_every || p.stage.must_signal();
+        let base = layout::stage_offset(peer, slot);
+        let (start, wire) = if ring {
+            (base + EAGER_BYTES - len, len + TRAILER_BYTES)
+        } else {
+            (base, len)
+        };
+        let ring_target = match self.rings {
+            Some(rings) if ring => {
+                let seq = p.ring_sent;
+                let trailer = Trailer {
+                    len: len as u32,
+                    consumed: p.ring_head as u16,
+                    flag: rings.flag(seq),
+                };
+                let remote_slot = rings.slot(self.rank, seq);
+                let remote_addr = p.remote_ring.0 + RingLayout::data_at(remote_slot, len) as u64;
+                Some((trailer, remote_addr))
+            }
+            _ => None,
+        };
+        let imm = (!ring).then(|| {
+            let credits = self.peers[peer].credits.consume(true);
+            layout::msg_imm(MsgKind::Eager, credits, len as u32)
+        });
+        let (Some(stage), Some(b)) = (
+            self.res.stage.as_ref(),
+            self.res
+                .buffers
+                .get(region.buffer.0 as usize)
+                .and_then(Option::as_ref),
+        ) else {
+            return Err(self.io(peer, "post send", std::io::Error::other("no staging slot")));
+        };
+        // SAFETY: the region lies in the buffer and no request holds any part
+        // of it (idle_region), so no work request writes those bytes; the send
+        // that last read the staging slot is retired (its completion, or a later
+        // signaled one's on the same QP, was polled: StageSlots::next_free), so
+        // the device no longer reads it, and only this rank writes it.
+        unsafe { b.reg.copy_to(region.offset, stage, start, len) };
+        if let Some((trailer, _)) = ring_target {
+            // SAFETY: as above: the staging slot is ours again.
+            unsafe { stage.write_at(base + EAGER_BYTES, &trailer.encode()) };
+        }
+        let Some(ps) = self.prepared.get_mut(peer) else {
+            return Err(self.io(peer, "post send", std::io::Error::other("not connected")));
+        };
+        ps.sges[0] = ibv_sge {
+            addr: stage.addr(start),
+            length: wire as u32,
+            lkey: stage.lkey(),
+        };
+        ps.wr.sg_list = ps.sges.as_mut_ptr();
+        ps.wr.num_sge = 1;
+        // not inline: the device reads the staging slot until the send completes
+        ps.wr.send_flags = if signal {
+            ibv_send_flags::IBV_SEND_SIGNALED.0
+        } else {
+            0
+        };
+        if let Some((_, remote_addr)) = ring_target {
+            ps.wr.wr.rdma.remote_addr = remote_addr;
+        }
+        if let Some(imm) = imm {
+            // immediate data travels in network byte order
+            ps.wr.imm_data_invalidated_rkey_union.imm_data = imm.to_be();
+        }
+        let mut bad = std::ptr::null_mut();
+        // SAFETY: the QP is live and in RTS (prepared entries exist only for
+        // connected peers); `wr` and its one gather entry are valid for the
+        // call; the entry is the staging slot, registered memory that outlives
+        // the QP (Resources drops the QPs first) and that is not written again
+        // before this send is retired (StageSlots).
+        let rc = unsafe { ibv_post_send(self.res.qps[peer], &mut ps.wr, &mut bad) };
+        if rc != 0 {
+            return Err(self.io(peer, "post send", rc_error(rc)));
+        }
+        self.account_send(peer, false, signal);
+        let p = &mut self.peers[peer];
+        let post = p.posted;
+        p.stage.used(post);
+        if ring {
+            p.ring_sent += 1;
+            p.ring_reported = p.ring_head;
+            self.ring_messages += 1;
+        }
+        Ok(())
     }
 
     /// Posts the message in `data` to `peer` at once, when it goes inline (an
@@ -134,9 +298,23 @@ impl VerbsTransport {
         peer: Rank,
         posted: Result<(), TransportError>,
     ) -> Result<(), TransportError> {
+        if posted.is_ok() {
+            self.inline_sends += 1;
+        }
+        self.after_post(peer, posted)
+    }
+
+    /// The end of a post at once outside the request machinery (inline or
+    /// staged): send owed credits the message could not carry, or break the
+    /// connection as a failed post of the generic path does.
+    #[inline]
+    fn after_post(
+        &mut self,
+        peer: Rank,
+        posted: Result<(), TransportError>,
+    ) -> Result<(), TransportError> {
         match posted {
             Ok(()) => {
-                self.inline_sends += 1;
                 if self.peers[peer].credits.credit_due() {
                     // owed credits the message could not carry all of
                     self.pump(peer);

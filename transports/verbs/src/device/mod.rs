@@ -13,8 +13,8 @@
 //! - [`complete`]: the completion queue: what each completion means, eager
 //!   messages delivered from their slots;
 //! - [`direct`]: the blocking send and receive of a small message with nothing
-//!   queued before it, without a request; the prepared work request of inline
-//!   sends;
+//!   queued before it, without a request (from a staging slot when it does not
+//!   go inline); the prepared work request of inline and staged sends;
 //! - [`flat`]: the same with nothing of the peer's in flight, in one function
 //!   each way (it hands everything else over to [`direct`]);
 //! - [`progress`]: waiting (poll or completion channel), retiring requests, and
@@ -42,7 +42,7 @@ mod progress;
 pub use connection::open;
 pub use discovery::probe;
 
-use crate::layout::{Credits, RingLayout, SlotLayout};
+use crate::layout::{Credits, RingLayout, SlotLayout, StageSlots};
 use crate::qp::LocalPort;
 use crate::wire::{Advert, VerbsOp};
 use connection::{to_error, Resources};
@@ -139,6 +139,13 @@ struct Peer {
     /// completion retires (see [`crate::layout::signal_every`]).
     unsignaled: u32,
     covers: VecDeque<u32>,
+    /// Sends posted on the message QP so far, and how many of them (always the
+    /// first ones) are retired: what [`StageSlots`] checks a slot against.
+    posted: u64,
+    retired: u64,
+    /// The staging slots of the blocking send's eager bounce buffers (see
+    /// [`crate::layout::STAGE_SLOTS`]).
+    stage: StageSlots,
     /// Receive slots handled and not yet re-posted (re-posted in batches).
     repost: Vec<usize>,
     /// Write-poll path ([`RingLayout`]): our messages written into the peer's
@@ -191,6 +198,8 @@ pub struct VerbsTransport {
     direct: Option<DirectRecv>,
     device: String,
     inline_sends: u64,
+    /// Blocking sends posted from a staging slot ([`crate::layout::StageSlots`]).
+    staged_sends: u64,
     cq_events: u64,
     credit_messages: u64,
     signaled_sends: u64,
@@ -416,6 +425,7 @@ impl Transport for VerbsTransport {
         Counters {
             entries: vec![
                 ("inline_sends", self.inline_sends),
+                ("staged_sends", self.staged_sends),
                 ("completion_events", self.cq_events),
                 ("credit_messages", self.credit_messages),
                 ("signaled_sends", self.signaled_sends),

@@ -661,6 +661,7 @@ impl VerbsTransport {
         let p = &mut self.peers[peer];
         p.sq_used += 1;
         if !bulk {
+            p.posted += 1;
             if signal {
                 p.covers.push_back(p.unsignaled + 1);
                 p.unsignaled = 0;
