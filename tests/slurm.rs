@@ -492,7 +492,8 @@ fn issue_20_a_task_killed_with_sigkill_is_named_by_the_others_within_the_timeout
 /// under `flock FILE scripts/test`, munged once held the suite's lock for its whole
 /// life (2026-11-28), so every later `flock` on that file waited. Checked on the
 /// script's own function (a child started through it sees only 0, 1 and 2 of the
-/// caller's descriptors 0, 1, 2, 7 and 9; the caller keeps its own) and on every
+/// caller's descriptors 0, 1, 2, 7 and 9, and its stderr is the caller's; the
+/// caller keeps its own) and on every
 /// line of the script that starts a daemon. Needs no cluster.
 #[test]
 fn slurm_local_starts_its_daemons_without_the_callers_descriptors() {
@@ -501,8 +502,9 @@ fn slurm_local_starts_its_daemons_without_the_callers_descriptors() {
     let code = format!(
         r#"source <(sed -n '/^without_inherited_fds() (/,/^)/p' {SCRIPT})
 exec 7>{dir}/seven 9>{dir}/nine
-without_inherited_fds bash -c 'ls /proc/$$/fd > {dir}/child'
-ls /proc/$$/fd > {dir}/parent"#
+without_inherited_fds bash -c 'ls /proc/$$/fd > {dir}/child; readlink /proc/$$/fd/2 > {dir}/child2'
+ls /proc/$$/fd > {dir}/parent
+readlink /proc/$$/fd/2 > {dir}/parent2"#
     );
     let out = Command::new("bash")
         .arg("-c")
@@ -525,6 +527,12 @@ ls /proc/$$/fd > {dir}/parent"#
     assert!(
         !child.contains(&7) && !child.contains(&9),
         "the child inherited {child:?}"
+    );
+    let stderr_of = |name: &str| std::fs::read_to_string(format!("{dir}/{name}")).expect("fd 2");
+    assert_eq!(
+        stderr_of("child2"),
+        stderr_of("parent2"),
+        "the child's stderr is not the caller's (a daemon's start-up errors would be lost)"
     );
     let parent = fds("parent");
     assert!(
