@@ -361,10 +361,12 @@ fn flat_hand_over(
 /// The staged sends of the blocking `send` (transports/verbs/src/device/
 /// direct.rs): messages too large to go inline (1 KiB and 4 KiB), sent back to
 /// back with the buffer rewritten as soon as each `send` returns, more of them
-/// than the 16 staging slots, to a receiver that starts late (slots then wait
-/// for their sends to retire, flow control holds sends back); then a ping-pong
-/// of them. Every message must arrive as it was when its send returned. Returns
-/// this rank's `staged_sends` during the test.
+/// than the 16 staging slots, to a receiver that starts late (at queue depth 8
+/// flow control holds sends back after about 7, which then take the request
+/// path: the slots' reuse rule is tested on known data in layout.rs, not here);
+/// then a ping-pong of them. Every message must arrive as it was when its send
+/// returned (a missing copy would deliver the rewritten buffer). Returns this
+/// rank's `staged_sends` during the test.
 fn staged(t: &mut dyn Transport, sbuf: BufferId, rbuf: BufferId) -> Result<u64, TransportError> {
     let (me, peer) = (t.rank(), 1 - t.rank());
     let before = counter(t, "staged_sends");

@@ -31,7 +31,8 @@
 //! Whatever does not fit (a buffer some pending request holds, a larger message,
 //! a queue without room, a broken connection, a bad argument) takes the generic
 //! path, which reports errors as before. Both paths keep the same order of
-//! messages between a pair of ranks, the same credits and the same counters.
+//! messages between a pair of ranks and the same credits; the counters differ
+//! only in how a send went (`inline_sends`, `staged_sends`, `signaled_sends`).
 //!
 //! [`Transport::send`]: ngauge_transport::Transport::send
 //! [`Transport::recv`]: ngauge_transport::Transport::recv
@@ -528,7 +529,8 @@ pub(super) struct Stage(pub(super) [u8; STAGE_BYTES + TRAILER_BYTES]);
 
 impl PreparedSend {
     /// The request for messages to `peer`: `wr_id` names the peer (the direct
-    /// path posts only inline sends, whose completions only free queue space).
+    /// path posts only inline and staged sends, whose completions only free
+    /// queue space and staging slots).
     pub(super) fn new(op: VerbsOp, wr_id: u64, remote_ring_rkey: u32) -> PreparedSend {
         // SAFETY: plain data (unions of plain data), all-zero is valid.
         let mut wr: ibv_send_wr = unsafe { std::mem::zeroed() };

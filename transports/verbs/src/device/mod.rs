@@ -139,8 +139,9 @@ struct Peer {
     /// completion retires (see [`crate::layout::signal_every`]).
     unsignaled: u32,
     covers: VecDeque<u32>,
-    /// Sends posted on the message QP so far, and how many of them (always the
-    /// first ones) are retired: what [`StageSlots`] checks a slot against.
+    /// Sends posted on the message QP so far, and how many of them (the first
+    /// ones while the peer is not broken; after a failed completion only ever an
+    /// undercount) are retired: what [`StageSlots`] checks a slot against.
     posted: u64,
     retired: u64,
     /// The staging slots of the blocking send's eager bounce buffers (see
