@@ -40,7 +40,7 @@
 
 use super::{rc_error, DirectRecv, VerbsTransport, NAME};
 use crate::flat::STAGE_BYTES;
-use crate::layout::{self, MsgKind, RingLayout, Trailer, EAGER_BYTES, TRAILER_BYTES};
+use crate::layout::{self, MsgKind, EAGER_BYTES, TRAILER_BYTES};
 use crate::wire::VerbsOp;
 use ngauge_transport::{Rank, Region, TransportError};
 use rdma_sys::*;
@@ -173,20 +173,7 @@ impl VerbsTransport {
         } else {
             (base, len)
         };
-        let ring_target = match self.rings {
-            Some(rings) if ring => {
-                let seq = p.ring_sent;
-                let trailer = Trailer {
-                    len: len as u32,
-                    consumed: p.ring_head as u16,
-                    flag: rings.flag(seq),
-                };
-                let remote_slot = rings.slot(self.rank, seq);
-                let remote_addr = p.remote_ring.0 + RingLayout::data_at(remote_slot, len) as u64;
-                Some((trailer, remote_addr))
-            }
-            _ => None,
-        };
+        let ring_target = ring.then(|| self.next_ring_write(peer, len));
         let imm = (!ring).then(|| {
             let credits = self.peers[peer].credits.consume(true);
             layout::msg_imm(MsgKind::Eager, credits, len as u32)
@@ -233,24 +220,15 @@ impl VerbsTransport {
             // immediate data travels in network byte order
             ps.wr.imm_data_invalidated_rkey_union.imm_data = imm.to_be();
         }
-        let mut bad = std::ptr::null_mut();
-        // SAFETY: the QP is live and in RTS (prepared entries exist only for
-        // connected peers); `wr` and its one gather entry are valid for the
-        // call; the entry is the staging slot, registered memory that outlives
-        // the QP (Resources drops the QPs first) and that is not written again
-        // before this send is retired (StageSlots).
-        let rc = unsafe { ibv_post_send(self.res.qps[peer], &mut ps.wr, &mut bad) };
-        if rc != 0 {
-            return Err(self.io(peer, "post send", rc_error(rc)));
-        }
-        self.account_send(peer, false, signal);
+        // SAFETY: its one gather entry is the staging slot, registered memory
+        // that outlives the QP (Resources drops the QPs first) and that is not
+        // written again before this send is retired (StageSlots).
+        unsafe { self.post_prepared_wr(peer, signal) }?;
         let p = &mut self.peers[peer];
         let post = p.posted;
         p.stage.used(post);
         if ring {
-            p.ring_sent += 1;
-            p.ring_reported = p.ring_head;
-            self.ring_messages += 1;
+            self.ring_posted(peer);
         }
         Ok(())
     }
@@ -370,13 +348,34 @@ impl VerbsTransport {
         };
         p.wr.sg_list = p.sges[first..].as_mut_ptr();
         p.wr.num_sge = (p.sge_count - first) as i32;
+        // SAFETY: the send is inline, so the provider copies the message (from a
+        // registered buffer no request holds) and the trailer (in `p`) before
+        // the post returns.
+        unsafe { self.post_prepared_wr(peer, signal) }
+    }
+
+    /// Posts `peer`'s prepared work request as its caller filled it in, on the
+    /// message QP, and accounts for it ([`VerbsTransport::account_send`]).
+    ///
+    /// # Safety
+    /// Every gather entry of the request must stay readable until the device
+    /// has read it: inline (the provider copies it before the post returns), or
+    /// registered memory not written again before this send is retired.
+    #[inline]
+    pub(super) unsafe fn post_prepared_wr(
+        &mut self,
+        peer: Rank,
+        signal: bool,
+    ) -> Result<(), TransportError> {
+        let Some(p) = self.prepared.get_mut(peer) else {
+            return Err(self.io(peer, "post send", std::io::Error::other("not connected")));
+        };
         let mut bad = std::ptr::null_mut();
         // SAFETY: the QP is live and in RTS (prepared entries exist only for
         // connected peers); `wr` and the sges it points to are valid for the
-        // call; the send is inline, so the provider copies the message (from a
-        // registered buffer no request holds) and the trailer (in `p`) before it
-        // returns. ibv_post_send is the verbs.h inline that calls the provider
-        // through the context ops table.
+        // call, and the caller guarantees what the device reads after it.
+        // ibv_post_send is the verbs.h inline that calls the provider through
+        // the context ops table.
         let rc = unsafe { ibv_post_send(self.res.qps[peer], &mut p.wr, &mut bad) };
         if rc != 0 {
             return Err(self.io(peer, "post send", rc_error(rc)));

@@ -42,7 +42,7 @@
 //! [`Transport::recv`]: ngauge_transport::Transport::recv
 
 use super::progress::{WaitClock, SPIN_POLLS};
-use super::{rc_error, DirectRecv, VerbsTransport};
+use super::{DirectRecv, VerbsTransport};
 use crate::flat::{self, Pending, RecvGate, SendGate, STAGE_BYTES};
 use crate::layout::{self, MsgKind, RingLayout, Trailer, WrKind, EAGER_BYTES, TRAILER_BYTES};
 use crate::wire::VerbsOp;
@@ -133,19 +133,10 @@ impl VerbsTransport {
     /// staged together and written inline with one gather entry into the peer's
     /// next ring slot. Accounted for as [`VerbsTransport::post_ring`] does it.
     fn post_ring_flat(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
-        let rings = self.rings.expect("write-poll path");
         let len = region.len;
-        let p = &self.peers[peer];
-        let seq = p.ring_sent;
-        let trailer = Trailer {
-            len: len as u32,
-            consumed: p.ring_head as u16,
-            flag: rings.flag(seq),
-        }
-        .word();
-        let remote_slot = rings.slot(self.rank, seq);
-        let remote_addr = p.remote_ring.0 + RingLayout::data_at(remote_slot, len) as u64;
-        let signal = p.unsignaled + 1 >= self.signal_every;
+        let (trailer, remote_addr) = self.next_ring_write(peer, len);
+        let trailer = trailer.word();
+        let signal = self.peers[peer].unsignaled + 1 >= self.signal_every;
         let Some(b) = self
             .res
             .buffers
@@ -181,20 +172,10 @@ impl VerbsTransport {
                 0
             };
         ps.wr.wr.rdma.remote_addr = remote_addr;
-        let mut bad = std::ptr::null_mut();
-        // SAFETY: the QP is live and in RTS (prepared entries exist only for
-        // connected peers); `wr` and its one gather entry (the stage, in `ps`)
-        // are valid for the call; the write is inline, so the provider copies
-        // the staged bytes before it returns.
-        let rc = unsafe { ibv_post_send(self.res.qps[peer], &mut ps.wr, &mut bad) };
-        if rc != 0 {
-            return Err(self.io(peer, "post send", rc_error(rc)));
-        }
-        self.account_send(peer, false, signal);
-        let p = &mut self.peers[peer];
-        p.ring_sent += 1;
-        p.ring_reported = p.ring_head;
-        self.ring_messages += 1;
+        // SAFETY: its one gather entry (the stage, in `ps`) goes inline, so the
+        // provider copies the staged bytes before the post returns.
+        unsafe { self.post_prepared_wr(peer, signal) }?;
+        self.ring_posted(peer);
         Ok(())
     }
 

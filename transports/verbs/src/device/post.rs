@@ -277,15 +277,8 @@ impl VerbsTransport {
     ) -> Result<bool, TransportError> {
         let rings = self.rings.expect("write-poll path");
         let len = data.length as usize;
-        let p = &self.peers[peer];
-        let seq = p.ring_sent;
-        let trailer = Trailer {
-            len: data.length,
-            consumed: p.ring_head as u16,
-            flag: rings.flag(seq),
-        };
-        let remote_slot = rings.slot(self.rank, seq);
-        let remote_addr = p.remote_ring.0 + RingLayout::data_at(remote_slot, len) as u64;
+        let seq = self.peers[peer].ring_sent;
+        let (trailer, remote_addr) = self.next_ring_write(peer, len);
         let inline = layout::goes_inline(len + TRAILER_BYTES, self.max_inline);
         if inline {
             // the trailer travels from the prepared request (copied at post time)
@@ -321,11 +314,37 @@ impl VerbsTransport {
             let remote = Some((remote_addr, self.peers[peer].remote_ring.1));
             self.post_send(peer, false, data_wr_id, sges, op, false, None, remote)?;
         }
+        self.ring_posted(peer);
+        Ok(inline)
+    }
+
+    /// Write-poll path: the trailer of our next ring message of `len` bytes to
+    /// `peer` (returning, as a cumulative count, the messages we consumed from
+    /// it) and the address in the peer's ring where the message starts, so that
+    /// the trailer ends the slot.
+    pub(super) fn next_ring_write(&self, peer: Rank, len: usize) -> (Trailer, u64) {
+        let rings = self.rings.expect("write-poll path");
+        let p = &self.peers[peer];
+        let seq = p.ring_sent;
+        let trailer = Trailer {
+            len: len as u32,
+            consumed: p.ring_head as u16,
+            flag: rings.flag(seq),
+        };
+        let remote_slot = rings.slot(self.rank, seq);
+        (
+            trailer,
+            p.remote_ring.0 + RingLayout::data_at(remote_slot, len) as u64,
+        )
+    }
+
+    /// Write-poll path: our next ring message to `peer` was posted (its trailer
+    /// told the peer what we consumed).
+    pub(super) fn ring_posted(&mut self, peer: Rank) {
         let p = &mut self.peers[peer];
         p.ring_sent += 1;
         p.ring_reported = p.ring_head;
         self.ring_messages += 1;
-        Ok(inline)
     }
 
     /// Send path: an inline eager message into the peer's next receive slot; the
