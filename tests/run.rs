@@ -104,7 +104,7 @@ fn every_shipped_suite_parses() {
                     assert!(suite
                         .experiments
                         .iter()
-                        .all(|e| matches!(e.kind, ngauge::suite::file::Kind::Coll(_))));
+                        .all(|e| matches!(e.kind, ngauge::spec::CommandSpec::Coll(_))));
                 }
             }
         }

@@ -9,6 +9,7 @@
 pub mod coll;
 pub mod coll_predict;
 pub mod compare;
+pub mod document;
 pub mod jsonl;
 pub mod late;
 pub mod loggp;
@@ -28,5 +29,6 @@ pub mod timeline;
 pub mod timer;
 pub mod warning;
 
+pub use document::Document;
 pub use meta::{BuildFacts, Meta, MetaBuilder};
-pub use warning::Warned;
+pub use warning::{SetupWarning, Warned};

@@ -1,7 +1,7 @@
 //! The document of `ngauge sync`: how long the synchronization took and how far
 //! each rank's global time was off at each check.
 
-use super::warning::Warned;
+use super::warning::{SetupWarning, Warned};
 use super::Meta;
 use crate::job::TransportName;
 use crate::sync::pairwise::DriftRejection;
@@ -203,12 +203,9 @@ pub enum SyncWarning {
         /// The algorithm.
         algo: Algorithm,
     },
-    /// Crossed brackets or dropped drifts.
+    /// What threatens any command's figures alike (job, binding, clock sync).
     #[serde(untagged)]
-    Effort(EffortWarning),
-    /// Two measured ranks share a core, or some are pinned and some not.
-    #[serde(untagged)]
-    Binding(crate::launch::binding::BindingWarning),
+    Setup(SetupWarning),
 }
 
 /// What a synchronization's effort finds worth a warning: in `sync`'s document and
@@ -321,8 +318,7 @@ impl std::fmt::Display for EffortWarning {
 impl std::fmt::Display for SyncWarning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            SyncWarning::Binding(w) => w.fmt(f),
-            SyncWarning::Effort(w) => w.fmt(f),
+            SyncWarning::Setup(w) => w.fmt(f),
             SyncWarning::LargeResidual {
                 max_abs_ns,
                 after_s,
@@ -378,7 +374,7 @@ impl SyncDoc {
         let mut w: Vec<SyncWarning> =
             effort_warnings(self.ranks.iter().map(|r| (r.rank, &r.effort)))
                 .into_iter()
-                .map(SyncWarning::Effort)
+                .map(|w| SyncWarning::Setup(w.into()))
                 .collect();
         if let Some(&last) = self.max_abs_residual_ns.last() {
             if last > LARGE_RESIDUAL_NS {
@@ -450,12 +446,12 @@ mod tests {
         assert_eq!(
             w,
             [
-                SyncWarning::Effort(EffortWarning::CrossedBrackets {
+                SyncWarning::Setup(SetupWarning::Sync(EffortWarning::CrossedBrackets {
                     ranks: vec![Crossed {
                         rank: 1,
                         brackets: 3
                     }]
-                }),
+                })),
                 SyncWarning::LargeResidual {
                     max_abs_ns: 2e4,
                     after_s: 5.0,
