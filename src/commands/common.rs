@@ -6,8 +6,8 @@ use anyhow::Context as _;
 use ngauge::experiment::{Context, ExperimentError, Records};
 use ngauge::job::{Job, JobError, JobSpec, JobWarning, TransportName, TransportOptions, VerbsSpec};
 use ngauge::launch::{self, LaunchOptions, Started, World};
+use ngauge::report::effort::EffortWarning;
 use ngauge::report::jsonl::JsonlWriter;
-use ngauge::report::sync::EffortWarning;
 use ngauge::report::{Document, MetaBuilder, SetupWarning};
 use std::path::Path;
 

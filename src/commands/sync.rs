@@ -21,10 +21,9 @@ use crate::cli::{GlobalArgs, SyncArgs, SyncFlags};
 use ngauge::clock::{Clock, Skew, SystemClock, TickRate, Ticks};
 use ngauge::job::{Job, TransportName};
 use ngauge::launch::World;
+use ngauge::report::effort::{ClockSync, EffortReport, RankSync};
 use ngauge::report::jsonl::JsonlWriter;
-use ngauge::report::sync::{
-    seconds_label, ClockSync, EffortReport, RankReport, RankSync, SyncDoc, SyncSamples, SyncWarning,
-};
+use ngauge::report::sync::{seconds_label, RankReport, SyncDoc, SyncSamples, SyncWarning};
 use ngauge::report::table::Table;
 use ngauge::spec::SyncSpec;
 use ngauge::sync::skew;

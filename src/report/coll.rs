@@ -389,7 +389,7 @@ pub struct CollDoc {
     /// The clock synchronization of the window scheme, per rank (absent with the
     /// other schemes).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub sync: Option<super::sync::ClockSync>,
+    pub sync: Option<super::effort::ClockSync>,
     /// What threatens the figures.
     pub warnings: Vec<Warned<CollWarning>>,
 }
@@ -620,7 +620,8 @@ mod tests {
     /// `sync`'s kind, fields and words.
     #[test]
     fn a_dropped_drift_is_warned_as_sync_warns_it() {
-        use super::super::sync::{DroppedDriftAt, DroppedDriftReport, EffortWarning, SyncWarning};
+        use super::super::effort::{DroppedDriftAt, DroppedDriftReport, EffortWarning};
+        use super::super::sync::SyncWarning;
         let effort = EffortWarning::DroppedDrift {
             ranks: vec![DroppedDriftAt {
                 rank: 2,

@@ -198,7 +198,7 @@ pub struct LateDoc {
     /// Every size, mode and delay.
     pub results: Vec<LateRow>,
     /// The clock synchronization of the window starts, per rank.
-    pub sync: super::sync::ClockSync,
+    pub sync: super::effort::ClockSync,
     /// What threatens the figures.
     pub warnings: Vec<Warned<LateWarning>>,
     /// How the result came about.

@@ -10,6 +10,7 @@ pub mod coll;
 pub mod coll_predict;
 pub mod compare;
 pub mod document;
+pub mod effort;
 pub mod jsonl;
 pub mod late;
 pub mod loggp;

@@ -239,7 +239,7 @@ pub struct NbcDoc {
     /// Every size, scheme and progress interval.
     pub results: Vec<NbcRow>,
     /// The clock synchronization of the window starts, per rank.
-    pub sync: super::sync::ClockSync,
+    pub sync: super::effort::ClockSync,
     /// What threatens the figures.
     pub warnings: Vec<Warned<NbcWarning>>,
     /// How the result came about.

@@ -13,7 +13,7 @@
 //! front end's hint (the binary adds hints that name its flags, depending on the
 //! options used). Scripts match on `kind`; people read `message`.
 
-use super::sync::EffortWarning;
+use super::effort::EffortWarning;
 use crate::job::JobWarning;
 use crate::launch::binding::BindingWarning;
 use serde::Serialize;
