@@ -518,7 +518,10 @@ mod tests {
         let set = read(&write(dir.path(), "n.json", &doc.to_string()), None).unwrap();
         let (_, series) = set.series.iter().next().unwrap();
         assert_eq!(series.metric, "cpu_fraction_lost");
-        assert!((series.points[&None][&0].median - 0.02).abs() < 1e-12, "{series:?}");
+        assert!(
+            (series.points[&None][&0].median - 0.02).abs() < 1e-12,
+            "{series:?}"
+        );
     }
 
     #[test]
