@@ -4,6 +4,9 @@
 //! The library holds the measurement core; the `ngauge` binary only parses the command
 //! line and glues these modules together:
 //!
+//! - [`units`], [`build_facts`], [`time_format`], [`names`], [`sizes`]: leaf
+//!   modules (units of time, what the build recorded, dates, names, size lists)
+//!   that import nothing from the crate.
 //! - [`clock`]: RDTSCP ticks, calibration, host facts, pinning.
 //! - [`coll`]: collective algorithms as per-rank schedules, their executor over any
 //!   transport, data checks.
@@ -27,6 +30,7 @@
 #![deny(unsafe_code)]
 #![deny(rustdoc::broken_intra_doc_links)]
 
+pub mod build_facts;
 pub mod clock;
 pub mod coll;
 pub mod job;
@@ -41,5 +45,7 @@ pub mod spec;
 pub mod stats;
 pub mod suite;
 pub mod sync;
+pub mod time_format;
+pub mod units;
 
 pub use ngauge_transport as transport;

@@ -28,5 +28,6 @@ pub mod timeline;
 pub mod timer;
 pub mod warning;
 
-pub use meta::{BuildFacts, Meta, MetaBuilder};
+pub use crate::build_facts::BuildFacts;
+pub use meta::{Meta, MetaBuilder};
 pub use warning::Warned;
