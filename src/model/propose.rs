@@ -215,7 +215,7 @@ pub fn propose_steps(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::patterns::order::SplitMix64;
+    use crate::rng::SplitMix64;
 
     /// A sweep of 1 KiB steps over `sizes` whose round trip is `prtt(size)`, the
     /// other series flat, each value times a load factor: with probability

@@ -39,7 +39,7 @@ use super::confirm::{
 };
 use super::lsq::fit_line;
 use super::propose::{propose_steps, ProposeOptions};
-use crate::patterns::order::SplitMix64;
+use crate::rng::SplitMix64;
 use crate::stats::median;
 use serde::Serialize;
 
@@ -306,17 +306,6 @@ impl Plan {
         }
     }
 
-    fn coin(&mut self) -> bool {
-        self.rng.below(2) == 1
-    }
-
-    fn shuffle<T>(&mut self, v: &mut [T]) {
-        for i in (1..v.len()).rev() {
-            let j = self.rng.below(i as u64 + 1) as usize;
-            v.swap(i, j);
-        }
-    }
-
     /// The sizes of the next round, in the order to measure them; `None` when the
     /// experiment is over.
     pub fn next_round(&mut self) -> Option<Vec<u64>> {
@@ -343,9 +332,9 @@ impl Plan {
                                 .collect()
                         })
                         .collect();
-                    self.shuffle(&mut pairs);
+                    self.rng.shuffle(&mut pairs);
                     for mut p in pairs {
-                        if self.coin() {
+                        if self.rng.coin() {
                             p.reverse();
                         }
                         out.extend(p);
@@ -353,7 +342,7 @@ impl Plan {
                 }
                 Stage::Locating { old, new, .. } => {
                     let mut three = [old, old + (new - old) / 2, new];
-                    self.shuffle(&mut three);
+                    self.rng.shuffle(&mut three);
                     out.extend(three);
                 }
                 Stage::Done => continue,
