@@ -86,6 +86,7 @@
 //! calls it when the passes agree, and bisection goes on until the two brackets
 //! are one byte apart.
 
+use super::loggp::{Sample, Series};
 use super::lsq::fit_line;
 use super::robust::huber_line;
 use super::segment::{self, SegmentOptions};
@@ -143,22 +144,21 @@ crate::names::named_enum! {
     }
 }
 
-/// The series a change is judged on, in the order of [`super::loggp::SERIES`].
-pub use super::loggp::SERIES;
-
-/// Index of the gap per message in [`SERIES`].
-pub const GAP: usize = 0;
-/// Index of `PRTT(1,0,s)` in [`SERIES`].
-pub const PRTT_1_0: usize = 1;
-
-/// Values of the [`SERIES`] at one size in one pass.
+/// The values of the [`Series`] at one size in one pass.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Reading {
     /// Message size, bytes.
     pub size: u64,
-    /// Gap (eq. 5), `PRTT(1,0,s)`, `o_s` (eq. 4), `o_r`, send with a late receiver,
-    /// us; `None` where not measured.
-    pub values: [Option<f64>; 5],
+    /// The gap per message, eq. (5), us.
+    pub gap_us: f64,
+    /// `PRTT(1,0,s)`, us.
+    pub prtt_1_0_us: f64,
+    /// The send overhead `o_s`, eq. (4), us.
+    pub os_us: f64,
+    /// The receive overhead `o_r`, us.
+    pub or_us: f64,
+    /// The send with a late receiver, us; `None` where not measured.
+    pub send_late_us: Option<f64>,
     /// Most repetitions of this size were disturbed by the host, even after
     /// re-measuring.
     pub disturbed: bool,
@@ -167,18 +167,26 @@ pub struct Reading {
 impl Reading {
     /// The series of a measured sample (`n` messages per `PRTT(n,.,s)`), as
     /// [`super::loggp::assess`] derives them.
-    pub fn of(s: &super::loggp::Sample, n: usize, disturbed: bool) -> Reading {
-        let n1 = n.max(2) as f64 - 1.0;
+    pub fn of(s: &Sample, n: usize, disturbed: bool) -> Reading {
         Reading {
             size: s.size,
-            values: [
-                Some((s.prtt_n_0_us - s.prtt_1_0_us) / n1),
-                Some(s.prtt_1_0_us),
-                Some((s.prtt_n_d_us - s.prtt_1_0_us) / n1 - s.d_us),
-                Some(s.or_us),
-                s.send_late_us,
-            ],
+            gap_us: s.gap_per_message_us(n),
+            prtt_1_0_us: s.prtt_1_0_us,
+            os_us: s.send_overhead_us(n),
+            or_us: s.or_us,
+            send_late_us: s.send_late_us,
             disturbed,
+        }
+    }
+
+    /// The value of one series; `None` where not measured.
+    pub fn get(&self, series: Series) -> Option<f64> {
+        match series {
+            Series::Gap => Some(self.gap_us),
+            Series::Prtt10 => Some(self.prtt_1_0_us),
+            Series::Os => Some(self.os_us),
+            Series::Or => Some(self.or_us),
+            Series::SendLate => self.send_late_us,
         }
     }
 }
@@ -439,7 +447,7 @@ pub fn judge(values: &[f64], floor: f64, level: f64) -> Judged {
 /// The step of one series over the passes.
 #[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct StepEvidence {
-    /// The series (a name of [`SERIES`]).
+    /// The series (a name of [`Series`]).
     pub series: &'static str,
     /// Median level at the boundary over the passes, us.
     pub level_us: f64,
@@ -577,13 +585,13 @@ pub fn hold_over_ranges(
     kink_floor: f64,
 ) {
     for e in evidence.iter_mut() {
-        let Some(k) = SERIES.iter().position(|s| *s == e.series) else {
+        let Ok(k) = e.series.parse::<Series>() else {
             continue;
         };
         let slope = |range: &[Reading]| {
             let (xs, ys): (Vec<f64>, Vec<f64>) = range
                 .iter()
-                .filter_map(|r| r.values[k].map(|v| (r.size as f64, v)))
+                .filter_map(|r| r.get(k).map(|v| (r.size as f64, v)))
                 .unzip();
             if xs.len() < RANGE_MIN_SIZES {
                 return None;
@@ -624,10 +632,10 @@ pub fn clean(passes: &[Vec<Reading>]) -> Vec<&[Reading]> {
         .collect()
 }
 
-fn side(pass: &[Reading], sizes: &[u64], k: usize) -> Vec<(f64, f64)> {
+fn side(pass: &[Reading], sizes: &[u64], k: Series) -> Vec<(f64, f64)> {
     pass.iter()
         .filter(|r| sizes.contains(&r.size))
-        .filter_map(|r| r.values[k].map(|v| (r.size as f64, v)))
+        .filter_map(|r| r.get(k).map(|v| (r.size as f64, v)))
         .collect()
 }
 
@@ -640,8 +648,9 @@ pub fn steps(
     right: &[u64],
     opts: &JudgeOptions,
 ) -> Vec<StepEvidence> {
-    (0..SERIES.len())
-        .filter_map(|k| {
+    Series::ALL
+        .iter()
+        .filter_map(|&k| {
             let per_pass: Vec<PassStep> = passes
                 .iter()
                 .filter_map(|p| pass_step(&side(p, left, k), &side(p, right, k)))
@@ -672,7 +681,7 @@ pub fn steps(
                 .max(2.0 * roughness.unwrap_or(0.0));
             let values: Vec<f64> = per_pass.iter().map(|s| s.step_us).collect();
             Some(StepEvidence {
-                series: SERIES[k],
+                series: k.as_str(),
                 level_us: level,
                 roughness_us: roughness,
                 step_us: judge(&values, floor, opts.level),
@@ -688,7 +697,7 @@ pub fn slopes(
     right: &[u64],
     opts: &JudgeOptions,
 ) -> Vec<SlopeEvidence> {
-    [GAP, PRTT_1_0]
+    [Series::Gap, Series::Prtt10]
         .into_iter()
         .filter_map(|k| {
             let per_pass: Vec<PassSlopes> = passes
@@ -806,7 +815,7 @@ pub fn slopes(
                 relative_change.verdict = Verdict::Undecided;
             }
             Some(SlopeEvidence {
-                series: SERIES[k],
+                series: k.as_str(),
                 left_per_byte_us: med(|s| s.left_per_byte_us),
                 right_per_byte_us: med(|s| s.right_per_byte_us),
                 relative_change,
@@ -998,12 +1007,9 @@ pub fn propose_kinks(readings: &[Reading], starts: &[usize], kink_floor: f64) ->
             continue;
         }
         let xs: Vec<f64> = readings[a..b].iter().map(|r| r.size as f64 - 1.0).collect();
-        let series: Option<Vec<Vec<f64>>> = [GAP, PRTT_1_0]
-            .into_iter()
-            .map(|k| readings[a..b].iter().map(|r| r.values[k]).collect())
-            .collect();
-        let Some(series) = series else { continue };
-        let refs: Vec<&[f64]> = series.iter().map(Vec::as_slice).collect();
+        let gap: Vec<f64> = readings[a..b].iter().map(|r| r.gap_us).collect();
+        let prtt: Vec<f64> = readings[a..b].iter().map(|r| r.prtt_1_0_us).collect();
+        let refs: Vec<&[f64]> = vec![&gap, &prtt];
         let cuts = segment::detect_joint(&xs, &refs, &opts);
         let cuts = segment::refine(&xs, &refs, &cuts, &opts);
         let steps = segment::steps(&xs, &refs, &cuts, &opts);
@@ -1490,11 +1496,7 @@ mod tests {
     }
 
     fn reading(size: u64, prtt: f64, gap: f64) -> Reading {
-        Reading {
-            size,
-            values: [Some(gap), Some(prtt), Some(1.0), Some(1.0), Some(1.0)],
-            disturbed: false,
-        }
+        Reading::measured(size, [gap, prtt, 1.0, 1.0, 1.0])
     }
 
     /// A pass in which a disturbance slowed every size on both sides alike leaves
@@ -1579,17 +1581,16 @@ mod tests {
                 .zip(zigzag_os)
                 .map(|(&s, os)| {
                     let extra = if s >= 15360 { step } else { 0.0 };
-                    Reading {
-                        size: s,
-                        values: [
-                            Some(12.0 + 0.0005 * s as f64 + extra + wobble),
-                            Some(30.0 + 0.0005 * s as f64 + extra + wobble),
-                            Some(os + wobble),
-                            Some(5.0 + wobble),
-                            Some(12.0 + wobble),
+                    Reading::measured(
+                        s,
+                        [
+                            12.0 + 0.0005 * s as f64 + extra + wobble,
+                            30.0 + 0.0005 * s as f64 + extra + wobble,
+                            os + wobble,
+                            5.0 + wobble,
+                            12.0 + wobble,
                         ],
-                        disturbed: false,
-                    }
+                    )
                 })
                 .collect()
         };
@@ -1654,5 +1655,23 @@ mod tests {
         assert_eq!(s(&[Some(0.9), None, Some(0.7)]), None);
         let seven = [0.9, 0.1, 0.7, 1.0, 1.1, 0.95, 0.8].map(Some);
         assert_eq!(s(&seven), Some(Side::New));
+    }
+}
+
+#[cfg(test)]
+impl Reading {
+    /// A clean reading with every series measured: `[gap, prtt_1_0, o_s, o_r,
+    /// send_late]`, us.
+    pub(crate) fn measured(size: u64, values: [f64; 5]) -> Reading {
+        let [gap_us, prtt_1_0_us, os_us, or_us, send_late_us] = values;
+        Reading {
+            size,
+            gap_us,
+            prtt_1_0_us,
+            os_us,
+            or_us,
+            send_late_us: Some(send_late_us),
+            disturbed: false,
+        }
     }
 }

@@ -51,6 +51,7 @@
 //! first: each costs the confirmation at least six passes over six sizes.
 
 use super::confirm::{JudgeOptions, Reading};
+use super::loggp::Series;
 use crate::stats::median;
 
 /// How many times its series' median a value must be to be left out as slowed
@@ -163,12 +164,8 @@ pub fn propose_steps(
 ) -> Vec<usize> {
     let n = sweep.len();
     let mut best = vec![0.0f64; n];
-    for k in 0..sweep.first().map_or(0, |r| r.values.len()) {
-        let Some(all) = sweep
-            .iter()
-            .map(|r| r.values[k])
-            .collect::<Option<Vec<f64>>>()
-        else {
+    for &k in Series::ALL {
+        let Some(all) = sweep.iter().map(|r| r.get(k)).collect::<Option<Vec<f64>>>() else {
             continue;
         };
         // A size slowed in every repetition by time slices (milliseconds where
@@ -236,17 +233,7 @@ mod tests {
                 let load = if u() < p_load { 1.3 + 0.7 * u() } else { 1.0 };
                 let jitter = 1.0 + 0.03 * (2.0 * u() - 1.0);
                 let f = load * jitter;
-                Reading {
-                    size: s,
-                    values: [
-                        Some(4.0 * f),
-                        Some(prtt(s) * f),
-                        Some(1.5 * f),
-                        Some(or(s) * f),
-                        Some(6.0 * f),
-                    ],
-                    disturbed: false,
-                }
+                Reading::measured(s, [4.0 * f, prtt(s) * f, 1.5 * f, or(s) * f, 6.0 * f])
             })
             .collect()
     }

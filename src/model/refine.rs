@@ -35,8 +35,9 @@
 
 use super::confirm::{
     self, by_clarity, combine, decide_side, judge_slopes, position, propose_kinks, ChangeKind,
-    JudgeOptions, Reading, SlopeEvidence, StepEvidence, Undecided, Verdict, SERIES,
+    JudgeOptions, Reading, SlopeEvidence, StepEvidence, Undecided, Verdict,
 };
+use super::loggp::Series;
 use super::lsq::fit_line;
 use super::propose::{propose_steps, ProposeOptions};
 use crate::rng::SplitMix64;
@@ -193,11 +194,10 @@ enum Stage {
     Done,
 }
 
-/// A series to bisect with: its index in [`SERIES`], its confirmed step and the
-/// two sides' own slopes.
+/// A series to bisect with, its confirmed step and the two sides' own slopes.
 #[derive(Clone, Copy, Debug)]
 struct Locator {
-    series: usize,
+    series: Series,
     step: f64,
     slopes: (f64, f64),
 }
@@ -502,11 +502,11 @@ fn judge_candidate(c: &mut Candidate, opts: &RefineOptions) {
         let crossings: Vec<f64> = slopes.iter().filter_map(|e| e.crossing_bytes).collect();
         c.change.crossing_bytes = median(&crossings);
     }
-    let slopes_of = |sizes: &[u64], series: usize| side_slope(&clean, sizes, series);
+    let slopes_of = |sizes: &[u64], series: Series| side_slope(&clean, sizes, series);
     let locators: Vec<Locator> = by_clarity(&steps)
         .into_iter()
         .filter_map(|e| {
-            let series = SERIES.iter().position(|s| *s == e.series)?;
+            let series = e.series.parse().ok()?;
             Some(Locator {
                 series,
                 step: e.step_us.median,
@@ -556,14 +556,14 @@ fn confirmation(
 
 /// The median over the passes of one side's own slope in `series`, us per byte
 /// (0 with fewer than two sizes on the side).
-fn side_slope(passes: &[&[Reading]], sizes: &[u64], series: usize) -> f64 {
+fn side_slope(passes: &[&[Reading]], sizes: &[u64], series: Series) -> f64 {
     let slopes: Vec<f64> = passes
         .iter()
         .filter_map(|p| {
             let (xs, ys): (Vec<f64>, Vec<f64>) = p
                 .iter()
                 .filter(|r| sizes.contains(&r.size))
-                .filter_map(|r| r.values[series].map(|v| (r.size as f64, v)))
+                .filter_map(|r| r.get(series).map(|v| (r.size as f64, v)))
                 .unzip();
             fit_line(&xs, &ys).map(|l| l.slope)
         })
@@ -592,13 +592,13 @@ fn locate_step(c: &mut Candidate, pass: &[Reading], opts: &RefineOptions) {
         located_also: Vec::new(),
         locate_rounds: 0,
     });
-    conf.located_with = locators.first().map(|l| SERIES[l.series]);
+    conf.located_with = locators.first().map(|l| l.series.as_str());
     conf.locate_rounds += 1;
     let mid = *old + (*new - *old) / 2;
-    let at = |size: u64, series: usize| {
+    let at = |size: u64, series: Series| {
         pass.iter()
             .find(|r| r.size == size && !r.disturbed)
-            .and_then(|r| r.values[series].map(|v| (size as f64, v)))
+            .and_then(|r| r.get(series).map(|v| (size as f64, v)))
     };
     // The clearest series whose brackets are a step apart in this round.
     let placed = locators.iter().find_map(|l| {
@@ -608,7 +608,7 @@ fn locate_step(c: &mut Candidate, pass: &[Reading], opts: &RefineOptions) {
         }
     });
     if let Some((l, _)) = placed {
-        let name = SERIES[l.series];
+        let name = l.series.as_str();
         if conf.located_with != Some(name) && !conf.located_also.contains(&name) {
             conf.located_also.push(name);
         }
@@ -658,17 +658,16 @@ mod tests {
     impl<P: Fn(u64) -> f64, G: Fn(u64) -> f64> World<P, G> {
         fn read(&self, size: u64, round: usize) -> Reading {
             let j = |k| jitter(size, round, k, self.noise);
-            Reading {
+            Reading::measured(
                 size,
-                values: [
-                    Some((self.gap)(size) + j(0)),
-                    Some((self.prtt)(size) + j(1)),
-                    Some(1.5 + j(2) / 10.0),
-                    Some(2.0 + j(3) / 10.0),
-                    Some(1.5 + j(4) / 10.0),
+                [
+                    (self.gap)(size) + j(0),
+                    (self.prtt)(size) + j(1),
+                    1.5 + j(2) / 10.0,
+                    2.0 + j(3) / 10.0,
+                    1.5 + j(4) / 10.0,
                 ],
-                disturbed: false,
-            }
+            )
         }
     }
 
@@ -770,17 +769,16 @@ mod tests {
                 (false, false) => (0.5 + 0.00003 * s, 1.0 + 0.00006 * s, 0.6, 2.0 + 0.00015 * s),
                 (true, _) => (3.3 + 0.00003 * s, 7.0 + 0.00005 * s, 3.5, 17.0 + 0.0002 * s),
             };
-            Reading {
+            Reading::measured(
                 size,
-                values: [
-                    Some(gap + j(0, 0.02)),
-                    Some(prtt + j(1, 0.1)),
-                    Some(gap + 0.1 + j(2, 0.1)),
-                    Some(o_r + j(3, 0.3)),
-                    Some(late + j(4, 0.3)),
+                [
+                    gap + j(0, 0.02),
+                    prtt + j(1, 0.1),
+                    gap + 0.1 + j(2, 0.1),
+                    o_r + j(3, 0.3),
+                    late + j(4, 0.3),
                 ],
-                disturbed: false,
-            }
+            )
         };
         let sizes: Vec<u64> = (8..=24).map(|k| k * 1024).collect();
         let sweep: Vec<Reading> = sizes.iter().map(|&s| read(s, 0)).collect();
@@ -814,8 +812,8 @@ mod tests {
             .map(|&s| {
                 let mut r = world.read(s, 0);
                 if (30720..=40960).contains(&s) {
-                    r.values[1] = r.values[1].map(|v| v + 15.0);
-                    r.values[0] = r.values[0].map(|v| v + 5.0);
+                    r.prtt_1_0_us += 15.0;
+                    r.gap_us += 5.0;
                 }
                 r
             })
@@ -988,16 +986,17 @@ mod tests {
                     }
             }
         };
-        let reading = |gap: f64, prtt: f64, size: u64, round: usize| Reading {
-            size,
-            values: [
-                Some(gap + jitter(size, round, 0, 0.02)),
-                Some(prtt + jitter(size, round, 1, 0.02)),
-                Some(1.5),
-                Some(2.0),
-                Some(1.5),
-            ],
-            disturbed: false,
+        let reading = |gap: f64, prtt: f64, size: u64, round: usize| {
+            Reading::measured(
+                size,
+                [
+                    gap + jitter(size, round, 0, 0.02),
+                    prtt + jitter(size, round, 1, 0.02),
+                    1.5,
+                    2.0,
+                    1.5,
+                ],
+            )
         };
         // Apart: the ranges and the sides change slope alike, the lines stand
         // 1.5 and 3 us apart at the boundary and cross 5 KiB left of it.
@@ -1079,7 +1078,7 @@ mod tests {
             // Rounds 2 and 4: the left side slowed by 30 us (a step of -10 us
             // in the round trip if absorbed), flagged by the pattern.
             if (r == 2 || r == 4) && s < SWITCH {
-                x.values[1] = x.values[1].map(|v| v + 30.0);
+                x.prtt_1_0_us += 30.0;
                 x.disturbed = true;
             }
             x
@@ -1133,7 +1132,7 @@ mod tests {
             // by -20 us.
             if s >= SWITCH {
                 let shift = if r % 2 == 0 { 20.0 } else { -20.0 };
-                x.values[1] = x.values[1].map(|v| v + shift);
+                x.prtt_1_0_us += shift;
             }
             x
         };
@@ -1182,11 +1181,7 @@ mod tests {
             let t = Self::truth(size);
             // One load factor per size and pass (a busy host slows every series).
             let f = Self::factor(size, round, 0, false);
-            Reading {
-                size,
-                values: t.map(|v| Some(v * f)),
-                disturbed: false,
-            }
+            Reading::measured(size, t.map(|v| v * f))
         }
 
         fn median(size: u64) -> crate::model::loggp::Sample {
@@ -1258,11 +1253,9 @@ mod tests {
     #[test]
     fn load_like_scatter_on_one_protocol_is_not_reported() {
         let flat = |size: u64, round: usize| {
-            let mut r = Loaded::reading(size, round);
             let t = Loaded::truth(size.min(LOADED_SWITCH - 1));
             let f = Loaded::factor(size, round, 0, false);
-            r.values = t.map(|v| Some(v * f));
-            r
+            Reading::measured(size, t.map(|v| v * f))
         };
         for offset in 0..8 {
             let sizes: Vec<u64> = (8 + offset..=24 + offset).map(|k| k * 1024).collect();
