@@ -191,35 +191,11 @@ impl Reading {
     }
 }
 
-/// Options of the decisions.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct JudgeOptions {
-    /// Confidence level of the median's interval.
-    pub level: f64,
-    /// Smallest step of a protocol, as a fraction of the level at the boundary.
-    pub step_floor: f64,
-    /// Smallest step of a protocol, us (a few timer readings).
-    pub step_floor_us: f64,
-    /// Smallest relative change of slope of a slope-only change.
-    pub kink_floor: f64,
-    /// Clean passes needed for a verdict.
-    pub min_passes: usize,
-}
-
-impl Default for JudgeOptions {
-    fn default() -> Self {
-        JudgeOptions {
-            level: 0.95,
-            step_floor: STEP_FLOOR,
-            step_floor_us: 0.05,
-            kink_floor: KINK_FLOOR,
-            min_passes: 6,
-        }
-    }
-}
+/// Confidence level of the median's interval in every verdict.
+pub const CONFIDENCE: f64 = 0.95;
 
 /// Smallest step of a protocol as a fraction of the value: the 10% of the
-/// detector's `step_floor` ([`SegmentOptions::step_floor`]). TCP loopback bends by
+/// detector's [`segment::STEP_FLOOR`]. TCP loopback bends by
 /// 10-15% over 16-40 KiB, but a bend is no step between neighbouring sizes; Open
 /// MPI's shared-memory switch at 8 KiB steps by 7-16% in the round trip and ~20% in
 /// `o_r` and the gap.
@@ -229,6 +205,9 @@ pub const STEP_FLOOR: f64 = 0.10;
 /// slope must at least halve or double (`|b_r - b_l| >= 0.5 max(|b_l|, |b_r|)`),
 /// since a bend from caches changes it gradually and by less.
 pub const KINK_FLOOR: f64 = 0.5;
+
+/// Smallest step of a protocol, us: a few timer readings.
+pub const STEP_FLOOR_US: f64 = 0.05;
 
 /// The step of one series at a boundary in one pass.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -515,8 +494,8 @@ pub struct SlopeEvidence {
     /// `|right - left|` slope times half the span of the sizes (the distance
     /// from the boundary to a side's far end, on average), us.
     pub divergence_us: f64,
-    /// The step floor at this level ([`JudgeOptions::step_floor`] of the median
-    /// value, at least [`JudgeOptions::step_floor_us`]): what a step here must
+    /// The step floor at this level ([`STEP_FLOOR`] of the median value, at least
+    /// [`STEP_FLOOR_US`]): what a step here must
     /// reach, and what `divergence_us` must reach, us.
     pub step_floor_us: f64,
     /// The passes agreed on a change of slope, but `divergence_us` is below
@@ -566,7 +545,7 @@ pub const RANGE_MIN_SIZES: usize = 3;
 /// and `right_range` are the sweep's readings from the previous candidate (or the
 /// first size) to this one and from this one to the next (or the last size). Per
 /// series, the relative change between Huber lines fitted over the two ranges
-/// must have the sign of the passes' median and at least half `kink_floor`;
+/// must have the sign of the passes' median and at least half [`KINK_FLOOR`];
 /// otherwise the series' verdict becomes rejected and `local` is set. A series the
 /// ranges confirm must also have each side's median slope within half the change
 /// of its range's slope: a protocol's `G` is the slope of its whole range, and a
@@ -582,7 +561,6 @@ pub fn hold_over_ranges(
     evidence: &mut [SlopeEvidence],
     left_range: &[Reading],
     right_range: &[Reading],
-    kink_floor: f64,
 ) {
     for e in evidence.iter_mut() {
         let Ok(k) = e.series.parse::<Series>() else {
@@ -606,7 +584,7 @@ pub fn hold_over_ranges(
         e.range_relative_change = Some(change);
         e.range_per_byte_us = Some([bl, br]);
         let local = e.relative_change.median;
-        let holds = change.signum() == local.signum() && change.abs() >= kink_floor / 2.0;
+        let holds = change.signum() == local.signum() && change.abs() >= KINK_FLOOR / 2.0;
         let faint = (e.below_floor || e.falling) && !e.bent && !e.apart;
         let agreed = e.relative_change.verdict == Verdict::Confirmed || faint;
         if agreed && !holds {
@@ -642,12 +620,7 @@ fn side(pass: &[Reading], sizes: &[u64], k: Series) -> Vec<(f64, f64)> {
 /// The step evidence per series over the (clean) `passes`, each holding readings at
 /// sizes `left` and `right` of the boundary. Series missing from a pass are left
 /// out of it; a series measured in no pass is left out.
-pub fn steps(
-    passes: &[&[Reading]],
-    left: &[u64],
-    right: &[u64],
-    opts: &JudgeOptions,
-) -> Vec<StepEvidence> {
+pub fn steps(passes: &[&[Reading]], left: &[u64], right: &[u64]) -> Vec<StepEvidence> {
     Series::ALL
         .iter()
         .filter_map(|&k| {
@@ -676,27 +649,22 @@ pub fn steps(
             // A protocol's step stands out from the series' own moves between
             // neighbouring sizes: twice the roughness, so that the interval must
             // exclude the roughness itself (see [`judge`]'s half floor).
-            let floor = (opts.step_floor * level.abs())
-                .max(opts.step_floor_us)
+            let floor = (STEP_FLOOR * level.abs())
+                .max(STEP_FLOOR_US)
                 .max(2.0 * roughness.unwrap_or(0.0));
             let values: Vec<f64> = per_pass.iter().map(|s| s.step_us).collect();
             Some(StepEvidence {
                 series: k.as_str(),
                 level_us: level,
                 roughness_us: roughness,
-                step_us: judge(&values, floor, opts.level),
+                step_us: judge(&values, floor, CONFIDENCE),
             })
         })
         .collect()
 }
 
 /// The slope evidence of the gap and `PRTT(1,0,s)` over the (clean) `passes`.
-pub fn slopes(
-    passes: &[&[Reading]],
-    left: &[u64],
-    right: &[u64],
-    opts: &JudgeOptions,
-) -> Vec<SlopeEvidence> {
+pub fn slopes(passes: &[&[Reading]], left: &[u64], right: &[u64]) -> Vec<SlopeEvidence> {
     [Series::Gap, Series::Prtt10]
         .into_iter()
         .filter_map(|k| {
@@ -712,7 +680,7 @@ pub fn slopes(
             };
             let crossings: Vec<f64> = per_pass.iter().filter_map(|s| s.crossing_bytes).collect();
             let values: Vec<f64> = per_pass.iter().map(|s| s.relative_change).collect();
-            let mut relative_change = judge(&values, opts.kink_floor, opts.level);
+            let mut relative_change = judge(&values, KINK_FLOOR, CONFIDENCE);
             // Each shape below is a reason why passes that agree on a change of
             // slope are no verdict on a change of `G` alone; all are reported.
             let agreed = relative_change.verdict == Verdict::Confirmed;
@@ -735,7 +703,7 @@ pub fn slopes(
                 .map(|v| v.1)
                 .collect();
             let level = median(&values_here).unwrap_or(0.0).abs();
-            let floor = (opts.step_floor * level).max(opts.step_floor_us);
+            let floor = (STEP_FLOOR * level).max(STEP_FLOOR_US);
             let hidden_step = floor / 2.0;
             let mut bend = 0.0f64;
             let mut bent = false;
@@ -758,7 +726,7 @@ pub fn slopes(
                     let sorted = crate::stats::sorted(&ds);
                     let Some(m) = median(&sorted) else { continue };
                     bend = bend.max(m.abs());
-                    let consistent = median_interval(&sorted, opts.level)
+                    let consistent = median_interval(&sorted, CONFIDENCE)
                         .ok()
                         .flatten()
                         .is_some_and(|ci| ci.lo > 0.0 || ci.hi < 0.0);
@@ -799,7 +767,7 @@ pub fn slopes(
             // at -1.7e-5 us/B). Undecided, for a change may still lie nearby.
             let interval = |f: fn(&PassSlopes) -> f64| {
                 let sorted = crate::stats::sorted(&per_pass.iter().map(f).collect::<Vec<_>>());
-                median_interval(&sorted, opts.level)
+                median_interval(&sorted, CONFIDENCE)
                     .ok()
                     .flatten()
                     .map(|ci| [ci.lo, ci.hi])
@@ -991,9 +959,9 @@ const KINK_SIDE: usize = 4;
 /// joint segmentation ([`segment::detect_joint`]) of the gap and `PRTT(1,0,s)`,
 /// boundaries placed by [`segment::refine`], keeping the cuts with at least
 /// `KINK_SIDE` sizes on each side where both series' Huber lines change slope by
-/// at least `kink_floor` (see [`pass_slopes`]) and not by a step (those are the
+/// at least [`KINK_FLOOR`] (see [`pass_slopes`]) and not by a step (those are the
 /// step detector's). Returns indices, ascending.
-pub fn propose_kinks(readings: &[Reading], starts: &[usize], kink_floor: f64) -> Vec<usize> {
+pub fn propose_kinks(readings: &[Reading], starts: &[usize]) -> Vec<usize> {
     let n = readings.len();
     let bounds: Vec<usize> = std::iter::once(0)
         .chain(starts.iter().copied())
@@ -1019,7 +987,7 @@ pub fn propose_kinks(readings: &[Reading], starts: &[usize], kink_floor: f64) ->
             .collect();
         for (c, &cut) in cuts.iter().enumerate() {
             let (lo, hi) = (inner[c], inner[c + 2]);
-            if cut < lo + KINK_SIDE || hi < cut + KINK_SIDE || steps[c] >= opts.min_step {
+            if cut < lo + KINK_SIDE || hi < cut + KINK_SIDE || steps[c] >= segment::MIN_STEP {
                 continue;
             }
             let kinked = refs.iter().all(|ys| {
@@ -1029,7 +997,7 @@ pub fn propose_kinks(readings: &[Reading], starts: &[usize], kink_floor: f64) ->
                 match (fit(lo, cut), fit(cut, hi)) {
                     (Some(l), Some(r)) => {
                         let scale = l.abs().max(r.abs());
-                        scale > 0.0 && (r - l).abs() >= kink_floor * scale
+                        scale > 0.0 && (r - l).abs() >= KINK_FLOOR * scale
                     }
                     _ => false,
                 }
@@ -1092,7 +1060,6 @@ mod tests {
         // 9728 B on: its lines part by 1.5 us over the sides, beyond the floor
         // of 1.2 us (`below_floor`).
         let kinked = |s: u64| 4.0 + 0.0008 * s as f64 - 0.0006 * (s as f64 - 9728.0).max(0.0);
-        let opts = JudgeOptions::default();
         for (truth, bent) in [(&value as &dyn Fn(u64) -> f64, true), (&kinked, false)] {
             let passes: Vec<Vec<Reading>> = (0..6)
                 .map(|i| {
@@ -1103,7 +1070,7 @@ mod tests {
                         .collect()
                 })
                 .collect();
-            let ev = slopes(&clean(&passes), &left, &right, &opts);
+            let ev = slopes(&clean(&passes), &left, &right);
             assert_eq!(ev.len(), 2);
             for e in &ev {
                 assert_eq!(e.bent, bent, "{e:?}");
@@ -1177,12 +1144,10 @@ mod tests {
         let (left, right, at) = sides(53248, 3);
         let gap = two_lines(at, 7.0, -1.7e-5, 1.2e-4, 0.0);
         let prtt = two_lines(at, 14.0, 2.8e-5, 2.13e-4, 0.0);
-        let opts = JudgeOptions::default();
         let ev = slopes(
             &clean(&passes_two(&gap, &prtt, &left, &right)),
             &left,
             &right,
-            &opts,
         );
         let [g, p] = &ev[..] else { panic!("{ev:?}") };
         for e in &ev {
@@ -1209,12 +1174,10 @@ mod tests {
         let (left, right, at) = sides(53248, 3);
         let gap = two_lines(at, 7.0, -1.7e-5, 1.2e-4, 0.0);
         let prtt = two_lines(at, 14.0, 2.8e-5, 2.13e-4, 0.0);
-        let opts = JudgeOptions::default();
         let mut ev = slopes(
             &clean(&passes_two(&gap, &prtt, &left, &right)),
             &left,
             &right,
-            &opts,
         );
         // The round trip's passes, as if they disagreed: spread, no shape fault.
         let p = &mut ev[1];
@@ -1240,12 +1203,11 @@ mod tests {
     /// detector's candidate).
     #[test]
     fn a_change_of_slope_must_part_its_lines_by_a_step_floor() {
-        let opts = JudgeOptions::default();
         let (left, right, at) = sides(53248, 3);
         let gap = two_lines(at, 7.0, 1.7e-5, 1.2e-4, 0.0);
         let prtt = two_lines(at, 14.0, 2.8e-5, 2.13e-4, 0.0);
         let passes = passes_two(&gap, &prtt, &left, &right);
-        let ev = slopes(&clean(&passes), &left, &right, &opts);
+        let ev = slopes(&clean(&passes), &left, &right);
         assert_eq!(ev.len(), 2);
         for e in &ev {
             assert!(e.below_floor && !e.falling && !e.apart && !e.bent, "{e:?}");
@@ -1263,7 +1225,7 @@ mod tests {
             let gap = two_lines(at, level(0.5, 1e-4), 1e-4, 2.5e-4, 0.0);
             let prtt = two_lines(at, level(2.0, 2e-4), 2e-4, 5e-4, 0.0);
             let passes = passes_two(&gap, &prtt, &left, &right);
-            let ev = slopes(&clean(&passes), &left, &right, &opts);
+            let ev = slopes(&clean(&passes), &left, &right);
             assert_eq!(ev.len(), 2);
             for e in &ev {
                 assert!(!e.below_floor && !e.falling && !e.apart && !e.bent, "{e:?}");
@@ -1279,13 +1241,12 @@ mod tests {
     /// rising is confirmed.
     #[test]
     fn a_side_that_falls_is_no_protocols_line() {
-        let opts = JudgeOptions::default();
         let (left, right, at) = sides(13312, 3);
         let prtt = two_lines(at, 7.0, 1e-4, 5e-4, 0.0);
         for (left_gap, falls) in [(-5e-5, true), (5e-5, false)] {
             let gap = two_lines(at, 3.0, left_gap, 3e-4, 0.0);
             let passes = passes_two(&gap, &prtt, &left, &right);
-            let ev = slopes(&clean(&passes), &left, &right, &opts);
+            let ev = slopes(&clean(&passes), &left, &right);
             let [g, p] = &ev[..] else { panic!("{ev:?}") };
             assert_eq!(g.falling, falls, "{g:?}");
             assert!(g.left_interval_per_byte_us.unwrap()[1] < 0.0 || !falls);
@@ -1306,12 +1267,11 @@ mod tests {
     #[test]
     fn lines_that_cross_outside_the_sides_are_no_change_of_slope_alone() {
         let (left, right, at) = sides(53248, 3);
-        let opts = JudgeOptions::default();
         for (step, apart) in [(1.0, true), (0.0, false)] {
             let gap = two_lines(at, 5.0, 1e-4, 4e-4, step);
             let prtt = two_lines(at, 10.0, 2e-4, 8e-4, 2.0 * step);
             let passes = passes_two(&gap, &prtt, &left, &right);
-            let ev = slopes(&clean(&passes), &left, &right, &opts);
+            let ev = slopes(&clean(&passes), &left, &right);
             assert_eq!(ev.len(), 2);
             for e in &ev {
                 assert_eq!(e.apart, apart, "step {step}: {e:?}");
@@ -1340,12 +1300,11 @@ mod tests {
     /// (0.2 us at 2.3 us) and a change of `G` the sizes resolve is confirmed.
     #[test]
     fn lines_nearer_than_half_the_floor_at_the_boundary_meet() {
-        let opts = JudgeOptions::default();
         let (left, right, at) = sides(53248, 3);
         let gap = two_lines(at, 7.0, 5e-5, 1.1e-4, 0.3);
         let prtt = two_lines(at, 14.0, 1e-4, 2.2e-4, 0.6);
         let passes = passes_two(&gap, &prtt, &left, &right);
-        let ev = slopes(&clean(&passes), &left, &right, &opts);
+        let ev = slopes(&clean(&passes), &left, &right);
         assert_eq!(ev.len(), 2);
         for e in &ev {
             let c = e.crossing_bytes.unwrap();
@@ -1361,7 +1320,7 @@ mod tests {
         let gap = two_lines(at, 0.5 + 1e-4 * at, 1e-4, 2.5e-4, 0.2);
         let prtt = two_lines(at, 2.0 + 2e-4 * at, 2e-4, 5e-4, 0.4);
         let passes = passes_two(&gap, &prtt, &left, &right);
-        let ev = slopes(&clean(&passes), &left, &right, &opts);
+        let ev = slopes(&clean(&passes), &left, &right);
         assert_eq!(ev.len(), 2);
         for e in &ev {
             // A step the step judgement rejects, beside lines that meet.
@@ -1369,7 +1328,7 @@ mod tests {
             assert!(!e.apart && !e.below_floor && !e.falling && !e.bent, "{e:?}");
         }
         assert_eq!(judge_slopes(&ev), (Verdict::Confirmed, None), "{ev:?}");
-        let steps = steps(&clean(&passes), &left, &right, &opts);
+        let steps = steps(&clean(&passes), &left, &right);
         assert!(
             steps
                 .iter()
@@ -1397,14 +1356,13 @@ mod tests {
         // The right side rises at 6e-4 us/B: off its range by more than half the
         // sides' change of 5e-4.
         let bumped = two_lines(at, 4.0, 1e-4, 6e-4, 0.0);
-        let opts = JudgeOptions::default();
         for (truth, off) in [(&bumped as &dyn Fn(u64) -> f64, true), (&range, false)] {
             let passes = passes_of(truth, &left, &right);
-            let mut ev = slopes(&clean(&passes), &left, &right, &opts);
+            let mut ev = slopes(&clean(&passes), &left, &right);
             assert!(ev
                 .iter()
                 .all(|e| e.relative_change.verdict == Verdict::Confirmed));
-            hold_over_ranges(&mut ev, &left_range, &right_range, opts.kink_floor);
+            hold_over_ranges(&mut ev, &left_range, &right_range);
             for e in &ev {
                 let [bl, br] = e.range_per_byte_us.unwrap();
                 assert!(
@@ -1434,7 +1392,6 @@ mod tests {
     /// say no protocol changes there.
     #[test]
     fn a_faint_change_the_ranges_do_not_show_is_rejected() {
-        let opts = JudgeOptions::default();
         let (left, right, at) = sides(53248, 3);
         let gap = two_lines(at, 7.0, -1.7e-5, 1.2e-4, 0.0);
         let prtt = two_lines(at, 14.0, 2.8e-5, 2.13e-4, 0.0);
@@ -1446,8 +1403,8 @@ mod tests {
         };
         let left_range: Vec<Reading> = (9..52).map(|k| flat(k * 1024)).collect();
         let right_range: Vec<Reading> = (52..64).map(|k| flat(k * 1024)).collect();
-        let mut ev = slopes(&clean(&passes), &left, &right, &opts);
-        hold_over_ranges(&mut ev, &left_range, &right_range, opts.kink_floor);
+        let mut ev = slopes(&clean(&passes), &left, &right);
+        hold_over_ranges(&mut ev, &left_range, &right_range);
         for e in &ev {
             assert!(e.local && e.below_floor, "{e:?}");
             assert_eq!(e.relative_change.verdict, Verdict::Rejected, "{e:?}");
@@ -1517,7 +1474,6 @@ mod tests {
                 }))
                 .collect()
         };
-        let opts = JudgeOptions::default();
         // A real switch of 20 us, one pass disturbed by 30 us on both sides.
         let passes: Vec<Vec<Reading>> = (0..6)
             .map(|i| {
@@ -1525,7 +1481,7 @@ mod tests {
                 pass(d, d, 20.0)
             })
             .collect();
-        let ev = steps(&clean(&passes), &left, &right, &opts);
+        let ev = steps(&clean(&passes), &left, &right);
         let prtt = ev.iter().find(|e| e.series == "prtt_1_0").unwrap();
         assert_eq!(prtt.step_us.verdict, Verdict::Confirmed, "{prtt:?}");
         assert!((prtt.step_us.median - 20.0).abs() < 1e-6);
@@ -1537,7 +1493,7 @@ mod tests {
         // The sweep saw a run of sizes 20 us slower (a level flip of the host); the
         // passes see no step: rejected.
         let passes: Vec<Vec<Reading>> = (0..6).map(|_| pass(0.0, 0.0, 0.0)).collect();
-        let ev = steps(&clean(&passes), &left, &right, &opts);
+        let ev = steps(&clean(&passes), &left, &right);
         assert_eq!(
             combine(ev.iter().map(|e| e.step_us.verdict)),
             Verdict::Rejected,
@@ -1594,9 +1550,8 @@ mod tests {
                 })
                 .collect()
         };
-        let opts = JudgeOptions::default();
         let passes: Vec<Vec<Reading>> = (0..12).map(|i| pass(i, 0.0)).collect();
-        let ev = steps(&clean(&passes), &left, &right, &opts);
+        let ev = steps(&clean(&passes), &left, &right);
         let os = ev.iter().find(|e| e.series == "o_s").unwrap();
         assert!((os.step_us.median + 1.7).abs() < 0.01, "{os:?}");
         assert!((os.roughness_us.unwrap() - 1.0).abs() < 0.01, "{os:?}");
@@ -1610,7 +1565,7 @@ mod tests {
         // A real switch of 20 us in the gap and the round trip on the same
         // rough o_s is confirmed by the smooth series.
         let passes: Vec<Vec<Reading>> = (0..12).map(|i| pass(i, 20.0)).collect();
-        let ev = steps(&clean(&passes), &left, &right, &opts);
+        let ev = steps(&clean(&passes), &left, &right);
         assert_eq!(
             combine(ev.iter().map(|e| e.step_us.verdict)),
             Verdict::Confirmed,

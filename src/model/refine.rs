@@ -16,9 +16,9 @@
 //! host hits both sides alike (Hunold & Carpen-Amarie, "MPI Benchmarking
 //! Revisited", sec. 6.1: randomise and replicate). A pass with a size that stayed
 //! mostly disturbed after the pattern's own re-measurements is measured again
-//! rather than used. After [`RefineOptions::passes`] clean passes the change is
+//! rather than used. After [`PASSES`] clean passes the change is
 //! judged ([`confirm::judge`]); a spread verdict earns more passes, up to
-//! [`RefineOptions::max_passes`] in all, after which it stays undecided.
+//! [`MAX_PASSES`] in all, after which it stays undecided.
 //!
 //! # Location to the byte
 //!
@@ -30,16 +30,16 @@
 //! with the host's state since the confirmation) is placed with the next confirmed
 //! series whose brackets are ([`confirm::by_clarity`]).
 //! The first byte of the new protocol is known when the brackets are one byte
-//! apart; if the passes do not agree within [`RefineOptions::locate_passes`]
+//! apart; if the passes do not agree within [`LOCATE_PASSES`]
 //! rounds, the change is reported located within the brackets instead.
 
 use super::confirm::{
     self, by_clarity, combine, decide_side, judge_slopes, position, propose_kinks, ChangeKind,
-    JudgeOptions, Reading, SlopeEvidence, StepEvidence, Undecided, Verdict,
+    Reading, SlopeEvidence, StepEvidence, Undecided, Verdict,
 };
 use super::loggp::Series;
 use super::lsq::fit_line;
-use super::propose::{propose_steps, ProposeOptions};
+use super::propose::propose_steps;
 use crate::rng::SplitMix64;
 use crate::stats::median;
 use serde::Serialize;
@@ -47,35 +47,29 @@ use serde::Serialize;
 /// Options of the confirmation and location experiments.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RefineOptions {
-    /// The decisions' options.
-    pub judge: JudgeOptions,
-    /// Clean passes before the first judgement.
-    pub passes: usize,
-    /// Passes at most (clean or not) per candidate.
-    pub max_passes: usize,
     /// Bisect confirmed steps to the byte.
     pub locate: bool,
-    /// Rounds at most per bisection step before giving up the location.
-    pub locate_passes: usize,
     /// Propose more step candidates than the detector's, from a robust step test
-    /// over neighbouring sizes of the sweep ([`propose_steps`]); `None`: the
+    /// over neighbouring sizes of the sweep ([`propose_steps`]); off: the
     /// detector's only.
-    pub propose: Option<ProposeOptions>,
+    pub propose: bool,
 }
 
 impl Default for RefineOptions {
     fn default() -> Self {
         RefineOptions {
-            judge: JudgeOptions::default(),
-            passes: 6,
-            max_passes: 18,
             locate: true,
-            locate_passes: 9,
-            propose: Some(ProposeOptions::default()),
+            propose: true,
         }
     }
 }
 
+/// Clean passes before the first judgement of a candidate, and between later ones.
+const PASSES: usize = 6;
+/// Passes at most (clean or not) per candidate.
+const MAX_PASSES: usize = 18;
+/// Rounds at most per bisection step before giving up the location.
+const LOCATE_PASSES: usize = 9;
 /// Sweep sizes per side of a step candidate in a confirmation pass.
 const STEP_SIDE: usize = 3;
 /// Sweep sizes per side of a slope-only candidate (a slope needs a wider base).
@@ -243,11 +237,11 @@ impl Plan {
         let detected = at.clone();
         // The detector decides on one sweep's medians, which a loaded host
         // scatters by more than a switch: more candidates, for the passes to judge.
-        if let Some(p) = &opts.propose {
-            at.extend(propose_steps(sweep, &at, &opts.judge, p));
+        if opts.propose {
+            at.extend(propose_steps(sweep, &at));
             at.sort_unstable();
         }
-        let kinks = propose_kinks(sweep, &at, opts.judge.kink_floor);
+        let kinks = propose_kinks(sweep, &at);
         let step_by = |i: usize| match detected.binary_search(&i) {
             Ok(_) => Proposer::Detector,
             Err(_) => Proposer::StepTest,
@@ -290,9 +284,7 @@ impl Plan {
                     left_range: sweep[lo..i].to_vec(),
                     right_range: sweep[i..hi].to_vec(),
                     passes: Vec::new(),
-                    stage: Stage::Confirming {
-                        target: opts.passes,
-                    },
+                    stage: Stage::Confirming { target: PASSES },
                     change,
                 }
             })
@@ -373,7 +365,7 @@ impl Plan {
                     c.passes.push(pass);
                     judge_candidate(c, &opts);
                 }
-                Stage::Locating { .. } => locate_step(c, &pass, &opts),
+                Stage::Locating { .. } => locate_step(c, &pass),
                 Stage::Done => {}
             }
         }
@@ -415,8 +407,8 @@ fn judge_candidate(c: &mut Candidate, opts: &RefineOptions) {
     let total = c.passes.len();
     // Judged at every multiple of `passes` clean passes, and finally with all the
     // clean passes there are, if they are enough.
-    let last = total >= opts.max_passes;
-    if clean.len() < target && !(last && clean.len() >= opts.passes) {
+    let last = total >= MAX_PASSES;
+    if clean.len() < target && !(last && clean.len() >= PASSES) {
         if last {
             c.change.verdict = Verdict::Undecided;
             c.change.undecided = Some(Undecided::Disturbed);
@@ -426,18 +418,13 @@ fn judge_candidate(c: &mut Candidate, opts: &RefineOptions) {
         return;
     }
     let slopes_here = |c: &Candidate| {
-        let mut ev = confirm::slopes(&clean, &c.left, &c.right, &opts.judge);
-        confirm::hold_over_ranges(
-            &mut ev,
-            &c.left_range,
-            &c.right_range,
-            opts.judge.kink_floor,
-        );
+        let mut ev = confirm::slopes(&clean, &c.left, &c.right);
+        confirm::hold_over_ranges(&mut ev, &c.left_range, &c.right_range);
         ev
     };
     let (steps, slopes, verdict, fault) = match c.kind {
         ChangeKind::Step => {
-            let ev = confirm::steps(&clean, &c.left, &c.right, &opts.judge);
+            let ev = confirm::steps(&clean, &c.left, &c.right);
             let v = combine(ev.iter().map(|e| e.step_us.verdict));
             // The detector may propose a slope-only change as a step: no step
             // persists, but the slopes differ.
@@ -478,9 +465,9 @@ fn judge_candidate(c: &mut Candidate, opts: &RefineOptions) {
     };
     // More passes would not make the sides two lines that meet, nor part them by
     // more.
-    if verdict == Verdict::Undecided && total < opts.max_passes && fault.is_none() {
+    if verdict == Verdict::Undecided && total < MAX_PASSES && fault.is_none() {
         c.stage = Stage::Confirming {
-            target: target + opts.passes,
+            target: target + PASSES,
         };
         return;
     }
@@ -573,7 +560,7 @@ fn side_slope(passes: &[&[Reading]], sizes: &[u64], series: Series) -> f64 {
 
 /// One bisection round: `pass` holds the old bracket, the midpoint and the new
 /// bracket (in any order).
-fn locate_step(c: &mut Candidate, pass: &[Reading], opts: &RefineOptions) {
+fn locate_step(c: &mut Candidate, pass: &[Reading]) {
     let Stage::Locating {
         ref locators,
         ref mut old,
@@ -623,7 +610,7 @@ fn locate_step(c: &mut Candidate, pass: &[Reading], opts: &RefineOptions) {
             *new = mid;
             positions.clear();
         }
-        None if positions.len() >= opts.locate_passes => {
+        None if positions.len() >= LOCATE_PASSES => {
             c.change.bracket_bytes = [*old, *new];
             c.stage = Stage::Done;
             return;
@@ -955,9 +942,7 @@ mod tests {
                 left_range: sweep[8..i].to_vec(),
                 right_range: sweep[i..].to_vec(),
                 passes: Vec::new(),
-                stage: Stage::Confirming {
-                    target: opts.passes,
-                },
+                stage: Stage::Confirming { target: PASSES },
                 change,
             }],
             asked: Vec::new(),
@@ -1238,7 +1223,7 @@ mod tests {
         assert_eq!(c.proposed_by, Proposer::Detector, "{c:?}");
         // Without the first stage, nothing to confirm.
         let detector_only = RefineOptions {
-            propose: None,
+            propose: false,
             ..RefineOptions::default()
         };
         let changes = drive(Plan::new(&sweep, &detected, detector_only), Loaded::reading);
