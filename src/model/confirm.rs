@@ -57,25 +57,24 @@
 //! than for a step, and the relative change of slope `(b_right - b_left) /
 //! max(|b_left|, |b_right|)` is judged like a step with the floor [`KINK_FLOOR`].
 //! Such a change is located where its two lines cross (the median over the passes).
-//! Both series must confirm it: `G` changes the slope of both. A protocol's new
-//! `G` holds over its whole range, so the change must also hold between the lines
-//! the sweep fits over the whole ranges on either side (to the neighbouring
+//! Both series must confirm it: `G` changes the slope of both. A protocol's new `G`
+//! holds over its whole range, so the change must also hold between the lines the
+//! sweep fits over the whole ranges on either side (to the neighbouring
 //! candidates), in sign and by half [`KINK_FLOOR`] ([`hold_over_ranges`]); the
 //! passes see only the sides' few sizes, where a bump of the curve that one
-//! launch's buffers put there (MPICH 2026-11-24: a slope -83% at 36864 B in 12
-//! passes, -4% over the ranges) bends it as much.
+//! launch's buffers put there bends it as much (story:
+//! `docs/findings/2026-11-24-detector-verdicts.md`).
 //!
-//! A relative change says nothing of size, and a step must reach its floor `f`:
-//! so must a change of slope. Over the sizes of the passes, the two lines part
-//! by `|b_right - b_left|` times half their span (from the boundary to a side's
-//! far end, on average); below `f` the change is **undecided**
-//! ([`Undecided::BelowFloor`]), since a bump of the curve smaller than a
-//! protocol's step bends the sides as much (MPICH 2026-11-25, run 4 of the
-//! rates finding: 0.35 us against a floor of 0.71 at 53248 B, confirmed in 1 run
-//! of 15). And `G` is a time per byte (Hoefler et al., sec. 1: "the time needed
-//! to transmit a single byte"): a side whose slope is below zero in every pass's
-//! order is no protocol's line, and the change is **undecided**
-//! ([`Undecided::Falling`]).
+//! A relative change says nothing of size, and a step must reach its floor `f`: so
+//! must a change of slope. Over the sizes of the passes, the two lines part by
+//! `|b_right - b_left|` times half their span (from the boundary to a side's far
+//! end, on average); below `f` the change is **undecided**
+//! ([`Undecided::BelowFloor`]), since a bump of the curve smaller than a protocol's
+//! step bends the sides as much (story:
+//! `docs/findings/2026-11-25-detector-rates.md`). And `G` is a time per byte
+//! (Hoefler et al., sec. 1: "the time needed to transmit a single byte"): a side
+//! whose slope is below zero in every pass's order is no protocol's line, and the
+//! change is **undecided** ([`Undecided::Falling`]).
 //!
 //! # Location to the byte
 //!
@@ -258,14 +257,14 @@ pub fn pass_step(left: &[(f64, f64)], right: &[(f64, f64)]) -> Option<PassStep> 
 /// How far one series moves between neighbouring sizes on one side of a boundary,
 /// us: the placebo of [`pass_step`], applied by [`steps`] to the per-size medians
 /// over the passes, so that it measures the series' reproducible shape and not the
-/// noise of one pass (which the interval of the step already weighs). Both sides are detrended with the
-/// common slope of [`pass_step`]'s model; then every split of one side into its
-/// smaller and larger sizes is a boundary where no change is proposed, and the
-/// largest difference of the two parts' mean detrended values is returned. A series
-/// that steps by as much between neighbours where nothing changes (the send
-/// overhead `o_s` over Open MPI's TCP, which moves by 1-3 us from one KiB to the
-/// next, CI of 2026-11-24) shows no protocol at the boundary by stepping there.
-/// `None` when neither side has two sizes, or with a value that is not finite.
+/// noise of one pass (which the interval of the step already weighs). Both sides
+/// are detrended with the common slope of [`pass_step`]'s model; then every split
+/// of one side into its smaller and larger sizes is a boundary where no change is
+/// proposed, and the largest difference of the two parts' mean detrended values is
+/// returned. A series that steps by as much between neighbours where nothing
+/// changes shows no protocol at the boundary by stepping there (story:
+/// `docs/findings/2026-11-24-detector-verdicts.md`). `None` when neither side has
+/// two sizes, or with a value that is not finite.
 pub fn roughness(left: &[(f64, f64)], right: &[(f64, f64)]) -> Option<f64> {
     if left
         .iter()
@@ -400,8 +399,8 @@ pub fn judge(values: &[f64], floor: f64, level: f64) -> Judged {
             let holds = |v: f64| ci.lo <= v && v <= ci.hi;
             // Half the floor, not zero, is what the interval must exclude: on a
             // loaded host passes scatter widely, and an interval from just above
-            // zero to several floors (TCP loopback's late send, 2026-11-24:
-            // [0.06, 7.2] us against a floor of 1.2 us) is no protocol's step.
+            // zero to several floors is no protocol's step (story:
+            // docs/findings/2026-11-24-detector-verdicts.md).
             let margin = floor / 2.0;
             let near_zero = ci.lo <= margin && ci.hi >= -margin;
             if near_zero && (holds(floor) || holds(-floor)) {
@@ -544,19 +543,18 @@ pub const RANGE_MIN_SIZES: usize = 3;
 /// Checks confirmed slope changes against the sweep's whole ranges: `left_range`
 /// and `right_range` are the sweep's readings from the previous candidate (or the
 /// first size) to this one and from this one to the next (or the last size). Per
-/// series, the relative change between Huber lines fitted over the two ranges
-/// must have the sign of the passes' median and at least half [`KINK_FLOOR`];
-/// otherwise the series' verdict becomes rejected and `local` is set. A series the
-/// ranges confirm must also have each side's median slope within half the change
-/// of its range's slope: a protocol's `G` is the slope of its whole range, and a
-/// side that is not on its range's line measures a bump there (MPICH, 2026-11-25:
-/// a left side falling at -1.7e-5 us/B before a right one rising at 1.2e-4, in
-/// all 18 passes, at a level of 7 us, confirmed in 1 run of 15); otherwise the
-/// verdict becomes undecided and `off_range` is set. A series that the passes
-/// confirmed but [`slopes`] left undecided as [`SlopeEvidence::below_floor`] or
-/// [`SlopeEvidence::falling`] alone is rejected as `local` all the same when
-/// the ranges do not hold it: the ranges then say that no protocol changes here,
-/// which a faint or falling side does not contradict.
+/// series, the relative change between Huber lines fitted over the two ranges must
+/// have the sign of the passes' median and at least half [`KINK_FLOOR`]; otherwise
+/// the series' verdict becomes rejected and `local` is set. A series the ranges
+/// confirm must also have each side's median slope within half the change of its
+/// range's slope: a protocol's `G` is the slope of its whole range, and a side that
+/// is not on its range's line measures a bump there (story:
+/// `docs/findings/2026-11-25-detector-rates.md`); otherwise the verdict becomes
+/// undecided and `off_range` is set. A series that the passes confirmed but
+/// [`slopes`] left undecided as [`SlopeEvidence::below_floor`] or
+/// [`SlopeEvidence::falling`] alone is rejected as `local` all the same when the
+/// ranges do not hold it: the ranges then say that no protocol changes here, which
+/// a faint or falling side does not contradict.
 pub fn hold_over_ranges(
     evidence: &mut [SlopeEvidence],
     left_range: &[Reading],
@@ -687,10 +685,9 @@ pub fn slopes(passes: &[&[Reading]], left: &[u64], right: &[u64]) -> Vec<SlopeEv
             // Two straight lines that meet is what a slope-only change is. A side
             // whose inner points lie off its chord, the same way in every pass, by
             // half of what the kink bends the curve over one sweep step and by half
-            // a protocol's smallest step, is no line:
-            // a step inside it (a switch one sweep size off the candidate, MPICH
-            // 2026-11-24: the step at 8256 B inside the left side 7168..9216 made
-            // its slope 50 times the right one's) steepens its fit like a kink.
+            // a protocol's smallest step, is no line: a step inside it (a switch
+            // one sweep size off the candidate) steepens its fit like a kink
+            // (story: docs/findings/2026-11-24-detector-verdicts.md).
             let mut xs: Vec<f64> = left.iter().chain(right).map(|&s| s as f64).collect();
             xs.sort_by(f64::total_cmp);
             let spacing = (xs[xs.len() - 1] - xs[0]) / (xs.len().max(2) - 1) as f64;
@@ -748,14 +745,12 @@ pub fn slopes(passes: &[&[Reading]], left: &[u64], right: &[u64]) -> Vec<SlopeEv
             let meets = crossing_bytes.is_some_and(|c| xs[0] <= c && c <= xs[xs.len() - 1]);
             let apart = agreed && !meets && offset.abs() >= hidden_step;
             // A change of slope must amount to a step's floor over the sizes
-            // measured, as a step must (rates finding 2026-11-25, MPICH run 4: the
-            // gap's slopes -1.7e-5 and 1.2e-4 us/B parted by 0.35 us over the 2.5 KiB
-            // from the boundary to a side's end, against a floor of 0.71 us at 7
-            // us, in all 18 passes; confirmed in 1 run of 15). Undecided, not
-            // rejected: a step below its floor is no protocol's at any sweep, but
-            // the same change of `G` parts its lines by more over wider sides or
-            // at a lower level, so this experiment cannot tell, and more passes
-            // would not widen it.
+            // measured, as a step must (story:
+            // docs/findings/2026-11-25-detector-rates.md). Undecided, not rejected:
+            // a step below its floor is no protocol's at any sweep, but the same
+            // change of `G` parts its lines by more over wider sides or at a lower
+            // level, so this experiment cannot tell, and more passes would not
+            // widen it.
             let half_span = (xs[xs.len() - 1] - xs[0]) / 2.0;
             let divergence =
                 (med(|s| s.right_per_byte_us) - med(|s| s.left_per_byte_us)).abs() * half_span;
@@ -763,8 +758,9 @@ pub fn slopes(passes: &[&[Reading]], left: &[u64], right: &[u64]) -> Vec<SlopeEv
             // `G` is "the time needed to transmit a single byte" (Hoefler et al.,
             // sec. 1): no protocol's line falls with the size. A side whose slope
             // is below zero in every pass's order (the interval of its median)
-            // measures a dip of the curve (the same MPICH run: the left side fell
-            // at -1.7e-5 us/B). Undecided, for a change may still lie nearby.
+            // measures a dip of the curve (story:
+            // docs/findings/2026-11-25-detector-rates.md). Undecided, for a change
+            // may still lie nearby.
             let interval = |f: fn(&PassSlopes) -> f64| {
                 let sorted = crate::stats::sorted(&per_pass.iter().map(f).collect::<Vec<_>>());
                 median_interval(&sorted, CONFIDENCE)
@@ -814,11 +810,10 @@ pub fn slopes(passes: &[&[Reading]], left: &[u64], right: &[u64]) -> Vec<SlopeEv
 ///
 /// Two, because the series are different experiments on the same messages (a round
 /// trip, a stream, the two overheads, a send to a late receiver) and a protocol
-/// changes what a message costs in several of them: every switch bench-detect
-/// found on 2026-11-24 (Open MPI TCP and vader, MPICH; 15 runs) showed in 2 to 5.
-/// A step in one experiment alone is that experiment's (over Open MPI's TCP BTL,
-/// `o_s` alone at 15360 B, `PRTT(1,0,s)` alone at 98304 B, each in one CI run);
-/// slope-only changes likewise need both per-byte series ([`combine_slopes`]).
+/// changes what a message costs in several of them, while a step in one experiment
+/// alone is that experiment's (story:
+/// `docs/findings/2026-11-24-detector-verdicts.md`); slope-only changes likewise
+/// need both per-byte series ([`combine_slopes`]).
 pub fn combine(verdicts: impl IntoIterator<Item = Verdict>) -> Verdict {
     let (mut confirmed, mut undecided) = (0, false);
     for v in verdicts {
@@ -860,8 +855,8 @@ pub fn combine_slopes(evidence: &[SlopeEvidence]) -> Verdict {
 /// more passes may settle. A change too faint ([`Undecided::BelowFloor`]) or
 /// falling ([`Undecided::Falling`]) is the verdict only once every series agreed
 /// on a change of slope: while another series' passes are merely spread, more
-/// passes may still reject the change, as they did before these two rules
-/// (review of 2026-11-28).
+/// passes may still reject the change, as they did before these two rules (story:
+/// `docs/findings/2026-11-25-detector-rates.md`).
 pub fn judge_slopes(evidence: &[SlopeEvidence]) -> (Verdict, Option<Undecided>) {
     let verdict = combine_slopes(evidence);
     let all_agreed = evidence
@@ -887,11 +882,10 @@ pub fn clearest(evidence: &[StepEvidence]) -> Option<&StepEvidence> {
 }
 
 /// The confirmed series, the clearest first (see [`clearest`]). Location tries
-/// them in this order, round by round: a series' step may change with the host's
-/// state between the confirmation and the bisection (Open MPI's vader at 16 KiB,
-/// 2026-11-25: the gap, the round trip, `o_s` and the late send step down across
-/// the switch on a busy host and up on a calmer one, while `o_r` steps up on
-/// both), and then [`position`] finds its brackets not a step apart in any round.
+/// them in this order, round by round: a series' step may change (even its sign)
+/// with the host's state between the confirmation and the bisection, and then
+/// [`position`] finds its brackets not a step apart in any round (story:
+/// `docs/findings/2026-11-25-detector-rates.md`).
 pub fn by_clarity(evidence: &[StepEvidence]) -> Vec<&StepEvidence> {
     let clarity = |e: &StepEvidence| {
         let width = e
@@ -1048,10 +1042,10 @@ mod tests {
         assert_eq!(pass_slopes(&left[..1], &right), None);
     }
 
-    /// MPICH, 2026-11-24: a disturbed sweep put the candidate at 10240 B while the
-    /// switch is at 8256 B, so the left side 7168, 8192, 9216 held the step. Fitted
-    /// with a line, that side is 50 times steeper than the right: the passes agreed
-    /// on a slope-only change. A side that bends is no line: undecided.
+    /// A candidate at 10240 B beside a switch at 8256 B: the left side 7168, 8192,
+    /// 9216 holds the step, and fitted with a line it is 50 times steeper than the
+    /// right, so the passes agree on a slope-only change. A side that bends is no
+    /// line: undecided (story: docs/findings/2026-11-24-detector-verdicts.md).
     #[test]
     fn a_step_inside_a_side_is_no_change_of_slope() {
         let (left, right) = ([7168u64, 8192, 9216], [10240u64, 11264, 12288]);
@@ -1132,13 +1126,13 @@ mod tests {
         }
     }
 
-    /// MPICH's false switch at 53248 B (docs/findings/2026-11-25-detector-rates.md,
-    /// MPICH run 4, 1 run of 15), from the finding's numbers: a detector's
-    /// candidate (three sizes a side), no step; the gap's sides at -1.7e-5 and
-    /// 1.2e-4 us/B at 7 us, `PRTT(1,0,s)`'s changing by 0.19 us per sweep step
-    /// (relative change 0.87) at 14 us. Both parted by less than the step floor
-    /// over the sizes (0.35 us against 0.71, 0.47 against 1.40), and the gap's
-    /// left side falls: not confirmed.
+    /// MPICH's false switch at 53248 B
+    /// (docs/findings/2026-11-25-detector-rates.md), from the finding's numbers: a
+    /// detector's candidate (three sizes a side), no step; the gap's sides at
+    /// -1.7e-5 and 1.2e-4 us/B at 7 us, `PRTT(1,0,s)`'s changing by 0.19 us per
+    /// sweep step (relative change 0.87) at 14 us. Both parted by less than the
+    /// step floor over the sizes (0.35 us against 0.71, 0.47 against 1.40), and the
+    /// gap's left side falls: not confirmed.
     #[test]
     fn mpich_slope_only_false_switch_at_53248_is_not_confirmed() {
         let (left, right, at) = sides(53248, 3);
@@ -1167,8 +1161,8 @@ mod tests {
 
     /// A faint (or falling) series is the verdict only once every series agreed on
     /// a change of slope: beside a series whose passes are merely spread, more
-    /// passes may still reject the change, so no fault ends them (review of
-    /// 2026-11-28).
+    /// passes may still reject the change, so no fault ends them (story:
+    /// docs/findings/2026-11-25-detector-rates.md).
     #[test]
     fn a_faint_series_beside_a_spread_one_leaves_the_passes_going() {
         let (left, right, at) = sides(53248, 3);
@@ -1195,12 +1189,12 @@ mod tests {
         );
     }
 
-    /// Rule (a) of the rates finding: a change of slope must part its lines by a
-    /// step's floor over the sizes. MPICH's shape with its left side rising (so no
-    /// side falls) is too faint at 7 and 14 us; a real change of `G` by 2.5 times
-    /// at a rendezvous switch without a step, at shared-memory levels, is not: at
-    /// 16 KiB with four sizes a side (a kink candidate) and at 8 KiB with three (a
-    /// detector's candidate).
+    /// Rule (a) of docs/findings/2026-11-25-detector-rates.md: a change of slope
+    /// must part its lines by a step's floor over the sizes. MPICH's shape with its
+    /// left side rising (so no side falls) is too faint at 7 and 14 us; a real
+    /// change of `G` by 2.5 times at a rendezvous switch without a step, at
+    /// shared-memory levels, is not: at 16 KiB with four sizes a side (a kink
+    /// candidate) and at 8 KiB with three (a detector's candidate).
     #[test]
     fn a_change_of_slope_must_part_its_lines_by_a_step_floor() {
         let (left, right, at) = sides(53248, 3);
@@ -1235,10 +1229,10 @@ mod tests {
         }
     }
 
-    /// Rule (b) of the rates finding: `G` is a time per byte, so a side whose
-    /// slope is below zero in every pass is no protocol's line (undecided), even
-    /// when its lines part by more than the floor. The same change with that side
-    /// rising is confirmed.
+    /// Rule (b) of docs/findings/2026-11-25-detector-rates.md: `G` is a time per
+    /// byte, so a side whose slope is below zero in every pass is no protocol's
+    /// line (undecided), even when its lines part by more than the floor. The same
+    /// change with that side rising is confirmed.
     #[test]
     fn a_side_that_falls_is_no_protocols_line() {
         let (left, right, at) = sides(13312, 3);
@@ -1519,11 +1513,10 @@ mod tests {
         assert_eq!(roughness(&[(1.0, f64::NAN), (2.0, 1.0)], &right), None);
     }
 
-    /// The CI failure of 2026-11-24: Open MPI's TCP BTL, `o_s` at 12-17 KiB moves by
-    /// 1-3 us from one KiB to the next, the same way in every pass; a boundary
-    /// between two such sizes stepped by -1.7 us in all 12 passes (floor 1.1 us)
-    /// and was reported as a protocol change that the gap and the round trip did
-    /// not show. The series' own moves between neighbours now set the floor.
+    /// A series that moves by 1-3 us from one size to the next, the same way in
+    /// every pass (`o_s` over Open MPI's TCP BTL at 12-17 KiB), steps by as much at
+    /// a boundary where nothing changes: its own moves between neighbours set the
+    /// floor (story: docs/findings/2026-11-24-detector-verdicts.md).
     #[test]
     fn a_step_no_larger_than_the_series_moves_between_neighbours_is_no_protocol() {
         let (left, right) = ([12288u64, 13312, 14336], [15360u64, 16384, 17408]);

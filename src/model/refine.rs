@@ -735,15 +735,14 @@ mod tests {
         assert_eq!(changes[0].bracket_bytes, [19456, 20480]);
     }
 
-    /// Open MPI's vader with `btl_vader_eager_limit 16384` (bench-detect,
-    /// 2026-11-25, run 4 of `ompi-vader-16384`): on a busy host the eager side's
+    /// Open MPI's vader at a 16 KiB eager limit: on a busy host the eager side's
     /// gap, round trip, `o_s` and late send lie above the rendezvous side's, on a
-    /// calmer one below, while `o_r` steps up on both. The host calmed between the
-    /// confirmation (6 passes, busy) and the bisection: the clearest series, the
-    /// gap, then found its brackets stepping the other way in every round, and the
-    /// change stayed in its sweep bracket [15360, 16384] after 9 rounds. Location
-    /// now places such a round with the next confirmed series whose brackets are a
-    /// step apart (here `o_r`), and finds the first byte, 16384 - 56 + 1.
+    /// calmer one below, while `o_r` steps up on both. A host that calms between
+    /// the confirmation (busy) and the bisection turns the clearest series' (the
+    /// gap's) brackets the other way in every round; such a round is placed with
+    /// the next confirmed series whose brackets are a step apart (here `o_r`), down
+    /// to the first byte, 16384 - 56 + 1 (story:
+    /// docs/findings/2026-11-25-detector-rates.md).
     #[test]
     fn a_step_whose_sign_changes_with_the_host_is_located_with_a_series_that_keeps_it() {
         const FIRST: u64 = 16_329;
@@ -1013,11 +1012,11 @@ mod tests {
         assert_eq!(changes[0].verdict, Verdict::Confirmed, "{changes:?}");
     }
 
-    /// A bump of the curve (MPICH 2026-11-24, run 3 of `scripts/bench-detect`: the
-    /// gap and `PRTT(1,0,s)` rose faster over 32-36 KiB and slower after, -83% in
-    /// 12 passes, while the sweep's lines over the whole ranges differ by 4%) is no
-    /// protocol's change of `G`: the passes confirm the sides' slopes differ, the
-    /// ranges do not, and the change is rejected as local.
+    /// A bump of the curve (the gap and `PRTT(1,0,s)` rising faster over 32-36 KiB
+    /// and slower after, while the sweep's lines over the whole ranges differ by
+    /// 4%) is no protocol's change of `G`: the passes confirm the sides' slopes
+    /// differ, the ranges do not, and the change is rejected as local (story:
+    /// docs/findings/2026-11-24-detector-verdicts.md, fourth session).
     #[test]
     fn a_bump_of_the_curve_is_no_change_of_slope() {
         const PEAK: f64 = 36_864.0;
