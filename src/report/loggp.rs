@@ -11,7 +11,7 @@ use crate::model::params::ParamsFile;
 use crate::model::refine::Change;
 use crate::patterns::loggp::{disturbed_fraction, Point, DISTURBED_FACTOR};
 use crate::report::svg;
-use crate::report::table::Table;
+use crate::report::table::{significant, Table};
 use crate::stats::Summary;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -445,7 +445,7 @@ pub fn table(pa: &PairAnalysis) -> String {
         "o_s [us]",
         "o_r [us]",
         "g [us]",
-        "G [us/KiB]",
+        "G [us/B]",
         "1/G [MB/s]",
         "lsq [us^2]",
         "sizes",
@@ -468,7 +468,7 @@ pub fn table(pa: &PairAnalysis) -> String {
             format!("{:.2}", r.os_us),
             format!("{:.2}", r.or_us),
             format!("{:.2}", r.g_us),
-            format!("{:.4}", r.big_g_us_per_byte * 1024.0),
+            significant(r.big_g_us_per_byte, 4),
             bw,
             format!("{:.4}", r.lsq_us2),
             r.points.to_string(),
