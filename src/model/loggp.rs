@@ -573,7 +573,7 @@ fn assess_with(
     let mut ranges = Vec::with_capacity(bounds.len());
     let mut range_warnings = Vec::new();
     for &(a, b) in &bounds {
-        let (params, gap_weights, suspect) = fit_range(
+        let (params, gap_weights, warnings) = fit_range(
             &samples[a..b],
             &xs[a..b],
             &gap_us[a..b],
@@ -582,13 +582,7 @@ fn assess_with(
             opts.low_weight,
         )?;
         weights[a..b].copy_from_slice(&gap_weights);
-        range_warnings.extend(warnings_of_range(
-            &params,
-            &samples[a..b],
-            &gap_us[a..b],
-            &os_us[a..b],
-            suspect,
-        ));
+        range_warnings.extend(warnings);
         ranges.push(params);
     }
     let mut warnings = warnings_by_size(samples, &bounds, &ranges);
@@ -710,8 +704,7 @@ fn detect(xs: &[f64], series: &[&[f64]], detector: &Detector) -> Vec<usize> {
 
 /// The parameters of one protocol range (its samples, `x = s - 1`, eq. (5)'s gap
 /// and eq. (4)'s `o_s` per size, the gap's local noise), the weights of its
-/// robust gap fit, and which overhead is suspect when the overheads leave no
-/// room for `L` ([`wire_latency`]).
+/// robust gap fit, and its warnings ([`warnings_of_range`]).
 fn fit_range(
     range: &[Sample],
     x: &[f64],
@@ -719,7 +712,7 @@ fn fit_range(
     os_us: &[f64],
     sigma: &[f64],
     low_weight: f64,
-) -> Result<(RangeParams, Vec<f64>, Option<Suspect>), ModelError> {
+) -> Result<(RangeParams, Vec<f64>, Vec<ModelWarning>), ModelError> {
     let degenerate = || ModelError::Degenerate {
         from: range[0].size,
         to: range[range.len() - 1].size,
@@ -794,11 +787,12 @@ fn fit_range(
         .filter(|(_, low)| !low.is_empty())
         .collect(),
     };
-    Ok((params, gap.weights, suspect))
+    let warnings = warnings_of_range(&params, range, gap_us, os_us, suspect);
+    Ok((params, gap.weights, warnings))
 }
 
 /// The warnings of one fitted range: negative parameters, a CPU-bound sender,
-/// overheads that leave no room for `L`.
+/// overheads that leave no room for `L` (`suspect`, from [`wire_latency`]).
 fn warnings_of_range(
     params: &RangeParams,
     range: &[Sample],

@@ -79,7 +79,7 @@ const SLOPE_SIDE: usize = 4;
 const MAX_ROUNDS: usize = 400;
 
 /// How a change was confirmed.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Confirmation {
     /// Confirmation passes measured.
     pub passes: usize,
@@ -535,9 +535,7 @@ fn confirmation(
         clean_passes: confirm::clean(&c.passes).len(),
         steps,
         slopes,
-        located_with: None,
-        located_also: Vec::new(),
-        locate_rounds: 0,
+        ..Confirmation::default()
     }
 }
 
@@ -570,15 +568,10 @@ fn locate_step(c: &mut Candidate, pass: &[Reading]) {
     else {
         return;
     };
-    let conf = c.change.confirmation.get_or_insert_with(|| Confirmation {
-        passes: 0,
-        clean_passes: 0,
-        steps: Vec::new(),
-        slopes: Vec::new(),
-        located_with: None,
-        located_also: Vec::new(),
-        locate_rounds: 0,
-    });
+    let conf = c
+        .change
+        .confirmation
+        .get_or_insert_with(Confirmation::default);
     conf.located_with = locators.first().map(|l| l.series.as_str());
     conf.locate_rounds += 1;
     let mid = *old + (*new - *old) / 2;
