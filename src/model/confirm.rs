@@ -1008,6 +1008,23 @@ pub fn propose_kinks(readings: &[Reading], starts: &[usize]) -> Vec<usize> {
 mod tests {
     use super::*;
 
+    impl Reading {
+        /// A clean reading with every series measured: `[gap, prtt_1_0, o_s, o_r,
+        /// send_late]`, us.
+        pub(crate) fn measured(size: u64, values: [f64; 5]) -> Reading {
+            let [gap_us, prtt_1_0_us, os_us, or_us, send_late_us] = values;
+            Reading {
+                size,
+                gap_us,
+                prtt_1_0_us,
+                os_us,
+                or_us,
+                send_late_us: Some(send_late_us),
+                disturbed: false,
+            }
+        }
+    }
+
     fn line(sizes: &[u64], at_0: f64, per_byte: f64) -> Vec<(f64, f64)> {
         sizes
             .iter()
@@ -1603,23 +1620,5 @@ mod tests {
         assert_eq!(s(&[Some(0.9), None, Some(0.7)]), None);
         let seven = [0.9, 0.1, 0.7, 1.0, 1.1, 0.95, 0.8].map(Some);
         assert_eq!(s(&seven), Some(Side::New));
-    }
-}
-
-#[cfg(test)]
-impl Reading {
-    /// A clean reading with every series measured: `[gap, prtt_1_0, o_s, o_r,
-    /// send_late]`, us.
-    pub(crate) fn measured(size: u64, values: [f64; 5]) -> Reading {
-        let [gap_us, prtt_1_0_us, os_us, or_us, send_late_us] = values;
-        Reading {
-            size,
-            gap_us,
-            prtt_1_0_us,
-            os_us,
-            or_us,
-            send_late_us: Some(send_late_us),
-            disturbed: false,
-        }
     }
 }
