@@ -32,7 +32,8 @@ pub struct LookaheadOptions {
     pub pfact: f64,
     /// Floor under the current fit's RMS residual, in the unit of the values (us).
     pub floor: f64,
-    /// The robust look-ahead (off: the paper's as written, [`super::loggp::Detector::Paper`]):
+    /// The robust look-ahead, one switch for three departures from the paper (off:
+    /// the paper's detector as written, [`super::loggp::Detector::Paper`]):
     ///
     /// - ignore the worst `min(j - 1, x / 2)` look-ahead points of the interval
     ///   `[lastchange : current + j]`, so that outliers right after `current` (up to

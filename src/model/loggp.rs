@@ -71,9 +71,9 @@ pub struct Sample {
 }
 
 impl Sample {
-    /// Eq. (5) of Hoefler et al.: the gap per message, `g + G(s-1) = (PRTT(n,0,s)
-    /// - PRTT(1,0,s)) / (n-1)`, us, with `n` messages per `PRTT(n,.,s)` (below 2
-    /// counts as 2: the equation needs `n > 1`).
+    /// Eq. (5) of Hoefler et al.: the gap per message,
+    /// `g + G(s-1) = (PRTT(n,0,s) - PRTT(1,0,s)) / (n-1)`, us, with `n` messages per
+    /// `PRTT(n,.,s)` (below 2 counts as 2: the equation needs `n > 1`).
     pub fn gap_per_message_us(&self, n: usize) -> f64 {
         (self.prtt_n_0_us - self.prtt_1_0_us) / (n.max(2) - 1) as f64
     }
