@@ -17,6 +17,7 @@
 //! - [`stats`]: medians, quantiles, summaries, the interval of the median, Tukey's
 //!   filter.
 //! - [`report`]: metadata, tables, JSON lines, SVG plots, comparisons.
+//! - [`rng`]: the one random generator (SplitMix64), a leaf module.
 //! - [`sim`]: the virtual-time world (LogGP network model, virtual clocks, an
 //!   in-process transport over them) for exact tests and the simulator.
 //! - [`sizes`]: `--sizes` specifications.
@@ -39,6 +40,7 @@ pub mod model;
 pub mod names;
 pub mod patterns;
 pub mod report;
+pub mod rng;
 pub mod sim;
 pub mod sizes;
 pub mod spec;
