@@ -3,14 +3,10 @@
 //! SKaMPI's loop (Hunold & Carpen-Amarie,
 //! `../shared/papers/hunold-mpi-benchmarking-revisited.txt`, Appendix B, Algorithm
 //! 10; Hoefler et al., `../shared/papers/hoefler-accurately-measuring-collectives.txt`,
-//! sec. 4, Fig. 9) over the primitives of [`crate::sync::window`].
-//! [`WindowRounds::init_round`] announces a round's windows (line 36); per call,
-//! [`WindowRounds::start`] waits for its slot (`Start_Sync`, line 14) and
-//! [`WindowRounds::stop`] takes the slot's status and the call's record (`Stop_Sync`,
-//! line 16); [`WindowRounds::end_round`] makes a call valid only if valid on every
-//! rank (line 20) and gathers the records at rank 0 (line 18);
-//! [`WindowRounds::decide`] broadcasts rank 0's decision whether another round runs
-//! (lines 33-35), on a window it adapted (lines 24-25).
+//! sec. 4, Fig. 9) over the primitives of [`crate::sync::window`]: per round
+//! [`WindowRounds::init_round`], per call [`WindowRounds::start`] and
+//! [`WindowRounds::stop`], then [`WindowRounds::end_round`] and
+//! [`WindowRounds::decide`]; each cites the algorithm's lines it implements.
 //!
 //! Nothing goes on the control channel between a `start` and its `stop`. The driver
 //! lives in `patterns/`, not beside its primitives in `sync/`: it carries the calls'
@@ -116,7 +112,8 @@ impl WindowRounds {
         }
     }
 
-    /// Collective: starts a round on rank 0's window ([`Windows::announce`]).
+    /// Collective: starts a round on rank 0's window ([`Windows::announce`];
+    /// Algorithm 10 line 36).
     pub fn init_round<C: Clock + ?Sized>(
         &mut self,
         clock: &C,
@@ -131,13 +128,13 @@ impl WindowRounds {
     }
 
     /// Waits for the next call's slot, entering `delay_ticks` (global) after its
-    /// window opens ([`Windows::wait_delayed`]).
+    /// window opens ([`Windows::wait_delayed`]; `Start_Sync`, Algorithm 10 line 14).
     pub fn start<C: Clock + ?Sized>(&mut self, clock: &C, delay_ticks: u64) -> Slot {
         self.windows.wait_delayed(clock, self.wait, delay_ticks)
     }
 
-    /// Closes `slot` after its call ([`Windows::finish`]) and keeps `record` for rank
-    /// 0 (as many words for every call of a round).
+    /// Closes `slot` after its call ([`Windows::finish`]; `Stop_Sync`, line 16) and
+    /// keeps `record` for rank 0 (as many words for every call of a round).
     pub fn stop<C: Clock + ?Sized>(&mut self, clock: &C, slot: &Slot, record: &[u64]) {
         self.statuses.push(self.windows.finish(clock, slot));
         if self.records.capacity() == 0 {
@@ -153,7 +150,8 @@ impl WindowRounds {
         self.stop(clock, slot, &[start.0, end.0]);
     }
 
-    /// Collective: the round's agreed statuses, and every rank's records at rank 0.
+    /// Collective: the round's statuses, a call valid only if valid on every rank
+    /// (Algorithm 10 line 20), and every rank's records at rank 0 (line 18).
     pub fn end_round(&mut self, control: &mut dyn Control) -> Result<Round, PatternError> {
         let statuses = window::agree(control, &self.statuses)?;
         self.valid += statuses.iter().filter(|s| **s == SlotStatus::Valid).count();
@@ -162,9 +160,10 @@ impl WindowRounds {
         Ok(Round { statuses, records })
     }
 
-    /// Collective: whether another round runs: rank 0 (only) calls `verdict`, and
-    /// another round runs if it is short and rounds are left, on a window adapted to
-    /// it (which the next [`WindowRounds::init_round`] announces).
+    /// Collective: whether another round runs (Algorithm 10 lines 31-35): rank 0
+    /// (only) calls `verdict`; another round runs if it is short and rounds are
+    /// left, on a window adapted to it (lines 24-25, [`window::adapt_window_capped`]),
+    /// which the next [`WindowRounds::init_round`] announces.
     pub fn decide(
         &mut self,
         control: &mut dyn Control,
@@ -296,3 +295,6 @@ fn gather_words(
     };
     gathered.iter().enumerate().map(records).collect()
 }
+
+#[cfg(test)]
+mod tests;
