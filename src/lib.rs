@@ -4,6 +4,9 @@
 //! The library holds the measurement core; the `ngauge` binary only parses the command
 //! line and glues these modules together:
 //!
+//! - [`units`], [`build_facts`], [`time_format`], [`names`], [`sizes`]: leaf
+//!   modules (units of time, what the build recorded, dates, names, size lists)
+//!   that import nothing from the crate.
 //! - [`clock`]: RDTSCP ticks, calibration, host facts, pinning.
 //! - [`coll`]: collective algorithms as per-rank schedules, their executor over any
 //!   transport, data checks.
@@ -16,6 +19,7 @@
 //! - [`stats`]: medians, quantiles, summaries, the interval of the median, Tukey's
 //!   filter.
 //! - [`report`]: metadata, tables, JSON lines, SVG plots, comparisons.
+//! - [`rng`]: the one random generator (SplitMix64), a leaf module.
 //! - [`sim`]: the virtual-time world (LogGP network model, virtual clocks, an
 //!   in-process transport over them) for exact tests and the simulator.
 //! - [`sizes`]: `--sizes` specifications.
@@ -29,6 +33,7 @@
 #![deny(unsafe_code)]
 #![deny(rustdoc::broken_intra_doc_links)]
 
+pub mod build_facts;
 pub mod clock;
 pub mod coll;
 pub mod experiment;
@@ -38,11 +43,14 @@ pub mod model;
 pub mod names;
 pub mod patterns;
 pub mod report;
+pub mod rng;
 pub mod sim;
 pub mod sizes;
 pub mod spec;
 pub mod stats;
 pub mod suite;
 pub mod sync;
+pub mod time_format;
+pub mod units;
 
 pub use ngauge_transport as transport;

@@ -210,7 +210,7 @@ fn table_by_default() {
     );
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
-        text.contains("L [us]") && text.contains("G [us/KiB]"),
+        text.contains("L [us]") && text.contains("G [us/B]"),
         "{text}"
     );
 }

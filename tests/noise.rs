@@ -116,20 +116,40 @@ fn every_core_reports_its_detours() {
     );
 }
 
+/// Progress, not a rate: how many injected detours a run sees depends on the CPU the
+/// shared host leaves the spinner, so a run that saw too few to tell their phase
+/// from chance is repeated with a longer `--duration` (1 s, 4 s, 16 s); what the
+/// run does see is checked as tightly every time.
 #[test]
 fn injected_detours_are_found_with_their_length_and_period() {
+    let durations = ["1s", "4s", "16s"];
+    for (i, duration) in durations.iter().enumerate() {
+        let doc = document(&[
+            "--np",
+            "2",
+            "noise",
+            "--duration",
+            duration,
+            "--inject",
+            "2ms:100us",
+            "--json",
+        ]);
+        match injected_on_their_phase(&doc) {
+            Ok(()) => return,
+            Err(too_few) if i + 1 < durations.len() => {
+                eprintln!("noise --duration {duration}: {too_few}; measuring longer");
+            }
+            Err(too_few) => panic!("{too_few}"),
+        }
+    }
+}
+
+/// Checks the injected detours of `doc` (`--inject 2ms:100us`): their length, and
+/// that one phase holds at most a detour per period. `Err` when a core saw too few
+/// on one phase to tell them from chance.
+fn injected_on_their_phase(doc: &Value) -> Result<(), String> {
     let (period_us, length_us) = (2000.0, 100.0);
-    let doc = document(&[
-        "--np",
-        "2",
-        "noise",
-        "--duration",
-        "1s",
-        "--inject",
-        "2ms:100us",
-        "--json",
-    ]);
-    assert_valid(&doc);
+    assert_valid(doc);
     assert_eq!(doc["inject"]["period_us"], period_us);
     assert_eq!(doc["inject"]["duration_us"], length_us);
     for c in doc["cores"].as_array().unwrap() {
@@ -147,11 +167,11 @@ fn injected_detours_are_found_with_their_length_and_period() {
         // The injected ones start a whole number of periods apart (to within
         // 10 us). A detour of the system's own of about 100 us may land anywhere:
         // on this shared host the spinner can lose most of its CPU, and then such
-        // detours outnumber the injected ones (CI of 2026-11-25: 328 of 100 us at
-        // 77% of the CPU lost, 123 on one phase). So the test is against chance: a
-        // detour placed at random is on a given phase with probability 20 us /
-        // period, and the best phase must hold at least ten times as many as that
-        // (and ten at least), which detours of the system's own do not.
+        // detours outnumber the injected ones (docs/findings/2026-11-24-late-nbc-noise.md).
+        // So the test is against chance: a detour placed at random is on a given
+        // phase with probability 20 us / period, and the best phase must hold at
+        // least ten times as many as that (and ten at least), which detours of the
+        // system's own do not.
         let on_phase = |reference: f64| {
             injected
                 .iter()
@@ -163,12 +183,6 @@ fn injected_detours_are_found_with_their_length_and_period() {
         };
         let best = injected.iter().map(|&r| on_phase(r)).max().unwrap();
         let by_chance = injected.len() as f64 * 20.0 / period_us;
-        assert!(
-            best >= 10 && best as f64 >= 10.0 * by_chance,
-            "only {best} of {} detours of 100 us share a phase ({by_chance:.1} would by \
-             chance): {c}",
-            injected.len()
-        );
         // The injector fires at most once per period: one phase cannot hold more
         // detours than periods fit in the measured time (the system's own detours
         // may add any number off the phase, so only the best phase is bounded).
@@ -177,7 +191,15 @@ fn injected_detours_are_found_with_their_length_and_period() {
             best <= windows,
             "{best} detours on one phase, but only {windows} periods fit: {c}"
         );
+        if !(best >= 10 && best as f64 >= 10.0 * by_chance) {
+            return Err(format!(
+                "only {best} of {} detours of 100 us share a phase ({by_chance:.1} would by \
+                 chance): {c}",
+                injected.len()
+            ));
+        }
     }
+    Ok(())
 }
 
 #[test]

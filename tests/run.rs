@@ -469,9 +469,10 @@ fn processes_naming(needle: &str) -> Vec<String> {
 ///
 /// The kill lands mid-suite and mid-run without long measurements: each run is
 /// one clock synchronization whose ranks then sleep 6 s before their residual
-/// check (longer than the 3 s the test gives them to die, so ranks that outlived
-/// their runner would be seen), and the test waits for the first run's document,
-/// then for the second run's launcher and ranks, and kills the runner then.
+/// check, and the test waits for the first run's document, then for the second
+/// run's launcher and ranks, and kills the runner then. Ranks that outlived their
+/// runner would finish that check and write their document and record: the test
+/// waits for the processes to end and finds neither.
 #[test]
 fn a_run_dies_with_a_runner_killed_by_sigkill_and_resume_finishes() {
     let (_tmp, suite, dir) = suite(
@@ -516,11 +517,25 @@ fn a_run_dies_with_a_runner_killed_by_sigkill_and_resume_finishes() {
             break;
         }
         assert!(
-            killed.elapsed() < Duration::from_secs(3),
+            killed.elapsed() < Duration::from_secs(120),
             "the run outlived its runner: {left:?}"
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+    // Order, not a deadline: ranks that outlived their runner would have finished
+    // their residual check and written their document (to the `.partial` file that
+    // is the run's stdout) and their record (to the run's stream). Neither exists.
+    let written = |path: &std::path::Path| std::fs::read(path).map_or(0, |b| b.len());
+    assert_eq!(
+        written(&partial),
+        0,
+        "the run outlived its runner and finished"
+    );
+    assert_eq!(
+        written(&dir.join("runs/a/launch-1.jsonl")),
+        0,
+        "the run outlived its runner and wrote its record"
+    );
     assert!(!dir.join("runs/a/launch-1.json").exists());
 
     let doc = resume(&dir, 300);

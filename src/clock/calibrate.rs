@@ -8,9 +8,9 @@
 //! only when the bracket is tight, with the midpoint as the tick value; the standard
 //! error of the slope is reported as the calibration's uncertainty.
 
-use super::ticks::TickRate;
 use super::timer::{self, TimerSource};
 use crate::model::lsq;
+use crate::units::TickRate;
 use std::time::Duration;
 
 /// The result of a calibration.

@@ -10,9 +10,9 @@ mod facts;
 mod host;
 mod overhead;
 mod pin;
-mod ticks;
 mod timer;
 
+pub use crate::units::{DurationError, Nanos, TickRate, Ticks};
 pub use calibrate::{calibrate, fit as fit_calibration, Calibration, Sample as CalibrationSample};
 pub use facts::{TimerFacts, RATE_DISAGREEMENT};
 pub use host::{
@@ -20,7 +20,6 @@ pub use host::{
 };
 pub use overhead::{measure_overhead, measure_overhead_samples, TimerOverhead};
 pub use pin::{allowed_cores, available_cores, parse_cpu_list, pin_to, pinned_core};
-pub use ticks::{DurationError, Nanos, TickRate, Ticks};
 pub use timer::{monotonic_raw_ns, TimerSource};
 
 #[cfg(target_arch = "x86_64")]

@@ -13,7 +13,7 @@
 //! MPI).
 #![allow(unsafe_code)]
 
-use super::ticks::Ticks;
+use crate::units::Ticks;
 
 /// Where ticks come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]

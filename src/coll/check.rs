@@ -18,6 +18,7 @@
 use super::allreduce::{reduce_into, WORD_BYTES};
 use super::schedule::Buf;
 use super::{CollBuffers, CollSpec, Collective};
+use crate::rng::mix;
 use ngauge_transport::{Rank, Transport, TransportError};
 
 /// A byte of rank `rank`'s data at `offset`: the low byte of SplitMix64's output
@@ -29,14 +30,6 @@ pub fn pattern(rank: Rank, offset: usize) -> u8 {
 /// Word `index` of rank `rank`'s allreduce vector.
 pub fn contribution(rank: Rank, index: usize) -> u64 {
     mix(((rank as u64) << 40) ^ index as u64 ^ 0xA11)
-}
-
-/// SplitMix64's finalizer (Steele, Lea and Flood 2014).
-fn mix(seed: u64) -> u64 {
-    let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 /// The first wrong byte after a collective.

@@ -208,7 +208,7 @@ fn default_dir(path: &Path) -> PathBuf {
         .file_stem()
         .map_or("suite".into(), |s| s.to_string_lossy().into_owned());
     let date =
-        ngauge::report::meta::rfc3339_utc(std::time::SystemTime::now()).replace(['-', ':'], "");
+        ngauge::time_format::rfc3339_utc(std::time::SystemTime::now()).replace(['-', ':'], "");
     PathBuf::from(format!("{stem}-{date}"))
 }
 

@@ -2,7 +2,7 @@
 //! cannot (`ngauge info`).
 
 use super::{TransportName, VerbsSpec};
-use crate::report::BuildFacts;
+use crate::build_facts::BuildFacts;
 use serde::{Deserialize, Serialize};
 
 /// One transport's availability.

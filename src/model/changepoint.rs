@@ -32,27 +32,25 @@ pub struct LookaheadOptions {
     pub pfact: f64,
     /// Floor under the current fit's RMS residual, in the unit of the values (us).
     pub floor: f64,
-    /// Points a range needs before a change after it is considered (at least 3, so
-    /// that eq. (6) has a degree of freedom).
-    pub min_points: usize,
-    /// Ignore the worst `min(j - 1, x / 2)` look-ahead points of the interval
-    /// `[lastchange : current + j]`, so that outliers right after `current` (up to
-    /// `x / 2` in a row) cannot fake a change: the paper's look-ahead is meant "to
-    /// reduce the effect of single outliers", but every such interval contains the
-    /// point `current + 1`.
+    /// The robust look-ahead, one switch for three departures from the paper (off:
+    /// the paper's detector as written, [`super::loggp::Detector::Paper`]):
+    ///
+    /// - ignore the worst `min(j - 1, x / 2)` look-ahead points of the interval
+    ///   `[lastchange : current + j]`, so that outliers right after `current` (up to
+    ///   `x / 2` in a row) cannot fake a change: the paper's look-ahead is meant "to
+    ///   reduce the effect of single outliers", but every such interval contains the
+    ///   point `current + 1`;
+    /// - raise the floor to the data's own noise level (the mean of the squared local
+    ///   robust noise estimates of [`local_noise`] over `[lastchange : current]`), so
+    ///   that noise above Netgauge's fixed 0.15 us (latency flipping between levels)
+    ///   does not flap either;
+    /// - keep only the changes that pay for themselves under the joint segmentation
+    ///   criterion of [`super::segment::best_subset_joint`] (BIC with outliers
+    ///   capped, over the gap, `PRTT(1,0,s)`, `o_s` and `o_r`), adding the joint
+    ///   segmentation's own changes as candidates: a run of a few disturbed sizes is
+    ///   not a protocol, and a switch small in each series is one. Applied by
+    ///   [`super::loggp::assess`].
     pub robust: bool,
-    /// Raise the floor to the data's own noise level (the mean of the squared local
-    /// robust noise estimates of [`local_noise`] over `[lastchange : current]`), so
-    /// that noise above Netgauge's fixed 0.15 us (latency flipping between levels)
-    /// does not flap either.
-    pub adaptive_floor: bool,
-    /// Keep only the changes that pay for themselves under the joint segmentation
-    /// criterion of [`super::segment::best_subset_joint`] (BIC with outliers
-    /// capped, over the gap, `PRTT(1,0,s)`, `o_s` and `o_r`), adding the joint
-    /// segmentation's own changes as candidates: a run of a few disturbed sizes is
-    /// not a protocol, and a switch small in each series is one. Applied by
-    /// [`super::loggp::assess`].
-    pub confirm: bool,
 }
 
 impl Default for LookaheadOptions {
@@ -61,13 +59,14 @@ impl Default for LookaheadOptions {
             lookahead: 5,
             pfact: 2.0,
             floor: 0.15,
-            min_points: 3,
             robust: true,
-            adaptive_floor: true,
-            confirm: true,
         }
     }
 }
+
+/// Points a range needs before a change after it is considered: 3, so that eq. (6)
+/// has a degree of freedom.
+const MIN_POINTS: usize = 3;
 
 /// Eq. (6) over `xs[k..=l]`, `ys[k..=l]` (`None` with fewer than 3 points).
 pub fn lsq(xs: &[f64], ys: &[f64], k: usize, l: usize) -> Option<f64> {
@@ -112,14 +111,13 @@ fn lsq_trimmed(
 pub fn detect(xs: &[f64], ys: &[f64], opts: &LookaheadOptions) -> Vec<usize> {
     let n = xs.len().min(ys.len());
     let x = opts.lookahead.max(1);
-    let min_points = opts.min_points.max(3);
     let floor_lsq = opts.floor * opts.floor;
     let sigma = opts
-        .adaptive_floor
+        .robust
         .then(|| local_noise(&xs[..n], &ys[..n], opts.floor));
     let mut starts = Vec::new();
     let mut last = 0;
-    let mut current = last + min_points - 1;
+    let mut current = last + MIN_POINTS - 1;
     while current + x < n {
         let Some(here) = lsq(xs, ys, last, current) else {
             current += 1;
@@ -144,7 +142,7 @@ pub fn detect(xs: &[f64], ys: &[f64], opts: &LookaheadOptions) -> Vec<usize> {
         if rises {
             starts.push(current + 1);
             last = current + 1;
-            current = last + min_points - 1;
+            current = last + MIN_POINTS - 1;
         } else {
             current += 1;
         }
@@ -183,8 +181,6 @@ mod tests {
         assert!(detect(&xs, &ys, &LookaheadOptions::default()).is_empty());
         let paper = LookaheadOptions {
             robust: false,
-            adaptive_floor: false,
-            confirm: false,
             ..LookaheadOptions::default()
         };
         assert_eq!(detect(&xs, &ys, &paper), vec![15]);

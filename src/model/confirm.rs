@@ -57,25 +57,24 @@
 //! than for a step, and the relative change of slope `(b_right - b_left) /
 //! max(|b_left|, |b_right|)` is judged like a step with the floor [`KINK_FLOOR`].
 //! Such a change is located where its two lines cross (the median over the passes).
-//! Both series must confirm it: `G` changes the slope of both. A protocol's new
-//! `G` holds over its whole range, so the change must also hold between the lines
-//! the sweep fits over the whole ranges on either side (to the neighbouring
+//! Both series must confirm it: `G` changes the slope of both. A protocol's new `G`
+//! holds over its whole range, so the change must also hold between the lines the
+//! sweep fits over the whole ranges on either side (to the neighbouring
 //! candidates), in sign and by half [`KINK_FLOOR`] ([`hold_over_ranges`]); the
 //! passes see only the sides' few sizes, where a bump of the curve that one
-//! launch's buffers put there (MPICH 2026-11-24: a slope -83% at 36864 B in 12
-//! passes, -4% over the ranges) bends it as much.
+//! launch's buffers put there bends it as much (story:
+//! `docs/findings/2026-11-24-detector-verdicts.md`).
 //!
-//! A relative change says nothing of size, and a step must reach its floor `f`:
-//! so must a change of slope. Over the sizes of the passes, the two lines part
-//! by `|b_right - b_left|` times half their span (from the boundary to a side's
-//! far end, on average); below `f` the change is **undecided**
-//! ([`Undecided::BelowFloor`]), since a bump of the curve smaller than a
-//! protocol's step bends the sides as much (MPICH 2026-11-25, run 4 of the
-//! rates finding: 0.35 us against a floor of 0.71 at 53248 B, confirmed in 1 run
-//! of 15). And `G` is a time per byte (Hoefler et al., sec. 1: "the time needed
-//! to transmit a single byte"): a side whose slope is below zero in every pass's
-//! order is no protocol's line, and the change is **undecided**
-//! ([`Undecided::Falling`]).
+//! A relative change says nothing of size, and a step must reach its floor `f`: so
+//! must a change of slope. Over the sizes of the passes, the two lines part by
+//! `|b_right - b_left|` times half their span (from the boundary to a side's far
+//! end, on average); below `f` the change is **undecided**
+//! ([`Undecided::BelowFloor`]), since a bump of the curve smaller than a protocol's
+//! step bends the sides as much (story:
+//! `docs/findings/2026-11-25-detector-rates.md`). And `G` is a time per byte
+//! (Hoefler et al., sec. 1: "the time needed to transmit a single byte"): a side
+//! whose slope is below zero in every pass's order is no protocol's line, and the
+//! change is **undecided** ([`Undecided::Falling`]).
 //!
 //! # Location to the byte
 //!
@@ -86,6 +85,7 @@
 //! calls it when the passes agree, and bisection goes on until the two brackets
 //! are one byte apart.
 
+use super::loggp::{Sample, Series};
 use super::lsq::fit_line;
 use super::robust::huber_line;
 use super::segment::{self, SegmentOptions};
@@ -143,22 +143,21 @@ crate::names::named_enum! {
     }
 }
 
-/// The series a change is judged on, in the order of [`super::loggp::SERIES`].
-pub use super::loggp::SERIES;
-
-/// Index of the gap per message in [`SERIES`].
-pub const GAP: usize = 0;
-/// Index of `PRTT(1,0,s)` in [`SERIES`].
-pub const PRTT_1_0: usize = 1;
-
-/// Values of the [`SERIES`] at one size in one pass.
+/// The values of the [`Series`] at one size in one pass.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Reading {
     /// Message size, bytes.
     pub size: u64,
-    /// Gap (eq. 5), `PRTT(1,0,s)`, `o_s` (eq. 4), `o_r`, send with a late receiver,
-    /// us; `None` where not measured.
-    pub values: [Option<f64>; 5],
+    /// The gap per message, eq. (5), us.
+    pub gap_us: f64,
+    /// `PRTT(1,0,s)`, us.
+    pub prtt_1_0_us: f64,
+    /// The send overhead `o_s`, eq. (4), us.
+    pub os_us: f64,
+    /// The receive overhead `o_r`, us.
+    pub or_us: f64,
+    /// The send with a late receiver, us; `None` where not measured.
+    pub send_late_us: Option<f64>,
     /// Most repetitions of this size were disturbed by the host, even after
     /// re-measuring.
     pub disturbed: bool,
@@ -167,51 +166,35 @@ pub struct Reading {
 impl Reading {
     /// The series of a measured sample (`n` messages per `PRTT(n,.,s)`), as
     /// [`super::loggp::assess`] derives them.
-    pub fn of(s: &super::loggp::Sample, n: usize, disturbed: bool) -> Reading {
-        let n1 = n.max(2) as f64 - 1.0;
+    pub fn of(s: &Sample, n: usize, disturbed: bool) -> Reading {
         Reading {
             size: s.size,
-            values: [
-                Some((s.prtt_n_0_us - s.prtt_1_0_us) / n1),
-                Some(s.prtt_1_0_us),
-                Some((s.prtt_n_d_us - s.prtt_1_0_us) / n1 - s.d_us),
-                Some(s.or_us),
-                s.send_late_us,
-            ],
+            gap_us: s.gap_per_message_us(n),
+            prtt_1_0_us: s.prtt_1_0_us,
+            os_us: s.send_overhead_us(n),
+            or_us: s.or_us,
+            send_late_us: s.send_late_us,
             disturbed,
         }
     }
-}
 
-/// Options of the decisions.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct JudgeOptions {
-    /// Confidence level of the median's interval.
-    pub level: f64,
-    /// Smallest step of a protocol, as a fraction of the level at the boundary.
-    pub step_floor: f64,
-    /// Smallest step of a protocol, us (a few timer readings).
-    pub step_floor_us: f64,
-    /// Smallest relative change of slope of a slope-only change.
-    pub kink_floor: f64,
-    /// Clean passes needed for a verdict.
-    pub min_passes: usize,
-}
-
-impl Default for JudgeOptions {
-    fn default() -> Self {
-        JudgeOptions {
-            level: 0.95,
-            step_floor: STEP_FLOOR,
-            step_floor_us: 0.05,
-            kink_floor: KINK_FLOOR,
-            min_passes: 6,
+    /// The value of one series; `None` where not measured.
+    pub fn get(&self, series: Series) -> Option<f64> {
+        match series {
+            Series::Gap => Some(self.gap_us),
+            Series::Prtt10 => Some(self.prtt_1_0_us),
+            Series::Os => Some(self.os_us),
+            Series::Or => Some(self.or_us),
+            Series::SendLate => self.send_late_us,
         }
     }
 }
 
+/// Confidence level of the median's interval in every verdict.
+pub const CONFIDENCE: f64 = 0.95;
+
 /// Smallest step of a protocol as a fraction of the value: the 10% of the
-/// detector's `step_floor` ([`SegmentOptions::step_floor`]). TCP loopback bends by
+/// detector's [`segment::STEP_FLOOR`]. TCP loopback bends by
 /// 10-15% over 16-40 KiB, but a bend is no step between neighbouring sizes; Open
 /// MPI's shared-memory switch at 8 KiB steps by 7-16% in the round trip and ~20% in
 /// `o_r` and the gap.
@@ -221,6 +204,9 @@ pub const STEP_FLOOR: f64 = 0.10;
 /// slope must at least halve or double (`|b_r - b_l| >= 0.5 max(|b_l|, |b_r|)`),
 /// since a bend from caches changes it gradually and by less.
 pub const KINK_FLOOR: f64 = 0.5;
+
+/// Smallest step of a protocol, us: a few timer readings.
+pub const STEP_FLOOR_US: f64 = 0.05;
 
 /// The step of one series at a boundary in one pass.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -271,14 +257,14 @@ pub fn pass_step(left: &[(f64, f64)], right: &[(f64, f64)]) -> Option<PassStep> 
 /// How far one series moves between neighbouring sizes on one side of a boundary,
 /// us: the placebo of [`pass_step`], applied by [`steps`] to the per-size medians
 /// over the passes, so that it measures the series' reproducible shape and not the
-/// noise of one pass (which the interval of the step already weighs). Both sides are detrended with the
-/// common slope of [`pass_step`]'s model; then every split of one side into its
-/// smaller and larger sizes is a boundary where no change is proposed, and the
-/// largest difference of the two parts' mean detrended values is returned. A series
-/// that steps by as much between neighbours where nothing changes (the send
-/// overhead `o_s` over Open MPI's TCP, which moves by 1-3 us from one KiB to the
-/// next, CI of 2026-11-24) shows no protocol at the boundary by stepping there.
-/// `None` when neither side has two sizes, or with a value that is not finite.
+/// noise of one pass (which the interval of the step already weighs). Both sides
+/// are detrended with the common slope of [`pass_step`]'s model; then every split
+/// of one side into its smaller and larger sizes is a boundary where no change is
+/// proposed, and the largest difference of the two parts' mean detrended values is
+/// returned. A series that steps by as much between neighbours where nothing
+/// changes shows no protocol at the boundary by stepping there (story:
+/// `docs/findings/2026-11-24-detector-verdicts.md`). `None` when neither side has
+/// two sizes, or with a value that is not finite.
 pub fn roughness(left: &[(f64, f64)], right: &[(f64, f64)]) -> Option<f64> {
     if left
         .iter()
@@ -413,8 +399,8 @@ pub fn judge(values: &[f64], floor: f64, level: f64) -> Judged {
             let holds = |v: f64| ci.lo <= v && v <= ci.hi;
             // Half the floor, not zero, is what the interval must exclude: on a
             // loaded host passes scatter widely, and an interval from just above
-            // zero to several floors (TCP loopback's late send, 2026-11-24:
-            // [0.06, 7.2] us against a floor of 1.2 us) is no protocol's step.
+            // zero to several floors is no protocol's step (story:
+            // docs/findings/2026-11-24-detector-verdicts.md).
             let margin = floor / 2.0;
             let near_zero = ci.lo <= margin && ci.hi >= -margin;
             if near_zero && (holds(floor) || holds(-floor)) {
@@ -439,7 +425,7 @@ pub fn judge(values: &[f64], floor: f64, level: f64) -> Judged {
 /// The step of one series over the passes.
 #[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct StepEvidence {
-    /// The series (a name of [`SERIES`]).
+    /// The series (a name of [`Series`]).
     pub series: &'static str,
     /// Median level at the boundary over the passes, us.
     pub level_us: f64,
@@ -507,8 +493,8 @@ pub struct SlopeEvidence {
     /// `|right - left|` slope times half the span of the sizes (the distance
     /// from the boundary to a side's far end, on average), us.
     pub divergence_us: f64,
-    /// The step floor at this level ([`JudgeOptions::step_floor`] of the median
-    /// value, at least [`JudgeOptions::step_floor_us`]): what a step here must
+    /// The step floor at this level ([`STEP_FLOOR`] of the median value, at least
+    /// [`STEP_FLOOR_US`]): what a step here must
     /// reach, and what `divergence_us` must reach, us.
     pub step_floor_us: f64,
     /// The passes agreed on a change of slope, but `divergence_us` is below
@@ -557,33 +543,31 @@ pub const RANGE_MIN_SIZES: usize = 3;
 /// Checks confirmed slope changes against the sweep's whole ranges: `left_range`
 /// and `right_range` are the sweep's readings from the previous candidate (or the
 /// first size) to this one and from this one to the next (or the last size). Per
-/// series, the relative change between Huber lines fitted over the two ranges
-/// must have the sign of the passes' median and at least half `kink_floor`;
-/// otherwise the series' verdict becomes rejected and `local` is set. A series the
-/// ranges confirm must also have each side's median slope within half the change
-/// of its range's slope: a protocol's `G` is the slope of its whole range, and a
-/// side that is not on its range's line measures a bump there (MPICH, 2026-11-25:
-/// a left side falling at -1.7e-5 us/B before a right one rising at 1.2e-4, in
-/// all 18 passes, at a level of 7 us, confirmed in 1 run of 15); otherwise the
-/// verdict becomes undecided and `off_range` is set. A series that the passes
-/// confirmed but [`slopes`] left undecided as [`SlopeEvidence::below_floor`] or
-/// [`SlopeEvidence::falling`] alone is rejected as `local` all the same when
-/// the ranges do not hold it: the ranges then say that no protocol changes here,
-/// which a faint or falling side does not contradict.
+/// series, the relative change between Huber lines fitted over the two ranges must
+/// have the sign of the passes' median and at least half [`KINK_FLOOR`]; otherwise
+/// the series' verdict becomes rejected and `local` is set. A series the ranges
+/// confirm must also have each side's median slope within half the change of its
+/// range's slope: a protocol's `G` is the slope of its whole range, and a side that
+/// is not on its range's line measures a bump there (story:
+/// `docs/findings/2026-11-25-detector-rates.md`); otherwise the verdict becomes
+/// undecided and `off_range` is set. A series that the passes confirmed but
+/// [`slopes`] left undecided as [`SlopeEvidence::below_floor`] or
+/// [`SlopeEvidence::falling`] alone is rejected as `local` all the same when the
+/// ranges do not hold it: the ranges then say that no protocol changes here, which
+/// a faint or falling side does not contradict.
 pub fn hold_over_ranges(
     evidence: &mut [SlopeEvidence],
     left_range: &[Reading],
     right_range: &[Reading],
-    kink_floor: f64,
 ) {
     for e in evidence.iter_mut() {
-        let Some(k) = SERIES.iter().position(|s| *s == e.series) else {
+        let Ok(k) = e.series.parse::<Series>() else {
             continue;
         };
         let slope = |range: &[Reading]| {
             let (xs, ys): (Vec<f64>, Vec<f64>) = range
                 .iter()
-                .filter_map(|r| r.values[k].map(|v| (r.size as f64, v)))
+                .filter_map(|r| r.get(k).map(|v| (r.size as f64, v)))
                 .unzip();
             if xs.len() < RANGE_MIN_SIZES {
                 return None;
@@ -598,7 +582,7 @@ pub fn hold_over_ranges(
         e.range_relative_change = Some(change);
         e.range_per_byte_us = Some([bl, br]);
         let local = e.relative_change.median;
-        let holds = change.signum() == local.signum() && change.abs() >= kink_floor / 2.0;
+        let holds = change.signum() == local.signum() && change.abs() >= KINK_FLOOR / 2.0;
         let faint = (e.below_floor || e.falling) && !e.bent && !e.apart;
         let agreed = e.relative_change.verdict == Verdict::Confirmed || faint;
         if agreed && !holds {
@@ -624,24 +608,20 @@ pub fn clean(passes: &[Vec<Reading>]) -> Vec<&[Reading]> {
         .collect()
 }
 
-fn side(pass: &[Reading], sizes: &[u64], k: usize) -> Vec<(f64, f64)> {
+fn side(pass: &[Reading], sizes: &[u64], k: Series) -> Vec<(f64, f64)> {
     pass.iter()
         .filter(|r| sizes.contains(&r.size))
-        .filter_map(|r| r.values[k].map(|v| (r.size as f64, v)))
+        .filter_map(|r| r.get(k).map(|v| (r.size as f64, v)))
         .collect()
 }
 
 /// The step evidence per series over the (clean) `passes`, each holding readings at
 /// sizes `left` and `right` of the boundary. Series missing from a pass are left
 /// out of it; a series measured in no pass is left out.
-pub fn steps(
-    passes: &[&[Reading]],
-    left: &[u64],
-    right: &[u64],
-    opts: &JudgeOptions,
-) -> Vec<StepEvidence> {
-    (0..SERIES.len())
-        .filter_map(|k| {
+pub fn steps(passes: &[&[Reading]], left: &[u64], right: &[u64]) -> Vec<StepEvidence> {
+    Series::ALL
+        .iter()
+        .filter_map(|&k| {
             let per_pass: Vec<PassStep> = passes
                 .iter()
                 .filter_map(|p| pass_step(&side(p, left, k), &side(p, right, k)))
@@ -667,28 +647,23 @@ pub fn steps(
             // A protocol's step stands out from the series' own moves between
             // neighbouring sizes: twice the roughness, so that the interval must
             // exclude the roughness itself (see [`judge`]'s half floor).
-            let floor = (opts.step_floor * level.abs())
-                .max(opts.step_floor_us)
+            let floor = (STEP_FLOOR * level.abs())
+                .max(STEP_FLOOR_US)
                 .max(2.0 * roughness.unwrap_or(0.0));
             let values: Vec<f64> = per_pass.iter().map(|s| s.step_us).collect();
             Some(StepEvidence {
-                series: SERIES[k],
+                series: k.as_str(),
                 level_us: level,
                 roughness_us: roughness,
-                step_us: judge(&values, floor, opts.level),
+                step_us: judge(&values, floor, CONFIDENCE),
             })
         })
         .collect()
 }
 
 /// The slope evidence of the gap and `PRTT(1,0,s)` over the (clean) `passes`.
-pub fn slopes(
-    passes: &[&[Reading]],
-    left: &[u64],
-    right: &[u64],
-    opts: &JudgeOptions,
-) -> Vec<SlopeEvidence> {
-    [GAP, PRTT_1_0]
+pub fn slopes(passes: &[&[Reading]], left: &[u64], right: &[u64]) -> Vec<SlopeEvidence> {
+    [Series::Gap, Series::Prtt10]
         .into_iter()
         .filter_map(|k| {
             let per_pass: Vec<PassSlopes> = passes
@@ -703,17 +678,16 @@ pub fn slopes(
             };
             let crossings: Vec<f64> = per_pass.iter().filter_map(|s| s.crossing_bytes).collect();
             let values: Vec<f64> = per_pass.iter().map(|s| s.relative_change).collect();
-            let mut relative_change = judge(&values, opts.kink_floor, opts.level);
+            let mut relative_change = judge(&values, KINK_FLOOR, CONFIDENCE);
             // Each shape below is a reason why passes that agree on a change of
             // slope are no verdict on a change of `G` alone; all are reported.
             let agreed = relative_change.verdict == Verdict::Confirmed;
             // Two straight lines that meet is what a slope-only change is. A side
             // whose inner points lie off its chord, the same way in every pass, by
             // half of what the kink bends the curve over one sweep step and by half
-            // a protocol's smallest step, is no line:
-            // a step inside it (a switch one sweep size off the candidate, MPICH
-            // 2026-11-24: the step at 8256 B inside the left side 7168..9216 made
-            // its slope 50 times the right one's) steepens its fit like a kink.
+            // a protocol's smallest step, is no line: a step inside it (a switch
+            // one sweep size off the candidate) steepens its fit like a kink
+            // (story: docs/findings/2026-11-24-detector-verdicts.md).
             let mut xs: Vec<f64> = left.iter().chain(right).map(|&s| s as f64).collect();
             xs.sort_by(f64::total_cmp);
             let spacing = (xs[xs.len() - 1] - xs[0]) / (xs.len().max(2) - 1) as f64;
@@ -726,7 +700,7 @@ pub fn slopes(
                 .map(|v| v.1)
                 .collect();
             let level = median(&values_here).unwrap_or(0.0).abs();
-            let floor = (opts.step_floor * level).max(opts.step_floor_us);
+            let floor = (STEP_FLOOR * level).max(STEP_FLOOR_US);
             let hidden_step = floor / 2.0;
             let mut bend = 0.0f64;
             let mut bent = false;
@@ -749,7 +723,7 @@ pub fn slopes(
                     let sorted = crate::stats::sorted(&ds);
                     let Some(m) = median(&sorted) else { continue };
                     bend = bend.max(m.abs());
-                    let consistent = median_interval(&sorted, opts.level)
+                    let consistent = median_interval(&sorted, CONFIDENCE)
                         .ok()
                         .flatten()
                         .is_some_and(|ci| ci.lo > 0.0 || ci.hi < 0.0);
@@ -771,14 +745,12 @@ pub fn slopes(
             let meets = crossing_bytes.is_some_and(|c| xs[0] <= c && c <= xs[xs.len() - 1]);
             let apart = agreed && !meets && offset.abs() >= hidden_step;
             // A change of slope must amount to a step's floor over the sizes
-            // measured, as a step must (rates finding 2026-11-25, MPICH run 4: the
-            // gap's slopes -1.7e-5 and 1.2e-4 us/B parted by 0.35 us over the 2.5 KiB
-            // from the boundary to a side's end, against a floor of 0.71 us at 7
-            // us, in all 18 passes; confirmed in 1 run of 15). Undecided, not
-            // rejected: a step below its floor is no protocol's at any sweep, but
-            // the same change of `G` parts its lines by more over wider sides or
-            // at a lower level, so this experiment cannot tell, and more passes
-            // would not widen it.
+            // measured, as a step must (story:
+            // docs/findings/2026-11-25-detector-rates.md). Undecided, not rejected:
+            // a step below its floor is no protocol's at any sweep, but the same
+            // change of `G` parts its lines by more over wider sides or at a lower
+            // level, so this experiment cannot tell, and more passes would not
+            // widen it.
             let half_span = (xs[xs.len() - 1] - xs[0]) / 2.0;
             let divergence =
                 (med(|s| s.right_per_byte_us) - med(|s| s.left_per_byte_us)).abs() * half_span;
@@ -786,11 +758,12 @@ pub fn slopes(
             // `G` is "the time needed to transmit a single byte" (Hoefler et al.,
             // sec. 1): no protocol's line falls with the size. A side whose slope
             // is below zero in every pass's order (the interval of its median)
-            // measures a dip of the curve (the same MPICH run: the left side fell
-            // at -1.7e-5 us/B). Undecided, for a change may still lie nearby.
+            // measures a dip of the curve (story:
+            // docs/findings/2026-11-25-detector-rates.md). Undecided, for a change
+            // may still lie nearby.
             let interval = |f: fn(&PassSlopes) -> f64| {
                 let sorted = crate::stats::sorted(&per_pass.iter().map(f).collect::<Vec<_>>());
-                median_interval(&sorted, opts.level)
+                median_interval(&sorted, CONFIDENCE)
                     .ok()
                     .flatten()
                     .map(|ci| [ci.lo, ci.hi])
@@ -806,7 +779,7 @@ pub fn slopes(
                 relative_change.verdict = Verdict::Undecided;
             }
             Some(SlopeEvidence {
-                series: SERIES[k],
+                series: k.as_str(),
                 left_per_byte_us: med(|s| s.left_per_byte_us),
                 right_per_byte_us: med(|s| s.right_per_byte_us),
                 relative_change,
@@ -837,11 +810,10 @@ pub fn slopes(
 ///
 /// Two, because the series are different experiments on the same messages (a round
 /// trip, a stream, the two overheads, a send to a late receiver) and a protocol
-/// changes what a message costs in several of them: every switch bench-detect
-/// found on 2026-11-24 (Open MPI TCP and vader, MPICH; 15 runs) showed in 2 to 5.
-/// A step in one experiment alone is that experiment's (over Open MPI's TCP BTL,
-/// `o_s` alone at 15360 B, `PRTT(1,0,s)` alone at 98304 B, each in one CI run);
-/// slope-only changes likewise need both per-byte series ([`combine_slopes`]).
+/// changes what a message costs in several of them, while a step in one experiment
+/// alone is that experiment's (story:
+/// `docs/findings/2026-11-24-detector-verdicts.md`); slope-only changes likewise
+/// need both per-byte series ([`combine_slopes`]).
 pub fn combine(verdicts: impl IntoIterator<Item = Verdict>) -> Verdict {
     let (mut confirmed, mut undecided) = (0, false);
     for v in verdicts {
@@ -883,8 +855,8 @@ pub fn combine_slopes(evidence: &[SlopeEvidence]) -> Verdict {
 /// more passes may settle. A change too faint ([`Undecided::BelowFloor`]) or
 /// falling ([`Undecided::Falling`]) is the verdict only once every series agreed
 /// on a change of slope: while another series' passes are merely spread, more
-/// passes may still reject the change, as they did before these two rules
-/// (review of 2026-11-28).
+/// passes may still reject the change, as they did before these two rules (story:
+/// `docs/findings/2026-11-25-detector-rates.md`).
 pub fn judge_slopes(evidence: &[SlopeEvidence]) -> (Verdict, Option<Undecided>) {
     let verdict = combine_slopes(evidence);
     let all_agreed = evidence
@@ -910,11 +882,10 @@ pub fn clearest(evidence: &[StepEvidence]) -> Option<&StepEvidence> {
 }
 
 /// The confirmed series, the clearest first (see [`clearest`]). Location tries
-/// them in this order, round by round: a series' step may change with the host's
-/// state between the confirmation and the bisection (Open MPI's vader at 16 KiB,
-/// 2026-11-25: the gap, the round trip, `o_s` and the late send step down across
-/// the switch on a busy host and up on a calmer one, while `o_r` steps up on
-/// both), and then [`position`] finds its brackets not a step apart in any round.
+/// them in this order, round by round: a series' step may change (even its sign)
+/// with the host's state between the confirmation and the bisection, and then
+/// [`position`] finds its brackets not a step apart in any round (story:
+/// `docs/findings/2026-11-25-detector-rates.md`).
 pub fn by_clarity(evidence: &[StepEvidence]) -> Vec<&StepEvidence> {
     let clarity = |e: &StepEvidence| {
         let width = e
@@ -982,9 +953,9 @@ const KINK_SIDE: usize = 4;
 /// joint segmentation ([`segment::detect_joint`]) of the gap and `PRTT(1,0,s)`,
 /// boundaries placed by [`segment::refine`], keeping the cuts with at least
 /// `KINK_SIDE` sizes on each side where both series' Huber lines change slope by
-/// at least `kink_floor` (see [`pass_slopes`]) and not by a step (those are the
+/// at least [`KINK_FLOOR`] (see [`pass_slopes`]) and not by a step (those are the
 /// step detector's). Returns indices, ascending.
-pub fn propose_kinks(readings: &[Reading], starts: &[usize], kink_floor: f64) -> Vec<usize> {
+pub fn propose_kinks(readings: &[Reading], starts: &[usize]) -> Vec<usize> {
     let n = readings.len();
     let bounds: Vec<usize> = std::iter::once(0)
         .chain(starts.iter().copied())
@@ -998,12 +969,9 @@ pub fn propose_kinks(readings: &[Reading], starts: &[usize], kink_floor: f64) ->
             continue;
         }
         let xs: Vec<f64> = readings[a..b].iter().map(|r| r.size as f64 - 1.0).collect();
-        let series: Option<Vec<Vec<f64>>> = [GAP, PRTT_1_0]
-            .into_iter()
-            .map(|k| readings[a..b].iter().map(|r| r.values[k]).collect())
-            .collect();
-        let Some(series) = series else { continue };
-        let refs: Vec<&[f64]> = series.iter().map(Vec::as_slice).collect();
+        let gap: Vec<f64> = readings[a..b].iter().map(|r| r.gap_us).collect();
+        let prtt: Vec<f64> = readings[a..b].iter().map(|r| r.prtt_1_0_us).collect();
+        let refs: Vec<&[f64]> = vec![&gap, &prtt];
         let cuts = segment::detect_joint(&xs, &refs, &opts);
         let cuts = segment::refine(&xs, &refs, &cuts, &opts);
         let steps = segment::steps(&xs, &refs, &cuts, &opts);
@@ -1013,7 +981,7 @@ pub fn propose_kinks(readings: &[Reading], starts: &[usize], kink_floor: f64) ->
             .collect();
         for (c, &cut) in cuts.iter().enumerate() {
             let (lo, hi) = (inner[c], inner[c + 2]);
-            if cut < lo + KINK_SIDE || hi < cut + KINK_SIDE || steps[c] >= opts.min_step {
+            if cut < lo + KINK_SIDE || hi < cut + KINK_SIDE || steps[c] >= segment::MIN_STEP {
                 continue;
             }
             let kinked = refs.iter().all(|ys| {
@@ -1023,7 +991,7 @@ pub fn propose_kinks(readings: &[Reading], starts: &[usize], kink_floor: f64) ->
                 match (fit(lo, cut), fit(cut, hi)) {
                     (Some(l), Some(r)) => {
                         let scale = l.abs().max(r.abs());
-                        scale > 0.0 && (r - l).abs() >= kink_floor * scale
+                        scale > 0.0 && (r - l).abs() >= KINK_FLOOR * scale
                     }
                     _ => false,
                 }
@@ -1039,6 +1007,23 @@ pub fn propose_kinks(readings: &[Reading], starts: &[usize], kink_floor: f64) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Reading {
+        /// A clean reading with every series measured: `[gap, prtt_1_0, o_s, o_r,
+        /// send_late]`, us.
+        pub(crate) fn measured(size: u64, values: [f64; 5]) -> Reading {
+            let [gap_us, prtt_1_0_us, os_us, or_us, send_late_us] = values;
+            Reading {
+                size,
+                gap_us,
+                prtt_1_0_us,
+                os_us,
+                or_us,
+                send_late_us: Some(send_late_us),
+                disturbed: false,
+            }
+        }
+    }
 
     fn line(sizes: &[u64], at_0: f64, per_byte: f64) -> Vec<(f64, f64)> {
         sizes
@@ -1074,10 +1059,10 @@ mod tests {
         assert_eq!(pass_slopes(&left[..1], &right), None);
     }
 
-    /// MPICH, 2026-11-24: a disturbed sweep put the candidate at 10240 B while the
-    /// switch is at 8256 B, so the left side 7168, 8192, 9216 held the step. Fitted
-    /// with a line, that side is 50 times steeper than the right: the passes agreed
-    /// on a slope-only change. A side that bends is no line: undecided.
+    /// A candidate at 10240 B beside a switch at 8256 B: the left side 7168, 8192,
+    /// 9216 holds the step, and fitted with a line it is 50 times steeper than the
+    /// right, so the passes agree on a slope-only change. A side that bends is no
+    /// line: undecided (story: docs/findings/2026-11-24-detector-verdicts.md).
     #[test]
     fn a_step_inside_a_side_is_no_change_of_slope() {
         let (left, right) = ([7168u64, 8192, 9216], [10240u64, 11264, 12288]);
@@ -1086,7 +1071,6 @@ mod tests {
         // 9728 B on: its lines part by 1.5 us over the sides, beyond the floor
         // of 1.2 us (`below_floor`).
         let kinked = |s: u64| 4.0 + 0.0008 * s as f64 - 0.0006 * (s as f64 - 9728.0).max(0.0);
-        let opts = JudgeOptions::default();
         for (truth, bent) in [(&value as &dyn Fn(u64) -> f64, true), (&kinked, false)] {
             let passes: Vec<Vec<Reading>> = (0..6)
                 .map(|i| {
@@ -1097,7 +1081,7 @@ mod tests {
                         .collect()
                 })
                 .collect();
-            let ev = slopes(&clean(&passes), &left, &right, &opts);
+            let ev = slopes(&clean(&passes), &left, &right);
             assert_eq!(ev.len(), 2);
             for e in &ev {
                 assert_eq!(e.bent, bent, "{e:?}");
@@ -1159,24 +1143,22 @@ mod tests {
         }
     }
 
-    /// MPICH's false switch at 53248 B (docs/findings/2026-11-25-detector-rates.md,
-    /// MPICH run 4, 1 run of 15), from the finding's numbers: a detector's
-    /// candidate (three sizes a side), no step; the gap's sides at -1.7e-5 and
-    /// 1.2e-4 us/B at 7 us, `PRTT(1,0,s)`'s changing by 0.19 us per sweep step
-    /// (relative change 0.87) at 14 us. Both parted by less than the step floor
-    /// over the sizes (0.35 us against 0.71, 0.47 against 1.40), and the gap's
-    /// left side falls: not confirmed.
+    /// MPICH's false switch at 53248 B
+    /// (docs/findings/2026-11-25-detector-rates.md), from the finding's numbers: a
+    /// detector's candidate (three sizes a side), no step; the gap's sides at
+    /// -1.7e-5 and 1.2e-4 us/B at 7 us, `PRTT(1,0,s)`'s changing by 0.19 us per
+    /// sweep step (relative change 0.87) at 14 us. Both parted by less than the
+    /// step floor over the sizes (0.35 us against 0.71, 0.47 against 1.40), and the
+    /// gap's left side falls: not confirmed.
     #[test]
     fn mpich_slope_only_false_switch_at_53248_is_not_confirmed() {
         let (left, right, at) = sides(53248, 3);
         let gap = two_lines(at, 7.0, -1.7e-5, 1.2e-4, 0.0);
         let prtt = two_lines(at, 14.0, 2.8e-5, 2.13e-4, 0.0);
-        let opts = JudgeOptions::default();
         let ev = slopes(
             &clean(&passes_two(&gap, &prtt, &left, &right)),
             &left,
             &right,
-            &opts,
         );
         let [g, p] = &ev[..] else { panic!("{ev:?}") };
         for e in &ev {
@@ -1196,19 +1178,17 @@ mod tests {
 
     /// A faint (or falling) series is the verdict only once every series agreed on
     /// a change of slope: beside a series whose passes are merely spread, more
-    /// passes may still reject the change, so no fault ends them (review of
-    /// 2026-11-28).
+    /// passes may still reject the change, so no fault ends them (story:
+    /// docs/findings/2026-11-25-detector-rates.md).
     #[test]
     fn a_faint_series_beside_a_spread_one_leaves_the_passes_going() {
         let (left, right, at) = sides(53248, 3);
         let gap = two_lines(at, 7.0, -1.7e-5, 1.2e-4, 0.0);
         let prtt = two_lines(at, 14.0, 2.8e-5, 2.13e-4, 0.0);
-        let opts = JudgeOptions::default();
         let mut ev = slopes(
             &clean(&passes_two(&gap, &prtt, &left, &right)),
             &left,
             &right,
-            &opts,
         );
         // The round trip's passes, as if they disagreed: spread, no shape fault.
         let p = &mut ev[1];
@@ -1226,20 +1206,19 @@ mod tests {
         );
     }
 
-    /// Rule (a) of the rates finding: a change of slope must part its lines by a
-    /// step's floor over the sizes. MPICH's shape with its left side rising (so no
-    /// side falls) is too faint at 7 and 14 us; a real change of `G` by 2.5 times
-    /// at a rendezvous switch without a step, at shared-memory levels, is not: at
-    /// 16 KiB with four sizes a side (a kink candidate) and at 8 KiB with three (a
-    /// detector's candidate).
+    /// Rule (a) of docs/findings/2026-11-25-detector-rates.md: a change of slope
+    /// must part its lines by a step's floor over the sizes. MPICH's shape with its
+    /// left side rising (so no side falls) is too faint at 7 and 14 us; a real
+    /// change of `G` by 2.5 times at a rendezvous switch without a step, at
+    /// shared-memory levels, is not: at 16 KiB with four sizes a side (a kink
+    /// candidate) and at 8 KiB with three (a detector's candidate).
     #[test]
     fn a_change_of_slope_must_part_its_lines_by_a_step_floor() {
-        let opts = JudgeOptions::default();
         let (left, right, at) = sides(53248, 3);
         let gap = two_lines(at, 7.0, 1.7e-5, 1.2e-4, 0.0);
         let prtt = two_lines(at, 14.0, 2.8e-5, 2.13e-4, 0.0);
         let passes = passes_two(&gap, &prtt, &left, &right);
-        let ev = slopes(&clean(&passes), &left, &right, &opts);
+        let ev = slopes(&clean(&passes), &left, &right);
         assert_eq!(ev.len(), 2);
         for e in &ev {
             assert!(e.below_floor && !e.falling && !e.apart && !e.bent, "{e:?}");
@@ -1257,7 +1236,7 @@ mod tests {
             let gap = two_lines(at, level(0.5, 1e-4), 1e-4, 2.5e-4, 0.0);
             let prtt = two_lines(at, level(2.0, 2e-4), 2e-4, 5e-4, 0.0);
             let passes = passes_two(&gap, &prtt, &left, &right);
-            let ev = slopes(&clean(&passes), &left, &right, &opts);
+            let ev = slopes(&clean(&passes), &left, &right);
             assert_eq!(ev.len(), 2);
             for e in &ev {
                 assert!(!e.below_floor && !e.falling && !e.apart && !e.bent, "{e:?}");
@@ -1267,19 +1246,18 @@ mod tests {
         }
     }
 
-    /// Rule (b) of the rates finding: `G` is a time per byte, so a side whose
-    /// slope is below zero in every pass is no protocol's line (undecided), even
-    /// when its lines part by more than the floor. The same change with that side
-    /// rising is confirmed.
+    /// Rule (b) of docs/findings/2026-11-25-detector-rates.md: `G` is a time per
+    /// byte, so a side whose slope is below zero in every pass is no protocol's
+    /// line (undecided), even when its lines part by more than the floor. The same
+    /// change with that side rising is confirmed.
     #[test]
     fn a_side_that_falls_is_no_protocols_line() {
-        let opts = JudgeOptions::default();
         let (left, right, at) = sides(13312, 3);
         let prtt = two_lines(at, 7.0, 1e-4, 5e-4, 0.0);
         for (left_gap, falls) in [(-5e-5, true), (5e-5, false)] {
             let gap = two_lines(at, 3.0, left_gap, 3e-4, 0.0);
             let passes = passes_two(&gap, &prtt, &left, &right);
-            let ev = slopes(&clean(&passes), &left, &right, &opts);
+            let ev = slopes(&clean(&passes), &left, &right);
             let [g, p] = &ev[..] else { panic!("{ev:?}") };
             assert_eq!(g.falling, falls, "{g:?}");
             assert!(g.left_interval_per_byte_us.unwrap()[1] < 0.0 || !falls);
@@ -1300,12 +1278,11 @@ mod tests {
     #[test]
     fn lines_that_cross_outside_the_sides_are_no_change_of_slope_alone() {
         let (left, right, at) = sides(53248, 3);
-        let opts = JudgeOptions::default();
         for (step, apart) in [(1.0, true), (0.0, false)] {
             let gap = two_lines(at, 5.0, 1e-4, 4e-4, step);
             let prtt = two_lines(at, 10.0, 2e-4, 8e-4, 2.0 * step);
             let passes = passes_two(&gap, &prtt, &left, &right);
-            let ev = slopes(&clean(&passes), &left, &right, &opts);
+            let ev = slopes(&clean(&passes), &left, &right);
             assert_eq!(ev.len(), 2);
             for e in &ev {
                 assert_eq!(e.apart, apart, "step {step}: {e:?}");
@@ -1334,12 +1311,11 @@ mod tests {
     /// (0.2 us at 2.3 us) and a change of `G` the sizes resolve is confirmed.
     #[test]
     fn lines_nearer_than_half_the_floor_at_the_boundary_meet() {
-        let opts = JudgeOptions::default();
         let (left, right, at) = sides(53248, 3);
         let gap = two_lines(at, 7.0, 5e-5, 1.1e-4, 0.3);
         let prtt = two_lines(at, 14.0, 1e-4, 2.2e-4, 0.6);
         let passes = passes_two(&gap, &prtt, &left, &right);
-        let ev = slopes(&clean(&passes), &left, &right, &opts);
+        let ev = slopes(&clean(&passes), &left, &right);
         assert_eq!(ev.len(), 2);
         for e in &ev {
             let c = e.crossing_bytes.unwrap();
@@ -1355,7 +1331,7 @@ mod tests {
         let gap = two_lines(at, 0.5 + 1e-4 * at, 1e-4, 2.5e-4, 0.2);
         let prtt = two_lines(at, 2.0 + 2e-4 * at, 2e-4, 5e-4, 0.4);
         let passes = passes_two(&gap, &prtt, &left, &right);
-        let ev = slopes(&clean(&passes), &left, &right, &opts);
+        let ev = slopes(&clean(&passes), &left, &right);
         assert_eq!(ev.len(), 2);
         for e in &ev {
             // A step the step judgement rejects, beside lines that meet.
@@ -1363,7 +1339,7 @@ mod tests {
             assert!(!e.apart && !e.below_floor && !e.falling && !e.bent, "{e:?}");
         }
         assert_eq!(judge_slopes(&ev), (Verdict::Confirmed, None), "{ev:?}");
-        let steps = steps(&clean(&passes), &left, &right, &opts);
+        let steps = steps(&clean(&passes), &left, &right);
         assert!(
             steps
                 .iter()
@@ -1391,14 +1367,13 @@ mod tests {
         // The right side rises at 6e-4 us/B: off its range by more than half the
         // sides' change of 5e-4.
         let bumped = two_lines(at, 4.0, 1e-4, 6e-4, 0.0);
-        let opts = JudgeOptions::default();
         for (truth, off) in [(&bumped as &dyn Fn(u64) -> f64, true), (&range, false)] {
             let passes = passes_of(truth, &left, &right);
-            let mut ev = slopes(&clean(&passes), &left, &right, &opts);
+            let mut ev = slopes(&clean(&passes), &left, &right);
             assert!(ev
                 .iter()
                 .all(|e| e.relative_change.verdict == Verdict::Confirmed));
-            hold_over_ranges(&mut ev, &left_range, &right_range, opts.kink_floor);
+            hold_over_ranges(&mut ev, &left_range, &right_range);
             for e in &ev {
                 let [bl, br] = e.range_per_byte_us.unwrap();
                 assert!(
@@ -1428,7 +1403,6 @@ mod tests {
     /// say no protocol changes there.
     #[test]
     fn a_faint_change_the_ranges_do_not_show_is_rejected() {
-        let opts = JudgeOptions::default();
         let (left, right, at) = sides(53248, 3);
         let gap = two_lines(at, 7.0, -1.7e-5, 1.2e-4, 0.0);
         let prtt = two_lines(at, 14.0, 2.8e-5, 2.13e-4, 0.0);
@@ -1440,8 +1414,8 @@ mod tests {
         };
         let left_range: Vec<Reading> = (9..52).map(|k| flat(k * 1024)).collect();
         let right_range: Vec<Reading> = (52..64).map(|k| flat(k * 1024)).collect();
-        let mut ev = slopes(&clean(&passes), &left, &right, &opts);
-        hold_over_ranges(&mut ev, &left_range, &right_range, opts.kink_floor);
+        let mut ev = slopes(&clean(&passes), &left, &right);
+        hold_over_ranges(&mut ev, &left_range, &right_range);
         for e in &ev {
             assert!(e.local && e.below_floor, "{e:?}");
             assert_eq!(e.relative_change.verdict, Verdict::Rejected, "{e:?}");
@@ -1490,11 +1464,7 @@ mod tests {
     }
 
     fn reading(size: u64, prtt: f64, gap: f64) -> Reading {
-        Reading {
-            size,
-            values: [Some(gap), Some(prtt), Some(1.0), Some(1.0), Some(1.0)],
-            disturbed: false,
-        }
+        Reading::measured(size, [gap, prtt, 1.0, 1.0, 1.0])
     }
 
     /// A pass in which a disturbance slowed every size on both sides alike leaves
@@ -1515,7 +1485,6 @@ mod tests {
                 }))
                 .collect()
         };
-        let opts = JudgeOptions::default();
         // A real switch of 20 us, one pass disturbed by 30 us on both sides.
         let passes: Vec<Vec<Reading>> = (0..6)
             .map(|i| {
@@ -1523,7 +1492,7 @@ mod tests {
                 pass(d, d, 20.0)
             })
             .collect();
-        let ev = steps(&clean(&passes), &left, &right, &opts);
+        let ev = steps(&clean(&passes), &left, &right);
         let prtt = ev.iter().find(|e| e.series == "prtt_1_0").unwrap();
         assert_eq!(prtt.step_us.verdict, Verdict::Confirmed, "{prtt:?}");
         assert!((prtt.step_us.median - 20.0).abs() < 1e-6);
@@ -1535,7 +1504,7 @@ mod tests {
         // The sweep saw a run of sizes 20 us slower (a level flip of the host); the
         // passes see no step: rejected.
         let passes: Vec<Vec<Reading>> = (0..6).map(|_| pass(0.0, 0.0, 0.0)).collect();
-        let ev = steps(&clean(&passes), &left, &right, &opts);
+        let ev = steps(&clean(&passes), &left, &right);
         assert_eq!(
             combine(ev.iter().map(|e| e.step_us.verdict)),
             Verdict::Rejected,
@@ -1561,11 +1530,10 @@ mod tests {
         assert_eq!(roughness(&[(1.0, f64::NAN), (2.0, 1.0)], &right), None);
     }
 
-    /// The CI failure of 2026-11-24: Open MPI's TCP BTL, `o_s` at 12-17 KiB moves by
-    /// 1-3 us from one KiB to the next, the same way in every pass; a boundary
-    /// between two such sizes stepped by -1.7 us in all 12 passes (floor 1.1 us)
-    /// and was reported as a protocol change that the gap and the round trip did
-    /// not show. The series' own moves between neighbours now set the floor.
+    /// A series that moves by 1-3 us from one size to the next, the same way in
+    /// every pass (`o_s` over Open MPI's TCP BTL at 12-17 KiB), steps by as much at
+    /// a boundary where nothing changes: its own moves between neighbours set the
+    /// floor (story: docs/findings/2026-11-24-detector-verdicts.md).
     #[test]
     fn a_step_no_larger_than_the_series_moves_between_neighbours_is_no_protocol() {
         let (left, right) = ([12288u64, 13312, 14336], [15360u64, 16384, 17408]);
@@ -1579,23 +1547,21 @@ mod tests {
                 .zip(zigzag_os)
                 .map(|(&s, os)| {
                     let extra = if s >= 15360 { step } else { 0.0 };
-                    Reading {
-                        size: s,
-                        values: [
-                            Some(12.0 + 0.0005 * s as f64 + extra + wobble),
-                            Some(30.0 + 0.0005 * s as f64 + extra + wobble),
-                            Some(os + wobble),
-                            Some(5.0 + wobble),
-                            Some(12.0 + wobble),
+                    Reading::measured(
+                        s,
+                        [
+                            12.0 + 0.0005 * s as f64 + extra + wobble,
+                            30.0 + 0.0005 * s as f64 + extra + wobble,
+                            os + wobble,
+                            5.0 + wobble,
+                            12.0 + wobble,
                         ],
-                        disturbed: false,
-                    }
+                    )
                 })
                 .collect()
         };
-        let opts = JudgeOptions::default();
         let passes: Vec<Vec<Reading>> = (0..12).map(|i| pass(i, 0.0)).collect();
-        let ev = steps(&clean(&passes), &left, &right, &opts);
+        let ev = steps(&clean(&passes), &left, &right);
         let os = ev.iter().find(|e| e.series == "o_s").unwrap();
         assert!((os.step_us.median + 1.7).abs() < 0.01, "{os:?}");
         assert!((os.roughness_us.unwrap() - 1.0).abs() < 0.01, "{os:?}");
@@ -1609,7 +1575,7 @@ mod tests {
         // A real switch of 20 us in the gap and the round trip on the same
         // rough o_s is confirmed by the smooth series.
         let passes: Vec<Vec<Reading>> = (0..12).map(|i| pass(i, 20.0)).collect();
-        let ev = steps(&clean(&passes), &left, &right, &opts);
+        let ev = steps(&clean(&passes), &left, &right);
         assert_eq!(
             combine(ev.iter().map(|e| e.step_us.verdict)),
             Verdict::Confirmed,

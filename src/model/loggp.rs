@@ -5,13 +5,15 @@
 //! `PRTT(n,d,s)` (with the delay `d` used), and the receive overhead `o_r(s)` timed at
 //! the receiver. Per size we derive
 //!
-//! - the gap `g + G(s-1) = (PRTT(n,0,s) - PRTT(1,0,s)) / (n-1)` (eq. 5),
-//! - the send overhead `o_s(s) = (PRTT(n,d,s) - PRTT(1,0,s)) / (n-1) - d` (eq. 4).
+//! - the gap `g + G(s-1) = (PRTT(n,0,s) - PRTT(1,0,s)) / (n-1)` (eq. 5,
+//!   [`Sample::gap_per_message_us`]),
+//! - the send overhead `o_s(s) = (PRTT(n,d,s) - PRTT(1,0,s)) / (n-1) - d` (eq. 4,
+//!   [`Sample::send_overhead_us`]).
 //!
 //! A detector (look-ahead, sec. 2.6, or the optimal segmentation of
 //! [`super::segment`]) cuts the sizes into protocol ranges. The paper fits the gap
 //! curve only; here both detectors cut four series jointly, the gap, `PRTT(1,0,s)`,
-//! `o_s(s)` and `o_r(s)` ([`SERIES`]), because a switch to rendezvous may show in
+//! `o_s(s)` and `o_r(s)` ([`Series`]), because a switch to rendezvous may show in
 //! the round trip and the overheads but hardly in the gap
 //! ([`super::segment::detect_joint`]). The look-ahead runs on each series; its
 //! candidates, together with the joint segmentation's, are confirmed by the joint
@@ -68,6 +70,21 @@ pub struct Sample {
     pub send_late_us: Option<f64>,
 }
 
+impl Sample {
+    /// Eq. (5) of Hoefler et al.: the gap per message,
+    /// `g + G(s-1) = (PRTT(n,0,s) - PRTT(1,0,s)) / (n-1)`, us, with `n` messages per
+    /// `PRTT(n,.,s)` (below 2 counts as 2: the equation needs `n > 1`).
+    pub fn gap_per_message_us(&self, n: usize) -> f64 {
+        (self.prtt_n_0_us - self.prtt_1_0_us) / (n.max(2) - 1) as f64
+    }
+
+    /// Eq. (4) of Hoefler et al.: the send overhead, `o_s(s) = (PRTT(n,d,s) -
+    /// PRTT(1,0,s)) / (n-1) - d`, us (`n` as in [`Sample::gap_per_message_us`]).
+    pub fn send_overhead_us(&self, n: usize) -> f64 {
+        (self.prtt_n_d_us - self.prtt_1_0_us) / (n.max(2) - 1) as f64 - self.d_us
+    }
+}
+
 /// Which protocol-change detector to use.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Detector {
@@ -77,7 +94,7 @@ pub enum Detector {
     Paper(LookaheadOptions),
     /// The look-ahead (sec. 2.6) on every series, its changes and the joint
     /// segmentation's confirmed under the joint criterion with the given options
-    /// (see [`LookaheadOptions::confirm`]).
+    /// (see [`LookaheadOptions::robust`]).
     Lookahead(LookaheadOptions, SegmentOptions),
     /// Optimal piecewise-linear segmentation with a BIC penalty.
     Segmented(SegmentOptions),
@@ -386,7 +403,7 @@ pub struct Assessment {
     pub ranges: Vec<RangeParams>,
     /// First size of every range after the first.
     pub changes: Vec<u64>,
-    /// Per change, the series in which it shows (names from [`SERIES`]): a switch
+    /// Per change, the series in which it shows (names of [`Series`]): a switch
     /// to rendezvous may show in `prtt_1_0` and the overheads but not in the gap.
     pub changes_shown_by: Vec<Vec<&'static str>>,
     /// Validity warnings.
@@ -420,10 +437,22 @@ pub enum ModelError {
     },
 }
 
-/// The series the detectors cut jointly, in order: the gap per message (eq. 5),
-/// `PRTT(1,0,s)`, `o_s(s)` (eq. 4), `o_r(s)`, and the send with a late receiver
-/// when every sample has it.
-pub const SERIES: [&str; 5] = ["gap", "prtt_1_0", "o_s", "o_r", "send_late"];
+crate::names::named_enum! {
+    /// The series the detectors cut jointly and the confirmation passes judge, in
+    /// this order ([`super::confirm::Reading`] holds one value of each).
+    pub enum Series("series") {
+        /// The gap per message `g + (s-1)G`, eq. (5).
+        Gap = "gap",
+        /// `PRTT(1,0,s)`.
+        Prtt10 = "prtt_1_0",
+        /// `o_s(s)`, eq. (4).
+        Os = "o_s",
+        /// `o_r(s)`.
+        Or = "o_r",
+        /// The send with a late receiver, when every sample has it.
+        SendLate = "send_late",
+    }
+}
 
 /// How close `PRTT(1,0,s)` may come to the fitted `g + (s-1)G` before the round
 /// trips count as paced by the gap ([`ModelWarning::GapBound`]): a round trip is at
@@ -515,8 +544,68 @@ fn assess_with(
     opts: &AssessOptions,
     given: Option<&[u64]>,
 ) -> Result<Assessment, ModelError> {
-    if opts.n < 2 {
-        return Err(ModelError::BadN(opts.n));
+    check_samples(samples, opts.n)?;
+    let xs: Vec<f64> = samples.iter().map(|s| s.size as f64 - 1.0).collect();
+    let gap_us: Vec<f64> = samples
+        .iter()
+        .map(|s| s.gap_per_message_us(opts.n))
+        .collect();
+    let os_us: Vec<f64> = samples.iter().map(|s| s.send_overhead_us(opts.n)).collect();
+    let prtt1_us: Vec<f64> = samples.iter().map(|s| s.prtt_1_0_us).collect();
+    let or_us: Vec<f64> = samples.iter().map(|s| s.or_us).collect();
+    let send_late_us: Option<Vec<f64>> = samples.iter().map(|s| s.send_late_us).collect();
+    let mut series: Vec<&[f64]> = vec![&gap_us, &prtt1_us, &os_us, &or_us];
+    series.extend(send_late_us.as_deref());
+    let starts = match given {
+        Some(changes) => indices_of(samples, changes),
+        None => detect(&xs, &series, &opts.detector),
+    };
+    // Changes from different series (or moved by `refine`) may leave a range too
+    // short to fit a line: merge it into the range before it.
+    let starts = without_short_ranges(&starts, samples.len(), MIN_RANGE_POINTS);
+    let shown = segment::shown_by(&xs, &series, &starts, &joint_options(&opts.detector));
+    let sigma = local_noise(&xs, &gap_us, opts.noise_floor_us);
+    let bounds: Vec<(usize, usize)> = std::iter::once(0)
+        .chain(starts.iter().copied())
+        .zip(starts.iter().copied().chain(std::iter::once(samples.len())))
+        .collect();
+    let mut weights = vec![1.0; samples.len()];
+    let mut ranges = Vec::with_capacity(bounds.len());
+    let mut range_warnings = Vec::new();
+    for &(a, b) in &bounds {
+        let (params, gap_weights, warnings) = fit_range(
+            &samples[a..b],
+            &xs[a..b],
+            &gap_us[a..b],
+            &os_us[a..b],
+            &sigma[a..b],
+            opts.low_weight,
+        )?;
+        weights[a..b].copy_from_slice(&gap_weights);
+        range_warnings.extend(warnings);
+        ranges.push(params);
+    }
+    let mut warnings = warnings_by_size(samples, &bounds, &ranges);
+    warnings.extend(range_warnings);
+    Ok(Assessment {
+        gap_us,
+        os_us,
+        weights,
+        changes: starts.iter().map(|&i| samples[i].size).collect(),
+        changes_shown_by: shown
+            .into_iter()
+            .map(|ks| ks.into_iter().map(|k| Series::NAMES[k]).collect())
+            .collect(),
+        ranges,
+        warnings,
+    })
+}
+
+/// Refuses `n` below 2, fewer than 3 samples, a value that is not finite, and
+/// sizes that are not positive and strictly ascending.
+fn check_samples(samples: &[Sample], n: usize) -> Result<(), ModelError> {
+    if n < 2 {
+        return Err(ModelError::BadN(n));
     }
     if samples.len() < 3 {
         return Err(ModelError::TooFewSizes(samples.len()));
@@ -543,180 +632,224 @@ fn assess_with(
             });
         }
     }
-    let n1 = (opts.n - 1) as f64;
-    let xs: Vec<f64> = samples.iter().map(|s| s.size as f64 - 1.0).collect();
-    let gap_us: Vec<f64> = samples
+    Ok(())
+}
+
+/// The indices of the given changes among the samples (first sizes of new
+/// ranges; sizes not sampled and the first sample are ignored), ascending.
+fn indices_of(samples: &[Sample], changes: &[u64]) -> Vec<usize> {
+    let mut at: Vec<usize> = changes
         .iter()
-        .map(|s| (s.prtt_n_0_us - s.prtt_1_0_us) / n1)
+        .filter_map(|c| samples.iter().position(|s| s.size == *c))
+        .filter(|&i| i > 0)
         .collect();
-    let os_us: Vec<f64> = samples
-        .iter()
-        .map(|s| (s.prtt_n_d_us - s.prtt_1_0_us) / n1 - s.d_us)
-        .collect();
-    let prtt1_us: Vec<f64> = samples.iter().map(|s| s.prtt_1_0_us).collect();
-    let or_us: Vec<f64> = samples.iter().map(|s| s.or_us).collect();
-    let send_late_us: Option<Vec<f64>> = samples.iter().map(|s| s.send_late_us).collect();
-    let mut series: Vec<&[f64]> = vec![&gap_us, &prtt1_us, &os_us, &or_us];
-    series.extend(send_late_us.as_deref());
-    let (starts, seg_opts) = match (given, &opts.detector) {
-        (Some(changes), detector) => {
-            let mut at: Vec<usize> = changes
-                .iter()
-                .filter_map(|c| samples.iter().position(|s| s.size == *c))
-                .filter(|&i| i > 0)
-                .collect();
-            at.sort_unstable();
-            at.dedup();
-            let seg_opts = match detector {
-                Detector::Lookahead(o, joint) => SegmentOptions {
-                    noise_floor: o.floor.max(1e-6),
-                    ..*joint
-                },
-                Detector::Segmented(o) => *o,
-                _ => SegmentOptions::default(),
-            };
-            (at, seg_opts)
-        }
-        (None, Detector::Paper(o)) => {
+    at.sort_unstable();
+    at.dedup();
+    at
+}
+
+/// The options of the joint criterion with `detector`: its confirmation of the
+/// look-ahead's changes, and which series show a change ([`segment::shown_by`]).
+fn joint_options(detector: &Detector) -> SegmentOptions {
+    match detector {
+        Detector::Lookahead(o, joint) => SegmentOptions {
+            noise_floor: o.floor.max(1e-6),
+            ..*joint
+        },
+        Detector::Segmented(o) => *o,
+        Detector::Paper(_) | Detector::None => SegmentOptions::default(),
+    }
+}
+
+/// The first indices of new ranges that `detector` finds in `series` (the gap of
+/// eq. (5) first; see the module docs).
+fn detect(xs: &[f64], series: &[&[f64]], detector: &Detector) -> Vec<usize> {
+    let joint = joint_options(detector);
+    match detector {
+        // The paper's look-ahead as written: on the gap alone, plain.
+        Detector::Paper(o) => {
             let plain = LookaheadOptions {
                 robust: false,
-                adaptive_floor: false,
-                confirm: false,
                 ..*o
             };
-            let found = changepoint::detect(&xs, &gap_us, &plain);
-            (found, SegmentOptions::default())
+            changepoint::detect(xs, series[0], &plain)
         }
-        (None, Detector::Lookahead(o, joint)) => {
-            let confirm = SegmentOptions {
-                noise_floor: o.floor.max(1e-6),
-                ..*joint
-            };
+        Detector::Lookahead(o, _) => {
             let mut found: Vec<usize> = series
                 .iter()
-                .flat_map(|ys| changepoint::detect(&xs, ys, o))
+                .flat_map(|ys| changepoint::detect(xs, ys, o))
                 .collect();
-            if o.confirm {
+            if o.robust {
                 // The look-ahead sees one series at a time and misses a change
                 // that is small in each; the joint segmentation proposes it.
-                found.extend(segment::detect_joint(&xs, &series, &confirm));
+                found.extend(segment::detect_joint(xs, series, &joint));
             }
             found.sort_unstable();
             found.dedup();
-            if o.confirm && !found.is_empty() {
-                found = segment::best_subset_joint(&xs, &series, &found, &confirm);
-                found = segment::refine(&xs, &series, &found, &confirm);
-                found = segment::keep_steps(&xs, &series, &found, &confirm);
+            if o.robust && !found.is_empty() {
+                found = segment::best_subset_joint(xs, series, &found, &joint);
+                found = segment::refine(xs, series, &found, &joint);
+                found = segment::keep_steps(xs, series, &found, &joint);
             }
-            (found, confirm)
+            found
         }
-        (None, Detector::Segmented(o)) => {
-            let found = segment::detect_joint(&xs, &series, o);
-            let found = segment::refine(&xs, &series, &found, o);
-            (segment::keep_steps(&xs, &series, &found, o), *o)
+        Detector::Segmented(o) => {
+            let found = segment::detect_joint(xs, series, o);
+            let found = segment::refine(xs, series, &found, o);
+            segment::keep_steps(xs, series, &found, o)
         }
-        (None, Detector::None) => (Vec::new(), SegmentOptions::default()),
+        Detector::None => Vec::new(),
+    }
+}
+
+/// The parameters of one protocol range (its samples, `x = s - 1`, eq. (5)'s gap
+/// and eq. (4)'s `o_s` per size, the gap's local noise), the weights of its
+/// robust gap fit, and its warnings ([`warnings_of_range`]).
+fn fit_range(
+    range: &[Sample],
+    x: &[f64],
+    gap_us: &[f64],
+    os_us: &[f64],
+    sigma: &[f64],
+    low_weight: f64,
+) -> Result<(RangeParams, Vec<f64>, Vec<ModelWarning>), ModelError> {
+    let degenerate = || ModelError::Degenerate {
+        from: range[0].size,
+        to: range[range.len() - 1].size,
     };
-    // Changes from different series (or moved by `refine`) may leave a range too
-    // short to fit a line: merge it into the range before it.
-    let starts = without_short_ranges(&starts, samples.len(), MIN_RANGE_POINTS);
-    let shown = segment::shown_by(&xs, &series, &starts, &seg_opts);
-    let sigma = local_noise(&xs, &gap_us, opts.noise_floor_us);
-    let bounds: Vec<(usize, usize)> = std::iter::once(0)
-        .chain(starts.iter().copied())
-        .zip(starts.iter().copied().chain(std::iter::once(samples.len())))
+    let all: Vec<usize> = (0..range.len()).collect();
+    let gap = huber_line_scaled(x, gap_us, sigma).ok_or_else(degenerate)?;
+    let prtt1: Vec<f64> = range.iter().map(|s| s.prtt_1_0_us).collect();
+    let prtt1_line = huber_line(x, &prtt1, SCALE_FLOOR_US).ok_or_else(degenerate)?;
+    let half_rtt_1b_us = if range[0].size == 1 {
+        range[0].prtt_1_0_us / 2.0
+    } else {
+        prtt1_line.line.intercept / 2.0
+    };
+    // Eq. (4) holds only where d exceeds g + (s-1)G (sec. 3): o_s of the other
+    // sizes is left out of the range's o_s (they are named in a warning),
+    // unless fewer than two sizes would remain.
+    let valid: Vec<usize> = all
+        .iter()
+        .copied()
+        .filter(|&i| range[i].d_us > gap.line.at(x[i]))
         .collect();
-    let mut weights = vec![1.0; samples.len()];
-    let mut ranges = Vec::with_capacity(bounds.len());
+    let os_at = if valid.len() >= 2 { valid } else { all.clone() };
+    let os_x: Vec<f64> = os_at.iter().map(|&i| x[i]).collect();
+    let os_y: Vec<f64> = os_at.iter().map(|&i| os_us[i]).collect();
+    let os_line = huber_line(&os_x, &os_y, SCALE_FLOOR_US).ok_or_else(degenerate)?;
+    let or: Vec<f64> = range.iter().map(|s| s.or_us).collect();
+    let or_line = huber_line(x, &or, SCALE_FLOOR_US).ok_or_else(degenerate)?;
+    let sizes: Vec<f64> = range.iter().map(|s| s.size as f64).collect();
+    let half: Vec<f64> = prtt1.iter().map(|p| p / 2.0).collect();
+    let hockney = huber_line(&sizes, &half, SCALE_FLOOR_US).ok_or_else(degenerate)?;
+    let (range_os_us, range_or_us) = (
+        median(&os_y).unwrap_or(f64::NAN),
+        median(&or).unwrap_or(f64::NAN),
+    );
+    let (wire_latency_us, suspect) = wire_latency(half_rtt_1b_us, range_os_us, range_or_us);
+    let low = |at: &[usize], weights: &[f64]| -> Vec<u64> {
+        at.iter()
+            .zip(weights)
+            .filter(|(_, &w)| w < low_weight)
+            .map(|(&i, _)| range[i].size)
+            .collect()
+    };
+    let params = RangeParams {
+        from: range[0].size,
+        to: range[range.len() - 1].size,
+        points: range.len(),
+        half_rtt_1b_us,
+        wire_latency_us,
+        os_us: range_os_us,
+        or_us: range_or_us,
+        g_us: gap.line.intercept,
+        big_g_us_per_byte: gap.line.slope,
+        g_stderr_us: gap.line.intercept_stderr,
+        big_g_stderr_us_per_byte: gap.line.slope_stderr,
+        lsq_us2: eq6(&gap, x, gap_us),
+        residual_us: gap.line.rms_residual,
+        os_line: SizeLine::from_line(&os_line.line),
+        or_line: SizeLine::from_line(&or_line.line),
+        hockney: Hockney {
+            alpha_us: hockney.line.intercept,
+            beta_us_per_byte: hockney.line.slope,
+        },
+        low_weight_sizes: low(&all, &gap.weights),
+        low_weight_sizes_by_fit: [
+            ("prtt_1_0", &prtt1_line, &all),
+            ("o_s", &os_line, &os_at),
+            ("o_r", &or_line, &all),
+            ("hockney", &hockney, &all),
+        ]
+        .into_iter()
+        .map(|(name, fit, at)| (name, low(at, &fit.weights)))
+        .filter(|(_, low)| !low.is_empty())
+        .collect(),
+    };
+    let warnings = warnings_of_range(&params, range, gap_us, os_us, suspect);
+    Ok((params, gap.weights, warnings))
+}
+
+/// The warnings of one fitted range: negative parameters, a CPU-bound sender,
+/// overheads that leave no room for `L` (`suspect`, from [`wire_latency`]).
+fn warnings_of_range(
+    params: &RangeParams,
+    range: &[Sample],
+    gap_us: &[f64],
+    os_us: &[f64],
+    suspect: Option<Suspect>,
+) -> Vec<ModelWarning> {
     let mut warnings = Vec::new();
-    let mut short_delay = Vec::new();
-    let mut gap_bound = Vec::new();
-    for &(a, b) in &bounds {
-        let range = &samples[a..b];
-        let degenerate = || ModelError::Degenerate {
-            from: range[0].size,
-            to: range[range.len() - 1].size,
-        };
-        let x = &xs[a..b];
-        let gap = huber_line_scaled(x, &gap_us[a..b], &sigma[a..b]).ok_or_else(degenerate)?;
-        weights[a..b].copy_from_slice(&gap.weights);
-        let prtt1: Vec<f64> = range.iter().map(|s| s.prtt_1_0_us).collect();
-        let prtt1_line = huber_line(x, &prtt1, SCALE_FLOOR_US).ok_or_else(degenerate)?;
-        let half_rtt_1b_us = if range[0].size == 1 {
-            range[0].prtt_1_0_us / 2.0
-        } else {
-            prtt1_line.line.intercept / 2.0
-        };
-        // Eq. (4) holds only where d exceeds g + (s-1)G (sec. 3): o_s of the other
-        // sizes is left out of the range's o_s (they are named in a warning),
-        // unless fewer than two sizes would remain.
-        let valid: Vec<usize> = (a..b)
-            .filter(|&i| samples[i].d_us > gap.line.at(xs[i]))
-            .collect();
-        let os_at: Vec<usize> = if valid.len() >= 2 {
-            valid
-        } else {
-            (a..b).collect()
-        };
-        let os_x: Vec<f64> = os_at.iter().map(|&i| xs[i]).collect();
-        let os_y: Vec<f64> = os_at.iter().map(|&i| os_us[i]).collect();
-        let os_line = huber_line(&os_x, &os_y, SCALE_FLOOR_US).ok_or_else(degenerate)?;
-        let or: Vec<f64> = range.iter().map(|s| s.or_us).collect();
-        let or_line = huber_line(x, &or, SCALE_FLOOR_US).ok_or_else(degenerate)?;
-        let sizes: Vec<f64> = range.iter().map(|s| s.size as f64).collect();
-        let half: Vec<f64> = prtt1.iter().map(|p| p / 2.0).collect();
-        let hockney = huber_line(&sizes, &half, SCALE_FLOOR_US).ok_or_else(degenerate)?;
-        let (range_os_us, range_or_us) = (
-            median(&os_y).unwrap_or(f64::NAN),
-            median(&or).unwrap_or(f64::NAN),
-        );
-        let (wire_latency_us, suspect) = wire_latency(half_rtt_1b_us, range_os_us, range_or_us);
-        let params = RangeParams {
-            from: range[0].size,
-            to: range[range.len() - 1].size,
-            points: range.len(),
-            half_rtt_1b_us,
-            wire_latency_us,
-            os_us: range_os_us,
-            or_us: range_or_us,
-            g_us: gap.line.intercept,
-            big_g_us_per_byte: gap.line.slope,
-            g_stderr_us: gap.line.intercept_stderr,
-            big_g_stderr_us_per_byte: gap.line.slope_stderr,
-            lsq_us2: eq6(&gap, x, &gap_us[a..b]),
-            residual_us: gap.line.rms_residual,
-            os_line: SizeLine::from_line(&os_line.line),
-            or_line: SizeLine::from_line(&or_line.line),
-            hockney: Hockney {
-                alpha_us: hockney.line.intercept,
-                beta_us_per_byte: hockney.line.slope,
-            },
-            low_weight_sizes: range
-                .iter()
-                .zip(&gap.weights)
-                .filter(|(_, &w)| w < opts.low_weight)
-                .map(|(s, _)| s.size)
-                .collect(),
-            low_weight_sizes_by_fit: [
-                ("prtt_1_0", &prtt1_line, (a..b).collect::<Vec<_>>()),
-                ("o_s", &os_line, os_at.clone()),
-                ("o_r", &or_line, (a..b).collect()),
-                ("hockney", &hockney, (a..b).collect()),
-            ]
-            .into_iter()
-            .map(|(name, fit, at)| {
-                let low: Vec<u64> = at
-                    .iter()
-                    .zip(&fit.weights)
-                    .filter(|(_, &w)| w < opts.low_weight)
-                    .map(|(&i, _)| samples[i].size)
-                    .collect();
-                (name, low)
-            })
-            .filter(|(_, low)| !low.is_empty())
-            .collect(),
-        };
-        for s in range {
+    // Negative beyond two standard errors (a g of -0.1 us +- 3 us is zero).
+    for (what, value, stderr) in [
+        ("g", params.g_us, params.g_stderr_us),
+        (
+            "G",
+            params.big_g_us_per_byte,
+            params.big_g_stderr_us_per_byte,
+        ),
+        ("o_s", params.os_us, 0.0),
+        ("o_r", params.or_us, 0.0),
+    ] {
+        if value < -2.0 * stderr {
+            warnings.push(ModelWarning::Negative {
+                what: format!("{what} of range {}..{}", params.from, params.to),
+            });
+        }
+    }
+    let sizes = cpu_bound_sizes(range, gap_us, os_us);
+    if !sizes.is_empty() {
+        warnings.push(ModelWarning::CpuBoundSender {
+            from: params.from,
+            to: params.to,
+            sizes,
+        });
+    }
+    if let Some(suspect) = suspect {
+        warnings.push(ModelWarning::OverheadsExceedHalfRtt {
+            from: params.from,
+            to: params.to,
+            half_rtt_1b_us: params.half_rtt_1b_us,
+            os_us: params.os_us,
+            or_us: params.or_us,
+            suspect,
+        });
+    }
+    warnings
+}
+
+/// The warnings about sizes against their range's gap `g + (s-1)G`: where the
+/// delay `d` does not exceed it (eq. (4) fails, sec. 3), and where the round trip
+/// comes within [`GAP_BOUND_MARGIN`] of it.
+fn warnings_by_size(
+    samples: &[Sample],
+    bounds: &[(usize, usize)],
+    ranges: &[RangeParams],
+) -> Vec<ModelWarning> {
+    let (mut short_delay, mut gap_bound) = (Vec::new(), Vec::new());
+    for (&(a, b), params) in bounds.iter().zip(ranges) {
+        for s in &samples[a..b] {
             let gap = params.gap_at(s.size as f64);
             if s.d_us <= gap {
                 short_delay.push(s.size);
@@ -725,61 +858,15 @@ fn assess_with(
                 gap_bound.push(s.size);
             }
         }
-        // Negative beyond two standard errors (a g of -0.1 us +- 3 us is zero).
-        for (what, value, stderr) in [
-            ("g", params.g_us, params.g_stderr_us),
-            (
-                "G",
-                params.big_g_us_per_byte,
-                params.big_g_stderr_us_per_byte,
-            ),
-            ("o_s", params.os_us, 0.0),
-            ("o_r", params.or_us, 0.0),
-        ] {
-            if value < -2.0 * stderr {
-                warnings.push(ModelWarning::Negative {
-                    what: format!("{what} of range {}..{}", params.from, params.to),
-                });
-            }
-        }
-        let sizes = cpu_bound_sizes(range, &gap_us[a..b], &os_us[a..b]);
-        if !sizes.is_empty() {
-            warnings.push(ModelWarning::CpuBoundSender {
-                from: params.from,
-                to: params.to,
-                sizes,
-            });
-        }
-        if let Some(suspect) = suspect {
-            warnings.push(ModelWarning::OverheadsExceedHalfRtt {
-                from: params.from,
-                to: params.to,
-                half_rtt_1b_us,
-                os_us: range_os_us,
-                or_us: range_or_us,
-                suspect,
-            });
-        }
-        ranges.push(params);
+    }
+    let mut warnings = Vec::new();
+    if !short_delay.is_empty() {
+        warnings.push(ModelWarning::DelayTooShort { sizes: short_delay });
     }
     if !gap_bound.is_empty() {
-        warnings.insert(0, ModelWarning::GapBound { sizes: gap_bound });
+        warnings.push(ModelWarning::GapBound { sizes: gap_bound });
     }
-    if !short_delay.is_empty() {
-        warnings.insert(0, ModelWarning::DelayTooShort { sizes: short_delay });
-    }
-    Ok(Assessment {
-        gap_us,
-        os_us,
-        weights,
-        changes: starts.iter().map(|&i| samples[i].size).collect(),
-        changes_shown_by: shown
-            .into_iter()
-            .map(|ks| ks.into_iter().map(|k| SERIES[k]).collect())
-            .collect(),
-        ranges,
-        warnings,
-    })
+    warnings
 }
 
 /// Eq. (6) for a robustly fitted line: squared deviations over degrees of freedom,

@@ -1,6 +1,8 @@
-//! The LogGP parameter file: what `ngauge loggp --params-out FILE.json` writes and
-//! `ngauge simulate` reads (the simulator of Hoefler et al., sec. 4, takes one LogGP
-//! parameter set per protocol range).
+//! The LogGP parameter file: what `ngauge loggp --params-out FILE.json` writes
+//! ([`ParamsFile::measured`]) and `ngauge simulate --params` and `ngauge coll
+//! --predict` read ([`ParamsFile::read`], through [`crate::sim::params`]): the
+//! simulator of Hoefler et al., sec. 4, takes one LogGP parameter set per protocol
+//! range.
 //!
 //! # Schema (`ngauge-loggp-params/2`)
 //!
@@ -26,20 +28,36 @@
 //! would count both overheads twice.
 //!
 //! Ranges are ascending, non-overlapping, with `from_bytes <= to_bytes`; all times are
-//! finite. A message of `s` bytes uses the range with the largest `from_bytes <= s`
-//! (sizes below the first range use the first; above the last, the last). Unknown
-//! fields are ignored, so later versions may add some (`meta` is one).
+//! finite and non-negative. A message of `s` bytes uses the range with the largest
+//! `from_bytes <= s` (sizes below the first range use the first; above the last, the
+//! last). A range may say `"protocol": "rendezvous"` (the default is `"eager"`): the
+//! measurement cannot tell the protocol, so a user marks the ranges above an eager
+//! limit by hand. Other unknown fields are ignored, so later versions may add some
+//! (`meta` is one).
 //!
-//! Files of schema `ngauge-loggp-params/1` are still read: their `L_us` is
-//! `PRTT(1,0,1)/2`, and `wire_latency_us` is derived from it as above.
+//! A range without `wire_latency_us` (every range of schema `ngauge-loggp-params/1`,
+//! whose `L_us` is `PRTT(1,0,1)/2`) is read with it derived by eq. (1) at `s = 1`,
+//! `max(0, L_us - o_s_us - o_r_us)`, and a [`ParamsWarning`] saying so.
 
+use super::loggp::RangeParams;
 use serde::{Deserialize, Serialize};
 
 /// The schema name and version written into every file.
 pub const SCHEMA: &str = "ngauge-loggp-params/2";
 
-/// The previous version, still read: `L_us` held `PRTT(1,0,1)/2`.
-pub const SCHEMA_V1: &str = "ngauge-loggp-params/1";
+/// The schemas read: the previous version (`L_us` held `PRTT(1,0,1)/2`) and this.
+pub const SCHEMAS: [&str; 2] = ["ngauge-loggp-params/1", SCHEMA];
+
+/// How messages of a range travel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    /// The send completes locally.
+    #[default]
+    Eager,
+    /// The send waits for the receiver (request-to-send, clear-to-send).
+    Rendezvous,
+}
 
 /// One protocol range's LogGP parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -52,7 +70,7 @@ pub struct ParamRange {
     /// called it `L_us`.
     pub half_rtt_1b_us: f64,
     /// LogGP's `L`, the wire latency: `half_rtt_1b_us - o_s_us - o_r_us`, at least
-    /// 0, us. Derived on reading a schema-1 file, which lacks it.
+    /// 0, us. Derived on reading a range that lacks it.
     pub wire_latency_us: f64,
     /// Send overhead `o_s`, us.
     pub o_s_us: f64,
@@ -63,6 +81,15 @@ pub struct ParamRange {
     /// Gap per byte `G`, us per byte.
     #[serde(rename = "G_us_per_byte")]
     pub big_g_us_per_byte: f64,
+    /// Eager unless the user marked the range (not written when eager).
+    #[serde(skip_serializing_if = "Protocol::is_eager")]
+    pub protocol: Protocol,
+}
+
+impl Protocol {
+    fn is_eager(&self) -> bool {
+        *self == Protocol::Eager
+    }
 }
 
 /// A parameter file. Deserializing checks it ([`ParamsFile::from_json`]).
@@ -71,7 +98,7 @@ pub struct ParamRange {
 pub struct ParamsFile {
     /// Always [`SCHEMA`].
     pub schema: String,
-    /// The transport the parameters were measured on.
+    /// The transport the parameters were measured on (empty if the file says none).
     pub transport: String,
     /// Ascending protocol ranges.
     pub ranges: Vec<ParamRange>,
@@ -84,7 +111,7 @@ pub enum ParamsError {
     #[error("params file is not valid: {0}")]
     Json(String),
     /// Another schema or version.
-    #[error("params file has schema {found:?}, expected {SCHEMA:?}")]
+    #[error("params file has schema {found:?}, expected one of {SCHEMAS:?}")]
     Schema {
         /// What the file says.
         found: String,
@@ -98,14 +125,59 @@ pub enum ParamsError {
         /// Index in `ranges`.
         index: usize,
         /// What is wrong.
-        detail: String,
+        detail: &'static str,
     },
+}
+
+/// Something the reader assumed or changed.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ParamsWarning {
+    /// The range has no `wire_latency_us`; `L` was derived from `PRTT(1,0,1)/2`.
+    DerivedLatency {
+        /// First size of the range.
+        from_bytes: u64,
+        /// The file's `PRTT(1,0,1)/2`.
+        prtt_half_us: f64,
+        /// `max(0, PRTT(1,0,1)/2 - o_s - o_r)`.
+        wire_latency_us: f64,
+    },
+    /// The derived wire latency was negative and is taken as 0.
+    NegativeLatency {
+        /// First size of the range.
+        from_bytes: u64,
+        /// The negative value.
+        derived_us: f64,
+    },
+}
+
+impl std::fmt::Display for ParamsWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ParamsWarning::DerivedLatency {
+                from_bytes,
+                prtt_half_us,
+                wire_latency_us,
+            } => write!(
+                f,
+                "range from {from_bytes} B has no wire_latency_us: using L = L_us - o_s - o_r = {wire_latency_us:.3} us (L_us {prtt_half_us:.3} us is PRTT(1,0,1)/2, which includes both overheads)"
+            ),
+            ParamsWarning::NegativeLatency {
+                from_bytes,
+                derived_us,
+            } => write!(
+                f,
+                "range from {from_bytes} B: L_us - o_s - o_r = {derived_us:.3} us is negative (noise, or o overlapping L); using L = 0"
+            ),
+        }
+    }
 }
 
 /// A file as written, of either schema, before its checks.
 #[derive(Deserialize)]
 struct RawFile {
     schema: String,
+    #[serde(default)]
     transport: String,
     ranges: Vec<RawRange>,
 }
@@ -122,62 +194,106 @@ struct RawRange {
     g_us: f64,
     #[serde(rename = "G_us_per_byte")]
     big_g_us_per_byte: f64,
+    #[serde(default)]
+    protocol: Protocol,
 }
 
 impl TryFrom<RawFile> for ParamsFile {
     type Error = ParamsError;
 
     fn try_from(raw: RawFile) -> Result<Self, ParamsError> {
-        let v1 = match raw.schema.as_str() {
-            SCHEMA => false,
-            SCHEMA_V1 => true,
-            _ => return Err(ParamsError::Schema { found: raw.schema }),
-        };
-        let ranges = raw
-            .ranges
-            .into_iter()
-            .enumerate()
-            .map(|(index, r)| {
-                let wire_latency_us = match (v1, r.wire_latency_us) {
-                    // Schema 1 had PRTT(1,0,1)/2 only: eq. (1) at s = 1.
-                    (true, _) => (r.half_rtt_1b_us - r.o_s_us - r.o_r_us).max(0.0),
-                    (false, Some(wire)) => wire,
-                    (false, None) => {
-                        return Err(ParamsError::Range {
-                            index,
-                            detail: "wire_latency_us is missing".into(),
-                        })
-                    }
-                };
-                Ok(ParamRange {
-                    from_bytes: r.from_bytes,
-                    to_bytes: r.to_bytes,
-                    half_rtt_1b_us: r.half_rtt_1b_us,
-                    wire_latency_us,
-                    o_s_us: r.o_s_us,
-                    o_r_us: r.o_r_us,
-                    g_us: r.g_us,
-                    big_g_us_per_byte: r.big_g_us_per_byte,
-                })
-            })
-            .collect::<Result<_, _>>()?;
-        let file = ParamsFile {
-            schema: SCHEMA.into(),
-            transport: raw.transport,
-            ranges,
-        };
-        file.check()?;
-        Ok(file)
+        checked(raw).map(|(file, _)| file)
     }
 }
 
+/// The file of `raw`, its missing wire latencies derived (said in the warnings),
+/// checked.
+fn checked(raw: RawFile) -> Result<(ParamsFile, Vec<ParamsWarning>), ParamsError> {
+    if !SCHEMAS.contains(&raw.schema.as_str()) {
+        return Err(ParamsError::Schema { found: raw.schema });
+    }
+    let mut warnings = Vec::new();
+    let ranges = raw
+        .ranges
+        .into_iter()
+        .map(|r| {
+            let wire_latency_us = r.wire_latency_us.unwrap_or_else(|| {
+                // Eq. (1) at s = 1: PRTT(1,0,1)/2 = L + o_s + o_r.
+                let derived = r.half_rtt_1b_us - r.o_s_us - r.o_r_us;
+                warnings.push(ParamsWarning::DerivedLatency {
+                    from_bytes: r.from_bytes,
+                    prtt_half_us: r.half_rtt_1b_us,
+                    wire_latency_us: derived.max(0.0),
+                });
+                if derived < 0.0 {
+                    warnings.push(ParamsWarning::NegativeLatency {
+                        from_bytes: r.from_bytes,
+                        derived_us: derived,
+                    });
+                }
+                derived.max(0.0)
+            });
+            ParamRange {
+                from_bytes: r.from_bytes,
+                to_bytes: r.to_bytes,
+                half_rtt_1b_us: r.half_rtt_1b_us,
+                wire_latency_us,
+                o_s_us: r.o_s_us,
+                o_r_us: r.o_r_us,
+                g_us: r.g_us,
+                big_g_us_per_byte: r.big_g_us_per_byte,
+                protocol: r.protocol,
+            }
+        })
+        .collect();
+    let file = ParamsFile {
+        schema: SCHEMA.into(),
+        transport: raw.transport,
+        ranges,
+    };
+    file.check()?;
+    Ok((file, warnings))
+}
+
 impl ParamsFile {
-    /// Parses and checks a parameter file of schema 2 or 1 (schema 1 comes back as
-    /// schema 2, its `wire_latency_us` derived).
-    pub fn from_json(text: &str) -> Result<Self, ParamsError> {
+    /// The file of a measurement's protocol ranges, eager all (the writer of
+    /// `ngauge loggp --params-out`).
+    pub fn measured(transport: &str, ranges: &[RangeParams]) -> ParamsFile {
+        ParamsFile {
+            schema: SCHEMA.into(),
+            transport: transport.into(),
+            ranges: ranges
+                .iter()
+                .map(|r| ParamRange {
+                    from_bytes: r.from,
+                    to_bytes: r.to,
+                    half_rtt_1b_us: r.half_rtt_1b_us,
+                    wire_latency_us: r.wire_latency_us,
+                    o_s_us: r.os_us,
+                    o_r_us: r.or_us,
+                    g_us: r.g_us,
+                    big_g_us_per_byte: r.big_g_us_per_byte,
+                    protocol: Protocol::Eager,
+                })
+                .collect(),
+        }
+    }
+
+    /// Parses and checks a parameter file of either schema in [`SCHEMAS`] (it
+    /// comes back as [`SCHEMA`]), with the warnings of the latencies derived.
+    ///
+    /// # Errors
+    /// [`ParamsError`] if the text is not a file of a schema in [`SCHEMAS`] or
+    /// breaks a rule of [`ParamsFile::check`].
+    pub fn read(text: &str) -> Result<(Self, Vec<ParamsWarning>), ParamsError> {
         let raw: RawFile =
             serde_json::from_str(text).map_err(|e| ParamsError::Json(e.to_string()))?;
-        ParamsFile::try_from(raw)
+        checked(raw)
+    }
+
+    /// [`ParamsFile::read`] without the warnings.
+    pub fn from_json(text: &str) -> Result<Self, ParamsError> {
+        Self::read(text).map(|(file, _)| file)
     }
 
     /// Checks the invariants stated in the module docs.
@@ -191,11 +307,8 @@ impl ParamsFile {
             return Err(ParamsError::Empty);
         }
         for (index, r) in self.ranges.iter().enumerate() {
-            let bad = |detail: &str| ParamsError::Range {
-                index,
-                detail: detail.to_string(),
-            };
-            let values = [
+            let bad = |detail| ParamsError::Range { index, detail };
+            let times = [
                 r.half_rtt_1b_us,
                 r.wire_latency_us,
                 r.o_s_us,
@@ -203,17 +316,14 @@ impl ParamsFile {
                 r.g_us,
                 r.big_g_us_per_byte,
             ];
-            if values.iter().any(|v| !v.is_finite()) {
-                return Err(bad("a parameter is not a finite number"));
-            }
-            if r.wire_latency_us < 0.0 {
-                return Err(bad("wire_latency_us is negative"));
+            if times.iter().any(|v| !v.is_finite() || *v < 0.0) {
+                return Err(bad("a parameter is not a finite non-negative number"));
             }
             if r.from_bytes > r.to_bytes {
-                return Err(bad("from_bytes is larger than to_bytes"));
+                return Err(bad("from_bytes > to_bytes"));
             }
-            if index > 0 && self.ranges[index - 1].to_bytes >= r.from_bytes {
-                return Err(bad("overlaps or precedes the previous range"));
+            if index > 0 && r.from_bytes <= self.ranges[index - 1].to_bytes {
+                return Err(bad("starts at or before the end of the previous range"));
             }
         }
         Ok(())
@@ -251,6 +361,7 @@ mod tests {
             o_r_us: 2.0,
             g_us: g,
             big_g_us_per_byte: 0.001,
+            protocol: Protocol::Eager,
         }
     }
 
@@ -291,13 +402,25 @@ mod tests {
         assert_eq!(file.ranges[0].half_rtt_1b_us, 5.0);
         assert_eq!(file.ranges[0].wire_latency_us, 1.5);
         assert_eq!(file.ranges[1].wire_latency_us, 0.0, "clamped");
+        // One reader for both schemas: a schema-2 range without the field is
+        // read the same way, and the warnings say so (the simulator's rule).
         let v2_without_wire = v1.replace("params/1", "params/2");
-        assert_eq!(
-            ParamsFile::from_json(&v2_without_wire)
-                .unwrap_err()
-                .to_string(),
-            "params file range 0: wire_latency_us is missing"
-        );
+        let (file, warnings) = ParamsFile::read(&v2_without_wire).unwrap();
+        assert_eq!(file.ranges[0].wire_latency_us, 1.5);
+        assert!(matches!(
+            warnings[..],
+            [
+                ParamsWarning::DerivedLatency { from_bytes: 1, .. },
+                ParamsWarning::DerivedLatency {
+                    from_bytes: 2048,
+                    ..
+                },
+                ParamsWarning::NegativeLatency {
+                    from_bytes: 2048,
+                    ..
+                },
+            ]
+        ));
     }
 
     #[test]
@@ -316,7 +439,7 @@ mod tests {
         file.ranges.push(range(5, 20, 1.0));
         assert_eq!(
             file.check().unwrap_err().to_string(),
-            "params file range 1: overlaps or precedes the previous range"
+            "params file range 1: starts at or before the end of the previous range"
         );
         file.ranges = vec![];
         assert_eq!(file.check(), Err(ParamsError::Empty));

@@ -17,7 +17,7 @@
 //! On the sweep's readings (the lower quartile of each size's repetitions, which a
 //! host that slows up to three quarters of them leaves alone,
 //! [`crate::patterns::loggp::verify::reading`]), per series and per boundary `i`
-//! (between the sizes `i - 1` and `i`), with up to [`ProposeOptions::window`] sizes
+//! (between the sizes `i - 1` and `i`), with up to [`WINDOW`] sizes
 //! on each side:
 //!
 //! - the slope `b` is the median of the slopes between neighbouring sizes over
@@ -31,12 +31,12 @@
 //! - the noise level `sigma` is the lower quartile of the detrended differences
 //!   between neighbours, over the sweep and on either side (the larger), divided by `0.3186 sqrt(2)` (its value
 //!   for Gaussian noise: half the differences may touch a slowed size), floored
-//!   at [`ProposeOptions::relative_noise_floor`] of the level and
-//!   [`ProposeOptions::noise_floor_us`];
+//!   at [`RELATIVE_NOISE_FLOOR`] of the level and
+//!   [`NOISE_FLOOR_US`];
 //! - the boundary is a candidate in this series when the step reaches both
-//!   [`ProposeOptions::min_score`] noise levels and
-//!   [`ProposeOptions::floor_fraction`] of the confirmation's own floor there
-//!   ([`super::confirm::JudgeOptions`]: a step the passes would reject anyway is
+//!   [`MIN_SCORE`] noise levels and
+//!   [`FLOOR_FRACTION`] of the confirmation's own floor there
+//!   ([`super::confirm::STEP_FLOOR`]: a step the passes would reject anyway is
 //!   not worth measuring); its score is the step in units of the larger of the two.
 //!
 //! Sizes the pattern marked disturbed, and values over 20 times their series'
@@ -45,66 +45,40 @@
 //!
 //! A boundary's rank is its best series' (the difference of the sides' means over the
 //! floor, which tells the boundary from its neighbours). Candidates within
-//! [`ProposeOptions::apart`] sizes of a detector's change or of a better candidate
+//! [`APART`] sizes of a detector's change or of a better candidate
 //! are dropped (a step shows at the neighbouring boundaries too, with windows that
-//! straddle it), and at most [`ProposeOptions::max_candidates`] are kept, best
+//! straddle it), and at most [`MAX_CANDIDATES`] are kept, best
 //! first: each costs the confirmation at least six passes over six sizes.
 
-use super::confirm::{JudgeOptions, Reading};
+use super::confirm::{Reading, STEP_FLOOR, STEP_FLOOR_US};
+use super::loggp::Series;
 use crate::stats::median;
 
 /// How many times its series' median a value must be to be left out as slowed
 /// throughout (a protocol switch inside a sweep centred on it steps by less).
 const GROSS: f64 = 20.0;
 
-/// Options of [`propose_steps`].
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ProposeOptions {
-    /// Sizes per side of a boundary (at least 3 are needed on each).
-    pub window: usize,
-    /// Smallest step, in noise levels of the series.
-    pub min_score: f64,
-    /// Smallest step as a fraction of the confirmation's floor at the boundary.
-    pub floor_fraction: f64,
-    /// Floor under the noise level as a fraction of the level: a sweep whose
-    /// neighbours agree to the nanosecond still has a noise of its own.
-    pub relative_noise_floor: f64,
-    /// Absolute floor under the noise level, us.
-    pub noise_floor_us: f64,
-    /// Fewest sizes between two changes (a detector's or a kept candidate).
-    pub apart: usize,
-    /// Candidates kept at most per sweep.
-    pub max_candidates: usize,
-}
-
-impl Default for ProposeOptions {
-    fn default() -> Self {
-        ProposeOptions {
-            window: 4,
-            min_score: 3.0,
-            floor_fraction: 1.0,
-            relative_noise_floor: 0.02,
-            noise_floor_us: 0.02,
-            apart: 4,
-            max_candidates: 2,
-        }
-    }
-}
+/// Sizes per side of a boundary (at least 3 are needed on each).
+const WINDOW: usize = 4;
+/// Smallest step, in noise levels of the series.
+const MIN_SCORE: f64 = 3.0;
+/// Smallest step as a fraction of the confirmation's floor at the boundary.
+const FLOOR_FRACTION: f64 = 1.0;
+/// Floor under the noise level as a fraction of the level: a sweep whose
+/// neighbours agree to the nanosecond still has a noise of its own.
+const RELATIVE_NOISE_FLOOR: f64 = 0.02;
+/// Absolute floor under the noise level, us.
+const NOISE_FLOOR_US: f64 = 0.02;
+/// Fewest sizes between two changes (a detector's or a kept candidate).
+const APART: usize = 4;
+/// Candidates kept at most per sweep.
+const MAX_CANDIDATES: usize = 2;
 
 /// The rank of one series' step at boundary `i` of the detrended values `z`:
-/// 0 when it is smaller than its floor or `min_score` noise levels, else the
+/// 0 when it is smaller than its floor or [`MIN_SCORE`] noise levels, else the
 /// difference of the sides' means in units of the floor.
-fn score(
-    xs: &[f64],
-    z: &[f64],
-    level_of: &[f64],
-    global_sigma: f64,
-    i: usize,
-    judge: &JudgeOptions,
-    o: &ProposeOptions,
-) -> f64 {
-    let w = o.window.max(3);
-    let (lo, hi) = (i.saturating_sub(w), (i + w).min(xs.len()));
+fn score(xs: &[f64], z: &[f64], level_of: &[f64], global_sigma: f64, i: usize) -> f64 {
+    let (lo, hi) = (i.saturating_sub(WINDOW), (i + WINDOW).min(xs.len()));
     if i < lo + 3 || hi < i + 3 {
         return 0.0;
     }
@@ -124,10 +98,10 @@ fn score(
     let local = noise(&z[lo..i]).max(noise(&z[i..hi]));
     let sigma = global_sigma
         .max(local)
-        .max(o.relative_noise_floor * level)
-        .max(o.noise_floor_us);
-    let floor = (judge.step_floor * level).max(judge.step_floor_us);
-    let unit = (o.floor_fraction * floor).max(o.min_score * sigma);
+        .max(RELATIVE_NOISE_FLOOR * level)
+        .max(NOISE_FLOOR_US);
+    let floor = (STEP_FLOOR * level).max(STEP_FLOOR_US);
+    let unit = (FLOOR_FRACTION * floor).max(MIN_SCORE * sigma);
     if !unit.is_finite() || unit <= 0.0 || step < unit {
         return 0.0;
     }
@@ -155,20 +129,11 @@ fn noise(z: &[f64]) -> f64 {
 /// Boundaries of `sweep` (ascending sizes; index `i` is the first size of the new
 /// range) where a series steps, besides the detector's `given` ones, best first,
 /// as described in the module docs.
-pub fn propose_steps(
-    sweep: &[Reading],
-    given: &[usize],
-    judge: &JudgeOptions,
-    o: &ProposeOptions,
-) -> Vec<usize> {
+pub fn propose_steps(sweep: &[Reading], given: &[usize]) -> Vec<usize> {
     let n = sweep.len();
     let mut best = vec![0.0f64; n];
-    for k in 0..sweep.first().map_or(0, |r| r.values.len()) {
-        let Some(all) = sweep
-            .iter()
-            .map(|r| r.values[k])
-            .collect::<Option<Vec<f64>>>()
-        else {
+    for &k in Series::ALL {
+        let Some(all) = sweep.iter().map(|r| r.get(k)).collect::<Option<Vec<f64>>>() else {
             continue;
         };
         // A size slowed in every repetition by time slices (milliseconds where
@@ -194,7 +159,7 @@ pub fn propose_steps(
         let level: Vec<f64> = ys.iter().map(|y| y.abs()).collect();
         let sigma = noise(&z);
         for i in 1..m {
-            let rank = score(&xs, &z, &level, sigma, i, judge, o);
+            let rank = score(&xs, &z, &level, sigma, i);
             best[kept[i]] = best[kept[i]].max(rank);
         }
     }
@@ -202,10 +167,10 @@ pub fn propose_steps(
     order.sort_by(|&a, &b| best[b].total_cmp(&best[a]));
     let mut kept: Vec<usize> = Vec::new();
     for i in order {
-        if kept.len() >= o.max_candidates {
+        if kept.len() >= MAX_CANDIDATES {
             break;
         }
-        if given.iter().chain(&kept).all(|&j| i.abs_diff(j) > o.apart) {
+        if given.iter().chain(&kept).all(|&j| i.abs_diff(j) > APART) {
             kept.push(i);
         }
     }
@@ -215,7 +180,7 @@ pub fn propose_steps(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::patterns::order::SplitMix64;
+    use crate::rng::SplitMix64;
 
     /// A sweep of 1 KiB steps over `sizes` whose round trip is `prtt(size)`, the
     /// other series flat, each value times a load factor: with probability
@@ -236,17 +201,7 @@ mod tests {
                 let load = if u() < p_load { 1.3 + 0.7 * u() } else { 1.0 };
                 let jitter = 1.0 + 0.03 * (2.0 * u() - 1.0);
                 let f = load * jitter;
-                Reading {
-                    size: s,
-                    values: [
-                        Some(4.0 * f),
-                        Some(prtt(s) * f),
-                        Some(1.5 * f),
-                        Some(or(s) * f),
-                        Some(6.0 * f),
-                    ],
-                    disturbed: false,
-                }
+                Reading::measured(s, [4.0 * f, prtt(s) * f, 1.5 * f, or(s) * f, 6.0 * f])
             })
             .collect()
     }
@@ -268,7 +223,7 @@ mod tests {
         let (mut exact, mut near) = (0, 0);
         for seed in 0..50 {
             let sw = sweep(&sizes(), prtt, or, 0.3, seed);
-            let got = propose_steps(&sw, &[], &JudgeOptions::default(), &Default::default());
+            let got = propose_steps(&sw, &[]);
             assert!(got.len() <= 2, "{got:?}");
             exact += usize::from(got.contains(&at));
             near += usize::from(got.iter().any(|&i| i.abs_diff(at) <= 1));
@@ -276,7 +231,7 @@ mod tests {
         // Without the load, every time and at the switch.
         for seed in 0..10 {
             let sw = sweep(&sizes(), prtt, or, 0.0, seed);
-            let got = propose_steps(&sw, &[], &JudgeOptions::default(), &Default::default());
+            let got = propose_steps(&sw, &[]);
             assert_eq!(got, vec![at], "seed {seed}");
         }
         assert!(
@@ -297,17 +252,14 @@ mod tests {
         let mut proposed = 0;
         for seed in 0..50 {
             let sw = sweep(&sizes(), prtt, |_| 1.3, 0.3, seed);
-            let got = propose_steps(&sw, &[], &JudgeOptions::default(), &Default::default());
+            let got = propose_steps(&sw, &[]);
             assert!(got.len() <= 2, "{got:?}");
             proposed += got.len();
         }
         assert!(proposed <= 15, "{proposed} proposals in 50 flat sweeps");
         // Quiet and flat: none.
         let sw = sweep(&sizes(), prtt, |_| 1.3, 0.0, 7);
-        assert_eq!(
-            propose_steps(&sw, &[], &JudgeOptions::default(), &Default::default()),
-            Vec::<usize>::new()
-        );
+        assert_eq!(propose_steps(&sw, &[]), Vec::<usize>::new());
     }
 
     #[test]
@@ -315,10 +267,8 @@ mod tests {
         let prtt = |s: u64| 3.0 + if s >= 16384 { 3.0 } else { 0.0 };
         let sw = sweep(&sizes(), prtt, |_| 1.3, 0.0, 1);
         let at = sizes().iter().position(|&s| s == 16384).unwrap();
-        let o = ProposeOptions::default();
-        let j = JudgeOptions::default();
-        assert_eq!(propose_steps(&sw, &[], &j, &o), vec![at]);
-        assert_eq!(propose_steps(&sw, &[at - 2], &j, &o), Vec::<usize>::new());
-        assert_eq!(propose_steps(&sw, &[at - 5], &j, &o), vec![at]);
+        assert_eq!(propose_steps(&sw, &[]), vec![at]);
+        assert_eq!(propose_steps(&sw, &[at - 2]), Vec::<usize>::new());
+        assert_eq!(propose_steps(&sw, &[at - 5]), vec![at]);
     }
 }

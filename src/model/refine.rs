@@ -16,9 +16,9 @@
 //! host hits both sides alike (Hunold & Carpen-Amarie, "MPI Benchmarking
 //! Revisited", sec. 6.1: randomise and replicate). A pass with a size that stayed
 //! mostly disturbed after the pattern's own re-measurements is measured again
-//! rather than used. After [`RefineOptions::passes`] clean passes the change is
+//! rather than used. After [`PASSES`] clean passes the change is
 //! judged ([`confirm::judge`]); a spread verdict earns more passes, up to
-//! [`RefineOptions::max_passes`] in all, after which it stays undecided.
+//! [`MAX_PASSES`] in all, after which it stays undecided.
 //!
 //! # Location to the byte
 //!
@@ -30,51 +30,46 @@
 //! with the host's state since the confirmation) is placed with the next confirmed
 //! series whose brackets are ([`confirm::by_clarity`]).
 //! The first byte of the new protocol is known when the brackets are one byte
-//! apart; if the passes do not agree within [`RefineOptions::locate_passes`]
+//! apart; if the passes do not agree within [`LOCATE_PASSES`]
 //! rounds, the change is reported located within the brackets instead.
 
 use super::confirm::{
     self, by_clarity, combine, decide_side, judge_slopes, position, propose_kinks, ChangeKind,
-    JudgeOptions, Reading, SlopeEvidence, StepEvidence, Undecided, Verdict, SERIES,
+    Reading, SlopeEvidence, StepEvidence, Undecided, Verdict,
 };
+use super::loggp::Series;
 use super::lsq::fit_line;
-use super::propose::{propose_steps, ProposeOptions};
-use crate::patterns::order::SplitMix64;
+use super::propose::propose_steps;
+use crate::rng::SplitMix64;
 use crate::stats::median;
 use serde::Serialize;
 
 /// Options of the confirmation and location experiments.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RefineOptions {
-    /// The decisions' options.
-    pub judge: JudgeOptions,
-    /// Clean passes before the first judgement.
-    pub passes: usize,
-    /// Passes at most (clean or not) per candidate.
-    pub max_passes: usize,
     /// Bisect confirmed steps to the byte.
     pub locate: bool,
-    /// Rounds at most per bisection step before giving up the location.
-    pub locate_passes: usize,
     /// Propose more step candidates than the detector's, from a robust step test
-    /// over neighbouring sizes of the sweep ([`propose_steps`]); `None`: the
+    /// over neighbouring sizes of the sweep ([`propose_steps`]); off: the
     /// detector's only.
-    pub propose: Option<ProposeOptions>,
+    pub propose: bool,
 }
 
 impl Default for RefineOptions {
     fn default() -> Self {
         RefineOptions {
-            judge: JudgeOptions::default(),
-            passes: 6,
-            max_passes: 18,
             locate: true,
-            locate_passes: 9,
-            propose: Some(ProposeOptions::default()),
+            propose: true,
         }
     }
 }
 
+/// Clean passes before the first judgement of a candidate, and between later ones.
+const PASSES: usize = 6;
+/// Passes at most (clean or not) per candidate.
+const MAX_PASSES: usize = 18;
+/// Rounds at most per bisection step before giving up the location.
+const LOCATE_PASSES: usize = 9;
 /// Sweep sizes per side of a step candidate in a confirmation pass.
 const STEP_SIDE: usize = 3;
 /// Sweep sizes per side of a slope-only candidate (a slope needs a wider base).
@@ -84,7 +79,7 @@ const SLOPE_SIDE: usize = 4;
 const MAX_ROUNDS: usize = 400;
 
 /// How a change was confirmed.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Confirmation {
     /// Confirmation passes measured.
     pub passes: usize,
@@ -193,11 +188,10 @@ enum Stage {
     Done,
 }
 
-/// A series to bisect with: its index in [`SERIES`], its confirmed step and the
-/// two sides' own slopes.
+/// A series to bisect with, its confirmed step and the two sides' own slopes.
 #[derive(Clone, Copy, Debug)]
 struct Locator {
-    series: usize,
+    series: Series,
     step: f64,
     slopes: (f64, f64),
 }
@@ -243,11 +237,11 @@ impl Plan {
         let detected = at.clone();
         // The detector decides on one sweep's medians, which a loaded host
         // scatters by more than a switch: more candidates, for the passes to judge.
-        if let Some(p) = &opts.propose {
-            at.extend(propose_steps(sweep, &at, &opts.judge, p));
+        if opts.propose {
+            at.extend(propose_steps(sweep, &at));
             at.sort_unstable();
         }
-        let kinks = propose_kinks(sweep, &at, opts.judge.kink_floor);
+        let kinks = propose_kinks(sweep, &at);
         let step_by = |i: usize| match detected.binary_search(&i) {
             Ok(_) => Proposer::Detector,
             Err(_) => Proposer::StepTest,
@@ -290,9 +284,7 @@ impl Plan {
                     left_range: sweep[lo..i].to_vec(),
                     right_range: sweep[i..hi].to_vec(),
                     passes: Vec::new(),
-                    stage: Stage::Confirming {
-                        target: opts.passes,
-                    },
+                    stage: Stage::Confirming { target: PASSES },
                     change,
                 }
             })
@@ -303,17 +295,6 @@ impl Plan {
             asked: Vec::new(),
             round: 0,
             rng: SplitMix64(0x6e67_6175_6765_7266),
-        }
-    }
-
-    fn coin(&mut self) -> bool {
-        self.rng.below(2) == 1
-    }
-
-    fn shuffle<T>(&mut self, v: &mut [T]) {
-        for i in (1..v.len()).rev() {
-            let j = self.rng.below(i as u64 + 1) as usize;
-            v.swap(i, j);
         }
     }
 
@@ -343,9 +324,9 @@ impl Plan {
                                 .collect()
                         })
                         .collect();
-                    self.shuffle(&mut pairs);
+                    self.rng.shuffle(&mut pairs);
                     for mut p in pairs {
-                        if self.coin() {
+                        if self.rng.coin() {
                             p.reverse();
                         }
                         out.extend(p);
@@ -353,7 +334,7 @@ impl Plan {
                 }
                 Stage::Locating { old, new, .. } => {
                     let mut three = [old, old + (new - old) / 2, new];
-                    self.shuffle(&mut three);
+                    self.rng.shuffle(&mut three);
                     out.extend(three);
                 }
                 Stage::Done => continue,
@@ -384,7 +365,7 @@ impl Plan {
                     c.passes.push(pass);
                     judge_candidate(c, &opts);
                 }
-                Stage::Locating { .. } => locate_step(c, &pass, &opts),
+                Stage::Locating { .. } => locate_step(c, &pass),
                 Stage::Done => {}
             }
         }
@@ -426,8 +407,8 @@ fn judge_candidate(c: &mut Candidate, opts: &RefineOptions) {
     let total = c.passes.len();
     // Judged at every multiple of `passes` clean passes, and finally with all the
     // clean passes there are, if they are enough.
-    let last = total >= opts.max_passes;
-    if clean.len() < target && !(last && clean.len() >= opts.passes) {
+    let last = total >= MAX_PASSES;
+    if clean.len() < target && !(last && clean.len() >= PASSES) {
         if last {
             c.change.verdict = Verdict::Undecided;
             c.change.undecided = Some(Undecided::Disturbed);
@@ -437,18 +418,13 @@ fn judge_candidate(c: &mut Candidate, opts: &RefineOptions) {
         return;
     }
     let slopes_here = |c: &Candidate| {
-        let mut ev = confirm::slopes(&clean, &c.left, &c.right, &opts.judge);
-        confirm::hold_over_ranges(
-            &mut ev,
-            &c.left_range,
-            &c.right_range,
-            opts.judge.kink_floor,
-        );
+        let mut ev = confirm::slopes(&clean, &c.left, &c.right);
+        confirm::hold_over_ranges(&mut ev, &c.left_range, &c.right_range);
         ev
     };
     let (steps, slopes, verdict, fault) = match c.kind {
         ChangeKind::Step => {
-            let ev = confirm::steps(&clean, &c.left, &c.right, &opts.judge);
+            let ev = confirm::steps(&clean, &c.left, &c.right);
             let v = combine(ev.iter().map(|e| e.step_us.verdict));
             // The detector may propose a slope-only change as a step: no step
             // persists, but the slopes differ.
@@ -489,9 +465,9 @@ fn judge_candidate(c: &mut Candidate, opts: &RefineOptions) {
     };
     // More passes would not make the sides two lines that meet, nor part them by
     // more.
-    if verdict == Verdict::Undecided && total < opts.max_passes && fault.is_none() {
+    if verdict == Verdict::Undecided && total < MAX_PASSES && fault.is_none() {
         c.stage = Stage::Confirming {
-            target: target + opts.passes,
+            target: target + PASSES,
         };
         return;
     }
@@ -513,11 +489,11 @@ fn judge_candidate(c: &mut Candidate, opts: &RefineOptions) {
         let crossings: Vec<f64> = slopes.iter().filter_map(|e| e.crossing_bytes).collect();
         c.change.crossing_bytes = median(&crossings);
     }
-    let slopes_of = |sizes: &[u64], series: usize| side_slope(&clean, sizes, series);
+    let slopes_of = |sizes: &[u64], series: Series| side_slope(&clean, sizes, series);
     let locators: Vec<Locator> = by_clarity(&steps)
         .into_iter()
         .filter_map(|e| {
-            let series = SERIES.iter().position(|s| *s == e.series)?;
+            let series = e.series.parse().ok()?;
             Some(Locator {
                 series,
                 step: e.step_us.median,
@@ -559,22 +535,20 @@ fn confirmation(
         clean_passes: confirm::clean(&c.passes).len(),
         steps,
         slopes,
-        located_with: None,
-        located_also: Vec::new(),
-        locate_rounds: 0,
+        ..Confirmation::default()
     }
 }
 
 /// The median over the passes of one side's own slope in `series`, us per byte
 /// (0 with fewer than two sizes on the side).
-fn side_slope(passes: &[&[Reading]], sizes: &[u64], series: usize) -> f64 {
+fn side_slope(passes: &[&[Reading]], sizes: &[u64], series: Series) -> f64 {
     let slopes: Vec<f64> = passes
         .iter()
         .filter_map(|p| {
             let (xs, ys): (Vec<f64>, Vec<f64>) = p
                 .iter()
                 .filter(|r| sizes.contains(&r.size))
-                .filter_map(|r| r.values[series].map(|v| (r.size as f64, v)))
+                .filter_map(|r| r.get(series).map(|v| (r.size as f64, v)))
                 .unzip();
             fit_line(&xs, &ys).map(|l| l.slope)
         })
@@ -584,7 +558,7 @@ fn side_slope(passes: &[&[Reading]], sizes: &[u64], series: usize) -> f64 {
 
 /// One bisection round: `pass` holds the old bracket, the midpoint and the new
 /// bracket (in any order).
-fn locate_step(c: &mut Candidate, pass: &[Reading], opts: &RefineOptions) {
+fn locate_step(c: &mut Candidate, pass: &[Reading]) {
     let Stage::Locating {
         ref locators,
         ref mut old,
@@ -594,22 +568,17 @@ fn locate_step(c: &mut Candidate, pass: &[Reading], opts: &RefineOptions) {
     else {
         return;
     };
-    let conf = c.change.confirmation.get_or_insert_with(|| Confirmation {
-        passes: 0,
-        clean_passes: 0,
-        steps: Vec::new(),
-        slopes: Vec::new(),
-        located_with: None,
-        located_also: Vec::new(),
-        locate_rounds: 0,
-    });
-    conf.located_with = locators.first().map(|l| SERIES[l.series]);
+    let conf = c
+        .change
+        .confirmation
+        .get_or_insert_with(Confirmation::default);
+    conf.located_with = locators.first().map(|l| l.series.as_str());
     conf.locate_rounds += 1;
     let mid = *old + (*new - *old) / 2;
-    let at = |size: u64, series: usize| {
+    let at = |size: u64, series: Series| {
         pass.iter()
             .find(|r| r.size == size && !r.disturbed)
-            .and_then(|r| r.values[series].map(|v| (size as f64, v)))
+            .and_then(|r| r.get(series).map(|v| (size as f64, v)))
     };
     // The clearest series whose brackets are a step apart in this round.
     let placed = locators.iter().find_map(|l| {
@@ -619,7 +588,7 @@ fn locate_step(c: &mut Candidate, pass: &[Reading], opts: &RefineOptions) {
         }
     });
     if let Some((l, _)) = placed {
-        let name = SERIES[l.series];
+        let name = l.series.as_str();
         if conf.located_with != Some(name) && !conf.located_also.contains(&name) {
             conf.located_also.push(name);
         }
@@ -634,7 +603,7 @@ fn locate_step(c: &mut Candidate, pass: &[Reading], opts: &RefineOptions) {
             *new = mid;
             positions.clear();
         }
-        None if positions.len() >= opts.locate_passes => {
+        None if positions.len() >= LOCATE_PASSES => {
             c.change.bracket_bytes = [*old, *new];
             c.stage = Stage::Done;
             return;
@@ -669,17 +638,16 @@ mod tests {
     impl<P: Fn(u64) -> f64, G: Fn(u64) -> f64> World<P, G> {
         fn read(&self, size: u64, round: usize) -> Reading {
             let j = |k| jitter(size, round, k, self.noise);
-            Reading {
+            Reading::measured(
                 size,
-                values: [
-                    Some((self.gap)(size) + j(0)),
-                    Some((self.prtt)(size) + j(1)),
-                    Some(1.5 + j(2) / 10.0),
-                    Some(2.0 + j(3) / 10.0),
-                    Some(1.5 + j(4) / 10.0),
+                [
+                    (self.gap)(size) + j(0),
+                    (self.prtt)(size) + j(1),
+                    1.5 + j(2) / 10.0,
+                    2.0 + j(3) / 10.0,
+                    1.5 + j(4) / 10.0,
                 ],
-                disturbed: false,
-            }
+            )
         }
     }
 
@@ -760,15 +728,14 @@ mod tests {
         assert_eq!(changes[0].bracket_bytes, [19456, 20480]);
     }
 
-    /// Open MPI's vader with `btl_vader_eager_limit 16384` (bench-detect,
-    /// 2026-11-25, run 4 of `ompi-vader-16384`): on a busy host the eager side's
+    /// Open MPI's vader at a 16 KiB eager limit: on a busy host the eager side's
     /// gap, round trip, `o_s` and late send lie above the rendezvous side's, on a
-    /// calmer one below, while `o_r` steps up on both. The host calmed between the
-    /// confirmation (6 passes, busy) and the bisection: the clearest series, the
-    /// gap, then found its brackets stepping the other way in every round, and the
-    /// change stayed in its sweep bracket [15360, 16384] after 9 rounds. Location
-    /// now places such a round with the next confirmed series whose brackets are a
-    /// step apart (here `o_r`), and finds the first byte, 16384 - 56 + 1.
+    /// calmer one below, while `o_r` steps up on both. A host that calms between
+    /// the confirmation (busy) and the bisection turns the clearest series' (the
+    /// gap's) brackets the other way in every round; such a round is placed with
+    /// the next confirmed series whose brackets are a step apart (here `o_r`), down
+    /// to the first byte, 16384 - 56 + 1 (story:
+    /// docs/findings/2026-11-25-detector-rates.md).
     #[test]
     fn a_step_whose_sign_changes_with_the_host_is_located_with_a_series_that_keeps_it() {
         const FIRST: u64 = 16_329;
@@ -781,17 +748,16 @@ mod tests {
                 (false, false) => (0.5 + 0.00003 * s, 1.0 + 0.00006 * s, 0.6, 2.0 + 0.00015 * s),
                 (true, _) => (3.3 + 0.00003 * s, 7.0 + 0.00005 * s, 3.5, 17.0 + 0.0002 * s),
             };
-            Reading {
+            Reading::measured(
                 size,
-                values: [
-                    Some(gap + j(0, 0.02)),
-                    Some(prtt + j(1, 0.1)),
-                    Some(gap + 0.1 + j(2, 0.1)),
-                    Some(o_r + j(3, 0.3)),
-                    Some(late + j(4, 0.3)),
+                [
+                    gap + j(0, 0.02),
+                    prtt + j(1, 0.1),
+                    gap + 0.1 + j(2, 0.1),
+                    o_r + j(3, 0.3),
+                    late + j(4, 0.3),
                 ],
-                disturbed: false,
-            }
+            )
         };
         let sizes: Vec<u64> = (8..=24).map(|k| k * 1024).collect();
         let sweep: Vec<Reading> = sizes.iter().map(|&s| read(s, 0)).collect();
@@ -825,8 +791,8 @@ mod tests {
             .map(|&s| {
                 let mut r = world.read(s, 0);
                 if (30720..=40960).contains(&s) {
-                    r.values[1] = r.values[1].map(|v| v + 15.0);
-                    r.values[0] = r.values[0].map(|v| v + 5.0);
+                    r.prtt_1_0_us += 15.0;
+                    r.gap_us += 5.0;
                 }
                 r
             })
@@ -968,9 +934,7 @@ mod tests {
                 left_range: sweep[8..i].to_vec(),
                 right_range: sweep[i..].to_vec(),
                 passes: Vec::new(),
-                stage: Stage::Confirming {
-                    target: opts.passes,
-                },
+                stage: Stage::Confirming { target: PASSES },
                 change,
             }],
             asked: Vec::new(),
@@ -999,16 +963,17 @@ mod tests {
                     }
             }
         };
-        let reading = |gap: f64, prtt: f64, size: u64, round: usize| Reading {
-            size,
-            values: [
-                Some(gap + jitter(size, round, 0, 0.02)),
-                Some(prtt + jitter(size, round, 1, 0.02)),
-                Some(1.5),
-                Some(2.0),
-                Some(1.5),
-            ],
-            disturbed: false,
+        let reading = |gap: f64, prtt: f64, size: u64, round: usize| {
+            Reading::measured(
+                size,
+                [
+                    gap + jitter(size, round, 0, 0.02),
+                    prtt + jitter(size, round, 1, 0.02),
+                    1.5,
+                    2.0,
+                    1.5,
+                ],
+            )
         };
         // Apart: the ranges and the sides change slope alike, the lines stand
         // 1.5 and 3 us apart at the boundary and cross 5 KiB left of it.
@@ -1040,11 +1005,11 @@ mod tests {
         assert_eq!(changes[0].verdict, Verdict::Confirmed, "{changes:?}");
     }
 
-    /// A bump of the curve (MPICH 2026-11-24, run 3 of `scripts/bench-detect`: the
-    /// gap and `PRTT(1,0,s)` rose faster over 32-36 KiB and slower after, -83% in
-    /// 12 passes, while the sweep's lines over the whole ranges differ by 4%) is no
-    /// protocol's change of `G`: the passes confirm the sides' slopes differ, the
-    /// ranges do not, and the change is rejected as local.
+    /// A bump of the curve (the gap and `PRTT(1,0,s)` rising faster over 32-36 KiB
+    /// and slower after, while the sweep's lines over the whole ranges differ by
+    /// 4%) is no protocol's change of `G`: the passes confirm the sides' slopes
+    /// differ, the ranges do not, and the change is rejected as local (story:
+    /// docs/findings/2026-11-24-detector-verdicts.md, fourth session).
     #[test]
     fn a_bump_of_the_curve_is_no_change_of_slope() {
         const PEAK: f64 = 36_864.0;
@@ -1090,7 +1055,7 @@ mod tests {
             // Rounds 2 and 4: the left side slowed by 30 us (a step of -10 us
             // in the round trip if absorbed), flagged by the pattern.
             if (r == 2 || r == 4) && s < SWITCH {
-                x.values[1] = x.values[1].map(|v| v + 30.0);
+                x.prtt_1_0_us += 30.0;
                 x.disturbed = true;
             }
             x
@@ -1144,7 +1109,7 @@ mod tests {
             // by -20 us.
             if s >= SWITCH {
                 let shift = if r % 2 == 0 { 20.0 } else { -20.0 };
-                x.values[1] = x.values[1].map(|v| v + shift);
+                x.prtt_1_0_us += shift;
             }
             x
         };
@@ -1193,11 +1158,7 @@ mod tests {
             let t = Self::truth(size);
             // One load factor per size and pass (a busy host slows every series).
             let f = Self::factor(size, round, 0, false);
-            Reading {
-                size,
-                values: t.map(|v| Some(v * f)),
-                disturbed: false,
-            }
+            Reading::measured(size, t.map(|v| v * f))
         }
 
         fn median(size: u64) -> crate::model::loggp::Sample {
@@ -1254,7 +1215,7 @@ mod tests {
         assert_eq!(c.proposed_by, Proposer::Detector, "{c:?}");
         // Without the first stage, nothing to confirm.
         let detector_only = RefineOptions {
-            propose: None,
+            propose: false,
             ..RefineOptions::default()
         };
         let changes = drive(Plan::new(&sweep, &detected, detector_only), Loaded::reading);
@@ -1269,11 +1230,9 @@ mod tests {
     #[test]
     fn load_like_scatter_on_one_protocol_is_not_reported() {
         let flat = |size: u64, round: usize| {
-            let mut r = Loaded::reading(size, round);
             let t = Loaded::truth(size.min(LOADED_SWITCH - 1));
             let f = Loaded::factor(size, round, 0, false);
-            r.values = t.map(|v| Some(v * f));
-            r
+            Reading::measured(size, t.map(|v| v * f))
         };
         for offset in 0..8 {
             let sizes: Vec<u64> = (8 + offset..=24 + offset).map(|k| k * 1024).collect();

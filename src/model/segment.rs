@@ -29,9 +29,9 @@
 //! large only at a kink or an outlier, which the median ignores), scaled to a standard
 //! deviation, median-absolute-deviation over a window of 15 points, floored at
 //! `noise_floor` (the timer/scheduler noise below which differences mean nothing)
-//! and at `relative_floor` (5%) of the value: measured gap curves bend smoothly
+//! and at [`RELATIVE_FLOOR`] (5%) of the value: measured gap curves bend smoothly
 //! (caches), and BIC must not pay for following every bend. Whether a cut is a
-//! protocol is decided on its step, floored at `step_floor` (10%, see
+//! protocol is decided on its step, floored at [`STEP_FLOOR`] (10%, see
 //! [`keep_steps`]). (With one 10% floor for both, a vader switch that stepped 24%
 //! in the round trip was not even proposed, the series' real noise being 2-3%.)
 //!
@@ -66,9 +66,9 @@
 //!   best without the cap ([`refine`]), since the cap cannot tell on which side of a
 //!   step its first points belong;
 //! - a change is kept only if the two lines are apart at the boundary by
-//!   `min_step` (2) noise levels in at least one series ([`keep_steps`]), the
-//!   noise level there being the fits' residual scale floored at `step_floor`
-//!   (10%) of the value and at `step_noise_floor` (0.05 us) (not the local
+//!   [`MIN_STEP`] (2) noise levels in at least one series ([`keep_steps`]), the
+//!   noise level there being the fits' residual scale floored at [`STEP_FLOOR`]
+//!   (10%) of the value and at [`STEP_NOISE_FLOOR_US`] (0.05 us) (not the local
 //!   estimate, which the kink itself inflates): a switch changes
 //!   the time of a message at once, a cache bend or a drifting load does not.
 //!   [`shown_by`] names the series in which each kept change shows.
@@ -80,11 +80,9 @@ use super::lsq::Line;
 use super::robust::{huber_line_scaled, huber_rho, huber_weight, HUBER_K};
 use crate::stats::median;
 
-/// Options of the segmentation detector.
+/// Options of the segmentation detector: what `--penalty` and `--floor-us` set.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SegmentOptions {
-    /// Fewest points in a segment (at least 3).
-    pub min_points: usize,
     /// Multiplier on BIC's per-segment penalty `3 ln N` (larger: fewer segments).
     /// The default 2 pays for searching the break positions (BIC alone assumes they
     /// are given): on 200 synthetic noisy straight lines of the default sweep (before
@@ -94,49 +92,51 @@ pub struct SegmentOptions {
     pub penalty_factor: f64,
     /// Floor under the estimated noise level, in the unit of the values (us).
     pub noise_floor: f64,
-    /// Floor under the noise level as a fraction of each value, for the cost of a
-    /// segmentation: real gap curves are not exact lines (TCP loopback bends by
-    /// ~10% between 16 and 40 KiB from cache effects); with 5% the optimum may cut
-    /// at such a bend, and [`keep_steps`] then drops it (no step).
-    pub relative_floor: f64,
-    /// Floor under the noise level of a step ([`steps`]) as a fraction of the
-    /// lines' value there: a change smaller than `min_step` times this is not a
-    /// protocol, however quiet the data.
-    pub step_floor: f64,
-    /// Absolute floor under the noise level of a step, in the unit of the values
-    /// (us): a few timer readings. Lower than `noise_floor` (Netgauge's 0.15 us,
-    /// meant for single points; `--floor-us` sets that one, not this), since a step
-    /// is measured between two fitted lines: at Open MPI's 4 KiB shared-memory eager
-    /// limit the receive overhead's lines step by 0.26 us (the points from 0.72 to
-    /// 1.07 us) with residual scales of 0.02-0.04 us; the 0.15 us floor made that
-    /// 1.7 noise levels, while the 10% `step_floor` (0.09 us there) makes it 2.8.
-    pub step_noise_floor: f64,
-    /// Largest cost one point can add (in units of squared standard deviations):
-    /// an outlier costs at most this, so cutting it into a segment of its own never
-    /// pays BIC's price, while a real change, off the line at every later point,
-    /// still does. 9 is a residual of 3 sigma.
-    pub outlier_cap: f64,
-    /// Smallest step, in noise levels, that the lines of two neighbouring segments
-    /// must show at their boundary in at least one series for a change found by
-    /// [`detect_joint`] to be kept (see [`keep_steps`]). 2 noise levels with the 10%
-    /// relative floor: a 20% step.
-    pub min_step: f64,
 }
 
 impl Default for SegmentOptions {
     fn default() -> Self {
         SegmentOptions {
-            min_points: 3,
             penalty_factor: 2.0,
             noise_floor: 0.15,
-            relative_floor: 0.05,
-            step_floor: 0.10,
-            step_noise_floor: 0.05,
-            outlier_cap: 9.0,
-            min_step: 2.0,
         }
     }
 }
+
+/// Fewest points in a segment.
+pub const MIN_POINTS: usize = 3;
+
+/// Floor under the noise level as a fraction of each value, for the cost of a
+/// segmentation: real gap curves are not exact lines (TCP loopback bends by ~10%
+/// between 16 and 40 KiB from cache effects); with 5% the optimum may cut at such a
+/// bend, and [`keep_steps`] then drops it (no step).
+const RELATIVE_FLOOR: f64 = 0.05;
+
+/// Floor under the noise level of a step ([`steps`]) as a fraction of the lines'
+/// value there: a change smaller than [`MIN_STEP`] times this is not a protocol,
+/// however quiet the data.
+pub const STEP_FLOOR: f64 = 0.10;
+
+/// Absolute floor under the noise level of a step, us: a few timer readings. Lower
+/// than [`SegmentOptions::noise_floor`] (Netgauge's 0.15 us, meant for single
+/// points; `--floor-us` sets that one, not this), since a step is measured between
+/// two fitted lines: at Open MPI's 4 KiB shared-memory eager limit the receive
+/// overhead's lines step by 0.26 us (the points from 0.72 to 1.07 us) with residual
+/// scales of 0.02-0.04 us; the 0.15 us floor made that 1.7 noise levels, while the
+/// 10% [`STEP_FLOOR`] (0.09 us there) makes it 2.8.
+const STEP_NOISE_FLOOR_US: f64 = 0.05;
+
+/// Largest cost one point can add (in units of squared standard deviations): an
+/// outlier costs at most this, so cutting it into a segment of its own never pays
+/// BIC's price, while a real change, off the line at every later point, still does.
+/// 9 is a residual of 3 sigma.
+const OUTLIER_CAP: f64 = 9.0;
+
+/// Smallest step, in noise levels, that the lines of two neighbouring segments must
+/// show at their boundary in at least one series for a change found by
+/// [`detect_joint`] to be kept (see [`keep_steps`]). 2 noise levels with the 10%
+/// relative floor: a 20% step.
+pub const MIN_STEP: f64 = 2.0;
 
 /// The result of a segmentation.
 #[derive(Clone, Debug, PartialEq)]
@@ -256,12 +256,12 @@ fn capped_sum(costs: &[f64], side: &[f64], cap: f64, smooth: impl Fn(usize, usiz
     total
 }
 
-/// [`local_noise`] floored by `relative_floor * |y|`.
+/// [`local_noise`] floored by [`RELATIVE_FLOOR`]` * |y|`.
 fn noise(xs: &[f64], ys: &[f64], opts: &SegmentOptions) -> Vec<f64> {
     local_noise(xs, ys, opts.noise_floor)
         .into_iter()
         .zip(ys)
-        .map(|(s, y)| s.max(opts.relative_floor * y.abs()))
+        .map(|(s, y)| s.max(RELATIVE_FLOOR * y.abs()))
         .collect()
 }
 
@@ -277,10 +277,10 @@ fn noise_levels(xs: &[f64], series: &[&[f64]], n: usize, opts: &SegmentOptions) 
 pub fn detect(xs: &[f64], ys: &[f64], opts: &SegmentOptions) -> Segmentation {
     let n = xs.len().min(ys.len());
     let sigma = noise(&xs[..n], &ys[..n], opts);
-    let m = opts.min_points.max(3);
+    let m = MIN_POINTS;
     if n < 2 * m {
         let criterion =
-            segment_cost(&xs[..n], &ys[..n], &sigma, opts.outlier_cap).map_or(0.0, |(_, c)| c);
+            segment_cost(&xs[..n], &ys[..n], &sigma, OUTLIER_CAP).map_or(0.0, |(_, c)| c);
         return Segmentation {
             starts: Vec::new(),
             sigma,
@@ -289,7 +289,7 @@ pub fn detect(xs: &[f64], ys: &[f64], opts: &SegmentOptions) -> Segmentation {
     }
     let penalty = 3.0 * (n as f64).ln() * opts.penalty_factor;
     let (starts, criterion) = optimal_segments(n, m, penalty, |i, j| {
-        segment_cost(&xs[i..j], &ys[i..j], &sigma[i..j], opts.outlier_cap).map(|(_, c)| c)
+        segment_cost(&xs[i..j], &ys[i..j], &sigma[i..j], OUTLIER_CAP).map(|(_, c)| c)
     });
     Segmentation {
         starts,
@@ -348,7 +348,7 @@ fn starts_from(from: &[usize]) -> Vec<usize> {
 /// The best subset of `candidates` (indices where a segment may start, ascending)
 /// under the same criterion as [`detect`]: used to confirm the look-ahead
 /// detector's changes, so that a run of disturbed points it took for a protocol
-/// (costing at most `outlier_cap` each) is merged back when two segments' penalties
+/// (costing at most [`OUTLIER_CAP`] each) is merged back when two segments' penalties
 /// outweigh it. Segments of fewer than 3 points cost nothing but their penalty.
 pub fn best_subset(
     xs: &[f64],
@@ -368,7 +368,7 @@ pub fn best_subset(
         if b - a < 3 {
             return 0.0;
         }
-        segment_cost(&xs[a..b], &ys[a..b], &sigma[a..b], opts.outlier_cap).map_or(0.0, |(_, c)| c)
+        segment_cost(&xs[a..b], &ys[a..b], &sigma[a..b], OUTLIER_CAP).map_or(0.0, |(_, c)| c)
     };
     optimal_partition(&cuts, penalty, cost)
 }
@@ -387,13 +387,13 @@ pub fn best_subset(
 pub fn detect_joint(xs: &[f64], series: &[&[f64]], opts: &SegmentOptions) -> Vec<usize> {
     let n = series.iter().fold(xs.len(), |n, ys| n.min(ys.len()));
     let sigmas = noise_levels(xs, series, n, opts);
-    let m = opts.min_points.max(3);
+    let m = MIN_POINTS;
     if n < 2 * m || series.is_empty() {
         return Vec::new();
     }
     let penalty = joint_penalty(n, series.len(), opts);
     let margin = PRUNE_MARGIN * penalty;
-    let mut fits = JointFits::new(xs, series, &sigmas, opts.outlier_cap);
+    let mut fits = JointFits::new(xs, series, &sigmas, OUTLIER_CAP);
     // best[j]: minimal criterion for the first j points; from[j]: where its last
     // segment starts.
     let mut best = vec![f64::INFINITY; n + 1];
@@ -672,8 +672,7 @@ fn series_costs<R>(
             return 0.0;
         }
         let ys = series[k];
-        segment_cost(&xs[a..b], &ys[a..b], &sigmas[k][a..b], opts.outlier_cap)
-            .map_or(0.0, |(_, c)| c)
+        segment_cost(&xs[a..b], &ys[a..b], &sigmas[k][a..b], OUTLIER_CAP).map_or(0.0, |(_, c)| c)
     };
     body(&cost)
 }
@@ -698,7 +697,7 @@ pub fn best_subset_joint(
         if b < a + 3 {
             return 0.0;
         }
-        joint_cost(xs, series, &sigmas, a, b, opts.outlier_cap).unwrap_or(0.0)
+        joint_cost(xs, series, &sigmas, a, b, OUTLIER_CAP).unwrap_or(0.0)
     };
     optimal_partition(&cuts, penalty, cost)
 }
@@ -717,7 +716,7 @@ pub fn refine(
 ) -> Vec<usize> {
     let n = series.iter().fold(xs.len(), |n, ys| n.min(ys.len()));
     let sigmas = noise_levels(xs, series, n, opts);
-    let m = opts.min_points.max(3);
+    let m = MIN_POINTS;
     let cost = |a: usize, b: usize| -> f64 {
         series
             .iter()
@@ -751,7 +750,7 @@ pub fn refine(
 /// difference between the lines of the two neighbouring segments midway between
 /// the last point of one and the first of the other, in units of that series' noise
 /// around them: the larger robust residual scale of the two fits, floored at
-/// `step_floor` of the lines' value there and at `step_noise_floor`. (The local
+/// [`STEP_FLOOR`] of the lines' value there and at [`STEP_NOISE_FLOOR_US`]. (The local
 /// noise estimate of the points next to the boundary is not used: it is inflated by
 /// the very kink it sits on.) A segment of fewer than 3 points gives an infinite
 /// step.
@@ -773,14 +772,14 @@ pub fn steps(xs: &[f64], series: &[&[f64]], starts: &[usize], opts: &SegmentOpti
                     if m < a + 3 || b < m + 3 {
                         return f64::INFINITY;
                     }
-                    let before = segment_cost(&xs[a..m], &ys[a..m], &sigma[a..m], opts.outlier_cap);
-                    let after = segment_cost(&xs[m..b], &ys[m..b], &sigma[m..b], opts.outlier_cap);
+                    let before = segment_cost(&xs[a..m], &ys[a..m], &sigma[a..m], OUTLIER_CAP);
+                    let after = segment_cost(&xs[m..b], &ys[m..b], &sigma[m..b], OUTLIER_CAP);
                     match (before, after) {
                         (Some((l1, _)), Some((l2, _))) => {
                             let unit = residual_scale(&xs[a..m], &ys[a..m], &l1)
                                 .max(residual_scale(&xs[m..b], &ys[m..b], &l2))
-                                .max(opts.step_floor * (l1.at(x).abs() + l2.at(x).abs()) / 2.0)
-                                .max(opts.step_noise_floor);
+                                .max(STEP_FLOOR * (l1.at(x).abs() + l2.at(x).abs()) / 2.0)
+                                .max(STEP_NOISE_FLOOR_US);
                             (l2.at(x) - l1.at(x)).abs() / unit
                         }
                         _ => f64::INFINITY,
@@ -803,7 +802,7 @@ fn residual_scale(xs: &[f64], ys: &[f64], line: &Line) -> f64 {
 }
 
 /// Drops, one at a time and smallest first, the changes whose [`steps`] stay below
-/// `opts.min_step`: a protocol switch changes the time of a message at once, so its
+/// [`MIN_STEP`]: a protocol switch changes the time of a message at once, so its
 /// two lines are apart at the boundary in some series, whereas a curve that bends
 /// smoothly (caches: TCP loopback bends by ~10-15% between 16 and 40 KiB) or a level
 /// that drifts under load is cut by BIC only because many points add up small
@@ -820,7 +819,7 @@ pub fn keep_steps(
         let Some((i, &smallest)) = s.iter().enumerate().min_by(|a, b| a.1.total_cmp(b.1)) else {
             return kept;
         };
-        if smallest >= opts.min_step {
+        if smallest >= MIN_STEP {
             return without_detours(xs, series, &kept, opts);
         }
         kept.remove(i);
@@ -1025,13 +1024,13 @@ mod tests {
     fn detect_joint_unpruned(xs: &[f64], series: &[&[f64]], opts: &SegmentOptions) -> Vec<usize> {
         let n = series.iter().fold(xs.len(), |n, ys| n.min(ys.len()));
         let sigmas = noise_levels(xs, series, n, opts);
-        let m = opts.min_points.max(3);
+        let m = MIN_POINTS;
         if n < 2 * m || series.is_empty() {
             return Vec::new();
         }
         let penalty = joint_penalty(n, series.len(), opts);
         optimal_segments(n, m, penalty, |i, j| {
-            joint_cost(xs, series, &sigmas, i, j, opts.outlier_cap)
+            joint_cost(xs, series, &sigmas, i, j, OUTLIER_CAP)
         })
         .0
     }
@@ -1103,10 +1102,10 @@ mod tests {
         for (xs, series) in random_sweeps(30, 4) {
             let series: Vec<&[f64]> = series.iter().map(Vec::as_slice).collect();
             let sigmas = noise_levels(&xs, &series, xs.len(), &opts);
-            let mut fits = JointFits::new(&xs, &series, &sigmas, opts.outlier_cap);
+            let mut fits = JointFits::new(&xs, &series, &sigmas, OUTLIER_CAP);
             for a in 0..xs.len() - 3 {
                 for b in a + 3..=xs.len() {
-                    let want = joint_cost(&xs, &series, &sigmas, a, b, opts.outlier_cap);
+                    let want = joint_cost(&xs, &series, &sigmas, a, b, OUTLIER_CAP);
                     let got = fits.cost(a, b);
                     assert_eq!(got.map(f64::to_bits), want.map(f64::to_bits), "{a}..{b}");
                 }
@@ -1181,7 +1180,7 @@ mod tests {
             sweeps.push(series_of(&samples));
         }
         let opts = SegmentOptions::default();
-        let m = opts.min_points;
+        let m = MIN_POINTS;
         let mut worst: f64 = 0.0;
         for (xs, series) in sweeps {
             let series: Vec<&[f64]> = series.iter().map(Vec::as_slice).collect();
@@ -1193,9 +1192,7 @@ mod tests {
                 .map(|a| {
                     (0..=n)
                         .map(|b| match b >= a + m {
-                            true => {
-                                joint_cost(&xs, &series, &sigmas, a, b, opts.outlier_cap).unwrap()
-                            }
+                            true => joint_cost(&xs, &series, &sigmas, a, b, OUTLIER_CAP).unwrap(),
                             false => f64::NAN,
                         })
                         .collect()

@@ -38,13 +38,19 @@
 //! per-rank times are returned to rank 0 ([`CollTimes`]); statistics are the
 //! caller's.
 
-use crate::clock::{Clock, Ticks};
+use super::rounds::{gather_spans, max_at_root, spans_of, Verdict, WindowRounds};
+use super::PatternError;
+use crate::clock::Clock;
 use crate::coll::native::{self, NativeCalls};
 use crate::coll::{check, CollBuffers, CollError, CollSpec, Executor};
 use crate::sync::model::ClockModel;
-use crate::sync::window::{self, SlotStatus, Tally, Windows};
-use crate::sync::SyncError;
-use ngauge_transport::{Control, ControlError, NativeCollective, Rank, Transport, WaitMode};
+use crate::sync::window::{self, SlotStatus, Tally};
+use ngauge_transport::{Control, NativeCollective, Rank, Transport, WaitMode};
+
+pub use super::rounds::Span;
+
+/// This measurement in errors.
+const NAME: &str = "collective timing";
 
 /// How calls are timed (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
@@ -125,23 +131,6 @@ pub struct CollTiming {
     pub max_rounds: usize,
 }
 
-/// One rank's part of a call: its start and end readings. Global ticks (rank 0's
-/// clock through the [`ClockModel`]) for the window scheme, local ticks otherwise.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct Span {
-    /// When the rank started its part.
-    pub start: Ticks,
-    /// When it finished.
-    pub end: Ticks,
-}
-
-impl Span {
-    /// `end - start` in ticks.
-    pub fn ticks(&self) -> u64 {
-        self.end.since(self.start)
-    }
-}
-
 /// One timed call (the loop scheme: the whole loop).
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Call {
@@ -206,52 +195,6 @@ impl CollTimes {
     }
 }
 
-/// What can go wrong timing a collective.
-#[derive(Debug, thiserror::Error)]
-pub enum CollTimingError {
-    /// Building, running or checking the collective failed.
-    #[error(transparent)]
-    Coll(#[from] CollError),
-    /// The window schedule failed.
-    #[error(transparent)]
-    Sync(#[from] SyncError),
-    /// The control channel failed; its text is in this error's (no source too).
-    #[error("collective timing: {0}")]
-    Control(ControlError),
-    /// A rank sent malformed timing data.
-    #[error("collective timing: rank {rank} sent {detail}")]
-    Protocol {
-        /// The rank.
-        rank: Rank,
-        /// What was wrong.
-        detail: String,
-    },
-    /// Parameters that cannot work.
-    #[error("collective timing: {0}")]
-    Options(&'static str),
-    /// A checked call left wrong data.
-    #[error("data check failed: {what} of {size_bytes} bytes on {np} ranks{}: {error}",
-        root.map_or(String::new(), |r| format!(" from root {r}")))]
-    DataCheck {
-        /// The operation and algorithm (`bcast/binomial`, `bcast/native`).
-        what: String,
-        /// Bytes per rank.
-        size_bytes: usize,
-        /// Ranks in the job.
-        np: usize,
-        /// The root of a rooted collective.
-        root: Option<Rank>,
-        /// The first wrong byte (names the rank).
-        error: check::DataError,
-    },
-}
-
-impl From<ControlError> for CollTimingError {
-    fn from(e: ControlError) -> Self {
-        CollTimingError::Control(e)
-    }
-}
-
 /// The executors of every root a run uses, built before the first timed call, on
 /// one set of buffers (a gather's are `np` blocks: one copy per root would be `np`
 /// times that).
@@ -310,7 +253,7 @@ enum Ready<'a> {
 
 impl Ready<'_> {
     #[inline]
-    fn run(self, t: &mut dyn Transport) -> Result<(), CollTimingError> {
+    fn run(self, t: &mut dyn Transport) -> Result<(), PatternError> {
         match self {
             Ready::Executor(e) => Ok(e.run(t)?),
             Ready::Native(call) => Ok(native::run(t, call)?),
@@ -354,11 +297,6 @@ impl Calls {
         }
     }
 
-    /// Call `index` (the loop scheme's body).
-    fn run(&mut self, t: &mut dyn Transport, index: usize) -> Result<(), CollTimingError> {
-        self.ready(index).run(t)
-    }
-
     fn fill(&mut self, t: &mut dyn Transport, spec: &CollSpec) -> Result<(), CollError> {
         match self {
             Calls::Scheduled(e) => {
@@ -394,7 +332,7 @@ pub fn measure<C: Clock + ?Sized>(
     control: &mut dyn Control,
     model: &ClockModel,
     timing: &CollTiming,
-) -> Result<CollTimes, CollTimingError> {
+) -> Result<CollTimes, PatternError> {
     measure_with(clock, t, control, model, timing, Implementation::Schedule)
 }
 
@@ -407,13 +345,16 @@ pub fn measure_with<C: Clock + ?Sized>(
     model: &ClockModel,
     timing: &CollTiming,
     implementation: Implementation,
-) -> Result<CollTimes, CollTimingError> {
+) -> Result<CollTimes, PatternError> {
     if timing.reps == 0 {
-        return Err(CollTimingError::Options("reps must be at least 1"));
+        return Err(PatternError::Options(
+            "collective timing: reps must be at least 1".into(),
+        ));
     }
     if timing.scheme == Scheme::Window && (timing.warmup == 0 || timing.max_rounds == 0) {
-        return Err(CollTimingError::Options(
-            "the window scheme needs a warm-up call and at least one round",
+        return Err(PatternError::Options(
+            "collective timing: the window scheme needs a warm-up call and at least one round"
+                .into(),
         ));
     }
     let rank = t.rank();
@@ -451,45 +392,37 @@ pub fn measure_with<C: Clock + ?Sized>(
     let times = match timing.scheme {
         Scheme::Window => {
             t.settle().map_err(CollError::from)?;
-            let slowest = max_at_root(control, longest)?;
+            let slowest = max_at_root(control, NAME, longest)?;
             windowed(clock, t, control, model, timing, &mut calls, slowest)?
         }
-        Scheme::Barrier => {
+        Scheme::Barrier | Scheme::Loop => {
             let mut spans = Vec::with_capacity(timing.reps);
-            for i in 0..timing.reps {
-                let ready = calls.ready(i);
+            let per_span = if timing.scheme == Scheme::Barrier {
+                for i in 0..timing.reps {
+                    let ready = calls.ready(i);
+                    barrier.run(t)?;
+                    let start = clock.now();
+                    ready.run(t)?;
+                    let end = clock.now();
+                    spans.push(Span { start, end });
+                }
+                1
+            } else {
                 barrier.run(t)?;
                 let start = clock.now();
-                ready.run(t)?;
-                spans.push(Span {
-                    start,
-                    end: clock.now(),
-                });
-            }
-            t.settle().map_err(CollError::from)?;
-            let timed = gather_calls(control, &spans, |i| (calls.root(i), 1))?;
-            CollTimes {
-                scheme: Scheme::Barrier,
-                calls: timed,
-                window_ticks: None,
-                rounds: 1,
-            }
-        }
-        Scheme::Loop => {
-            barrier.run(t)?;
-            let start = clock.now();
-            for i in 0..timing.reps {
-                calls.run(t, i)?;
-            }
-            let span = Span {
-                start,
-                end: clock.now(),
+                for i in 0..timing.reps {
+                    calls.ready(i).run(t)?;
+                }
+                let end = clock.now();
+                spans.push(Span { start, end });
+                timing.reps
             };
             t.settle().map_err(CollError::from)?;
-            let timed = gather_calls(control, &[span], |_| (calls.root(0), timing.reps))?;
+            let by_rank = gather_spans(control, NAME, &spans)?;
+            let valid = vec![SlotStatus::Valid; spans.len()];
             CollTimes {
-                scheme: Scheme::Loop,
-                calls: timed,
+                scheme: timing.scheme,
+                calls: calls_of(&by_rank, &valid, |i| (calls.root(i), per_span)),
                 window_ticks: None,
                 rounds: 1,
             }
@@ -506,11 +439,11 @@ fn checked(
     timing: &CollTiming,
     implementation: Implementation,
     root: Rank,
-) -> CollTimingError {
+) -> PatternError {
     let spec = timing.spec;
     let collective = spec.algorithm.collective();
     match error {
-        CollError::Data(error) => CollTimingError::DataCheck {
+        CollError::Data(error) => PatternError::DataCheck {
             what: match implementation {
                 Implementation::Schedule => format!("{collective}/{}", spec.algorithm),
                 Implementation::Native => format!("{collective}/native"),
@@ -533,42 +466,33 @@ fn windowed<C: Clock + ?Sized>(
     timing: &CollTiming,
     executors: &mut Calls,
     slowest_ticks: u64,
-) -> Result<CollTimes, CollTimingError> {
-    let mut window_ticks = window::initial_window(slowest_ticks);
-    let first_window = window_ticks;
+) -> Result<CollTimes, PatternError> {
+    let mut rounds = WindowRounds::new(
+        NAME,
+        *model,
+        timing.window_wait,
+        timing.max_rounds,
+        timing.reps,
+        window::initial_window(slowest_ticks),
+    );
     let mut calls: Vec<Call> = Vec::new();
-    let mut rounds = 0;
-    let mut index = 0;
-    loop {
-        rounds += 1;
-        let mut windows = Windows::announce(clock, control, model, window_ticks)?;
-        window_ticks = windows.window_ticks();
-        let mut spans = Vec::with_capacity(timing.reps);
-        let mut statuses = Vec::with_capacity(timing.reps);
+    let mut more = true;
+    while more {
+        rounds.init_round(clock, control)?;
+        let index = calls.len();
         for k in 0..timing.reps {
             let ready = executors.ready(index + k);
-            let slot = windows.wait(clock, timing.window_wait);
+            let slot = rounds.start(clock, 0);
             ready.run(t)?;
-            let end = clock.now();
-            statuses.push(windows.finish(clock, &slot));
-            spans.push(Span {
-                start: model.global(slot.started),
-                end: model.global(end),
-            });
+            rounds.stop_span(clock, &slot);
         }
         t.settle().map_err(CollError::from)?;
-        let agreed = window::agree(control, &statuses)?;
-        let round = gather_calls(control, &spans, |k| (executors.root(index + k), 1))?;
-        index += timing.reps;
-        let first_new = calls.len();
-        for (mut call, status) in round.into_iter().zip(&agreed) {
-            call.status = *status;
-            calls.push(call);
-        }
-        // Rank 0 decides whether to go on, and with which window.
-        let mut decision = Vec::new();
-        if control.rank() == 0 {
-            let fresh = &calls[first_new..];
+        let round = rounds.end_round(control)?;
+        let meta = |k| (executors.root(index + k), 1);
+        calls.extend(calls_of(&spans_of(&round.records), &round.statuses, meta));
+        let (short, window_ticks) = (rounds.valid_calls() < timing.reps, rounds.window_ticks());
+        more = rounds.decide(control, || {
+            let fresh = &calls[index..];
             let valid: Vec<f64> = fresh
                 .iter()
                 .filter(|c| c.status == SlotStatus::Valid)
@@ -579,93 +503,35 @@ fn windowed<C: Clock + ?Sized>(
             } else {
                 valid.iter().sum::<f64>() / valid.len() as f64
             };
-            let invalid = fresh.len() - valid.len();
-            let next =
-                window::adapt_window_capped(first_window, window_ticks, invalid, fresh.len(), mean)
-                    .unwrap_or(window_ticks);
-            let total_valid = calls
-                .iter()
-                .filter(|c| c.status == SlotStatus::Valid)
-                .count();
-            let more = total_valid < timing.reps && rounds < timing.max_rounds;
-            decision.push(more as u8);
-            decision.extend_from_slice(&next.to_le_bytes());
-        }
-        control.broadcast(0, &mut decision)?;
-        let (more, next) = match decision.as_slice() {
-            [m, rest @ ..] if rest.len() == 8 => (
-                *m == 1,
-                u64::from_le_bytes(rest.try_into().expect("8 bytes")),
-            ),
-            _ => {
-                return Err(CollTimingError::Protocol {
-                    rank: 0,
-                    detail: format!("a round decision of {} bytes", decision.len()),
-                })
+            Verdict {
+                short,
+                invalid: fresh.len() - valid.len(),
+                op_ticks: mean,
             }
-        };
-        if !more {
-            return Ok(CollTimes {
-                scheme: Scheme::Window,
-                calls,
-                window_ticks: Some(window_ticks),
-                rounds,
-            });
-        }
-        window_ticks = next;
+        })?;
     }
+    Ok(CollTimes {
+        scheme: Scheme::Window,
+        calls,
+        window_ticks: Some(rounds.window_ticks()),
+        rounds: rounds.rounds(),
+    })
 }
 
-/// The largest of every rank's `value`, known at rank 0 (others get their own).
-fn max_at_root(control: &mut dyn Control, value: u64) -> Result<u64, CollTimingError> {
-    let all = control.gather(0, &value.to_le_bytes())?;
-    Ok(all
-        .iter()
-        .filter_map(|b| b.as_slice().try_into().ok().map(u64::from_le_bytes))
-        .max()
-        .unwrap_or(value))
-}
-
-/// Gathers every rank's spans at rank 0 into calls; `meta(i)` is call `i`'s root
-/// and number of calls. Other ranks get the calls without spans.
-fn gather_calls(
-    control: &mut dyn Control,
-    spans: &[Span],
+/// Calls of `statuses` with every rank's spans (`by_rank`: empty on ranks other
+/// than 0); `meta(i)` is call `i`'s root and number of calls.
+fn calls_of(
+    by_rank: &[Vec<Span>],
+    statuses: &[SlotStatus],
     meta: impl Fn(usize) -> (Rank, usize),
-) -> Result<Vec<Call>, CollTimingError> {
-    let mine: Vec<u8> = spans
-        .iter()
-        .flat_map(|s| [s.start.0.to_le_bytes(), s.end.0.to_le_bytes()])
-        .flatten()
-        .collect();
-    let gathered = control.gather(0, &mine)?;
-    let mut calls: Vec<Call> = (0..spans.len())
-        .map(|i| {
-            let (root, calls) = meta(i);
-            Call {
-                root,
-                calls,
-                status: SlotStatus::Valid,
-                ranks: Vec::new(),
-            }
-        })
-        .collect();
-    for (rank, bytes) in gathered.iter().enumerate() {
-        if bytes.len() != mine.len() {
-            return Err(CollTimingError::Protocol {
-                rank,
-                detail: format!("{} bytes of spans, expected {}", bytes.len(), mine.len()),
-            });
-        }
-        for (call, chunk) in calls.iter_mut().zip(bytes.chunks_exact(16)) {
-            let word = |i: usize| u64::from_le_bytes(chunk[i..i + 8].try_into().expect("8"));
-            call.ranks.push(Span {
-                start: Ticks(word(0)),
-                end: Ticks(word(8)),
-            });
-        }
-    }
-    Ok(calls)
+) -> Vec<Call> {
+    let call = |(i, &status): (usize, &SlotStatus)| Call {
+        root: meta(i).0,
+        calls: meta(i).1,
+        status,
+        ranks: by_rank.iter().map(|spans| spans[i]).collect(),
+    };
+    statuses.iter().enumerate().map(call).collect()
 }
 
 #[cfg(test)]

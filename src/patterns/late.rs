@@ -5,7 +5,7 @@
 //!
 //! - **Delay through synchronized start times** (sec. III-B b, III-D): after the
 //!   clocks are synchronized, every rank starts call `i` at the same global time,
-//!   except the delayed ones, which start `d` later ([`Windows::wait_delayed`]). The
+//!   except the delayed ones, which start `d` later ([`WindowRounds::start`]). The
 //!   delay is as exact as the synchronization, and no barrier's exit skew leaks in.
 //! - **Global time** (eq. 4): `t = max(t_end) - min(t_start)` over the ranks, in
 //!   global time: from the first rank entering to the last one leaving.
@@ -37,14 +37,18 @@
 //! blocking or nonblocking followed by a wait (the paper's "non-blocking MPI
 //! collectives are directly followed by an MPI_Waitall", sec. IV).
 
-use crate::clock::{Clock, Nanos, Ticks};
+use super::rounds::{spans_of, warm_up, Verdict, WindowRounds};
+use super::PatternError;
+use crate::clock::{Clock, Nanos};
 use crate::coll::{CollError, CollOp, Interrupts};
 use crate::stats::median;
 use crate::sync::model::ClockModel;
-use crate::sync::window::{self, SlotStatus, Windows};
-use crate::sync::SyncError;
-use ngauge_transport::{Control, ControlError, Rank, WaitMode};
+use crate::sync::window::{self, SlotStatus};
+use ngauge_transport::{Control, Rank, WaitMode};
 use std::str::FromStr;
+
+/// This measurement in errors.
+const NAME: &str = "late arrivals";
 
 /// The delay overlap benefit, eq. (5) of Niethammer et al.: `(t0 + d - td) / td`
 /// (any one unit for all three).
@@ -83,7 +87,7 @@ pub enum DelayedRanks {
 impl DelayedRanks {
     /// The ranks of a job of `np` ranks, sorted: checked to be ranks of the job,
     /// at least one, and not all of them (with every rank late, nobody waits).
-    pub fn resolve(&self, np: usize) -> Result<Vec<Rank>, LateError> {
+    pub fn resolve(&self, np: usize) -> Result<Vec<Rank>, PatternError> {
         let mut ranks = match self {
             DelayedRanks::List(list) => list.clone(),
             DelayedRanks::Last => vec![np.saturating_sub(1)],
@@ -95,15 +99,15 @@ impl DelayedRanks {
         ranks.sort_unstable();
         ranks.dedup();
         if let Some(&r) = ranks.iter().find(|&&r| r >= np) {
-            return Err(LateError::Options(format!(
+            return Err(PatternError::Options(format!(
                 "delayed rank {r} is not a rank of a job of {np} ranks"
             )));
         }
         if ranks.is_empty() {
-            return Err(LateError::Options("no rank is delayed".into()));
+            return Err(PatternError::Options("no rank is delayed".into()));
         }
         if ranks.len() == np {
-            return Err(LateError::Options(format!(
+            return Err(PatternError::Options(format!(
                 "all {np} ranks are delayed: nobody arrives late; delay fewer ranks"
             )));
         }
@@ -112,11 +116,11 @@ impl DelayedRanks {
 }
 
 impl FromStr for DelayedRanks {
-    type Err = LateError;
+    type Err = PatternError;
     /// `0`, `0,3` (a list), `last`, `random` (seed 0) or `random:SEED`.
-    fn from_str(text: &str) -> Result<DelayedRanks, LateError> {
+    fn from_str(text: &str) -> Result<DelayedRanks, PatternError> {
         let bad = || {
-            LateError::Options(format!(
+            PatternError::Options(format!(
                 "`{text}` is not a set of delayed ranks: a list (0,3), last, or random[:SEED]"
             ))
         };
@@ -337,31 +341,6 @@ impl LateTimes {
     }
 }
 
-/// What can go wrong measuring late arrivals.
-#[derive(Debug, thiserror::Error)]
-pub enum LateError {
-    /// Parameters that cannot work.
-    #[error("{0}")]
-    Options(String),
-    /// Running or checking the collective failed.
-    #[error(transparent)]
-    Coll(#[from] CollError),
-    /// The window schedule failed.
-    #[error(transparent)]
-    Sync(#[from] SyncError),
-    /// The control channel failed.
-    #[error("late arrivals: {0}")]
-    Control(#[from] ControlError),
-    /// A rank sent malformed timing data.
-    #[error("late arrivals: rank {rank} sent {detail}")]
-    Protocol {
-        /// The rank.
-        rank: Rank,
-        /// What was wrong.
-        detail: String,
-    },
-}
-
 /// Times `op` with every delay of `spec` (see the module docs). Collective: every
 /// rank calls it with the same arguments; `model` maps this rank's clock to global
 /// time; `interrupts` is polled by the operation (injected noise, or
@@ -373,9 +352,9 @@ pub fn measure<C: Clock + ?Sized>(
     model: &ClockModel,
     spec: &LateSpec,
     interrupts: &mut dyn Interrupts,
-) -> Result<LateTimes, LateError> {
+) -> Result<LateTimes, PatternError> {
     if spec.reps == 0 || spec.warmup == 0 || spec.max_rounds == 0 {
-        return Err(LateError::Options(
+        return Err(PatternError::Options(
             "late arrivals need at least one repetition, one warm-up call and one round".into(),
         ));
     }
@@ -384,12 +363,12 @@ pub fn measure<C: Clock + ?Sized>(
         .iter()
         .find(|d| !(d.is_finite() && **d >= 0.0))
     {
-        return Err(LateError::Options(format!(
+        return Err(PatternError::Options(format!(
             "a delay of {d} ns is not a duration"
         )));
     }
     if spec.delays_ns.is_empty() {
-        return Err(LateError::Options("no delay to measure".into()));
+        return Err(PatternError::Options("no delay to measure".into()));
     }
     let rank = control.rank();
     let np = control.size();
@@ -407,75 +386,61 @@ pub fn measure<C: Clock + ?Sized>(
     let delay_ticks: Vec<u64> = delays.iter().map(|&d| rate.to_ticks(Nanos(d))).collect();
     let max_delay = delay_ticks.iter().copied().max().unwrap_or(0);
 
-    // Warm-up: a control barrier, a call, the data checked; the slowest sizes the
-    // window.
-    let mut longest = 0u64;
-    for _ in 0..spec.warmup {
-        if spec.check_data {
-            op.fill()?;
-        }
-        control.barrier()?;
-        let start = clock.now();
-        spec.mode.call(op, interrupts)?;
-        longest = longest.max(clock.now().since(start));
-        if spec.check_data {
-            op.verify()?;
-        }
-    }
-    let slowest = max_at_root(control, longest)?;
+    let warmup = (spec.warmup, spec.check_data);
+    let slowest = warm_up(clock, control, NAME, op, warmup, |op| {
+        spec.mode.call(op, interrupts)
+    })?;
     // A start may lag its window by a tenth of the window (`sync::window`), and the
     // window holds the largest delay: with 0,50us,500us a start may lag by 50 us and
     // more. A bound of a tenth of the undelayed window
     // (`Windows::with_start_lag_limit`) made no call valid with 4 ranks on 2 cores
     // (blocking waits wake later than that; docs/findings/2026-11-24-late-nbc-noise.md).
     // Eq. (4) uses the ranks' actual starts, so a lag shows in t, not in d.
-    let mut window_ticks = window::initial_window(slowest).saturating_add(max_delay);
-    let first_window = window_ticks;
     let n = delays.len();
     let per_round = n * spec.reps;
+    let mut rounds = WindowRounds::new(
+        NAME,
+        *model,
+        spec.window_wait,
+        spec.max_rounds,
+        per_round,
+        window::initial_window(slowest).saturating_add(max_delay),
+    );
     let mut runtimes: Vec<Vec<f64>> = vec![Vec::new(); n];
     let mut invalid = vec![0usize; n];
     let mut missed = vec![0usize; n];
     let mut effective: Vec<Vec<f64>> = vec![Vec::new(); n];
     let mut valid_effective: Vec<Vec<f64>> = vec![Vec::new(); n];
-    let mut rounds = 0;
-    loop {
-        rounds += 1;
-        let mut windows = Windows::announce(clock, control, model, window_ticks)?;
-        window_ticks = windows.window_ticks();
-        let mut statuses = Vec::with_capacity(per_round);
-        let mut spans: Vec<(Ticks, Ticks)> = Vec::with_capacity(per_round);
+    let mut more = true;
+    while more {
+        rounds.init_round(clock, control)?;
         for j in 0..per_round {
             let my_delay = if me_late { delay_ticks[j % n] } else { 0 };
-            let slot = windows.wait_delayed(clock, spec.window_wait, my_delay);
+            let slot = rounds.start(clock, my_delay);
             spec.mode.call(op, interrupts)?;
-            let end = clock.now();
-            statuses.push(windows.finish(clock, &slot));
-            spans.push((model.global(slot.started), model.global(end)));
+            rounds.stop_span(clock, &slot);
         }
-        let agreed = window::agree(control, &statuses)?;
-        let global = gather_spans(control, &spans)?;
-
-        let mut decision = Vec::new();
-        if rank == 0 {
+        let round = rounds.end_round(control)?;
+        let global = spans_of(&round.records);
+        more = rounds.decide(control, || {
             let mut round_invalid = 0;
             let mut longest_valid = 0.0f64;
-            for (j, status) in agreed.iter().enumerate() {
+            for (j, status) in round.statuses.iter().enumerate() {
                 let k = j % n;
                 if *status != SlotStatus::Valid {
                     invalid[k] += 1;
                     round_invalid += 1;
                     continue;
                 }
-                let start = global.iter().map(|r| r[j].0).min().expect("a rank");
-                let end = global.iter().map(|r| r[j].1).max().expect("a rank");
+                let start = global.iter().map(|r| r[j].start).min().expect("a rank");
+                let end = global.iter().map(|r| r[j].end).max().expect("a rank");
                 // The effective delay (fig. 4's t_b - t_a): the first delayed rank's
                 // start after the last undelayed rank's.
                 // (Not counted for the window's growth: a larger window does not
                 // make the ranks start together.)
                 let (mut first_late, mut last_on_time) = (u64::MAX, 0u64);
                 for (r, spans) in global.iter().enumerate() {
-                    let started = spans[j].0 .0;
+                    let started = spans[j].start.0;
                     if delayed.contains(&r) {
                         first_late = first_late.min(started);
                     } else {
@@ -497,36 +462,12 @@ pub fn measure<C: Clock + ?Sized>(
                 valid_effective[k].push(effective_ns);
                 longest_valid = longest_valid.max(t as f64);
             }
-            let next = window::adapt_window_capped(
-                first_window,
-                window_ticks,
-                round_invalid,
-                per_round,
-                longest_valid,
-            )
-            .unwrap_or(window_ticks);
-            let short = runtimes.iter().any(|r| r.len() < spec.reps);
-            let more = short && rounds < spec.max_rounds;
-            decision.push(more as u8);
-            decision.extend_from_slice(&next.to_le_bytes());
-        }
-        control.broadcast(0, &mut decision)?;
-        let (more, next) = match decision.as_slice() {
-            [m, rest @ ..] if rest.len() == 8 => (
-                *m == 1,
-                u64::from_le_bytes(rest.try_into().expect("8 bytes")),
-            ),
-            _ => {
-                return Err(LateError::Protocol {
-                    rank: 0,
-                    detail: format!("a round decision of {} bytes", decision.len()),
-                })
+            Verdict {
+                short: runtimes.iter().any(|r| r.len() < spec.reps),
+                invalid: round_invalid,
+                op_ticks: longest_valid,
             }
-        };
-        if !more {
-            break;
-        }
-        window_ticks = next;
+        })?;
     }
 
     let point = |k: usize, delay_ns: f64| LatePoint {
@@ -550,51 +491,9 @@ pub fn measure<C: Clock + ?Sized>(
             })
             .collect(),
         delayed,
-        window_ns: rate.to_nanos(window_ticks).0,
-        rounds,
+        window_ns: rate.to_nanos(rounds.window_ticks()).0,
+        rounds: rounds.rounds(),
     })
-}
-
-/// The largest of every rank's `value`, known at rank 0 (others get their own).
-pub(crate) fn max_at_root(control: &mut dyn Control, value: u64) -> Result<u64, ControlError> {
-    let all = control.gather(0, &value.to_le_bytes())?;
-    Ok(all
-        .iter()
-        .filter_map(|b| b.as_slice().try_into().ok().map(u64::from_le_bytes))
-        .max()
-        .unwrap_or(value))
-}
-
-/// Every rank's `(start, end)` spans at rank 0, by rank (others get nothing).
-fn gather_spans(
-    control: &mut dyn Control,
-    spans: &[(Ticks, Ticks)],
-) -> Result<Vec<Vec<(Ticks, Ticks)>>, LateError> {
-    let mine: Vec<u8> = spans
-        .iter()
-        .flat_map(|(s, e)| [s.0.to_le_bytes(), e.0.to_le_bytes()])
-        .flatten()
-        .collect();
-    let gathered = control.gather(0, &mine)?;
-    gathered
-        .iter()
-        .enumerate()
-        .map(|(rank, bytes)| {
-            if bytes.len() != mine.len() {
-                return Err(LateError::Protocol {
-                    rank,
-                    detail: format!("{} bytes of spans, expected {}", bytes.len(), mine.len()),
-                });
-            }
-            Ok(bytes
-                .chunks_exact(16)
-                .map(|c| {
-                    let word = |i: usize| u64::from_le_bytes(c[i..i + 8].try_into().expect("8"));
-                    (Ticks(word(0)), Ticks(word(8)))
-                })
-                .collect())
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -11,3 +11,64 @@ pub mod nbc;
 pub mod noise;
 pub mod order;
 pub mod pingpong;
+pub mod rounds;
+
+use crate::coll::{check, CollError};
+use crate::sync::SyncError;
+use ngauge_transport::{ControlError, Rank};
+
+/// What can go wrong in a pattern that times collective calls in windows (`coll`,
+/// `late`, `nbc`); `pattern` names the measurement (`late arrivals`).
+#[derive(Debug, thiserror::Error)]
+pub enum PatternError {
+    /// Parameters that cannot work.
+    #[error("{0}")]
+    Options(String),
+    /// Building, running or checking the collective failed.
+    #[error(transparent)]
+    Coll(#[from] CollError),
+    /// The window schedule failed.
+    #[error(transparent)]
+    Sync(#[from] SyncError),
+    /// The control channel failed; its text is in this error's (no source too: a
+    /// chain printed in full would say it twice).
+    #[error("{pattern}: {error}")]
+    Control {
+        /// The measurement.
+        pattern: &'static str,
+        /// What failed.
+        error: ControlError,
+    },
+    /// A rank sent malformed timing data.
+    #[error("{pattern}: rank {rank} sent {detail}")]
+    Protocol {
+        /// The measurement.
+        pattern: &'static str,
+        /// The rank.
+        rank: Rank,
+        /// What was wrong.
+        detail: String,
+    },
+    /// A checked call left wrong data.
+    #[error("data check failed: {what} of {size_bytes} bytes on {np} ranks{}: {error}",
+        root.map_or(String::new(), |r| format!(" from root {r}")))]
+    DataCheck {
+        /// The operation and algorithm (`bcast/binomial`, `bcast/native`).
+        what: String,
+        /// Bytes per rank.
+        size_bytes: usize,
+        /// Ranks in the job.
+        np: usize,
+        /// The root of a rooted collective.
+        root: Option<Rank>,
+        /// The first wrong byte (names the rank).
+        error: check::DataError,
+    },
+}
+
+impl PatternError {
+    /// A control-channel failure of `pattern`, for `map_err`.
+    pub fn control(pattern: &'static str) -> impl FnOnce(ControlError) -> PatternError {
+        move |error| PatternError::Control { pattern, error }
+    }
+}

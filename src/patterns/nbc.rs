@@ -38,13 +38,18 @@
 //! thread, offload) or not; the same measurement over both shows what asynchronous
 //! progress is worth.
 
+use super::late::CallMode;
+use super::rounds::{broadcast_word, max_at_root, warm_up, Verdict, WindowRounds};
+use super::PatternError;
 use crate::clock::{Clock, Nanos, Ticks};
 use crate::coll::{CollError, CollOp, Uninterrupted};
 use crate::stats::median;
 use crate::sync::model::ClockModel;
-use crate::sync::window::{self, SlotStatus, Windows};
-use crate::sync::SyncError;
-use ngauge_transport::{Control, ControlError, Rank, WaitMode};
+use crate::sync::window::{self, SlotStatus, Tally};
+use ngauge_transport::{Control, Rank, WaitMode};
+
+/// This measurement in errors.
+const NAME: &str = "nonblocking collective";
 
 /// IMB-NBC's overlap in percent: `100 max(0, min(1, (t_pure + t_cpu - t_ovrl) /
 /// min(t_pure, t_cpu)))`; 0 when either time is not positive.
@@ -113,14 +118,7 @@ pub fn calibrate<C: Clock + ?Sized, W: Workload + ?Sized>(
     let target = target_ticks.max(1) as f64;
     let mut units: u64 = 16;
     for _ in 0..40 {
-        let fastest = (0..5)
-            .map(|_| {
-                let t0 = clock.now();
-                work.work(units);
-                clock.now().since(t0)
-            })
-            .min()
-            .expect("tries");
+        let fastest = fastest_of_5(clock, work, units);
         if fastest == 0 {
             units = units.saturating_mul(16);
             continue;
@@ -132,6 +130,20 @@ pub fn calibrate<C: Clock + ?Sized, W: Workload + ?Sized>(
         units = ((units as f64 * ratio).ceil() as u64).max(1);
     }
     units
+}
+
+/// The fastest of 5 runs of `units` units of `work`, ticks.
+fn fastest_of_5<C: Clock + ?Sized, W: Workload + ?Sized>(
+    clock: &C,
+    work: &mut W,
+    units: u64,
+) -> u64 {
+    let mut once = || {
+        let t0 = clock.now();
+        work.work(units);
+        clock.now().since(t0)
+    };
+    (0..5).map(|_| once()).min().expect("tries")
 }
 
 /// What to measure.
@@ -218,31 +230,6 @@ impl NbcTimes {
     }
 }
 
-/// What can go wrong measuring a nonblocking collective.
-#[derive(Debug, thiserror::Error)]
-pub enum NbcError {
-    /// Parameters that cannot work.
-    #[error("{0}")]
-    Options(String),
-    /// Running or checking the collective failed.
-    #[error(transparent)]
-    Coll(#[from] CollError),
-    /// The window schedule failed.
-    #[error(transparent)]
-    Sync(#[from] SyncError),
-    /// The control channel failed.
-    #[error("nonblocking collective: {0}")]
-    Control(#[from] ControlError),
-    /// A rank sent malformed timing data.
-    #[error("nonblocking collective: rank {rank} sent {detail}")]
-    Protocol {
-        /// The rank.
-        rank: Rank,
-        /// What was wrong.
-        detail: String,
-    },
-}
-
 /// Measures `op` as NBCBench does (see the module docs). Collective: every rank
 /// calls it with the same arguments; `model` maps this rank's clock to global time;
 /// `work` is the work-based scheme's computation (unused time-based).
@@ -253,9 +240,9 @@ pub fn measure<C: Clock + ?Sized, W: Workload + ?Sized>(
     model: &ClockModel,
     spec: &NbcSpec,
     work: &mut W,
-) -> Result<NbcTimes, NbcError> {
+) -> Result<NbcTimes, PatternError> {
     if spec.reps == 0 || spec.warmup == 0 || spec.max_rounds == 0 {
-        return Err(NbcError::Options(
+        return Err(PatternError::Options(
             "the nonblocking benchmark needs at least one repetition, one warm-up call and \
              one round"
                 .into(),
@@ -263,7 +250,7 @@ pub fn measure<C: Clock + ?Sized, W: Workload + ?Sized>(
     }
     if let Some(te) = spec.test_every_ns {
         if !(te > 0.0 && te.is_finite()) {
-            return Err(NbcError::Options(format!(
+            return Err(PatternError::Options(format!(
                 "progress calls every {te} ns: the interval must be positive"
             )));
         }
@@ -272,50 +259,26 @@ pub fn measure<C: Clock + ?Sized, W: Workload + ?Sized>(
     let none = &mut Uninterrupted;
 
     // Warm-up: start + wait after a control barrier, the data checked.
-    let mut longest = 0u64;
-    for _ in 0..spec.warmup {
-        if spec.check_data {
-            op.fill()?;
-        }
-        control.barrier()?;
-        let t0 = clock.now();
-        op.start(none)?;
-        op.wait(none)?;
-        longest = longest.max(clock.now().since(t0));
-        if spec.check_data {
-            op.verify()?;
-        }
-    }
-    let slowest = super::late::max_at_root(control, longest)?;
+    let warmup = (spec.warmup, spec.check_data);
+    let slowest = warm_up(clock, control, NAME, op, warmup, |op| {
+        CallMode::Nonblocking.call(op, none)
+    })?;
 
     // Stage 1: the blocking time of the nonblocking call.
-    let pure = stage(
-        clock,
-        control,
-        model,
-        spec,
-        window::initial_window(slowest),
-        || {
-            let t0 = clock.now();
-            op.start(none)?;
-            op.wait(none)?;
-            Ok(vec![clock.now().since(t0)])
-        },
-    )?;
+    let window1 = window::initial_window(slowest);
+    let pure = stage(clock, control, model, spec, window1, || {
+        let t0 = clock.now();
+        CallMode::Nonblocking.call(op, none)?;
+        Ok(vec![clock.now().since(t0)])
+    })?;
     // t_b: the largest rank's median, to every rank (in ns: the ranks' rates differ).
-    let mut tb_bytes = Vec::new();
-    let mut slowest_pure = 0u64;
-    if control.rank() == 0 {
-        let tb = pure
-            .by_rank
-            .iter()
-            .filter_map(|calls| median_field(calls, 0))
-            .fold(0.0f64, f64::max);
-        slowest_pure = tb as u64;
-        tb_bytes.extend_from_slice(&rate.to_nanos(tb as u64).0.to_le_bytes());
-    }
-    control.broadcast(0, &mut tb_bytes)?;
-    let tb_ns = read_f64(&tb_bytes)?;
+    let medians = pure
+        .by_rank
+        .iter()
+        .filter_map(|calls| median_field(calls, 0));
+    let slowest_pure = medians.fold(0.0f64, f64::max) as u64;
+    let tb_bits = rate.to_nanos(slowest_pure).0.to_bits();
+    let tb_ns = f64::from_bits(broadcast_word(control, NAME, "a time", tb_bits)?);
     let tb_ticks = rate.to_ticks(Nanos(tb_ns));
 
     // The work-based scheme's workload: the largest λ of all ranks, and how long it
@@ -324,23 +287,9 @@ pub fn measure<C: Clock + ?Sized, W: Workload + ?Sized>(
         Compute::Time => (None, 0),
         Compute::Work => {
             let mine = calibrate(clock, work, tb_ticks);
-            let largest = super::late::max_at_root(control, mine)?;
-            let mut bytes = largest.to_le_bytes().to_vec();
-            control.broadcast(0, &mut bytes)?;
-            let units = u64::from_le_bytes(bytes.as_slice().try_into().map_err(|_| {
-                NbcError::Protocol {
-                    rank: 0,
-                    detail: format!("a workload of {} bytes", bytes.len()),
-                }
-            })?);
-            let alone = (0..5)
-                .map(|_| {
-                    let t0 = clock.now();
-                    work.work(units);
-                    clock.now().since(t0)
-                })
-                .min()
-                .expect("tries");
+            let largest = max_at_root(control, NAME, mine)?;
+            let units = broadcast_word(control, NAME, "a workload", largest)?;
+            let alone = fastest_of_5(clock, work, units);
             (Some(units), alone)
         }
     };
@@ -458,16 +407,6 @@ pub fn measure<C: Clock + ?Sized, W: Workload + ?Sized>(
     })
 }
 
-fn read_f64(bytes: &[u8]) -> Result<f64, NbcError> {
-    bytes
-        .try_into()
-        .map(f64::from_le_bytes)
-        .map_err(|_| NbcError::Protocol {
-            rank: 0,
-            detail: format!("a time of {} bytes", bytes.len()),
-        })
-}
-
 /// The median of field `field` over `calls`.
 fn median_field(calls: &[Vec<u64>], field: usize) -> Option<f64> {
     let values: Vec<f64> = calls.iter().map(|c| c[field] as f64).collect();
@@ -484,21 +423,19 @@ struct Stage {
     decided: bool,
 }
 
-/// Runs `call` in windows until `reps` calls were valid on every rank (or
-/// `max_rounds` rounds ran); field 0 of what it returns is the call's length, which
-/// the window adapts to (within [`window::MAX_WINDOW_GROWTH`] of the first). Rank 0
-/// gets every rank's fields of the valid calls; when none was valid (a loaded
-/// host: every call started late or overran even the largest window) the stage
-/// degrades rather than fails: rank 0 gets the fields of every call, and the
-/// stage is not decided.
+/// Runs `call` in rounds of windows until `reps` calls were valid on every rank (or
+/// `max_rounds` rounds ran); the window adapts to field 0 of what it returns (the
+/// call's length). Rank 0 gets every rank's fields of the valid calls; when none was
+/// valid (a loaded host: every call started late or overran even the largest window)
+/// the stage degrades rather than fails: rank 0 gets every call's fields, undecided.
 fn stage<C: Clock + ?Sized>(
     clock: &C,
     control: &mut dyn Control,
     model: &ClockModel,
     spec: &NbcSpec,
-    mut window_ticks: u64,
+    window_ticks: u64,
     mut call: impl FnMut() -> Result<Vec<u64>, CollError>,
-) -> Result<Stage, NbcError> {
+) -> Result<Stage, PatternError> {
     let np = control.size();
     let mut out = Stage {
         by_rank: vec![Vec::new(); np],
@@ -506,104 +443,54 @@ fn stage<C: Clock + ?Sized>(
         invalid: 0,
         decided: true,
     };
-    // Every call, valid or not, for a stage that ends without a valid one.
+    // The invalid calls, for a stage that ends without a valid one.
     let mut every: Vec<Vec<Vec<u64>>> = vec![Vec::new(); np];
-    let mut rounds = 0;
-    let first_window = window_ticks;
-    loop {
-        rounds += 1;
-        let mut windows = Windows::announce(clock, control, model, window_ticks)?;
-        window_ticks = windows.window_ticks();
-        let mut statuses = Vec::with_capacity(spec.reps);
-        let mut records: Vec<u64> = Vec::new();
-        let mut width = 0;
+    let mut rounds = WindowRounds::new(
+        NAME,
+        *model,
+        spec.window_wait,
+        spec.max_rounds,
+        spec.reps,
+        window_ticks,
+    );
+    let mut more = true;
+    while more {
+        rounds.init_round(clock, control)?;
         for _ in 0..spec.reps {
-            let slot = windows.wait(clock, spec.window_wait);
+            let slot = rounds.start(clock, 0);
             let fields = call()?;
-            statuses.push(windows.finish(clock, &slot));
-            width = fields.len();
-            records.extend(fields);
+            rounds.stop(clock, &slot, &fields);
         }
-        let agreed = window::agree(control, &statuses)?;
-        let bytes: Vec<u8> = records.iter().flat_map(|v| v.to_le_bytes()).collect();
-        let gathered = control.gather(0, &bytes)?;
-        let mut decision = Vec::new();
-        if control.rank() == 0 {
-            let mut round_invalid = 0;
+        let round = rounds.end_round(control)?;
+        let short = rounds.valid_calls() < spec.reps;
+        more = rounds.decide(control, || {
             let mut longest = 0u64;
-            for (rank, theirs) in gathered.iter().enumerate() {
-                if theirs.len() != bytes.len() {
-                    return Err(NbcError::Protocol {
-                        rank,
-                        detail: format!(
-                            "{} bytes of times, expected {}",
-                            theirs.len(),
-                            bytes.len()
-                        ),
-                    });
-                }
-                let words: Vec<u64> = theirs
-                    .chunks_exact(8)
-                    .map(|c| u64::from_le_bytes(c.try_into().expect("8")))
-                    .collect();
-                for (k, status) in agreed.iter().enumerate() {
-                    let fields = &words[k * width..(k + 1) * width];
-                    if out.valid == 0 {
-                        every[rank].push(fields.to_vec());
-                    }
+            for (rank, calls) in round.records.iter().enumerate() {
+                for (fields, status) in calls.iter().zip(&round.statuses) {
                     if *status == SlotStatus::Valid {
                         longest = longest.max(fields[0]);
-                        out.by_rank[rank].push(fields.to_vec());
-                    } else if rank == 0 {
-                        round_invalid += 1;
+                        out.by_rank[rank].push(fields.clone());
+                    } else {
+                        every[rank].push(fields.clone());
                     }
                 }
             }
-            let valid_now = agreed.iter().filter(|s| **s == SlotStatus::Valid).count();
-            out.valid += valid_now;
-            out.invalid += round_invalid;
-            let next = window::adapt_window_capped(
-                first_window,
-                window_ticks,
-                round_invalid,
-                spec.reps,
-                longest as f64,
-            )
-            .unwrap_or(window_ticks);
-            let more = out.valid < spec.reps && rounds < spec.max_rounds;
-            // 0: done, 1: another round, 2: done without a valid call.
-            decision.push(if more {
-                1
-            } else if out.valid == 0 {
-                2
-            } else {
-                0
-            });
-            decision.extend_from_slice(&next.to_le_bytes());
-        }
-        control.broadcast(0, &mut decision)?;
-        let (verdict, next) = match decision.as_slice() {
-            [m @ 0..=2, rest @ ..] if rest.len() == 8 => {
-                (*m, u64::from_le_bytes(rest.try_into().expect("8 bytes")))
+            let invalid = Tally::of(&round.statuses).invalid();
+            out.valid += spec.reps - invalid;
+            out.invalid += invalid;
+            let op_ticks = longest as f64;
+            Verdict {
+                short,
+                invalid,
+                op_ticks,
             }
-            _ => {
-                return Err(NbcError::Protocol {
-                    rank: 0,
-                    detail: format!("a round decision of {} bytes", decision.len()),
-                })
-            }
-        };
-        match verdict {
-            0 => return Ok(out),
-            2 => {
-                out.decided = false;
-                out.by_rank = every;
-                return Ok(out);
-            }
-            _ => {}
-        }
-        window_ticks = next;
+        })?;
     }
+    if rounds.valid_calls() == 0 {
+        out.decided = false;
+        out.by_rank = every;
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -15,6 +15,10 @@
 //! without talking to the others, and a run can be repeated exactly. (Algorithm 5 reshuffles in every call to `mpirun`; a fixed seed keeps
 //! runs comparable, and the passes within one run still differ.)
 
+// Also named from here by `patterns::late`, its users before the generator had a
+// module of its own.
+pub(crate) use crate::rng::SplitMix64;
+
 /// The sizes in the order each of `passes` passes measures them.
 pub fn passes<T: Copy>(sizes: &[T], passes: usize) -> Vec<Vec<T>> {
     if passes <= 1 {
@@ -30,43 +34,17 @@ pub fn passes<T: Copy>(sizes: &[T], passes: usize) -> Vec<Vec<T>> {
         .collect()
 }
 
-/// `items` in a uniformly random order drawn from `seed` (Fisher-Yates over
-/// SplitMix64): the same seed gives the same order on every machine. The suites
-/// shuffle the experiments of each launch with it (`suite::plan`).
+/// `items` in a uniformly random order drawn from `seed` ([`SplitMix64::shuffle`]):
+/// the same seed gives the same order on every machine. The suites shuffle the
+/// experiments of each launch with it (`suite::plan`).
 pub fn shuffled<T: Copy>(items: &[T], seed: u64) -> Vec<T> {
     let mut order = items.to_vec();
-    let mut rng = SplitMix64(seed);
-    // Fisher-Yates: uniform given uniform draws.
-    for i in (1..order.len()).rev() {
-        let j = rng.below(i as u64 + 1) as usize;
-        order.swap(i, j);
-    }
+    SplitMix64(seed).shuffle(&mut order);
     order
 }
 
 /// Seed of the shuffles ("ngauge" in ASCII).
 const SEED: u64 = 0x6e67_6175_6765;
-
-/// Steele, Lea and Flood's SplitMix64 (OOPSLA 2014): a small, well-mixed generator,
-/// enough to shuffle a list of sizes.
-#[derive(Clone, Debug)]
-pub(crate) struct SplitMix64(pub(crate) u64);
-
-impl SplitMix64 {
-    pub(crate) fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..bound` (Lemire's multiply-shift; the bias is below
-    /// `bound / 2^64`, nothing for lists of sizes).
-    pub(crate) fn below(&mut self, bound: u64) -> u64 {
-        ((u128::from(self.next()) * u128::from(bound)) >> 64) as u64
-    }
-}
 
 #[cfg(test)]
 mod tests {
@@ -125,17 +103,5 @@ mod tests {
         assert_eq!(seen.len(), 6, "{seen:?}");
         assert!(seen.values().all(|&n| (12..=54).contains(&n)), "{seen:?}");
         assert_eq!(shuffled::<u8>(&[], 1), Vec::<u8>::new());
-    }
-
-    #[test]
-    fn below_stays_in_range_and_covers_it() {
-        let mut rng = SplitMix64(1);
-        let mut seen = [false; 7];
-        for _ in 0..1000 {
-            let v = rng.below(7);
-            assert!(v < 7);
-            seen[v as usize] = true;
-        }
-        assert!(seen.iter().all(|&s| s));
     }
 }

@@ -7,11 +7,11 @@ use super::warning::{warned, SetupWarning, Warned};
 use crate::job::TransportName;
 use crate::model::confirm::{ChangeKind, Undecided, Verdict};
 use crate::model::loggp::{Assessment, ModelWarning, RangeParams};
-use crate::model::params::{ParamRange, ParamsFile, SCHEMA};
+use crate::model::params::ParamsFile;
 use crate::model::refine::Change;
 use crate::patterns::loggp::{disturbed_fraction, Point, DISTURBED_FACTOR};
 use crate::report::svg;
-use crate::report::table::Table;
+use crate::report::table::{significant, Table};
 use crate::stats::Summary;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -445,7 +445,7 @@ pub fn table(pa: &PairAnalysis) -> String {
         "o_s [us]",
         "o_r [us]",
         "g [us]",
-        "G [us/KiB]",
+        "G [us/B]",
         "1/G [MB/s]",
         "lsq [us^2]",
         "sizes",
@@ -468,7 +468,7 @@ pub fn table(pa: &PairAnalysis) -> String {
             format!("{:.2}", r.os_us),
             format!("{:.2}", r.or_us),
             format!("{:.2}", r.g_us),
-            format!("{:.4}", r.big_g_us_per_byte * 1024.0),
+            significant(r.big_g_us_per_byte, 4),
             bw,
             format!("{:.4}", r.lsq_us2),
             r.points.to_string(),
@@ -592,25 +592,7 @@ fn range_of(ranges: &[RangeParams], size: u64) -> &RangeParams {
 
 /// The parameter file `ngauge simulate` reads.
 pub fn params_file(pa: &PairAnalysis, transport: &str) -> ParamsFile {
-    ParamsFile {
-        schema: SCHEMA.into(),
-        transport: transport.into(),
-        ranges: pa
-            .assessment
-            .ranges
-            .iter()
-            .map(|r| ParamRange {
-                from_bytes: r.from,
-                to_bytes: r.to,
-                half_rtt_1b_us: r.half_rtt_1b_us,
-                wire_latency_us: r.wire_latency_us,
-                o_s_us: r.os_us,
-                o_r_us: r.or_us,
-                g_us: r.g_us,
-                big_g_us_per_byte: r.big_g_us_per_byte,
-            })
-            .collect(),
-    }
+    ParamsFile::measured(transport, &pa.assessment.ranges)
 }
 
 /// An SVG plot: the measured `(PRTT(n,0,s) - PRTT(1,0,s))/(n-1)` per size, the fitted

@@ -13,7 +13,7 @@
 
 use crate::model::loggp::RangeParams;
 use crate::report::loggp::PairAnalysis;
-use crate::report::table::Table;
+use crate::report::table::{significant, Table};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -227,22 +227,20 @@ pub fn table(c: &Comparison) -> String {
         "o_s [us]",
         "o_r [us]",
         "g [us]",
-        "G [us/KiB]",
+        "G [us/B]",
     ]);
     let others: Vec<&String> = c.transports.iter().filter(|t| **t != c.baseline).collect();
     for s in &c.segments {
         let cells = |label: String, pick: &dyn Fn(&Param) -> Option<f64>| {
-            let f = |p: &Param, scale: f64, digits: usize| {
-                pick(p).map_or("-".to_string(), |v| format!("{:.*}", digits, v * scale))
-            };
+            let us = |p: &Param| pick(p).map_or("-".to_string(), |v| format!("{v:.2}"));
             vec![
                 label,
-                f(&s.half_rtt_1b_us, 1.0, 2),
-                f(&s.wire_latency_us, 1.0, 2),
-                f(&s.os_us, 1.0, 2),
-                f(&s.or_us, 1.0, 2),
-                f(&s.g_us, 1.0, 2),
-                f(&s.big_g_us_per_byte, 1024.0, 4),
+                us(&s.half_rtt_1b_us),
+                us(&s.wire_latency_us),
+                us(&s.os_us),
+                us(&s.or_us),
+                us(&s.g_us),
+                pick(&s.big_g_us_per_byte).map_or("-".to_string(), |v| significant(v, 4)),
             ]
         };
         let mut first = true;
@@ -341,7 +339,7 @@ mod tests {
             }]
         );
         let t = table(&c);
-        assert!(t.contains("mpi - tcp") && t.contains("G [us/KiB]"), "{t}");
+        assert!(t.contains("mpi - tcp") && t.contains("G [us/B]"), "{t}");
         assert!(
             t.contains("only mpi has: 8192 bytes (its ranges 8192-16384"),
             "{t}"

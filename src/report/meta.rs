@@ -1,51 +1,14 @@
 //! `meta`: the factors a reader needs to reproduce a result (Hunold & Carpen-Amarie,
 //! sec. 2: compiler, library, launcher, pinning, timer, frequency, sync method, date).
 
+use crate::build_facts::BuildFacts;
 use crate::clock::{FrequencyControl, TimerSource};
 use crate::job::TransportName;
 use crate::launch::World;
 use crate::sync::Algorithm;
+use crate::time_format::rfc3339_utc;
 use ngauge_transport::WaitMode;
 use serde::Serialize;
-
-/// Facts recorded by `build.rs` when this binary was compiled.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
-pub struct BuildFacts {
-    /// `rustc --version`.
-    pub rustc: &'static str,
-    /// `debug` or `release`.
-    pub profile: &'static str,
-    /// Optimisation level.
-    pub opt_level: &'static str,
-    /// Target triple.
-    pub target: &'static str,
-    /// Enabled target features (`sse2,...`).
-    pub target_features: &'static str,
-    /// Transports compiled in, comma separated.
-    pub transports: &'static str,
-    /// Git revision (`-dirty` when the tree had changes).
-    pub git: &'static str,
-}
-
-impl BuildFacts {
-    /// The facts of this binary.
-    pub const fn current() -> Self {
-        BuildFacts {
-            rustc: env!("NGAUGE_BUILD_RUSTC"),
-            profile: env!("NGAUGE_BUILD_PROFILE"),
-            opt_level: env!("NGAUGE_BUILD_OPT_LEVEL"),
-            target: env!("NGAUGE_BUILD_TARGET"),
-            target_features: env!("NGAUGE_BUILD_TARGET_FEATURES"),
-            transports: env!("NGAUGE_BUILD_TRANSPORTS"),
-            git: env!("NGAUGE_BUILD_GIT"),
-        }
-    }
-
-    /// Whether `transport` was compiled into this binary.
-    pub fn has_transport(&self, transport: &str) -> bool {
-        self.transports.split(',').any(|t| t == transport)
-    }
-}
 
 /// Metadata attached to every JSON result as `meta`; built with [`Meta::builder`].
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
@@ -202,43 +165,9 @@ fn pairs(waits: &[(TransportName, WaitMode)]) -> String {
         .join(",")
 }
 
-/// Formats a time as `YYYY-MM-DDTHH:MM:SSZ` (UTC), without a date crate.
-pub fn rfc3339_utc(time: std::time::SystemTime) -> String {
-    let secs = time
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs()) as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil-from-days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::{Duration, UNIX_EPOCH};
-
-    #[test]
-    fn rfc3339_known_dates() {
-        assert_eq!(rfc3339_utc(UNIX_EPOCH), "1970-01-01T00:00:00Z");
-        let t = UNIX_EPOCH + Duration::from_secs(951_782_400 + 3_661); // 2000-02-29 01:01:01
-        assert_eq!(rfc3339_utc(t), "2000-02-29T01:01:01Z");
-        let t = UNIX_EPOCH + Duration::from_secs(1_795_305_600); // 2026-11-22
-        assert_eq!(rfc3339_utc(t), "2026-11-22T00:00:00Z");
-    }
 
     #[test]
     fn wait_modes_are_written_alone_or_as_pairs() {
@@ -262,12 +191,5 @@ mod tests {
         assert_eq!(meta(&[], false).wait, None);
         assert_eq!(two.frequency_control, "fixed");
         assert_eq!(two.command_line, ["ngauge"]);
-    }
-
-    #[test]
-    fn build_facts_name_the_always_built_transports() {
-        let b = BuildFacts::current();
-        assert!(b.has_transport("tcp") && b.has_transport("udp"));
-        assert!(!b.has_transport("t"));
     }
 }

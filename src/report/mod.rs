@@ -30,6 +30,7 @@ pub mod timeline;
 pub mod timer;
 pub mod warning;
 
+pub use crate::build_facts::BuildFacts;
 pub use document::Document;
-pub use meta::{BuildFacts, Meta, MetaBuilder};
+pub use meta::{Meta, MetaBuilder};
 pub use warning::{SetupWarning, Warned};

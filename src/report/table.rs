@@ -58,6 +58,17 @@ impl Table {
     }
 }
 
+/// `x` with `digits` significant digits in decimal notation (`0.0003125`, `1.234`,
+/// `25340`): for a column whose values span orders of magnitude, such as a time
+/// per byte, where a fixed number of decimals shows some as zero.
+pub fn significant(x: f64, digits: usize) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return format!("{x}");
+    }
+    let decimals = (digits as i32 - 1 - x.abs().log10().floor() as i32).max(0) as usize;
+    format!("{x:.decimals$}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -71,5 +82,14 @@ mod tests {
             t.render(),
             "size [B]  median [us]\n1                6.10\n65536           40.25\n"
         );
+    }
+
+    #[test]
+    fn significant_digits_whatever_the_magnitude() {
+        assert_eq!(significant(0.000_312_5, 4), "0.0003125");
+        assert_eq!(significant(-0.000_012_344, 4), "-0.00001234");
+        assert_eq!(significant(1.23456, 4), "1.235");
+        assert_eq!(significant(25343.9, 4), "25344");
+        assert_eq!(significant(0.0, 4), "0");
     }
 }

@@ -226,7 +226,7 @@ pub struct Noise {
 impl Noise {
     /// `base_ns` plus this message's jitter, outlier delay and slow-link delay.
     pub fn latency(&self, base_ns: f64, from: Rank, to: Rank, seq: u64) -> Ps {
-        let h = splitmix64(self.seed ^ ((from as u64) << 40) ^ ((to as u64) << 20) ^ seq);
+        let h = crate::rng::mix(self.seed ^ ((from as u64) << 40) ^ ((to as u64) << 20) ^ seq);
         let jitter = (h % 1_000_000) as f64 / 1e6 * self.jitter_ns;
         let outlier = from < to && self.outlier_every > 0 && seq % self.outlier_every == 3;
         let extra = if outlier { self.outlier_ns } else { 0.0 };
@@ -236,13 +236,6 @@ impl Noise {
         };
         self.quantum.round_ns(base_ns + jitter + extra + slow)
     }
-}
-
-fn splitmix64(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
 }
 
 /// A rank's network interface: when it can next put a message on the wire and

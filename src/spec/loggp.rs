@@ -166,7 +166,6 @@ impl LoggpSpec {
             DetectorKind::Segmented => Detector::Segmented(SegmentOptions {
                 penalty_factor: self.penalty,
                 noise_floor: self.floor_us,
-                ..SegmentOptions::default()
             }),
             DetectorKind::None => Detector::None,
         };

@@ -23,7 +23,7 @@
 //! Hyndman, R. J., Fan, Y. (1996), "Sample quantiles in statistical packages", The
 //! American Statistician 50(4).
 
-use crate::clock::{Nanos, Ticks};
+use crate::units::{Nanos, Ticks};
 use std::cmp::Ordering;
 
 /// A value a sample can hold: totally ordered, with a midpoint. Implemented for

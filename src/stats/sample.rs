@@ -97,7 +97,7 @@ impl Sorted<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::{Nanos, Ticks};
+    use crate::units::{Nanos, Ticks};
 
     #[test]
     fn a_sample_keeps_its_unit() {

@@ -38,10 +38,7 @@ pub struct LaunchPlan {
 /// The seed of launch `k`: the suite's seed and `k` mixed by SplitMix64's
 /// finaliser, so that neighbouring seeds and launches give unrelated orders.
 pub fn launch_seed(seed: u64, launch: usize) -> u64 {
-    let mut z = seed ^ (launch as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+    crate::rng::finalize(seed ^ (launch as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15))
 }
 
 impl Plan {

@@ -26,7 +26,7 @@
 
 use super::dir::{write_atomically, RunDir};
 use super::plan::Plan;
-use crate::report::meta::rfc3339_utc;
+use crate::time_format::rfc3339_utc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fs::File;

@@ -26,24 +26,7 @@
 //!   `max(2 * window, 1.5 * mean run time)` ([`adapt_window`], Algorithm 10 lines
 //!   24-25; NBCBench's Algorithm 14 line 26 grows by 1.5 instead).
 //!
-//! Use (a collective measurement loop, e.g. in `coll`):
-//!
-//! ```ignore
-//! let synced = sync::synchronize(&clock, &mut transport, control, &options)?;
-//! let window = window::initial_window(slowest_warmup_run_ticks);
-//! let mut windows = Windows::announce(&clock, control, &synced.model, window)?;
-//! let mut statuses = Vec::new();
-//! for _ in 0..reps {
-//!     let slot = windows.wait(&clock, transport.wait_mode());
-//!     run_the_operation(&mut transport)?;          // nothing else in the timed region
-//!     statuses.push(windows.finish(&clock, &slot));
-//! }
-//! let agreed = window::agree(control, &statuses)?; // valid on every rank?
-//! let tally = Tally::of(&agreed);
-//! if let Some(bigger) = window::adapt_window(window, tally.invalid(), reps, mean_run) {
-//!     // announce again with `bigger` and repeat the round
-//! }
-//! ```
+//! The patterns run their rounds of windows through one driver, `patterns::rounds`.
 
 use super::model::{ClockModel, GlobalClock};
 use super::SyncError;

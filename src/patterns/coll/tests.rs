@@ -426,10 +426,7 @@ impl<T: Transport> Transport for Native<T> {
     }
 }
 
-fn measure_native(
-    tm: CollTiming,
-    broken_at: Option<Rank>,
-) -> Vec<Result<CollTimes, CollTimingError>> {
+fn measure_native(tm: CollTiming, broken_at: Option<Rank>) -> Vec<Result<CollTimes, PatternError>> {
     let skews = skews();
     sim::run(&skews, quiet(), |r| {
         let model = match skews[r.control.rank()] {

@@ -4,7 +4,7 @@
 //! known and `t_d` can be predicted for each delayed rank.
 
 use super::*;
-use crate::clock::Skew;
+use crate::clock::{Skew, Ticks};
 use crate::coll::{Algorithm, CollSpec, Scheduled, Uninterrupted};
 use crate::sync::sim::{self, NetModel, SIM_HZ, SIM_START};
 
