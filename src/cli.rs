@@ -11,7 +11,7 @@ use ngauge::patterns::late::{CallMode, DelayedRanks};
 use ngauge::patterns::loggp::{DelayChoice, PairsMode};
 use ngauge::patterns::nbc::Compute;
 use ngauge::patterns::noise::NoiseInjection;
-use ngauge::report::coll::{RootChoice, Rotate};
+use ngauge::spec::coll::{RootChoice, Rotate};
 use ngauge::sync::{Algorithm as SyncAlgorithm, Estimator as SyncEstimator};
 use std::path::PathBuf;
 
@@ -785,12 +785,12 @@ fn parse_test_every(s: &str) -> Result<TestEvery, String> {
 /// Options of `ngauge noise`.
 #[derive(Debug, Args, Clone)]
 pub struct NoiseArgs {
-    /// How long every rank spins, with a unit.
-    #[arg(long, default_value = "1s", value_name = "TIME", value_parser = parse_noise_duration)]
+    /// How long every rank spins, with a unit (1ms to 3600s).
+    #[arg(long, default_value = "1s", value_name = "TIME")]
     pub duration: Nanos,
 
-    /// An iteration longer than this many times the fastest is a detour.
-    #[arg(long, default_value_t = 10.0, value_name = "FACTOR", value_parser = parse_threshold)]
+    /// An iteration longer than this many times the fastest is a detour (above 1).
+    #[arg(long, default_value_t = 10.0, value_name = "FACTOR")]
     pub threshold: f64,
 
     /// Detours kept per rank; more are only counted.
@@ -830,23 +830,6 @@ fn parse_delay(s: &str) -> Result<Nanos, String> {
         return Err(format!("{s:?} is longer than 10s"));
     }
     Ok(d)
-}
-
-fn parse_noise_duration(s: &str) -> Result<Nanos, String> {
-    let d: Nanos = s
-        .parse()
-        .map_err(|e: ngauge::clock::DurationError| e.to_string())?;
-    if !(d.0 >= 1e6 && d.0 <= 3600e9) {
-        return Err(format!("{s:?} must be between 1ms and 3600s"));
-    }
-    Ok(d)
-}
-
-fn parse_threshold(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(t) if t.is_finite() && t > 1.0 && t <= 1e6 => Ok(t),
-        _ => Err(format!("{s:?} is not a factor above 1 (e.g. 10)")),
-    }
 }
 
 /// Options of `ngauge run`. The run directory is `--output DIR` (else the suite's

@@ -10,6 +10,8 @@
 //! - [`clock`]: RDTSCP ticks, calibration, host facts, pinning.
 //! - [`coll`]: collective algorithms as per-rank schedules, their executor over any
 //!   transport, data checks.
+//! - [`experiment`]: every measuring command's whole experiment, run from its spec
+//!   on a rank's world; returns the command's document.
 //! - [`job`]: job setup from a serde-named spec: starting, opening transports.
 //! - [`launch`]: launcher detection, local launcher, rendezvous, control channel.
 //! - [`model`]: least squares, change points, LogGP parameters.
@@ -34,6 +36,7 @@
 pub mod build_facts;
 pub mod clock;
 pub mod coll;
+pub mod experiment;
 pub mod job;
 pub mod launch;
 pub mod model;

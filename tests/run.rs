@@ -104,7 +104,7 @@ fn every_shipped_suite_parses() {
                     assert!(suite
                         .experiments
                         .iter()
-                        .all(|e| matches!(e.kind, ngauge::suite::file::Kind::Coll(_))));
+                        .all(|e| matches!(e.kind, ngauge::spec::CommandSpec::Coll(_))));
                 }
             }
         }
@@ -415,6 +415,34 @@ fn coll_and_sync_experiments_record_their_repetitions() {
     assert!(std::fs::read_to_string(dir.join("summary.csv"))
         .unwrap()
         .contains("bcast/tcp/bcast/linear,runtime_us,1024,2,"));
+}
+
+/// Issue 31: a suite runs `noise` from its table as the command line would; its
+/// summary is the CPU fraction lost, every rank's core pooled per launch.
+#[test]
+fn a_noise_experiment_runs_in_a_suite() {
+    let (_tmp, suite, dir) = suite(
+        "noise.toml",
+        "launches = 2\n[[experiment]]\nname = \"quiet\"\n\
+         [experiment.noise]\nduration_ns = 1e7\n",
+    );
+    let (doc, _) = run_into(&suite, &dir, 300);
+    assert_eq!(
+        (doc["runs"].as_u64(), doc["done"].as_u64()),
+        (Some(2), Some(2)),
+        "{doc}"
+    );
+    let lines = jsonl(&dir.join("quiet.jsonl"));
+    assert_eq!(lines.len(), 2 * 2, "launches x ranks: {lines:?}");
+    assert!(lines.iter().all(|r| r["cpu_fraction_lost"].is_number()));
+    let summary = json(&dir.join("summary.json"));
+    let e = &summary["experiments"][0];
+    assert_eq!(
+        (e["experiment"].as_str(), e["metric"].as_str()),
+        (Some("quiet"), Some("cpu_fraction_lost")),
+        "{summary}"
+    );
+    assert_eq!(e["sizes"][0]["launch_numbers"], serde_json::json!([0, 1]));
 }
 
 /// The processes whose command line names `needle` (the runs of one directory).

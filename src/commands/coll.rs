@@ -26,12 +26,13 @@ use ngauge::coll::{Algorithm, CollSpec, Collective};
 use ngauge::job::{JobSpec, TransportName};
 use ngauge::launch::World;
 use ngauge::patterns::coll::{self, CollTiming, Implementation, Scheme};
-use ngauge::report::coll::{self as doc, CollDoc, CollRecord, CollWarning, Point, RootChoice};
+use ngauge::report::coll::{self as doc, CollDoc, CollRecord, CollWarning, Point};
 use ngauge::report::coll_predict::{self, select, Predicted, Selection};
+use ngauge::report::effort::ClockSync;
 use ngauge::report::jsonl::JsonlWriter;
 use ngauge::report::progress::Progress;
-use ngauge::report::sync::ClockSync;
 use ngauge::report::table::Table;
+use ngauge::spec::coll::RootChoice;
 use ngauge::spec::{CollCmdSpec, SizeList};
 use ngauge::sync::model::ClockModel;
 use ngauge::transport::{Transport, WaitMode};
@@ -316,13 +317,11 @@ pub fn points(records: &[CollRecord]) -> Vec<coll_predict::Point> {
 pub fn print_warnings(warnings: &[CollWarning]) {
     for w in warnings {
         let hint = match w {
-            CollWarning::Job(j) => super::common::job_hint(j),
-            CollWarning::Binding(b) => Some(b.hint().into()),
+            CollWarning::Setup(s) => super::common::setup_hint(s),
             CollWarning::FewValid { .. } => {
                 Some("raise --max-rounds, or try --scheme barrier on a loaded machine".into())
             }
             CollWarning::SyncedOver { .. } | CollWarning::Params(_) => None,
-            CollWarning::Sync(s) => super::sync::effort_hint(s),
             CollWarning::PredictTransport { .. } => {
                 Some("measure the parameters with loggp -t on the same transport".into())
             }
@@ -363,7 +362,11 @@ pub fn measure(
     );
     let cores = world.gather_pinning()?;
     let job = super::common::open_job(global, world, |_, _| {})?;
-    let mut warnings: Vec<CollWarning> = job.warnings.into_iter().map(CollWarning::Job).collect();
+    let mut warnings: Vec<CollWarning> = job
+        .warnings
+        .into_iter()
+        .map(|w| CollWarning::Setup(w.into()))
+        .collect();
     if rank == 0 {
         warnings.extend(
             ngauge::launch::binding::check_groups(
@@ -373,7 +376,7 @@ pub fn measure(
                 [(0..np).collect()],
             )
             .into_iter()
-            .map(CollWarning::Binding),
+            .map(|w| CollWarning::Setup(w.into())),
         );
     }
     let mut open: Vec<(TransportName, Box<dyn Transport>, WaitMode)> = job
@@ -408,7 +411,11 @@ pub fn measure(
         sync_algorithm = Some(options.algorithm);
         sync = super::sync::gather_effort(world, options.algorithm, &outcome.effort, rate.hz)?;
         if let Some(s) = &sync {
-            warnings.extend(s.warnings().into_iter().map(CollWarning::Sync));
+            warnings.extend(
+                s.warnings()
+                    .into_iter()
+                    .map(|w| CollWarning::Setup(w.into())),
+            );
         }
         outcome.model
     } else {

@@ -29,7 +29,7 @@ use ngauge::coll::{Algorithm, CollOp, CollSpec, Collective, NativeOp, Scheduled}
 use ngauge::job::{Job, JobSpec, JobWarning, TransportName};
 use ngauge::launch::binding::{self, BindingWarning};
 use ngauge::launch::World;
-use ngauge::report::sync::ClockSync;
+use ngauge::report::effort::ClockSync;
 use ngauge::sync::model::ClockModel;
 use ngauge::sync::SyncOptions;
 use ngauge::transport::{Transport, WaitMode};

@@ -2,9 +2,13 @@
 //! metadata, warnings and printing.
 
 use crate::cli::GlobalArgs;
+use anyhow::Context as _;
+use ngauge::experiment::{Context, ExperimentError, Records};
 use ngauge::job::{Job, JobError, JobSpec, JobWarning, TransportName, TransportOptions, VerbsSpec};
 use ngauge::launch::{self, LaunchOptions, Started, World};
-use ngauge::report::MetaBuilder;
+use ngauge::report::effort::EffortWarning;
+use ngauge::report::jsonl::JsonlWriter;
+use ngauge::report::{Document, MetaBuilder, SetupWarning};
 use std::path::Path;
 
 /// Bad input found after parsing (a size list, a config value): exit status 2.
@@ -24,6 +28,7 @@ impl std::error::Error for UsageError {}
 pub fn flag_of(field: &str) -> String {
     match field {
         "check_after_s" => "--check-after".into(),
+        "duration_ns" => "--duration".into(),
         other => format!("--{}", other.replace('_', "-")),
     }
 }
@@ -139,6 +144,99 @@ pub fn job_hint(w: &JobWarning) -> Option<String> {
     }
 }
 
+/// The command line's hint for a warning every command may carry: the job's, the
+/// binding's, a clock synchronization's (every command that synchronizes clocks
+/// shares `sync`'s flags).
+pub fn setup_hint(w: &SetupWarning) -> Option<String> {
+    match w {
+        SetupWarning::Job(j) => job_hint(j),
+        SetupWarning::Binding(b) => Some(b.hint().into()),
+        SetupWarning::Sync(EffortWarning::CrossedBrackets { .. }) => None,
+        SetupWarning::Sync(EffortWarning::DroppedDrift { .. }) => Some(
+            "more --fitpoints or --exchanges spread the fit over a longer time, where a drift can show"
+                .into(),
+        ),
+    }
+}
+
+/// A failed experiment for the command line: the user's input is a
+/// [`UsageError`] (exit status 2), naming the flag where the library names a field.
+pub fn experiment_error(e: ExperimentError) -> anyhow::Error {
+    match e {
+        ExperimentError::Spec(s) => spec_usage(s).into(),
+        ExperimentError::Job(j) => job_error(j),
+        ExperimentError::TooFewRanks { needed, .. } => {
+            UsageError(format!("{e} (--np {needed} or more)")).into()
+        }
+        e if e.is_input() => UsageError(e.to_string()).into(),
+        e => anyhow::Error::new(e),
+    }
+}
+
+/// The `-o` stream, when this process `writes` it (rank 0).
+pub fn records(global: &GlobalArgs, writes: bool) -> anyhow::Result<Option<JsonlWriter>> {
+    match (&global.output, writes) {
+        (Some(path), true) => {
+            Ok(Some(JsonlWriter::create(path).with_context(|| {
+                format!("cannot create {}", path.display())
+            })?))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The context of an experiment on rank 0 (`rank0`) or another rank: this command
+/// line, the `-o` stream, the progress line when stderr is a terminal.
+pub fn context(rank0: bool, writer: Option<&mut JsonlWriter>) -> Context<'_> {
+    Context {
+        command_line: std::env::args().collect(),
+        records: writer.map(|w| w as &mut dyn Records),
+        progress: rank0 && launch::local::stderr_is_terminal(),
+    }
+}
+
+/// Runs a measuring command's `experiment` on every rank of the job the flags
+/// start, and ends the command on rank 0 with its document (see [`end`]).
+pub fn measure<D: Document>(
+    global: &GlobalArgs,
+    plot: Option<&Path>,
+    experiment: impl FnOnce(&mut World, &mut Context) -> Result<Option<D>, ExperimentError>,
+    hint: impl Fn(&D::Warning) -> Option<String>,
+) -> anyhow::Result<()> {
+    with_world(global, |world| {
+        let mut writer = records(global, world.rank == 0)?;
+        let mut ctx = context(world.rank == 0, writer.as_mut());
+        match experiment(world, &mut ctx).map_err(experiment_error)? {
+            Some(doc) => end(global, &doc, plot, hint),
+            None => Ok(()),
+        }
+    })
+}
+
+/// The end of every measuring command: its plot to `plot` (`--plot`), its
+/// document as JSON (`--json`) or as its tables on stdout, then its warnings on
+/// stderr, each with the command line's `hint`.
+pub fn end<D: Document>(
+    global: &GlobalArgs,
+    doc: &D,
+    plot: Option<&Path>,
+    hint: impl Fn(&D::Warning) -> Option<String>,
+) -> anyhow::Result<()> {
+    if let (Some(path), Some(svg)) = (plot, doc.plot_svg()) {
+        let svg = svg.map_err(|e| anyhow::anyhow!("drawing {}: {e}", path.display()))?;
+        std::fs::write(path, svg).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if global.json {
+        print_json(doc)?;
+    } else {
+        print_text(&doc.render())?;
+    }
+    for w in doc.warnings() {
+        warn(w, hint(w));
+    }
+    Ok(())
+}
+
 /// Starts the job and runs `body` on every rank; in the local launcher's parent,
 /// waits for the ranks and exits with their worst status. Only rank 0 prints
 /// results; `body` decides that by `world.rank`.
@@ -188,23 +286,10 @@ pub fn with_world(
     }
 }
 
-/// This rank's clock: the timer calibrated once, skewed when `NGAUGE_TEST_CLOCK_SKEW`
-/// names this rank (see `ngauge::sync::skew`). Every command that times anything
-/// gets its clock here, so the injected test clock applies everywhere. A malformed
+/// This rank's clock ([`ngauge::experiment::rank_clock`]); a malformed test-clock
 /// variable is a usage error (exit status 2).
 pub fn rank_clock(world: &World) -> anyhow::Result<ngauge::clock::SystemClock> {
-    use ngauge::clock::Clock;
-    use ngauge::sync::skew::{self, SkewSpec, EPOCH_ENV};
-    let usage = |e: skew::SkewSpecError| anyhow::Error::new(UsageError(e.to_string()));
-    let spec = SkewSpec::from_env().map_err(usage)?;
-    let (clock, _) = ngauge::clock::SystemClock::calibrated();
-    let Some(spec) = spec else {
-        return Ok(clock);
-    };
-    spec.check_size(world.size).map_err(usage)?;
-    let epoch_env = std::env::var(EPOCH_ENV).ok();
-    let epoch = skew::epoch(epoch_env.as_deref(), clock.raw()).map_err(usage)?;
-    Ok(clock.with_skew(spec.skew_for(world.rank, clock.rate(), epoch)))
+    ngauge::experiment::rank_clock(world).map_err(experiment_error)
 }
 
 /// Checks the test-clock variables before any rank starts, so that a malformed one is
@@ -289,20 +374,6 @@ pub fn need_two_ranks(world: &World, command: &str) -> anyhow::Result<()> {
             world.size
         ))
         .into());
-    }
-    Ok(())
-}
-
-/// Writes `doc` as the one record of the `-o` stream, if there is one: commands
-/// whose result is a single document (timer, info) still honour `-o`.
-pub fn write_single_record<T: serde::Serialize>(
-    global: &GlobalArgs,
-    doc: &T,
-) -> anyhow::Result<()> {
-    if let Some(path) = &global.output {
-        ngauge::report::jsonl::JsonlWriter::create(path)
-            .and_then(|mut w| w.write(doc))
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
     }
     Ok(())
 }

@@ -4,7 +4,8 @@
 
 use super::common::{with_job, UsageError};
 use crate::cli::{ExecArgs, GlobalArgs};
-use ngauge::suite::file::{Experiment, Kind};
+use ngauge::spec::CommandSpec;
+use ngauge::suite::file::Experiment;
 
 pub fn run(global: &GlobalArgs, args: &ExecArgs) -> anyhow::Result<()> {
     ngauge::suite::runner::die_with_runner();
@@ -16,17 +17,18 @@ pub fn run(global: &GlobalArgs, args: &ExecArgs) -> anyhow::Result<()> {
     e.job.validate().map_err(super::common::job_error)?;
     let g = with_job(global, &e.job, e.np);
     match &e.kind {
-        Kind::Timer(s) => super::timer::run_spec(&g, s),
-        Kind::Pingpong(s) => super::pingpong::run_spec(&g, s),
-        Kind::Loggp(s) => super::loggp::run_request(
+        CommandSpec::Timer(s) => super::timer::run_spec(&g, s),
+        CommandSpec::Pingpong(s) => super::pingpong::run_spec(&g, s),
+        CommandSpec::Loggp(s) => super::loggp::run_request(
             &g,
             &super::loggp::Request {
                 spec: s.clone(),
                 ..Default::default()
             },
         ),
-        Kind::Sync(s) => super::sync::run_spec(&g, s),
-        Kind::Coll(s) => super::coll::run_spec(&g, s, None),
-        Kind::Simulate(s) => super::simulate::run_spec(&g, s, None),
+        CommandSpec::Sync(s) => super::sync::run_spec(&g, s),
+        CommandSpec::Coll(s) => super::coll::run_spec(&g, s, None),
+        CommandSpec::Simulate(s) => super::simulate::run_spec(&g, s, None),
+        CommandSpec::Noise(s) => super::noise::run_spec(&g, s, None),
     }
 }

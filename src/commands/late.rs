@@ -133,20 +133,24 @@ pub fn run(global: &GlobalArgs, args: &LateArgs) -> anyhow::Result<()> {
             .job_warnings
             .iter()
             .cloned()
-            .map(LateWarning::Job)
+            .map(|w| LateWarning::Setup(w.into()))
             .chain(
                 setup
                     .binding_warnings
                     .iter()
                     .cloned()
-                    .map(LateWarning::Binding),
+                    .map(|w| LateWarning::Setup(w.into())),
             )
             .collect();
         let sync = setup
             .sync_report
             .take()
             .ok_or_else(|| anyhow::anyhow!("internal error: rank 0 lacks the sync's effort"))?;
-        all.extend(sync.warnings().into_iter().map(LateWarning::Sync));
+        all.extend(
+            sync.warnings()
+                .into_iter()
+                .map(|w| LateWarning::Setup(w.into())),
+        );
         all.extend(warnings);
         let document = LateDoc {
             op: args.coll.op.to_string(),
@@ -182,9 +186,7 @@ pub fn run(global: &GlobalArgs, args: &LateArgs) -> anyhow::Result<()> {
         }
         for w in &all {
             let hint = match w {
-                LateWarning::Job(j) => super::common::job_hint(j),
-                LateWarning::Binding(b) => Some(b.hint().into()),
-                LateWarning::Sync(s) => super::sync::effort_hint(s),
+                LateWarning::Setup(s) => super::common::setup_hint(s),
                 LateWarning::FewValidCalls { .. } => {
                     Some("raise --max-rounds, or --wait block when ranks share cores".into())
                 }

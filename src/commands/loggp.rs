@@ -456,7 +456,7 @@ fn analyse_transport(
                 .chain(
                     binding(a.client, a.server)
                         .into_iter()
-                        .map(LoggpWarning::Binding),
+                        .map(|w| LoggpWarning::Setup(w.into())),
                 )
                 .collect()
         })
@@ -497,7 +497,7 @@ fn hint(w: &LoggpWarning, args: &Request, wait: WaitMode) -> Option<String> {
                 "try --wait {other}, more --reps, or a quieter host"
             ))
         }
-        LoggpWarning::Binding(b) => Some(b.hint().into()),
+        LoggpWarning::Setup(s) => super::common::setup_hint(s),
         _ => None,
     }
 }

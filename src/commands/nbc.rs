@@ -103,20 +103,24 @@ pub fn run(global: &GlobalArgs, args: &NbcArgs) -> anyhow::Result<()> {
             .job_warnings
             .iter()
             .cloned()
-            .map(NbcWarning::Job)
+            .map(|w| NbcWarning::Setup(w.into()))
             .chain(
                 setup
                     .binding_warnings
                     .iter()
                     .cloned()
-                    .map(NbcWarning::Binding),
+                    .map(|w| NbcWarning::Setup(w.into())),
             )
             .collect();
         let sync = setup
             .sync_report
             .take()
             .ok_or_else(|| anyhow::anyhow!("internal error: rank 0 lacks the sync's effort"))?;
-        all.extend(sync.warnings().into_iter().map(NbcWarning::Sync));
+        all.extend(
+            sync.warnings()
+                .into_iter()
+                .map(|w| NbcWarning::Setup(w.into())),
+        );
         all.extend(warnings);
         let document = NbcDoc {
             op: args.coll.op.to_string(),
@@ -137,9 +141,7 @@ pub fn run(global: &GlobalArgs, args: &NbcArgs) -> anyhow::Result<()> {
         }
         for w in &all {
             let hint = match w {
-                NbcWarning::Job(j) => super::common::job_hint(j),
-                NbcWarning::Binding(b) => Some(b.hint().into()),
-                NbcWarning::Sync(s) => super::sync::effort_hint(s),
+                NbcWarning::Setup(s) => super::common::setup_hint(s),
                 NbcWarning::FewValidCalls { .. } | NbcWarning::Undecided { .. } => {
                     Some("raise --max-rounds, or --wait block when ranks share cores".into())
                 }

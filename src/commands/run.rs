@@ -9,7 +9,7 @@ use anyhow::Context;
 use ngauge::report::progress::Progress;
 use ngauge::report::table::Table;
 use ngauge::suite::dir::{write_atomically, RunDir};
-use ngauge::suite::file::{self, Kind, Suite};
+use ngauge::suite::file::{self, Suite};
 use ngauge::suite::plan::Plan;
 use ngauge::suite::runner::{self, Observer, RunRecord, RunRequest, RunStatus};
 use ngauge::suite::summary::{refresh, Summary};
@@ -194,14 +194,7 @@ fn start(dir: &RunDir, path: &Path, suite: &Suite) -> anyhow::Result<Plan> {
 fn write_specs(dir: &RunDir, suite: &Suite) -> anyhow::Result<()> {
     for e in &suite.experiments {
         let mut e = e.clone();
-        match &mut e.kind {
-            Kind::Timer(s) => s.samples = true,
-            Kind::Pingpong(s) => s.samples = true,
-            Kind::Loggp(s) => s.samples = true,
-            Kind::Sync(s) => s.samples = true,
-            Kind::Coll(s) => s.samples = true,
-            Kind::Simulate(_) => {}
-        }
+        e.kind.keep_samples();
         let path = dir.experiment_spec(&e.name);
         write_atomically(&path, serde_json::to_string_pretty(&e)?.as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;

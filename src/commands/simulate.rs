@@ -126,7 +126,7 @@ fn measure(global: &GlobalArgs, args: &SimulateArgs, mut spec: SimulateSpec) -> 
     let coll_spec = ngauge::spec::CollCmdSpec {
         op,
         algo: spec.algorithms.clone(),
-        root: ngauge::report::coll::RootChoice::Rank(spec.root),
+        root: ngauge::spec::coll::RootChoice::Rank(spec.root),
         scheme: args.scheme,
         sizes: ngauge::spec::SizeList(spec.sizes_bytes.clone()),
         reps: args.reps,

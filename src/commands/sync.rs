@@ -21,11 +21,9 @@ use crate::cli::{GlobalArgs, SyncArgs, SyncFlags};
 use ngauge::clock::{Clock, Skew, SystemClock, TickRate, Ticks};
 use ngauge::job::{Job, TransportName};
 use ngauge::launch::World;
+use ngauge::report::effort::{ClockSync, EffortReport, RankSync};
 use ngauge::report::jsonl::JsonlWriter;
-use ngauge::report::sync::{
-    seconds_label, ClockSync, EffortReport, EffortWarning, RankReport, RankSync, SyncDoc,
-    SyncSamples, SyncWarning,
-};
+use ngauge::report::sync::{seconds_label, RankReport, SyncDoc, SyncSamples, SyncWarning};
 use ngauge::report::table::Table;
 use ngauge::spec::SyncSpec;
 use ngauge::sync::skew;
@@ -188,7 +186,7 @@ fn run_rank(
             .build(),
     };
     let mut warnings = doc.find_warnings();
-    warnings.extend(binding.into_iter().map(SyncWarning::Binding));
+    warnings.extend(binding.into_iter().map(|w| SyncWarning::Setup(w.into())));
     doc.warnings = ngauge::report::warning::warned(warnings.iter().cloned());
     if let Some(path) = &global.output {
         // One synchronization is one measurement point: one record.
@@ -305,20 +303,7 @@ fn hint(w: &SyncWarning) -> Option<String> {
         SyncWarning::LargeResidual { .. } => {
             Some("more --fitpoints spread the fit over a longer time".into())
         }
-        SyncWarning::Effort(w) => effort_hint(w),
-        SyncWarning::Binding(b) => Some(b.hint().into()),
-    }
-}
-
-/// The command line's hint for a warning about a synchronization's effort, in
-/// every command that synchronizes clocks (they share `sync`'s flags).
-pub fn effort_hint(w: &EffortWarning) -> Option<String> {
-    match w {
-        EffortWarning::CrossedBrackets { .. } => None,
-        EffortWarning::DroppedDrift { .. } => Some(
-            "more --fitpoints or --exchanges spread the fit over a longer time, where a drift can show"
-                .into(),
-        ),
+        SyncWarning::Setup(s) => super::common::setup_hint(s),
     }
 }
 

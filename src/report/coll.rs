@@ -3,41 +3,15 @@
 //! filter, then median, mean and the 95% interval of the mean), and with several
 //! transports or algorithms their medians side by side with ratios.
 
-use super::warning::Warned;
+use super::warning::{SetupWarning, Warned};
 use super::Meta;
-use crate::job::{JobWarning, TransportName};
+use crate::job::TransportName;
 use crate::patterns::coll::{CollTimes, Scheme};
+use crate::spec::coll::RootChoice;
 use crate::stats::{mean_interval, tukey_filter, Sorted};
 use ngauge_transport::WaitMode;
 use serde::Serialize;
 use std::collections::BTreeMap;
-
-/// Which root the rooted collectives use.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[serde(untagged)]
-pub enum RootChoice {
-    /// One rank for every call.
-    Rank(usize),
-    /// Call `i` uses root `i % np` (always `"rotate"`).
-    Rotate(Rotate),
-}
-
-/// The word `rotate`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Rotate {
-    /// Root `i % np` for call `i`.
-    Rotate,
-}
-
-impl std::fmt::Display for RootChoice {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RootChoice::Rank(r) => write!(f, "{r}"),
-            RootChoice::Rotate(_) => f.write_str("rotate"),
-        }
-    }
-}
 
 /// The run-time of one call, in microseconds, over the valid calls Tukey's filter
 /// kept.
@@ -277,16 +251,9 @@ pub enum CollWarning {
     /// `--predict`: what the parameter file's reader assumed.
     #[serde(untagged)]
     Params(crate::sim::params::ParamsWarning),
-    /// The clock synchronization of the window scheme crossed brackets or dropped
-    /// drifts (as `sync` warns).
+    /// What threatens any command's figures alike (job, binding, clock sync).
     #[serde(untagged)]
-    Sync(super::sync::EffortWarning),
-    /// A job setup warning.
-    #[serde(untagged)]
-    Job(JobWarning),
-    /// Ranks share a core, or some are pinned and some not.
-    #[serde(untagged)]
-    Binding(crate::launch::binding::BindingWarning),
+    Setup(SetupWarning),
 }
 
 impl std::fmt::Display for CollWarning {
@@ -322,9 +289,7 @@ impl std::fmt::Display for CollWarning {
                  points measured on {measured}"
             ),
             CollWarning::Params(w) => w.fmt(f),
-            CollWarning::Sync(w) => w.fmt(f),
-            CollWarning::Job(w) => w.fmt(f),
-            CollWarning::Binding(w) => w.fmt(f),
+            CollWarning::Setup(w) => w.fmt(f),
         }
     }
 }
@@ -424,7 +389,7 @@ pub struct CollDoc {
     /// The clock synchronization of the window scheme, per rank (absent with the
     /// other schemes).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub sync: Option<super::sync::ClockSync>,
+    pub sync: Option<super::effort::ClockSync>,
     /// What threatens the figures.
     pub warnings: Vec<Warned<CollWarning>>,
 }
@@ -524,6 +489,7 @@ mod tests {
     use super::*;
     use crate::clock::Ticks;
     use crate::patterns::coll::{Call, Span};
+    use crate::spec::coll::Rotate;
     use crate::sync::window::SlotStatus;
 
     fn point(transport: TransportName, algo: &str, size: usize) -> Point {
@@ -654,7 +620,8 @@ mod tests {
     /// `sync`'s kind, fields and words.
     #[test]
     fn a_dropped_drift_is_warned_as_sync_warns_it() {
-        use super::super::sync::{DroppedDriftAt, DroppedDriftReport, EffortWarning, SyncWarning};
+        use super::super::effort::{DroppedDriftAt, DroppedDriftReport, EffortWarning};
+        use super::super::sync::SyncWarning;
         let effort = EffortWarning::DroppedDrift {
             ranks: vec![DroppedDriftAt {
                 rank: 2,
@@ -669,8 +636,8 @@ mod tests {
                 },
             }],
         };
-        let coll = Warned::from(CollWarning::Sync(effort.clone()));
-        let sync = Warned::from(SyncWarning::Effort(effort));
+        let coll = Warned::from(CollWarning::Setup(effort.clone().into()));
+        let sync = Warned::from(SyncWarning::Setup(effort.into()));
         assert_eq!(
             serde_json::to_value(&coll).unwrap(),
             serde_json::to_value(&sync).unwrap()

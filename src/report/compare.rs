@@ -8,11 +8,13 @@
 //! - `median_a`, `median_b`: the median of the per-launch values (of one launch:
 //!   its value);
 //! - `ratio = median_b / median_a` (above 1: B is slower, for times);
-//! - `p_value`: the two-sided rank-sum test ([`crate::stats::ranksum`]) on the
-//!   per-launch values when both sides have at least two launches (the paper's
-//!   test: the launch is the unit of replication); otherwise on the repetitions
-//!   when both sides recorded them (`basis: repetitions`: the test then speaks of
-//!   these launches only, not of the next one); otherwise none.
+//! - `p_value`: the two-sided rank-sum test on the per-launch values when both
+//!   sides have at least two launches (the paper's test: the launch is the unit of
+//!   replication); otherwise on the repetitions when both sides recorded them
+//!   (`basis: repetitions`: the test then speaks of these launches only, not of
+//!   the next one); otherwise none. The statistics are
+//!   [`crate::stats::compare`]'s; this module pairs the experiments and sizes of
+//!   two result sets and renders.
 //!
 //! With `k` launches a side the smallest two-sided p-value the exact test can give
 //! is `2 / C(2k, k)`: 0.33 for 2, 0.10 for 3, 0.029 for 4, 0.0079 for 5. Fewer than
@@ -25,22 +27,11 @@
 use crate::report::svg;
 use crate::report::table::Table;
 use crate::report::Meta;
-use crate::stats::{launch_summary, median, rank_sum, stars, Outliers, RankSumMethod, Sorted};
-use crate::suite::results::{ResultSet, Series, SourceMeta};
+use crate::stats::compare::{compare_launches, Basis, LaunchValues};
+use crate::stats::{stars, Outliers, RankSumMethod};
+use crate::suite::results::{LaunchPoint, ResultSet, Series, SourceMeta};
 use serde::Serialize;
 use std::collections::BTreeMap;
-
-/// What the p-value of a row was computed on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Basis {
-    /// The per-launch medians (both sides have two launches or more).
-    LaunchMedians,
-    /// The repetitions of the launches (a side has a single launch).
-    Repetitions,
-    /// Nothing to test: a single launch without recorded repetitions.
-    None,
-}
 
 /// One experiment and size.
 #[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
@@ -193,43 +184,15 @@ pub struct CompareDoc {
     pub meta: Meta,
 }
 
-/// One side's values at one size: per launch the reduced value, and the
-/// repetitions kept (empty when a launch has none recorded).
-struct SideAtSize {
-    per_launch: Vec<f64>,
-    repetitions: Option<Vec<f64>>,
-}
-
-fn side_at_size(
-    launches: &BTreeMap<usize, crate::suite::results::LaunchPoint>,
-    outliers: Outliers,
-) -> SideAtSize {
-    let mut per_launch = Vec::new();
-    let mut repetitions = Some(Vec::new());
-    for p in launches.values() {
-        match launch_summary(&p.samples, outliers, 0.95) {
-            Ok(s) => {
-                per_launch.push(s.median);
-                if let Some(r) = repetitions.as_mut() {
-                    let kept = match outliers {
-                        Outliers::Keep => p.samples.clone(),
-                        Outliers::Tukey => crate::stats::tukey_filter(&p.samples)
-                            .map(|f| f.kept)
-                            .unwrap_or_default(),
-                    };
-                    r.extend(kept);
-                }
-            }
-            Err(_) => {
-                per_launch.push(p.median);
-                repetitions = None;
-            }
-        }
-    }
-    SideAtSize {
-        per_launch,
-        repetitions,
-    }
+/// One side's launches at one size.
+fn launches(points: &BTreeMap<usize, LaunchPoint>) -> Vec<LaunchValues<'_>> {
+    points
+        .values()
+        .map(|p| LaunchValues {
+            samples: &p.samples,
+            median: p.median,
+        })
+        .collect()
 }
 
 /// Compares B against A (see the module doc).
@@ -293,50 +256,31 @@ pub fn compare(a: &ResultSet, b: &ResultSet, outliers: Outliers) -> Comparison {
             let Some(lb) = sb.points.get(size) else {
                 continue;
             };
-            let (xa, xb) = (side_at_size(la, outliers), side_at_size(lb, outliers));
-            let median_a = median(&xa.per_launch).expect("a point has a launch");
-            let median_b = median(&xb.per_launch).expect("a point has a launch");
-            let tested = if la.len() >= 2 && lb.len() >= 2 {
+            let t = compare_launches(&launches(la), &launches(lb), outliers);
+            if t.basis == Basis::LaunchMedians {
                 fewest_launches = Some(
                     fewest_launches
                         .unwrap_or(usize::MAX)
                         .min(la.len().min(lb.len())),
                 );
-                Some((Basis::LaunchMedians, xa.per_launch, xb.per_launch))
             } else {
                 single_launch = true;
-                match (xa.repetitions, xb.repetitions) {
-                    (Some(ra), Some(rb)) if !ra.is_empty() && !rb.is_empty() => {
-                        Some((Basis::Repetitions, ra, rb))
-                    }
-                    _ => None,
-                }
-            };
-            let (basis, test, n_a, n_b) = match tested {
-                Some((basis, va, vb)) => {
-                    let t = match (Sorted::new(&va), Sorted::new(&vb)) {
-                        (Ok(sa), Ok(sb)) => Some(rank_sum(&sa, &sb)),
-                        _ => None,
-                    };
-                    (basis, t, va.len(), vb.len())
-                }
-                None => (Basis::None, None, 0, 0),
-            };
-            let p_value = test.map(|t| t.p_value);
+            }
+            let p_value = t.test.map(|t| t.p_value);
             rows.push(CompareRow {
                 experiment: experiment.clone(),
                 metric: sa.metric.clone(),
                 size: *size,
-                median_a,
-                median_b,
-                ratio: (median_a != 0.0).then(|| median_b / median_a),
+                median_a: t.median_a,
+                median_b: t.median_b,
+                ratio: t.ratio,
                 p_value,
                 stars: p_value.map_or("", stars),
-                basis,
-                w: test.map(|t| t.w),
-                method: test.map(|t| t.method),
-                n_a,
-                n_b,
+                basis: t.basis,
+                w: t.test.map(|t| t.w),
+                method: t.test.map(|t| t.method),
+                n_a: t.n_a,
+                n_b: t.n_b,
                 launches_a: la.len(),
                 launches_b: lb.len(),
             });
@@ -529,7 +473,6 @@ pub fn plot_svg(c: &Comparison, title: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::suite::results::LaunchPoint;
     use std::path::PathBuf;
 
     /// A result set of one experiment: per size, per launch (median, samples).

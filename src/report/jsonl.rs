@@ -23,10 +23,15 @@ impl JsonlWriter {
 
     /// Appends one record as a single line and forces it to disk.
     pub fn write<T: Serialize>(&mut self, record: &T) -> io::Result<()> {
-        let mut line = serde_json::to_vec(record).map_err(io::Error::other)?;
-        line.push(b'\n');
+        self.write_line(&serde_json::to_string(record).map_err(io::Error::other)?)
+    }
+
+    /// Appends one record given as JSON text (without its line break) and forces
+    /// it to disk.
+    pub fn write_line(&mut self, json: &str) -> io::Result<()> {
+        let line = format!("{json}\n");
         // One write call per record: a crash leaves whole lines only.
-        self.file.write_all(&line)?;
+        self.file.write_all(line.as_bytes())?;
         self.file.flush()?;
         self.file.sync_data()?;
         crate::launch::signals::note_record();

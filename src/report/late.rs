@@ -2,10 +2,9 @@
 //! document and a plot of `b` over the delay.
 
 use super::table::Table;
-use super::warning::Warned;
+use super::warning::{SetupWarning, Warned};
 use super::Meta;
-use crate::job::{JobWarning, TransportName};
-use crate::launch::binding::BindingWarning;
+use crate::job::TransportName;
 use crate::patterns::late::{CallMode, LateTimes};
 use ngauge_transport::WaitMode;
 use serde::Serialize;
@@ -135,16 +134,9 @@ pub enum LateWarning {
         /// Asked for.
         wanted: usize,
     },
-    /// The clock synchronization crossed brackets or dropped drifts (as `sync`
-    /// warns).
+    /// What threatens any command's figures alike (job, binding, clock sync).
     #[serde(untagged)]
-    Sync(super::sync::EffortWarning),
-    /// A job setup warning.
-    #[serde(untagged)]
-    Job(JobWarning),
-    /// Measured ranks share a core, or some are pinned and some not.
-    #[serde(untagged)]
-    Binding(BindingWarning),
+    Setup(SetupWarning),
 }
 
 impl std::fmt::Display for LateWarning {
@@ -180,9 +172,7 @@ impl std::fmt::Display for LateWarning {
                 }
                 write!(f, ")")
             }
-            LateWarning::Sync(w) => w.fmt(f),
-            LateWarning::Job(w) => w.fmt(f),
-            LateWarning::Binding(w) => w.fmt(f),
+            LateWarning::Setup(w) => w.fmt(f),
         }
     }
 }
@@ -208,7 +198,7 @@ pub struct LateDoc {
     /// Every size, mode and delay.
     pub results: Vec<LateRow>,
     /// The clock synchronization of the window starts, per rank.
-    pub sync: super::sync::ClockSync,
+    pub sync: super::effort::ClockSync,
     /// What threatens the figures.
     pub warnings: Vec<Warned<LateWarning>>,
     /// How the result came about.

@@ -3,7 +3,7 @@
 //! table per protocol range, Netgauge's column file, the parameter file, and an SVG
 //! plot. All are pure functions of one [`PairAnalysis`].
 
-use super::warning::{warned, Warned};
+use super::warning::{warned, SetupWarning, Warned};
 use crate::job::TransportName;
 use crate::model::confirm::{ChangeKind, Undecided, Verdict};
 use crate::model::loggp::{Assessment, ModelWarning, RangeParams};
@@ -217,9 +217,9 @@ pub enum LoggpWarning {
     /// A warning of the fit.
     #[serde(untagged)]
     Model(ModelWarning),
-    /// Two measured ranks share a core, or some are pinned and some not.
+    /// What threatens any command's figures alike (job, binding, clock sync).
     #[serde(untagged)]
-    Binding(crate::launch::binding::BindingWarning),
+    Setup(SetupWarning),
 }
 
 /// Warn when more than this fraction of repetitions was disturbed by the host.
@@ -252,7 +252,7 @@ impl LoggpWarning {
 impl std::fmt::Display for LoggpWarning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            LoggpWarning::Binding(w) => w.fmt(f),
+            LoggpWarning::Setup(w) => w.fmt(f),
             LoggpWarning::SweepCut {
                 last_bytes,
                 limit_bytes,

@@ -9,6 +9,8 @@
 pub mod coll;
 pub mod coll_predict;
 pub mod compare;
+pub mod document;
+pub mod effort;
 pub mod jsonl;
 pub mod late;
 pub mod loggp;
@@ -29,5 +31,6 @@ pub mod timer;
 pub mod warning;
 
 pub use crate::build_facts::BuildFacts;
+pub use document::Document;
 pub use meta::{Meta, MetaBuilder};
-pub use warning::Warned;
+pub use warning::{SetupWarning, Warned};

@@ -3,10 +3,9 @@
 //! NBCBench's split of the overhead (`t_init`, `t_test`, `t_wait`).
 
 use super::table::Table;
-use super::warning::Warned;
+use super::warning::{SetupWarning, Warned};
 use super::Meta;
-use crate::job::{JobWarning, TransportName};
-use crate::launch::binding::BindingWarning;
+use crate::job::TransportName;
 use crate::patterns::nbc::{Compute, NbcTimes};
 use ngauge_transport::WaitMode;
 use serde::Serialize;
@@ -133,16 +132,9 @@ pub enum NbcWarning {
         /// What it should have taken, us.
         t_b_us: f64,
     },
-    /// The clock synchronization crossed brackets or dropped drifts (as `sync`
-    /// warns).
+    /// What threatens any command's figures alike (job, binding, clock sync).
     #[serde(untagged)]
-    Sync(super::sync::EffortWarning),
-    /// A job setup warning.
-    #[serde(untagged)]
-    Job(JobWarning),
-    /// Measured ranks share a core, or some are pinned and some not.
-    #[serde(untagged)]
-    Binding(BindingWarning),
+    Setup(SetupWarning),
 }
 
 /// A time-based computation longer than this factor times `t_b` is worth a
@@ -181,9 +173,7 @@ impl std::fmt::Display for NbcWarning {
                 "size {size} B: the computation took {t_cpu_us:.1} us for a t_b of \
                  {t_b_us:.1} us (the rank lost its core while computing)"
             ),
-            NbcWarning::Sync(w) => w.fmt(f),
-            NbcWarning::Job(w) => w.fmt(f),
-            NbcWarning::Binding(w) => w.fmt(f),
+            NbcWarning::Setup(w) => w.fmt(f),
         }
     }
 }
@@ -249,7 +239,7 @@ pub struct NbcDoc {
     /// Every size, scheme and progress interval.
     pub results: Vec<NbcRow>,
     /// The clock synchronization of the window starts, per rank.
-    pub sync: super::sync::ClockSync,
+    pub sync: super::effort::ClockSync,
     /// What threatens the figures.
     pub warnings: Vec<Warned<NbcWarning>>,
     /// How the result came about.

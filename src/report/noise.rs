@@ -2,9 +2,8 @@
 //! detours over time.
 
 use super::table::Table;
-use super::warning::Warned;
+use super::warning::{SetupWarning, Warned};
 use super::Meta;
-use crate::launch::binding::BindingWarning;
 use crate::patterns::noise::{histogram, Bin, CoreNoise, SelfishSpec};
 use serde::Serialize;
 
@@ -97,10 +96,9 @@ pub enum NoiseWarning {
         /// Detours seen.
         seen: u64,
     },
-    /// Measured ranks share a core (each one's loop is the other's noise), or
-    /// some are pinned and some not.
+    /// What threatens any command's figures alike (job, binding, clock sync).
     #[serde(untagged)]
-    Binding(BindingWarning),
+    Setup(SetupWarning),
 }
 
 impl std::fmt::Display for NoiseWarning {
@@ -116,7 +114,7 @@ impl std::fmt::Display for NoiseWarning {
                 "rank {rank} saw {seen} detours and kept the first {kept}: the list and \
                  histogram are partial, the count and the CPU fraction are not"
             ),
-            NoiseWarning::Binding(w) => w.fmt(f),
+            NoiseWarning::Setup(w) => w.fmt(f),
         }
     }
 }
@@ -158,83 +156,101 @@ pub struct NoiseDoc {
     pub meta: Meta,
 }
 
-/// The human tables: one row per core, then the histogram of detour lengths.
-pub fn render(doc: &NoiseDoc) -> String {
-    let mut out = format!(
-        "selfish detour: {} ranks spinning on the clock for {} s each; a detour is an \
-         iteration above {} x the fastest\n",
-        doc.cores.len(),
-        doc.spec.duration_ns / 1e9,
-        doc.spec.threshold
-    );
-    if let Some(i) = &doc.inject {
-        out += &format!(
-            "noise injected into every loop: {} us every {} us\n",
-            i.duration_us, i.period_us
+impl super::Document for NoiseDoc {
+    type Warning = NoiseWarning;
+
+    /// One row per core, then the histogram of detour lengths.
+    fn render(&self) -> String {
+        let mut out = format!(
+            "selfish detour: {} ranks spinning on the clock for {} s each; a detour is an \
+             iteration above {} x the fastest\n",
+            self.cores.len(),
+            self.spec.duration_ns / 1e9,
+            self.spec.threshold
         );
-    }
-    out.push('\n');
-    let mut table = Table::new([
-        "rank",
-        "core",
-        "min loop [ns]",
-        "threshold [ns]",
-        "detours",
-        "per s",
-        "lost [%]",
-        "median [us]",
-        "longest [us]",
-    ]);
-    for c in &doc.cores {
-        let mut lengths: Vec<f64> = c.detours.iter().map(|d| d.duration_us).collect();
-        lengths.sort_by(f64::total_cmp);
-        let median = crate::stats::median_of_sorted(&lengths);
-        table.row([
-            c.rank.to_string(),
-            c.core.map_or("-".into(), |c| c.to_string()),
-            format!("{:.1}", c.min_loop_ns),
-            format!("{:.1}", c.threshold_ns),
-            c.detour_count.to_string(),
-            format!("{:.1}", c.detour_count as f64 / c.measured_s.max(1e-9)),
-            format!("{:.4}", 100.0 * c.cpu_fraction_lost),
-            median.map_or("-".into(), |m| format!("{m:.2}")),
-            lengths.last().map_or("-".into(), |m| format!("{m:.2}")),
-        ]);
-    }
-    out += &table.render();
-    // The histogram: one row per bin, one column per rank.
-    let lo = doc
-        .cores
-        .iter()
-        .filter_map(|c| c.histogram.first().map(|b| b.from_ns))
-        .reduce(f64::min);
-    let hi = doc
-        .cores
-        .iter()
-        .filter_map(|c| c.histogram.last().map(|b| b.to_ns))
-        .reduce(f64::max);
-    if let (Some(lo), Some(hi)) = (lo, hi) {
-        out += "\ndetour lengths (detours per bin, by rank)\n";
-        let mut header = vec!["length".to_string()];
-        header.extend(doc.cores.iter().map(|c| format!("rank {}", c.rank)));
-        let mut t = Table::new(header);
-        let mut from = lo;
-        while from < hi {
-            let to = if from == 0.0 { 2.0 } else { from * 2.0 };
-            let mut row = vec![format!("{} - {}", ns_label(from), ns_label(to))];
-            row.extend(doc.cores.iter().map(|c| {
-                c.histogram
-                    .iter()
-                    .find(|b| b.from_ns == from)
-                    .map_or(0, |b| b.count)
-                    .to_string()
-            }));
-            t.row(row);
-            from = to;
+        if let Some(i) = &self.inject {
+            out += &format!(
+                "noise injected into every loop: {} us every {} us\n",
+                i.duration_us, i.period_us
+            );
         }
-        out += &t.render();
+        out.push('\n');
+        let mut table = Table::new([
+            "rank",
+            "core",
+            "min loop [ns]",
+            "threshold [ns]",
+            "detours",
+            "per s",
+            "lost [%]",
+            "median [us]",
+            "longest [us]",
+        ]);
+        for c in &self.cores {
+            let mut lengths: Vec<f64> = c.detours.iter().map(|d| d.duration_us).collect();
+            lengths.sort_by(f64::total_cmp);
+            let median = crate::stats::median_of_sorted(&lengths);
+            table.row([
+                c.rank.to_string(),
+                c.core.map_or("-".into(), |c| c.to_string()),
+                format!("{:.1}", c.min_loop_ns),
+                format!("{:.1}", c.threshold_ns),
+                c.detour_count.to_string(),
+                format!("{:.1}", c.detour_count as f64 / c.measured_s.max(1e-9)),
+                format!("{:.4}", 100.0 * c.cpu_fraction_lost),
+                median.map_or("-".into(), |m| format!("{m:.2}")),
+                lengths.last().map_or("-".into(), |m| format!("{m:.2}")),
+            ]);
+        }
+        out += &table.render();
+        // The histogram: one row per bin, one column per rank.
+        let lo = self
+            .cores
+            .iter()
+            .filter_map(|c| c.histogram.first().map(|b| b.from_ns))
+            .reduce(f64::min);
+        let hi = self
+            .cores
+            .iter()
+            .filter_map(|c| c.histogram.last().map(|b| b.to_ns))
+            .reduce(f64::max);
+        if let (Some(lo), Some(hi)) = (lo, hi) {
+            out += "\ndetour lengths (detours per bin, by rank)\n";
+            let mut header = vec!["length".to_string()];
+            header.extend(self.cores.iter().map(|c| format!("rank {}", c.rank)));
+            let mut t = Table::new(header);
+            let mut from = lo;
+            while from < hi {
+                let to = if from == 0.0 { 2.0 } else { from * 2.0 };
+                let mut row = vec![format!("{} - {}", ns_label(from), ns_label(to))];
+                row.extend(self.cores.iter().map(|c| {
+                    c.histogram
+                        .iter()
+                        .find(|b| b.from_ns == from)
+                        .map_or(0, |b| b.count)
+                        .to_string()
+                }));
+                t.row(row);
+                from = to;
+            }
+            out += &t.render();
+        }
+        out
     }
-    out
+
+    fn warnings(&self) -> Vec<&NoiseWarning> {
+        super::document::unwarned(&self.warnings)
+    }
+
+    /// The detours over time.
+    fn plot_svg(&self) -> Option<Result<String, String>> {
+        let title = format!(
+            "selfish detours, {} ranks, threshold {} x the fastest loop",
+            self.cores.len(),
+            self.spec.threshold
+        );
+        Some(plot_detours_svg(&series(&self.cores), &title))
+    }
 }
 
 /// `512 ns`, `2 us`, `1 ms`.

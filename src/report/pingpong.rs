@@ -1,9 +1,10 @@
 //! The document of `ngauge pingpong`: every transport's results per size, and with
 //! several transports their medians side by side.
 
-use super::warning::Warned;
+use super::table::Table;
+use super::warning::{SetupWarning, Warned};
 use super::Meta;
-use crate::job::{JobWarning, TransportName};
+use crate::job::TransportName;
 use crate::patterns::pingpong::SizeResult;
 use ngauge_transport::WaitMode;
 use serde::Serialize;
@@ -51,18 +52,15 @@ pub enum PingpongWarning {
         /// The sizes skipped.
         sizes: Vec<usize>,
     },
-    /// A job setup warning.
+    /// What threatens any command's figures alike (job, binding, clock sync).
     #[serde(untagged)]
-    Job(JobWarning),
-    /// Two measured ranks share a core, or some are pinned and some not.
-    #[serde(untagged)]
-    Binding(crate::launch::binding::BindingWarning),
+    Setup(SetupWarning),
 }
 
 impl std::fmt::Display for PingpongWarning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            PingpongWarning::Binding(w) => w.fmt(f),
+            PingpongWarning::Setup(w) => w.fmt(f),
             PingpongWarning::NoEmptyMessages { transport } => write!(
                 f,
                 "{transport} has no 0-byte messages (a byte stream): size 0 skipped"
@@ -80,7 +78,6 @@ impl std::fmt::Display for PingpongWarning {
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
-            PingpongWarning::Job(w) => w.fmt(f),
         }
     }
 }
@@ -201,9 +198,146 @@ impl PingpongDoc {
     }
 }
 
+impl super::Document for PingpongDoc {
+    type Warning = PingpongWarning;
+
+    /// Per transport a header and its table; with several, the medians side by
+    /// side.
+    fn render(&self) -> String {
+        let cores = self
+            .meta
+            .pinning
+            .iter()
+            .take(2)
+            .map(|c| c.map_or("unpinned".to_string(), |c| c.to_string()))
+            .collect::<Vec<_>>()
+            .join(",");
+        let [pinger, ponger] = self.pair;
+        let mut out = String::new();
+        for t in &self.meta.transport {
+            // `meta.wait` names every transport's mode: `tcp=poll,udp=block`.
+            let wait = self.meta.wait.as_deref().unwrap_or_default();
+            let wait = wait
+                .split(',')
+                .find_map(|pair| pair.strip_prefix(&format!("{t}=")))
+                .unwrap_or("-");
+            out += &format!(
+                "{t} ping-pong, rank {pinger} <-> rank {ponger}, wait {wait}, cores {cores}; \
+                 half round-trip times; MB = 10^6 bytes\n"
+            );
+            let results: Vec<&SizeResult> = self
+                .results
+                .iter()
+                .filter(|r| r.transport == *t)
+                .map(|r| &r.result)
+                .collect();
+            out += &render_sweep(&results);
+        }
+        if let Some(c) = &self.comparison {
+            out += &format!(
+                "side by side (measured interleaved, size by size): median half round \
+                 trip, ratio to {}\n",
+                c.baseline
+            );
+            out += &render_comparison(c, &self.meta.transport);
+        }
+        out
+    }
+
+    fn warnings(&self) -> Vec<&PingpongWarning> {
+        super::document::unwarned(&self.warnings)
+    }
+}
+
+/// The human table of one sweep.
+fn render_sweep(results: &[&SizeResult]) -> String {
+    let counter_names: Vec<&String> = results
+        .first()
+        .map(|r| r.counters.keys().collect())
+        .unwrap_or_default();
+    let mut header: Vec<String> = [
+        "size [B]",
+        "reps",
+        "min [us]",
+        "median [us]",
+        "mean [us]",
+        "p99 [us]",
+        "max [us]",
+        "bandwidth [MB/s]",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    header.extend(
+        counter_names
+            .iter()
+            .map(|n| short_counter_name(n).to_string()),
+    );
+    let mut table = Table::new(header);
+    for r in results {
+        let h = &r.half_rtt_us;
+        let mut row = vec![
+            r.size.to_string(),
+            r.reps.to_string(),
+            format!("{:.2}", h.min),
+            format!("{:.2}", h.median),
+            format!("{:.2}", h.mean),
+            format!("{:.2}", h.p99),
+            format!("{:.2}", h.max),
+            format!("{:.1}", r.bandwidth_mbps),
+        ];
+        row.extend(
+            counter_names
+                .iter()
+                .map(|n| r.counters.get(*n).copied().unwrap_or(0).to_string()),
+        );
+        table.row(row);
+    }
+    table.render()
+}
+
+/// Table headers for the transport counters (the JSON keeps the full names).
+fn short_counter_name(name: &str) -> &str {
+    match name {
+        "lost_datagrams" => "lost",
+        "duplicated_datagrams" => "dup",
+        "reordered_datagrams" => "reord",
+        "retransmissions" => "retx",
+        "receive_timeouts" => "rto",
+        "test_dropped_datagrams" => "dropped",
+        other => other,
+    }
+}
+
+/// The side-by-side table: per size each transport's median and its ratio to
+/// the baseline.
+fn render_comparison(c: &Comparison, order: &[TransportName]) -> String {
+    let others: Vec<TransportName> = order.iter().copied().filter(|t| *t != c.baseline).collect();
+    let mut header = vec!["size [B]".to_string()];
+    header.extend(order.iter().map(|t| format!("{t} median [us]")));
+    header.extend(others.iter().map(|t| format!("{t}/{}", c.baseline)));
+    let mut table = Table::new(header);
+    for row in &c.rows {
+        let mut cells = vec![row.size.to_string()];
+        cells.extend(order.iter().map(|t| {
+            row.median_us
+                .get(t)
+                .map_or("-".to_string(), |m| format!("{m:.2}"))
+        }));
+        cells.extend(others.iter().map(|t| {
+            row.ratio
+                .get(t)
+                .map_or("-".to_string(), |r| format!("{r:.3}"))
+        }));
+        table.row(cells);
+    }
+    table.render()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::job::JobWarning;
     use crate::patterns::pingpong::TimingLoop;
     use crate::stats::Summary;
 
@@ -260,13 +394,15 @@ mod tests {
             doc["message"],
             "udp carries at most 65507 bytes per message: sizes 65536, 131072 skipped"
         );
-        let job = serde_json::to_value(super::super::warning::Warned::from(PingpongWarning::Job(
-            JobWarning::PollOversubscribed {
-                ranks_on_host: 3,
-                cores: 2,
-            },
-        )))
-        .unwrap();
+        let job =
+            serde_json::to_value(super::super::warning::Warned::from(PingpongWarning::Setup(
+                JobWarning::PollOversubscribed {
+                    ranks_on_host: 3,
+                    cores: 2,
+                }
+                .into(),
+            )))
+            .unwrap();
         assert_eq!(job["kind"], "poll_oversubscribed");
         assert_eq!(job["cores"], 2);
     }

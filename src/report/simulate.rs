@@ -93,7 +93,7 @@ pub struct Measurement {
     /// The clock synchronization of the window scheme, per rank (absent with the
     /// other schemes), as in `coll`'s document.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub sync: Option<super::sync::ClockSync>,
+    pub sync: Option<super::effort::ClockSync>,
     /// What threatens the measured figures.
     pub warnings: Vec<Warned<super::coll::CollWarning>>,
 }

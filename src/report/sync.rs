@@ -1,11 +1,11 @@
 //! The document of `ngauge sync`: how long the synchronization took and how far
 //! each rank's global time was off at each check.
 
-use super::warning::Warned;
+use super::effort::{effort_warnings, EffortReport};
+use super::warning::{SetupWarning, Warned};
 use super::Meta;
 use crate::job::TransportName;
-use crate::sync::pairwise::DriftRejection;
-use crate::sync::{Algorithm, Effort, Estimator};
+use crate::sync::{Algorithm, Estimator};
 use ngauge_transport::WaitMode;
 use serde::{Deserialize, Serialize};
 
@@ -96,100 +96,6 @@ pub struct SyncSamples {
     pub max_abs_residual_ns: Vec<f64>,
 }
 
-/// A fitted drift that a rank's model does not use
-/// ([`crate::sync::pairwise::fit_model`]).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct DroppedDriftReport {
-    /// The slope the fit returned.
-    pub fitted_ppm: f64,
-    /// Its standard error.
-    pub stderr_ppm: f64,
-    /// Time from the first to the last fit point.
-    pub fit_span_us: f64,
-    /// Fit points.
-    pub fitpoints: usize,
-    /// Drift fits on this rank that were dropped.
-    pub fits_dropped: usize,
-    /// The rank the fit was against (rank 0 for `jk`, a tree neighbour for `hca`).
-    pub peer: usize,
-    /// Why this one was dropped.
-    pub reason: DriftRejection,
-}
-
-/// What one rank's synchronization did, and what went wrong on the way
-/// ([`Effort`] in a document's units): in `sync`'s `ranks[]`, and in the
-/// `sync.ranks[]` of every document timed with synchronized clocks ([`ClockSync`]).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct EffortReport {
-    /// Ping-pongs this rank took part in during the sync.
-    pub sync_exchanges: usize,
-    /// SKaMPI brackets whose bounds crossed (drift or a clock jump during the
-    /// measurement), replaced by min-RTT measurements.
-    #[serde(default)]
-    pub crossed_brackets: usize,
-    /// A drift this rank fitted and did not keep (the largest, if several): its
-    /// model keeps the offset only (`jk`, `hca`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dropped_drift: Option<DroppedDriftReport>,
-}
-
-impl EffortReport {
-    /// `effort` of a rank whose clock ticks at `hz` per second.
-    pub fn new(effort: &Effort, hz: f64) -> Self {
-        EffortReport {
-            sync_exchanges: effort.exchanges,
-            crossed_brackets: effort.crossed_brackets,
-            dropped_drift: effort.dropped_drift.map(|d| DroppedDriftReport {
-                fitted_ppm: d.fitted * 1e6,
-                stderr_ppm: d.stderr * 1e6,
-                fit_span_us: d.span_ticks as f64 / hz * 1e6,
-                fitpoints: d.points,
-                fits_dropped: effort.drifts_dropped,
-                peer: d.peer,
-                reason: d.reason,
-            }),
-        }
-    }
-}
-
-/// One rank's synchronization in a document timed with synchronized clocks.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct RankSync {
-    /// The rank.
-    pub rank: usize,
-    /// What its synchronization did: `sync_exchanges`, `crossed_brackets`,
-    /// `dropped_drift`, as in `sync`'s `ranks[]`.
-    #[serde(flatten)]
-    pub effort: EffortReport,
-}
-
-/// The clock synchronization the timings of a document rest on (`coll`'s window
-/// scheme, `late`, `nbc`): per rank what `sync` reports of its effort, so that a
-/// reader sees which ranks' models kept no drift.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct ClockSync {
-    /// The algorithm.
-    pub algo: Algorithm,
-    /// Every rank, in rank order.
-    pub ranks: Vec<RankSync>,
-}
-
-impl ClockSync {
-    /// The warnings its effort calls for: the same as `sync`'s.
-    pub fn warnings(&self) -> Vec<EffortWarning> {
-        effort_warnings(self.ranks.iter().map(|r| (r.rank, &r.effort)))
-    }
-}
-
-/// Brackets that crossed on one rank.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct Crossed {
-    /// The rank.
-    pub rank: usize,
-    /// Its crossed brackets.
-    pub brackets: usize,
-}
-
 /// What `sync` finds worth a warning.
 #[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -203,126 +109,18 @@ pub enum SyncWarning {
         /// The algorithm.
         algo: Algorithm,
     },
-    /// Crossed brackets or dropped drifts.
+    /// What threatens any command's figures alike (job, binding, clock sync).
     #[serde(untagged)]
-    Effort(EffortWarning),
-    /// Two measured ranks share a core, or some are pinned and some not.
-    #[serde(untagged)]
-    Binding(crate::launch::binding::BindingWarning),
-}
-
-/// What a synchronization's effort finds worth a warning: in `sync`'s document and
-/// in every document whose timings rest on a synchronization (`coll`, `late`,
-/// `nbc`), with the same kind, fields and words.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum EffortWarning {
-    /// SKaMPI brackets crossed (the clock jumped or drifted fast during the
-    /// measurement); min-RTT measured those offsets instead.
-    CrossedBrackets {
-        /// Where.
-        ranks: Vec<Crossed>,
-    },
-    /// Drift fits whose slope was not kept: those ranks' models keep the offset
-    /// only, so their error grows with any real drift.
-    DroppedDrift {
-        /// The ranks, with what their fit saw.
-        ranks: Vec<DroppedDriftAt>,
-    },
-}
-
-/// The warnings of every rank's effort, `(rank, effort)`: the ranks whose
-/// brackets crossed, then the ranks whose drift fits were dropped.
-pub fn effort_warnings<'a>(
-    ranks: impl IntoIterator<Item = (usize, &'a EffortReport)>,
-) -> Vec<EffortWarning> {
-    let mut crossed = Vec::new();
-    let mut dropped = Vec::new();
-    for (rank, effort) in ranks {
-        if effort.crossed_brackets > 0 {
-            crossed.push(Crossed {
-                rank,
-                brackets: effort.crossed_brackets,
-            });
-        }
-        if let Some(drift) = &effort.dropped_drift {
-            dropped.push(DroppedDriftAt {
-                rank,
-                drift: drift.clone(),
-            });
-        }
-    }
-    let mut w = Vec::new();
-    if !crossed.is_empty() {
-        w.push(EffortWarning::CrossedBrackets { ranks: crossed });
-    }
-    if !dropped.is_empty() {
-        w.push(EffortWarning::DroppedDrift { ranks: dropped });
-    }
-    w
-}
-
-/// A dropped drift on one rank.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct DroppedDriftAt {
-    /// The rank.
-    pub rank: usize,
-    /// What its fit saw.
-    #[serde(flatten)]
-    pub drift: DroppedDriftReport,
+    Setup(SetupWarning),
 }
 
 /// A residual worth a warning, ns.
 pub const LARGE_RESIDUAL_NS: f64 = 10_000.0;
 
-impl std::fmt::Display for EffortWarning {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            EffortWarning::CrossedBrackets { ranks } => write!(
-                f,
-                "SKaMPI brackets crossed (the clock jumped or drifted fast during the \
-                 measurement) on {}; min-RTT measured those offsets instead",
-                ranks
-                    .iter()
-                    .map(|c| format!("rank {} ({})", c.rank, c.brackets))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            EffortWarning::DroppedDrift { ranks } => write!(
-                f,
-                "drift fits kept no drift: {}",
-                ranks
-                    .iter()
-                    .map(|r| {
-                        let d = &r.drift;
-                        let why = match d.reason {
-                            DriftRejection::Unresolved => "not resolved: within its error",
-                            DriftRejection::Implausible => {
-                                "beyond 1100 ppm: no clock drifts so fast"
-                            }
-                        };
-                        format!(
-                            "rank {} against rank {} ({} +- {} ppm from {} points over {}; {why})",
-                            r.rank,
-                            d.peer,
-                            significant(d.fitted_ppm),
-                            significant(d.stderr_ppm),
-                            d.fitpoints,
-                            duration_label(d.fit_span_us)
-                        )
-                    })
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        }
-    }
-}
-
 impl std::fmt::Display for SyncWarning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            SyncWarning::Binding(w) => w.fmt(f),
-            SyncWarning::Effort(w) => w.fmt(f),
+            SyncWarning::Setup(w) => w.fmt(f),
             SyncWarning::LargeResidual {
                 max_abs_ns,
                 after_s,
@@ -343,26 +141,6 @@ impl std::fmt::Display for SyncWarning {
     }
 }
 
-/// `x` with three significant digits: `25300`, `1.72`, `0.0172`.
-fn significant(x: f64) -> String {
-    if x == 0.0 || !x.is_finite() {
-        return format!("{x}");
-    }
-    let decimals = (2 - x.abs().log10().floor() as i32).max(0) as usize;
-    format!("{x:.decimals$}")
-}
-
-/// `850us`, `4.7ms`, `1.25s`.
-fn duration_label(us: f64) -> String {
-    if us < 1e3 {
-        format!("{us:.0}us")
-    } else if us < 1e6 {
-        format!("{:.1}ms", us / 1e3)
-    } else {
-        format!("{:.2}s", us / 1e6)
-    }
-}
-
 /// `0s`, `250ms`, `5s`.
 pub fn seconds_label(s: f64) -> String {
     if s == 0.0 || s >= 1.0 {
@@ -378,7 +156,7 @@ impl SyncDoc {
         let mut w: Vec<SyncWarning> =
             effort_warnings(self.ranks.iter().map(|r| (r.rank, &r.effort)))
                 .into_iter()
-                .map(SyncWarning::Effort)
+                .map(|w| SyncWarning::Setup(w.into()))
                 .collect();
         if let Some(&last) = self.max_abs_residual_ns.last() {
             if last > LARGE_RESIDUAL_NS {
@@ -396,6 +174,11 @@ impl SyncDoc {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::effort::{
+        significant, ClockSync, Crossed, DroppedDriftReport, EffortWarning, RankSync,
+    };
+    use crate::sync::pairwise::DriftRejection;
+    use crate::sync::Effort;
 
     fn report(rank: usize, crossed_brackets: usize) -> RankReport {
         RankReport {
@@ -450,12 +233,12 @@ mod tests {
         assert_eq!(
             w,
             [
-                SyncWarning::Effort(EffortWarning::CrossedBrackets {
+                SyncWarning::Setup(SetupWarning::Sync(EffortWarning::CrossedBrackets {
                     ranks: vec![Crossed {
                         rank: 1,
                         brackets: 3
                     }]
-                }),
+                })),
                 SyncWarning::LargeResidual {
                     max_abs_ns: 2e4,
                     after_s: 5.0,

@@ -92,3 +92,107 @@ pub struct InfoDoc {
     /// How the result came about.
     pub meta: Meta,
 }
+
+impl super::Document for TimerDoc {
+    type Warning = Warning;
+
+    fn render(&self) -> String {
+        let f = &self.timer.facts;
+        let mut out = String::new();
+        out += &format!(
+            "timer        {} (TSC {})\n",
+            f.source.as_str(),
+            tsc_word(f.invariant_tsc)
+        );
+        out += &format!(
+            "frequency    {:.6} GHz (regression over {:.0} ms, {} samples, +-{:.3} ppm)\n",
+            f.hz / 1e9,
+            f.calibration.window_ms,
+            f.calibration.samples,
+            f.calibration.uncertainty_ppm
+        );
+        if let (Some(k), Some(src)) = (f.kernel_hz, &f.kernel_hz_source) {
+            out += &format!(
+                "kernel says  {:.6} GHz ({src}), difference {:.4}%\n",
+                k / 1e9,
+                (f.hz / k - 1.0).abs() * 100.0
+            );
+        }
+        out += &format!(
+            "read cost    min {:.1} ns, median {:.1} ns, p99 {:.1} ns ({} back-to-back reads)\n",
+            f.overhead_ns.min, f.overhead_ns.median, f.overhead_ns.p99, f.reads
+        );
+        if let Some(core) = self.measured_on_core {
+            out += &format!("measured on  core {core} (read cost and resolution)\n");
+        }
+        out += &format!("resolution   {:.2} ns\n", f.resolution_ns);
+        out += &format!(
+            "pinned       {}\n",
+            f.pinned_core
+                .map_or("no (at start)".to_string(), |c| format!("core {c}"))
+        );
+        out += &format!("cpu freq     {}\n", f.frequency.description);
+        out
+    }
+
+    fn warnings(&self) -> Vec<&Warning> {
+        super::document::unwarned(&self.timer.warnings)
+    }
+}
+
+/// `invariant` or `NOT invariant`.
+fn tsc_word(invariant: bool) -> &'static str {
+    if invariant {
+        "invariant"
+    } else {
+        "NOT invariant"
+    }
+}
+
+impl super::Document for InfoDoc {
+    type Warning = std::convert::Infallible;
+
+    fn render(&self) -> String {
+        use std::fmt::Write as _;
+        let mut out = String::from("transports:\n");
+        for t in &self.transports {
+            let state = match (t.compiled, t.usable) {
+                (true, true) => "usable".to_string(),
+                (true, false) => format!(
+                    "compiled, not usable: {}",
+                    t.reason.as_deref().unwrap_or("")
+                ),
+                (false, _) => format!("not compiled: {}", t.reason.as_deref().unwrap_or("")),
+            };
+            let _ = writeln!(out, "  {:<6} {state}", t.name);
+        }
+        let l = &self.launcher;
+        let _ = writeln!(out, "launcher: {}, {} ranks", l.name, l.size);
+        for r in &l.ranks {
+            let _ = writeln!(
+                out,
+                "  rank {:<3} {} pid {} data {} core {}",
+                r.rank,
+                r.host,
+                r.pid,
+                r.data_addr,
+                r.pinned_core
+                    .map_or_else(|| "unpinned".to_string(), |c| c.to_string())
+            );
+        }
+        let f = &self.timer.facts;
+        let _ = writeln!(
+            out,
+            "timer:    {} at {:.6} GHz, read cost {:.1} ns median, TSC {}",
+            f.source.as_str(),
+            f.hz / 1e9,
+            f.overhead_ns.median,
+            tsc_word(f.invariant_tsc)
+        );
+        out
+    }
+
+    fn warnings(&self) -> Vec<&Self::Warning> {
+        Vec::new()
+    }
+}

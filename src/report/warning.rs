@@ -4,12 +4,18 @@
 //! defined where the fact is found: [`crate::clock::Warning`] (timer),
 //! [`crate::model::loggp::ModelWarning`] (fits), [`crate::job::JobWarning`] (setup),
 //! and one enum per command for what the command finds ([`super::pingpong`],
-//! [`super::loggp`], [`super::sync`]). Each serializes as an object tagged by `kind`
+//! [`super::loggp`], [`super::sync`]). What threatens any command's figures alike
+//! (the job's setup, the binding of ranks to cores, a clock synchronization's
+//! effort) is one [`SetupWarning`], held by each command's enum as its untagged
+//! `Setup` variant. Each serializes as an object tagged by `kind`
 //! (the variant's snake_case name) with the variant's fields, and documents carry
 //! it as a [`Warned`], which adds `message`: the text printed on stderr, without the
 //! front end's hint (the binary adds hints that name its flags, depending on the
 //! options used). Scripts match on `kind`; people read `message`.
 
+use super::effort::EffortWarning;
+use crate::job::JobWarning;
+use crate::launch::binding::BindingWarning;
 use serde::Serialize;
 
 /// A warning in a document: `{"kind": ..., <the variant's fields>, "message": ...}`.
@@ -34,6 +40,47 @@ impl<W: std::fmt::Display> From<W> for Warned<W> {
 /// `warnings` as document records.
 pub fn warned<W: std::fmt::Display>(warnings: impl IntoIterator<Item = W>) -> Vec<Warned<W>> {
     warnings.into_iter().map(Warned::from).collect()
+}
+
+/// What threatens the figures of any command alike, with the same kind, fields
+/// and words in every document (see the module doc).
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum SetupWarning {
+    /// A job setup warning.
+    Job(JobWarning),
+    /// Measured ranks share a core, or some are pinned and some not.
+    Binding(BindingWarning),
+    /// The clock synchronization crossed brackets or dropped drifts.
+    Sync(EffortWarning),
+}
+
+impl std::fmt::Display for SetupWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SetupWarning::Job(w) => w.fmt(f),
+            SetupWarning::Binding(w) => w.fmt(f),
+            SetupWarning::Sync(w) => w.fmt(f),
+        }
+    }
+}
+
+impl From<JobWarning> for SetupWarning {
+    fn from(w: JobWarning) -> Self {
+        SetupWarning::Job(w)
+    }
+}
+
+impl From<BindingWarning> for SetupWarning {
+    fn from(w: BindingWarning) -> Self {
+        SetupWarning::Binding(w)
+    }
+}
+
+impl From<EffortWarning> for SetupWarning {
+    fn from(w: EffortWarning) -> Self {
+        SetupWarning::Sync(w)
+    }
 }
 
 #[cfg(test)]

@@ -14,12 +14,38 @@ use super::{SizeList, SpecError};
 use crate::coll::{Algorithm, Collective};
 use crate::job::TransportName;
 use crate::patterns::coll::Scheme;
-use crate::report::coll::{RootChoice, Rotate};
 use crate::sync::{self, Estimator, SyncOptions};
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use std::fmt;
 use std::path::PathBuf;
+
+/// Which root the rooted collectives use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum RootChoice {
+    /// One rank for every call.
+    Rank(usize),
+    /// Call `i` uses root `i % np` (always `"rotate"`).
+    Rotate(Rotate),
+}
+
+/// The word `rotate`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Rotate {
+    /// Root `i % np` for call `i`.
+    Rotate,
+}
+
+impl std::fmt::Display for RootChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RootChoice::Rank(r) => write!(f, "{r}"),
+            RootChoice::Rotate(_) => f.write_str("rotate"),
+        }
+    }
+}
 
 /// Largest segment of a pipelined broadcast, bytes.
 pub const MAX_SEGMENT_BYTES: u64 = 1 << 30;

@@ -1,6 +1,7 @@
 //! What each measuring command measures, as plain serde specs: the command line
 //! fills them from flags (`src/cli.rs`), a suite file from its TOML tables
-//! ([`crate::suite::file`]), and the command runs from the spec alone.
+//! ([`crate::suite::file`]), and [`crate::experiment`] runs the command from the
+//! spec alone. [`CommandSpec`] is one command with its spec.
 //!
 //! Field names are the flags' names with `-` written `_` (and a unit suffix where
 //! the flag takes a unit: `check_after_s`); defaults are the flags' defaults.
@@ -8,14 +9,20 @@
 //! command line turns the field into its flag, a suite into its file, line and key.
 
 pub mod coll;
+mod command;
+pub mod info;
 pub mod loggp;
+pub mod noise;
 pub mod pingpong;
 mod sizes;
 pub mod sync;
 pub mod timer;
 
 pub use coll::CollCmdSpec;
+pub use command::CommandSpec;
+pub use info::InfoSpec;
 pub use loggp::LoggpSpec;
+pub use noise::NoiseSpec;
 pub use pingpong::PingpongSpec;
 pub use sizes::SizeList;
 pub use sync::SyncSpec;

@@ -1,6 +1,7 @@
 //! [`PingpongSpec`]: what `ngauge pingpong` measures.
 
 use super::{SizeList, SpecError};
+use crate::job::TransportName;
 use crate::patterns::pingpong::Params;
 use serde::{Deserialize, Serialize};
 
@@ -65,6 +66,23 @@ impl PingpongSpec {
             return Err(SpecError::new(
                 "window",
                 format!("must be between 1 and {MAX_WINDOW}, got {}", self.window),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Rejects a sweep the job's transports cannot measure at all: only empty
+    /// messages over a byte stream (tcp, the default transport).
+    ///
+    /// # Errors
+    /// `sizes`.
+    pub fn validate_for_job(&self, transports: &[TransportName]) -> Result<(), SpecError> {
+        if self.sizes.0.iter().all(|&s| s == 0)
+            && (transports.is_empty() || transports.contains(&TransportName::Tcp))
+        {
+            return Err(SpecError::new(
+                "sizes",
+                "only empty messages, which a byte stream (tcp) cannot carry: nothing to measure",
             ));
         }
         Ok(())

@@ -15,6 +15,7 @@
 //! | [`mean_ci`] | the interval of the mean from Student's t (R's `t.test`) |
 //! | [`ranksum`] | the two-sided Wilcoxon-Mann-Whitney rank-sum test with R's `wilcox.test` semantics: exact below 50 values without ties, else normal with tie and continuity correction |
 //! | [`huber`] | Huber's robust regression of a two-coefficient linear model (the algorithm-specific Hockney fits of Nuriyev's thesis, sec. 5.2.2) |
+//! | [`compare`] | two sides' launches at one point: per-launch values, medians, ratio, and the rank-sum test on launch medians or repetitions (`ngauge compare`) |
 //! | [`launches`] | Algorithm 6 of Hunold & Carpen-Amarie: per launch filter, median and mean; across launches the median of medians with its interval |
 //!
 //! Each takes a [`Sorted`] or a slice and returns a plain serde struct, like
@@ -22,6 +23,7 @@
 //!
 //! Distributions come from `statrs`; nothing here reads a clock or prints.
 
+pub mod compare;
 pub mod huber;
 pub mod launches;
 pub mod mean_ci;

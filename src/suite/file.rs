@@ -10,7 +10,9 @@
 
 use crate::job::{JobError, JobSpec, TransportName};
 use crate::sim::spec::{self as sim_spec, SimulateSpec};
-use crate::spec::{CollCmdSpec, LoggpSpec, PingpongSpec, SpecError, SyncSpec, TimerSpec};
+use crate::spec::{
+    CollCmdSpec, CommandSpec, LoggpSpec, NoiseSpec, PingpongSpec, SpecError, SyncSpec, TimerSpec,
+};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -61,46 +63,11 @@ pub struct Experiment {
     /// A command put before its runs, replacing the suite's.
     pub launcher: Option<Vec<String>>,
     /// The command and its parameters.
-    pub kind: Kind,
+    pub kind: CommandSpec,
 }
-
-/// The commands an experiment can run.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Kind {
-    /// `ngauge timer`.
-    Timer(TimerSpec),
-    /// `ngauge pingpong`.
-    Pingpong(PingpongSpec),
-    /// `ngauge loggp`.
-    Loggp(LoggpSpec),
-    /// `ngauge sync`.
-    Sync(SyncSpec),
-    /// `ngauge coll`.
-    Coll(CollCmdSpec),
-    /// `ngauge simulate`: the LogGP simulation of a collective, in one process
-    /// (the simulated job's size is the spec's `np`).
-    Simulate(SimulateSpec),
-}
-
-impl Kind {
-    /// The command's name, as on the command line and as the suite's table key.
-    pub fn command(&self) -> &'static str {
-        match self {
-            Kind::Timer(_) => "timer",
-            Kind::Pingpong(_) => "pingpong",
-            Kind::Loggp(_) => "loggp",
-            Kind::Sync(_) => "sync",
-            Kind::Coll(_) => "coll",
-            Kind::Simulate(_) => "simulate",
-        }
-    }
-}
-
-/// The commands an experiment table may name.
-pub const COMMANDS: &[&str] = &["timer", "pingpong", "loggp", "sync", "coll", "simulate"];
 
 /// An experiment as written: one optional table per command. Adding a command is
-/// a field here and a [`Kind`] variant.
+/// a field here and a [`CommandSpec`] variant.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawExperiment {
@@ -123,6 +90,8 @@ struct RawExperiment {
     coll: Option<CollCmdSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     simulate: Option<SimulateSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    noise: Option<NoiseSpec>,
 }
 
 impl TryFrom<RawExperiment> for Experiment {
@@ -131,34 +100,37 @@ impl TryFrom<RawExperiment> for Experiment {
     fn try_from(raw: RawExperiment) -> Result<Self, String> {
         let mut kinds = Vec::new();
         if let Some(s) = raw.timer {
-            kinds.push(Kind::Timer(s));
+            kinds.push(CommandSpec::Timer(s));
         }
         if let Some(s) = raw.pingpong {
-            kinds.push(Kind::Pingpong(s));
+            kinds.push(CommandSpec::Pingpong(s));
         }
         if let Some(s) = raw.loggp {
-            kinds.push(Kind::Loggp(s));
+            kinds.push(CommandSpec::Loggp(s));
         }
         if let Some(s) = raw.sync {
-            kinds.push(Kind::Sync(s));
+            kinds.push(CommandSpec::Sync(s));
         }
         if let Some(s) = raw.simulate {
-            kinds.push(Kind::Simulate(s));
+            kinds.push(CommandSpec::Simulate(s));
         }
         if let Some(s) = raw.coll {
-            kinds.push(Kind::Coll(s));
+            kinds.push(CommandSpec::Coll(s));
+        }
+        if let Some(s) = raw.noise {
+            kinds.push(CommandSpec::Noise(s));
         }
         if kinds.len() != 1 {
             return Err(format!(
                 "experiment {:?} needs exactly one command table ({}), found {}",
                 raw.name,
-                COMMANDS.join(", "),
+                CommandSpec::NAMES.join(", "),
                 if kinds.is_empty() {
                     "none".to_string()
                 } else {
                     kinds
                         .iter()
-                        .map(Kind::command)
+                        .map(CommandSpec::command)
                         .collect::<Vec<_>>()
                         .join(" and ")
                 }
@@ -166,13 +138,7 @@ impl TryFrom<RawExperiment> for Experiment {
         }
         let kind = kinds.pop().expect("one kind");
         Ok(Experiment {
-            np: raw
-                .np
-                .unwrap_or(if matches!(kind, Kind::Timer(_) | Kind::Simulate(_)) {
-                    1
-                } else {
-                    2
-                }),
+            np: raw.np.unwrap_or(if kind.one_process() { 1 } else { 2 }),
             name: raw.name,
             job: raw.job,
             launcher: raw.launcher,
@@ -191,12 +157,13 @@ impl From<Experiment> for RawExperiment {
             ..RawExperiment::default()
         };
         match e.kind {
-            Kind::Timer(s) => raw.timer = Some(s),
-            Kind::Pingpong(s) => raw.pingpong = Some(s),
-            Kind::Loggp(s) => raw.loggp = Some(s),
-            Kind::Sync(s) => raw.sync = Some(s),
-            Kind::Simulate(s) => raw.simulate = Some(s),
-            Kind::Coll(s) => raw.coll = Some(s),
+            CommandSpec::Timer(s) => raw.timer = Some(s),
+            CommandSpec::Pingpong(s) => raw.pingpong = Some(s),
+            CommandSpec::Loggp(s) => raw.loggp = Some(s),
+            CommandSpec::Sync(s) => raw.sync = Some(s),
+            CommandSpec::Simulate(s) => raw.simulate = Some(s),
+            CommandSpec::Coll(s) => raw.coll = Some(s),
+            CommandSpec::Noise(s) => raw.noise = Some(s),
         }
         raw
     }
@@ -355,7 +322,7 @@ pub fn check(suite: &Suite) -> Result<(), (String, String)> {
             }
         };
         match &e.kind {
-            Kind::Timer(s) => {
+            CommandSpec::Timer(s) => {
                 spec(s.validate())?;
                 // The suite keeps every read's cost.
                 spec(s.validate_sampled(true))?;
@@ -366,19 +333,20 @@ pub fn check(suite: &Suite) -> Result<(), (String, String)> {
                     ));
                 }
             }
-            Kind::Pingpong(s) => {
+            CommandSpec::Pingpong(s) => {
                 spec(s.validate())?;
+                spec(s.validate_for_job(&e.job.transports))?;
                 needs_two()?;
             }
-            Kind::Loggp(s) => {
+            CommandSpec::Loggp(s) => {
                 spec(s.plan().map(|_| ()))?;
                 needs_two()?;
             }
-            Kind::Sync(s) => {
+            CommandSpec::Sync(s) => {
                 spec(s.validate())?;
                 needs_two()?;
             }
-            Kind::Simulate(s) => {
+            CommandSpec::Simulate(s) => {
                 let at_sim = |field: &str| {
                     if field.is_empty() {
                         at("simulate")
@@ -400,7 +368,7 @@ pub fn check(suite: &Suite) -> Result<(), (String, String)> {
                     ));
                 }
             }
-            Kind::Coll(s) => {
+            CommandSpec::Coll(s) => {
                 spec(s.validate())?;
                 spec(s.validate_for_job(&e.job.transports, e.np))?;
                 if let Some(path) = &s.predict {
@@ -414,6 +382,7 @@ pub fn check(suite: &Suite) -> Result<(), (String, String)> {
                     loaded.map_err(|m| (at("coll.predict"), m))?;
                 }
             }
+            CommandSpec::Noise(s) => spec(s.validate())?,
         }
     }
     Ok(())
@@ -590,7 +559,7 @@ sync = { sync = "jk", check_after_s = [0.0] }
         assert_eq!(s.experiments[0].np, 1);
         assert_eq!(s.experiments[1].np, 2);
         assert_eq!(s.experiments[2].np, 4);
-        let Kind::Pingpong(pp) = &s.experiments[1].kind else {
+        let CommandSpec::Pingpong(pp) = &s.experiments[1].kind else {
             panic!("not pingpong")
         };
         assert_eq!(
@@ -618,7 +587,7 @@ sync = { sync = "jk", check_after_s = [0.0] }
         let s = parse("s.toml", text).unwrap();
         let e = &s.experiments[0];
         assert_eq!(e.np, 1, "one process");
-        let Kind::Simulate(spec) = &e.kind else {
+        let CommandSpec::Simulate(spec) = &e.kind else {
             panic!("not simulate: {:?}", e.kind)
         };
         assert_eq!((spec.np, spec.sizes_bytes.as_slice()), (64, &[8, 1024][..]));
@@ -660,7 +629,7 @@ sync = { sync = "jk", check_after_s = [0.0] }
         let s = parse("s.toml", COLL).unwrap();
         let e = &s.experiments[0];
         assert_eq!(e.np, 4);
-        let Kind::Coll(spec) = &e.kind else {
+        let CommandSpec::Coll(spec) = &e.kind else {
             panic!("not coll: {:?}", e.kind)
         };
         assert_eq!(spec.op, crate::coll::Collective::Bcast);
@@ -713,6 +682,31 @@ sync = { sync = "jk", check_after_s = [0.0] }
         let e = err(&COLL.replace("reps = 20", "predict = \"/nonexistent/params.json\""));
         assert_eq!(e.key, "experiment[0].coll.predict");
         assert!(e.message.contains("cannot read"), "{e}");
+    }
+
+    #[test]
+    fn a_noise_experiment_reads_into_the_commands_spec_and_is_checked() {
+        let text = "[[experiment]]\nname = \"n\"\n[experiment.noise]\nduration_ns = 1e7\n\
+                    inject = { period_ns = 1e6, duration_ns = 5e4 }\n";
+        let s = parse("s.toml", text).unwrap();
+        let e = &s.experiments[0];
+        assert_eq!(e.np, 2, "a job, as on the command line");
+        let CommandSpec::Noise(spec) = &e.kind else {
+            panic!("not noise: {:?}", e.kind)
+        };
+        assert_eq!((spec.duration_ns, spec.threshold), (1e7, 10.0));
+        assert_eq!(spec.inject.map(|i| i.period_ns), Some(1e6));
+        let back: Experiment = serde_json::from_str(&serde_json::to_string(e).unwrap()).unwrap();
+        assert_eq!(&back, e);
+        let e = err(&text.replace("duration_ns = 1e7", "duration_ns = 10.0"));
+        assert_eq!(
+            (e.key.as_str(), e.position),
+            ("experiment[0].noise.duration_ns", Some((4, 1)))
+        );
+        let e = err(&text.replace("duration_ns = 5e4", "duration_ns = 5e6"));
+        assert_eq!(e.key, "experiment[0].noise.inject");
+        let e = err(&text.replace("duration_ns = 1e7", "treshold = 2.0"));
+        assert_eq!(e.key, "experiment[0].noise.treshold");
     }
 
     fn err(text: &str) -> SuiteError {

@@ -6,9 +6,10 @@
 //!
 //! The documents differ by command; what is read is what they share:
 //!
-//! - **records**: a document's `results[]` (pingpong, coll), `points[]` (loggp, one
-//!   transport) or `transports[].points[]` (loggp, several); a stream's lines (a
-//!   loggp stream line holds its record under `point`). A document without any of
+//! - **records**: a document's `results[]` (pingpong, coll), `cores[]` (noise),
+//!   `points[]` (loggp, one transport) or `transports[].points[]` (loggp,
+//!   several); a stream's lines (a loggp stream line holds its record under
+//!   `point`). A document without any of
 //!   these (timer, sync) is one record itself, without a size.
 //! - **the experiment** of a record: its `transport`, `op`, `algo` and (when not 0)
 //!   `segment` and `pair`, joined by `/`, under the experiment name of a run directory.
@@ -29,7 +30,8 @@ use std::path::{Path, PathBuf};
 
 /// The metrics read by default, in order of preference: the first a record has is
 /// taken (pingpong's half round trip, coll's run time, loggp's `PRTT(1,0,s)`,
-/// timer's read cost, sync's worst residual, simulate's prediction).
+/// timer's read cost, sync's worst residual, simulate's prediction, noise's CPU
+/// fraction lost to detours).
 pub const PRIMARY_METRICS: &[&str] = &[
     "half_rtt_us",
     "runtime_us",
@@ -37,6 +39,7 @@ pub const PRIMARY_METRICS: &[&str] = &[
     "overhead_ns",
     "max_abs_residual_ns",
     "predicted_us",
+    "cpu_fraction_lost",
 ];
 
 /// Fields that name the experiment of a record, in the order they are joined.
@@ -283,7 +286,10 @@ pub fn document_records(doc: &Value) -> Vec<Map<String, Value>> {
         }
         r
     };
-    if let Some(results) = obj.get("results").and_then(Value::as_array) {
+    if let Some(results) = ["results", "cores"]
+        .iter()
+        .find_map(|k| obj.get(*k).and_then(Value::as_array))
+    {
         return results.iter().map(|r| inherit(r, obj)).collect();
     }
     if let Some(fits) = obj.get("transports").and_then(Value::as_array) {
@@ -497,6 +503,25 @@ mod tests {
         let one = &tcp.points[&Some(1)][&0];
         assert_eq!((one.median, one.samples.len()), (10.0, 3));
         assert!(tcp.points[&Some(8)][&0].samples.is_empty());
+    }
+
+    #[test]
+    fn a_noise_document_is_its_cores() {
+        let doc = json!({
+            "meta": {"np": 2},
+            "cores": [
+                {"rank": 0, "core": 0, "cpu_fraction_lost": 0.01},
+                {"rank": 1, "core": 1, "cpu_fraction_lost": 0.03},
+            ]
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let set = read(&write(dir.path(), "n.json", &doc.to_string()), None).unwrap();
+        let (_, series) = set.series.iter().next().unwrap();
+        assert_eq!(series.metric, "cpu_fraction_lost");
+        assert!(
+            (series.points[&None][&0].median - 0.02).abs() < 1e-12,
+            "{series:?}"
+        );
     }
 
     #[test]

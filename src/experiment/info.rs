@@ -1,0 +1,74 @@
+//! `info`: the transports compiled and usable, the launcher and every rank's
+//! place, the timer's facts.
+
+use super::{Context, ExperimentError};
+use crate::clock::TimerFacts;
+use crate::job::probe::probe_all;
+use crate::job::JobSpec;
+use crate::launch::World;
+use crate::report::timer::{InfoDoc, LauncherInfo, RankInfo, TimerReport};
+use crate::spec::InfoSpec;
+use ngauge_transport::ControlError;
+use std::time::Duration;
+
+/// Gathers every rank's place at rank 0, which probes the transports (with the
+/// job's verbs device) and the timer; the document is also the one record of the
+/// context. Collective: every rank calls it.
+///
+/// # Errors
+/// The control channel failed, or a record cannot be kept.
+pub fn run(
+    world: &mut World,
+    job: &JobSpec,
+    _spec: &InfoSpec,
+    ctx: &mut Context,
+) -> Result<Option<InfoDoc>, ExperimentError> {
+    let mine = RankInfo {
+        rank: world.rank,
+        host: world
+            .peers
+            .get(world.rank)
+            .map_or_else(String::new, |p| p.host.clone()),
+        pid: std::process::id(),
+        data_addr: world.data_addr,
+        pinned_core: world.pinned_core,
+    };
+    let bytes = serde_json::to_vec(&mine).expect("plain data serializes");
+    let gathered = world.control.gather(0, &bytes)?;
+    if world.rank != 0 {
+        return Ok(None);
+    }
+    let ranks = gathered
+        .iter()
+        .enumerate()
+        .map(|(rank, bytes)| {
+            serde_json::from_slice::<RankInfo>(bytes).map_err(|e| ControlError::Protocol {
+                rank,
+                detail: format!("malformed rank facts: {e}"),
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let transports = probe_all(&job.verbs);
+    let (facts, _) = TimerFacts::measure(Duration::from_millis(50), 100_000);
+    let meta = ctx
+        .meta(facts.source, facts.hz)
+        .frequency_control(&facts.frequency.description)
+        .job(world, ranks.iter().map(|r| r.pinned_core).collect())
+        .build();
+    let env = &world.env;
+    let doc = InfoDoc {
+        transports,
+        launcher: LauncherInfo {
+            kind: env.kind,
+            name: env.kind.describe().into(),
+            rank: world.rank,
+            size: world.size,
+            ranks_on_host: world.ranks_on_host,
+            ranks,
+        },
+        timer: TimerReport::from(facts),
+        meta,
+    };
+    ctx.record(&doc)?;
+    Ok(Some(doc))
+}

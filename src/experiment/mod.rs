@@ -1,0 +1,207 @@
+//! The library runs an experiment from a plain spec: one function per measuring
+//! command takes the command's spec ([`crate::spec`]), the rank's
+//! [`World`] (none for the one-process commands) and a [`Context`], runs the whole
+//! experiment on this rank (opening the job's transports, synchronizing clocks,
+//! the measurement loops, the checks), and returns the command's result document
+//! ([`crate::report`]) on rank 0 (`None` elsewhere).
+//!
+//! The front ends only fill the spec and print: the command line maps its flags
+//! onto it and renders the document with the hints that name its flags; a suite's
+//! run (`ngauge exec`) reads it from the run directory. Nothing here reads the
+//! process's arguments or prints, but for the progress line on stderr that the
+//! context asks for.
+//!
+//! | command | function |
+//! |---|---|
+//! | `timer` | [`timer::run`] (one process) |
+//! | `info` | [`info::run`] |
+//! | `pingpong` | [`pingpong::run`] |
+//! | `noise` | [`noise::run`] |
+
+pub mod info;
+pub mod noise;
+pub mod pingpong;
+pub mod timer;
+
+use crate::clock::{SystemClock, TimerSource};
+use crate::job::JobError;
+use crate::launch::binding::check_groups;
+use crate::launch::World;
+use crate::report::jsonl::JsonlWriter;
+use crate::report::progress::Progress;
+use crate::report::{Meta, MetaBuilder, SetupWarning};
+use crate::spec::SpecError;
+use ngauge_transport::ControlError;
+use std::io;
+
+/// Where the `-o` stream's records go: one JSON line per finished measurement
+/// point, written as each point finishes.
+pub trait Records {
+    /// Takes one record, a JSON text without its line break.
+    ///
+    /// # Errors
+    /// When it cannot be kept (a full disk).
+    fn record(&mut self, json: &str) -> io::Result<()>;
+}
+
+impl Records for JsonlWriter {
+    fn record(&mut self, json: &str) -> io::Result<()> {
+        self.write_line(json)
+    }
+}
+
+/// Records kept in memory (tests, library users).
+impl Records for Vec<String> {
+    fn record(&mut self, json: &str) -> io::Result<()> {
+        self.push(json.to_string());
+        Ok(())
+    }
+}
+
+/// What a front end gives every experiment besides its spec.
+pub struct Context<'a> {
+    /// The command line (or suite invocation), for `meta.command_line`.
+    pub command_line: Vec<String>,
+    /// Where this rank's records go; rank 0's front end gives one for `-o`.
+    pub records: Option<&'a mut dyn Records>,
+    /// Draw a progress line on stderr (rank 0 with a terminal behind it).
+    pub progress: bool,
+}
+
+impl Context<'_> {
+    /// A context that keeps no record and draws nothing.
+    pub fn quiet(command_line: Vec<String>) -> Self {
+        Context {
+            command_line,
+            records: None,
+            progress: false,
+        }
+    }
+
+    /// Hands `record` to [`Self::records`], if any.
+    ///
+    /// # Errors
+    /// [`ExperimentError::Records`].
+    pub fn record<T: serde::Serialize>(&mut self, record: &T) -> Result<(), ExperimentError> {
+        if let Some(records) = self.records.as_mut() {
+            let json = serde_json::to_string(record).map_err(io::Error::other);
+            json.and_then(|j| records.record(&j))
+                .map_err(ExperimentError::Records)?;
+        }
+        Ok(())
+    }
+
+    /// The metadata of a result timed by `source` at `hz`, with this context's
+    /// command line.
+    pub fn meta(&self, source: TimerSource, hz: f64) -> MetaBuilder {
+        Meta::builder(self.command_line.iter().cloned(), source, hz)
+    }
+
+    /// The progress line, drawn when the context asks for it.
+    pub fn progress_line(&self) -> Progress {
+        Progress::line(self.progress)
+    }
+}
+
+/// Why an experiment did not produce its document.
+#[derive(Debug, thiserror::Error)]
+pub enum ExperimentError {
+    /// A value of the spec no run can use.
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    /// The job could not be set up.
+    #[error(transparent)]
+    Job(#[from] JobError),
+    /// The job has fewer ranks than the command measures between.
+    #[error("{command} needs at least {needed} ranks, the job has {size}")]
+    TooFewRanks {
+        /// The command.
+        command: &'static str,
+        /// Ranks it needs.
+        needed: usize,
+        /// Ranks the job has.
+        size: usize,
+    },
+    /// A test hook's environment variable is malformed (the injected clock,
+    /// `NGAUGE_TEST_*`).
+    #[error("{0}")]
+    TestHook(String),
+    /// A record could not be kept.
+    #[error("writing the output file: {0}")]
+    Records(#[source] io::Error),
+    /// The control channel failed, or a rank sent what it should not.
+    #[error(transparent)]
+    Control(#[from] ControlError),
+    /// The ping-pong pattern failed.
+    #[error(transparent)]
+    Pingpong(#[from] crate::patterns::pingpong::PingPongError),
+    /// The noise pattern failed.
+    #[error(transparent)]
+    Noise(#[from] crate::patterns::noise::NoiseError),
+}
+
+impl ExperimentError {
+    /// Whether the user's input is wrong (a front end exits with status 2), not
+    /// the run.
+    pub fn is_input(&self) -> bool {
+        match self {
+            ExperimentError::Spec(_)
+            | ExperimentError::TooFewRanks { .. }
+            | ExperimentError::TestHook(_) => true,
+            ExperimentError::Job(e) => e.is_input(),
+            _ => false,
+        }
+    }
+}
+
+/// Refuses a job of fewer than `needed` ranks.
+///
+/// # Errors
+/// [`ExperimentError::TooFewRanks`].
+pub fn need_ranks(
+    world: &World,
+    command: &'static str,
+    needed: usize,
+) -> Result<(), ExperimentError> {
+    if world.size < needed {
+        return Err(ExperimentError::TooFewRanks {
+            command,
+            needed,
+            size: world.size,
+        });
+    }
+    Ok(())
+}
+
+/// This rank's clock: the timer calibrated once, skewed when
+/// `NGAUGE_TEST_CLOCK_SKEW` names this rank (see [`crate::sync::skew`]), so the
+/// injected test clock applies to every experiment that times with it.
+///
+/// # Errors
+/// [`ExperimentError::TestHook`] when the variables are malformed.
+pub fn rank_clock(world: &World) -> Result<SystemClock, ExperimentError> {
+    use crate::clock::Clock;
+    use crate::sync::skew::{self, SkewSpec, EPOCH_ENV};
+    let hook = |e: skew::SkewSpecError| ExperimentError::TestHook(e.to_string());
+    let spec = SkewSpec::from_env().map_err(hook)?;
+    let (clock, _) = SystemClock::calibrated();
+    let Some(spec) = spec else {
+        return Ok(clock);
+    };
+    spec.check_size(world.size).map_err(hook)?;
+    let epoch_env = std::env::var(EPOCH_ENV).ok();
+    let epoch = skew::epoch(epoch_env.as_deref(), clock.raw()).map_err(hook)?;
+    Ok(clock.with_skew(spec.skew_for(world.rank, clock.rate(), epoch)))
+}
+
+/// The binding warnings of the groups of ranks measured together, at rank 0
+/// (`cores` from [`World::gather_pinning`]).
+pub fn binding_warnings(
+    world: &World,
+    cores: &[Option<usize>],
+    groups: impl IntoIterator<Item = Vec<usize>>,
+) -> impl Iterator<Item = SetupWarning> {
+    check_groups(&world.peers, cores, world.env.kind, groups)
+        .into_iter()
+        .map(SetupWarning::Binding)
+}

@@ -1,0 +1,157 @@
+//! `pingpong`: latency and bandwidth per message size between ranks 0 and 1, over
+//! every transport of the job, measured interleaved size by size
+//! ([`crate::job::interleave`], [`crate::patterns::pingpong`]).
+
+use super::{binding_warnings, need_ranks, Context, ExperimentError};
+use crate::clock::SystemClock;
+use crate::job::{interleave, Job, JobSpec, TransportName};
+use crate::launch::World;
+use crate::patterns::pingpong::{self, PINGER, PONGER};
+use crate::report::pingpong::{timing_loops, PingpongDoc, PingpongWarning, Record, Sweep};
+use crate::spec::PingpongSpec;
+
+/// Opens the job's transports and sweeps the sizes over each; rank 0 gets the
+/// document, and the context gets one record per size and transport as it
+/// finishes. Collective: every rank calls it.
+///
+/// # Errors
+/// A spec out of range, a job of one rank, a transport that fails to open, a lost
+/// peer, a record that cannot be kept.
+pub fn run(
+    world: &mut World,
+    job: &JobSpec,
+    spec: &PingpongSpec,
+    ctx: &mut Context,
+) -> Result<Option<PingpongDoc>, ExperimentError> {
+    spec.validate()?;
+    spec.validate_for_job(&job.transports)?;
+    need_ranks(world, "pingpong", 2)?;
+    let die = die_hook()?;
+    let sizes: Vec<usize> = spec.sizes.0.iter().map(|&s| s as usize).collect();
+    let (clock, calibration) = SystemClock::calibrated();
+    let rank = world.rank;
+    // Every rank's core, for `meta`.
+    let cores = world.gather_pinning()?;
+    let mut progress = ctx.progress_line();
+    let mut sweeps = Vec::new();
+    // Open every transport first, then measure them interleaved, size by size.
+    let opened = Job::open(job, world, |_, _| {})?;
+    let mut warnings: Vec<PingpongWarning> = opened
+        .warnings
+        .into_iter()
+        .map(|w| PingpongWarning::Setup(w.into()))
+        .collect();
+    // The two measured ranks must not share a core.
+    warnings.extend(
+        binding_warnings(world, &cores, [vec![PINGER, PONGER]]).map(PingpongWarning::Setup),
+    );
+    let mut open = Vec::new();
+    for o in opened.transports {
+        let name = o.name;
+        let mut these = sizes.clone();
+        if name == TransportName::Tcp && these.contains(&0) {
+            // A byte stream carries no empty messages: nothing would be timed.
+            warnings.push(PingpongWarning::NoEmptyMessages { transport: name });
+            these.retain(|&s| s > 0);
+        }
+        if let Some(max) = o.transport.capabilities().max_message_bytes {
+            let skipped: Vec<usize> = these.iter().copied().filter(|&s| s > max).collect();
+            if !skipped.is_empty() {
+                warnings.push(PingpongWarning::SizesSkipped {
+                    transport: name,
+                    max_bytes: max,
+                    sizes: skipped,
+                });
+            }
+            these.retain(|&s| s <= max);
+        }
+        sweeps.push(Sweep {
+            transport: name,
+            wait: o.wait,
+            results: Vec::new(),
+        });
+        open.push((name, o.transport, these));
+    }
+    let per_transport: Vec<Vec<usize>> = open.iter().map(|(_, _, these)| these.clone()).collect();
+    let order = interleave::schedule(&sizes, &per_transport);
+    let total = order.len();
+    let mut done = 0usize;
+    for (size, i) in order {
+        let (name, transport, _) = &mut open[i];
+        let wait = sweeps[i].wait;
+        let results = pingpong::run(
+            &clock,
+            transport.as_mut(),
+            world.control.as_mut(),
+            &spec.params(vec![size]),
+            &mut |size, result| {
+                if let Some(r) = result {
+                    ctx.record(&Record {
+                        transport: *name,
+                        wait,
+                        result: r.clone(),
+                    })
+                    .map_err(|e| e.to_string())?;
+                }
+                done += 1;
+                progress.update(&format!(
+                    "{}: {done}/{total} points ({size} B done)",
+                    name.as_str()
+                ));
+                if die.is_some_and(|(s, r)| s == size && r == rank) {
+                    die_now();
+                }
+                Ok(())
+            },
+        );
+        progress.finish();
+        sweeps[i].results.extend(results?);
+    }
+    // Dropping the transports before anything else lets a UDP peer stop lingering
+    // for retransmissions.
+    drop(open);
+    if rank != 0 {
+        return Ok(None);
+    }
+    let waits: Vec<_> = sweeps.iter().map(|s| (s.transport, s.wait)).collect();
+    let meta = ctx
+        .meta(clock.source(), calibration.rate.hz)
+        .transports_named(&waits)
+        .timing_loop(timing_loops(&sweeps))
+        .job(world, cores)
+        .build();
+    Ok(Some(PingpongDoc::new(
+        meta,
+        [PINGER, PONGER],
+        &sweeps,
+        &warnings,
+    )))
+}
+
+/// Hidden test hook: `NGAUGE_TEST_DIE_AFTER_SIZE=BYTES` makes rank
+/// `NGAUGE_TEST_DIE_RANK` (default 1) kill itself with SIGKILL right after that size
+/// (with `NGAUGE_TEST_DIE_SIGNAL=STOP`: stop itself, a peer that hangs).
+fn die_hook() -> Result<Option<(usize, usize)>, ExperimentError> {
+    let Ok(size) = std::env::var("NGAUGE_TEST_DIE_AFTER_SIZE") else {
+        return Ok(None);
+    };
+    let bad = |what: &str, e: String| ExperimentError::TestHook(format!("{what}: {e}"));
+    let size = crate::sizes::parse_size(&size)
+        .map_err(|e| bad("NGAUGE_TEST_DIE_AFTER_SIZE", e.to_string()))? as usize;
+    let rank = match std::env::var("NGAUGE_TEST_DIE_RANK") {
+        Ok(r) => r
+            .parse()
+            .map_err(|e: std::num::ParseIntError| bad("NGAUGE_TEST_DIE_RANK", e.to_string()))?,
+        Err(_) => PONGER,
+    };
+    Ok(Some((size, rank)))
+}
+
+/// The die hook's end: SIGKILL, or SIGSTOP with `NGAUGE_TEST_DIE_SIGNAL=STOP`.
+fn die_now() {
+    let signal = match std::env::var("NGAUGE_TEST_DIE_SIGNAL").as_deref() {
+        Ok("STOP") => rustix::process::Signal::STOP,
+        _ => rustix::process::Signal::KILL,
+    };
+    let _ = rustix::process::kill_process(rustix::process::getpid(), signal);
+}

@@ -1,0 +1,204 @@
+//! Issue 31: the library runs every measuring command from its spec, with no
+//! command line in sight. Two ranks are started by hand as two threads of this
+//! process (`LaunchOptions { rank, size, rendezvous, job_token }`), each runs the
+//! command's experiment from `ngauge::experiment` with tiny sizes, and rank 0's
+//! document is checked, its records and its schema. The transports wait blocking:
+//! the two ranks share the cores with everything else on a loaded host.
+
+#[path = "support/documents.rs"]
+mod documents;
+
+use ngauge::experiment::{self, Context};
+use ngauge::job::{JobSpec, TransportName, WaitPolicy};
+use ngauge::launch::{LaunchOptions, Started, World};
+use ngauge::report::Document;
+use ngauge::spec::{InfoSpec, NoiseSpec, PingpongSpec, SizeList, TimerSpec};
+use std::time::Duration;
+
+const TOKEN: &str = "library-test-token-0123456789";
+
+fn command_line() -> Vec<String> {
+    vec!["library-test".into()]
+}
+
+/// A job of the transports `transports`, waiting blocking.
+fn job(transports: &[TransportName]) -> JobSpec {
+    JobSpec {
+        transports: transports.to_vec(),
+        wait: WaitPolicy::Block,
+        ..JobSpec::default()
+    }
+}
+
+/// Runs `body` on both ranks of a two-rank job started by hand, one thread each,
+/// and ends the job in step; returns each rank's result, by rank.
+fn on_two_ranks<T: Send>(job: &JobSpec, body: impl Fn(&mut World) -> T + Sync) -> Vec<T> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let body = &body;
+    std::thread::scope(|s| {
+        let ranks: Vec<_> = (0..2)
+            .map(|rank| {
+                s.spawn(move || {
+                    let opts = LaunchOptions {
+                        rank: Some(rank),
+                        size: Some(2),
+                        rendezvous: Some(format!("127.0.0.1:{port}")),
+                        job_token: Some(TOKEN.into()),
+                        timeout: Duration::from_secs(120),
+                        ..LaunchOptions::default()
+                    };
+                    let Started::Rank(mut world) = ngauge::job::start(job, &opts).unwrap() else {
+                        panic!("rank {rank} started as a launcher");
+                    };
+                    let out = body(&mut world);
+                    world.finish().unwrap();
+                    out
+                })
+            })
+            .collect();
+        ranks.into_iter().map(|r| r.join().unwrap()).collect()
+    })
+}
+
+/// The document serialized, valid against `docs/schemas/COMMAND.schema.json`.
+fn valid<D: Document>(doc: &D, command: &str) -> serde_json::Value {
+    let value = serde_json::to_value(doc).unwrap();
+    documents::assert_valid(&value, command);
+    assert!(!doc.render().is_empty(), "{command} renders a table");
+    value
+}
+
+#[test]
+fn timer_runs_from_its_spec() {
+    let mut records = Vec::new();
+    let mut ctx = Context {
+        records: Some(&mut records),
+        ..Context::quiet(command_line())
+    };
+    let spec = TimerSpec {
+        reads: 1000,
+        samples: true,
+    };
+    let doc = experiment::timer::run(&spec, &mut ctx).unwrap();
+    let value = valid(&doc, "timer");
+    assert_eq!(
+        doc.samples.as_ref().map(|s| s.overhead_ns.len()),
+        Some(1000)
+    );
+    assert_eq!(value["meta"]["command_line"][0], "library-test");
+    assert_eq!(records.len(), 1, "the document is the one record");
+    let bad = TimerSpec { reads: 1, ..spec };
+    let e = experiment::timer::run(&bad, &mut Context::quiet(command_line())).unwrap_err();
+    assert!(e.is_input(), "{e}");
+}
+
+#[test]
+fn info_runs_from_its_spec_on_two_ranks() {
+    let job = job(&[TransportName::Tcp]);
+    let docs = on_two_ranks(&job, |world| {
+        let mut ctx = Context::quiet(command_line());
+        experiment::info::run(world, &job, &InfoSpec::default(), &mut ctx).unwrap()
+    });
+    assert!(docs[1].is_none(), "only rank 0 has the document");
+    let doc = docs[0].as_ref().unwrap();
+    valid(doc, "info");
+    assert_eq!(doc.launcher.size, 2);
+    let ranks: Vec<usize> = doc.launcher.ranks.iter().map(|r| r.rank).collect();
+    assert_eq!(ranks, [0, 1]);
+    assert!(doc
+        .transports
+        .iter()
+        .any(|t| t.name == TransportName::Tcp && t.usable));
+}
+
+#[test]
+fn pingpong_runs_from_its_spec_on_two_ranks_over_two_transports() {
+    let job = job(&[TransportName::Tcp, TransportName::Udp]);
+    let spec = PingpongSpec {
+        sizes: SizeList(vec![1, 1024]),
+        reps: 10,
+        warmup: 2,
+        check: true,
+        ..PingpongSpec::default()
+    };
+    let out = on_two_ranks(&job, |world| {
+        let mut records = Vec::new();
+        let mut ctx = Context {
+            records: Some(&mut records),
+            ..Context::quiet(command_line())
+        };
+        let doc = experiment::pingpong::run(world, &job, &spec, &mut ctx).unwrap();
+        (doc, records)
+    });
+    let (doc, records) = &out[0];
+    let doc = doc.as_ref().unwrap();
+    let value = valid(doc, "pingpong");
+    let measured: Vec<(String, u64)> = value["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["transport"].as_str().unwrap().into(),
+                r["size"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let want = |t: &str| [(t.to_string(), 1), (t.to_string(), 1024)];
+    assert_eq!(measured, [want("tcp"), want("udp")].concat());
+    assert!(value["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["data_check"] == true));
+    assert_eq!(
+        records.len(),
+        4,
+        "one record per size and transport: {records:?}"
+    );
+    assert!(doc.comparison.is_some(), "two transports side by side");
+    assert!(doc.render().contains("side by side"));
+    assert!(
+        out[1].0.is_none() && out[1].1.is_empty(),
+        "rank 1 keeps nothing"
+    );
+}
+
+#[test]
+fn noise_runs_from_its_spec_on_two_ranks() {
+    let spec = NoiseSpec {
+        duration_ns: 10e6,
+        ..NoiseSpec::default()
+    };
+    let out = on_two_ranks(&job(&[TransportName::Tcp]), |world| {
+        let mut records = Vec::new();
+        let mut ctx = Context {
+            records: Some(&mut records),
+            ..Context::quiet(command_line())
+        };
+        let doc = experiment::noise::run(world, &spec, &mut ctx).unwrap();
+        (doc, records.len())
+    });
+    let (doc, records) = &out[0];
+    let doc = doc.as_ref().unwrap();
+    let value = valid(doc, "noise");
+    let ranks: Vec<u64> = value["cores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["rank"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ranks, [0, 1]);
+    assert_eq!(*records, 2, "one record per core");
+    assert!(
+        value["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["kind"] == "short_measurement"),
+        "{value}"
+    );
+}
