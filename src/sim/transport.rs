@@ -42,7 +42,7 @@ use crate::sim::net::{LogGp, Network, Nic};
 use crate::sim::time::{Ps, RankTime};
 use ngauge_transport::inproc::InprocControl;
 use ngauge_transport::{
-    Access, BufferId, BufferPool, Capabilities, Control, ControlError, Rank, Region, RequestId,
+    Access, BufferPool, Buffers, Capabilities, Control, ControlError, Rank, Region, RequestId,
     Transport, TransportError, WaitMode,
 };
 use std::collections::{HashMap, VecDeque};
@@ -422,17 +422,11 @@ impl Transport for SimTransport {
     fn wait_mode(&self) -> WaitMode {
         WaitMode::Block
     }
-    fn alloc_buffer(&mut self, len: usize) -> Result<BufferId, TransportError> {
-        Ok(self.pool.alloc(len))
+    fn buffers(&self) -> &dyn Buffers {
+        &self.pool
     }
-    fn free_buffer(&mut self, buffer: BufferId) -> Result<(), TransportError> {
-        self.pool.free(buffer)
-    }
-    fn buffer(&self, buffer: BufferId) -> Result<&[u8], TransportError> {
-        self.pool.get(buffer)
-    }
-    fn buffer_mut(&mut self, buffer: BufferId) -> Result<&mut [u8], TransportError> {
-        self.pool.get_mut(buffer)
+    fn buffers_mut(&mut self) -> &mut dyn Buffers {
+        &mut self.pool
     }
 
     fn send(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {

@@ -8,8 +8,8 @@
 
 use crate::control::{Control, ControlError};
 use crate::error::TransportError;
-use crate::pool::{Access, BufferPool};
-use crate::transport::{BufferId, Capabilities, Rank, Region, RequestId, Transport, WaitMode};
+use crate::pool::{Access, BufferPool, Buffers};
+use crate::transport::{Capabilities, Rank, Region, RequestId, Transport, WaitMode};
 use std::collections::{HashMap, VecDeque};
 use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
 
@@ -186,17 +186,11 @@ impl Transport for InprocTransport {
     fn wait_mode(&self) -> WaitMode {
         WaitMode::Block
     }
-    fn alloc_buffer(&mut self, len: usize) -> Result<BufferId, TransportError> {
-        self.pool.try_alloc(len)
+    fn buffers(&self) -> &dyn Buffers {
+        &self.pool
     }
-    fn free_buffer(&mut self, buffer: BufferId) -> Result<(), TransportError> {
-        self.pool.free(buffer)
-    }
-    fn buffer(&self, buffer: BufferId) -> Result<&[u8], TransportError> {
-        self.pool.get(buffer)
-    }
-    fn buffer_mut(&mut self, buffer: BufferId) -> Result<&mut [u8], TransportError> {
-        self.pool.get_mut(buffer)
+    fn buffers_mut(&mut self) -> &mut dyn Buffers {
+        &mut self.pool
     }
 
     fn send(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {

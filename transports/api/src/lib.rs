@@ -40,6 +40,8 @@
 pub mod auth;
 mod control;
 mod error;
+#[doc(hidden)]
+pub mod forward;
 pub mod inproc;
 mod pool;
 mod transport;
@@ -47,7 +49,7 @@ pub mod util;
 
 pub use control::{pack, unpack, Control, ControlError};
 pub use error::TransportError;
-pub use pool::{Access, BufferPool};
+pub use pool::{Access, BufferPool, Buffers};
 pub use transport::{
     BufferId, Capabilities, Counters, NativeCollective, NativeRole, Rank, Region, RequestId,
     Transport, UnknownWaitMode, WaitMode,

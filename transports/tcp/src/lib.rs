@@ -45,7 +45,7 @@
 use ngauge_transport::auth::{self, AcceptError, AcceptLimits, AuthKey, RefusalLog};
 use ngauge_transport::util::{self, recycle, timespec, Completion, Requests};
 use ngauge_transport::{
-    Access, BufferId, BufferPool, Capabilities, Control, Rank, Region, RequestId, Transport,
+    Access, BufferPool, Buffers, Capabilities, Control, Rank, Region, RequestId, Transport,
     TransportError, WaitMode,
 };
 use rustix::event::{poll, PollFd, PollFlags};
@@ -621,17 +621,11 @@ impl Transport for TcpTransport {
         self.wait
     }
 
-    fn alloc_buffer(&mut self, len: usize) -> Result<BufferId, TransportError> {
-        self.pool.try_alloc(len)
+    fn buffers(&self) -> &dyn Buffers {
+        &self.pool
     }
-    fn free_buffer(&mut self, buffer: BufferId) -> Result<(), TransportError> {
-        self.pool.free(buffer)
-    }
-    fn buffer(&self, buffer: BufferId) -> Result<&[u8], TransportError> {
-        self.pool.get(buffer)
-    }
-    fn buffer_mut(&mut self, buffer: BufferId) -> Result<&mut [u8], TransportError> {
-        self.pool.get_mut(buffer)
+    fn buffers_mut(&mut self) -> &mut dyn Buffers {
+        &mut self.pool
     }
 
     // The direct (one syscall) path is taken only when nothing at all is queued: a
