@@ -136,19 +136,21 @@ impl InprocTransport {
         id
     }
 
-    /// Matches arrived messages from `peer` to its posted receives, in order.
+    /// Matches arrived messages from `peer` to its posted receives, in order. A
+    /// receive that fails (the wrong size, a peer that has gone) is forgotten and
+    /// gives its bytes back.
     fn progress(&mut self, peer: Rank, block_for_first: bool) -> Result<(), TransportError> {
         let mut block = block_for_first;
         while let Some(&request) = self.pending_recvs[peer].front() {
             let rx = self.from[peer].as_ref().expect("checked peer");
             let message = if block {
                 block = false;
-                rx.recv().map_err(|_| Self::closed(peer, "irecv"))?
+                rx.recv().ok()
             } else {
                 match rx.try_recv() {
-                    Ok(message) => message,
+                    Ok(message) => Some(message),
                     Err(TryRecvError::Empty) => return Ok(()),
-                    Err(TryRecvError::Disconnected) => return Err(Self::closed(peer, "irecv")),
+                    Err(TryRecvError::Disconnected) => None,
                 }
             };
             let Some(Pending::Recv { region, .. }) = self.requests.get(&request).copied() else {
@@ -156,8 +158,15 @@ impl InprocTransport {
             };
             self.pending_recvs[peer].pop_front();
             self.pool.release_region(region, Access::Write);
+            let delivered = match message {
+                Some(message) => self.deliver(peer, region, message),
+                None => Err(Self::closed(peer, "recv")),
+            };
+            if let Err(e) = delivered {
+                self.requests.remove(&request);
+                return Err(e);
+            }
             self.requests.insert(request, Pending::RecvDone);
-            self.deliver(peer, region, message)?;
         }
         Ok(())
     }
@@ -421,6 +430,18 @@ mod tests {
             assert_eq!(data, b"hi");
             assert_eq!(all, vec![vec![0], vec![1], vec![2], vec![3]]);
         }
+    }
+
+    #[test]
+    fn keeps_the_transport_contract() {
+        let profile = crate::conformance::Profile {
+            modes: vec![WaitMode::Block],
+            timeout: std::time::Duration::from_secs(10),
+            short_timeout: None,
+            reports_closed_peers: true,
+        };
+        crate::conformance::run_threads(&profile, |s| crate::conformance::ready(world(s.ranks)))
+            .assert_passed();
     }
 
     #[test]

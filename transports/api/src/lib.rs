@@ -38,6 +38,10 @@
 #![deny(unsafe_code)]
 
 pub mod auth;
+// Test code: it lives beside the crate's tests (see its module docs).
+#[cfg(any(test, feature = "conformance"))]
+#[path = "../tests/conformance/mod.rs"]
+pub mod conformance;
 mod control;
 mod error;
 #[doc(hidden)]
