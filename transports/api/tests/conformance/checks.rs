@@ -2,7 +2,7 @@
 //! module above). Rank 0 and 1 (and 2) act; ranks beyond a check's take part in
 //! its control-plane calls only.
 
-use super::{Check, Failure, Needs, Verdict};
+use super::{Check, Needs, Stop, Verdict};
 use crate::{Control, Rank, RequestId, Transport, TransportError};
 
 /// `function: ranks [needs what]`, the check named after its function.
@@ -35,7 +35,7 @@ pub(super) static ALL: &[Check] = table![
 macro_rules! ensure {
     ($cond:expr, $($fmt:tt)*) => {
         if !$cond {
-            return Err(Failure(format!($($fmt)*)));
+            return Err(Stop::Failed(format!($($fmt)*)));
         }
     };
 }
@@ -115,7 +115,7 @@ fn pingpong_every_size_intact(mut t: Box<dyn Transport>, c: &mut dyn Control) ->
 /// [`Capabilities::ordered`]: crate::Capabilities::ordered
 fn receives_match_sends_in_order(mut t: Box<dyn Transport>, c: &mut dyn Control) -> Verdict {
     if !t.capabilities().ordered {
-        return Ok(());
+        return Err(Stop::Skipped("messages kept in order".into()));
     }
     let buf = t.alloc_buffer(40)?;
     let tail = t.alloc_buffer(1)?;
@@ -361,6 +361,9 @@ fn bad_peers_requests_regions_and_buffers(
 fn sizes_beyond_the_limit_or_posted(mut t: Box<dyn Transport>, c: &mut dyn Control) -> Verdict {
     let me = t.rank();
     let caps = t.capabilities();
+    if caps.max_message_bytes.is_none() && !caps.checks_message_size {
+        return Err(Stop::Skipped("a size limit or size checks".into()));
+    }
     if let (Some(max), true) = (caps.max_message_bytes, me < 2) {
         let buf = t.alloc_buffer(max + 1)?;
         let err = t.send(1 - me, buf.prefix(max + 1));
@@ -545,7 +548,10 @@ fn closed_peer_is_named(mut t: Box<dyn Transport>, c: &mut dyn Control) -> Verdi
         Err(e) => Err(e),
         Ok(s) => t.wait(s),
     };
-    let named = |r: &Result<(), TransportError>| r.as_ref().is_err_and(|e| e.peer() == Some(1));
+    let named = |r: &Result<(), TransportError>| {
+        matches!(r, Err(e @ TransportError::PeerClosed { peer: 1, .. })
+            if e.to_string().contains("rank 1 closed"))
+    };
     if t.capabilities().reliable || sent.is_err() {
         ensure!(named(&sent), "a send to a rank that closed: {sent:?}");
     } else {

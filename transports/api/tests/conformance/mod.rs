@@ -31,7 +31,7 @@ use crate::inproc;
 use crate::{Control, Transport, TransportError, WaitMode};
 use std::fmt;
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What the suite asks of one job's transports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,23 +110,40 @@ pub fn checks() -> &'static [Check] {
     checks::ALL
 }
 
-/// A failed check on one rank: what it saw.
+/// Why a check ended early on one rank.
 #[derive(Debug)]
-pub struct Failure(pub String);
+enum Stop {
+    /// What it saw.
+    Failed(String),
+    /// The transport does not promise what it checks (its
+    /// [`Capabilities`](crate::Capabilities)).
+    Skipped(String),
+}
 
-impl From<TransportError> for Failure {
+impl From<TransportError> for Stop {
     fn from(e: TransportError) -> Self {
-        Failure(e.to_string())
+        Stop::Failed(e.to_string())
     }
 }
 
-impl From<crate::ControlError> for Failure {
+impl From<crate::ControlError> for Stop {
     fn from(e: crate::ControlError) -> Self {
-        Failure(format!("control plane: {e}"))
+        Stop::Failed(format!("control plane: {e}"))
     }
 }
 
-type Verdict = Result<(), Failure>;
+type Verdict = Result<(), Stop>;
+
+/// How a check went.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// Every rank passed it.
+    Passed,
+    /// The transport does not promise what it checks: it needs `.0`.
+    Skipped(String),
+    /// What each failing rank saw.
+    Failed(String),
+}
 
 /// How one check went in one wait mode.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -135,9 +152,10 @@ pub struct Outcome {
     pub check: &'static str,
     /// The wait mode.
     pub wait: WaitMode,
-    /// `Ok(None)`: passed; `Ok(Some(what))`: skipped, the transport lacks `what`;
-    /// `Err`: what each failing rank saw.
-    pub result: Result<Option<&'static str>, String>,
+    /// Passed, skipped or failed.
+    pub status: Status,
+    /// How long it took.
+    pub took: Duration,
 }
 
 /// The outcomes of a run, one line each when printed.
@@ -150,15 +168,16 @@ pub struct Report {
 impl Report {
     /// Whether no check failed.
     pub fn passed(&self) -> bool {
-        self.outcomes.iter().all(|o| o.result.is_ok())
+        !self
+            .outcomes
+            .iter()
+            .any(|o| matches!(o.status, Status::Failed(_)))
     }
 
     /// The checks that ran and passed.
     pub fn passes(&self) -> usize {
-        self.outcomes
-            .iter()
-            .filter(|o| o.result == Ok(None))
-            .count()
+        let passed = |o: &&Outcome| o.status == Status::Passed;
+        self.outcomes.iter().filter(passed).count()
     }
 
     /// # Panics
@@ -171,10 +190,11 @@ impl Report {
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for o in &self.outcomes {
-            match &o.result {
-                Ok(None) => writeln!(f, "PASS {} ({})", o.check, o.wait)?,
-                Ok(Some(what)) => writeln!(f, "SKIP {} ({}): needs {what}", o.check, o.wait)?,
-                Err(why) => writeln!(f, "FAIL {} ({}): {why}", o.check, o.wait)?,
+            let (check, wait, took) = (o.check, o.wait, o.took.as_secs_f64());
+            match &o.status {
+                Status::Passed => writeln!(f, "PASS {check} ({wait}, {took:.2} s)")?,
+                Status::Skipped(what) => writeln!(f, "SKIP {check} ({wait}): needs {what}")?,
+                Status::Failed(why) => writeln!(f, "FAIL {check} ({wait}, {took:.2} s): {why}")?,
             }
         }
         Ok(())
@@ -227,26 +247,27 @@ pub fn run_threads(profile: &Profile, job: impl Fn(&Setup) -> Vec<Opener>) -> Re
     let mut report = Report::default();
     for &wait in &profile.modes {
         for check in checks() {
-            let result = match check.skip(profile, check.ranks) {
-                Some(what) => Ok(Some(what)),
+            let start = Instant::now();
+            let status = match check.skip(profile, check.ranks) {
+                Some(what) => Status::Skipped(what.into()),
                 None => run_job(
                     check,
                     job(&check.setup(profile, check.ranks, wait)),
                     profile,
-                )
-                .map(|()| None),
+                ),
             };
             report.outcomes.push(Outcome {
                 check: check.name,
                 wait,
-                result,
+                status,
+                took: start.elapsed(),
             });
         }
     }
     report
 }
 
-fn run_job(check: &Check, openers: Vec<Opener>, profile: &Profile) -> Result<(), String> {
+fn run_job(check: &Check, openers: Vec<Opener>, profile: &Profile) -> Status {
     let (tx, rx) = mpsc::channel();
     let ranks = openers.len();
     for (rank, open) in openers.into_iter().enumerate() {
@@ -255,19 +276,20 @@ fn run_job(check: &Check, openers: Vec<Opener>, profile: &Profile) -> Result<(),
             .name(format!("{}-{rank}", check.name))
             .spawn(move || {
                 let run = move || match open() {
-                    Ok((t, mut control)) => body(t, control.as_mut()).map_err(|f| f.0),
-                    Err(e) => Err(format!("opening the transport: {e}")),
+                    Ok((t, mut control)) => body(t, control.as_mut()),
+                    Err(e) => Err(Stop::Failed(format!("opening the transport: {e}"))),
                 };
                 let verdict = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
-                    .unwrap_or_else(|panic| Err(panic_text(&*panic)));
+                    .unwrap_or_else(|panic| Err(Stop::Failed(panic_text(&*panic))));
                 let _ = tx.send((rank, verdict));
             })
             .expect("a thread per rank");
     }
-    let deadline = std::time::Instant::now() + 6 * profile.timeout;
-    let mut verdicts: Vec<Option<Result<(), String>>> = vec![None; ranks];
+    let limit = 6 * profile.timeout;
+    let deadline = Instant::now() + limit;
+    let mut verdicts: Vec<Option<Verdict>> = (0..ranks).map(|_| None).collect();
     while verdicts.iter().any(Option::is_none) {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let left = deadline.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left) {
             Ok((rank, verdict)) => verdicts[rank] = Some(verdict),
             Err(_) => break,
@@ -275,7 +297,7 @@ fn run_job(check: &Check, openers: Vec<Opener>, profile: &Profile) -> Result<(),
     }
     agree(
         verdicts.into_iter().map(|v| {
-            v.unwrap_or_else(|| Err(format!("did not end within {:?}", 6 * profile.timeout)))
+            v.unwrap_or_else(|| Err(Stop::Failed(format!("did not end within {limit:?}"))))
         }),
     )
 }
@@ -288,16 +310,21 @@ fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
     format!("panicked: {}", text.unwrap_or_default())
 }
 
-/// One verdict from every rank's: `Err` naming each rank that failed.
-fn agree(verdicts: impl Iterator<Item = Result<(), String>>) -> Result<(), String> {
-    let failed: Vec<String> = verdicts
-        .enumerate()
-        .filter_map(|(rank, v)| v.err().map(|why| format!("rank {rank}: {why}")))
-        .collect();
-    if failed.is_empty() {
-        Ok(())
-    } else {
-        Err(failed.join("; "))
+/// One status from every rank's verdict: failed if one failed (naming each
+/// that did), else skipped if one skipped.
+fn agree(verdicts: impl Iterator<Item = Verdict>) -> Status {
+    let (mut failed, mut skipped) = (Vec::new(), None);
+    for (rank, verdict) in verdicts.enumerate() {
+        match verdict {
+            Ok(()) => {}
+            Err(Stop::Skipped(what)) => skipped = Some(what),
+            Err(Stop::Failed(why)) => failed.push(format!("rank {rank}: {why}")),
+        }
+    }
+    match (failed.is_empty(), skipped) {
+        (false, _) => Status::Failed(failed.join("; ")),
+        (true, Some(what)) => Status::Skipped(what),
+        (true, None) => Status::Passed,
     }
 }
 
@@ -309,39 +336,47 @@ fn agree(verdicts: impl Iterator<Item = Result<(), String>>) -> Result<(), Strin
 pub fn run_rank(
     profile: &Profile,
     control: &mut dyn Control,
-    open: &mut dyn FnMut(&Setup) -> Result<Box<dyn Transport>, TransportError>,
+    mut open: impl FnMut(&Setup) -> Result<Box<dyn Transport>, TransportError>,
 ) -> Report {
     let size = control.size();
     let mut report = Report::default();
     for &wait in &profile.modes {
         for check in checks() {
-            let result = match check.skip(profile, size) {
-                Some(what) => Ok(Some(what)),
+            let start = Instant::now();
+            let status = match check.skip(profile, size) {
+                Some(what) => Status::Skipped(what.into()),
                 None => {
                     let mine = match open(&check.setup(profile, size, wait)) {
-                        Ok(t) => (check.body)(t, control).map_err(|f| f.0),
-                        Err(e) => Err(format!("opening the transport: {e}")),
+                        Ok(t) => (check.body)(t, control),
+                        Err(e) => Err(Stop::Failed(format!("opening the transport: {e}"))),
                     };
-                    // An empty message is a pass.
-                    let bytes = mine
-                        .err()
-                        .map_or(Vec::new(), |why| format!("!{why}").into());
-                    match control.allgather(&bytes) {
-                        Ok(all) => agree(all.into_iter().map(|b| match b.split_first() {
+                    // Agreed over the control plane: "" passed, "?what", "!why".
+                    let word = match mine {
+                        Ok(()) => String::new(),
+                        Err(Stop::Skipped(what)) => format!("?{what}"),
+                        Err(Stop::Failed(why)) => format!("!{why}"),
+                    };
+                    match control.allgather(word.as_bytes()) {
+                        Ok(all) => agree(all.iter().map(|w| match w.split_first() {
                             None => Ok(()),
-                            Some((_, why)) => Err(String::from_utf8_lossy(why).into_owned()),
-                        }))
-                        .map(|()| None),
-                        Err(e) => Err(format!("control plane: {e}")),
+                            Some((b'?', what)) => Err(Stop::Skipped(text(what))),
+                            Some((_, why)) => Err(Stop::Failed(text(why))),
+                        })),
+                        Err(e) => Status::Failed(format!("control plane: {e}")),
                     }
                 }
             };
             report.outcomes.push(Outcome {
                 check: check.name,
                 wait,
-                result,
+                status,
+                took: start.elapsed(),
             });
         }
     }
     report
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
 }
