@@ -356,8 +356,8 @@ impl SimTransport {
         }
     }
 
-    /// Forgets a receive that failed (its peer left): unposts it and frees its
-    /// region, so the buffer can be used again.
+    /// Forgets a request that failed (its peer left, the wrong size): unposts it
+    /// and frees its region, so the buffer can be used again.
     fn cancel(&mut self, request: RequestId) {
         if let Some(Request::Recv {
             peer,
@@ -460,11 +460,7 @@ impl Transport for SimTransport {
 
     fn recv(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
         let request = self.irecv(peer, region)?;
-        let result = self.wait(request);
-        if result.is_err() {
-            self.cancel(request);
-        }
-        result
+        self.wait(request)
     }
 
     fn isend(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {
@@ -489,6 +485,25 @@ impl Transport for SimTransport {
     }
 
     fn test(&mut self, request: RequestId) -> Result<bool, TransportError> {
+        let done = self.arrived(request);
+        if done.is_err() {
+            self.cancel(request);
+        }
+        done
+    }
+
+    fn wait(&mut self, request: RequestId) -> Result<(), TransportError> {
+        let done = self.delivered(request).and_then(|_| self.complete(request));
+        if done.is_err() {
+            self.cancel(request);
+        }
+        done
+    }
+}
+
+impl SimTransport {
+    /// [`Transport::test`], the request left to the caller when it fails.
+    fn arrived(&mut self, request: RequestId) -> Result<bool, TransportError> {
         loop {
             let peer = match self.requests.get(&request) {
                 None => {
@@ -531,11 +546,6 @@ impl Transport for SimTransport {
             }
         }
         self.complete(request).map(|()| true)
-    }
-
-    fn wait(&mut self, request: RequestId) -> Result<(), TransportError> {
-        self.delivered(request)?;
-        self.complete(request)
     }
 }
 
