@@ -67,9 +67,11 @@ pub struct Profile {
 pub struct Check {
     /// What it checks, as reports name it.
     pub name: &'static str,
-    /// The ranks it uses: the job size under [`run_threads`]; under a launcher
-    /// with more, the others take part in its control-plane calls only.
+    /// The job size under [`run_threads`].
     pub ranks: usize,
+    /// The fewest ranks it runs with under a launcher ([`run_rank`]); ranks
+    /// beyond those it uses take part in its control-plane calls only.
+    pub fewest: usize,
     needs: Needs,
     body: fn(Box<dyn Transport>, &mut dyn Control) -> Verdict,
 }
@@ -85,7 +87,7 @@ impl Check {
     /// Why `profile` on a job of `size` ranks cannot take this check, if so.
     fn skip(&self, profile: &Profile, size: usize) -> Option<&'static str> {
         match self.needs {
-            _ if size < self.ranks => Some("more ranks"),
+            _ if size < self.fewest => Some("more ranks"),
             Needs::Timeout if profile.short_timeout.is_none() => Some("a timeout"),
             Needs::ClosedPeer if !profile.reports_closed_peers => Some("closed peers reported"),
             _ => None,
