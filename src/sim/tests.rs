@@ -58,6 +58,7 @@ fn keeps_the_transport_contract() {
         modes: vec![ngauge_transport::WaitMode::Block],
         timeout: std::time::Duration::from_secs(10),
         short_timeout: None,
+        timeouts_keep_requests: false,
         reports_closed_peers: true,
     };
     conformance::run_threads(&profile, |s| {

@@ -438,6 +438,7 @@ mod tests {
             modes: vec![WaitMode::Block],
             timeout: std::time::Duration::from_secs(10),
             short_timeout: None,
+            timeouts_keep_requests: false,
             reports_closed_peers: true,
         };
         crate::conformance::run_threads(&profile, |s| crate::conformance::ready(world(s.ranks)))

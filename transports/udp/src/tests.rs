@@ -94,6 +94,7 @@ fn keeps_the_transport_contract() {
         modes: vec![WaitMode::Poll, WaitMode::Block],
         timeout: Duration::from_secs(10),
         short_timeout: Some(Duration::from_millis(300)),
+        timeouts_keep_requests: true,
         reports_closed_peers: true,
     };
     conformance::run_threads(&profile, |s| {

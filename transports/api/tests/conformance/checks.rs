@@ -33,6 +33,7 @@ pub(super) static ALL: &[Check] = table![
     sizes_beyond_the_limit_or_posted: 2,
     pending_receives_hold_their_bytes: 3,
     silent_peer_times_out: 2 needs Timeout,
+    a_timeout_fails_only_the_waiting_call: 2 needs KeptRequests,
     closed_peer_is_named: 2 needs ClosedPeer,
 ];
 
@@ -445,7 +446,6 @@ fn pending_receives_hold_their_bytes(mut t: Box<dyn Transport>, c: &mut dyn Cont
         }
         // Disjoint regions of the same buffer are accepted.
         let r1 = t.irecv(1, buf.region(8, 8))?;
-        t.send(1, buf.region(16, 1))?;
         ensure!(
             busy(t.buffer(buf)),
             "a buffer with pending receives is readable"
@@ -455,6 +455,8 @@ fn pending_receives_hold_their_bytes(mut t: Box<dyn Transport>, c: &mut dyn Cont
             "a buffer with pending receives was freed"
         );
         barrier(t.as_mut(), c)?;
+        // Not before: a send may wait for its receive to be posted (rendezvous).
+        t.send(1, buf.region(16, 1))?;
         t.wait_all(&[r1, r2])?;
         // Completed receives released their holds.
         let bytes = t.buffer(buf)?;
@@ -476,24 +478,36 @@ fn pending_receives_hold_their_bytes(mut t: Box<dyn Transport>, c: &mut dyn Cont
     barrier(t.as_mut(), c)
 }
 
-/// Rank 1 stays connected but silent: rank 0's blocking and pending receives
-/// fail with a timeout naming it; a blocking receive queued behind a pending one
-/// times out and takes its request back, while the pending one keeps its bytes.
+/// Rank 1 stays connected but silent: rank 0's blocking receive fails with a
+/// timeout naming it.
 fn silent_peer_times_out(mut t: Box<dyn Transport>, c: &mut dyn Control) -> Verdict {
     if t.rank() == 0 {
-        let timed_out = |r: &Result<(), TransportError>| {
-            matches!(r, Err(e @ TransportError::Timeout { peer: 1, .. })
-                if e.to_string().contains("rank 1 did not answer"))
-        };
         let buf = t.alloc_buffer(8)?;
         let blocking = t.recv(1, buf.prefix(8));
         ensure!(timed_out(&blocking), "a blocking receive: {blocking:?}");
+    }
+    // The transport stays as it is: no settle.
+    Ok(c.barrier()?)
+}
+
+/// Where a timeout fails only the call that waited: a pending receive from a
+/// silent peer times out and may be waited for again; a blocking receive queued
+/// behind it times out and takes its request back, while the pending one keeps
+/// its bytes.
+fn a_timeout_fails_only_the_waiting_call(
+    mut t: Box<dyn Transport>,
+    c: &mut dyn Control,
+) -> Verdict {
+    if t.rank() == 0 {
+        let buf = t.alloc_buffer(16)?;
         let id = t.irecv(1, buf.prefix(8))?;
         let pending = t.wait(id);
         ensure!(timed_out(&pending), "a pending receive: {pending:?}");
-
-        let buf = t.alloc_buffer(16)?;
-        let _pending = t.irecv(1, buf.prefix(8))?;
+        let again = t.wait(id);
+        ensure!(
+            timed_out(&again),
+            "the pending receive waited for again: {again:?}"
+        );
         let behind = t.recv(1, buf.region(8, 8));
         ensure!(
             timed_out(&behind),
@@ -508,8 +522,13 @@ fn silent_peer_times_out(mut t: Box<dyn Transport>, c: &mut dyn Control) -> Verd
             "a timeout released a pending receive's bytes"
         );
     }
-    // Transports stay as they are, with receives pending: no settle.
     Ok(c.barrier()?)
+}
+
+/// A timeout naming rank 1.
+fn timed_out(r: &Result<(), TransportError>) -> bool {
+    matches!(r, Err(e @ TransportError::Timeout { peer: 1, .. })
+        if e.to_string().contains("rank 1 did not answer"))
 }
 
 /// Rank 1 drops its transport: rank 0's receive, blocking or pending, fails

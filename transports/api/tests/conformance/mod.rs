@@ -16,8 +16,9 @@
 //! buffer; a blocking call that progresses a queued `isend`; the errors a bad
 //! peer, request, region or size gets, and the sizes a transport that checks them
 //! reports; the bytes a pending receive holds refused to every other use; a
-//! silent peer reported after the timeout (where the transport has one) and a
-//! peer that dropped its transport reported as closed, each failed request
+//! silent peer reported after the timeout (where the transport has one, and what
+//! a timeout leaves pending) and a peer that dropped its transport reported as
+//! closed, each failed request
 //! forgotten and its bytes given back. [`Profile`] says which of these a
 //! transport promises; [`Capabilities`](crate::Capabilities) says the rest
 //! (size limit, size checks, order).
@@ -57,6 +58,11 @@ pub struct Profile {
     /// `None`: the transport waits as long as the peer lives (in-process,
     /// simulated, MPI).
     pub short_timeout: Option<Duration>,
+    /// A timeout fails only the call that waited: pending requests keep their
+    /// bytes and may be waited for again, a blocking receive takes its own
+    /// request back (TCP, UDP). Otherwise it breaks the connection to that peer
+    /// and fails its requests (verbs).
+    pub timeouts_keep_requests: bool,
     /// A peer that dropped its transport is reported as
     /// [`TransportError::PeerClosed`] (not under MPI, where a lost rank ends the
     /// job).
@@ -80,6 +86,7 @@ pub struct Check {
 enum Needs {
     Nothing,
     Timeout,
+    KeptRequests,
     ClosedPeer,
 }
 
@@ -88,7 +95,12 @@ impl Check {
     fn skip(&self, profile: &Profile, size: usize) -> Option<&'static str> {
         match self.needs {
             _ if size < self.fewest => Some("more ranks"),
-            Needs::Timeout if profile.short_timeout.is_none() => Some("a timeout"),
+            Needs::Timeout | Needs::KeptRequests if profile.short_timeout.is_none() => {
+                Some("a timeout")
+            }
+            Needs::KeptRequests if !profile.timeouts_keep_requests => {
+                Some("requests kept after a timeout")
+            }
             Needs::ClosedPeer if !profile.reports_closed_peers => Some("closed peers reported"),
             _ => None,
         }
@@ -96,7 +108,7 @@ impl Check {
 
     fn setup(&self, profile: &Profile, ranks: usize, wait: WaitMode) -> Setup {
         let timeout = match (self.needs, profile.short_timeout) {
-            (Needs::Timeout, Some(t)) => t,
+            (Needs::Timeout | Needs::KeptRequests, Some(t)) => t,
             _ => profile.timeout,
         };
         Setup {

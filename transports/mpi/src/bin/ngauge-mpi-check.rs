@@ -654,6 +654,7 @@ fn main() {
         modes: vec![WaitMode::Poll, WaitMode::Block],
         timeout: std::time::Duration::from_secs(60),
         short_timeout: None,
+        timeouts_keep_requests: false,
         reports_closed_peers: false,
     };
     let suite = conformance::run_rank(&profile, &mut control, |s| {
