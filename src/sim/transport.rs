@@ -167,15 +167,7 @@ impl SimTransport {
     }
 
     fn check_peer(&self, peer: Rank) -> Result<(), TransportError> {
-        if peer >= self.size() || peer == self.rank {
-            return Err(TransportError::NoSuchPeer {
-                transport: NAME,
-                peer,
-                size: self.size(),
-                me: self.rank,
-            });
-        }
-        Ok(())
+        ngauge_transport::util::check_peer(NAME, peer, self.rank, self.size())
     }
 
     fn push(&self, peer: Rank, kind: Kind, op: &'static str) -> Result<(), TransportError> {

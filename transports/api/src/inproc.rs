@@ -92,15 +92,7 @@ pub struct InprocTransport {
 
 impl InprocTransport {
     fn check_peer(&self, peer: Rank) -> Result<(), TransportError> {
-        if peer >= self.size || peer == self.rank {
-            return Err(TransportError::NoSuchPeer {
-                transport: NAME,
-                peer,
-                size: self.size,
-                me: self.rank,
-            });
-        }
-        Ok(())
+        crate::util::check_peer(NAME, peer, self.rank, self.size)
     }
 
     fn closed(peer: Rank, op: &'static str) -> TransportError {

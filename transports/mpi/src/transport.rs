@@ -130,21 +130,8 @@ impl MpiTransport {
 
     #[inline]
     pub(crate) fn check_peer(&self, peer: Rank) -> Result<c_int, TransportError> {
-        if peer >= self.size || peer == self.rank {
-            return Err(self.no_such_peer(peer));
-        }
+        ngauge_transport::util::check_peer(NAME, peer, self.rank, self.size)?;
         Ok(peer as c_int)
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn no_such_peer(&self, peer: Rank) -> TransportError {
-        TransportError::NoSuchPeer {
-            transport: NAME,
-            peer,
-            size: self.size,
-            me: self.rank,
-        }
     }
 
     pub(crate) fn check_root(&self, op: &'static str, root: Rank) -> Result<c_int, TransportError> {

@@ -286,16 +286,8 @@ impl TcpTransport {
         })
     }
 
-    fn peer(&self, peer: Rank) -> Result<&Peer, TransportError> {
-        self.peers
-            .get(peer)
-            .and_then(Option::as_ref)
-            .ok_or(TransportError::NoSuchPeer {
-                transport: NAME,
-                peer,
-                size: self.size,
-                me: self.rank,
-            })
+    fn check_peer(&self, peer: Rank) -> Result<(), TransportError> {
+        util::check_peer(NAME, peer, self.rank, self.size)
     }
 
     fn new_request(&mut self, peer: Rank, kind: Kind, region: Region) -> RequestId {
@@ -635,7 +627,7 @@ impl Transport for TcpTransport {
     // queued), so the direct path's hold check is a test of an empty list; the
     // queued path gets its check from `isend`/`irecv`.
     fn send(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
-        self.peer(peer)?;
+        self.check_peer(peer)?;
         if self.queued == 0 {
             self.send_direct(peer, region)
         } else {
@@ -645,7 +637,7 @@ impl Transport for TcpTransport {
     }
 
     fn recv(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
-        self.peer(peer)?;
+        self.check_peer(peer)?;
         if self.queued == 0 {
             self.recv_direct(peer, region)
         } else {
@@ -655,7 +647,7 @@ impl Transport for TcpTransport {
     }
 
     fn isend(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {
-        self.peer(peer)?;
+        self.check_peer(peer)?;
         self.pool.acquire_read(region)?;
         let id = self.new_request(peer, Kind::Send, region);
         if region.len == 0 {
@@ -672,7 +664,7 @@ impl Transport for TcpTransport {
     }
 
     fn irecv(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {
-        self.peer(peer)?;
+        self.check_peer(peer)?;
         self.pool.acquire_write(region)?;
         let id = self.new_request(peer, Kind::Recv, region);
         if region.len == 0 {

@@ -408,16 +408,7 @@ impl UdpTransport {
     }
 
     fn check_peer(&self, peer: Rank) -> Result<(), TransportError> {
-        if self.peers.get(peer).is_some_and(Option::is_some) {
-            Ok(())
-        } else {
-            Err(TransportError::NoSuchPeer {
-                transport: NAME,
-                peer,
-                size: self.size,
-                me: self.rank,
-            })
-        }
+        util::check_peer(NAME, peer, self.rank, self.size)
     }
 
     fn check_size(&self, len: usize) -> Result<(), TransportError> {

@@ -223,15 +223,7 @@ impl std::fmt::Debug for VerbsTransport {
 
 impl VerbsTransport {
     fn check_peer(&self, peer: Rank) -> Result<(), TransportError> {
-        if peer >= self.size || peer == self.rank {
-            return Err(TransportError::NoSuchPeer {
-                transport: NAME,
-                peer,
-                size: self.size,
-                me: self.rank,
-            });
-        }
-        Ok(())
+        ngauge_transport::util::check_peer(NAME, peer, self.rank, self.size)
     }
 
     fn io(&self, peer: Rank, op: &'static str, source: std::io::Error) -> TransportError {
