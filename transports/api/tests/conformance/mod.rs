@@ -18,10 +18,19 @@
 //! reports; the bytes a pending receive holds refused to every other use; a
 //! silent peer reported after the timeout (where the transport has one, and what
 //! a timeout leaves pending) and a peer that dropped its transport reported as
-//! closed, each failed request
-//! forgotten and its bytes given back. [`Profile`] says which of these a
-//! transport promises; [`Capabilities`](crate::Capabilities) says the rest
-//! (size limit, size checks, order).
+//! closed, each failed request forgotten and its bytes given back. [`Profile`]
+//! says which of these a transport promises; [`Capabilities`](crate::Capabilities)
+//! says the rest (size limit, size checks, order).
+//!
+//! A new transport's crate runs it in one test, as `ngauge-tcp` does:
+//!
+//! ```text
+//! conformance::run_threads(&profile, |s| {
+//!     let opts = TcpOptions { wait: s.wait, timeout: s.timeout, ..TcpOptions::default() };
+//!     conformance::connect_each(s.ranks, move |c| TcpTransport::connect(c, LOOPBACK, &opts))
+//! })
+//! .assert_passed();
+//! ```
 //!
 //! Test code: it lives beside the crate's tests and is compiled only for tests
 //! and with the feature.
@@ -153,7 +162,7 @@ type Verdict = Result<(), Stop>;
 pub enum Status {
     /// Every rank passed it.
     Passed,
-    /// The transport does not promise what it checks: it needs `.0`.
+    /// The transport does not promise what it checks: what it would need.
     Skipped(String),
     /// What each failing rank saw.
     Failed(String),
@@ -216,8 +225,7 @@ impl fmt::Display for Report {
 }
 
 /// One rank's transport and control plane, made on that rank's thread.
-pub type Opener =
-    Box<dyn FnOnce() -> Result<(Box<dyn Transport>, Box<dyn Control>), TransportError> + Send>;
+pub type Opener = Box<dyn FnOnce() -> Opened + Send>;
 
 /// Openers for a transport every rank connects together over an in-process
 /// control plane (`connect` is collective, as `TcpTransport::connect`).
