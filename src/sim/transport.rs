@@ -42,7 +42,7 @@ use crate::sim::net::{LogGp, Network, Nic};
 use crate::sim::time::{Ps, RankTime};
 use ngauge_transport::inproc::InprocControl;
 use ngauge_transport::{
-    Access, BufferId, BufferPool, Capabilities, Control, ControlError, Rank, Region, RequestId,
+    Access, BufferPool, Buffers, Capabilities, Control, ControlError, Rank, Region, RequestId,
     Transport, TransportError, WaitMode,
 };
 use std::collections::{HashMap, VecDeque};
@@ -167,15 +167,7 @@ impl SimTransport {
     }
 
     fn check_peer(&self, peer: Rank) -> Result<(), TransportError> {
-        if peer >= self.size() || peer == self.rank {
-            return Err(TransportError::NoSuchPeer {
-                transport: NAME,
-                peer,
-                size: self.size(),
-                me: self.rank,
-            });
-        }
-        Ok(())
+        ngauge_transport::util::check_peer(NAME, peer, self.rank, self.size())
     }
 
     fn push(&self, peer: Rank, kind: Kind, op: &'static str) -> Result<(), TransportError> {
@@ -356,8 +348,8 @@ impl SimTransport {
         }
     }
 
-    /// Forgets a receive that failed (its peer left): unposts it and frees its
-    /// region, so the buffer can be used again.
+    /// Forgets a request that failed (its peer left, the wrong size): unposts it
+    /// and frees its region, so the buffer can be used again.
     fn cancel(&mut self, request: RequestId) {
         if let Some(Request::Recv {
             peer,
@@ -422,17 +414,11 @@ impl Transport for SimTransport {
     fn wait_mode(&self) -> WaitMode {
         WaitMode::Block
     }
-    fn alloc_buffer(&mut self, len: usize) -> Result<BufferId, TransportError> {
-        Ok(self.pool.alloc(len))
+    fn buffers(&self) -> &dyn Buffers {
+        &self.pool
     }
-    fn free_buffer(&mut self, buffer: BufferId) -> Result<(), TransportError> {
-        self.pool.free(buffer)
-    }
-    fn buffer(&self, buffer: BufferId) -> Result<&[u8], TransportError> {
-        self.pool.get(buffer)
-    }
-    fn buffer_mut(&mut self, buffer: BufferId) -> Result<&mut [u8], TransportError> {
-        self.pool.get_mut(buffer)
+    fn buffers_mut(&mut self) -> &mut dyn Buffers {
+        &mut self.pool
     }
 
     fn send(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
@@ -466,11 +452,7 @@ impl Transport for SimTransport {
 
     fn recv(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
         let request = self.irecv(peer, region)?;
-        let result = self.wait(request);
-        if result.is_err() {
-            self.cancel(request);
-        }
-        result
+        self.wait(request)
     }
 
     fn isend(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {
@@ -495,6 +477,25 @@ impl Transport for SimTransport {
     }
 
     fn test(&mut self, request: RequestId) -> Result<bool, TransportError> {
+        let done = self.arrived(request);
+        if done.is_err() {
+            self.cancel(request);
+        }
+        done
+    }
+
+    fn wait(&mut self, request: RequestId) -> Result<(), TransportError> {
+        let done = self.delivered(request).and_then(|_| self.complete(request));
+        if done.is_err() {
+            self.cancel(request);
+        }
+        done
+    }
+}
+
+impl SimTransport {
+    /// [`Transport::test`], the request left to the caller when it fails.
+    fn arrived(&mut self, request: RequestId) -> Result<bool, TransportError> {
         loop {
             let peer = match self.requests.get(&request) {
                 None => {
@@ -537,11 +538,6 @@ impl Transport for SimTransport {
             }
         }
         self.complete(request).map(|()| true)
-    }
-
-    fn wait(&mut self, request: RequestId) -> Result<(), TransportError> {
-        self.delivered(request)?;
-        self.complete(request)
     }
 }
 

@@ -1,6 +1,7 @@
 //! The data plane: the [`Transport`] trait and its handle types.
 
 use crate::error::TransportError;
+use crate::pool::Buffers;
 
 /// A process's index in the job, `0..size`.
 pub type Rank = usize;
@@ -229,15 +230,29 @@ pub trait Transport {
     /// How this instance waits.
     fn wait_mode(&self) -> WaitMode;
 
+    /// The buffers the four buffer methods below use unless overridden (a
+    /// [`BufferPool`](crate::BufferPool), or registered memory); patterns call
+    /// those methods, which may do more (UDP saves the messages it may send again).
+    fn buffers(&self) -> &dyn Buffers;
+    /// [`Transport::buffers`], mutable.
+    fn buffers_mut(&mut self) -> &mut dyn Buffers;
     /// Allocates (and registers, where needed) a zeroed buffer of `len` bytes. Call
     /// this outside timed regions.
-    fn alloc_buffer(&mut self, len: usize) -> Result<BufferId, TransportError>;
+    fn alloc_buffer(&mut self, len: usize) -> Result<BufferId, TransportError> {
+        self.buffers_mut().try_alloc(len)
+    }
     /// Releases a buffer; fails if it is busy.
-    fn free_buffer(&mut self, buffer: BufferId) -> Result<(), TransportError>;
+    fn free_buffer(&mut self, buffer: BufferId) -> Result<(), TransportError> {
+        self.buffers_mut().free(buffer)
+    }
     /// Reads a buffer's bytes (fails while busy with a nonblocking receive).
-    fn buffer(&self, buffer: BufferId) -> Result<&[u8], TransportError>;
+    fn buffer(&self, buffer: BufferId) -> Result<&[u8], TransportError> {
+        self.buffers().get(buffer)
+    }
     /// Writes a buffer's bytes (fails while busy).
-    fn buffer_mut(&mut self, buffer: BufferId) -> Result<&mut [u8], TransportError>;
+    fn buffer_mut(&mut self, buffer: BufferId) -> Result<&mut [u8], TransportError> {
+        self.buffers_mut().get_mut(buffer)
+    }
 
     /// Sends `region` to `peer` and returns when the buffer may be reused.
     fn send(&mut self, peer: Rank, region: Region) -> Result<(), TransportError>;
@@ -420,16 +435,10 @@ mod tests {
         fn wait_mode(&self) -> WaitMode {
             self.mode
         }
-        fn alloc_buffer(&mut self, _: usize) -> Result<BufferId, TransportError> {
+        fn buffers(&self) -> &dyn Buffers {
             unreachable!()
         }
-        fn free_buffer(&mut self, _: BufferId) -> Result<(), TransportError> {
-            unreachable!()
-        }
-        fn buffer(&self, _: BufferId) -> Result<&[u8], TransportError> {
-            unreachable!()
-        }
-        fn buffer_mut(&mut self, _: BufferId) -> Result<&mut [u8], TransportError> {
+        fn buffers_mut(&mut self) -> &mut dyn Buffers {
             unreachable!()
         }
         fn send(&mut self, _: Rank, _: Region) -> Result<(), TransportError> {

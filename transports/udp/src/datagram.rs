@@ -463,6 +463,10 @@ impl UdpTransport {
                     }
                     Ok(Arrival::Ignored) => moved = true,
                     Err(_) => {
+                        // A peer that said `BYE` sends nothing more (as in `recv`).
+                        if self.peers[peer].as_ref().is_some_and(|p| p.gone()) {
+                            return Err(self.fail_front(peer, closed_err(peer)));
+                        }
                         // Polling reads the clock once per 256 empty polls; blocking
                         // sleeps in between, so every wake-up checks.
                         self.empty_polls = self.empty_polls.wrapping_add(1);
