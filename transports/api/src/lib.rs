@@ -46,6 +46,7 @@ mod control;
 mod error;
 #[doc(hidden)]
 pub mod forward;
+mod handle;
 pub mod inproc;
 mod pool;
 mod transport;

@@ -22,7 +22,7 @@
 //! the request completes, or fails (TCP, UDP, MPI).
 
 use crate::error::TransportError;
-use crate::transport::{BufferId, Region};
+use crate::handle::{BufferId, Region};
 
 /// Memory the kernel says is available for new allocations without swapping
 /// (`MemAvailable` of `/proc/meminfo`), lowered to what an address-space limit

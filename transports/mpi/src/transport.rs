@@ -9,7 +9,7 @@
 //! ping-pong it is compared with uses the world); the MPI control plane uses tags 1
 //! and 2 on the same communicator, so nothing else in ngauge can match them.
 
-use crate::coll::{Datatype, ReduceOp};
+use crate::datatype::{Datatype, ReduceOp};
 use crate::ffi;
 use crate::runtime::{Caller, Comm, Mpi, MpiError};
 use ngauge_transport::NativeCollective;

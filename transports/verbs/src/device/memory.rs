@@ -1,4 +1,5 @@
-//! Registered memory, user buffers and their holds: page-aligned allocations
+//! Registered memory, user buffers and their holds, and the [`Resources`] that own
+//! everything allocated from the device: page-aligned allocations
 //! registered with the protection domain ([`Registered`]), the user buffers a
 //! pattern allocates (each with the [`Holds`] of its pending requests), and the
 //! buffer side of the [`Transport`](ngauge_transport::Transport) impl. A buffer
@@ -6,7 +7,6 @@
 //! the raw copies between slots and regions (`copy_to`, `write_at`, `read_at`)
 //! state what their callers guarantee about the device.
 
-use super::connection::Resources;
 use super::{last_os_error, setup, NAME};
 use crate::layout::{self, Access, Holds};
 use crate::qp;
@@ -211,6 +211,60 @@ pub(super) fn access(is_send: bool) -> Access {
         Access::Read
     } else {
         Access::Write
+    }
+}
+
+/// Everything allocated from the device, destroyed in dependency order.
+pub(super) struct Resources {
+    pub(super) ctx: *mut ibv_context,
+    pub(super) pd: *mut ibv_pd,
+    pub(super) channel: *mut ibv_comp_channel,
+    pub(super) cq: *mut ibv_cq,
+    /// Message QPs, indexed by rank; null for this rank.
+    pub(super) qps: Vec<*mut ibv_qp>,
+    /// Bulk QPs (send path), indexed by rank; null for this rank and on the write path.
+    pub(super) bulk: Vec<*mut ibv_qp>,
+    pub(super) buffers: Vec<Option<Buffer>>,
+    pub(super) slots: Option<Registered>,
+    /// Write-poll path: the ring area ([`crate::layout::RingLayout`]).
+    pub(super) ring: Option<Registered>,
+    /// Send and write-poll paths: the staging slots of the blocking send
+    /// ([`crate::layout::STAGE_SLOTS`] per peer).
+    pub(super) stage: Option<Registered>,
+    pub(super) unacked_events: u32,
+}
+
+impl Drop for Resources {
+    fn drop(&mut self) {
+        // SAFETY: each handle was created from the ones after it in this list and is
+        // destroyed once, children before parents (QPs and MRs before the CQ and the
+        // PD, the CQ before its channel, everything before the context).
+        unsafe {
+            for qp in self.qps.drain(..).chain(self.bulk.drain(..)) {
+                if !qp.is_null() {
+                    ibv_destroy_qp(qp);
+                }
+            }
+            self.buffers.clear();
+            self.slots = None;
+            self.ring = None;
+            self.stage = None;
+            if !self.cq.is_null() {
+                if self.unacked_events > 0 {
+                    ibv_ack_cq_events(self.cq, self.unacked_events);
+                }
+                ibv_destroy_cq(self.cq);
+            }
+            if !self.channel.is_null() {
+                ibv_destroy_comp_channel(self.channel);
+            }
+            if !self.pd.is_null() {
+                ibv_dealloc_pd(self.pd);
+            }
+            if !self.ctx.is_null() {
+                ibv_close_device(self.ctx);
+            }
+        }
     }
 }
 

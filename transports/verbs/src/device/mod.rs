@@ -45,7 +45,8 @@ pub use discovery::probe;
 use crate::layout::{Credits, RingLayout, SlotLayout, StageSlots};
 use crate::qp::LocalPort;
 use crate::wire::{Advert, VerbsOp};
-use connection::{to_error, Resources};
+use connection::to_error;
+use memory::Resources;
 use ngauge_transport::{
     Buffers, Capabilities, Counters, Rank, Region, RequestId, Transport, TransportError, WaitMode,
 };
