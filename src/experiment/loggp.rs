@@ -8,7 +8,7 @@
 
 use super::{binding_warnings, need_ranks, rank_clock, Context, ExperimentError};
 use crate::clock::Clock;
-use crate::job::{interleave, Job, JobSpec, TransportName};
+use crate::job::{Job, JobSpec, TransportName};
 use crate::launch::World;
 use crate::model::confirm::Verdict;
 use crate::model::loggp::{assess, assess_with_changes, AssessOptions};
@@ -76,20 +76,17 @@ pub fn run(
     let several = open.len() > 1;
     // Every pass visits the sizes in its own order (one pass: ascending). One
     // transport: one sweep per pass. Several: interleaved, size by size,
-    // alternating transports.
+    // alternating transports (the order of `job::interleave`).
+    let transports = open.len();
     let chunks: Vec<(usize, Vec<u64>, usize)> = order::passes(&plan.params.sizes, plan.passes)
         .into_iter()
         .enumerate()
-        .flat_map(|(pass, sizes)| -> Vec<(usize, Vec<u64>, usize)> {
-            if several {
-                let all = vec![sizes.clone(); open.len()];
-                interleave::schedule(&sizes, &all)
-                    .into_iter()
-                    .map(|(s, i)| (pass, vec![s], i))
-                    .collect()
-            } else {
-                vec![(pass, sizes, 0)]
+        .flat_map(|(pass, sizes)| -> Vec<_> {
+            if !several {
+                return vec![(pass, sizes, 0)];
             }
+            let each = move |s: u64| (0..transports).map(move |i| (pass, vec![s], i));
+            sizes.into_iter().flat_map(each).collect()
         })
         .collect();
     let total = chunks.iter().map(|c| c.1.len()).sum::<usize>() * (world.size / 2);
@@ -167,19 +164,10 @@ pub fn run(
         .zip(&results)
         .zip(&changes)
         .map(|((&(transport, _), results), changes)| {
-            results
-                .iter()
-                .enumerate()
-                .map(|(i, r)| {
-                    analyse(&plan.assess, r, changes.as_ref().map(|c| &c[i])).map_err(|error| {
-                        ExperimentError::Fit {
-                            transport,
-                            client: r.client,
-                            server: r.server,
-                            error,
-                        }
-                    })
-                })
+            let changes = |i: usize| changes.as_ref().map(|c| &c[i]);
+            let pairs = results.iter().enumerate();
+            pairs
+                .map(|(i, r)| analyse(&plan.assess, transport, r, changes(i)))
                 .collect::<Result<Vec<_>, _>>()
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -228,7 +216,7 @@ pub fn run(
     let meta = ctx
         .meta(clock.source(), clock.rate().hz)
         .transports(&waits)
-        .job(world, pinning.clone())
+        .job(world, pinning)
         .build();
     let body = if several {
         LoggpBody::Several {
@@ -271,16 +259,23 @@ fn merge(into: &mut Vec<PairResult>, got: Vec<PairResult>) {
     }
 }
 
-/// One pair's fit: its ranges start at the confirmed changes (`changes`, after
-/// verification) or at the detector's (`None`).
+/// One pair's fit over `transport`: its ranges start at the confirmed changes
+/// (`changes`, after verification) or at the detector's (`None`).
 fn analyse(
     opts: &AssessOptions,
+    transport: TransportName,
     r: &PairResult,
     changes: Option<&Vec<Change>>,
-) -> Result<PairAnalysis, crate::model::loggp::ModelError> {
+) -> Result<PairAnalysis, ExperimentError> {
+    let fit = |error| ExperimentError::Fit {
+        transport,
+        client: r.client,
+        server: r.server,
+        error,
+    };
     let samples: Vec<_> = r.points.iter().map(|p| p.sample()).collect();
     let Some(changes) = changes else {
-        let assessment = assess(&samples, opts)?;
+        let assessment = assess(&samples, opts).map_err(fit)?;
         return Ok(PairAnalysis::unconfirmed(
             r.client,
             r.server,
@@ -297,7 +292,7 @@ fn analyse(
         client: r.client,
         server: r.server,
         points: r.points.clone(),
-        assessment: assess_with_changes(&samples, opts, &confirmed)?,
+        assessment: assess_with_changes(&samples, opts, &confirmed).map_err(fit)?,
         changes: changes.clone(),
     })
 }

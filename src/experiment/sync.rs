@@ -319,23 +319,14 @@ pub fn rescale_skew(skew: Skew, from: TickRate, to: TickRate) -> Skew {
     }
 }
 
+/// Rank 0's skew as it broadcasts it (JSON: its floats come back exact).
 fn encode_skew(skew: Option<Skew>) -> Vec<u8> {
-    skew.map_or_else(Vec::new, |s| {
-        let mut v = Vec::with_capacity(24);
-        v.extend_from_slice(&s.offset_ticks.to_le_bytes());
-        v.extend_from_slice(&s.drift.to_le_bytes());
-        v.extend_from_slice(&s.epoch.0.to_le_bytes());
-        v
-    })
+    serde_json::to_vec(&skew).expect("plain data serializes")
 }
 
+/// The skew rank 0 broadcast; none when it sent none, or something else.
 fn decode_skew(bytes: &[u8]) -> Option<Skew> {
-    let f = |i: usize| -> Option<[u8; 8]> { bytes.get(i * 8..i * 8 + 8)?.try_into().ok() };
-    Some(Skew {
-        offset_ticks: f64::from_le_bytes(f(0)?),
-        drift: f64::from_le_bytes(f(1)?),
-        epoch: Ticks(u64::from_le_bytes(f(2)?)),
-    })
+    serde_json::from_slice(bytes).ok().flatten()
 }
 
 /// The other ranks pinned to this rank's core on this host (a collective call).

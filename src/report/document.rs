@@ -2,12 +2,13 @@
 //! serde document (`--json`), its human tables, the warnings it carries (printed
 //! after the results), and the files it can be exported to ([`Export`]).
 //!
-//! Both the warnings and the exports serve documents of one part and of several
-//! alike (`loggp`: a fit per transport and pair), so that one front-end path
-//! prints and writes every document: a warning comes with the prefix that says
-//! which part it is about (`tcp: pair 0-1: `, empty for most), and an export with
-//! the name of its part (a transport: `gap.svg` becomes `gap.tcp.svg`), none when
-//! the document has one part.
+//! **Everything a front end prints or writes is a function of the document.** A
+//! document of several parts (`loggp`: a fit per transport and pair) needs no
+//! second path beside it (an analysis handed out with it, warnings printed on the
+//! side): each warning comes with the prefix naming the part it is about
+//! (`tcp: pair 0-1: `; empty for most documents), each export file with the name
+//! of its part (a transport: `gap.svg` becomes `gap.tcp.svg`; none for a
+//! document of one part). One front-end function then ends every command.
 
 use super::warning::Warned;
 
