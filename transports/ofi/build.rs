@@ -44,7 +44,10 @@ mod fabric {
                  the `ofi` feature."
             ),
         };
-        let wrapper: String = HEADERS.iter().map(|h| format!("#include <{h}>\n")).collect();
+        let wrapper: String = HEADERS
+            .iter()
+            .map(|h| format!("#include <{h}>\n"))
+            .collect();
         let mut bindings = bindgen::Builder::default()
             .header_contents("ngauge_ofi_bindings.h", &wrapper)
             .allowlist_type("fi_.*|fid_.*|fid")

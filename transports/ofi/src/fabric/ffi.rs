@@ -32,30 +32,109 @@ pub const ADDR_UNSPEC: fi_addr_t = u64::MAX;
 
 extern "C" {
     pub fn ngo_allocinfo() -> *mut fi_info;
-    pub fn ngo_domain(fabric: *mut fid_fabric, info: *mut fi_info, domain: *mut *mut fid_domain) -> c_int;
-    pub fn ngo_endpoint(domain: *mut fid_domain, info: *mut fi_info, ep: *mut *mut fid_ep) -> c_int;
-    pub fn ngo_cq_open(domain: *mut fid_domain, attr: *mut fi_cq_attr, cq: *mut *mut fid_cq) -> c_int;
-    pub fn ngo_av_open(domain: *mut fid_domain, attr: *mut fi_av_attr, av: *mut *mut fid_av) -> c_int;
+    pub fn ngo_domain(
+        fabric: *mut fid_fabric,
+        info: *mut fi_info,
+        domain: *mut *mut fid_domain,
+    ) -> c_int;
+    pub fn ngo_endpoint(domain: *mut fid_domain, info: *mut fi_info, ep: *mut *mut fid_ep)
+        -> c_int;
+    pub fn ngo_cq_open(
+        domain: *mut fid_domain,
+        attr: *mut fi_cq_attr,
+        cq: *mut *mut fid_cq,
+    ) -> c_int;
+    pub fn ngo_av_open(
+        domain: *mut fid_domain,
+        attr: *mut fi_av_attr,
+        av: *mut *mut fid_av,
+    ) -> c_int;
     pub fn ngo_ep_bind(ep: *mut fid_ep, bfid: *mut fid, flags: u64) -> c_int;
     pub fn ngo_enable(ep: *mut fid_ep) -> c_int;
     pub fn ngo_getname(fid: *mut fid, addr: *mut c_void, addrlen: *mut usize) -> c_int;
-    pub fn ngo_av_insert(av: *mut fid_av, addr: *const c_void, count: usize, fi_addr: *mut fi_addr_t) -> c_int;
-    pub fn ngo_mr_reg(domain: *mut fid_domain, buf: *const c_void, len: usize, access: u64, requested_key: u64, mr: *mut *mut fid_mr) -> c_int;
+    pub fn ngo_av_insert(
+        av: *mut fid_av,
+        addr: *const c_void,
+        count: usize,
+        fi_addr: *mut fi_addr_t,
+    ) -> c_int;
+    pub fn ngo_mr_reg(
+        domain: *mut fid_domain,
+        buf: *const c_void,
+        len: usize,
+        access: u64,
+        requested_key: u64,
+        mr: *mut *mut fid_mr,
+    ) -> c_int;
     pub fn ngo_mr_desc(mr: *mut fid_mr) -> *mut c_void;
     pub fn ngo_mr_key(mr: *mut fid_mr) -> u64;
     pub fn ngo_mr_bind(mr: *mut fid_mr, bfid: *mut fid) -> c_int;
     pub fn ngo_mr_enable(mr: *mut fid_mr) -> c_int;
     pub fn ngo_close(fid: *mut fid) -> c_int;
     pub fn ngo_cancel(fid: *mut fid, context: *mut c_void) -> isize;
-    pub fn ngo_send(ep: *mut fid_ep, tagged: c_int, buf: *const c_void, len: usize, desc: *mut c_void, dest: fi_addr_t, tag: u64, context: *mut c_void) -> isize;
-    pub fn ngo_inject(ep: *mut fid_ep, tagged: c_int, buf: *const c_void, len: usize, dest: fi_addr_t, tag: u64) -> isize;
-    pub fn ngo_recv(ep: *mut fid_ep, tagged: c_int, buf: *mut c_void, len: usize, desc: *mut c_void, src: fi_addr_t, tag: u64, context: *mut c_void) -> isize;
-    pub fn ngo_writedata(ep: *mut fid_ep, buf: *const c_void, len: usize, desc: *mut c_void, data: u64, dest: fi_addr_t, addr: u64, key: u64, context: *mut c_void) -> isize;
-    pub fn ngo_inject_writedata(ep: *mut fid_ep, buf: *const c_void, len: usize, data: u64, dest: fi_addr_t, addr: u64, key: u64) -> isize;
+    pub fn ngo_send(
+        ep: *mut fid_ep,
+        tagged: c_int,
+        buf: *const c_void,
+        len: usize,
+        desc: *mut c_void,
+        dest: fi_addr_t,
+        tag: u64,
+        context: *mut c_void,
+    ) -> isize;
+    pub fn ngo_inject(
+        ep: *mut fid_ep,
+        tagged: c_int,
+        buf: *const c_void,
+        len: usize,
+        dest: fi_addr_t,
+        tag: u64,
+    ) -> isize;
+    pub fn ngo_recv(
+        ep: *mut fid_ep,
+        tagged: c_int,
+        buf: *mut c_void,
+        len: usize,
+        desc: *mut c_void,
+        src: fi_addr_t,
+        tag: u64,
+        context: *mut c_void,
+    ) -> isize;
+    pub fn ngo_writedata(
+        ep: *mut fid_ep,
+        buf: *const c_void,
+        len: usize,
+        desc: *mut c_void,
+        data: u64,
+        dest: fi_addr_t,
+        addr: u64,
+        key: u64,
+        context: *mut c_void,
+    ) -> isize;
+    pub fn ngo_inject_writedata(
+        ep: *mut fid_ep,
+        buf: *const c_void,
+        len: usize,
+        data: u64,
+        dest: fi_addr_t,
+        addr: u64,
+        key: u64,
+    ) -> isize;
     pub fn ngo_cq_read(cq: *mut fid_cq, buf: *mut fi_cq_tagged_entry, count: usize) -> isize;
-    pub fn ngo_cq_sread(cq: *mut fid_cq, buf: *mut fi_cq_tagged_entry, count: usize, timeout_ms: c_int) -> isize;
+    pub fn ngo_cq_sread(
+        cq: *mut fid_cq,
+        buf: *mut fi_cq_tagged_entry,
+        count: usize,
+        timeout_ms: c_int,
+    ) -> isize;
     pub fn ngo_cq_readerr(cq: *mut fid_cq, buf: *mut fi_cq_err_entry) -> isize;
-    pub fn ngo_cq_strerror(cq: *mut fid_cq, prov_errno: c_int, err_data: *const c_void, buf: *mut c_char, len: usize) -> *const c_char;
+    pub fn ngo_cq_strerror(
+        cq: *mut fid_cq,
+        prov_errno: c_int,
+        err_data: *const c_void,
+        buf: *mut c_char,
+        len: usize,
+    ) -> *const c_char;
 }
 
 /// `fi_strerror`'s text for a libfabric return code (negative or positive).

@@ -3,7 +3,7 @@
 //! the [`Facts`] of the chosen one.
 
 use super::ffi::{self, fi_info};
-use crate::{Facts, OfiOp, OfiOptions, Offer, Probe};
+use crate::{Facts, Offer, OfiOp, OfiOptions, Probe};
 use std::ffi::{CStr, CString};
 use std::ptr;
 

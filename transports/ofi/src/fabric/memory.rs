@@ -133,11 +133,7 @@ impl Memory {
     }
 
     fn deregister(&mut self, buffer: BufferId) {
-        if let Some(mr) = self
-            .regs
-            .get_mut(buffer.0 as usize)
-            .and_then(Option::take)
-        {
+        if let Some(mr) = self.regs.get_mut(buffer.0 as usize).and_then(Option::take) {
             // SAFETY: a live registration, closed once.
             unsafe { ffi::ngo_close(ptr::addr_of_mut!((*mr.mr).fid)) };
         }

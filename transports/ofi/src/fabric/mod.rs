@@ -16,6 +16,7 @@
 #![allow(unsafe_code)]
 
 mod ffi;
+mod greet;
 mod info;
 mod memory;
 mod post;
@@ -86,11 +87,16 @@ const BYE: u64 = KIND;
 const ADVERT: u64 = 2 * KIND;
 /// This rank's goodbye sent to a peer (`FAREWELL | peer`).
 const FAREWELL: u64 = 3 * KIND;
+/// A peer's hello at open (`GREET | peer`), received into nothing.
+const GREET: u64 = 4 * KIND;
+/// This rank's hello sent to a peer at open (`GREETED | peer`).
+const GREETED: u64 = 5 * KIND;
 
 /// Tags: the kind of message above bit 32, the sender's rank below.
 const TAG_DATA: u64 = 0;
 const TAG_BYE: u64 = 1 << 32;
 const TAG_ADVERT: u64 = 2 << 32;
+const TAG_GREET: u64 = 3 << 32;
 
 /// Advertisement slots kept posted per peer on the write path (the provider
 /// buffers advertisements beyond them as unexpected messages).
@@ -171,6 +177,9 @@ pub struct OfiTransport {
     advert_buffer: Option<BufferId>,
     /// Goodbyes in flight at drop.
     farewells: Vec<Box<Ctx>>,
+    /// Hellos of the connection setup not yet completed, and the first that failed.
+    greetings_left: usize,
+    greeting_failed: Option<String>,
 }
 
 impl std::fmt::Debug for OfiTransport {
@@ -228,6 +237,8 @@ pub fn open(control: &mut dyn Control, opts: &OfiOptions) -> Result<OfiTransport
         fixed: Vec::new(),
         advert_buffer: None,
         farewells: Vec::new(),
+        greetings_left: 0,
+        greeting_failed: None,
         memory,
         ep,
     };
@@ -235,6 +246,7 @@ pub fn open(control: &mut dyn Control, opts: &OfiOptions) -> Result<OfiTransport
     control
         .barrier()
         .map_err(|e| setup_error(format!("barrier after opening the endpoints: {e}")))?;
+    t.greet()?;
     Ok(t)
 }
 
@@ -304,7 +316,12 @@ impl OfiTransport {
 
     /// Starts a send or receive: checks the peer, the size and the region, holds
     /// the region, and posts (or queues) the operation.
-    fn start(&mut self, peer: Rank, region: Region, send: bool) -> Result<RequestId, TransportError> {
+    fn start(
+        &mut self,
+        peer: Rank,
+        region: Region,
+        send: bool,
+    ) -> Result<RequestId, TransportError> {
         self.check_peer(peer)?;
         if region.len > self.max_msg {
             return Err(TransportError::TooLarge {
@@ -352,7 +369,10 @@ impl OfiTransport {
 
     /// Removes a finished request and gives its region back: `Some(result)` when
     /// it has finished, `None` while it is pending.
-    fn try_retire(&mut self, id: u64) -> Result<Option<Result<(), TransportError>>, TransportError> {
+    fn try_retire(
+        &mut self,
+        id: u64,
+    ) -> Result<Option<Result<(), TransportError>>, TransportError> {
         let r = self
             .requests
             .get(&id)

@@ -21,7 +21,7 @@ impl OfiTransport {
 
     /// Calls `post` until it does not return `-FI_EAGAIN`, progressing the
     /// completion queue in between; `Err` on another error or after the timeout.
-    fn retry(
+    pub(super) fn retry(
         &mut self,
         peer: Rank,
         op: &'static str,

@@ -6,8 +6,8 @@
 
 use super::setup::ADVERT_BYTES;
 use super::{
-    ffi, Advert, Ctx, OfiTransport, State, ADVERT, ADVERT_SLOTS, BYE, FAREWELL, KIND, NAME,
-    TAG_BYE,
+    ffi, Advert, Ctx, OfiTransport, State, ADVERT, ADVERT_SLOTS, BYE, FAREWELL, GREET, GREETED,
+    KIND, NAME, TAG_BYE,
 };
 use ngauge_transport::{Rank, TransportError, WaitMode};
 use std::os::raw::c_void;
@@ -130,6 +130,14 @@ impl OfiTransport {
                 }
             }
             ADVERT => self.advert_arrived((id & (KIND - 1)) as usize, c.ctx, &c),
+            GREET | GREETED => {
+                self.greetings_left = self.greetings_left.saturating_sub(1);
+                if let Some((_, words)) = c.error {
+                    let peer = id & (KIND - 1);
+                    self.greeting_failed
+                        .get_or_insert(format!("hello with rank {peer}: {words}"));
+                }
+            }
             _ => {} // a goodbye of ours left (FAREWELL)
         }
     }
@@ -406,7 +414,11 @@ impl OfiTransport {
     /// out is cancelled and gives its region back (or, if it completed in the
     /// meantime, succeeds), a send that timed out stays with libfabric until it
     /// completes.
-    pub(super) fn wait_blocking(&mut self, id: u64, op: &'static str) -> Result<(), TransportError> {
+    pub(super) fn wait_blocking(
+        &mut self,
+        id: u64,
+        op: &'static str,
+    ) -> Result<(), TransportError> {
         match self.wait_for(id) {
             Err(e @ TransportError::Timeout { .. }) if op == "recv" => {
                 if !self.requests.contains_key(&id) {
@@ -455,18 +467,18 @@ impl OfiTransport {
     /// Tells every peer still there that this rank is closing (a 0-byte message
     /// tagged as a goodbye) and waits up to [`GRACE`] for the goodbyes to leave.
     pub(super) fn say_goodbye(&mut self) {
-        if !self.tagged {
+        // `shm` hands an endpoint of the same process the peer's own mapping of
+        // its region, which the peer's close unmaps: progress (and a goodbye)
+        // could touch unmapped memory. Ranks in one process are threads of a test.
+        let shm = self.ep.facts.provider == "shm";
+        if !self.tagged || (shm && self.peers.iter().any(|p| p.same_process)) {
             return;
         }
         // Goodbyes that arrived are handled first: no goodbye goes to a peer
         // whose endpoint is gone.
         while let Ok(true) = self.progress() {}
-        // `shm` hands an endpoint of the same process the peer's own mapping of
-        // its region, which the peer's close unmaps: a goodbye to it could land
-        // in unmapped memory. Ranks in one process are threads of a test.
-        let shm = self.ep.facts.provider == "shm";
         let (ep, tag) = (self.ep.ep, TAG_BYE | self.rank as u64);
-        let quiet = |p: &super::Peer| p.closed || (shm && p.same_process);
+        let quiet = |p: &super::Peer| p.closed;
         for peer in (0..self.size).filter(|&p| p != self.rank && !quiet(&self.peers[p])) {
             let mut ctx = Ctx::boxed(FAREWELL | peer as u64);
             // SAFETY: a 0-byte send from a dangling (never read) pointer; the
@@ -475,7 +487,9 @@ impl OfiTransport {
                 ffi::ngo_send(
                     ep,
                     1,
-                    std::ptr::NonNull::<u8>::dangling().as_ptr().cast::<c_void>(),
+                    std::ptr::NonNull::<u8>::dangling()
+                        .as_ptr()
+                        .cast::<c_void>(),
                     0,
                     std::ptr::null_mut(),
                     self.peers[peer].addr,

@@ -111,18 +111,27 @@ impl Endpoint {
                 attr.wait_obj = ffi::fi_wait_obj_FI_WAIT_NONE;
             }
             if !e.waitable {
-                check("fi_cq_open", ffi::ngo_cq_open(e.domain, &mut attr, &mut e.cq))?;
+                check(
+                    "fi_cq_open",
+                    ffi::ngo_cq_open(e.domain, &mut attr, &mut e.cq),
+                )?;
             }
             let mut av_attr = ffi::fi_av_attr {
                 type_: ffi::fi_av_type_FI_AV_TABLE,
                 count: ranks,
                 ..Default::default()
             };
-            check("fi_av_open", ffi::ngo_av_open(e.domain, &mut av_attr, &mut e.av))?;
+            check(
+                "fi_av_open",
+                ffi::ngo_av_open(e.domain, &mut av_attr, &mut e.av),
+            )?;
             check("fi_endpoint", ffi::ngo_endpoint(e.domain, fi, &mut e.ep))?;
             check("fi_ep_bind (av)", ffi::ngo_ep_bind(e.ep, fid_of(e.av), 0))?;
             let flags = (ffi::FI_TRANSMIT | ffi::FI_RECV) as u64;
-            check("fi_ep_bind (cq)", ffi::ngo_ep_bind(e.ep, fid_of(e.cq), flags))?;
+            check(
+                "fi_ep_bind (cq)",
+                ffi::ngo_ep_bind(e.ep, fid_of(e.cq), flags),
+            )?;
             check("fi_enable", ffi::ngo_enable(e.ep))?;
         }
         let wait_object = match (opts.wait, e.waitable) {
@@ -145,7 +154,11 @@ impl Endpoint {
         let mut len = name.len();
         // SAFETY: `ep` is enabled; `name` has `len` writable bytes.
         let rc = unsafe {
-            ffi::ngo_getname(fid_of(self.ep), name.as_mut_ptr().cast::<c_void>(), &mut len)
+            ffi::ngo_getname(
+                fid_of(self.ep),
+                name.as_mut_ptr().cast::<c_void>(),
+                &mut len,
+            )
         };
         check("fi_getname", rc)?;
         name.truncate(len);
