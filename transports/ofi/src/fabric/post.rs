@@ -157,6 +157,17 @@ impl OfiTransport {
     pub(super) fn advertise(&mut self, id: u64) -> Result<(), TransportError> {
         let r = &self.requests[&id];
         let (peer, region) = (r.peer, r.region);
+        if self.peers[peer].closed {
+            // Nothing can be written into the region by a peer that left: the
+            // request fails when it is waited for, as a posted receive would.
+            let err = TransportError::PeerClosed {
+                transport: NAME,
+                peer,
+                op: "recv",
+            };
+            self.requests.get_mut(&id).expect("started").state = State::Failed(err);
+            return Ok(());
+        }
         let (addr, key) = self.memory.remote(region).unwrap_or((0, 0));
         let seq = self.peers[peer].next_seq;
         self.peers[peer].next_seq = seq.wrapping_add(1);
