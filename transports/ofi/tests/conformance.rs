@@ -1,6 +1,7 @@
-//! The shared transport contract (`ngauge_transport::conformance`) over the
-//! providers every Linux host has: `shm` and `tcp;ofi_rxm`, each with both data
-//! paths and in both wait modes, and `shm` with plain (untagged) messages.
+//! The shared transport contract (`ngauge_transport::conformance`) over the RDM
+//! providers every Linux host has: `shm`, `tcp;ofi_rxm`, `udp;ofi_rxd` and
+//! `sockets`, each with both data paths and in both wait modes, and `shm` with
+//! plain (untagged) messages.
 
 use ngauge_ofi::{OfiOp, OfiOptions};
 use ngauge_transport::conformance::{self, Profile};
@@ -59,4 +60,24 @@ fn tcp_rxm_send() {
 #[test]
 fn tcp_rxm_write() {
     run("tcp;ofi_rxm", OfiOp::Write, false);
+}
+
+#[test]
+fn udp_rxd_send() {
+    run("udp;ofi_rxd", OfiOp::Send, false);
+}
+
+#[test]
+fn udp_rxd_write() {
+    run("udp;ofi_rxd", OfiOp::Write, false);
+}
+
+#[test]
+fn sockets_send() {
+    run("sockets", OfiOp::Send, false);
+}
+
+#[test]
+fn sockets_write() {
+    run("sockets", OfiOp::Write, false);
 }
