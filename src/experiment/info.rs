@@ -36,7 +36,7 @@ pub fn run(
     if world.rank != 0 {
         return Ok(None);
     }
-    let transports = probe_all(&job.verbs);
+    let transports = probe_all(job);
     let (facts, _) = TimerFacts::measure(Duration::from_millis(50), 100_000);
     let meta = ctx
         .meta(facts.source, facts.hz)

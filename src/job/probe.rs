@@ -1,7 +1,7 @@
 //! Which transports this build and machine can use, with the reason when one
 //! cannot (`ngauge info`).
 
-use super::{TransportName, VerbsSpec};
+use super::{JobSpec, TransportName, VerbsSpec};
 use crate::build_facts::BuildFacts;
 use serde::{Deserialize, Serialize};
 
@@ -16,24 +16,29 @@ pub struct TransportInfo {
     pub usable: bool,
     /// Why not, when not.
     pub reason: Option<String>,
+    /// What it would use here, when it says (ofi: the provider a run uses and
+    /// every one `fi_getinfo` offers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
-/// Every transport's availability, in [`TransportName::ALL`] order; verbs is
-/// probed on the device and port of `verbs`.
-pub fn probe_all(verbs: &VerbsSpec) -> Vec<TransportInfo> {
+/// Every transport's availability, in [`TransportName::ALL`] order, each with
+/// the settings of `job` (verbs on its device and port, ofi with its provider).
+pub fn probe_all(job: &JobSpec) -> Vec<TransportInfo> {
     TransportName::ALL
         .iter()
-        .map(|&name| probe(name, verbs))
+        .map(|&name| probe(name, job))
         .collect()
 }
 
 /// `name`'s availability.
-pub fn probe(name: TransportName, verbs: &VerbsSpec) -> TransportInfo {
+pub fn probe(name: TransportName, job: &JobSpec) -> TransportInfo {
     let unusable = |reason: String| TransportInfo {
         name,
         compiled: true,
         usable: false,
         reason: Some(reason),
+        detail: None,
     };
     if !BuildFacts::current().has_transport(name.as_str()) {
         return TransportInfo {
@@ -46,7 +51,15 @@ pub fn probe(name: TransportName, verbs: &VerbsSpec) -> TransportInfo {
     let usable = match name {
         TransportName::Tcp => std::net::TcpListener::bind("127.0.0.1:0").map(drop),
         TransportName::Udp => std::net::UdpSocket::bind("127.0.0.1:0").map(drop),
-        TransportName::Verbs => return probe_verbs(verbs).map_or_else(unusable, |_| usable(name)),
+        TransportName::Verbs => {
+            return probe_verbs(&job.verbs).map_or_else(unusable, |_| usable(name))
+        }
+        TransportName::Ofi => {
+            return super::ofi::probe(&job.ofi).map_or_else(unusable, |detail| TransportInfo {
+                detail: Some(detail),
+                ..usable(name)
+            })
+        }
         TransportName::Mpi => return probe_mpi().map_or_else(unusable, |_| usable(name)),
     };
     match usable {
@@ -61,6 +74,7 @@ fn usable(name: TransportName) -> TransportInfo {
         compiled: true,
         usable: true,
         reason: None,
+        detail: None,
     }
 }
 

@@ -23,6 +23,8 @@ named_enum! {
         Verbs = "verbs",
         /// MPI point-to-point through a C shim (cargo feature `mpi`).
         Mpi = "mpi",
+        /// libfabric RDM endpoints (cargo feature `ofi`).
+        Ofi = "ofi",
     }
 }
 
@@ -49,6 +51,36 @@ named_enum! {
         /// One-sided RDMA write into a ring the receiver polls (the last byte of
         /// the slot, as `ib_write_lat`): no completion at the receiver.
         WritePoll = "write-poll",
+    }
+}
+
+named_enum! {
+    /// The data path of the ofi transport.
+    pub enum OfiOp("ofi operation") {
+        /// Two-sided messages (tagged where the provider offers them).
+        Send = "send",
+        /// One-sided `fi_writedata` into the region the receiver advertised.
+        Write = "write",
+    }
+}
+
+/// Settings of the ofi (libfabric) transport.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct OfiSpec {
+    /// Provider as `fi_info` names it (`shm`, `tcp;ofi_rxm`, `cxi`); the first RDM
+    /// provider `fi_getinfo` offers when absent.
+    pub provider: Option<String>,
+    /// Data path.
+    pub op: OfiOp,
+}
+
+impl Default for OfiSpec {
+    fn default() -> Self {
+        OfiSpec {
+            provider: None,
+            op: OfiOp::Send,
+        }
     }
 }
 
@@ -100,6 +132,8 @@ pub struct JobSpec {
     pub timeout_s: f64,
     /// Settings of the verbs transport.
     pub verbs: VerbsSpec,
+    /// Settings of the ofi transport.
+    pub ofi: OfiSpec,
 }
 
 impl Default for JobSpec {
@@ -111,6 +145,7 @@ impl Default for JobSpec {
             recv_buffer_bytes: None,
             timeout_s: 30.0,
             verbs: VerbsSpec::default(),
+            ofi: OfiSpec::default(),
         }
     }
 }

@@ -26,6 +26,10 @@ pub struct Meta {
     /// Wait mode (`poll` or `block`), per transport when several
     /// (`mpi=poll,tcp=block`), when one was used.
     pub wait: Option<String>,
+    /// The ofi endpoint's provider, fabric, domain, libfabric version, sizes,
+    /// `mr_mode` and `FI_*` environment, when ofi was measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ofi: Option<crate::job::ofi::OfiFacts>,
     /// `pingpong`: the loop that timed the round trips, per transport
     /// (`mpi=native,tcp=generic`; see `patterns::pingpong`). Absent elsewhere.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -67,6 +71,7 @@ impl Meta {
             kernel: uname.release().to_string_lossy().into_owned(),
             transport: Vec::new(),
             wait: None,
+            ofi: None,
             timing_loop: None,
             launcher: "none".into(),
             np: 1,
@@ -79,6 +84,15 @@ impl Meta {
             command_line: command_line.into_iter().collect(),
         })
     }
+}
+
+/// The facts of the ofi endpoint when `waits` names ofi.
+fn ofi_facts(waits: &[(TransportName, WaitMode)]) -> Option<crate::job::ofi::OfiFacts> {
+    waits
+        .iter()
+        .any(|(t, _)| *t == TransportName::Ofi)
+        .then(crate::job::ofi::opened_facts)
+        .flatten()
 }
 
 /// Builds a [`Meta`]: one place that knows how each fact is recorded.
@@ -106,6 +120,7 @@ impl MetaBuilder {
     /// written alone (`poll`), several as `name=mode` pairs.
     pub fn transports(mut self, waits: &[(TransportName, WaitMode)]) -> Self {
         self.0.transport = waits.iter().map(|(t, _)| *t).collect();
+        self.0.ofi = ofi_facts(waits);
         self.0.wait = match waits {
             [] => None,
             [(_, w)] => Some(w.to_string()),
@@ -118,6 +133,7 @@ impl MetaBuilder {
     /// (`pingpong`, which has always written them so).
     pub fn transports_named(mut self, waits: &[(TransportName, WaitMode)]) -> Self {
         self.0.transport = waits.iter().map(|(t, _)| *t).collect();
+        self.0.ofi = ofi_facts(waits);
         self.0.wait = (!waits.is_empty()).then(|| pairs(waits));
         self
     }
