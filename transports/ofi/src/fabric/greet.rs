@@ -1,10 +1,16 @@
-//! Eager connection setup: a 0-byte hello each way between every pair of ranks
-//! while all of them are in [`super::open`]. Connection-based providers under
-//! `ofi_rxm` and `ofi_rxd` (and `shm`'s peer mapping) set a connection up on the
-//! first message to a peer, and finish only while both ranks progress their
-//! completion queues: a first message sent just before a rank blocks on the
-//! control channel (a pattern's last answer, a goodbye at drop) would wait there
-//! with its peer, and a first message in a timed region would time the setup.
+//! Hellos: a 0-byte message each way between every pair of ranks, while all of
+//! them progress their completion queues, at open and in `settle`. Providers
+//! under `ofi_rxm` and `ofi_rxd` (and `shm`'s peer mapping) set a connection up
+//! on the first message to a peer, and `ofi_rxd` completes a send only when the
+//! receiver's acknowledgement arrives: both need the peer to read its queue. A
+//! first message sent just before a rank blocks on the control channel (a
+//! pattern's last answer, a goodbye at drop) would wait there with its peer, and
+//! one in a timed region would time the setup; a rank that leaves for the control
+//! channel right after its last receive would leave its peer's send pending. So
+//! hellos at open set every connection up, and `settle` (before every
+//! control-plane wait that follows traffic) exchanges hellos again: a rank's hello
+//! arrives only once its own sends have completed, and a rank leaves only once
+//! every peer's hello has arrived.
 
 use super::{ffi, setup_error, Ctx, OfiTransport, GREET, GREETED, TAG_GREET};
 use ngauge_transport::TransportError;
@@ -13,11 +19,13 @@ use std::ptr::NonNull;
 use std::time::Instant;
 
 impl OfiTransport {
-    /// Sends a hello to every peer and waits for every peer's hello and for
-    /// its own to complete (at most the peer timeout).
+    /// Sends a hello to every peer still there and waits for every peer's hello
+    /// and for its own to complete (at most the peer timeout).
     pub(super) fn greet(&mut self) -> Result<(), TransportError> {
         let me = self.rank;
-        let peers: Vec<usize> = (0..self.size).filter(|&p| p != me).collect();
+        let peers: Vec<usize> = (0..self.size)
+            .filter(|&p| p != me && !self.peers[p].closed)
+            .collect();
         // Set before posting: a post that finds the queue full progresses it.
         self.greetings_left = 2 * peers.len();
         for &peer in &peers {
@@ -48,12 +56,12 @@ impl OfiTransport {
         let start = Instant::now();
         while self.greetings_left > 0 {
             if let Some(why) = self.greeting_failed.take() {
-                return Err(setup_error(format!("connection setup: {why}")));
+                return Err(setup_error(format!("hellos: {why}")));
             }
             if !self.progress()? {
                 if start.elapsed() > self.timeout {
                     return Err(setup_error(format!(
-                        "connection setup: {} hello(s) to or from other ranks missing after {:?}",
+                        "hellos: {} to or from other ranks missing after {:?}",
                         self.greetings_left, self.timeout
                     )));
                 }

@@ -483,4 +483,10 @@ impl Transport for OfiTransport {
     fn wait(&mut self, request: RequestId) -> Result<(), TransportError> {
         self.wait_for(request.0)
     }
+
+    /// Hellos with every peer (see `greet`): what this rank sent has completed
+    /// and what peers sent to it has been acknowledged.
+    fn settle(&mut self) -> Result<(), TransportError> {
+        self.greet()
+    }
 }

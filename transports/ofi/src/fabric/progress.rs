@@ -131,6 +131,13 @@ impl OfiTransport {
             }
             ADVERT => self.advert_arrived((id & (KIND - 1)) as usize, c.ctx, &c),
             GREET | GREETED => {
+                if let Some(i) = self
+                    .fixed
+                    .iter()
+                    .position(|b| std::ptr::eq(&**b, c.ctx.cast::<Ctx>()))
+                {
+                    self.fixed.swap_remove(i);
+                }
                 self.greetings_left = self.greetings_left.saturating_sub(1);
                 if let Some((_, words)) = c.error {
                     let peer = id & (KIND - 1);
