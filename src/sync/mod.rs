@@ -293,24 +293,6 @@ pub fn synchronize<C: Clock + ?Sized, T: Transport + ?Sized>(
     })
 }
 
-/// Collects every rank's model at rank 0 (indexed by rank; empty elsewhere).
-pub fn gather_models(
-    control: &mut dyn Control,
-    model: &ClockModel,
-) -> Result<Vec<ClockModel>, SyncError> {
-    let parts = control.gather(0, &model.to_bytes())?;
-    parts
-        .iter()
-        .enumerate()
-        .map(|(rank, bytes)| {
-            ClockModel::from_bytes(bytes).ok_or_else(|| SyncError::Protocol {
-                peer: rank,
-                detail: "malformed clock model".into(),
-            })
-        })
-        .collect()
-}
-
 /// One offset of this rank's clock (as `clock` reads it) relative to `peer`'s, with
 /// `estimator`: `(local - peer in ticks, the local reading it holds at, effort)`. A
 /// SKaMPI bracket whose bounds crossed is replaced by a min-RTT measurement and

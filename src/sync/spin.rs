@@ -67,11 +67,6 @@ impl SpinThenSleep {
             slept: 0,
         }
     }
-
-    /// Receives completed while spinning, and after sleeping.
-    pub fn receives(&self) -> (u64, u64) {
-        (self.spun, self.slept)
-    }
 }
 
 impl Transport for SpinThenSleep {
@@ -155,6 +150,14 @@ impl Transport for SpinThenSleep {
     }
     fn counters(&self) -> Counters {
         self.inner.counters()
+    }
+}
+
+#[cfg(test)]
+impl SpinThenSleep {
+    /// Receives completed while spinning, and after sleeping.
+    fn receives(&self) -> (u64, u64) {
+        (self.spun, self.slept)
     }
 }
 
