@@ -505,10 +505,17 @@ mod tests {
 
     #[test]
     fn every_rank_gets_rank_zeros_rate() {
-        use ngauge::sync::sim::{self, NetModel};
-        let rates = sim::run(&[None, None, None], NetModel::default(), |mut r| {
-            let own = TickRate::new(2.5e9 + r.control.rank() as f64 * 1e6);
-            rank0_rate(&mut r.control, own).unwrap().hz
+        let rates: Vec<f64> = std::thread::scope(|s| {
+            let ranks: Vec<_> = ngauge::transport::inproc::world(3)
+                .into_iter()
+                .map(|(_, mut control)| {
+                    s.spawn(move || {
+                        let own = TickRate::new(2.5e9 + control.rank() as f64 * 1e6);
+                        rank0_rate(&mut control, own).unwrap().hz
+                    })
+                })
+                .collect();
+            ranks.into_iter().map(|r| r.join().unwrap()).collect()
         });
         assert_eq!(rates, vec![2.5e9; 3]);
     }

@@ -12,7 +12,7 @@
 //!   rendezvous send sends a request-to-send (`L`); the receiver answers with a
 //!   clear-to-send (`L`) once the matching receive is posted; the data leaves when
 //!   that arrives and the send completes then (when its first byte leaves, as in
-//!   [`crate::sim::SimTransport`]).
+//!   `SimTransport`).
 //! - The receiving interface takes messages in `g + (s-1)G` apart ([`Nic::accept`],
 //!   handled in global time order, so several senders to one rank queue up; can be
 //!   switched off with [`Options::receive_gap`] to compare with the threaded world,
@@ -30,7 +30,7 @@
 //!
 //! The paper's simulator notices a completed operation the moment it happens. Ours
 //! replays what [`crate::coll::exec::Executor::run`] does instead, because that is
-//! what runs on the wire and what the threaded [`crate::sim::SimTransport`] world
+//! what runs on the wire and what the threaded `SimTransport` world
 //! measures: post every ready step in list order (a transfer that is alone runs
 //! blocking); sweep the steps in flight in list order, completing what has
 //! finished by the rank's time (each receive costing `o_r` as it is noticed),
@@ -92,34 +92,12 @@ pub trait Program {
     fn passive_at_start(&self, rank: Rank) -> bool;
 }
 
-/// Given schedules, one call (tests, custom patterns).
-#[derive(Clone, Debug)]
-pub struct Schedules(pub Vec<Schedule>);
-
-impl Program for Schedules {
-    fn np(&self) -> usize {
-        self.0.len()
-    }
-    fn calls(&self) -> u32 {
-        1
-    }
-    fn schedule(&self, rank: Rank, _call: u32) -> Result<Schedule, CollError> {
-        Ok(self.0[rank].clone())
-    }
-    fn repeats(&self, _call: u32) -> bool {
-        true
-    }
-    fn passive_at_start(&self, _rank: Rank) -> bool {
-        false
-    }
-}
-
 /// How to simulate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Options {
     /// Keep `g + (s-1)G` between messages on the receiving interface too (LogP's
     /// gap holds for receptions). Off, a message is in `(s-1)G + L` after it left,
-    /// whatever else arrives, as in the threaded [`crate::sim::SimTransport`].
+    /// whatever else arrives, as in the threaded `SimTransport`.
     pub receive_gap: bool,
     /// CPU time of a `Reduce` or `Copy` step per byte, femtoseconds.
     pub local_fs_per_byte: u64,
@@ -1382,5 +1360,29 @@ fn describe(r: usize, live: &Live) -> String {
             )
         }
         _ => format!("rank {r} (call {}) is stuck", live.call),
+    }
+}
+
+#[cfg(test)]
+/// Given schedules, one call (tests).
+#[derive(Clone, Debug)]
+pub struct Schedules(pub Vec<Schedule>);
+
+#[cfg(test)]
+impl Program for Schedules {
+    fn np(&self) -> usize {
+        self.0.len()
+    }
+    fn calls(&self) -> u32 {
+        1
+    }
+    fn schedule(&self, rank: Rank, _call: u32) -> Result<Schedule, CollError> {
+        Ok(self.0[rank].clone())
+    }
+    fn repeats(&self, _call: u32) -> bool {
+        true
+    }
+    fn passive_at_start(&self, _rank: Rank) -> bool {
+        false
     }
 }

@@ -14,7 +14,7 @@
 //! The pairwise estimators they build on are in [`pairwise`]; the model in [`model`];
 //! the window-based start that uses the result in [`window`]; the injected test clock
 //! in [`skew`]; the spin-then-sleep receives for more ranks than cores in [`spin`]; a
-//! deterministic virtual-time world for tests in [`sim`].
+//! deterministic virtual-time world for tests in `sim` (`tests_sim.rs`).
 //!
 //! # Design decisions
 //!
@@ -33,7 +33,7 @@
 //! **Everything is in ticks** (see [`model`]): rates enter only in reports.
 //!
 //! **Generic over [`Clock`] and [`Transport`]**, so unit tests run every algorithm on
-//! skewed virtual clocks ([`sim`]) whose truth is exact.
+//! skewed virtual clocks (`sim`, for tests only) whose truth is exact.
 
 pub mod hca;
 pub mod jk;
@@ -41,7 +41,6 @@ pub mod linear;
 pub mod logp;
 pub mod model;
 pub mod pairwise;
-pub mod sim;
 pub mod skew;
 pub mod spin;
 pub mod window;
@@ -364,5 +363,8 @@ pub(crate) fn offset_model<C: Clock + ?Sized, T: Transport + ?Sized>(
     ))
 }
 
+#[cfg(test)]
+#[path = "tests_sim.rs"]
+pub mod sim;
 #[cfg(test)]
 mod tests;
