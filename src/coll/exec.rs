@@ -14,7 +14,7 @@
 //! progresses all its pending requests inside `wait` (TCP, MPI) or buffers its sends
 //! (in-process), so blocking on one step does not stop the others from moving; what
 //! it delays is only *noticing* the others and starting the steps they enable.
-//! [`crate::coll::analysis::check_progress`] replays exactly this policy with sends
+//! The tests' `check_progress` replays exactly this policy with sends
 //! that complete only when matched, and proves for every algorithm that it cannot
 //! deadlock. Inside `wait` (and [`Executor::run`]), a send or receive that is the
 //! only step in flight or ready is made with the blocking `send` or `recv`, which

@@ -11,13 +11,13 @@
 //!   after every earlier send (receive) to (from) the same peer in the list has
 //!   started. The generators list the steps so that the k-th send from `a` to `b` and
 //!   the k-th receive at `b` from `a` are the same message, with the same length
-//!   ([`crate::coll::analysis::check_matching`] proves it for small jobs).
+//!   (the tests' `check_matching` proves it for small jobs).
 //! - **Buffers.** A step names a [`Slice`] of one of up to four per-rank buffers
 //!   ([`Buf`]); [`Schedule::buffer_bytes`] says how long each must be. Overlapping
 //!   transfers with a writer among them, and a local step and any transfer on the same
 //!   buffer, are always ordered by dependencies (the transports' busy-buffer rule
 //!   refuses a whole buffer to local access while a transfer holds part of it;
-//!   [`crate::coll::analysis::check_hazards`] proves it).
+//!   the tests' `check_hazards` proves it).
 //! - **No empty messages.** No schedule sends 0 bytes (TCP carries no header, so an
 //!   empty message would not exist on the wire); an operation on 0 bytes has no
 //!   steps, and the barrier sends 1 byte.

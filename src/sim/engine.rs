@@ -35,7 +35,7 @@
 //! blocking); sweep the steps in flight in list order, completing what has
 //! finished by the rank's time (each receive costing `o_r` as it is noticed),
 //! then post what became ready; otherwise block on the earliest step in flight
-//! and notice nothing else until it completes. [`crate::coll::analysis::check_progress`]
+//! and notice nothing else until it completes. The tests' `check_progress`
 //! is the same replay without time. With the receive-side gap switched off, the
 //! completion time of every rank equals the threaded world's to the picosecond for
 //! eager protocols (`sim::tests_engine` proves it for every algorithm); under
