@@ -363,6 +363,33 @@ pub(crate) fn offset_model<C: Clock + ?Sized, T: Transport + ?Sized>(
     ))
 }
 
+/// The root against every other rank in rank order, `rounds` times over (SKaMPI's
+/// and Jones & Koenig's loops): the root serves each pairwise measurement, every
+/// other rank runs `measure` against the root over one wire. Returns this rank's
+/// model relative to the root (the identity at the root) and its effort.
+pub(crate) fn from_root<C: Clock + ?Sized, T: Transport + ?Sized>(
+    clock: &C,
+    t: &mut T,
+    control: &dyn Control,
+    rounds: usize,
+    measure: impl FnOnce(&C, &mut T, &Wire) -> Result<(ClockModel, Effort), SyncError>,
+) -> Result<(ClockModel, Effort), SyncError> {
+    let wire = Wire::new(t, 0)?;
+    let result = if control.rank() == 0 {
+        let mut served = 0;
+        for _ in 0..rounds {
+            for peer in 1..control.size() {
+                served += pairwise::respond(clock, t, &wire, peer)?;
+            }
+        }
+        (ClockModel::IDENTITY, Effort::exchanges(served))
+    } else {
+        measure(clock, t, &wire)?
+    };
+    wire.free(t)?;
+    Ok(result)
+}
+
 #[cfg(test)]
 #[path = "tests_sim.rs"]
 pub mod sim;
