@@ -905,17 +905,7 @@ impl<'a> Sim<'a> {
                             }
                             Kind::Reduce | Kind::Copy => {
                                 let cost = local_ps(self.options.local_fs_per_byte, step.bytes);
-                                let start = live.now;
-                                live.now = Ps(start.0 + cost);
-                                self.trace(
-                                    SpanKind::Local,
-                                    r,
-                                    NONE,
-                                    live.call,
-                                    step.bytes,
-                                    start,
-                                    live.now,
-                                );
+                                self.charge(SpanKind::Local, r, live, NONE, step.bytes, cost);
                                 complete(live, i);
                             }
                         }
@@ -1026,21 +1016,33 @@ impl<'a> Sim<'a> {
         }
     }
 
+    /// Charges `cost_ps` of rank `r`'s CPU (an overhead or a local step).
+    fn charge(
+        &mut self,
+        kind: SpanKind,
+        r: usize,
+        live: &mut Live,
+        peer: u32,
+        bytes: u64,
+        cost_ps: u64,
+    ) {
+        let start = live.now;
+        live.now = Ps(start.0 + cost_ps);
+        self.trace(kind, r, peer, live.call, bytes, start, live.now);
+    }
+
     /// A transfer whose completion the rank notices now: a receive costs `o_r`.
     fn finish_step(&mut self, r: usize, live: &mut Live, i: StepId) {
         let step = live.prog.steps[i as usize];
         if step.kind == Kind::Recv {
             let p = self.net.at(step.bytes);
-            let start = live.now;
-            live.now = Ps(start.0 + p.or_ps);
-            self.trace(
+            self.charge(
                 SpanKind::RecvOverhead,
                 r,
+                live,
                 step.peer,
-                live.call,
                 step.bytes,
-                start,
-                live.now,
+                p.or_ps,
             );
         }
         complete(live, i);
@@ -1053,16 +1055,13 @@ impl<'a> Sim<'a> {
         match step.kind {
             Kind::Send => {
                 let p = self.net.at(step.bytes);
-                let start = live.now;
-                live.now = Ps(start.0 + p.os_ps);
-                self.trace(
+                self.charge(
                     SpanKind::SendOverhead,
                     r,
+                    live,
                     step.peer,
-                    call,
                     step.bytes,
-                    start,
-                    live.now,
+                    p.os_ps,
                 );
                 if p.rendezvous {
                     live.rendezvous_pending += 1;
