@@ -905,7 +905,7 @@ impl<'a> Sim<'a> {
                             }
                             Kind::Reduce | Kind::Copy => {
                                 let cost = local_ps(self.options.local_fs_per_byte, step.bytes);
-                                self.charge(SpanKind::Local, r, live, NONE, step.bytes, cost);
+                                self.charge(SpanKind::Local, r, live, &step, cost);
                                 complete(live, i);
                             }
                         }
@@ -1016,19 +1016,11 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// Charges `cost_ps` of rank `r`'s CPU (an overhead or a local step).
-    fn charge(
-        &mut self,
-        kind: SpanKind,
-        r: usize,
-        live: &mut Live,
-        peer: u32,
-        bytes: u64,
-        cost_ps: u64,
-    ) {
+    /// Charges `cost_ps` of rank `r`'s CPU for `step` (its overhead, or a local step).
+    fn charge(&mut self, kind: SpanKind, r: usize, live: &mut Live, step: &CStep, cost_ps: u64) {
         let start = live.now;
         live.now = Ps(start.0 + cost_ps);
-        self.trace(kind, r, peer, live.call, bytes, start, live.now);
+        self.trace(kind, r, step.peer, live.call, step.bytes, start, live.now);
     }
 
     /// A transfer whose completion the rank notices now: a receive costs `o_r`.
@@ -1036,14 +1028,7 @@ impl<'a> Sim<'a> {
         let step = live.prog.steps[i as usize];
         if step.kind == Kind::Recv {
             let p = self.net.at(step.bytes);
-            self.charge(
-                SpanKind::RecvOverhead,
-                r,
-                live,
-                step.peer,
-                step.bytes,
-                p.or_ps,
-            );
+            self.charge(SpanKind::RecvOverhead, r, live, &step, p.or_ps);
         }
         complete(live, i);
     }
@@ -1055,14 +1040,7 @@ impl<'a> Sim<'a> {
         match step.kind {
             Kind::Send => {
                 let p = self.net.at(step.bytes);
-                self.charge(
-                    SpanKind::SendOverhead,
-                    r,
-                    live,
-                    step.peer,
-                    step.bytes,
-                    p.os_ps,
-                );
+                self.charge(SpanKind::SendOverhead, r, live, &step, p.os_ps);
                 if p.rendezvous {
                     live.rendezvous_pending += 1;
                     let at = Ps(live.now.0 + p.l_ps);
