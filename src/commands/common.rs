@@ -29,6 +29,8 @@ pub fn flag_of(field: &str) -> String {
     match field {
         "check_after_s" => "--check-after".into(),
         "duration_ns" => "--duration".into(),
+        "delay_ns" => "--delay".into(),
+        "test_every_ns" => "--test-every".into(),
         other => format!("--{}", other.replace('_', "-")),
     }
 }

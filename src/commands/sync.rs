@@ -21,14 +21,14 @@ use crate::cli::{GlobalArgs, SyncArgs, SyncFlags};
 use ngauge::clock::{Clock, Skew, SystemClock, TickRate, Ticks};
 use ngauge::job::{Job, TransportName};
 use ngauge::launch::World;
-use ngauge::report::effort::{ClockSync, EffortReport, RankSync};
+use ngauge::report::effort::EffortReport;
 use ngauge::report::jsonl::JsonlWriter;
 use ngauge::report::sync::{seconds_label, RankReport, SyncDoc, SyncSamples, SyncWarning};
 use ngauge::report::table::Table;
 use ngauge::spec::SyncSpec;
 use ngauge::sync::skew;
 use ngauge::sync::spin::{SpinThenSleep, SPIN_BEFORE_SLEEP};
-use ngauge::sync::{self, pairwise, Algorithm, Effort, GlobalClock, SyncOptions};
+use ngauge::sync::{self, pairwise, Algorithm, GlobalClock, SyncOptions};
 use ngauge::transport::{Control, Transport, WaitMode};
 use std::time::{Duration, Instant};
 
@@ -44,12 +44,6 @@ impl SyncFlags {
             reps: 1,
             samples: false,
         }
-    }
-
-    /// The library's options for these flags (the commands that synchronize
-    /// clocks before they measure: coll, late, nbc).
-    pub fn options(&self) -> SyncOptions {
-        self.spec(Vec::new()).options()
     }
 }
 
@@ -305,33 +299,6 @@ fn hint(w: &SyncWarning) -> Option<String> {
         }
         SyncWarning::Setup(s) => super::common::setup_hint(s),
     }
-}
-
-/// Every rank's `effort` of a synchronization with `algo`, at rank 0 (`None`
-/// elsewhere), for the documents timed with synchronized clocks. Collective: every
-/// rank calls it, `hz` its clock's rate.
-pub fn gather_effort(
-    world: &mut World,
-    algo: Algorithm,
-    effort: &Effort,
-    hz: f64,
-) -> anyhow::Result<Option<ClockSync>> {
-    let mine = serde_json::to_vec(&EffortReport::new(effort, hz))?;
-    let parts = world.control.gather(0, &mine)?;
-    if world.rank != 0 {
-        return Ok(None);
-    }
-    let ranks = parts
-        .iter()
-        .enumerate()
-        .map(|(rank, bytes)| {
-            Ok(RankSync {
-                rank,
-                effort: serde_json::from_slice(bytes)?,
-            })
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    Ok(Some(ClockSync { algo, ranks }))
 }
 
 fn max_abs<'a>(

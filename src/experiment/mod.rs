@@ -17,10 +17,22 @@
 //! | `info` | [`info::run`] |
 //! | `pingpong` | [`pingpong::run`] |
 //! | `noise` | [`noise::run`] |
+//! | `coll` | [`coll::run`] |
+//! | `late` | [`late::run`] |
+//! | `nbc` | [`nbc::run`] |
+//! | `simulate` | [`simulate::run`] (one process), [`simulate::measure`] (in a job) |
+//!
+//! What the collective timings share (their setup, the window starts' clock
+//! synchronization) is [`collective`].
 
+pub mod coll;
+pub mod collective;
 pub mod info;
+pub mod late;
+pub mod nbc;
 pub mod noise;
 pub mod pingpong;
+pub mod simulate;
 pub mod timer;
 
 use crate::clock::{SystemClock, TimerSource};
@@ -138,6 +150,21 @@ pub enum ExperimentError {
     /// The noise pattern failed.
     #[error(transparent)]
     Noise(#[from] crate::patterns::noise::NoiseError),
+    /// A pattern timing collectives in windows failed (or the clock sync of its
+    /// window starts).
+    #[error(transparent)]
+    Pattern(#[from] crate::patterns::PatternError),
+    /// Such a pattern failed at one measurement point.
+    #[error("{point}: {error}")]
+    At {
+        /// The point (`tcp/binomial at 8 B`).
+        point: String,
+        /// What failed.
+        error: crate::patterns::PatternError,
+    },
+    /// The simulator cannot run the spec, or its parameter file is unusable.
+    #[error(transparent)]
+    Simulate(#[from] crate::sim::spec::SpecError),
 }
 
 impl ExperimentError {
@@ -149,6 +176,7 @@ impl ExperimentError {
             | ExperimentError::TooFewRanks { .. }
             | ExperimentError::TestHook(_) => true,
             ExperimentError::Job(e) => e.is_input(),
+            ExperimentError::Simulate(e) => e.is_input(),
             _ => false,
         }
     }

@@ -1,0 +1,347 @@
+//! What the experiments that time collectives share (`coll`, `late`, `nbc`,
+//! `simulate --measure`): the job's transports opened with its setup warnings, the
+//! clock synchronization of the window starts gathered to rank 0 with its effort
+//! (Hoefler et al., "Accurately measuring collective operations", sec. 3: every
+//! rank starts each call at a common global time, so the clocks are synchronized
+//! once, before the first point), one checked [`CollSpec`] per measurement point
+//! and the collective of an implementation with its buffers; for `late` and `nbc`,
+//! the setup on the job's one transport ([`windowed`]) and rank 0's end of the
+//! document ([`finish`]).
+
+use super::{binding_warnings, rank_clock, ExperimentError};
+use crate::clock::{Clock, SystemClock, TickRate};
+use crate::coll::{CollOp, CollSpec, Collective, NativeOp, Scheduled};
+use crate::job::open::Opened;
+use crate::job::{Job, JobSpec};
+use crate::launch::World;
+use crate::patterns::PatternError;
+use crate::report::effort::{ClockSync, EffortReport, RankSync};
+use crate::report::warning::{warned, Warned};
+use crate::report::{Meta, SetupWarning};
+use crate::spec::coll::{CollImpl, WindowColl};
+use crate::spec::SpecError;
+use crate::sync::model::ClockModel;
+use crate::sync::{Effort, SyncOptions};
+use ngauge_transport::Transport;
+
+/// One rank's measuring setup.
+pub struct Setup {
+    /// This rank's clock.
+    pub clock: SystemClock,
+    /// The job's transports, in its order.
+    pub transports: Vec<Opened>,
+    /// Every rank's pinned core (rank 0; empty elsewhere).
+    pub cores: Vec<Option<usize>>,
+    /// What threatens the figures: the job's, the binding's, the sync's (rank 0).
+    pub warnings: Vec<SetupWarning>,
+    /// This rank's clock relative to rank 0's (the identity until synchronized).
+    pub model: ClockModel,
+    /// The clock synchronization, per rank (rank 0, once synchronized).
+    pub sync: Option<ClockSync>,
+    /// Its options, once synchronized.
+    pub sync_options: Option<SyncOptions>,
+}
+
+impl Setup {
+    /// Opens the transports of `job` on this rank with `clock` (a collective
+    /// call); the binding warnings are of all ranks measured together.
+    ///
+    /// # Errors
+    /// A lost peer, a transport that fails to open.
+    pub fn open(
+        world: &mut World,
+        job: &JobSpec,
+        clock: SystemClock,
+    ) -> Result<Setup, ExperimentError> {
+        let cores = world.gather_pinning()?;
+        let opened = Job::open(job, world, |_, _| {})?;
+        let mut warnings: Vec<SetupWarning> = opened
+            .warnings
+            .into_iter()
+            .map(SetupWarning::from)
+            .collect();
+        warnings.extend(binding_warnings(world, &cores, [(0..world.size).collect()]));
+        Ok(Setup {
+            clock,
+            transports: opened.transports,
+            cores,
+            warnings,
+            model: ClockModel::offset_only(0.0),
+            sync: None,
+            sync_options: None,
+        })
+    }
+
+    /// Opens the one transport of `job`, which must carry messages of `largest`
+    /// bytes without losing any, and synchronizes the clocks over it (`late`,
+    /// `nbc`: a collective call).
+    ///
+    /// # Errors
+    /// A transport that may lose messages or cannot carry `largest` bytes
+    /// ([`ExperimentError::Spec`]), a failed sync, a lost peer.
+    pub fn synchronized(
+        world: &mut World,
+        job: &JobSpec,
+        options: &SyncOptions,
+        largest: usize,
+    ) -> Result<Setup, ExperimentError> {
+        let clock = rank_clock(world)?;
+        let mut setup = Setup::open(world, job, clock)?;
+        let o = &setup.transports[0];
+        let caps = o.transport.capabilities();
+        if !caps.reliable {
+            return Err(SpecError::new(
+                "transport",
+                format!(
+                    "the window starts need synchronized clocks, whose exchanges need a \
+                     transport that never loses a message, and {} may; use tcp",
+                    o.name
+                ),
+            )
+            .into());
+        }
+        if let Some(max) = caps.max_message_bytes.filter(|max| largest > *max) {
+            return Err(SpecError::new(
+                "sizes",
+                format!(
+                    "{} carries at most {max} bytes per message, and the collective's \
+                     messages reach {largest}",
+                    o.name
+                ),
+            )
+            .into());
+        }
+        setup.synchronize(world, options, None)?;
+        Ok(setup)
+    }
+
+    /// Synchronizes the clocks with `options` over the job's transport that never
+    /// loses a message, or over `fallback` when it has none; rank 0 keeps every
+    /// rank's effort and its warnings (a collective call).
+    ///
+    /// # Errors
+    /// A failed sync, a lost peer.
+    pub fn synchronize(
+        &mut self,
+        world: &mut World,
+        options: &SyncOptions,
+        fallback: Option<&mut Box<dyn Transport>>,
+    ) -> Result<(), ExperimentError> {
+        let reliable = (self.transports.iter_mut())
+            .find(|o| o.transport.capabilities().reliable)
+            .map(|o| &mut o.transport);
+        let over = reliable.or(fallback).ok_or_else(|| {
+            SpecError::new(
+                "transport",
+                "no transport of the job can synchronize the clocks",
+            )
+        })?;
+        let outcome =
+            crate::sync::synchronize(&self.clock, over.as_mut(), world.control.as_mut(), options)
+                .map_err(PatternError::from)?;
+        self.model = outcome.model;
+        self.sync_options = Some(*options);
+        let hz = self.clock.rate().hz;
+        self.sync = gather_effort(world, options.algorithm, &outcome.effort, hz)?;
+        if let Some(s) = &self.sync {
+            self.warnings
+                .extend(s.warnings().into_iter().map(SetupWarning::from));
+        }
+        Ok(())
+    }
+
+    /// The metadata of a result measured with this setup; `pairs`: every
+    /// transport's wait as `name=mode` (`coll`'s), else one transport's alone.
+    pub fn meta(&self, world: &World, ctx: &super::Context, pairs: bool) -> Meta {
+        let waits: Vec<_> = self.transports.iter().map(|o| (o.name, o.wait)).collect();
+        let meta = ctx.meta(self.clock.source(), self.clock.rate().hz);
+        let mut meta = match pairs {
+            true => meta.transports_named(&waits),
+            false => meta.transports(&waits),
+        }
+        .job(world, self.cores.clone());
+        if let Some(o) = &self.sync_options {
+            meta = meta.sync(o.algorithm);
+        }
+        meta.build()
+    }
+}
+
+/// What `late` and `nbc` measure with: the implementation of `coll` on the job's
+/// one transport, the checked spec of every size, and the setup synchronized over
+/// that transport (a collective call).
+///
+/// # Errors
+/// What [`WindowColl::validate_for_job`] and [`Setup::synchronized`] find.
+pub fn windowed(
+    world: &mut World,
+    job: &JobSpec,
+    coll: &WindowColl,
+    sizes: &[u64],
+) -> Result<(Setup, CollImpl, Vec<CollSpec>), ExperimentError> {
+    let np = world.size;
+    let (_, imp) = coll.validate_for_job(&job.transports, Some(np), sizes)?;
+    let (specs, largest) = size_specs(coll.op, imp, coll.segment, coll.root, np, sizes)?;
+    let setup = Setup::synchronized(world, job, &coll.sync_options(), largest)?;
+    Ok((setup, imp, specs))
+}
+
+/// Rank 0's end of a windowed experiment: the setup's warnings (`setup` wraps
+/// them) then `found`, every rank's sync effort, the metadata.
+pub fn finish<W: std::fmt::Display>(
+    mut setup: Setup,
+    world: &World,
+    ctx: &super::Context,
+    setup_warning: fn(SetupWarning) -> W,
+    found: Vec<W>,
+) -> (Vec<Warned<W>>, ClockSync, Meta) {
+    let meta = setup.meta(world, ctx, false);
+    let sync = setup
+        .sync
+        .take()
+        .expect("rank 0 gathers every rank's sync effort");
+    let all = setup.warnings.into_iter().map(setup_warning).chain(found);
+    (warned(all), sync, meta)
+}
+
+/// Every rank's synchronization effort, at rank 0 (`None` elsewhere; a collective
+/// call).
+///
+/// # Errors
+/// A lost peer, a rank that sends a malformed report.
+pub fn gather_effort(
+    world: &mut World,
+    algo: crate::sync::Algorithm,
+    effort: &Effort,
+    hz: f64,
+) -> Result<Option<ClockSync>, ExperimentError> {
+    let mine = serde_json::to_vec(&EffortReport::new(effort, hz)).expect("a report serializes");
+    let parts = world.control.gather(0, &mine)?;
+    if world.rank != 0 {
+        return Ok(None);
+    }
+    let ranks = parts.iter().enumerate().map(|(rank, bytes)| {
+        let effort = serde_json::from_slice(bytes).map_err(|e| PatternError::Protocol {
+            pattern: "clock sync",
+            rank,
+            detail: format!("a malformed effort report: {e}"),
+        })?;
+        Ok(RankSync { rank, effort })
+    });
+    Ok(Some(ClockSync {
+        algo,
+        ranks: ranks.collect::<Result<_, ExperimentError>>()?,
+    }))
+}
+
+/// This rank's clock ([`rank_clock`]) ticking at rank 0's rate, as `sync` times
+/// (a collective call): the injected skew's offset converted to that rate.
+///
+/// # Errors
+/// A malformed test clock, a lost peer, a malformed rate from rank 0.
+pub fn rank0_clock(world: &mut World) -> Result<SystemClock, ExperimentError> {
+    let own = rank_clock(world)?;
+    let control = world.control.as_mut();
+    let mut bytes = if world.rank == 0 {
+        own.rate().hz.to_le_bytes().to_vec()
+    } else {
+        Vec::new()
+    };
+    control.broadcast(0, &mut bytes)?;
+    let hz = bytes
+        .as_slice()
+        .try_into()
+        .map(f64::from_le_bytes)
+        .ok()
+        .filter(|hz| hz.is_finite() && *hz > 0.0)
+        .ok_or_else(|| PatternError::Protocol {
+            pattern: "clock sync",
+            rank: 0,
+            detail: "a malformed tick rate".into(),
+        })?;
+    let rate = TickRate::new(hz);
+    let skew = own.skew().map(|s| crate::clock::Skew {
+        offset_ticks: s.offset_ticks * hz / own.rate().hz,
+        ..s
+    });
+    Ok(SystemClock::new(own.source(), rate).with_skew(skew))
+}
+
+/// The collective of `spec` run by `imp` on `t` (ours, or the transport's own of
+/// the same operation, size and root), with its buffers allocated.
+///
+/// # Errors
+/// A schedule or a native collective the transport cannot set up.
+pub fn coll_op<'a>(
+    t: &'a mut dyn Transport,
+    imp: CollImpl,
+    spec: CollSpec,
+) -> Result<Box<dyn CollOp + 'a>, ExperimentError> {
+    let op: Result<Box<dyn CollOp + 'a>, _> = match imp {
+        CollImpl::Ours(_) => Scheduled::new(t, spec).map(|s| Box::new(s) as _),
+        CollImpl::Mpi => NativeOp::new(t, spec).map(|s| Box::new(s) as _),
+    };
+    Ok(op.map_err(PatternError::from)?)
+}
+
+/// The checked spec of every size of `op` run by `imp` among `np` ranks, and the
+/// largest single message they send (for the transport's limit).
+///
+/// # Errors
+/// A point the collective cannot run (field `segment`: too many segments).
+pub fn size_specs(
+    op: Collective,
+    imp: CollImpl,
+    segment: usize,
+    root: usize,
+    np: usize,
+    sizes: &[u64],
+) -> Result<(Vec<CollSpec>, usize), SpecError> {
+    let specs = sizes
+        .iter()
+        .map(|&size| {
+            let spec = CollSpec {
+                algorithm: imp.algorithm(op),
+                np,
+                size_bytes: size as usize,
+                segment_bytes: segment,
+                root,
+            };
+            spec.validate()
+                .map(|_| spec)
+                .map_err(|e| SpecError::new("segment", e.to_string()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let largest = sizes
+        .iter()
+        .map(|&s| largest_message(op, s as usize, np, segment))
+        .max()
+        .unwrap_or(0);
+    Ok((specs, largest))
+}
+
+/// The largest message one call of `op` of `size` bytes per rank sends over the
+/// transport, for its size limit: a gather's inner nodes forward up to the whole
+/// array; a segmented broadcast at most a segment.
+pub fn largest_message(op: Collective, size: usize, np: usize, segment: usize) -> usize {
+    match op {
+        Collective::Gather => size.saturating_mul(np),
+        Collective::Barrier => 1,
+        Collective::Bcast if segment > 0 => size.min(segment),
+        _ => size,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn largest_message_of_each_op() {
+        assert_eq!(largest_message(Collective::Gather, 8, 4, 0), 32);
+        assert_eq!(largest_message(Collective::Bcast, 8192, 4, 1024), 1024);
+        assert_eq!(largest_message(Collective::Bcast, 100, 4, 1024), 100);
+        assert_eq!(largest_message(Collective::Barrier, 0, 4, 0), 1);
+        assert_eq!(largest_message(Collective::Alltoall, 64, 4, 0), 64);
+    }
+}
