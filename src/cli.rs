@@ -1031,11 +1031,7 @@ pub struct CollCmdArgs {
     pub root: RootChoice,
 
     /// How calls are timed.
-    #[arg(long, value_parser = names(&[
-        (Scheme::Window, "synchronized clocks, common start times, latest end - earliest start"),
-        (Scheme::Barrier, "a dissemination barrier before each call, the largest local time"),
-        (Scheme::Loop, "calls back to back, total / calls (underestimates one call)"),
-    ]), default_value = "window", value_name = "SCHEME")]
+    #[arg(long, value_parser = schemes(), default_value = "window", value_name = "SCHEME")]
     pub scheme: Scheme,
 
     /// Bytes per rank: 1-64K (powers of two), 1K-8K:1K (step), 1,1K,64K (list).
@@ -1073,6 +1069,24 @@ pub struct CollCmdArgs {
 
     #[command(flatten)]
     pub window: WindowFlags,
+}
+
+/// The timing schemes of `coll` and `simulate --measure`.
+fn schemes() -> impl TypedValueParser<Value = Scheme> {
+    names(&[
+        (
+            Scheme::Window,
+            "synchronized clocks, common start times, latest end - earliest start",
+        ),
+        (
+            Scheme::Barrier,
+            "a dissemination barrier before each call, the largest local time",
+        ),
+        (
+            Scheme::Loop,
+            "calls back to back, total / calls (underestimates one call)",
+        ),
+    ])
 }
 
 fn parse_root(s: &str) -> Result<RootChoice, String> {
@@ -1166,11 +1180,7 @@ pub struct SimulateArgs {
     pub measure: bool,
 
     /// With --measure: how calls are timed (as `ngauge coll --scheme`).
-    #[arg(long, requires = "measure", value_parser = names(&[
-        (Scheme::Window, "synchronized clocks, common start times, latest end - earliest start"),
-        (Scheme::Barrier, "a dissemination barrier before each call, the largest local time"),
-        (Scheme::Loop, "calls back to back, total / calls (underestimates one call)"),
-    ]), default_value = "window", value_name = "SCHEME", help_heading = "Measuring")]
+    #[arg(long, requires = "measure", value_parser = schemes(), default_value = "window", value_name = "SCHEME", help_heading = "Measuring")]
     pub scheme: Scheme,
 
     /// With --measure: valid calls wanted per candidate and size.

@@ -29,7 +29,7 @@ use crate::report::Meta;
 use crate::sim::collective::Calls;
 use crate::sim::params::Loaded;
 use crate::sim::select::{self, Predicted};
-use crate::spec::coll::{default_algorithm, CollImpl, RootChoice};
+use crate::spec::coll::{CollImpl, RootChoice};
 use crate::spec::{CollCmdSpec, SpecError};
 
 /// Measures the spec's implementations over every transport of `job`; rank 0 gets
@@ -48,7 +48,7 @@ pub fn run(
 ) -> Result<Option<CollDoc>, ExperimentError> {
     spec.validate()?;
     let params = spec.load_predict()?;
-    let imps = spec.implementations(default_algorithm(spec.op))?;
+    let imps = spec.implementations()?;
     let candidates: Vec<Candidate> = imps
         .into_iter()
         .map(|imp| Candidate {

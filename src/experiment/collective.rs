@@ -15,6 +15,7 @@ use crate::job::open::Opened;
 use crate::job::{Job, JobSpec};
 use crate::launch::World;
 use crate::patterns::PatternError;
+use crate::report::coll::WindowedRun;
 use crate::report::effort::{ClockSync, EffortReport, RankSync};
 use crate::report::warning::{warned, Warned};
 use crate::report::{Meta, SetupWarning};
@@ -72,49 +73,6 @@ impl Setup {
         })
     }
 
-    /// Opens the one transport of `job`, which must carry messages of `largest`
-    /// bytes without losing any, and synchronizes the clocks over it (`late`,
-    /// `nbc`: a collective call).
-    ///
-    /// # Errors
-    /// A transport that may lose messages or cannot carry `largest` bytes
-    /// ([`ExperimentError::Spec`]), a failed sync, a lost peer.
-    pub fn synchronized(
-        world: &mut World,
-        job: &JobSpec,
-        options: &SyncOptions,
-        largest: usize,
-    ) -> Result<Setup, ExperimentError> {
-        let clock = rank_clock(world)?;
-        let mut setup = Setup::open(world, job, clock)?;
-        let o = &setup.transports[0];
-        let caps = o.transport.capabilities();
-        if !caps.reliable {
-            return Err(SpecError::new(
-                "transport",
-                format!(
-                    "the window starts need synchronized clocks, whose exchanges need a \
-                     transport that never loses a message, and {} may; use tcp",
-                    o.name
-                ),
-            )
-            .into());
-        }
-        if let Some(max) = caps.max_message_bytes.filter(|max| largest > *max) {
-            return Err(SpecError::new(
-                "sizes",
-                format!(
-                    "{} carries at most {max} bytes per message, and the collective's \
-                     messages reach {largest}",
-                    o.name
-                ),
-            )
-            .into());
-        }
-        setup.synchronize(world, options, None)?;
-        Ok(setup)
-    }
-
     /// Synchronizes the clocks with `options` over the job's transport that never
     /// loses a message, or over `fallback` when it has none; rank 0 keeps every
     /// rank's effort and its warnings (a collective call).
@@ -131,10 +89,9 @@ impl Setup {
             .find(|o| o.transport.capabilities().reliable)
             .map(|o| &mut o.transport);
         let over = reliable.or(fallback).ok_or_else(|| {
-            SpecError::new(
-                "transport",
-                "no transport of the job can synchronize the clocks",
-            )
+            let why = "the window starts need synchronized clocks, whose exchanges need a \
+                       transport that never loses a message; use tcp";
+            SpecError::new("transport", why)
         })?;
         let outcome =
             crate::sync::synchronize(&self.clock, over.as_mut(), world.control.as_mut(), options)
@@ -169,10 +126,13 @@ impl Setup {
 
 /// What `late` and `nbc` measure with: the implementation of `coll` on the job's
 /// one transport, the checked spec of every size, and the setup synchronized over
-/// that transport (a collective call).
+/// that transport, which must carry the collective's messages without losing any
+/// (a collective call).
 ///
 /// # Errors
-/// What [`WindowColl::validate_for_job`] and [`Setup::synchronized`] find.
+/// What [`WindowColl::validate_for_job`] finds, a point the collective cannot run
+/// (field `segment`), a transport that may lose messages or cannot carry the
+/// largest, a failed sync, a lost peer.
 pub fn windowed(
     world: &mut World,
     job: &JobSpec,
@@ -181,27 +141,59 @@ pub fn windowed(
 ) -> Result<(Setup, CollImpl, Vec<CollSpec>), ExperimentError> {
     let np = world.size;
     let (_, imp) = coll.validate_for_job(&job.transports, Some(np), sizes)?;
-    let (specs, largest) = size_specs(coll.op, imp, coll.segment, coll.root, np, sizes)?;
-    let setup = Setup::synchronized(world, job, &coll.sync_options(), largest)?;
+    let spec = |size: u64| CollSpec {
+        algorithm: imp.algorithm(coll.op),
+        np,
+        size_bytes: size as usize,
+        segment_bytes: coll.segment,
+        root: coll.root,
+    };
+    let specs: Vec<CollSpec> = sizes.iter().map(|&s| spec(s)).collect();
+    for s in &specs {
+        s.validate()
+            .map_err(|e| SpecError::new("segment", e.to_string()))?;
+    }
+    let largest = (specs.iter())
+        .map(|s| largest_message(coll.op, s.size_bytes, np, coll.segment))
+        .max()
+        .unwrap_or(0);
+    let clock = rank_clock(world)?;
+    let mut setup = Setup::open(world, job, clock)?;
+    let o = &setup.transports[0];
+    if let Some(max) = (o.transport.capabilities().max_message_bytes).filter(|m| largest > *m) {
+        let why = format!(
+            "{} carries at most {max} bytes per message, and the collective's messages \
+             reach {largest}",
+            o.name
+        );
+        return Err(SpecError::new("sizes", why).into());
+    }
+    setup.synchronize(world, &coll.sync_options(), None)?;
     Ok((setup, imp, specs))
 }
 
-/// Rank 0's end of a windowed experiment: the setup's warnings (`setup` wraps
-/// them) then `found`, every rank's sync effort, the metadata.
+/// Rank 0's end of a windowed experiment of `imp` (whose collective is
+/// `implementation`): what ran, the setup's warnings (`setup_warning` wraps them)
+/// then `found`, every rank's sync effort, the metadata.
 pub fn finish<W: std::fmt::Display>(
     mut setup: Setup,
-    world: &World,
-    ctx: &super::Context,
+    (world, ctx): (&World, &super::Context),
+    (op, imp, implementation): (Collective, CollImpl, String),
     setup_warning: fn(SetupWarning) -> W,
     found: Vec<W>,
-) -> (Vec<Warned<W>>, ClockSync, Meta) {
+) -> (WindowedRun, Vec<Warned<W>>, ClockSync, Meta) {
     let meta = setup.meta(world, ctx, false);
-    let sync = setup
-        .sync
-        .take()
-        .expect("rank 0 gathers every rank's sync effort");
+    let sync = (setup.sync.take()).expect("rank 0 gathers every rank's sync effort");
+    let run = WindowedRun {
+        op: op.to_string(),
+        algo: imp.name(),
+        implementation,
+        transport: setup.transports[0].name,
+        wait: setup.transports[0].wait,
+        np: world.size,
+    };
     let all = setup.warnings.into_iter().map(setup_warning).chain(found);
-    (warned(all), sync, meta)
+    (run, warned(all), sync, meta)
 }
 
 /// Every rank's synchronization effort, at rank 0 (`None` elsewhere; a collective
@@ -282,42 +274,6 @@ pub fn coll_op<'a>(
         CollImpl::Mpi => NativeOp::new(t, spec).map(|s| Box::new(s) as _),
     };
     Ok(op.map_err(PatternError::from)?)
-}
-
-/// The checked spec of every size of `op` run by `imp` among `np` ranks, and the
-/// largest single message they send (for the transport's limit).
-///
-/// # Errors
-/// A point the collective cannot run (field `segment`: too many segments).
-pub fn size_specs(
-    op: Collective,
-    imp: CollImpl,
-    segment: usize,
-    root: usize,
-    np: usize,
-    sizes: &[u64],
-) -> Result<(Vec<CollSpec>, usize), SpecError> {
-    let specs = sizes
-        .iter()
-        .map(|&size| {
-            let spec = CollSpec {
-                algorithm: imp.algorithm(op),
-                np,
-                size_bytes: size as usize,
-                segment_bytes: segment,
-                root,
-            };
-            spec.validate()
-                .map(|_| spec)
-                .map_err(|e| SpecError::new("segment", e.to_string()))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let largest = sizes
-        .iter()
-        .map(|&s| largest_message(op, s as usize, np, segment))
-        .max()
-        .unwrap_or(0);
-    Ok((specs, largest))
 }
 
 /// The largest message one call of `op` of `size` bytes per rank sends over the

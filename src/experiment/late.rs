@@ -26,7 +26,7 @@ pub fn run(
     ctx: &mut Context,
 ) -> Result<Option<LateDoc>, ExperimentError> {
     spec.validate()?;
-    let (_, _, delayed) = spec.validate_for_job(&job.transports, Some(world.size))?;
+    let delayed = spec.validate_for_job(&job.transports, Some(world.size))?;
     let (mut setup, imp, specs) = windowed(world, job, &spec.coll, &spec.sizes.0)?;
     let rank = world.rank;
     let clock = setup.clock;
@@ -86,15 +86,10 @@ pub fn run(
     if rank != 0 {
         return Ok(None);
     }
-    let (transport, wait) = (setup.transports[0].name, setup.transports[0].wait);
-    let (warnings, sync, meta) = finish(setup, world, ctx, LateWarning::Setup, found);
+    let what = (spec.coll.op, imp, label);
+    let (run, warnings, sync, meta) = finish(setup, (world, ctx), what, LateWarning::Setup, found);
     Ok(Some(LateDoc {
-        op: spec.coll.op.to_string(),
-        algo: imp.name(),
-        implementation: label,
-        transport,
-        wait,
-        np: world.size,
+        run,
         inject: spec.inject.map(|i| Injected {
             rank: spec.inject_rank,
             period_us: i.period_ns / 1e3,

@@ -75,15 +75,10 @@ pub fn run(
     if rank != 0 {
         return Ok(None);
     }
-    let (transport, wait) = (setup.transports[0].name, setup.transports[0].wait);
-    let (warnings, sync, meta) = finish(setup, world, ctx, NbcWarning::Setup, found);
+    let what = (spec.coll.op, imp, label);
+    let (run, warnings, sync, meta) = finish(setup, (world, ctx), what, NbcWarning::Setup, found);
     Ok(Some(NbcDoc {
-        op: op_name,
-        algo,
-        implementation: label,
-        transport,
-        wait,
-        np: world.size,
+        run,
         results: rows,
         sync,
         warnings,

@@ -368,6 +368,25 @@ pub fn compare(records: &[CollRecord]) -> Option<CollComparison> {
     })
 }
 
+/// What ran in `late` and `nbc`: one collective and its implementation over one
+/// transport, timed in windows.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct WindowedRun {
+    /// The collective (`allreduce`, ...).
+    pub op: String,
+    /// Its implementation: one of ours (`recursive-doubling`, ...) or `mpi`.
+    pub algo: String,
+    /// What ran: `allreduce/recursive-doubling` (ours), `allreduce/mpi` (the
+    /// transport's own: MPI's `MPI_Allreduce`, or `MPI_Iallreduce` and a wait).
+    pub implementation: String,
+    /// The data transport.
+    pub transport: TransportName,
+    /// How it waited.
+    pub wait: WaitMode,
+    /// Number of ranks.
+    pub np: usize,
+}
+
 /// `ngauge coll --json`.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct CollDoc {

@@ -5,9 +5,7 @@ use super::svg;
 use super::table::Table;
 use super::warning::{SetupWarning, Warned};
 use super::Meta;
-use crate::job::TransportName;
 use crate::patterns::late::{CallMode, LateTimes};
-use ngauge_transport::WaitMode;
 use serde::Serialize;
 
 /// One measurement point: a size, a call mode and a delay, against the undelayed
@@ -181,19 +179,9 @@ impl std::fmt::Display for LateWarning {
 /// `ngauge late --json`.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct LateDoc {
-    /// The collective (`allreduce`, ...).
-    pub op: String,
-    /// Its implementation: one of ours (`recursive-doubling`, ...) or `mpi`.
-    pub algo: String,
-    /// What ran: `allreduce/recursive-doubling` (ours), `allreduce/mpi` (the
-    /// transport's own: MPI's `MPI_Allreduce`, or `MPI_Iallreduce` and a wait).
-    pub implementation: String,
-    /// The data transport.
-    pub transport: TransportName,
-    /// How it waited.
-    pub wait: WaitMode,
-    /// Number of ranks.
-    pub np: usize,
+    /// The collective, its implementation, the transport, the ranks.
+    #[serde(flatten)]
+    pub run: super::coll::WindowedRun,
     /// Noise injected during the measurement, if any.
     pub inject: Option<Injected>,
     /// Every size, mode and delay.
@@ -247,10 +235,10 @@ impl super::Document for LateDoc {
              eq. 5), from the minima and from the medians\n\
              d eff: median effective delay (first delayed start - last undelayed start); a call \
              off d by more than max(d/10, 10 us) is invalid; undecided: under half the calls valid\n",
-            self.implementation,
-            self.transport,
-            self.wait,
-            self.np,
+            self.run.implementation,
+            self.run.transport,
+            self.run.wait,
+            self.run.np,
             delayed(&self.results),
         );
         if let Some(i) = &self.inject {
@@ -309,8 +297,8 @@ impl super::Document for LateDoc {
     fn plot_svg(&self) -> Option<Result<String, String>> {
         let title = format!(
             "delay overlap benefit: {}, {} ranks, delayed ranks {}",
-            self.implementation,
-            self.np,
+            self.run.implementation,
+            self.run.np,
             delayed(&self.results)
         );
         Some(plot_benefit_svg(&curves(&self.results), &title))

@@ -5,9 +5,7 @@
 use super::table::Table;
 use super::warning::{SetupWarning, Warned};
 use super::Meta;
-use crate::job::TransportName;
 use crate::patterns::nbc::{Compute, NbcTimes};
-use ngauge_transport::WaitMode;
 use serde::Serialize;
 
 /// One measurement point: a size, a computation scheme and a progress interval.
@@ -223,19 +221,9 @@ pub fn warnings(row: &NbcRow, times: &NbcTimes, wanted: usize) -> Vec<NbcWarning
 /// `ngauge nbc --json`.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct NbcDoc {
-    /// The collective.
-    pub op: String,
-    /// Its implementation: one of ours or `mpi`.
-    pub algo: String,
-    /// What ran: `allreduce/recursive-doubling` (ours), `allreduce/mpi` (the
-    /// transport's own: MPI's `MPI_Allreduce`, started with `MPI_Iallreduce`).
-    pub implementation: String,
-    /// The data transport.
-    pub transport: TransportName,
-    /// How it waited.
-    pub wait: WaitMode,
-    /// Number of ranks.
-    pub np: usize,
+    /// The collective, its implementation, the transport, the ranks.
+    #[serde(flatten)]
+    pub run: super::coll::WindowedRun,
     /// Every size, scheme and progress interval.
     pub results: Vec<NbcRow>,
     /// The clock synchronization of the window starts, per rank.
@@ -255,7 +243,7 @@ impl super::Document for NbcDoc {
             "nonblocking {}: {} over {} ({}), {} ranks\n\
              IMB-NBC columns (the rank with the largest t_ovrl); overlap = (t_pure + t_CPU - \
              t_ovrl) / min(t_pure, t_CPU)\n\n",
-            self.op, self.implementation, self.transport, self.wait, self.np
+            self.run.op, self.run.implementation, self.run.transport, self.run.wait, self.run.np
         );
         let mut table = Table::new([
             "size [B]",

@@ -280,29 +280,19 @@ fn render(doc: &SimulateDoc) -> String {
         );
     }
     out.push('\n');
-    let mut t = Table::new([
+    let looped = doc.results.iter().any(|r| r.looped_us.is_some());
+    let mut header = vec![
         "size [B]",
         "algo",
         "segment [B]",
         "predicted [us]",
         "slowest rank",
         "place",
-    ]);
-    let looped = doc.results.iter().any(|r| r.looped_us.is_some());
+    ];
     if looped {
-        t = Table::new([
-            "size [B]",
-            "algo",
-            "segment [B]",
-            "predicted [us]",
-            "slowest rank",
-            "place",
-            "loop [us]",
-            "loop error",
-            "rotate [us]",
-            "rotate error",
-        ]);
+        header.extend(["loop [us]", "loop error", "rotate [us]", "rotate error"]);
     }
+    let mut t = Table::new(header);
     for r in &doc.results {
         let mut row = vec![
             r.size.to_string(),

@@ -173,15 +173,14 @@ fn sync_options(
     exchanges: Option<u32>,
     estimator: Option<Estimator>,
 ) -> SyncOptions {
-    super::SyncSpec {
+    let spec = super::SyncSpec {
         sync,
         fitpoints,
         exchanges,
         estimator,
-        check_after_s: Vec::new(),
         ..super::SyncSpec::default()
-    }
-    .options()
+    };
+    spec.options()
 }
 
 /// Checks the counts of calls every windowed spec has.
@@ -244,13 +243,13 @@ impl CollCmdSpec {
     }
 
     /// The implementations `algo` names, in order, without repeats (empty `algo`:
-    /// `default`).
+    /// the usual one of `op`).
     ///
     /// # Errors
     /// A name that is no algorithm of `op`.
-    pub fn implementations(&self, default: Algorithm) -> Result<Vec<CollImpl>, SpecError> {
+    pub fn implementations(&self) -> Result<Vec<CollImpl>, SpecError> {
         let names: Vec<&str> = if self.algo.is_empty() {
-            vec![default.base_name()]
+            vec![default_algorithm(self.op).base_name()]
         } else {
             self.algo.iter().map(|s| s.trim()).collect()
         };
@@ -294,7 +293,7 @@ impl CollCmdSpec {
                 format!("{} bytes is larger than 1G", self.segment),
             ));
         }
-        let imps = self.implementations(self.op.algorithms()[0])?;
+        let imps = self.implementations()?;
         if self.op != Collective::Barrier && self.sizes.0.contains(&0) {
             return Err(SpecError::new(
                 "sizes",
@@ -334,7 +333,7 @@ impl CollCmdSpec {
                 ));
             }
         }
-        let imps = self.implementations(self.op.algorithms()[0])?;
+        let imps = self.implementations()?;
         if imps.contains(&CollImpl::Mpi) {
             if !transports.contains(&TransportName::Mpi) {
                 return Err(SpecError::new("algo", MPI_ONLY));
@@ -407,20 +406,8 @@ impl Default for WindowColl {
 
 impl WindowColl {
     /// Its fields, as a suite's `coll` table names them.
-    pub const FIELDS: &'static [&'static str] = &[
-        "op",
-        "algo",
-        "segment",
-        "root",
-        "reps",
-        "warmup",
-        "max_rounds",
-        "no_check",
-        "sync",
-        "fitpoints",
-        "exchanges",
-        "estimator",
-    ];
+    pub const FIELDS: &'static str =
+        "op algo segment root reps warmup max_rounds no_check sync fitpoints exchanges estimator";
 
     /// The clock synchronization's options.
     pub fn sync_options(&self) -> SyncOptions {
@@ -612,7 +599,7 @@ mod tests {
             (sync::Algorithm::Jk, 50, 5)
         );
         assert_eq!(
-            s.implementations(Algorithm::BcastBinomial).unwrap(),
+            s.implementations().unwrap(),
             [
                 CollImpl::Ours(Algorithm::BcastBinomial),
                 CollImpl::Ours(Algorithm::BcastChain)
@@ -638,7 +625,7 @@ mod tests {
             serde_json::Value::Object(m) => m.keys().cloned().collect(),
             v => panic!("{v}"),
         };
-        assert_eq!(keys, WindowColl::FIELDS);
+        assert_eq!(keys, WindowColl::FIELDS.split(' ').collect::<Vec<_>>());
         assert!(w.validate().is_ok());
         w.algo = Some("mpi".into());
         let tcp = [TransportName::Tcp];

@@ -77,10 +77,10 @@ impl LateCmdSpec {
         Ok(())
     }
 
-    /// Rejects what the job cannot run (see [`WindowColl::validate_for_job`]; with
-    /// `np`, the delayed ranks and the injected rank must be ranks of it); noise
-    /// reaches inside ngauge's schedules only. Returns the delayed ranks (with
-    /// `np`).
+    /// Rejects what the job over `transports` (of `np` ranks, when known) cannot
+    /// run ([`WindowColl::validate_for_job`]; noise reaches inside ngauge's
+    /// schedules only; the delayed and the injected rank must be ranks of it).
+    /// Returns the delayed ranks (none without `np`).
     ///
     /// # Errors
     /// The first field that is wrong.
@@ -88,8 +88,8 @@ impl LateCmdSpec {
         &self,
         transports: &[crate::job::TransportName],
         np: Option<usize>,
-    ) -> Result<(crate::job::TransportName, super::coll::CollImpl, Vec<usize>), SpecError> {
-        let (transport, imp) = self.coll.validate_for_job(transports, np, &self.sizes.0)?;
+    ) -> Result<Vec<usize>, SpecError> {
+        let (_, imp) = self.coll.validate_for_job(transports, np, &self.sizes.0)?;
         if self.inject.is_some() && imp == super::coll::CollImpl::Mpi {
             return Err(SpecError::new(
                 "inject",
@@ -98,19 +98,15 @@ impl LateCmdSpec {
             ));
         }
         let Some(np) = np else {
-            return Ok((transport, imp, Vec::new()));
+            return Ok(Vec::new());
         };
-        let delayed = self
-            .delayed_ranks
-            .resolve(np)
-            .map_err(|e| SpecError::new("delayed_ranks", e.to_string()))?;
         if self.inject.is_some() && self.inject_rank >= np {
             return Err(SpecError::new(
                 "inject_rank",
                 format!("{} is not a rank of a job of {np} ranks", self.inject_rank),
             ));
         }
-        Ok((transport, imp, delayed))
+        (self.delayed_ranks.resolve(np)).map_err(|e| SpecError::new("delayed_ranks", e.to_string()))
     }
 }
 
@@ -133,8 +129,7 @@ mod tests {
         let back: LateCmdSpec = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
         assert_eq!(back, s);
         let tcp = [TransportName::Tcp];
-        let (_, _, delayed) = s.validate_for_job(&tcp, Some(3)).unwrap();
-        assert_eq!(delayed.len(), 1);
+        assert_eq!(s.validate_for_job(&tcp, Some(3)).unwrap().len(), 1);
         let field = |s: LateCmdSpec, np| s.validate().and(s.validate_for_job(&tcp, np).map(|_| ()));
         let bad = |f: fn(&mut LateCmdSpec)| {
             let mut s = LateCmdSpec::default();

@@ -327,7 +327,7 @@ pub fn check(suite: &Suite) -> Result<(), (String, String)> {
                     "transport" => "job.transports".to_string(),
                     // `late`'s and `nbc`'s collective is their `coll` table.
                     f if matches!(e.kind, CommandSpec::Late(_) | CommandSpec::Nbc(_))
-                        && WindowColl::FIELDS.contains(&f) =>
+                        && WindowColl::FIELDS.split(' ').any(|c| c == f) =>
                     {
                         format!("{command}.coll.{f}")
                     }
