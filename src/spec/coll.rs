@@ -183,11 +183,35 @@ fn sync_options(
     spec.options()
 }
 
-/// Checks the counts of calls every windowed spec has.
-fn check_counts(reps: u64, warmup: u64, max_rounds: u64) -> Result<(), SpecError> {
+/// Checks the counts of calls and the segment every collective spec has, and the
+/// clock synchronization of the window starts (`None`: no window scheme).
+fn check_timing(
+    (reps, warmup, max_rounds): (u64, u64, u64),
+    segment: usize,
+    sync: Option<SyncOptions>,
+) -> Result<(), SpecError> {
     range("reps", reps, 1, 1_000_000)?;
     range("warmup", warmup, 1, 1_000_000)?;
-    range("max_rounds", max_rounds, 1, 1000)
+    range("max_rounds", max_rounds, 1, 1000)?;
+    if segment as u64 > MAX_SEGMENT_BYTES {
+        let why = format!("{segment} bytes is larger than 1G");
+        return Err(SpecError::new("segment", why));
+    }
+    match sync.map(|s| s.validate()) {
+        Some(Err(e)) => Err(SpecError::new("sync", e.to_string())),
+        _ => Ok(()),
+    }
+}
+
+/// Refuses a root that is no rank of a job of `np` ranks (when known).
+fn check_root(root: usize, np: Option<usize>) -> Result<(), SpecError> {
+    match np {
+        Some(np) if root >= np => Err(SpecError::new(
+            "root",
+            format!("{root} is not a rank of a job of {np} ranks"),
+        )),
+        _ => Ok(()),
+    }
 }
 
 fn range(field: &'static str, v: u64, lo: u64, hi: u64) -> Result<(), SpecError> {
@@ -283,15 +307,11 @@ impl CollCmdSpec {
     /// # Errors
     /// The first field that is wrong.
     pub fn validate(&self) -> Result<(), SpecError> {
-        check_counts(self.reps, self.warmup, self.max_rounds)?;
+        let window = self.scheme == Scheme::Window;
+        let counts = (self.reps, self.warmup, self.max_rounds);
+        check_timing(counts, self.segment, window.then(|| self.sync_options()))?;
         if let Some(n) = self.mpi_algo {
             range("mpi_algo", n.into(), 0, 64)?;
-        }
-        if self.segment as u64 > MAX_SEGMENT_BYTES {
-            return Err(SpecError::new(
-                "segment",
-                format!("{} bytes is larger than 1G", self.segment),
-            ));
         }
         let imps = self.implementations()?;
         if self.op != Collective::Barrier && self.sizes.0.contains(&0) {
@@ -305,11 +325,6 @@ impl CollCmdSpec {
                 "mpi_algo",
                 "forces Open MPI's algorithm of the `mpi` implementation; add mpi to algo",
             ));
-        }
-        if self.scheme == Scheme::Window {
-            self.sync_options()
-                .validate()
-                .map_err(|e| SpecError::new("sync", e.to_string()))?;
         }
         Ok(())
     }
@@ -325,13 +340,8 @@ impl CollCmdSpec {
         transports: &[TransportName],
         np: Option<usize>,
     ) -> Result<(), SpecError> {
-        if let (RootChoice::Rank(r), Some(np)) = (self.root, np) {
-            if r >= np {
-                return Err(SpecError::new(
-                    "root",
-                    format!("{r} is not a rank of a job of {np} ranks"),
-                ));
-            }
+        if let RootChoice::Rank(r) = self.root {
+            check_root(r, np)?;
         }
         let imps = self.implementations()?;
         if imps.contains(&CollImpl::Mpi) {
@@ -436,17 +446,9 @@ impl WindowColl {
     /// # Errors
     /// The first field that is wrong.
     pub fn validate(&self) -> Result<(), SpecError> {
-        check_counts(self.reps, self.warmup, self.max_rounds)?;
-        if self.segment as u64 > MAX_SEGMENT_BYTES {
-            return Err(SpecError::new(
-                "segment",
-                format!("{} bytes is larger than 1G", self.segment),
-            ));
-        }
-        self.implementation(TransportName::Mpi)?;
-        self.sync_options()
-            .validate()
-            .map_err(|e| SpecError::new("sync", e.to_string()))
+        let counts = (self.reps, self.warmup, self.max_rounds);
+        check_timing(counts, self.segment, Some(self.sync_options()))?;
+        self.implementation(TransportName::Mpi).map(drop)
     }
 
     /// Rejects what a job over `transports` (of `np` ranks, when known) cannot run
@@ -472,13 +474,7 @@ impl WindowColl {
         if imp == CollImpl::Mpi {
             check_mpi_sizes(self.op, sizes)?;
         }
-        match np {
-            Some(np) if self.root >= np => Err(SpecError::new(
-                "root",
-                format!("{} is not a rank of a job of {np} ranks", self.root),
-            )),
-            _ => Ok((*transport, imp)),
-        }
+        check_root(self.root, np).map(|_| (*transport, imp))
     }
 }
 
