@@ -648,7 +648,7 @@ fn on_off(value: &str) -> Result<bool, String> {
 
 /// The collective and how its calls are timed in windows: shared by `late` and
 /// `nbc`, flag names as issue 14 spells them for `coll` (`--op`, `--algo`,
-/// `--segment`, `--root`); see `commands::collective`.
+/// `--segment`, `--root`); the library's `WindowColl`.
 #[derive(Debug, Args, Clone)]
 pub struct CollArgs {
     /// The collective: bcast, gather, allreduce, barrier or alltoall.
