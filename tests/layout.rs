@@ -1,7 +1,14 @@
-//! Issue 12: the layout rules that keep the library usable without the command
-//! line. clap and anyhow appear only in the binary's files (`main.rs`, `cli.rs`,
-//! `commands/`), and no two source files import each other, directly or through
-//! others (`commands/transports.rs` and `commands/verbs.rs` once did).
+//! The layout rules that keep the library usable without the command line and each
+//! idea in one home:
+//!
+//! - clap and anyhow appear only in the binary's files (`main.rs`, `cli.rs`,
+//!   `commands/`);
+//! - no two source files import each other, directly or through others, in `src/`
+//!   and in every crate under `transports/`;
+//! - the library's folders stand in one order ([`TIERS`]): a folder imports only
+//!   from its own tier or below, and folders of one tier form no circle;
+//! - a transport crate depends on no other transport crate, only on the
+//!   `ngauge-transport` API.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -23,7 +30,12 @@ fn src() -> PathBuf {
 
 /// `src/a/b.rs` and `src/a/b/mod.rs` are module `a::b`; `lib.rs`/`main.rs` the root.
 fn module_of(file: &Path) -> Vec<String> {
-    let rel = file.strip_prefix(src()).unwrap().with_extension("");
+    module_in(file, &src())
+}
+
+/// [`module_of`] for a crate whose sources are under `root`.
+fn module_in(file: &Path, root: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(root).unwrap().with_extension("");
     let mut parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().into()).collect();
     if matches!(
         parts.last().map(String::as_str),
@@ -69,8 +81,17 @@ fn clap_and_anyhow_only_in_the_binary() {
 /// Every path `crate::a::b`, `super::a` (and `{x, y::z}` groups after them) a file
 /// names, resolved to the file of the longest module prefix that exists.
 fn imports(file: &Path, modules: &BTreeMap<Vec<String>, PathBuf>) -> BTreeSet<PathBuf> {
+    imports_in(file, &src(), modules)
+}
+
+/// [`imports`] for a crate whose sources are under `root`.
+fn imports_in(
+    file: &Path,
+    root: &Path,
+    modules: &BTreeMap<Vec<String>, PathBuf>,
+) -> BTreeSet<PathBuf> {
     let code = code(file);
-    let me = module_of(file);
+    let me = module_in(file, root);
     let own_dir = if file.file_name().is_some_and(|n| n == "mod.rs") {
         me.clone()
     } else {
@@ -204,4 +225,208 @@ fn a_circle_is_found() {
         (b, BTreeSet::new()),
     ]);
     assert_eq!(cycle(&line), None);
+}
+
+/// The library's folders (and leaf files) from the top down: a folder may import
+/// from its own tier and the tiers below it, never from one above. The binary
+/// (`main.rs`, `cli.rs`, `commands/`) stands above them all.
+const TIERS: &[&[&str]] = &[
+    &["experiment"],
+    &["report"],
+    &["suite"],
+    &["spec"],
+    &["patterns", "sync", "coll", "sim"],
+    &["job", "launch"],
+    &["model", "stats", "clock"],
+    &[
+        "units",
+        "build_facts",
+        "time_format",
+        "names",
+        "sizes",
+        "rng",
+    ],
+    // `ngauge::transport`: the re-export of the ngauge-transport crate.
+    &["transport"],
+];
+
+/// The tier of a library folder (`src/a/...` or `src/a.rs`): its index in
+/// [`TIERS`], 0 the top.
+fn tier(folder: &str) -> Option<usize> {
+    TIERS.iter().position(|t| t.contains(&folder))
+}
+
+/// The folder (first path component under `src/`, without `.rs`) of a library file.
+fn folder_of(file: &Path) -> String {
+    let rel = file.strip_prefix(src()).unwrap();
+    let first = rel.iter().next().unwrap().to_string_lossy();
+    first.trim_end_matches(".rs").to_string()
+}
+
+/// Every folder-to-folder import of the library (`crate::a` in a file of folder
+/// `b`), with one file that makes it.
+fn folder_imports() -> BTreeMap<(String, String), PathBuf> {
+    let mut files = Vec::new();
+    sources(&src(), &mut files);
+    let library: Vec<PathBuf> = files
+        .into_iter()
+        .filter(|f| !is_binary(f))
+        .filter(|f| !f.strip_prefix(src()).unwrap().starts_with("bin"))
+        // Test modules kept in files of their own (`tests.rs`, `tests_engine.rs`).
+        .filter(|f| {
+            !f.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("tests")
+        })
+        .collect();
+    let modules: BTreeMap<Vec<String>, PathBuf> =
+        library.iter().map(|f| (module_of(f), f.clone())).collect();
+    let mut out = BTreeMap::new();
+    for f in &library {
+        let from = folder_of(f);
+        for target in imports(f, &modules) {
+            let to = folder_of(&target);
+            if to != from && to != "lib" {
+                out.entry((from.clone(), to)).or_insert_with(|| f.clone());
+            }
+        }
+        // `crate::transport::...` resolves to lib.rs (a re-export): count it.
+        if code(f).contains("crate::transport::") {
+            out.entry((from.clone(), "transport".into()))
+                .or_insert_with(|| f.clone());
+        }
+    }
+    out
+}
+
+/// What breaks the folder order in `edges`: an unplaced folder, an import up the
+/// tiers, or a circle of folders within a tier.
+fn order_violations(edges: &BTreeMap<(String, String), PathBuf>) -> Vec<String> {
+    let mut bad = Vec::new();
+    let mut graph: BTreeMap<PathBuf, BTreeSet<PathBuf>> = BTreeMap::new();
+    for ((from, to), file) in edges {
+        match (tier(from), tier(to)) {
+            (None, _) => bad.push(format!("{from}: a folder with no place in TIERS")),
+            (_, None) => bad.push(format!("{to}: a folder with no place in TIERS")),
+            (Some(a), Some(b)) if b < a => bad.push(format!(
+                "{from} imports {to}, which stands above it ({})",
+                file.display()
+            )),
+            _ => {}
+        }
+        graph
+            .entry(PathBuf::from(from))
+            .or_default()
+            .insert(PathBuf::from(to));
+        graph.entry(PathBuf::from(to)).or_default();
+    }
+    if let Some(c) = cycle(&graph) {
+        bad.push(format!("a circle of folders: {c:?}"));
+    }
+    bad.sort();
+    bad.dedup();
+    bad
+}
+
+#[test]
+fn folders_stand_in_one_order() {
+    let edges = folder_imports();
+    assert!(
+        edges.len() > 20,
+        "the scan found the folder imports: {edges:?}"
+    );
+    let bad = order_violations(&edges);
+    assert!(bad.is_empty(), "{bad:#?}");
+}
+
+/// The order check sees an import up the tiers, a circle within a tier and an
+/// unplaced folder.
+#[test]
+fn an_import_up_the_order_is_found() {
+    let edge = |a: &str, b: &str| ((a.to_string(), b.to_string()), PathBuf::from("f.rs"));
+    let up = BTreeMap::from([edge("clock", "report")]);
+    assert_eq!(
+        order_violations(&up).len(),
+        1,
+        "{:?}",
+        order_violations(&up)
+    );
+    let down = BTreeMap::from([edge("report", "clock"), edge("patterns", "sync")]);
+    assert!(order_violations(&down).is_empty());
+    let circle = BTreeMap::from([edge("patterns", "sync"), edge("sync", "patterns")]);
+    assert!(order_violations(&circle)[0].contains("circle"));
+    let stranger = BTreeMap::from([edge("newfolder", "clock")]);
+    assert!(order_violations(&stranger)[0].contains("no place"));
+}
+
+fn transports() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("transports")
+}
+
+/// Every crate under `transports/`: its directory.
+fn transport_crates() -> Vec<PathBuf> {
+    let mut crates: Vec<PathBuf> = std::fs::read_dir(transports())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("Cargo.toml").is_file())
+        .collect();
+    crates.sort();
+    crates
+}
+
+#[test]
+fn no_import_circle_in_a_transport_crate() {
+    let crates = transport_crates();
+    assert!(crates.len() >= 5, "{crates:?}");
+    for krate in crates {
+        let root = krate.join("src");
+        let mut files = Vec::new();
+        sources(&root, &mut files);
+        // Binaries under src/bin/ are crates of their own.
+        files.retain(|f| !f.strip_prefix(&root).unwrap().starts_with("bin"));
+        let modules: BTreeMap<Vec<String>, PathBuf> = files
+            .iter()
+            .map(|f| (module_in(f, &root), f.clone()))
+            .collect();
+        let graph: BTreeMap<PathBuf, BTreeSet<PathBuf>> = files
+            .iter()
+            .map(|f| (f.clone(), imports_in(f, &root, &modules)))
+            .collect();
+        if let Some(c) = cycle(&graph) {
+            panic!("import circle in {}: {c:#?}", krate.display());
+        }
+    }
+}
+
+/// A transport crate depends on the API crate and on no other transport: the
+/// transports are peers under one trait.
+#[test]
+fn transport_crates_depend_only_on_the_api() {
+    let names: Vec<String> = transport_crates()
+        .iter()
+        .map(|k| {
+            let manifest: toml::Table =
+                toml::from_str(&std::fs::read_to_string(k.join("Cargo.toml")).unwrap()).unwrap();
+            manifest["package"]["name"].as_str().unwrap().to_string()
+        })
+        .collect();
+    assert!(names.contains(&"ngauge-transport".to_string()), "{names:?}");
+    for krate in transport_crates() {
+        let manifest: toml::Table =
+            toml::from_str(&std::fs::read_to_string(krate.join("Cargo.toml")).unwrap()).unwrap();
+        let me = manifest["package"]["name"].as_str().unwrap();
+        for section in ["dependencies", "build-dependencies"] {
+            let Some(deps) = manifest.get(section).and_then(|d| d.as_table()) else {
+                continue;
+            };
+            for dep in deps.keys() {
+                let transport = names.contains(dep);
+                assert!(
+                    !transport || (dep == "ngauge-transport" && me != "ngauge-transport"),
+                    "{me} depends on {dep}: a transport crate may depend only on ngauge-transport"
+                );
+            }
+        }
+    }
 }

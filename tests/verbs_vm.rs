@@ -3,9 +3,10 @@
 //! inside it, `ngauge pingpong -t verbs --check` with both data paths over 1 B .. 1 MiB,
 //! the same with `--wait block` (completion channel) for three sizes, `ngauge info`,
 //! `ngauge loggp -t verbs`, `ngauge sync -t verbs`, the transport's own self test
-//! (`transports/verbs/examples/verbs_selftest.rs`: both data paths in both wait modes
-//! at queue depth 8, four times the depth of messages in flight each way, an
-//! eager-only flood that must cost credit messages on the send path, eager messages
+//! (`transports/verbs/examples/verbs_selftest.rs`: both data paths in both wait modes,
+//! the transport contract suite (`ngauge_transport::conformance`), then at queue
+//! depth 8 four times the depth of messages in flight each way, an eager-only
+//! flood that must cost credit messages on the send path, eager messages
 //! that arrive before their receives while a rendezvous message goes the other way,
 //! requests overlapping a pending receive refused, blocking sends of 1 KiB and 4 KiB
 //! with their buffer reused at once (staged sends), size mismatches reported as such;
@@ -303,7 +304,14 @@ fn verbs_over_soft_roce_in_a_vm() {
             if op == "write-poll" && wait == "block" {
                 continue;
             }
-            for what in ["selftest", "flood", "eager", "held", "staged"] {
+            for what in [
+                "conformance",
+                "selftest",
+                "flood",
+                "eager",
+                "held",
+                "staged",
+            ] {
                 let prefix = format!("{what} {op} {wait}: ");
                 // the held line also reports the direct blocking send and recv
                 let ok = if what == "held" {

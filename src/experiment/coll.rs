@@ -15,7 +15,8 @@
 //! several algorithms the document carries the models' choices against the
 //! measured best ([`crate::sim::select`]).
 
-use super::collective::{largest_message, rank0_clock, Setup};
+use super::collective::{largest_message, Setup};
+use super::sync::rank0_clock;
 use super::{Context, ExperimentError};
 use crate::clock::Clock;
 use crate::coll::{CollSpec, Collective};

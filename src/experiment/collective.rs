@@ -8,21 +8,22 @@
 //! the setup on the job's one transport ([`windowed`]) and rank 0's end of the
 //! document ([`finish`]).
 
+use super::sync::gather_effort;
 use super::{binding_warnings, rank_clock, ExperimentError};
-use crate::clock::{Clock, SystemClock, TickRate};
+use crate::clock::{Clock, SystemClock};
 use crate::coll::{CollOp, CollSpec, Collective, NativeOp, Scheduled};
 use crate::job::open::Opened;
 use crate::job::{Job, JobSpec};
 use crate::launch::World;
 use crate::patterns::PatternError;
 use crate::report::coll::WindowedRun;
-use crate::report::effort::{ClockSync, EffortReport, RankSync};
+use crate::report::effort::ClockSync;
 use crate::report::warning::{warned, Warned};
 use crate::report::{Meta, SetupWarning};
 use crate::spec::coll::{CollImpl, WindowColl};
 use crate::spec::SpecError;
 use crate::sync::model::ClockModel;
-use crate::sync::{Effort, SyncOptions};
+use crate::sync::SyncOptions;
 use ngauge_transport::Transport;
 
 /// One rank's measuring setup.
@@ -194,69 +195,6 @@ pub fn finish<W: std::fmt::Display>(
     };
     let all = setup.warnings.into_iter().map(setup_warning).chain(found);
     (run, warned(all), sync, meta)
-}
-
-/// Every rank's synchronization effort, at rank 0 (`None` elsewhere; a collective
-/// call).
-///
-/// # Errors
-/// A lost peer, a rank that sends a malformed report.
-pub fn gather_effort(
-    world: &mut World,
-    algo: crate::sync::Algorithm,
-    effort: &Effort,
-    hz: f64,
-) -> Result<Option<ClockSync>, ExperimentError> {
-    let mine = serde_json::to_vec(&EffortReport::new(effort, hz)).expect("a report serializes");
-    let parts = world.control.gather(0, &mine)?;
-    if world.rank != 0 {
-        return Ok(None);
-    }
-    let ranks = parts.iter().enumerate().map(|(rank, bytes)| {
-        let effort = serde_json::from_slice(bytes).map_err(|e| PatternError::Protocol {
-            pattern: "clock sync",
-            rank,
-            detail: format!("a malformed effort report: {e}"),
-        })?;
-        Ok(RankSync { rank, effort })
-    });
-    Ok(Some(ClockSync {
-        algo,
-        ranks: ranks.collect::<Result<_, ExperimentError>>()?,
-    }))
-}
-
-/// This rank's clock ([`rank_clock`]) ticking at rank 0's rate, as `sync` times
-/// (a collective call): the injected skew's offset converted to that rate.
-///
-/// # Errors
-/// A malformed test clock, a lost peer, a malformed rate from rank 0.
-pub fn rank0_clock(world: &mut World) -> Result<SystemClock, ExperimentError> {
-    let own = rank_clock(world)?;
-    let control = world.control.as_mut();
-    let mut bytes = if world.rank == 0 {
-        own.rate().hz.to_le_bytes().to_vec()
-    } else {
-        Vec::new()
-    };
-    control.broadcast(0, &mut bytes)?;
-    let hz = bytes
-        .as_slice()
-        .try_into()
-        .map(f64::from_le_bytes)
-        .ok()
-        .filter(|hz| hz.is_finite() && *hz > 0.0)
-        .ok_or_else(|| PatternError::Protocol {
-            pattern: "clock sync",
-            rank: 0,
-            detail: "a malformed tick rate".into(),
-        })?;
-    let rate = TickRate::new(hz);
-    let skew = own.skew().map(|s| crate::clock::Skew {
-        offset_ticks: s.offset_ticks * hz / own.rate().hz,
-        ..s
-    });
-    Ok(SystemClock::new(own.source(), rate).with_skew(skew))
 }
 
 /// The collective of `spec` run by `imp` on `t` (ours, or the transport's own of

@@ -16,6 +16,8 @@
 //! | `timer` | [`timer::run`] (one process) |
 //! | `info` | [`info::run`] |
 //! | `pingpong` | [`pingpong::run`] |
+//! | `loggp` | [`loggp::run`] |
+//! | `sync` | [`sync::run`] |
 //! | `noise` | [`noise::run`] |
 //! | `coll` | [`coll::run`] |
 //! | `late` | [`late::run`] |
@@ -29,14 +31,16 @@ pub mod coll;
 pub mod collective;
 pub mod info;
 pub mod late;
+pub mod loggp;
 pub mod nbc;
 pub mod noise;
 pub mod pingpong;
 pub mod simulate;
+pub mod sync;
 pub mod timer;
 
 use crate::clock::{SystemClock, TimerSource};
-use crate::job::JobError;
+use crate::job::{JobError, TransportName};
 use crate::launch::binding::check_groups;
 use crate::launch::World;
 use crate::report::jsonl::JsonlWriter;
@@ -165,6 +169,25 @@ pub enum ExperimentError {
     /// The simulator cannot run the spec, or its parameter file is unusable.
     #[error(transparent)]
     Simulate(#[from] crate::sim::spec::SpecError),
+    /// The LogGP pattern failed.
+    #[error(transparent)]
+    Loggp(#[from] crate::patterns::loggp::PatternError),
+    /// A pair's LogGP sweep cannot be fitted.
+    #[error("{transport}: pair {client}-{server}: {error}")]
+    Fit {
+        /// The transport measured.
+        transport: TransportName,
+        /// The pair's client rank.
+        client: usize,
+        /// The pair's server rank.
+        server: usize,
+        /// Why (its text is in this error's).
+        error: crate::model::loggp::ModelError,
+    },
+    /// A clock synchronization or its check failed; options no sync can run with
+    /// (a transport that may lose messages among them) are the user's input.
+    #[error(transparent)]
+    Sync(#[from] crate::sync::SyncError),
 }
 
 impl ExperimentError {
@@ -177,6 +200,7 @@ impl ExperimentError {
             | ExperimentError::TestHook(_) => true,
             ExperimentError::Job(e) => e.is_input(),
             ExperimentError::Simulate(e) => e.is_input(),
+            ExperimentError::Sync(e) => matches!(e, crate::sync::SyncError::Options(_)),
             _ => false,
         }
     }

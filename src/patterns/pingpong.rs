@@ -446,7 +446,7 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
 mod tests {
     use super::*;
     use crate::clock::{TickRate, Ticks};
-    use crate::transport::{inproc, BufferId, Region, RequestId, WaitMode};
+    use crate::transport::{inproc, Region, WaitMode};
     use std::cell::Cell;
 
     /// A clock that advances by `step` ticks per reading at 1 GHz: every round trip
@@ -610,35 +610,9 @@ mod tests {
     struct Corrupting(inproc::InprocTransport);
 
     impl Transport for Corrupting {
+        ngauge_transport::forward_transport!(0, except name, recv);
         fn name(&self) -> &'static str {
             "corrupting"
-        }
-        fn rank(&self) -> Rank {
-            self.0.rank()
-        }
-        fn size(&self) -> usize {
-            self.0.size()
-        }
-        fn capabilities(&self) -> crate::transport::Capabilities {
-            self.0.capabilities()
-        }
-        fn wait_mode(&self) -> crate::transport::WaitMode {
-            self.0.wait_mode()
-        }
-        fn alloc_buffer(&mut self, len: usize) -> Result<BufferId, TransportError> {
-            self.0.alloc_buffer(len)
-        }
-        fn free_buffer(&mut self, b: BufferId) -> Result<(), TransportError> {
-            self.0.free_buffer(b)
-        }
-        fn buffer(&self, b: BufferId) -> Result<&[u8], TransportError> {
-            self.0.buffer(b)
-        }
-        fn buffer_mut(&mut self, b: BufferId) -> Result<&mut [u8], TransportError> {
-            self.0.buffer_mut(b)
-        }
-        fn send(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
-            self.0.send(peer, region)
         }
         fn recv(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
             self.0.recv(peer, region)?;
@@ -646,18 +620,6 @@ mod tests {
                 self.0.buffer_mut(region.buffer)?[region.offset] ^= 1;
             }
             Ok(())
-        }
-        fn isend(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {
-            self.0.isend(peer, region)
-        }
-        fn irecv(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {
-            self.0.irecv(peer, region)
-        }
-        fn test(&mut self, request: RequestId) -> Result<bool, TransportError> {
-            self.0.test(request)
-        }
-        fn wait(&mut self, request: RequestId) -> Result<(), TransportError> {
-            self.0.wait(request)
         }
     }
 
@@ -672,50 +634,9 @@ mod tests {
     const NATIVE_TICKS: u64 = 4000;
 
     impl Transport for WithNativeLoop {
+        ngauge_transport::forward_transport!(inner, except name, native_round_trips);
         fn name(&self) -> &'static str {
             "native"
-        }
-        fn rank(&self) -> Rank {
-            self.inner.rank()
-        }
-        fn size(&self) -> usize {
-            self.inner.size()
-        }
-        fn capabilities(&self) -> crate::transport::Capabilities {
-            self.inner.capabilities()
-        }
-        fn wait_mode(&self) -> WaitMode {
-            self.inner.wait_mode()
-        }
-        fn alloc_buffer(&mut self, len: usize) -> Result<BufferId, TransportError> {
-            self.inner.alloc_buffer(len)
-        }
-        fn free_buffer(&mut self, b: BufferId) -> Result<(), TransportError> {
-            self.inner.free_buffer(b)
-        }
-        fn buffer(&self, b: BufferId) -> Result<&[u8], TransportError> {
-            self.inner.buffer(b)
-        }
-        fn buffer_mut(&mut self, b: BufferId) -> Result<&mut [u8], TransportError> {
-            self.inner.buffer_mut(b)
-        }
-        fn send(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
-            self.inner.send(peer, region)
-        }
-        fn recv(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
-            self.inner.recv(peer, region)
-        }
-        fn isend(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {
-            self.inner.isend(peer, region)
-        }
-        fn irecv(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {
-            self.inner.irecv(peer, region)
-        }
-        fn test(&mut self, request: RequestId) -> Result<bool, TransportError> {
-            self.inner.test(request)
-        }
-        fn wait(&mut self, request: RequestId) -> Result<(), TransportError> {
-            self.inner.wait(request)
         }
         fn native_round_trips(
             &mut self,

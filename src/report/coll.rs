@@ -425,7 +425,7 @@ impl super::Document for CollDoc {
         out
     }
 
-    fn warnings(&self) -> Vec<&CollWarning> {
+    fn warnings(&self) -> Vec<(String, &CollWarning)> {
         super::document::unwarned(&self.warnings)
     }
 

@@ -289,7 +289,7 @@ impl super::Document for LateDoc {
         out
     }
 
-    fn warnings(&self) -> Vec<&LateWarning> {
+    fn warnings(&self) -> Vec<(String, &LateWarning)> {
         super::document::unwarned(&self.warnings)
     }
 

@@ -286,7 +286,7 @@ impl super::Document for NbcDoc {
         out
     }
 
-    fn warnings(&self) -> Vec<&NbcWarning> {
+    fn warnings(&self) -> Vec<(String, &NbcWarning)> {
         super::document::unwarned(&self.warnings)
     }
 }

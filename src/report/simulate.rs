@@ -203,12 +203,12 @@ impl super::Document for SimulateDoc {
     }
 
     /// The parameter reader's, then the measurement's.
-    fn warnings(&self) -> Vec<&CollWarning> {
+    fn warnings(&self) -> Vec<(String, &CollWarning)> {
         let measured = self.measurement.iter().flat_map(|m| &m.warnings);
         self.warnings
             .iter()
             .chain(measured)
-            .map(|w| &w.warning)
+            .map(|w| (String::new(), &w.warning))
             .collect()
     }
 }

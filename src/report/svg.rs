@@ -67,6 +67,12 @@ pub fn legend<'a, CT: plotters::coord::CoordTranslate>(
         .map_err(error)
 }
 
+/// An axis of [`chart`]: its range, its description and its tick labels' format.
+pub type Axis<'f, R> = (R, &'f str, &'f dyn Fn(&f64) -> String);
+
+/// A drawn chart with its two axes' coordinates.
+pub type Chart<'a, X, Y> = ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>;
+
 /// A chart of `title` on `area`, its axes `x` and `y` (ranges, log-scaled or
 /// not) labelled `x_desc` and `y_desc`, its mesh without the light lines;
 /// `format_x`/`format_y` write the tick labels.
@@ -76,9 +82,9 @@ pub fn legend<'a, CT: plotters::coord::CoordTranslate>(
 pub fn chart<'a, X: AsRangedCoord<Value = f64>, Y: AsRangedCoord<Value = f64>>(
     area: &Area<'a>,
     title: &str,
-    (x, x_desc, format_x): (X, &str, &dyn Fn(&f64) -> String),
-    (y, y_desc, format_y): (Y, &str, &dyn Fn(&f64) -> String),
-) -> Result<ChartContext<'a, SVGBackend<'a>, Cartesian2d<X::CoordDescType, Y::CoordDescType>>, String>
+    (x, x_desc, format_x): Axis<'_, X>,
+    (y, y_desc, format_y): Axis<'_, Y>,
+) -> Result<Chart<'a, X::CoordDescType, Y::CoordDescType>, String>
 where
     X::CoordDescType: Ranged<ValueType = f64> + ValueFormatter<f64>,
     Y::CoordDescType: Ranged<ValueType = f64> + ValueFormatter<f64>,

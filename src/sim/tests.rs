@@ -41,6 +41,38 @@ fn spec(net: Network, p: usize) -> WorldSpec {
     }
 }
 
+/// The transport contract, over a network that costs nothing (the times are
+/// the other tests'): a `test` then never waits for virtual time to pass.
+#[test]
+fn keeps_the_transport_contract() {
+    use ngauge_transport::conformance;
+    let free = LogGp {
+        l_ps: 0,
+        os_ps: 0,
+        or_ps: 0,
+        g_ps: 0,
+        big_g_fs: 0,
+        rendezvous: false,
+    };
+    let profile = conformance::Profile {
+        modes: vec![ngauge_transport::WaitMode::Block],
+        timeout: std::time::Duration::from_secs(10),
+        short_timeout: None,
+        timeouts_keep_requests: false,
+        reports_closed_peers: true,
+    };
+    conformance::run_threads(&profile, |s| {
+        let ranks = world(&spec(Network::uniform(free), s.ranks));
+        conformance::ready(
+            ranks
+                .into_iter()
+                .map(|r| (r.transport, r.control))
+                .collect(),
+        )
+    })
+    .assert_passed();
+}
+
 #[test]
 fn an_eager_message_takes_o_s_l_transfer_o_r() {
     let times = run(&spec(Network::uniform(EAGER), 2), |mut r| {

@@ -103,34 +103,20 @@ impl TryFrom<RawExperiment> for Experiment {
     type Error = String;
 
     fn try_from(raw: RawExperiment) -> Result<Self, String> {
-        let mut kinds = Vec::new();
-        if let Some(s) = raw.timer {
-            kinds.push(CommandSpec::Timer(s));
-        }
-        if let Some(s) = raw.pingpong {
-            kinds.push(CommandSpec::Pingpong(s));
-        }
-        if let Some(s) = raw.loggp {
-            kinds.push(CommandSpec::Loggp(s));
-        }
-        if let Some(s) = raw.sync {
-            kinds.push(CommandSpec::Sync(s));
-        }
-        if let Some(s) = raw.simulate {
-            kinds.push(CommandSpec::Simulate(s));
-        }
-        if let Some(s) = raw.coll {
-            kinds.push(CommandSpec::Coll(s));
-        }
-        if let Some(s) = raw.noise {
-            kinds.push(CommandSpec::Noise(s));
-        }
-        if let Some(s) = raw.late {
-            kinds.push(CommandSpec::Late(s));
-        }
-        if let Some(s) = raw.nbc {
-            kinds.push(CommandSpec::Nbc(s));
-        }
+        let mut kinds: Vec<CommandSpec> = [
+            raw.timer.map(CommandSpec::Timer),
+            raw.pingpong.map(CommandSpec::Pingpong),
+            raw.loggp.map(CommandSpec::Loggp),
+            raw.sync.map(CommandSpec::Sync),
+            raw.simulate.map(CommandSpec::Simulate),
+            raw.coll.map(CommandSpec::Coll),
+            raw.noise.map(CommandSpec::Noise),
+            raw.late.map(CommandSpec::Late),
+            raw.nbc.map(CommandSpec::Nbc),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
         if kinds.len() != 1 {
             return Err(format!(
                 "experiment {:?} needs exactly one command table ({}), found {}",

@@ -1,7 +1,8 @@
 //! Spin, then sleep: the receives of the sync exchanges when ranks outnumber cores.
 //!
-//! With more ranks than cores the transports wait in the kernel ([`WaitMode::Block`]),
-//! so each message of a ping-pong wakes a sleeping process, and the two directions
+//! With more ranks than cores the transports wait in the kernel
+//! ([`WaitMode::Block`](ngauge_transport::WaitMode::Block)), so each message of a
+//! ping-pong wakes a sleeping process, and the two directions
 //! of a wake-up across cores are not equally fast: the midpoint estimate of
 //! [`super::pairwise`] (offset at `sent + rtt/2`) then errs by half the difference,
 //! up to ~12 us at `--np 4` on 2 cores (issue 13). Yet in `jk`, in `hca`'s intercept
@@ -27,10 +28,7 @@
 //!
 //! Sends are passed through: an 8-byte send never waits for its receiver.
 
-use ngauge_transport::{
-    BufferId, Capabilities, Counters, NativeRole, Rank, Region, RequestId, Transport,
-    TransportError, WaitMode,
-};
+use ngauge_transport::{Rank, Region, Transport, TransportError};
 use std::time::{Duration, Instant};
 
 /// How long a receive spins before it sleeps: some ten round trips of a polling
@@ -67,44 +65,10 @@ impl SpinThenSleep {
             slept: 0,
         }
     }
-
-    /// Receives completed while spinning, and after sleeping.
-    pub fn receives(&self) -> (u64, u64) {
-        (self.spun, self.slept)
-    }
 }
 
 impl Transport for SpinThenSleep {
-    fn name(&self) -> &'static str {
-        self.inner.name()
-    }
-    fn rank(&self) -> Rank {
-        self.inner.rank()
-    }
-    fn size(&self) -> usize {
-        self.inner.size()
-    }
-    fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities()
-    }
-    fn wait_mode(&self) -> WaitMode {
-        self.inner.wait_mode()
-    }
-    fn alloc_buffer(&mut self, len: usize) -> Result<BufferId, TransportError> {
-        self.inner.alloc_buffer(len)
-    }
-    fn free_buffer(&mut self, buffer: BufferId) -> Result<(), TransportError> {
-        self.inner.free_buffer(buffer)
-    }
-    fn buffer(&self, buffer: BufferId) -> Result<&[u8], TransportError> {
-        self.inner.buffer(buffer)
-    }
-    fn buffer_mut(&mut self, buffer: BufferId) -> Result<&mut [u8], TransportError> {
-        self.inner.buffer_mut(buffer)
-    }
-    fn send(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
-        self.inner.send(peer, region)
-    }
+    ngauge_transport::forward_transport!(inner, except recv);
 
     fn recv(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
         let budget = self.budget.get(peer).copied().unwrap_or(Duration::ZERO);
@@ -128,33 +92,13 @@ impl Transport for SpinThenSleep {
             std::hint::spin_loop();
         }
     }
+}
 
-    fn isend(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {
-        self.inner.isend(peer, region)
-    }
-    fn irecv(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {
-        self.inner.irecv(peer, region)
-    }
-    fn test(&mut self, request: RequestId) -> Result<bool, TransportError> {
-        self.inner.test(request)
-    }
-    fn wait(&mut self, request: RequestId) -> Result<(), TransportError> {
-        self.inner.wait(request)
-    }
-    fn wait_all(&mut self, requests: &[RequestId]) -> Result<(), TransportError> {
-        self.inner.wait_all(requests)
-    }
-    fn native_round_trips(
-        &mut self,
-        peer: Rank,
-        send: Region,
-        recv: Region,
-        role: NativeRole<'_>,
-    ) -> Option<Result<(), TransportError>> {
-        self.inner.native_round_trips(peer, send, recv, role)
-    }
-    fn counters(&self) -> Counters {
-        self.inner.counters()
+#[cfg(test)]
+impl SpinThenSleep {
+    /// Receives completed while spinning, and after sleeping.
+    fn receives(&self) -> (u64, u64) {
+        (self.spun, self.slept)
     }
 }
 

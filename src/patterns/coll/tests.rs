@@ -351,52 +351,11 @@ impl<T: Transport> Native<T> {
 }
 
 impl<T: Transport> Transport for Native<T> {
+    // `wait_all`: the trait's, over this `test` and `wait`.
+    ngauge_transport::forward_transport!(inner, except name, test, wait, wait_all,
+        native_collective, start_native_collective);
     fn name(&self) -> &'static str {
         "native-test"
-    }
-    fn rank(&self) -> Rank {
-        self.inner.rank()
-    }
-    fn size(&self) -> usize {
-        self.inner.size()
-    }
-    fn capabilities(&self) -> ngauge_transport::Capabilities {
-        self.inner.capabilities()
-    }
-    fn wait_mode(&self) -> WaitMode {
-        self.inner.wait_mode()
-    }
-    fn alloc_buffer(&mut self, len: usize) -> Result<ngauge_transport::BufferId, TransportError> {
-        self.inner.alloc_buffer(len)
-    }
-    fn free_buffer(&mut self, b: ngauge_transport::BufferId) -> Result<(), TransportError> {
-        self.inner.free_buffer(b)
-    }
-    fn buffer(&self, b: ngauge_transport::BufferId) -> Result<&[u8], TransportError> {
-        self.inner.buffer(b)
-    }
-    fn buffer_mut(&mut self, b: ngauge_transport::BufferId) -> Result<&mut [u8], TransportError> {
-        self.inner.buffer_mut(b)
-    }
-    fn send(&mut self, peer: Rank, r: ngauge_transport::Region) -> Result<(), TransportError> {
-        self.inner.send(peer, r)
-    }
-    fn recv(&mut self, peer: Rank, r: ngauge_transport::Region) -> Result<(), TransportError> {
-        self.inner.recv(peer, r)
-    }
-    fn isend(
-        &mut self,
-        peer: Rank,
-        r: ngauge_transport::Region,
-    ) -> Result<ngauge_transport::RequestId, TransportError> {
-        self.inner.isend(peer, r)
-    }
-    fn irecv(
-        &mut self,
-        peer: Rank,
-        r: ngauge_transport::Region,
-    ) -> Result<ngauge_transport::RequestId, TransportError> {
-        self.inner.irecv(peer, r)
     }
     fn test(&mut self, q: ngauge_transport::RequestId) -> Result<bool, TransportError> {
         if let Some(i) = self.started.iter().position(|s| *s == q) {

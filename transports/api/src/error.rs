@@ -1,6 +1,6 @@
 //! Errors of the data plane.
 
-use crate::transport::{BufferId, Rank, RequestId};
+use crate::handle::{BufferId, Rank, RequestId};
 use std::time::Duration;
 
 /// What went wrong in a data-plane operation, and with which peer.

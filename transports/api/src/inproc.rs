@@ -8,8 +8,8 @@
 
 use crate::control::{Control, ControlError};
 use crate::error::TransportError;
-use crate::pool::{Access, BufferPool};
-use crate::transport::{BufferId, Capabilities, Rank, Region, RequestId, Transport, WaitMode};
+use crate::pool::{Access, BufferPool, Buffers};
+use crate::transport::{Capabilities, Rank, Region, RequestId, Transport, WaitMode};
 use std::collections::{HashMap, VecDeque};
 use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
 
@@ -92,15 +92,7 @@ pub struct InprocTransport {
 
 impl InprocTransport {
     fn check_peer(&self, peer: Rank) -> Result<(), TransportError> {
-        if peer >= self.size || peer == self.rank {
-            return Err(TransportError::NoSuchPeer {
-                transport: NAME,
-                peer,
-                size: self.size,
-                me: self.rank,
-            });
-        }
-        Ok(())
+        crate::util::check_peer(NAME, peer, self.rank, self.size)
     }
 
     fn closed(peer: Rank, op: &'static str) -> TransportError {
@@ -136,19 +128,21 @@ impl InprocTransport {
         id
     }
 
-    /// Matches arrived messages from `peer` to its posted receives, in order.
+    /// Matches arrived messages from `peer` to its posted receives, in order. A
+    /// receive that fails (the wrong size, a peer that has gone) is forgotten and
+    /// gives its bytes back.
     fn progress(&mut self, peer: Rank, block_for_first: bool) -> Result<(), TransportError> {
         let mut block = block_for_first;
         while let Some(&request) = self.pending_recvs[peer].front() {
             let rx = self.from[peer].as_ref().expect("checked peer");
             let message = if block {
                 block = false;
-                rx.recv().map_err(|_| Self::closed(peer, "irecv"))?
+                rx.recv().ok()
             } else {
                 match rx.try_recv() {
-                    Ok(message) => message,
+                    Ok(message) => Some(message),
                     Err(TryRecvError::Empty) => return Ok(()),
-                    Err(TryRecvError::Disconnected) => return Err(Self::closed(peer, "irecv")),
+                    Err(TryRecvError::Disconnected) => None,
                 }
             };
             let Some(Pending::Recv { region, .. }) = self.requests.get(&request).copied() else {
@@ -156,8 +150,15 @@ impl InprocTransport {
             };
             self.pending_recvs[peer].pop_front();
             self.pool.release_region(region, Access::Write);
+            let delivered = match message {
+                Some(message) => self.deliver(peer, region, message),
+                None => Err(Self::closed(peer, "recv")),
+            };
+            if let Err(e) = delivered {
+                self.requests.remove(&request);
+                return Err(e);
+            }
             self.requests.insert(request, Pending::RecvDone);
-            self.deliver(peer, region, message)?;
         }
         Ok(())
     }
@@ -186,17 +187,11 @@ impl Transport for InprocTransport {
     fn wait_mode(&self) -> WaitMode {
         WaitMode::Block
     }
-    fn alloc_buffer(&mut self, len: usize) -> Result<BufferId, TransportError> {
-        self.pool.try_alloc(len)
+    fn buffers(&self) -> &dyn Buffers {
+        &self.pool
     }
-    fn free_buffer(&mut self, buffer: BufferId) -> Result<(), TransportError> {
-        self.pool.free(buffer)
-    }
-    fn buffer(&self, buffer: BufferId) -> Result<&[u8], TransportError> {
-        self.pool.get(buffer)
-    }
-    fn buffer_mut(&mut self, buffer: BufferId) -> Result<&mut [u8], TransportError> {
-        self.pool.get_mut(buffer)
+    fn buffers_mut(&mut self) -> &mut dyn Buffers {
+        &mut self.pool
     }
 
     fn send(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
@@ -427,6 +422,19 @@ mod tests {
             assert_eq!(data, b"hi");
             assert_eq!(all, vec![vec![0], vec![1], vec![2], vec![3]]);
         }
+    }
+
+    #[test]
+    fn keeps_the_transport_contract() {
+        let profile = crate::conformance::Profile {
+            modes: vec![WaitMode::Block],
+            timeout: std::time::Duration::from_secs(10),
+            short_timeout: None,
+            timeouts_keep_requests: false,
+            reports_closed_peers: true,
+        };
+        crate::conformance::run_threads(&profile, |s| crate::conformance::ready(world(s.ranks)))
+            .assert_passed();
     }
 
     #[test]

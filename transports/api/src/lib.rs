@@ -38,8 +38,15 @@
 #![deny(unsafe_code)]
 
 pub mod auth;
+// Test code: it lives beside the crate's tests (see its module docs).
+#[cfg(any(test, feature = "conformance"))]
+#[path = "../tests/conformance/mod.rs"]
+pub mod conformance;
 mod control;
 mod error;
+#[doc(hidden)]
+pub mod forward;
+mod handle;
 pub mod inproc;
 mod pool;
 mod transport;
@@ -47,7 +54,7 @@ pub mod util;
 
 pub use control::{pack, unpack, Control, ControlError};
 pub use error::TransportError;
-pub use pool::{Access, BufferPool};
+pub use pool::{Access, BufferPool, Buffers};
 pub use transport::{
     BufferId, Capabilities, Counters, NativeCollective, NativeRole, Rank, Region, RequestId,
     Transport, UnknownWaitMode, WaitMode,

@@ -13,8 +13,8 @@
 //! [`TransportError::BufferBusy`]; blocking operations check the same rule
 //! ([`BufferPool::region_for_read`], [`BufferPool::region_for_write`]), so a blocking
 //! receive into a buffer a pending send reads from fails instead of overwriting it.
-//! While any hold exists, the whole buffer is refused to [`BufferPool::get`],
-//! [`BufferPool::get_mut`] and [`BufferPool::free`].
+//! While any hold exists, the whole buffer is refused to [`Buffers::get`],
+//! [`Buffers::get_mut`] and [`Buffers::free`].
 //!
 //! A transport takes a hold when it starts a request ([`BufferPool::acquire_read`]
 //! for a send, [`BufferPool::acquire_write`] for a receive) and gives that same hold
@@ -22,7 +22,7 @@
 //! the request completes, or fails (TCP, UDP, MPI).
 
 use crate::error::TransportError;
-use crate::transport::{BufferId, Region};
+use crate::handle::{BufferId, Region};
 
 /// Memory the kernel says is available for new allocations without swapping
 /// (`MemAvailable` of `/proc/meminfo`), lowered to what an address-space limit
@@ -142,61 +142,12 @@ impl BufferPool {
         }
     }
 
-    /// A zeroed buffer of `len` bytes, or [`TransportError::OutOfMemory`] when
-    /// `len` exceeds the memory available (`available_memory_bytes`: `MemAvailable`
-    /// of `/proc/meminfo`, within `RLIMIT_AS`) or the allocator refuses it
-    /// (fallible reservation: an address-space limit gives an error, not an abort).
-    ///
-    /// At least a cache line is reserved, so that two small buffers (a ping-pong's
-    /// send and receive buffers of 1 byte) never share one: sharing adds ~5 ns to an
-    /// MPI shared-memory round trip of ~500 ns (scripts/bench-mpi).
-    pub fn try_alloc(&mut self, len: usize) -> Result<BufferId, TransportError> {
-        let oom = |detail: String| TransportError::OutOfMemory {
-            transport: self.transport,
-            len_bytes: len,
-            detail,
-        };
-        if let Some(available) = available_memory_bytes() {
-            if len as u64 > available {
-                return Err(oom(format!(
-                    "only {available} bytes of memory are available; choose smaller messages"
-                )));
-            }
-        }
-        let with_headroom = len
-            .checked_add(self.headroom)
-            .ok_or_else(|| oom("larger than the address space".to_string()))?;
-        let mut bytes = Vec::new();
-        bytes
-            .try_reserve_exact(with_headroom.max(CACHE_LINE))
-            .map_err(|e| oom(format!("{e} (an address-space limit such as ulimit -v?)")))?;
-        bytes.resize(with_headroom, 0);
-        let slot = Some(Slot {
-            bytes,
-            holds: Vec::new(),
-        });
-        if let Some(free) = self.slots.iter().position(Option::is_none) {
-            self.slots[free] = slot;
-            Ok(BufferId(free as u32))
-        } else {
-            self.slots.push(slot);
-            Ok(BufferId((self.slots.len() - 1) as u32))
-        }
-    }
-
-    /// [`BufferPool::try_alloc`] for tests and small buffers.
+    /// [`Buffers::try_alloc`] for tests and small buffers.
     ///
     /// # Panics
     /// When the buffer cannot be allocated; transports call `try_alloc`.
     pub fn alloc(&mut self, len: usize) -> BufferId {
         self.try_alloc(len).expect("buffer allocation")
-    }
-
-    /// Frees a buffer that is not busy.
-    pub fn free(&mut self, buffer: BufferId) -> Result<(), TransportError> {
-        self.check_idle(buffer)?;
-        self.slots[buffer.0 as usize] = None;
-        Ok(())
     }
 
     #[inline]
@@ -226,19 +177,6 @@ impl BufferPool {
     /// Whether any pending operation holds part of `buffer` (false for unknown ones).
     pub fn is_busy(&self, buffer: BufferId) -> bool {
         self.slot(buffer).is_ok_and(|s| !s.holds.is_empty())
-    }
-
-    /// The whole buffer, if it is not busy.
-    pub fn get(&self, buffer: BufferId) -> Result<&[u8], TransportError> {
-        self.check_idle(buffer)?;
-        Ok(&self.slot(buffer)?.bytes[self.headroom..])
-    }
-
-    /// The whole buffer, mutable, if it is not busy.
-    pub fn get_mut(&mut self, buffer: BufferId) -> Result<&mut [u8], TransportError> {
-        self.check_idle(buffer)?;
-        let headroom = self.headroom;
-        Ok(&mut self.slot_mut(buffer)?.bytes[headroom..])
     }
 
     /// The bytes of `region`, checked against the buffer's bounds; ignores holds
@@ -363,6 +301,81 @@ impl BufferPool {
                 slot.holds.swap_remove(i);
             }
         }
+    }
+}
+
+/// The buffers behind [`Transport`](crate::Transport)'s buffer methods, which
+/// use them unless a transport overrides them: a [`BufferPool`] for transports
+/// that need no registration, a store of registered memory otherwise (verbs).
+pub trait Buffers {
+    /// A zeroed buffer of `len` bytes.
+    fn try_alloc(&mut self, len: usize) -> Result<BufferId, TransportError>;
+    /// Frees a buffer no pending operation holds.
+    fn free(&mut self, buffer: BufferId) -> Result<(), TransportError>;
+    /// The whole buffer, if no pending operation holds any of it.
+    fn get(&self, buffer: BufferId) -> Result<&[u8], TransportError>;
+    /// [`Buffers::get`], mutable.
+    fn get_mut(&mut self, buffer: BufferId) -> Result<&mut [u8], TransportError>;
+}
+
+impl Buffers for BufferPool {
+    /// A zeroed buffer of `len` bytes, or [`TransportError::OutOfMemory`] when
+    /// `len` exceeds the memory available (`available_memory_bytes`: `MemAvailable`
+    /// of `/proc/meminfo`, within `RLIMIT_AS`) or the allocator refuses it
+    /// (fallible reservation: an address-space limit gives an error, not an abort).
+    ///
+    /// At least a cache line is reserved, so that two small buffers (a ping-pong's
+    /// send and receive buffers of 1 byte) never share one: sharing adds ~5 ns to an
+    /// MPI shared-memory round trip of ~500 ns (scripts/bench-mpi).
+    fn try_alloc(&mut self, len: usize) -> Result<BufferId, TransportError> {
+        let oom = |detail: String| TransportError::OutOfMemory {
+            transport: self.transport,
+            len_bytes: len,
+            detail,
+        };
+        if let Some(available) = available_memory_bytes() {
+            if len as u64 > available {
+                return Err(oom(format!(
+                    "only {available} bytes of memory are available; choose smaller messages"
+                )));
+            }
+        }
+        let with_headroom = len
+            .checked_add(self.headroom)
+            .ok_or_else(|| oom("larger than the address space".to_string()))?;
+        let mut bytes = Vec::new();
+        bytes
+            .try_reserve_exact(with_headroom.max(CACHE_LINE))
+            .map_err(|e| oom(format!("{e} (an address-space limit such as ulimit -v?)")))?;
+        bytes.resize(with_headroom, 0);
+        let slot = Some(Slot {
+            bytes,
+            holds: Vec::new(),
+        });
+        if let Some(free) = self.slots.iter().position(Option::is_none) {
+            self.slots[free] = slot;
+            Ok(BufferId(free as u32))
+        } else {
+            self.slots.push(slot);
+            Ok(BufferId((self.slots.len() - 1) as u32))
+        }
+    }
+
+    fn free(&mut self, buffer: BufferId) -> Result<(), TransportError> {
+        self.check_idle(buffer)?;
+        self.slots[buffer.0 as usize] = None;
+        Ok(())
+    }
+
+    fn get(&self, buffer: BufferId) -> Result<&[u8], TransportError> {
+        self.check_idle(buffer)?;
+        Ok(&self.slot(buffer)?.bytes[self.headroom..])
+    }
+
+    fn get_mut(&mut self, buffer: BufferId) -> Result<&mut [u8], TransportError> {
+        self.check_idle(buffer)?;
+        let headroom = self.headroom;
+        Ok(&mut self.slot_mut(buffer)?.bytes[headroom..])
     }
 }
 

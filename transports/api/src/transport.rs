@@ -1,49 +1,9 @@
 //! The data plane: the [`Transport`] trait and its handle types.
 
 use crate::error::TransportError;
+use crate::pool::Buffers;
 
-/// A process's index in the job, `0..size`.
-pub type Rank = usize;
-
-/// Handle to a message buffer owned (and, for verbs, registered) by a transport.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct BufferId(pub u32);
-
-impl BufferId {
-    /// The first `len` bytes of this buffer.
-    pub fn prefix(self, len: usize) -> Region {
-        Region {
-            buffer: self,
-            offset: 0,
-            len,
-        }
-    }
-
-    /// `len` bytes of this buffer starting at `offset`.
-    pub fn region(self, offset: usize, len: usize) -> Region {
-        Region {
-            buffer: self,
-            offset,
-            len,
-        }
-    }
-}
-
-/// A byte range of a transport-owned buffer: what one message is sent from or
-/// received into.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Region {
-    /// The buffer.
-    pub buffer: BufferId,
-    /// First byte of the message in the buffer.
-    pub offset: usize,
-    /// Message length in bytes.
-    pub len: usize,
-}
-
-/// Handle to a pending nonblocking operation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct RequestId(pub u64);
+pub use crate::handle::{BufferId, Rank, Region, RequestId};
 
 /// How a transport waits for an operation to complete.
 ///
@@ -229,15 +189,29 @@ pub trait Transport {
     /// How this instance waits.
     fn wait_mode(&self) -> WaitMode;
 
+    /// The buffers the four buffer methods below use unless overridden (a
+    /// [`BufferPool`](crate::BufferPool), or registered memory); patterns call
+    /// those methods, which may do more (UDP saves the messages it may send again).
+    fn buffers(&self) -> &dyn Buffers;
+    /// [`Transport::buffers`], mutable.
+    fn buffers_mut(&mut self) -> &mut dyn Buffers;
     /// Allocates (and registers, where needed) a zeroed buffer of `len` bytes. Call
     /// this outside timed regions.
-    fn alloc_buffer(&mut self, len: usize) -> Result<BufferId, TransportError>;
+    fn alloc_buffer(&mut self, len: usize) -> Result<BufferId, TransportError> {
+        self.buffers_mut().try_alloc(len)
+    }
     /// Releases a buffer; fails if it is busy.
-    fn free_buffer(&mut self, buffer: BufferId) -> Result<(), TransportError>;
+    fn free_buffer(&mut self, buffer: BufferId) -> Result<(), TransportError> {
+        self.buffers_mut().free(buffer)
+    }
     /// Reads a buffer's bytes (fails while busy with a nonblocking receive).
-    fn buffer(&self, buffer: BufferId) -> Result<&[u8], TransportError>;
+    fn buffer(&self, buffer: BufferId) -> Result<&[u8], TransportError> {
+        self.buffers().get(buffer)
+    }
     /// Writes a buffer's bytes (fails while busy).
-    fn buffer_mut(&mut self, buffer: BufferId) -> Result<&mut [u8], TransportError>;
+    fn buffer_mut(&mut self, buffer: BufferId) -> Result<&mut [u8], TransportError> {
+        self.buffers_mut().get_mut(buffer)
+    }
 
     /// Sends `region` to `peer` and returns when the buffer may be reused.
     fn send(&mut self, peer: Rank, region: Region) -> Result<(), TransportError>;
@@ -420,16 +394,10 @@ mod tests {
         fn wait_mode(&self) -> WaitMode {
             self.mode
         }
-        fn alloc_buffer(&mut self, _: usize) -> Result<BufferId, TransportError> {
+        fn buffers(&self) -> &dyn Buffers {
             unreachable!()
         }
-        fn free_buffer(&mut self, _: BufferId) -> Result<(), TransportError> {
-            unreachable!()
-        }
-        fn buffer(&self, _: BufferId) -> Result<&[u8], TransportError> {
-            unreachable!()
-        }
-        fn buffer_mut(&mut self, _: BufferId) -> Result<&mut [u8], TransportError> {
+        fn buffers_mut(&mut self) -> &mut dyn Buffers {
             unreachable!()
         }
         fn send(&mut self, _: Rank, _: Region) -> Result<(), TransportError> {

@@ -1,9 +1,10 @@
-//! Helpers shared by the socket transports (`ngauge-tcp`, `ngauge-udp`): the table of
-//! nonblocking requests, error constructors, and `poll(2)` plumbing.
+//! Helpers shared by the transports: the peer check every operation makes, and
+//! for the socket transports (`ngauge-tcp`, `ngauge-udp`) the table of nonblocking
+//! requests, error constructors, and `poll(2)` plumbing.
 //!
-//! They live here rather than in each transport so that the two cannot drift apart:
-//! the same request bookkeeping, the same mapping of errno values to "the peer is
-//! gone", the same reuse of `poll` descriptor vectors.
+//! They live here rather than in each transport so that the transports cannot drift
+//! apart: the same peer check, the same request bookkeeping, the same mapping of
+//! errno values to "the peer is gone", the same reuse of `poll` descriptor vectors.
 
 use crate::transport::{Rank, RequestId};
 use crate::TransportError;
@@ -92,6 +93,33 @@ impl<R: Completion> Requests<R> {
         for id in ids {
             self.map.remove(&id.0);
         }
+    }
+}
+
+/// `Ok` when `peer` is another rank of the job of `size` ranks in which this is
+/// rank `me`, else [`TransportError::NoSuchPeer`] naming `transport`. Inlined
+/// into every send and receive; the error is built out of line.
+#[inline]
+pub fn check_peer(
+    transport: &'static str,
+    peer: Rank,
+    me: Rank,
+    size: usize,
+) -> Result<(), TransportError> {
+    if peer < size && peer != me {
+        return Ok(());
+    }
+    Err(no_such_peer(transport, peer, me, size))
+}
+
+#[cold]
+#[inline(never)]
+fn no_such_peer(transport: &'static str, peer: Rank, me: Rank, size: usize) -> TransportError {
+    TransportError::NoSuchPeer {
+        transport,
+        peer,
+        size,
+        me,
     }
 }
 

@@ -9,6 +9,7 @@
 //! buffers busy until then. MPI forbids overlapping send and receive buffers; that is
 //! checked and refused here.
 
+use crate::datatype::{Datatype, ReduceOp};
 use crate::ffi;
 use crate::runtime::Caller;
 use crate::transport::{count, invalid, mpi_error, MpiTransport, Op};
@@ -16,61 +17,6 @@ use crate::transport::{count, invalid, mpi_error, MpiTransport, Op};
 use ngauge_transport::Transport;
 use ngauge_transport::{Access, Rank, Region, RequestId, TransportError};
 use std::os::raw::{c_int, c_void};
-
-/// Element type of a reduction.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Datatype {
-    /// `MPI_DOUBLE`.
-    F64,
-    /// `MPI_INT64_T`.
-    I64,
-    /// `MPI_UINT64_T`.
-    U64,
-    /// `MPI_INT32_T`.
-    I32,
-}
-
-impl Datatype {
-    /// Bytes per element.
-    pub fn size_bytes(self) -> usize {
-        match self {
-            Datatype::F64 | Datatype::I64 | Datatype::U64 => 8,
-            Datatype::I32 => 4,
-        }
-    }
-    fn code(self) -> c_int {
-        match self {
-            Datatype::F64 => 0,
-            Datatype::I64 => 1,
-            Datatype::U64 => 2,
-            Datatype::I32 => 3,
-        }
-    }
-}
-
-/// Reduction operation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReduceOp {
-    /// `MPI_SUM`.
-    Sum,
-    /// `MPI_MAX`.
-    Max,
-    /// `MPI_MIN`.
-    Min,
-    /// `MPI_BOR` (integer types only).
-    Bor,
-}
-
-impl ReduceOp {
-    fn code(self) -> c_int {
-        match self {
-            ReduceOp::Sum => 0,
-            ReduceOp::Max => 1,
-            ReduceOp::Min => 2,
-            ReduceOp::Bor => 3,
-        }
-    }
-}
 
 /// Whether two regions share a byte. Called before the bounds checks, so the ends
 /// are computed in `u128`, where they cannot overflow (a region that ends past

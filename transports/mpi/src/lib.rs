@@ -41,6 +41,7 @@
 
 mod coll;
 mod control;
+mod datatype;
 mod ffi;
 mod runtime;
 mod transport;
@@ -53,8 +54,8 @@ mod build_flags;
 #[cfg(test)]
 mod build_flags_tests;
 
-pub use coll::{Datatype, ReduceOp};
 pub use control::{MpiControl, Watch};
+pub use datatype::{Datatype, ReduceOp};
 pub use runtime::{launched_by_mpi, launched_by_mpi_from, Flavor, Mpi, MpiError};
 pub use transport::{MpiOptions, MpiTransport};
 

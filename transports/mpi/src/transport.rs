@@ -9,12 +9,12 @@
 //! ping-pong it is compared with uses the world); the MPI control plane uses tags 1
 //! and 2 on the same communicator, so nothing else in ngauge can match them.
 
-use crate::coll::{Datatype, ReduceOp};
+use crate::datatype::{Datatype, ReduceOp};
 use crate::ffi;
 use crate::runtime::{Caller, Comm, Mpi, MpiError};
 use ngauge_transport::NativeCollective;
 use ngauge_transport::{
-    Access, BufferId, BufferPool, Capabilities, NativeRole, Rank, Region, RequestId, Transport,
+    Access, BufferPool, Buffers, Capabilities, NativeRole, Rank, Region, RequestId, Transport,
     TransportError, WaitMode,
 };
 use std::marker::PhantomData;
@@ -130,21 +130,8 @@ impl MpiTransport {
 
     #[inline]
     pub(crate) fn check_peer(&self, peer: Rank) -> Result<c_int, TransportError> {
-        if peer >= self.size || peer == self.rank {
-            return Err(self.no_such_peer(peer));
-        }
+        ngauge_transport::util::check_peer(NAME, peer, self.rank, self.size)?;
         Ok(peer as c_int)
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn no_such_peer(&self, peer: Rank) -> TransportError {
-        TransportError::NoSuchPeer {
-            transport: NAME,
-            peer,
-            size: self.size,
-            me: self.rank,
-        }
     }
 
     pub(crate) fn check_root(&self, op: &'static str, root: Rank) -> Result<c_int, TransportError> {
@@ -482,17 +469,11 @@ impl Transport for MpiTransport {
     fn wait_mode(&self) -> WaitMode {
         self.wait
     }
-    fn alloc_buffer(&mut self, len: usize) -> Result<BufferId, TransportError> {
-        self.pool.try_alloc(len)
+    fn buffers(&self) -> &dyn Buffers {
+        &self.pool
     }
-    fn free_buffer(&mut self, buffer: BufferId) -> Result<(), TransportError> {
-        self.pool.free(buffer)
-    }
-    fn buffer(&self, buffer: BufferId) -> Result<&[u8], TransportError> {
-        self.pool.get(buffer)
-    }
-    fn buffer_mut(&mut self, buffer: BufferId) -> Result<&mut [u8], TransportError> {
-        self.pool.get_mut(buffer)
+    fn buffers_mut(&mut self) -> &mut dyn Buffers {
+        &mut self.pool
     }
 
     // The hot path of every latency measurement: `send` and `recv` in poll mode are

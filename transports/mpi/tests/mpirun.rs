@@ -1,10 +1,10 @@
 //! Runs the MPI backend's self-test (`ngauge-mpi-check`) under the real MPI launcher
 //! that belongs to the library this build linked (Open MPI's `mpirun` or MPICH's
-//! `mpiexec.hydra`), with 2 and 4 ranks: ping-pong with data checks, nonblocking
-//! exchange, size and peer errors, MPI collectives blocking and nonblocking, and the
-//! MPI control plane. Skips (with a message) in a build without MPI, unless
-//! `NGAUGE_REQUIRE_MPI=1` (set by `scripts/test` where it installed MPI) makes the
-//! skip a failure.
+//! `mpiexec.hydra`), with 2 and 4 ranks: the transport contract suite
+//! (`ngauge_transport::conformance`), truncation and buffer holds, MPI collectives
+//! blocking and nonblocking, and the MPI control plane. Skips (with a message) in a
+//! build without MPI, unless `NGAUGE_REQUIRE_MPI=1` (set by `scripts/test` where it
+//! installed MPI) makes the skip a failure.
 
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -19,16 +19,13 @@ const CHECKS: &[&str] = &[
     "identity",
     "timer",
     "control",
-    "pingpong-poll",
-    "exchange-poll",
     "errors-poll",
     "native-poll",
     "collectives-poll",
-    "pingpong-block",
-    "exchange-block",
     "errors-block",
     "native-block",
     "collectives-block",
+    "conformance",
     "no-leaked-requests",
 ];
 
@@ -110,6 +107,20 @@ fn self_test(np: usize) {
             stdout.lines().any(|l| l == format!("PASS {check}")),
             "check {check} did not pass with {np} ranks:\nstdout:\n{stdout}\nstderr:\n{stderr}"
         );
+    }
+    // Every check of the transport contract, in both wait modes, passed or (not
+    // enough ranks, no timeouts or closed peers under MPI) was skipped.
+    for check in ngauge_transport::conformance::checks() {
+        for wait in ["poll", "block"] {
+            let ran = |verdict: &str| format!("conformance: {verdict} {} ({wait}", check.name);
+            assert!(
+                stdout
+                    .lines()
+                    .any(|l| l.starts_with(&ran("PASS")) || l.starts_with(&ran("SKIP"))),
+                "conformance check {} ({wait}) with {np} ranks:\n{stdout}",
+                check.name
+            );
+        }
     }
 }
 

@@ -45,7 +45,7 @@
 use ngauge_transport::auth::{self, AcceptError, AcceptLimits, AuthKey, RefusalLog};
 use ngauge_transport::util::{self, recycle, timespec, Completion, Requests};
 use ngauge_transport::{
-    Access, BufferId, BufferPool, Capabilities, Control, Rank, Region, RequestId, Transport,
+    Access, BufferPool, Buffers, Capabilities, Control, Rank, Region, RequestId, Transport,
     TransportError, WaitMode,
 };
 use rustix::event::{poll, PollFd, PollFlags};
@@ -286,16 +286,8 @@ impl TcpTransport {
         })
     }
 
-    fn peer(&self, peer: Rank) -> Result<&Peer, TransportError> {
-        self.peers
-            .get(peer)
-            .and_then(Option::as_ref)
-            .ok_or(TransportError::NoSuchPeer {
-                transport: NAME,
-                peer,
-                size: self.size,
-                me: self.rank,
-            })
+    fn check_peer(&self, peer: Rank) -> Result<(), TransportError> {
+        util::check_peer(NAME, peer, self.rank, self.size)
     }
 
     fn new_request(&mut self, peer: Rank, kind: Kind, region: Region) -> RequestId {
@@ -621,17 +613,11 @@ impl Transport for TcpTransport {
         self.wait
     }
 
-    fn alloc_buffer(&mut self, len: usize) -> Result<BufferId, TransportError> {
-        self.pool.try_alloc(len)
+    fn buffers(&self) -> &dyn Buffers {
+        &self.pool
     }
-    fn free_buffer(&mut self, buffer: BufferId) -> Result<(), TransportError> {
-        self.pool.free(buffer)
-    }
-    fn buffer(&self, buffer: BufferId) -> Result<&[u8], TransportError> {
-        self.pool.get(buffer)
-    }
-    fn buffer_mut(&mut self, buffer: BufferId) -> Result<&mut [u8], TransportError> {
-        self.pool.get_mut(buffer)
+    fn buffers_mut(&mut self) -> &mut dyn Buffers {
+        &mut self.pool
     }
 
     // The direct (one syscall) path is taken only when nothing at all is queued: a
@@ -641,7 +627,7 @@ impl Transport for TcpTransport {
     // queued), so the direct path's hold check is a test of an empty list; the
     // queued path gets its check from `isend`/`irecv`.
     fn send(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
-        self.peer(peer)?;
+        self.check_peer(peer)?;
         if self.queued == 0 {
             self.send_direct(peer, region)
         } else {
@@ -651,7 +637,7 @@ impl Transport for TcpTransport {
     }
 
     fn recv(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
-        self.peer(peer)?;
+        self.check_peer(peer)?;
         if self.queued == 0 {
             self.recv_direct(peer, region)
         } else {
@@ -661,7 +647,7 @@ impl Transport for TcpTransport {
     }
 
     fn isend(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {
-        self.peer(peer)?;
+        self.check_peer(peer)?;
         self.pool.acquire_read(region)?;
         let id = self.new_request(peer, Kind::Send, region);
         if region.len == 0 {
@@ -678,7 +664,7 @@ impl Transport for TcpTransport {
     }
 
     fn irecv(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {
-        self.peer(peer)?;
+        self.check_peer(peer)?;
         self.pool.acquire_write(region)?;
         let id = self.new_request(peer, Kind::Recv, region);
         if region.len == 0 {

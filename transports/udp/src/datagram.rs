@@ -4,7 +4,6 @@
 //! receives, and the sleep in `poll(2)` between them (see the crate docs,
 //! "Waiting"). What an arrival means for the sequence is [`crate::reliability`]'s.
 
-use crate::reliability::Arrival;
 use crate::rto::{MAX_RTO, SAMPLE_EVERY};
 use crate::wire::{Header, HEADER_BYTES};
 use crate::{closed_err, errno_err, setup, UdpTransport, NAME};
@@ -16,6 +15,16 @@ use rustix::net::{RecvFlags, SendAncillaryBuffer, SendFlags};
 use socket2::Socket;
 use std::io::IoSlice;
 use std::time::{Duration, Instant};
+
+/// What [`UdpTransport::on_arrival`](crate::UdpTransport::on_arrival) made of a datagram.
+pub(crate) enum Arrival {
+    /// The next message: the receive it was read into completes. `copy`: what
+    /// arrived was sent again (no round-trip sample from it).
+    Delivered { copy: bool },
+    /// Nothing for the receive (an old, early or stray datagram, a `NACK`, a
+    /// `BYE`): read again.
+    Ignored,
+}
 
 /// Messages up to this size go through a scratch buffer with plain `send`/`recv`
 /// (one copy of at most 2 KiB, cheaper than `sendmsg`/`recvmsg`'s iovec handling);
@@ -463,6 +472,10 @@ impl UdpTransport {
                     }
                     Ok(Arrival::Ignored) => moved = true,
                     Err(_) => {
+                        // A peer that said `BYE` sends nothing more (as in `recv`).
+                        if self.peers[peer].as_ref().is_some_and(|p| p.gone()) {
+                            return Err(self.fail_front(peer, closed_err(peer)));
+                        }
                         // Polling reads the clock once per 256 empty polls; blocking
                         // sleeps in between, so every wake-up checks.
                         self.empty_polls = self.empty_polls.wrapping_add(1);

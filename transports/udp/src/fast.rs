@@ -15,8 +15,8 @@
 //! path changes no state before its `recv`, so `recv_direct` starts as if it had
 //! been called first.
 
+use crate::datagram::Arrival;
 use crate::datagram::SMALL_BYTES;
-use crate::reliability::Arrival;
 use crate::rto::SAMPLE_EVERY;
 use crate::wire::{Header, HEADER_BYTES};
 use crate::{errno_err, UdpTransport};

@@ -138,8 +138,8 @@ use datagram::{Payload, SMALL_BYTES};
 use inbound::Inbound;
 use ngauge_transport::util::{self, Completion, Requests};
 use ngauge_transport::{
-    Access, BufferId, BufferPool, Capabilities, Control, Counters, Rank, Region, RequestId,
-    Transport, TransportError, WaitMode,
+    Access, BufferId, BufferPool, Buffers, Capabilities, Control, Counters, Rank, Region,
+    RequestId, Transport, TransportError, WaitMode,
 };
 use rto::{Rto, SAMPLE_EVERY};
 use rustix::event::PollFd;
@@ -408,16 +408,7 @@ impl UdpTransport {
     }
 
     fn check_peer(&self, peer: Rank) -> Result<(), TransportError> {
-        if self.peers.get(peer).is_some_and(Option::is_some) {
-            Ok(())
-        } else {
-            Err(TransportError::NoSuchPeer {
-                transport: NAME,
-                peer,
-                size: self.size,
-                me: self.rank,
-            })
-        }
+        util::check_peer(NAME, peer, self.rank, self.size)
     }
 
     fn check_size(&self, len: usize) -> Result<(), TransportError> {
@@ -521,16 +512,17 @@ impl Transport for UdpTransport {
         self.wait
     }
 
-    fn alloc_buffer(&mut self, len: usize) -> Result<BufferId, TransportError> {
-        self.pool.try_alloc(len)
+    fn buffers(&self) -> &dyn Buffers {
+        &self.pool
     }
+    fn buffers_mut(&mut self) -> &mut dyn Buffers {
+        &mut self.pool
+    }
+    // Before the bytes change, the messages kept for sending again are copied.
     fn free_buffer(&mut self, buffer: BufferId) -> Result<(), TransportError> {
         self.pool.get(buffer)?;
         self.preserve_buffer(buffer)?;
         self.pool.free(buffer)
-    }
-    fn buffer(&self, buffer: BufferId) -> Result<&[u8], TransportError> {
-        self.pool.get(buffer)
     }
     fn buffer_mut(&mut self, buffer: BufferId) -> Result<&mut [u8], TransportError> {
         self.pool.get(buffer)?;

@@ -6,22 +6,12 @@
 //! backs off, and gives up after the peer timeout; see the crate docs,
 //! "Recovery"). Serving peers outside a receive is [`crate::linger`]'s.
 
-use crate::datagram::Payload;
+use crate::datagram::{Arrival, Payload};
 use crate::inbound::{Delivery, Position};
 use crate::wire::{Header, FLAG_ACK, FLAG_BYE, FLAG_NACK, FLAG_REPLAY, FLAG_RETX};
 use crate::{closed_err, Peer, UdpTransport, NAME};
 use ngauge_transport::{Rank, TransportError};
 use std::time::{Duration, Instant};
-
-/// What [`UdpTransport::on_arrival`] made of a datagram.
-pub(crate) enum Arrival {
-    /// The next message: the receive it was read into completes. `copy`: what
-    /// arrived was sent again (no round-trip sample from it).
-    Delivered { copy: bool },
-    /// Nothing for the receive (an old, early or stray datagram, a `NACK`, a
-    /// `BYE`): read again.
-    Ignored,
-}
 
 /// A datagram of the wrong size for the receive posted (out of line: it builds an
 /// error on the in-order path).

@@ -175,8 +175,17 @@ impl Rto {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// Whether `rto` was measured and its timeout is what rules 2.2-2.5 give for
+    /// its estimate (or a backoff of that).
+    pub(crate) fn follows_its_estimate(rto: &Rto) -> bool {
+        rto.estimate.is_some_and(|(srtt, rttvar)| {
+            let base = (srtt + (rttvar * K).max(GRANULARITY)).clamp(MIN_RTO, MAX_RTO);
+            rto.base == base && rto.current >= base
+        })
+    }
 
     const US: Duration = Duration::from_micros(1);
 

@@ -215,6 +215,7 @@ fn overlap(a: Region, b: Region) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ngauge_transport::Buffers;
 
     fn pool_with(bytes: &[u8]) -> (BufferPool, BufferId) {
         let mut pool = BufferPool::new("test");

@@ -1,6 +1,7 @@
-//! Two ranks (threads, with the in-process control channel) on one verbs device:
-//! ping-pong with data checks over sizes 1 B .. 1 MiB, both data paths and both wait
-//! modes, plus a nonblocking exchange through `wait_all`, a flood of four times the
+//! Two ranks (threads, with the in-process control channel) on one verbs device,
+//! each data path in each wait mode: the transport contract every transport keeps
+//! (`ngauge_transport::conformance`), then ping-pong with data checks over sizes
+//! 1 B .. 1 MiB, plus a nonblocking exchange through `wait_all`, a flood of four times the
 //! queue depth of messages in flight each way (isends first, then the irecvs: flow
 //! control must hold the sends back), an eager-only flood in which the send path
 //! must return credits in credit messages, eager messages held before their receives
@@ -14,7 +15,7 @@
 //! usage: verbs_selftest [--device NAME] [--gid-index N] [--iters N] [--max BYTES]
 //!                       [--timeout SECONDS]
 
-use ngauge_transport::{inproc, BufferId, Control, Transport, TransportError};
+use ngauge_transport::{conformance, inproc, BufferId, Control, Transport, TransportError};
 use ngauge_verbs::{VerbsOp, VerbsOptions, WaitMode};
 use std::time::Instant;
 
@@ -421,6 +422,43 @@ fn counter(t: &dyn Transport, name: &str) -> u64 {
         .map_or(0, |e| e.1)
 }
 
+/// The transport contract over this device with `opts`' data path and wait mode:
+/// prints each check's line and `conformance OP WAIT: ok, N checks passed` (or
+/// `FAILED`); returns whether it passed.
+fn conformance(opts: &VerbsOptions) -> bool {
+    let profile = conformance::Profile {
+        modes: vec![opts.wait],
+        timeout: opts.timeout,
+        short_timeout: Some(std::time::Duration::from_secs(2)),
+        // A timeout breaks the connection to that peer; a peer that dropped its
+        // transport tells this side nothing (RC receives learn of no remote
+        // teardown), so it shows as a timeout.
+        timeouts_keep_requests: false,
+        reports_closed_peers: false,
+    };
+    let report = conformance::run_threads(&profile, |s| {
+        let o = VerbsOptions {
+            wait: s.wait,
+            timeout: s.timeout,
+            ..opts.clone()
+        };
+        conformance::connect_each(s.ranks, move |c| ngauge_verbs::open(c, &o))
+    });
+    for line in report.to_string().lines() {
+        println!("  {line}");
+    }
+    let verdict = match report.passed() {
+        true => format!("ok, {} checks passed", report.passes()),
+        false => "FAILED".to_string(),
+    };
+    println!(
+        "conformance {} {}: {verdict}",
+        opts.op.as_str(),
+        opts.wait.as_str()
+    );
+    report.passed()
+}
+
 fn rank_main(
     control: &mut dyn Control,
     opts: &VerbsOptions,
@@ -575,6 +613,7 @@ fn main() {
                 failed |= !refused;
                 continue;
             }
+            failed |= !conformance(&opts);
             let handles: Vec<_> = inproc::world(2)
                 .into_iter()
                 .map(|(_, mut control)| {

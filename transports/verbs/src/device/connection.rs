@@ -2,12 +2,12 @@
 //! queue (and channel in block mode), one RC queue pair per peer (two on the send
 //! path), the INIT/RTR/RTS transitions built by [`crate::qp`], and [`open`], which
 //! exchanges the addresses over the control channel so that every rank learns
-//! whether every other one could set up. [`Resources`] owns what was allocated
-//! from the device and destroys it in dependency order.
+//! whether every other one could set up, into the [`Resources`] that own what
+//! was allocated from the device.
 
 use super::direct::PreparedSend;
 use super::discovery::{choose_gid, open_device};
-use super::memory::{Buffer, Registered};
+use super::memory::{Registered, Resources};
 use super::{last_os_error, rc_error, setup, unavailable, Peer, VerbsTransport};
 use crate::layout::{self, Credits, SlotLayout, SLOT_BYTES};
 use crate::qp::{self, LocalPort, Reliability, Transition};
@@ -43,60 +43,6 @@ const _: () = {
     assert!(qp::QpState::Rtr as u32 == ibv_qp_state::IBV_QPS_RTR);
     assert!(qp::QpState::Rts as u32 == ibv_qp_state::IBV_QPS_RTS);
 };
-
-/// Everything allocated from the device, destroyed in dependency order.
-pub(super) struct Resources {
-    pub(super) ctx: *mut ibv_context,
-    pub(super) pd: *mut ibv_pd,
-    pub(super) channel: *mut ibv_comp_channel,
-    pub(super) cq: *mut ibv_cq,
-    /// Message QPs, indexed by rank; null for this rank.
-    pub(super) qps: Vec<*mut ibv_qp>,
-    /// Bulk QPs (send path), indexed by rank; null for this rank and on the write path.
-    pub(super) bulk: Vec<*mut ibv_qp>,
-    pub(super) buffers: Vec<Option<Buffer>>,
-    pub(super) slots: Option<Registered>,
-    /// Write-poll path: the ring area ([`crate::layout::RingLayout`]).
-    pub(super) ring: Option<Registered>,
-    /// Send and write-poll paths: the staging slots of the blocking send
-    /// ([`crate::layout::STAGE_SLOTS`] per peer).
-    pub(super) stage: Option<Registered>,
-    pub(super) unacked_events: u32,
-}
-
-impl Drop for Resources {
-    fn drop(&mut self) {
-        // SAFETY: each handle was created from the ones after it in this list and is
-        // destroyed once, children before parents (QPs and MRs before the CQ and the
-        // PD, the CQ before its channel, everything before the context).
-        unsafe {
-            for qp in self.qps.drain(..).chain(self.bulk.drain(..)) {
-                if !qp.is_null() {
-                    ibv_destroy_qp(qp);
-                }
-            }
-            self.buffers.clear();
-            self.slots = None;
-            self.ring = None;
-            self.stage = None;
-            if !self.cq.is_null() {
-                if self.unacked_events > 0 {
-                    ibv_ack_cq_events(self.cq, self.unacked_events);
-                }
-                ibv_destroy_cq(self.cq);
-            }
-            if !self.channel.is_null() {
-                ibv_destroy_comp_channel(self.channel);
-            }
-            if !self.pd.is_null() {
-                ibv_dealloc_pd(self.pd);
-            }
-            if !self.ctx.is_null() {
-                ibv_close_device(self.ctx);
-            }
-        }
-    }
-}
 
 fn modify(qp: *mut ibv_qp, t: &Transition, port: u8) -> std::io::Result<()> {
     // SAFETY: ibv_qp_attr is plain data; all-zero is valid and means "not set".

@@ -437,7 +437,7 @@ impl VerbsTransport {
                 got_bytes: data.len(),
             });
         }
-        let b = self.buf(region.buffer)?;
+        let b = self.res.buf(region.buffer)?;
         // SAFETY: no request holds any part of the buffer (idle_region), and
         // none can start during this call: no work request covers these bytes.
         unsafe { b.reg.write_at(region.offset, data) };

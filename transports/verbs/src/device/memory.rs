@@ -1,4 +1,5 @@
-//! Registered memory, user buffers and their holds: page-aligned allocations
+//! Registered memory, user buffers and their holds, and the [`Resources`] that own
+//! everything allocated from the device: page-aligned allocations
 //! registered with the protection domain ([`Registered`]), the user buffers a
 //! pattern allocates (each with the [`Holds`] of its pending requests), and the
 //! buffer side of the [`Transport`](ngauge_transport::Transport) impl. A buffer
@@ -6,10 +7,10 @@
 //! the raw copies between slots and regions (`copy_to`, `write_at`, `read_at`)
 //! state what their callers guarantee about the device.
 
-use super::{last_os_error, setup, VerbsTransport, NAME};
+use super::{last_os_error, setup, NAME};
 use crate::layout::{self, Access, Holds};
 use crate::qp;
-use ngauge_transport::{BufferId, TransportError};
+use ngauge_transport::{BufferId, Buffers, TransportError};
 use rdma_sys::*;
 use std::alloc::Layout;
 use std::os::raw::{c_int, c_void};
@@ -81,7 +82,7 @@ impl Registered {
     fn bytes(&self, len: usize) -> &[u8] {
         assert!(len <= self.layout.size());
         // SAFETY: `mem` is a live allocation of layout.size() >= len initialized
-        // (zeroed) bytes. Only `idle_bytes()` (`Transport::buffer`) calls this, for
+        // (zeroed) bytes. Only `Buffers::get` (`Transport::buffer`) calls this, for
         // a buffer no request holds any part of, so no work request that the device
         // could write (or, for `bytes_mut`, read) through is outstanding on it
         // (inline sends were copied at post time; a broken connection's QPs are in
@@ -91,7 +92,7 @@ impl Registered {
 
     fn bytes_mut(&mut self, len: usize) -> &mut [u8] {
         assert!(len <= self.layout.size());
-        // SAFETY: as in `bytes` (only `idle_bytes_mut()` calls this, for a buffer no
+        // SAFETY: as in `bytes` (only `Buffers::get_mut` calls this, for a buffer no
         // request holds any part of), and `&mut self` makes the view exclusive.
         unsafe { std::slice::from_raw_parts_mut(self.mem, len) }
     }
@@ -213,10 +214,108 @@ pub(super) fn access(is_send: bool) -> Access {
     }
 }
 
-impl VerbsTransport {
+/// Everything allocated from the device, destroyed in dependency order.
+pub(super) struct Resources {
+    pub(super) ctx: *mut ibv_context,
+    pub(super) pd: *mut ibv_pd,
+    pub(super) channel: *mut ibv_comp_channel,
+    pub(super) cq: *mut ibv_cq,
+    /// Message QPs, indexed by rank; null for this rank.
+    pub(super) qps: Vec<*mut ibv_qp>,
+    /// Bulk QPs (send path), indexed by rank; null for this rank and on the write path.
+    pub(super) bulk: Vec<*mut ibv_qp>,
+    pub(super) buffers: Vec<Option<Buffer>>,
+    pub(super) slots: Option<Registered>,
+    /// Write-poll path: the ring area ([`crate::layout::RingLayout`]).
+    pub(super) ring: Option<Registered>,
+    /// Send and write-poll paths: the staging slots of the blocking send
+    /// ([`crate::layout::STAGE_SLOTS`] per peer).
+    pub(super) stage: Option<Registered>,
+    pub(super) unacked_events: u32,
+}
+
+impl Drop for Resources {
+    fn drop(&mut self) {
+        // SAFETY: each handle was created from the ones after it in this list and is
+        // destroyed once, children before parents (QPs and MRs before the CQ and the
+        // PD, the CQ before its channel, everything before the context).
+        unsafe {
+            for qp in self.qps.drain(..).chain(self.bulk.drain(..)) {
+                if !qp.is_null() {
+                    ibv_destroy_qp(qp);
+                }
+            }
+            self.buffers.clear();
+            self.slots = None;
+            self.ring = None;
+            self.stage = None;
+            if !self.cq.is_null() {
+                if self.unacked_events > 0 {
+                    ibv_ack_cq_events(self.cq, self.unacked_events);
+                }
+                ibv_destroy_cq(self.cq);
+            }
+            if !self.channel.is_null() {
+                ibv_destroy_comp_channel(self.channel);
+            }
+            if !self.pd.is_null() {
+                ibv_dealloc_pd(self.pd);
+            }
+            if !self.ctx.is_null() {
+                ibv_close_device(self.ctx);
+            }
+        }
+    }
+}
+
+/// The user buffers: [`Transport`](ngauge_transport::Transport)'s buffer methods.
+impl Buffers for Resources {
+    /// Page-aligned memory registered for local writes and remote reads and
+    /// writes, in the first free buffer slot.
+    fn try_alloc(&mut self, len: usize) -> Result<BufferId, TransportError> {
+        let access = qp::access::LOCAL_WRITE | qp::access::REMOTE_WRITE | qp::access::REMOTE_READ;
+        let reg = Registered::new(self.pd, len, access)?;
+        let buffer = Buffer {
+            reg,
+            len,
+            holds: Holds::default(),
+        };
+        let slot = self.buffers.iter().position(Option::is_none);
+        let index = match slot {
+            Some(i) => {
+                self.buffers[i] = Some(buffer);
+                i
+            }
+            None => {
+                self.buffers.push(Some(buffer));
+                self.buffers.len() - 1
+            }
+        };
+        Ok(BufferId(index as u32))
+    }
+
+    /// Deregisters and frees a buffer no request holds.
+    fn free(&mut self, buffer: BufferId) -> Result<(), TransportError> {
+        self.idle(buffer)?;
+        self.buffers[buffer.0 as usize] = None;
+        Ok(())
+    }
+
+    fn get(&self, buffer: BufferId) -> Result<&[u8], TransportError> {
+        let b = self.idle(buffer)?;
+        Ok(b.reg.bytes(b.len))
+    }
+
+    fn get_mut(&mut self, buffer: BufferId) -> Result<&mut [u8], TransportError> {
+        self.idle(buffer)?;
+        let b = self.buf_mut(buffer)?;
+        Ok(b.reg.bytes_mut(b.len))
+    }
+}
+
+impl Resources {
     pub(super) fn buf(&self, buffer: BufferId) -> Result<&Buffer, TransportError> {
-        self.res
-            .buffers
+        self.buffers
             .get(buffer.0 as usize)
             .and_then(Option::as_ref)
             .ok_or(TransportError::UnknownBuffer {
@@ -226,8 +325,7 @@ impl VerbsTransport {
     }
 
     pub(super) fn buf_mut(&mut self, buffer: BufferId) -> Result<&mut Buffer, TransportError> {
-        self.res
-            .buffers
+        self.buffers
             .get_mut(buffer.0 as usize)
             .and_then(Option::as_mut)
             .ok_or(TransportError::UnknownBuffer {
@@ -236,47 +334,8 @@ impl VerbsTransport {
             })
     }
 
-    /// [`ngauge_transport::Transport::alloc_buffer`]: page-aligned memory
-    /// registered for local writes and remote reads and writes, in the first free
-    /// buffer slot.
-    pub(super) fn register_buffer(&mut self, len: usize) -> Result<BufferId, TransportError> {
-        let access = qp::access::LOCAL_WRITE | qp::access::REMOTE_WRITE | qp::access::REMOTE_READ;
-        let reg = Registered::new(self.res.pd, len, access)?;
-        let buffer = Buffer {
-            reg,
-            len,
-            holds: Holds::default(),
-        };
-        let slot = self.res.buffers.iter().position(Option::is_none);
-        let index = match slot {
-            Some(i) => {
-                self.res.buffers[i] = Some(buffer);
-                i
-            }
-            None => {
-                self.res.buffers.push(Some(buffer));
-                self.res.buffers.len() - 1
-            }
-        };
-        Ok(BufferId(index as u32))
-    }
-
-    /// [`ngauge_transport::Transport::free_buffer`]: deregisters and frees a
-    /// buffer no request holds.
-    pub(super) fn deregister_buffer(&mut self, buffer: BufferId) -> Result<(), TransportError> {
-        if !self.buf(buffer)?.holds.is_empty() {
-            return Err(TransportError::BufferBusy {
-                transport: NAME,
-                buffer,
-            });
-        }
-        self.res.buffers[buffer.0 as usize] = None;
-        Ok(())
-    }
-
-    /// [`ngauge_transport::Transport::buffer`]: the bytes of a buffer no request
-    /// holds.
-    pub(super) fn idle_bytes(&self, buffer: BufferId) -> Result<&[u8], TransportError> {
+    /// `buffer`, if no request holds any part of it.
+    fn idle(&self, buffer: BufferId) -> Result<&Buffer, TransportError> {
         let b = self.buf(buffer)?;
         if !b.holds.is_empty() {
             return Err(TransportError::BufferBusy {
@@ -284,19 +343,6 @@ impl VerbsTransport {
                 buffer,
             });
         }
-        Ok(b.reg.bytes(b.len))
-    }
-
-    /// [`ngauge_transport::Transport::buffer_mut`]: as [`Self::idle_bytes`], writable.
-    pub(super) fn idle_bytes_mut(&mut self, buffer: BufferId) -> Result<&mut [u8], TransportError> {
-        let b = self.buf_mut(buffer)?;
-        if !b.holds.is_empty() {
-            return Err(TransportError::BufferBusy {
-                transport: NAME,
-                buffer,
-            });
-        }
-        let len = b.len;
-        Ok(b.reg.bytes_mut(len))
+        Ok(b)
     }
 }

@@ -45,9 +45,10 @@ pub use discovery::probe;
 use crate::layout::{Credits, RingLayout, SlotLayout, StageSlots};
 use crate::qp::LocalPort;
 use crate::wire::{Advert, VerbsOp};
-use connection::{to_error, Resources};
+use connection::to_error;
+use memory::Resources;
 use ngauge_transport::{
-    BufferId, Capabilities, Counters, Rank, Region, RequestId, Transport, TransportError, WaitMode,
+    Buffers, Capabilities, Counters, Rank, Region, RequestId, Transport, TransportError, WaitMode,
 };
 use std::collections::VecDeque;
 use std::os::raw::c_int;
@@ -223,15 +224,7 @@ impl std::fmt::Debug for VerbsTransport {
 
 impl VerbsTransport {
     fn check_peer(&self, peer: Rank) -> Result<(), TransportError> {
-        if peer >= self.size || peer == self.rank {
-            return Err(TransportError::NoSuchPeer {
-                transport: NAME,
-                peer,
-                size: self.size,
-                me: self.rank,
-            });
-        }
-        Ok(())
+        ngauge_transport::util::check_peer(NAME, peer, self.rank, self.size)
     }
 
     fn io(&self, peer: Rank, op: &'static str, source: std::io::Error) -> TransportError {
@@ -359,20 +352,12 @@ impl Transport for VerbsTransport {
         self.wait
     }
 
-    fn alloc_buffer(&mut self, len: usize) -> Result<BufferId, TransportError> {
-        self.register_buffer(len)
+    fn buffers(&self) -> &dyn Buffers {
+        &self.res
     }
 
-    fn free_buffer(&mut self, buffer: BufferId) -> Result<(), TransportError> {
-        self.deregister_buffer(buffer)
-    }
-
-    fn buffer(&self, buffer: BufferId) -> Result<&[u8], TransportError> {
-        self.idle_bytes(buffer)
-    }
-
-    fn buffer_mut(&mut self, buffer: BufferId) -> Result<&mut [u8], TransportError> {
-        self.idle_bytes_mut(buffer)
+    fn buffers_mut(&mut self) -> &mut dyn Buffers {
+        &mut self.res
     }
 
     fn send(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {

@@ -20,7 +20,7 @@ impl VerbsTransport {
         is_send: bool,
     ) -> Result<RequestId, TransportError> {
         self.check_peer(peer)?;
-        let capacity = self.buf(region.buffer)?.len;
+        let capacity = self.res.buf(region.buffer)?.len;
         let range = layout::region_range(region, capacity)?;
         layout::check_len(region.len, self.max_msg)?;
         if let Some(reason) = &self.peers[peer].broken {
@@ -34,6 +34,7 @@ impl VerbsTransport {
         // copy an eager message into a receive's region while other requests on
         // the buffer are in flight (no work request covers those bytes).
         if !self
+            .res
             .buf_mut(region.buffer)?
             .holds
             .try_hold(range, access(is_send))
@@ -450,7 +451,7 @@ impl VerbsTransport {
         } else {
             self.peers[peer].awaiting.push_back(id);
         }
-        let b = self.buf(region.buffer)?;
+        let b = self.res.buf(region.buffer)?;
         let advert = Advert {
             addr: b.reg.addr(region.offset),
             rkey: b.reg.rkey(),
@@ -485,7 +486,7 @@ impl VerbsTransport {
     fn post_data_recv(&mut self, id: u64) -> Result<(), TransportError> {
         let r = &self.requests[&id];
         let (peer, region) = (r.peer, r.region);
-        let b = self.buf(region.buffer)?;
+        let b = self.res.buf(region.buffer)?;
         let mut sge = ibv_sge {
             addr: b.reg.addr(region.offset),
             length: region.len as u32,
@@ -511,7 +512,7 @@ impl VerbsTransport {
     fn post_data_send(&mut self, id: u64) -> Result<(), TransportError> {
         let r = &self.requests[&id];
         let (peer, region) = (r.peer, r.region);
-        let b = self.buf(region.buffer)?;
+        let b = self.res.buf(region.buffer)?;
         let mut sge = ibv_sge {
             addr: b.reg.addr(region.offset),
             length: region.len as u32,
@@ -600,7 +601,7 @@ impl VerbsTransport {
 
     /// The gather entry of `region`.
     fn region_sge(&self, region: Region) -> Result<ibv_sge, TransportError> {
-        let b = self.buf(region.buffer)?;
+        let b = self.res.buf(region.buffer)?;
         Ok(ibv_sge {
             addr: b.reg.addr(region.offset),
             length: region.len as u32,

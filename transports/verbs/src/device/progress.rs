@@ -55,7 +55,7 @@ impl VerbsTransport {
             return Ok(None);
         }
         let r = self.requests.remove(&id.0).expect("present");
-        if let Ok(b) = self.buf_mut(r.region.buffer) {
+        if let Ok(b) = self.res.buf_mut(r.region.buffer) {
             let range = r.region.offset..r.region.offset + r.region.len;
             b.holds.release(range, access(r.is_send));
         }
