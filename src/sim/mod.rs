@@ -37,6 +37,7 @@ pub mod engine;
 pub mod hockney;
 pub mod net;
 pub mod params;
+pub mod select;
 pub mod spec;
 pub mod time;
 
