@@ -17,6 +17,7 @@
 //! | [`engine`] | the discrete-event simulator of per-rank schedules |
 //! | [`collective`] | collectives as engine programs: one call, loops, rotating roots |
 //! | [`hockney`] | the analytic Hockney models the predictions are compared with |
+//! | [`select`] | models beside measurements (`coll --predict`, `simulate --measure`) and the model-based selection judged against the measured best (Nuriyev sec. 6.3) |
 //! | [`params`] | a measured parameter file as a [`Network`] |
 //! | [`spec`] | what `ngauge simulate` asks, and its answer |
 //!
