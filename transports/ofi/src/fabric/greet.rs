@@ -7,10 +7,12 @@
 //! pattern's last answer, a goodbye at drop) would wait there with its peer, and
 //! one in a timed region would time the setup; a rank that leaves for the control
 //! channel right after its last receive would leave its peer's send pending. So
-//! hellos at open set every connection up, and `settle` (before every
-//! control-plane wait that follows traffic) exchanges hellos again: a rank's hello
-//! arrives only once its own sends have completed, and a rank leaves only once
-//! every peer's hello has arrived.
+//! hellos at open set every connection up, and `settle` (before a control-plane
+//! wait that follows traffic) exchanges hellos with the peers this rank has
+//! talked to since the last one: a rank leaves only once its hellos have
+//! completed (acknowledged after all it sent before them) and every such peer's
+//! hello has arrived. Both ranks of a pair settle after their traffic, as the
+//! patterns do; ranks that did not talk exchange nothing.
 
 use super::{ffi, setup_error, Ctx, OfiTransport, GREET, GREETED, TAG_GREET};
 use ngauge_transport::TransportError;
@@ -19,13 +21,17 @@ use std::ptr::NonNull;
 use std::time::Instant;
 
 impl OfiTransport {
-    /// Sends a hello to every peer still there and waits for every peer's hello
-    /// and for its own to complete (at most the peer timeout).
-    pub(super) fn greet(&mut self) -> Result<(), TransportError> {
+    /// Sends a hello to every peer still there (`all`), or to those talked to
+    /// since the last hellos, and waits for theirs and for its own to complete
+    /// (at most the peer timeout).
+    pub(super) fn greet(&mut self, all: bool) -> Result<(), TransportError> {
         let me = self.rank;
         let peers: Vec<usize> = (0..self.size)
-            .filter(|&p| p != me && !self.peers[p].closed)
+            .filter(|&p| p != me && !self.peers[p].closed && (all || self.peers[p].talked))
             .collect();
+        for &p in &peers {
+            self.peers[p].talked = false;
+        }
         // Set before posting: a post that finds the queue full progresses it.
         self.greetings_left = 2 * peers.len();
         for &peer in &peers {

@@ -146,6 +146,8 @@ struct Peer {
     broken: Option<String>,
     /// A completion concerning it was handled since a wait last looked.
     touched: bool,
+    /// An operation with it was started since the last hellos.
+    talked: bool,
     /// Write path: its advertisements, oldest first.
     adverts: VecDeque<Advert>,
     /// Write path: our sends waiting for an advertisement, in order.
@@ -246,7 +248,7 @@ pub fn open(control: &mut dyn Control, opts: &OfiOptions) -> Result<OfiTransport
     control
         .barrier()
         .map_err(|e| setup_error(format!("barrier after opening the endpoints: {e}")))?;
-    t.greet()?;
+    t.greet(true)?;
     Ok(t)
 }
 
@@ -343,6 +345,7 @@ impl OfiTransport {
         }
         let access = if send { Access::Read } else { Access::Write };
         self.memory.pool.acquire_as(region, access)?;
+        self.peers[peer].talked = true;
         let id = self.new_request(peer, region, send);
         let posted = match (self.op, send) {
             (OfiOp::Send, true) => self.post_send(id),
@@ -484,9 +487,9 @@ impl Transport for OfiTransport {
         self.wait_for(request.0)
     }
 
-    /// Hellos with every peer (see `greet`): what this rank sent has completed
-    /// and what peers sent to it has been acknowledged.
+    /// Hellos with the peers talked to (see `greet`): what this rank sent to
+    /// them has completed and what they sent to it has been acknowledged.
     fn settle(&mut self) -> Result<(), TransportError> {
-        self.greet()
+        self.greet(false)
     }
 }
