@@ -9,10 +9,11 @@
 //! channel right after its last receive would leave its peer's send pending. So
 //! hellos at open set every connection up, and `settle` (before a control-plane
 //! wait that follows traffic) exchanges hellos with the peers this rank has
-//! talked to since the last one: a rank leaves only once its hellos have
-//! completed (acknowledged after all it sent before them) and every such peer's
-//! hello has arrived. Both ranks of a pair settle after their traffic, as the
-//! patterns do; ranks that did not talk exchange nothing.
+//! completed an operation with since the last ones: a rank leaves only once its
+//! hellos have completed (acknowledged after all it sent before them) and every
+//! such peer's hello has arrived. Both ranks of a pair settle after their
+//! traffic has completed, as the patterns do; ranks that did not talk, or whose
+//! operations are still pending, exchange nothing.
 
 use super::{ffi, setup_error, Ctx, OfiTransport, GREET, GREETED, TAG_GREET};
 use ngauge_transport::TransportError;
@@ -21,8 +22,8 @@ use std::ptr::NonNull;
 use std::time::Instant;
 
 impl OfiTransport {
-    /// Sends a hello to every peer still there (`all`), or to those talked to
-    /// since the last hellos, and waits for theirs and for its own to complete
+    /// Sends a hello to every peer still there (`all`), or to those with an
+    /// operation completed since the last hellos, and waits for theirs and for its own to complete
     /// (at most the peer timeout).
     pub(super) fn greet(&mut self, all: bool) -> Result<(), TransportError> {
         let me = self.rank;

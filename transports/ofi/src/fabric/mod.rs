@@ -146,7 +146,8 @@ struct Peer {
     broken: Option<String>,
     /// A completion concerning it was handled since a wait last looked.
     touched: bool,
-    /// An operation with it was started since the last hellos.
+    /// An operation with it ended (done, or a message of the wrong size) since
+    /// the last hellos.
     talked: bool,
     /// Write path: its advertisements, oldest first.
     adverts: VecDeque<Advert>,
@@ -345,7 +346,6 @@ impl OfiTransport {
         }
         let access = if send { Access::Read } else { Access::Write };
         self.memory.pool.acquire_as(region, access)?;
-        self.peers[peer].talked = true;
         let id = self.new_request(peer, region, send);
         let posted = match (self.op, send) {
             (OfiOp::Send, true) => self.post_send(id),
@@ -390,10 +390,18 @@ impl OfiTransport {
         let access = if r.send { Access::Read } else { Access::Write };
         match r.state {
             State::Done => {
+                self.peers[r.peer].talked = true;
                 self.memory.pool.release_region(r.region, access);
                 Ok(Some(Ok(())))
             }
             State::Failed(e) => {
+                // A message that arrived with the wrong size was an exchange too.
+                if !matches!(
+                    e,
+                    TransportError::Timeout { .. } | TransportError::PeerClosed { .. }
+                ) {
+                    self.peers[r.peer].talked = true;
+                }
                 if !r.keep_hold {
                     self.memory.pool.release_region(r.region, access);
                 }
