@@ -3,7 +3,9 @@
 //! `meta` records ([`opened_facts`]): provider, fabric, domain, libfabric's
 //! version, `inject_size`, `max_msg_size`, `mr_mode` and the `FI_*` environment.
 
-use super::{OfiOp, OfiSpec};
+#[cfg(feature = "ofi")]
+use super::OfiOp;
+use super::OfiSpec;
 use serde::Serialize;
 use std::sync::Mutex;
 

@@ -77,7 +77,7 @@ pub fn getinfo(want: Want<'_>) -> Result<InfoList, i32> {
     // SAFETY: `h` and its attribute pointers were allocated by fi_allocinfo; the
     // provider name is ours and is taken back (set to null) before the hints are
     // freed, so fi_freeinfo never frees memory libfabric did not allocate.
-    let rc = unsafe {
+    unsafe {
         let mut caps = if want.tagged {
             ffi::FI_TAGGED as u64
         } else {
@@ -108,8 +108,7 @@ pub fn getinfo(want: Want<'_>) -> Result<InfoList, i32> {
         } else {
             Err(rc)
         }
-    };
-    rc
+    }
 }
 
 /// `text` of a C string pointer (empty for null).

@@ -174,11 +174,15 @@ pub struct OfiTransport {
     peers: Vec<Peer>,
     requests: HashMap<u64, Request>,
     next_id: u64,
-    /// Contexts of the transport's own receives (goodbyes, advertisements).
+    /// Contexts of the transport's own operations (goodbyes, advertisements,
+    /// hellos), boxed: libfabric holds their addresses, which a growing `Vec`
+    /// would move.
+    #[allow(clippy::vec_box)]
     fixed: Vec<Box<Ctx>>,
     /// Write path: the advertisement slots (held for good, so nobody frees them).
     advert_buffer: Option<BufferId>,
-    /// Goodbyes in flight at drop.
+    /// Goodbyes in flight at drop (boxed as `fixed`).
+    #[allow(clippy::vec_box)]
     farewells: Vec<Box<Ctx>>,
     /// Hellos of the connection setup not yet completed, and the first that failed.
     greetings_left: usize,
