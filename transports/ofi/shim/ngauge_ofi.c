@@ -1,6 +1,8 @@
 /* ngauge_ofi.c: see ngauge_ofi.h. */
 #include "ngauge_ofi.h"
 
+#include <signal.h>
+
 struct fi_info *ngo_allocinfo(void) { return fi_allocinfo(); }
 
 int ngo_domain(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **domain) {
@@ -94,4 +96,9 @@ ssize_t ngo_cq_readerr(struct fid_cq *cq, struct fi_cq_err_entry *buf) {
 const char *ngo_cq_strerror(struct fid_cq *cq, int prov_errno, const void *err_data, char *buf,
                             size_t len) {
     return fi_cq_strerror(cq, prov_errno, err_data, buf, len);
+}
+
+void ngo_default_stop_signals(void) {
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
 }

@@ -53,4 +53,7 @@ ssize_t ngo_cq_readerr(struct fid_cq *cq, struct fi_cq_err_entry *buf);
 const char *ngo_cq_strerror(struct fid_cq *cq, int prov_errno, const void *err_data, char *buf,
                             size_t len);
 
+/* SIGINT and SIGTERM back to their default actions (see ngauge_ofi::default_stop_signals). */
+void ngo_default_stop_signals(void);
+
 #endif

@@ -181,6 +181,16 @@ pub fn open(
     fabric::open(control, opts)
 }
 
+/// Gives SIGINT and SIGTERM their default actions back. libfabric links
+/// `libpsm_infinipath`, whose load-time constructor installs a handler for them
+/// (it writes a `*.btr` backtrace file and exits with status 1), and the signal
+/// handlers ngauge installs later call the handler they replace: call this
+/// first thing in `main`, so that an interrupted job ends as without libfabric.
+#[cfg(feature = "libfabric")]
+pub fn default_stop_signals() {
+    fabric::default_stop_signals();
+}
+
 /// What a run with `provider` and `op` would use, and everything `fi_getinfo`
 /// offers; `Err` with the reason the user can act on.
 pub fn probe(provider: Option<&str>, op: OfiOp) -> Result<Probe, String> {

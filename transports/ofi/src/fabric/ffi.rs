@@ -31,6 +31,7 @@ use std::os::raw::{c_char, c_int, c_void};
 pub const ADDR_UNSPEC: fi_addr_t = u64::MAX;
 
 extern "C" {
+    pub fn ngo_default_stop_signals();
     pub fn ngo_allocinfo() -> *mut fi_info;
     pub fn ngo_domain(
         fabric: *mut fid_fabric,

@@ -50,6 +50,13 @@ fn setup_error(reason: impl Into<String>) -> TransportError {
     }
 }
 
+/// See [`crate::default_stop_signals`].
+pub fn default_stop_signals() {
+    // SAFETY: signal(2) with SIG_DFL for two valid signal numbers, called before
+    // any handler of ours is installed.
+    unsafe { ffi::ngo_default_stop_signals() }
+}
+
 /// See [`crate::probe`].
 pub fn probe(provider: Option<&str>, op: OfiOp) -> Result<Probe, String> {
     info::probe(provider, op)
