@@ -8,9 +8,9 @@
 //! state what their callers guarantee about the device.
 
 use super::{last_os_error, setup, NAME};
-use crate::layout::{self, Access, Holds};
+use crate::layout;
 use crate::qp;
-use ngauge_transport::{BufferId, Buffers, TransportError};
+use ngauge_transport::{Access, BufferId, Buffers, Holds, TransportError};
 use rdma_sys::*;
 use std::alloc::Layout;
 use std::os::raw::{c_int, c_void};
