@@ -43,7 +43,7 @@
 #![deny(unsafe_code)]
 
 use ngauge_transport::auth::{self, AcceptError, AcceptLimits, AuthKey, RefusalLog};
-use ngauge_transport::util::{self, recycle, timespec, Completion, Requests};
+use ngauge_transport::util::{self, recycle, spin_or_timeout, timespec, Completion, Requests};
 use ngauge_transport::{
     Access, BufferPool, Buffers, Capabilities, Control, Rank, Region, RequestId, Transport,
     TransportError, WaitMode,
@@ -527,25 +527,6 @@ impl TcpTransport {
         }
         Ok(())
     }
-}
-
-/// One spin of a poll-mode wait; every 1024 spins checks whether `timeout` has passed
-/// since the first spin without progress (`since`), and returns it as the error.
-#[inline]
-fn spin_or_timeout(
-    spins: &mut u32,
-    since: &mut Option<Instant>,
-    timeout: Duration,
-) -> Result<(), Duration> {
-    std::hint::spin_loop();
-    *spins = spins.wrapping_add(1);
-    if *spins & 1023 == 0 {
-        let start = *since.get_or_insert_with(Instant::now);
-        if start.elapsed() >= timeout {
-            return Err(timeout);
-        }
-    }
-    Ok(())
 }
 
 impl Peer {
