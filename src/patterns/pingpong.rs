@@ -339,7 +339,6 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
                     sink_round(transport, peer, rbuf, size, reply, window, &mut ids)?;
                 }
             } else if rank == PINGER {
-                timing_loop = TimingLoop::Generic;
                 for _ in 0..params.warmup {
                     transport.send(peer, s)?;
                     transport.recv(peer, r)?;
