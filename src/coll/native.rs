@@ -18,7 +18,7 @@
 use super::exec::Interrupts;
 use super::op::CollOp;
 use super::{check, Buf, CollBuffers, CollError, CollSpec, Collective};
-use ngauge_transport::{NativeCollective, Rank, RequestId, Transport, WaitMode};
+use ngauge_transport::{NativeCollective, Rank, RequestId, Transport};
 
 /// The buffers of a native collective and the calls on them, for one root or for
 /// every root in turn.
@@ -180,7 +180,8 @@ fn no_collectives(t: &dyn Transport) -> CollError {
 }
 
 /// The transport's own collective of a [`CollSpec`] as a [`CollOp`], blocking or
-/// nonblocking, its data checked like our schedules'.
+/// nonblocking, its data checked like our schedules'. [`Interrupts`] are polled
+/// only between calls (MPI's progress engine is opaque), where ours reach every step.
 pub struct NativeOp<'t> {
     t: &'t mut dyn Transport,
     spec: CollSpec,
@@ -223,18 +224,6 @@ impl CollOp for NativeOp<'_> {
     /// `bcast/mpi`: the operation and whose it is.
     fn label(&self) -> String {
         format!("{}/{}", self.spec.algorithm.collective(), self.t.name())
-    }
-    fn collective(&self) -> Collective {
-        self.spec.algorithm.collective()
-    }
-    fn size_bytes(&self) -> usize {
-        self.spec.size_bytes
-    }
-    fn wait_mode(&self) -> WaitMode {
-        self.t.wait_mode()
-    }
-    fn interruptible(&self) -> bool {
-        false
     }
     fn run(&mut self, interrupts: &mut dyn Interrupts) -> Result<(), CollError> {
         interrupts.poll();

@@ -7,8 +7,8 @@
 //! clock and a control channel, and nothing else.
 
 use super::exec::Interrupts;
-use super::{check, CollError, CollSpec, Collective, Executor};
-use ngauge_transport::{Transport, WaitMode};
+use super::{check, CollError, CollSpec, Executor};
+use ngauge_transport::Transport;
 
 /// A collective that can be called blocking, or started, tested and waited for.
 ///
@@ -17,16 +17,6 @@ use ngauge_transport::{Transport, WaitMode};
 pub trait CollOp {
     /// What runs, for reports: `allreduce/recursive-doubling`, `MPI_Allreduce`.
     fn label(&self) -> String;
-    /// The operation.
-    fn collective(&self) -> Collective;
-    /// Bytes per rank (as [`CollSpec::size_bytes`]).
-    fn size_bytes(&self) -> usize;
-    /// How the transport waits.
-    fn wait_mode(&self) -> WaitMode;
-    /// Whether [`Interrupts`] reach inside the operation. Ours: at every step. MPI's:
-    /// never (its progress engine is opaque), so noise injected through them
-    /// would land only between calls.
-    fn interruptible(&self) -> bool;
     /// One blocking call.
     fn run(&mut self, interrupts: &mut dyn Interrupts) -> Result<(), CollError>;
     /// Starts a nonblocking call.
@@ -86,18 +76,6 @@ impl CollOp for Scheduled<'_> {
             self.spec.algorithm.collective(),
             self.spec.algorithm
         )
-    }
-    fn collective(&self) -> Collective {
-        self.spec.algorithm.collective()
-    }
-    fn size_bytes(&self) -> usize {
-        self.spec.size_bytes
-    }
-    fn wait_mode(&self) -> WaitMode {
-        self.t.wait_mode()
-    }
-    fn interruptible(&self) -> bool {
-        true
     }
     fn run(&mut self, interrupts: &mut dyn Interrupts) -> Result<(), CollError> {
         self.executor.run_with(self.t, interrupts)

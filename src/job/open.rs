@@ -47,32 +47,21 @@ impl TransportOptions {
 }
 
 /// Something about the job's setup that threatens its figures.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema, thiserror::Error)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum JobWarning {
     /// Polling forced with more ranks on this host than cores: spinning ranks steal
     /// the core the rank they wait for needs.
+    #[error(
+        "wait mode poll with {ranks_on_host} ranks on {cores} cores: spinning ranks delay the \
+         peers they wait for"
+    )]
     PollOversubscribed {
         /// Ranks on this host.
         ranks_on_host: usize,
         /// Cores they share.
         cores: usize,
     },
-}
-
-impl std::fmt::Display for JobWarning {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            JobWarning::PollOversubscribed {
-                ranks_on_host,
-                cores,
-            } => write!(
-                f,
-                "wait mode poll with {ranks_on_host} ranks on {cores} cores: spinning ranks \
-                 delay the peers they wait for"
-            ),
-        }
-    }
 }
 
 /// The warning about `wait` on `world`, if any.
@@ -177,20 +166,12 @@ pub fn open(
                 send_buffer_bytes: opts.send_buffer_bytes,
                 recv_buffer_bytes: opts.recv_buffer_bytes,
                 timeout: opts.timeout,
+                drop_one_in: test_hook(UDP_DROP_VAR)?,
+                drop_seed: test_hook(UDP_DROP_SEED_VAR)?,
                 ..ngauge_udp::UdpOptions::default()
             };
-            if let Ok(value) = std::env::var(UDP_DROP_VAR) {
-                o.drop_one_in = Some(value.parse().map_err(|_| JobError::TestHook {
-                    var: UDP_DROP_VAR,
-                    value,
-                })?);
+            if o.drop_one_in.is_some() {
                 o.retransmit_after = Duration::from_millis(5);
-            }
-            if let Ok(value) = std::env::var(UDP_DROP_SEED_VAR) {
-                o.drop_seed = Some(value.parse().map_err(|_| JobError::TestHook {
-                    var: UDP_DROP_SEED_VAR,
-                    value,
-                })?);
             }
             Box::new(ngauge_udp::UdpTransport::connect(control, addr, &o).map_err(failed)?)
         }
@@ -207,6 +188,12 @@ pub fn open(
         TransportName::Mpi => return Err(not_compiled(TransportName::Mpi)),
     };
     Ok(transport)
+}
+
+/// The number in the test hook variable `var`, if set.
+fn test_hook(var: &'static str) -> Result<Option<u64>, JobError> {
+    let parse = |value: String| (value.parse().ok()).ok_or(JobError::TestHook { var, value });
+    std::env::var(var).ok().map(parse).transpose()
 }
 
 /// The error for a transport this build lacks.

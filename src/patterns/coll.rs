@@ -323,21 +323,11 @@ impl Calls {
     }
 }
 
-/// Times `timing.spec` as `timing.scheme` says (see the module docs). Collective:
-/// every rank calls it with the same arguments. `model` maps this rank's clock to
-/// global time (the window scheme; ignored by the others).
-pub fn measure<C: Clock + ?Sized>(
-    clock: &C,
-    t: &mut dyn Transport,
-    control: &mut dyn Control,
-    model: &ClockModel,
-    timing: &CollTiming,
-) -> Result<CollTimes, PatternError> {
-    measure_with(clock, t, control, model, timing, Implementation::Schedule)
-}
-
-/// [`measure`] of `implementation`: our schedule, or the transport's own collective
-/// (an error on a transport that has none).
+/// Times `timing.spec` as `timing.scheme` says (see the module docs), run by
+/// `implementation`: our schedule, or the transport's own collective (an error on a
+/// transport that has none). Collective: every rank calls it with the same
+/// arguments. `model` maps this rank's clock to global time (the window scheme;
+/// ignored by the others).
 pub fn measure_with<C: Clock + ?Sized>(
     clock: &C,
     t: &mut dyn Transport,

@@ -404,11 +404,8 @@ pub fn measure<C: Clock + ?Sized>(
     let slowest = warm_up(clock, control, NAME, op, warmup, |op| {
         spec.mode.call(op, interrupts)
     })?;
-    // A start may lag its window by a tenth of the window (`sync::window`), and the
-    // window holds the largest delay: with 0,50us,500us a start may lag by 50 us and
-    // more. A bound of a tenth of the undelayed window
-    // (`Windows::with_start_lag_limit`) made no call valid with 4 ranks on 2 cores
-    // (blocking waits wake later than that; docs/findings/2026-11-24-late-nbc-noise.md).
+    // A start may lag its window, which holds the largest delay, by a tenth of it
+    // (`sync::window`; a tighter bound: docs/findings/2026-11-24-late-nbc-noise.md).
     // Eq. (4) uses the ranks' actual starts, so a lag shows in t, not in d.
     let n = delays.len();
     let per_round = n * spec.reps;

@@ -9,6 +9,17 @@ use crate::coll::Algorithm;
 use crate::sync::sim::{self, NetModel, SIM_HZ, SIM_START};
 use ngauge_transport::TransportError;
 
+/// [`measure_with`] of our schedule.
+fn measure<C: Clock + ?Sized>(
+    clock: &C,
+    t: &mut dyn Transport,
+    control: &mut dyn Control,
+    model: &ClockModel,
+    timing: &CollTiming,
+) -> Result<CollTimes, PatternError> {
+    measure_with(clock, t, control, model, timing, Implementation::Schedule)
+}
+
 const L_NS: f64 = 20_000.0;
 const NP: usize = 6;
 

@@ -195,18 +195,6 @@ impl CollOp for Stalling<'_, '_> {
     fn label(&self) -> String {
         self.inner.label()
     }
-    fn collective(&self) -> crate::coll::Collective {
-        self.inner.collective()
-    }
-    fn size_bytes(&self) -> usize {
-        self.inner.size_bytes()
-    }
-    fn wait_mode(&self) -> WaitMode {
-        self.inner.wait_mode()
-    }
-    fn interruptible(&self) -> bool {
-        self.inner.interruptible()
-    }
     fn run(&mut self, i: &mut dyn Interrupts) -> Result<(), CollError> {
         self.inner.run(i)
     }
