@@ -652,7 +652,7 @@ fn on_off(value: &str) -> Result<bool, String> {
 #[derive(Debug, Args, Clone)]
 pub struct CollArgs {
     /// The collective: bcast, gather, allreduce, barrier or alltoall.
-    #[arg(long, default_value = "allreduce", value_name = "OP", value_parser = parse_collective)]
+    #[arg(long, default_value = "allreduce", value_name = "OP")]
     pub op: Collective,
 
     /// Its implementation: one of ngauge's schedules, run over any transport with
@@ -810,10 +810,6 @@ pub struct NoiseArgs {
     /// Draw every core's detours over time to FILE (SVG).
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
-}
-
-fn parse_collective(s: &str) -> Result<Collective, String> {
-    s.parse::<Collective>().map_err(|e| e.to_string())
 }
 
 fn parse_segment(s: &str) -> Result<usize, String> {
@@ -1010,7 +1006,7 @@ pub struct SyncFlags {
 #[derive(Debug, Args, Clone)]
 pub struct CollCmdArgs {
     /// The collective: bcast, gather, allreduce, barrier or alltoall.
-    #[arg(long, default_value = "bcast", value_name = "OP", value_parser = parse_collective)]
+    #[arg(long, default_value = "bcast", value_name = "OP")]
     pub op: Collective,
 
     /// Implementations, comma separated: ngauge's schedules (bcast: linear,

@@ -13,16 +13,9 @@ use ngauge::report::{Document, MetaBuilder, SetupWarning};
 use std::path::{Path, PathBuf};
 
 /// Bad input found after parsing (a size list, a config value): exit status 2.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
 
 /// The flag of a spec's field: `--` and the field with `-` for `_`, but for the
 /// fields whose flag takes a unit.

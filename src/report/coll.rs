@@ -212,10 +212,14 @@ pub fn runtime(values: &[f64]) -> Option<Runtime> {
 }
 
 /// What `coll` finds worth a warning.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema, thiserror::Error)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum CollWarning {
     /// Fewer valid calls than asked for: the window scheme gave up after its rounds.
+    #[error(
+        "{label} at {size} B: {valid} valid calls of {wanted} wanted (calls started late or \
+         overran their window in every round)"
+    )]
     FewValid {
         /// `transport/algo`.
         label: String,
@@ -227,6 +231,10 @@ pub enum CollWarning {
         wanted: usize,
     },
     /// A point was not measured: one of its messages exceeds the transport's limit.
+    #[error(
+        "{label} at {size} B not measured: it sends {largest_bytes}-byte messages, and the \
+         transport carries at most {max_bytes}"
+    )]
     SizeSkipped {
         /// `transport/algo`.
         label: String,
@@ -239,12 +247,17 @@ pub enum CollWarning {
     },
     /// The clocks were synchronized over another transport than the one measured
     /// (which may lose messages).
+    #[error("the clocks were synchronized over {transport}, not over the transport measured")]
     SyncedOver {
         /// The transport the sync ran over.
         transport: TransportName,
     },
     /// `--predict`: the parameter file was measured on another transport than a
     /// point it predicts.
+    #[error(
+        "the LogGP parameters were measured on {params}, the predictions are for points \
+         measured on {measured}"
+    )]
     PredictTransport {
         /// The transport the file names.
         params: String,
@@ -253,48 +266,12 @@ pub enum CollWarning {
     },
     /// `--predict`: what the parameter file's reader assumed.
     #[serde(untagged)]
+    #[error("{0}")]
     Params(crate::sim::params::ParamsWarning),
     /// What threatens any command's figures alike (job, binding, clock sync).
     #[serde(untagged)]
+    #[error("{0}")]
     Setup(SetupWarning),
-}
-
-impl std::fmt::Display for CollWarning {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            CollWarning::FewValid {
-                label,
-                size,
-                valid,
-                wanted,
-            } => write!(
-                f,
-                "{label} at {size} B: {valid} valid calls of {wanted} wanted (calls started \
-                 late or overran their window in every round)"
-            ),
-            CollWarning::SizeSkipped {
-                label,
-                size,
-                largest_bytes,
-                max_bytes,
-            } => write!(
-                f,
-                "{label} at {size} B not measured: it sends {largest_bytes}-byte messages, \
-                 and the transport carries at most {max_bytes}"
-            ),
-            CollWarning::SyncedOver { transport } => write!(
-                f,
-                "the clocks were synchronized over {transport}, not over the transport measured"
-            ),
-            CollWarning::PredictTransport { params, measured } => write!(
-                f,
-                "the LogGP parameters were measured on {params}, the predictions are for \
-                 points measured on {measured}"
-            ),
-            CollWarning::Params(w) => w.fmt(f),
-            CollWarning::Setup(w) => w.fmt(f),
-        }
-    }
 }
 
 /// Side by side medians with ratios (several transports or algorithms).

@@ -1,7 +1,7 @@
 //! The document of `ngauge pingpong`: every transport's results per size, and with
 //! several transports their medians side by side.
 
-use super::table::Table;
+use super::table::{joined, Table};
 use super::warning::{SetupWarning, Warned};
 use super::Meta;
 use crate::job::TransportName;
@@ -35,15 +35,20 @@ pub struct Record {
 }
 
 /// What `pingpong` finds worth a warning.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema, thiserror::Error)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum PingpongWarning {
     /// A byte stream carries no empty message: size 0 was not measured.
+    #[error("{transport} has no 0-byte messages (a byte stream): size 0 skipped")]
     NoEmptyMessages {
         /// The transport.
         transport: TransportName,
     },
     /// Sizes above the transport's message limit were not measured.
+    #[error(
+        "{transport} carries at most {max_bytes} bytes per message: sizes {} skipped",
+        joined(.sizes)
+    )]
     SizesSkipped {
         /// The transport.
         transport: TransportName,
@@ -54,32 +59,8 @@ pub enum PingpongWarning {
     },
     /// What threatens any command's figures alike (job, binding, clock sync).
     #[serde(untagged)]
+    #[error("{0}")]
     Setup(SetupWarning),
-}
-
-impl std::fmt::Display for PingpongWarning {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            PingpongWarning::Setup(w) => w.fmt(f),
-            PingpongWarning::NoEmptyMessages { transport } => write!(
-                f,
-                "{transport} has no 0-byte messages (a byte stream): size 0 skipped"
-            ),
-            PingpongWarning::SizesSkipped {
-                transport,
-                max_bytes,
-                sizes,
-            } => write!(
-                f,
-                "{transport} carries at most {max_bytes} bytes per message: sizes {} skipped",
-                sizes
-                    .iter()
-                    .map(usize::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        }
-    }
 }
 
 /// `ngauge pingpong --json`.
