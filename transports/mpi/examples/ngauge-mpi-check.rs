@@ -1,4 +1,5 @@
-//! Self-test of the MPI backend, run under a real MPI launcher by the crate's
+//! Self-test of the MPI backend (an example of the crate, so that only tests build
+//! the conformance suite it runs), run under a real MPI launcher by the crate's
 //! integration tests (`tests/mpirun.rs`) with 2 and 4 ranks: the transport
 //! contract (`ngauge_transport::conformance`, printed as `conformance:` lines) and
 //! what is MPI's own (truncation, holds until a request is retired, the native
