@@ -1,10 +1,12 @@
 //! Units of time: raw timer [`Ticks`], [`Nanos`], and the [`TickRate`] between them.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A raw timer reading (TSC cycles on x86-64, nanoseconds of CLOCK_MONOTONIC_RAW
 /// elsewhere). Only differences of readings on one clock are meaningful.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct Ticks(pub u64);
 
 impl Ticks {

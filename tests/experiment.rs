@@ -11,8 +11,10 @@ mod documents;
 use ngauge::experiment::{self, Context};
 use ngauge::job::{JobSpec, TransportName, WaitPolicy};
 use ngauge::launch::{LaunchOptions, Started, World};
+use ngauge::report::document::Export;
 use ngauge::report::Document;
-use ngauge::spec::{InfoSpec, NoiseSpec, PingpongSpec, SizeList, TimerSpec};
+use ngauge::spec::{InfoSpec, LoggpSpec, NoiseSpec, PingpongSpec, SizeList, SyncSpec, TimerSpec};
+use ngauge::sync::Algorithm;
 use std::time::Duration;
 
 const TOKEN: &str = "library-test-token-0123456789";
@@ -200,5 +202,91 @@ fn noise_runs_from_its_spec_on_two_ranks() {
             .iter()
             .any(|w| w["kind"] == "short_measurement"),
         "{value}"
+    );
+}
+
+#[test]
+fn loggp_runs_from_its_spec_on_two_ranks() {
+    let job = job(&[TransportName::Tcp]);
+    let spec = LoggpSpec {
+        sizes: Some(SizeList(vec![1024, 2048, 3072, 4096])),
+        reps: 3,
+        warmup: 1,
+        ..LoggpSpec::default()
+    };
+    let out = on_two_ranks(&job, |world| {
+        let mut records = Vec::new();
+        let mut ctx = Context {
+            records: Some(&mut records),
+            ..Context::quiet(command_line())
+        };
+        let doc = experiment::loggp::run(world, &job, &spec, &mut ctx).unwrap();
+        (doc, records.len())
+    });
+    let (doc, records) = &out[0];
+    let doc = doc.as_ref().unwrap();
+    let value = valid(doc, "loggp");
+    let sizes: Vec<u64> = value["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["size"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sizes, [1024, 2048, 3072, 4096]);
+    assert_eq!(*records, 4, "one record per point");
+    assert!(doc.render().contains("L [us]"));
+    // The exports come from the document: one file each, for its one transport.
+    let params = doc.export(Export::Params);
+    assert_eq!(params.len(), 1);
+    assert_eq!(params[0].0, None, "one transport: no part name");
+    let file: serde_json::Value = serde_json::from_str(params[0].1.as_ref().unwrap()).unwrap();
+    assert_eq!(file["schema"], "ngauge-loggp-params/2");
+    assert!(doc.export(Export::Plot)[0]
+        .1
+        .as_ref()
+        .unwrap()
+        .starts_with("<svg"));
+    assert!(out[1].0.is_none() && out[1].1 == 0, "rank 1 keeps nothing");
+}
+
+#[test]
+fn sync_runs_from_its_spec_on_two_ranks() {
+    let job = job(&[TransportName::Tcp]);
+    let spec = SyncSpec {
+        sync: Algorithm::Hca,
+        fitpoints: 10,
+        exchanges: Some(5),
+        check_after_s: vec![0.0],
+        reps: 2,
+        samples: true,
+        ..SyncSpec::default()
+    };
+    let out = on_two_ranks(&job, |world| {
+        let mut records = Vec::new();
+        let mut ctx = Context {
+            records: Some(&mut records),
+            ..Context::quiet(command_line())
+        };
+        let doc = experiment::sync::run(world, &job, &spec, &mut ctx).unwrap();
+        (doc, records)
+    });
+    let (doc, records) = &out[0];
+    let doc = doc.as_ref().unwrap();
+    let value = valid(doc, "sync");
+    let ranks: Vec<u64> = value["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["rank"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ranks, [0, 1]);
+    assert_eq!(value["samples"]["duration_us"].as_array().unwrap().len(), 2);
+    assert_eq!(records.len(), 1, "the document is the one record");
+    let record: serde_json::Value = serde_json::from_str(&records[0]).unwrap();
+    assert_eq!(record["algo"], "hca");
+    assert!(doc.render().contains("residual @0s [ns]"));
+    assert!(
+        out[1].0.is_none() && out[1].1.is_empty(),
+        "rank 1 keeps nothing"
     );
 }

@@ -58,7 +58,7 @@ pub trait Clock {
 
 /// An injected clock error: this rank's readings are shifted by
 /// `offset + drift * (raw - epoch)`, so tests of clock synchronization know the truth.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Skew {
     /// Offset at `epoch`, in ticks (may be negative).
     pub offset_ticks: f64,

@@ -6,10 +6,11 @@ use anyhow::Context as _;
 use ngauge::experiment::{Context, ExperimentError, Records};
 use ngauge::job::{Job, JobError, JobSpec, JobWarning, TransportName, TransportOptions, VerbsSpec};
 use ngauge::launch::{self, LaunchOptions, Started, World};
+use ngauge::report::document::Export;
 use ngauge::report::effort::EffortWarning;
 use ngauge::report::jsonl::JsonlWriter;
 use ngauge::report::{Document, MetaBuilder, SetupWarning};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Bad input found after parsing (a size list, a config value): exit status 2.
 #[derive(Debug)]
@@ -135,21 +136,14 @@ pub fn warn(message: impl std::fmt::Display, hint: Option<String>) {
     }
 }
 
-/// The command line's hint for a job warning.
-pub fn job_hint(w: &JobWarning) -> Option<String> {
-    match w {
-        JobWarning::PollOversubscribed { .. } => {
-            Some("use --wait block (or auto, the default, which blocks here)".into())
-        }
-    }
-}
-
 /// The command line's hint for a warning every command may carry: the job's, the
 /// binding's, a clock synchronization's (every command that synchronizes clocks
 /// shares `sync`'s flags).
 pub fn setup_hint(w: &SetupWarning) -> Option<String> {
     match w {
-        SetupWarning::Job(j) => job_hint(j),
+        SetupWarning::Job(JobWarning::PollOversubscribed { .. }) => {
+            Some("use --wait block (or auto, the default, which blocks here)".into())
+        }
         SetupWarning::Binding(b) => Some(b.hint().into()),
         SetupWarning::Sync(EffortWarning::CrossedBrackets { .. }) => None,
         SetupWarning::Sync(EffortWarning::DroppedDrift { .. }) => Some(
@@ -195,44 +189,76 @@ pub fn context(rank0: bool, writer: Option<&mut JsonlWriter>) -> Context<'_> {
     }
 }
 
+/// The files the command line exports a document to, each named by its flag:
+/// `--plot` (an `Option<&Path>` converts to it), `loggp`'s `--params-out` and
+/// `--netgauge-out`.
+pub struct Exports<'a>(pub Vec<(Export, &'a Path)>);
+
+impl<'a> From<Option<&'a Path>> for Exports<'a> {
+    fn from(plot: Option<&'a Path>) -> Self {
+        Exports(plot.map(|p| (Export::Plot, p)).into_iter().collect())
+    }
+}
+
+/// The file of one `part` of an export to `path`: `gap.svg` becomes `gap.tcp.svg`
+/// for the part `tcp` (a document of one part: `path`).
+pub fn part_path(path: &Path, part: Option<&str>) -> PathBuf {
+    let Some(part) = part else {
+        return path.to_path_buf();
+    };
+    let stem = path
+        .file_stem()
+        .map_or_else(Default::default, |s| s.to_string_lossy());
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}.{part}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.{part}"),
+    };
+    path.with_file_name(name)
+}
+
 /// Runs a measuring command's `experiment` on every rank of the job the flags
 /// start, and ends the command on rank 0 with its document (see [`end`]).
-pub fn measure<D: Document>(
+pub fn measure<'a, D: Document>(
     global: &GlobalArgs,
-    plot: Option<&Path>,
+    exports: impl Into<Exports<'a>>,
     experiment: impl FnOnce(&mut World, &mut Context) -> Result<Option<D>, ExperimentError>,
     hint: impl Fn(&D::Warning) -> Option<String>,
 ) -> anyhow::Result<()> {
+    let exports = exports.into();
     with_world(global, |world| {
         let mut writer = records(global, world.rank == 0)?;
         let mut ctx = context(world.rank == 0, writer.as_mut());
         match experiment(world, &mut ctx).map_err(experiment_error)? {
-            Some(doc) => end(global, &doc, plot, hint),
+            Some(doc) => end(global, &doc, exports, hint),
             None => Ok(()),
         }
     })
 }
 
-/// The end of every measuring command: its plot to `plot` (`--plot`), its
-/// document as JSON (`--json`) or as its tables on stdout, then its warnings on
-/// stderr, each with the command line's `hint`.
-pub fn end<D: Document>(
+/// The end of every measuring command: its exports to their files (`--plot`...),
+/// its document as JSON (`--json`) or as its tables on stdout, then its warnings
+/// on stderr, each after its prefix and with the command line's `hint`.
+pub fn end<'a, D: Document>(
     global: &GlobalArgs,
     doc: &D,
-    plot: Option<&Path>,
+    exports: impl Into<Exports<'a>>,
     hint: impl Fn(&D::Warning) -> Option<String>,
 ) -> anyhow::Result<()> {
-    if let (Some(path), Some(svg)) = (plot, doc.plot_svg()) {
-        let svg = svg.map_err(|e| anyhow::anyhow!("drawing {}: {e}", path.display()))?;
-        std::fs::write(path, svg).with_context(|| format!("cannot write {}", path.display()))?;
+    for (export, path) in exports.into().0 {
+        for (part, text) in doc.export(export) {
+            let path = part_path(path, part.as_deref());
+            let text = text.map_err(|e| anyhow::anyhow!("drawing {}: {e}", path.display()))?;
+            std::fs::write(&path, text)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
     }
     if global.json {
         print_json(doc)?;
     } else {
         print_text(&doc.render())?;
     }
-    for w in doc.warnings() {
-        warn(w, hint(w));
+    for (prefix, w) in doc.warnings() {
+        warn(format!("{prefix}{w}"), hint(w));
     }
     Ok(())
 }
@@ -361,19 +387,6 @@ pub fn check_outputs(global: &GlobalArgs, outputs: &[(&str, Option<&Path>)]) -> 
         if !existed {
             let _ = std::fs::remove_file(path);
         }
-    }
-    Ok(())
-}
-
-/// A measurement between two ranks needs two: a usage error (exit status 2) in a
-/// job of one, whether `--np 1`, `--size 1` or a launcher's one rank.
-pub fn need_two_ranks(world: &World, command: &str) -> anyhow::Result<()> {
-    if world.size < 2 {
-        return Err(UsageError(format!(
-            "{command} needs at least 2 ranks, the job has {} (--np 2 or more)",
-            world.size
-        ))
-        .into());
     }
     Ok(())
 }

@@ -19,13 +19,7 @@ pub fn run(global: &GlobalArgs, args: &ExecArgs) -> anyhow::Result<()> {
     match &e.kind {
         CommandSpec::Timer(s) => super::timer::run_spec(&g, s),
         CommandSpec::Pingpong(s) => super::pingpong::run_spec(&g, s),
-        CommandSpec::Loggp(s) => super::loggp::run_request(
-            &g,
-            &super::loggp::Request {
-                spec: s.clone(),
-                ..Default::default()
-            },
-        ),
+        CommandSpec::Loggp(s) => super::loggp::run_spec(&g, s, &[]),
         CommandSpec::Sync(s) => super::sync::run_spec(&g, s),
         CommandSpec::Coll(s) => super::coll::run_spec(&g, s, None),
         CommandSpec::Simulate(s) => super::simulate::run_spec(&g, s, None),

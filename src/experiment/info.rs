@@ -8,7 +8,6 @@ use crate::job::JobSpec;
 use crate::launch::World;
 use crate::report::timer::{InfoDoc, LauncherInfo, RankInfo, TimerReport};
 use crate::spec::InfoSpec;
-use ngauge_transport::ControlError;
 use std::time::Duration;
 
 /// Gathers every rank's place at rank 0, which probes the transports (with the
@@ -33,21 +32,10 @@ pub fn run(
         data_addr: world.data_addr,
         pinned_core: world.pinned_core,
     };
-    let bytes = serde_json::to_vec(&mine).expect("plain data serializes");
-    let gathered = world.control.gather(0, &bytes)?;
+    let ranks = world.gather_json(&mine, "rank facts")?;
     if world.rank != 0 {
         return Ok(None);
     }
-    let ranks = gathered
-        .iter()
-        .enumerate()
-        .map(|(rank, bytes)| {
-            serde_json::from_slice::<RankInfo>(bytes).map_err(|e| ControlError::Protocol {
-                rank,
-                detail: format!("malformed rank facts: {e}"),
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
     let transports = probe_all(&job.verbs);
     let (facts, _) = TimerFacts::measure(Duration::from_millis(50), 100_000);
     let meta = ctx

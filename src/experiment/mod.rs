@@ -16,15 +16,19 @@
 //! | `timer` | [`timer::run`] (one process) |
 //! | `info` | [`info::run`] |
 //! | `pingpong` | [`pingpong::run`] |
+//! | `loggp` | [`loggp::run`] |
+//! | `sync` | [`sync::run`] |
 //! | `noise` | [`noise::run`] |
 
 pub mod info;
+pub mod loggp;
 pub mod noise;
 pub mod pingpong;
+pub mod sync;
 pub mod timer;
 
 use crate::clock::{SystemClock, TimerSource};
-use crate::job::JobError;
+use crate::job::{JobError, TransportName};
 use crate::launch::binding::check_groups;
 use crate::launch::World;
 use crate::report::jsonl::JsonlWriter;
@@ -138,6 +142,25 @@ pub enum ExperimentError {
     /// The noise pattern failed.
     #[error(transparent)]
     Noise(#[from] crate::patterns::noise::NoiseError),
+    /// The LogGP pattern failed.
+    #[error(transparent)]
+    Loggp(#[from] crate::patterns::loggp::PatternError),
+    /// A pair's LogGP sweep cannot be fitted.
+    #[error("{transport}: pair {client}-{server}: {error}")]
+    Fit {
+        /// The transport measured.
+        transport: TransportName,
+        /// The pair's client rank.
+        client: usize,
+        /// The pair's server rank.
+        server: usize,
+        /// Why (its text is in this error's).
+        error: crate::model::loggp::ModelError,
+    },
+    /// A clock synchronization or its check failed; options no sync can run with
+    /// (a transport that may lose messages among them) are the user's input.
+    #[error(transparent)]
+    Sync(#[from] crate::sync::SyncError),
 }
 
 impl ExperimentError {
@@ -149,6 +172,7 @@ impl ExperimentError {
             | ExperimentError::TooFewRanks { .. }
             | ExperimentError::TestHook(_) => true,
             ExperimentError::Job(e) => e.is_input(),
+            ExperimentError::Sync(e) => matches!(e, crate::sync::SyncError::Options(_)),
             _ => false,
         }
     }

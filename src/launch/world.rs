@@ -26,7 +26,8 @@ use super::frame::Peer;
 use super::liveness::{self, Liveness};
 use super::rendezvous::{self, Expect, Joiner};
 use super::{hostlist, local, LaunchOptions};
-use ngauge_transport::Control;
+use ngauge_transport::{Control, ControlError};
+use serde::{de::DeserializeOwned, Serialize};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, ToSocketAddrs};
 
 /// What [`start`] turned this process into.
@@ -87,21 +88,31 @@ impl World {
 
     /// Every rank's pinned core (`None`: unpinned), indexed by rank, at rank 0; an
     /// empty vector elsewhere (a collective call).
-    pub fn gather_pinning(&mut self) -> Result<Vec<Option<usize>>, ngauge_transport::ControlError> {
-        let mine = serde_json::to_vec(&self.pinned_core).expect("an Option<usize> serializes");
-        let gathered = self.control.gather(0, &mine)?;
-        gathered
-            .iter()
-            .enumerate()
-            .map(|(rank, bytes)| {
-                serde_json::from_slice(bytes).map_err(|e| {
-                    ngauge_transport::ControlError::Protocol {
-                        rank,
-                        detail: format!("malformed pinned core: {e}"),
-                    }
-                })
-            })
-            .collect()
+    pub fn gather_pinning(&mut self) -> Result<Vec<Option<usize>>, ControlError> {
+        let core = self.pinned_core;
+        self.gather_json(&core, "pinned core")
+    }
+
+    /// Every rank's `value`, indexed by rank, at rank 0; an empty vector elsewhere
+    /// (a collective call). `what` names it in the error about a rank that sent
+    /// something else.
+    pub fn gather_json<T: Serialize + DeserializeOwned>(
+        &mut self,
+        value: &T,
+        what: &str,
+    ) -> Result<Vec<T>, ControlError> {
+        let mine = serde_json::to_vec(value).expect("plain data serializes");
+        decode_json(self.control.gather(0, &mine)?, what)
+    }
+
+    /// Every rank's `value`, indexed by rank, on every rank (a collective call).
+    pub fn allgather_json<T: Serialize + DeserializeOwned>(
+        &mut self,
+        value: &T,
+        what: &str,
+    ) -> Result<Vec<T>, ControlError> {
+        let mine = serde_json::to_vec(value).expect("plain data serializes");
+        decode_json(self.control.allgather(&mine)?, what)
     }
 
     /// Ends the job in step: a last barrier, so that a rank that failed is reported
@@ -109,6 +120,23 @@ impl World {
     pub fn finish(mut self) -> Result<(), ngauge_transport::ControlError> {
         self.control.barrier()
     }
+}
+
+/// Every rank's JSON `parts`, decoded; a part that is no `what` names its rank.
+fn decode_json<T: DeserializeOwned>(
+    parts: Vec<Vec<u8>>,
+    what: &str,
+) -> Result<Vec<T>, ControlError> {
+    parts
+        .iter()
+        .enumerate()
+        .map(|(rank, bytes)| {
+            serde_json::from_slice(bytes).map_err(|e| ControlError::Protocol {
+                rank,
+                detail: format!("malformed {what}: {e}"),
+            })
+        })
+        .collect()
 }
 
 /// Poll when `ranks` fit on `cores`, block otherwise.

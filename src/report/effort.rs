@@ -4,6 +4,7 @@
 //! `coll`'s window scheme, `late`, `nbc`), and the warnings it calls for
 //! ([`EffortWarning`]), with the same kind, fields and words everywhere.
 
+use super::table::significant;
 use crate::sync::pairwise::DriftRejection;
 use crate::sync::{Algorithm, Effort};
 use serde::{Deserialize, Serialize};
@@ -193,8 +194,8 @@ impl std::fmt::Display for EffortWarning {
                             "rank {} against rank {} ({} +- {} ppm from {} points over {}; {why})",
                             r.rank,
                             d.peer,
-                            significant(d.fitted_ppm),
-                            significant(d.stderr_ppm),
+                            significant(d.fitted_ppm, 3),
+                            significant(d.stderr_ppm, 3),
                             d.fitpoints,
                             duration_label(d.fit_span_us)
                         )
@@ -204,15 +205,6 @@ impl std::fmt::Display for EffortWarning {
             ),
         }
     }
-}
-
-/// `x` with three significant digits: `25300`, `1.72`, `0.0172`.
-pub(super) fn significant(x: f64) -> String {
-    if x == 0.0 || !x.is_finite() {
-        return format!("{x}");
-    }
-    let decimals = (2 - x.abs().log10().floor() as i32).max(0) as usize;
-    format!("{x:.decimals$}")
 }
 
 /// `850us`, `4.7ms`, `1.25s`.

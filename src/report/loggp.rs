@@ -1,7 +1,8 @@
 //! Exporters of a LogGP sweep (`ngauge loggp`): each pair's part of the JSON
-//! document ([`PairDoc`]; the whole is [`super::loggp_doc::LoggpDoc`]), the human
-//! table per protocol range, Netgauge's column file, the parameter file, and an SVG
-//! plot. All are pure functions of one [`PairAnalysis`].
+//! document ([`PairDoc`], built from a [`PairAnalysis`]; the whole is
+//! [`super::loggp_doc::LoggpDoc`]), the human table per protocol range,
+//! Netgauge's column file, the parameter file, and an SVG plot. All are pure
+//! functions of one [`PairDoc`].
 
 use super::warning::{warned, SetupWarning, Warned};
 use crate::job::TransportName;
@@ -13,6 +14,7 @@ use crate::patterns::loggp::{disturbed_fraction, Point, DISTURBED_FACTOR};
 use crate::report::svg;
 use crate::report::table::{significant, Table};
 use crate::stats::Summary;
+use ngauge_transport::WaitMode;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -204,6 +206,8 @@ pub enum LoggpWarning {
         fraction: f64,
         /// [`DISTURBED_FACTOR`].
         factor: f64,
+        /// How the transport waited.
+        wait: WaitMode,
     },
     /// A candidate protocol change could not be decided.
     Undecided {
@@ -238,13 +242,14 @@ impl LoggpWarning {
             })
     }
 
-    /// The warning about `points` when more than [`DISTURBED_WARN`] of their
-    /// repetitions were disturbed.
-    pub fn disturbed(points: &[Point]) -> Option<Self> {
+    /// The warning about `points`, measured waiting by `wait`, when more than
+    /// [`DISTURBED_WARN`] of their repetitions were disturbed.
+    pub fn disturbed(points: &[Point], wait: WaitMode) -> Option<Self> {
         let fraction = disturbed_fraction(points);
         (fraction > DISTURBED_WARN).then_some(LoggpWarning::Disturbed {
             fraction,
             factor: DISTURBED_FACTOR,
+            wait,
         })
     }
 }
@@ -261,7 +266,9 @@ impl std::fmt::Display for LoggpWarning {
                 "the default sweep ends at {last_bytes} bytes, the largest of its sizes within \
                  the {limit_bytes}-byte message limit"
             ),
-            LoggpWarning::Disturbed { fraction, factor } => write!(
+            LoggpWarning::Disturbed {
+                fraction, factor, ..
+            } => write!(
                 f,
                 "{:.0}% of the timed repetitions took more than {factor}x their median: other \
                  processes competed for the cores; medians are robust to a few such \
@@ -272,43 +279,34 @@ impl std::fmt::Display for LoggpWarning {
                 last_old_bytes,
                 bytes,
                 reason,
-            } => match reason {
-                Undecided::Disturbed => write!(
+            } => {
+                write!(
                     f,
                     "cannot decide whether the protocol changes between {last_old_bytes} and \
-                     {bytes} bytes: the host disturbed too many confirmation passes"
-                ),
-                Undecided::Spread => write!(
-                    f,
-                    "cannot decide whether the protocol changes between {last_old_bytes} and \
-                     {bytes} bytes: the confirmation passes disagree"
-                ),
-                Undecided::Bent => write!(
-                    f,
-                    "cannot decide whether the protocol changes between {last_old_bytes} and \
-                     {bytes} bytes: the curve bends beside them, a change may lie one sweep \
-                     size off (a finer sweep step tells)"
-                ),
-                Undecided::Apart => write!(
-                    f,
-                    "cannot decide whether the protocol changes between {last_old_bytes} and \
-                     {bytes} bytes: the time per byte changes there, but not as two lines of \
-                     the ranges beside them that meet at the boundary"
-                ),
-                Undecided::BelowFloor => write!(
-                    f,
-                    "cannot decide whether the protocol changes between {last_old_bytes} and \
-                     {bytes} bytes: the time per byte changes there, but over the sizes \
-                     measured by less than a protocol's smallest step (a slope-only change \
-                     this faint needs wider sides to tell from a bump of the curve)"
-                ),
-                Undecided::Falling => write!(
-                    f,
-                    "cannot decide whether the protocol changes between {last_old_bytes} and \
-                     {bytes} bytes: the time per byte changes there, but on one side the time \
-                     falls as messages grow, which no protocol's cost per byte does"
-                ),
-            },
+                     {bytes} bytes: "
+                )?;
+                f.write_str(match reason {
+                    Undecided::Disturbed => "the host disturbed too many confirmation passes",
+                    Undecided::Spread => "the confirmation passes disagree",
+                    Undecided::Bent => {
+                        "the curve bends beside them, a change may lie one sweep size off (a \
+                         finer sweep step tells)"
+                    }
+                    Undecided::Apart => {
+                        "the time per byte changes there, but not as two lines of the ranges \
+                         beside them that meet at the boundary"
+                    }
+                    Undecided::BelowFloor => {
+                        "the time per byte changes there, but over the sizes measured by less \
+                         than a protocol's smallest step (a slope-only change this faint needs \
+                         wider sides to tell from a bump of the curve)"
+                    }
+                    Undecided::Falling => {
+                        "the time per byte changes there, but on one side the time falls as \
+                         messages grow, which no protocol's cost per byte does"
+                    }
+                })
+            }
             LoggpWarning::Model(w) => w.fmt(f),
         }
     }
@@ -437,7 +435,7 @@ fn describe_change(c: &Change) -> String {
 }
 
 /// The human table: one row per protocol range, times in us.
-pub fn table(pa: &PairAnalysis) -> String {
+pub fn table(pa: &PairDoc) -> String {
     let mut t = Table::new([
         "range [bytes]",
         "RTT/2 [us]",
@@ -451,15 +449,15 @@ pub fn table(pa: &PairAnalysis) -> String {
         "sizes",
     ]);
     let mut clamped = false;
-    for r in &pa.assessment.ranges {
+    for r in &pa.ranges {
         let bw = if r.big_g_us_per_byte > 0.0 {
             format!("{:.1}", 1.0 / r.big_g_us_per_byte)
         } else {
             "-".into()
         };
-        let overlap = pa.assessment.warnings.iter().any(
-            |w| matches!(w, ModelWarning::OverheadsExceedHalfRtt { from, .. } if *from == r.from),
-        );
+        let overlap = pa.warnings.iter().any(|w| {
+            matches!(&w.warning, LoggpWarning::Model(ModelWarning::OverheadsExceedHalfRtt { from, .. }) if *from == r.from)
+        });
         clamped |= overlap;
         t.row([
             format!("{}-{}", r.from, r.to),
@@ -479,75 +477,75 @@ pub fn table(pa: &PairAnalysis) -> String {
         pa.client,
         pa.server,
         pa.points.len(),
-        pa.assessment.ranges.len(),
-        if pa.assessment.ranges.len() == 1 {
-            ""
-        } else {
-            "s"
-        }
+        pa.ranges.len(),
+        if pa.ranges.len() == 1 { "" } else { "s" }
     );
     out += &t.render();
     out += "RTT/2: PRTT(1,0,1)/2 = L + o_s + o_r (the paper's L); L: the wire latency\n";
     if clamped {
         out += "*: o_s + o_r exceed RTT/2, so L would be negative; shown as 0 (see the warning)\n";
     }
-    let decided: Vec<String> = pa
-        .reported()
-        .filter(|c| c.verdict != Verdict::Undecided)
-        .map(describe_change)
-        .collect();
-    if !decided.is_empty() {
-        out += &format!("protocol changes at: {} bytes\n", decided.join("; "));
-    }
-    let undecided: Vec<String> = pa
-        .reported()
-        .filter(|c| c.verdict == Verdict::Undecided)
-        .map(|c| format!("{}-{}", c.last_old_bytes, c.bytes))
-        .collect();
-    if !undecided.is_empty() {
-        out += &format!(
-            "protocol changes undecided between: {} bytes (not split into ranges)\n",
-            undecided.join("; ")
-        );
-    }
-    let low: Vec<String> = pa
-        .assessment
-        .ranges
-        .iter()
-        .flat_map(|r| r.low_weight_sizes.iter().map(u64::to_string))
-        .collect();
-    if !low.is_empty() {
-        out += &format!("low-weight points (outliers): {} bytes\n", low.join(", "));
-    }
+    // The notes below the table, each when it has items.
+    let mut note = |label: &str, items: Vec<String>, sep: &str, unit: &str| {
+        if !items.is_empty() {
+            out += &format!("{label}: {}{unit}\n", items.join(sep));
+        }
+    };
+    let changes = |undecided: bool| {
+        pa.changes
+            .iter()
+            .filter(move |c| (c.verdict == Verdict::Undecided) == undecided)
+    };
+    note(
+        "protocol changes at",
+        changes(false).map(describe_change).collect(),
+        "; ",
+        " bytes",
+    );
+    note(
+        "protocol changes undecided between",
+        changes(true)
+            .map(|c| format!("{}-{}", c.last_old_bytes, c.bytes))
+            .collect(),
+        "; ",
+        " bytes (not split into ranges)",
+    );
+    let low = pa.ranges.iter().flat_map(|r| &r.low_weight_sizes);
+    note(
+        "low-weight points (outliers)",
+        low.map(u64::to_string).collect(),
+        ", ",
+        " bytes",
+    );
     let mut counted: BTreeMap<&str, u64> = BTreeMap::new();
-    for p in &pa.points {
-        for (name, value) in &p.counters {
-            *counted.entry(name).or_insert(0) += value;
-        }
+    for (name, value) in pa.points.iter().flat_map(|p| &p.counters) {
+        *counted.entry(name).or_insert(0) += value;
     }
-    if counted.values().any(|&v| v > 0) {
-        let list: Vec<String> = counted.iter().map(|(n, v)| format!("{n} {v}")).collect();
-        out += &format!("transport counters, both ranks: {}\n", list.join(", "));
+    if counted.values().all(|&v| v == 0) {
+        counted.clear();
     }
-    let mut by_fit: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
-    for r in &pa.assessment.ranges {
-        for (fit, sizes) in &r.low_weight_sizes_by_fit {
-            by_fit
-                .entry(fit)
-                .or_default()
-                .extend(sizes.iter().map(u64::to_string));
-        }
+    note(
+        "transport counters, both ranks",
+        counted.iter().map(|(n, v)| format!("{n} {v}")).collect(),
+        ", ",
+        "",
+    );
+    let mut by_fit: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for (fit, sizes) in pa.ranges.iter().flat_map(|r| &r.low_weight_sizes_by_fit) {
+        by_fit
+            .entry(fit)
+            .or_default()
+            .extend(sizes.iter().map(u64::to_string));
     }
-    if !by_fit.is_empty() {
-        let parts: Vec<String> = by_fit
+    note(
+        "low-weight points in the other fits",
+        by_fit
             .iter()
             .map(|(fit, sizes)| format!("{fit} {}", sizes.join(", ")))
-            .collect();
-        out += &format!(
-            "low-weight points in the other fits: {} (bytes)\n",
-            parts.join("; ")
-        );
-    }
+            .collect(),
+        "; ",
+        " (bytes)",
+    );
     out
 }
 
@@ -555,25 +553,25 @@ pub fn table(pa: &PairAnalysis) -> String {
 /// o_r g G lsq`), one line per size, times in us and `G` in us per byte, with the
 /// parameters of the range the size belongs to, so gnuplot scripts written for
 /// Netgauge's output keep working: `lsq` is, as Netgauge's `lsqu(g,G)`, the square
-/// root of eq. (6), in us.
-pub fn netgauge_columns(pa: &PairAnalysis) -> String {
+/// root of eq. (6), in us; `n` is the n of PRTT(n,.,s).
+pub fn netgauge_columns(pa: &PairDoc, n: usize) -> String {
     let mut out = String::from(
         "# ngauge loggp: times in us, G in us/byte; L g G lsq are those of the size's range;\n\
          # L is Netgauge's, PRTT(1,0,1)/2 = L + o_s + o_r of LogGP (half_rtt_1b_us)\n\
          # size n PRTT(1,0,s) PRTT(n,0,s) PRTT(n,d,s) L o_s o_r g G lsq\n",
     );
-    for (i, p) in pa.points.iter().enumerate() {
-        let r = range_of(&pa.assessment.ranges, p.size);
+    for p in &pa.points {
+        let r = range_of(&pa.ranges, p.size);
         out += &format!(
             "{} {} {:.4} {:.4} {:.4} {:.4} {:.4} {:.4} {:.4} {:.8} {:.6}\n",
             p.size,
-            p.n,
-            p.prtt_1_0_us.median,
-            p.prtt_n_0_us.median,
-            p.prtt_n_d_us.median,
+            n,
+            p.prtt_1_0_us,
+            p.prtt_n_0_us,
+            p.prtt_n_d_us,
             r.half_rtt_1b_us,
-            pa.assessment.os_us[i],
-            p.or_us.median,
+            p.os_us,
+            p.or_us,
             r.g_us,
             r.big_g_us_per_byte,
             r.lsq_us2.sqrt()
@@ -591,24 +589,23 @@ fn range_of(ranges: &[RangeParams], size: u64) -> &RangeParams {
 }
 
 /// The parameter file `ngauge simulate` reads.
-pub fn params_file(pa: &PairAnalysis, transport: &str) -> ParamsFile {
-    ParamsFile::measured(transport, &pa.assessment.ranges)
+pub fn params_file(pa: &PairDoc, transport: &str) -> ParamsFile {
+    ParamsFile::measured(transport, &pa.ranges)
 }
 
 /// An SVG plot: the measured `(PRTT(n,0,s) - PRTT(1,0,s))/(n-1)` per size, the fitted
 /// `g + G(s-1)` of each range, the detected switches, and `o_s(s)`.
-pub fn plot_svg(pa: &PairAnalysis, title: &str) -> Result<String, String> {
+pub fn plot_svg(pa: &PairDoc, title: &str) -> Result<String, String> {
     use plotters::prelude::*;
-    let a = &pa.assessment;
     const KIB: f64 = 1024.0;
     let max_size = pa.points.iter().map(|p| p.size).max().unwrap_or(1) as f64 / KIB;
     // Robust vertical range: the fitted lines and the bulk of the points; single
     // points far above (a size disturbed by the scheduler) are left out of the view
     // and counted in the legend instead of squashing everything else flat.
-    let mut all: Vec<f64> = a.gap_us.iter().chain(&a.os_us).copied().collect();
+    let mut all: Vec<f64> = pa.points.iter().flat_map(|p| [p.gap_us, p.os_us]).collect();
     all.sort_by(f64::total_cmp);
     let bulk = all.get(all.len() * 95 / 100).copied().unwrap_or(0.0);
-    let fit_max = a
+    let fit_max = pa
         .ranges
         .iter()
         .map(|r| r.gap_at(r.to as f64).max(r.gap_at(r.from as f64)))
@@ -638,25 +635,18 @@ pub fn plot_svg(pa: &PairAnalysis, title: &str) -> Result<String, String> {
         let [measured, fitted, overhead, ..] = svg::PALETTE;
         let switch = svg::GREY;
         chart
-            .draw_series(
-                pa.points
-                    .iter()
-                    .zip(&a.gap_us)
-                    .zip(&a.weights)
-                    .filter(|((_, &y), _)| visible(y))
-                    .map(|((p, &y), &w)| {
-                        let style = if w < 0.5 {
-                            measured.stroke_width(1)
-                        } else {
-                            measured.filled()
-                        };
-                        Circle::new((p.size as f64 / KIB, y), 3, style)
-                    }),
-            )
+            .draw_series(pa.points.iter().filter(|p| visible(p.gap_us)).map(|p| {
+                let style = if p.fit_weight < 0.5 {
+                    measured.stroke_width(1)
+                } else {
+                    measured.filled()
+                };
+                Circle::new((p.size as f64 / KIB, p.gap_us), 3, style)
+            }))
             .map_err(e)?
             .label("measured (PRTT(n,0,s) - PRTT(1,0,s)) / (n-1); hollow: low weight")
             .legend(move |(x, y)| Circle::new((x + 10, y), 3, measured.filled()));
-        for (i, r) in a.ranges.iter().enumerate() {
+        for (i, r) in pa.ranges.iter().enumerate() {
             let series = LineSeries::new(
                 [r.from as f64, r.to as f64].map(|s| (s / KIB, r.gap_at(s))),
                 fitted.stroke_width(2),
@@ -672,13 +662,9 @@ pub fn plot_svg(pa: &PairAnalysis, title: &str) -> Result<String, String> {
         }
         chart
             .draw_series(
-                pa.points
-                    .iter()
-                    .zip(&a.os_us)
-                    .filter(|(_, &y)| visible(y))
-                    .map(|(p, &y)| {
-                        TriangleMarker::new((p.size as f64 / KIB, y), 4, overhead.filled())
-                    }),
+                pa.points.iter().filter(|p| visible(p.os_us)).map(|p| {
+                    TriangleMarker::new((p.size as f64 / KIB, p.os_us), 4, overhead.filled())
+                }),
             )
             .map_err(e)?
             .label(if hidden > 0 {
@@ -687,8 +673,9 @@ pub fn plot_svg(pa: &PairAnalysis, title: &str) -> Result<String, String> {
                 "o_s(s), eq. (4)".to_string()
             })
             .legend(move |(x, y)| TriangleMarker::new((x + 10, y), 4, overhead.filled()));
-        for (i, &c) in a.changes.iter().enumerate() {
-            let x = c as f64 / KIB;
+        // The ranges start at the changes split at.
+        for (i, r) in pa.ranges.iter().skip(1).enumerate() {
+            let x = r.from as f64 / KIB;
             let drawn = chart
                 .draw_series(LineSeries::new(
                     [(x, lo - pad), (x, hi + pad)],
@@ -808,19 +795,20 @@ mod tests {
     #[test]
     fn table_netgauge_and_params_agree() {
         let pa = analysis();
-        let t = table(&pa);
+        let doc = pair_doc(&pa, 0.5, &[], false);
+        let t = table(&doc);
         assert!(
             t.contains("8192-16384") && t.contains("protocol changes at: 8192"),
             "{t}"
         );
-        let cols = netgauge_columns(&pa);
+        let cols = netgauge_columns(&doc, 10);
         let lines: Vec<&str> = cols.lines().filter(|l| !l.starts_with('#')).collect();
         assert_eq!(lines.len(), 16);
         let last: Vec<f64> = lines[15].split(' ').map(|v| v.parse().unwrap()).collect();
         assert_eq!(last.len(), 11);
         assert_eq!((last[0], last[1]), (16384.0, 10.0));
         assert!((last[8] - 20.0).abs() < 1e-3 && (last[9] - 0.0005).abs() < 1e-8);
-        let params = params_file(&pa, "tcp");
+        let params = params_file(&doc, "tcp");
         params.check().unwrap();
         assert_eq!(params.for_size(9000).g_us, pa.assessment.ranges[1].g_us);
         assert!(!t.contains("transport counters"), "nothing counted: {t}");
@@ -833,11 +821,12 @@ mod tests {
             p.counters.insert("lost_datagrams".into(), i as u64 % 2);
             p.counters.insert("retransmissions".into(), 3);
         }
-        let doc = serde_json::to_value(pair_doc(&pa, 0.5, &[], false)).unwrap();
+        let pd = pair_doc(&pa, 0.5, &[], false);
+        let doc = serde_json::to_value(&pd).unwrap();
         assert_eq!(doc["points"][1]["counters"]["lost_datagrams"], 1);
         assert_eq!(doc["points"][2]["counters"]["retransmissions"], 3);
         // 16 points: 8 with one loss, 3 retransmissions each.
-        let t = table(&pa);
+        let t = table(&pd);
         assert!(
             t.contains("transport counters, both ranks: lost_datagrams 8, retransmissions 48"),
             "{t}"
@@ -846,7 +835,7 @@ mod tests {
 
     #[test]
     fn plot_is_an_svg_with_the_legend() {
-        let svg = plot_svg(&analysis(), "test").unwrap();
+        let svg = plot_svg(&pair_doc(&analysis(), 0.5, &[], false), "test").unwrap();
         assert!(svg.starts_with("<svg"));
         assert!(svg.contains("protocol change") && svg.contains("o_s(s)"));
     }

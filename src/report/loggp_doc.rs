@@ -1,8 +1,12 @@
 //! The document of `ngauge loggp`: one transport's fit at the top level, or several
-//! transports' fits side by side with their comparison.
+//! transports' fits side by side with their comparison; its tables, its warnings
+//! (each after the transport, with several, and the pair it is about) and its
+//! exports (a plot, a parameter file and Netgauge's columns of each transport's
+//! first pair), all from the document alone.
 
-use super::loggp::PairDoc;
-use super::loggp_compare::Comparison;
+use super::document::{Document, Export, ExportFile};
+use super::loggp::{netgauge_columns, params_file, plot_svg, table, LoggpWarning, PairDoc};
+use super::loggp_compare::{self as compare, Comparison};
 use super::Meta;
 use crate::job::TransportName;
 use crate::model::loggp::DetectorKind;
@@ -42,6 +46,13 @@ impl TransportFit {
             wait,
         }
     }
+
+    /// Every pair.
+    pub fn pairs(&self) -> &[PairDoc] {
+        self.pairs
+            .as_deref()
+            .unwrap_or(std::slice::from_ref(&self.first))
+    }
 }
 
 /// The fits: one transport's at the top level, or several side by side.
@@ -77,4 +88,80 @@ pub struct LoggpDoc {
     pub dg: DelayChoice,
     /// How the result came about.
     pub meta: Meta,
+}
+
+impl LoggpDoc {
+    /// Every transport's fit, in the order given.
+    pub fn fits(&self) -> &[TransportFit] {
+        match &self.body {
+            LoggpBody::One(fit) => std::slice::from_ref(fit),
+            LoggpBody::Several { transports, .. } => transports,
+        }
+    }
+}
+
+impl Document for LoggpDoc {
+    type Warning = LoggpWarning;
+
+    /// Every pair's table (under its transport's title with several), then the
+    /// comparison.
+    fn render(&self) -> String {
+        let mut out = String::new();
+        for fit in self.fits() {
+            if let Some(wait) = fit.wait {
+                out += &format!("LogGP over {} (wait {wait})\n", fit.transport);
+            }
+            for pair in fit.pairs() {
+                out += &table(pair);
+            }
+        }
+        if let LoggpBody::Several {
+            comparison: Some(c),
+            ..
+        } = &self.body
+        {
+            out += &compare::table(c);
+        }
+        out
+    }
+
+    fn warnings(&self) -> Vec<(String, &LoggpWarning)> {
+        let several = self.fits().len() > 1;
+        let mut out = Vec::new();
+        for fit in self.fits() {
+            let transport = if several {
+                format!("{}: ", fit.transport)
+            } else {
+                String::new()
+            };
+            for pair in fit.pairs() {
+                let prefix = format!("{transport}pair {}-{}: ", pair.client, pair.server);
+                out.extend(pair.warnings.iter().map(|w| (prefix.clone(), &w.warning)));
+            }
+        }
+        out
+    }
+
+    /// Each transport's first pair, named by the transport with several.
+    fn export(&self, export: Export) -> Vec<ExportFile> {
+        let several = self.fits().len() > 1;
+        self.fits()
+            .iter()
+            .map(|fit| {
+                let (t, first) = (fit.transport, &fit.first);
+                let text = match export {
+                    Export::Plot => plot_svg(
+                        first,
+                        &format!(
+                            "LogGP over {t}: gap per message, rank {} -> {} (n = {})",
+                            first.client, first.server, self.n
+                        ),
+                    ),
+                    Export::Params => Ok(params_file(first, t.as_str()).to_json() + "\n"),
+                    Export::Netgauge => Ok(netgauge_columns(first, self.n)),
+                };
+                (several.then(|| t.to_string()), text)
+            })
+            .collect()
+    }
 }

@@ -238,7 +238,7 @@ impl super::Document for NoiseDoc {
         out
     }
 
-    fn warnings(&self) -> Vec<&NoiseWarning> {
+    fn warnings(&self) -> Vec<(String, &NoiseWarning)> {
         super::document::unwarned(&self.warnings)
     }
 

@@ -244,7 +244,7 @@ impl super::Document for PingpongDoc {
         out
     }
 
-    fn warnings(&self) -> Vec<&PingpongWarning> {
+    fn warnings(&self) -> Vec<(String, &PingpongWarning)> {
         super::document::unwarned(&self.warnings)
     }
 }

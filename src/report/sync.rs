@@ -1,7 +1,8 @@
 //! The document of `ngauge sync`: how long the synchronization took and how far
-//! each rank's global time was off at each check.
+//! each rank's global time was off at each check, and its table.
 
 use super::effort::{effort_warnings, EffortReport};
+use super::table::Table;
 use super::warning::{SetupWarning, Warned};
 use super::Meta;
 use crate::job::TransportName;
@@ -171,12 +172,68 @@ impl SyncDoc {
     }
 }
 
+impl super::Document for SyncDoc {
+    type Warning = SyncWarning;
+
+    /// The header line, then per rank its offset, drift and residuals.
+    fn render(&self) -> String {
+        let mut out = format!(
+            "clock sync: {} over {} ({}), {} ranks",
+            self.algo.as_str(),
+            self.transport,
+            self.wait,
+            self.np
+        );
+        if let (Some(f), Some(e)) = (self.fitpoints, self.exchanges) {
+            out += &format!(", {f} fit points x {e} exchanges");
+        }
+        if let Some(e) = self.estimator {
+            out += &format!(", offsets by {}", e.as_str());
+        }
+        out += &format!(": {:.1} ms at rank 0\n\n", self.duration_us / 1e3);
+        let mut header = vec![
+            "rank".to_string(),
+            "offset [us]".into(),
+            "drift [ppm]".into(),
+        ];
+        for &c in &self.check_after_s {
+            header.push(format!("residual @{} [ns]", seconds_label(c)));
+        }
+        if self.truth.is_some() {
+            for &c in &self.check_after_s {
+                header.push(format!("true @{} [ns]", seconds_label(c)));
+            }
+        }
+        let mut table = Table::new(header);
+        for r in &self.ranks {
+            let mut row = vec![
+                r.rank.to_string(),
+                format!("{:.3}", r.offset_ns / 1e3),
+                format!("{:.3}", r.drift_ppm),
+            ];
+            row.extend(r.residual_ns.iter().map(|v| format!("{v:.0}")));
+            if let Some(t) = &r.true_residual_ns {
+                row.extend(t.iter().map(|v| format!("{v:.0}")));
+            }
+            table.row(row);
+        }
+        out += &table.render();
+        if let Some(t) = &self.truth {
+            out += &format!("\ntruth: {t}\n");
+        }
+        out
+    }
+
+    fn warnings(&self) -> Vec<(String, &SyncWarning)> {
+        super::document::unwarned(&self.warnings)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::effort::{
-        significant, ClockSync, Crossed, DroppedDriftReport, EffortWarning, RankSync,
-    };
+    use crate::report::effort::{ClockSync, Crossed, DroppedDriftReport, EffortWarning, RankSync};
+    use crate::report::table::significant;
     use crate::sync::pairwise::DriftRejection;
     use crate::sync::Effort;
 
@@ -271,9 +328,9 @@ mod tests {
             text.contains("rank 2 against rank 1 (0.0172 +- 0.0300 ppm from 10 points over 4.7ms; not resolved"),
             "{text}"
         );
-        assert_eq!(significant(25343.9), "25344");
-        assert_eq!(significant(-1.7234), "-1.72");
-        assert_eq!(significant(0.0), "0");
+        assert_eq!(significant(25343.9, 3), "25344");
+        assert_eq!(significant(-1.7234, 3), "-1.72");
+        assert_eq!(significant(0.0, 3), "0");
     }
 
     /// A rank's effort of 10 fit points over 2.6 million ticks at 2.6 GHz whose

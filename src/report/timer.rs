@@ -135,7 +135,7 @@ impl super::Document for TimerDoc {
         out
     }
 
-    fn warnings(&self) -> Vec<&Warning> {
+    fn warnings(&self) -> Vec<(String, &Warning)> {
         super::document::unwarned(&self.timer.warnings)
     }
 }
@@ -192,7 +192,7 @@ impl super::Document for InfoDoc {
         out
     }
 
-    fn warnings(&self) -> Vec<&Self::Warning> {
+    fn warnings(&self) -> Vec<(String, &Self::Warning)> {
         Vec::new()
     }
 }

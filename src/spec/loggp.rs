@@ -90,17 +90,6 @@ pub struct LoggpPlan {
     pub refine: Option<RefineOptions>,
 }
 
-fn range(field: &'static str, v: u64, lo: u64, hi: u64) -> Result<(), SpecError> {
-    if (lo..=hi).contains(&v) {
-        Ok(())
-    } else {
-        Err(SpecError::new(
-            field,
-            format!("must be between {lo} and {hi}, got {v}"),
-        ))
-    }
-}
-
 impl LoggpSpec {
     /// Checks the spec and derives the plan.
     ///
@@ -131,11 +120,11 @@ impl LoggpSpec {
                 sizes
             }
         };
-        range("n", self.n, 2, 100_000)?;
-        range("reps", self.reps, 1, 1_000_000)?;
-        range("attempts", self.attempts, 1, 100)?;
-        range("passes", self.passes, 1, 100)?;
-        range("lookahead", self.lookahead, 1, 1000)?;
+        SpecError::range("n", self.n, 2, 100_000)?;
+        SpecError::range("reps", self.reps, 1, 1_000_000)?;
+        SpecError::range("attempts", self.attempts, 1, 100)?;
+        SpecError::range("passes", self.passes, 1, 100)?;
+        SpecError::range("lookahead", self.lookahead, 1, 1000)?;
         for (field, v) in [
             ("pfact", self.pfact),
             ("floor_us", self.floor_us),

@@ -45,4 +45,21 @@ impl SpecError {
             message: message.into(),
         }
     }
+
+    /// Refuses `field`'s `value` outside `lo..=hi`.
+    pub(crate) fn range(
+        field: &'static str,
+        value: impl Into<u64>,
+        lo: u64,
+        hi: u64,
+    ) -> Result<(), Self> {
+        let value = value.into();
+        if (lo..=hi).contains(&value) {
+            return Ok(());
+        }
+        Err(SpecError::new(
+            field,
+            format!("must be between {lo} and {hi}, got {value}"),
+        ))
+    }
 }

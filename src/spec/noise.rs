@@ -55,12 +55,7 @@ impl NoiseSpec {
                 ),
             ));
         }
-        if !(1..=100_000_000).contains(&self.max_detours) {
-            return Err(SpecError::new(
-                "max_detours",
-                format!("must be between 1 and 100000000, got {}", self.max_detours),
-            ));
-        }
+        SpecError::range("max_detours", self.max_detours, 1, 100_000_000)?;
         if let Some(inject) = &self.inject {
             inject
                 .validate()

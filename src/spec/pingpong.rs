@@ -50,25 +50,14 @@ impl PingpongSpec {
     /// # Errors
     /// The first field out of range.
     pub fn validate(&self) -> Result<(), SpecError> {
-        if !(1..=100_000_000).contains(&self.reps) {
-            return Err(SpecError::new(
-                "reps",
-                format!("must be between 1 and 100000000, got {}", self.reps),
-            ));
-        }
+        SpecError::range("reps", self.reps, 1, 100_000_000)?;
         if self.warmup > 100_000_000 {
             return Err(SpecError::new(
                 "warmup",
                 format!("must be at most 100000000, got {}", self.warmup),
             ));
         }
-        if !(1..=MAX_WINDOW).contains(&self.window) {
-            return Err(SpecError::new(
-                "window",
-                format!("must be between 1 and {MAX_WINDOW}, got {}", self.window),
-            ));
-        }
-        Ok(())
+        SpecError::range("window", self.window, 1, MAX_WINDOW)
     }
 
     /// Rejects a sweep the job's transports cannot measure at all: only empty

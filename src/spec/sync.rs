@@ -65,23 +65,10 @@ impl SyncSpec {
     /// # Errors
     /// The first field that is wrong.
     pub fn validate(&self) -> Result<(), SpecError> {
-        if !(1..=MAX_REPS).contains(&self.reps) {
-            return Err(SpecError::new(
-                "reps",
-                format!("must be between 1 and {MAX_REPS}, got {}", self.reps),
-            ));
-        }
-        if !(2..=1_000_000).contains(&self.fitpoints) {
-            return Err(SpecError::new(
-                "fitpoints",
-                format!("must be between 2 and 1000000, got {}", self.fitpoints),
-            ));
-        }
-        if let Some(e) = self.exchanges.filter(|e| !(1..=1_000_000).contains(e)) {
-            return Err(SpecError::new(
-                "exchanges",
-                format!("must be between 1 and 1000000, got {e}"),
-            ));
+        SpecError::range("reps", self.reps, 1, MAX_REPS.into())?;
+        SpecError::range("fitpoints", self.fitpoints, 2, 1_000_000)?;
+        if let Some(e) = self.exchanges {
+            SpecError::range("exchanges", e, 1, 1_000_000)?;
         }
         if let Some(t) = self
             .check_after_s

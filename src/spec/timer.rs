@@ -34,12 +34,7 @@ impl TimerSpec {
     /// # Errors
     /// `reads` out of range.
     pub fn validate(&self) -> Result<(), SpecError> {
-        if !(10..=100_000_000).contains(&self.reads) {
-            return Err(SpecError::new(
-                "reads",
-                format!("must be between 10 and 100000000, got {}", self.reads),
-            ));
-        }
+        SpecError::range("reads", self.reads, 10, 100_000_000)?;
         self.validate_sampled(self.samples)
     }
 
