@@ -38,6 +38,7 @@ fn generate() {
         // Flag enums are OR-ed together: plain constants of the enum's type.
         .default_enum_style(bindgen::EnumVariation::Consts)
         .prepend_enum_name(false)
+        .size_t_is_usize(true)
         .layout_tests(false)
         .generate_comments(false)
         .generate()

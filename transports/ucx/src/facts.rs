@@ -157,7 +157,11 @@ pub fn parse_switches(text: &str) -> Vec<Switch> {
 /// its order.
 pub fn parse_resources(text: &str) -> Vec<(String, String)> {
     text.lines()
-        .filter(|l| l.trim_start_matches('#').trim_start().starts_with("resource"))
+        .filter(|l| {
+            l.trim_start_matches('#')
+                .trim_start()
+                .starts_with("resource")
+        })
         .filter_map(|l| l.split_whitespace().last())
         .filter_map(|r| r.split_once('/'))
         .map(|(t, d)| (t.to_string(), d.to_string()))

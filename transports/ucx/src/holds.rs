@@ -26,7 +26,11 @@ impl Holds {
         if !self.allows(&range, access) {
             return false;
         }
-        match self.0.iter_mut().find(|(r, a, _)| *r == range && *a == access) {
+        match self
+            .0
+            .iter_mut()
+            .find(|(r, a, _)| *r == range && *a == access)
+        {
             Some((_, _, n)) => *n += 1,
             None => self.0.push((range, access, 1)),
         }
@@ -35,7 +39,11 @@ impl Holds {
 
     /// Gives back one hold taken by [`Holds::try_hold`].
     pub fn release(&mut self, range: &Range<usize>, access: Access) {
-        if let Some(i) = self.0.iter().position(|(r, a, _)| r == range && *a == access) {
+        if let Some(i) = self
+            .0
+            .iter()
+            .position(|(r, a, _)| r == range && *a == access)
+        {
             self.0[i].2 -= 1;
             if self.0[i].2 == 0 {
                 self.0.swap_remove(i);

@@ -3,7 +3,8 @@
 //! where its landing ring lies (address and packed remote key,
 //! `ucp_rkey_pack`) and how it is cut. A rank whose setup failed publishes the
 //! reason instead, so that every rank fails naming it rather than waiting for
-//! it. Little endian, and checked on decode like a packet from the network: a
+//! it. The second setup round (every rank connected) reuses the message with
+//! no ring. Little endian, and checked on decode like a packet from the network: a
 //! peer built from other source, or a damaged control message, gets a one-line
 //! error, never a panic.
 
@@ -12,7 +13,7 @@ use crate::UcxOp;
 /// First bytes of every setup message.
 pub const MAGIC: [u8; 4] = *b"NGUX";
 /// Version of the format.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 
 /// Where a rank's landing ring lies (put path).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,6 +58,7 @@ impl Setup {
                 out.push(0);
                 out.push(op_code(*op));
                 put_bytes(&mut out, worker);
+                out.push(u8::from(ring.is_some()));
                 if let Some(r) = ring {
                     out.extend_from_slice(&r.addr.to_le_bytes());
                     out.extend_from_slice(&r.depth.to_le_bytes());
@@ -94,14 +96,15 @@ impl Setup {
         if worker.is_empty() {
             return Err("empty worker address".into());
         }
-        let ring = match op {
-            UcxOp::Send => None,
-            UcxOp::Put => Some(RingAddr {
+        let ring = match r.u8()? {
+            0 => None,
+            1 => Some(RingAddr {
                 addr: u64::from_le_bytes(r.array()?),
                 depth: u32::from_le_bytes(r.array()?),
                 slot_bytes: u32::from_le_bytes(r.array()?),
                 rkey: r.bytes()?.to_vec(),
             }),
+            other => return Err(format!("unknown ring flag {other}")),
         };
         if !r.0.is_empty() {
             return Err(format!("{} bytes after the setup message", r.0.len()));

@@ -113,7 +113,9 @@ fn agree(
     for (rank, bytes) in gathered.iter().enumerate() {
         match Setup::decode(bytes) {
             Ok(Setup::Failed(reason)) => {
-                return Err(setup_error(format!("rank {rank} could not set up: {reason}")))
+                return Err(setup_error(format!(
+                    "rank {rank} could not set up: {reason}"
+                )))
             }
             Ok(s) => all.push(s),
             Err(e) => return Err(setup_error(format!("rank {rank}: {e}"))),
@@ -126,7 +128,9 @@ fn agree(
 pub fn open(control: &mut dyn Control, opts: &UcxOptions) -> Result<UcxTransport, TransportError> {
     let (rank, size) = (control.rank(), control.size());
     if size > tag::MAX_RANK + 1 {
-        return Err(setup_error(format!("{size} ranks do not fit UCX tags of ngauge")));
+        return Err(setup_error(format!(
+            "{size} ranks do not fit UCX tags of ngauge"
+        )));
     }
     if opts.op == UcxOp::Put && opts.wait == WaitMode::Block {
         return Err(setup_error(
@@ -160,7 +164,9 @@ pub fn open(control: &mut dyn Control, opts: &UcxOptions) -> Result<UcxTransport
         }
     };
     let all = agree(control, &mine, local.as_ref().err())?;
-    let Ok(local) = local else { unreachable!("agree returns this rank's error") };
+    let Ok(local) = local else {
+        unreachable!("agree returns this rank's error")
+    };
     let Local { ctx, area, .. } = local;
     let mut t = UcxTransport {
         rank,
@@ -247,11 +253,14 @@ impl UcxTransport {
                 sys::ucp_ep_create(self.ctx.worker, &params, &mut self.peers[peer].ep)
             })
             .map_err(|e| format!("{e} (connecting to rank {peer})"))?;
-            if let (Some(r), Some(ring)) = (ring, self.ring.as_mut()) {
-                if (r.depth as usize, r.slot_bytes as usize) != (ring_geometry(ring)) {
+            if let Some(ours) = self.ring.as_mut() {
+                let Some(r) = ring else {
+                    return Err(format!("rank {peer} published no ring for puts"));
+                };
+                if (r.depth as usize, r.slot_bytes as usize) != ours.geometry() {
                     return Err(format!("rank {peer} cuts its ring differently"));
                 }
-                ring.connect(peer, self.peers[peer].ep, r.addr, &r.rkey)?;
+                ours.connect(peer, self.peers[peer].ep, r.addr, &r.rkey)?;
             }
             self.post_goodbye(peer)?;
         }
@@ -292,24 +301,28 @@ impl UcxTransport {
         Ok(())
     }
 
-    /// One empty message each way between every pair (and on the put path a
-    /// put into every peer's ring): connections are established here, not in
-    /// the first timed message, and the endpoints' lanes are final.
+    /// On the put path a put into every peer's ring, flushed; then one empty
+    /// message each way between every pair: connections are established here,
+    /// not in the first timed message, and the endpoints' lanes are final. The
+    /// messages come after the flush so that no rank leaves while a peer's
+    /// flush still needs it to progress (over TCP a put completes only when
+    /// the target's worker acknowledges it).
     fn exchange(&mut self) -> Result<(), String> {
+        self.ring_warm()?;
         let buf: BufferId = self.memory.try_alloc(8).map_err(|e| e.to_string())?;
         let mut ids = Vec::new();
+        let (rank, size) = (self.rank, self.size);
         let mut run = || -> Result<(), TransportError> {
-            for peer in (0..self.size).filter(|&p| p != self.rank) {
+            for peer in (0..size).filter(|&p| p != rank) {
                 ids.push(self.tag_start(peer, buf.prefix(0), Access::Write)?);
             }
-            for peer in (0..self.size).filter(|&p| p != self.rank) {
+            for peer in (0..size).filter(|&p| p != rank) {
                 ids.push(self.tag_start(peer, buf.prefix(0), Access::Read)?);
             }
             self.wait_for_all(&ids)
         };
         run().map_err(|e| format!("the first message to every peer: {e}"))?;
-        self.memory.free(buf).map_err(|e| e.to_string())?;
-        self.ring_warm()
+        self.memory.free(buf).map_err(|e| e.to_string())
     }
 
     /// What UCX prints about each endpoint.
@@ -324,8 +337,4 @@ impl UcxTransport {
             })
             .collect()
     }
-}
-
-fn ring_geometry(ring: &Ring) -> (usize, usize) {
-    ring.geometry()
 }

@@ -85,7 +85,9 @@ impl Context {
         let mut attr: sys::ucp_context_attr_t = unsafe { std::mem::zeroed() };
         attr.field_mask = u64::from(sys::UCP_ATTR_FIELD_REQUEST_SIZE);
         // SAFETY: `ctx` is live and `attr` a valid out structure.
-        check("ucp_context_query", unsafe { sys::ucp_context_query(ctx, &mut attr) })?;
+        check("ucp_context_query", unsafe {
+            sys::ucp_context_query(ctx, &mut attr)
+        })?;
         context.request_size = attr.request_size;
         // SAFETY: all-zero is a valid ucp_worker_params_t (integers, pointers, a
         // CPU mask); only the thread mode is marked as set.
@@ -176,7 +178,8 @@ fn init(tls: Option<&str>, features: u64, ranks: usize) -> Result<sys::ucp_conte
     })?;
     let result = (|| {
         if let Some(list) = tls {
-            let value = CString::new(list).map_err(|_| "a transport list with a NUL byte".to_string())?;
+            let value =
+                CString::new(list).map_err(|_| "a transport list with a NUL byte".to_string())?;
             // SAFETY: `config` is live; both strings are NUL-terminated and
             // outlive the call (UCX copies the value).
             check("ucp_config_modify(TLS)", unsafe {

@@ -188,7 +188,11 @@ impl Memory {
 
     /// [`Memory::ptr`] for a pending request: takes the hold, which
     /// [`Memory::release`] gives back.
-    pub(super) fn hold(&mut self, region: Region, access: Access) -> Result<*mut u8, TransportError> {
+    pub(super) fn hold(
+        &mut self,
+        region: Region,
+        access: Access,
+    ) -> Result<*mut u8, TransportError> {
         let b = self.buf_mut(region.buffer)?;
         let range = Self::range(b, region)?;
         let start = range.start;

@@ -35,8 +35,8 @@ pub use context::probe;
 
 use crate::UcxOp;
 use ngauge_transport::{
-    Access, Buffers, Capabilities, NativeRole, Rank, Region, RequestId, Transport,
-    TransportError, WaitMode,
+    Access, Buffers, Capabilities, NativeRole, Rank, Region, RequestId, Transport, TransportError,
+    WaitMode,
 };
 use std::cell::Cell;
 use std::os::raw::c_void;
@@ -116,7 +116,12 @@ pub struct UcxTransport {
 /// The error of a UCX call that failed with `status`, on the link to `peer`:
 /// [`TransportError::PeerClosed`] when the status says the peer is gone,
 /// otherwise [`TransportError::Io`] carrying `ucs_status_string`'s text.
-fn failed(call: &'static str, peer: Rank, op: &'static str, status: sys::ucs_status_t) -> TransportError {
+fn failed(
+    call: &'static str,
+    peer: Rank,
+    op: &'static str,
+    status: sys::ucs_status_t,
+) -> TransportError {
     match status {
         sys::UCS_ERR_ENDPOINT_TIMEOUT
         | sys::UCS_ERR_CONNECTION_RESET

@@ -103,7 +103,13 @@ impl Ring {
 
     /// Connects to `peer`'s ring at `addr`, unpacking its remote key `rkey` for
     /// the endpoint `ep`.
-    pub(super) fn connect(&mut self, peer: Rank, ep: sys::ucp_ep_h, addr: u64, rkey: &[u8]) -> Result<(), String> {
+    pub(super) fn connect(
+        &mut self,
+        peer: Rank,
+        ep: sys::ucp_ep_h,
+        addr: u64,
+        rkey: &[u8],
+    ) -> Result<(), String> {
         let mut handle: sys::ucp_rkey_h = std::ptr::null_mut();
         // SAFETY: `ep` is a live endpoint; `rkey` is the packed key its owner
         // published, read by UCX during the call only; the handle is destroyed
@@ -215,7 +221,11 @@ fn deliver(ring: &mut Ring, x: &mut Parts) {
             // written before its trailer; the receive's region (held for it,
             // `got + take <= len`) is not touched by anyone else meanwhile.
             unsafe {
-                std::ptr::copy_nonoverlapping(ring.area.ptr().add(from), rin.ptr.add(rin.got), take);
+                std::ptr::copy_nonoverlapping(
+                    ring.area.ptr().add(from),
+                    rin.ptr.add(rin.got),
+                    take,
+                );
             }
         }
         rin.got += t.len as usize;
@@ -249,15 +259,28 @@ fn report(ring: &mut Ring, x: &mut Parts) -> Result<(), TransportError> {
         if unsafe { sys::ucp_request_check_status(flow.credit_put) } == sys::UCS_INPROGRESS {
             return Ok(());
         }
-        x.slots.give(std::mem::replace(&mut flow.credit_put, std::ptr::null_mut()));
+        x.slots.give(std::mem::replace(
+            &mut flow.credit_put,
+            std::ptr::null_mut(),
+        ));
     }
-    let Some(remote) = ring.remote[peer].as_ref() else { return Ok(()) };
+    let Some(remote) = ring.remote[peer].as_ref() else {
+        return Ok(());
+    };
     let word = peer * (ring.layout.depth + 1) + ring.layout.depth;
     ring.stage[word] = flow.head.to_le();
     flow.reported = flow.head;
     let request = x.slots.take();
     let addr = remote.addr + ring.layout.credit(x.me) as u64;
-    match put(x.ep, (&ring.stage[word] as *const u64).cast(), 8, remote, addr, request, peer) {
+    match put(
+        x.ep,
+        (&ring.stage[word] as *const u64).cast(),
+        8,
+        remote,
+        addr,
+        request,
+        peer,
+    ) {
         Ok(true) => flow.credit_put = request,
         Ok(false) => x.slots.give(request),
         Err(e) => {
@@ -290,7 +313,9 @@ fn push(ring: &mut Ring, x: &mut Parts) {
     }
     loop {
         let flow = &mut ring.flows[peer];
-        let Some(out) = flow.sends.front_mut() else { return };
+        let Some(out) = flow.sends.front_mut() else {
+            return;
+        };
         if let Some(last) = out.last {
             if flow.puts.front().is_some_and(|&(seq, _)| seq <= last) {
                 return;
@@ -308,10 +333,16 @@ fn push(ring: &mut Ring, x: &mut Parts) {
         }
         // The trailer word of this slot is free once the put of the slot's
         // previous trailer completed.
-        if flow.puts.front().is_some_and(|&(seq, _)| seq + depth <= flow.sent) {
+        if flow
+            .puts
+            .front()
+            .is_some_and(|&(seq, _)| seq + depth <= flow.sent)
+        {
             return;
         }
-        let Some(remote) = ring.remote[peer].as_ref() else { return };
+        let Some(remote) = ring.remote[peer].as_ref() else {
+            return;
+        };
         let seq = flow.sent;
         let n = (out.len - out.issued).min(layout.slot_bytes);
         let last = out.issued + n == out.len;
@@ -330,8 +361,10 @@ fn push(ring: &mut Ring, x: &mut Parts) {
                     }
                 }
                 // SAFETY: the worker is live.
-                context::check("ucp_worker_fence", unsafe { sys::ucp_worker_fence(x.worker) })
-                    .map_err(|e| failed_text(peer, e))?;
+                context::check("ucp_worker_fence", unsafe {
+                    sys::ucp_worker_fence(x.worker)
+                })
+                .map_err(|e| failed_text(peer, e))?;
             }
             let word = peer * (layout.depth + 1) + (seq % depth) as usize;
             ring.stage[word] = Trailer {
@@ -344,7 +377,15 @@ fn push(ring: &mut Ring, x: &mut Parts) {
             .to_le();
             let request = x.slots.take();
             let addr = remote.addr + layout.trailer(x.me, seq) as u64;
-            match put(x.ep, (&ring.stage[word] as *const u64).cast(), 8, remote, addr, request, peer) {
+            match put(
+                x.ep,
+                (&ring.stage[word] as *const u64).cast(),
+                8,
+                remote,
+                addr,
+                request,
+                peer,
+            ) {
                 Ok(true) => flow.puts.push_back((seq, request)),
                 Ok(false) => x.slots.give(request),
                 Err(e) => {
@@ -388,7 +429,9 @@ impl UcxTransport {
     }
 
     fn ring_peer(&mut self, peer: Rank) {
-        let Some(ring) = self.ring.as_mut() else { return };
+        let Some(ring) = self.ring.as_mut() else {
+            return;
+        };
         let mut x = Parts {
             me: self.rank,
             peer,
@@ -412,12 +455,23 @@ impl UcxTransport {
 
     /// `isend`/`irecv` on the put path: the region held until the request is
     /// retired.
-    pub(super) fn ring_start(&mut self, peer: Rank, region: Region, access: Access) -> Result<RequestId, TransportError> {
+    pub(super) fn ring_start(
+        &mut self,
+        peer: Rank,
+        region: Region,
+        access: Access,
+    ) -> Result<RequestId, TransportError> {
         let recv = access == Access::Write;
         if self.peers[peer].gone.is_some() {
-            let waiting = self.ring.as_ref().is_some_and(|r| r.arrived(peer).is_some());
-            if !(recv && waiting) {
-                return Err(self.gone_error(peer, if recv { "recv" } else { "send" }));
+            let waiting = self
+                .ring
+                .as_ref()
+                .is_some_and(|r| r.arrived(peer).is_some());
+            if !recv {
+                return Err(self.gone_error(peer, "send"));
+            }
+            if !waiting {
+                return self.start_failed(peer, region, access);
             }
         }
         let ptr = self.memory.hold(region, access)?;
@@ -452,7 +506,9 @@ impl UcxTransport {
     /// or a send to a peer that is gone); the rest of a message partly received
     /// is dropped when it arrives.
     pub(super) fn ring_cancel(&mut self, request: RequestId) {
-        let Some(ring) = self.ring.as_mut() else { return };
+        let Some(ring) = self.ring.as_mut() else {
+            return;
+        };
         for flow in &mut ring.flows {
             if let Some(i) = flow.recvs.iter().position(|r| r.id == request) {
                 let rin = flow.recvs.remove(i).expect("found");
@@ -468,8 +524,12 @@ impl UcxTransport {
     /// flushes: the RMA lanes are connected before anything is timed.
     pub(super) fn ring_warm(&mut self) -> Result<(), String> {
         for peer in 0..self.size {
-            let Some(ring) = self.ring.as_ref() else { return Ok(()) };
-            let Some(remote) = ring.remote[peer].as_ref() else { continue };
+            let Some(ring) = self.ring.as_ref() else {
+                return Ok(());
+            };
+            let Some(remote) = ring.remote[peer].as_ref() else {
+                continue;
+            };
             let request = self.slots.take();
             let addr = remote.addr + ring.layout.credit(self.rank) as u64;
             let word = peer * (ring.layout.depth + 1) + ring.layout.depth;

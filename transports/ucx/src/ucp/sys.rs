@@ -6,6 +6,7 @@
     non_upper_case_globals,
     non_snake_case,
     dead_code,
+    unused_imports,
     missing_docs,
     clippy::all
 )]

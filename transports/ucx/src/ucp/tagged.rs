@@ -66,7 +66,11 @@ fn mismatch(peer: Rank, expected: usize, got: usize) -> TransportError {
 impl UcxTransport {
     /// The endpoint to `peer` for `op`, or the error naming it when it is gone.
     #[inline]
-    pub(super) fn live_ep(&self, peer: Rank, op: &'static str) -> Result<sys::ucp_ep_h, TransportError> {
+    pub(super) fn live_ep(
+        &self,
+        peer: Rank,
+        op: &'static str,
+    ) -> Result<sys::ucp_ep_h, TransportError> {
         let p = &self.peers[peer];
         if p.gone.is_some() || p.ep.is_null() {
             return Err(self.gone_error(peer, op));
@@ -91,21 +95,29 @@ impl UcxTransport {
         // of a mapped buffer that the caller keeps valid and unwritten until the
         // send completes (a hold, or a blocking wait); `request` is free request
         // memory of UCP's request size (slots).
-        let status = unsafe {
-            sys::ucp_tag_send_nbx(ep, buffer(ptr), len, tag::tag(kind, self.rank), &p)
-        };
+        let status =
+            unsafe { sys::ucp_tag_send_nbx(ep, buffer(ptr), len, tag::tag(kind, self.rank), &p) };
         if status.is_null() {
             Ok(false)
         } else if sys::ptr_is_err(status) {
-            Err(failed("ucp_tag_send_nbx", peer, "send", sys::ptr_status(status)))
+            Err(failed(
+                "ucp_tag_send_nbx",
+                peer,
+                "send",
+                sys::ptr_status(status),
+            ))
         } else {
             Ok(true)
         }
     }
 
     /// Starts a receive of `len` bytes into `ptr` from `peer` with request memory
-    /// `request`: `Ok(None)` when UCX holds it, `Ok(Some(length))` when a message
-    /// was already there, or the status it failed with.
+    /// `request`, which UCX then holds until [`Self::request_status`] reports
+    /// the receive ended; or the status it failed with. Immediate completion is
+    /// denied (`UCP_OP_ATTR_FLAG_NO_IMM_CMPL`): UCX 1.13 leaves
+    /// `recv_info.tag_info` unwritten when it completes a receive with
+    /// caller-provided request memory at once, so the length is always read
+    /// from the request.
     #[inline(always)]
     pub(super) fn post_recv(
         &self,
@@ -113,18 +125,12 @@ impl UcxTransport {
         ptr: *mut u8,
         len: usize,
         request: *mut c_void,
-    ) -> Result<Option<usize>, sys::ucs_status_t> {
-        let mut info = sys::ucp_tag_recv_info_t {
-            sender_tag: 0,
-            length: 0,
-        };
+    ) -> Result<(), sys::ucs_status_t> {
         let mut p = params(request);
-        p.op_attr_mask |= sys::UCP_OP_ATTR_FIELD_RECV_INFO;
-        p.recv_info.tag_info = &mut info;
+        p.op_attr_mask |= sys::UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
         // SAFETY: the worker is live; [ptr, ptr+len) is memory of a mapped buffer
         // the caller keeps valid and untouched until the receive completes (a
-        // hold, or a blocking wait); `request` is free request memory; `info`
-        // outlives the call, the only time UCX writes it.
+        // hold, or a blocking wait); `request` is free request memory.
         let status = unsafe {
             sys::ucp_tag_recv_nbx(
                 self.ctx.worker,
@@ -135,12 +141,10 @@ impl UcxTransport {
                 &p,
             )
         };
-        if status.is_null() {
-            Ok(Some(info.length))
-        } else if sys::ptr_is_err(status) {
+        if sys::ptr_is_err(status) {
             Err(sys::ptr_status(status))
         } else {
-            Ok(None)
+            Ok(())
         }
     }
 
@@ -210,21 +214,22 @@ impl UcxTransport {
     /// Receives one message of exactly `len` bytes from `peer` into `ptr` (the
     /// blocking receive and the native loop).
     #[inline(always)]
-    pub(super) fn recv_raw(&mut self, peer: Rank, ptr: *mut u8, len: usize) -> Result<(), TransportError> {
+    pub(super) fn recv_raw(
+        &mut self,
+        peer: Rank,
+        ptr: *mut u8,
+        len: usize,
+    ) -> Result<(), TransportError> {
         if self.peers[peer].gone.is_some() && !self.has_unexpected(peer) {
             return Err(self.gone_error(peer, "recv"));
         }
         let request = self.slots.take();
         match self.post_recv(peer, ptr, len, request) {
-            Ok(Some(got)) => {
-                self.slots.give(request);
-                received("ucp_tag_recv_nbx", peer, len, sys::UCS_OK, got)
-            }
+            Ok(()) => self.finish_raw(request, peer, true, len),
             Err(status) => {
                 self.slots.give(request);
                 Err(failed("ucp_tag_recv_nbx", peer, "recv", status))
             }
-            Ok(None) => self.finish_raw(request, peer, true, len),
         }
     }
 
@@ -234,7 +239,13 @@ impl UcxTransport {
     /// the endpoint is closed).
     #[cold]
     #[inline(never)]
-    fn finish_raw(&mut self, request: *mut c_void, peer: Rank, recv: bool, len: usize) -> Result<(), TransportError> {
+    fn finish_raw(
+        &mut self,
+        request: *mut c_void,
+        peer: Rank,
+        recv: bool,
+        len: usize,
+    ) -> Result<(), TransportError> {
         let op = if recv { "recv" } else { "send" };
         let waited = self.spin(Some(peer), |_| {
             let (status, got) = Self::request_status(request, recv);
@@ -318,11 +329,16 @@ impl UcxTransport {
 
     /// `isend` or `irecv` on the tag path: the region held until the request is
     /// retired.
-    pub(super) fn tag_start(&mut self, peer: Rank, region: Region, access: Access) -> Result<RequestId, TransportError> {
+    pub(super) fn tag_start(
+        &mut self,
+        peer: Rank,
+        region: Region,
+        access: Access,
+    ) -> Result<RequestId, TransportError> {
         let recv = access == Access::Write;
         let ep = if recv {
             if self.peers[peer].gone.is_some() && !self.has_unexpected(peer) {
-                return Err(self.gone_error(peer, "recv"));
+                return self.start_failed(peer, region, access);
             }
             std::ptr::null_mut()
         } else {
@@ -331,11 +347,9 @@ impl UcxTransport {
         let ptr = self.memory.hold(region, access)?;
         let request = self.slots.take();
         let started = if recv {
-            match self.post_recv(peer, ptr, region.len, request) {
-                Ok(Some(got)) => Ok(Some(received("ucp_tag_recv_nbx", peer, region.len, sys::UCS_OK, got))),
-                Ok(None) => Ok(None),
-                Err(status) => Err(failed("ucp_tag_recv_nbx", peer, "recv", status)),
-            }
+            self.post_recv(peer, ptr, region.len, request)
+                .map(|()| None)
+                .map_err(|status| failed("ucp_tag_recv_nbx", peer, "recv", status))
         } else {
             self.post_send(ep, ptr, region.len, Kind::Data, request, peer)
                 .map(|held| (!held).then_some(Ok(())))

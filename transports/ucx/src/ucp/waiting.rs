@@ -11,7 +11,7 @@
 //! transport: UCX cannot cancel a send, so the endpoint is closed, which ends
 //! every request on it.
 
-use super::{context, failed, sys, tagged, Gone, State, UcxTransport, NAME};
+use super::{context, failed, sys, tagged, Gone, Request, State, UcxTransport, NAME};
 use crate::UcxOp;
 use ngauge_transport::{Access, Rank, Region, RequestId, TransportError, WaitMode};
 use std::os::raw::c_void;
@@ -159,19 +159,23 @@ impl UcxTransport {
         // SAFETY: all-zero is a valid ucp_request_param_t; only the flags are set.
         let mut p: sys::ucp_request_param_t = unsafe { std::mem::zeroed() };
         p.op_attr_mask = sys::UCP_OP_ATTR_FIELD_FLAGS;
-        p.flags = if force { sys::UCP_EP_CLOSE_FLAG_FORCE } else { 0 };
+        p.flags = if force {
+            sys::UCP_EP_CLOSE_FLAG_FORCE
+        } else {
+            0
+        };
         // SAFETY: `ep` is a live endpoint of our worker, closed once (the field
         // was cleared above).
         let request = unsafe { sys::ucp_ep_close_nbx(ep, &p) };
         if sys::ptr_is_ptr(request) {
             // SAFETY: `request` is UCX's own request of the close, checked until
-            // it ends and then freed once (UCX frees it at worker destruction if
-            // it never ends).
-            let done = self.drain(|| (unsafe { sys::ucp_request_check_status(request) }, 0));
-            if done.is_some() {
-                // SAFETY: as above.
-                unsafe { sys::ucp_request_free(request) };
-            }
+            // it ends, then freed once.
+            self.drain(|| (unsafe { sys::ucp_request_check_status(request) }, 0));
+            // Freed even when the close has not ended (UCX releases it when it
+            // does, at the latest when the worker is destroyed, which asserts
+            // that its pending closes were freed).
+            // SAFETY: as above.
+            unsafe { sys::ucp_request_free(request) };
         }
     }
 
@@ -205,7 +209,12 @@ impl UcxTransport {
     }
 
     /// `isend` (`Access::Read`) or `irecv` (`Access::Write`).
-    pub(super) fn start(&mut self, peer: Rank, region: Region, access: Access) -> Result<RequestId, TransportError> {
+    pub(super) fn start(
+        &mut self,
+        peer: Rank,
+        region: Region,
+        access: Access,
+    ) -> Result<RequestId, TransportError> {
         self.check_peer(peer)?;
         match self.op {
             UcxOp::Send => self.tag_start(peer, region, access),
@@ -213,11 +222,38 @@ impl UcxTransport {
         }
     }
 
+    /// A request with `peer`, which is gone, that fails when waited for (a
+    /// receive posted after the peer left, as on the other transports: the
+    /// error comes from `wait`, and the region is held until then).
+    pub(super) fn start_failed(
+        &mut self,
+        peer: Rank,
+        region: Region,
+        access: Access,
+    ) -> Result<RequestId, TransportError> {
+        let op = if access == Access::Write {
+            "recv"
+        } else {
+            "send"
+        };
+        let error = self.gone_error(peer, op);
+        self.memory.hold(region, access)?;
+        Ok(self.requests.insert(Request {
+            peer,
+            region,
+            access,
+            state: State::Done(Err(error)),
+        }))
+    }
+
     /// Whether `request` has finished (it stays in the table).
     fn finished(&self, request: RequestId) -> bool {
         match self.requests.get(request).map(|r| &r.state) {
             Some(State::Ucx(memory)) => {
-                let recv = self.requests.get(request).is_some_and(|r| r.access == Access::Write);
+                let recv = self
+                    .requests
+                    .get(request)
+                    .is_some_and(|r| r.access == Access::Write);
                 Self::request_status(*memory, recv).0 != sys::UCS_INPROGRESS
             }
             Some(State::Ring) => false,
@@ -378,12 +414,20 @@ impl UcxTransport {
     pub(super) fn teardown(&mut self) {
         let mut goodbyes: Vec<*mut c_void> = Vec::new();
         for peer in 0..self.size {
-            if peer == self.rank || self.peers[peer].gone.is_some() || self.peers[peer].ep.is_null() {
+            if peer == self.rank || self.peers[peer].gone.is_some() || self.peers[peer].ep.is_null()
+            {
                 continue;
             }
             let request = self.slots.take();
             let ep = self.peers[peer].ep;
-            match self.post_send(ep, std::ptr::null_mut(), 0, crate::tag::Kind::Close, request, peer) {
+            match self.post_send(
+                ep,
+                std::ptr::null_mut(),
+                0,
+                crate::tag::Kind::Close,
+                request,
+                peer,
+            ) {
                 Ok(true) => goodbyes.push(request),
                 _ => self.slots.give(request),
             }
@@ -421,4 +465,3 @@ impl UcxTransport {
         self.memory.clear();
     }
 }
-
