@@ -1,6 +1,7 @@
 //! With the `ucp` feature: finds UCX with pkg-config (`ucx`, at least 1.10, for
 //! the `*_nbx` calls), links it, and generates Rust declarations of its UCP API
-//! (`ucp/api/ucp.h`) with bindgen into `OUT_DIR/ucp.rs`. The version found is
+//! (`ucp/api/ucp.h`, and the log handler hook of `ucs/debug/log_def.h`) with
+//! bindgen into `OUT_DIR/ucp.rs`. The version found is
 //! exported to the crate as `NGAUGE_UCX_BUILD_VERSION`. Without the feature it
 //! does nothing.
 
@@ -28,10 +29,17 @@ fn generate() {
         .iter()
         .map(|p| format!("-I{}", p.display()));
     let bindings = bindgen::Builder::default()
-        .header_contents("ngauge_ucx.h", "#include <ucp/api/ucp.h>\n")
+        .header_contents(
+            "ngauge_ucx.h",
+            "#include <ucp/api/ucp.h>\n#include <ucs/debug/log_def.h>\n",
+        )
         .clang_args(includes)
         .allowlist_function("ucp_.*")
         .allowlist_function("ucs_status_string")
+        // UCX logs to stdout; ngauge's stdout is its results (`--json`).
+        .allowlist_function("ucs_log_push_handler")
+        .allowlist_function("vsnprintf")
+        .allowlist_type("ucs_log_func_t")
         .allowlist_type("ucp_.*")
         .allowlist_type("ucs_status_t")
         .allowlist_var("UCP_.*")

@@ -1,5 +1,5 @@
-//! The UCP context and its one worker, what UCX prints about itself, and
-//! `probe`.
+//! The UCP context and its one worker, what UCX prints about itself, where
+//! its log goes, and `probe`.
 
 use super::sys;
 use crate::{facts, tls};
@@ -55,6 +55,55 @@ pub(super) fn printed(print: impl FnOnce(*mut sys::FILE)) -> String {
         libc::free(buf.cast::<c_void>());
         text
     }
+}
+
+/// UCX's log handler for this process: the message on stderr, as UCX's own
+/// handler would print it on stdout (its default `UCX_LOG_FILE`), where
+/// ngauge writes its results. Messages of a level the component does not log
+/// are left to the next handler (which drops them too).
+unsafe extern "C" fn log_to_stderr(
+    file: *const libc::c_char,
+    line: libc::c_uint,
+    _function: *const libc::c_char,
+    level: sys::ucs_log_level_t,
+    comp: *const sys::ucs_log_component_config_t,
+    format: *const libc::c_char,
+    ap: *mut sys::__va_list_tag,
+) -> sys::ucs_log_func_rc_t {
+    // SAFETY: UCX passes its component's live configuration.
+    let enabled = comp.is_null() || level <= unsafe { (*comp).log_level };
+    if !enabled && level != sys::UCS_LOG_LEVEL_PRINT {
+        return sys::UCS_LOG_FUNC_RC_CONTINUE;
+    }
+    let mut text = [0u8; 512];
+    // SAFETY: `format` and `ap` are the printf format and arguments UCX passes
+    // for this one call; vsnprintf writes at most `len` bytes, NUL-terminated.
+    unsafe { sys::vsnprintf(text.as_mut_ptr().cast(), text.len() as _, format, ap) };
+    let text = CStr::from_bytes_until_nul(&text).map_or_else(|_| "".into(), CStr::to_string_lossy);
+    let file = if file.is_null() {
+        "".into()
+    } else {
+        // SAFETY: a static NUL-terminated file name.
+        unsafe { CStr::from_ptr(file) }.to_string_lossy()
+    };
+    let name = match level {
+        sys::UCS_LOG_LEVEL_FATAL => "FATAL",
+        sys::UCS_LOG_LEVEL_ERROR => "ERROR",
+        sys::UCS_LOG_LEVEL_WARN => "WARN",
+        sys::UCS_LOG_LEVEL_DIAG => "DIAG",
+        sys::UCS_LOG_LEVEL_INFO => "INFO",
+        _ => "DEBUG",
+    };
+    eprintln!("[UCX {name}] {file}:{line} {text}");
+    sys::UCS_LOG_FUNC_RC_STOP
+}
+
+/// Installs [`log_to_stderr`] once per process.
+fn log_to_stderr_once() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    // SAFETY: the handler is a function with the type UCX expects, valid for
+    // the life of the process.
+    ONCE.call_once(|| unsafe { sys::ucs_log_push_handler(Some(log_to_stderr)) });
 }
 
 /// A UCP context and one single-threaded worker on it.
@@ -170,6 +219,7 @@ impl Drop for Context {
 /// `ucp_init` (the header's inline wrapper of `ucp_init_version`) with the
 /// environment's configuration, `tls` in place of its transport list.
 fn init(tls: Option<&str>, features: u64, ranks: usize) -> Result<sys::ucp_context_h, String> {
+    log_to_stderr_once();
     let mut config: *mut sys::ucp_config_t = std::ptr::null_mut();
     // SAFETY: null prefix and file name mean the defaults (`UCX_` variables);
     // `config` receives a configuration we release below.

@@ -29,6 +29,8 @@ pub(super) enum Stop {
 /// How long teardown and a broken connection wait for UCX to let go of a
 /// request.
 const DRAIN: Duration = Duration::from_secs(2);
+/// How long teardown waits for the goodbyes of peers still there.
+const GOODBYE_WAIT: Duration = Duration::from_millis(500);
 /// Longest sleep on the event descriptor before the clock is read again.
 const NAP_MS: i32 = 100;
 
@@ -435,6 +437,17 @@ impl UcxTransport {
         for request in goodbyes {
             self.drain(|| Self::request_status(request, false));
         }
+        // Peers tearing down at the same time say goodbye too: waiting a moment
+        // for theirs keeps it from arriving unmatched at a destroyed worker.
+        let start = Instant::now();
+        let waiting = |t: &Self| {
+            (0..t.size).any(|p| p != t.rank && t.peers[p].gone.is_none() && !t.raised(p))
+        };
+        while waiting(self) && start.elapsed() < GOODBYE_WAIT {
+            if self.ctx.progress() == 0 {
+                std::thread::yield_now();
+            }
+        }
         for peer in 0..self.size {
             let goodbye = std::mem::replace(&mut self.peers[peer].goodbye, std::ptr::null_mut());
             if !goodbye.is_null() {
@@ -458,7 +471,9 @@ impl UcxTransport {
             ring.destroy_rkeys();
         }
         for peer in 0..self.size {
-            self.close_ep(peer, false);
+            // No flush towards a peer that left: it would wait for a timeout.
+            let left = self.alerts[peer].goodbye.get();
+            self.close_ep(peer, left);
         }
         self.ctx.destroy_worker();
         self.ring = None;
