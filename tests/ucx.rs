@@ -175,35 +175,37 @@ fn loggp_runs_over_ucx() {
 #[test]
 fn collectives_on_four_ranks_check_their_data() {
     for list in LISTS {
-        let doc = document(
-            &[
-                "--np",
-                "4",
-                "-t",
-                "ucx",
-                "--ucx-tls",
-                list,
-                "coll",
-                "--op",
-                "bcast,allreduce",
-                "--sizes",
-                "8,64K",
-                "--reps",
-                "5",
-                "--warmup",
-                "2",
-                "--fitpoints",
-                "10",
-                "--exchanges",
-                "3",
-                "--max-rounds",
-                "10",
-            ],
-            &[],
-        );
-        let results = doc["results"].as_array().expect("results");
-        assert!(!results.is_empty(), "{list}: {doc}");
-        assert_eq!(doc["meta"]["np"], 4);
+        for op in ["bcast", "allreduce"] {
+            let doc = document(
+                &[
+                    "--np",
+                    "4",
+                    "-t",
+                    "ucx",
+                    "--ucx-tls",
+                    list,
+                    "coll",
+                    "--op",
+                    op,
+                    "--sizes",
+                    "8,64K",
+                    "--reps",
+                    "5",
+                    "--warmup",
+                    "2",
+                    "--fitpoints",
+                    "10",
+                    "--exchanges",
+                    "3",
+                    "--max-rounds",
+                    "10",
+                ],
+                &[],
+            );
+            let results = doc["results"].as_array().expect("results");
+            assert!(!results.is_empty(), "{list} {op}: {doc}");
+            assert_eq!(doc["meta"]["np"], 4);
+        }
     }
 }
 

@@ -73,6 +73,15 @@ struct Peer {
     gone: Option<Gone>,
 }
 
+/// Why a wait ended without its operation.
+#[derive(Clone, Copy, Debug)]
+enum Stop {
+    /// Nothing within the timeout (how long it waited).
+    Timeout(Duration),
+    /// The peer said goodbye, or UCX reported its endpoint failed.
+    Gone,
+}
+
 /// Where a request stands.
 #[derive(Debug)]
 enum State {

@@ -8,8 +8,7 @@
 //! nonblocking ones keep the request in the table until `test` or `wait`
 //! retires it.
 
-use super::waiting::Stop;
-use super::{failed, sys, Request, State, UcxTransport, NAME};
+use super::{failed, sys, Request, State, Stop, UcxTransport, NAME};
 use crate::tag::{self, Kind};
 use ngauge_transport::{Access, Rank, Region, RequestId, TransportError};
 use std::os::raw::c_void;

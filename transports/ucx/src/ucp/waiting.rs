@@ -11,20 +11,11 @@
 //! transport: UCX cannot cancel a send, so the endpoint is closed, which ends
 //! every request on it.
 
-use super::{context, failed, sys, tagged, Gone, Request, State, UcxTransport, NAME};
+use super::{context, failed, sys, tagged, Gone, Request, State, Stop, UcxTransport, NAME};
 use crate::UcxOp;
 use ngauge_transport::{Access, Rank, Region, RequestId, TransportError, WaitMode};
 use std::os::raw::c_void;
 use std::time::{Duration, Instant};
-
-/// Why a wait ended without its operation.
-#[derive(Clone, Copy, Debug)]
-pub(super) enum Stop {
-    /// Nothing within the timeout (how long it waited).
-    Timeout(Duration),
-    /// The peer said goodbye, or UCX reported its endpoint failed.
-    Gone,
-}
 
 /// How long teardown and a broken connection wait for UCX to let go of a
 /// request.
