@@ -273,56 +273,48 @@ fn confirmed(doc: &Value) -> Vec<(u64, [u64; 2], Option<u64>)> {
         .collect()
 }
 
-/// Known answers: UCX's shared-memory FIFO element size moves the switch from
-/// eager short to eager copy (to the element size less UCP's 35 bytes of
-/// headers: 4061 for 4096), `UCX_RNDV_THRESH` the one to rendezvous (to the
-/// byte given). UCX prints both in the endpoint's `tag_send` (`meta.ucx`), and
-/// loggp must find both: each first byte inside the bracket of a confirmed
-/// change, the rendezvous located to the byte.
+/// Known answers: UCX switches its tag send from eager copies to rendezvous at
+/// `UCX_RNDV_THRESH`, and when that is `auto` (the default) at the shared-memory
+/// segment size (`UCX_POSIX_SEG_SIZE`). UCX prints the switch in the endpoint's
+/// `tag_send` (`meta.ucx`); loggp must find it confirmed and located to the
+/// byte, for each setting moved away from its default (8256 bytes).
 #[test]
 fn loggp_locates_the_switches_ucx_is_told() {
-    let env = [
-        ("UCX_POSIX_FIFO_ELEM_SIZE", "4096"),
-        ("UCX_RNDV_THRESH", "24000"),
-    ];
-    let doc = document(
-        &[
-            "--np",
-            "2",
-            "-t",
-            "ucx",
-            "--ucx-tls",
-            "posix,self",
-            "--wait",
-            "poll",
-            "loggp",
-            "--sizes",
-            "1-40K:1024",
-        ],
-        &env,
-    );
-    let switches: Vec<(String, u64)> = doc["meta"]["ucx"]["endpoints"][0]["tag_send"]
-        .as_array()
-        .expect("tag_send")
-        .iter()
-        .map(|s| {
-            (
-                s["protocol"].as_str().unwrap().to_string(),
-                s["first_bytes"].as_u64().unwrap(),
-            )
-        })
-        .collect();
-    let at = |p: &str| switches.iter().find(|s| s.0 == p).map(|s| s.1);
-    assert_eq!(at("egr/bcopy"), Some(4061), "{switches:?}");
-    assert_eq!(at("rndv"), Some(24000), "{switches:?}");
-    let found = confirmed(&doc);
-    for (first, exact) in [(4061, false), (24000, true)] {
-        let change = found
+    for (var, value, first) in [
+        ("UCX_POSIX_SEG_SIZE", "16384", 16384),
+        ("UCX_RNDV_THRESH", "24000", 24000),
+    ] {
+        let doc = document(
+            &[
+                "--np",
+                "2",
+                "-t",
+                "ucx",
+                "--ucx-tls",
+                "posix,self",
+                "--wait",
+                "poll",
+                "loggp",
+                "--sizes",
+                "1-32K:1024",
+            ],
+            &[(var, value)],
+        );
+        let switches: Vec<(String, u64)> = doc["meta"]["ucx"]["endpoints"][0]["tag_send"]
+            .as_array()
+            .expect("tag_send")
             .iter()
-            .find(|(_, [lo, hi], _)| *lo < first && first <= *hi)
-            .unwrap_or_else(|| panic!("no confirmed change brackets {first}: {found:?}"));
-        if exact {
-            assert_eq!(change.2, Some(first), "{found:?}");
-        }
+            .map(|s| {
+                let protocol = s["protocol"].as_str().unwrap().to_string();
+                (protocol, s["first_bytes"].as_u64().unwrap())
+            })
+            .collect();
+        let rndv = switches.iter().find(|s| s.0 == "rndv").map(|s| s.1);
+        assert_eq!(rndv, Some(first), "{var}={value}: UCX says {switches:?}");
+        let found = confirmed(&doc);
+        assert!(
+            found.iter().any(|c| c.2 == Some(first)),
+            "{var}={value}: no confirmed change located at {first}: {found:?}"
+        );
     }
 }
