@@ -683,7 +683,7 @@ fn on_off(value: &str) -> Result<bool, String> {
 
 /// The collective and how its calls are timed in windows: shared by `late` and
 /// `nbc`, flag names as issue 14 spells them for `coll` (`--op`, `--algo`,
-/// `--segment`, `--root`); see `commands::collective`.
+/// `--segment`, `--root`); the library's `WindowColl`.
 #[derive(Debug, Args, Clone)]
 pub struct CollArgs {
     /// The collective: bcast, gather, allreduce, barrier or alltoall.
@@ -707,7 +707,15 @@ pub struct CollArgs {
     #[arg(long, default_value_t = 0, value_name = "RANK")]
     pub root: usize,
 
-    /// Valid calls wanted per measurement point.
+    #[command(flatten)]
+    pub window: WindowFlags,
+}
+
+/// How the calls of a collective are timed: shared by `coll`, `late` and `nbc`.
+#[derive(Debug, Args, Clone)]
+pub struct WindowFlags {
+    /// Valid calls wanted per measurement point (coll's loop scheme: calls in the
+    /// loop).
     #[arg(long, default_value_t = 100, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub reps: u64,
 
@@ -715,8 +723,8 @@ pub struct CollArgs {
     #[arg(long, default_value_t = 10, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub warmup: u64,
 
-    /// Rounds of --reps calls at most: calls that started late or overran their
-    /// window are repeated, in a larger window.
+    /// Rounds of --reps calls at most (the window scheme): calls that started late
+    /// or overran their window are repeated, in a larger window.
     #[arg(long, default_value_t = 5, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub max_rounds: u64,
 
@@ -797,16 +805,13 @@ pub struct NbcArgs {
     /// Progress calls during the computation: `none`, or an interval with a unit;
     /// several, comma separated, are each measured (e.g. none,10us).
     #[arg(long, value_delimiter = ',', default_value = "none", value_name = "INTERVALS", value_parser = parse_test_every)]
-    pub test_every: Vec<TestEvery>,
+    pub test_every: Vec<Nanos>,
 }
 
-/// One `--test-every` value: no progress calls, or their interval.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct TestEvery(pub Option<Nanos>);
-
-fn parse_test_every(s: &str) -> Result<TestEvery, String> {
+/// One `--test-every` value: its interval, 0 for `none` (no progress calls).
+fn parse_test_every(s: &str) -> Result<Nanos, String> {
     if s.trim() == "none" {
-        return Ok(TestEvery(None));
+        return Ok(Nanos(0.0));
     }
     let d: Nanos = s
         .parse()
@@ -814,7 +819,7 @@ fn parse_test_every(s: &str) -> Result<TestEvery, String> {
     if d.0 <= 0.0 || d.0 > 1e9 {
         return Err(format!("{s:?} must be `none` or between 1ns and 1s"));
     }
-    Ok(TestEvery(Some(d)))
+    Ok(d)
 }
 
 /// Options of `ngauge noise`.
@@ -1061,34 +1066,12 @@ pub struct CollCmdArgs {
     pub root: RootChoice,
 
     /// How calls are timed.
-    #[arg(long, value_parser = names(&[
-        (Scheme::Window, "synchronized clocks, common start times, latest end - earliest start"),
-        (Scheme::Barrier, "a dissemination barrier before each call, the largest local time"),
-        (Scheme::Loop, "calls back to back, total / calls (underestimates one call)"),
-    ]), default_value = "window", value_name = "SCHEME")]
+    #[arg(long, value_parser = schemes(), default_value = "window", value_name = "SCHEME")]
     pub scheme: Scheme,
 
     /// Bytes per rank: 1-64K (powers of two), 1K-8K:1K (step), 1,1K,64K (list).
     #[arg(long, default_value = "1-64K", value_name = "SPEC")]
     pub sizes: String,
-
-    /// Valid calls wanted per measurement point (the loop: calls in the loop).
-    #[arg(long, default_value_t = 100, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
-    pub reps: u64,
-
-    /// Untimed calls first (their data checked; the slowest sizes the first
-    /// window).
-    #[arg(long, default_value_t = 10, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
-    pub warmup: u64,
-
-    /// Rounds of --reps calls at most (the window scheme): invalid calls are
-    /// repeated, in an adapted window.
-    #[arg(long, default_value_t = 5, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=1000))]
-    pub max_rounds: u64,
-
-    /// Skip the data check of the warm-up calls.
-    #[arg(long)]
-    pub no_check: bool,
 
     /// Force Open MPI's algorithm N for --algo mpi (sets
     /// OMPI_MCA_coll_tuned_use_dynamic_rules=1 and
@@ -1120,7 +1103,25 @@ pub struct CollCmdArgs {
     pub predict: Option<PathBuf>,
 
     #[command(flatten)]
-    pub sync: SyncFlags,
+    pub window: WindowFlags,
+}
+
+/// The timing schemes of `coll` and `simulate --measure`.
+fn schemes() -> impl TypedValueParser<Value = Scheme> {
+    names(&[
+        (
+            Scheme::Window,
+            "synchronized clocks, common start times, latest end - earliest start",
+        ),
+        (
+            Scheme::Barrier,
+            "a dissemination barrier before each call, the largest local time",
+        ),
+        (
+            Scheme::Loop,
+            "calls back to back, total / calls (underestimates one call)",
+        ),
+    ])
 }
 
 fn parse_root(s: &str) -> Result<RootChoice, String> {
@@ -1214,11 +1215,7 @@ pub struct SimulateArgs {
     pub measure: bool,
 
     /// With --measure: how calls are timed (as `ngauge coll --scheme`).
-    #[arg(long, requires = "measure", value_parser = names(&[
-        (Scheme::Window, "synchronized clocks, common start times, latest end - earliest start"),
-        (Scheme::Barrier, "a dissemination barrier before each call, the largest local time"),
-        (Scheme::Loop, "calls back to back, total / calls (underestimates one call)"),
-    ]), default_value = "window", value_name = "SCHEME", help_heading = "Measuring")]
+    #[arg(long, requires = "measure", value_parser = schemes(), default_value = "window", value_name = "SCHEME", help_heading = "Measuring")]
     pub scheme: Scheme,
 
     /// With --measure: valid calls wanted per candidate and size.

@@ -1,8 +1,9 @@
 //! ngauge: what communication really costs, measured over raw transports and MPI with
 //! one clock discipline and one statistics pipeline.
 //!
-//! The library holds the measurement core; the `ngauge` binary only parses the command
-//! line and glues these modules together:
+//! The library runs every experiment from a plain spec ([`experiment`]); the
+//! `ngauge` binary and TOML suites are two front ends that fill the spec and print
+//! the document. The folders stand in one order (`docs/architecture.md`):
 //!
 //! - [`units`], [`build_facts`], [`time_format`], [`names`], [`sizes`]: leaf
 //!   modules (units of time, what the build recorded, dates, names, size lists)
@@ -15,14 +16,15 @@
 //! - [`job`]: job setup from a serde-named spec: starting, opening transports.
 //! - [`launch`]: launcher detection, local launcher, rendezvous, control channel.
 //! - [`model`]: least squares, change points, LogGP parameters.
-//! - [`patterns`]: measurement procedures (ping-pong, PRTT for LogGP).
+//! - [`patterns`]: measurement procedures (ping-pong, PRTT for LogGP, collectives
+//!   timed in windows, late arrivals, NBC overlap, noise).
 //! - [`stats`]: medians, quantiles, summaries, the interval of the median, Tukey's
 //!   filter.
 //! - [`report`]: metadata, tables, JSON lines, SVG plots, comparisons.
 //! - [`rng`]: the one random generator (SplitMix64), a leaf module.
-//! - [`sim`]: the virtual-time world (LogGP network model, virtual clocks, an
-//!   in-process transport over them) for exact tests and the simulator.
-//! - [`sizes`]: `--sizes` specifications.
+//! - [`sim`]: the LogGP simulator of collectives (a discrete-event engine over
+//!   per-rank schedules, Hockney models, model-based selection), and the
+//!   virtual-time world it shares with exact tests.
 //! - [`spec`]: what each measuring command measures, as serde specs the command
 //!   line and suite files fill alike.
 //! - [`suite`]: suites of experiments over launches, reading results back.

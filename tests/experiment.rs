@@ -8,12 +8,18 @@
 #[path = "support/documents.rs"]
 mod documents;
 
+use ngauge::coll::Collective;
 use ngauge::experiment::{self, Context};
 use ngauge::job::{JobSpec, TransportName, WaitPolicy};
 use ngauge::launch::{LaunchOptions, Started, World};
+use ngauge::patterns::coll::Scheme;
 use ngauge::report::document::Export;
 use ngauge::report::Document;
-use ngauge::spec::{InfoSpec, LoggpSpec, NoiseSpec, PingpongSpec, SizeList, SyncSpec, TimerSpec};
+use ngauge::sim::spec::{LogGpSpec, NetworkSpec, SimulateSpec};
+use ngauge::spec::{
+    CollCmdSpec, InfoSpec, LateCmdSpec, LoggpSpec, NbcCmdSpec, NoiseSpec, PingpongSpec, SizeList,
+    SyncSpec, TimerSpec, WindowColl,
+};
 use ngauge::sync::Algorithm;
 use std::time::Duration;
 
@@ -289,4 +295,172 @@ fn sync_runs_from_its_spec_on_two_ranks() {
         out[1].0.is_none() && out[1].1.is_empty(),
         "rank 1 keeps nothing"
     );
+}
+
+/// A context keeping its records in `records`.
+fn keeping(records: &mut Vec<String>) -> Context<'_> {
+    Context {
+        records: Some(records),
+        ..Context::quiet(command_line())
+    }
+}
+
+/// Few calls, a light sync: a windowed collective in a second on a loaded host.
+fn light(op: Collective) -> WindowColl {
+    WindowColl {
+        op,
+        reps: 5,
+        warmup: 2,
+        max_rounds: 10,
+        sync: Algorithm::Logp,
+        ..WindowColl::default()
+    }
+}
+
+#[test]
+fn coll_runs_from_its_spec_on_two_ranks() {
+    let job = job(&[TransportName::Tcp]);
+    let spec = CollCmdSpec {
+        algo: vec!["binomial".into(), "linear".into()],
+        sizes: SizeList(vec![1, 1024]),
+        reps: 5,
+        warmup: 2,
+        max_rounds: 10,
+        samples: true,
+        sync: Algorithm::Logp,
+        ..CollCmdSpec::default()
+    };
+    let out = on_two_ranks(&job, |world| {
+        let mut records = Vec::new();
+        let doc = experiment::coll::run(world, &job, &spec, &mut keeping(&mut records)).unwrap();
+        (doc, records.len())
+    });
+    let doc = out[0].0.as_ref().unwrap();
+    let value = valid(doc, "coll");
+    let measured: Vec<(&str, u64)> = (value["results"].as_array().unwrap().iter())
+        .map(|r| (r["algo"].as_str().unwrap(), r["size"].as_u64().unwrap()))
+        .collect();
+    let want = [
+        ("binomial", 1),
+        ("linear", 1),
+        ("binomial", 1024),
+        ("linear", 1024),
+    ];
+    assert_eq!(measured, want, "interleaved size by size");
+    assert_eq!(out[0].1, 4, "one record per point");
+    assert_eq!(value["sync"]["ranks"].as_array().map(Vec::len), Some(2));
+    assert!(doc.comparison.is_some() && doc.render().contains("ratio to tcp/linear"));
+    assert!(doc.plot_svg().unwrap().unwrap().contains("tcp/binomial"));
+    assert!(out[1].0.is_none() && out[1].1 == 0, "rank 1 keeps nothing");
+}
+
+#[test]
+fn late_runs_from_its_spec_on_two_ranks() {
+    let job = job(&[TransportName::Tcp]);
+    let spec = LateCmdSpec {
+        coll: light(Collective::Barrier),
+        delay_ns: vec![0.0, 50e3],
+        ..LateCmdSpec::default()
+    };
+    let out = on_two_ranks(&job, |world| {
+        let mut records = Vec::new();
+        let doc = experiment::late::run(world, &job, &spec, &mut keeping(&mut records)).unwrap();
+        (doc, records.len())
+    });
+    let doc = out[0].0.as_ref().unwrap();
+    let value = valid(doc, "late");
+    let delays: Vec<f64> = (value["results"].as_array().unwrap().iter())
+        .map(|r| r["delay_us"].as_f64().unwrap())
+        .collect();
+    assert_eq!(delays, [0.0, 50.0]);
+    assert_eq!(out[0].1, 2, "one record per row");
+    assert_eq!(value["results"][0]["delayed_ranks"], serde_json::json!([0]));
+    assert_eq!(value["sync"]["ranks"].as_array().map(Vec::len), Some(2));
+    assert!(doc.plot_svg().unwrap().unwrap().starts_with("<svg"));
+    let mpi = LateCmdSpec {
+        coll: WindowColl {
+            algo: Some("mpi".into()),
+            ..spec.coll.clone()
+        },
+        ..spec.clone()
+    };
+    let e = on_two_ranks(&job, |world| {
+        experiment::late::run(world, &job, &mpi, &mut Context::quiet(command_line())).unwrap_err()
+    });
+    assert!(e[0].is_input(), "{}", e[0]);
+}
+
+#[test]
+fn nbc_runs_from_its_spec_on_two_ranks() {
+    let job = job(&[TransportName::Tcp]);
+    let spec = NbcCmdSpec {
+        coll: light(Collective::Allreduce),
+        sizes: SizeList(vec![8]),
+        test_every_ns: vec![0.0, 10e3],
+        ..NbcCmdSpec::default()
+    };
+    let out = on_two_ranks(&job, |world| {
+        let mut records = Vec::new();
+        let doc = experiment::nbc::run(world, &job, &spec, &mut keeping(&mut records)).unwrap();
+        (doc, records.len())
+    });
+    let doc = out[0].0.as_ref().unwrap();
+    let value = valid(doc, "nbc");
+    let every: Vec<Option<f64>> = (value["results"].as_array().unwrap().iter())
+        .map(|r| r["test_every_us"].as_f64())
+        .collect();
+    assert_eq!(every, [None, Some(10.0)]);
+    assert_eq!(out[0].1, 2, "one record per point");
+    assert_eq!(value["algo"], "recursive-doubling");
+}
+
+fn simulate_spec() -> SimulateSpec {
+    SimulateSpec {
+        op: "bcast".into(),
+        algorithms: vec!["binomial".into(), "linear".into()],
+        segments_bytes: Vec::new(),
+        np: 4,
+        sizes_bytes: vec![1, 1024],
+        root: 0,
+        network: NetworkSpec::Loggp(LogGpSpec {
+            l_us: 5.0,
+            o_s_us: 1.0,
+            o_r_us: 1.0,
+            g_us: 2.0,
+            big_g_us_per_byte: 0.001,
+            rendezvous: false,
+        }),
+        receive_gap: true,
+        per_rank: false,
+        loop_calls: None,
+    }
+}
+
+#[test]
+fn simulate_runs_from_its_spec_in_one_process_and_measures_on_two_ranks() {
+    let spec = simulate_spec();
+    let doc = experiment::simulate::run(&spec, &mut Context::quiet(command_line())).unwrap();
+    let value = valid(&doc, "simulate");
+    assert_eq!(value["results"].as_array().map(Vec::len), Some(4));
+    assert_eq!(value["meta"]["np"], 4);
+    let job = job(&[TransportName::Tcp]);
+    let how = CollCmdSpec {
+        scheme: Scheme::Barrier,
+        reps: 5,
+        warmup: 2,
+        ..CollCmdSpec::default()
+    };
+    let out = on_two_ranks(&job, |world| {
+        let mut records = Vec::new();
+        let doc =
+            experiment::simulate::measure(world, &job, &spec, &how, &mut keeping(&mut records));
+        (doc.unwrap(), records.len())
+    });
+    let doc = out[0].0.as_ref().unwrap();
+    let value = valid(doc, "simulate");
+    assert_eq!(value["meta"]["np"], 2, "the job's size is simulated");
+    let m = doc.measurement.as_ref().unwrap();
+    assert_eq!((m.results.len(), out[0].1), (4, 4));
+    assert!(m.results.iter().all(|r| r.predicted.is_some()), "{value}");
+    assert!(m.selection.is_some() && doc.render().contains("model-based selection"));
 }

@@ -445,6 +445,51 @@ fn a_noise_experiment_runs_in_a_suite() {
     assert_eq!(e["sizes"][0]["launch_numbers"], serde_json::json!([0, 1]));
 }
 
+/// Issue 31: a suite runs `late` and `nbc` from their tables (the collective in
+/// their `coll` table) as the command line would; nbc's summary is the overlap,
+/// late's the delay overlap benefit when the host let it decide one.
+#[test]
+fn late_and_nbc_experiments_run_in_a_suite() {
+    let light = "reps = 10\nwarmup = 3\nmax_rounds = 8\nsync = \"logp\"\n";
+    let (_tmp, suite, dir) = suite(
+        "windowed.toml",
+        &format!(
+            "[[experiment]]\nname = \"late\"\n[experiment.late]\ndelay_ns = [0]\n\
+             [experiment.late.coll]\nop = \"barrier\"\n{light}\
+             [[experiment]]\nname = \"nbc\"\n[experiment.nbc]\nsizes = \"8\"\n\
+             [experiment.nbc.coll]\n{light}"
+        ),
+    );
+    let (doc, _) = run_into(&suite, &dir, 300);
+    assert_eq!(
+        (doc["runs"].as_u64(), doc["done"].as_u64()),
+        (Some(2), Some(2)),
+        "{doc}"
+    );
+    let late = jsonl(&dir.join("late.jsonl"));
+    assert_eq!(late.len(), 1, "one size, mode and delay: {late:?}");
+    assert_eq!(late[0]["delay_us"], 0.0, "{late:?}");
+    let nbc = jsonl(&dir.join("nbc.jsonl"));
+    assert_eq!(nbc.len(), 1, "one size, scheme and interval: {nbc:?}");
+    let summary = json(&dir.join("summary.json"));
+    let metric = |name: &str| {
+        summary["experiments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| {
+                e["experiment"]
+                    .as_str()
+                    .is_some_and(|x| x.starts_with(name))
+            })
+            .map(|e| e["metric"].clone())
+    };
+    assert_eq!(metric("nbc"), Some("overlap_pct".into()), "{summary}");
+    if late[0]["benefit"].is_number() {
+        assert_eq!(metric("late"), Some("benefit".into()), "{summary}");
+    }
+}
+
 /// The processes whose command line names `needle` (the runs of one directory).
 fn processes_naming(needle: &str) -> Vec<String> {
     let mut out = Vec::new();

@@ -1,6 +1,6 @@
 //! Cost and resolution of the timer itself (Netgauge's `hrtimer` self-test, extended).
 
-use super::{Clock, Nanos};
+use super::Clock;
 use crate::stats::Summary;
 
 /// Read overhead and resolution of a clock.
@@ -56,13 +56,6 @@ fn overhead<C: Clock>(clock: &C, reads: usize, keep: bool) -> (TimerOverhead, Op
         },
         samples,
     )
-}
-
-impl TimerOverhead {
-    /// Median read cost.
-    pub fn median(&self) -> Nanos {
-        Nanos(self.read_ns.median)
-    }
 }
 
 #[cfg(test)]

@@ -1,20 +1,20 @@
 //! Runs one rank's [`Schedule`] over a [`Transport`]: every send and receive is
 //! posted nonblocking as soon as the steps it waits for have completed (and, per
 //! peer, after the sends or receives listed before it), local steps run as soon as
-//! they are ready, and progress happens only inside [`Executor::start`],
-//! [`Executor::test`] and [`Executor::wait`]: between them the executor does
+//! they are ready, and progress happens only inside [`Executor::start_with`],
+//! [`Executor::test_with`] and [`Executor::wait_with`]: between them the executor does
 //! nothing, so a nonblocking-collective benchmark can compute between `start` and
 //! `wait` and decide how often to call `test`.
 //!
 //! # How it waits
 //!
-//! [`Executor::wait`] alternates a sweep (`test` on every step in flight, then start
+//! [`Executor::wait_with`] alternates a sweep (`test` on every step in flight, then start
 //! what became ready; skipped when only one step is in flight) with a blocking
 //! [`Transport::wait`] on the earliest step in flight in list order. A transport
 //! progresses all its pending requests inside `wait` (TCP, MPI) or buffers its sends
 //! (in-process), so blocking on one step does not stop the others from moving; what
 //! it delays is only *noticing* the others and starting the steps they enable.
-//! [`crate::coll::analysis::check_progress`] replays exactly this policy with sends
+//! The tests' `check_progress` replays exactly this policy with sends
 //! that complete only when matched, and proves for every algorithm that it cannot
 //! deadlock. Inside `wait` (and [`Executor::run`]), a send or receive that is the
 //! only step in flight or ready is made with the blocking `send` or `recv`, which
@@ -245,22 +245,13 @@ impl Executor {
         Executor::new(schedule, buffers)
     }
 
-    /// The schedule it runs.
-    pub fn schedule(&self) -> &Schedule {
-        &self.schedule
-    }
-
     /// The buffers it runs on (to fill before and check after a call).
     pub fn buffers(&self) -> &CollBuffers {
         &self.buffers
     }
 
-    /// Starts a call: posts every step that waits for nothing, without blocking.
-    pub fn start(&mut self, t: &mut dyn Transport) -> Result<(), CollError> {
-        self.start_with(t, &mut Uninterrupted)
-    }
-
-    /// [`Executor::start`] under `interrupts`.
+    /// Starts a call under `interrupts`: posts every step that waits for nothing,
+    /// without blocking.
     pub fn start_with<I: Interrupts + ?Sized>(
         &mut self,
         t: &mut dyn Transport,
@@ -293,12 +284,8 @@ impl Executor {
         Ok(())
     }
 
-    /// Makes progress without blocking; `true` once the call is complete.
-    pub fn test(&mut self, t: &mut dyn Transport) -> Result<bool, CollError> {
-        self.test_with(t, &mut Uninterrupted)
-    }
-
-    /// [`Executor::test`] under `interrupts`.
+    /// Makes progress without blocking, under `interrupts`; `true` once the call is
+    /// complete.
     pub fn test_with<I: Interrupts + ?Sized>(
         &mut self,
         t: &mut dyn Transport,
@@ -331,12 +318,7 @@ impl Executor {
         }
     }
 
-    /// Completes the call.
-    pub fn wait(&mut self, t: &mut dyn Transport) -> Result<(), CollError> {
-        self.wait_with(t, &mut Uninterrupted)
-    }
-
-    /// [`Executor::wait`] under `interrupts`.
+    /// Completes the call, under `interrupts`.
     pub fn wait_with<I: Interrupts + ?Sized>(
         &mut self,
         t: &mut dyn Transport,
@@ -371,7 +353,7 @@ impl Executor {
         }
     }
 
-    /// One blocking call: [`Executor::start`], then [`Executor::wait`], except that
+    /// One blocking call: [`Executor::start_with`], then [`Executor::wait_with`], except that
     /// a send or receive that is the only step in flight or ready is made with the
     /// transport's blocking `send` or `recv` (what waiting on it alone would amount
     /// to, in one call instead of two: TCP's blocking path is one system call).
@@ -493,5 +475,23 @@ impl Executor {
         if *w == 0 {
             self.ready.push(Reverse(j));
         }
+    }
+}
+
+#[cfg(test)]
+impl Executor {
+    /// [`Executor::start_with`], uninterrupted.
+    pub(crate) fn start(&mut self, t: &mut dyn Transport) -> Result<(), CollError> {
+        self.start_with(t, &mut Uninterrupted)
+    }
+
+    /// [`Executor::test_with`], uninterrupted.
+    pub(crate) fn test(&mut self, t: &mut dyn Transport) -> Result<bool, CollError> {
+        self.test_with(t, &mut Uninterrupted)
+    }
+
+    /// [`Executor::wait_with`], uninterrupted.
+    pub(crate) fn wait(&mut self, t: &mut dyn Transport) -> Result<(), CollError> {
+        self.wait_with(t, &mut Uninterrupted)
     }
 }

@@ -97,11 +97,6 @@ impl NativeCalls {
         }
     }
 
-    /// The buffers, laid out as our schedules' ([`check`] reads them).
-    pub fn buffers(&self) -> &CollBuffers {
-        &self.buffers
-    }
-
     /// Call `index`: the regions and the root.
     pub fn call(&self, index: usize) -> NativeCollective {
         let region = |buf: Buf, len: usize| {

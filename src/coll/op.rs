@@ -64,11 +64,6 @@ impl<'t> Scheduled<'t> {
         Ok(Scheduled { t, spec, executor })
     }
 
-    /// The collective it runs.
-    pub fn spec(&self) -> &CollSpec {
-        &self.spec
-    }
-
     /// Releases the buffers.
     pub fn free(self) -> Result<(), CollError> {
         self.executor.buffers().free(self.t)?;

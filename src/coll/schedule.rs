@@ -11,13 +11,13 @@
 //!   after every earlier send (receive) to (from) the same peer in the list has
 //!   started. The generators list the steps so that the k-th send from `a` to `b` and
 //!   the k-th receive at `b` from `a` are the same message, with the same length
-//!   ([`crate::coll::analysis::check_matching`] proves it for small jobs).
+//!   (the tests' `check_matching` proves it for small jobs).
 //! - **Buffers.** A step names a [`Slice`] of one of up to four per-rank buffers
 //!   ([`Buf`]); [`Schedule::buffer_bytes`] says how long each must be. Overlapping
 //!   transfers with a writer among them, and a local step and any transfer on the same
 //!   buffer, are always ordered by dependencies (the transports' busy-buffer rule
 //!   refuses a whole buffer to local access while a transfer holds part of it;
-//!   [`crate::coll::analysis::check_hazards`] proves it).
+//!   the tests' `check_hazards` proves it).
 //! - **No empty messages.** No schedule sends 0 bytes (TCP carries no header, so an
 //!   empty message would not exist on the wire); an operation on 0 bytes has no
 //!   steps, and the barrier sends 1 byte.
@@ -26,7 +26,7 @@
 //!
 //! A [`Step`] is 72 bytes on a 64-bit target, a dependency edge 4 bytes and the
 //! [`Schedule`] itself 96, so a rank's schedule takes `96 + 72 * steps + 4 * edges`
-//! bytes ([`Schedule::heap_bytes`]; `docs/coll.md` has figures per algorithm). Schedules are generated per rank on demand
+//! bytes (`docs/coll.md` has figures per algorithm). Schedules are generated per rank on demand
 //! ([`crate::coll::CollSpec::schedule`]), never for the whole job at once.
 
 use ngauge_transport::Rank;
@@ -90,15 +90,6 @@ impl Slice {
     /// One past the last byte.
     pub fn end(&self) -> usize {
         self.offset + self.len
-    }
-
-    /// Whether the two slices share a byte.
-    pub fn overlaps(&self, other: &Slice) -> bool {
-        self.buf == other.buf
-            && self.len > 0
-            && other.len > 0
-            && self.offset < other.end()
-            && other.offset < self.end()
     }
 }
 
@@ -263,22 +254,6 @@ impl Schedule {
     pub fn buffer_bytes(&self, buf: Buf) -> usize {
         self.buffer_bytes[buf.index()]
     }
-
-    /// Bytes this schedule occupies (the struct and its two vectors' elements).
-    pub fn heap_bytes(&self) -> usize {
-        std::mem::size_of::<Schedule>()
-            + self.steps.len() * std::mem::size_of::<Step>()
-            + self.deps.len() * std::mem::size_of::<StepId>()
-    }
-
-    /// Bytes sent by this rank.
-    pub fn bytes_sent(&self) -> usize {
-        self.steps
-            .iter()
-            .filter(|s| s.action.kind() == Kind::Send)
-            .map(|s| s.action.bytes())
-            .sum()
-    }
 }
 
 /// Builds a [`Schedule`] step by step, in list order.
@@ -424,6 +399,28 @@ impl Iterator for Segments {
         let r = self.at..(self.at + self.seg).min(self.end);
         self.at = r.end;
         Some(r)
+    }
+}
+
+#[cfg(test)]
+impl Slice {
+    /// Whether the two slices share a byte.
+    pub(crate) fn overlaps(&self, other: &Slice) -> bool {
+        self.buf == other.buf
+            && self.len > 0
+            && other.len > 0
+            && self.offset < other.end()
+            && other.offset < self.end()
+    }
+}
+
+#[cfg(test)]
+impl Schedule {
+    /// Bytes this schedule occupies (the struct and its two vectors' elements).
+    pub(crate) fn heap_bytes(&self) -> usize {
+        std::mem::size_of::<Schedule>()
+            + self.steps.len() * std::mem::size_of::<Step>()
+            + self.deps.len() * std::mem::size_of::<StepId>()
     }
 }
 

@@ -4,9 +4,7 @@
 use crate::cli::GlobalArgs;
 use anyhow::Context as _;
 use ngauge::experiment::{Context, ExperimentError, Records};
-use ngauge::job::{
-    Job, JobError, JobSpec, JobWarning, TransportName, TransportOptions, UcxSpec, VerbsSpec,
-};
+use ngauge::job::{JobError, JobSpec, JobWarning, TransportName, UcxSpec, VerbsSpec};
 use ngauge::launch::{self, LaunchOptions, Started, World};
 use ngauge::report::document::Export;
 use ngauge::report::effort::EffortWarning;
@@ -32,6 +30,8 @@ pub fn flag_of(field: &str) -> String {
     match field {
         "check_after_s" => "--check-after".into(),
         "duration_ns" => "--duration".into(),
+        "delay_ns" => "--delay".into(),
+        "test_every_ns" => "--test-every".into(),
         other => format!("--{}", other.replace('_', "-")),
     }
 }
@@ -118,16 +118,6 @@ pub fn job_error(e: JobError) -> anyhow::Error {
         _ => e.to_string(),
     };
     anyhow::Error::new(UsageError(text))
-}
-
-/// Opens the transports of `-t` on this rank (a collective call); `adjust` may
-/// change each one's options before it is opened.
-pub fn open_job(
-    global: &GlobalArgs,
-    world: &mut World,
-    adjust: impl FnMut(TransportName, &mut TransportOptions),
-) -> anyhow::Result<Job> {
-    Job::open(&job_spec(global), world, adjust).map_err(job_error)
 }
 
 /// The metadata of a result timed by `source` at `hz`, with this command line.
@@ -320,17 +310,11 @@ pub fn with_world(
     }
 }
 
-/// This rank's clock ([`ngauge::experiment::rank_clock`]); a malformed test-clock
-/// variable is a usage error (exit status 2).
-pub fn rank_clock(world: &World) -> anyhow::Result<ngauge::clock::SystemClock> {
-    ngauge::experiment::rank_clock(world).map_err(experiment_error)
-}
-
 /// Checks the test-clock variables before any rank starts, so that a malformed one is
 /// reported once (by the local launcher) rather than by every rank; and, in the local
 /// launcher, fixes the common epoch of the injected skews (`NGAUGE_TEST_CLOCK_EPOCH`,
 /// inherited by the ranks it starts) at its own raw timer reading, so the spec's
-/// offsets hold at launch time. Ranks check the real job size again in [`rank_clock`].
+/// offsets hold at launch time. Ranks check the real job size again in [`ngauge::experiment::rank_clock`].
 pub fn check_clock_env(global: &GlobalArgs) -> anyhow::Result<()> {
     use ngauge::clock::{SystemClock, TickRate, TimerSource};
     use ngauge::sync::skew::{self, SkewSpec, EPOCH_ENV};

@@ -24,5 +24,7 @@ pub fn run(global: &GlobalArgs, args: &ExecArgs) -> anyhow::Result<()> {
         CommandSpec::Coll(s) => super::coll::run_spec(&g, s, None),
         CommandSpec::Simulate(s) => super::simulate::run_spec(&g, s, None),
         CommandSpec::Noise(s) => super::noise::run_spec(&g, s, None),
+        CommandSpec::Late(s) => super::late::run_spec(&g, s, None),
+        CommandSpec::Nbc(s) => super::nbc::run_spec(&g, s),
     }
 }

@@ -3,7 +3,6 @@
 //! warnings, printing) is in [`common`].
 
 mod coll;
-mod collective;
 mod common;
 mod compare;
 mod exec;

@@ -1,7 +1,7 @@
 //! `ngauge simulate`: the command line as a [`SimulateSpec`], the simulator's
-//! predictions as a table or JSON, optionally a timeline; with `--measure`, the
-//! candidates measured in a live job by `ngauge coll`'s executor and the models'
-//! choices judged against the measured best.
+//! predictions ([`ngauge::experiment::simulate`]) as a table or JSON, optionally a
+//! timeline; with `--measure`, the candidates measured in a live job by `ngauge
+//! coll`'s executor and the models' choices judged against the measured best.
 //!
 //! **`--measure` and `--np`.** Without `--measure`, `--np` is only the simulated
 //! job's size and nothing is started. With it, the command runs in a job like
@@ -9,10 +9,11 @@
 //! mpirun, srun or by hand the job is theirs) and the simulated size is the
 //! job's, so that the predictions and the measurements are of the same `P`.
 
-use super::common::UsageError;
+use super::common::{end, experiment_error, job_spec, measure, spec_usage, UsageError};
 use crate::cli::{GlobalArgs, SimulateArgs};
-use ngauge::report::simulate::{render, Measurement, SimulateDoc};
+use ngauge::experiment::{simulate, ExperimentError};
 use ngauge::sim::spec::{self, LogGpSpec, NetworkSpec, SimulateSpec};
+use ngauge::spec::{CollCmdSpec, SizeList};
 
 /// Segment sizes `--select` tries when `--segment` is not given.
 const SELECT_SEGMENTS: &str = "0,1K,8K,64K";
@@ -82,7 +83,7 @@ fn spec(global: &GlobalArgs, args: &SimulateArgs) -> anyhow::Result<SimulateSpec
 pub fn run(global: &GlobalArgs, args: &SimulateArgs) -> anyhow::Result<()> {
     let spec = spec(global, args)?;
     if args.measure {
-        return measure(global, args, spec);
+        return measure_in_job(global, args, spec);
     }
     run_spec(global, &spec, args.timeline.as_deref())
 }
@@ -90,19 +91,16 @@ pub fn run(global: &GlobalArgs, args: &SimulateArgs) -> anyhow::Result<()> {
 /// The spec's failures as the command line reports them: the user's input is a
 /// usage error.
 fn input(e: spec::SpecError) -> anyhow::Error {
-    if e.is_input() {
-        usage(e.to_string())
-    } else {
-        anyhow::Error::new(e)
-    }
+    experiment_error(ExperimentError::Simulate(e))
 }
 
 /// `--measure`: simulates `spec` at the job's size and measures its candidates
 /// with `coll`'s executor, rank 0 printing one document.
-fn measure(global: &GlobalArgs, args: &SimulateArgs, mut spec: SimulateSpec) -> anyhow::Result<()> {
-    use super::coll::{self, Candidate};
-    use super::collective::Implementation;
-    use ngauge::report::coll_predict::select;
+fn measure_in_job(
+    global: &GlobalArgs,
+    args: &SimulateArgs,
+    mut spec: SimulateSpec,
+) -> anyhow::Result<()> {
     // The job's size, when a launcher (or --rank/--size) has one; otherwise the
     // local launcher will start --np ranks.
     let env = ngauge::launch::detect();
@@ -117,143 +115,31 @@ fn measure(global: &GlobalArgs, args: &SimulateArgs, mut spec: SimulateSpec) -> 
         )));
     }
     spec.np = outer.unwrap_or(global.np as usize);
-    let candidates = spec::validate(&spec).map_err(input)?;
-    let loaded = spec.network.load().map_err(input)?;
+    spec::validate(&spec).map_err(input)?;
+    spec.network.load().map_err(input)?;
     let op: ngauge::coll::Collective = spec
         .op
         .parse()
         .map_err(|e: ngauge::coll::CollError| usage(e.to_string()))?;
-    let coll_spec = ngauge::spec::CollCmdSpec {
+    let how = CollCmdSpec {
         op,
         algo: spec.algorithms.clone(),
         root: ngauge::spec::coll::RootChoice::Rank(spec.root),
         scheme: args.scheme,
-        sizes: ngauge::spec::SizeList(spec.sizes_bytes.clone()),
+        sizes: SizeList(spec.sizes_bytes.clone()),
         reps: args.reps,
         warmup: args.warmup,
         max_rounds: args.max_rounds,
         ..Default::default()
     };
-    coll_spec.validate().map_err(super::common::spec_usage)?;
-    let candidates: Vec<Candidate> = candidates
-        .iter()
-        .map(|&(a, segment)| Candidate {
-            imp: Implementation::Ours(a),
-            segment: segment as usize,
-        })
-        .collect();
-    let sizes: Vec<usize> = spec.sizes_bytes.iter().map(|&s| s as usize).collect();
-    super::common::with_world(global, |world| {
-        // The simulated P is the job's.
-        spec.np = world.size;
-        spec::validate(&spec).map_err(input)?;
-        let measured = coll::measure(
-            global,
-            &coll_spec,
-            &candidates,
-            &sizes,
-            Some(&loaded),
-            world,
-        )?;
-        let Some(meta) = measured.meta else {
-            return Ok(());
-        };
-        let results = spec::run(&spec, &loaded.network).map_err(input)?;
-        let selection = select(&coll::points(&measured.records));
-        let mut doc = SimulateDoc::new(
-            params_name(&spec),
-            loaded.transport.clone(),
-            &loaded.network,
-            spec.receive_gap,
-            results,
-            loaded.warnings.clone(),
-            meta,
-        );
-        doc.measurement = Some(Measurement {
-            scheme: args.scheme,
-            reps: args.reps,
-            results: measured.records,
-            selection,
-            sync: measured.sync,
-            warnings: ngauge::report::warning::warned(measured.warnings.iter().cloned()),
-        });
-        if global.json {
-            super::common::print_json(&doc)?;
-        } else {
-            let mut out = render(&doc);
-            render_measurement(&mut out, &doc)?;
-            super::common::print_text(&out)?;
-        }
-        for w in &loaded.warnings {
-            super::common::warn(w, None);
-        }
-        coll::print_warnings(&measured.warnings);
-        Ok(())
-    })
-}
-
-/// The measured points beside both models, then the selection table.
-fn render_measurement(out: &mut String, doc: &SimulateDoc) -> std::fmt::Result {
-    use ngauge::report::table::Table;
-    use std::fmt::Write as _;
-    let Some(m) = &doc.measurement else {
-        return Ok(());
-    };
-    writeln!(
-        out,
-        "\nmeasured in this job ({} scheme, {} valid calls per point): median run-time \
-         beside the models",
-        m.scheme.as_str(),
-        m.reps
-    )?;
-    let mut t = Table::new([
-        "size [B]",
-        "transport",
-        "algo",
-        "segment [B]",
-        "median [us]",
-        "LogGP [us]",
-        "median / LogGP",
-        "Hockney [us]",
-        "median / Hockney",
-    ]);
-    let num = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.2}"));
-    for r in &m.results {
-        t.row(vec![
-            r.size.to_string(),
-            r.transport.to_string(),
-            r.algo.clone(),
-            if r.segment == 0 {
-                "-".into()
-            } else {
-                r.segment.to_string()
-            },
-            num(r.runtime_us.map(|t| t.median)),
-            num(r.predicted.map(|p| p.loggp_us)),
-            num(r.predicted.and_then(|p| p.measured_over_loggp)),
-            num(r.predicted.map(|p| p.hockney_us)),
-            num(r.predicted.and_then(|p| p.measured_over_hockney)),
-        ]);
-    }
-    out.push_str(&t.render());
-    match &m.selection {
-        Some(s) => {
-            out.push('\n');
-            super::coll::render_selection(out, s)?;
-        }
-        None => writeln!(
-            out,
-            "no size has two candidates measured: nothing to select"
-        )?,
-    }
-    Ok(())
-}
-
-fn params_name(spec: &SimulateSpec) -> String {
-    match &spec.network {
-        NetworkSpec::ParamsFile(p) => p.display().to_string(),
-        NetworkSpec::Loggp(_) => "flags".into(),
-    }
+    how.validate().map_err(spec_usage)?;
+    let job = job_spec(global);
+    measure(
+        global,
+        None,
+        |world, ctx| simulate::measure(world, &job, &spec, &how, ctx),
+        super::coll::hint,
+    )
 }
 
 /// Simulates `spec` (from the command line or a suite), printing its document;
@@ -271,49 +157,24 @@ pub fn run_spec(
             spec.np
         )));
     }
-    let loaded = spec.network.load().map_err(input)?;
-    let results = spec::run(spec, &loaded.network).map_err(input)?;
+    let mut ctx = ngauge::experiment::Context::quiet(std::env::args().collect());
+    let doc = simulate::run(spec, &mut ctx).map_err(experiment_error)?;
     if let Some(path) = timeline {
+        let loaded = spec.network.load().map_err(input)?;
         let trace = spec::trace(spec, &loaded.network).map_err(input)?;
-        let first = &results[0];
+        let first = &doc.results[0];
+        let segment = match first.segment {
+            0 => String::new(),
+            s => format!(" segment {s} B"),
+        };
         let title = format!(
-            "{} {} np {} size {} B{}",
-            first.op,
-            first.algo,
-            first.np,
-            first.size,
-            if first.segment > 0 {
-                format!(" segment {} B", first.segment)
-            } else {
-                String::new()
-            }
+            "{} {} np {} size {} B{segment}",
+            first.op, first.algo, first.np, first.size
         );
         let svg = ngauge::report::timeline::svg(&trace, spec.np, &title)
             .map_err(|e| usage(format!("--timeline: {e}")))?;
         std::fs::write(path, svg)
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
     }
-    let params = params_name(spec);
-    let meta = super::common::meta(ngauge::clock::TimerSource::detect(), 0.0)
-        .simulated(spec.np)
-        .build();
-    let warnings = loaded.warnings.clone();
-    let doc = SimulateDoc::new(
-        params,
-        loaded.transport,
-        &loaded.network,
-        spec.receive_gap,
-        results,
-        loaded.warnings,
-        meta,
-    );
-    if global.json {
-        super::common::print_json(&doc)?;
-    } else {
-        super::common::print_text(&render(&doc))?;
-    }
-    for w in &warnings {
-        super::common::warn(w, None);
-    }
-    Ok(())
+    end(global, &doc, None, |_| None)
 }

@@ -5,10 +5,6 @@ use super::common::{check_outputs, job_spec, measure, setup_hint, spec_usage};
 use crate::cli::{GlobalArgs, SyncArgs, SyncFlags};
 use ngauge::report::sync::SyncWarning;
 use ngauge::spec::SyncSpec;
-use ngauge::sync::SyncOptions;
-
-/// The library's pieces of a clock synchronization that `coll` still calls here.
-pub(super) use ngauge::experiment::sync::{gather_effort, rank0_rate, rescale_skew};
 
 impl SyncFlags {
     /// The spec of these flags, with the residual checks at `check_after_s`.
@@ -22,12 +18,6 @@ impl SyncFlags {
             reps: 1,
             samples: false,
         }
-    }
-
-    /// The library's options for these flags (the commands that synchronize
-    /// clocks before they measure: coll, late, nbc).
-    pub fn options(&self) -> SyncOptions {
-        self.spec(Vec::new()).options()
     }
 }
 

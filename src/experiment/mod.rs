@@ -19,11 +19,23 @@
 //! | `loggp` | [`loggp::run`] |
 //! | `sync` | [`sync::run`] |
 //! | `noise` | [`noise::run`] |
+//! | `coll` | [`coll::run`] |
+//! | `late` | [`late::run`] |
+//! | `nbc` | [`nbc::run`] |
+//! | `simulate` | [`simulate::run`] (one process), [`simulate::measure`] (in a job) |
+//!
+//! What the collective timings share (their setup, the window starts' clock
+//! synchronization) is [`collective`].
 
+pub mod coll;
+pub mod collective;
 pub mod info;
+pub mod late;
 pub mod loggp;
+pub mod nbc;
 pub mod noise;
 pub mod pingpong;
+pub mod simulate;
 pub mod sync;
 pub mod timer;
 
@@ -142,6 +154,21 @@ pub enum ExperimentError {
     /// The noise pattern failed.
     #[error(transparent)]
     Noise(#[from] crate::patterns::noise::NoiseError),
+    /// A pattern timing collectives in windows failed (or the clock sync of its
+    /// window starts).
+    #[error(transparent)]
+    Pattern(#[from] crate::patterns::PatternError),
+    /// Such a pattern failed at one measurement point.
+    #[error("{point}: {error}")]
+    At {
+        /// The point (`tcp/binomial at 8 B`).
+        point: String,
+        /// What failed.
+        error: crate::patterns::PatternError,
+    },
+    /// The simulator cannot run the spec, or its parameter file is unusable.
+    #[error(transparent)]
+    Simulate(#[from] crate::sim::spec::SpecError),
     /// The LogGP pattern failed.
     #[error(transparent)]
     Loggp(#[from] crate::patterns::loggp::PatternError),
@@ -172,6 +199,7 @@ impl ExperimentError {
             | ExperimentError::TooFewRanks { .. }
             | ExperimentError::TestHook(_) => true,
             ExperimentError::Job(e) => e.is_input(),
+            ExperimentError::Simulate(e) => e.is_input(),
             ExperimentError::Sync(e) => matches!(e, crate::sync::SyncError::Options(_)),
             _ => false,
         }

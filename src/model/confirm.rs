@@ -874,14 +874,9 @@ pub fn judge_slopes(evidence: &[SlopeEvidence]) -> (Verdict, Option<Undecided>) 
     (verdict, fault)
 }
 
-/// The series to locate a confirmed step with: the confirmed one whose median step
-/// stands out most against the spread of its passes (the interval's width, at
-/// least a hundredth of the floor). The first of [`by_clarity`].
-pub fn clearest(evidence: &[StepEvidence]) -> Option<&StepEvidence> {
-    by_clarity(evidence).into_iter().next()
-}
-
-/// The confirmed series, the clearest first (see [`clearest`]). Location tries
+/// The confirmed series, the clearest first: the one whose median step stands out
+/// most against the spread of its passes (the interval's width, at least a
+/// hundredth of the floor). Location tries
 /// them in this order, round by round: a series' step may change (even its sign)
 /// with the host's state between the confirmation and the bisection, and then
 /// [`position`] finds its brackets not a step apart in any round (story:
@@ -1002,6 +997,12 @@ pub fn propose_kinks(readings: &[Reading], starts: &[usize]) -> Vec<usize> {
         }
     }
     out
+}
+
+#[cfg(test)]
+/// The first of [`by_clarity`].
+fn clearest(evidence: &[StepEvidence]) -> Option<&StepEvidence> {
+    by_clarity(evidence).into_iter().next()
 }
 
 #[cfg(test)]

@@ -126,11 +126,6 @@ impl Detector {
             Detector::None => DetectorKind::None,
         }
     }
-
-    /// `paper`, `lookahead`, `segmented` or `none`.
-    pub fn name(&self) -> &'static str {
-        self.kind().as_str()
-    }
 }
 
 /// Options of [`assess`].
@@ -173,11 +168,6 @@ impl SizeLine {
             at_1_us: line.intercept,
             per_byte_us: line.slope,
         }
-    }
-
-    /// The value at size `s`.
-    pub fn at(&self, s: f64) -> f64 {
-        self.at_1_us + self.per_byte_us * (s - 1.0)
     }
 }
 
@@ -899,6 +889,14 @@ fn without_short_ranges(starts: &[usize], n: usize, min: usize) -> Vec<usize> {
         }
     }
     kept
+}
+
+#[cfg(test)]
+impl Detector {
+    /// `paper`, `lookahead`, `segmented` or `none`.
+    pub(crate) fn name(&self) -> &'static str {
+        self.kind().as_str()
+    }
 }
 
 #[cfg(test)]

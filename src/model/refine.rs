@@ -23,7 +23,7 @@
 //! # Location to the byte
 //!
 //! A confirmed step is bisected between `s_a` and `s_b` with the series that shows
-//! it most clearly ([`confirm::clearest`]): each round measures the midpoint with
+//! it most clearly (the first of [`confirm::by_clarity`]): each round measures the midpoint with
 //! both brackets in a random order, [`confirm::position`] places it between the two
 //! protocols, and [`confirm::decide_side`] moves a bracket once the passes agree.
 //! A round whose brackets are not a step apart in that series (its step changed

@@ -138,17 +138,6 @@ const OUTLIER_CAP: f64 = 9.0;
 /// relative floor: a 20% step.
 pub const MIN_STEP: f64 = 2.0;
 
-/// The result of a segmentation.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Segmentation {
-    /// Indices at which a new segment starts (after the first), ascending.
-    pub starts: Vec<usize>,
-    /// Noise level used per point.
-    pub sigma: Vec<f64>,
-    /// Minimised criterion (fit cost plus penalties).
-    pub criterion: f64,
-}
-
 /// Local robust noise level per point (see the module docs).
 pub fn local_noise(xs: &[f64], ys: &[f64], floor: f64) -> Vec<f64> {
     let n = xs.len();
@@ -273,62 +262,6 @@ fn noise_levels(xs: &[f64], series: &[&[f64]], n: usize, opts: &SegmentOptions) 
         .collect()
 }
 
-/// The optimal segmentation of `(xs, ys)` (`xs` ascending).
-pub fn detect(xs: &[f64], ys: &[f64], opts: &SegmentOptions) -> Segmentation {
-    let n = xs.len().min(ys.len());
-    let sigma = noise(&xs[..n], &ys[..n], opts);
-    let m = MIN_POINTS;
-    if n < 2 * m {
-        let criterion =
-            segment_cost(&xs[..n], &ys[..n], &sigma, OUTLIER_CAP).map_or(0.0, |(_, c)| c);
-        return Segmentation {
-            starts: Vec::new(),
-            sigma,
-            criterion,
-        };
-    }
-    let penalty = 3.0 * (n as f64).ln() * opts.penalty_factor;
-    let (starts, criterion) = optimal_segments(n, m, penalty, |i, j| {
-        segment_cost(&xs[i..j], &ys[i..j], &sigma[i..j], OUTLIER_CAP).map(|(_, c)| c)
-    });
-    Segmentation {
-        starts,
-        sigma,
-        criterion,
-    }
-}
-
-/// Optimal partitioning of `n` points into segments of at least `m` points, by
-/// dynamic programming over "best criterion of the first `j` points" with `cost(i,
-/// j)` for the segment `i..j` (`None`: not fittable) and `penalty` per segment:
-/// the segment starts after the first and the minimal criterion.
-fn optimal_segments(
-    n: usize,
-    m: usize,
-    penalty: f64,
-    cost: impl Fn(usize, usize) -> Option<f64>,
-) -> (Vec<usize>, f64) {
-    // best[j]: minimal criterion for the first j points; from[j]: where its last
-    // segment starts.
-    let mut best = vec![f64::INFINITY; n + 1];
-    let mut from = vec![0usize; n + 1];
-    best[0] = 0.0;
-    for j in m..=n {
-        for i in 0..=(j - m) {
-            if !best[i].is_finite() {
-                continue;
-            }
-            let Some(c) = cost(i, j) else { continue };
-            let total = best[i] + c + penalty;
-            if total < best[j] {
-                best[j] = total;
-                from[j] = i;
-            }
-        }
-    }
-    (starts_from(&from), best[n])
-}
-
 /// The segment starts (after the first) of the optimum whose last segment for the
 /// first `j` points starts at `from[j]`, read back from the end.
 fn starts_from(from: &[usize]) -> Vec<usize> {
@@ -345,40 +278,12 @@ fn starts_from(from: &[usize]) -> Vec<usize> {
     starts
 }
 
-/// The best subset of `candidates` (indices where a segment may start, ascending)
-/// under the same criterion as [`detect`]: used to confirm the look-ahead
-/// detector's changes, so that a run of disturbed points it took for a protocol
-/// (costing at most [`OUTLIER_CAP`] each) is merged back when two segments' penalties
-/// outweigh it. Segments of fewer than 3 points cost nothing but their penalty.
-pub fn best_subset(
-    xs: &[f64],
-    ys: &[f64],
-    candidates: &[usize],
-    opts: &SegmentOptions,
-) -> Vec<usize> {
-    let n = xs.len().min(ys.len());
-    let sigma = noise(&xs[..n], &ys[..n], opts);
-    let penalty = 3.0 * (n as f64).ln() * opts.penalty_factor;
-    let mut cuts: Vec<usize> = vec![0];
-    cuts.extend(candidates.iter().copied().filter(|&c| c > 0 && c < n));
-    cuts.sort_unstable();
-    cuts.dedup();
-    cuts.push(n);
-    let cost = |a: usize, b: usize| -> f64 {
-        if b - a < 3 {
-            return 0.0;
-        }
-        segment_cost(&xs[a..b], &ys[a..b], &sigma[a..b], OUTLIER_CAP).map_or(0.0, |(_, c)| c)
-    };
-    optimal_partition(&cuts, penalty, cost)
-}
-
 /// The optimal segmentation of several series measured at the same `xs` jointly:
 /// one set of cuts, each segment fitted by its own line in every series, the cost of
 /// a segment the sum of the series' costs (each series scaled by its own noise
 /// level, so a series with larger noise counts for no more), and BIC's price per
 /// segment for `k` series (a start plus an intercept and a slope per series, see
-/// `joint_penalty`; `3 ln N * factor` for one series, as in [`detect`]).
+/// `joint_penalty`; `3 ln N * factor` for one series).
 ///
 /// A protocol switch shows in different series on different paths: a switch to
 /// rendezvous adds a handshake to the round-trip time `PRTT(1,0,s)` while the gap
@@ -590,7 +495,7 @@ fn weighted_fit(xs: &[f64], ys: &[f64], weights: &[f64]) -> Option<(f64, f64)> {
 /// BIC's price of one more segment over `k` series of `n` points: `ln N` for each
 /// of its `2k + 1` parameters, plus the surcharge of `penalty_factor` on the one
 /// parameter that is searched for, the start (`3 (factor - 1) ln N`, so that one
-/// series pays `3 ln N * factor` as in [`detect`]): the surcharge pays for trying
+/// series pays `3 ln N * factor`): the surcharge pays for trying
 /// every position, which does not grow with the number of series, while each
 /// series' intercept and slope are fitted as BIC assumes.
 fn joint_penalty(n: usize, k: usize, opts: &SegmentOptions) -> f64 {
@@ -677,8 +582,12 @@ fn series_costs<R>(
     body(&cost)
 }
 
-/// [`best_subset`] over several series jointly (cost and penalty as in
-/// [`detect_joint`]).
+/// The best subset of `candidates` (indices where a segment may start, ascending)
+/// under the criterion of [`detect_joint`]: used to confirm the look-ahead
+/// detector's changes, so that a run of disturbed points it took for a protocol
+/// (costing at most [`OUTLIER_CAP`] each) is merged back when two segments'
+/// penalties outweigh it. Segments of fewer than 3 points cost nothing but their
+/// penalty.
 pub fn best_subset_joint(
     xs: &[f64],
     series: &[&[f64]],
@@ -915,6 +824,83 @@ fn optimal_partition(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The result of a segmentation.
+    struct Segmentation {
+        /// Indices at which a new segment starts (after the first), ascending.
+        starts: Vec<usize>,
+    }
+
+    /// The optimal segmentation of `(xs, ys)` (`xs` ascending).
+    fn detect(xs: &[f64], ys: &[f64], opts: &SegmentOptions) -> Segmentation {
+        let n = xs.len().min(ys.len());
+        let sigma = noise(&xs[..n], &ys[..n], opts);
+        let m = MIN_POINTS;
+        if n < 2 * m {
+            return Segmentation { starts: Vec::new() };
+        }
+        let penalty = 3.0 * (n as f64).ln() * opts.penalty_factor;
+        let (starts, _) = optimal_segments(n, m, penalty, |i, j| {
+            segment_cost(&xs[i..j], &ys[i..j], &sigma[i..j], OUTLIER_CAP).map(|(_, c)| c)
+        });
+        Segmentation { starts }
+    }
+
+    /// Optimal partitioning of `n` points into segments of at least `m` points, by
+    /// dynamic programming over "best criterion of the first `j` points" with `cost(i,
+    /// j)` for the segment `i..j` (`None`: not fittable) and `penalty` per segment:
+    /// the segment starts after the first and the minimal criterion.
+    fn optimal_segments(
+        n: usize,
+        m: usize,
+        penalty: f64,
+        cost: impl Fn(usize, usize) -> Option<f64>,
+    ) -> (Vec<usize>, f64) {
+        // best[j]: minimal criterion for the first j points; from[j]: where its last
+        // segment starts.
+        let mut best = vec![f64::INFINITY; n + 1];
+        let mut from = vec![0usize; n + 1];
+        best[0] = 0.0;
+        for j in m..=n {
+            for i in 0..=(j - m) {
+                if !best[i].is_finite() {
+                    continue;
+                }
+                let Some(c) = cost(i, j) else { continue };
+                let total = best[i] + c + penalty;
+                if total < best[j] {
+                    best[j] = total;
+                    from[j] = i;
+                }
+            }
+        }
+        (starts_from(&from), best[n])
+    }
+
+    /// The best subset of `candidates` (indices where a segment may start, ascending)
+    /// under the criterion of [`detect`] (one series).
+    fn best_subset(
+        xs: &[f64],
+        ys: &[f64],
+        candidates: &[usize],
+        opts: &SegmentOptions,
+    ) -> Vec<usize> {
+        let n = xs.len().min(ys.len());
+        let sigma = noise(&xs[..n], &ys[..n], opts);
+        let penalty = 3.0 * (n as f64).ln() * opts.penalty_factor;
+        let mut cuts: Vec<usize> = vec![0];
+        cuts.extend(candidates.iter().copied().filter(|&c| c > 0 && c < n));
+        cuts.sort_unstable();
+        cuts.dedup();
+        cuts.push(n);
+        let cost = |a: usize, b: usize| -> f64 {
+            if b - a < 3 {
+                return 0.0;
+            }
+            segment_cost(&xs[a..b], &ys[a..b], &sigma[a..b], OUTLIER_CAP).map_or(0.0, |(_, c)| c)
+        };
+        optimal_partition(&cuts, penalty, cost)
+    }
 
     #[test]
     fn two_kinks_are_found_exactly_on_clean_data() {

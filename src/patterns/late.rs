@@ -115,6 +115,20 @@ impl DelayedRanks {
     }
 }
 
+impl std::fmt::Display for DelayedRanks {
+    /// As [`FromStr`] reads it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DelayedRanks::List(l) => {
+                let l: Vec<String> = l.iter().map(Rank::to_string).collect();
+                f.write_str(&l.join(","))
+            }
+            DelayedRanks::Last => f.write_str("last"),
+            DelayedRanks::Random { seed } => write!(f, "random:{seed}"),
+        }
+    }
+}
+
 impl FromStr for DelayedRanks {
     type Err = PatternError;
     /// `0`, `0,3` (a list), `last`, `random` (seed 0) or `random:SEED`.

@@ -3,10 +3,13 @@
 //! filter, then median, mean and the 95% interval of the mean), and with several
 //! transports or algorithms their medians side by side with ratios.
 
+use super::svg;
+use super::table::Table;
 use super::warning::{SetupWarning, Warned};
 use super::Meta;
 use crate::job::TransportName;
 use crate::patterns::coll::{CollTimes, Scheme};
+use crate::sim::select::{Predicted, Selection};
 use crate::spec::coll::RootChoice;
 use crate::stats::{mean_interval, tukey_filter, Sorted};
 use ngauge_transport::WaitMode;
@@ -89,7 +92,7 @@ pub struct CollRecord {
     pub runtime_us: Option<Runtime>,
     /// The models' times of the same schedule (`--predict`; our schedules only).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub predicted: Option<super::coll_predict::Predicted>,
+    pub predicted: Option<Predicted>,
     /// Every rank's local times (`--per-rank`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ranks: Option<Vec<RankTimes>>,
@@ -319,13 +322,7 @@ pub struct CollComparisonRow {
 
 /// The comparison of `records`; `None` with a single `transport/algo`.
 pub fn compare(records: &[CollRecord]) -> Option<CollComparison> {
-    let mut labels: Vec<String> = Vec::new();
-    for r in records {
-        let l = r.label();
-        if !labels.contains(&l) {
-            labels.push(l);
-        }
-    }
+    let labels = distinct(records.iter().map(CollRecord::label));
     if labels.len() < 2 {
         return None;
     }
@@ -371,6 +368,25 @@ pub fn compare(records: &[CollRecord]) -> Option<CollComparison> {
     })
 }
 
+/// What ran in `late` and `nbc`: one collective and its implementation over one
+/// transport, timed in windows.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct WindowedRun {
+    /// The collective (`allreduce`, ...).
+    pub op: String,
+    /// Its implementation: one of ours (`recursive-doubling`, ...) or `mpi`.
+    pub algo: String,
+    /// What ran: `allreduce/recursive-doubling` (ours), `allreduce/mpi` (the
+    /// transport's own: MPI's `MPI_Allreduce`, or `MPI_Iallreduce` and a wait).
+    pub implementation: String,
+    /// The data transport.
+    pub transport: TransportName,
+    /// How it waited.
+    pub wait: WaitMode,
+    /// Number of ranks.
+    pub np: usize,
+}
+
 /// `ngauge coll --json`.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct CollDoc {
@@ -385,13 +401,221 @@ pub struct CollDoc {
     /// With `--predict` and several algorithms: the models' choice per size
     /// against the measured best.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub selection: Option<super::coll_predict::Selection>,
+    pub selection: Option<Selection>,
     /// The clock synchronization of the window scheme, per rank (absent with the
     /// other schemes).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sync: Option<super::effort::ClockSync>,
     /// What threatens the figures.
     pub warnings: Vec<Warned<CollWarning>>,
+}
+
+impl super::Document for CollDoc {
+    type Warning = CollWarning;
+
+    /// One table per transport and algorithm, the comparison, the selection.
+    fn render(&self) -> String {
+        let mut out = render_records(&self.results);
+        if let Some(c) = &self.comparison {
+            out += &render_comparison(c);
+        }
+        if let Some(s) = &self.selection {
+            out += &render_selection(s);
+        }
+        out
+    }
+
+    fn warnings(&self) -> Vec<(String, &CollWarning)> {
+        super::document::unwarned(&self.warnings)
+    }
+
+    /// The median run-time over the size.
+    fn plot_svg(&self) -> Option<Result<String, String>> {
+        let title = self.results.first().map_or("coll".into(), |r| {
+            format!("{} on {} ranks, {} scheme", r.op, r.np, r.scheme.as_str())
+        });
+        Some(plot_svg(&self.results, &title))
+    }
+}
+
+/// `labels` without repeats, in order.
+fn distinct(labels: impl Iterator<Item = String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for l in labels {
+        if !out.contains(&l) {
+            out.push(l);
+        }
+    }
+    out
+}
+
+/// The tables of `records`: one per transport and algorithm.
+fn render_records(records: &[CollRecord]) -> String {
+    let mut out = String::new();
+    for label in distinct(records.iter().map(CollRecord::label)) {
+        let these: Vec<&CollRecord> = records.iter().filter(|r| r.label() == label).collect();
+        let first = these[0];
+        out += &format!(
+            "{} {label} on {} ranks, root {}, segment {}, {} scheme, wait {}; one call's \
+             run-time after Tukey's filter\n",
+            first.op,
+            first.np,
+            first.root,
+            first.segment,
+            first.scheme.as_str(),
+            first.wait
+        );
+        let predicted = these.iter().any(|r| r.predicted.is_some());
+        let mut header: Vec<&str> = vec![
+            "size [B]",
+            "valid",
+            "invalid",
+            "min [us]",
+            "median [us]",
+            "mean [us]",
+            "ci95 of mean [us]",
+            "max [us]",
+        ];
+        if predicted {
+            header.extend([
+                "LogGP [us]",
+                "median / LogGP",
+                "Hockney [us]",
+                "median / Hockney",
+            ]);
+        }
+        let mut table = Table::new(header);
+        for r in these {
+            let mut row = vec![
+                r.size.to_string(),
+                r.valid.to_string(),
+                r.invalid.to_string(),
+            ];
+            row.extend(match r.runtime_us {
+                Some(t) => vec![
+                    format!("{:.2}", t.min),
+                    format!("{:.2}", t.median),
+                    format!("{:.2}", t.mean),
+                    t.ci95
+                        .map_or("-".into(), |[lo, hi]| format!("{lo:.2}..{hi:.2}")),
+                    format!("{:.2}", t.max),
+                ],
+                None => vec!["-".to_string(); 5],
+            });
+            if predicted {
+                row.extend(predicted_cells(r.predicted.as_ref()));
+            }
+            table.row(row);
+        }
+        out += &table.render();
+    }
+    out
+}
+
+/// A point's models: LogGP, median / LogGP, Hockney, median / Hockney.
+pub fn predicted_cells(p: Option<&Predicted>) -> [String; 4] {
+    let num = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.2}"));
+    [
+        num(p.map(|p| p.loggp_us)),
+        num(p.and_then(|p| p.measured_over_loggp)),
+        num(p.map(|p| p.hockney_us)),
+        num(p.and_then(|p| p.measured_over_hockney)),
+    ]
+}
+
+/// The medians side by side with their ratios to the baseline.
+fn render_comparison(c: &CollComparison) -> String {
+    let mut out = format!(
+        "side by side (measured interleaved, size by size): median run-time, ratio to {}\n",
+        c.baseline
+    );
+    let others: Vec<&String> = c.labels.iter().filter(|l| **l != c.baseline).collect();
+    let mut header = vec!["size [B]".to_string()];
+    header.extend(c.labels.iter().map(|l| format!("{l} [us]")));
+    header.extend(others.iter().map(|l| format!("{l} / {}", c.baseline)));
+    let mut table = Table::new(header);
+    for row in &c.rows {
+        let mut cells = vec![row.size.to_string()];
+        cells.extend(c.labels.iter().map(|l| {
+            row.median_us
+                .get(l)
+                .map_or("-".into(), |m| format!("{m:.2}"))
+        }));
+        cells.extend(
+            others
+                .iter()
+                .map(|l| row.ratio.get(*l).map_or("-".into(), |r| format!("{r:.3}"))),
+        );
+        table.row(cells);
+    }
+    out += &table.render();
+    out
+}
+
+/// The selection table: per size the measured best, each model's choice and the
+/// time its choice loses (Nuriyev, tables 6.5 to 6.11).
+pub fn render_selection(s: &Selection) -> String {
+    let mut out = "model-based selection against measurement: per size the measured best, \
+                   each model's choice and its loss (its measured median over the best's - 1)\n"
+        .to_string();
+    let mut table = Table::new([
+        "transport",
+        "size [B]",
+        "best",
+        "best [us]",
+        "LogGP's choice",
+        "loss",
+        "Hockney's choice",
+        "loss",
+        "fitted Hockney's choice",
+        "loss",
+    ]);
+    let pct = |l: f64| format!("{:.1}%", l * 100.0);
+    for r in &s.rows {
+        table.row(vec![
+            r.transport.to_string(),
+            r.size.to_string(),
+            r.best.label(),
+            format!("{:.2}", r.best.median_us),
+            r.loggp.label(),
+            pct(r.loggp.loss),
+            r.hockney.label(),
+            pct(r.hockney.loss),
+            r.hockney_fitted.as_ref().map_or("-".into(), |c| c.label()),
+            r.hockney_fitted
+                .as_ref()
+                .map_or("-".into(), |c| pct(c.loss)),
+        ]);
+    }
+    out += &table.render();
+    let mut scores = vec![("LogGP", &s.loggp), ("Hockney", &s.hockney)];
+    if let Some(f) = &s.hockney_fitted {
+        scores.push(("fitted Hockney (in-sample)", f));
+    }
+    for (name, score) in scores {
+        out += &format!(
+            "{name}: the best in {} of {} sizes, mean loss {}, largest {}\n",
+            score.best_chosen,
+            s.rows.len(),
+            pct(score.mean_loss),
+            pct(score.max_loss)
+        );
+    }
+    if !s.fits.is_empty() {
+        out += "algorithm-specific Hockney parameters (Huber regression over the measured \
+                sizes, Nuriyev sec. 5.2.2):\n";
+        for f in &s.fits {
+            let segment = match f.segment {
+                0 => String::new(),
+                s => format!(" (segment {s} B)"),
+            };
+            out += &format!(
+                "  {} {}{segment}: alpha {:.3} us, beta {:.6} us/B ({} sizes)\n",
+                f.transport, f.algo, f.params.alpha_us, f.params.beta_us_per_byte, f.sizes
+            );
+        }
+    }
+    out
 }
 
 /// An SVG plot of the median run-time over the size, one line per
@@ -415,73 +639,32 @@ pub fn plot_svg(records: &[CollRecord], title: &str) -> Result<String, String> {
     if points.is_empty() {
         (x_lo, y_lo) = (1.0, 1e-3);
     }
-    let mut labels: Vec<String> = Vec::new();
-    for (l, _, _) in &points {
-        if !labels.contains(l) {
-            labels.push(l.clone());
-        }
-    }
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (960, 600)).into_drawing_area();
-        let e = |err: DrawingAreaErrorKind<_>| err.to_string();
-        root.fill(&WHITE).map_err(e)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 20))
-            .margin(16)
-            .x_label_area_size(45)
-            .y_label_area_size(70)
-            .build_cartesian_2d(
+    svg::document((960, 600), |root| {
+        let mut chart = svg::chart(
+            root,
+            title,
+            (
                 (x_lo / 1.5..x_hi * 1.5).log_scale(),
+                "bytes per rank",
+                &|x| svg::size_label(*x),
+            ),
+            (
                 (y_lo / 1.5..y_hi * 1.5).log_scale(),
-            )
-            .map_err(e)?;
-        chart
-            .configure_mesh()
-            .x_desc("bytes per rank")
-            .y_desc("median run-time [us]")
-            .x_label_formatter(&|x| size_label(x.round() as u64))
-            .y_label_formatter(&|y| format!("{y:.3}"))
-            .draw()
-            .map_err(e)?;
-        for (i, label) in labels.iter().enumerate() {
-            let color = Palette99::pick(i).to_rgba();
+                "median run-time [us]",
+                &|y| format!("{y:.3}"),
+            ),
+        )?;
+        let labels = distinct(points.iter().map(|p| p.0.clone()));
+        for (i, label) in labels.into_iter().enumerate() {
             let line: Vec<(f64, f64)> = points
                 .iter()
-                .filter(|(l, _, _)| l == label)
+                .filter(|(l, _, _)| *l == label)
                 .map(|(_, x, y)| (*x, *y))
                 .collect();
-            chart
-                .draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))
-                .map_err(e)?
-                .label(label.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-                });
-            chart
-                .draw_series(line.into_iter().map(|p| Circle::new(p, 3, color.filled())))
-                .map_err(e)?;
+            svg::series(&mut chart, i, label, line, true)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(e)?;
-        root.present().map_err(e)?;
-    }
-    Ok(svg)
-}
-
-/// `512`, `4K`, `1M`: a size with the largest binary suffix that divides it.
-fn size_label(bytes: u64) -> String {
-    for (suffix, unit) in [("G", 1u64 << 30), ("M", 1 << 20), ("K", 1 << 10)] {
-        if bytes >= unit && bytes % unit == 0 {
-            return format!("{}{suffix}", bytes / unit);
-        }
-    }
-    bytes.to_string()
+        svg::legend(&mut chart, SeriesLabelPosition::UpperLeft)
+    })
 }
 
 #[cfg(test)]

@@ -356,17 +356,6 @@ fn format_p(p: f64) -> String {
     }
 }
 
-/// `1`, `512`, `4K`, `1M`: a size on the plot's axis.
-fn size_label(bytes: f64) -> String {
-    let b = bytes.round() as u64;
-    match b {
-        _ if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{}G", b >> 30),
-        _ if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{}M", b >> 20),
-        _ if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{}K", b >> 10),
-        _ => b.to_string(),
-    }
-}
-
 /// An SVG plot of `median_b / median_a` over the size (log 2 axis), one series per
 /// experiment; filled markers with their stars where `p <= 0.05`, hollow ones
 /// elsewhere, and a line at ratio 1.
@@ -401,25 +390,20 @@ pub fn plot_svg(c: &Comparison, title: &str) -> Result<String, String> {
     let x_pad = ((x_hi - x_lo) * 0.03).max(0.5);
     svg::document((960, 600), |root| {
         let e = svg::error;
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 20))
-            .margin(16)
-            .x_label_area_size(45)
-            .y_label_area_size(60)
-            .build_cartesian_2d(
+        let mut chart = svg::chart(
+            root,
+            title,
+            (
                 (x_lo - x_pad)..(x_hi + x_pad),
+                "message size [bytes], log 2 scale",
+                &|x| svg::size_label(2f64.powf(*x)),
+            ),
+            (
                 (y_lo - y_pad)..(y_hi + y_pad),
-            )
-            .map_err(e)?;
-        chart
-            .configure_mesh()
-            .x_desc("message size [bytes], log 2 scale")
-            .y_desc("median B / median A")
-            .x_label_formatter(&|x| size_label(2f64.powf(*x)))
-            .y_label_formatter(&|y| format!("{y:.2}"))
-            .light_line_style(WHITE.mix(0.0))
-            .draw()
-            .map_err(e)?;
+                "median B / median A",
+                &|y| format!("{y:.2}"),
+            ),
+        )?;
         chart
             .draw_series(LineSeries::new(
                 [(x_lo - x_pad, 1.0), (x_hi + x_pad, 1.0)],
@@ -614,7 +598,7 @@ mod tests {
         assert!(plot_svg(&none, "x")
             .unwrap_err()
             .contains("nothing to plot"));
-        assert_eq!(size_label(65536.0), "64K");
+        assert_eq!(svg::size_label(65536.0), "64K");
         assert_eq!(format_p(0.25441), "0.2544");
         assert_eq!(format_p(1.2e-4), "1.20e-4");
     }

@@ -1,12 +1,11 @@
 //! `ngauge late`: the delay overlap benefit per size and delay, as a table, a
 //! document and a plot of `b` over the delay.
 
+use super::svg;
 use super::table::Table;
 use super::warning::{SetupWarning, Warned};
 use super::Meta;
-use crate::job::TransportName;
 use crate::patterns::late::{CallMode, LateTimes};
-use ngauge_transport::WaitMode;
 use serde::Serialize;
 
 /// One measurement point: a size, a call mode and a delay, against the undelayed
@@ -180,19 +179,9 @@ impl std::fmt::Display for LateWarning {
 /// `ngauge late --json`.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct LateDoc {
-    /// The collective (`allreduce`, ...).
-    pub op: String,
-    /// Its implementation: one of ours (`recursive-doubling`, ...) or `mpi`.
-    pub algo: String,
-    /// What ran: `allreduce/recursive-doubling` (ours), `allreduce/mpi` (the
-    /// transport's own: MPI's `MPI_Allreduce`, or `MPI_Iallreduce` and a wait).
-    pub implementation: String,
-    /// The data transport.
-    pub transport: TransportName,
-    /// How it waited.
-    pub wait: WaitMode,
-    /// Number of ranks.
-    pub np: usize,
+    /// The collective, its implementation, the transport, the ranks.
+    #[serde(flatten)]
+    pub run: super::coll::WindowedRun,
     /// Noise injected during the measurement, if any.
     pub inject: Option<Injected>,
     /// Every size, mode and delay.
@@ -235,76 +224,94 @@ pub fn warnings(size: usize, mode: CallMode, times: &LateTimes, wanted: usize) -
         .collect()
 }
 
-/// The human table.
-pub fn render(doc: &LateDoc) -> String {
-    let mut out = format!(
-        "late arrivals: {} over {} ({}), {} ranks, delayed ranks {}\n\
-         t: global time max(end) - min(start); b = (t0 + d - td) / td (Niethammer et al., \
-         eq. 5), from the minima and from the medians\n\
-         d eff: median effective delay (first delayed start - last undelayed start); a call \
-         off d by more than max(d/10, 10 us) is invalid; undecided: under half the calls valid\n",
-        doc.implementation,
-        doc.transport,
-        doc.wait,
-        doc.np,
-        doc.results
-            .first()
-            .map(|r| list(&r.delayed_ranks))
-            .unwrap_or_default(),
-    );
-    if let Some(i) = &doc.inject {
-        out += &format!(
-            "noise injected on rank {}: {} us every {} us\n",
-            i.rank, i.duration_us, i.period_us
+impl super::Document for LateDoc {
+    type Warning = LateWarning;
+
+    /// The human table.
+    fn render(&self) -> String {
+        let mut out = format!(
+            "late arrivals: {} over {} ({}), {} ranks, delayed ranks {}\n\
+             t: global time max(end) - min(start); b = (t0 + d - td) / td (Niethammer et al., \
+             eq. 5), from the minima and from the medians\n\
+             d eff: median effective delay (first delayed start - last undelayed start); a call \
+             off d by more than max(d/10, 10 us) is invalid; undecided: under half the calls valid\n",
+            self.run.implementation,
+            self.run.transport,
+            self.run.wait,
+            self.run.np,
+            delayed(&self.results),
         );
-    }
-    out.push('\n');
-    let mut table = Table::new([
-        "size [B]",
-        "mode",
-        "delay [us]",
-        "d eff [us]",
-        "t0 min [us]",
-        "td min [us]",
-        "b min",
-        "t0 median [us]",
-        "td median [us]",
-        "b median",
-        "valid",
-    ]);
-    let f = |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
-    let b = |r: &LateRow, v: Option<f64>| {
-        if r.decided {
-            f(v, 3)
-        } else {
-            "undecided".to_string()
+        if let Some(i) = &self.inject {
+            out += &format!(
+                "noise injected on rank {}: {} us every {} us\n",
+                i.rank, i.duration_us, i.period_us
+            );
         }
-    };
-    for r in &doc.results {
-        table.row([
-            r.size.to_string(),
-            r.mode.to_string(),
-            format!("{}", r.delay_us),
-            f(r.effective_delay_us, 1),
-            f(r.t0_us, 2),
-            f(r.td_us, 2),
-            b(r, r.benefit),
-            f(r.t0_median_us, 2),
-            f(r.td_median_us, 2),
-            b(r, r.benefit_median),
-            format!("{}/{}", r.valid, r.valid + r.invalid),
+        out.push('\n');
+        let mut table = Table::new([
+            "size [B]",
+            "mode",
+            "delay [us]",
+            "d eff [us]",
+            "t0 min [us]",
+            "td min [us]",
+            "b min",
+            "t0 median [us]",
+            "td median [us]",
+            "b median",
+            "valid",
         ]);
+        let f =
+            |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
+        let b = |r: &LateRow, v: Option<f64>| {
+            if r.decided {
+                f(v, 3)
+            } else {
+                "undecided".to_string()
+            }
+        };
+        for r in &self.results {
+            table.row([
+                r.size.to_string(),
+                r.mode.to_string(),
+                format!("{}", r.delay_us),
+                f(r.effective_delay_us, 1),
+                f(r.t0_us, 2),
+                f(r.td_us, 2),
+                b(r, r.benefit),
+                f(r.t0_median_us, 2),
+                f(r.td_median_us, 2),
+                b(r, r.benefit_median),
+                format!("{}/{}", r.valid, r.valid + r.invalid),
+            ]);
+        }
+        out += &table.render();
+        out
     }
-    out += &table.render();
-    out
+
+    fn warnings(&self) -> Vec<(String, &LateWarning)> {
+        super::document::unwarned(&self.warnings)
+    }
+
+    /// `b` over the delay, one curve per size and mode.
+    fn plot_svg(&self) -> Option<Result<String, String>> {
+        let title = format!(
+            "delay overlap benefit: {}, {} ranks, delayed ranks {}",
+            self.run.implementation,
+            self.run.np,
+            delayed(&self.results)
+        );
+        Some(plot_benefit_svg(&curves(&self.results), &title))
+    }
 }
 
-fn list(ranks: &[usize]) -> String {
-    ranks
-        .iter()
-        .map(usize::to_string)
-        .collect::<Vec<_>>()
-        .join(",")
+/// The delayed ranks of `rows` (`0,3`).
+fn delayed(rows: &[LateRow]) -> String {
+    let ranks = rows
+        .first()
+        .map(|r| r.delayed_ranks.clone())
+        .unwrap_or_default();
+    crate::patterns::late::DelayedRanks::List(ranks).to_string()
 }
 
 /// The plot's curves: `b` (from the minima) over the delay, one per size and mode.
@@ -337,8 +344,8 @@ pub struct BenefitCurve {
 }
 
 /// An SVG plot of the delay overlap benefit `b` (eq. 5) over the delay, one curve
-/// per size, with the two references of the paper's reading: `b = 0` (the delay
-/// adds to the call) drawn as a line.
+/// per size, with the reference of the paper's reading: `b = 0` (the delay adds to
+/// the call) drawn as a line.
 pub fn plot_benefit_svg(curves: &[BenefitCurve], title: &str) -> Result<String, String> {
     use plotters::prelude::*;
     let xs = curves.iter().flat_map(|c| c.points.iter().map(|p| p.0));
@@ -347,68 +354,35 @@ pub fn plot_benefit_svg(curves: &[BenefitCurve], title: &str) -> Result<String, 
         .flat_map(|c| c.points.iter().map(|p| p.1))
         .filter(|y| y.is_finite())
         .collect();
-    let x_max = xs.fold(0.0f64, f64::max).max(1.0);
+    let x_max = xs.fold(0.0f64, f64::max).max(1.0) * 1.05;
     let y_hi = ys.iter().copied().fold(0.0f64, f64::max).max(0.1);
     let y_lo = ys.iter().copied().fold(0.0f64, f64::min).min(-0.1);
     let pad = (y_hi - y_lo) * 0.08;
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (960, 600)).into_drawing_area();
-        let e = |err: DrawingAreaErrorKind<_>| err.to_string();
-        root.fill(&WHITE).map_err(e)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 20))
-            .margin(16)
-            .x_label_area_size(45)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0.0..x_max * 1.05, (y_lo - pad)..(y_hi + pad))
-            .map_err(e)?;
-        chart
-            .configure_mesh()
-            .x_desc("delay d [us]")
-            .y_desc("delay overlap benefit b = (t0 + d - td) / td")
-            .y_label_formatter(&|y| format!("{y:.2}"))
-            .light_line_style(WHITE.mix(0.0))
-            .draw()
-            .map_err(e)?;
-        let zero = RGBColor(120, 120, 120);
+    svg::document((960, 600), |root| {
+        let mut chart = svg::chart(
+            root,
+            title,
+            (0.0..x_max, "delay d [us]", &|x| format!("{x}")),
+            (
+                (y_lo - pad)..(y_hi + pad),
+                "delay overlap benefit b = (t0 + d - td) / td",
+                &|y| format!("{y:.2}"),
+            ),
+        )?;
         chart
             .draw_series(LineSeries::new(
-                [(0.0, 0.0), (x_max * 1.05, 0.0)],
-                zero.stroke_width(1),
+                [(0.0, 0.0), (x_max, 0.0)],
+                svg::GREY.stroke_width(1),
             ))
-            .map_err(e)?
+            .map_err(svg::error)?
             .label("b = 0: the delay adds to the call")
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], zero));
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], svg::GREY));
         for (i, curve) in curves.iter().enumerate() {
-            let color = Palette99::pick(i).to_rgba();
-            let pts: Vec<(f64, f64)> = curve
-                .points
-                .iter()
-                .copied()
-                .filter(|p| p.1.is_finite())
-                .collect();
-            chart
-                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
-                .map_err(e)?
-                .label(curve.label.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-                });
-            chart
-                .draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))
-                .map_err(e)?;
+            let pts = curve.points.iter().copied().filter(|p| p.1.is_finite());
+            svg::series(&mut chart, i, curve.label.clone(), pts.collect(), true)?;
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()
-            .map_err(e)?;
-        root.present().map_err(e)?;
-    }
-    Ok(svg)
+        svg::legend(&mut chart, SeriesLabelPosition::UpperRight)
+    })
 }
 
 #[cfg(test)]

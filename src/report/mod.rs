@@ -7,7 +7,6 @@
 //! the same struct ([`schema`]) and committed under `docs/schemas/`.
 
 pub mod coll;
-pub mod coll_predict;
 pub mod compare;
 pub mod document;
 pub mod effort;

@@ -5,9 +5,7 @@
 use super::table::Table;
 use super::warning::{SetupWarning, Warned};
 use super::Meta;
-use crate::job::TransportName;
 use crate::patterns::nbc::{Compute, NbcTimes};
-use ngauge_transport::WaitMode;
 use serde::Serialize;
 
 /// One measurement point: a size, a computation scheme and a progress interval.
@@ -223,19 +221,9 @@ pub fn warnings(row: &NbcRow, times: &NbcTimes, wanted: usize) -> Vec<NbcWarning
 /// `ngauge nbc --json`.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct NbcDoc {
-    /// The collective.
-    pub op: String,
-    /// Its implementation: one of ours or `mpi`.
-    pub algo: String,
-    /// What ran: `allreduce/recursive-doubling` (ours), `allreduce/mpi` (the
-    /// transport's own: MPI's `MPI_Allreduce`, started with `MPI_Iallreduce`).
-    pub implementation: String,
-    /// The data transport.
-    pub transport: TransportName,
-    /// How it waited.
-    pub wait: WaitMode,
-    /// Number of ranks.
-    pub np: usize,
+    /// The collective, its implementation, the transport, the ranks.
+    #[serde(flatten)]
+    pub run: super::coll::WindowedRun,
     /// Every size, scheme and progress interval.
     pub results: Vec<NbcRow>,
     /// The clock synchronization of the window starts, per rank.
@@ -246,51 +234,59 @@ pub struct NbcDoc {
     pub meta: Meta,
 }
 
-/// The human table.
-pub fn render(doc: &NbcDoc) -> String {
-    let mut out = format!(
-        "nonblocking {}: {} over {} ({}), {} ranks\n\
-         IMB-NBC columns (the rank with the largest t_ovrl); overlap = (t_pure + t_CPU - \
-         t_ovrl) / min(t_pure, t_CPU)\n\n",
-        doc.op, doc.implementation, doc.transport, doc.wait, doc.np
-    );
-    let mut table = Table::new([
-        "size [B]",
-        "compute",
-        "test every [us]",
-        "t_pure [us]",
-        "t_ovrl [us]",
-        "t_CPU [us]",
-        "overlap [%]",
-        "t_init [us]",
-        "t_test [us]",
-        "t_wait [us]",
-        "tests",
-        "overhead [us]",
-        "rank",
-    ]);
-    for r in &doc.results {
-        table.row([
-            r.size.to_string(),
-            r.compute.to_string(),
-            r.test_every_us.map_or("-".into(), |t| format!("{t}")),
-            format!("{:.2}", r.t_pure_us),
-            format!("{:.2}", r.t_ovrl_us),
-            format!("{:.2}", r.t_cpu_us),
-            // An undecided row's figures come from invalid calls: marked.
-            if r.decided {
-                format!("{:.1}", r.overlap_pct)
-            } else {
-                format!("{:.1} (undecided)", r.overlap_pct)
-            },
-            format!("{:.2}", r.t_init_us),
-            format!("{:.2}", r.t_test_us),
-            format!("{:.2}", r.t_wait_us),
-            format!("{:.0}", r.tests),
-            format!("{:.2}", r.overhead_us),
-            r.rank.to_string(),
+impl super::Document for NbcDoc {
+    type Warning = NbcWarning;
+
+    /// The human table.
+    fn render(&self) -> String {
+        let mut out = format!(
+            "nonblocking {}: {} over {} ({}), {} ranks\n\
+             IMB-NBC columns (the rank with the largest t_ovrl); overlap = (t_pure + t_CPU - \
+             t_ovrl) / min(t_pure, t_CPU)\n\n",
+            self.run.op, self.run.implementation, self.run.transport, self.run.wait, self.run.np
+        );
+        let mut table = Table::new([
+            "size [B]",
+            "compute",
+            "test every [us]",
+            "t_pure [us]",
+            "t_ovrl [us]",
+            "t_CPU [us]",
+            "overlap [%]",
+            "t_init [us]",
+            "t_test [us]",
+            "t_wait [us]",
+            "tests",
+            "overhead [us]",
+            "rank",
         ]);
+        for r in &self.results {
+            table.row([
+                r.size.to_string(),
+                r.compute.to_string(),
+                r.test_every_us.map_or("-".into(), |t| format!("{t}")),
+                format!("{:.2}", r.t_pure_us),
+                format!("{:.2}", r.t_ovrl_us),
+                format!("{:.2}", r.t_cpu_us),
+                // An undecided row's figures come from invalid calls: marked.
+                if r.decided {
+                    format!("{:.1}", r.overlap_pct)
+                } else {
+                    format!("{:.1} (undecided)", r.overlap_pct)
+                },
+                format!("{:.2}", r.t_init_us),
+                format!("{:.2}", r.t_test_us),
+                format!("{:.2}", r.t_wait_us),
+                format!("{:.0}", r.tests),
+                format!("{:.2}", r.overhead_us),
+                r.rank.to_string(),
+            ]);
+        }
+        out += &table.render();
+        out
     }
-    out += &table.render();
-    out
+
+    fn warnings(&self) -> Vec<(String, &NbcWarning)> {
+        super::document::unwarned(&self.warnings)
+    }
 }

@@ -1,6 +1,7 @@
 //! `ngauge noise`: detours per core as a table, a document and a plot of the
 //! detours over time.
 
+use super::svg;
 use super::table::Table;
 use super::warning::{SetupWarning, Warned};
 use super::Meta;
@@ -308,50 +309,26 @@ pub fn plot_detours_svg(series: &[DetourSeries], title: &str) -> Result<String, 
     if !d_lo.is_finite() {
         (d_lo, d_hi) = (0.01, 1.0);
     }
-    let (d_lo, d_hi) = (d_lo / 2.0, d_hi * 2.0);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (960, 600)).into_drawing_area();
-        let e = |err: DrawingAreaErrorKind<_>| err.to_string();
-        root.fill(&WHITE).map_err(e)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 20))
-            .margin(16)
-            .x_label_area_size(45)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0.0..t_max.max(1e-3) * 1.02, (d_lo..d_hi).log_scale())
-            .map_err(e)?;
-        chart
-            .configure_mesh()
-            .x_desc("time since the start [s]")
-            .y_desc("detour [us]")
-            .y_label_formatter(&|y| format!("{y}"))
-            .light_line_style(WHITE.mix(0.0))
-            .draw()
-            .map_err(e)?;
+    svg::document((960, 600), |root| {
+        let mut chart = svg::chart(
+            root,
+            title,
+            (
+                0.0..t_max.max(1e-3) * 1.02,
+                "time since the start [s]",
+                &|t| format!("{t}"),
+            ),
+            ((d_lo / 2.0..d_hi * 2.0).log_scale(), "detour [us]", &|y| {
+                format!("{y}")
+            }),
+        )?;
         for (i, s) in series.iter().enumerate() {
-            let color = Palette99::pick(i).to_rgba();
-            chart
-                .draw_series(
-                    s.points
-                        .iter()
-                        .filter(|p| p.1 > 0.0)
-                        .map(|&p| Circle::new(p, 2, color.filled())),
-                )
-                .map_err(e)?
-                .label(format!("{} ({} detours)", s.label, s.points.len()))
-                .legend(move |(x, y)| Circle::new((x + 10, y), 3, color.filled()));
+            let label = format!("{} ({} detours)", s.label, s.points.len());
+            let points = s.points.iter().copied().filter(|p| p.1 > 0.0).collect();
+            svg::series(&mut chart, i, label, points, false)?;
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()
-            .map_err(e)?;
-        root.present().map_err(e)?;
-    }
-    Ok(svg)
+        svg::legend(&mut chart, SeriesLabelPosition::UpperRight)
+    })
 }
 
 #[cfg(test)]

@@ -3,10 +3,13 @@
 //! candidates the best per size, and with `--measure` the candidates measured
 //! in the job and the models' choices against the measured best.
 
+use super::coll::{predicted_cells, render_selection, CollRecord, CollWarning};
+use super::table::Table;
 use super::warning::{warned, Warned};
 use super::Meta;
 use crate::sim::net::{LogGp, Network};
 use crate::sim::params::ParamsWarning;
+use crate::sim::select::Selection;
 use crate::sim::spec::{self, Prediction};
 use serde::Serialize;
 
@@ -83,19 +86,19 @@ pub struct Measurement {
     pub reps: u64,
     /// Every point measured, as `ngauge coll --predict` records it, in the order
     /// measured (sizes interleaved).
-    pub results: Vec<super::coll::CollRecord>,
+    pub results: Vec<CollRecord>,
     /// Per size the measured best, the LogGP simulation's choice, Hockney's with
     /// the parameter file's alpha and beta, Hockney's with per-algorithm
     /// parameters fitted by Huber regression, each with its degradation `loss` =
     /// its measured median over the best's - 1; absent with fewer than two
     /// candidates measured at every size.
-    pub selection: Option<super::coll_predict::Selection>,
+    pub selection: Option<Selection>,
     /// The clock synchronization of the window scheme, per rank (absent with the
     /// other schemes), as in `coll`'s document.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sync: Option<super::effort::ClockSync>,
     /// What threatens the measured figures.
-    pub warnings: Vec<Warned<super::coll::CollWarning>>,
+    pub warnings: Vec<Warned<CollWarning>>,
 }
 
 /// `ngauge simulate --json`.
@@ -117,8 +120,9 @@ pub struct SimulateDoc {
     pub events: u64,
     /// Events per wall-clock second over all rows.
     pub events_per_s: f64,
-    /// What the parameter reader assumed.
-    pub warnings: Vec<Warned<ParamsWarning>>,
+    /// What the parameter reader assumed (`coll`'s `Params` warnings, which
+    /// serialize as the reader's own).
+    pub warnings: Vec<Warned<CollWarning>>,
     /// With `--measure`: the candidates measured in the job.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub measurement: Option<Measurement>,
@@ -154,7 +158,7 @@ impl SimulateDoc {
                 0.0
             },
             results,
-            warnings: warned(warnings),
+            warnings: warned(warnings.into_iter().map(CollWarning::Params)),
             measurement: None,
             meta,
         }
@@ -187,11 +191,78 @@ fn best_of(results: &[Prediction]) -> Vec<Best> {
         .collect()
 }
 
+impl super::Document for SimulateDoc {
+    type Warning = CollWarning;
+
+    fn render(&self) -> String {
+        let mut out = render(self);
+        if let Some(m) = &self.measurement {
+            out += &render_measurement(m);
+        }
+        out
+    }
+
+    /// The parameter reader's, then the measurement's.
+    fn warnings(&self) -> Vec<(String, &CollWarning)> {
+        let measured = self.measurement.iter().flat_map(|m| &m.warnings);
+        self.warnings
+            .iter()
+            .chain(measured)
+            .map(|w| (String::new(), &w.warning))
+            .collect()
+    }
+}
+
+/// The measured points beside both models, then the selection table.
+fn render_measurement(m: &Measurement) -> String {
+    let mut out = format!(
+        "\nmeasured in this job ({} scheme, {} valid calls per point): median run-time \
+         beside the models\n",
+        m.scheme.as_str(),
+        m.reps
+    );
+    let mut t = Table::new([
+        "size [B]",
+        "transport",
+        "algo",
+        "segment [B]",
+        "median [us]",
+        "LogGP [us]",
+        "median / LogGP",
+        "Hockney [us]",
+        "median / Hockney",
+    ]);
+    for r in &m.results {
+        let mut row = vec![
+            r.size.to_string(),
+            r.transport.to_string(),
+            r.algo.clone(),
+            segment(r.segment as u64),
+            r.runtime_us
+                .map_or("-".into(), |t| format!("{:.2}", t.median)),
+        ];
+        row.extend(predicted_cells(r.predicted.as_ref()));
+        t.row(row);
+    }
+    out += &t.render();
+    match &m.selection {
+        Some(s) => out + "\n" + &render_selection(s),
+        None => out + "no size has two candidates measured: nothing to select\n",
+    }
+}
+
+/// A segment size, `-` for none.
+fn segment(bytes: u64) -> String {
+    match bytes {
+        0 => "-".into(),
+        b => b.to_string(),
+    }
+}
+
 /// The human rendering: the network, one row per prediction, the best per size when
 /// there are several candidates, every rank's completion when there is one row
 /// with them.
-pub fn render(doc: &SimulateDoc) -> String {
-    use super::table::Table;
+fn render(doc: &SimulateDoc) -> String {
     let mut out = String::new();
     let np = doc.results.first().map_or(0, |r| r.np);
     let op = doc.results.first().map_or("", |r| r.op.as_str());
@@ -209,38 +280,24 @@ pub fn render(doc: &SimulateDoc) -> String {
         );
     }
     out.push('\n');
-    let mut t = Table::new([
+    let looped = doc.results.iter().any(|r| r.looped_us.is_some());
+    let mut header = vec![
         "size [B]",
         "algo",
         "segment [B]",
         "predicted [us]",
         "slowest rank",
         "place",
-    ]);
-    let looped = doc.results.iter().any(|r| r.looped_us.is_some());
+    ];
     if looped {
-        t = Table::new([
-            "size [B]",
-            "algo",
-            "segment [B]",
-            "predicted [us]",
-            "slowest rank",
-            "place",
-            "loop [us]",
-            "loop error",
-            "rotate [us]",
-            "rotate error",
-        ]);
+        header.extend(["loop [us]", "loop error", "rotate [us]", "rotate error"]);
     }
+    let mut t = Table::new(header);
     for r in &doc.results {
         let mut row = vec![
             r.size.to_string(),
             r.algo.clone(),
-            if r.segment == 0 {
-                "-".into()
-            } else {
-                r.segment.to_string()
-            },
+            segment(r.segment),
             format!("{:.3}", r.predicted_us),
             r.slowest_rank.to_string(),
             r.place.to_string(),
@@ -275,11 +332,7 @@ pub fn render(doc: &SimulateDoc) -> String {
             t.row([
                 b.size.to_string(),
                 b.algo.clone(),
-                if b.segment == 0 {
-                    "-".into()
-                } else {
-                    b.segment.to_string()
-                },
+                segment(b.segment),
                 format!("{:.3}", b.predicted_us),
                 b.margin.map_or("-".into(), |m| format!("{m:.3}")),
             ]);

@@ -3,6 +3,7 @@
 //! ([`super::loggp::plot_svg`], [`super::compare::plot_svg`]) draw their series in
 //! it.
 
+use plotters::coord::ranged1d::{AsRangedCoord, Ranged, ValueFormatter};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -64,6 +65,90 @@ pub fn legend<'a, CT: plotters::coord::CoordTranslate>(
         .border_style(BLACK)
         .draw()
         .map_err(error)
+}
+
+/// An axis of [`chart`]: its range, its description and its tick labels' format.
+pub type Axis<'f, R> = (R, &'f str, &'f dyn Fn(&f64) -> String);
+
+/// A drawn chart with its two axes' coordinates.
+pub type Chart<'a, X, Y> = ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>;
+
+/// A chart of `title` on `area`, its axes `x` and `y` (ranges, log-scaled or
+/// not) labelled `x_desc` and `y_desc`, its mesh without the light lines;
+/// `format_x`/`format_y` write the tick labels.
+///
+/// # Errors
+/// What plotters reports.
+pub fn chart<'a, X: AsRangedCoord<Value = f64>, Y: AsRangedCoord<Value = f64>>(
+    area: &Area<'a>,
+    title: &str,
+    (x, x_desc, format_x): Axis<'_, X>,
+    (y, y_desc, format_y): Axis<'_, Y>,
+) -> Result<Chart<'a, X::CoordDescType, Y::CoordDescType>, String>
+where
+    X::CoordDescType: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    Y::CoordDescType: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, ("sans-serif", 20))
+        .margin(16)
+        .x_label_area_size(45)
+        .y_label_area_size(70)
+        .build_cartesian_2d(x, y)
+        .map_err(error)?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .x_label_formatter(format_x)
+        .y_label_formatter(format_y)
+        .light_line_style(WHITE.mix(0.0))
+        .draw()
+        .map_err(error)?;
+    Ok(chart)
+}
+
+/// Series `i` of a plot: `points` joined by a line (`line`) and marked, in the
+/// legend as `label`.
+///
+/// # Errors
+/// What plotters reports.
+pub fn series<'a, X: Ranged<ValueType = f64>, Y: Ranged<ValueType = f64>>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+    i: usize,
+    label: String,
+    points: Vec<(f64, f64)>,
+    line: bool,
+) -> Result<(), String> {
+    let colour = PALETTE[i % PALETTE.len()];
+    if line {
+        chart
+            .draw_series(LineSeries::new(points.clone(), colour.stroke_width(2)))
+            .map_err(error)?;
+    }
+    let size = if line { 3 } else { 2 };
+    chart
+        .draw_series(
+            points
+                .into_iter()
+                .map(|p| Circle::new(p, size, colour.filled())),
+        )
+        .map_err(error)?
+        .label(label)
+        .legend(move |(x, y)| Circle::new((x + 10, y), 3, colour.filled()));
+    Ok(())
+}
+
+/// `512`, `4K`, `1M`: a size in bytes with the largest binary suffix that divides
+/// it.
+pub fn size_label(bytes: f64) -> String {
+    let b = bytes.round() as u64;
+    for (suffix, shift) in [("G", 30), ("M", 20), ("K", 10)] {
+        if b >= 1 << shift && b % (1 << shift) == 0 {
+            return format!("{}{suffix}", b >> shift);
+        }
+    }
+    b.to_string()
 }
 
 #[cfg(test)]

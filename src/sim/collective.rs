@@ -92,14 +92,6 @@ impl Program for CollJob {
     }
 }
 
-/// The simulated time of one call of `spec` on `net`: from the common start to
-/// the last rank's completion (what the window scheme measures). The entry point
-/// for `ngauge coll --predict`.
-pub fn predict(spec: &CollSpec, net: &Network) -> Result<Ps, SimError> {
-    spec.validate()?;
-    Ok(simulate(&CollJob::single(*spec), net, Options::default())?.makespan)
-}
-
 /// One call of `spec` with `options` (per-rank completion, trace).
 pub fn run(spec: &CollSpec, net: &Network, options: Options) -> Result<Outcome, SimError> {
     spec.validate()?;
@@ -119,23 +111,6 @@ pub struct SchemeTimes {
     pub calls: u32,
 }
 
-impl SchemeTimes {
-    /// `looped / single - 1`: the loop scheme's relative error (negative: it
-    /// underestimates).
-    pub fn loop_error(&self) -> f64 {
-        rel(self.looped, self.single)
-    }
-
-    /// `rotated / single - 1`.
-    pub fn rotate_error(&self) -> f64 {
-        rel(self.rotated, self.single)
-    }
-}
-
-fn rel(a: Ps, b: Ps) -> f64 {
-    a.0 as f64 / b.0 as f64 - 1.0
-}
-
 /// Simulates `spec` once, in a loop of `calls`, and in a loop with the root
 /// rotating (sec. 4.2's three schemes; the loop's per-call time is the slowest
 /// rank's completion of its last call over `calls`, as `patterns::coll`'s loop
@@ -151,7 +126,7 @@ pub fn schemes(spec: &CollSpec, net: &Network, calls: u32) -> Result<SchemeTimes
 }
 
 /// The time per call that a timing scheme reports, simulated: for
-/// [`Calls::Single`] one call's time ([`predict`]); for a loop, the slowest
+/// [`Calls::Single`] one call's time; for a loop, the slowest
 /// rank's completion of its last call over the number of calls.
 pub fn per_call(spec: &CollSpec, net: &Network, calls: Calls) -> Result<Ps, SimError> {
     spec.validate()?;
@@ -164,4 +139,32 @@ pub fn per_call(spec: &CollSpec, net: &Network, calls: Calls) -> Result<Ps, SimE
     let job = CollJob { spec: *spec, calls };
     let out = simulate(&job, net, Options::default())?;
     Ok(Ps(out.makespan.0 / n))
+}
+
+#[cfg(test)]
+/// The simulated time of one call of `spec` on `net`: from the common start to
+/// the last rank's completion (what the window scheme measures). The entry point
+/// for the engine's tests.
+pub fn predict(spec: &CollSpec, net: &Network) -> Result<Ps, SimError> {
+    spec.validate()?;
+    Ok(simulate(&CollJob::single(*spec), net, Options::default())?.makespan)
+}
+
+#[cfg(test)]
+impl SchemeTimes {
+    /// `looped / single - 1`: the loop scheme's relative error (negative: it
+    /// underestimates).
+    pub fn loop_error(&self) -> f64 {
+        rel(self.looped, self.single)
+    }
+
+    /// `rotated / single - 1`.
+    pub fn rotate_error(&self) -> f64 {
+        rel(self.rotated, self.single)
+    }
+}
+
+#[cfg(test)]
+fn rel(a: Ps, b: Ps) -> f64 {
+    a.0 as f64 / b.0 as f64 - 1.0
 }

@@ -12,7 +12,7 @@
 //!   rendezvous send sends a request-to-send (`L`); the receiver answers with a
 //!   clear-to-send (`L`) once the matching receive is posted; the data leaves when
 //!   that arrives and the send completes then (when its first byte leaves, as in
-//!   [`crate::sim::SimTransport`]).
+//!   `SimTransport`).
 //! - The receiving interface takes messages in `g + (s-1)G` apart ([`Nic::accept`],
 //!   handled in global time order, so several senders to one rank queue up; can be
 //!   switched off with [`Options::receive_gap`] to compare with the threaded world,
@@ -30,12 +30,12 @@
 //!
 //! The paper's simulator notices a completed operation the moment it happens. Ours
 //! replays what [`crate::coll::exec::Executor::run`] does instead, because that is
-//! what runs on the wire and what the threaded [`crate::sim::SimTransport`] world
+//! what runs on the wire and what the threaded `SimTransport` world
 //! measures: post every ready step in list order (a transfer that is alone runs
 //! blocking); sweep the steps in flight in list order, completing what has
 //! finished by the rank's time (each receive costing `o_r` as it is noticed),
 //! then post what became ready; otherwise block on the earliest step in flight
-//! and notice nothing else until it completes. [`crate::coll::analysis::check_progress`]
+//! and notice nothing else until it completes. The tests' `check_progress`
 //! is the same replay without time. With the receive-side gap switched off, the
 //! completion time of every rank equals the threaded world's to the picosecond for
 //! eager protocols (`sim::tests_engine` proves it for every algorithm); under
@@ -92,34 +92,12 @@ pub trait Program {
     fn passive_at_start(&self, rank: Rank) -> bool;
 }
 
-/// Given schedules, one call (tests, custom patterns).
-#[derive(Clone, Debug)]
-pub struct Schedules(pub Vec<Schedule>);
-
-impl Program for Schedules {
-    fn np(&self) -> usize {
-        self.0.len()
-    }
-    fn calls(&self) -> u32 {
-        1
-    }
-    fn schedule(&self, rank: Rank, _call: u32) -> Result<Schedule, CollError> {
-        Ok(self.0[rank].clone())
-    }
-    fn repeats(&self, _call: u32) -> bool {
-        true
-    }
-    fn passive_at_start(&self, _rank: Rank) -> bool {
-        false
-    }
-}
-
 /// How to simulate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Options {
     /// Keep `g + (s-1)G` between messages on the receiving interface too (LogP's
     /// gap holds for receptions). Off, a message is in `(s-1)G + L` after it left,
-    /// whatever else arrives, as in the threaded [`crate::sim::SimTransport`].
+    /// whatever else arrives, as in the threaded `SimTransport`.
     pub receive_gap: bool,
     /// CPU time of a `Reduce` or `Copy` step per byte, femtoseconds.
     pub local_fs_per_byte: u64,
@@ -927,17 +905,7 @@ impl<'a> Sim<'a> {
                             }
                             Kind::Reduce | Kind::Copy => {
                                 let cost = local_ps(self.options.local_fs_per_byte, step.bytes);
-                                let start = live.now;
-                                live.now = Ps(start.0 + cost);
-                                self.trace(
-                                    SpanKind::Local,
-                                    r,
-                                    NONE,
-                                    live.call,
-                                    step.bytes,
-                                    start,
-                                    live.now,
-                                );
+                                self.charge(SpanKind::Local, r, live, &step, cost);
                                 complete(live, i);
                             }
                         }
@@ -1048,22 +1016,19 @@ impl<'a> Sim<'a> {
         }
     }
 
+    /// Charges `cost_ps` of rank `r`'s CPU for `step` (its overhead, or a local step).
+    fn charge(&mut self, kind: SpanKind, r: usize, live: &mut Live, step: &CStep, cost_ps: u64) {
+        let start = live.now;
+        live.now = Ps(start.0 + cost_ps);
+        self.trace(kind, r, step.peer, live.call, step.bytes, start, live.now);
+    }
+
     /// A transfer whose completion the rank notices now: a receive costs `o_r`.
     fn finish_step(&mut self, r: usize, live: &mut Live, i: StepId) {
         let step = live.prog.steps[i as usize];
         if step.kind == Kind::Recv {
             let p = self.net.at(step.bytes);
-            let start = live.now;
-            live.now = Ps(start.0 + p.or_ps);
-            self.trace(
-                SpanKind::RecvOverhead,
-                r,
-                step.peer,
-                live.call,
-                step.bytes,
-                start,
-                live.now,
-            );
+            self.charge(SpanKind::RecvOverhead, r, live, &step, p.or_ps);
         }
         complete(live, i);
     }
@@ -1075,17 +1040,7 @@ impl<'a> Sim<'a> {
         match step.kind {
             Kind::Send => {
                 let p = self.net.at(step.bytes);
-                let start = live.now;
-                live.now = Ps(start.0 + p.os_ps);
-                self.trace(
-                    SpanKind::SendOverhead,
-                    r,
-                    step.peer,
-                    call,
-                    step.bytes,
-                    start,
-                    live.now,
-                );
+                self.charge(SpanKind::SendOverhead, r, live, &step, p.os_ps);
                 if p.rendezvous {
                     live.rendezvous_pending += 1;
                     let at = Ps(live.now.0 + p.l_ps);
@@ -1382,5 +1337,29 @@ fn describe(r: usize, live: &Live) -> String {
             )
         }
         _ => format!("rank {r} (call {}) is stuck", live.call),
+    }
+}
+
+#[cfg(test)]
+/// Given schedules, one call (tests).
+#[derive(Clone, Debug)]
+pub struct Schedules(pub Vec<Schedule>);
+
+#[cfg(test)]
+impl Program for Schedules {
+    fn np(&self) -> usize {
+        self.0.len()
+    }
+    fn calls(&self) -> u32 {
+        1
+    }
+    fn schedule(&self, rank: Rank, _call: u32) -> Result<Schedule, CollError> {
+        Ok(self.0[rank].clone())
+    }
+    fn repeats(&self, _call: u32) -> bool {
+        true
+    }
+    fn passive_at_start(&self, _rank: Rank) -> bool {
+        false
     }
 }

@@ -1,17 +1,5 @@
-//! The virtual-time world: deterministic ranks over a modelled network, for tests
-//! whose truth must be exact and for the LogGP simulator of collectives.
-//!
-//! A test on real time measures the scheduler of a loaded 2-core machine; in here
-//! time is an integer per rank that advances only by what the rank does, so the
-//! same run gives the same numbers every time and a model's parameters can be
-//! asserted to the picosecond. Three modules, one job each:
-//!
-//! | module | job |
-//! |---|---|
-//! | [`time`] | virtual time ([`Ps`], per-rank [`RankTime`]) and the timers that read it ([`SimClock`]: offset, rate, injected [`crate::clock::Skew`], cost per read, closed-form `spin_until`) |
-//! | [`net`] | the network model: LogGP parameters per protocol range ([`LogGp`], [`Network`]), a rank's network interface ([`Nic`]: `g + (s-1)G` between messages, sending and receiving), latency [`Noise`] |
-//! | [`transport`] | a real [`ngauge_transport::Transport`] and [`ngauge_transport::Control`] over the model, so a pattern runs unchanged ([`SimTransport`], [`SimControl`]) |
-//! | [`mod@world`] | a job of `P` such ranks from a [`WorldSpec`]; [`run`] gives each a thread |
+//! The LogGP simulator of collectives, and the virtual time it shares with the
+//! threaded test world.
 //!
 //! The model is LogGP as Hoefler, Schneider & Lumsdaine use it for simulation
 //! ("LogGP in theory and practice", sec. 4.1, `../shared/papers/`): per message
@@ -19,57 +7,59 @@
 //! interface, `(s-1)G` per message on the interface, `L` in flight, `o_r` on the
 //! receiver's CPU; eager sends complete locally, rendezvous sends after the match
 //! (a request-to-send and a clear-to-send, `L` each); parameters per protocol range
-//! of message sizes. Its rules are spelled out in [`net`].
+//! of message sizes. Its rules are spelled out in [`net`]. Time is integer
+//! picoseconds ([`Ps`]), so sums are exact, ties are real ties, and the same run
+//! gives the same numbers every time.
 //!
-//! Who uses it: the clock-synchronization tests (`sync::sim`: skewed 2.5 GHz
-//! clocks with a read cost, a noisy 20 us network, control operations that align
-//! time) and the LogGP tests (`patterns::loggp`'s test world: two ranks with
-//! clocks of different offsets and rates, exact eager and rendezvous protocols),
-//! which recover every parameter exactly through the real PRTT pattern and model.
+//! | module | job |
+//! |---|---|
+//! | [`time`], [`net`] | virtual time; the network model ([`LogGp`], [`Network`]) and a rank's interface ([`Nic`]) |
+//! | [`engine`] | the discrete-event simulator of per-rank schedules |
+//! | [`collective`] | collectives as engine programs: one call, loops, rotating roots |
+//! | [`hockney`] | the analytic Hockney models the predictions are compared with |
+//! | [`select`] | models beside measurements (`coll --predict`, `simulate --measure`) and the model-based selection judged against the measured best (Nuriyev sec. 6.3) |
+//! | [`params`] | a measured parameter file as a [`Network`] |
+//! | [`spec`] | what `ngauge simulate` asks, and its answer |
 //!
-//! # For a discrete-event simulator
-//!
-//! A simulator of collectives over `2^20` ranks cannot afford a thread per rank;
-//! it keeps a queue of operations per rank and an event queue ordered by virtual
-//! time, and takes from here the parts that carry no threads:
-//!
-//! - [`Ps`] for every instant and duration (integer, so sums are exact and ties
-//!   are real ties);
-//! - [`Network::at`] for the protocol of a message size, [`LogGp`] for its
-//!   parameters ([`LogGp::transfer_ps`] is `(s-1)G`, [`LogGp::busy_ps`] is
-//!   `g + (s-1)G`), [`Network::latency`] for the wire time of the `seq`-th message
-//!   of a pair;
-//! - one [`Nic`] per rank: [`Nic::inject`] gives when a message ready at `t`
-//!   leaves, [`Nic::accept`] when one whose first byte reaches the rank at `t` is
-//!   in, each keeping the interface's gap. Handled in global time order, as an
-//!   event queue does, `accept` places receptions from several senders exactly;
-//!   the threaded [`SimTransport`] cannot (it sees receives in program order) and
-//!   leaves the receive-side gap out;
-//! - a rank's CPU is its own [`Ps`]: `o_s`, `o_r` advance it; a receive ends at
-//!   `max(CPU free, last byte in) + o_r`.
-//!
-//! The threaded world then serves as a second engine for the same schedules: run
-//! over [`SimTransport`], a collective's completion times must equal the event
-//! simulator's wherever the receive-side gap does not bind.
+//! The threaded world, built for tests only (`tests_*.rs`), runs real patterns
+//! over the same model: per-rank virtual clocks (`SimClock`: offset, rate, injected
+//! [`crate::clock::Skew`], cost per read, closed-form `spin_until`), a real
+//! [`ngauge_transport::Transport`] and [`ngauge_transport::Control`] whose calls
+//! advance the rank's time (`SimTransport`, `SimControl`, with latency noise), and
+//! a job of `P` ranks on threads (`WorldSpec`, `run`). The clock-sync tests
+//! (`sync::sim`) and the LogGP tests (`patterns::loggp`'s test world) recover their
+//! truths exactly on it, and it is a second engine for the same schedules: a
+//! collective's completion times over `SimTransport` must equal the engine's
+//! wherever the receive-side gap ([`Nic::accept`], which only a global event order
+//! places) does not bind.
 
 pub mod collective;
 pub mod engine;
 pub mod hockney;
 pub mod net;
 pub mod params;
+pub mod select;
 pub mod spec;
 pub mod time;
-pub mod transport;
-pub mod world;
 
 pub use collective::{Calls, CollJob, SchemeTimes};
 pub use engine::{simulate, Options, Outcome, Program, SimError, Span, SpanKind, Stats};
-pub use net::{LogGp, NetError, Network, Nic, Noise, SlowLink};
-pub use time::{Ps, Quantum, RankTime, SimClock, TickMap};
-pub use transport::{SimControl, SimTransport};
-pub use world::{run, world, RankClock, SimRank, WorldSpec};
+pub use net::{LogGp, NetError, Network, Nic};
+pub use time::Ps;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_clock;
+#[cfg(test)]
+mod tests_transport;
+#[cfg(test)]
+mod tests_world;
+#[cfg(test)]
+pub use tests_clock::{Quantum, RankTime, SimClock, TickMap};
+#[cfg(test)]
+pub use tests_transport::{Noise, SimControl, SimTransport, SlowLink};
+#[cfg(test)]
+pub use tests_world::{run, world, RankClock, SimRank, WorldSpec};
 #[cfg(test)]
 mod tests_engine;

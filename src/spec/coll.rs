@@ -1,7 +1,8 @@
 //! [`CollCmdSpec`]: what `ngauge coll` measures (one collective timed with the
 //! window, barrier or loop scheme: Hoefler et al., "Accurately measuring
 //! collective operations", sec. 3; Hunold & Carpen-Amarie, Algorithm 1), as the
-//! command line and a suite's `coll` table fill it.
+//! command line and a suite's `coll` table fill it; [`WindowColl`]: the one
+//! collective `late` and `nbc` time in windows (their `coll` table).
 //!
 //! The fields are the flags of `ngauge coll` with `-` written `_`; the clock
 //! synchronization flags (`--sync`, `--fitpoints`, `--exchanges`,
@@ -125,7 +126,7 @@ impl Default for CollCmdSpec {
     }
 }
 
-/// One implementation a [`CollCmdSpec`] names.
+/// One implementation a spec names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CollImpl {
     /// One of ngauge's schedules, over any transport.
@@ -134,28 +135,145 @@ pub enum CollImpl {
     Mpi,
 }
 
+impl CollImpl {
+    /// The `algo` name (`recursive-doubling`, `kchain:4`, `mpi`).
+    pub fn name(&self) -> String {
+        match self {
+            CollImpl::Ours(a) => a.to_string(),
+            CollImpl::Mpi => "mpi".into(),
+        }
+    }
+
+    /// The schedule of `op` it runs, or stands for (MPI's own: our usual one, for
+    /// its sizes and checks).
+    pub fn algorithm(&self, op: Collective) -> Algorithm {
+        match self {
+            CollImpl::Ours(a) => *a,
+            CollImpl::Mpi => default_algorithm(op),
+        }
+    }
+}
+
+/// The usual algorithm of each operation: the trees Open MPI's tuned component
+/// picks for small messages, and the only barrier and all-to-all we have.
+pub fn default_algorithm(op: Collective) -> Algorithm {
+    match op {
+        Collective::Bcast => Algorithm::BcastBinomial,
+        Collective::Gather => Algorithm::GatherBinomial,
+        Collective::Allreduce => Algorithm::AllreduceRecursiveDoubling,
+        Collective::Barrier => Algorithm::BarrierDissemination,
+        Collective::Alltoall => Algorithm::AlltoallPairwise,
+    }
+}
+
+/// The clock synchronization of the window starts, from a spec's four sync fields.
+fn sync_options(
+    sync: sync::Algorithm,
+    fitpoints: u32,
+    exchanges: Option<u32>,
+    estimator: Option<Estimator>,
+) -> SyncOptions {
+    let spec = super::SyncSpec {
+        sync,
+        fitpoints,
+        exchanges,
+        estimator,
+        ..super::SyncSpec::default()
+    };
+    spec.options()
+}
+
+/// Checks the counts of calls and the segment every collective spec has, and the
+/// clock synchronization of the window starts (`None`: no window scheme).
+fn check_timing(
+    (reps, warmup, max_rounds): (u64, u64, u64),
+    segment: usize,
+    sync: Option<SyncOptions>,
+) -> Result<(), SpecError> {
+    range("reps", reps, 1, 1_000_000)?;
+    range("warmup", warmup, 1, 1_000_000)?;
+    range("max_rounds", max_rounds, 1, 1000)?;
+    if segment as u64 > MAX_SEGMENT_BYTES {
+        let why = format!("{segment} bytes is larger than 1G");
+        return Err(SpecError::new("segment", why));
+    }
+    match sync.map(|s| s.validate()) {
+        Some(Err(e)) => Err(SpecError::new("sync", e.to_string())),
+        _ => Ok(()),
+    }
+}
+
+/// Refuses a root that is no rank of a job of `np` ranks (when known).
+fn check_root(root: usize, np: Option<usize>) -> Result<(), SpecError> {
+    match np {
+        Some(np) if root >= np => Err(SpecError::new(
+            "root",
+            format!("{root} is not a rank of a job of {np} ranks"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn range(field: &'static str, v: u64, lo: u64, hi: u64) -> Result<(), SpecError> {
+    if (lo..=hi).contains(&v) {
+        return Ok(());
+    }
+    Err(SpecError::new(
+        field,
+        format!("must be between {lo} and {hi}, got {v}"),
+    ))
+}
+
+/// Refuses sizes MPI's own allreduce cannot run: it sums 8-byte words
+/// (`MPI_INT64_T`, [`crate::coll::native`]); our schedules take any size.
+fn check_mpi_sizes(op: Collective, sizes: &[u64]) -> Result<(), SpecError> {
+    match sizes.iter().find(|s| *s % 8 != 0) {
+        Some(s) if op == Collective::Allreduce => Err(SpecError::new(
+            "sizes",
+            format!("MPI's allreduce sums 8-byte words, and {s} bytes is not a multiple of 8"),
+        )),
+        _ => Ok(()),
+    }
+}
+
 impl CollCmdSpec {
     /// The clock synchronization's options.
     pub fn sync_options(&self) -> SyncOptions {
-        super::SyncSpec {
-            sync: self.sync,
-            fitpoints: self.fitpoints,
-            exchanges: self.exchanges,
-            estimator: self.estimator,
-            check_after_s: Vec::new(),
-            ..super::SyncSpec::default()
+        sync_options(self.sync, self.fitpoints, self.exchanges, self.estimator)
+    }
+
+    /// The sizes measured: the spec's, or one of 0 bytes for a barrier.
+    pub fn sizes_bytes(&self) -> Vec<usize> {
+        if self.op == Collective::Barrier {
+            return vec![0];
         }
-        .options()
+        self.sizes.0.iter().map(|&s| s as usize).collect()
+    }
+
+    /// The parameter file of `predict`, read.
+    ///
+    /// # Errors
+    /// A file that cannot be read or is no parameter file (field `predict`).
+    pub fn load_predict(&self) -> Result<Option<crate::sim::params::Loaded>, SpecError> {
+        let Some(path) = &self.predict else {
+            return Ok(None);
+        };
+        let bad = |m: String| SpecError::new("predict", m);
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| bad(format!("cannot read {}: {e}", path.display())))?;
+        crate::sim::params::parse(&text)
+            .map(Some)
+            .map_err(|e| bad(format!("{}: {e}", path.display())))
     }
 
     /// The implementations `algo` names, in order, without repeats (empty `algo`:
-    /// `default`).
+    /// the usual one of `op`).
     ///
     /// # Errors
     /// A name that is no algorithm of `op`.
-    pub fn implementations(&self, default: Algorithm) -> Result<Vec<CollImpl>, SpecError> {
+    pub fn implementations(&self) -> Result<Vec<CollImpl>, SpecError> {
         let names: Vec<&str> = if self.algo.is_empty() {
-            vec![default.base_name()]
+            vec![default_algorithm(self.op).base_name()]
         } else {
             self.algo.iter().map(|s| s.trim()).collect()
         };
@@ -189,29 +307,13 @@ impl CollCmdSpec {
     /// # Errors
     /// The first field that is wrong.
     pub fn validate(&self) -> Result<(), SpecError> {
-        let range = |field: &'static str, v: u64, lo: u64, hi: u64| {
-            if (lo..=hi).contains(&v) {
-                Ok(())
-            } else {
-                Err(SpecError::new(
-                    field,
-                    format!("must be between {lo} and {hi}, got {v}"),
-                ))
-            }
-        };
-        range("reps", self.reps, 1, 1_000_000)?;
-        range("warmup", self.warmup, 1, 1_000_000)?;
-        range("max_rounds", self.max_rounds, 1, 1000)?;
+        let window = self.scheme == Scheme::Window;
+        let counts = (self.reps, self.warmup, self.max_rounds);
+        check_timing(counts, self.segment, window.then(|| self.sync_options()))?;
         if let Some(n) = self.mpi_algo {
             range("mpi_algo", n.into(), 0, 64)?;
         }
-        if self.segment as u64 > MAX_SEGMENT_BYTES {
-            return Err(SpecError::new(
-                "segment",
-                format!("{} bytes is larger than 1G", self.segment),
-            ));
-        }
-        let imps = self.implementations(self.op.algorithms()[0])?;
+        let imps = self.implementations()?;
         if self.op != Collective::Barrier && self.sizes.0.contains(&0) {
             return Err(SpecError::new(
                 "sizes",
@@ -224,55 +326,155 @@ impl CollCmdSpec {
                 "forces Open MPI's algorithm of the `mpi` implementation; add mpi to algo",
             ));
         }
-        if self.scheme == Scheme::Window {
-            self.sync_options()
-                .validate()
-                .map_err(|e| SpecError::new("sync", e.to_string()))?;
-        }
         Ok(())
     }
 
-    /// Rejects what a job of `np` ranks over `transports` cannot run: a root that
-    /// is no rank, MPI's own collective without the MPI transport, MPI's
-    /// allreduce of sizes that are not 8-byte words.
+    /// Rejects what a job of `np` ranks (when known) over `transports` cannot run:
+    /// a root that is no rank, MPI's own collective without the MPI transport,
+    /// MPI's allreduce of sizes that are not 8-byte words.
     ///
     /// # Errors
     /// The first field that is wrong.
     pub fn validate_for_job(
         &self,
         transports: &[TransportName],
-        np: usize,
+        np: Option<usize>,
     ) -> Result<(), SpecError> {
         if let RootChoice::Rank(r) = self.root {
-            if r >= np {
-                return Err(SpecError::new(
-                    "root",
-                    format!("{r} is not a rank of a job of {np} ranks"),
-                ));
-            }
+            check_root(r, np)?;
         }
-        let imps = self.implementations(self.op.algorithms()[0])?;
+        let imps = self.implementations()?;
         if imps.contains(&CollImpl::Mpi) {
             if !transports.contains(&TransportName::Mpi) {
-                return Err(SpecError::new(
-                    "algo",
-                    "`mpi` (MPI's own collectives) runs on the MPI transport only; add mpi \
-                     to the job's transports",
-                ));
+                return Err(SpecError::new("algo", MPI_ONLY));
             }
-            if self.op == Collective::Allreduce {
-                if let Some(s) = self.sizes.0.iter().find(|s| *s % 8 != 0) {
-                    return Err(SpecError::new(
-                        "sizes",
-                        format!(
-                            "MPI's allreduce sums 8-byte words, and {s} bytes is not a \
-                             multiple of 8"
-                        ),
-                    ));
-                }
-            }
+            check_mpi_sizes(self.op, &self.sizes.0)?;
         }
         Ok(())
+    }
+}
+
+/// Why `mpi` needs the MPI transport.
+const MPI_ONLY: &str = "`mpi` (MPI's own collectives) runs on the MPI transport only; add \
+                        -t mpi (under mpirun, with a build that has the `mpi` feature)";
+
+/// One collective timed in windows on synchronized clocks, over one transport: what
+/// `late` and `nbc` measure around (their `coll` table; the flags of `ngauge late`
+/// and `ngauge nbc` that are not the command's own).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WindowColl {
+    /// The collective: `bcast`, `gather`, `allreduce`, `barrier`, `alltoall`.
+    #[serde(serialize_with = "op_name", deserialize_with = "by_name")]
+    pub op: Collective,
+    /// Its implementation: one of ngauge's schedules (`binomial`, `kchain:4`), or
+    /// `mpi` (MPI's own, the MPI transport only); absent: `mpi` on the MPI
+    /// transport, else the usual one of `op`.
+    pub algo: Option<String>,
+    /// Segment size of the pipelined broadcasts, bytes (0: one segment).
+    #[serde(deserialize_with = "segment")]
+    pub segment: usize,
+    /// The root of bcast and gather.
+    pub root: usize,
+    /// Valid calls wanted per measurement point.
+    pub reps: u64,
+    /// Untimed calls first (their data checked, the slowest sizing the window).
+    pub warmup: u64,
+    /// Rounds of `reps` calls at most.
+    pub max_rounds: u64,
+    /// Skip the data check of the warm-up calls.
+    pub no_check: bool,
+    /// Clock synchronization of the window starts.
+    pub sync: sync::Algorithm,
+    /// Fit points per drift model (jk, hca).
+    pub fitpoints: u32,
+    /// Ping-pongs per fit point (jk, hca); absent: the algorithm's default.
+    pub exchanges: Option<u32>,
+    /// Offset estimator; absent: the algorithm's own.
+    pub estimator: Option<Estimator>,
+}
+
+impl Default for WindowColl {
+    fn default() -> Self {
+        let c = CollCmdSpec::default();
+        WindowColl {
+            op: Collective::Allreduce,
+            algo: None,
+            segment: 0,
+            root: 0,
+            reps: c.reps,
+            warmup: c.warmup,
+            max_rounds: c.max_rounds,
+            no_check: false,
+            sync: c.sync,
+            fitpoints: c.fitpoints,
+            exchanges: None,
+            estimator: None,
+        }
+    }
+}
+
+impl WindowColl {
+    /// Its fields, as a suite's `coll` table names them.
+    pub const FIELDS: &'static str =
+        "op algo segment root reps warmup max_rounds no_check sync fitpoints exchanges estimator";
+
+    /// The clock synchronization's options.
+    pub fn sync_options(&self) -> SyncOptions {
+        sync_options(self.sync, self.fitpoints, self.exchanges, self.estimator)
+    }
+
+    /// The implementation `algo` names on `transport`.
+    ///
+    /// # Errors
+    /// An unknown algorithm, or `mpi` off the MPI transport (field `algo`).
+    pub fn implementation(&self, transport: TransportName) -> Result<CollImpl, SpecError> {
+        let mpi = transport == TransportName::Mpi;
+        match self.algo.as_deref().map(str::trim) {
+            None | Some("mpi") if mpi => Ok(CollImpl::Mpi),
+            None => Ok(CollImpl::Ours(default_algorithm(self.op))),
+            Some("mpi") => Err(SpecError::new("algo", MPI_ONLY)),
+            Some(name) => Algorithm::parse(self.op, name)
+                .map(CollImpl::Ours)
+                .map_err(|e| SpecError::new("algo", e.to_string())),
+        }
+    }
+
+    /// Rejects counts out of range, a segment over 1 GiB, an algorithm `op` does
+    /// not have, sync options that cannot run.
+    ///
+    /// # Errors
+    /// The first field that is wrong.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        let counts = (self.reps, self.warmup, self.max_rounds);
+        check_timing(counts, self.segment, Some(self.sync_options()))?;
+        self.implementation(TransportName::Mpi).map(drop)
+    }
+
+    /// Rejects what a job over `transports` (of `np` ranks, when known) cannot run
+    /// at `sizes`: several transports, `mpi` off the MPI transport, MPI's
+    /// allreduce of sizes that are not 8-byte words, a root that is no rank.
+    /// Returns the transport and the implementation.
+    ///
+    /// # Errors
+    /// The first field that is wrong (`transport` for the job's transports).
+    pub fn validate_for_job(
+        &self,
+        transports: &[TransportName],
+        np: Option<usize>,
+        sizes: &[u64],
+    ) -> Result<(TransportName, CollImpl), SpecError> {
+        let [transport] = transports else {
+            return Err(SpecError::new(
+                "transport",
+                "the window timing measures one transport at a time; give one",
+            ));
+        };
+        let imp = self.implementation(*transport)?;
+        if imp == CollImpl::Mpi {
+            check_mpi_sizes(self.op, sizes)?;
+        }
+        check_root(self.root, np).map(|_| (*transport, imp))
     }
 }
 
@@ -284,8 +486,13 @@ fn scheme_name<S: Serializer>(v: &Scheme, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(v.as_str())
 }
 
+/// A value written as its `Display` text.
+pub(super) fn display<T: fmt::Display, S: Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(v)
+}
+
 /// A value read from its name (`FromStr`).
-fn by_name<'de, T, D>(d: D) -> Result<T, D::Error>
+pub(super) fn by_name<'de, T, D>(d: D) -> Result<T, D::Error>
 where
     T: std::str::FromStr,
     T::Err: fmt::Display,
@@ -388,7 +595,7 @@ mod tests {
             (sync::Algorithm::Jk, 50, 5)
         );
         assert_eq!(
-            s.implementations(Algorithm::BcastBinomial).unwrap(),
+            s.implementations().unwrap(),
             [
                 CollImpl::Ours(Algorithm::BcastBinomial),
                 CollImpl::Ours(Algorithm::BcastChain)
@@ -400,6 +607,43 @@ mod tests {
         assert_eq!(back, s);
         let r: CollCmdSpec = serde_json::from_str(r#"{"root": 3}"#).unwrap();
         assert_eq!(r.root, RootChoice::Rank(3));
+    }
+
+    #[test]
+    fn a_window_colls_fields_are_its_keys() {
+        let mut w = WindowColl {
+            algo: Some("ring".into()),
+            exchanges: Some(3),
+            estimator: Some(Estimator::MinRtt),
+            ..WindowColl::default()
+        };
+        let keys: Vec<String> = match serde_json::to_value(&w).unwrap() {
+            serde_json::Value::Object(m) => m.keys().cloned().collect(),
+            v => panic!("{v}"),
+        };
+        assert_eq!(keys, WindowColl::FIELDS.split(' ').collect::<Vec<_>>());
+        assert!(w.validate().is_ok());
+        w.algo = Some("mpi".into());
+        let tcp = [TransportName::Tcp];
+        assert_eq!(
+            w.validate_for_job(&tcp, None, &[8]).unwrap_err().field,
+            "algo"
+        );
+        let mpi = [TransportName::Mpi];
+        assert_eq!(
+            w.validate_for_job(&mpi, None, &[4]).unwrap_err().field,
+            "sizes"
+        );
+        w.algo = None;
+        assert_eq!(
+            w.validate_for_job(&mpi, None, &[8]).unwrap().1,
+            CollImpl::Mpi
+        );
+        w.root = 2;
+        assert_eq!(
+            w.validate_for_job(&tcp, Some(2), &[8]).unwrap_err().field,
+            "root"
+        );
     }
 
     #[test]
@@ -442,7 +686,7 @@ mod tests {
         let job = |json: &str, t: &[TransportName], np| {
             serde_json::from_str::<CollCmdSpec>(json)
                 .unwrap()
-                .validate_for_job(t, np)
+                .validate_for_job(t, Some(np))
                 .map_err(|e| e.field)
         };
         let tcp = [TransportName::Tcp];

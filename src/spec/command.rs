@@ -3,7 +3,9 @@
 //! suite's `[[experiment]]` table names ([`crate::suite::file`]), what `ngauge
 //! exec` runs, and what [`crate::experiment`] runs on a rank.
 
-use super::{CollCmdSpec, LoggpSpec, NoiseSpec, PingpongSpec, SyncSpec, TimerSpec};
+use super::{
+    CollCmdSpec, LateCmdSpec, LoggpSpec, NbcCmdSpec, NoiseSpec, PingpongSpec, SyncSpec, TimerSpec,
+};
 use crate::sim::spec::SimulateSpec;
 
 /// A measuring command and its parameters.
@@ -24,12 +26,16 @@ pub enum CommandSpec {
     Simulate(SimulateSpec),
     /// `ngauge noise`.
     Noise(NoiseSpec),
+    /// `ngauge late`.
+    Late(LateCmdSpec),
+    /// `ngauge nbc`.
+    Nbc(NbcCmdSpec),
 }
 
 impl CommandSpec {
     /// Every command's name, in the order of the variants.
     pub const NAMES: &'static [&'static str] = &[
-        "timer", "pingpong", "loggp", "sync", "coll", "simulate", "noise",
+        "timer", "pingpong", "loggp", "sync", "coll", "simulate", "noise", "late", "nbc",
     ];
 
     /// The command's name, as on the command line and as a suite's table key.
@@ -42,6 +48,8 @@ impl CommandSpec {
             CommandSpec::Coll(_) => "coll",
             CommandSpec::Simulate(_) => "simulate",
             CommandSpec::Noise(_) => "noise",
+            CommandSpec::Late(_) => "late",
+            CommandSpec::Nbc(_) => "nbc",
         }
     }
 
@@ -53,7 +61,8 @@ impl CommandSpec {
 
     /// Makes the command keep every repetition in its document, for the
     /// statistics across launches (`ngauge run` asks it of every run); a
-    /// simulation is deterministic and a noise loop has no repetitions: unchanged.
+    /// simulation is deterministic, and a noise loop, `late` and `nbc` report
+    /// medians without their repetitions: unchanged.
     pub fn keep_samples(&mut self) {
         match self {
             CommandSpec::Timer(s) => s.samples = true,
@@ -61,7 +70,10 @@ impl CommandSpec {
             CommandSpec::Loggp(s) => s.samples = true,
             CommandSpec::Sync(s) => s.samples = true,
             CommandSpec::Coll(s) => s.samples = true,
-            CommandSpec::Simulate(_) | CommandSpec::Noise(_) => {}
+            CommandSpec::Simulate(_)
+            | CommandSpec::Noise(_)
+            | CommandSpec::Late(_)
+            | CommandSpec::Nbc(_) => {}
         }
     }
 }

@@ -11,17 +11,21 @@
 pub mod coll;
 mod command;
 pub mod info;
+pub mod late;
 pub mod loggp;
+pub mod nbc;
 pub mod noise;
 pub mod pingpong;
 mod sizes;
 pub mod sync;
 pub mod timer;
 
-pub use coll::CollCmdSpec;
+pub use coll::{CollCmdSpec, WindowColl};
 pub use command::CommandSpec;
 pub use info::InfoSpec;
+pub use late::LateCmdSpec;
 pub use loggp::LoggpSpec;
+pub use nbc::NbcCmdSpec;
 pub use noise::NoiseSpec;
 pub use pingpong::PingpongSpec;
 pub use sizes::SizeList;

@@ -72,16 +72,8 @@ pub struct RankSum {
     pub ties: bool,
 }
 
-impl RankSum {
-    /// Stars for the p-value as Hunold & Carpen-Amarie mark significance (sec.
-    /// 6.2): `***` for `p <= 0.001`, `**` for `p <= 0.01`, `*` for `p <= 0.05`,
-    /// none otherwise.
-    pub fn stars(&self) -> &'static str {
-        stars(self.p_value)
-    }
-}
-
-/// Significance stars of a p-value (see [`RankSum::stars`]).
+/// Stars for a p-value as Hunold & Carpen-Amarie mark significance (sec. 6.2): `***`
+/// for `p <= 0.001`, `**` for `p <= 0.01`, `*` for `p <= 0.05`, none otherwise.
 pub fn stars(p_value: f64) -> &'static str {
     if p_value <= 0.001 {
         "***"
@@ -209,6 +201,14 @@ pub fn null_distribution(m: usize, n: usize) -> Vec<f64> {
         }
     }
     layer.swap_remove(m)
+}
+
+#[cfg(test)]
+impl RankSum {
+    /// [`stars`] of the p-value.
+    fn stars(&self) -> &'static str {
+        stars(self.p_value)
+    }
 }
 
 #[cfg(test)]

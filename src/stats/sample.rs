@@ -1,10 +1,8 @@
 //! A sample sorted once, in its unit: the container every statistic here reads.
 
-use super::mean_ci::{mean_interval, MeanInterval};
 use super::median_ci::{median_interval, MedianInterval};
-use super::order::{median_of_sorted, quantile_of_sorted, sorted, Value};
+use super::order::{median_of_sorted, sorted, Value};
 use super::summary::Summary;
-use super::tukey::Fences;
 use super::StatsError;
 
 /// A non-empty sample of usable values (finite, for floating point), sorted
@@ -44,16 +42,6 @@ impl<T: Value> Sorted<T> {
         false
     }
 
-    /// Smallest value.
-    pub fn min(&self) -> T {
-        self.0[0]
-    }
-
-    /// Largest value.
-    pub fn max(&self) -> T {
-        self.0[self.0.len() - 1]
-    }
-
     /// The median (see [`super::order`] for the definition).
     pub fn median(&self) -> T {
         median_of_sorted(&self.0).expect("a Sorted is not empty")
@@ -61,11 +49,6 @@ impl<T: Value> Sorted<T> {
 }
 
 impl Sorted<f64> {
-    /// The quantile `q` in `[0, 1]` (definition 7, see [`super::order`]).
-    pub fn quantile(&self, q: f64) -> f64 {
-        quantile_of_sorted(&self.0, q)
-    }
-
     /// Min, median, mean, p99, max.
     pub fn summary(&self) -> Summary {
         Summary::of_sorted(&self.0)
@@ -79,18 +62,27 @@ impl Sorted<f64> {
     pub fn median_interval(&self, level: f64) -> Result<Option<MedianInterval>, StatsError> {
         median_interval(&self.0, level)
     }
+}
 
-    /// Student's t interval of the mean at `level`; `Ok(None)` for a single value.
-    ///
-    /// # Errors
-    /// [`StatsError::Level`] unless `0 < level < 1`.
-    pub fn mean_interval(&self, level: f64) -> Result<Option<MeanInterval>, StatsError> {
-        mean_interval(&self.0, level)
+#[cfg(test)]
+impl<T: Value> Sorted<T> {
+    fn min(&self) -> T {
+        self.0[0]
     }
 
-    /// Tukey's fences.
-    pub fn fences(&self) -> Fences {
-        Fences::of_sorted(&self.0)
+    fn max(&self) -> T {
+        self.0[self.0.len() - 1]
+    }
+}
+
+#[cfg(test)]
+impl Sorted<f64> {
+    fn quantile(&self, q: f64) -> f64 {
+        super::order::quantile_of_sorted(&self.0, q)
+    }
+
+    fn fences(&self) -> super::tukey::Fences {
+        super::tukey::Fences::of_sorted(&self.0)
     }
 }
 

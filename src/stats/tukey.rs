@@ -9,7 +9,7 @@
 //!
 //! A weakness the paper does not discuss: on coarse data (a timer with few distinct
 //! readings) most values can be equal, `IQR = 0`, and every value that differs from
-//! the mode by a single tick is "an outlier". [`Fences::iqr`] shows this; a caller
+//! the mode by a single tick is "an outlier". `q3 - q1` shows this; a caller
 //! that reports the number removed lets the reader judge.
 
 use super::order::quantile_of_sorted;
@@ -47,11 +47,6 @@ impl Fences {
         }
     }
 
-    /// The interquartile range.
-    pub fn iqr(&self) -> f64 {
-        self.q3 - self.q1
-    }
-
     /// Whether `value` is kept.
     pub fn keeps(&self, value: f64) -> bool {
         value >= self.lo && value <= self.hi
@@ -85,6 +80,14 @@ pub fn tukey_filter(values: &[f64]) -> Option<Filtered> {
         kept,
         fences,
     })
+}
+
+#[cfg(test)]
+impl Fences {
+    /// The interquartile range.
+    fn iqr(&self) -> f64 {
+        self.q3 - self.q1
+    }
 }
 
 #[cfg(test)]

@@ -11,7 +11,8 @@
 use crate::job::{JobError, JobSpec, TransportName};
 use crate::sim::spec::{self as sim_spec, SimulateSpec};
 use crate::spec::{
-    CollCmdSpec, CommandSpec, LoggpSpec, NoiseSpec, PingpongSpec, SpecError, SyncSpec, TimerSpec,
+    CollCmdSpec, CommandSpec, LateCmdSpec, LoggpSpec, NbcCmdSpec, NoiseSpec, PingpongSpec,
+    SpecError, SyncSpec, TimerSpec, WindowColl,
 };
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -92,34 +93,30 @@ struct RawExperiment {
     simulate: Option<SimulateSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     noise: Option<NoiseSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    late: Option<LateCmdSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    nbc: Option<NbcCmdSpec>,
 }
 
 impl TryFrom<RawExperiment> for Experiment {
     type Error = String;
 
     fn try_from(raw: RawExperiment) -> Result<Self, String> {
-        let mut kinds = Vec::new();
-        if let Some(s) = raw.timer {
-            kinds.push(CommandSpec::Timer(s));
-        }
-        if let Some(s) = raw.pingpong {
-            kinds.push(CommandSpec::Pingpong(s));
-        }
-        if let Some(s) = raw.loggp {
-            kinds.push(CommandSpec::Loggp(s));
-        }
-        if let Some(s) = raw.sync {
-            kinds.push(CommandSpec::Sync(s));
-        }
-        if let Some(s) = raw.simulate {
-            kinds.push(CommandSpec::Simulate(s));
-        }
-        if let Some(s) = raw.coll {
-            kinds.push(CommandSpec::Coll(s));
-        }
-        if let Some(s) = raw.noise {
-            kinds.push(CommandSpec::Noise(s));
-        }
+        let mut kinds: Vec<CommandSpec> = [
+            raw.timer.map(CommandSpec::Timer),
+            raw.pingpong.map(CommandSpec::Pingpong),
+            raw.loggp.map(CommandSpec::Loggp),
+            raw.sync.map(CommandSpec::Sync),
+            raw.simulate.map(CommandSpec::Simulate),
+            raw.coll.map(CommandSpec::Coll),
+            raw.noise.map(CommandSpec::Noise),
+            raw.late.map(CommandSpec::Late),
+            raw.nbc.map(CommandSpec::Nbc),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
         if kinds.len() != 1 {
             return Err(format!(
                 "experiment {:?} needs exactly one command table ({}), found {}",
@@ -164,6 +161,8 @@ impl From<Experiment> for RawExperiment {
             CommandSpec::Simulate(s) => raw.simulate = Some(s),
             CommandSpec::Coll(s) => raw.coll = Some(s),
             CommandSpec::Noise(s) => raw.noise = Some(s),
+            CommandSpec::Late(s) => raw.late = Some(s),
+            CommandSpec::Nbc(s) => raw.nbc = Some(s),
         }
         raw
     }
@@ -309,7 +308,19 @@ pub fn check(suite: &Suite) -> Result<(), (String, String)> {
         }
         let command = e.kind.command();
         let spec = |r: Result<(), SpecError>| {
-            r.map_err(|s| (at(&format!("{command}.{}", s.field)), s.message))
+            r.map_err(|s| {
+                let key = match s.field {
+                    "transport" => "job.transports".to_string(),
+                    // `late`'s and `nbc`'s collective is their `coll` table.
+                    f if matches!(e.kind, CommandSpec::Late(_) | CommandSpec::Nbc(_))
+                        && WindowColl::FIELDS.split(' ').any(|c| c == f) =>
+                    {
+                        format!("{command}.coll.{f}")
+                    }
+                    f => format!("{command}.{f}"),
+                };
+                (at(&key), s.message)
+            })
         };
         let needs_two = || {
             if e.np < 2 {
@@ -370,19 +381,23 @@ pub fn check(suite: &Suite) -> Result<(), (String, String)> {
             }
             CommandSpec::Coll(s) => {
                 spec(s.validate())?;
-                spec(s.validate_for_job(&e.job.transports, e.np))?;
-                if let Some(path) = &s.predict {
-                    let loaded = std::fs::read_to_string(path)
-                        .map_err(|err| format!("cannot read {}: {err}", path.display()))
-                        .and_then(|text| {
-                            crate::sim::params::parse(&text)
-                                .map(|_| ())
-                                .map_err(|err| format!("{}: {err}", path.display()))
-                        });
-                    loaded.map_err(|m| (at("coll.predict"), m))?;
-                }
+                spec(s.validate_for_job(&e.job.transports, Some(e.np)))?;
+                spec(s.load_predict().map(drop))?;
             }
             CommandSpec::Noise(s) => spec(s.validate())?,
+            CommandSpec::Late(s) => {
+                spec(s.validate())?;
+                spec(s.validate_for_job(&e.job.transports, Some(e.np)).map(drop))?;
+                needs_two()?;
+            }
+            CommandSpec::Nbc(s) => {
+                spec(s.validate())?;
+                let job = s
+                    .coll
+                    .validate_for_job(&e.job.transports, Some(e.np), &s.sizes.0);
+                spec(job.map(drop))?;
+                needs_two()?;
+            }
         }
     }
     Ok(())
@@ -577,6 +592,46 @@ sync = { sync = "jk", check_after_s = [0.0] }
                 serde_json::from_str(&serde_json::to_string(e).unwrap()).unwrap();
             assert_eq!(&back, e);
         }
+    }
+
+    #[test]
+    fn late_and_nbc_experiments_read_their_tables_and_are_checked() {
+        let text = "[[experiment]]\nname = \"late\"\nnp = 3\n[experiment.late]\n\
+                    delay_ns = [0, 5e4]\ndelayed_ranks = \"last\"\n\
+                    [experiment.late.coll]\nop = \"barrier\"\nreps = 5\n\
+                    [[experiment]]\nname = \"nbc\"\n[experiment.nbc]\nsizes = \"8,1K\"\n\
+                    test_every_ns = [0, 1e4]\n";
+        let suite = parse("s.toml", text).unwrap();
+        let CommandSpec::Late(late) = &suite.experiments[0].kind else {
+            panic!("not late: {:?}", suite.experiments[0].kind)
+        };
+        assert_eq!((late.coll.reps, late.delay_ns.len()), (5, 2));
+        let CommandSpec::Nbc(nbc) = &suite.experiments[1].kind else {
+            panic!("not nbc")
+        };
+        assert_eq!((suite.experiments[1].np, nbc.points().len()), (2, 2));
+        let back: Experiment =
+            serde_json::from_str(&serde_json::to_string(&suite.experiments[0]).unwrap()).unwrap();
+        assert_eq!(back, suite.experiments[0]);
+        let err = |t: &str| parse("s.toml", t).unwrap_err();
+        let e = err(&text.replace("reps = 5", "reps = 0"));
+        assert_eq!(
+            (e.key.as_str(), e.position),
+            ("experiment[0].late.coll.reps", Some((9, 1)))
+        );
+        let e = err(&text.replace("reps = 5", "repz = 5"));
+        assert_eq!(e.key, "experiment[0].late.coll.repz");
+        let e = err(&text.replace("\"last\"", "\"7\""));
+        assert_eq!(e.key, "experiment[0].late.delayed_ranks");
+        let e = err(&text.replace("1e4", "2e9"));
+        assert_eq!(e.key, "experiment[1].nbc.test_every_ns");
+        let e = err(&text.replace(
+            "np = 3\n",
+            "np = 3\njob = { transports = [\"tcp\", \"udp\"] }\n",
+        ));
+        assert_eq!(e.key, "experiment[0].job.transports");
+        let e = err(&text.replace("name = \"nbc\"\n", "name = \"nbc\"\nnp = 1\n"));
+        assert_eq!(e.key, "experiment[1].np");
     }
 
     #[test]

@@ -6,13 +6,15 @@
 //!
 //! The documents differ by command; what is read is what they share:
 //!
-//! - **records**: a document's `results[]` (pingpong, coll), `cores[]` (noise),
+//! - **records**: a document's `results[]` (pingpong, coll, late, nbc), `cores[]`
+//!   (noise),
 //!   `points[]` (loggp, one transport) or `transports[].points[]` (loggp,
 //!   several); a stream's lines (a loggp stream line holds its record under
 //!   `point`). A document without any of
 //!   these (timer, sync) is one record itself, without a size.
-//! - **the experiment** of a record: its `transport`, `op`, `algo` and (when not 0)
-//!   `segment` and `pair`, joined by `/`, under the experiment name of a run directory.
+//! - **the experiment** of a record: its `transport`, `op`, `algo`, (when not 0)
+//!   `segment` and `pair`, and late's `mode` and `delay_us`, nbc's `compute` and
+//!   `test_every_us`, joined by `/`, under the experiment name of a run directory.
 //! - **the metric**: the first of [`PRIMARY_METRICS`] a record has, or the one asked
 //!   for. Its value is a number, or an object with a `median` (a summary), or an
 //!   array of numbers (sync's per-check residuals: the largest is taken).
@@ -31,7 +33,7 @@ use std::path::{Path, PathBuf};
 /// The metrics read by default, in order of preference: the first a record has is
 /// taken (pingpong's half round trip, coll's run time, loggp's `PRTT(1,0,s)`,
 /// timer's read cost, sync's worst residual, simulate's prediction, noise's CPU
-/// fraction lost to detours).
+/// fraction lost to detours, late's delay overlap benefit, nbc's overlap).
 pub const PRIMARY_METRICS: &[&str] = &[
     "half_rtt_us",
     "runtime_us",
@@ -40,10 +42,23 @@ pub const PRIMARY_METRICS: &[&str] = &[
     "max_abs_residual_ns",
     "predicted_us",
     "cpu_fraction_lost",
+    "benefit",
+    "overlap_pct",
 ];
 
-/// Fields that name the experiment of a record, in the order they are joined.
-const KEY_FIELDS: &[&str] = &["transport", "op", "algo", "segment", "pair"];
+/// Fields that name the experiment of a record, in the order they are joined
+/// (`mode` and `delay_us`: late's points; `compute` and `test_every_us`: nbc's).
+const KEY_FIELDS: &[&str] = &[
+    "transport",
+    "op",
+    "algo",
+    "segment",
+    "pair",
+    "mode",
+    "delay_us",
+    "compute",
+    "test_every_us",
+];
 
 /// One launch's measurement of one experiment at one size.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -503,6 +518,42 @@ mod tests {
         let one = &tcp.points[&Some(1)][&0];
         assert_eq!((one.median, one.samples.len()), (10.0, 3));
         assert!(tcp.points[&Some(8)][&0].samples.is_empty());
+    }
+
+    #[test]
+    fn late_and_nbc_documents_read_their_benefit_and_overlap_per_point() {
+        let late = json!({
+            "transport": "tcp",
+            "results": [
+                {"size": 8, "mode": "blocking", "delay_us": 0.0, "benefit": 0.0},
+                {"size": 8, "mode": "blocking", "delay_us": 50.0, "benefit": 0.5},
+                {"size": 8, "mode": "blocking", "delay_us": 500.0, "benefit": null},
+            ]
+        });
+        let nbc = json!({
+            "transport": "tcp",
+            "results": [{"size": 8, "op": "bcast", "algo": "chain", "compute": "time",
+                         "test_every_us": null, "overlap_pct": 40.0}]
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let set = read(&write(dir.path(), "l.json", &late.to_string()), None).unwrap();
+        let keys: Vec<&String> = set.series.keys().collect();
+        assert_eq!(
+            keys,
+            ["tcp/blocking/0.0", "tcp/blocking/50.0"],
+            "undecided: no b"
+        );
+        assert_eq!(set.series["tcp/blocking/50.0"].metric, "benefit");
+        assert_eq!(
+            set.series["tcp/blocking/50.0"].points[&Some(8)][&0].median,
+            0.5
+        );
+        let set = read(&write(dir.path(), "n.json", &nbc.to_string()), None).unwrap();
+        let (key, series) = set.series.iter().next().unwrap();
+        assert_eq!(
+            (key.as_str(), series.metric.as_str()),
+            ("tcp/bcast/chain/time", "overlap_pct")
+        );
     }
 
     #[test]

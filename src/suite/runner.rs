@@ -231,14 +231,6 @@ pub trait Observer {
     fn ended(&mut self, record: &RunRecord);
 }
 
-/// An observer that shows nothing.
-pub struct Quiet;
-
-impl Observer for Quiet {
-    fn starting(&mut self, _: usize, _: &str, _: usize, _: usize) {}
-    fn ended(&mut self, _: &RunRecord) {}
-}
-
 /// Why the runner stopped before its plan was through.
 #[derive(Debug, thiserror::Error)]
 pub enum RunnerError {
@@ -452,6 +444,16 @@ fn append_launch_record(
         source: io::Error::other(e),
     })?;
     write_atomically(&path, text.as_bytes()).map_err(io_err(format!("writing {}", path.display())))
+}
+
+#[cfg(test)]
+/// An observer that shows nothing.
+struct Quiet;
+
+#[cfg(test)]
+impl Observer for Quiet {
+    fn starting(&mut self, _: usize, _: &str, _: usize, _: usize) {}
+    fn ended(&mut self, _: &RunRecord) {}
 }
 
 #[cfg(test)]

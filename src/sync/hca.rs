@@ -29,8 +29,8 @@
 
 use super::logp::tree;
 use super::model::{ClockModel, GlobalClock};
-use super::pairwise::{learn_model, respond, Wire};
-use super::{measure_offset, Effort, SyncError, SyncOptions};
+use super::pairwise::{learn_model, respond};
+use super::{from_root, measure_offset, Effort, SyncError, SyncOptions};
 use crate::clock::Clock;
 use ngauge_transport::{Control, Transport};
 
@@ -59,14 +59,7 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
 
     // Step 2, between the phases: intercepts against the root, one rank at a time.
     control.barrier()?;
-    let (rank, size) = (control.rank(), control.size());
-    let wire = Wire::new(t, 0)?;
-    let model = if rank == 0 {
-        for peer in 1..size {
-            effort += Effort::exchanges(respond(clock, t, &wire, peer)?);
-        }
-        ClockModel::IDENTITY
-    } else {
+    let (model, intercepts) = from_root(clock, t, control, 1, |clock, t, wire| {
         let anchor = clock.now();
         let drift_removed = ClockModel {
             anchor,
@@ -75,11 +68,10 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
         };
         let corrected = GlobalClock::new(clock, drift_removed);
         let (offset, _, n) =
-            measure_offset(&corrected, t, &wire, 0, options.offset_estimator(), options)?;
-        effort += n;
+            measure_offset(&corrected, t, wire, 0, options.offset_estimator(), options)?;
         // corrected(x) - root = offset for all x  <=>  x - root = offset + drift (x - anchor).
-        merged.with_offset_at(anchor, offset)
-    };
-    wire.free(t)?;
+        Ok((merged.with_offset_at(anchor, offset), n))
+    })?;
+    effort += intercepts;
     Ok((model, effort))
 }

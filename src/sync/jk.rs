@@ -22,8 +22,8 @@
 //! accuracy that 20 costs on this machine.
 
 use super::model::ClockModel;
-use super::pairwise::{learn_model, respond, Wire};
-use super::{Effort, SyncError, SyncOptions};
+use super::pairwise::learn_model;
+use super::{from_root, Effort, SyncError, SyncOptions};
 use crate::clock::Clock;
 use ngauge_transport::{Control, Transport};
 
@@ -35,19 +35,7 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
     control: &mut dyn Control,
     options: &SyncOptions,
 ) -> Result<(ClockModel, Effort), SyncError> {
-    let (rank, size) = (control.rank(), control.size());
-    let wire = Wire::new(t, 0)?;
-    let result = if rank == 0 {
-        let mut served = 0;
-        for _ in 0..options.fitpoints {
-            for peer in 1..size {
-                served += respond(clock, t, &wire, peer)?;
-            }
-        }
-        (ClockModel::IDENTITY, Effort::exchanges(served))
-    } else {
-        learn_model(clock, t, &wire, 0, options.fitpoints, options.exchanges)?
-    };
-    wire.free(t)?;
-    Ok(result)
+    from_root(clock, t, control, options.fitpoints, |clock, t, wire| {
+        learn_model(clock, t, wire, 0, options.fitpoints, options.exchanges)
+    })
 }

@@ -16,8 +16,7 @@
 //! `p - 1` control operations on every rank and buy nothing.
 
 use super::model::ClockModel;
-use super::pairwise::{respond, Wire};
-use super::{offset_model, Effort, SyncError, SyncOptions};
+use super::{from_root, offset_model, Effort, SyncError, SyncOptions};
 use crate::clock::Clock;
 use ngauge_transport::{Control, Transport};
 
@@ -29,17 +28,7 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
     control: &mut dyn Control,
     options: &SyncOptions,
 ) -> Result<(ClockModel, Effort), SyncError> {
-    let (rank, size) = (control.rank(), control.size());
-    let wire = Wire::new(t, 0)?;
-    let result = if rank == 0 {
-        let mut served = 0;
-        for peer in 1..size {
-            served += respond(clock, t, &wire, peer)?;
-        }
-        (ClockModel::IDENTITY, Effort::exchanges(served))
-    } else {
-        offset_model(clock, t, &wire, 0, options)?
-    };
-    wire.free(t)?;
-    Ok(result)
+    from_root(clock, t, control, 1, |clock, t, wire| {
+        offset_model(clock, t, wire, 0, options)
+    })
 }

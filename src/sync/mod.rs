@@ -14,7 +14,7 @@
 //! The pairwise estimators they build on are in [`pairwise`]; the model in [`model`];
 //! the window-based start that uses the result in [`window`]; the injected test clock
 //! in [`skew`]; the spin-then-sleep receives for more ranks than cores in [`spin`]; a
-//! deterministic virtual-time world for tests in [`sim`].
+//! deterministic virtual-time world for tests in `sim` (`tests_sim.rs`).
 //!
 //! # Design decisions
 //!
@@ -33,7 +33,7 @@
 //! **Everything is in ticks** (see [`model`]): rates enter only in reports.
 //!
 //! **Generic over [`Clock`] and [`Transport`]**, so unit tests run every algorithm on
-//! skewed virtual clocks ([`sim`]) whose truth is exact.
+//! skewed virtual clocks (`sim`, for tests only) whose truth is exact.
 
 pub mod hca;
 pub mod jk;
@@ -41,7 +41,6 @@ pub mod linear;
 pub mod logp;
 pub mod model;
 pub mod pairwise;
-pub mod sim;
 pub mod skew;
 pub mod spin;
 pub mod window;
@@ -293,24 +292,6 @@ pub fn synchronize<C: Clock + ?Sized, T: Transport + ?Sized>(
     })
 }
 
-/// Collects every rank's model at rank 0 (indexed by rank; empty elsewhere).
-pub fn gather_models(
-    control: &mut dyn Control,
-    model: &ClockModel,
-) -> Result<Vec<ClockModel>, SyncError> {
-    let parts = control.gather(0, &model.to_bytes())?;
-    parts
-        .iter()
-        .enumerate()
-        .map(|(rank, bytes)| {
-            ClockModel::from_bytes(bytes).ok_or_else(|| SyncError::Protocol {
-                peer: rank,
-                detail: "malformed clock model".into(),
-            })
-        })
-        .collect()
-}
-
 /// One offset of this rank's clock (as `clock` reads it) relative to `peer`'s, with
 /// `estimator`: `(local - peer in ticks, the local reading it holds at, effort)`. A
 /// SKaMPI bracket whose bounds crossed is replaced by a min-RTT measurement and
@@ -382,5 +363,35 @@ pub(crate) fn offset_model<C: Clock + ?Sized, T: Transport + ?Sized>(
     ))
 }
 
+/// The root against every other rank in rank order, `rounds` times over (SKaMPI's
+/// and Jones & Koenig's loops): the root serves each pairwise measurement, every
+/// other rank runs `measure` against the root over one wire. Returns this rank's
+/// model relative to the root (the identity at the root) and its effort.
+pub(crate) fn from_root<C: Clock + ?Sized, T: Transport + ?Sized>(
+    clock: &C,
+    t: &mut T,
+    control: &dyn Control,
+    rounds: usize,
+    measure: impl FnOnce(&C, &mut T, &Wire) -> Result<(ClockModel, Effort), SyncError>,
+) -> Result<(ClockModel, Effort), SyncError> {
+    let wire = Wire::new(t, 0)?;
+    let result = if control.rank() == 0 {
+        let mut served = 0;
+        for _ in 0..rounds {
+            for peer in 1..control.size() {
+                served += pairwise::respond(clock, t, &wire, peer)?;
+            }
+        }
+        (ClockModel::IDENTITY, Effort::exchanges(served))
+    } else {
+        measure(clock, t, &wire)?
+    };
+    wire.free(t)?;
+    Ok(result)
+}
+
+#[cfg(test)]
+#[path = "tests_sim.rs"]
+pub mod sim;
 #[cfg(test)]
 mod tests;

@@ -144,11 +144,6 @@ impl ClockModel {
         (model.offset_ticks.is_finite() && model.drift.is_finite() && model.drift.abs() < 1.0)
             .then_some(model)
     }
-
-    /// Offset at `local` in nanoseconds, converted with `rate`.
-    pub fn offset_ns_at(&self, local: Ticks, rate: TickRate) -> f64 {
-        self.offset_at(local) * 1e9 / rate.hz
-    }
 }
 
 /// Packs a list of models (for the tree algorithms' upward messages and gathers).

@@ -13,11 +13,11 @@
 //!   smallest round-trip time and stop after `N` consecutive exchanges that do not beat
 //!   it; `N = 100` is the paper's choice (error below 10% of the minimal RTT, about 180
 //!   exchanges).
-//! - [`bracket`]: SKaMPI's estimator (Hunold & Carpen-Amarie Algorithm 7,
+//! - [`bracket_or_min_rtt`]: SKaMPI's estimator (Hunold & Carpen-Amarie Algorithm 7,
 //!   `SKaMPI_PingPong`): intersect the intervals of 100 exchanges into
-//!   `[td_min, td_max]` and take its middle. When the bounds cross, the synchronizations
-//!   fall back to min-RTT in the same measurement ([`bracket_or_min_rtt`]) and count
-//!   it, where SKaMPI would take the middle of an empty interval.
+//!   `[td_min, td_max]` and take its middle. When the bounds cross, it falls back to
+//!   min-RTT in the same measurement and the synchronizations count it, where SKaMPI
+//!   would take the middle of an empty interval.
 //! - [`fit_point`]/[`learn_model`]: Jones & Koenig's fit points (Algorithm 15,
 //!   `Learn_Model`; Algorithm 4, `Learn_Model_HCA`): the median offset of
 //!   `n_exchanges` exchanges is one point, a line through `n_fitpts` points is the
@@ -113,12 +113,6 @@ impl Wire {
         self.put(t, value)?;
         t.send(peer, self.buffer.region(SEND_SLOT, 8))?;
         Ok(())
-    }
-
-    /// Receives one `u64`.
-    pub fn recv_u64<T: Transport + ?Sized>(&self, t: &mut T, peer: Rank) -> Result<u64, SyncError> {
-        t.recv(peer, self.buffer.region(RECV_SLOT, 8))?;
-        self.take(t)
     }
 
     /// Sends `bytes` (at most the bulk capacity) as one message.
@@ -307,7 +301,7 @@ pub fn min_rtt<C: Clock + ?Sized, T: Transport + ?Sized>(
     Ok(state.result())
 }
 
-/// Result of [`bracket`]: the interval of the initiator's offset `local - peer`.
+/// Result of [`bracket_or_min_rtt`]: the interval of the initiator's offset `local - peer`.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct Bracket {
     /// Largest lower bound, `max(sent - peer)` (SKaMPI's `-td_max`).
@@ -325,28 +319,10 @@ impl Bracket {
     pub fn offset(&self) -> f64 {
         (self.low + self.high) / 2.0
     }
-
-    /// False when the bounds crossed (drift or a clock jump during the measurement);
-    /// the middle is still returned, as SKaMPI does ([`bracket_or_min_rtt`] falls back
-    /// to min-RTT instead).
-    pub fn consistent(&self) -> bool {
-        self.low <= self.high
-    }
 }
 
 /// SKaMPI's estimator (Algorithm 7): `pingpongs` exchanges, intersecting the
-/// interval each one gives for the offset.
-pub fn bracket<C: Clock + ?Sized, T: Transport + ?Sized>(
-    clock: &C,
-    t: &mut T,
-    wire: &Wire,
-    peer: Rank,
-    pingpongs: usize,
-) -> Result<Bracket, SyncError> {
-    Ok(bracket_then(clock, t, wire, peer, pingpongs, None)?.0)
-}
-
-/// [`bracket`], but when the bounds cross (drift or a clock jump during the
+/// interval each one gives for the offset; when the bounds cross (drift or a clock jump during the
 /// measurement: no offset lies in the "interval", and its middle means nothing) the
 /// same measurement goes on with a fresh [`min_rtt`] of `stop_after` /
 /// `max_exchanges`, whose result is returned too. The responder sees one measurement
@@ -597,6 +573,26 @@ pub fn learn_model<C: Clock + ?Sized, T: Transport + ?Sized>(
         effort.dropped_drift = Some(DroppedDrift { peer, ..dropped });
     }
     Ok((fit.model, effort))
+}
+
+#[cfg(test)]
+impl Bracket {
+    /// False when the bounds crossed (drift or a clock jump during the measurement).
+    pub(crate) fn consistent(&self) -> bool {
+        self.low <= self.high
+    }
+}
+
+/// [`bracket_or_min_rtt`] without the fallback: SKaMPI's estimator as SKaMPI has it.
+#[cfg(test)]
+pub(crate) fn bracket<C: Clock + ?Sized, T: Transport + ?Sized>(
+    clock: &C,
+    t: &mut T,
+    wire: &Wire,
+    peer: Rank,
+    pingpongs: usize,
+) -> Result<Bracket, SyncError> {
+    Ok(bracket_then(clock, t, wire, peer, pingpongs, None)?.0)
 }
 
 #[cfg(test)]

@@ -65,11 +65,6 @@ impl SpinThenSleep {
             slept: 0,
         }
     }
-
-    /// Receives completed while spinning, and after sleeping.
-    pub fn receives(&self) -> (u64, u64) {
-        (self.spun, self.slept)
-    }
 }
 
 impl Transport for SpinThenSleep {
@@ -96,6 +91,14 @@ impl Transport for SpinThenSleep {
             }
             std::hint::spin_loop();
         }
+    }
+}
+
+#[cfg(test)]
+impl SpinThenSleep {
+    /// Receives completed while spinning, and after sleeping.
+    fn receives(&self) -> (u64, u64) {
+        (self.spun, self.slept)
     }
 }
 

@@ -313,17 +313,6 @@ fn bad_options_are_rejected_before_any_message() {
     .is_ok());
 }
 
-#[test]
-fn gather_models_collects_every_rank() {
-    let models = sim::run(&skews(4), NetModel::default(), |mut r| {
-        let model = ClockModel::offset_only(r.control.rank() as f64 * 10.0);
-        gather_models(&mut r.control, &model).unwrap()
-    });
-    assert_eq!(models[0].len(), 4);
-    assert_eq!(models[0][3].offset_ticks, 30.0);
-    assert!(models[1].is_empty());
-}
-
 /// Runs one estimator between rank 1 (initiator) and rank 0 with a static offset.
 fn pairwise_run<R: Send>(offset_ms: f64, estimate: impl Fn(&mut SimRank, &Wire) -> R + Sync) -> R {
     let skews = [None, Some(skew(offset_ms, 0.0))];
@@ -642,39 +631,6 @@ fn a_wait_that_ends_long_after_the_window_opened_is_a_late_start() {
     }
     assert_eq!(window::max_start_lag(window), 1_000);
     assert_eq!(window::max_start_lag(3), 1);
-}
-
-/// A start lag limit tighter than a tenth of the window: a lag the window alone
-/// accepts is late under it, a lag within it is not, and a limit looser than the
-/// window's tenth changes nothing.
-#[test]
-fn a_start_lag_limit_makes_smaller_lags_late() {
-    let (start, window) = (1_000_000_000u64, 10_000u64);
-    let status = |jump_to: u64, limit: Option<u64>| {
-        let clock = JumpingClock {
-            reads: Default::default(),
-            first: start - 100,
-            jump_to,
-        };
-        let mut windows = Windows::from_parts(ClockModel::IDENTITY, Ticks(start), window);
-        if let Some(limit) = limit {
-            windows = windows.with_start_lag_limit(limit);
-        }
-        let slot = windows.wait_delayed(&clock, WaitMode::Poll, 0);
-        windows.finish(&clock, &slot)
-    };
-    // 300 ticks late: within a tenth of the window (1000), beyond a limit of 200.
-    assert_eq!(status(start + 300, None), SlotStatus::Valid);
-    assert_eq!(status(start + 300, Some(200)), SlotStatus::StartedLate);
-    assert_eq!(status(start + 50, Some(200)), SlotStatus::Valid);
-    // A limit above the window's tenth: the tenth still applies.
-    assert_eq!(
-        status(start + 5_000, Some(1_000_000)),
-        SlotStatus::StartedLate
-    );
-    let w = Windows::from_parts(ClockModel::IDENTITY, Ticks(start), window);
-    assert_eq!(w.start_lag_limit(), 1_000);
-    assert_eq!(w.with_start_lag_limit(200).start_lag_limit(), 200);
 }
 
 /// The same wait on the real clock, no fake: 3 ms ahead, the blocking wait sleeps

@@ -96,7 +96,6 @@ pub struct Windows {
     start: Ticks,
     window_ticks: u64,
     next: u64,
-    lag_limit: Option<u64>,
     lead_ticks: Option<u64>,
 }
 
@@ -146,7 +145,6 @@ impl Windows {
             start: Ticks(field(0)?),
             window_ticks: field(1)?,
             next: 0,
-            lag_limit: None,
             lead_ticks: Some(field(2)?),
         })
     }
@@ -159,17 +157,8 @@ impl Windows {
             start,
             window_ticks,
             next: 0,
-            lag_limit: None,
             lead_ticks: None,
         }
-    }
-
-    /// The same schedule, announced `lead_ticks` (global) before its first window:
-    /// a wait longer than the schedule allows is then cut short (see
-    /// [`Windows::wait_delayed`]). [`Windows::announce`] sets it.
-    pub fn with_lead(mut self, lead_ticks: u64) -> Windows {
-        self.lead_ticks = Some(lead_ticks);
-        self
     }
 
     /// The longest wait the schedule can explain for a slot entered `delay_ticks`
@@ -192,38 +181,20 @@ impl Windows {
         self.start.plus(index.saturating_mul(self.window_ticks))
     }
 
-    /// The same schedule, with a start that lags its window by more than `ticks`
-    /// late even when that is within [`max_start_lag`]: a measurement whose
-    /// figures are delays between the ranks' starts (late arrivals) needs starts
-    /// tighter than a tenth of a long window.
-    pub fn with_start_lag_limit(mut self, ticks: u64) -> Windows {
-        self.lag_limit = Some(ticks);
-        self
-    }
-
-    /// The latest a start may lag its window and still be on time.
-    pub fn start_lag_limit(&self) -> u64 {
-        let lag = max_start_lag(self.window_ticks);
-        self.lag_limit.map_or(lag, |limit| lag.min(limit))
-    }
-
     /// The window length in global ticks.
     pub fn window_ticks(&self) -> u64 {
         self.window_ticks
     }
 
-    /// Waits until the next window opens on this rank's clock and returns its slot
-    /// (SKaMPI's `Start_Sync`). With [`WaitMode::Block`] the wait sleeps until shortly
-    /// before the window and yields the core while spinning the rest, so co-located
-    /// ranks that outnumber the cores still run; [`WaitMode::Poll`] spins. The slot is
-    /// late if the rank arrived after the window opened or the wait ended more than
-    /// [`max_start_lag`] after it (an overslept or preempted wait).
-    pub fn wait<C: Clock + ?Sized>(&mut self, clock: &C, mode: WaitMode) -> Slot {
-        self.wait_delayed(clock, mode, 0)
-    }
-
-    /// [`Windows::wait`] for a rank that is to enter `delay_ticks` (global ticks)
-    /// after the window opens: a late arrival injected through the start time
+    /// Waits until the next window opens on this rank's clock, plus `delay_ticks`
+    /// (global ticks), and returns its slot (SKaMPI's `Start_Sync`). With
+    /// [`WaitMode::Block`] the wait sleeps until shortly before the window and yields
+    /// the core while spinning the rest, so co-located ranks that outnumber the cores
+    /// still run; [`WaitMode::Poll`] spins. The slot is late if the rank arrived
+    /// after the window opened or the wait ended more than [`max_start_lag`] after
+    /// it (an overslept or preempted wait).
+    ///
+    /// A delay is a late arrival injected through the start time
     /// (Niethammer et al., sec. III-D: "shifting the internal start time point by
     /// the desired delay time", so the delay is as exact as the synchronization).
     /// The slot opens at the delayed instant; lateness is judged against it.
@@ -253,7 +224,7 @@ impl Windows {
         } else {
             wait_until(clock, opens, mode)
         };
-        late |= started.since(opens) > self.start_lag_limit();
+        late |= started.since(opens) > max_start_lag(self.window_ticks);
         Slot {
             index,
             opens,
@@ -412,4 +383,20 @@ pub fn adapt_window(
     let grown = window_ticks.saturating_mul(2).max(1);
     let from_mean = (mean_op_ticks * 1.5).ceil().max(0.0) as u64;
     Some(grown.max(from_mean))
+}
+
+#[cfg(test)]
+impl Windows {
+    /// The same schedule, announced `lead_ticks` (global) before its first window,
+    /// as [`Windows::announce`] makes it: a wait longer than the schedule allows is
+    /// then cut short.
+    pub(crate) fn with_lead(mut self, lead_ticks: u64) -> Windows {
+        self.lead_ticks = Some(lead_ticks);
+        self
+    }
+
+    /// [`Windows::wait_delayed`] without a delay.
+    pub(crate) fn wait<C: Clock + ?Sized>(&mut self, clock: &C, mode: WaitMode) -> Slot {
+        self.wait_delayed(clock, mode, 0)
+    }
 }

@@ -63,7 +63,6 @@
 #![deny(unsafe_code)]
 
 pub mod facts;
-pub mod holds;
 pub mod ring;
 pub mod tag;
 pub mod tls;

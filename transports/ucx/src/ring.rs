@@ -168,7 +168,7 @@ mod tests {
             assert_eq!(r.credit(peer) % 8, 0);
         }
         let real = RingLayout::new(2);
-        assert!(real.depth.is_power_of_two() && real.slot_bytes % 8 == 0);
+        assert!(real.depth.is_power_of_two() && real.slot_bytes.is_multiple_of(8));
     }
 
     #[test]

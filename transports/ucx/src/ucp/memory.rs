@@ -8,8 +8,7 @@
 //! through the raw pointers it was given.
 
 use super::{context, sys, NAME};
-use crate::holds::Holds;
-use ngauge_transport::{Access, BufferId, Buffers, Region, TransportError};
+use ngauge_transport::{Access, BufferId, Buffers, Holds, Region, TransportError};
 use std::ops::Range;
 
 /// Smallest allocation: two small buffers never share a cache line.
@@ -207,7 +206,7 @@ impl Memory {
     pub(super) fn release(&mut self, region: Region, access: Access) {
         if let Ok(b) = self.buf_mut(region.buffer) {
             b.holds
-                .release(&(region.offset..region.offset + region.len), access);
+                .release(region.offset..region.offset + region.len, access);
         }
     }
 

@@ -252,10 +252,7 @@ impl UcxTransport {
         });
         let (status, got) = match waited {
             Ok(done) => done,
-            Err(stop) => match self.abandon(request, peer, recv, stop, op) {
-                Ok(done) => done,
-                Err(e) => return Err(e),
-            },
+            Err(stop) => self.abandon(request, peer, recv, stop, op)?,
         };
         self.slots.give(request);
         if recv {

@@ -50,7 +50,7 @@ impl UcxTransport {
                 return Err(Stop::Gone);
             }
             rounds = rounds.wrapping_add(1);
-            if self.wait == WaitMode::Block || rounds % 1024 == 0 {
+            if self.wait == WaitMode::Block || rounds.is_multiple_of(1024) {
                 let now = Instant::now();
                 let waited = now - *start.get_or_insert(now);
                 if waited > self.timeout {

@@ -4,8 +4,8 @@
 //! executor's way of waiting cannot deadlock even when sends complete only once
 //! matched ([`check_progress`]).
 //!
-//! These build the schedules of all ranks, so they are meant for small jobs (tests,
-//! a self-check before a run); [`check_hazards`] is quadratic in a rank's steps.
+//! Built for tests only: these build the schedules of all ranks, so they are meant
+//! for small jobs; [`check_hazards`] is quadratic in a rank's steps.
 
 use super::schedule::{Action, Kind, Schedule, StepId};
 use super::{CollError, CollSpec};

@@ -1,5 +1,6 @@
-//! `ngauge coll --predict`: models beside measurements, and model-based algorithm
-//! selection judged against the measured best, as Nuriyev's thesis evaluates it
+//! Models beside measurements (`ngauge coll --predict`, `simulate --measure`), and
+//! model-based algorithm selection judged against the measured best, as Nuriyev's
+//! thesis evaluates it
 //! (`nuriyev-model-based-collective-selection.txt`, sec. 6.3, tables 6.5 to 6.11:
 //! per message size the best performing algorithm, the model's choice, and the
 //! choice's "performance degradation against the optimal one").
@@ -9,7 +10,10 @@
 //! traditional Hockney formula of the algorithm ([`crate::sim::hockney`]), the
 //! baseline the thesis argues is not accurate enough to select with.
 
+use crate::coll::CollSpec;
 use crate::job::TransportName;
+use crate::sim::collective::{per_call, Calls};
+use crate::sim::{hockney, Network, SimError};
 use serde::Serialize;
 
 /// One measured point as the selection sees it: a `coll` record's identity, its
@@ -63,6 +67,29 @@ impl Choice {
 }
 
 impl Predicted {
+    /// The models' times of `spec` on `net`, `calls` as the timing scheme makes
+    /// them (the LogGP simulation of the schedule; Hockney's formula of one
+    /// call), with the ratios of `median_us`.
+    ///
+    /// # Errors
+    /// When the simulation fails.
+    pub fn of(
+        spec: &CollSpec,
+        net: &Network,
+        calls: Calls,
+        median_us: Option<f64>,
+    ) -> Result<Predicted, SimError> {
+        let loggp = per_call(spec, net, calls)?;
+        let hockney_us = hockney::predict_us(spec, net);
+        let terms = hockney::terms(spec);
+        Ok(Predicted::new(
+            loggp.0 as f64 * 1e-6,
+            hockney_us,
+            terms,
+            median_us,
+        ))
+    }
+
     /// The models' times with the ratios of `median_us`.
     pub fn new(
         loggp_us: f64,
@@ -131,7 +158,7 @@ pub struct AlgorithmFit {
     /// Sizes in the fit.
     pub sizes: usize,
     /// The fitted parameters.
-    pub params: crate::sim::hockney::FittedHockney,
+    pub params: hockney::FittedHockney,
 }
 
 /// How one model selected over all sizes.
@@ -197,7 +224,7 @@ fn fits(records: &[Point]) -> Vec<AlgorithmFit> {
                 algo: algo.to_string(),
                 segment,
                 sizes: points.len(),
-                params: crate::sim::hockney::fit(&points)?,
+                params: hockney::fit(&points)?,
             })
         })
         .collect()

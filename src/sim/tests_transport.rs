@@ -1,4 +1,5 @@
-//! The data and control planes of a virtual rank: a real [`Transport`] and
+//! The data and control planes of a virtual rank in the threaded test world (built
+//! for tests only): a real [`Transport`] and
 //! [`Control`] (ranks are threads, bytes really move) whose calls advance the
 //! rank's virtual time by the [`Network`] model, so a pattern runs over them
 //! unchanged and measures the model exactly.
@@ -34,12 +35,17 @@
 //!   messages reach the interface, which only a discrete-event simulator with a
 //!   global event order can place faithfully.
 //!
+//! [`Noise`] adds to `L` a deterministic pseudo-random jitter, periodic outliers in
+//! one direction and a slower link, for tests of estimators that must survive them
+//! (the clock-sync tests).
+//!
 //! The control plane is the in-process one; with a control latency set, every
 //! control operation ends with all ranks at the latest rank's time plus that
 //! latency, like a barrier; without one it moves no time.
 
 use crate::sim::net::{LogGp, Network, Nic};
-use crate::sim::time::{Ps, RankTime};
+use crate::sim::time::Ps;
+use crate::sim::{Quantum, RankTime};
 use ngauge_transport::inproc::InprocControl;
 use ngauge_transport::{
     Access, BufferPool, Buffers, Capabilities, Control, ControlError, Rank, Region, RequestId,
@@ -52,6 +58,87 @@ use std::sync::Arc;
 use std::time::Duration;
 
 const NAME: &str = "sim";
+
+/// A one-way delay asymmetry: every message from `from` to `to` takes `extra_ns`
+/// longer, the way back does not. A ping-pong over the link sees only the longer
+/// round trip, so a midpoint offset measured over it errs by `extra_ns / 2`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SlowLink {
+    /// Sender.
+    pub from: Rank,
+    /// Receiver.
+    pub to: Rank,
+    /// Extra one-way delay, ns.
+    pub extra_ns: f64,
+}
+
+/// Deterministic latency noise: a uniform jitter `0..jitter_ns` from a hash of
+/// `(seed, from, to, seq)`; every [`Noise::outlier_every`]-th message from a lower
+/// to a higher rank `outlier_ns` late (outliers in one direction bias a midpoint
+/// offset by half their delay, which an estimator must reject); one slow link. The
+/// noisy latency is rounded to `quantum`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Noise {
+    /// Uniform jitter added to each message, `0..jitter_ns`.
+    pub jitter_ns: f64,
+    /// Every this many messages from a lower to a higher rank is an outlier (0:
+    /// never); the other direction has none.
+    pub outlier_every: u64,
+    /// Extra delay of an outlier, ns.
+    pub outlier_ns: f64,
+    /// Seed of the jitter.
+    pub seed: u64,
+    /// One direction of one link that is slower than the rest.
+    pub slow_link: Option<SlowLink>,
+    /// The grid noisy latencies are rounded to.
+    pub quantum: Quantum,
+}
+
+impl Noise {
+    /// `base_ns` plus this message's jitter, outlier delay and slow-link delay.
+    pub fn latency(&self, base_ns: f64, from: Rank, to: Rank, seq: u64) -> Ps {
+        let h = crate::rng::mix(self.seed ^ ((from as u64) << 40) ^ ((to as u64) << 20) ^ seq);
+        let jitter = (h % 1_000_000) as f64 / 1e6 * self.jitter_ns;
+        let outlier = from < to && self.outlier_every > 0 && seq % self.outlier_every == 3;
+        let extra = if outlier { self.outlier_ns } else { 0.0 };
+        let slow = match self.slow_link {
+            Some(l) if (l.from, l.to) == (from, to) => l.extra_ns,
+            _ => 0.0,
+        };
+        self.quantum.round_ns(base_ns + jitter + extra + slow)
+    }
+}
+
+impl Network {
+    /// The same network with `noise` on every message's latency.
+    pub fn with_noise(mut self, noise: Noise) -> Self {
+        self.noise = Some(noise);
+        self
+    }
+
+    /// A lower bound of every message's wire latency: the smallest `L`, less one
+    /// step of the noise's grid when there is noise (rounding to it may shorten a
+    /// latency).
+    pub fn min_latency(&self) -> Ps {
+        let l = self
+            .protocols()
+            .iter()
+            .map(|(_, p)| p.l_ps)
+            .min()
+            .unwrap_or(0);
+        let grid = self.noise.map_or(0, |n| n.quantum.0);
+        Ps(l.saturating_sub(grid))
+    }
+
+    /// The wire latency of the `seq`-th message from `from` to `to` under protocol
+    /// `p`: `L`, plus the noise if any.
+    pub fn latency(&self, from: Rank, to: Rank, seq: u64, p: &LogGp) -> Ps {
+        match &self.noise {
+            None => Ps(p.l_ps),
+            Some(noise) => noise.latency(Ps(p.l_ps).as_ns(), from, to, seq),
+        }
+    }
+}
 
 /// How often a blocked rank checks whether the peer it waits for has gone.
 const LIVENESS_POLL: Duration = Duration::from_millis(20);

@@ -1,10 +1,11 @@
-//! A virtual job: `P` ranks, each with its clock, data plane and control plane over
+//! A virtual job of the threaded test world (built for tests only): `P` ranks, each with its clock, data plane and control plane over
 //! one [`Network`], built from a [`WorldSpec`]; [`run`] gives each rank a thread.
 
 use crate::clock::Skew;
 use crate::sim::net::Network;
-use crate::sim::time::{Ps, Quantum, RankTime, SimClock, TickMap};
-use crate::sim::transport::{Links, SimControl, SimTransport};
+use crate::sim::tests_clock::{Quantum, RankTime, SimClock, TickMap};
+use crate::sim::tests_transport::{Links, SimControl, SimTransport};
+use crate::sim::time::Ps;
 use ngauge_transport::inproc;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::channel;

@@ -1,4 +1,4 @@
-//! The clock-synchronization tests' virtual world: the crate's virtual-time world
+//! The clock-synchronization tests' virtual world (built for tests only): the crate's virtual-time world
 //! ([`crate::sim`]) set up as a slow, noisy network of TSC-like clocks. Ranks are
 //! threads, time is a per-rank counter that advances only by clock reads and by
 //! message arrival, and each clock can carry an injected [`Skew`]. The truth of
@@ -118,12 +118,6 @@ impl NetModel {
     }
 }
 
-/// Builds a virtual job of `skews.len()` ranks; `skews[r]` is rank `r`'s injected
-/// clock error (relative to the true time every rank shares).
-pub fn world(skews: &[Option<Skew>], net: NetModel) -> Vec<SimRank> {
-    crate::sim::world(&net.world_spec(skews))
-}
-
 /// Runs `body` on every rank of a virtual job in its own thread; results by rank.
 ///
 /// # Panics
@@ -136,7 +130,6 @@ pub fn run<R: Send>(
     crate::sim::run(&net.world_spec(skews), body)
 }
 
-#[cfg(test)]
 mod tests {
     use super::*;
     use crate::clock::Clock;
