@@ -4,7 +4,7 @@ use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
 use ngauge::clock::Nanos;
 use ngauge::coll::Collective;
-use ngauge::job::{TransportName, VerbsOp, WaitPolicy};
+use ngauge::job::{TransportName, UcxOp, VerbsOp, WaitPolicy};
 use ngauge::model::loggp::DetectorKind;
 use ngauge::patterns::coll::Scheme;
 use ngauge::patterns::late::{CallMode, DelayedRanks};
@@ -117,6 +117,7 @@ pub struct GlobalArgs {
             (TransportName::Udp, "UDP datagrams with sequence numbers and retransmission"),
             (TransportName::Verbs, "InfiniBand/RoCE verbs (cargo feature `verbs`)"),
             (TransportName::Mpi, "MPI point-to-point through a C shim (cargo feature `mpi`)"),
+            (TransportName::Ucx, "UCX's UCP tag messages or RMA puts (cargo feature `ucx`)"),
         ]),
         value_delimiter = ',',
         default_value = "tcp",
@@ -228,6 +229,9 @@ pub struct GlobalArgs {
 
     #[command(flatten)]
     pub verbs: VerbsArgs,
+
+    #[command(flatten)]
+    pub ucx: UcxArgs,
 }
 
 /// Flags of the verbs transport (`-t verbs`).
@@ -276,6 +280,37 @@ pub struct VerbsArgs {
         help_heading = "Verbs (-t verbs)"
     )]
     pub verbs_op: VerbsOp,
+}
+
+/// Flags of the UCX transport (`-t ucx`).
+#[derive(Debug, Args, Clone)]
+pub struct UcxArgs {
+    /// UCX's transport list, as UCX_TLS (`posix,self`, `sysv`, `cma`, `tcp`,
+    /// `rc`, `ud`, `dc`, `shm`, ...; `ngauge info -t ucx` lists those usable
+    /// here); default: the environment's UCX_TLS, else UCX's own choice.
+    #[arg(
+        long,
+        global = true,
+        value_name = "LIST",
+        help_heading = "UCX (-t ucx)"
+    )]
+    pub ucx_tls: Option<String>,
+
+    /// Data path: `send` (ucp_tag_send_nbx into posted ucp_tag_recv_nbx, what
+    /// MPI over UCX calls) or `put` (ucp_put_nbx into a ring the receiver
+    /// polls, as --verbs-op write-poll; needs --wait poll).
+    #[arg(
+        long,
+        global = true,
+        value_parser = names(&[
+            (UcxOp::Send, "two-sided tag send/receive"),
+            (UcxOp::Put, "one-sided put into a ring the receiver polls (--wait poll)"),
+        ]),
+        default_value = "send",
+        value_name = "OP",
+        help_heading = "UCX (-t ucx)"
+    )]
+    pub ucx_op: UcxOp,
 }
 
 fn parse_buffer_bytes(s: &str) -> Result<usize, String> {

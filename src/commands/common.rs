@@ -4,7 +4,7 @@
 use crate::cli::GlobalArgs;
 use anyhow::Context as _;
 use ngauge::experiment::{Context, ExperimentError, Records};
-use ngauge::job::{JobError, JobSpec, JobWarning, TransportName, VerbsSpec};
+use ngauge::job::{JobError, JobSpec, JobWarning, TransportName, UcxSpec, VerbsSpec};
 use ngauge::launch::{self, LaunchOptions, Started, World};
 use ngauge::report::document::Export;
 use ngauge::report::effort::EffortWarning;
@@ -66,6 +66,10 @@ pub fn job_spec(global: &GlobalArgs) -> JobSpec {
             gid_index: global.verbs.gid_index,
             op: global.verbs.verbs_op,
         },
+        ucx: UcxSpec {
+            tls: global.ucx.ucx_tls.clone(),
+            op: global.ucx.ucx_op,
+        },
     }
 }
 
@@ -83,6 +87,8 @@ pub fn with_job(global: &GlobalArgs, spec: &JobSpec, np: usize) -> GlobalArgs {
     g.verbs.port = spec.verbs.port;
     g.verbs.gid_index = spec.verbs.gid_index;
     g.verbs.verbs_op = spec.verbs.op;
+    g.ucx.ucx_tls = spec.ucx.tls.clone();
+    g.ucx.ucx_op = spec.ucx.op;
     g.np = np as u32;
     g
 }

@@ -11,7 +11,7 @@ use crate::spec::InfoSpec;
 use std::time::Duration;
 
 /// Gathers every rank's place at rank 0, which probes the transports (with the
-/// job's verbs device) and the timer; the document is also the one record of the
+/// job's verbs device and UCX transport list) and the timer; the document is also the one record of the
 /// context. Collective: every rank calls it.
 ///
 /// # Errors
@@ -36,7 +36,7 @@ pub fn run(
     if world.rank != 0 {
         return Ok(None);
     }
-    let transports = probe_all(&job.verbs);
+    let transports = probe_all(job);
     let (facts, _) = TimerFacts::measure(Duration::from_millis(50), 100_000);
     let meta = ctx
         .meta(facts.source, facts.hz)

@@ -33,6 +33,7 @@ mod start;
 pub use error::JobError;
 pub use open::{Job, JobWarning, Opened, TransportOptions};
 pub use spec::{
-    JobSpec, TransportName, VerbsOp, VerbsSpec, WaitPolicy, MAX_BUFFER_BYTES, MAX_TIMEOUT_S,
+    JobSpec, TransportName, UcxOp, UcxSpec, VerbsOp, VerbsSpec, WaitPolicy, MAX_BUFFER_BYTES,
+    MAX_TIMEOUT_S,
 };
 pub use start::start;

@@ -1,6 +1,6 @@
 //! Opening the data transports of a running job: one match arm per transport.
 
-use super::{JobError, JobSpec, TransportName, VerbsSpec, WaitPolicy};
+use super::{JobError, JobSpec, TransportName, UcxSpec, VerbsSpec, WaitPolicy};
 use crate::launch::World;
 use ngauge_transport::{Transport, WaitMode};
 use serde::Serialize;
@@ -26,6 +26,8 @@ pub struct TransportOptions {
     pub timeout: Duration,
     /// Verbs settings.
     pub verbs: VerbsSpec,
+    /// UCX settings.
+    pub ucx: UcxSpec,
 }
 
 impl TransportOptions {
@@ -42,6 +44,7 @@ impl TransportOptions {
             recv_buffer_bytes: spec.recv_buffer_bytes,
             timeout: spec.timeout(),
             verbs: spec.verbs.clone(),
+            ucx: spec.ucx.clone(),
         }
     }
 }
@@ -186,6 +189,10 @@ pub fn open(
         ),
         #[cfg(not(feature = "mpi"))]
         TransportName::Mpi => return Err(not_compiled(TransportName::Mpi)),
+        #[cfg(feature = "ucx")]
+        TransportName::Ucx => open_ucx(control, opts).map_err(failed)?,
+        #[cfg(not(feature = "ucx"))]
+        TransportName::Ucx => return Err(not_compiled(TransportName::Ucx)),
     };
     Ok(transport)
 }
@@ -203,6 +210,7 @@ pub fn not_compiled(transport: TransportName) -> JobError {
         needs: match transport {
             TransportName::Mpi => " (needs libopenmpi-dev or libmpich-dev)",
             TransportName::Verbs => " (needs libibverbs-dev, librdmacm-dev and libclang)",
+            TransportName::Ucx => " (needs libucx-dev, pkg-config and libclang)",
             _ => "",
         },
     }
@@ -227,4 +235,21 @@ fn open_verbs(
         ..ngauge_verbs::VerbsOptions::default()
     };
     Ok(Box::new(ngauge_verbs::open(control, &o)?))
+}
+
+#[cfg(feature = "ucx")]
+fn open_ucx(
+    control: &mut dyn ngauge_transport::Control,
+    opts: &TransportOptions,
+) -> Result<Box<dyn Transport>, ngauge_transport::TransportError> {
+    let o = ngauge_ucx::UcxOptions {
+        tls: opts.ucx.tls.clone(),
+        op: match opts.ucx.op {
+            super::UcxOp::Send => ngauge_ucx::UcxOp::Send,
+            super::UcxOp::Put => ngauge_ucx::UcxOp::Put,
+        },
+        wait: opts.wait,
+        timeout: opts.timeout,
+    };
+    Ok(Box::new(ngauge_ucx::open(control, &o)?))
 }

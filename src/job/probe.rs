@@ -1,7 +1,7 @@
 //! Which transports this build and machine can use, with the reason when one
 //! cannot (`ngauge info`).
 
-use super::{TransportName, VerbsSpec};
+use super::{JobSpec, TransportName, UcxSpec, VerbsSpec};
 use crate::build_facts::BuildFacts;
 use serde::{Deserialize, Serialize};
 
@@ -16,24 +16,29 @@ pub struct TransportInfo {
     pub usable: bool,
     /// Why not, when not.
     pub reason: Option<String>,
+    /// What it would use here, where it says (UCX: its version and the
+    /// transports and devices of its transport list).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 /// Every transport's availability, in [`TransportName::ALL`] order; verbs is
-/// probed on the device and port of `verbs`.
-pub fn probe_all(verbs: &VerbsSpec) -> Vec<TransportInfo> {
+/// probed on the device and port of `job`, UCX with its transport list.
+pub fn probe_all(job: &JobSpec) -> Vec<TransportInfo> {
     TransportName::ALL
         .iter()
-        .map(|&name| probe(name, verbs))
+        .map(|&name| probe(name, job))
         .collect()
 }
 
 /// `name`'s availability.
-pub fn probe(name: TransportName, verbs: &VerbsSpec) -> TransportInfo {
+pub fn probe(name: TransportName, job: &JobSpec) -> TransportInfo {
     let unusable = |reason: String| TransportInfo {
         name,
         compiled: true,
         usable: false,
         reason: Some(reason),
+        detail: None,
     };
     if !BuildFacts::current().has_transport(name.as_str()) {
         return TransportInfo {
@@ -46,7 +51,15 @@ pub fn probe(name: TransportName, verbs: &VerbsSpec) -> TransportInfo {
     let usable = match name {
         TransportName::Tcp => std::net::TcpListener::bind("127.0.0.1:0").map(drop),
         TransportName::Udp => std::net::UdpSocket::bind("127.0.0.1:0").map(drop),
-        TransportName::Verbs => return probe_verbs(verbs).map_or_else(unusable, |_| usable(name)),
+        TransportName::Verbs => {
+            return probe_verbs(&job.verbs).map_or_else(unusable, |_| usable(name))
+        }
+        TransportName::Ucx => {
+            return probe_ucx(&job.ucx).map_or_else(unusable, |detail| TransportInfo {
+                detail: Some(detail),
+                ..usable(name)
+            })
+        }
         TransportName::Mpi => return probe_mpi().map_or_else(unusable, |_| usable(name)),
     };
     match usable {
@@ -61,6 +74,7 @@ fn usable(name: TransportName) -> TransportInfo {
         compiled: true,
         usable: true,
         reason: None,
+        detail: None,
     }
 }
 
@@ -72,6 +86,20 @@ fn probe_verbs(verbs: &VerbsSpec) -> Result<String, String> {
 #[cfg(not(feature = "verbs"))]
 fn probe_verbs(_verbs: &VerbsSpec) -> Result<String, String> {
     Err("built without the `verbs` feature".into())
+}
+
+/// UCX with the spec's transport list, else the environment's `UCX_TLS`.
+fn probe_ucx(ucx: &UcxSpec) -> Result<String, String> {
+    #[cfg(feature = "ucx")]
+    {
+        let env = std::env::var("UCX_TLS").ok().filter(|v| !v.is_empty());
+        ngauge_ucx::probe(ucx.tls.as_deref().or(env.as_deref()))
+    }
+    #[cfg(not(feature = "ucx"))]
+    {
+        let _ = ucx;
+        Err("built without the `ucx` feature".into())
+    }
 }
 
 #[cfg(feature = "mpi")]

@@ -165,6 +165,9 @@ impl super::Document for InfoDoc {
                 (false, _) => format!("not compiled: {}", t.reason.as_deref().unwrap_or("")),
             };
             let _ = writeln!(out, "  {:<6} {state}", t.name);
+            if let Some(detail) = &t.detail {
+                let _ = writeln!(out, "         {detail}");
+            }
         }
         let l = &self.launcher;
         let _ = writeln!(out, "launcher: {}, {} ranks", l.name, l.size);

@@ -57,7 +57,7 @@ pub mod util;
 
 pub use control::{pack, unpack, Control, ControlError};
 pub use error::TransportError;
-pub use pool::{Access, BufferPool, Buffers, Holds};
+pub use pool::{available_memory_bytes, Access, BufferPool, Buffers, Holds};
 pub use transport::{
     BufferId, Capabilities, Counters, NativeCollective, NativeRole, Rank, Region, RequestId,
     Transport, UnknownWaitMode, WaitMode,
