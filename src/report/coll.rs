@@ -3,6 +3,7 @@
 //! filter, then median, mean and the 95% interval of the mean), and with several
 //! transports or algorithms their medians side by side with ratios.
 
+use super::side_by_side::{self, side_by_side, SideBySide};
 use super::svg;
 use super::table::Table;
 use super::warning::{SetupWarning, Warned};
@@ -14,7 +15,6 @@ use crate::spec::coll::RootChoice;
 use crate::stats::{mean_interval, tukey_filter, Sorted};
 use ngauge_transport::WaitMode;
 use serde::Serialize;
-use std::collections::BTreeMap;
 
 /// The run-time of one call, in microseconds, over the valid calls Tukey's filter
 /// kept.
@@ -274,40 +274,20 @@ pub enum CollWarning {
     Setup(SetupWarning),
 }
 
-/// Side by side medians with ratios (several transports or algorithms).
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct CollComparison {
-    /// The `transport/algo` the ratios divide by: the last one measured (`-t
-    /// mpi,tcp --algo mpi,binomial` gives everything over our binomial on raw TCP).
-    pub baseline: String,
-    /// Every `transport/algo`, in the order measured.
-    pub labels: Vec<String>,
-    /// One row per size the baseline measured.
-    pub rows: Vec<CollComparisonRow>,
-}
+/// Side by side medians with ratios (several transports or algorithms), labelled
+/// `transport/algo`: `-t mpi,tcp --algo mpi,binomial` gives everything over our
+/// binomial on raw TCP.
+pub type CollComparison = SideBySide<String>;
 
-/// One size of a [`CollComparison`].
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct CollComparisonRow {
-    /// Bytes per rank.
-    pub size: usize,
-    /// Median run-time per `transport/algo`, microseconds.
-    pub median_us: BTreeMap<String, f64>,
-    /// That median over the baseline's, per other `transport/algo`.
-    pub ratio: BTreeMap<String, f64>,
-}
-
-/// The comparison of `records`; `None` with a single `transport/algo`.
+/// The comparison of `records` (per size the median run-time); `None` with a
+/// single `transport/algo`.
 pub fn compare(records: &[CollRecord]) -> Option<CollComparison> {
     let labels = distinct(records.iter().map(CollRecord::label));
-    if labels.len() < 2 {
-        return None;
-    }
-    let baseline = labels.last().expect("two labels").clone();
-    let median = |label: &str, size: usize| {
+    let baseline = labels.last()?.clone();
+    let median = |label: &String, size: usize| {
         records
             .iter()
-            .find(|r| r.size == size && r.label() == label)
+            .find(|r| r.size == size && r.label() == *label)
             .and_then(|r| r.runtime_us)
             .map(|t| t.median)
     };
@@ -317,32 +297,7 @@ pub fn compare(records: &[CollRecord]) -> Option<CollComparison> {
         .map(|r| r.size)
         .collect();
     sizes.dedup();
-    let rows = sizes
-        .into_iter()
-        .map(|size| {
-            let base = median(&baseline, size);
-            let mut median_us = BTreeMap::new();
-            let mut ratio = BTreeMap::new();
-            for l in &labels {
-                if let Some(m) = median(l, size) {
-                    median_us.insert(l.clone(), m);
-                    if let Some(b) = base.filter(|b| *b > 0.0 && *l != baseline) {
-                        ratio.insert(l.clone(), m / b);
-                    }
-                }
-            }
-            CollComparisonRow {
-                size,
-                median_us,
-                ratio,
-            }
-        })
-        .collect();
-    Some(CollComparison {
-        baseline,
-        labels,
-        rows,
-    })
+    side_by_side(labels, sizes, median)
 }
 
 /// What ran in `late` and `nbc`: one collective and its implementation over one
@@ -394,7 +349,7 @@ impl super::Document for CollDoc {
     fn render(&self) -> String {
         let mut out = render_records(&self.results);
         if let Some(c) = &self.comparison {
-            out += &render_comparison(c);
+            out += &side_by_side::render(c, "median run-time", "[us]", " / ");
         }
         if let Some(s) = &self.selection {
             out += &render_selection(s);
@@ -498,35 +453,6 @@ pub fn predicted_cells(p: Option<&Predicted>) -> [String; 4] {
         num(p.map(|p| p.hockney_us)),
         num(p.and_then(|p| p.measured_over_hockney)),
     ]
-}
-
-/// The medians side by side with their ratios to the baseline.
-fn render_comparison(c: &CollComparison) -> String {
-    let mut out = format!(
-        "side by side (measured interleaved, size by size): median run-time, ratio to {}\n",
-        c.baseline
-    );
-    let others: Vec<&String> = c.labels.iter().filter(|l| **l != c.baseline).collect();
-    let mut header = vec!["size [B]".to_string()];
-    header.extend(c.labels.iter().map(|l| format!("{l} [us]")));
-    header.extend(others.iter().map(|l| format!("{l} / {}", c.baseline)));
-    let mut table = Table::new(header);
-    for row in &c.rows {
-        let mut cells = vec![row.size.to_string()];
-        cells.extend(c.labels.iter().map(|l| {
-            row.median_us
-                .get(l)
-                .map_or("-".into(), |m| format!("{m:.2}"))
-        }));
-        cells.extend(
-            others
-                .iter()
-                .map(|l| row.ratio.get(*l).map_or("-".into(), |r| format!("{r:.3}"))),
-        );
-        table.row(cells);
-    }
-    out += &table.render();
-    out
 }
 
 /// The selection table: per size the measured best, each model's choice and the
