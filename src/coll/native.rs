@@ -152,11 +152,6 @@ impl NativeCalls {
         check::verify(spec, t.rank(), t, &self.buffers)
     }
 
-    /// Call `index`, blocking.
-    pub fn run(&self, t: &mut dyn Transport, index: usize) -> Result<(), CollError> {
-        run(t, self.call(index))
-    }
-
     /// Releases the buffers.
     pub fn free(self, t: &mut dyn Transport) -> Result<(), CollError> {
         Ok(self.buffers.free(t)?)
@@ -184,8 +179,11 @@ fn no_collectives(t: &dyn Transport) -> CollError {
 /// only between calls (MPI's progress engine is opaque), where ours reach every step.
 pub struct NativeOp<'t> {
     t: &'t mut dyn Transport,
+    /// Its root is the selected call's.
     spec: CollSpec,
     calls: NativeCalls,
+    /// The selected call, its regions built.
+    call: NativeCollective,
     pending: Option<RequestId>,
     started: bool,
 }
@@ -195,10 +193,21 @@ impl<'t> NativeOp<'t> {
     /// ignored) on `t`. On a transport without collectives of its own, the first
     /// call fails ([`CollError::NoNativeCollectives`]).
     pub fn new(t: &'t mut dyn Transport, spec: CollSpec) -> Result<NativeOp<'t>, CollError> {
-        let calls = NativeCalls::new(t, &spec, false)?;
+        NativeOp::rotating(t, spec, false)
+    }
+
+    /// [`NativeOp::new`], with `rotate_root`: call `i` of a rooted collective on
+    /// root `i % np` ([`CollOp::select`]).
+    pub fn rotating(
+        t: &'t mut dyn Transport,
+        spec: CollSpec,
+        rotate_root: bool,
+    ) -> Result<NativeOp<'t>, CollError> {
+        let calls = NativeCalls::new(t, &spec, rotate_root)?;
         Ok(NativeOp {
             t,
             spec,
+            call: calls.call(0),
             calls,
             pending: None,
             started: false,
@@ -225,15 +234,23 @@ impl CollOp for NativeOp<'_> {
     fn label(&self) -> String {
         format!("{}/{}", self.spec.algorithm.collective(), self.t.name())
     }
+    fn select(&mut self, index: usize) -> Rank {
+        self.call = self.calls.call(index);
+        self.spec.root = self.calls.root(index);
+        self.spec.root
+    }
+    fn transport(&mut self) -> &mut dyn Transport {
+        self.t
+    }
     fn run(&mut self, interrupts: &mut dyn Interrupts) -> Result<(), CollError> {
         interrupts.poll();
-        self.calls.run(self.t, 0)?;
+        run(self.t, self.call)?;
         interrupts.poll();
         Ok(())
     }
     fn start(&mut self, interrupts: &mut dyn Interrupts) -> Result<(), CollError> {
         interrupts.poll();
-        let request = match self.t.start_native_collective(self.calls.call(0)) {
+        let request = match self.t.start_native_collective(self.call) {
             Some(result) => result?,
             None => return Err(no_collectives(self.t)),
         };

@@ -7,7 +7,7 @@ use super::*;
 use crate::clock::Skew;
 use crate::coll::Algorithm;
 use crate::sync::sim::{self, NetModel, SIM_HZ, SIM_START};
-use ngauge_transport::TransportError;
+use ngauge_transport::{NativeCollective, TransportError};
 
 /// [`measure_with`] of our schedule.
 fn measure<C: Clock + ?Sized>(

@@ -195,6 +195,12 @@ impl CollOp for Stalling<'_, '_> {
     fn label(&self) -> String {
         self.inner.label()
     }
+    fn select(&mut self, index: usize) -> Rank {
+        self.inner.select(index)
+    }
+    fn transport(&mut self) -> &mut dyn ngauge_transport::Transport {
+        self.inner.transport()
+    }
     fn run(&mut self, i: &mut dyn Interrupts) -> Result<(), CollError> {
         self.inner.run(i)
     }
