@@ -40,13 +40,13 @@
 //! per-rank times are returned to rank 0 ([`CollTimes`]); statistics are the
 //! caller's.
 
-use super::rounds::{gather_spans, max_at_root, spans_of, Verdict, WindowRounds};
+use super::rounds::{gather_spans, max_at_root, spans_of, CallPlan, Verdict, WindowRounds};
 use super::PatternError;
 use crate::clock::Clock;
 use crate::coll::{CollError, CollOp, CollSpec, Executor, NativeOp, Scheduled, Uninterrupted};
 use crate::sync::model::ClockModel;
 use crate::sync::window::{self, SlotStatus, Tally};
-use ngauge_transport::{Control, Rank, Transport, WaitMode};
+use ngauge_transport::{Control, Rank, Transport};
 
 pub use super::rounds::Span;
 
@@ -117,19 +117,8 @@ pub struct CollTiming {
     pub scheme: Scheme,
     /// Call `i` of a rooted collective uses root `i % np`.
     pub rotate_root: bool,
-    /// Calls to time (the window scheme: valid calls wanted).
-    pub reps: usize,
-    /// Untimed calls first (at least 1 for the window scheme, which sizes its
-    /// first window from them).
-    pub warmup: usize,
-    /// Fill the buffers with known data before each warm-up call and check the
-    /// result after it ([`check`]).
-    pub check_data: bool,
-    /// How a rank waits for a window to open: the transport's wait mode in a real
-    /// run ([`window::wait_until`]).
-    pub window_wait: WaitMode,
-    /// The window scheme gives up after this many rounds of `reps` calls.
-    pub max_rounds: usize,
+    /// The calls: how many, the warm-up, the data check, the windows.
+    pub plan: CallPlan,
 }
 
 /// One timed call (the loop scheme: the whole loop).
@@ -209,12 +198,12 @@ pub fn measure_with<C: Clock + ?Sized>(
     timing: &CollTiming,
     implementation: Implementation,
 ) -> Result<CollTimes, PatternError> {
-    if timing.reps == 0 {
+    if timing.plan.reps == 0 {
         return Err(PatternError::Options(
             "collective timing: reps must be at least 1".into(),
         ));
     }
-    if timing.scheme == Scheme::Window && (timing.warmup == 0 || timing.max_rounds == 0) {
+    if timing.scheme == Scheme::Window && (timing.plan.warmup == 0 || timing.plan.max_rounds == 0) {
         return Err(PatternError::Options(
             "collective timing: the window scheme needs a warm-up call and at least one round"
                 .into(),
@@ -238,16 +227,16 @@ pub fn measure_with<C: Clock + ?Sized>(
 
     // Warm-up: barrier, call, checked data; the longest local time sizes the window.
     let mut longest = 0u64;
-    for i in 0..timing.warmup {
+    for i in 0..timing.plan.warmup {
         let root = op.select(i);
-        if timing.check_data {
+        if timing.plan.check_data {
             op.fill()?;
         }
         barrier.run(op.transport())?;
         let start = clock.now();
         op.run(none)?;
         longest = longest.max(clock.now().since(start));
-        if timing.check_data {
+        if timing.plan.check_data {
             op.verify()
                 .map_err(|e| checked(e, timing, implementation, root))?;
         }
@@ -260,10 +249,10 @@ pub fn measure_with<C: Clock + ?Sized>(
             windowed(clock, op.as_mut(), control, model, timing, slowest)?
         }
         Scheme::Barrier | Scheme::Loop => {
-            let mut spans = Vec::with_capacity(timing.reps);
-            let mut roots = Vec::with_capacity(timing.reps);
+            let mut spans = Vec::with_capacity(timing.plan.reps);
+            let mut roots = Vec::with_capacity(timing.plan.reps);
             let per_span = if timing.scheme == Scheme::Barrier {
-                for i in 0..timing.reps {
+                for i in 0..timing.plan.reps {
                     roots.push(op.select(i));
                     barrier.run(op.transport())?;
                     let start = clock.now();
@@ -276,13 +265,13 @@ pub fn measure_with<C: Clock + ?Sized>(
                 roots.push(op.select(0));
                 barrier.run(op.transport())?;
                 let start = clock.now();
-                for i in 0..timing.reps {
+                for i in 0..timing.plan.reps {
                     op.select(i);
                     op.run(none)?;
                 }
                 let end = clock.now();
                 spans.push(Span { start, end });
-                timing.reps
+                timing.plan.reps
             };
             op.transport().settle().map_err(CollError::from)?;
             let by_rank = gather_spans(control, NAME, &spans)?;
@@ -339,9 +328,9 @@ fn windowed<C: Clock + ?Sized>(
     let mut rounds = WindowRounds::new(
         NAME,
         *model,
-        timing.window_wait,
-        timing.max_rounds,
-        timing.reps,
+        timing.plan.window_wait,
+        timing.plan.max_rounds,
+        timing.plan.reps,
         window::initial_window(slowest_ticks),
     );
     let mut calls: Vec<Call> = Vec::new();
@@ -350,7 +339,7 @@ fn windowed<C: Clock + ?Sized>(
     while more {
         rounds.init_round(clock, control)?;
         let index = calls.len();
-        for k in 0..timing.reps {
+        for k in 0..timing.plan.reps {
             roots.push(op.select(index + k));
             let slot = rounds.start(clock, 0);
             op.run(&mut Uninterrupted)?;
@@ -360,7 +349,10 @@ fn windowed<C: Clock + ?Sized>(
         let round = rounds.end_round(control)?;
         let meta = |k| (roots[index + k], 1);
         calls.extend(calls_of(&spans_of(&round.records), &round.statuses, meta));
-        let (short, window_ticks) = (rounds.valid_calls() < timing.reps, rounds.window_ticks());
+        let (short, window_ticks) = (
+            rounds.valid_calls() < timing.plan.reps,
+            rounds.window_ticks(),
+        );
         more = rounds.decide(control, || {
             let fresh = &calls[index..];
             let valid: Vec<f64> = fresh
