@@ -6,7 +6,7 @@
 //! address and remote key. The area holds one block per sender: `depth` slots of
 //! `slot_bytes` payload, each followed by an 8-byte [`Trailer`], and after the
 //! slots the sender's credit word. A message of `n` bytes travels as
-//! [`fragments`]`(n)` slot-sized pieces, each put into the next slot of the
+//! [`RingLayout::fragments`]`(n)` slot-sized pieces, each put into the next slot of the
 //! sender's block, then (after `ucp_worker_fence`, since UCX promises no order
 //! of the bytes within one put) its trailer put with the length and the slot's
 //! flag: the receiver polls the trailer of the next slot until the flag of that
