@@ -24,6 +24,9 @@ fn main() {
     if std::env::var_os("CARGO_FEATURE_MPI").is_some() {
         transports.push("mpi");
     }
+    if std::env::var_os("CARGO_FEATURE_UCX").is_some() {
+        transports.push("ucx");
+    }
     if std::env::var_os("CARGO_FEATURE_OFI").is_some() {
         transports.push("ofi");
     }

@@ -4,7 +4,7 @@ use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
 use ngauge::clock::Nanos;
 use ngauge::coll::Collective;
-use ngauge::job::{OfiOp, TransportName, VerbsOp, WaitPolicy};
+use ngauge::job::{OfiOp, TransportName, UcxOp, VerbsOp, WaitPolicy};
 use ngauge::model::loggp::DetectorKind;
 use ngauge::patterns::coll::Scheme;
 use ngauge::patterns::late::{CallMode, DelayedRanks};
@@ -117,6 +117,7 @@ pub struct GlobalArgs {
             (TransportName::Udp, "UDP datagrams with sequence numbers and retransmission"),
             (TransportName::Verbs, "InfiniBand/RoCE verbs (cargo feature `verbs`)"),
             (TransportName::Mpi, "MPI point-to-point through a C shim (cargo feature `mpi`)"),
+            (TransportName::Ucx, "UCX's UCP tag messages or RMA puts (cargo feature `ucx`)"),
             (TransportName::Ofi, "libfabric RDM endpoints (cargo feature `ofi`)"),
         ]),
         value_delimiter = ',',
@@ -231,37 +232,10 @@ pub struct GlobalArgs {
     pub verbs: VerbsArgs,
 
     #[command(flatten)]
+    pub ucx: UcxArgs,
+
+    #[command(flatten)]
     pub ofi: OfiArgs,
-}
-
-/// Flags of the ofi transport (`-t ofi`).
-#[derive(Debug, Args, Clone)]
-pub struct OfiArgs {
-    /// libfabric provider, as `fi_info -l` names it (`shm`, `tcp;ofi_rxm`,
-    /// `udp;ofi_rxd`, `verbs;ofi_rxm`, `cxi`, `efa`, `opx`); default: the first RDM
-    /// provider `fi_getinfo` offers (`ngauge info` says which).
-    #[arg(
-        long,
-        global = true,
-        value_name = "NAME",
-        help_heading = "ofi (-t ofi)"
-    )]
-    pub ofi_provider: Option<String>,
-
-    /// Data path: `send` (tagged or plain messages) or `write` (`fi_writedata`
-    /// into the region the receiver advertised; needs FI_RMA).
-    #[arg(
-        long,
-        global = true,
-        value_parser = names(&[
-            (OfiOp::Send, "two-sided messages, tagged where offered"),
-            (OfiOp::Write, "one-sided fi_writedata with remote CQ data"),
-        ]),
-        default_value = "send",
-        value_name = "OP",
-        help_heading = "ofi (-t ofi)"
-    )]
-    pub ofi_op: OfiOp,
 }
 
 /// Flags of the verbs transport (`-t verbs`).
@@ -310,6 +284,67 @@ pub struct VerbsArgs {
         help_heading = "Verbs (-t verbs)"
     )]
     pub verbs_op: VerbsOp,
+}
+
+/// Flags of the UCX transport (`-t ucx`).
+#[derive(Debug, Args, Clone)]
+pub struct UcxArgs {
+    /// UCX's transport list, as UCX_TLS (`posix,self`, `sysv`, `cma`, `tcp`,
+    /// `rc`, `ud`, `dc`, `shm`, ...; `ngauge info -t ucx` lists those usable
+    /// here); default: the environment's UCX_TLS, else UCX's own choice.
+    #[arg(
+        long,
+        global = true,
+        value_name = "LIST",
+        help_heading = "UCX (-t ucx)"
+    )]
+    pub ucx_tls: Option<String>,
+
+    /// Data path: `send` (ucp_tag_send_nbx into posted ucp_tag_recv_nbx, what
+    /// MPI over UCX calls) or `put` (ucp_put_nbx into a ring the receiver
+    /// polls, as --verbs-op write-poll; needs --wait poll).
+    #[arg(
+        long,
+        global = true,
+        value_parser = names(&[
+            (UcxOp::Send, "two-sided tag send/receive"),
+            (UcxOp::Put, "one-sided put into a ring the receiver polls (--wait poll)"),
+        ]),
+        default_value = "send",
+        value_name = "OP",
+        help_heading = "UCX (-t ucx)"
+    )]
+    pub ucx_op: UcxOp,
+}
+
+/// Flags of the ofi transport (`-t ofi`).
+#[derive(Debug, Args, Clone)]
+pub struct OfiArgs {
+    /// libfabric provider, as `fi_info -l` names it (`shm`, `tcp;ofi_rxm`,
+    /// `udp;ofi_rxd`, `verbs;ofi_rxm`, `cxi`, `efa`, `opx`); default: the first RDM
+    /// provider `fi_getinfo` offers (`ngauge info` says which).
+    #[arg(
+        long,
+        global = true,
+        value_name = "NAME",
+        help_heading = "ofi (-t ofi)"
+    )]
+    pub ofi_provider: Option<String>,
+
+    /// Data path: `send` (tagged or plain messages) or `write` (`fi_writedata`
+    /// into the region the receiver advertised; needs FI_RMA).
+    #[arg(
+        long,
+        global = true,
+        value_parser = names(&[
+            (OfiOp::Send, "two-sided messages, tagged where offered"),
+            (OfiOp::Write, "one-sided fi_writedata with remote CQ data"),
+        ]),
+        default_value = "send",
+        value_name = "OP",
+        help_heading = "ofi (-t ofi)"
+    )]
+    pub ofi_op: OfiOp,
 }
 
 fn parse_buffer_bytes(s: &str) -> Result<usize, String> {
@@ -686,7 +721,7 @@ fn on_off(value: &str) -> Result<bool, String> {
 #[derive(Debug, Args, Clone)]
 pub struct CollArgs {
     /// The collective: bcast, gather, allreduce, barrier or alltoall.
-    #[arg(long, default_value = "allreduce", value_name = "OP", value_parser = parse_collective)]
+    #[arg(long, default_value = "allreduce", value_name = "OP")]
     pub op: Collective,
 
     /// Its implementation: one of ngauge's schedules, run over any transport with
@@ -844,10 +879,6 @@ pub struct NoiseArgs {
     /// Draw every core's detours over time to FILE (SVG).
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
-}
-
-fn parse_collective(s: &str) -> Result<Collective, String> {
-    s.parse::<Collective>().map_err(|e| e.to_string())
 }
 
 fn parse_segment(s: &str) -> Result<usize, String> {
@@ -1044,7 +1075,7 @@ pub struct SyncFlags {
 #[derive(Debug, Args, Clone)]
 pub struct CollCmdArgs {
     /// The collective: bcast, gather, allreduce, barrier or alltoall.
-    #[arg(long, default_value = "bcast", value_name = "OP", value_parser = parse_collective)]
+    #[arg(long, default_value = "bcast", value_name = "OP")]
     pub op: Collective,
 
     /// Implementations, comma separated: ngauge's schedules (bcast: linear,

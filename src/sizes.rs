@@ -8,28 +8,15 @@
 //!
 //! Suffixes K, M, G are binary (1K = 1024). The result is sorted and deduplicated.
 
-use std::fmt;
-
 /// Why a size specification was refused; the message names the offending part.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid size '{part}': {reason} (examples: 1-65536, 1-65536:1024, 1,8,4K,1M)")]
 pub struct SizeSpecError {
     /// The part of the spec that is wrong.
     pub part: String,
     /// What is wrong with it.
     pub reason: &'static str,
 }
-
-impl fmt::Display for SizeSpecError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "invalid size '{}': {} (examples: 1-65536, 1-65536:1024, 1,8,4K,1M)",
-            self.part, self.reason
-        )
-    }
-}
-
-impl std::error::Error for SizeSpecError {}
 
 /// Largest size accepted: 16 GiB.
 pub const MAX_SIZE_BYTES: u64 = 16 << 30;

@@ -6,7 +6,6 @@
 //! it, and turn every fact that threatens a measurement into a [`Warning`].
 
 use serde::Serialize;
-use std::fmt;
 use std::path::Path;
 
 /// CPU flags that make the TSC a trustworthy wall clock.
@@ -199,19 +198,37 @@ pub fn parse_cpuinfo_mhz(cpuinfo: &str) -> Option<f64> {
 }
 
 /// A fact that threatens a measurement, printed to stderr after the results.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema, thiserror::Error)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Warning {
     /// The TSC is not invariant: ticks do not measure time.
+    #[error(
+        "the TSC is not invariant (constant_tsc/nonstop_tsc missing): tick counts \
+         follow the core frequency; fix the frequency or expect skewed times"
+    )]
     NonInvariantTsc,
     /// The CPU frequency may change during the run.
+    #[error(
+        "CPU frequency may vary ({description}); set the governor to 'performance' \
+         and disable boost for repeatable results"
+    )]
     VariableFrequency {
         /// Governor and boost as read.
         description: String,
     },
     /// The process may migrate between cores during a timed region.
+    #[error(
+        "this process is not pinned to one core; the local launcher pins ranks, \
+         under another launcher use its binding option (e.g. mpirun --bind-to core)"
+    )]
     Unpinned,
     /// The calibrated rate and the kernel's disagree.
+    #[error(
+        "calibrated timer rate {:.6} GHz differs from the kernel's {:.6} GHz by {:.3}%",
+        .calibrated_hz / 1e9,
+        .kernel_hz / 1e9,
+        (.calibrated_hz / .kernel_hz - 1.0).abs() * 100.0
+    )]
     RateDisagrees {
         /// Calibrated ticks per second.
         calibrated_hz: f64,
@@ -219,44 +236,11 @@ pub enum Warning {
         kernel_hz: f64,
     },
     /// The timer is not the TSC.
+    #[error(
+        "no rdtscp on this CPU: timing with clock_gettime(CLOCK_MONOTONIC_RAW), \
+         which costs more per read"
+    )]
     FallbackTimer,
-}
-
-impl fmt::Display for Warning {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Warning::NonInvariantTsc => write!(
-                f,
-                "the TSC is not invariant (constant_tsc/nonstop_tsc missing): tick counts \
-                 follow the core frequency; fix the frequency or expect skewed times"
-            ),
-            Warning::VariableFrequency { description } => write!(
-                f,
-                "CPU frequency may vary ({description}); set the governor to 'performance' \
-                 and disable boost for repeatable results"
-            ),
-            Warning::Unpinned => write!(
-                f,
-                "this process is not pinned to one core; the local launcher pins ranks, \
-                 under another launcher use its binding option (e.g. mpirun --bind-to core)"
-            ),
-            Warning::RateDisagrees {
-                calibrated_hz,
-                kernel_hz,
-            } => write!(
-                f,
-                "calibrated timer rate {:.6} GHz differs from the kernel's {:.6} GHz by {:.3}%",
-                calibrated_hz / 1e9,
-                kernel_hz / 1e9,
-                (calibrated_hz / kernel_hz - 1.0).abs() * 100.0
-            ),
-            Warning::FallbackTimer => write!(
-                f,
-                "no rdtscp on this CPU: timing with clock_gettime(CLOCK_MONOTONIC_RAW), \
-                 which costs more per read"
-            ),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -15,15 +15,14 @@
 
 use crate::units::Ticks;
 
-/// Where ticks come from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum TimerSource {
-    /// The time-stamp counter read with `rdtscp` (x86-64).
-    Rdtscp,
-    /// `clock_gettime(CLOCK_MONOTONIC_RAW)` in nanoseconds (fallback).
-    #[serde(rename = "clock_monotonic_raw")]
-    MonotonicRaw,
+crate::names::named_enum! {
+    /// Where ticks come from.
+    pub enum TimerSource("timer source") {
+        /// The time-stamp counter read with `rdtscp` (x86-64).
+        Rdtscp = "rdtscp",
+        /// `clock_gettime(CLOCK_MONOTONIC_RAW)` in nanoseconds (fallback).
+        MonotonicRaw = "clock_monotonic_raw",
+    }
 }
 
 impl TimerSource {
@@ -36,14 +35,6 @@ impl TimerSource {
             }
         }
         TimerSource::MonotonicRaw
-    }
-
-    /// The name used in JSON output.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TimerSource::Rdtscp => "rdtscp",
-            TimerSource::MonotonicRaw => "clock_monotonic_raw",
-        }
     }
 }
 

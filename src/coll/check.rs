@@ -168,15 +168,10 @@ fn with(
     f: impl FnOnce(&mut [u8]),
 ) -> Result<(), TransportError> {
     match bufs.id(buf) {
-        Some(id) => {
-            f(t.buffer_mut(id)?);
-            Ok(())
-        }
-        None => {
-            f(&mut []);
-            Ok(())
-        }
+        Some(id) => f(t.buffer_mut(id)?),
+        None => f(&mut []),
     }
+    Ok(())
 }
 
 fn bytes<'t>(

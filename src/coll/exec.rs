@@ -90,13 +90,7 @@ impl CollBuffers {
                 lens[buf.index()] = lens[buf.index()].max(s.buffer_bytes(buf));
             }
         }
-        let mut ids = [None; BUFFERS];
-        for (id, &len) in ids.iter_mut().zip(&lens) {
-            if len > 0 {
-                *id = Some(t.alloc_buffer(len)?);
-            }
-        }
-        Ok(CollBuffers { ids, lens })
+        CollBuffers::alloc_lens(t, lens)
     }
 
     /// Allocates buffers of the given lengths, indexed as [`Buf::ALL`] (0: unused),

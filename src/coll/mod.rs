@@ -52,7 +52,7 @@ mod analysis;
 mod tests;
 
 pub use exec::{CollBuffers, Executor, Interrupts, Uninterrupted};
-pub use native::{NativeCalls, NativeOp};
+pub use native::NativeOp;
 pub use op::{CollOp, Scheduled};
 pub use schedule::{Action, Buf, Kind, Schedule, Slice, Step, StepId};
 

@@ -3,44 +3,71 @@
 //! [`Transport::start_native_collective`], on buffers laid out as our schedules'
 //! are, so that [`check`] fills and verifies them and the figures compare like with
 //! like. This is the one path by which ngauge calls a library's collectives: `coll`
-//! times it ([`crate::patterns::coll`], [`Implementation::Native`]), and `late` and
-//! `nbc` time it as a [`CollOp`] ([`NativeOp`]).
+//! (with rotating roots, [`Implementation::Native`]), `late` and `nbc` time it as
+//! a [`CollOp`] ([`NativeOp`]).
 //!
-//! The layout ([`NativeCalls`]): the broadcast message in `Data`; a gather's blocks
+//! The layout ([`NativeOp`]): the broadcast message in `Data`; a gather's blocks
 //! in `Data` (on the root), with this rank's block sent from `Tmp0`; an allreduce's
 //! vector of little-endian `u64` words summed from `Tmp0` into `Data`; an
 //! all-to-all from `Data` into `Out`. MPI forbids a send buffer that is also the
-//! receive buffer, hence the copies of the operand that [`NativeCalls::fill`]
-//! makes.
+//! receive buffer, hence the copies of the operand that [`NativeOp`]'s
+//! [`CollOp::fill`] makes.
 //!
 //! [`Implementation::Native`]: crate::patterns::coll::Implementation::Native
 
 use super::exec::Interrupts;
 use super::op::CollOp;
 use super::{check, Buf, CollBuffers, CollError, CollSpec, Collective};
-use ngauge_transport::{NativeCollective, Rank, RequestId, Transport, WaitMode};
+use ngauge_transport::{NativeCollective, Rank, RequestId, Transport};
 
-/// The buffers of a native collective and the calls on them, for one root or for
-/// every root in turn.
-#[derive(Debug)]
-pub struct NativeCalls {
-    collective: Collective,
-    np: usize,
-    size: usize,
-    root: Rank,
-    rotate: bool,
-    buffers: CollBuffers,
+/// One blocking call of `t`'s own collective; an error on a transport that has
+/// none.
+#[inline]
+fn run(t: &mut dyn Transport, call: NativeCollective) -> Result<(), CollError> {
+    match t.native_collective(call) {
+        Some(result) => Ok(result?),
+        None => Err(no_collectives(t)),
+    }
 }
 
-impl NativeCalls {
-    /// Checks `spec` (only its collective, size, job size and root matter: the
-    /// library picks its algorithm) and allocates the buffers on `t`. With
-    /// `rotate_root`, call `i` of a rooted collective uses root `i % np`.
-    pub fn new(
-        t: &mut dyn Transport,
-        spec: &CollSpec,
+fn no_collectives(t: &dyn Transport) -> CollError {
+    CollError::NoNativeCollectives {
+        transport: t.name(),
+    }
+}
+
+/// The transport's own collective of a [`CollSpec`] as a [`CollOp`], blocking or
+/// nonblocking, on the layout of the module docs, its data checked like our
+/// schedules'. [`Interrupts`] are polled only between calls (MPI's progress engine
+/// is opaque), where ours reach every step.
+pub struct NativeOp<'t> {
+    t: &'t mut dyn Transport,
+    /// Its root is the selected call's.
+    spec: CollSpec,
+    rotate: bool,
+    buffers: CollBuffers,
+    /// The selected call, its regions built.
+    call: NativeCollective,
+    pending: Option<RequestId>,
+    started: bool,
+}
+
+impl<'t> NativeOp<'t> {
+    /// Allocates the buffers of `spec`'s collective (its algorithm and segment are
+    /// ignored) on `t`. On a transport without collectives of its own, the first
+    /// call fails ([`CollError::NoNativeCollectives`]).
+    pub fn new(t: &'t mut dyn Transport, spec: CollSpec) -> Result<NativeOp<'t>, CollError> {
+        NativeOp::rotating(t, spec, false)
+    }
+
+    /// [`NativeOp::new`], after checking `spec` (only its collective, size, job
+    /// size and root matter: the library picks its algorithm); with `rotate_root`,
+    /// call `i` of a rooted collective on root `i % np` ([`CollOp::select`]).
+    pub fn rotating(
+        t: &'t mut dyn Transport,
+        spec: CollSpec,
         rotate_root: bool,
-    ) -> Result<NativeCalls, CollError> {
+    ) -> Result<NativeOp<'t>, CollError> {
         spec.validate()?;
         let collective = spec.algorithm.collective();
         let (np, size) = (spec.np, spec.size_bytes);
@@ -78,42 +105,37 @@ impl NativeCalls {
                 *len = (*len).max(1);
             }
         }
-        Ok(NativeCalls {
-            collective,
-            np,
-            size,
-            root: spec.root,
+        let buffers = CollBuffers::alloc_lens(t, lens)?;
+        let mut op = NativeOp {
+            t,
+            spec,
             rotate: rotate_root && collective.is_rooted(),
-            buffers: CollBuffers::alloc_lens(t, lens)?,
-        })
+            buffers,
+            call: NativeCollective::Barrier,
+            pending: None,
+            started: false,
+        };
+        op.call = op.native_call();
+        Ok(op)
     }
 
-    /// The root of call `index`.
-    pub fn root(&self, index: usize) -> Rank {
-        if self.rotate {
-            index % self.np
-        } else {
-            self.root
-        }
-    }
-
-    /// Call `index`: the regions and the root.
-    pub fn call(&self, index: usize) -> NativeCollective {
+    /// The selected call: its regions and root.
+    fn native_call(&self) -> NativeCollective {
         let region = |buf: Buf, len: usize| {
             self.buffers
                 .id(buf)
-                .expect("allocated in NativeCalls::new")
+                .expect("allocated in NativeOp::rotating")
                 .prefix(len)
         };
-        let (np, size) = (self.np, self.size);
-        match self.collective {
+        let (np, size, root) = (self.spec.np, self.spec.size_bytes, self.spec.root);
+        match self.spec.algorithm.collective() {
             Collective::Barrier => NativeCollective::Barrier,
             Collective::Bcast => NativeCollective::Bcast {
-                root: self.root(index),
+                root,
                 data: region(Buf::Data, size),
             },
             Collective::Gather => NativeCollective::Gather {
-                root: self.root(index),
+                root,
                 send: region(Buf::Tmp0, size),
                 recv: region(Buf::Data, np * size),
             },
@@ -128,85 +150,9 @@ impl NativeCalls {
         }
     }
 
-    /// [`check::fill`] for `spec` (whose root is the call's), then this rank's
-    /// operand copied where the library sends it from.
-    pub fn fill(&self, t: &mut dyn Transport, spec: &CollSpec) -> Result<(), CollError> {
-        let rank = t.rank();
-        check::fill(spec, rank, t, &self.buffers)?;
-        let from = match self.collective {
-            Collective::Gather => rank * self.size,
-            Collective::Allreduce => 0,
-            _ => return Ok(()),
-        };
-        let (data, tmp) = (self.buffers.id(Buf::Data), self.buffers.id(Buf::Tmp0));
-        let (Some(data), Some(tmp)) = (data, tmp) else {
-            return Ok(());
-        };
-        let operand = t.buffer(data)?[from..from + self.size].to_vec();
-        t.buffer_mut(tmp)?[..self.size].copy_from_slice(&operand);
-        Ok(())
-    }
-
-    /// [`check::verify`] for `spec`.
-    pub fn verify(&self, t: &dyn Transport, spec: &CollSpec) -> Result<(), CollError> {
-        check::verify(spec, t.rank(), t, &self.buffers)
-    }
-
-    /// Call `index`, blocking.
-    pub fn run(&self, t: &mut dyn Transport, index: usize) -> Result<(), CollError> {
-        run(t, self.call(index))
-    }
-
-    /// Releases the buffers.
-    pub fn free(self, t: &mut dyn Transport) -> Result<(), CollError> {
-        Ok(self.buffers.free(t)?)
-    }
-}
-
-/// One blocking call of `t`'s own collective; an error on a transport that has
-/// none.
-#[inline]
-pub fn run(t: &mut dyn Transport, call: NativeCollective) -> Result<(), CollError> {
-    match t.native_collective(call) {
-        Some(result) => Ok(result?),
-        None => Err(no_collectives(t)),
-    }
-}
-
-fn no_collectives(t: &dyn Transport) -> CollError {
-    CollError::NoNativeCollectives {
-        transport: t.name(),
-    }
-}
-
-/// The transport's own collective of a [`CollSpec`] as a [`CollOp`], blocking or
-/// nonblocking, its data checked like our schedules'.
-pub struct NativeOp<'t> {
-    t: &'t mut dyn Transport,
-    spec: CollSpec,
-    calls: NativeCalls,
-    pending: Option<RequestId>,
-    started: bool,
-}
-
-impl<'t> NativeOp<'t> {
-    /// Allocates the buffers of `spec`'s collective (its algorithm and segment are
-    /// ignored) on `t`. On a transport without collectives of its own, the first
-    /// call fails ([`CollError::NoNativeCollectives`]).
-    pub fn new(t: &'t mut dyn Transport, spec: CollSpec) -> Result<NativeOp<'t>, CollError> {
-        let calls = NativeCalls::new(t, &spec, false)?;
-        Ok(NativeOp {
-            t,
-            spec,
-            calls,
-            pending: None,
-            started: false,
-        })
-    }
-
     /// Releases the buffers.
     pub fn free(self) -> Result<(), CollError> {
-        self.calls.free(self.t)
+        Ok(self.buffers.free(self.t)?)
     }
 }
 
@@ -224,27 +170,25 @@ impl CollOp for NativeOp<'_> {
     fn label(&self) -> String {
         format!("{}/{}", self.spec.algorithm.collective(), self.t.name())
     }
-    fn collective(&self) -> Collective {
-        self.spec.algorithm.collective()
+    fn select(&mut self, index: usize) -> Rank {
+        if self.rotate {
+            self.spec.root = index % self.spec.np;
+            self.call = self.native_call();
+        }
+        self.spec.root
     }
-    fn size_bytes(&self) -> usize {
-        self.spec.size_bytes
-    }
-    fn wait_mode(&self) -> WaitMode {
-        self.t.wait_mode()
-    }
-    fn interruptible(&self) -> bool {
-        false
+    fn transport(&mut self) -> &mut dyn Transport {
+        self.t
     }
     fn run(&mut self, interrupts: &mut dyn Interrupts) -> Result<(), CollError> {
         interrupts.poll();
-        self.calls.run(self.t, 0)?;
+        run(self.t, self.call)?;
         interrupts.poll();
         Ok(())
     }
     fn start(&mut self, interrupts: &mut dyn Interrupts) -> Result<(), CollError> {
         interrupts.poll();
-        let request = match self.t.start_native_collective(self.calls.call(0)) {
+        let request = match self.t.start_native_collective(self.call) {
             Some(result) => result?,
             None => return Err(no_collectives(self.t)),
         };
@@ -276,11 +220,27 @@ impl CollOp for NativeOp<'_> {
         }
         Ok(())
     }
+    /// [`check::fill`], then this rank's operand copied where the library sends it
+    /// from.
     fn fill(&mut self) -> Result<(), CollError> {
-        self.calls.fill(self.t, &self.spec)
+        let rank = self.t.rank();
+        check::fill(&self.spec, rank, self.t, &self.buffers)?;
+        let from = match self.spec.algorithm.collective() {
+            Collective::Gather => rank * self.spec.size_bytes,
+            Collective::Allreduce => 0,
+            _ => return Ok(()),
+        };
+        let (data, tmp) = (self.buffers.id(Buf::Data), self.buffers.id(Buf::Tmp0));
+        let (Some(data), Some(tmp)) = (data, tmp) else {
+            return Ok(());
+        };
+        let size = self.spec.size_bytes;
+        let operand = self.t.buffer(data)?[from..from + size].to_vec();
+        self.t.buffer_mut(tmp)?[..size].copy_from_slice(&operand);
+        Ok(())
     }
     fn verify(&mut self) -> Result<(), CollError> {
-        self.calls.verify(self.t, &self.spec)
+        check::verify(&self.spec, self.t.rank(), self.t, &self.buffers)
     }
     fn release(self: Box<Self>) -> Result<(), CollError> {
         self.free()

@@ -8,8 +8,8 @@
 
 use ngauge_transport::Rank;
 
-/// One rank's place in a tree.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One rank's place in a tree (by default: a tree of one rank).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Tree {
     /// The rank it receives from; `None` for the root.
     pub parent: Option<Rank>,
@@ -123,10 +123,7 @@ pub fn chain(fanout: usize, rank: Rank, root: Rank, np: usize) -> Tree {
     let s = shifted(rank, root, np);
     let fanout = fanout.min(np - 1);
     if np == 1 {
-        return Tree {
-            parent: None,
-            children: Vec::new(),
-        };
+        return Tree::default();
     }
     let (max_len, mark) = if (np - 1) % fanout != 0 {
         ((np - 1) / fanout + 1, (np - 1) % fanout)

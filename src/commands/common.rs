@@ -4,7 +4,7 @@
 use crate::cli::GlobalArgs;
 use anyhow::Context as _;
 use ngauge::experiment::{Context, ExperimentError, Records};
-use ngauge::job::{JobError, JobSpec, JobWarning, OfiSpec, TransportName, VerbsSpec};
+use ngauge::job::{JobError, JobSpec, JobWarning, OfiSpec, TransportName, UcxSpec, VerbsSpec};
 use ngauge::launch::{self, LaunchOptions, Started, World};
 use ngauge::report::document::Export;
 use ngauge::report::effort::EffortWarning;
@@ -13,16 +13,9 @@ use ngauge::report::{Document, MetaBuilder, SetupWarning};
 use std::path::{Path, PathBuf};
 
 /// Bad input found after parsing (a size list, a config value): exit status 2.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
 
 /// The flag of a spec's field: `--` and the field with `-` for `_`, but for the
 /// fields whose flag takes a unit.
@@ -73,6 +66,10 @@ pub fn job_spec(global: &GlobalArgs) -> JobSpec {
             gid_index: global.verbs.gid_index,
             op: global.verbs.verbs_op,
         },
+        ucx: UcxSpec {
+            tls: global.ucx.ucx_tls.clone(),
+            op: global.ucx.ucx_op,
+        },
         ofi: OfiSpec {
             provider: global.ofi.ofi_provider.clone(),
             op: global.ofi.ofi_op,
@@ -94,6 +91,8 @@ pub fn with_job(global: &GlobalArgs, spec: &JobSpec, np: usize) -> GlobalArgs {
     g.verbs.port = spec.verbs.port;
     g.verbs.gid_index = spec.verbs.gid_index;
     g.verbs.verbs_op = spec.verbs.op;
+    g.ucx.ucx_tls = spec.ucx.tls.clone();
+    g.ucx.ucx_op = spec.ucx.op;
     g.ofi.ofi_provider = spec.ofi.provider.clone();
     g.ofi.ofi_op = spec.ofi.op;
     g.np = np as u32;

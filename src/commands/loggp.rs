@@ -12,22 +12,15 @@ use ngauge::model::loggp::ModelWarning;
 use ngauge::patterns::loggp::DelayChoice;
 use ngauge::report::document::Export;
 use ngauge::report::loggp::LoggpWarning;
-use ngauge::spec::{LoggpSpec, SizeList};
+use ngauge::spec::LoggpSpec;
 use ngauge::transport::WaitMode;
 use std::path::Path;
 
 impl LoggpArgs {
     /// The spec these flags ask for.
     pub fn spec(&self) -> Result<LoggpSpec, UsageError> {
-        let sizes = match &self.sizes {
-            None => None,
-            Some(text) => Some(
-                text.parse::<SizeList>()
-                    .map_err(|e| UsageError(format!("--sizes: {e}")))?,
-            ),
-        };
         Ok(LoggpSpec {
-            sizes,
+            sizes: self.sizes.as_deref().map(super::coll::sizes).transpose()?,
             n: self.n,
             reps: self.reps,
             warmup: self.warmup,

@@ -4,16 +4,13 @@
 use super::common::{check_outputs, job_spec, measure, setup_hint, spec_usage, UsageError};
 use crate::cli::{GlobalArgs, PingpongArgs};
 use ngauge::report::pingpong::PingpongWarning;
-use ngauge::spec::{PingpongSpec, SizeList};
+use ngauge::spec::PingpongSpec;
 
 impl PingpongArgs {
     /// The spec these flags ask for.
     pub fn spec(&self) -> Result<PingpongSpec, UsageError> {
         Ok(PingpongSpec {
-            sizes: self
-                .sizes
-                .parse::<SizeList>()
-                .map_err(|e| UsageError(format!("--sizes: {e}")))?,
+            sizes: super::coll::sizes(&self.sizes)?,
             reps: self.reps,
             warmup: self.warmup,
             check: self.check,

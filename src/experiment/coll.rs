@@ -15,7 +15,7 @@
 //! several algorithms the document carries the models' choices against the
 //! measured best ([`crate::sim::select`]).
 
-use super::collective::{largest_message, Setup};
+use super::collective::{call_plan, largest_message, Setup};
 use super::sync::rank0_clock;
 use super::{Context, ExperimentError};
 use crate::clock::Clock;
@@ -120,6 +120,7 @@ pub fn measure(
         RootChoice::Rank(r) => r,
         RootChoice::Rotate(_) => 0,
     };
+    let counts = (spec.reps, spec.warmup, spec.max_rounds);
     let clock = rank0_clock(world)?;
     let hz = clock.rate().hz;
     let mut setup = Setup::open(world, job, clock)?;
@@ -187,11 +188,7 @@ pub fn measure(
                 spec: coll,
                 scheme: spec.scheme,
                 rotate_root: matches!(spec.root, RootChoice::Rotate(_)),
-                reps: spec.reps as usize,
-                warmup: spec.warmup as usize,
-                check_data: !spec.no_check,
-                window_wait: o.wait,
-                max_rounds: spec.max_rounds as usize,
+                plan: call_plan(counts, spec.no_check, o.wait),
             };
             let implementation = match c.imp {
                 CollImpl::Ours(_) => Implementation::Schedule,
@@ -233,7 +230,7 @@ pub fn measure(
                 });
             }
             if let (Some(p), CollImpl::Ours(_)) = (params, c.imp) {
-                let reps = u32::try_from(timing.reps).unwrap_or(u32::MAX);
+                let reps = u32::try_from(timing.plan.reps).unwrap_or(u32::MAX);
                 let calls = match (timing.scheme, timing.rotate_root) {
                     (Scheme::Loop, true) => Calls::RotateRoot(reps),
                     (Scheme::Loop, false) => Calls::Loop(reps),
@@ -254,12 +251,12 @@ pub fn measure(
                     });
                 }
             }
-            if spec.scheme == Scheme::Window && record.valid < timing.reps {
+            if spec.scheme == Scheme::Window && record.valid < timing.plan.reps {
                 warnings.push(CollWarning::FewValid {
                     label: record.label(),
                     size,
                     valid: record.valid,
-                    wanted: timing.reps,
+                    wanted: timing.plan.reps,
                 });
             }
             ctx.record(&record)?;

@@ -15,6 +15,7 @@ use crate::coll::{CollOp, CollSpec, Collective, NativeOp, Scheduled};
 use crate::job::open::Opened;
 use crate::job::{Job, JobSpec};
 use crate::launch::World;
+use crate::patterns::rounds::CallPlan;
 use crate::patterns::PatternError;
 use crate::report::coll::WindowedRun;
 use crate::report::effort::ClockSync;
@@ -24,7 +25,7 @@ use crate::spec::coll::{CollImpl, WindowColl};
 use crate::spec::SpecError;
 use crate::sync::model::ClockModel;
 use crate::sync::SyncOptions;
-use ngauge_transport::Transport;
+use ngauge_transport::{Transport, WaitMode};
 
 /// One rank's measuring setup.
 pub struct Setup {
@@ -125,10 +126,27 @@ impl Setup {
     }
 }
 
+/// The calls of every point of `coll`, `late` and `nbc`: the spec's `counts`
+/// (reps, warmup, max_rounds), the data checked unless `no_check`, windows waited
+/// for as the transport's `window_wait` says.
+pub fn call_plan(
+    (reps, warmup, max_rounds): (u64, u64, u64),
+    no_check: bool,
+    window_wait: WaitMode,
+) -> CallPlan {
+    CallPlan {
+        reps: reps as usize,
+        warmup: warmup as usize,
+        check_data: !no_check,
+        window_wait,
+        max_rounds: max_rounds as usize,
+    }
+}
+
 /// What `late` and `nbc` measure with: the implementation of `coll` on the job's
-/// one transport, the checked spec of every size, and the setup synchronized over
+/// one transport, the checked spec of every size, the setup synchronized over
 /// that transport, which must carry the collective's messages without losing any
-/// (a collective call).
+/// (a collective call), and the calls of every point.
 ///
 /// # Errors
 /// What [`WindowColl::validate_for_job`] finds, a point the collective cannot run
@@ -139,7 +157,7 @@ pub fn windowed(
     job: &JobSpec,
     coll: &WindowColl,
     sizes: &[u64],
-) -> Result<(Setup, CollImpl, Vec<CollSpec>), ExperimentError> {
+) -> Result<(Setup, CollImpl, Vec<CollSpec>, CallPlan), ExperimentError> {
     let np = world.size;
     let (_, imp) = coll.validate_for_job(&job.transports, Some(np), sizes)?;
     let spec = |size: u64| CollSpec {
@@ -170,7 +188,9 @@ pub fn windowed(
         return Err(SpecError::new("sizes", why).into());
     }
     setup.synchronize(world, &coll.sync_options(), None)?;
-    Ok((setup, imp, specs))
+    let counts = (coll.reps, coll.warmup, coll.max_rounds);
+    let plan = call_plan(counts, coll.no_check, setup.transports[0].wait);
+    Ok((setup, imp, specs, plan))
 }
 
 /// Rank 0's end of a windowed experiment of `imp` (whose collective is

@@ -11,7 +11,7 @@ use crate::spec::InfoSpec;
 use std::time::Duration;
 
 /// Gathers every rank's place at rank 0, which probes the transports (with the
-/// job's verbs device) and the timer; the document is also the one record of the
+/// job's verbs device and UCX transport list) and the timer; the document is also the one record of the
 /// context. Collective: every rank calls it.
 ///
 /// # Errors

@@ -27,18 +27,14 @@ pub fn run(
 ) -> Result<Option<LateDoc>, ExperimentError> {
     spec.validate()?;
     let delayed = spec.validate_for_job(&job.transports, Some(world.size))?;
-    let (mut setup, imp, specs) = windowed(world, job, &spec.coll, &spec.sizes.0)?;
+    let (mut setup, imp, specs, plan) = windowed(world, job, &spec.coll, &spec.sizes.0)?;
     let rank = world.rank;
     let clock = setup.clock;
     let base = LateSpec {
         delays_ns: spec.delay_ns.clone(),
         delayed,
         mode: late::CallMode::Blocking,
-        reps: spec.coll.reps as usize,
-        warmup: spec.coll.warmup as usize,
-        check_data: !spec.coll.no_check,
-        window_wait: setup.transports[0].wait,
-        max_rounds: spec.coll.max_rounds as usize,
+        plan,
     };
     let mut progress = ctx.progress_line();
     let (mut rows, mut found, mut label) = (Vec::new(), Vec::new(), String::new());
@@ -77,7 +73,7 @@ pub fn run(
                 for row in &these {
                     ctx.record(row)?;
                 }
-                found.extend(doc::warnings(size, mode, &times, this.reps));
+                found.extend(doc::warnings(size, mode, &times, this.plan.reps));
                 rows.extend(these);
             }
         }

@@ -3,8 +3,8 @@
 //! transport of the job: passes x transports, measured interleaved size by size
 //! ([`crate::job::interleave`], [`crate::patterns::order`]), every candidate
 //! protocol change measured again before it is reported
-//! ([`crate::patterns::loggp::verify`], issue 13), each transport fitted on its own
-//! and compared side by side ([`crate::report::loggp_compare`], issue 6).
+//! ([`crate::patterns::loggp::verify`]), each transport fitted on its own
+//! and compared side by side ([`crate::report::loggp_compare`]).
 
 use super::{binding_warnings, need_ranks, rank_clock, Context, ExperimentError};
 use crate::clock::Clock;

@@ -25,7 +25,7 @@ pub fn run(
     ctx: &mut Context,
 ) -> Result<Option<NbcDoc>, ExperimentError> {
     spec.validate()?;
-    let (mut setup, imp, specs) = windowed(world, job, &spec.coll, &spec.sizes.0)?;
+    let (mut setup, imp, specs, plan) = windowed(world, job, &spec.coll, &spec.sizes.0)?;
     let rank = world.rank;
     let (op_name, algo) = (spec.coll.op.to_string(), imp.name());
     let mut work = Arithmetic::default();
@@ -39,11 +39,7 @@ pub fn run(
         let this = NbcSpec {
             compute,
             test_every_ns,
-            reps: spec.coll.reps as usize,
-            warmup: spec.coll.warmup as usize,
-            check_data: !spec.coll.no_check,
-            window_wait: setup.transports[0].wait,
-            max_rounds: spec.coll.max_rounds as usize,
+            plan,
         };
         let mut op = coll_op(setup.transports[0].transport.as_mut(), imp, coll)?;
         label = op.label();
@@ -67,7 +63,7 @@ pub fn run(
         }
         if let Some(row) = NbcRow::new(&op_name, &algo, size, compute, test_every_ns, &times) {
             ctx.record(&row)?;
-            found.extend(doc::warnings(&row, &times, this.reps));
+            found.extend(doc::warnings(&row, &times, this.plan.reps));
             rows.push(row);
         }
     }

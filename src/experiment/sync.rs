@@ -60,7 +60,7 @@ pub fn run(
     let opened = Job::open(&data, world, |_, _| {})?.transports.remove(0);
     let wait = opened.wait;
     // Ranks outnumber cores: the pair that exchanges spins, the others sleep
-    // (`sync::spin`, issue 13), unless the two share a core.
+    // (`sync::spin`), unless the two share a core.
     let same_core = ranks_on_my_core(world)?;
     let mut transport: Box<dyn Transport> = match wait {
         WaitMode::Block => Box::new(SpinThenSleep::new(

@@ -1,6 +1,6 @@
 //! Opening the data transports of a running job: one match arm per transport.
 
-use super::{JobError, JobSpec, OfiSpec, TransportName, VerbsSpec, WaitPolicy};
+use super::{JobError, JobSpec, OfiSpec, TransportName, UcxSpec, VerbsSpec, WaitPolicy};
 use crate::launch::World;
 use ngauge_transport::{Transport, WaitMode};
 use serde::Serialize;
@@ -28,6 +28,8 @@ pub struct TransportOptions {
     pub verbs: VerbsSpec,
     /// ofi settings.
     pub ofi: OfiSpec,
+    /// UCX settings.
+    pub ucx: UcxSpec,
 }
 
 impl TransportOptions {
@@ -45,37 +47,27 @@ impl TransportOptions {
             timeout: spec.timeout(),
             verbs: spec.verbs.clone(),
             ofi: spec.ofi.clone(),
+            ucx: spec.ucx.clone(),
         }
     }
 }
 
 /// Something about the job's setup that threatens its figures.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema, thiserror::Error)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum JobWarning {
     /// Polling forced with more ranks on this host than cores: spinning ranks steal
     /// the core the rank they wait for needs.
+    #[error(
+        "wait mode poll with {ranks_on_host} ranks on {cores} cores: spinning ranks delay the \
+         peers they wait for"
+    )]
     PollOversubscribed {
         /// Ranks on this host.
         ranks_on_host: usize,
         /// Cores they share.
         cores: usize,
     },
-}
-
-impl std::fmt::Display for JobWarning {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            JobWarning::PollOversubscribed {
-                ranks_on_host,
-                cores,
-            } => write!(
-                f,
-                "wait mode poll with {ranks_on_host} ranks on {cores} cores: spinning ranks \
-                 delay the peers they wait for"
-            ),
-        }
-    }
 }
 
 /// The warning about `wait` on `world`, if any.
@@ -180,20 +172,12 @@ pub fn open(
                 send_buffer_bytes: opts.send_buffer_bytes,
                 recv_buffer_bytes: opts.recv_buffer_bytes,
                 timeout: opts.timeout,
+                drop_one_in: test_hook(UDP_DROP_VAR)?,
+                drop_seed: test_hook(UDP_DROP_SEED_VAR)?,
                 ..ngauge_udp::UdpOptions::default()
             };
-            if let Ok(value) = std::env::var(UDP_DROP_VAR) {
-                o.drop_one_in = Some(value.parse().map_err(|_| JobError::TestHook {
-                    var: UDP_DROP_VAR,
-                    value,
-                })?);
+            if o.drop_one_in.is_some() {
                 o.retransmit_after = Duration::from_millis(5);
-            }
-            if let Ok(value) = std::env::var(UDP_DROP_SEED_VAR) {
-                o.drop_seed = Some(value.parse().map_err(|_| JobError::TestHook {
-                    var: UDP_DROP_SEED_VAR,
-                    value,
-                })?);
             }
             Box::new(ngauge_udp::UdpTransport::connect(control, addr, &o).map_err(failed)?)
         }
@@ -214,8 +198,18 @@ pub fn open(
         }
         #[cfg(not(feature = "ofi"))]
         TransportName::Ofi => return Err(not_compiled(TransportName::Ofi)),
+        #[cfg(feature = "ucx")]
+        TransportName::Ucx => open_ucx(control, opts).map_err(failed)?,
+        #[cfg(not(feature = "ucx"))]
+        TransportName::Ucx => return Err(not_compiled(TransportName::Ucx)),
     };
     Ok(transport)
+}
+
+/// The number in the test hook variable `var`, if set.
+fn test_hook(var: &'static str) -> Result<Option<u64>, JobError> {
+    let parse = |value: String| (value.parse().ok()).ok_or(JobError::TestHook { var, value });
+    std::env::var(var).ok().map(parse).transpose()
 }
 
 /// The error for a transport this build lacks.
@@ -226,6 +220,7 @@ pub fn not_compiled(transport: TransportName) -> JobError {
             TransportName::Mpi => " (needs libopenmpi-dev or libmpich-dev)",
             TransportName::Verbs => " (needs libibverbs-dev, librdmacm-dev and libclang)",
             TransportName::Ofi => " (needs libfabric-dev, pkg-config and libclang)",
+            TransportName::Ucx => " (needs libucx-dev, pkg-config and libclang)",
             _ => "",
         },
     }
@@ -250,4 +245,21 @@ fn open_verbs(
         ..ngauge_verbs::VerbsOptions::default()
     };
     Ok(Box::new(ngauge_verbs::open(control, &o)?))
+}
+
+#[cfg(feature = "ucx")]
+fn open_ucx(
+    control: &mut dyn ngauge_transport::Control,
+    opts: &TransportOptions,
+) -> Result<Box<dyn Transport>, ngauge_transport::TransportError> {
+    let o = ngauge_ucx::UcxOptions {
+        tls: opts.ucx.tls.clone(),
+        op: match opts.ucx.op {
+            super::UcxOp::Send => ngauge_ucx::UcxOp::Send,
+            super::UcxOp::Put => ngauge_ucx::UcxOp::Put,
+        },
+        wait: opts.wait,
+        timeout: opts.timeout,
+    };
+    Ok(Box::new(ngauge_ucx::open(control, &o)?))
 }

@@ -1,7 +1,7 @@
 //! Which transports this build and machine can use, with the reason when one
 //! cannot (`ngauge info`).
 
-use super::{JobSpec, TransportName, VerbsSpec};
+use super::{JobSpec, TransportName, UcxSpec, VerbsSpec};
 use crate::build_facts::BuildFacts;
 use serde::{Deserialize, Serialize};
 
@@ -16,14 +16,16 @@ pub struct TransportInfo {
     pub usable: bool,
     /// Why not, when not.
     pub reason: Option<String>,
-    /// What it would use here, when it says (ofi: the provider a run uses and
-    /// every one `fi_getinfo` offers).
+    /// What it would use here, where it says (UCX: its version and the
+    /// transports and devices of its transport list; ofi: the provider a run
+    /// uses and every one `fi_getinfo` offers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
 }
 
-/// Every transport's availability, in [`TransportName::ALL`] order, each with
-/// the settings of `job` (verbs on its device and port, ofi with its provider).
+/// Every transport's availability, in [`TransportName::ALL`] order; verbs is
+/// probed on the device and port of `job`, UCX with its transport list, ofi
+/// with its provider.
 pub fn probe_all(job: &JobSpec) -> Vec<TransportInfo> {
     TransportName::ALL
         .iter()
@@ -53,6 +55,12 @@ pub fn probe(name: TransportName, job: &JobSpec) -> TransportInfo {
         TransportName::Udp => std::net::UdpSocket::bind("127.0.0.1:0").map(drop),
         TransportName::Verbs => {
             return probe_verbs(&job.verbs).map_or_else(unusable, |_| usable(name))
+        }
+        TransportName::Ucx => {
+            return probe_ucx(&job.ucx).map_or_else(unusable, |detail| TransportInfo {
+                detail: Some(detail),
+                ..usable(name)
+            })
         }
         TransportName::Ofi => {
             return super::ofi::probe(&job.ofi).map_or_else(unusable, |detail| TransportInfo {
@@ -86,6 +94,20 @@ fn probe_verbs(verbs: &VerbsSpec) -> Result<String, String> {
 #[cfg(not(feature = "verbs"))]
 fn probe_verbs(_verbs: &VerbsSpec) -> Result<String, String> {
     Err("built without the `verbs` feature".into())
+}
+
+/// UCX with the spec's transport list, else the environment's `UCX_TLS`.
+fn probe_ucx(ucx: &UcxSpec) -> Result<String, String> {
+    #[cfg(feature = "ucx")]
+    {
+        let env = std::env::var("UCX_TLS").ok().filter(|v| !v.is_empty());
+        ngauge_ucx::probe(ucx.tls.as_deref().or(env.as_deref()))
+    }
+    #[cfg(not(feature = "ucx"))]
+    {
+        let _ = ucx;
+        Err("built without the `ucx` feature".into())
+    }
 }
 
 #[cfg(feature = "mpi")]

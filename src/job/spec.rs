@@ -1,5 +1,5 @@
 //! [`JobSpec`]: what a job needs besides the launcher: which transports, how they
-//! wait, their socket buffers, timeouts and verbs settings.
+//! wait, their socket buffers, timeouts, verbs and UCX settings.
 //!
 //! Field names are snake_case with their unit (`send_buffer_bytes`, `timeout_s`),
 //! like the fields of the result documents; values of choice enums are spelled as
@@ -23,6 +23,8 @@ named_enum! {
         Verbs = "verbs",
         /// MPI point-to-point through a C shim (cargo feature `mpi`).
         Mpi = "mpi",
+        /// UCX's UCP tag API or RMA puts (cargo feature `ucx`).
+        Ucx = "ucx",
         /// libfabric RDM endpoints (cargo feature `ofi`).
         Ofi = "ofi",
     }
@@ -51,6 +53,36 @@ named_enum! {
         /// One-sided RDMA write into a ring the receiver polls (the last byte of
         /// the slot, as `ib_write_lat`): no completion at the receiver.
         WritePoll = "write-poll",
+    }
+}
+
+named_enum! {
+    /// The data path of the UCX transport.
+    pub enum UcxOp("UCX operation") {
+        /// Two-sided `ucp_tag_send_nbx` into posted `ucp_tag_recv_nbx`.
+        Send = "send",
+        /// One-sided `ucp_put_nbx` into a ring the receiver polls.
+        Put = "put",
+    }
+}
+
+/// Settings of the UCX transport.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct UcxSpec {
+    /// UCX's transport list (`posix,self`, `tcp`, `rc`, ...); absent: the
+    /// environment's `UCX_TLS`, else UCX's default.
+    pub tls: Option<String>,
+    /// Data path.
+    pub op: UcxOp,
+}
+
+impl Default for UcxSpec {
+    fn default() -> Self {
+        UcxSpec {
+            tls: None,
+            op: UcxOp::Send,
+        }
     }
 }
 
@@ -132,6 +164,8 @@ pub struct JobSpec {
     pub timeout_s: f64,
     /// Settings of the verbs transport.
     pub verbs: VerbsSpec,
+    /// Settings of the UCX transport.
+    pub ucx: UcxSpec,
     /// Settings of the ofi transport.
     pub ofi: OfiSpec,
 }
@@ -145,6 +179,7 @@ impl Default for JobSpec {
             recv_buffer_bytes: None,
             timeout_s: 30.0,
             verbs: VerbsSpec::default(),
+            ucx: UcxSpec::default(),
             ofi: OfiSpec::default(),
         }
     }

@@ -19,7 +19,6 @@
 
 use super::env::LauncherKind;
 use super::frame::Peer;
-use std::fmt;
 
 /// Where one measured rank runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,10 +48,15 @@ pub fn placements<'a>(peers: &'a [Peer], cores: &[Option<usize>]) -> Vec<Placeme
 }
 
 /// A binding problem among ranks measured together.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema, thiserror::Error)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum BindingWarning {
     /// Two or more measured ranks are pinned to the same core of one host.
+    #[error(
+        "{} share core {core} on {host}: each one's times include the others' run time \
+         and context switches",
+        ranks_phrase(.ranks)
+    )]
     SharedCore {
         /// The host.
         host: String,
@@ -64,6 +68,14 @@ pub enum BindingWarning {
         launcher: LauncherKind,
     },
     /// Some measured ranks are pinned to one core, others are not.
+    #[error(
+        "{} may run on several cores while {} {} pinned: {} can migrate during a timed \
+         region and land on a pinned rank's core",
+        ranks_phrase(.unpinned),
+        ranks_phrase(.pinned),
+        if .pinned.len() == 1 { "is" } else { "are" },
+        if .unpinned.len() == 1 { "it" } else { "they" },
+    )]
     PartlyPinned {
         /// Ranks that may run on more than one core, ascending.
         unpinned: Vec<usize>,
@@ -196,32 +208,6 @@ fn ranks_phrase(ranks: &[usize]) -> String {
                 .join(", ")
         ),
         [] => "no rank".to_string(),
-    }
-}
-
-impl fmt::Display for BindingWarning {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            BindingWarning::SharedCore {
-                host, core, ranks, ..
-            } => write!(
-                f,
-                "{} share core {core} on {host}: each one's times include the others' \
-                 run time and context switches",
-                ranks_phrase(ranks)
-            ),
-            BindingWarning::PartlyPinned {
-                unpinned, pinned, ..
-            } => write!(
-                f,
-                "{} may run on several cores while {} {} pinned: {} can migrate during a \
-                 timed region and land on a pinned rank's core",
-                ranks_phrase(unpinned),
-                ranks_phrase(pinned),
-                if pinned.len() == 1 { "is" } else { "are" },
-                if unpinned.len() == 1 { "it" } else { "they" },
-            ),
-        }
     }
 }
 

@@ -60,25 +60,21 @@ impl std::fmt::Debug for TcpControl {
 impl TcpControl {
     /// Rank 0's side: `streams[r]` is rank r's connection (`None` at 0).
     pub fn root(streams: Vec<Option<TcpStream>>, timeout: Duration) -> Self {
-        TcpControl {
-            rank: 0,
-            size: streams.len(),
-            timeout,
-            seq: 0,
-            links: Links::Root(streams),
-            failed: None,
-            liveness: None,
-        }
+        Self::new(0, streams.len(), Links::Root(streams), timeout)
     }
 
     /// Rank `rank`'s side: `stream` is its connection to rank 0.
     pub fn leaf(rank: Rank, size: usize, stream: TcpStream, timeout: Duration) -> Self {
+        Self::new(rank, size, Links::Leaf(stream), timeout)
+    }
+
+    fn new(rank: Rank, size: usize, links: Links, timeout: Duration) -> Self {
         TcpControl {
             rank,
             size,
             timeout,
             seq: 0,
-            links: Links::Leaf(stream),
+            links,
             failed: None,
             liveness: None,
         }
@@ -95,6 +91,15 @@ impl TcpControl {
         match &self.links {
             Links::Leaf(s) => (rank == 0).then_some(s),
             Links::Root(streams) => streams.get(rank).and_then(Option::as_ref),
+        }
+    }
+
+    /// The connection a frame to or from `peer` goes over (a leaf has one).
+    fn link(&mut self, peer: Rank, op: &'static str) -> Result<&mut TcpStream, ControlError> {
+        match &mut self.links {
+            Links::Leaf(s) => Ok(s),
+            Links::Root(streams) => (streams.get_mut(peer).and_then(Option::as_mut))
+                .ok_or_else(|| lost(peer, op, "already lost".into())),
         }
     }
 
@@ -123,7 +128,7 @@ impl TcpControl {
                 };
                 if silent >= timeout {
                     return Err(if self.liveness.as_ref().is_some_and(|l| l.has_link(r)) {
-                        self.lost(
+                        lost(
                             r,
                             op,
                             format!(
@@ -146,11 +151,11 @@ impl TcpControl {
                 for &r in ranks {
                     match self.stream_of(r) {
                         Some(s) => fds.push(s),
-                        None => return Err(self.lost(r, op, "already lost".into())),
+                        None => return Err(lost(r, op, "already lost".into())),
                     }
                 }
                 wire::wait_readable(&fds, step.max(Duration::from_millis(1)))
-                    .map_err(|e| self.lost(ranks[0], op, e.to_string()))?
+                    .map_err(|e| lost(ranks[0], op, e.to_string()))?
             };
             if ready.iter().any(|&r| r) {
                 return Ok(ready);
@@ -175,10 +180,6 @@ impl TcpControl {
         self.recv(0, op, kind, seq, timeout)
     }
 
-    fn lost(&self, rank: Rank, op: &'static str, detail: String) -> ControlError {
-        ControlError::LostRank { rank, op, detail }
-    }
-
     fn check_root(&self, root: Rank) -> Result<(), ControlError> {
         if root >= self.size {
             return Err(ControlError::Invalid(format!(
@@ -192,7 +193,7 @@ impl TcpControl {
     /// Starts a collective: fails fast once the job is broken, counts the call.
     fn begin(&mut self, op: &'static str) -> Result<u32, ControlError> {
         if let Some((rank, detail)) = &self.failed {
-            return Err(self.lost(*rank, op, detail.clone()));
+            return Err(lost(*rank, op, detail.clone()));
         }
         self.seq = self.seq.wrapping_add(1);
         Ok(self.seq)
@@ -228,7 +229,7 @@ impl TcpControl {
 
     fn wire_error(&self, peer: Rank, op: &'static str, e: WireError) -> ControlError {
         match e {
-            WireError::Closed => self.lost(
+            WireError::Closed => lost(
                 peer,
                 op,
                 "connection closed (process exited or was killed)".into(),
@@ -238,7 +239,7 @@ impl TcpControl {
                 op,
                 after,
             },
-            WireError::Io(e) => self.lost(peer, op, e.to_string()),
+            WireError::Io(e) => lost(peer, op, e.to_string()),
             WireError::Frame(e) => ControlError::Protocol {
                 rank: peer,
                 detail: e.to_string(),
@@ -263,13 +264,7 @@ impl TcpControl {
         }
         .encode();
         let timeout = self.timeout;
-        let stream = match &mut self.links {
-            Links::Leaf(s) => s,
-            Links::Root(streams) => match streams.get_mut(peer).and_then(Option::as_mut) {
-                Some(s) => s,
-                None => return Err(self.lost(peer, op, "already lost".into())),
-            },
-        };
+        let stream = self.link(peer, op)?;
         wire::write_frame(stream, kind, &payload, timeout).map_err(|e| self.wire_error(peer, op, e))
     }
 
@@ -282,13 +277,7 @@ impl TcpControl {
         seq: u32,
         timeout: Duration,
     ) -> Result<(Rank, Vec<u8>), ControlError> {
-        let stream = match &mut self.links {
-            Links::Leaf(s) => s,
-            Links::Root(streams) => match streams.get_mut(peer).and_then(Option::as_mut) {
-                Some(s) => s,
-                None => return Err(self.lost(peer, op, "already lost".into())),
-            },
-        };
+        let stream = self.link(peer, op)?;
         let (got, payload) = wire::read_frame(stream, MAX_CONTROL_PAYLOAD, timeout)
             .map_err(|e| self.wire_error(peer, op, e))?;
         if got == Kind::Abort {
@@ -303,7 +292,7 @@ impl TcpControl {
             } else {
                 abort.detail
             };
-            return Err(self.lost(abort.rank as usize, op, detail));
+            return Err(lost(abort.rank as usize, op, detail));
         }
         if got != kind {
             return Err(ControlError::Protocol {
@@ -444,6 +433,10 @@ impl TcpControl {
             })
         }
     }
+}
+
+fn lost(rank: Rank, op: &'static str, detail: String) -> ControlError {
+    ControlError::LostRank { rank, op, detail }
 }
 
 impl Control for TcpControl {

@@ -16,10 +16,11 @@
 use serde::Serialize;
 
 /// The kind of launcher.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LauncherKind {
     /// No launcher: ngauge starts its own ranks on this host.
+    #[default]
     Local,
     /// Open MPI's `mpirun`/`mpiexec`.
     OpenMpi,
@@ -44,8 +45,9 @@ impl LauncherKind {
     }
 }
 
-/// What the environment says about this process's place in a job.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+/// What the environment says about this process's place in a job (by default:
+/// no launcher, nothing known).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct LauncherEnv {
     /// The launcher.
     pub kind: LauncherKind,
@@ -134,10 +136,9 @@ pub fn detect_from(var: impl Fn(&str) -> Option<String>) -> LauncherEnv {
             rank: Some(rank),
             size: Some(size),
             local_rank: local.then_some(rank),
-            job_id: None,
             local_size: local.then_some(size),
             nodes: local.then_some(1),
-            nodelist: None,
+            ..LauncherEnv::default()
         };
     }
     if let (Some(rank), Some(size)) = (num("OMPI_COMM_WORLD_RANK"), num("OMPI_COMM_WORLD_SIZE")) {
@@ -162,8 +163,7 @@ pub fn detect_from(var: impl Fn(&str) -> Option<String>) -> LauncherEnv {
             local_rank: num("MPI_LOCALRANKID"),
             job_id: var("PMI_KVSNAME").or_else(|| var("PMI_JOBID")),
             local_size: num("MPI_LOCALNRANKS"),
-            nodes: None,
-            nodelist: None,
+            ..LauncherEnv::default()
         };
     }
     // Only inside a job step: a batch script's own environment carries SLURM_PROCID
@@ -186,16 +186,7 @@ pub fn detect_from(var: impl Fn(&str) -> Option<String>) -> LauncherEnv {
             nodelist: var("SLURM_STEP_NODELIST").or_else(|| var("SLURM_JOB_NODELIST")),
         };
     }
-    LauncherEnv {
-        kind: LauncherKind::Local,
-        rank: None,
-        size: None,
-        local_rank: None,
-        job_id: None,
-        local_size: None,
-        nodes: None,
-        nodelist: None,
-    }
+    LauncherEnv::default()
 }
 
 #[cfg(test)]

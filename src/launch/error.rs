@@ -57,6 +57,12 @@ pub enum LaunchError {
 }
 
 impl LaunchError {
+    /// [`LaunchError::Io`] of what was being done, for `map_err`.
+    pub fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> LaunchError {
+        let what = what.into();
+        move |error| LaunchError::Io { what, error }
+    }
+
     /// Whether this is bad input (exit status 2) rather than a failure at run time.
     pub fn is_usage(&self) -> bool {
         matches!(self, LaunchError::Usage(_))

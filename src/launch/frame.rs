@@ -52,16 +52,10 @@ pub enum Kind {
 
 impl Kind {
     fn from_u8(b: u8) -> Option<Kind> {
-        Some(match b {
-            1 => Kind::Join,
-            2 => Kind::Refuse,
-            3 => Kind::Table,
-            16 => Kind::Barrier,
-            17 => Kind::Broadcast,
-            18 => Kind::Gather,
-            19 => Kind::Abort,
-            _ => return None,
-        })
+        use Kind::*;
+        [Join, Refuse, Table, Barrier, Broadcast, Gather, Abort]
+            .into_iter()
+            .find(|k| *k as u8 == b)
     }
 
     /// Lowercase name for messages.

@@ -114,17 +114,6 @@ fn code_of(status: &ExitStatus) -> i32 {
         .unwrap_or(1)
 }
 
-fn signal_name(sig: i32) -> &'static str {
-    match sig {
-        2 => "SIGINT",
-        6 => "SIGABRT",
-        9 => "SIGKILL",
-        11 => "SIGSEGV",
-        15 => "SIGTERM",
-        _ => "a signal",
-    }
-}
-
 struct Rank {
     pid: rustix::process::Pid,
     done: bool,
@@ -135,14 +124,9 @@ struct Rank {
 /// need) and passes each its place in the job through the environment.
 pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
     let np = opts.np.max(1);
-    let signals = super::signals::install_launcher().map_err(|source| LaunchError::Io {
-        what: "installing the SIGINT/SIGTERM handler".into(),
-        error: source,
-    })?;
-    let exe = std::env::current_exe().map_err(|source| LaunchError::Io {
-        what: "finding the ngauge executable".into(),
-        error: source,
-    })?;
+    let signals = super::signals::install_launcher()
+        .map_err(LaunchError::io("installing the SIGINT/SIGTERM handler"))?;
+    let exe = std::env::current_exe().map_err(LaunchError::io("finding the ngauge executable"))?;
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     let token = opts.job_token.clone().unwrap_or_else(random_token);
     let mut cores = crate::clock::allowed_cores();
@@ -178,12 +162,7 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
             .stderr(Stdio::piped());
         c
     };
-    let spawn_err = |rank: usize| {
-        move |source| LaunchError::Io {
-            what: format!("starting rank {rank}"),
-            error: source,
-        }
-    };
+    let spawn_err = |rank: usize| LaunchError::io(format!("starting rank {rank}"));
 
     // Rank 0 first: it tells us where it listens.
     let mut zero = command(0, &listen);
@@ -353,7 +332,7 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
                     if !killed[rank] {
                         eprintln!(
                             "ngauge: rank {rank} was killed by signal {sig} ({})",
-                            signal_name(sig)
+                            super::signals::signal_name(sig)
                         );
                     }
                 }
@@ -404,25 +383,20 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
     }
     // Rank 0 explains failures itself unless it exited cleanly or by a signal.
     let zero_explained = matches!(codes[0], Some(c) if c != 0 && c < 128);
-    if !opts.verbose && zero_explained {
-        // Rank 0 may only have seen a rank's connection close: show that rank's own
-        // error when rank 0 blamed it without giving its reason.
+    if !opts.verbose {
+        // A failed rank's stderr tail; when rank 0 explained the failure, only the
+        // rank's own errors it lacks (it may only have seen the connection close).
         let said = String::from_utf8_lossy(&zero_said.lock().unwrap_or_else(|p| p.into_inner()))
             .into_owned();
         for rank in 1..np {
             if matches!(codes[rank], Some(c) if c != 0) && !killed[rank] {
                 let t = tails[rank].lock().unwrap_or_else(|p| p.into_inner());
-                for line in unexplained_errors(&said, rank, t.iter()) {
-                    eprintln!("[rank {rank}] {line}");
-                }
-            }
-        }
-    }
-    if !opts.verbose && !zero_explained {
-        for rank in 1..np {
-            if matches!(codes[rank], Some(c) if c != 0) && !killed[rank] {
-                let t = tails[rank].lock().unwrap_or_else(|p| p.into_inner());
-                for line in t.iter() {
+                let lines = if zero_explained {
+                    unexplained_errors(&said, rank, t.iter())
+                } else {
+                    t.iter().collect()
+                };
+                for line in lines {
                     eprintln!("[rank {rank}] {line}");
                 }
             }

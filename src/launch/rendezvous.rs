@@ -127,16 +127,9 @@ pub fn serve(
     mut me: Peer,
     data_addr_fixed: bool,
 ) -> Result<Hub, LaunchError> {
-    let io = |what: &str| {
-        let what = what.to_string();
-        move |source| LaunchError::Io {
-            what,
-            error: source,
-        }
-    };
     listener
         .set_nonblocking(true)
-        .map_err(io("listener nonblocking"))?;
+        .map_err(LaunchError::io("listener nonblocking"))?;
     let deadline = Instant::now() + expect.timeout;
     // Connections waiting to join at once: what the descriptor limit allows (rank 0
     // raised it to the hard limit); beyond that the oldest is dropped, so a flood of
@@ -176,7 +169,7 @@ pub fn serve(
             fds.push(listener.as_fd());
             fds.extend(pending.iter().map(|p| p.stream.as_fd()));
             fds.extend(joined.iter().flatten().map(|(s, _)| s.as_fd()));
-            wire::wait_readable(&fds, wake).map_err(io("poll"))?
+            wire::wait_readable(&fds, wake).map_err(LaunchError::io("poll"))?
         };
         // A rank that joined must stay silent until the table: data or EOF means it
         // is gone or broken.
@@ -337,10 +330,9 @@ impl Joiner<'_> {
             Some(ip) => ip,
             None => stream
                 .local_addr()
-                .map_err(|source| LaunchError::Io {
-                    what: "local address of the rendezvous connection".into(),
-                    error: source,
-                })?
+                .map_err(LaunchError::io(
+                    "local address of the rendezvous connection",
+                ))?
                 .ip(),
         };
         let join = Join {

@@ -12,7 +12,7 @@
 //! usual, and exits with the same status.
 
 use rustix::process::{kill_process, Pid, Signal};
-use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::consts::{SIGABRT, SIGINT, SIGKILL, SIGSEGV, SIGTERM};
 use signal_hook::iterator::Signals;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
@@ -37,11 +37,14 @@ pub fn note_record() {
     RECORDS.fetch_add(1, Ordering::Relaxed);
 }
 
-/// `SIGINT` or `SIGTERM`.
+/// `SIGINT`, `SIGTERM`, and the other signals that end a rank (`SIGKILL`, ...).
 pub fn signal_name(signal: i32) -> &'static str {
     match signal {
         SIGINT => "SIGINT",
         SIGTERM => "SIGTERM",
+        SIGABRT => "SIGABRT",
+        SIGKILL => "SIGKILL",
+        SIGSEGV => "SIGSEGV",
         _ => "a signal",
     }
 }

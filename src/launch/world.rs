@@ -256,12 +256,7 @@ fn identify(opts: &LaunchOptions, mut env: LauncherEnv) -> Result<LauncherEnv, L
             if !local {
                 env = LauncherEnv {
                     kind: LauncherKind::Manual,
-                    local_rank: None,
-                    job_id: None,
-                    local_size: None,
-                    nodes: None,
-                    nodelist: None,
-                    ..env
+                    ..LauncherEnv::default()
                 };
             }
             env.rank = Some(rank);
@@ -491,10 +486,9 @@ fn start_root(
                 .and_then(|e| e)
                 .unwrap_or_else(|| std::io::Error::other("no address")),
         })?;
-    let bound = listener.local_addr().map_err(|source| LaunchError::Io {
-        what: "listener address".into(),
-        error: source,
-    })?;
+    let bound = listener
+        .local_addr()
+        .map_err(LaunchError::io("listener address"))?;
     if std::env::var_os("NGAUGE_ANNOUNCE").is_some() {
         eprintln!("{}{bound}", local::ANNOUNCE);
     }
@@ -550,10 +544,9 @@ fn start_leaf(
         timeout: opts.timeout,
     };
     let (stream, data_addr, peers) = joiner.join()?;
-    let root_ip = stream.peer_addr().map_err(|source| LaunchError::Io {
-        what: "rank 0's address".into(),
-        error: source,
-    })?;
+    let root_ip = stream
+        .peer_addr()
+        .map_err(LaunchError::io("rank 0's address"))?;
     let control = TcpControl::leaf(rank, size, stream, opts.timeout);
     Ok((control, data_addr, peers, root_ip.ip()))
 }

@@ -224,13 +224,7 @@ pub struct PassStep {
 /// each side or with a value that is not finite. One size per side gives a slope
 /// of zero.
 pub fn pass_step(left: &[(f64, f64)], right: &[(f64, f64)]) -> Option<PassStep> {
-    if left.is_empty()
-        || right.is_empty()
-        || left
-            .iter()
-            .chain(right)
-            .any(|(x, y)| !x.is_finite() || !y.is_finite())
-    {
+    if left.is_empty() || right.is_empty() || !all_finite(left, right) {
         return None;
     }
     let mean = |p: &[(f64, f64)]| {
@@ -266,11 +260,7 @@ pub fn pass_step(left: &[(f64, f64)], right: &[(f64, f64)]) -> Option<PassStep> 
 /// `docs/findings/2026-11-24-detector-verdicts.md`). `None` when neither side has
 /// two sizes, or with a value that is not finite.
 pub fn roughness(left: &[(f64, f64)], right: &[(f64, f64)]) -> Option<f64> {
-    if left
-        .iter()
-        .chain(right)
-        .any(|(x, y)| !x.is_finite() || !y.is_finite())
-    {
+    if !all_finite(left, right) {
         return None;
     }
     let slope = common_slope(left, right);
@@ -285,6 +275,13 @@ pub fn roughness(left: &[(f64, f64)], right: &[(f64, f64)]) -> Option<f64> {
         }
     }
     out
+}
+
+/// Whether every point of both sides is finite.
+fn all_finite(left: &[(f64, f64)], right: &[(f64, f64)]) -> bool {
+    left.iter()
+        .chain(right)
+        .all(|(x, y)| x.is_finite() && y.is_finite())
 }
 
 /// The slope of [`pass_step`]'s model: least squares over the deviations of the
@@ -608,7 +605,8 @@ pub fn clean(passes: &[Vec<Reading>]) -> Vec<&[Reading]> {
         .collect()
 }
 
-fn side(pass: &[Reading], sizes: &[u64], k: Series) -> Vec<(f64, f64)> {
+/// The readings of `pass` at `sizes` in series `k`, as `(size, value)`.
+pub(super) fn side(pass: &[Reading], sizes: &[u64], k: Series) -> Vec<(f64, f64)> {
     pass.iter()
         .filter(|r| sizes.contains(&r.size))
         .filter_map(|r| r.get(k).map(|v| (r.size as f64, v)))
@@ -709,8 +707,7 @@ pub fn slopes(passes: &[&[Reading]], left: &[u64], right: &[u64]) -> Vec<SlopeEv
                     .iter()
                     .map(|p| chord_deviations(&side(p, sizes, k)))
                     .collect();
-                let inner: Vec<f64> = per_pass.iter().flatten().map(|d| d.0).collect();
-                let mut inner = inner;
+                let mut inner: Vec<f64> = per_pass.iter().flatten().map(|d| d.0).collect();
                 inner.sort_by(f64::total_cmp);
                 inner.dedup();
                 for x in inner {

@@ -238,10 +238,11 @@ impl RangeParams {
 }
 
 /// Something the data say about the measurement's validity.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema, thiserror::Error)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ModelWarning {
     /// `d <= g + (s-1)G` at these sizes, so eq. (4) does not give `o_s` there.
+    #[error("d <= g + (s-1)G at {} size(s) ({}): o_s is not valid there and is left out of its range's o_s", .sizes.len(), list(.sizes))]
     DelayTooShort {
         /// Sizes concerned.
         sizes: Vec<u64>,
@@ -251,12 +252,14 @@ pub enum ModelWarning {
     /// gap rather than eq. (1), so `L`, `d` and eq. (4)'s `o_s` there may be off
     /// (and `--dg 2rtt` does not help). Found with the simulated LogGP world
     /// (`patterns::loggp::sim`): a network whose gap exceeds its round trip.
+    #[error("PRTT(1,0,s) is within 10% of g + (s-1)G at {} size(s) ({}): the round trips may have been paced by the sender's gap, so L, d and o_s there may be off", .sizes.len(), list(.sizes))]
     GapBound {
         /// Sizes concerned.
         sizes: Vec<u64>,
     },
     /// Negative parameters beyond two standard errors, which LogGP does not allow
     /// (usually noise or overlap of `o` and `L`, sec. 2.5).
+    #[error("{what} is negative: the fit is dominated by noise")]
     Negative {
         /// Which parameter and range.
         what: String,
@@ -266,6 +269,14 @@ pub enum ModelWarning {
     /// sender's CPU, not the network, spaces back-to-back messages, so the fitted
     /// `g` and `G` are the send overhead's (the paper's SCI result, sec. 3.1:
     /// "uses polling to send messages because o_s ~ G_all").
+    #[error(
+        "o_s reaches g + (s-1)G at {} size(s) of range {from}..{to} ({}): the \
+         sender's CPU, not the network, spaces back-to-back messages (the paper's \
+         SCI case), so g and G of this range are the send overhead's; the \
+         network's own gap is at most that",
+        .sizes.len(),
+        list(.sizes)
+    )]
     CpuBoundSender {
         /// First size of the range.
         from: u64,
@@ -278,6 +289,12 @@ pub enum ModelWarning {
     /// [`OVERLAP_TOLERANCE`]: eq. (1) leaves a negative `L`, so the overheads
     /// overlap each other or the latency (sec. 2.5), or one of them holds time the
     /// round trip does not. `wire_latency_us` is 0 there.
+    #[error(
+        "o_s + o_r = {os_us:.2} + {or_us:.2} us exceed PRTT(1,0,1)/2 = \
+         {half_rtt_1b_us:.2} us in range {from}..{to}: LogGP's L would be \
+         negative, so wire_latency_us is 0; {}",
+        .suspect.why()
+    )]
     OverheadsExceedHalfRtt {
         /// First size of the range.
         from: u64,
@@ -308,67 +325,25 @@ crate::names::named_enum! {
     }
 }
 
-impl std::fmt::Display for ModelWarning {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl Suspect {
+    /// Why the measurement is suspect, as [`ModelWarning::OverheadsExceedHalfRtt`]
+    /// says it.
+    fn why(self) -> &'static str {
         match self {
-            ModelWarning::DelayTooShort { sizes } => write!(
-                f,
-                "d <= g + (s-1)G at {} size(s) ({}): o_s is not valid there and is left out of its range's o_s",
-                sizes.len(),
-                list(sizes)
-            ),
-            ModelWarning::GapBound { sizes } => write!(
-                f,
-                "PRTT(1,0,s) is within 10% of g + (s-1)G at {} size(s) ({}): the round trips may have been paced by the sender's gap, so L, d and o_s there may be off",
-                sizes.len(),
-                list(sizes)
-            ),
-            ModelWarning::Negative { what } => {
-                write!(f, "{what} is negative: the fit is dominated by noise")
+            Suspect::Os => {
+                "o_s is suspect: eq. (4) times the whole send call, which here \
+                 lasts beyond the message's delivery (over loopback the sender's \
+                 core runs the receiver's protocol input inside the call; a send \
+                 may also wait for a handshake), so its end overlaps L and o_r"
             }
-            ModelWarning::CpuBoundSender { from, to, sizes } => write!(
-                f,
-                "o_s reaches g + (s-1)G at {} size(s) of range {from}..{to} ({}): the \
-                 sender's CPU, not the network, spaces back-to-back messages (the paper's \
-                 SCI case), so g and G of this range are the send overhead's; the \
-                 network's own gap is at most that",
-                sizes.len(),
-                list(sizes)
-            ),
-            ModelWarning::OverheadsExceedHalfRtt {
-                from,
-                to,
-                half_rtt_1b_us,
-                os_us,
-                or_us,
-                suspect,
-            } => {
-                write!(
-                    f,
-                    "o_s + o_r = {os_us:.2} + {or_us:.2} us exceed PRTT(1,0,1)/2 = \
-                     {half_rtt_1b_us:.2} us in range {from}..{to}: LogGP's L would be \
-                     negative, so wire_latency_us is 0; "
-                )?;
-                match suspect {
-                    Suspect::Os => write!(
-                        f,
-                        "o_s is suspect: eq. (4) times the whole send call, which here \
-                         lasts beyond the message's delivery (over loopback the sender's \
-                         core runs the receiver's protocol input inside the call; a send \
-                         may also wait for a handshake), so its end overlaps L and o_r"
-                    ),
-                    Suspect::Or => write!(
-                        f,
-                        "o_r is suspect: alone it exceeds PRTT(1,0,1)/2, so the timed \
-                         receive holds more than taking an arrived message (under a \
-                         rendezvous protocol: the handshake and the transfer)"
-                    ),
-                    Suspect::Both => write!(
-                        f,
-                        "both are suspect: each alone exceeds PRTT(1,0,1)/2 (a send and \
-                         a receive that each wait for the other, as in a rendezvous)"
-                    ),
-                }
+            Suspect::Or => {
+                "o_r is suspect: alone it exceeds PRTT(1,0,1)/2, so the timed \
+                 receive holds more than taking an arrived message (under a \
+                 rendezvous protocol: the handshake and the transfer)"
+            }
+            Suspect::Both => {
+                "both are suspect: each alone exceeds PRTT(1,0,1)/2 (a send and \
+                 a receive that each wait for the other, as in a rendezvous)"
             }
         }
     }

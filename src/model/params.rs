@@ -130,10 +130,11 @@ pub enum ParamsError {
 }
 
 /// Something the reader assumed or changed.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema, thiserror::Error)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ParamsWarning {
     /// The range has no `wire_latency_us`; `L` was derived from `PRTT(1,0,1)/2`.
+    #[error("range from {from_bytes} B has no wire_latency_us: using L = L_us - o_s - o_r = {wire_latency_us:.3} us (L_us {prtt_half_us:.3} us is PRTT(1,0,1)/2, which includes both overheads)")]
     DerivedLatency {
         /// First size of the range.
         from_bytes: u64,
@@ -143,34 +144,13 @@ pub enum ParamsWarning {
         wire_latency_us: f64,
     },
     /// The derived wire latency was negative and is taken as 0.
+    #[error("range from {from_bytes} B: L_us - o_s - o_r = {derived_us:.3} us is negative (noise, or o overlapping L); using L = 0")]
     NegativeLatency {
         /// First size of the range.
         from_bytes: u64,
         /// The negative value.
         derived_us: f64,
     },
-}
-
-impl std::fmt::Display for ParamsWarning {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ParamsWarning::DerivedLatency {
-                from_bytes,
-                prtt_half_us,
-                wire_latency_us,
-            } => write!(
-                f,
-                "range from {from_bytes} B has no wire_latency_us: using L = L_us - o_s - o_r = {wire_latency_us:.3} us (L_us {prtt_half_us:.3} us is PRTT(1,0,1)/2, which includes both overheads)"
-            ),
-            ParamsWarning::NegativeLatency {
-                from_bytes,
-                derived_us,
-            } => write!(
-                f,
-                "range from {from_bytes} B: L_us - o_s - o_r = {derived_us:.3} us is negative (noise, or o overlapping L); using L = 0"
-            ),
-        }
-    }
 }
 
 /// A file as written, of either schema, before its checks.

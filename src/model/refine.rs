@@ -545,11 +545,8 @@ fn side_slope(passes: &[&[Reading]], sizes: &[u64], series: Series) -> f64 {
     let slopes: Vec<f64> = passes
         .iter()
         .filter_map(|p| {
-            let (xs, ys): (Vec<f64>, Vec<f64>) = p
-                .iter()
-                .filter(|r| sizes.contains(&r.size))
-                .filter_map(|r| r.get(series).map(|v| (r.size as f64, v)))
-                .unzip();
+            let (xs, ys): (Vec<f64>, Vec<f64>) =
+                confirm::side(p, sizes, series).into_iter().unzip();
             fit_line(&xs, &ys).map(|l| l.slope)
         })
         .collect();

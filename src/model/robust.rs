@@ -11,8 +11,7 @@
 use super::lsq::{fit_weighted_line, Line};
 use crate::stats::median;
 
-/// Huber's tuning constant for 95% efficiency under Gaussian noise.
-pub const HUBER_K: f64 = 1.345;
+pub use crate::stats::huber::{huber_weight, HUBER_K};
 
 /// A line fitted by Huber IRLS, with the weight each point ended up with.
 #[derive(Clone, Debug, PartialEq)]
@@ -36,16 +35,6 @@ pub fn mad_scale(residuals: &[f64]) -> f64 {
     1.4826 * median(&abs).unwrap_or(0.0)
 }
 
-/// Huber weight of a residual `r` at scale `scale`.
-pub fn huber_weight(r: f64, scale: f64, k: f64) -> f64 {
-    let u = (r / scale).abs();
-    if u <= k {
-        1.0
-    } else {
-        k / u
-    }
-}
-
 /// Huber loss `rho(u)` of a standardised residual `u` (`u^2/2` inside `k`).
 pub fn huber_rho(u: f64, k: f64) -> f64 {
     let a = u.abs();
@@ -62,42 +51,11 @@ pub fn huber_rho(u: f64, k: f64) -> f64 {
 ///
 /// `None` under the same conditions as [`fit_weighted_line`].
 pub fn huber_line(xs: &[f64], ys: &[f64], scale_floor: f64) -> Option<RobustLine> {
-    huber_line_with(xs, ys, None, scale_floor)
-}
-
-/// As [`huber_line`], but with the scale fixed to `scale` when it is `Some` (used
-/// when the noise level is known from elsewhere, as in the segmentation).
-pub fn huber_line_with(
-    xs: &[f64],
-    ys: &[f64],
-    fixed_scale: Option<f64>,
-    scale_floor: f64,
-) -> Option<RobustLine> {
-    let n = xs.len();
-    let mut weights = vec![1.0; n];
-    let mut line = fit_weighted_line(xs, ys, &weights)?;
     let mut scale = scale_floor;
-    let mut iterations = 0;
-    for _ in 0..50 {
-        iterations += 1;
-        let residuals: Vec<f64> = (0..n).map(|i| ys[i] - line.at(xs[i])).collect();
-        scale = fixed_scale
-            .unwrap_or_else(|| mad_scale(&residuals))
-            .max(scale_floor)
-            .max(f64::MIN_POSITIVE);
-        let next: Vec<f64> = residuals
-            .iter()
-            .map(|&r| huber_weight(r, scale, HUBER_K))
-            .collect();
-        let next_line = fit_weighted_line(xs, ys, &next)?;
-        let converged = (next_line.slope - line.slope).abs() <= 1e-10 * (1.0 + line.slope.abs())
-            && (next_line.intercept - line.intercept).abs() <= 1e-10 * (1.0 + line.intercept.abs());
-        line = next_line;
-        weights = next;
-        if converged {
-            break;
-        }
-    }
+    let (line, weights, iterations) = irls(xs, ys, &vec![1.0; xs.len()], |residuals| {
+        scale = mad_scale(residuals).max(scale_floor).max(f64::MIN_POSITIVE);
+        vec![scale; residuals.len()]
+    })?;
     Some(RobustLine {
         line,
         weights,
@@ -116,13 +74,34 @@ pub fn huber_line_scaled(xs: &[f64], ys: &[f64], sigma: &[f64]) -> Option<Robust
         return None;
     }
     let base: Vec<f64> = sigma.iter().map(|s| 1.0 / (s * s)).collect();
+    let (line, weights, iterations) = irls(xs, ys, &base, |_| sigma.to_vec())?;
+    Some(RobustLine {
+        line,
+        weights,
+        scale: median(sigma).unwrap_or(0.0),
+        iterations,
+    })
+}
+
+/// Iteratively reweighted least squares on Huber's loss, from the fit with weights
+/// `base`: each step weighs point `i` by `base[i]` times its Huber factor at the
+/// `i`-th of the scales `scales(residuals)`, for at most 50 steps or until the line
+/// stops moving. Returns the line, the last Huber factors and the
+/// steps run.
+fn irls(
+    xs: &[f64],
+    ys: &[f64],
+    base: &[f64],
+    mut scales: impl FnMut(&[f64]) -> Vec<f64>,
+) -> Option<(Line, Vec<f64>, usize)> {
     let mut huber = vec![1.0; xs.len()];
-    let mut line = fit_weighted_line(xs, ys, &base)?;
+    let mut line = fit_weighted_line(xs, ys, base)?;
     let mut iterations = 0;
     for _ in 0..50 {
         iterations += 1;
-        for i in 0..xs.len() {
-            huber[i] = huber_weight(ys[i] - line.at(xs[i]), sigma[i], HUBER_K);
+        let residuals: Vec<f64> = (0..xs.len()).map(|i| ys[i] - line.at(xs[i])).collect();
+        for ((h, r), s) in huber.iter_mut().zip(&residuals).zip(scales(&residuals)) {
+            *h = huber_weight(*r, s, HUBER_K);
         }
         let weights: Vec<f64> = base.iter().zip(&huber).map(|(b, h)| b * h).collect();
         let next = fit_weighted_line(xs, ys, &weights)?;
@@ -133,12 +112,7 @@ pub fn huber_line_scaled(xs: &[f64], ys: &[f64], sigma: &[f64]) -> Option<Robust
             break;
         }
     }
-    Some(RobustLine {
-        line,
-        weights: huber,
-        scale: median(sigma).unwrap_or(0.0),
-        iterations,
-    })
+    Some((line, huber, iterations))
 }
 
 #[cfg(test)]

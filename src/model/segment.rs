@@ -51,9 +51,9 @@
 //! scaled by its own robust noise level, so none dominates by its unit or its
 //! noise. Guards keep it robust on this machine's bimodal, loaded timings:
 //!
-//! - the outlier cap applies to each size's cost summed over the series
-//!   ([`joint_cost`]): a disturbed size disturbs every series at once and still
-//!   costs no more than one 3-sigma residual;
+//! - the outlier cap applies to each size's cost summed over the series (the
+//!   joint cost of a segment): a disturbed size disturbs every series at once and
+//!   still costs no more than one 3-sigma residual;
 //! - except in a run of [`SYSTEMATIC_RUN`] or more consecutive misfits on the same
 //!   side of the fit that lie on a line of their own: that is the shape of a short
 //!   protocol range (Open MPI's shared-memory eager range 2-8 KiB bends away from
@@ -353,7 +353,7 @@ pub fn detect_joint(xs: &[f64], series: &[&[f64]], opts: &SegmentOptions) -> Vec
 /// `C(i, t) + C(t, s) <= C(i, s) + V` for `i < t < s`: then `i` ends every later
 /// segment `i..s` worse than `t` does. For the least capped cost over all lines
 /// this holds with `V = 0` (the best line over `i..s` is one line over each part).
-/// [`joint_cost`] is not that least cost: it evaluates the cap at the Huber line
+/// [`JointFits::cost`] is not that least cost: it evaluates the cap at the Huber line
 /// (50 IRLS steps at most), and charges runs of misfits in full, so across a real
 /// change the condition can fail by several penalties. Where it matters, for the
 /// start `i` of the optimum's last segment `i..s`, it must only hold in the form
@@ -366,9 +366,15 @@ pub fn detect_joint(xs: &[f64], series: &[&[f64]], opts: &SegmentOptions) -> Vec
 /// gains a little), so the DP stays cubic in the length of the longest range.
 const PRUNE_MARGIN: f64 = 2.0;
 
-/// [`joint_cost`] without its allocations and repeated checks: the same Huber fits
-/// (same steps, same arithmetic in the same order, so the same bits) and the same
-/// capped sum, for the many segments of one DP.
+/// The cost of the segments of several series: each series fitted by its own
+/// Huber line (scaled by its noise level `sigmas[k]`), and per point the sum over
+/// the series of `2 rho(r / sigma)`, capped at `cap`: a disturbed size usually
+/// disturbs every series at once, and still costs no more than one 3-sigma
+/// residual, so that cutting a run of disturbed sizes into a segment of its own
+/// does not pay more for having several series. The Huber fits are
+/// [`huber_line_scaled`]'s (same steps, same arithmetic in the same order, so the
+/// same bits) without its allocations and repeated checks, for the many segments
+/// of one DP.
 struct JointFits<'a> {
     xs: &'a [f64],
     series: &'a [&'a [f64]],
@@ -398,7 +404,7 @@ impl<'a> JointFits<'a> {
         }
     }
 
-    /// `joint_cost(xs, series, sigmas, a, b, cap)`.
+    /// The cost of the segment `a..b`; `None` where a fit fails.
     fn cost(&mut self, a: usize, b: usize) -> Option<f64> {
         let len = b - a;
         self.per_point.clear();
@@ -531,37 +537,6 @@ pub fn shown_by(
     })
 }
 
-/// Cost of the segment `a..b` of several series: each series fitted by its own
-/// Huber line (scaled by its noise level `sigmas[k]`), and per point the sum over
-/// the series of `2 rho(r / sigma)`, capped at `cap`: a disturbed size usually
-/// disturbs every series at once, and still costs no more than one 3-sigma
-/// residual, so that cutting a run of disturbed sizes into a segment of its own
-/// does not pay more for having several series.
-pub fn joint_cost(
-    xs: &[f64],
-    series: &[&[f64]],
-    sigmas: &[Vec<f64>],
-    a: usize,
-    b: usize,
-    cap: f64,
-) -> Option<f64> {
-    let mut per_point = vec![0.0; b - a];
-    let mut side = vec![0.0; b - a];
-    for (ys, sigma) in series.iter().zip(sigmas) {
-        let fit = huber_line_scaled(&xs[a..b], &ys[a..b], &sigma[a..b])?;
-        for p in 0..b - a {
-            let r = (ys[a + p] - fit.line.at(xs[a + p])) / sigma[a + p];
-            per_point[p] += 2.0 * huber_rho(r, HUBER_K);
-            side[p] += r;
-        }
-    }
-    let xs = &xs[a..b];
-    let series: Vec<&[f64]> = series.iter().map(|ys| &ys[a..b]).collect();
-    let sigmas: Vec<&[f64]> = sigmas.iter().map(|sigma| &sigma[a..b]).collect();
-    let smooth = |from: usize, to: usize| smooth_run(xs, &series, &sigmas, from, to, cap);
-    Some(capped_sum(&per_point, &side, cap, smooth))
-}
-
 /// Calls `body` with a cost function `(series, from, to)` over `series` (each
 /// scaled by its own noise level); segments of fewer than 3 points cost nothing.
 fn series_costs<R>(
@@ -602,11 +577,12 @@ pub fn best_subset_joint(
     cuts.dedup();
     cuts.push(n);
     let sigmas = noise_levels(xs, series, n, opts);
+    let mut fits = JointFits::new(xs, series, &sigmas, OUTLIER_CAP);
     let cost = |a: usize, b: usize| -> f64 {
         if b < a + 3 {
             return 0.0;
         }
-        joint_cost(xs, series, &sigmas, a, b, OUTLIER_CAP).unwrap_or(0.0)
+        fits.cost(a, b).unwrap_or(0.0)
     };
     optimal_partition(&cuts, penalty, cost)
 }
@@ -794,7 +770,7 @@ pub fn without_detours(
 fn optimal_partition(
     cuts: &[usize],
     penalty: f64,
-    cost: impl Fn(usize, usize) -> f64,
+    mut cost: impl FnMut(usize, usize) -> f64,
 ) -> Vec<usize> {
     let m = cuts.len();
     let mut best = vec![f64::INFINITY; m];
@@ -824,6 +800,38 @@ fn optimal_partition(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The reference for [`JointFits::cost`] (same bits): the cost of the segment
+    /// `a..b` of several series: each series fitted by its own
+    /// Huber line (scaled by its noise level `sigmas[k]`), and per point the sum over
+    /// the series of `2 rho(r / sigma)`, capped at `cap`: a disturbed size usually
+    /// disturbs every series at once, and still costs no more than one 3-sigma
+    /// residual, so that cutting a run of disturbed sizes into a segment of its own
+    /// does not pay more for having several series.
+    fn joint_cost(
+        xs: &[f64],
+        series: &[&[f64]],
+        sigmas: &[Vec<f64>],
+        a: usize,
+        b: usize,
+        cap: f64,
+    ) -> Option<f64> {
+        let mut per_point = vec![0.0; b - a];
+        let mut side = vec![0.0; b - a];
+        for (ys, sigma) in series.iter().zip(sigmas) {
+            let fit = huber_line_scaled(&xs[a..b], &ys[a..b], &sigma[a..b])?;
+            for p in 0..b - a {
+                let r = (ys[a + p] - fit.line.at(xs[a + p])) / sigma[a + p];
+                per_point[p] += 2.0 * huber_rho(r, HUBER_K);
+                side[p] += r;
+            }
+        }
+        let xs = &xs[a..b];
+        let series: Vec<&[f64]> = series.iter().map(|ys| &ys[a..b]).collect();
+        let sigmas: Vec<&[f64]> = sigmas.iter().map(|sigma| &sigma[a..b]).collect();
+        let smooth = |from: usize, to: usize| smooth_run(xs, &series, &sigmas, from, to, cap);
+        Some(capped_sum(&per_point, &side, cap, smooth))
+    }
 
     /// The result of a segmentation.
     struct Segmentation {

@@ -34,18 +34,19 @@
 //! Before every control-plane exchange that follows data-plane traffic the
 //! transport settles ([`Transport::settle`]): over UDP, a rank whose last datagram
 //! was lost would otherwise wait for it while its sender waits on the control
-//! channel. The timed region holds only [`Executor::run`] (or the one native call). Per-call,
+//! channel. Our schedule and the native call are one [`CollOp`] ([`Scheduled`],
+//! [`NativeOp`]), as in `late` and `nbc`; the timed region holds only its
+//! [`CollOp::run`], the call's root selected before. Per-call,
 //! per-rank times are returned to rank 0 ([`CollTimes`]); statistics are the
 //! caller's.
 
-use super::rounds::{gather_spans, max_at_root, spans_of, Verdict, WindowRounds};
+use super::rounds::{gather_spans, max_at_root, spans_of, CallPlan, Verdict, WindowRounds};
 use super::PatternError;
 use crate::clock::Clock;
-use crate::coll::native::{self, NativeCalls};
-use crate::coll::{check, CollBuffers, CollError, CollSpec, Executor};
+use crate::coll::{CollError, CollOp, CollSpec, Executor, NativeOp, Scheduled, Uninterrupted};
 use crate::sync::model::ClockModel;
 use crate::sync::window::{self, SlotStatus, Tally};
-use ngauge_transport::{Control, NativeCollective, Rank, Transport, WaitMode};
+use ngauge_transport::{Control, Rank, Transport};
 
 pub use super::rounds::Span;
 
@@ -116,19 +117,8 @@ pub struct CollTiming {
     pub scheme: Scheme,
     /// Call `i` of a rooted collective uses root `i % np`.
     pub rotate_root: bool,
-    /// Calls to time (the window scheme: valid calls wanted).
-    pub reps: usize,
-    /// Untimed calls first (at least 1 for the window scheme, which sizes its
-    /// first window from them).
-    pub warmup: usize,
-    /// Fill the buffers with known data before each warm-up call and check the
-    /// result after it ([`check`]).
-    pub check_data: bool,
-    /// How a rank waits for a window to open: the transport's wait mode in a real
-    /// run ([`window::wait_until`]).
-    pub window_wait: WaitMode,
-    /// The window scheme gives up after this many rounds of `reps` calls.
-    pub max_rounds: usize,
+    /// The calls: how many, the warm-up, the data check, the windows.
+    pub plan: CallPlan,
 }
 
 /// One timed call (the loop scheme: the whole loop).
@@ -195,149 +185,11 @@ impl CollTimes {
     }
 }
 
-/// The executors of every root a run uses, built before the first timed call, on
-/// one set of buffers (a gather's are `np` blocks: one copy per root would be `np`
-/// times that).
-struct Executors {
-    by_root: Vec<Executor>,
-    buffers: CollBuffers,
-    rotate: bool,
-    root: Rank,
-}
-
-impl Executors {
-    fn new(t: &mut dyn Transport, timing: &CollTiming) -> Result<Executors, CollError> {
-        let spec = timing.spec;
-        let rotate = timing.rotate_root && spec.algorithm.collective().is_rooted();
-        let roots: Vec<Rank> = if rotate {
-            (0..spec.np).collect()
-        } else {
-            vec![spec.root]
-        };
-        let schedules = roots
-            .into_iter()
-            .map(|root| CollSpec { root, ..spec }.schedule(t.rank()))
-            .collect::<Result<Vec<_>, _>>()?;
-        let buffers = CollBuffers::alloc_for(t, &schedules)?;
-        let by_root = schedules
-            .into_iter()
-            .map(|s| Executor::new(s, buffers))
-            .collect::<Result<_, _>>()?;
-        Ok(Executors {
-            by_root,
-            buffers,
-            rotate,
-            root: spec.root,
-        })
-    }
-
-    fn root(&self, call: usize) -> Rank {
-        if self.rotate {
-            call % self.by_root.len()
-        } else {
-            self.root
-        }
-    }
-
-    fn get(&mut self, call: usize) -> &mut Executor {
-        let i = if self.rotate { self.root(call) } else { 0 };
-        &mut self.by_root[i]
-    }
-}
-
-/// One call, prepared: [`Ready::run`] is the whole timed region.
-enum Ready<'a> {
-    Executor(&'a mut Executor),
-    Native(NativeCollective),
-}
-
-impl Ready<'_> {
-    #[inline]
-    fn run(self, t: &mut dyn Transport) -> Result<(), PatternError> {
-        match self {
-            Ready::Executor(e) => Ok(e.run(t)?),
-            Ready::Native(call) => Ok(native::run(t, call)?),
-        }
-    }
-}
-
-/// What a run times: our schedules, or the transport's own collective.
-enum Calls {
-    Scheduled(Executors),
-    Native(NativeCalls),
-}
-
-impl Calls {
-    fn new(
-        t: &mut dyn Transport,
-        timing: &CollTiming,
-        implementation: Implementation,
-    ) -> Result<Calls, CollError> {
-        Ok(match implementation {
-            Implementation::Schedule => Calls::Scheduled(Executors::new(t, timing)?),
-            Implementation::Native => {
-                Calls::Native(NativeCalls::new(t, &timing.spec, timing.rotate_root)?)
-            }
-        })
-    }
-
-    fn root(&self, call: usize) -> Rank {
-        match self {
-            Calls::Scheduled(e) => e.root(call),
-            Calls::Native(n) => n.root(call),
-        }
-    }
-
-    /// Call `index`, ready to run: everything but the call itself done (the root's
-    /// executor picked, the native call's regions built).
-    fn ready(&mut self, index: usize) -> Ready<'_> {
-        match self {
-            Calls::Scheduled(e) => Ready::Executor(e.get(index)),
-            Calls::Native(n) => Ready::Native(n.call(index)),
-        }
-    }
-
-    fn fill(&mut self, t: &mut dyn Transport, spec: &CollSpec) -> Result<(), CollError> {
-        match self {
-            Calls::Scheduled(e) => {
-                let rank = t.rank();
-                Ok(check::fill(spec, rank, t, &e.buffers)?)
-            }
-            Calls::Native(n) => n.fill(t, spec),
-        }
-    }
-
-    fn verify(&self, t: &dyn Transport, spec: &CollSpec) -> Result<(), CollError> {
-        match self {
-            Calls::Scheduled(e) => check::verify(spec, t.rank(), t, &e.buffers),
-            Calls::Native(n) => n.verify(t, spec),
-        }
-    }
-
-    fn free(self, t: &mut dyn Transport) -> Result<(), CollError> {
-        match self {
-            Calls::Scheduled(e) => e.buffers.free(t)?,
-            Calls::Native(n) => n.free(t)?,
-        }
-        Ok(())
-    }
-}
-
-/// Times `timing.spec` as `timing.scheme` says (see the module docs). Collective:
-/// every rank calls it with the same arguments. `model` maps this rank's clock to
-/// global time (the window scheme; ignored by the others).
-pub fn measure<C: Clock + ?Sized>(
-    clock: &C,
-    t: &mut dyn Transport,
-    control: &mut dyn Control,
-    model: &ClockModel,
-    timing: &CollTiming,
-) -> Result<CollTimes, PatternError> {
-    measure_with(clock, t, control, model, timing, Implementation::Schedule)
-}
-
-/// [`measure`] of `implementation`: our schedule, or the transport's own collective
-/// (an error on a transport that has none).
+/// Times `timing.spec` as `timing.scheme` says (see the module docs), run by
+/// `implementation`: our schedule, or the transport's own collective (an error on a
+/// transport that has none). Collective: every rank calls it with the same
+/// arguments. `model` maps this rank's clock to global time (the window scheme;
+/// ignored by the others).
 pub fn measure_with<C: Clock + ?Sized>(
     clock: &C,
     t: &mut dyn Transport,
@@ -346,20 +198,22 @@ pub fn measure_with<C: Clock + ?Sized>(
     timing: &CollTiming,
     implementation: Implementation,
 ) -> Result<CollTimes, PatternError> {
-    if timing.reps == 0 {
+    if timing.plan.reps == 0 {
         return Err(PatternError::Options(
             "collective timing: reps must be at least 1".into(),
         ));
     }
-    if timing.scheme == Scheme::Window && (timing.warmup == 0 || timing.max_rounds == 0) {
+    if timing.scheme == Scheme::Window && (timing.plan.warmup == 0 || timing.plan.max_rounds == 0) {
         return Err(PatternError::Options(
             "collective timing: the window scheme needs a warm-up call and at least one round"
                 .into(),
         ));
     }
-    let rank = t.rank();
     let spec = timing.spec;
-    let mut calls = Calls::new(t, timing, implementation)?;
+    let mut op: Box<dyn CollOp + '_> = match implementation {
+        Implementation::Schedule => Box::new(Scheduled::rotating(t, spec, timing.rotate_root)?),
+        Implementation::Native => Box::new(NativeOp::rotating(t, spec, timing.rotate_root)?),
+    };
     let barrier_spec = CollSpec {
         algorithm: crate::coll::Algorithm::BarrierDissemination,
         size_bytes: 0,
@@ -367,69 +221,74 @@ pub fn measure_with<C: Clock + ?Sized>(
         root: 0,
         ..spec
     };
-    let mut barrier = Executor::prepare(t, barrier_spec.schedule(rank)?)?;
+    let schedule = barrier_spec.schedule(op.transport().rank())?;
+    let mut barrier = Executor::prepare(op.transport(), schedule)?;
+    let none = &mut Uninterrupted;
 
     // Warm-up: barrier, call, checked data; the longest local time sizes the window.
     let mut longest = 0u64;
-    for i in 0..timing.warmup {
-        let root = calls.root(i);
-        let call_spec = CollSpec { root, ..spec };
-        if timing.check_data {
-            calls.fill(t, &call_spec)?;
+    for i in 0..timing.plan.warmup {
+        let root = op.select(i);
+        if timing.plan.check_data {
+            op.fill()?;
         }
-        let ready = calls.ready(i);
-        barrier.run(t)?;
+        barrier.run(op.transport())?;
         let start = clock.now();
-        ready.run(t)?;
+        op.run(none)?;
         longest = longest.max(clock.now().since(start));
-        if timing.check_data {
-            calls
-                .verify(t, &call_spec)
+        if timing.plan.check_data {
+            op.verify()
                 .map_err(|e| checked(e, timing, implementation, root))?;
         }
     }
 
     let times = match timing.scheme {
         Scheme::Window => {
-            t.settle().map_err(CollError::from)?;
+            op.transport().settle().map_err(CollError::from)?;
             let slowest = max_at_root(control, NAME, longest)?;
-            windowed(clock, t, control, model, timing, &mut calls, slowest)?
+            windowed(clock, op.as_mut(), control, model, timing, slowest)?
         }
         Scheme::Barrier | Scheme::Loop => {
-            let mut spans = Vec::with_capacity(timing.reps);
+            let mut spans = Vec::with_capacity(timing.plan.reps);
+            let mut roots = Vec::with_capacity(timing.plan.reps);
             let per_span = if timing.scheme == Scheme::Barrier {
-                for i in 0..timing.reps {
-                    let ready = calls.ready(i);
-                    barrier.run(t)?;
+                for i in 0..timing.plan.reps {
+                    roots.push(op.select(i));
+                    barrier.run(op.transport())?;
                     let start = clock.now();
-                    ready.run(t)?;
+                    op.run(none)?;
                     let end = clock.now();
                     spans.push(Span { start, end });
                 }
                 1
             } else {
-                barrier.run(t)?;
+                roots.push(op.select(0));
+                barrier.run(op.transport())?;
                 let start = clock.now();
-                for i in 0..timing.reps {
-                    calls.ready(i).run(t)?;
+                for i in 0..timing.plan.reps {
+                    op.select(i);
+                    op.run(none)?;
                 }
                 let end = clock.now();
                 spans.push(Span { start, end });
-                timing.reps
+                timing.plan.reps
             };
-            t.settle().map_err(CollError::from)?;
+            op.transport().settle().map_err(CollError::from)?;
             let by_rank = gather_spans(control, NAME, &spans)?;
             let valid = vec![SlotStatus::Valid; spans.len()];
             CollTimes {
                 scheme: timing.scheme,
-                calls: calls_of(&by_rank, &valid, |i| (calls.root(i), per_span)),
+                calls: calls_of(&by_rank, &valid, |i| (roots[i], per_span)),
                 window_ticks: None,
                 rounds: 1,
             }
         }
     };
-    calls.free(t)?;
-    barrier.buffers().free(t).map_err(CollError::from)?;
+    barrier
+        .buffers()
+        .free(op.transport())
+        .map_err(CollError::from)?;
+    op.release()?;
     Ok(times)
 }
 
@@ -460,37 +319,40 @@ fn checked(
 /// The window scheme's rounds (see the module docs).
 fn windowed<C: Clock + ?Sized>(
     clock: &C,
-    t: &mut dyn Transport,
+    op: &mut dyn CollOp,
     control: &mut dyn Control,
     model: &ClockModel,
     timing: &CollTiming,
-    executors: &mut Calls,
     slowest_ticks: u64,
 ) -> Result<CollTimes, PatternError> {
     let mut rounds = WindowRounds::new(
         NAME,
         *model,
-        timing.window_wait,
-        timing.max_rounds,
-        timing.reps,
+        timing.plan.window_wait,
+        timing.plan.max_rounds,
+        timing.plan.reps,
         window::initial_window(slowest_ticks),
     );
     let mut calls: Vec<Call> = Vec::new();
+    let mut roots: Vec<Rank> = Vec::new();
     let mut more = true;
     while more {
         rounds.init_round(clock, control)?;
         let index = calls.len();
-        for k in 0..timing.reps {
-            let ready = executors.ready(index + k);
+        for k in 0..timing.plan.reps {
+            roots.push(op.select(index + k));
             let slot = rounds.start(clock, 0);
-            ready.run(t)?;
+            op.run(&mut Uninterrupted)?;
             rounds.stop_span(clock, &slot);
         }
-        t.settle().map_err(CollError::from)?;
+        op.transport().settle().map_err(CollError::from)?;
         let round = rounds.end_round(control)?;
-        let meta = |k| (executors.root(index + k), 1);
+        let meta = |k| (roots[index + k], 1);
         calls.extend(calls_of(&spans_of(&round.records), &round.statuses, meta));
-        let (short, window_ticks) = (rounds.valid_calls() < timing.reps, rounds.window_ticks());
+        let (short, window_ticks) = (
+            rounds.valid_calls() < timing.plan.reps,
+            rounds.window_ticks(),
+        );
         more = rounds.decide(control, || {
             let fresh = &calls[index..];
             let valid: Vec<f64> = fresh

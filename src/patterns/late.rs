@@ -37,14 +37,14 @@
 //! blocking or nonblocking followed by a wait (the paper's "non-blocking MPI
 //! collectives are directly followed by an MPI_Waitall", sec. IV).
 
-use super::rounds::{spans_of, warm_up, Verdict, WindowRounds};
+use super::rounds::{spans_of, warm_up, CallPlan, Verdict, WindowRounds};
 use super::PatternError;
 use crate::clock::{Clock, Nanos};
 use crate::coll::{CollError, CollOp, Interrupts};
 use crate::stats::median;
 use crate::sync::model::ClockModel;
 use crate::sync::window::{self, SlotStatus};
-use ngauge_transport::{Control, Rank, WaitMode};
+use ngauge_transport::{Control, Rank};
 use std::str::FromStr;
 
 /// This measurement in errors.
@@ -193,16 +193,8 @@ pub struct LateSpec {
     pub delayed: Vec<Rank>,
     /// Blocking, or start + wait.
     pub mode: CallMode,
-    /// Valid calls wanted per delay.
-    pub reps: usize,
-    /// Untimed calls first (at least 1: they size the window).
-    pub warmup: usize,
-    /// Fill and verify the data around each warm-up call.
-    pub check_data: bool,
-    /// How a rank waits for its start time.
-    pub window_wait: WaitMode,
-    /// Give up after this many rounds (a round: `reps` calls per delay).
-    pub max_rounds: usize,
+    /// The calls: how many, the warm-up, the data check, the windows.
+    pub plan: CallPlan,
 }
 
 /// One delay's calls.
@@ -367,7 +359,7 @@ pub fn measure<C: Clock + ?Sized>(
     spec: &LateSpec,
     interrupts: &mut dyn Interrupts,
 ) -> Result<LateTimes, PatternError> {
-    if spec.reps == 0 || spec.warmup == 0 || spec.max_rounds == 0 {
+    if spec.plan.reps == 0 || spec.plan.warmup == 0 || spec.plan.max_rounds == 0 {
         return Err(PatternError::Options(
             "late arrivals need at least one repetition, one warm-up call and one round".into(),
         ));
@@ -400,23 +392,19 @@ pub fn measure<C: Clock + ?Sized>(
     let delay_ticks: Vec<u64> = delays.iter().map(|&d| rate.to_ticks(Nanos(d))).collect();
     let max_delay = delay_ticks.iter().copied().max().unwrap_or(0);
 
-    let warmup = (spec.warmup, spec.check_data);
-    let slowest = warm_up(clock, control, NAME, op, warmup, |op| {
+    let slowest = warm_up(clock, control, NAME, op, &spec.plan, |op| {
         spec.mode.call(op, interrupts)
     })?;
-    // A start may lag its window by a tenth of the window (`sync::window`), and the
-    // window holds the largest delay: with 0,50us,500us a start may lag by 50 us and
-    // more. A bound of a tenth of the undelayed window
-    // (`Windows::with_start_lag_limit`) made no call valid with 4 ranks on 2 cores
-    // (blocking waits wake later than that; docs/findings/2026-11-24-late-nbc-noise.md).
+    // A start may lag its window, which holds the largest delay, by a tenth of it
+    // (`sync::window`; a tighter bound: docs/findings/2026-11-24-late-nbc-noise.md).
     // Eq. (4) uses the ranks' actual starts, so a lag shows in t, not in d.
     let n = delays.len();
-    let per_round = n * spec.reps;
+    let per_round = n * spec.plan.reps;
     let mut rounds = WindowRounds::new(
         NAME,
         *model,
-        spec.window_wait,
-        spec.max_rounds,
+        spec.plan.window_wait,
+        spec.plan.max_rounds,
         per_round,
         window::initial_window(slowest).saturating_add(max_delay),
     );
@@ -477,7 +465,7 @@ pub fn measure<C: Clock + ?Sized>(
                 longest_valid = longest_valid.max(t as f64);
             }
             Verdict {
-                short: runtimes.iter().any(|r| r.len() < spec.reps),
+                short: runtimes.iter().any(|r| r.len() < spec.plan.reps),
                 invalid: round_invalid,
                 op_ticks: longest_valid,
             }
@@ -492,7 +480,7 @@ pub fn measure<C: Clock + ?Sized>(
         runtimes_ns: runtimes[k].clone(),
         effective_delays_ns: effective[k].clone(),
         valid_effective_delays_ns: valid_effective[k].clone(),
-        wanted: spec.reps,
+        wanted: spec.plan.reps,
     };
     Ok(LateTimes {
         baseline: point(0, 0.0),

@@ -39,14 +39,14 @@
 //! progress is worth.
 
 use super::late::CallMode;
-use super::rounds::{broadcast_word, max_at_root, warm_up, Verdict, WindowRounds};
+use super::rounds::{broadcast_word, max_at_root, warm_up, CallPlan, Verdict, WindowRounds};
 use super::PatternError;
 use crate::clock::{Clock, Nanos, Ticks};
 use crate::coll::{CollError, CollOp, Uninterrupted};
 use crate::stats::median;
 use crate::sync::model::ClockModel;
 use crate::sync::window::{self, SlotStatus, Tally};
-use ngauge_transport::{Control, Rank, WaitMode};
+use ngauge_transport::{Control, Rank};
 
 /// This measurement in errors.
 const NAME: &str = "nonblocking collective";
@@ -153,16 +153,8 @@ pub struct NbcSpec {
     pub compute: Compute,
     /// Call test this often during the computation, ns (`None`: never).
     pub test_every_ns: Option<f64>,
-    /// Valid calls wanted in each stage.
-    pub reps: usize,
-    /// Untimed calls first (at least 1: they size the first window).
-    pub warmup: usize,
-    /// Fill and verify the data around each warm-up call.
-    pub check_data: bool,
-    /// How a rank waits for its start time.
-    pub window_wait: WaitMode,
-    /// Each stage gives up after this many rounds of `reps` calls.
-    pub max_rounds: usize,
+    /// The calls: how many, the warm-up, the data check, the windows.
+    pub plan: CallPlan,
 }
 
 /// One rank's medians over the valid calls, ns.
@@ -241,7 +233,7 @@ pub fn measure<C: Clock + ?Sized, W: Workload + ?Sized>(
     spec: &NbcSpec,
     work: &mut W,
 ) -> Result<NbcTimes, PatternError> {
-    if spec.reps == 0 || spec.warmup == 0 || spec.max_rounds == 0 {
+    if spec.plan.reps == 0 || spec.plan.warmup == 0 || spec.plan.max_rounds == 0 {
         return Err(PatternError::Options(
             "the nonblocking benchmark needs at least one repetition, one warm-up call and \
              one round"
@@ -259,8 +251,7 @@ pub fn measure<C: Clock + ?Sized, W: Workload + ?Sized>(
     let none = &mut Uninterrupted;
 
     // Warm-up: start + wait after a control barrier, the data checked.
-    let warmup = (spec.warmup, spec.check_data);
-    let slowest = warm_up(clock, control, NAME, op, warmup, |op| {
+    let slowest = warm_up(clock, control, NAME, op, &spec.plan, |op| {
         CallMode::Nonblocking.call(op, none)
     })?;
 
@@ -448,21 +439,21 @@ fn stage<C: Clock + ?Sized>(
     let mut rounds = WindowRounds::new(
         NAME,
         *model,
-        spec.window_wait,
-        spec.max_rounds,
-        spec.reps,
+        spec.plan.window_wait,
+        spec.plan.max_rounds,
+        spec.plan.reps,
         window_ticks,
     );
     let mut more = true;
     while more {
         rounds.init_round(clock, control)?;
-        for _ in 0..spec.reps {
+        for _ in 0..spec.plan.reps {
             let slot = rounds.start(clock, 0);
             let fields = call()?;
             rounds.stop(clock, &slot, &fields);
         }
         let round = rounds.end_round(control)?;
-        let short = rounds.valid_calls() < spec.reps;
+        let short = rounds.valid_calls() < spec.plan.reps;
         more = rounds.decide(control, || {
             let mut longest = 0u64;
             for (rank, calls) in round.records.iter().enumerate() {
@@ -476,7 +467,7 @@ fn stage<C: Clock + ?Sized>(
                 }
             }
             let invalid = Tally::of(&round.statuses).invalid();
-            out.valid += spec.reps - invalid;
+            out.valid += spec.plan.reps - invalid;
             out.invalid += invalid;
             let op_ticks = longest as f64;
             Verdict {

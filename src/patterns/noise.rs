@@ -82,11 +82,6 @@ pub struct NoiseInjection {
 }
 
 impl NoiseInjection {
-    /// The fraction of the CPU it takes: `duration / period`.
-    pub fn cpu_fraction(&self) -> f64 {
-        self.duration_ns / self.period_ns
-    }
-
     /// Checks that the detours are shorter than the period and not empty.
     pub fn validate(&self) -> Result<(), NoiseError> {
         if !(self.duration_ns > 0.0 && self.duration_ns < self.period_ns) {

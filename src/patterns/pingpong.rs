@@ -79,23 +79,13 @@ pub struct Params {
     pub window: usize,
 }
 
-/// Which loop timed the round trips of a size.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum TimingLoop {
-    /// The transport's own loop ([`Transport::native_round_trips`]).
-    Native,
-    /// [`Transport::send`] and [`Transport::recv`] between clock readings.
-    Generic,
-}
-
-impl TimingLoop {
-    /// `"native"` or `"generic"`, as in JSON.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TimingLoop::Native => "native",
-            TimingLoop::Generic => "generic",
-        }
+crate::names::named_enum! {
+    /// Which loop timed the round trips of a size.
+    pub enum TimingLoop("timing loop") {
+        /// The transport's own loop ([`Transport::native_round_trips`]).
+        Native = "native",
+        /// [`Transport::send`] and [`Transport::recv`] between clock readings.
+        Generic = "generic",
     }
 }
 
@@ -349,7 +339,6 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
                     sink_round(transport, peer, rbuf, size, reply, window, &mut ids)?;
                 }
             } else if rank == PINGER {
-                timing_loop = TimingLoop::Generic;
                 for _ in 0..params.warmup {
                     transport.send(peer, s)?;
                     transport.recv(peer, r)?;

@@ -36,6 +36,25 @@ impl Span {
     }
 }
 
+/// The calls of a windowed measurement, the same in `coll`, `late` and `nbc`: how
+/// many, the untimed ones first, and how a rank waits for its window.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CallPlan {
+    /// Valid calls wanted per measurement point (`coll`'s barrier and loop schemes:
+    /// calls to time; `late`: per delay; `nbc`: per stage).
+    pub reps: usize,
+    /// Untimed calls first (at least 1 in windows: they size the first window).
+    pub warmup: usize,
+    /// Fill the buffers with known data before each warm-up call and check the
+    /// result after it ([`CollOp::fill`], [`CollOp::verify`]).
+    pub check_data: bool,
+    /// How a rank waits for a window to open: the transport's wait mode in a real
+    /// run ([`window::wait_until`]).
+    pub window_wait: WaitMode,
+    /// Windows give up after this many rounds (a round: `reps` calls of each kind).
+    pub max_rounds: usize,
+}
+
 /// What rank 0 saw in a round, for [`WindowRounds::decide`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Verdict {
@@ -199,27 +218,27 @@ impl WindowRounds {
     }
 }
 
-/// `calls` untimed calls of `op`, each after a control barrier, the data filled
-/// before and checked after when `check`: the slowest call of any rank, at rank 0
-/// (it sizes the first window).
+/// `plan.warmup` untimed calls of `op`, each after a control barrier, the data
+/// filled before and checked after when `plan.check_data`: the slowest call of any
+/// rank, at rank 0 (it sizes the first window).
 pub fn warm_up<C: Clock + ?Sized>(
     clock: &C,
     control: &mut dyn Control,
     pattern: &'static str,
     op: &mut dyn CollOp,
-    (calls, check): (usize, bool),
+    plan: &CallPlan,
     mut call: impl FnMut(&mut dyn CollOp) -> Result<(), CollError>,
 ) -> Result<u64, PatternError> {
     let mut longest = 0u64;
-    for _ in 0..calls {
-        if check {
+    for _ in 0..plan.warmup {
+        if plan.check_data {
             op.fill()?;
         }
         control.barrier().map_err(PatternError::control(pattern))?;
         let start = clock.now();
         call(op)?;
         longest = longest.max(clock.now().since(start));
-        if check {
+        if plan.check_data {
             op.verify()?;
         }
     }

@@ -3,6 +3,7 @@
 //! filter, then median, mean and the 95% interval of the mean), and with several
 //! transports or algorithms their medians side by side with ratios.
 
+use super::side_by_side::{self, side_by_side, SideBySide};
 use super::svg;
 use super::table::Table;
 use super::warning::{SetupWarning, Warned};
@@ -14,7 +15,6 @@ use crate::spec::coll::RootChoice;
 use crate::stats::{mean_interval, tukey_filter, Sorted};
 use ngauge_transport::WaitMode;
 use serde::Serialize;
-use std::collections::BTreeMap;
 
 /// The run-time of one call, in microseconds, over the valid calls Tukey's filter
 /// kept.
@@ -212,10 +212,14 @@ pub fn runtime(values: &[f64]) -> Option<Runtime> {
 }
 
 /// What `coll` finds worth a warning.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema, thiserror::Error)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum CollWarning {
     /// Fewer valid calls than asked for: the window scheme gave up after its rounds.
+    #[error(
+        "{label} at {size} B: {valid} valid calls of {wanted} wanted (calls started late or \
+         overran their window in every round)"
+    )]
     FewValid {
         /// `transport/algo`.
         label: String,
@@ -227,6 +231,10 @@ pub enum CollWarning {
         wanted: usize,
     },
     /// A point was not measured: one of its messages exceeds the transport's limit.
+    #[error(
+        "{label} at {size} B not measured: it sends {largest_bytes}-byte messages, and the \
+         transport carries at most {max_bytes}"
+    )]
     SizeSkipped {
         /// `transport/algo`.
         label: String,
@@ -239,12 +247,17 @@ pub enum CollWarning {
     },
     /// The clocks were synchronized over another transport than the one measured
     /// (which may lose messages).
+    #[error("the clocks were synchronized over {transport}, not over the transport measured")]
     SyncedOver {
         /// The transport the sync ran over.
         transport: TransportName,
     },
     /// `--predict`: the parameter file was measured on another transport than a
     /// point it predicts.
+    #[error(
+        "the LogGP parameters were measured on {params}, the predictions are for points \
+         measured on {measured}"
+    )]
     PredictTransport {
         /// The transport the file names.
         params: String,
@@ -253,84 +266,28 @@ pub enum CollWarning {
     },
     /// `--predict`: what the parameter file's reader assumed.
     #[serde(untagged)]
+    #[error("{0}")]
     Params(crate::sim::params::ParamsWarning),
     /// What threatens any command's figures alike (job, binding, clock sync).
     #[serde(untagged)]
+    #[error("{0}")]
     Setup(SetupWarning),
 }
 
-impl std::fmt::Display for CollWarning {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            CollWarning::FewValid {
-                label,
-                size,
-                valid,
-                wanted,
-            } => write!(
-                f,
-                "{label} at {size} B: {valid} valid calls of {wanted} wanted (calls started \
-                 late or overran their window in every round)"
-            ),
-            CollWarning::SizeSkipped {
-                label,
-                size,
-                largest_bytes,
-                max_bytes,
-            } => write!(
-                f,
-                "{label} at {size} B not measured: it sends {largest_bytes}-byte messages, \
-                 and the transport carries at most {max_bytes}"
-            ),
-            CollWarning::SyncedOver { transport } => write!(
-                f,
-                "the clocks were synchronized over {transport}, not over the transport measured"
-            ),
-            CollWarning::PredictTransport { params, measured } => write!(
-                f,
-                "the LogGP parameters were measured on {params}, the predictions are for \
-                 points measured on {measured}"
-            ),
-            CollWarning::Params(w) => w.fmt(f),
-            CollWarning::Setup(w) => w.fmt(f),
-        }
-    }
-}
+/// Side by side medians with ratios (several transports or algorithms), labelled
+/// `transport/algo`: `-t mpi,tcp --algo mpi,binomial` gives everything over our
+/// binomial on raw TCP.
+pub type CollComparison = SideBySide<String>;
 
-/// Side by side medians with ratios (several transports or algorithms).
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct CollComparison {
-    /// The `transport/algo` the ratios divide by: the last one measured (`-t
-    /// mpi,tcp --algo mpi,binomial` gives everything over our binomial on raw TCP).
-    pub baseline: String,
-    /// Every `transport/algo`, in the order measured.
-    pub labels: Vec<String>,
-    /// One row per size the baseline measured.
-    pub rows: Vec<CollComparisonRow>,
-}
-
-/// One size of a [`CollComparison`].
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct CollComparisonRow {
-    /// Bytes per rank.
-    pub size: usize,
-    /// Median run-time per `transport/algo`, microseconds.
-    pub median_us: BTreeMap<String, f64>,
-    /// That median over the baseline's, per other `transport/algo`.
-    pub ratio: BTreeMap<String, f64>,
-}
-
-/// The comparison of `records`; `None` with a single `transport/algo`.
+/// The comparison of `records` (per size the median run-time); `None` with a
+/// single `transport/algo`.
 pub fn compare(records: &[CollRecord]) -> Option<CollComparison> {
     let labels = distinct(records.iter().map(CollRecord::label));
-    if labels.len() < 2 {
-        return None;
-    }
-    let baseline = labels.last().expect("two labels").clone();
-    let median = |label: &str, size: usize| {
+    let baseline = labels.last()?.clone();
+    let median = |label: &String, size: usize| {
         records
             .iter()
-            .find(|r| r.size == size && r.label() == label)
+            .find(|r| r.size == size && r.label() == *label)
             .and_then(|r| r.runtime_us)
             .map(|t| t.median)
     };
@@ -340,32 +297,7 @@ pub fn compare(records: &[CollRecord]) -> Option<CollComparison> {
         .map(|r| r.size)
         .collect();
     sizes.dedup();
-    let rows = sizes
-        .into_iter()
-        .map(|size| {
-            let base = median(&baseline, size);
-            let mut median_us = BTreeMap::new();
-            let mut ratio = BTreeMap::new();
-            for l in &labels {
-                if let Some(m) = median(l, size) {
-                    median_us.insert(l.clone(), m);
-                    if let Some(b) = base.filter(|b| *b > 0.0 && *l != baseline) {
-                        ratio.insert(l.clone(), m / b);
-                    }
-                }
-            }
-            CollComparisonRow {
-                size,
-                median_us,
-                ratio,
-            }
-        })
-        .collect();
-    Some(CollComparison {
-        baseline,
-        labels,
-        rows,
-    })
+    side_by_side(labels, sizes, median)
 }
 
 /// What ran in `late` and `nbc`: one collective and its implementation over one
@@ -417,7 +349,7 @@ impl super::Document for CollDoc {
     fn render(&self) -> String {
         let mut out = render_records(&self.results);
         if let Some(c) = &self.comparison {
-            out += &render_comparison(c);
+            out += &side_by_side::render(c, "median run-time", "[us]", " / ");
         }
         if let Some(s) = &self.selection {
             out += &render_selection(s);
@@ -521,35 +453,6 @@ pub fn predicted_cells(p: Option<&Predicted>) -> [String; 4] {
         num(p.map(|p| p.hockney_us)),
         num(p.and_then(|p| p.measured_over_hockney)),
     ]
-}
-
-/// The medians side by side with their ratios to the baseline.
-fn render_comparison(c: &CollComparison) -> String {
-    let mut out = format!(
-        "side by side (measured interleaved, size by size): median run-time, ratio to {}\n",
-        c.baseline
-    );
-    let others: Vec<&String> = c.labels.iter().filter(|l| **l != c.baseline).collect();
-    let mut header = vec!["size [B]".to_string()];
-    header.extend(c.labels.iter().map(|l| format!("{l} [us]")));
-    header.extend(others.iter().map(|l| format!("{l} / {}", c.baseline)));
-    let mut table = Table::new(header);
-    for row in &c.rows {
-        let mut cells = vec![row.size.to_string()];
-        cells.extend(c.labels.iter().map(|l| {
-            row.median_us
-                .get(l)
-                .map_or("-".into(), |m| format!("{m:.2}"))
-        }));
-        cells.extend(
-            others
-                .iter()
-                .map(|l| row.ratio.get(*l).map_or("-".into(), |r| format!("{r:.3}"))),
-        );
-        table.row(cells);
-    }
-    out += &table.render();
-    out
 }
 
 /// The selection table: per size the measured best, each model's choice and the

@@ -70,10 +70,11 @@ pub struct CompareRow {
 }
 
 /// What limits a comparison.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema, thiserror::Error)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum CompareWarning {
     /// An experiment on one side only.
+    #[error("experiment `{experiment}` is only in {}; not compared", .side.to_uppercase())]
     Unmatched {
         /// `a` or `b`.
         side: &'static str,
@@ -81,6 +82,11 @@ pub enum CompareWarning {
         experiment: String,
     },
     /// Sizes of an experiment measured on one side only.
+    #[error(
+        "`{experiment}`: sizes measured on one side only{}{}",
+        only("A", .only_a),
+        only("B", .only_b)
+    )]
     SizesUnmatched {
         /// The experiment.
         experiment: String,
@@ -90,6 +96,9 @@ pub enum CompareWarning {
         only_b: Vec<u64>,
     },
     /// The two sides measured different metrics.
+    #[error(
+        "`{experiment}`: A measures {a}, B measures {b}; not compared (choose one with --metric)"
+    )]
     MetricsDiffer {
         /// The experiment.
         experiment: String,
@@ -100,56 +109,29 @@ pub enum CompareWarning {
     },
     /// Launch medians tested with fewer than 4 launches on a side: no p-value can
     /// reach 0.05.
+    #[error(
+        "only {launches} launch(es) on a side: the rank-sum test of launch medians cannot reach \
+         p <= 0.05 below 4 launches a side (run the suites with more `launches`)"
+    )]
     TooFewLaunches {
         /// The fewest launches of a side among the rows tested on launch medians.
         launches: usize,
     },
     /// A single launch on a side: p-values test repetitions of these launches.
+    #[error(
+        "a side has a single launch: p-values test the repetitions of these launches, which \
+         says nothing about the next launch (Hunold & Carpen-Amarie, sec. 5.2; run suites with \
+         several `launches`)"
+    )]
     SingleLaunch,
 }
 
-impl std::fmt::Display for CompareWarning {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            CompareWarning::Unmatched { side, experiment } => write!(
-                f,
-                "experiment `{experiment}` is only in {}; not compared",
-                side.to_uppercase()
-            ),
-            CompareWarning::SizesUnmatched {
-                experiment,
-                only_a,
-                only_b,
-            } => {
-                let list = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
-                write!(f, "`{experiment}`: sizes measured on one side only")?;
-                if !only_a.is_empty() {
-                    write!(f, "; only A: {}", list(only_a))?;
-                }
-                if !only_b.is_empty() {
-                    write!(f, "; only B: {}", list(only_b))?;
-                }
-                Ok(())
-            }
-            CompareWarning::MetricsDiffer { experiment, a, b } => write!(
-                f,
-                "`{experiment}`: A measures {a}, B measures {b}; not compared \
-                 (choose one with --metric)"
-            ),
-            CompareWarning::TooFewLaunches { launches } => write!(
-                f,
-                "only {launches} launch(es) on a side: the rank-sum test of launch \
-                 medians cannot reach p <= 0.05 below 4 launches a side (run the \
-                 suites with more `launches`)"
-            ),
-            CompareWarning::SingleLaunch => write!(
-                f,
-                "a side has a single launch: p-values test the repetitions of these \
-                 launches, which says nothing about the next launch (Hunold & \
-                 Carpen-Amarie, sec. 5.2; run suites with several `launches`)"
-            ),
-        }
+/// `; only A: 8, 16` when `side` alone has `sizes`, else nothing.
+fn only(side: &str, sizes: &[u64]) -> String {
+    if sizes.is_empty() {
+        return String::new();
     }
+    format!("; only {side}: {}", super::table::joined(sizes))
 }
 
 /// The comparison (the body of `ngauge compare --json`, see [`CompareDoc`]).

@@ -4,7 +4,7 @@
 //! `coll`'s window scheme, `late`, `nbc`), and the warnings it calls for
 //! ([`EffortWarning`]), with the same kind, fields and words everywhere.
 
-use super::table::significant;
+use super::table::{joined, significant};
 use crate::sync::pairwise::DriftRejection;
 use crate::sync::{Algorithm, Effort};
 use serde::{Deserialize, Serialize};
@@ -106,17 +106,23 @@ pub struct Crossed {
 /// What a synchronization's effort finds worth a warning: in `sync`'s document and
 /// in every document whose timings rest on a synchronization (`coll`, `late`,
 /// `nbc`), with the same kind, fields and words.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema, thiserror::Error)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum EffortWarning {
     /// SKaMPI brackets crossed (the clock jumped or drifted fast during the
     /// measurement); min-RTT measured those offsets instead.
+    #[error(
+        "SKaMPI brackets crossed (the clock jumped or drifted fast during the measurement) on \
+         {}; min-RTT measured those offsets instead",
+        joined(.ranks.iter().map(|c| format!("rank {} ({})", c.rank, c.brackets)))
+    )]
     CrossedBrackets {
         /// Where.
         ranks: Vec<Crossed>,
     },
     /// Drift fits whose slope was not kept: those ranks' models keep the offset
     /// only, so their error grows with any real drift.
+    #[error("drift fits kept no drift: {}", joined(.ranks))]
     DroppedDrift {
         /// The ranks, with what their fit saw.
         ranks: Vec<DroppedDriftAt>,
@@ -164,46 +170,23 @@ pub struct DroppedDriftAt {
     pub drift: DroppedDriftReport,
 }
 
-impl std::fmt::Display for EffortWarning {
+impl std::fmt::Display for DroppedDriftAt {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            EffortWarning::CrossedBrackets { ranks } => write!(
-                f,
-                "SKaMPI brackets crossed (the clock jumped or drifted fast during the \
-                 measurement) on {}; min-RTT measured those offsets instead",
-                ranks
-                    .iter()
-                    .map(|c| format!("rank {} ({})", c.rank, c.brackets))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            EffortWarning::DroppedDrift { ranks } => write!(
-                f,
-                "drift fits kept no drift: {}",
-                ranks
-                    .iter()
-                    .map(|r| {
-                        let d = &r.drift;
-                        let why = match d.reason {
-                            DriftRejection::Unresolved => "not resolved: within its error",
-                            DriftRejection::Implausible => {
-                                "beyond 1100 ppm: no clock drifts so fast"
-                            }
-                        };
-                        format!(
-                            "rank {} against rank {} ({} +- {} ppm from {} points over {}; {why})",
-                            r.rank,
-                            d.peer,
-                            significant(d.fitted_ppm, 3),
-                            significant(d.stderr_ppm, 3),
-                            d.fitpoints,
-                            duration_label(d.fit_span_us)
-                        )
-                    })
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        }
+        let d = &self.drift;
+        let why = match d.reason {
+            DriftRejection::Unresolved => "not resolved: within its error",
+            DriftRejection::Implausible => "beyond 1100 ppm: no clock drifts so fast",
+        };
+        write!(
+            f,
+            "rank {} against rank {} ({} +- {} ppm from {} points over {}; {why})",
+            self.rank,
+            d.peer,
+            significant(d.fitted_ppm, 3),
+            significant(d.stderr_ppm, 3),
+            d.fitpoints,
+            duration_label(d.fit_span_us)
+        )
     }
 }
 

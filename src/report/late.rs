@@ -98,11 +98,15 @@ pub struct Injected {
 }
 
 /// What `late` finds worth a warning.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema, thiserror::Error)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum LateWarning {
     /// Fewer valid calls than asked for (calls started late, overran their window or
     /// missed the delay in every round).
+    #[error(
+        "size {size} B, {mode}, delay {delay_us} us: only {valid} of {wanted} calls were valid \
+         (the others started late, overran their window or missed the delay)"
+    )]
     FewValidCalls {
         /// The size.
         size: usize,
@@ -117,6 +121,11 @@ pub enum LateWarning {
     },
     /// No `b` for this delay: it or the undelayed calls kept fewer than half the
     /// wanted valid calls (most started late, overran, or missed the delay).
+    #[error(
+        "size {size} B, {mode}, delay {delay_us} us: undecided, no b (valid calls: {valid} \
+         delayed, {valid_undelayed} undelayed, of {wanted}{})",
+        .effective_delay_us.map_or(String::new(), |e| format!("; median effective delay {e:.1} us"))
+    )]
     Undecided {
         /// The size.
         size: usize,
@@ -135,45 +144,8 @@ pub enum LateWarning {
     },
     /// What threatens any command's figures alike (job, binding, clock sync).
     #[serde(untagged)]
+    #[error("{0}")]
     Setup(SetupWarning),
-}
-
-impl std::fmt::Display for LateWarning {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LateWarning::FewValidCalls {
-                size,
-                mode,
-                delay_us,
-                valid,
-                wanted,
-            } => write!(
-                f,
-                "size {size} B, {mode}, delay {delay_us} us: only {valid} of {wanted} calls \
-                 were valid (the others started late, overran their window or missed the delay)"
-            ),
-            LateWarning::Undecided {
-                size,
-                mode,
-                delay_us,
-                effective_delay_us,
-                valid,
-                valid_undelayed,
-                wanted,
-            } => {
-                write!(
-                    f,
-                    "size {size} B, {mode}, delay {delay_us} us: undecided, no b (valid calls: \
-                     {valid} delayed, {valid_undelayed} undelayed, of {wanted}"
-                )?;
-                if let Some(e) = effective_delay_us {
-                    write!(f, "; median effective delay {e:.1} us")?;
-                }
-                write!(f, ")")
-            }
-            LateWarning::Setup(w) => w.fmt(f),
-        }
-    }
 }
 
 /// `ngauge late --json`.
@@ -335,13 +307,7 @@ pub fn curves(rows: &[LateRow]) -> Vec<BenefitCurve> {
 }
 
 /// One curve of the plot: `b` over the delay for one size.
-#[derive(Clone, Debug, PartialEq)]
-pub struct BenefitCurve {
-    /// Legend text (`8 B`).
-    pub label: String,
-    /// `(delay_us, b)`, in delay order.
-    pub points: Vec<(f64, f64)>,
-}
+pub use super::svg::Curve as BenefitCurve;
 
 /// An SVG plot of the delay overlap benefit `b` (eq. 5) over the delay, one curve
 /// per size, with the reference of the paper's reading: `b = 0` (the delay adds to

@@ -189,10 +189,14 @@ pub struct PairDoc {
 }
 
 /// What `loggp` finds worth a warning about one pair.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema, thiserror::Error)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum LoggpWarning {
     /// The default sweep was cut at a transport's message limit.
+    #[error(
+        "the default sweep ends at {last_bytes} bytes, the largest of its sizes within the \
+         {limit_bytes}-byte message limit"
+    )]
     SweepCut {
         /// The sweep's last size now, bytes.
         last_bytes: u64,
@@ -200,6 +204,11 @@ pub enum LoggpWarning {
         limit_bytes: usize,
     },
     /// Many timed repetitions were disturbed by the host.
+    #[error(
+        "{:.0}% of the timed repetitions took more than {factor}x their median: other processes \
+         competed for the cores; medians are robust to a few such repetitions, not to many",
+        .fraction * 100.0
+    )]
     Disturbed {
         /// Fraction of the pair's timed repetitions slower than `factor` times
         /// their median.
@@ -210,6 +219,11 @@ pub enum LoggpWarning {
         wait: WaitMode,
     },
     /// A candidate protocol change could not be decided.
+    #[error(
+        "cannot decide whether the protocol changes between {last_old_bytes} and {bytes} bytes: \
+         {}",
+        why_undecided(*.reason)
+    )]
     Undecided {
         /// Last sweep size of the old range, bytes.
         last_old_bytes: u64,
@@ -220,9 +234,11 @@ pub enum LoggpWarning {
     },
     /// A warning of the fit.
     #[serde(untagged)]
+    #[error("{0}")]
     Model(ModelWarning),
     /// What threatens any command's figures alike (job, binding, clock sync).
     #[serde(untagged)]
+    #[error("{0}")]
     Setup(SetupWarning),
 }
 
@@ -254,60 +270,27 @@ impl LoggpWarning {
     }
 }
 
-impl std::fmt::Display for LoggpWarning {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LoggpWarning::Setup(w) => w.fmt(f),
-            LoggpWarning::SweepCut {
-                last_bytes,
-                limit_bytes,
-            } => write!(
-                f,
-                "the default sweep ends at {last_bytes} bytes, the largest of its sizes within \
-                 the {limit_bytes}-byte message limit"
-            ),
-            LoggpWarning::Disturbed {
-                fraction, factor, ..
-            } => write!(
-                f,
-                "{:.0}% of the timed repetitions took more than {factor}x their median: other \
-                 processes competed for the cores; medians are robust to a few such \
-                 repetitions, not to many",
-                fraction * 100.0
-            ),
-            LoggpWarning::Undecided {
-                last_old_bytes,
-                bytes,
-                reason,
-            } => {
-                write!(
-                    f,
-                    "cannot decide whether the protocol changes between {last_old_bytes} and \
-                     {bytes} bytes: "
-                )?;
-                f.write_str(match reason {
-                    Undecided::Disturbed => "the host disturbed too many confirmation passes",
-                    Undecided::Spread => "the confirmation passes disagree",
-                    Undecided::Bent => {
-                        "the curve bends beside them, a change may lie one sweep size off (a \
+/// Why a change is undecided, in words.
+fn why_undecided(reason: Undecided) -> &'static str {
+    match reason {
+        Undecided::Disturbed => "the host disturbed too many confirmation passes",
+        Undecided::Spread => "the confirmation passes disagree",
+        Undecided::Bent => {
+            "the curve bends beside them, a change may lie one sweep size off (a \
                          finer sweep step tells)"
-                    }
-                    Undecided::Apart => {
-                        "the time per byte changes there, but not as two lines of the ranges \
+        }
+        Undecided::Apart => {
+            "the time per byte changes there, but not as two lines of the ranges \
                          beside them that meet at the boundary"
-                    }
-                    Undecided::BelowFloor => {
-                        "the time per byte changes there, but over the sizes measured by less \
+        }
+        Undecided::BelowFloor => {
+            "the time per byte changes there, but over the sizes measured by less \
                          than a protocol's smallest step (a slope-only change this faint needs \
                          wider sides to tell from a bump of the curve)"
-                    }
-                    Undecided::Falling => {
-                        "the time per byte changes there, but on one side the time falls as \
+        }
+        Undecided::Falling => {
+            "the time per byte changes there, but on one side the time falls as \
                          messages grow, which no protocol's cost per byte does"
-                    }
-                })
-            }
-            LoggpWarning::Model(w) => w.fmt(f),
         }
     }
 }

@@ -13,7 +13,7 @@
 
 use crate::model::loggp::RangeParams;
 use crate::report::loggp::PairAnalysis;
-use crate::report::table::{significant, Table};
+use crate::report::table::{joined, significant, Table};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -270,7 +270,6 @@ pub fn table(c: &Comparison) -> String {
         c.baseline
     );
     out += &t.render();
-    let list = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
     for name in &c.transports {
         let only = &c.changes_only_in[name];
         if !only.is_empty() {
@@ -280,7 +279,7 @@ pub fn table(c: &Comparison) -> String {
                 .collect();
             out += &format!(
                 "protocol changes only {name} has: {} bytes (its ranges {} bytes)\n",
-                list(only),
+                joined(only),
                 ranges.join(", ")
             );
         }

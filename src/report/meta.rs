@@ -26,10 +26,6 @@ pub struct Meta {
     /// Wait mode (`poll` or `block`), per transport when several
     /// (`mpi=poll,tcp=block`), when one was used.
     pub wait: Option<String>,
-    /// The ofi endpoint's provider, fabric, domain, libfabric version, sizes,
-    /// `mr_mode` and `FI_*` environment, when ofi was measured.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ofi: Option<crate::job::ofi::OfiFacts>,
     /// `pingpong`: the loop that timed the round trips, per transport
     /// (`mpi=native,tcp=generic`; see `patterns::pingpong`). Absent elsewhere.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -52,6 +48,94 @@ pub struct Meta {
     pub date: String,
     /// The command line (or suite invocation) as given by the front end.
     pub command_line: Vec<String>,
+    /// What UCX used, when `ucx` was measured. Absent elsewhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ucx: Option<UcxMeta>,
+    /// The ofi endpoint's provider, fabric, domain, libfabric version, sizes,
+    /// `mr_mode` and `FI_*` environment, when ofi was measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ofi: Option<crate::job::ofi::OfiFacts>,
+}
+
+/// What the UCX transport of the writing rank used: what UCX says it selected.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct UcxMeta {
+    /// UCX's version at run time.
+    pub version: String,
+    /// The data path (`send` or `put`).
+    pub op: String,
+    /// The transport list the context was given (`--ucx-tls`, else `UCX_TLS`);
+    /// absent: UCX's default.
+    pub tls: Option<String>,
+    /// The `UCX_*` variables of the environment.
+    pub env: std::collections::BTreeMap<String, String>,
+    /// Each endpoint of the writing rank, as `ucp_ep_print_info` shows it.
+    pub endpoints: Vec<UcxEndpoint>,
+}
+
+/// One UCX endpoint: its lanes and where its tag send switches protocol.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct UcxEndpoint {
+    /// The peer rank.
+    pub peer: usize,
+    /// `transport/device` of each lane, with what UCP uses it for
+    /// (`posix/memory am am_bw`).
+    pub lanes: Vec<String>,
+    /// `ucp_tag_send_nbx`'s protocols, each with the first message size in
+    /// bytes it takes (`egr/short` from 0, `rndv` from 8256, ...).
+    pub tag_send: Vec<UcxSwitch>,
+}
+
+/// A protocol of UCX's tag send and the smallest message it carries.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct UcxSwitch {
+    /// The protocol (`egr/short`, `egr/bcopy`, `egr/zcopy`, `rndv`).
+    pub protocol: String,
+    /// Smallest message, in bytes, it carries.
+    pub first_bytes: u64,
+}
+
+impl UcxMeta {
+    /// The facts of the UCX transport this process opened last, if any.
+    #[cfg(feature = "ucx")]
+    fn recorded() -> Option<UcxMeta> {
+        let f = ngauge_ucx::facts::recorded()?;
+        Some(UcxMeta {
+            version: f.version,
+            op: f.op.into(),
+            tls: f.tls,
+            env: f.env.into_iter().collect(),
+            endpoints: f
+                .endpoints
+                .into_iter()
+                .map(|e| UcxEndpoint {
+                    peer: e.peer,
+                    lanes: e
+                        .lanes
+                        .into_iter()
+                        .map(|l| {
+                            let mut words = vec![format!("{}/{}", l.transport, l.device)];
+                            words.extend(l.roles);
+                            words.join(" ")
+                        })
+                        .collect(),
+                    tag_send: e
+                        .tag_send
+                        .into_iter()
+                        .map(|s| UcxSwitch {
+                            protocol: s.protocol,
+                            first_bytes: s.first_bytes,
+                        })
+                        .collect(),
+                })
+                .collect(),
+        })
+    }
+
+    #[cfg(not(feature = "ucx"))]
+    fn recorded() -> Option<UcxMeta> {
+        None
+    }
 }
 
 impl Meta {
@@ -71,7 +155,6 @@ impl Meta {
             kernel: uname.release().to_string_lossy().into_owned(),
             transport: Vec::new(),
             wait: None,
-            ofi: None,
             timing_loop: None,
             launcher: "none".into(),
             np: 1,
@@ -82,17 +165,10 @@ impl Meta {
             sync: None,
             date: rfc3339_utc(std::time::SystemTime::now()),
             command_line: command_line.into_iter().collect(),
+            ucx: None,
+            ofi: None,
         })
     }
-}
-
-/// The facts of the ofi endpoint when `waits` names ofi.
-fn ofi_facts(waits: &[(TransportName, WaitMode)]) -> Option<crate::job::ofi::OfiFacts> {
-    waits
-        .iter()
-        .any(|(t, _)| *t == TransportName::Ofi)
-        .then(crate::job::ofi::opened_facts)
-        .flatten()
 }
 
 /// Builds a [`Meta`]: one place that knows how each fact is recorded.
@@ -120,7 +196,8 @@ impl MetaBuilder {
     /// written alone (`poll`), several as `name=mode` pairs.
     pub fn transports(mut self, waits: &[(TransportName, WaitMode)]) -> Self {
         self.0.transport = waits.iter().map(|(t, _)| *t).collect();
-        self.0.ofi = ofi_facts(waits);
+        self.0.ucx = self.ucx_facts();
+        self.0.ofi = self.ofi_facts();
         self.0.wait = match waits {
             [] => None,
             [(_, w)] => Some(w.to_string()),
@@ -133,9 +210,28 @@ impl MetaBuilder {
     /// (`pingpong`, which has always written them so).
     pub fn transports_named(mut self, waits: &[(TransportName, WaitMode)]) -> Self {
         self.0.transport = waits.iter().map(|(t, _)| *t).collect();
-        self.0.ofi = ofi_facts(waits);
+        self.0.ucx = self.ucx_facts();
+        self.0.ofi = self.ofi_facts();
         self.0.wait = (!waits.is_empty()).then(|| pairs(waits));
         self
+    }
+
+    /// UCX's facts when `ucx` is among the transports.
+    fn ucx_facts(&self) -> Option<UcxMeta> {
+        self.0
+            .transport
+            .contains(&TransportName::Ucx)
+            .then(UcxMeta::recorded)
+            .flatten()
+    }
+
+    /// The ofi endpoint's facts when `ofi` is among the transports.
+    fn ofi_facts(&self) -> Option<crate::job::ofi::OfiFacts> {
+        self.0
+            .transport
+            .contains(&TransportName::Ofi)
+            .then(crate::job::ofi::opened_facts)
+            .flatten()
     }
 
     /// `pingpong`'s timing loops, per transport.

@@ -96,10 +96,14 @@ impl NbcRow {
 }
 
 /// What `nbc` finds worth a warning.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema, thiserror::Error)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum NbcWarning {
     /// Fewer valid calls than asked for in a stage.
+    #[error(
+        "size {size} B, {stage} stage: only {valid} of {wanted} calls were valid (the others \
+         started late or overran their window)"
+    )]
     FewValidCalls {
         /// The size.
         size: usize,
@@ -112,6 +116,11 @@ pub enum NbcWarning {
     },
     /// A stage had no valid call after every round: its figures are the medians
     /// of calls that started late or overran their window.
+    #[error(
+        "size {size} B, {stage} stage: undecided: none of its {invalid} calls was valid (each \
+         started late or overran its window, the largest included); its figures are the \
+         medians of those calls"
+    )]
     Undecided {
         /// The size.
         size: usize,
@@ -122,6 +131,10 @@ pub enum NbcWarning {
     },
     /// The time-based computation took much longer than `t_b`: the rank was
     /// descheduled while it computed, and `t_ovrl` carries that.
+    #[error(
+        "size {size} B: the computation took {t_cpu_us:.1} us for a t_b of {t_b_us:.1} us (the \
+         rank lost its core while computing)"
+    )]
     ComputeOverran {
         /// The size.
         size: usize,
@@ -132,49 +145,13 @@ pub enum NbcWarning {
     },
     /// What threatens any command's figures alike (job, binding, clock sync).
     #[serde(untagged)]
+    #[error("{0}")]
     Setup(SetupWarning),
 }
 
 /// A time-based computation longer than this factor times `t_b` is worth a
 /// warning.
 pub const COMPUTE_OVERRUN: f64 = 1.25;
-
-impl std::fmt::Display for NbcWarning {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            NbcWarning::FewValidCalls {
-                size,
-                stage,
-                valid,
-                wanted,
-            } => write!(
-                f,
-                "size {size} B, {stage} stage: only {valid} of {wanted} calls were valid (the \
-                 others started late or overran their window)"
-            ),
-            NbcWarning::Undecided {
-                size,
-                stage,
-                invalid,
-            } => write!(
-                f,
-                "size {size} B, {stage} stage: undecided: none of its {invalid} calls was \
-                 valid (each started late or overran its window, the largest included); \
-                 its figures are the medians of those calls"
-            ),
-            NbcWarning::ComputeOverran {
-                size,
-                t_cpu_us,
-                t_b_us,
-            } => write!(
-                f,
-                "size {size} B: the computation took {t_cpu_us:.1} us for a t_b of \
-                 {t_b_us:.1} us (the rank lost its core while computing)"
-            ),
-            NbcWarning::Setup(w) => w.fmt(f),
-        }
-    }
-}
 
 /// The warnings one measurement calls for (`times`: its measurement).
 pub fn warnings(row: &NbcRow, times: &NbcTimes, wanted: usize) -> Vec<NbcWarning> {

@@ -78,17 +78,25 @@ pub struct InjectedNoise {
 }
 
 /// What `noise` finds worth a warning.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema, thiserror::Error)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum NoiseWarning {
     /// Less than a second measured: rare noise (a 1 Hz daemon) may be missed and
     /// the CPU fraction is uncertain (Netgauge warns alike).
+    #[error(
+        "only {measured_s:.3} s measured: rare detours may be missed and the CPU fraction is \
+         uncertain"
+    )]
     ShortMeasurement {
         /// The measured time, s.
         measured_s: f64,
     },
     /// More detours than `--max-detours` on a rank: the list and histogram hold the
     /// first ones, the count and the CPU fraction all.
+    #[error(
+        "rank {rank} saw {seen} detours and kept the first {kept}: the list and histogram are \
+         partial, the count and the CPU fraction are not"
+    )]
     DetoursDropped {
         /// The rank.
         rank: usize,
@@ -99,25 +107,8 @@ pub enum NoiseWarning {
     },
     /// What threatens any command's figures alike (job, binding, clock sync).
     #[serde(untagged)]
+    #[error("{0}")]
     Setup(SetupWarning),
-}
-
-impl std::fmt::Display for NoiseWarning {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            NoiseWarning::ShortMeasurement { measured_s } => write!(
-                f,
-                "only {measured_s:.3} s measured: rare detours may be missed and the CPU \
-                 fraction is uncertain"
-            ),
-            NoiseWarning::DetoursDropped { rank, kept, seen } => write!(
-                f,
-                "rank {rank} saw {seen} detours and kept the first {kept}: the list and \
-                 histogram are partial, the count and the CPU fraction are not"
-            ),
-            NoiseWarning::Setup(w) => w.fmt(f),
-        }
-    }
 }
 
 /// The warnings the rows call for.
@@ -284,13 +275,7 @@ pub fn series(cores: &[CoreRow]) -> Vec<DetourSeries> {
 }
 
 /// One core's detours for the plot.
-#[derive(Clone, Debug, PartialEq)]
-pub struct DetourSeries {
-    /// Legend text (`rank 0, core 3`).
-    pub label: String,
-    /// `(at_s, duration_us)` of each detour.
-    pub points: Vec<(f64, f64)>,
-}
+pub use super::svg::Curve as DetourSeries;
 
 /// An SVG plot of the detours over time: one point per detour at its start
 /// (seconds from the start of the measurement) and its length (microseconds, log

@@ -1,14 +1,14 @@
 //! The document of `ngauge pingpong`: every transport's results per size, and with
 //! several transports their medians side by side.
 
-use super::table::Table;
+use super::side_by_side::{self, side_by_side, SideBySide};
+use super::table::{joined, Table};
 use super::warning::{SetupWarning, Warned};
 use super::Meta;
 use crate::job::TransportName;
 use crate::patterns::pingpong::SizeResult;
 use ngauge_transport::WaitMode;
 use serde::Serialize;
-use std::collections::BTreeMap;
 
 /// One transport's sweep.
 #[derive(Clone, Debug, PartialEq)]
@@ -35,15 +35,20 @@ pub struct Record {
 }
 
 /// What `pingpong` finds worth a warning.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema, thiserror::Error)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum PingpongWarning {
     /// A byte stream carries no empty message: size 0 was not measured.
+    #[error("{transport} has no 0-byte messages (a byte stream): size 0 skipped")]
     NoEmptyMessages {
         /// The transport.
         transport: TransportName,
     },
     /// Sizes above the transport's message limit were not measured.
+    #[error(
+        "{transport} carries at most {max_bytes} bytes per message: sizes {} skipped",
+        joined(.sizes)
+    )]
     SizesSkipped {
         /// The transport.
         transport: TransportName,
@@ -54,32 +59,8 @@ pub enum PingpongWarning {
     },
     /// What threatens any command's figures alike (job, binding, clock sync).
     #[serde(untagged)]
+    #[error("{0}")]
     Setup(SetupWarning),
-}
-
-impl std::fmt::Display for PingpongWarning {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            PingpongWarning::Setup(w) => w.fmt(f),
-            PingpongWarning::NoEmptyMessages { transport } => write!(
-                f,
-                "{transport} has no 0-byte messages (a byte stream): size 0 skipped"
-            ),
-            PingpongWarning::SizesSkipped {
-                transport,
-                max_bytes,
-                sizes,
-            } => write!(
-                f,
-                "{transport} carries at most {max_bytes} bytes per message: sizes {} skipped",
-                sizes
-                    .iter()
-                    .map(usize::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        }
-    }
 }
 
 /// `ngauge pingpong --json`.
@@ -106,53 +87,18 @@ pub struct PingpongDoc {
 pub const BANDWIDTH_UNIT: &str = "MB/s, MB = 10^6 bytes";
 
 /// Side by side medians and ratios (several transports in one run).
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct Comparison {
-    /// The transport the ratios divide by.
-    pub baseline: TransportName,
-    /// One row per size the baseline measured.
-    pub rows: Vec<ComparisonRow>,
-}
+pub type Comparison = SideBySide<TransportName>;
 
-/// One size of a [`Comparison`].
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct ComparisonRow {
-    /// Message size, bytes.
-    pub size: usize,
-    /// Median half round trip per transport, in microseconds.
-    pub median_us: BTreeMap<TransportName, f64>,
-    /// Median over the baseline's median, per other transport.
-    pub ratio: BTreeMap<TransportName, f64>,
-}
-
-/// The side-by-side comparison of several sweeps; `None` for a single transport.
+/// The side-by-side comparison of several sweeps (per size the median half round
+/// trip); `None` for a single transport.
 pub fn compare(sweeps: &[Sweep]) -> Option<Comparison> {
-    let baseline = sweeps.last().filter(|_| sweeps.len() > 1)?;
-    let rows = baseline
-        .results
-        .iter()
-        .map(|base| {
-            let mut median_us = BTreeMap::new();
-            let mut ratio = BTreeMap::new();
-            for s in sweeps {
-                if let Some(r) = s.results.iter().find(|r| r.size == base.size) {
-                    median_us.insert(s.transport, r.half_rtt_us.median);
-                    if s.transport != baseline.transport && base.half_rtt_us.median > 0.0 {
-                        ratio.insert(s.transport, r.half_rtt_us.median / base.half_rtt_us.median);
-                    }
-                }
-            }
-            ComparisonRow {
-                size: base.size,
-                median_us,
-                ratio,
-            }
-        })
-        .collect();
-    Some(Comparison {
-        baseline: baseline.transport,
-        rows,
-    })
+    let median = |t: &TransportName, size: usize| {
+        let s = sweeps.iter().find(|s| s.transport == *t)?;
+        let r = s.results.iter().find(|r| r.size == size)?;
+        Some(r.half_rtt_us.median)
+    };
+    let sizes = sweeps.last()?.results.iter().map(|r| r.size);
+    side_by_side(sweeps.iter().map(|s| s.transport).collect(), sizes, median)
 }
 
 /// `meta.timing_loop`: per transport the loop(s) that timed its sizes
@@ -234,12 +180,7 @@ impl super::Document for PingpongDoc {
             out += &render_sweep(&results);
         }
         if let Some(c) = &self.comparison {
-            out += &format!(
-                "side by side (measured interleaved, size by size): median half round \
-                 trip, ratio to {}\n",
-                c.baseline
-            );
-            out += &render_comparison(c, &self.meta.transport);
+            out += &side_by_side::render(c, "median half round trip", "median [us]", "/");
         }
         out
     }
@@ -309,37 +250,13 @@ fn short_counter_name(name: &str) -> &str {
     }
 }
 
-/// The side-by-side table: per size each transport's median and its ratio to
-/// the baseline.
-fn render_comparison(c: &Comparison, order: &[TransportName]) -> String {
-    let others: Vec<TransportName> = order.iter().copied().filter(|t| *t != c.baseline).collect();
-    let mut header = vec!["size [B]".to_string()];
-    header.extend(order.iter().map(|t| format!("{t} median [us]")));
-    header.extend(others.iter().map(|t| format!("{t}/{}", c.baseline)));
-    let mut table = Table::new(header);
-    for row in &c.rows {
-        let mut cells = vec![row.size.to_string()];
-        cells.extend(order.iter().map(|t| {
-            row.median_us
-                .get(t)
-                .map_or("-".to_string(), |m| format!("{m:.2}"))
-        }));
-        cells.extend(others.iter().map(|t| {
-            row.ratio
-                .get(t)
-                .map_or("-".to_string(), |r| format!("{r:.3}"))
-        }));
-        table.row(cells);
-    }
-    table.render()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::job::JobWarning;
     use crate::patterns::pingpong::TimingLoop;
     use crate::stats::Summary;
+    use std::collections::BTreeMap;
 
     fn sweep(transport: TransportName, medians: &[(usize, f64)]) -> Sweep {
         Sweep {

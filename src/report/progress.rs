@@ -14,9 +14,9 @@ use std::io::{self, Write};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// A progress display that draws only when enabled.
+/// A progress display that draws only when enabled (else its bar is hidden).
 pub struct Progress {
-    bar: Option<ProgressBar>,
+    bar: ProgressBar,
 }
 
 impl Progress {
@@ -34,15 +34,17 @@ impl Progress {
             "{bar:24} {pos}/{len} {msg} ({elapsed} elapsed, about {eta} left)",
             AtOnce::stderr(),
         );
-        if let Some(bar) = &p.bar {
-            bar.enable_steady_tick(Duration::from_millis(500));
+        if enabled {
+            p.bar.enable_steady_tick(Duration::from_millis(500));
         }
         p
     }
 
     fn with(enabled: bool, total: Option<u64>, template: &str, target: AtOnce) -> Progress {
         if !enabled {
-            return Progress { bar: None };
+            return Progress {
+                bar: ProgressBar::hidden(),
+            };
         }
         let bar =
             ProgressBar::with_draw_target(total, ProgressDrawTarget::term_like(Box::new(target)));
@@ -51,36 +53,27 @@ impl Progress {
                 .expect("a valid template")
                 .progress_chars("=> "),
         );
-        Progress { bar: Some(bar) }
+        Progress { bar }
     }
 
     /// Replaces the text.
     pub fn update(&mut self, text: &str) {
-        if let Some(bar) = &self.bar {
-            bar.set_message(text.to_string());
-        }
+        self.bar.set_message(text.to_string());
     }
 
     /// Sets the steps done.
     pub fn set_position(&mut self, done: u64) {
-        if let Some(bar) = &self.bar {
-            bar.set_position(done);
-        }
+        self.bar.set_position(done);
     }
 
     /// Prints `line` above the display (or on stderr when nothing is drawn).
     pub fn println(&mut self, line: &str) {
-        match &self.bar {
-            Some(bar) => bar.suspend(|| eprintln!("{line}")),
-            None => eprintln!("{line}"),
-        }
+        self.bar.suspend(|| eprintln!("{line}"));
     }
 
     /// Erases the display, so that what follows starts on a clean line.
     pub fn finish(&mut self) {
-        if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
-        }
+        self.bar.finish_and_clear();
     }
 }
 
@@ -235,7 +228,7 @@ mod tests {
         let mut p = Progress::line(false);
         p.update("never shown");
         p.set_position(1);
-        assert!(p.bar.is_none());
+        assert!(p.bar.is_hidden());
         p.finish();
     }
 }

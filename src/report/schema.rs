@@ -3,14 +3,16 @@
 //! `schemars`, so the schema cannot drift from what is serialized.
 //!
 //! The committed copies live in `docs/schemas/COMMAND.schema.json`. A unit test
-//! compares them with [`documents`] and fails when they differ; run it with
+//! compares them with `documents` and fails when they differ; run it with
 //! `NGAUGE_UPDATE_SCHEMAS=1` (`NGAUGE_UPDATE_SCHEMAS=1 cargo test --lib
 //! report::schema`) to rewrite them. `tests/schemas.rs` validates real outputs of
 //! the binary against the committed files.
 
+#[cfg(test)]
 use schemars::Schema;
 
 /// Every command's document schema: `(command, schema)`.
+#[cfg(test)]
 pub fn documents() -> Vec<(&'static str, Schema)> {
     vec![
         ("timer", schemars::schema_for!(super::timer::TimerDoc)),
@@ -38,6 +40,7 @@ pub fn documents() -> Vec<(&'static str, Schema)> {
 }
 
 /// The text of a committed schema file.
+#[cfg(test)]
 pub fn to_text(schema: &Schema) -> String {
     let mut text = serde_json::to_string_pretty(schema).expect("a schema serializes");
     text.push('\n');

@@ -139,6 +139,17 @@ pub fn series<'a, X: Ranged<ValueType = f64>, Y: Ranged<ValueType = f64>>(
     Ok(())
 }
 
+/// One curve of a plot: its legend text and its `(x, y)` points (`late`: the
+/// delay, us, and `b`, in delay order; `noise`: each detour's start, s, and
+/// length, us).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Curve {
+    /// Legend text (`8 B`, `rank 0, core 3`).
+    pub label: String,
+    /// The points.
+    pub points: Vec<(f64, f64)>,
+}
+
 /// `512`, `4K`, `1M`: a size in bytes with the largest binary suffix that divides
 /// it.
 pub fn size_label(bytes: f64) -> String {

@@ -98,10 +98,16 @@ pub struct SyncSamples {
 }
 
 /// What `sync` finds worth a warning.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema, thiserror::Error)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum SyncWarning {
     /// The residuals at the last check exceed [`LARGE_RESIDUAL_NS`].
+    #[error(
+        "residuals reach {:.1} us after {}{}",
+        .max_abs_ns / 1e3,
+        seconds_label(*.after_s),
+        if .algo.models_drift() { String::new() } else { format!(": {} models no drift", .algo) }
+    )]
     LargeResidual {
         /// The largest residual, ns.
         max_abs_ns: f64,
@@ -112,35 +118,12 @@ pub enum SyncWarning {
     },
     /// What threatens any command's figures alike (job, binding, clock sync).
     #[serde(untagged)]
+    #[error("{0}")]
     Setup(SetupWarning),
 }
 
 /// A residual worth a warning, ns.
 pub const LARGE_RESIDUAL_NS: f64 = 10_000.0;
-
-impl std::fmt::Display for SyncWarning {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SyncWarning::Setup(w) => w.fmt(f),
-            SyncWarning::LargeResidual {
-                max_abs_ns,
-                after_s,
-                algo,
-            } => {
-                write!(
-                    f,
-                    "residuals reach {:.1} us after {}",
-                    max_abs_ns / 1e3,
-                    seconds_label(*after_s)
-                )?;
-                if !algo.models_drift() {
-                    write!(f, ": {algo} models no drift")?;
-                }
-                Ok(())
-            }
-        }
-    }
-}
 
 /// `0s`, `250ms`, `5s`.
 pub fn seconds_label(s: f64) -> String {

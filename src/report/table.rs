@@ -69,6 +69,12 @@ pub fn significant(x: f64, digits: usize) -> String {
     format!("{x:.decimals$}")
 }
 
+/// `items` written out and separated by `, `.
+pub fn joined<T: std::fmt::Display>(items: impl IntoIterator<Item = T>) -> String {
+    let items: Vec<String> = items.into_iter().map(|i| i.to_string()).collect();
+    items.join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

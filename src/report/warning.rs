@@ -44,25 +44,18 @@ pub fn warned<W: std::fmt::Display>(warnings: impl IntoIterator<Item = W>) -> Ve
 
 /// What threatens the figures of any command alike, with the same kind, fields
 /// and words in every document (see the module doc).
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema, thiserror::Error)]
 #[serde(untagged)]
 pub enum SetupWarning {
     /// A job setup warning.
+    #[error("{0}")]
     Job(JobWarning),
     /// Measured ranks share a core, or some are pinned and some not.
+    #[error("{0}")]
     Binding(BindingWarning),
     /// The clock synchronization crossed brackets or dropped drifts.
+    #[error("{0}")]
     Sync(EffortWarning),
-}
-
-impl std::fmt::Display for SetupWarning {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SetupWarning::Job(w) => w.fmt(f),
-            SetupWarning::Binding(w) => w.fmt(f),
-            SetupWarning::Sync(w) => w.fmt(f),
-        }
-    }
 }
 
 impl From<JobWarning> for SetupWarning {

@@ -315,44 +315,64 @@ struct SState {
     flags: u8,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum Phase {
     /// Posting ready steps; then the sweep (`in_test`) or the top of the wait loop.
-    Pump {
-        may_block: bool,
-        in_test: bool,
-    },
+    Pump { may_block: bool, in_test: bool },
     /// The top of `Executor::wait`'s loop.
     WaitTop,
     /// A pass of `Executor::test` over the steps in flight, at position `k`, with
     /// `w` kept.
-    Sweep {
-        k: u32,
-        w: u32,
-        progressed: bool,
-    },
+    Sweep { k: u32, w: u32, progressed: bool },
     /// Waiting for one step (`alone`: posted blocking, not in flight).
-    Blocked {
-        step: StepId,
-        alone: bool,
-    },
+    Blocked { step: StepId, alone: bool },
+    #[default]
     Done,
+}
+
+/// A message: the `ordinal`-th of call `call` from `from` to `to`, of `bytes`.
+#[derive(Clone, Copy, Debug)]
+struct Msg {
+    to: u32,
+    from: u32,
+    call: u32,
+    ordinal: u32,
+    bytes: u64,
+}
+
+impl Msg {
+    /// Send `step` of rank `from` in call `call`.
+    fn of(from: usize, step: &CStep, call: u32) -> Msg {
+        Msg {
+            to: step.peer,
+            from: from as u32,
+            call,
+            ordinal: step.ordinal,
+            bytes: step.bytes,
+        }
+    }
+
+    fn unmatched(self) -> SimError {
+        SimError::Unmatched {
+            to: self.to as usize,
+            from: self.from as usize,
+            call: self.call,
+            ordinal: self.ordinal,
+        }
+    }
 }
 
 /// A message for a call the rank has not reached yet.
 #[derive(Clone, Copy, Debug)]
 struct Early {
-    call: u32,
-    from: u32,
-    ordinal: u32,
-    bytes: u64,
+    msg: Msg,
     time: u64,
     /// `NONE` for data (`time`: last byte in); else a request from send step `aux`.
     aux: u32,
 }
 
 /// A live rank.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Live {
     now: Ps,
     call: u32,
@@ -372,24 +392,6 @@ struct Live {
 }
 
 impl Live {
-    fn empty() -> Live {
-        Live {
-            now: Ps(0),
-            call: 0,
-            prog: Compiled::default(),
-            st: Vec::new(),
-            ready: BinaryHeap::new(),
-            in_flight: Vec::new(),
-            left: 0,
-            phase: Phase::Done,
-            nic: Nic::default(),
-            rendezvous_pending: 0,
-            early: Vec::new(),
-            started: false,
-            queued: false,
-        }
-    }
-
     fn bytes(&self) -> usize {
         std::mem::size_of::<Live>()
             + self.prog.steps.capacity() * std::mem::size_of::<CStep>()
@@ -414,23 +416,10 @@ impl Live {
 #[derive(Clone, Copy, Debug)]
 enum Ev {
     Resume(u32),
-    /// First byte of a data message reaches `to`'s interface.
-    FirstByte {
-        to: u32,
-        from: u32,
-        call: u32,
-        ordinal: u32,
-        bytes: u64,
-    },
-    /// A rendezvous request reaches `to`.
-    Request {
-        to: u32,
-        from: u32,
-        call: u32,
-        ordinal: u32,
-        bytes: u64,
-        send_step: u32,
-    },
+    /// First byte of a data message reaches its destination's interface.
+    FirstByte(Msg),
+    /// A rendezvous request from send step `.1` reaches the message's destination.
+    Request(Msg, u32),
     /// A clear-to-send reaches the sender `to` for its step `step`.
     Clear {
         to: u32,
@@ -548,26 +537,13 @@ impl<'a> Sim<'a> {
             };
             match ev {
                 Ev::Resume(r) => self.wake(r as usize)?,
-                Ev::FirstByte {
-                    to,
-                    from,
-                    call,
-                    ordinal,
-                    bytes,
-                } => {
+                Ev::FirstByte(m) => {
                     self.stats.events += 1;
-                    self.first_byte(t, to as usize, from, call, ordinal, bytes)?
+                    self.first_byte(t, m)?
                 }
-                Ev::Request {
-                    to,
-                    from,
-                    call,
-                    ordinal,
-                    bytes,
-                    send_step,
-                } => {
+                Ev::Request(m, send_step) => {
                     self.stats.events += 1;
-                    self.deliver(to as usize, from, call, ordinal, bytes, t, send_step)?
+                    self.deliver(m, t, send_step)?
                 }
                 Ev::Clear { to, call, step } => {
                     self.stats.events += 1;
@@ -632,7 +608,7 @@ impl<'a> Sim<'a> {
 
     /// Builds rank `r`'s state for call 0.
     fn build(&mut self, r: usize) -> Result<(), SimError> {
-        let mut live = self.pool.pop().unwrap_or_else(|| Box::new(Live::empty()));
+        let mut live = self.pool.pop().unwrap_or_default();
         live.now = Ps(0);
         live.call = 0;
         live.nic = Nic::default();
@@ -714,20 +690,15 @@ impl<'a> Sim<'a> {
         // Messages that came for this call while the rank was in an earlier one.
         let mut k = 0;
         while k < live.early.len() {
-            if live.early[k].call != call {
+            if live.early[k].msg.call != call {
                 k += 1;
                 continue;
             }
             let e = live.early.swap_remove(k);
             let step = live
-                .recv_for(e.from, e.ordinal)
-                .ok_or(SimError::Unmatched {
-                    to: r,
-                    from: e.from as usize,
-                    call,
-                    ordinal: e.ordinal,
-                })?;
-            check_bytes(live, step, e.from, r, e.bytes)?;
+                .recv_for(e.msg.from, e.msg.ordinal)
+                .ok_or(e.msg.unmatched())?;
+            check_bytes(live, step, e.msg)?;
             let s = &mut live.st[step as usize];
             s.time = e.time;
             if e.aux == NONE {
@@ -1045,18 +1016,8 @@ impl<'a> Sim<'a> {
                     live.rendezvous_pending += 1;
                     let at = Ps(live.now.0 + p.l_ps);
                     self.trace(SpanKind::Request, r, step.peer, call, 0, live.now, at);
-                    self.queue.push(
-                        at,
-                        PRIO_MESSAGE,
-                        Ev::Request {
-                            to: step.peer,
-                            from: r as u32,
-                            call,
-                            ordinal: step.ordinal,
-                            bytes: step.bytes,
-                            send_step: i,
-                        },
-                    );
+                    self.queue
+                        .push(at, PRIO_MESSAGE, Ev::Request(Msg::of(r, &step, call), i));
                 } else {
                     let s = &mut live.st[i as usize];
                     s.flags |= POSTED | KNOWN;
@@ -1116,51 +1077,22 @@ impl<'a> Sim<'a> {
             Ps(leave.0 + p.busy_ps(step.bytes)),
         );
         let first_in = Ps(leave.0 + p.l_ps);
+        let msg = Msg::of(r, &step, call);
         if self.options.receive_gap {
-            self.queue.push(
-                first_in,
-                PRIO_MESSAGE,
-                Ev::FirstByte {
-                    to: step.peer,
-                    from: r as u32,
-                    call,
-                    ordinal: step.ordinal,
-                    bytes: step.bytes,
-                },
-            );
+            self.queue.push(first_in, PRIO_MESSAGE, Ev::FirstByte(msg));
             Ok(())
         } else {
             let last = Ps(first_in.0 + p.transfer_ps(step.bytes));
             self.trace(SpanKind::Wire, r, step.peer, call, step.bytes, leave, last);
-            self.deliver(
-                step.peer as usize,
-                r as u32,
-                call,
-                step.ordinal,
-                step.bytes,
-                last,
-                NONE,
-            )
+            self.deliver(msg, last, NONE)
         }
     }
 
-    /// The first byte of a message reaches `to`'s interface at `t`.
-    fn first_byte(
-        &mut self,
-        t: Ps,
-        to: usize,
-        from: u32,
-        call: u32,
-        ordinal: u32,
-        bytes: u64,
-    ) -> Result<(), SimError> {
+    /// The first byte of message `m` reaches its destination's interface at `t`.
+    fn first_byte(&mut self, t: Ps, m: Msg) -> Result<(), SimError> {
+        let (to, from, call, bytes) = (m.to as usize, m.from, m.call, m.bytes);
         if self.finish[to] < RUNNING {
-            return Err(SimError::Unmatched {
-                to,
-                from: from as usize,
-                call,
-                ordinal,
-            });
+            return Err(m.unmatched());
         }
         let p = self.net.at(bytes);
         let (delayed, last) = {
@@ -1191,49 +1123,31 @@ impl<'a> Sim<'a> {
                 last,
             );
         }
-        self.deliver(to, from, call, ordinal, bytes, last, NONE)
+        self.deliver(m, last, NONE)
     }
 
     /// Data (`aux == NONE`, last byte in at `t`) or a rendezvous request (`aux`: the
-    /// send step, arriving at `t`) for `to`.
-    #[allow(clippy::too_many_arguments)]
-    fn deliver(
-        &mut self,
-        to: usize,
-        from: u32,
-        call: u32,
-        ordinal: u32,
-        bytes: u64,
-        t: Ps,
-        aux: u32,
-    ) -> Result<(), SimError> {
-        let unmatched = SimError::Unmatched {
-            to,
-            from: from as usize,
-            call,
-            ordinal,
-        };
+    /// send step, arriving at `t`) for the destination of `m`.
+    fn deliver(&mut self, m: Msg, t: Ps, aux: u32) -> Result<(), SimError> {
+        let (to, call) = (m.to as usize, m.call);
         if self.finish[to] < RUNNING {
-            return Err(unmatched);
+            return Err(m.unmatched());
         }
         let live = self.live(to)?;
         let fresh = !live.started;
         if call > live.call {
             live.early.push(Early {
-                call,
-                from,
-                ordinal,
-                bytes,
+                msg: m,
                 time: t.0,
                 aux,
             });
             return if fresh { self.wake(to) } else { Ok(()) };
         }
         let step = live
-            .recv_for(from, ordinal)
+            .recv_for(m.from, m.ordinal)
             .filter(|_| call == live.call)
-            .ok_or(unmatched)?;
-        check_bytes(live, step, from, to, bytes)?;
+            .ok_or(m.unmatched())?;
+        check_bytes(live, step, m)?;
         let cstep = live.prog.steps[step as usize];
         let st = &mut live.st[step as usize];
         let mut wake = fresh;
@@ -1282,19 +1196,13 @@ fn blocked_on(phase: Phase, step: StepId) -> bool {
     matches!(phase, Phase::Blocked { step: s, .. } if s == step)
 }
 
-fn check_bytes(
-    live: &Live,
-    step: StepId,
-    from: u32,
-    to: usize,
-    bytes: u64,
-) -> Result<(), SimError> {
+fn check_bytes(live: &Live, step: StepId, m: Msg) -> Result<(), SimError> {
     let expected = live.prog.steps[step as usize].bytes;
-    if expected != bytes {
+    if expected != m.bytes {
         return Err(SimError::SizeMismatch {
-            from: from as usize,
-            to,
-            sent: bytes,
+            from: m.from as usize,
+            to: m.to as usize,
+            sent: m.bytes,
             expected,
         });
     }

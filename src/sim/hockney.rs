@@ -18,16 +18,8 @@
 //! sizes with Huber's regressor.
 
 use crate::coll::{Algorithm, CollSpec};
+use crate::model::loggp::Hockney;
 use crate::sim::net::Network;
-
-/// Hockney's parameters of one message size.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Hockney {
-    /// Latency, microseconds.
-    pub alpha_us: f64,
-    /// Reciprocal bandwidth, microseconds per byte.
-    pub beta_us_per_byte: f64,
-}
 
 impl Hockney {
     /// The parameters of a message of `bytes` on `net`: `alpha = o_s + L + o_r`,

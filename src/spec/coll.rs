@@ -67,7 +67,7 @@ pub struct CollCmdSpec {
     #[serde(deserialize_with = "segment")]
     pub segment: usize,
     /// The root of bcast and gather: a rank, or `"rotate"`.
-    #[serde(with = "root")]
+    #[serde(deserialize_with = "root")]
     pub root: RootChoice,
     /// How calls are timed: `window`, `barrier` or `loop`.
     #[serde(serialize_with = "scheme_name", deserialize_with = "by_name")]
@@ -190,9 +190,9 @@ fn check_timing(
     segment: usize,
     sync: Option<SyncOptions>,
 ) -> Result<(), SpecError> {
-    range("reps", reps, 1, 1_000_000)?;
-    range("warmup", warmup, 1, 1_000_000)?;
-    range("max_rounds", max_rounds, 1, 1000)?;
+    SpecError::range("reps", reps, 1, 1_000_000)?;
+    SpecError::range("warmup", warmup, 1, 1_000_000)?;
+    SpecError::range("max_rounds", max_rounds, 1, 1000)?;
     if segment as u64 > MAX_SEGMENT_BYTES {
         let why = format!("{segment} bytes is larger than 1G");
         return Err(SpecError::new("segment", why));
@@ -212,16 +212,6 @@ fn check_root(root: usize, np: Option<usize>) -> Result<(), SpecError> {
         )),
         _ => Ok(()),
     }
-}
-
-fn range(field: &'static str, v: u64, lo: u64, hi: u64) -> Result<(), SpecError> {
-    if (lo..=hi).contains(&v) {
-        return Ok(());
-    }
-    Err(SpecError::new(
-        field,
-        format!("must be between {lo} and {hi}, got {v}"),
-    ))
 }
 
 /// Refuses sizes MPI's own allreduce cannot run: it sums 8-byte words
@@ -311,7 +301,7 @@ impl CollCmdSpec {
         let counts = (self.reps, self.warmup, self.max_rounds);
         check_timing(counts, self.segment, window.then(|| self.sync_options()))?;
         if let Some(n) = self.mpi_algo {
-            range("mpi_algo", n.into(), 0, 64)?;
+            SpecError::range("mpi_algo", n, 0, 64)?;
         }
         let imps = self.implementations()?;
         if self.op != Collective::Barrier && self.sizes.0.contains(&0) {
@@ -529,39 +519,31 @@ fn segment<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
 }
 
 /// A root: a rank, or `"rotate"`.
-mod root {
-    use super::*;
-
-    pub fn serialize<S: Serializer>(v: &RootChoice, s: S) -> Result<S::Ok, S::Error> {
-        v.serialize(s)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<RootChoice, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = RootChoice;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a rank or \"rotate\"")
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<RootChoice, E> {
-                usize::try_from(v).map(RootChoice::Rank).map_err(E::custom)
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<RootChoice, E> {
-                usize::try_from(v)
-                    .map(RootChoice::Rank)
-                    .map_err(|_| E::custom(format!("{v} is not a rank")))
-            }
-            fn visit_str<E: de::Error>(self, s: &str) -> Result<RootChoice, E> {
-                match s {
-                    "rotate" => Ok(RootChoice::Rotate(Rotate::Rotate)),
-                    other => Err(E::custom(format!(
-                        "{other:?} is neither a rank nor \"rotate\""
-                    ))),
-                }
+fn root<'de, D: Deserializer<'de>>(d: D) -> Result<RootChoice, D::Error> {
+    struct V;
+    impl Visitor<'_> for V {
+        type Value = RootChoice;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a rank or \"rotate\"")
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<RootChoice, E> {
+            usize::try_from(v).map(RootChoice::Rank).map_err(E::custom)
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<RootChoice, E> {
+            usize::try_from(v)
+                .map(RootChoice::Rank)
+                .map_err(|_| E::custom(format!("{v} is not a rank")))
+        }
+        fn visit_str<E: de::Error>(self, s: &str) -> Result<RootChoice, E> {
+            match s {
+                "rotate" => Ok(RootChoice::Rotate(Rotate::Rotate)),
+                other => Err(E::custom(format!(
+                    "{other:?} is neither a rank nor \"rotate\""
+                ))),
             }
         }
-        d.deserialize_any(V)
     }
+    d.deserialize_any(V)
 }
 
 #[cfg(test)]

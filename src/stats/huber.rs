@@ -15,8 +15,19 @@
 //! lines) because no maintained crate offers a Huber regressor without pulling in
 //! a linear-algebra stack for a 2-by-2 system.
 
-/// Huber's tuning constant: residuals beyond `k` scales get weight `k / |r|`.
+/// Huber's tuning constant (95% efficiency under Gaussian noise): residuals beyond
+/// `k` scales get weight `k / |r|`.
 pub const HUBER_K: f64 = 1.345;
+
+/// Huber weight of a residual `r` at scale `scale`.
+pub fn huber_weight(r: f64, scale: f64, k: f64) -> f64 {
+    let u = (r / scale).abs();
+    if u <= k {
+        1.0
+    } else {
+        k / u
+    }
+}
 
 /// Normal consistency of the median absolute deviation.
 const MAD_NORMAL: f64 = 0.6745;
@@ -60,8 +71,7 @@ pub fn fit(points: &[([f64; 2], f64)]) -> Option<HuberFit> {
             break;
         }
         for (w, r) in weights.iter_mut().zip(&residuals) {
-            let u = (r / scale).abs();
-            *w = if u <= HUBER_K { 1.0 } else { HUBER_K / u };
+            *w = huber_weight(*r, scale, HUBER_K);
         }
         iterations += 1;
         let next = weighted_least_squares(points, &weights)?;

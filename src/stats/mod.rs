@@ -9,7 +9,6 @@
 //! | [`order`] | the median (midpoint of the two middle values for an even count), quantiles (Hyndman & Fan definition 7, R's default), the lower median; generic over [`Value`] so ticks stay ticks |
 //! | [`sample`] | [`Sorted`]: a non-empty, finite sample sorted once, in its unit |
 //! | [`summary`] | [`Summary`]: n, min, median, mean, p99, max |
-//! | [`mean_ci`] | the interval of the mean from Student's t |
 //! | [`median_ci`] | the distribution-free confidence interval of the median (order statistics of the sign test) |
 //! | [`tukey`] | Tukey's outlier filter, `[Q1 - 1.5 IQR, Q3 + 1.5 IQR]` (Hunold & Carpen-Amarie, sec. 3.5) |
 //! | [`mean_ci`] | the interval of the mean from Student's t (R's `t.test`) |

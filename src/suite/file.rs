@@ -417,6 +417,7 @@ fn compiled(t: TransportName) -> bool {
         TransportName::Verbs => cfg!(feature = "verbs"),
         TransportName::Mpi => cfg!(feature = "mpi"),
         TransportName::Ofi => cfg!(feature = "ofi"),
+        TransportName::Ucx => cfg!(feature = "ucx"),
     }
 }
 

@@ -16,10 +16,8 @@
 //! after the budget and sleeps, leaving the cores to the pair (the classic
 //! spin-then-block wait).
 //!
-//! The budget is fixed. One that adapts per peer (halved after a receive that had
-//! to sleep, doubled after one taken spinning) was tried: in its one `jk` run on the
-//! loaded host it missed by 1.3 us, where the fixed budget's runs stayed within
-//! 0.8 us (`docs/findings/2026-11-24-sync-np4.md`). Not kept.
+//! The budget is fixed: one that adapts per peer did worse
+//! (`docs/findings/2026-11-24-sync-np4.md`).
 //!
 //! Never with a peer pinned to this rank's own core: while this rank spins, that
 //! peer cannot run to answer, so each exchange would cost the whole budget, on the

@@ -6,8 +6,21 @@
 use super::*;
 use crate::clock::Skew;
 use crate::coll::Algorithm;
+use crate::patterns::rounds::CallPlan;
 use crate::sync::sim::{self, NetModel, SIM_HZ, SIM_START};
-use ngauge_transport::TransportError;
+use ngauge_transport::WaitMode;
+use ngauge_transport::{NativeCollective, TransportError};
+
+/// [`measure_with`] of our schedule.
+fn measure<C: Clock + ?Sized>(
+    clock: &C,
+    t: &mut dyn Transport,
+    control: &mut dyn Control,
+    model: &ClockModel,
+    timing: &CollTiming,
+) -> Result<CollTimes, PatternError> {
+    measure_with(clock, t, control, model, timing, Implementation::Schedule)
+}
 
 const L_NS: f64 = 20_000.0;
 const NP: usize = 6;
@@ -53,11 +66,13 @@ fn timing(scheme: Scheme, algorithm: Algorithm) -> CollTiming {
         },
         scheme,
         rotate_root: false,
-        reps: 8,
-        warmup: 2,
-        check_data: true,
-        window_wait: WaitMode::Poll,
-        max_rounds: 4,
+        plan: CallPlan {
+            reps: 8,
+            warmup: 2,
+            check_data: true,
+            window_wait: WaitMode::Poll,
+            max_rounds: 4,
+        },
     }
 }
 
@@ -131,8 +146,8 @@ fn loop_underestimates_a_pipelined_broadcast_on_4_to_8_ranks() {
         for algorithm in [Algorithm::BcastChain, Algorithm::BcastBinomial] {
             let mut w = timing(Scheme::Window, algorithm);
             w.spec.np = np;
-            w.warmup = 1;
-            w.reps = 4;
+            w.plan.warmup = 1;
+            w.plan.reps = 4;
             let mut l = w;
             l.scheme = Scheme::Loop;
             let window = ns(measure_sim(quiet(), w).valid_runtimes_ticks()[0]);
@@ -185,8 +200,8 @@ fn late_calls_are_counted_and_the_window_grows() {
         ..NetModel::default()
     };
     let mut tm = timing(Scheme::Window, Algorithm::BcastLinear);
-    tm.warmup = 1;
-    tm.reps = 12;
+    tm.plan.warmup = 1;
+    tm.plan.reps = 12;
     let times = measure_sim(net, tm);
     let tally = times.tally();
     assert!(tally.invalid() > 0, "{tally:?}");
@@ -207,7 +222,7 @@ fn no_reps_is_an_error() {
     let (mut t, mut c) = world.pop().unwrap();
     let mut tm = timing(Scheme::Loop, Algorithm::BcastLinear);
     tm.spec.np = 1;
-    tm.reps = 0;
+    tm.plan.reps = 0;
     let clock = crate::clock::SystemClock::calibrated().0;
     let err = measure(&clock, &mut t, &mut c, &ClockModel::IDENTITY, &tm).unwrap_err();
     assert_eq!(
@@ -222,7 +237,7 @@ fn rotated_roots_share_buffers_and_pass_the_data_check() {
     for algorithm in [Algorithm::GatherBinomial, Algorithm::BcastSplitBinary] {
         let mut tm = timing(Scheme::Barrier, algorithm);
         tm.rotate_root = true;
-        tm.warmup = NP;
+        tm.plan.warmup = NP;
         tm.spec.size_bytes = 1001;
         tm.spec.segment_bytes = 100;
         let times = measure_sim(quiet(), tm);
@@ -419,7 +434,7 @@ fn native_collectives_are_timed_and_checked_on_the_same_layout() {
             let mut tm = timing(scheme, algorithm);
             tm.spec.size_bytes = 1000; // whole words for the allreduce
             tm.rotate_root = true;
-            tm.warmup = NP; // every root checked once
+            tm.plan.warmup = NP; // every root checked once
             let times = measure_native(tm, None).remove(0).unwrap();
             assert_eq!(times.tally().valid, 8, "{algorithm} {scheme:?}");
             let roots: Vec<Rank> = times.calls.iter().map(|c| c.root).collect();

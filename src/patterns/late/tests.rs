@@ -6,7 +6,9 @@
 use super::*;
 use crate::clock::{Skew, Ticks};
 use crate::coll::{Algorithm, CollSpec, Scheduled, Uninterrupted};
+use crate::patterns::rounds::CallPlan;
 use crate::sync::sim::{self, NetModel, SIM_HZ, SIM_START};
+use ngauge_transport::WaitMode;
 
 #[test]
 fn benefit_is_eq_5() {
@@ -196,11 +198,13 @@ fn late_sim_oversleeping(
         delays_ns,
         delayed,
         mode,
-        reps: 5,
-        warmup: 2,
-        check_data: true,
-        window_wait: WaitMode::Poll,
-        max_rounds: 3,
+        plan: CallPlan {
+            reps: 5,
+            warmup: 2,
+            check_data: true,
+            window_wait: WaitMode::Poll,
+            max_rounds: 3,
+        },
     };
     let out = sim::run(&skews, exact_net(), |mut r| {
         let model = match skews[r.control.rank()] {
@@ -367,11 +371,13 @@ fn bad_specs_are_refused() {
         delays_ns: vec![1.0],
         delayed: vec![0, 1],
         mode: CallMode::Blocking,
-        reps: 1,
-        warmup: 1,
-        check_data: false,
-        window_wait: WaitMode::Poll,
-        max_rounds: 1,
+        plan: CallPlan {
+            reps: 1,
+            warmup: 1,
+            check_data: false,
+            window_wait: WaitMode::Poll,
+            max_rounds: 1,
+        },
     };
     let err = measure(
         &clock,
@@ -384,8 +390,11 @@ fn bad_specs_are_refused() {
     .unwrap_err();
     assert!(err.to_string().contains("nobody arrives late"), "{err}");
     let spec = LateSpec {
-        reps: 0,
         delayed: vec![0],
+        plan: CallPlan {
+            reps: 0,
+            ..spec.plan
+        },
         ..spec
     };
     let err = measure(

@@ -13,8 +13,10 @@
 
 use super::*;
 use crate::coll::{Algorithm, CollSpec, Interrupts, Scheduled};
+use crate::patterns::rounds::CallPlan;
 use crate::sim::SimClock;
 use crate::sync::sim::{self, NetModel};
+use ngauge_transport::WaitMode;
 
 const L_NS: f64 = 20_000.0;
 
@@ -38,11 +40,13 @@ fn nbc_sim(compute: Compute, test_every_ns: Option<f64>) -> NbcTimes {
     let spec = NbcSpec {
         compute,
         test_every_ns,
-        reps: 4,
-        warmup: 1,
-        check_data: true,
-        window_wait: WaitMode::Poll,
-        max_rounds: 3,
+        plan: CallPlan {
+            reps: 4,
+            warmup: 1,
+            check_data: true,
+            window_wait: WaitMode::Poll,
+            max_rounds: 3,
+        },
     };
     let out = sim::run(&[None, None, None], net, |mut r| {
         let coll = CollSpec {
@@ -160,11 +164,13 @@ fn bad_specs_are_refused() {
     let spec = NbcSpec {
         compute: Compute::Time,
         test_every_ns: Some(0.0),
-        reps: 1,
-        warmup: 1,
-        check_data: false,
-        window_wait: WaitMode::Poll,
-        max_rounds: 1,
+        plan: CallPlan {
+            reps: 1,
+            warmup: 1,
+            check_data: false,
+            window_wait: WaitMode::Poll,
+            max_rounds: 1,
+        },
     };
     let err = measure(
         &clock,
@@ -195,17 +201,11 @@ impl CollOp for Stalling<'_, '_> {
     fn label(&self) -> String {
         self.inner.label()
     }
-    fn collective(&self) -> crate::coll::Collective {
-        self.inner.collective()
+    fn select(&mut self, index: usize) -> Rank {
+        self.inner.select(index)
     }
-    fn size_bytes(&self) -> usize {
-        self.inner.size_bytes()
-    }
-    fn wait_mode(&self) -> WaitMode {
-        self.inner.wait_mode()
-    }
-    fn interruptible(&self) -> bool {
-        self.inner.interruptible()
+    fn transport(&mut self) -> &mut dyn ngauge_transport::Transport {
+        self.inner.transport()
     }
     fn run(&mut self, i: &mut dyn Interrupts) -> Result<(), CollError> {
         self.inner.run(i)
@@ -240,12 +240,14 @@ fn a_host_that_invalidates_every_call_degrades_to_an_undecided_point() {
     let spec = NbcSpec {
         compute: Compute::Time,
         test_every_ns: None,
-        reps: 4,
-        warmup: 1,
-        check_data: false,
-        window_wait: WaitMode::Poll,
-        // Rounds enough for the window to reach its cap, and more.
-        max_rounds: 12,
+        plan: CallPlan {
+            reps: 4,
+            warmup: 1,
+            check_data: false,
+            window_wait: WaitMode::Poll,
+            // Rounds enough for the window to reach its cap, and more.
+            max_rounds: 12,
+        },
     };
     let out = sim::run(&[None, None, None], net, |mut r| {
         let coll = CollSpec {
@@ -264,7 +266,11 @@ fn a_host_that_invalidates_every_call_degrades_to_an_undecided_point() {
             inner,
             clock,
             starts: 0,
-            after: if rank == 1 { spec.warmup } else { usize::MAX },
+            after: if rank == 1 {
+                spec.plan.warmup
+            } else {
+                usize::MAX
+            },
             stall_ns: 1e9,
         };
         let mut work = SimWork(clock);
@@ -286,15 +292,15 @@ fn a_host_that_invalidates_every_call_degrades_to_an_undecided_point() {
     // t_b (over a second) sizes the overlapped stage's window, in which the
     // stalled calls then fit.
     assert_eq!(times.decided, (false, true));
-    assert_eq!(times.pure_calls, (0, spec.reps * spec.max_rounds));
-    assert_eq!(times.ovrl_calls.0, spec.reps);
+    assert_eq!(times.pure_calls, (0, spec.plan.reps * spec.plan.max_rounds));
+    assert_eq!(times.ovrl_calls.0, spec.plan.reps);
     let r1 = &times.ranks[1];
     assert!(r1.t_pure_ns >= 1e9, "{r1:?}");
     assert!(times.t_b_ns >= 1e9, "{}", times.t_b_ns);
     let row =
         crate::report::nbc::NbcRow::new("bcast", "chain", 100, Compute::Time, None, times).unwrap();
     assert!(!row.decided);
-    let w = crate::report::nbc::warnings(&row, times, spec.reps);
+    let w = crate::report::nbc::warnings(&row, times, spec.plan.reps);
     let undecided = w
         .iter()
         .filter(|w| matches!(w, crate::report::nbc::NbcWarning::Undecided { .. }))

@@ -154,6 +154,13 @@ fn the_injector_spins_to_the_end_of_the_window_only_inside_one() {
     );
 }
 
+impl NoiseInjection {
+    /// The fraction of the CPU it takes: `duration / period`.
+    fn cpu_fraction(&self) -> f64 {
+        self.duration_ns / self.period_ns
+    }
+}
+
 #[test]
 fn noise_patterns_parse_and_bad_ones_are_named() {
     let n: NoiseInjection = "1ms:50us".parse().unwrap();

@@ -42,7 +42,7 @@ pub enum ControlError {
 /// Barrier, broadcast, gather and allgather of small messages among all ranks.
 ///
 /// Implementations: the TCP rendezvous connections (`ngauge::launch`), MPI's own
-/// collectives (`ngauge-mpi`), and [`crate::inproc`] for tests. Every wait blocks in
+/// collectives (`ngauge-mpi`), and `inproc` for tests. Every wait blocks in
 /// the kernel (or in MPI) rather than spinning: with more ranks than cores a spinning
 /// control plane would steal the core a peer needs to make progress.
 ///

@@ -8,15 +8,15 @@
 /// gives a default (`wait_all`, ...) keeps that default unless the wrapper writes it.
 ///
 /// ```
-/// use ngauge_transport::{inproc::InprocTransport, Rank, Region, Transport, TransportError};
+/// use ngauge_transport::{Rank, Region, Transport, TransportError};
 ///
-/// /// Counts the sends; everything else is the in-process transport's.
-/// struct Counting {
-///     inner: InprocTransport,
+/// /// Counts the sends; everything else is the wrapped transport's.
+/// struct Counting<T> {
+///     inner: T,
 ///     sends: u64,
 /// }
 ///
-/// impl Transport for Counting {
+/// impl<T: Transport> Transport for Counting<T> {
 ///     ngauge_transport::forward_transport!(inner, except send);
 ///     fn send(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
 ///         self.sends += 1;

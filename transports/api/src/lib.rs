@@ -47,6 +47,9 @@ mod error;
 #[doc(hidden)]
 pub mod forward;
 mod handle;
+// Test code, like `conformance`: the deterministic fake for unit tests.
+#[cfg(any(test, feature = "conformance"))]
+#[path = "../tests/inproc/mod.rs"]
 pub mod inproc;
 mod pool;
 mod transport;
@@ -54,7 +57,7 @@ pub mod util;
 
 pub use control::{pack, unpack, Control, ControlError};
 pub use error::TransportError;
-pub use pool::{Access, BufferPool, Buffers};
+pub use pool::{available_memory_bytes, Access, BufferPool, Buffers, Holds};
 pub use transport::{
     BufferId, Capabilities, Counters, NativeCollective, NativeRole, Rank, Region, RequestId,
     Transport, UnknownWaitMode, WaitMode,

@@ -23,6 +23,7 @@
 
 use crate::error::TransportError;
 use crate::handle::{BufferId, Region};
+use std::ops::Range;
 
 /// Memory the kernel says is available for new allocations without swapping
 /// (`MemAvailable` of `/proc/meminfo`), lowered to what an address-space limit
@@ -76,50 +77,85 @@ pub struct BufferPool {
 struct Slot {
     /// The pool's headroom, then the buffer's bytes.
     bytes: Vec<u8>,
-    holds: Vec<Hold>,
+    holds: Holds,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Hold {
-    offset: usize,
-    len: usize,
-    access: Access,
-}
+/// The parts of one buffer that pending requests hold, like a `RwLock` per byte
+/// range (see the module docs): any number of sends may hold overlapping regions,
+/// a receive excludes every other request from the bytes of its region. Regions
+/// that do not overlap never conflict, and a region of 0 bytes touches no memory
+/// and conflicts with nothing. Verbs keeps one per registered buffer.
+///
+/// Equal holds are counted in one entry: a window of sends from one region (a
+/// stream) is one entry, so taking and giving back a hold does not scan the
+/// whole window.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Holds(Vec<(Range<usize>, Access, u32)>);
 
-impl Hold {
-    fn of(region: Region, access: Access) -> Hold {
-        Hold {
-            offset: region.offset,
-            len: region.len,
-            access,
-        }
-    }
-
-    /// Whether `self` and a new hold `other` may not coexist. Bounds were checked,
-    /// so `offset + len` does not overflow.
-    fn conflicts(&self, other: &Hold) -> bool {
-        (self.access == Access::Write || other.access == Access::Write)
-            && self.len > 0
-            && other.len > 0
-            && self.offset < other.offset + other.len
-            && other.offset < self.offset + self.len
-    }
-}
-
-impl Slot {
-    /// Whether `hold` conflicts with no hold on this buffer. Inlined into blocking
-    /// paths (a TCP send of a 1-byte ping-pong), where the list is almost always
-    /// empty: that case is one test, the scan stays out of line.
+impl Holds {
+    /// Whether a hold of `range` with `access` would conflict with none held.
+    /// Inlined into blocking paths (a TCP send of a 1-byte ping-pong), where the
+    /// list is almost always empty: that case is one test, the scan stays out of
+    /// line.
     #[inline]
-    fn allows(&self, hold: &Hold) -> bool {
-        self.holds.is_empty() || self.allows_among_holds(hold)
+    pub fn allows(&self, range: &Range<usize>, access: Access) -> bool {
+        self.0.is_empty() || self.allows_among_holds(range, access)
     }
 
     #[cold]
     #[inline(never)]
-    fn allows_among_holds(&self, hold: &Hold) -> bool {
-        !self.holds.iter().any(|h| h.conflicts(hold))
+    fn allows_among_holds(&self, range: &Range<usize>, access: Access) -> bool {
+        !self.0.iter().any(|(held, a, _)| {
+            (*a == Access::Write || access == Access::Write)
+                && !held.is_empty()
+                && !range.is_empty()
+                && held.start < range.end
+                && range.start < held.end
+        })
     }
+
+    /// Takes a hold of `range` with `access`, unless it conflicts with one held:
+    /// then `false` and nothing changes.
+    pub fn try_hold(&mut self, range: Range<usize>, access: Access) -> bool {
+        if !self.allows(&range, access) {
+            return false;
+        }
+        match self
+            .0
+            .iter_mut()
+            .find(|(r, a, _)| *r == range && *a == access)
+        {
+            // only reads and empty regions can be held twice
+            Some((_, _, n)) => *n += 1,
+            None => self.0.push((range, access, 1)),
+        }
+        true
+    }
+
+    /// Gives back one hold of `range` with `access` (taken by [`Holds::try_hold`]).
+    pub fn release(&mut self, range: Range<usize>, access: Access) {
+        if let Some(i) = self
+            .0
+            .iter()
+            .position(|(r, a, _)| *r == range && *a == access)
+        {
+            self.0[i].2 -= 1;
+            if self.0[i].2 == 0 {
+                self.0.swap_remove(i);
+            }
+        }
+    }
+
+    /// Whether no request holds any part of the buffer.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// The bytes `region` covers within its buffer (bounds are checked before a hold
+/// is taken, so the end does not overflow; an unchecked one saturates).
+fn span(region: Region) -> Range<usize> {
+    region.offset..region.offset.saturating_add(region.len)
 }
 
 impl BufferPool {
@@ -230,7 +266,7 @@ impl BufferPool {
     pub fn region_for_read(&self, region: Region) -> Result<&[u8], TransportError> {
         let slot = self.slot(region.buffer)?;
         let range = self.range(region, slot.bytes.len())?;
-        if !slot.allows(&Hold::of(region, Access::Read)) {
+        if !slot.holds.allows(&span(region), Access::Read) {
             return Err(busy(self.transport, region.buffer));
         }
         Ok(&slot.bytes[range])
@@ -249,7 +285,7 @@ impl BufferPool {
                 slot.bytes.len() - headroom,
             ));
         };
-        if !slot.allows(&Hold::of(region, Access::Write)) {
+        if !slot.holds.allows(&span(region), Access::Write) {
             return Err(busy(transport, region.buffer));
         }
         Ok(&mut slot.bytes[range])
@@ -274,12 +310,13 @@ impl BufferPool {
         let transport = self.transport;
         let capacity = self.slot(region.buffer)?.bytes.len();
         self.range(region, capacity)?;
-        let hold = Hold::of(region, access);
-        let slot = self.slot_mut(region.buffer)?;
-        if !slot.allows(&hold) {
+        if !self
+            .slot_mut(region.buffer)?
+            .holds
+            .try_hold(span(region), access)
+        {
             return Err(busy(transport, region.buffer));
         }
-        slot.holds.push(hold);
         Ok(())
     }
 
@@ -296,10 +333,7 @@ impl BufferPool {
     /// Releases the hold [`BufferPool::acquire_as`] took with the same arguments.
     pub fn release_region(&mut self, region: Region, access: Access) {
         if let Ok(slot) = self.slot_mut(region.buffer) {
-            let hold = Hold::of(region, access);
-            if let Some(i) = slot.holds.iter().rposition(|h| *h == hold) {
-                slot.holds.swap_remove(i);
-            }
+            slot.holds.release(span(region), access);
         }
     }
 }
@@ -350,7 +384,7 @@ impl Buffers for BufferPool {
         bytes.resize(with_headroom, 0);
         let slot = Some(Slot {
             bytes,
-            holds: Vec::new(),
+            holds: Holds::default(),
         });
         if let Some(free) = self.slots.iter().position(Option::is_none) {
             self.slots[free] = slot;
@@ -418,6 +452,67 @@ fn out_of_bounds(transport: &'static str, region: Region, capacity: usize) -> Tr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_window_of_equal_sends_is_one_counted_hold() {
+        let mut h = Holds::default();
+        for _ in 0..128 {
+            assert!(h.try_hold(0..1, Access::Read));
+        }
+        assert_eq!(h.0.len(), 1);
+        assert!(!h.try_hold(0..1, Access::Write));
+        for _ in 0..127 {
+            h.release(0..1, Access::Read);
+        }
+        assert!(!h.is_empty() && !h.try_hold(0..1, Access::Write));
+        h.release(0..1, Access::Read);
+        assert!(h.is_empty());
+        // releasing what is not held changes nothing
+        h.release(0..1, Access::Read);
+        assert!(h.is_empty());
+    }
+
+    #[test]
+    fn holds_exclude_writers_from_overlapping_bytes() {
+        use Access::{Read, Write};
+        let mut h = Holds::default();
+        assert!(h.is_empty());
+        // sends share, even the same bytes
+        assert!(h.try_hold(0..64, Read));
+        assert!(h.try_hold(0..64, Read));
+        assert!(h.try_hold(32..8192, Read));
+        // a receive overlapping any of them is refused, down to one byte
+        assert!(!h.try_hold(0..1, Write));
+        assert!(!h.try_hold(8191..9000, Write));
+        assert!(!h.try_hold(0..100_000, Write));
+        // next to them it is not, nor is a region of 0 bytes inside them
+        assert!(h.try_hold(8192..16384, Write));
+        assert!(h.try_hold(10..10, Write));
+        // a receive excludes sends and receives from its bytes
+        assert!(!h.try_hold(16383..16384, Read));
+        assert!(!h.try_hold(9000..9001, Write));
+        assert!(h.try_hold(16384..16385, Write));
+        // releasing gives back exactly one hold
+        h.release(0..64, Read);
+        assert!(!h.try_hold(0..64, Write), "one read hold of 0..64 is left");
+        h.release(0..64, Read);
+        assert!(!h.try_hold(0..64, Write), "32..8192 still overlaps");
+        h.release(32..8192, Read);
+        assert!(h.try_hold(0..64, Write));
+        for (r, a) in [
+            (0..64, Write),
+            (8192..16384, Write),
+            (10..10, Write),
+            (16384..16385, Write),
+        ] {
+            assert!(!h.is_empty());
+            h.release(r, a);
+        }
+        assert!(h.is_empty());
+        // releasing what is not held changes nothing
+        h.release(0..1, Read);
+        assert!(h.is_empty());
+    }
 
     #[test]
     fn busy_buffer_refuses_access_until_released() {

@@ -231,7 +231,7 @@ pub trait Transport {
     /// The default, in [`WaitMode::Block`], sleeps in [`Transport::wait`] on each
     /// request in turn; in [`WaitMode::Poll`] it spins on [`Transport::test`] over all
     /// of them. Waiting in turn is deadlock-free only when sends complete without the
-    /// peer's help (as in [`crate::inproc`], whose sends are buffered): a transport
+    /// peer's help (as in `inproc`, whose sends are buffered): a transport
     /// whose sends can block until the peer receives (a full socket buffer, a
     /// rendezvous protocol) must override this method and progress every request
     /// together.

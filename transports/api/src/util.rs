@@ -1,6 +1,6 @@
 //! Helpers shared by the transports: the peer check every operation makes, and
 //! for the socket transports (`ngauge-tcp`, `ngauge-udp`) the table of nonblocking
-//! requests, error constructors, and `poll(2)` plumbing.
+//! requests, error constructors, the poll-mode spin and `poll(2)` plumbing.
 //!
 //! They live here rather than in each transport so that the transports cannot drift
 //! apart: the same peer check, the same request bookkeeping, the same mapping of
@@ -10,7 +10,7 @@ use crate::transport::{Rank, RequestId};
 use crate::TransportError;
 use rustix::event::{PollFd, Timespec};
 use std::collections::HashMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A request that knows whether it has completed.
 pub trait Completion {
@@ -166,6 +166,25 @@ pub fn errno_error(
     errno: rustix::io::Errno,
 ) -> TransportError {
     peer_error(transport, peer, op, std::io::Error::from(errno))
+}
+
+/// One spin of a poll-mode wait; every 1024 spins checks whether `timeout` has passed
+/// since the first spin without progress (`since`), and returns it as the error.
+#[inline]
+pub fn spin_or_timeout(
+    spins: &mut u32,
+    since: &mut Option<Instant>,
+    timeout: Duration,
+) -> Result<(), Duration> {
+    std::hint::spin_loop();
+    *spins = spins.wrapping_add(1);
+    if *spins & 1023 == 0 {
+        let start = *since.get_or_insert_with(Instant::now);
+        if start.elapsed() >= timeout {
+            return Err(timeout);
+        }
+    }
+    Ok(())
 }
 
 /// `d` as a `poll(2)` timeout.

@@ -104,6 +104,30 @@ impl MpiTransport {
             .map_err(|e| mpi_error(Op::Coll { name, root }, e))
     }
 
+    /// Starts the nonblocking collective `name`, holding `send` shared and `recv`
+    /// exclusively until it completes (see `start`).
+    fn start_pair(
+        &mut self,
+        name: &'static str,
+        root: Rank,
+        send: Region,
+        recv: Region,
+        call: impl FnOnce(*mut c_int) -> c_int,
+    ) -> Result<RequestId, TransportError> {
+        let holds = [Some((send, Access::Read)), Some((recv, Access::Write))];
+        self.start(Op::Coll { name, root }, holds, call)
+    }
+
+    /// Bytes `gather`'s receive region needs: `size * send.len` on the root, any
+    /// length elsewhere.
+    fn gather_need(&self, root: Rank, send: Region, recv: Region) -> usize {
+        if self.mpi().rank() == root {
+            send.len * self.mpi().size()
+        } else {
+            recv.len
+        }
+    }
+
     /// `MPI_Barrier`.
     pub fn barrier(&mut self) -> Result<(), TransportError> {
         let comm = self.comm.index;
@@ -201,28 +225,20 @@ impl MpiTransport {
         let n = self.elements("MPI_Ireduce", send, dtype)?;
         let p = self.pair("MPI_Ireduce", send, recv, send.len)?;
         let comm = self.comm.index;
-        let o = Op::Coll {
-            name: "MPI_Ireduce",
-            root,
-        };
         // SAFETY: both regions stay held (send shared, receive exclusive) until the
         // request completes (see `start`).
-        self.start(
-            o,
-            [Some((send, Access::Read)), Some((recv, Access::Write))],
-            |slot| unsafe {
-                ffi::ngm_ireduce(
-                    comm,
-                    p.send,
-                    p.recv,
-                    n,
-                    dtype.code(),
-                    op.code(),
-                    root_c,
-                    slot,
-                )
-            },
-        )
+        self.start_pair("MPI_Ireduce", root, send, recv, |slot| unsafe {
+            ffi::ngm_ireduce(
+                comm,
+                p.send,
+                p.recv,
+                n,
+                dtype.code(),
+                op.code(),
+                root_c,
+                slot,
+            )
+        })
     }
 
     /// `MPI_Allreduce` of `send` into `recv` (same length).
@@ -253,18 +269,10 @@ impl MpiTransport {
         let n = self.elements("MPI_Iallreduce", send, dtype)?;
         let p = self.pair("MPI_Iallreduce", send, recv, send.len)?;
         let comm = self.comm.index;
-        let o = Op::Coll {
-            name: "MPI_Iallreduce",
-            root: 0,
-        };
         // SAFETY: as in `ireduce`.
-        self.start(
-            o,
-            [Some((send, Access::Read)), Some((recv, Access::Write))],
-            |slot| unsafe {
-                ffi::ngm_iallreduce(comm, p.send, p.recv, n, dtype.code(), op.code(), slot)
-            },
-        )
+        self.start_pair("MPI_Iallreduce", 0, send, recv, |slot| unsafe {
+            ffi::ngm_iallreduce(comm, p.send, p.recv, n, dtype.code(), op.code(), slot)
+        })
     }
 
     /// `MPI_Gather`: every rank's `send` lands at `rank * send.len` in `recv` on
@@ -273,11 +281,7 @@ impl MpiTransport {
     pub fn gather(&mut self, root: Rank, send: Region, recv: Region) -> Result<(), TransportError> {
         let root_c = self.check_root("MPI_Gather", root)?;
         let len = count(send.len)?;
-        let need = if self.mpi().rank() == root {
-            send.len * self.mpi().size()
-        } else {
-            recv.len
-        };
+        let need = self.gather_need(root, send, recv);
         let p = self.pair("MPI_Gather", send, recv, need)?;
         let comm = self.comm.index;
         // SAFETY: checked pointers into live pool buffers; `recv` holds size * len
@@ -296,23 +300,13 @@ impl MpiTransport {
     ) -> Result<RequestId, TransportError> {
         let root_c = self.check_root("MPI_Igather", root)?;
         let len = count(send.len)?;
-        let need = if self.mpi().rank() == root {
-            send.len * self.mpi().size()
-        } else {
-            recv.len
-        };
+        let need = self.gather_need(root, send, recv);
         let p = self.pair("MPI_Igather", send, recv, need)?;
         let comm = self.comm.index;
-        let o = Op::Coll {
-            name: "MPI_Igather",
-            root,
-        };
         // SAFETY: as in `gather`; both buffers stay busy until completion.
-        self.start(
-            o,
-            [Some((send, Access::Read)), Some((recv, Access::Write))],
-            |slot| unsafe { ffi::ngm_igather(comm, p.send, len, p.recv, root_c, slot) },
-        )
+        self.start_pair("MPI_Igather", root, send, recv, |slot| unsafe {
+            ffi::ngm_igather(comm, p.send, len, p.recv, root_c, slot)
+        })
     }
 
     /// `MPI_Allgather`: every rank's `send` lands at `rank * send.len` in every
@@ -334,16 +328,10 @@ impl MpiTransport {
         let need = send.len * self.mpi().size();
         let p = self.pair("MPI_Iallgather", send, recv, need)?;
         let comm = self.comm.index;
-        let o = Op::Coll {
-            name: "MPI_Iallgather",
-            root: 0,
-        };
         // SAFETY: as in `allgather`; both buffers stay busy until completion.
-        self.start(
-            o,
-            [Some((send, Access::Read)), Some((recv, Access::Write))],
-            |slot| unsafe { ffi::ngm_iallgather(comm, p.send, len, p.recv, slot) },
-        )
+        self.start_pair("MPI_Iallgather", 0, send, recv, |slot| unsafe {
+            ffi::ngm_iallgather(comm, p.send, len, p.recv, slot)
+        })
     }
 
     /// `MPI_Alltoall`: block `j` of `send` (`send.len / size` bytes) goes to rank `j`,
@@ -363,16 +351,10 @@ impl MpiTransport {
         let block = self.alltoall_block("MPI_Ialltoall", send)?;
         let p = self.pair("MPI_Ialltoall", send, recv, send.len)?;
         let comm = self.comm.index;
-        let o = Op::Coll {
-            name: "MPI_Ialltoall",
-            root: 0,
-        };
         // SAFETY: as in `alltoall`; both buffers stay busy until completion.
-        self.start(
-            o,
-            [Some((send, Access::Read)), Some((recv, Access::Write))],
-            |slot| unsafe { ffi::ngm_ialltoall(comm, p.send, block, p.recv, slot) },
-        )
+        self.start_pair("MPI_Ialltoall", 0, send, recv, |slot| unsafe {
+            ffi::ngm_ialltoall(comm, p.send, block, p.recv, slot)
+        })
     }
 
     fn alltoall_block(&self, op: &'static str, send: Region) -> Result<c_int, TransportError> {

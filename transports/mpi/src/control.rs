@@ -248,24 +248,13 @@ impl MpiControl {
         ptr: *const u8,
         len: usize,
     ) -> Result<c_int, ControlError> {
-        let len = c_len(op, len)?;
-        let caller = Caller::checked().map_err(|e| ControlError::Invalid(format!("{op}: {e}")))?;
-        let mut req: c_int = -1;
+        let comm = self.comm.index;
         // SAFETY: `ptr` points at `len` bytes the caller keeps alive and unchanged
         // until the request completes (an `InFlight` owns them, and leaks them if it
         // is dropped before); on the MPI thread.
-        let rc = unsafe {
-            ffi::ngm_isend(
-                self.comm.index,
-                ptr.cast::<c_void>(),
-                len,
-                peer as c_int,
-                tag,
-                &mut req,
-            )
-        };
-        caller.check(op, rc).map_err(|e| lost(peer, op, e))?;
-        Ok(req)
+        self.start(op, peer, len, |len, req| unsafe {
+            ffi::ngm_isend(comm, ptr.cast::<c_void>(), len, peer as c_int, tag, req)
+        })
     }
 
     /// Starts a receive of `len` bytes into `ptr` from `peer`.
@@ -277,22 +266,28 @@ impl MpiControl {
         ptr: *mut u8,
         len: usize,
     ) -> Result<c_int, ControlError> {
-        let len = c_len(op, len)?;
-        let caller = Caller::checked().map_err(|e| ControlError::Invalid(format!("{op}: {e}")))?;
-        let mut req: c_int = -1;
+        let comm = self.comm.index;
         // SAFETY: `ptr` points at `len` writable bytes the caller keeps alive and
         // otherwise unreferenced until the request completes (an `InFlight` owns
         // them, and leaks them if it is dropped before); on the MPI thread.
-        let rc = unsafe {
-            ffi::ngm_irecv(
-                self.comm.index,
-                ptr.cast::<c_void>(),
-                len,
-                peer as c_int,
-                tag,
-                &mut req,
-            )
-        };
+        self.start(op, peer, len, |len, req| unsafe {
+            ffi::ngm_irecv(comm, ptr.cast::<c_void>(), len, peer as c_int, tag, req)
+        })
+    }
+
+    /// Starts the send or receive `call` makes of `len` bytes (as MPI's count) with
+    /// `peer`, returning the request it wrote.
+    fn start(
+        &self,
+        op: &'static str,
+        peer: Rank,
+        len: usize,
+        call: impl FnOnce(c_int, &mut c_int) -> c_int,
+    ) -> Result<c_int, ControlError> {
+        let len = c_len(op, len)?;
+        let caller = Caller::checked().map_err(|e| ControlError::Invalid(format!("{op}: {e}")))?;
+        let mut req: c_int = -1;
+        let rc = call(len, &mut req);
         caller.check(op, rc).map_err(|e| lost(peer, op, e))?;
         Ok(req)
     }

@@ -103,23 +103,19 @@ impl MpiTransport {
             reason: e.to_string(),
         })?;
         if (control.rank(), control.size()) != (mpi.rank(), mpi.size()) {
-            return Err(TransportError::Setup {
-                transport: NAME,
-                reason: format!(
-                    "the control plane says rank {} of {}, MPI says rank {} of {}: \
-                     start every rank with the same MPI launcher",
-                    control.rank(),
-                    control.size(),
-                    mpi.rank(),
-                    mpi.size()
-                ),
-            });
+            return Err(setup(format!(
+                "the control plane says rank {} of {}, MPI says rank {} of {}: \
+                 start every rank with the same MPI launcher",
+                control.rank(),
+                control.size(),
+                mpi.rank(),
+                mpi.size()
+            )));
         }
         let transport = MpiTransport::new(&mpi, options)?;
-        control.barrier().map_err(|e| TransportError::Setup {
-            transport: NAME,
-            reason: format!("barrier after starting the MPI transport: {e}"),
-        })?;
+        control
+            .barrier()
+            .map_err(|e| setup(format!("barrier after starting the MPI transport: {e}")))?;
         Ok(transport)
     }
 
@@ -429,11 +425,8 @@ pub(crate) fn invalid(op: &'static str, peer: Rank, what: String) -> TransportEr
     }
 }
 
-fn setup(e: MpiError) -> TransportError {
-    TransportError::Setup {
-        transport: NAME,
-        reason: e.to_string(),
-    }
+fn setup(reason: impl ToString) -> TransportError {
+    ngauge_transport::util::setup_error(NAME, reason.to_string())
 }
 
 /// A message length as MPI's `int` count.

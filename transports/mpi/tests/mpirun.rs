@@ -83,12 +83,29 @@ fn skip(test: &str) -> bool {
     true
 }
 
+/// The self-test, an example of this crate: `cargo test` builds the examples
+/// before it runs the tests, beside their `deps/` directory.
+fn check_binary() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("the test's own path");
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/PROFILE/deps");
+    let binary = profile_dir.join("examples").join("ngauge-mpi-check");
+    assert!(
+        binary.exists(),
+        "{} not built (cargo test builds examples)",
+        binary.display()
+    );
+    binary
+}
+
 fn self_test(np: usize) {
     if skip(&format!("backend_under_mpirun_with_{np}_ranks")) {
         return;
     }
     let mut cmd = launcher(np);
-    cmd.arg(env!("CARGO_BIN_EXE_ngauge-mpi-check"));
+    cmd.arg(check_binary());
     let out = run_with_limit(cmd, Duration::from_secs(180));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -144,8 +161,7 @@ fn a_transport_dropped_with_a_receive_pending_leaks_and_the_job_aborts() {
         return;
     }
     let mut cmd = launcher(2);
-    cmd.arg(env!("CARGO_BIN_EXE_ngauge-mpi-check"))
-        .arg("--drop-pending");
+    cmd.arg(check_binary()).arg("--drop-pending");
     let out = run_with_limit(cmd, Duration::from_secs(60));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -169,7 +185,7 @@ fn mpi_outside_a_launcher_is_a_clear_error() {
     if skip("mpi_outside_a_launcher_is_a_clear_error") {
         return;
     }
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ngauge-mpi-check"));
+    let mut cmd = Command::new(check_binary());
     cmd.arg("--require-launcher");
     for var in ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMI_RANK", "PMIX_RANK"] {
         cmd.env_remove(var);

@@ -43,7 +43,7 @@
 #![deny(unsafe_code)]
 
 use ngauge_transport::auth::{self, AcceptError, AcceptLimits, AuthKey, RefusalLog};
-use ngauge_transport::util::{self, recycle, timespec, Completion, Requests};
+use ngauge_transport::util::{self, recycle, spin_or_timeout, timespec, Completion, Requests};
 use ngauge_transport::{
     Access, BufferPool, Buffers, Capabilities, Control, Rank, Region, RequestId, Transport,
     TransportError, WaitMode,
@@ -98,6 +98,14 @@ impl Kind {
         match self {
             Kind::Send => Access::Read,
             Kind::Recv => Access::Write,
+        }
+    }
+
+    /// The operation's name in errors.
+    fn op(self) -> &'static str {
+        match self {
+            Kind::Send => "send",
+            Kind::Recv => "recv",
         }
     }
 }
@@ -301,10 +309,7 @@ impl TcpTransport {
         if region.len > 0 {
             self.queued += 1;
             let p = self.peers[peer].as_mut().expect("checked peer");
-            match kind {
-                Kind::Send => p.sends.push_back(id),
-                Kind::Recv => p.recvs.push_back(id),
-            }
+            p.queue(kind).push_back(id);
         }
         id
     }
@@ -315,80 +320,57 @@ impl TcpTransport {
         let mut moved = false;
         for peer in 0..self.size {
             if self.peers[peer].is_some() {
-                moved |= self.progress_sends(peer)?;
-                moved |= self.progress_recvs(peer)?;
+                moved |= self.progress_queue(peer, Kind::Send)?;
+                moved |= self.progress_queue(peer, Kind::Recv)?;
             }
         }
         Ok(moved)
     }
 
-    /// Moves the queued sends to `peer` as far as its socket allows. A send that
-    /// fails ends (see [`TcpTransport::fail_front`]).
-    fn progress_sends(&mut self, peer: Rank) -> Result<bool, TransportError> {
+    /// Moves the queued requests of `kind` on `peer`'s connection as far as its
+    /// socket allows. A request that fails ends (see [`TcpTransport::fail_front`]).
+    fn progress_queue(&mut self, peer: Rank, kind: Kind) -> Result<bool, TransportError> {
         let mut moved = false;
         let p = self.peers[peer].as_mut().expect("progressed peer exists");
-        while let Some(&id) = p.sends.front() {
+        while let Some(&id) = p.queue(kind).front() {
             let req = self.requests.get_mut(id).expect("queued request exists");
-            let bytes = self.pool.region(req.region)?;
-            match rustix::net::send(
-                &p.socket,
-                &bytes[req.done..],
-                SendFlags::DONTWAIT | SendFlags::NOSIGNAL,
-            ) {
+            let step = match kind {
+                Kind::Send => rustix::net::send(
+                    &p.socket,
+                    &self.pool.region(req.region)?[req.done..],
+                    SendFlags::DONTWAIT | SendFlags::NOSIGNAL,
+                ),
+                Kind::Recv => match rustix::net::recv(
+                    &p.socket,
+                    &mut self.pool.region_mut(req.region)?[req.done..],
+                    RecvFlags::DONTWAIT,
+                ) {
+                    Ok((0, _)) => {
+                        let closed = TransportError::PeerClosed {
+                            transport: NAME,
+                            peer,
+                            op: "recv",
+                        };
+                        return Err(self.fail_front(peer, kind, closed));
+                    }
+                    received => received.map(|(n, _)| n),
+                },
+            };
+            match step {
                 Ok(n) => {
                     moved |= n > 0;
                     req.done += n;
                     if req.done == req.region.len {
                         req.complete = true;
-                        self.pool.release_region(req.region, Access::Read);
-                        p.sends.pop_front();
+                        self.pool.release_region(req.region, kind.access());
+                        p.queue(kind).pop_front();
                         self.queued -= 1;
                     } else {
                         break;
                     }
                 }
                 Err(Errno::AGAIN) | Err(Errno::INTR) => break,
-                Err(e) => {
-                    return Err(self.fail_front(peer, Kind::Send, errno_err(peer, "send", e)))
-                }
-            }
-        }
-        Ok(moved)
-    }
-
-    /// Moves the queued receives from `peer` as far as its socket allows. A receive
-    /// that fails ends (see [`TcpTransport::fail_front`]).
-    fn progress_recvs(&mut self, peer: Rank) -> Result<bool, TransportError> {
-        let mut moved = false;
-        let p = self.peers[peer].as_mut().expect("progressed peer exists");
-        while let Some(&id) = p.recvs.front() {
-            let req = self.requests.get_mut(id).expect("queued request exists");
-            let bytes = self.pool.region_mut(req.region)?;
-            match rustix::net::recv(&p.socket, &mut bytes[req.done..], RecvFlags::DONTWAIT) {
-                Ok((0, _)) => {
-                    let closed = TransportError::PeerClosed {
-                        transport: NAME,
-                        peer,
-                        op: "recv",
-                    };
-                    return Err(self.fail_front(peer, Kind::Recv, closed));
-                }
-                Ok((n, _)) => {
-                    moved = true;
-                    req.done += n;
-                    if req.done == req.region.len {
-                        req.complete = true;
-                        self.pool.release_region(req.region, Access::Write);
-                        p.recvs.pop_front();
-                        self.queued -= 1;
-                    } else {
-                        break;
-                    }
-                }
-                Err(Errno::AGAIN) | Err(Errno::INTR) => break,
-                Err(e) => {
-                    return Err(self.fail_front(peer, Kind::Recv, errno_err(peer, "recv", e)))
-                }
+                Err(e) => return Err(self.fail_front(peer, kind, errno_err(peer, kind.op(), e))),
             }
         }
         Ok(moved)
@@ -401,11 +383,7 @@ impl TcpTransport {
     #[cold]
     fn fail_front(&mut self, peer: Rank, kind: Kind, err: TransportError) -> TransportError {
         let p = self.peers[peer].as_mut().expect("progressed peer exists");
-        let queue = match kind {
-            Kind::Send => &mut p.sends,
-            Kind::Recv => &mut p.recvs,
-        };
-        if let Some(id) = queue.pop_front() {
+        if let Some(id) = p.queue(kind).pop_front() {
             self.queued -= 1;
             self.forget(id, kind);
         }
@@ -424,11 +402,10 @@ impl TcpTransport {
             return;
         }
         let (peer, kind) = (req.peer, req.kind);
-        let p = self.peers[peer].as_mut().expect("queued on a peer");
-        let queue = match kind {
-            Kind::Send => &mut p.sends,
-            Kind::Recv => &mut p.recvs,
-        };
+        let queue = self.peers[peer]
+            .as_mut()
+            .expect("queued on a peer")
+            .queue(kind);
         if queue.back() == Some(&id) {
             queue.pop_back();
             self.queued -= 1;
@@ -479,15 +456,7 @@ impl TcpTransport {
             .iter()
             .filter_map(|&r| self.requests.get(r))
             .find(|r| !r.complete)
-            .map_or((0, "wait"), |r| {
-                (
-                    r.peer,
-                    match r.kind {
-                        Kind::Send => "send",
-                        Kind::Recv => "recv",
-                    },
-                )
-            })
+            .map_or((0, "wait"), |r| (r.peer, r.kind.op()))
     }
 
     /// Blocking send while nothing is queued on any connection.
@@ -560,31 +529,20 @@ impl TcpTransport {
     }
 }
 
-/// One spin of a poll-mode wait; every 1024 spins checks whether `timeout` has passed
-/// since the first spin without progress (`since`), and returns it as the error.
-#[inline]
-fn spin_or_timeout(
-    spins: &mut u32,
-    since: &mut Option<Instant>,
-    timeout: Duration,
-) -> Result<(), Duration> {
-    std::hint::spin_loop();
-    *spins = spins.wrapping_add(1);
-    if *spins & 1023 == 0 {
-        let start = *since.get_or_insert_with(Instant::now);
-        if start.elapsed() >= timeout {
-            return Err(timeout);
-        }
-    }
-    Ok(())
-}
-
 impl Peer {
     fn new(socket: Socket) -> Self {
         Peer {
             socket,
             sends: VecDeque::new(),
             recvs: VecDeque::new(),
+        }
+    }
+
+    /// The queue of requests of `kind` on this connection.
+    fn queue(&mut self, kind: Kind) -> &mut VecDeque<RequestId> {
+        match kind {
+            Kind::Send => &mut self.sends,
+            Kind::Recv => &mut self.recvs,
         }
     }
 }
@@ -652,7 +610,7 @@ impl Transport for TcpTransport {
         let id = self.new_request(peer, Kind::Send, region);
         if region.len == 0 {
             self.pool.release_region(region, Access::Read);
-        } else if let Err(e) = self.progress_sends(peer) {
+        } else if let Err(e) = self.progress_queue(peer, Kind::Send) {
             // Start it now: a small message then leaves before the caller blocks
             // elsewhere, as with a blocking send. Only this connection's sends: an
             // error is then about this request or one queued before it (whose

@@ -7,7 +7,7 @@
 use crate::rto::{MAX_RTO, SAMPLE_EVERY};
 use crate::wire::{Header, HEADER_BYTES};
 use crate::{closed_err, errno_err, setup, UdpTransport, NAME};
-use ngauge_transport::util::{recycle, timespec};
+use ngauge_transport::util::{recycle, spin_or_timeout, timespec};
 use ngauge_transport::{Access, Rank, Region, TransportError, WaitMode};
 use rustix::event::{poll, PollFd, PollFlags};
 use rustix::io::Errno;
@@ -163,11 +163,7 @@ impl UdpTransport {
             match errno {
                 Errno::INTR => {}
                 Errno::AGAIN if self.wait == WaitMode::Poll => {
-                    std::hint::spin_loop();
-                    spins = spins.wrapping_add(1);
-                    if spins & 1023 == 0
-                        && since.get_or_insert_with(Instant::now).elapsed() >= self.timeout
-                    {
+                    if spin_or_timeout(&mut spins, &mut since, self.timeout).is_err() {
                         return Err(self.timeout_err(peer, "send"));
                     }
                 }
@@ -209,11 +205,7 @@ impl UdpTransport {
                 Ok(_) => break Ok(()),
                 Err(Errno::INTR) => {}
                 Err(Errno::AGAIN) if self.wait == WaitMode::Poll => {
-                    std::hint::spin_loop();
-                    spins = spins.wrapping_add(1);
-                    if spins & 1023 == 0
-                        && since.get_or_insert_with(Instant::now).elapsed() >= self.timeout
-                    {
+                    if spin_or_timeout(&mut spins, &mut since, self.timeout).is_err() {
                         break Err(Errno::AGAIN);
                     }
                 }

@@ -5,7 +5,7 @@
 //! them, and a failed completion breaks its peer's connection.
 
 use super::direct::Landed;
-use super::{State, VerbsTransport, NAME};
+use super::{size_mismatch, State, VerbsTransport};
 use crate::layout::{self, MsgKind, RingLayout, Trailer, WrKind, SLOT_BYTES};
 use crate::wire::{Advert, VerbsOp};
 use ngauge_transport::{Rank, TransportError};
@@ -182,12 +182,7 @@ impl VerbsTransport {
     fn deliver_ring(&mut self, id: u64, peer: Rank, from: usize, len: usize) {
         let region = self.requests[&id].region;
         let state = if len != region.len {
-            State::Failed(TransportError::SizeMismatch {
-                transport: NAME,
-                peer,
-                expected_bytes: region.len,
-                got_bytes: len,
-            })
+            State::Failed(size_mismatch(peer, region.len, len))
         } else {
             let ring = self.res.ring.as_ref().expect("ring");
             let b = self.res.buffers[region.buffer.0 as usize]
@@ -261,29 +256,18 @@ impl VerbsTransport {
             self.break_peer(peer, reason);
             State::Failed(err)
         } else if let Some(expected) = mismatch {
-            State::Failed(TransportError::SizeMismatch {
-                transport: NAME,
-                peer,
-                expected_bytes: expected as usize,
-                got_bytes: len,
-            })
+            State::Failed(size_mismatch(peer, expected as usize, len))
         } else if kind == WrKind::DataRecv && wc.wc_flags & ibv_wc_flags::IBV_WC_WITH_IMM.0 != 0 {
             // the sender refused: the immediate carries its length
             // SAFETY: reading the imm member of a completion that has one.
             let imm = u32::from_be(unsafe { wc.imm_data_invalidated_rkey_union.imm_data });
-            State::Failed(TransportError::SizeMismatch {
-                transport: NAME,
+            State::Failed(size_mismatch(
                 peer,
-                expected_bytes: len,
-                got_bytes: layout::split_write_imm(imm).0 as usize,
-            })
+                len,
+                layout::split_write_imm(imm).0 as usize,
+            ))
         } else if kind == WrKind::DataRecv && wc.byte_len as usize != len {
-            State::Failed(TransportError::SizeMismatch {
-                transport: NAME,
-                peer,
-                expected_bytes: len,
-                got_bytes: wc.byte_len as usize,
-            })
+            State::Failed(size_mismatch(peer, len, wc.byte_len as usize))
         } else {
             State::Done
         };
@@ -351,12 +335,7 @@ impl VerbsTransport {
                 Some(id) => {
                     let len = self.requests[&id].region.len;
                     let state = if refused || got as usize != len {
-                        State::Failed(TransportError::SizeMismatch {
-                            transport: NAME,
-                            peer,
-                            expected_bytes: len,
-                            got_bytes: got as usize,
-                        })
+                        State::Failed(size_mismatch(peer, len, got as usize))
                     } else {
                         State::Done
                     };
@@ -434,12 +413,7 @@ impl VerbsTransport {
             .expect("a waiting receive");
         let region = self.requests[&id].region;
         let state = if len != region.len {
-            State::Failed(TransportError::SizeMismatch {
-                transport: NAME,
-                peer,
-                expected_bytes: region.len,
-                got_bytes: len,
-            })
+            State::Failed(size_mismatch(peer, region.len, len))
         } else {
             let offset = self.slots.offset(slot);
             let slots = self.res.slots.as_ref().expect("slots");
@@ -466,12 +440,7 @@ impl VerbsTransport {
         let r = &self.requests[&id];
         let (peer, region) = (r.peer, r.region);
         let state = if data.len() != region.len {
-            State::Failed(TransportError::SizeMismatch {
-                transport: NAME,
-                peer,
-                expected_bytes: region.len,
-                got_bytes: data.len(),
-            })
+            State::Failed(size_mismatch(peer, region.len, data.len()))
         } else {
             let b = self.res.buffers[region.buffer.0 as usize]
                 .as_ref()

@@ -38,7 +38,7 @@
 //! [`Transport::recv`]: ngauge_transport::Transport::recv
 //! [`pump`]: VerbsTransport::pump
 
-use super::{rc_error, DirectRecv, VerbsTransport, NAME};
+use super::{rc_error, size_mismatch, DirectRecv, VerbsTransport};
 use crate::flat::STAGE_BYTES;
 use crate::layout::{self, MsgKind, EAGER_BYTES, TRAILER_BYTES};
 use crate::wire::VerbsOp;
@@ -430,12 +430,7 @@ impl VerbsTransport {
         data: &[u8],
     ) -> Result<(), TransportError> {
         if data.len() != region.len {
-            return Err(TransportError::SizeMismatch {
-                transport: NAME,
-                peer,
-                expected_bytes: region.len,
-                got_bytes: data.len(),
-            });
+            return Err(size_mismatch(peer, region.len, data.len()));
         }
         let b = self.res.buf(region.buffer)?;
         // SAFETY: no request holds any part of the buffer (idle_region), and
@@ -464,12 +459,7 @@ impl VerbsTransport {
         };
         let (peer, region) = (d.peer, d.region);
         let outcome = if len != region.len {
-            Err(TransportError::SizeMismatch {
-                transport: NAME,
-                peer,
-                expected_bytes: region.len,
-                got_bytes: len,
-            })
+            Err(size_mismatch(peer, region.len, len))
         } else {
             let area = match landed {
                 Landed::Slot => self.res.slots.as_ref().expect("slots"),

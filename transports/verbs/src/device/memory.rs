@@ -8,9 +8,9 @@
 //! state what their callers guarantee about the device.
 
 use super::{last_os_error, setup, NAME};
-use crate::layout::{self, Access, Holds};
+use crate::layout;
 use crate::qp;
-use ngauge_transport::{BufferId, Buffers, TransportError};
+use ngauge_transport::{Access, BufferId, Buffers, Holds, TransportError};
 use rdma_sys::*;
 use std::alloc::Layout;
 use std::os::raw::{c_int, c_void};
@@ -28,18 +28,14 @@ impl Registered {
         len: usize,
         access: u32,
     ) -> Result<Registered, TransportError> {
-        let bytes = layout::alloc_bytes(len).ok_or(TransportError::TooLarge {
+        let too_large = || TransportError::TooLarge {
             transport: NAME,
             len_bytes: len,
             max_bytes: isize::MAX as usize,
-        })?;
-        let layout = Layout::from_size_align(bytes, layout::BUFFER_ALIGN).map_err(|_| {
-            TransportError::TooLarge {
-                transport: NAME,
-                len_bytes: len,
-                max_bytes: isize::MAX as usize,
-            }
-        })?;
+        };
+        let bytes = layout::alloc_bytes(len).ok_or_else(too_large)?;
+        let layout =
+            Layout::from_size_align(bytes, layout::BUFFER_ALIGN).map_err(|_| too_large())?;
         // SAFETY: `layout` has a non-zero size (alloc_bytes never returns 0).
         let mem = unsafe { std::alloc::alloc_zeroed(layout) };
         if mem.is_null() {

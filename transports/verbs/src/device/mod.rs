@@ -64,9 +64,17 @@ fn unavailable(reason: impl Into<String>) -> TransportError {
 }
 
 fn setup(reason: impl Into<String>) -> TransportError {
-    TransportError::Setup {
+    ngauge_transport::util::setup_error(NAME, reason)
+}
+
+/// A message of another size than the receive posted.
+#[cold]
+fn size_mismatch(peer: Rank, expected_bytes: usize, got_bytes: usize) -> TransportError {
+    TransportError::SizeMismatch {
         transport: NAME,
-        reason: reason.into(),
+        peer,
+        expected_bytes,
+        got_bytes,
     }
 }
 

@@ -69,23 +69,20 @@ impl VerbsTransport {
                 }
             }
             self.peers[peer].queued_sends.push_back(id);
-        } else if self.is_ring(region.len) {
-            // the message lands in our ring, or has landed and waits in a copy
+        } else if self.is_ring(region.len) || self.is_eager(region.len) {
+            // nothing to post: the message lands in our ring or in a pre-posted
+            // slot, or has already arrived and waits in a copy
+            let ring = self.is_ring(region.len);
             match self.peers[peer].unexpected.pop_front() {
                 Some(data) => self.deliver_unexpected(id, &data),
                 None => {
                     self.requests.get_mut(&id).expect("request").state = State::Posted;
-                    self.peers[peer].awaiting_ring.push_back(id);
-                }
-            }
-        } else if self.is_eager(region.len) {
-            // nothing to post: the message lands in a pre-posted slot, or has
-            // already arrived and waits in a copy
-            match self.peers[peer].unexpected.pop_front() {
-                Some(data) => self.deliver_unexpected(id, &data),
-                None => {
-                    self.requests.get_mut(&id).expect("request").state = State::Posted;
-                    self.peers[peer].awaiting.push_back(id);
+                    let p = &mut self.peers[peer];
+                    if ring {
+                        p.awaiting_ring.push_back(id);
+                    } else {
+                        p.awaiting.push_back(id);
+                    }
                 }
             }
         } else {

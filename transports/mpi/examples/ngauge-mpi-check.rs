@@ -1,4 +1,5 @@
-//! Self-test of the MPI backend, run under a real MPI launcher by the crate's
+//! Self-test of the MPI backend (an example of the crate, so that only tests build
+//! the conformance suite it runs), run under a real MPI launcher by the crate's
 //! integration tests (`tests/mpirun.rs`) with 2 and 4 ranks: the transport
 //! contract (`ngauge_transport::conformance`, printed as `conformance:` lines) and
 //! what is MPI's own (truncation, holds until a request is retired, the native
@@ -20,7 +21,7 @@
 
 use ngauge_mpi::{Datatype, Mpi, MpiControl, MpiOptions, MpiTransport, ReduceOp};
 use ngauge_transport::{
-    conformance, Control, NativeRole, Rank, Transport, TransportError, WaitMode,
+    conformance, Control, NativeRole, Rank, RequestId, Transport, TransportError, WaitMode,
 };
 use std::sync::Arc;
 
@@ -296,44 +297,43 @@ fn busy(t: &mut MpiTransport) -> Check {
     t.free_buffer(buf).map_err(e)
 }
 
+/// Runs a collective in its blocking form, or starts its nonblocking form and
+/// waits for it.
+fn coll(
+    t: &mut MpiTransport,
+    nonblocking: bool,
+    blocking: impl FnOnce(&mut MpiTransport) -> Result<(), TransportError>,
+    start: impl FnOnce(&mut MpiTransport) -> Result<RequestId, TransportError>,
+) -> Check {
+    if nonblocking {
+        let req = start(t).map_err(e)?;
+        t.wait(req).map_err(e)
+    } else {
+        blocking(t).map_err(e)
+    }
+}
+
 /// MPI's collectives, blocking and nonblocking, on data whose result is known.
 fn collectives(t: &mut MpiTransport) -> Check {
     let (me, n) = (t.rank(), t.size());
     let root = n - 1;
-    for nonblocking in [false, true] {
-        let run = |t: &mut MpiTransport,
-                   r: Result<Option<ngauge_transport::RequestId>, TransportError>|
-         -> Check {
-            if let Some(req) = r.map_err(e)? {
-                t.wait(req).map_err(e)?;
-            }
-            Ok(())
-        };
-        // Barrier.
-        let r = if nonblocking {
-            t.ibarrier().map(Some)
-        } else {
-            t.barrier().map(|_| None)
-        };
-        run(t, r)?;
+    for nb in [false, true] {
+        coll(t, nb, |t| t.barrier(), |t| t.ibarrier())?;
 
         // Bcast of 1000 bytes from the last rank.
         let b = t.alloc_buffer(1000).map_err(e)?;
         if me == root {
             fill(t.buffer_mut(b).map_err(e)?, root, 1000, 1);
         }
-        let r = if nonblocking {
-            t.ibcast(root, b.prefix(1000)).map(Some)
-        } else {
-            t.bcast(root, b.prefix(1000)).map(|_| None)
-        };
-        run(t, r)?;
+        let data = b.prefix(1000);
+        coll(t, nb, |t| t.bcast(root, data), |t| t.ibcast(root, data))?;
         verify(t.buffer(b).map_err(e)?, root, 1000, 1)?;
 
         // Reduce (sum of i64) to the root, allreduce (max of f64).
         let k = 5usize;
         let send = t.alloc_buffer(8 * k).map_err(e)?;
         let recv = t.alloc_buffer(8 * k).map_err(e)?;
+        let (s, r) = (send.prefix(8 * k), recv.prefix(8 * k));
         for (j, chunk) in t
             .buffer_mut(send)
             .map_err(e)?
@@ -342,26 +342,13 @@ fn collectives(t: &mut MpiTransport) -> Check {
         {
             chunk.copy_from_slice(&(((me + 1) * (j + 1)) as i64).to_le_bytes());
         }
-        let r = if nonblocking {
-            t.ireduce(
-                root,
-                send.prefix(8 * k),
-                recv.prefix(8 * k),
-                Datatype::I64,
-                ReduceOp::Sum,
-            )
-            .map(Some)
-        } else {
-            t.reduce(
-                root,
-                send.prefix(8 * k),
-                recv.prefix(8 * k),
-                Datatype::I64,
-                ReduceOp::Sum,
-            )
-            .map(|_| None)
-        };
-        run(t, r)?;
+        let (dtype, op) = (Datatype::I64, ReduceOp::Sum);
+        coll(
+            t,
+            nb,
+            |t| t.reduce(root, s, r, dtype, op),
+            |t| t.ireduce(root, s, r, dtype, op),
+        )?;
         if me == root {
             let total: usize = (1..=n).sum();
             for (j, chunk) in t.buffer(recv).map_err(e)?.chunks_exact(8).enumerate() {
@@ -380,24 +367,13 @@ fn collectives(t: &mut MpiTransport) -> Check {
         {
             chunk.copy_from_slice(&((me as f64) * 1.5 - j as f64).to_le_bytes());
         }
-        let r = if nonblocking {
-            t.iallreduce(
-                send.prefix(8 * k),
-                recv.prefix(8 * k),
-                Datatype::F64,
-                ReduceOp::Max,
-            )
-            .map(Some)
-        } else {
-            t.allreduce(
-                send.prefix(8 * k),
-                recv.prefix(8 * k),
-                Datatype::F64,
-                ReduceOp::Max,
-            )
-            .map(|_| None)
-        };
-        run(t, r)?;
+        let (dtype, op) = (Datatype::F64, ReduceOp::Max);
+        coll(
+            t,
+            nb,
+            |t| t.allreduce(s, r, dtype, op),
+            |t| t.iallreduce(s, r, dtype, op),
+        )?;
         for (j, chunk) in t.buffer(recv).map_err(e)?.chunks_exact(8).enumerate() {
             let got = f64::from_le_bytes(chunk.try_into().unwrap());
             ensure!(
@@ -425,25 +401,26 @@ fn collectives(t: &mut MpiTransport) -> Check {
         let m = 3;
         let mine = t.alloc_buffer(m * n).map_err(e)?;
         let all = t.alloc_buffer(m * n).map_err(e)?;
+        let (one, every, out) = (mine.prefix(m), all.prefix(m * n), mine.prefix(m * n));
         fill(&mut t.buffer_mut(mine).map_err(e)?[..m], me, m, 0);
-        let r = if nonblocking {
-            t.igather(0, mine.prefix(m), all.prefix(m * n)).map(Some)
-        } else {
-            t.gather(0, mine.prefix(m), all.prefix(m * n)).map(|_| None)
-        };
-        run(t, r)?;
+        coll(
+            t,
+            nb,
+            |t| t.gather(0, one, every),
+            |t| t.igather(0, one, every),
+        )?;
         if me == 0 {
             for from in 0..n {
                 verify(&t.buffer(all).map_err(e)?[from * m..][..m], from, m, 0)?;
             }
         }
         t.buffer_mut(all).map_err(e)?.fill(0);
-        let r = if nonblocking {
-            t.iallgather(mine.prefix(m), all.prefix(m * n)).map(Some)
-        } else {
-            t.allgather(mine.prefix(m), all.prefix(m * n)).map(|_| None)
-        };
-        run(t, r)?;
+        coll(
+            t,
+            nb,
+            |t| t.allgather(one, every),
+            |t| t.iallgather(one, every),
+        )?;
         for from in 0..n {
             verify(&t.buffer(all).map_err(e)?[from * m..][..m], from, m, 0)?;
         }
@@ -455,13 +432,12 @@ fn collectives(t: &mut MpiTransport) -> Check {
                 to,
             );
         }
-        let r = if nonblocking {
-            t.ialltoall(mine.prefix(m * n), all.prefix(m * n)).map(Some)
-        } else {
-            t.alltoall(mine.prefix(m * n), all.prefix(m * n))
-                .map(|_| None)
-        };
-        run(t, r)?;
+        coll(
+            t,
+            nb,
+            |t| t.alltoall(out, every),
+            |t| t.ialltoall(out, every),
+        )?;
         for from in 0..n {
             verify(&t.buffer(all).map_err(e)?[from * m..][..m], from, m, me)?;
         }

@@ -1,0 +1,320 @@
+//! Issue 33: the UCX transport through the real binary on two or four local
+//! ranks, over the transport lists this machine offers without a device
+//! (`posix,self` and `tcp`): pingpong with every message checked, loggp,
+//! collectives with their data checked, one table beside TCP, the put path,
+//! `info`, the errors a bad transport list gets, and UCX's protocol switches as
+//! known answers for the detector. Built with `--features ucx` (`scripts/test`),
+//! where a missing UCX fails the build rather than skipping these tests.
+#![cfg(feature = "ucx")]
+
+use serde_json::Value;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+mod support;
+
+const NGAUGE: &str = env!("CARGO_BIN_EXE_ngauge");
+
+/// The lists every test runs over.
+const LISTS: [&str; 2] = ["posix,self", "tcp"];
+
+/// `ngauge ARGS --json` with `env`, its document (the run must succeed).
+fn document(args: &[&str], env: &[(&str, &str)]) -> Value {
+    // One job at a time: two jobs on two cores would measure each other.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let child = Command::new(NGAUGE)
+        .args(args)
+        .arg("--json")
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = support::output_within(child, Duration::from_secs(400))
+        .unwrap_or_else(|out| panic!("{args:?} timed out: {out:?}"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{args:?}: {stderr}");
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{args:?}: not one JSON document ({e}); stderr: {stderr}"))
+}
+
+/// What `meta.ucx` says UCX used: the lanes' transports of every endpoint.
+fn lane_transports(doc: &Value) -> Vec<String> {
+    let ucx = &doc["meta"]["ucx"];
+    assert_eq!(
+        ucx["version"].as_str().map(|v| v.starts_with('1')),
+        Some(true),
+        "{ucx}"
+    );
+    ucx["endpoints"]
+        .as_array()
+        .expect("meta.ucx.endpoints")
+        .iter()
+        .flat_map(|e| e["lanes"].as_array().expect("lanes").clone())
+        .map(|l| l.as_str().unwrap().split('/').next().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn pingpong_checks_every_message_over_shared_memory_and_tcp() {
+    for list in LISTS {
+        let doc = document(
+            &[
+                "--np",
+                "2",
+                "-t",
+                "ucx",
+                "--ucx-tls",
+                list,
+                "pingpong",
+                "--sizes",
+                "0,1,4K,64K,1M",
+                "--reps",
+                "50",
+                "--check",
+            ],
+            &[],
+        );
+        let results = doc["results"].as_array().expect("results");
+        assert_eq!(results.len(), 5, "{list}: {doc}");
+        for r in results {
+            assert_eq!(r["data_check"], true, "{list}: {r}");
+        }
+        assert_eq!(doc["meta"]["ucx"]["tls"], list, "{list}");
+        assert_eq!(doc["meta"]["ucx"]["op"], "send");
+        let lanes = lane_transports(&doc);
+        let allowed: Vec<&str> = list.split(',').collect();
+        assert!(
+            !lanes.is_empty() && lanes.iter().all(|t| allowed.contains(&t.as_str())),
+            "{list}: UCX chose {lanes:?}"
+        );
+    }
+}
+
+#[test]
+fn put_path_checks_every_message() {
+    for list in LISTS {
+        let doc = document(
+            &[
+                "--np",
+                "2",
+                "-t",
+                "ucx",
+                "--ucx-tls",
+                list,
+                "--ucx-op",
+                "put",
+                "--wait",
+                "poll",
+                "pingpong",
+                "--sizes",
+                "1,64K,200K",
+                "--reps",
+                "50",
+                "--check",
+            ],
+            &[],
+        );
+        for r in doc["results"].as_array().expect("results") {
+            assert_eq!(r["data_check"], true, "{list}: {r}");
+        }
+        assert_eq!(doc["meta"]["ucx"]["op"], "put");
+    }
+}
+
+#[test]
+fn one_table_beside_tcp_with_ratios() {
+    let doc = document(
+        &[
+            "--np",
+            "2",
+            "-t",
+            "tcp,ucx",
+            "--ucx-tls",
+            "posix,self",
+            "pingpong",
+            "--sizes",
+            "1,4K",
+            "--reps",
+            "50",
+        ],
+        &[],
+    );
+    let text = doc.to_string();
+    assert!(text.contains("\"ratio\""), "{text}");
+    assert_eq!(doc["meta"]["transport"], serde_json::json!(["tcp", "ucx"]));
+}
+
+#[test]
+fn loggp_runs_over_ucx() {
+    for list in LISTS {
+        let doc = document(
+            &[
+                "--np",
+                "2",
+                "-t",
+                "ucx",
+                "--ucx-tls",
+                list,
+                "loggp",
+                "--sizes",
+                "1-16K:4K",
+                "--no-confirm",
+                "--no-refine",
+            ],
+            &[],
+        );
+        let ranges = doc["ranges"].as_array().expect("ranges");
+        assert!(!ranges.is_empty(), "{list}: {doc}");
+        assert!(doc["meta"]["ucx"]["endpoints"].is_array(), "{list}");
+    }
+}
+
+#[test]
+fn collectives_on_four_ranks_check_their_data() {
+    for list in LISTS {
+        for op in ["bcast", "allreduce"] {
+            let doc = document(
+                &[
+                    "--np",
+                    "4",
+                    "-t",
+                    "ucx",
+                    "--ucx-tls",
+                    list,
+                    "coll",
+                    "--op",
+                    op,
+                    "--sizes",
+                    "8,64K",
+                    "--reps",
+                    "5",
+                    "--warmup",
+                    "2",
+                    "--fitpoints",
+                    "10",
+                    "--exchanges",
+                    "3",
+                    "--max-rounds",
+                    "10",
+                ],
+                &[],
+            );
+            let results = doc["results"].as_array().expect("results");
+            assert!(!results.is_empty(), "{list} {op}: {doc}");
+            assert_eq!(doc["meta"]["np"], 4);
+        }
+    }
+}
+
+#[test]
+fn info_lists_ucx_transports_and_devices() {
+    let doc = document(&["--np", "1", "info"], &[]);
+    let ucx = doc["transports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "ucx")
+        .expect("a ucx entry")
+        .clone();
+    assert_eq!(ucx["usable"], true, "{ucx}");
+    let detail = ucx["detail"].as_str().expect("detail");
+    assert!(detail.starts_with("UCX 1."), "{detail}");
+    for resource in ["posix/memory", "tcp/lo"] {
+        assert!(detail.contains(resource), "{detail}");
+    }
+}
+
+/// An unknown name in the list: one line naming it and what UCX offers here,
+/// status 2, nothing on stdout.
+#[test]
+fn an_unknown_transport_lists_what_ucx_offers_and_exits_2() {
+    let out = Command::new(NGAUGE)
+        .args([
+            "--np",
+            "2",
+            "-t",
+            "ucx",
+            "--ucx-tls",
+            "posix,tpc",
+            "pingpong",
+        ])
+        .args(["--sizes", "8"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(out.stdout.is_empty());
+    assert!(stderr.contains("unknown UCX transport `tpc`"), "{stderr}");
+    assert!(
+        stderr.contains("UCX offers here:") && stderr.contains("posix"),
+        "{stderr}"
+    );
+}
+
+/// The confirmed changes of a loggp document: first sweep size, the bracket
+/// and, when bisected to the byte, the first byte of the new protocol.
+fn confirmed(doc: &Value) -> Vec<(u64, [u64; 2], Option<u64>)> {
+    doc["changes"]
+        .as_array()
+        .expect("changes")
+        .iter()
+        .filter(|c| c["verdict"] == "confirmed")
+        .map(|c| {
+            let b = &c["bracket_bytes"];
+            (
+                c["bytes"].as_u64().unwrap(),
+                [b[0].as_u64().unwrap(), b[1].as_u64().unwrap()],
+                c["first_bytes"].as_u64(),
+            )
+        })
+        .collect()
+}
+
+/// Known answers: UCX switches its tag send from eager copies to rendezvous at
+/// `UCX_RNDV_THRESH`, and when that is `auto` (the default) at the shared-memory
+/// segment size (`UCX_POSIX_SEG_SIZE`). UCX prints the switch in the endpoint's
+/// `tag_send` (`meta.ucx`); loggp must find it confirmed and located to the
+/// byte, for each setting moved away from its default (8256 bytes).
+#[test]
+fn loggp_locates_the_switches_ucx_is_told() {
+    for (var, value, first) in [
+        ("UCX_POSIX_SEG_SIZE", "16384", 16384),
+        ("UCX_RNDV_THRESH", "24000", 24000),
+    ] {
+        let doc = document(
+            &[
+                "--np",
+                "2",
+                "-t",
+                "ucx",
+                "--ucx-tls",
+                "posix,self",
+                "--wait",
+                "poll",
+                "loggp",
+                "--sizes",
+                "1-32K:1024",
+            ],
+            &[(var, value)],
+        );
+        let switches: Vec<(String, u64)> = doc["meta"]["ucx"]["endpoints"][0]["tag_send"]
+            .as_array()
+            .expect("tag_send")
+            .iter()
+            .map(|s| {
+                let protocol = s["protocol"].as_str().unwrap().to_string();
+                (protocol, s["first_bytes"].as_u64().unwrap())
+            })
+            .collect();
+        let rndv = switches.iter().find(|s| s.0 == "rndv").map(|s| s.1);
+        assert_eq!(rndv, Some(first), "{var}={value}: UCX says {switches:?}");
+        let found = confirmed(&doc);
+        assert!(
+            found.iter().any(|c| c.2 == Some(first)),
+            "{var}={value}: no confirmed change located at {first}: {found:?}"
+        );
+    }
+}

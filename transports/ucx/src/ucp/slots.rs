@@ -1,0 +1,145 @@
+//! Request memory handed to UCX (`UCP_OP_ATTR_FIELD_REQUEST`), and the table of
+//! pending requests. Both are allocated at setup and grow only when more
+//! operations are in flight at once than ever before, so that starting an
+//! operation allocates nothing.
+
+use ngauge_transport::RequestId;
+use std::alloc::Layout;
+use std::os::raw::c_void;
+
+/// Slots allocated at a time.
+const CHUNK: usize = 256;
+/// Alignment and rounding of a slot.
+const ALIGN: usize = 64;
+
+/// Memory for UCP requests: a caller-provided request is a pointer with UCP's
+/// request size of memory before it (`ucp_request_param_t::request`).
+pub(super) struct Slots {
+    request_size: usize,
+    stride: usize,
+    chunks: Vec<(*mut u8, Layout)>,
+    free: Vec<*mut c_void>,
+}
+
+impl Slots {
+    /// Slots for requests of `request_size` bytes, the first chunk allocated.
+    pub(super) fn new(request_size: usize) -> Slots {
+        let mut slots = Slots {
+            request_size,
+            stride: (request_size + 8).next_multiple_of(ALIGN),
+            chunks: Vec::new(),
+            free: Vec::new(),
+        };
+        slots.grow();
+        slots
+    }
+
+    fn grow(&mut self) {
+        let layout = Layout::from_size_align(self.stride * CHUNK, ALIGN).expect("a small layout");
+        // SAFETY: the layout's size is not zero.
+        let base = unsafe { std::alloc::alloc_zeroed(layout) };
+        if base.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        self.chunks.push((base, layout));
+        self.free.reserve(CHUNK * self.chunks.len());
+        for i in (0..CHUNK).rev() {
+            // SAFETY: inside the chunk: slot `i` starts at i * stride and the
+            // request pointer lies request_size bytes into it (< stride).
+            self.free
+                .push(unsafe { base.add(i * self.stride + self.request_size) }.cast::<c_void>());
+        }
+    }
+
+    /// A request pointer for one operation, until [`Slots::give`].
+    #[inline]
+    pub(super) fn take(&mut self) -> *mut c_void {
+        match self.free.pop() {
+            Some(p) => p,
+            None => {
+                self.grow();
+                self.free.pop().expect("a fresh chunk")
+            }
+        }
+    }
+
+    /// Returns a request pointer whose operation UCX no longer holds (it
+    /// completed, or was never started).
+    #[inline]
+    pub(super) fn give(&mut self, request: *mut c_void) {
+        self.free.push(request);
+    }
+}
+
+impl Drop for Slots {
+    fn drop(&mut self) {
+        for &(base, layout) in &self.chunks {
+            // SAFETY: allocated in `grow` with this layout, freed once; the
+            // transport's teardown ended every request first.
+            unsafe { std::alloc::dealloc(base, layout) };
+        }
+    }
+}
+
+/// Pending requests by [`RequestId`]: the index of an entry and its generation,
+/// so that the id of a retired request is never valid again.
+pub(super) struct Table<T> {
+    entries: Vec<(u32, Option<T>)>,
+    free: Vec<u32>,
+}
+
+impl<T> Table<T> {
+    pub(super) fn new() -> Table<T> {
+        Table {
+            entries: Vec::with_capacity(CHUNK),
+            free: Vec::with_capacity(CHUNK),
+        }
+    }
+
+    fn index(&self, id: RequestId) -> Option<usize> {
+        let (generation, index) = ((id.0 >> 32) as u32, id.0 as u32 as usize);
+        match self.entries.get(index) {
+            Some((g, Some(_))) if *g == generation => Some(index),
+            _ => None,
+        }
+    }
+
+    pub(super) fn insert(&mut self, value: T) -> RequestId {
+        let index = match self.free.pop() {
+            Some(i) => i as usize,
+            None => {
+                self.entries.push((0, None));
+                self.entries.len() - 1
+            }
+        };
+        let entry = &mut self.entries[index];
+        entry.1 = Some(value);
+        RequestId(u64::from(entry.0) << 32 | index as u64)
+    }
+
+    pub(super) fn get(&self, id: RequestId) -> Option<&T> {
+        self.index(id).and_then(|i| self.entries[i].1.as_ref())
+    }
+
+    pub(super) fn get_mut(&mut self, id: RequestId) -> Option<&mut T> {
+        self.index(id).and_then(|i| self.entries[i].1.as_mut())
+    }
+
+    pub(super) fn remove(&mut self, id: RequestId) -> Option<T> {
+        let i = self.index(id)?;
+        let entry = &mut self.entries[i];
+        entry.0 = entry.0.wrapping_add(1);
+        self.free.push(i as u32);
+        entry.1.take()
+    }
+
+    /// The ids of every pending request.
+    pub(super) fn ids(&self) -> Vec<RequestId> {
+        self.entries
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, v))| v.is_some())
+            .map(|(i, (g, _))| RequestId(u64::from(*g) << 32 | i as u64))
+            .collect()
+    }
+}
