@@ -35,7 +35,6 @@ pub use error::JobError;
 pub use open::{Job, JobWarning, Opened, TransportOptions};
 pub use spec::{
     JobSpec, OfiOp, OfiSpec, TransportName, UcxOp, UcxSpec, VerbsOp, VerbsSpec, WaitPolicy,
-    MAX_BUFFER_BYTES,
-    MAX_TIMEOUT_S,
+    MAX_BUFFER_BYTES, MAX_TIMEOUT_S,
 };
 pub use start::start;
