@@ -416,6 +416,7 @@ fn compiled(t: TransportName) -> bool {
         TransportName::Tcp | TransportName::Udp => true,
         TransportName::Verbs => cfg!(feature = "verbs"),
         TransportName::Mpi => cfg!(feature = "mpi"),
+        TransportName::Ofi => cfg!(feature = "ofi"),
         TransportName::Ucx => cfg!(feature = "ucx"),
     }
 }
