@@ -19,6 +19,7 @@ pub mod control;
 pub mod env;
 mod error;
 pub mod frame;
+pub mod grow;
 pub mod hostlist;
 pub mod liveness;
 pub mod local;
@@ -26,6 +27,7 @@ pub mod local;
 pub mod mpi;
 pub mod rendezvous;
 pub mod signals;
+pub mod tree;
 pub mod wire;
 pub mod world;
 

@@ -131,10 +131,11 @@ pub fn serve(
         .set_nonblocking(true)
         .map_err(LaunchError::io("listener nonblocking"))?;
     let deadline = Instant::now() + expect.timeout;
-    // Connections waiting to join at once: what the descriptor limit allows (rank 0
-    // raised it to the hard limit); beyond that the oldest is dropped, so a flood of
-    // idle connections can neither exhaust the descriptors nor starve a real join.
-    let budget = pending_budget();
+    // Connections waiting to join at once: every rank of the job and some room for
+    // strangers, as far as the descriptor limit allows (rank 0 raised it to the hard
+    // limit); beyond that the oldest is dropped, so a flood of idle connections can
+    // neither exhaust the descriptors nor starve a real join.
+    let budget = pending_budget(expect.size);
     let mut log = RefusalLog::new("ngauge: rendezvous");
     let mut pending: Vec<Pending> = Vec::new();
     let mut joined: Vec<Option<(TcpStream, Join)>> = (0..expect.size).map(|_| None).collect();

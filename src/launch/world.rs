@@ -195,15 +195,14 @@ pub fn start_with(opts: &LaunchOptions, detected: LauncherEnv) -> Result<Started
         eprintln!("ngauge: warning: SIGINT/SIGTERM will not be reported: {e}");
     }
     let host = hostname();
-    let (mut control, data_addr, peers, rendezvous_ip) = if rank == 0 {
+    let (mut control, data_addr, peers, _) = if rank == 0 {
         start_root(opts, &env, size, &host)?
     } else {
         start_leaf(opts, &env, rank, size, &host)?
     };
     if size > 1 {
         let free = liveness_cores(cores_before_pinning);
-        let liveness = link_liveness(&mut control, rendezvous_ip, opts.timeout, free)?;
-        control.set_liveness(liveness);
+        control = super::grow::grow(control, data_addr, &peers, opts.timeout, free)?;
     }
     let control: Box<dyn Control> = Box::new(control);
     let ranks_on_host = peers.iter().filter(|p| p.host == host).count().max(1);
@@ -402,7 +401,8 @@ pub(super) fn liveness_cores(before: Vec<usize>) -> Vec<usize> {
 /// Sets up the liveness links ([`super::liveness`]): rank 0 listens on an ephemeral
 /// port of `rendezvous_ip`, sends port and a fresh key over the control channel, and
 /// accepts one authenticated connection from every other rank. Collective; the
-/// control channel is the TCP star or, under an MPI launcher, MPI's.
+/// control channel is MPI's (the TCP control tree links its own: [`super::grow`]).
+#[cfg(feature = "mpi")]
 pub(super) fn link_liveness(
     control: &mut dyn Control,
     rendezvous_ip: IpAddr,
