@@ -806,6 +806,73 @@ mod tests {
         assert!(took < timeout * 3, "named after {took:?}");
     }
 
+    /// A job of `size` ranks linked as the binomial tree, over loopback TCP.
+    fn binomial(size: usize, timeout: Duration) -> Vec<TcpControl> {
+        let shape = Shape::Binomial;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut parents: Vec<Option<(Rank, TcpStream)>> = (0..size).map(|_| None).collect();
+        let mut children: Vec<Vec<(Rank, TcpStream)>> = (0..size).map(|_| Vec::new()).collect();
+        for rank in 1..size {
+            let parent = shape.parent(rank).unwrap();
+            parents[rank] = Some((parent, TcpStream::connect(addr).unwrap()));
+            children[parent].push((rank, listener.accept().unwrap().0));
+        }
+        (parents.into_iter().zip(children).enumerate())
+            .map(|(rank, (parent, children))| {
+                let links = Links {
+                    shape,
+                    parent,
+                    children,
+                };
+                TcpControl::new(rank, size, links, timeout)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn issue34_collectives_over_the_binomial_tree_deliver_from_every_root() {
+        let size = 13;
+        let results = run_all(binomial(size, Duration::from_secs(20)), move |c| {
+            let r = c.rank();
+            for root in 0..size {
+                c.barrier().unwrap();
+                let mut b = if r == root {
+                    vec![root as u8; 70_000]
+                } else {
+                    Vec::new()
+                };
+                c.broadcast(root, &mut b).unwrap();
+                assert_eq!(b, vec![root as u8; 70_000], "broadcast from {root} at {r}");
+                let g = c.gather(root, &[r as u8, root as u8]).unwrap();
+                if r == root {
+                    let want: Vec<Vec<u8>> = (0..size).map(|i| vec![i as u8, root as u8]).collect();
+                    assert_eq!(g, want, "gather to {root}");
+                } else {
+                    assert!(g.is_empty());
+                }
+            }
+            let all = c.allgather(&[r as u8]).unwrap();
+            assert_eq!(all, (0..size).map(|i| vec![i as u8]).collect::<Vec<_>>());
+            r
+        });
+        assert_eq!(results, (0..size).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn issue34_a_lost_leaf_or_inner_rank_is_named_on_every_survivor_of_the_tree() {
+        // 15 is a leaf; 2 relays for 6, 10 and 14.
+        for dead in [15, 2] {
+            let mut controls = binomial(16, Duration::from_secs(20));
+            drop(controls.remove(dead));
+            let errors = run_all(controls, |c| c.barrier().unwrap_err().to_string());
+            assert_eq!(errors.len(), 15);
+            for e in errors {
+                assert!(e.contains(&format!("lost rank {dead} ")), "{dead}: {e}");
+            }
+        }
+    }
+
     #[test]
     fn bad_roots_are_invalid() {
         let mut c = star(1, Duration::from_secs(1)).pop().unwrap();
