@@ -21,6 +21,7 @@ mod error;
 pub mod frame;
 pub mod grow;
 pub mod hostlist;
+pub mod limits;
 pub mod liveness;
 pub mod local;
 #[cfg(feature = "mpi")]

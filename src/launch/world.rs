@@ -23,7 +23,6 @@ use super::control::TcpControl;
 use super::env::{self, LauncherEnv, LauncherKind};
 use super::error::LaunchError;
 use super::frame::Peer;
-use super::liveness::{self, Liveness};
 use super::rendezvous::{self, Expect, Joiner};
 use super::{hostlist, local, LaunchOptions};
 use ngauge_transport::{Control, ControlError};
@@ -169,9 +168,8 @@ pub fn start_with(opts: &LaunchOptions, detected: LauncherEnv) -> Result<Started
     if let Some(token) = &opts.job_token {
         check_token(token)?;
     }
-    // A flood of connections at a listener must not run out of descriptors first.
-    let _ = ngauge_transport::auth::raise_fd_limit();
     let env = identify(opts, detected)?;
+    super::limits::check_descriptors(env.size.unwrap_or(opts.np))?;
     if env.rank.is_none() {
         return local::run(opts).map(Started::Launcher);
     }
@@ -409,6 +407,7 @@ pub(super) fn link_liveness(
     timeout: std::time::Duration,
     cores: Vec<usize>,
 ) -> Result<Liveness, LaunchError> {
+    use super::liveness::{self, Liveness};
     use ngauge_transport::auth::{self, AcceptLimits, AuthKey, RefusalLog};
     let fail = |what: &str, e: &dyn std::fmt::Display| {
         LaunchError::Rendezvous(format!("liveness links: {what}: {e}"))

@@ -315,18 +315,6 @@ pub fn pending_budget(expected: usize) -> usize {
     (left.min(wanted) as usize).max(2)
 }
 
-/// Raises this process's soft limit on open descriptors to its hard limit (so a
-/// flood of connections cannot exhaust it as fast); returns the new soft limit.
-pub fn raise_fd_limit() -> Option<u64> {
-    use rustix::process::{getrlimit, setrlimit, Resource};
-    let mut lim = getrlimit(Resource::Nofile);
-    if lim.current != lim.maximum {
-        lim.current = lim.maximum;
-        setrlimit(Resource::Nofile, lim).ok()?;
-    }
-    lim.current
-}
-
 struct Pending {
     stream: TcpStream,
     from: SocketAddr,
