@@ -1,4 +1,4 @@
-//! Issue 34: the control plane runs over a binomial tree (rank r's parent is r with
+//! Issue 34: jobs of many ranks. The control plane runs over a binomial tree (rank r's parent is r with
 //! its highest bit cleared), so a lost rank is seen first by its tree neighbours
 //! only; every other survivor must still name it, within the timeout. Kills a leaf
 //! (15) and an inner node (2, which relays for 6, 10 and 14) of a 16-rank job with
@@ -145,4 +145,29 @@ fn issue34_three_hundred_local_ranks_start_and_report() {
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
     assert_eq!(doc["launcher"]["size"], 300, "{doc}");
     assert_eq!(doc["launcher"]["ranks"].as_array().map(Vec::len), Some(300));
+}
+
+/// A descriptor limit too small for the job is named in one line before anything
+/// starts (it used to surface as "dropped for a newer connection (too many
+/// waiting)" from some listener halfway through the job).
+#[test]
+fn issue34_a_descriptor_limit_too_small_for_the_job_is_one_line() {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -n 56; exec {EXE} --np 64 pingpong --sizes 1-1K --reps 100"
+        ))
+        .env_remove("NGAUGE_RANK")
+        .env_remove("NGAUGE_SIZE")
+        .env_remove("NGAUGE_LAUNCHER")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("64 ranks needs about 112 open files") && stderr.contains("ulimit -n 112"),
+        "{stderr}"
+    );
 }
