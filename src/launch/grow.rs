@@ -37,13 +37,12 @@ fn fail(what: &str, e: &dyn std::fmt::Display) -> LaunchError {
 /// liveness links to its neighbours served on `cores`. `ip` is where this rank
 /// listens: its data address, where the job table tells the others to connect.
 pub fn grow(
-    star: TcpControl,
+    mut star: TcpControl,
     ip: IpAddr,
     peers: &[Peer],
     timeout: Duration,
     cores: Vec<usize>,
 ) -> Result<TcpControl, LaunchError> {
-    let mut star = star;
     let (rank, size) = (star.rank(), star.size());
     let shape = Shape::Binomial;
     let children = shape.children(rank, size);
