@@ -811,13 +811,15 @@ mod tests {
         let shape = Shape::Binomial;
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
-        let mut parents: Vec<Option<(Rank, TcpStream)>> = (0..size).map(|_| None).collect();
         let mut children: Vec<Vec<(Rank, TcpStream)>> = (0..size).map(|_| Vec::new()).collect();
-        for rank in 1..size {
-            let parent = shape.parent(rank).unwrap();
-            parents[rank] = Some((parent, TcpStream::connect(addr).unwrap()));
-            children[parent].push((rank, listener.accept().unwrap().0));
-        }
+        let parents: Vec<Option<(Rank, TcpStream)>> = (0..size)
+            .map(|rank| {
+                let parent = shape.parent(rank)?;
+                let up = TcpStream::connect(addr).unwrap();
+                children[parent].push((rank, listener.accept().unwrap().0));
+                Some((parent, up))
+            })
+            .collect();
         (parents.into_iter().zip(children).enumerate())
             .map(|(rank, (parent, children))| {
                 let links = Links {

@@ -406,7 +406,7 @@ pub(super) fn link_liveness(
     rendezvous_ip: IpAddr,
     timeout: std::time::Duration,
     cores: Vec<usize>,
-) -> Result<Liveness, LaunchError> {
+) -> Result<super::liveness::Liveness, LaunchError> {
     use super::liveness::{self, Liveness};
     use ngauge_transport::auth::{self, AcceptLimits, AuthKey, RefusalLog};
     let fail = |what: &str, e: &dyn std::fmt::Display| {
