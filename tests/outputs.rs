@@ -80,7 +80,7 @@ fn issue38_two_outputs_naming_one_file_are_refused_before_the_job() {
         ),
         (
             vec!["loggp", "--plot", &x, "--params-out", &x],
-            "also --plot",
+            "also --params-out",
         ),
         (
             vec!["loggp", "--plot", &x, "--netgauge-out", &dotdot],
