@@ -36,7 +36,7 @@ fn main() -> ExitCode {
             }
             // A failure that a SIGINT/SIGTERM caused is reported as the signal.
             ngauge::launch::signals::exit_if_interrupted();
-            say_error(&format!("{err:#}"));
+            say_error(&commands::error_text(&err));
             if err.downcast_ref::<commands::UsageError>().is_some() {
                 ExitCode::from(2)
             } else {

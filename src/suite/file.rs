@@ -434,7 +434,8 @@ fn compiled(t: TransportName) -> bool {
 fn simulate_field(e: &sim_spec::SpecError) -> String {
     use sim_spec::SpecError as E;
     match e {
-        E::BadNp { .. } => "np".into(),
+        E::BadNp { .. } | E::NoMemory { .. } => "np".into(),
+        E::OutOfRange { .. } => "network".into(),
         E::NoSizes | E::SizeTooLarge { .. } => "sizes_bytes".into(),
         E::BadParameter { name, .. } => format!("network.loggp.{name}"),
         E::Read { .. } | E::Params { .. } => "network.params_file".into(),
