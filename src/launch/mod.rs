@@ -11,10 +11,12 @@
 //! [`binding`] (do the measured ranks have cores of their own),
 //! [`hostlist`] (Slurm host lists), [`frame`] (the wire format and its checked
 //! decoder), [`wire`] (whole frames on blocking sockets), [`rendezvous`] (joining),
-//! [`control`] (barrier/broadcast/gather), [`local`] (the local launcher), [`world`]
+//! [`control`] (barrier/broadcast/gather), [`blame`] (the rank an error is about),
+//! [`local`] (the local launcher), [`world`]
 //! (putting it together).
 
 pub mod binding;
+pub mod blame;
 pub mod control;
 pub mod env;
 mod error;
