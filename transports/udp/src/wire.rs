@@ -59,8 +59,12 @@ impl Header {
     /// this link's: a stray or forged datagram, never acted on).
     #[inline(always)]
     pub(crate) fn parse(bytes: &[u8], conn_id: u64) -> Option<Header> {
-        let hdr = bytes.get(..HEADER_BYTES)?;
-        if hdr[..2] != MAGIC || hdr[8..] != conn_id.to_le_bytes() {
+        let hdr: &[u8; HEADER_BYTES] = bytes.get(..HEADER_BYTES)?.try_into().ok()?;
+        // One 8-byte comparison (a fixed-size array: no length check, no memcmp).
+        let id = u64::from_le_bytes([
+            hdr[8], hdr[9], hdr[10], hdr[11], hdr[12], hdr[13], hdr[14], hdr[15],
+        ]);
+        if hdr[..2] != MAGIC || id != conn_id {
             return None;
         }
         Some(Header {
