@@ -688,7 +688,7 @@ fn kill_by_hand(np: usize, killed: usize, args: &[&str]) -> Vec<(usize, Option<i
         rx.recv_timeout(Duration::from_secs(1)).ok()
     }));
     if killed != 0 {
-        let code = zero_out.map_or(None, |o| o.status.code());
+        let code = zero_out.ok().and_then(|o| o.status.code());
         survivors.push((0, code, zero_lines.join("\n")));
     }
     for (r, child) in ranks.into_iter().enumerate() {
