@@ -7,6 +7,8 @@ use clap::{CommandFactory, FromArgMatches};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    #[cfg(feature = "ofi")]
+    ngauge_ofi::default_stop_signals();
     let parsed = cli::Cli::command()
         .try_get_matches()
         .and_then(|m| cli::Cli::from_arg_matches(&m).map(|c| (m, c)));

@@ -4,7 +4,7 @@
 use crate::cli::GlobalArgs;
 use anyhow::Context as _;
 use ngauge::experiment::{Context, ExperimentError, Records};
-use ngauge::job::{JobError, JobSpec, JobWarning, TransportName, UcxSpec, VerbsSpec};
+use ngauge::job::{JobError, JobSpec, JobWarning, OfiSpec, TransportName, UcxSpec, VerbsSpec};
 use ngauge::launch::{self, LaunchOptions, Started, World};
 use ngauge::report::document::Export;
 use ngauge::report::effort::EffortWarning;
@@ -70,6 +70,10 @@ pub fn job_spec(global: &GlobalArgs) -> JobSpec {
             tls: global.ucx.ucx_tls.clone(),
             op: global.ucx.ucx_op,
         },
+        ofi: OfiSpec {
+            provider: global.ofi.ofi_provider.clone(),
+            op: global.ofi.ofi_op,
+        },
     }
 }
 
@@ -89,6 +93,8 @@ pub fn with_job(global: &GlobalArgs, spec: &JobSpec, np: usize) -> GlobalArgs {
     g.verbs.verbs_op = spec.verbs.op;
     g.ucx.ucx_tls = spec.ucx.tls.clone();
     g.ucx.ucx_op = spec.ucx.op;
+    g.ofi.ofi_provider = spec.ofi.provider.clone();
+    g.ofi.ofi_op = spec.ofi.op;
     g.np = np as u32;
     g
 }

@@ -124,6 +124,7 @@ struct Rank {
 /// need) and passes each its place in the job through the environment.
 pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
     let np = opts.np.max(1);
+    super::limits::check_tasks(np)?;
     let signals = super::signals::install_launcher()
         .map_err(LaunchError::io("installing the SIGINT/SIGTERM handler"))?;
     let exe = std::env::current_exe().map_err(LaunchError::io("finding the ngauge executable"))?;

@@ -3,7 +3,8 @@
 //!
 //! [`start`] turns a process into either the local launcher (which starts `--np`
 //! copies of itself and waits) or one rank of a job, a [`World`] with a
-//! [`ngauge_transport::Control`] over the TCP connections made at rendezvous. No MPI
+//! [`ngauge_transport::Control`] over a tree of TCP connections grown from the ones
+//! made at rendezvous. No MPI
 //! library is involved: under `mpirun`/`srun` the rank and size come from the
 //! launcher's environment ([`env`](mod@env)).
 //!
@@ -11,9 +12,10 @@
 //! [`binding`] (do the measured ranks have cores of their own),
 //! [`hostlist`] (Slurm host lists), [`frame`] (the wire format and its checked
 //! decoder), [`wire`] (whole frames on blocking sockets), [`rendezvous`] (joining),
+//! [`tree`] (the control plane's shape), [`grow`] (linking the tree),
 //! [`control`] (barrier/broadcast/gather), [`blame`] (the rank an error is about),
-//! [`local`] (the local launcher), [`world`]
-//! (putting it together).
+//! [`limits`] (descriptors and tasks a job needs), [`local`] (the local launcher),
+//! [`world`] (putting it together).
 
 pub mod binding;
 pub mod blame;
@@ -21,13 +23,16 @@ pub mod control;
 pub mod env;
 mod error;
 pub mod frame;
+pub mod grow;
 pub mod hostlist;
+pub mod limits;
 pub mod liveness;
 pub mod local;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod rendezvous;
 pub mod signals;
+pub mod tree;
 pub mod wire;
 pub mod world;
 
