@@ -625,3 +625,111 @@ fn issue18_a_failing_rank_s_own_error_is_shown_and_said_once() {
     );
     said_once(&err);
 }
+
+/// Starts `np` ranks by hand (no launcher, so no launcher's line) running `args`,
+/// rank 0 streaming its records to `-o`; SIGKILLs rank `killed` once the first
+/// record is there (inside the measuring phase), and returns every survivor's
+/// rank, exit status and stderr.
+fn kill_by_hand(np: usize, killed: usize, args: &[&str]) -> Vec<(usize, Option<i32>, String)> {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("points.jsonl");
+    let (timeout, size) = (TIMEOUT_S.to_string(), np.to_string());
+    let common = ["--size", &size, "--job-token", TOKEN, "--timeout", &timeout];
+    let mut zero_args = vec!["--rank", "0", "--bind", "127.0.0.1:0", "-o"];
+    zero_args.push(out.to_str().unwrap());
+    zero_args.extend_from_slice(&common);
+    zero_args.extend_from_slice(args);
+    let mut zero = ngauge(&zero_args)
+        .env("NGAUGE_ANNOUNCE", "1")
+        .spawn()
+        .unwrap();
+    let err = zero.stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut zero_lines = Vec::new();
+    let addr = loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("rank 0 announces");
+        if let Some(a) = line.strip_prefix(ngauge::launch::local::ANNOUNCE) {
+            break a.trim().to_string();
+        }
+        zero_lines.push(line);
+    };
+    let mut ranks: Vec<Option<Child>> = vec![None];
+    for r in 1..np {
+        let rank = r.to_string();
+        let mut a = vec!["--rank", &rank, "--rendezvous", &addr];
+        a.extend_from_slice(&common);
+        a.extend_from_slice(args);
+        ranks.push(Some(ngauge(&a).spawn().unwrap()));
+    }
+    let began = Instant::now();
+    while std::fs::read_to_string(&out).map_or(true, |t| !t.contains('\n')) {
+        assert!(
+            began.elapsed() < Duration::from_secs(180),
+            "{args:?}: no record within 180 s"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let victim = if killed == 0 {
+        zero.id()
+    } else {
+        ranks[killed].as_ref().unwrap().id()
+    };
+    send(victim, "KILL");
+    let mut survivors = Vec::new();
+    let zero_out = support::output_within(zero, END_WITHIN);
+    zero_lines.extend(std::iter::from_fn(|| {
+        rx.recv_timeout(Duration::from_secs(1)).ok()
+    }));
+    if killed != 0 {
+        let code = zero_out.ok().and_then(|o| o.status.code());
+        survivors.push((0, code, zero_lines.join("\n")));
+    }
+    for (r, child) in ranks.into_iter().enumerate() {
+        let Some(child) = child else { continue };
+        let id = child.id();
+        let done = support::output_within(child, END_WITHIN);
+        if done.is_err() {
+            send(id, "KILL");
+        }
+        if r != killed {
+            let (code, text) = match done {
+                Ok(o) => (
+                    o.status.code(),
+                    String::from_utf8_lossy(&o.stderr).into_owned(),
+                ),
+                Err(o) => (None, String::from_utf8_lossy(&o.stderr).into_owned()),
+            };
+            survivors.push((r, code, text));
+        }
+    }
+    survivors
+}
+
+/// Issue 38: at np 4, every survivor of a rank killed in the measuring phase names
+/// that rank, also where it saw another rank's link break first (rank 0 in `late`
+/// saw rank 2, which failed because of rank 3, go away) or was told by rank 0
+/// (ranks 2 and 3 waiting in a broadcast while rank 0 measured with rank 1).
+#[test]
+fn issue38_every_survivor_names_the_killed_rank() {
+    // Records per size: the first one comes before the last size is measured.
+    let late = [
+        "late", "--sizes", "1-1M", "--delay", "0,20us", "--reps", "300",
+    ];
+    let loggp = ["loggp", "--sizes", "1-1M", "--reps", "30"];
+    for (args, killed) in [(&late[..], 3), (&loggp[..], 1)] {
+        for (rank, code, text) in kill_by_hand(4, killed, args) {
+            let ctx =
+                format!("{args:?}, rank {killed} killed: rank {rank}, status {code:?}:\n{text}");
+            assert_eq!(code, Some(1), "{ctx}");
+            assert!(names(&text, killed), "{ctx}");
+            assert!(!text.contains("panicked"), "{ctx}");
+        }
+    }
+}

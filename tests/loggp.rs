@@ -241,7 +241,7 @@ fn udp_limit_refuses_explicit_sizes_ends_the_default_sweep_and_streams_fit() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("message limit of 65499 bytes"), "{err}");
+    assert!(err.contains("message limit of 65491 bytes"), "{err}");
     // The default sweep (up to 64 KiB) ends below the limit instead, and says so.
     let out = ngauge()
         .args([

@@ -118,7 +118,7 @@ fn udp_sweep_stops_at_the_datagram_limit_with_counters() {
         .assert()
         .success()
         .stderr(predicate::str::contains(
-            "udp carries at most 65499 bytes per message: sizes 65536, 131072",
+            "udp carries at most 65491 bytes per message: sizes 65536, 131072",
         ));
     let doc = json_of(&assert.get_output().stdout);
     let rs = results(&doc);

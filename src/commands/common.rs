@@ -285,8 +285,17 @@ pub fn with_world(
             let rank = world.rank;
             let result = match body(&mut world) {
                 Err(e) => {
-                    // Tell the others why, so their errors name this rank and the reason.
-                    world.control.abort(&error_text(&e));
+                    // Tell the others why, so their errors name the rank to blame
+                    // (where the failure began: a broken link is confirmed before
+                    // its peer is blamed) and the reason.
+                    let suspect = launch::blame::suspect(e.as_ref());
+                    let blamed = world.control.abort(suspect, &error_text(&e));
+                    let e = match suspect {
+                        Some(s) if s != blamed => {
+                            e.context(format!("lost rank {blamed} (rank {s} failed after it)"))
+                        }
+                        _ => e,
+                    };
                     Err(e.context(format!("rank {rank}")))
                 }
                 Ok(()) => world

@@ -34,6 +34,10 @@ use std::time::{Duration, Instant};
 
 /// How long a rank tries to deliver an abort notice to a neighbour.
 const ABORT_WRITE: Duration = Duration::from_millis(500);
+/// How long a failing rank waits for the last word (an abort notice, or the end of
+/// its connection) of a rank whose link broke, to learn whether that rank failed
+/// because of another (at most the job's timeout).
+const LAST_WORD: Duration = Duration::from_secs(1);
 
 /// This rank's control connections in the tree.
 pub(super) struct Links {
@@ -282,6 +286,56 @@ impl TcpControl {
         self.tell_neighbours(rank, &detail);
         self.failed = Some((rank, detail));
         err
+    }
+
+    /// The rank a broken link to `suspect` is blamed on (the rank where the
+    /// failure was first detected): the rank named by `suspect`'s last word (an
+    /// abort notice: it failed because of that one), followed from rank to rank;
+    /// then, if the rank so found still runs (its liveness link is up: not a rank
+    /// to blame for a broken link) while another rank's link closed, the rank whose
+    /// link closed first.
+    fn blame(&mut self, suspect: Rank) -> Rank {
+        let mut blamed = suspect;
+        for _ in 0..self.size {
+            match self.last_word(blamed) {
+                Some(next) if next != blamed && next != self.rank && next < self.size => {
+                    blamed = next
+                }
+                _ => break,
+            }
+        }
+        match &self.liveness {
+            Some(l) if l.has_link(blamed) => l.first_closed().unwrap_or(blamed),
+            _ => blamed,
+        }
+    }
+
+    /// The rank `rank`'s abort notice names, read from its control connection (a
+    /// frame of a call this failing rank will not make is skipped); `None` when
+    /// the connection ends (the process was killed), fails, or brings no notice
+    /// within [`LAST_WORD`]. A rank hears only its tree neighbours.
+    fn last_word(&mut self, rank: Rank) -> Option<Rank> {
+        let wait = LAST_WORD.min(self.timeout);
+        let deadline = Instant::now() + wait;
+        let links = &mut self.links;
+        let (_, stream) = links
+            .parent
+            .iter_mut()
+            .chain(&mut links.children)
+            .find(|(r, _)| *r == rank)?;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            match wire::read_frame(stream, MAX_CONTROL_PAYLOAD, left) {
+                Ok((Kind::Abort, payload)) => {
+                    return Abort::decode(&payload).ok().map(|a| a.rank as usize)
+                }
+                Ok(_) => {}
+                Err(_) => return None,
+            }
+        }
     }
 
     /// Sends every neighbour but `rank` an abort notice naming `rank`.
@@ -597,13 +651,22 @@ impl Control for TcpControl {
         self.gather_inner(root, data, seq).map_err(|e| self.fail(e))
     }
 
-    fn abort(&mut self, reason: &str) {
-        if self.failed.is_some() {
-            return;
+    fn abort(&mut self, suspect: Option<Rank>, reason: &str) -> Rank {
+        if let Some((rank, _)) = &self.failed {
+            return *rank;
         }
-        let detail = format!("failed: {reason}");
-        self.tell_neighbours(self.rank, &detail);
-        self.failed = Some((self.rank, detail));
+        let blamed = match suspect {
+            Some(s) if s != self.rank && s < self.size => self.blame(s),
+            _ => self.rank,
+        };
+        let detail = if blamed == self.rank {
+            format!("failed: {reason}")
+        } else {
+            format!("rank {} failed after losing it: {reason}", self.rank)
+        };
+        self.tell_neighbours(blamed, &detail);
+        self.failed = Some((blamed, detail));
+        blamed
     }
 }
 
@@ -688,7 +751,7 @@ mod tests {
     fn an_aborting_rank_is_named_with_its_reason() {
         let errors = run_all(star(3, Duration::from_secs(10)), |c| {
             if c.rank() == 1 {
-                c.abort("disk on fire");
+                c.abort(None, "disk on fire");
                 String::new()
             } else {
                 c.barrier().unwrap_err().to_string()
@@ -703,7 +766,7 @@ mod tests {
         assert!(errors[2].contains("reported by rank 0"), "{}", errors[2]);
         let errors = run_all(star(2, Duration::from_secs(10)), |c| {
             if c.rank() == 0 {
-                c.abort("bad fit");
+                c.abort(None, "bad fit");
                 String::new()
             } else {
                 c.barrier().unwrap_err().to_string()

@@ -55,6 +55,8 @@ struct Shared {
     /// Per rank: nanoseconds after `base` when something last arrived from it
     /// (`u64::MAX`: its link is closed).
     heard_ns: Vec<AtomicU64>,
+    /// Per rank: nanoseconds after `base` when its link closed (`u64::MAX`: open).
+    closed_ns: Vec<AtomicU64>,
     /// Per rank: the write side of its link.
     writers: Vec<Option<Mutex<TcpStream>>>,
 }
@@ -103,6 +105,7 @@ impl Liveness {
         let shared = Arc::new(Shared {
             base,
             heard_ns: writers.iter().map(|_| AtomicU64::new(0)).collect(),
+            closed_ns: writers.iter().map(|_| AtomicU64::new(u64::MAX)).collect(),
             writers,
         });
         let last_probe = vec![None; shared.writers.len()];
@@ -153,6 +156,16 @@ impl Liveness {
     /// Whether the link to `rank` is up.
     pub fn has_link(&self, rank: usize) -> bool {
         self.silent_for(rank).is_some()
+    }
+
+    /// The rank whose link closed first (its process exited or was killed), if any
+    /// did: where a failure that spread to other ranks began.
+    pub fn first_closed(&self) -> Option<usize> {
+        (0..self.shared.closed_ns.len())
+            .map(|r| (self.shared.closed_ns[r].load(Ordering::Relaxed), r))
+            .filter(|&(ns, _)| ns != u64::MAX)
+            .min()
+            .map(|(_, r)| r)
     }
 }
 
@@ -227,6 +240,8 @@ fn serve(shared: &Shared, mut links: Vec<(usize, TcpStream)>) {
         for i in closed.into_iter().rev() {
             let (rank, _) = links.swap_remove(i);
             shared.heard_ns[rank].store(u64::MAX, Ordering::Relaxed);
+            let ns = shared.base.elapsed().as_nanos().min(u64::MAX as u128 - 1) as u64;
+            shared.closed_ns[rank].store(ns, Ordering::Relaxed);
         }
     }
 }

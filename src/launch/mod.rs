@@ -13,10 +13,12 @@
 //! [`hostlist`] (Slurm host lists), [`frame`] (the wire format and its checked
 //! decoder), [`wire`] (whole frames on blocking sockets), [`rendezvous`] (joining),
 //! [`tree`] (the control plane's shape), [`grow`] (linking the tree),
-//! [`control`] (barrier/broadcast/gather), [`limits`] (descriptors and tasks a job
-//! needs), [`local`] (the local launcher), [`world`] (putting it together).
+//! [`control`] (barrier/broadcast/gather), [`blame`] (the rank an error is about),
+//! [`limits`] (descriptors and tasks a job needs), [`local`] (the local launcher),
+//! [`world`] (putting it together).
 
 pub mod binding;
+pub mod blame;
 pub mod control;
 pub mod env;
 mod error;

@@ -61,10 +61,15 @@ pub trait Control: Send {
     fn gather(&mut self, root: Rank, data: &[u8]) -> Result<Vec<Vec<u8>>, ControlError>;
     /// Tells the other ranks, best effort and without blocking for long, that this
     /// rank is failing because of `reason`, so that their next control call fails
-    /// naming this rank and the reason instead of just "connection closed". The
-    /// default does nothing: a rank that exits is noticed as lost anyway.
-    fn abort(&mut self, reason: &str) {
+    /// naming the rank to blame and the reason instead of just "connection
+    /// closed". `suspect`: the rank whose link broke, if that is the failure; the
+    /// rank blamed (returned) is where the failure was first detected, confirmed
+    /// where the implementation can (a peer that failed because of another names
+    /// that one), else `suspect`, else this rank. The default tells nobody: a rank
+    /// that exits is noticed as lost anyway.
+    fn abort(&mut self, suspect: Option<Rank>, reason: &str) -> Rank {
         let _ = reason;
+        suspect.unwrap_or(self.rank())
     }
     /// Every rank receives every rank's `data`, indexed by rank.
     fn allgather(&mut self, data: &[u8]) -> Result<Vec<Vec<u8>>, ControlError> {

@@ -132,7 +132,7 @@ impl UdpTransport {
             ack: p.inbound.expected() as u8,
             seq,
         }
-        .encode();
+        .encode(p.id_out);
         if let Payload::Region(region) = payload {
             if region.len > SMALL_BYTES {
                 return self.transmit_framed(peer, region, &hdr);
@@ -266,8 +266,8 @@ impl UdpTransport {
                 Err(e @ (Errno::AGAIN | Errno::INTR)) => return Ok(Err(e)),
                 Err(e) => return Err(errno_err(peer, "recv", e)),
             };
-            let Some(header) = Header::parse(&self.scratch[..n]) else {
-                // Not ours (a stray datagram on the port): ignore it.
+            let Some(header) = Header::parse(&self.scratch[..n], p.id_in) else {
+                self.on_foreign(peer);
                 return Ok(Ok(Arrival::Ignored));
             };
             let arrival =
@@ -286,6 +286,7 @@ impl UdpTransport {
         let frame = self.pool.framed_mut(region)?;
         let front: [u8; HEADER_BYTES] = frame[..HEADER_BYTES].try_into().expect("headroom");
         let got = rustix::net::recv(&p.socket, &mut *frame, flags);
+        let id_in = p.id_in;
         hdr.copy_from_slice(&frame[..HEADER_BYTES]);
         frame[..HEADER_BYTES].copy_from_slice(&front);
         let (total, truncated) = match got {
@@ -293,8 +294,8 @@ impl UdpTransport {
             Err(e @ (Errno::AGAIN | Errno::INTR)) => return Ok(Err(e)),
             Err(e) => return Err(errno_err(peer, "recv", e)),
         };
-        let Some(header) = Header::parse(&hdr[..total.min(HEADER_BYTES)]) else {
-            // Not ours (a stray datagram on the port): ignore it.
+        let Some(header) = Header::parse(&hdr[..total.min(HEADER_BYTES)], id_in) else {
+            self.on_foreign(peer);
             return Ok(Ok(Arrival::Ignored));
         };
         let arrival = self.on_arrival(peer, header, total - HEADER_BYTES, truncated, region.len)?;

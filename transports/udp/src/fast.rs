@@ -70,8 +70,8 @@ impl UdpTransport {
             Err(Errno::AGAIN | Errno::INTR) => return self.recv_direct(peer, region, None),
             Err(e) => return Err(errno_err(peer, "recv", e)),
         };
-        let Some(header) = Header::parse(&self.scratch[..n]) else {
-            // Not ours (a stray datagram on the port): ignored.
+        let Some(header) = Header::parse(&self.scratch[..n], p.id_in) else {
+            self.on_foreign(peer);
             return self.recv_direct(peer, region, None);
         };
         match self.on_arrival(peer, header, full - HEADER_BYTES, full > n, region.len)? {

@@ -5,20 +5,29 @@
 //!
 //! # Wire format
 //!
-//! Every datagram is an 8-byte header followed by the message:
+//! Every datagram is a 16-byte header followed by the message:
 //!
 //! ```text
-//! 0      2      3      4                8
-//! | "NU" | flags| ack  | seq (u32, LE)  | payload ...
+//! 0      2      3      4                8                         16
+//! | "NU" | flags| ack  | seq (u32, LE)  | connection id (u64, LE) | payload ...
 //! ```
+//!
+//! The connection id proves the datagram belongs to this job and this link: each
+//! rank draws one at random per peer (from the operating system's random source)
+//! for the datagrams it receives from that peer and hands it over the control
+//! plane, which only ranks that proved the job token (or MPI's own launch) can
+//! read, with its ports. A datagram without it (a stranger's, sent with the
+//! peer's source address) is dropped before anything else in it is read, counted
+//! (`foreign_datagrams`) and logged at a limited rate: never delivered, never
+//! answered, never taken as a `BYE` (`docs/reliability.md`, "UDP datagrams").
 //!
 //! `seq` counts the messages this rank sent to that peer (wrapping); `ack` is the low
 //! byte of how many messages this rank delivered from that peer. `flags` marks a
 //! copy sent again after a timeout (`RETX`) or on request (`REPLAY`), and the
 //! header-only datagrams `NACK` ("send again from `seq`"), `ACK` ("I delivered
 //! everything before `seq`") and `BYE` (the transport was dropped). The largest
-//! message is the datagram limit minus the header: 65 507 − 8 = 65 499 bytes over
-//! IPv4 (65 519 over IPv6); larger ones are refused with
+//! message is the datagram limit minus the header: 65 507 − 16 = 65 491 bytes over
+//! IPv4 (65 511 over IPv6); larger ones are refused with
 //! [`TransportError::TooLarge`] naming the limit.
 //!
 //! # Recovery (why a lost datagram neither hangs nor ends a run)
@@ -78,6 +87,8 @@
 //!   `settle`, for an acknowledgement);
 //! - `refused_sends`: datagrams the kernel refused to send (`EPERM`: a firewall
 //!   rule dropped it on its way out; `ENOBUFS`), lost like a drop on the wire;
+//! - `foreign_datagrams`: arrivals without this link's connection id (forged or
+//!   stray), dropped unread;
 //! - `test_dropped_datagrams` (only with [`UdpOptions::drop_one_in`]).
 //!
 //! # Waiting
@@ -96,8 +107,8 @@
 //! stretch is noticed after 100 ms instead. In [`WaitMode::Poll`] it is
 //! `recv(MSG_DONTWAIT)` in a [`std::hint::spin_loop`]. Messages above 2 KiB go out
 //! with `send` straight from the caller's buffer and come in with `recv` straight
-//! into it, framed: the pool keeps 8 bytes of headroom in front of every buffer, and
-//! the header is written into the 8 bytes in front of the region (saved and put
+//! into it, framed: the pool keeps 16 bytes of headroom in front of every buffer, and
+//! the header is written into the 16 bytes in front of the region (saved and put
 //! back when they are the caller's), so header and payload are one slice and no
 //! payload byte is copied. Smaller ones go through a scratch buffer with plain
 //! `send`/`recv`. Both because the kernel handles one slice faster than an iovec
@@ -136,6 +147,7 @@ pub use wire::{HEADER_BYTES, MAX_DATAGRAM_V4, MAX_DATAGRAM_V6};
 
 use datagram::{Payload, SMALL_BYTES};
 use inbound::Inbound;
+use ngauge_transport::auth::RefusalLog;
 use ngauge_transport::util::{self, Completion, Requests};
 use ngauge_transport::{
     Access, BufferId, BufferPool, Buffers, Capabilities, Control, Counters, Rank, Region,
@@ -193,6 +205,10 @@ impl Default for UdpOptions {
 #[derive(Debug)]
 struct Peer {
     socket: Socket,
+    /// The connection id datagrams from this peer must carry (drawn by this rank).
+    id_in: u64,
+    /// The connection id this rank's datagrams to the peer carry (drawn by it).
+    id_out: u64,
     /// Sequence number of the next message sent to this peer.
     next_seq: u32,
     /// The messages from this peer: which one is next, what was missed.
@@ -242,6 +258,7 @@ struct Stats {
     timeouts: u64,
     sent: u64,
     refused: u64,
+    foreign: u64,
     test_dropped: u64,
 }
 
@@ -277,6 +294,8 @@ pub struct UdpTransport {
     empty_polls: u32,
     /// `poll(2)` descriptors, kept empty between sleeps to reuse the allocation.
     poll_fds: Vec<PollFd<'static>>,
+    /// Rate-limited stderr lines about foreign datagrams.
+    foreign_log: RefusalLog,
 }
 
 fn setup(reason: impl Into<String>) -> TransportError {
@@ -298,9 +317,9 @@ fn closed_err(peer: Rank) -> TransportError {
 }
 
 impl UdpTransport {
-    /// Opens one socket per peer on `data_addr`, exchanges the ports with
-    /// `control.allgather` (a collective call: every rank must call this together)
-    /// and connects each socket to its peer's.
+    /// Opens one socket per peer on `data_addr`, draws a connection id per peer,
+    /// exchanges ports and ids with `control.allgather` (a collective call: every
+    /// rank must call this together) and connects each socket to its peer's.
     pub fn connect(
         control: &mut dyn Control,
         data_addr: IpAddr,
@@ -311,6 +330,12 @@ impl UdpTransport {
         let bind = SocketAddr::new(data_addr, 0);
         let mut sockets: Vec<Option<Socket>> = Vec::with_capacity(size);
         let mut ports = Vec::with_capacity(size);
+        // Unguessable by anyone outside the job: the operating system's random
+        // source, as the TCP transport's keys.
+        let ids: Vec<u64> = (0..size)
+            .map(|_| getrandom::u64())
+            .collect::<Result<_, _>>()
+            .map_err(|e| setup(format!("cannot draw connection ids: {e}")))?;
         for peer in 0..size {
             if peer == rank {
                 sockets.push(None);
@@ -339,7 +364,11 @@ impl UdpTransport {
             ports.push(port);
         }
         let mine = format!(
-            "{}|{}",
+            "{}@{}|{}",
+            ids.iter()
+                .map(|id| format!("{id:x}"))
+                .collect::<Vec<_>>()
+                .join(","),
             data_addr,
             ports
                 .iter()
@@ -354,8 +383,11 @@ impl UdpTransport {
         let mut peers: Vec<Option<Peer>> = (0..size).map(|_| None).collect();
         for (peer, socket) in sockets.into_iter().enumerate() {
             let Some(socket) = socket else { continue };
-            let endpoint = parse_endpoint(&all[peer], size)
-                .map(|(ip, ports)| SocketAddr::new(ip, ports[rank]))
+            let (endpoint, id_out) = split_ids(&all[peer], size)
+                .and_then(|(theirs, endpoint)| {
+                    let (ip, ports) = parse_endpoint(endpoint, size)?;
+                    Some((SocketAddr::new(ip, ports[rank]), theirs[rank]))
+                })
                 .ok_or_else(|| setup(format!("rank {peer} sent a malformed endpoint")))?;
             socket
                 .connect(&endpoint.into())
@@ -363,6 +395,8 @@ impl UdpTransport {
                 .map_err(|e| setup(format!("connecting to rank {peer} at {endpoint}: {e}")))?;
             peers[peer] = Some(Peer {
                 socket,
+                id_in: ids[peer],
+                id_out,
                 next_seq: 0,
                 inbound: Inbound::default(),
                 window: SendWindow::default(),
@@ -404,6 +438,7 @@ impl UdpTransport {
             scratch: Box::new([0; HEADER_BYTES + SMALL_BYTES]),
             empty_polls: 0,
             poll_fds: Vec::new(),
+            foreign_log: RefusalLog::new(format!("ngauge: udp: rank {rank}")),
         })
     }
 
@@ -476,6 +511,18 @@ impl UdpTransport {
             self.pool.release_region(region, Access::Write);
         }
     }
+}
+
+/// The connection ids in front of an endpoint (`id,id,...@endpoint`, hexadecimal,
+/// one per rank) and the endpoint's bytes.
+fn split_ids(bytes: &[u8], size: usize) -> Option<(Vec<u64>, &[u8])> {
+    let at = bytes.iter().position(|&b| b == b'@')?;
+    let ids: Vec<u64> = std::str::from_utf8(&bytes[..at])
+        .ok()?
+        .split(',')
+        .map(|id| u64::from_str_radix(id, 16).ok())
+        .collect::<Option<_>>()?;
+    (ids.len() == size).then_some((ids, &bytes[at + 1..]))
 }
 
 fn parse_endpoint(bytes: &[u8], size: usize) -> Option<(IpAddr, Vec<u16>)> {
@@ -616,6 +663,7 @@ impl Transport for UdpTransport {
             ("resend_requests", s.resend_requests),
             ("receive_timeouts", s.timeouts),
             ("refused_sends", s.refused),
+            ("foreign_datagrams", s.foreign),
         ];
         if self.drop.is_some() {
             entries.push(("test_dropped_datagrams", s.test_dropped));

@@ -133,7 +133,7 @@ impl UdpTransport {
                 return Ok(Served::Gone);
             }
         };
-        let header = Header::parse(&hdr[..n.min(HEADER_BYTES)]);
+        let header = Header::parse(&hdr[..n.min(HEADER_BYTES)], p.id_in);
         let data = header.filter(|h| h.flags & (FLAG_NACK | FLAG_ACK | FLAG_BYE) == 0);
         if let Some(h) = data {
             let position = p.inbound.position(h.seq);
@@ -145,9 +145,10 @@ impl UdpTransport {
                 return Ok(Served::Data);
             }
         }
-        // Taken: what does not fit the 8 bytes is discarded with the datagram.
+        // Taken: what does not fit the header is discarded with the datagram.
         let _ = rustix::net::recv(&p.socket, &mut hdr, RecvFlags::DONTWAIT);
         let Some(h) = header else {
+            self.on_foreign(peer);
             return Ok(Served::Handled);
         };
         if h.flags & FLAG_BYE != 0 {
@@ -176,7 +177,7 @@ impl UdpTransport {
         };
         rustix::net::send(
             &p.socket,
-            &header.encode(),
+            &header.encode(p.id_out),
             SendFlags::DONTWAIT | SendFlags::NOSIGNAL,
         )
     }

@@ -98,6 +98,19 @@ impl UdpTransport {
         Ok(Arrival::Delivered { copy })
     }
 
+    /// A datagram from `peer`'s address without the link's connection id arrived
+    /// (forged, or stray): it was dropped unread; count it and say so on stderr
+    /// (rate-limited).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn on_foreign(&mut self, peer: Rank) {
+        self.stats.foreign += 1;
+        self.foreign_log.refused(
+            &format!("rank {peer}'s address"),
+            "a datagram without this job's connection id (forged or stray): dropped, counted in foreign_datagrams",
+        );
+    }
+
     /// [`UdpTransport::on_arrival`] for anything but the next message: a `NACK`,
     /// an `ACK`, a `BYE`, a duplicate or an early message.
     #[cold]

@@ -335,6 +335,82 @@ fn endpoint_parsing_rejects_garbage() {
     assert_eq!(parse_endpoint(b"nonsense", 1), None);
 }
 
+#[test]
+fn connection_ids_come_in_front_of_the_endpoint() {
+    assert_eq!(
+        split_ids(b"ff,1@127.0.0.1|0,4000", 2),
+        Some((vec![0xff, 1], &b"127.0.0.1|0,4000"[..]))
+    );
+    assert_eq!(split_ids(b"ff@127.0.0.1|0,4000", 2), None);
+    assert_eq!(split_ids(b"ff,zz@127.0.0.1|0,4000", 2), None);
+    assert_eq!(split_ids(b"127.0.0.1|0,4000", 2), None);
+}
+
+/// Datagrams from the peer's own address without the link's connection id, as a
+/// stranger forging the peer's source sends them: the magic and `BYE`, data with
+/// the next sequence number and the wrong size, random bytes after the magic.
+fn forgeries(seq: u32) -> Vec<Vec<u8>> {
+    let mut old_bye = b"NU".to_vec();
+    old_bye.extend_from_slice(&[crate::wire::FLAG_BYE, 0, 0, 0, 0, 0]);
+    let mut next = b"NU\0\0".to_vec();
+    next.extend_from_slice(&seq.to_le_bytes());
+    next.extend_from_slice(&[0xa5; 12]);
+    let mut random = b"NU".to_vec();
+    random.extend((0..30u8).map(|i| i.wrapping_mul(97).wrapping_add(seq as u8)));
+    let mut bye_wrong_id = old_bye.clone();
+    bye_wrong_id.extend_from_slice(&seq.to_le_bytes());
+    bye_wrong_id.extend_from_slice(&[1, 2, 3, 4]);
+    vec![old_bye, next, random, bye_wrong_id]
+}
+
+/// Rank 1 sends forged datagrams from its own socket in front of every answer:
+/// rank 0 drops and counts every one, and the exchange completes intact.
+fn forged_datagrams_are_dropped_and_counted(wait: WaitMode) {
+    let rounds = 20;
+    let got = run_world(
+        2,
+        move |_| opts(wait),
+        move |rank, mut t| {
+            for &size in &[1usize, 4096] {
+                let sbuf = t.alloc_buffer(size).unwrap();
+                let rbuf = t.alloc_buffer(size).unwrap();
+                for round in 0..rounds {
+                    let mine = pattern(size, (rank * 100 + round) as u8);
+                    t.buffer_mut(sbuf).unwrap().copy_from_slice(&mine);
+                    if rank == 0 {
+                        t.send(1, sbuf.prefix(size)).unwrap();
+                        t.recv(1, rbuf.prefix(size)).unwrap();
+                    } else {
+                        t.recv(0, rbuf.prefix(size)).unwrap();
+                        let seq = t.peers[0].as_ref().unwrap().next_seq;
+                        for bytes in forgeries(seq) {
+                            let socket = &t.peers[0].as_ref().unwrap().socket;
+                            rustix::net::send(socket, &bytes, rustix::net::SendFlags::empty())
+                                .unwrap();
+                        }
+                        t.send(0, sbuf.prefix(size)).unwrap();
+                    }
+                    let theirs = pattern(size, ((1 - rank) * 100 + round) as u8);
+                    assert_eq!(t.buffers().get(rbuf).unwrap(), &theirs[..], "size {size}");
+                }
+            }
+            t.settle().unwrap();
+            counter(&t, "foreign_datagrams")
+        },
+    );
+    assert_eq!(got, vec![2 * rounds as u64 * 4, 0]);
+}
+
+#[test]
+fn issue38_forged_datagrams_are_dropped_and_counted_polling() {
+    forged_datagrams_are_dropped_and_counted(WaitMode::Poll);
+}
+
+#[test]
+fn issue38_forged_datagrams_are_dropped_and_counted_blocking() {
+    forged_datagrams_are_dropped_and_counted(WaitMode::Block);
+}
+
 /// Rank 1's last answer is lost and rank 1 has already finished: its dropped
 /// transport lingers and sends the answer again when rank 0 probes or asks.
 fn last_answer_lost_after_the_peer_finished(wait: WaitMode) {

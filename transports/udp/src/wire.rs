@@ -1,12 +1,14 @@
-//! The datagram header: the 8 bytes in front of every payload (magic, flags,
-//! acknowledgement, sequence number; see the crate docs, "Wire format"), written
-//! by [`Header::encode`] and read back, stray datagrams refused, by
-//! [`Header::parse`].
+//! The datagram header: the 16 bytes in front of every payload (magic, flags,
+//! acknowledgement, sequence number, connection id; see the crate docs, "Wire
+//! format"), written by [`Header::encode`] and read back by [`Header::parse`],
+//! which refuses every datagram that does not carry the connection id the
+//! receiver drew for its link (a 64-bit random value exchanged over the
+//! authenticated control plane; see `docs/reliability.md`, "UDP datagrams").
 
 /// First two bytes of every ngauge datagram.
 pub(crate) const MAGIC: [u8; 2] = *b"NU";
 /// Bytes of the ngauge header in front of every datagram's payload.
-pub const HEADER_BYTES: usize = 8;
+pub const HEADER_BYTES: usize = 16;
 /// Flag: sent again after a retransmission timeout (the sender waits for an answer).
 pub(crate) const FLAG_RETX: u8 = 1;
 /// Flag: sent again because the receiver asked (`NACK`).
@@ -40,20 +42,29 @@ pub(crate) struct Header {
 }
 
 impl Header {
-    /// The header's bytes: magic, flags, acknowledgement, `seq` little-endian.
-    pub(crate) fn encode(self) -> [u8; HEADER_BYTES] {
+    /// The header's bytes: magic, flags, acknowledgement, `seq` and the
+    /// receiver's connection id `conn_id`, both little-endian.
+    #[inline(always)]
+    pub(crate) fn encode(self, conn_id: u64) -> [u8; HEADER_BYTES] {
         let s = self.seq.to_le_bytes();
+        let c = conn_id.to_le_bytes();
         [
-            MAGIC[0], MAGIC[1], self.flags, self.ack, s[0], s[1], s[2], s[3],
+            MAGIC[0], MAGIC[1], self.flags, self.ack, s[0], s[1], s[2], s[3], c[0], c[1], c[2],
+            c[3], c[4], c[5], c[6], c[7],
         ]
     }
 
     /// The header at the start of `bytes`; `None` when there are fewer than
-    /// [`HEADER_BYTES`] or they do not start with the magic (not ours: a stray
-    /// datagram on the port).
-    pub(crate) fn parse(bytes: &[u8]) -> Option<Header> {
-        let hdr = bytes.get(..HEADER_BYTES)?;
-        if hdr[..2] != MAGIC {
+    /// [`HEADER_BYTES`] or they do not start with the magic and `conn_id` (not
+    /// this link's: a stray or forged datagram, never acted on).
+    #[inline(always)]
+    pub(crate) fn parse(bytes: &[u8], conn_id: u64) -> Option<Header> {
+        let hdr: &[u8; HEADER_BYTES] = bytes.get(..HEADER_BYTES)?.try_into().ok()?;
+        // One 8-byte comparison (a fixed-size array: no length check, no memcmp).
+        let id = u64::from_le_bytes([
+            hdr[8], hdr[9], hdr[10], hdr[11], hdr[12], hdr[13], hdr[14], hdr[15],
+        ]);
+        if hdr[..2] != MAGIC || id != conn_id {
             return None;
         }
         Some(Header {
@@ -68,6 +79,8 @@ impl Header {
 mod tests {
     use super::*;
 
+    const ID: u64 = 0x9e37_79b9_7f4a_7c15;
+
     #[test]
     fn encodes_magic_flags_ack_and_little_endian_seq() {
         let h = Header {
@@ -75,15 +88,25 @@ mod tests {
             ack: 0x99,
             seq: 0x0403_0201,
         };
-        assert_eq!(h.encode(), [b'N', b'U', 3, 0x99, 1, 2, 3, 4]);
-        assert_eq!(Header::parse(&h.encode()), Some(h));
+        assert_eq!(
+            h.encode(0x0807_0605_0403_0201),
+            [b'N', b'U', 3, 0x99, 1, 2, 3, 4, 1, 2, 3, 4, 5, 6, 7, 8]
+        );
+        assert_eq!(Header::parse(&h.encode(ID), ID), Some(h));
     }
 
     #[test]
     fn parses_the_header_in_front_of_a_payload() {
-        let bytes = [b'N', b'U', FLAG_NACK, 7, 0xff, 0xff, 0xff, 0xff, 42, 43];
+        let mut bytes = Header {
+            flags: FLAG_NACK,
+            ack: 7,
+            seq: u32::MAX,
+        }
+        .encode(ID)
+        .to_vec();
+        bytes.extend_from_slice(&[42, 43]);
         assert_eq!(
-            Header::parse(&bytes),
+            Header::parse(&bytes, ID),
             Some(Header {
                 flags: FLAG_NACK,
                 ack: 7,
@@ -94,9 +117,22 @@ mod tests {
 
     #[test]
     fn refuses_short_and_foreign_datagrams() {
-        assert_eq!(Header::parse(&[]), None);
-        assert_eq!(Header::parse(&[b'N', b'U', 0, 0, 1, 2, 3]), None);
-        assert_eq!(Header::parse(&[b'N', b'X', 0, 0, 1, 2, 3, 4]), None);
-        assert_eq!(Header::parse(&[0; 64]), None);
+        let good = Header {
+            flags: FLAG_BYE,
+            ack: 0,
+            seq: 1,
+        }
+        .encode(ID);
+        assert_eq!(Header::parse(&[], ID), None);
+        assert_eq!(Header::parse(&good[..HEADER_BYTES - 1], ID), None);
+        assert_eq!(Header::parse(&[0; 64], ID), None);
+        let mut other_magic = good;
+        other_magic[1] = b'X';
+        assert_eq!(Header::parse(&other_magic, ID), None);
+        // The magic and a valid-looking header with another link's id (or none):
+        // a forged datagram.
+        assert_eq!(Header::parse(&good, ID ^ 1), None);
+        assert_eq!(Header::parse(&good[..8], ID), None);
+        assert_eq!(Header::parse(&good, ID).map(|h| h.flags), Some(FLAG_BYE));
     }
 }
