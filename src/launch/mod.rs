@@ -12,7 +12,8 @@
 //! [`hostlist`] (Slurm host lists), [`frame`] (the wire format and its checked
 //! decoder), [`wire`] (whole frames on blocking sockets), [`rendezvous`] (joining),
 //! [`control`] (barrier/broadcast/gather), [`local`] (the local launcher), [`world`]
-//! (putting it together).
+//! (putting it together); with their features, `mpi` (MPI as the bootstrap) and
+//! `pmix` (the launcher's PMIx server as the bootstrap).
 
 pub mod binding;
 pub mod control;
@@ -24,6 +25,8 @@ pub mod liveness;
 pub mod local;
 #[cfg(feature = "mpi")]
 pub mod mpi;
+#[cfg(feature = "pmix")]
+pub mod pmix;
 pub mod rendezvous;
 pub mod signals;
 pub mod wire;
