@@ -20,7 +20,7 @@
 //! `PMIX_LOCAL_RANK`, `PMIX_NUM_NODES`) are read as the types the standard gives
 //! them.
 //!
-//! **One handle, finalized when dropped.** [`Pmix::init`] connects to the local
+//! **One handle, finalized when dropped.** `Pmix::init` connects to the local
 //! server; dropping the handle calls `PMIx_Finalize`, which launchers expect of
 //! every process that initialized (Open MPI's `mpirun` reports a process that
 //! exits without it as failed).
