@@ -11,12 +11,14 @@
 //! under `CI=true`, as in tests/slurm.rs.
 #![cfg(feature = "pmix")]
 
+#[path = "support/slurm.rs"]
+mod slurm_cluster;
 mod support;
 
 use serde_json::Value;
+use slurm_cluster::{cluster, job_name, run, srun, EXE};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
-use support::slurm::{cluster, job_name, run, srun, EXE};
 use support::Lack;
 
 const LIMIT: Duration = Duration::from_secs(60);

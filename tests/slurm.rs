@@ -16,13 +16,15 @@
 //! `print!`); under `CI=true` (as `scripts/test` runs in CI) the same tests fail
 //! instead. docs/testing-slurm.md describes the convention.
 
+#[path = "support/slurm.rs"]
+mod slurm_cluster;
 mod support;
 
 use serde_json::Value;
+use slurm_cluster::{cluster, job_name, run, scancel, srun, SCRIPT};
 use std::collections::BTreeSet;
-use std::process::Output;
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
-use support::slurm::{cluster, job_name, run, scancel, srun, SCRIPT};
 
 fn stderr_of(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()

@@ -130,11 +130,11 @@ fn join(pmix: &Pmix, opts: &LaunchOptions, detected: LauncherEnv) -> Result<Star
     pmix.put(PEER_KEY, &frame::encode_table(std::slice::from_ref(&me)))
         .map_err(failed("put"))?;
     let offer = if rank == 0 && size > 1 {
-        let listener = TcpListener::bind(SocketAddr::new(data_addr, 0)).map_err(|error| {
-            LaunchError::Bind {
-                addr: format!("{data_addr}:0"),
-                error,
-            }
+        let listener = TcpListener::bind(SocketAddr::new(data_addr, 0)).map_err(|e| {
+            LaunchError::Usage(format!(
+                "rank 0 cannot listen on its data address {data_addr}: {e}; give \
+                 --data-addr an address of this host"
+            ))
         })?;
         let port = listener
             .local_addr()

@@ -5,7 +5,6 @@
 
 #[cfg(feature = "mpi")]
 pub mod mpi;
-pub mod slurm;
 
 use std::io::{Read, Write};
 use std::process::{Child, Output};

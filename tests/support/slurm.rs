@@ -1,6 +1,8 @@
 //! The one-node Slurm of `scripts/slurm-local` for the tests that run `srun`
 //! steps (tests/slurm.rs, tests/pmix.rs): started once per test binary, jobs
-//! named after this process, a step past its time limit cancelled.
+//! named after this process, a step past its time limit cancelled. Included by
+//! those files with `#[path]` (not from `support/mod.rs`, which crates outside
+//! this package include too).
 #![allow(dead_code)]
 
 use std::process::{Command, Output, Stdio};
@@ -33,7 +35,7 @@ pub fn start_cluster() -> Result<String, String> {
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot run {SCRIPT}: {e}"))?;
-    let out = super::output_within(child, Duration::from_secs(60))
+    let out = crate::support::output_within(child, Duration::from_secs(60))
         .map_err(|_| "scripts/slurm-local start took more than 60 s".to_string())?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -55,7 +57,7 @@ pub fn cluster(test: &str) -> Option<&'static str> {
         Ok(conf) => Some(conf),
         Err(reason) => {
             let reason = format!("{reason}; see docs/testing-slurm.md");
-            super::skip(test, super::Lack::Installed, reason);
+            crate::support::skip(test, crate::support::Lack::Installed, reason);
             None
         }
     }
@@ -91,7 +93,7 @@ pub fn srun(conf: &str, name: &str, srun_args: &[&str], ngauge_args: &[&str]) ->
 /// outlives the test) and fails with what it wrote.
 pub fn run(conf: &str, name: &str, mut cmd: Command, limit: Duration) -> Output {
     let child = cmd.spawn().expect("srun (slurm-client) runs");
-    super::output_within(child, limit).unwrap_or_else(|out| {
+    crate::support::output_within(child, limit).unwrap_or_else(|out| {
         scancel(conf, name);
         panic!(
             "{name}: no end within {limit:?}\nstdout: {}\nstderr: {}",
