@@ -19,7 +19,7 @@
 //!
 //! No port is derived from a job id and no token from a public name: the key is
 //! random and only the job's ranks can read it from their server. Data
-//! addresses follow [`super::mpi`]'s rule: `--data-addr` when given; loopback
+//! addresses follow `launch::mpi`'s rule (feature `mpi`): `--data-addr` when given; loopback
 //! when every rank runs on this host; otherwise the address this host's name
 //! resolves to.
 //!
