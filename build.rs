@@ -27,6 +27,9 @@ fn main() {
     if std::env::var_os("CARGO_FEATURE_UCX").is_some() {
         transports.push("ucx");
     }
+    if std::env::var_os("CARGO_FEATURE_OFI").is_some() {
+        transports.push("ofi");
+    }
     let git = output_of("git", &["rev-parse", "--short=12", "HEAD"])
         .map(|rev| {
             let dirty = output_of("git", &["status", "--porcelain", "--untracked-files=no"])

@@ -4,7 +4,7 @@ use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
 use ngauge::clock::Nanos;
 use ngauge::coll::Collective;
-use ngauge::job::{TransportName, UcxOp, VerbsOp, WaitPolicy};
+use ngauge::job::{OfiOp, TransportName, UcxOp, VerbsOp, WaitPolicy};
 use ngauge::model::loggp::DetectorKind;
 use ngauge::patterns::coll::Scheme;
 use ngauge::patterns::late::{CallMode, DelayedRanks};
@@ -118,6 +118,7 @@ pub struct GlobalArgs {
             (TransportName::Verbs, "InfiniBand/RoCE verbs (cargo feature `verbs`)"),
             (TransportName::Mpi, "MPI point-to-point through a C shim (cargo feature `mpi`)"),
             (TransportName::Ucx, "UCX's UCP tag messages or RMA puts (cargo feature `ucx`)"),
+            (TransportName::Ofi, "libfabric RDM endpoints (cargo feature `ofi`)"),
         ]),
         value_delimiter = ',',
         default_value = "tcp",
@@ -232,6 +233,9 @@ pub struct GlobalArgs {
 
     #[command(flatten)]
     pub ucx: UcxArgs,
+
+    #[command(flatten)]
+    pub ofi: OfiArgs,
 }
 
 /// Flags of the verbs transport (`-t verbs`).
@@ -311,6 +315,36 @@ pub struct UcxArgs {
         help_heading = "UCX (-t ucx)"
     )]
     pub ucx_op: UcxOp,
+}
+
+/// Flags of the ofi transport (`-t ofi`).
+#[derive(Debug, Args, Clone)]
+pub struct OfiArgs {
+    /// libfabric provider, as `fi_info -l` names it (`shm`, `tcp;ofi_rxm`,
+    /// `udp;ofi_rxd`, `verbs;ofi_rxm`, `cxi`, `efa`, `opx`); default: the first RDM
+    /// provider `fi_getinfo` offers (`ngauge info` says which).
+    #[arg(
+        long,
+        global = true,
+        value_name = "NAME",
+        help_heading = "ofi (-t ofi)"
+    )]
+    pub ofi_provider: Option<String>,
+
+    /// Data path: `send` (tagged or plain messages) or `write` (`fi_writedata`
+    /// into the region the receiver advertised; needs FI_RMA).
+    #[arg(
+        long,
+        global = true,
+        value_parser = names(&[
+            (OfiOp::Send, "two-sided messages, tagged where offered"),
+            (OfiOp::Write, "one-sided fi_writedata with remote CQ data"),
+        ]),
+        default_value = "send",
+        value_name = "OP",
+        help_heading = "ofi (-t ofi)"
+    )]
+    pub ofi_op: OfiOp,
 }
 
 fn parse_buffer_bytes(s: &str) -> Result<usize, String> {

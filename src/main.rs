@@ -7,6 +7,8 @@ use clap::{CommandFactory, FromArgMatches};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    #[cfg(feature = "ofi")]
+    ngauge_ofi::default_stop_signals();
     let parsed = cli::Cli::command()
         .try_get_matches()
         .and_then(|m| cli::Cli::from_arg_matches(&m).map(|c| (m, c)));
@@ -34,7 +36,7 @@ fn main() -> ExitCode {
             }
             // A failure that a SIGINT/SIGTERM caused is reported as the signal.
             ngauge::launch::signals::exit_if_interrupted();
-            say_error(&format!("{err:#}"));
+            say_error(&commands::error_text(&err));
             if err.downcast_ref::<commands::UsageError>().is_some() {
                 ExitCode::from(2)
             } else {

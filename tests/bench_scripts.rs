@@ -189,3 +189,35 @@ assert len(firsts) > 2, firsts
 "#,
     );
 }
+
+/// bench-launch: one barrier's time is what K more barriers add to the start, per
+/// barrier; a run that is quicker than info counts as 0 (noise, not a negative
+/// barrier); and the lock is taken without waiting (a second taker is told no).
+#[test]
+fn bench_launch_summarizes_per_rank_and_per_barrier_and_never_queues_for_the_lock() {
+    python(
+        r#"
+import importlib.machinery, importlib.util, os, tempfile
+path = os.path.join(os.environ["PYTHONPATH"], "bench-launch")
+loader = importlib.machinery.SourceFileLoader("bench_launch", path)
+spec = importlib.util.spec_from_loader("bench_launch", loader)
+bl = importlib.util.module_from_spec(spec)
+loader.exec_module(bl)
+runs = {("info", 16): [1.0, 3.0, 2.0], ("barriers", 16): [3.0, 2.5, 4.0],
+        ("info", 4): [0.5], ("barriers", 4): [0.4]}
+rows = bl.summarize(runs, 100)
+assert [r["np"] for r in rows] == [4, 16], rows
+assert rows[0]["barrier_ms"] == 0.0, rows
+r = rows[1]
+assert r["rounds"] == 3 and r["info_s"] == 2.0 and r["barriers_s"] == 3.0, r
+assert abs(r["info_per_rank_ms"] - 125.0) < 1e-9, r
+assert abs(r["barrier_ms"] - 10.0) < 1e-9, r
+lock = os.path.join(tempfile.mkdtemp(), "lock")
+first = bl.take_lock(lock)
+assert first is not None
+assert bl.take_lock(lock) is None
+first.close()
+assert bl.take_lock(lock) is not None
+"#,
+    );
+}

@@ -287,9 +287,15 @@ fn sync_runs_from_its_spec_on_two_ranks() {
         .collect();
     assert_eq!(ranks, [0, 1]);
     assert_eq!(value["samples"]["duration_us"].as_array().unwrap().len(), 2);
-    assert_eq!(records.len(), 1, "the document is the one record");
-    let record: serde_json::Value = serde_json::from_str(&records[0]).unwrap();
-    assert_eq!(record["algo"], "hca");
+    // Issue 38: one record per synchronization, as each finishes.
+    assert_eq!(records.len(), 2, "one record per repetition");
+    for (i, r) in records.iter().enumerate() {
+        let record: serde_json::Value = serde_json::from_str(r).unwrap();
+        assert_eq!(
+            (record["algo"].as_str(), record["rep"].as_u64()),
+            (Some("hca"), Some(i as u64))
+        );
+    }
     assert!(doc.render().contains("residual @0s [ns]"));
     assert!(
         out[1].0.is_none() && out[1].1.is_empty(),

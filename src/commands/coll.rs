@@ -99,7 +99,7 @@ pub fn run_spec(
 ) -> anyhow::Result<()> {
     spec.validate().map_err(spec_usage)?;
     let job = job_for(global, spec.algo.iter())?;
-    let np = global.size.map(|s| s as usize);
+    let np = super::common::known_size(global);
     (spec.validate_for_job(&job.transports, np))
         .and(spec.load_predict().map(drop))
         .map_err(spec_usage)?;

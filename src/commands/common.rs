@@ -4,7 +4,7 @@
 use crate::cli::GlobalArgs;
 use anyhow::Context as _;
 use ngauge::experiment::{Context, ExperimentError, Records};
-use ngauge::job::{JobError, JobSpec, JobWarning, TransportName, UcxSpec, VerbsSpec};
+use ngauge::job::{JobError, JobSpec, JobWarning, OfiSpec, TransportName, UcxSpec, VerbsSpec};
 use ngauge::launch::{self, LaunchOptions, Started, World};
 use ngauge::report::document::Export;
 use ngauge::report::effort::EffortWarning;
@@ -70,6 +70,10 @@ pub fn job_spec(global: &GlobalArgs) -> JobSpec {
             tls: global.ucx.ucx_tls.clone(),
             op: global.ucx.ucx_op,
         },
+        ofi: OfiSpec {
+            provider: global.ofi.ofi_provider.clone(),
+            op: global.ofi.ofi_op,
+        },
     }
 }
 
@@ -89,6 +93,8 @@ pub fn with_job(global: &GlobalArgs, spec: &JobSpec, np: usize) -> GlobalArgs {
     g.verbs.verbs_op = spec.verbs.op;
     g.ucx.ucx_tls = spec.ucx.tls.clone();
     g.ucx.ucx_op = spec.ucx.op;
+    g.ofi.ofi_provider = spec.ofi.provider.clone();
+    g.ofi.ofi_op = spec.ofi.op;
     g.np = np as u32;
     g
 }
@@ -280,7 +286,7 @@ pub fn with_world(
             let result = match body(&mut world) {
                 Err(e) => {
                     // Tell the others why, so their errors name this rank and the reason.
-                    world.control.abort(&format!("{e:#}"));
+                    world.control.abort(&error_text(&e));
                     Err(e.context(format!("rank {rank}")))
                 }
                 Ok(()) => world
@@ -296,7 +302,7 @@ pub fn with_world(
                 } else {
                     1
                 };
-                launch::mpi::abort_job_on_error(&format!("{e:#}"), code);
+                launch::mpi::abort_job_on_error(&error_text(e), code);
             }
             result
         }
@@ -335,6 +341,17 @@ pub fn check_clock_env(global: &GlobalArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The job's size when it is known before the job starts: `--size`, the
+/// launcher's, or `--np` when the local launcher starts the ranks.
+pub fn known_size(global: &GlobalArgs) -> Option<usize> {
+    let env = launch::detect();
+    let local =
+        env.kind == launch::LauncherKind::Local && env.rank.is_none() && global.rank.is_none();
+    (global.size.map(|s| s as usize))
+        .or(env.size)
+        .or(local.then_some(global.np as usize))
+}
+
 /// Whether this process writes the outputs: the local launcher's parent (which
 /// checks them before starting any rank) or rank 0.
 fn writes_outputs(global: &GlobalArgs) -> bool {
@@ -344,18 +361,34 @@ fn writes_outputs(global: &GlobalArgs) -> bool {
         .is_none_or(|r| r == 0)
 }
 
-/// Checks, before anything is measured, that every output file named on the command
-/// line (`(flag, path)`; `-o` is added here) can be written: not a directory, its
-/// directory exists, and it opens for writing. A file that did not exist is removed
-/// again. Bad paths are usage errors (exit status 2), found in a second instead of
-/// after the whole sweep.
+/// Checks, before anything is measured, every output file named on the command
+/// line (`(flag, path)`; `-o` is added here): each can be written (not a directory,
+/// its directory exists, it opens for writing), and no two name one regular file,
+/// through symlinks, `..` or hard links (the second would overwrite the first). A file that did
+/// not exist is removed again. Bad paths are usage errors (exit status 2), found in
+/// a second instead of after the whole sweep.
 pub fn check_outputs(global: &GlobalArgs, outputs: &[(&str, Option<&Path>)]) -> anyhow::Result<()> {
     if !writes_outputs(global) {
         return Ok(());
     }
     let all =
         std::iter::once(("-o/--output", global.output.as_deref())).chain(outputs.iter().copied());
-    for (flag, path) in all {
+    let mut created = Vec::new();
+    let checked = check_files(all, &mut created);
+    for path in created {
+        let _ = std::fs::remove_file(path);
+    }
+    checked
+}
+
+/// [`check_outputs`] of `files`, noting in `created` each file the check created.
+fn check_files<'a>(
+    files: impl Iterator<Item = (&'a str, Option<&'a Path>)>,
+    created: &mut Vec<&'a Path>,
+) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt as _;
+    let mut seen: Vec<(&str, &Path, (u64, u64))> = Vec::new();
+    for (flag, path) in files {
         let Some(path) = path else { continue };
         let bad = |why: String| {
             anyhow::Error::new(UsageError(format!("{flag} {}: {why}", path.display())))
@@ -370,10 +403,43 @@ pub fn check_outputs(global: &GlobalArgs, outputs: &[(&str, Option<&Path>)]) -> 
             .open(path)
             .map_err(|e| bad(format!("cannot be written: {e}")))?;
         if !existed {
-            let _ = std::fs::remove_file(path);
+            created.push(path);
         }
+        // The file exists now: its device and inode name it whatever the spelling
+        // (symlinks, `..`, hard links).
+        let meta = std::fs::metadata(path).map_err(|e| bad(format!("cannot be read: {e}")))?;
+        if !meta.is_file() {
+            continue; // /dev/null, a pipe: writers do not overwrite each other
+        }
+        let file = (meta.dev(), meta.ino());
+        if let Some((other, other_path, _)) = seen.iter().find(|(_, _, f)| *f == file) {
+            return Err(bad(format!(
+                "is also {other} {}; give each output its own file",
+                other_path.display()
+            )));
+        }
+        seen.push((flag, path, file));
     }
     Ok(())
+}
+
+/// The one line of an error: its chain of causes joined by `: ` (anyhow's `{:#}`),
+/// but a cause whose text the line already holds is left out: many errors say
+/// their source in their own text (`send failed: {source}`) and return it as the
+/// source too, and the chain would then say the OS error twice.
+pub fn error_text(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let said = cause.to_string();
+        if text.contains(&said) {
+            continue;
+        }
+        if !text.is_empty() {
+            text += ": ";
+        }
+        text += &said;
+    }
+    text
 }
 
 /// Prints `value` as one pretty JSON document on stdout.
@@ -391,4 +457,101 @@ pub fn print_text(text: &str) -> anyhow::Result<()> {
     out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::Cli;
+    use clap::Parser;
+
+    fn global(argv: &[&str]) -> GlobalArgs {
+        let mut all = vec!["ngauge"];
+        all.extend_from_slice(argv);
+        all.push("info");
+        Cli::try_parse_from(all).unwrap().global
+    }
+
+    /// The usage error of checking `outputs` with the global flags `argv`.
+    fn refused(argv: &[&str], outputs: &[(&str, Option<&Path>)]) -> String {
+        let e = check_outputs(&global(argv), outputs).unwrap_err();
+        e.downcast::<UsageError>().unwrap().0
+    }
+
+    #[test]
+    fn issue38_two_outputs_naming_one_file_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let same = d.join("same.out");
+        let same_s = same.to_str().unwrap();
+        let e = refused(&["-o", same_s], &[("--params-out", Some(&same))]);
+        assert!(
+            e.starts_with("--params-out") && e.contains("also -o/--output"),
+            "{e}"
+        );
+        // Probing created the file; the refusal removes it again.
+        assert!(!same.exists());
+        // Through `..`, a symlink and a hard link.
+        std::fs::create_dir(d.join("sub")).unwrap();
+        let dotdot = d.join("sub/../same.out");
+        assert!(refused(
+            &[],
+            &[("--plot", Some(&same)), ("--params-out", Some(&dotdot))]
+        )
+        .contains("also --plot"));
+        std::fs::write(&same, "kept").unwrap();
+        let link = d.join("link.out");
+        std::os::unix::fs::symlink(&same, &link).unwrap();
+        assert!(refused(&["-o", same_s], &[("--plot", Some(&link))]).contains("also -o"));
+        let hard = d.join("hard.out");
+        std::fs::hard_link(&same, &hard).unwrap();
+        assert!(
+            refused(&[], &[("--plot", Some(&hard)), ("--timeline", Some(&same))])
+                .contains("also --plot")
+        );
+        // A file that existed stays, untouched.
+        assert_eq!(std::fs::read_to_string(&same).unwrap(), "kept");
+        // Distinct files pass, and the ones made to probe are gone again.
+        let (a, b) = (d.join("a.svg"), d.join("b.svg"));
+        check_outputs(
+            &global(&[]),
+            &[("--plot", Some(&a)), ("--params-out", Some(&b))],
+        )
+        .unwrap();
+        assert!(!a.exists() && !b.exists());
+        // Devices are no files that overwrite each other.
+        let null = Path::new("/dev/null");
+        check_outputs(&global(&["-o", "/dev/null"]), &[("--plot", Some(null))]).unwrap();
+    }
+
+    #[test]
+    fn issue38_an_unwritable_output_names_its_flag() {
+        let e = refused(&[], &[("--timeline", Some(Path::new("/proc/t.svg")))]);
+        assert!(
+            e.starts_with("--timeline /proc/t.svg: cannot be written"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn issue38_the_os_error_is_said_once() {
+        let io = std::io::Error::from_raw_os_error(28);
+        let said = io.to_string();
+        let e = anyhow::Error::new(ngauge::transport::TransportError::Io {
+            transport: "tcp",
+            peer: 1,
+            op: "send",
+            source: io,
+        })
+        .context("rank 0");
+        let text = error_text(&e);
+        assert_eq!(text.matches(&said).count(), 1, "{text}");
+        assert_eq!(
+            text,
+            format!("rank 0: tcp: send with rank 1 failed: {said}")
+        );
+        // A chain whose causes say new things keeps them all.
+        let e = anyhow::anyhow!("inner").context("outer");
+        assert_eq!(error_text(&e), "outer: inner");
+    }
 }

@@ -1,7 +1,7 @@
 //! `ngauge compare A B`: two result files or run directories side by side, per
 //! experiment and size, with the rank-sum test ([`ngauge::report::compare`]).
 
-use super::common::UsageError;
+use super::common::{check_outputs, records, UsageError};
 use crate::cli::{CompareArgs, GlobalArgs};
 use anyhow::Context;
 use ngauge::report::compare::{compare, plot_svg, table, CompareDoc};
@@ -9,6 +9,7 @@ use ngauge::stats::Outliers;
 use ngauge::suite::results::{read, ReadError};
 
 pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<()> {
+    check_outputs(global, &[("--plot", args.plot.as_deref())])?;
     // Every reading error is the user's input: a path that is not a result.
     let side =
         |path| read(path, args.metric.as_deref()).map_err(|e: ReadError| UsageError(e.to_string()));
@@ -27,6 +28,11 @@ pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<()> {
             args.b.display()
         ))
         .into());
+    }
+    if let Some(mut writer) = records(global, true)? {
+        for row in &c.rows {
+            writer.write(row)?;
+        }
     }
     if let Some(path) = &args.plot {
         let title = format!("{} / {}", args.b.display(), args.a.display());

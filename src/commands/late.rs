@@ -44,7 +44,7 @@ pub fn run_spec(
     plot: Option<&Path>,
 ) -> anyhow::Result<()> {
     let job = job_for(global, spec.coll.algo.iter())?;
-    let np = global.size.map(|s| s as usize);
+    let np = super::common::known_size(global);
     (spec.validate())
         .and(spec.validate_for_job(&job.transports, np).map(drop))
         .map_err(spec_usage)?;

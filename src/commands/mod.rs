@@ -18,7 +18,7 @@ mod simulate;
 mod sync;
 mod timer;
 
-pub use common::UsageError;
+pub use common::{error_text, UsageError};
 
 use crate::cli::{Cli, Command};
 

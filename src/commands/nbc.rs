@@ -25,7 +25,7 @@ pub fn run(global: &GlobalArgs, args: &NbcArgs) -> anyhow::Result<()> {
 
 pub fn run_spec(global: &GlobalArgs, spec: &NbcCmdSpec) -> anyhow::Result<()> {
     let job = job_for(global, spec.coll.algo.iter())?;
-    let np = global.size.map(|s| s as usize);
+    let np = super::common::known_size(global);
     (spec.validate())
         .and(
             spec.coll

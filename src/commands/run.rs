@@ -171,7 +171,14 @@ fn start(dir: &RunDir, path: &Path, suite: &Suite) -> anyhow::Result<Plan> {
         ))
         .into());
     }
-    std::fs::create_dir_all(root).with_context(|| format!("cannot create {}", root.display()))?;
+    // The directory is the run's only output: one that cannot be made is the
+    // user's input, like any other command's output file.
+    std::fs::create_dir_all(root).map_err(|e| {
+        UsageError(format!(
+            "cannot create the run directory {}: {e}",
+            root.display()
+        ))
+    })?;
     let text = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     write_atomically(&dir.suite_copy(), &text)
         .with_context(|| format!("cannot write {}", dir.suite_copy().display()))?;

@@ -9,7 +9,10 @@
 //! mpirun, srun or by hand the job is theirs) and the simulated size is the
 //! job's, so that the predictions and the measurements are of the same `P`.
 
-use super::common::{end, experiment_error, job_spec, measure, spec_usage, UsageError};
+use super::common::{
+    check_outputs, context, end, experiment_error, job_spec, measure, records, spec_usage,
+    UsageError,
+};
 use crate::cli::{GlobalArgs, SimulateArgs};
 use ngauge::experiment::{simulate, ExperimentError};
 use ngauge::sim::spec::{self, LogGpSpec, NetworkSpec, SimulateSpec};
@@ -133,6 +136,7 @@ fn measure_in_job(
         ..Default::default()
     };
     how.validate().map_err(spec_usage)?;
+    check_outputs(global, &[])?;
     let job = job_spec(global);
     measure(
         global,
@@ -157,8 +161,10 @@ pub fn run_spec(
             spec.np
         )));
     }
-    let mut ctx = ngauge::experiment::Context::quiet(std::env::args().collect());
-    let doc = simulate::run(spec, &mut ctx).map_err(experiment_error)?;
+    check_outputs(global, &[("--timeline", timeline)])?;
+    let mut writer = records(global, true)?;
+    let doc =
+        simulate::run(spec, &mut context(false, writer.as_mut())).map_err(experiment_error)?;
     if let Some(path) = timeline {
         let loaded = spec.network.load().map_err(input)?;
         let trace = spec::trace(spec, &loaded.network).map_err(input)?;

@@ -17,10 +17,11 @@ use crate::sim::spec::{self as sim_spec, NetworkSpec, SimulateSpec};
 use crate::spec::coll::CollImpl;
 use crate::spec::CollCmdSpec;
 
-/// Simulates `spec`.
+/// Simulates `spec`; the context gets each prediction as a record.
 ///
 /// # Errors
-/// A spec the simulator cannot run, an unreadable parameter file.
+/// A spec the simulator cannot run, an unreadable parameter file, a record that
+/// cannot be kept.
 pub fn run(spec: &SimulateSpec, ctx: &mut Context) -> Result<SimulateDoc, ExperimentError> {
     sim_spec::validate(spec)?;
     let loaded = spec.network.load()?;
@@ -28,7 +29,11 @@ pub fn run(spec: &SimulateSpec, ctx: &mut Context) -> Result<SimulateDoc, Experi
         .meta(TimerSource::detect(), 0.0)
         .simulated(spec.np)
         .build();
-    document(spec, loaded, meta)
+    let doc = document(spec, loaded, meta)?;
+    for prediction in &doc.results {
+        ctx.record(prediction)?;
+    }
+    Ok(doc)
 }
 
 /// Simulates `spec` at the job's size and measures its candidates with `coll`'s

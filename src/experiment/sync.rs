@@ -32,8 +32,8 @@ use std::time::{Duration, Instant};
 
 /// Synchronizes the clocks `spec.reps` times over the job's first transport (TCP
 /// when it names none), each time followed by the residual checks; rank 0 gets the
-/// document, which is also the one record of the context. Collective: every rank
-/// calls it.
+/// document of the first, and the context gets each one's document as it finishes
+/// (numbered by `rep`). Collective: every rank calls it.
 ///
 /// # Errors
 /// A spec out of range, a transport that fails to open or may lose messages, a
@@ -47,7 +47,6 @@ pub fn run(
     spec.validate()?;
     let options = spec.options();
     let clock = rank0_clock(world)?;
-    let rate = clock.rate();
     let transport_name = job
         .transports
         .first()
@@ -78,13 +77,20 @@ pub fn run(
     let rank0_skew = decode_skew(&rank0_skew);
 
     // Each repetition: a synchronization and its checks (Hunold & Carpen-Amarie,
-    // Algorithm 20). The document shows the first; `samples` every one's duration
-    // and largest residual.
+    // Algorithm 20), recorded as it finishes. The document shows the first;
+    // `samples` every one's duration and largest residual.
     let checks = spec.check_after_s.len();
-    let mut first: Option<(f64, Vec<RankReport>)> = None;
+    let about = About {
+        spec,
+        options: &options,
+        transport: (transport_name, wait),
+        clock: &clock,
+        one_host,
+    };
+    let mut first: Option<SyncDoc> = None;
     let mut durations_us = Vec::new();
     let mut worst_residuals_ns = Vec::new();
-    for _ in 0..spec.reps {
+    for rep in 0..spec.reps {
         let (duration_us, ranks) = one_repetition(
             world,
             &clock,
@@ -103,55 +109,91 @@ pub fn run(
                 .into_iter()
                 .fold(0.0, f64::max),
         );
-        first.get_or_insert((duration_us, ranks));
+        let doc = about.document(world, ctx, duration_us, ranks);
+        ctx.record(&RepRecord { rep, doc: &doc })?;
+        first.get_or_insert(doc);
     }
-    let Some((duration_us, ranks)) = first else {
-        return Ok(None);
-    };
-    let pinning: Vec<Option<usize>> = ranks.iter().map(|r| r.pinned_core).collect();
-    let injected = std::env::var(skew::SKEW_ENV).ok();
-    let drift = options.algorithm.models_drift();
-    let mut doc = SyncDoc {
-        algo: options.algorithm,
-        np: world.size,
-        transport: transport_name,
-        wait,
-        estimator: (options.algorithm != Algorithm::Jk).then(|| options.offset_estimator()),
-        fitpoints: drift.then_some(options.fitpoints),
-        exchanges: drift.then_some(options.exchanges),
-        duration_us,
-        check_after_s: spec.check_after_s.clone(),
-        truth: one_host.then(|| match injected {
-            Some(_) => "one host: shared TSC plus the injected skew".into(),
-            None => "one host: shared TSC (zero offset, zero drift)".into(),
-        }),
-        injected_skew: injected,
-        max_abs_residual_ns: max_abs(&ranks, |r| Some(&r.residual_ns), checks),
-        max_abs_true_residual_ns: one_host
-            .then(|| max_abs(&ranks, |r| r.true_residual_ns.as_ref(), checks)),
-        ranks,
-        reps: spec.reps,
-        samples: spec.samples.then_some(SyncSamples {
+    let mut doc = first;
+    if let Some(doc) = doc.as_mut() {
+        doc.samples = spec.samples.then_some(SyncSamples {
             duration_us: durations_us,
             max_abs_residual_ns: worst_residuals_ns,
-        }),
-        warnings: Vec::new(),
-        meta: ctx
-            .meta(clock.source(), rate.hz)
-            .transports(&[(transport_name, wait)])
-            .job(world, pinning.clone())
-            .sync(options.algorithm)
-            .build(),
-    };
-    let mut warnings = doc.find_warnings();
-    // Every rank takes part in the sync, so all must have cores of their own.
-    warnings.extend(
-        binding_warnings(world, &pinning, [(0..world.size).collect()]).map(SyncWarning::Setup),
-    );
-    doc.warnings = warned(warnings);
-    // One synchronization is one measurement point: one record.
-    ctx.record(&doc)?;
-    Ok(Some(doc))
+        });
+    }
+    Ok(doc)
+}
+
+/// One synchronization's record in the `-o` stream: its document, numbered.
+#[derive(serde::Serialize)]
+struct RepRecord<'a> {
+    /// The repetition, from 0.
+    rep: u32,
+    #[serde(flatten)]
+    doc: &'a SyncDoc,
+}
+
+/// What the document of every repetition shares.
+struct About<'a> {
+    spec: &'a SyncSpec,
+    options: &'a SyncOptions,
+    transport: (TransportName, WaitMode),
+    clock: &'a SystemClock,
+    one_host: bool,
+}
+
+impl About<'_> {
+    /// The document of one synchronization that took `duration_us` at rank 0 and
+    /// left `ranks` (without `samples`).
+    fn document(
+        &self,
+        world: &World,
+        ctx: &Context,
+        duration_us: f64,
+        ranks: Vec<RankReport>,
+    ) -> SyncDoc {
+        let (options, checks) = (self.options, self.spec.check_after_s.len());
+        let (transport_name, wait) = self.transport;
+        let pinning: Vec<Option<usize>> = ranks.iter().map(|r| r.pinned_core).collect();
+        let injected = std::env::var(skew::SKEW_ENV).ok();
+        let drift = options.algorithm.models_drift();
+        let mut doc = SyncDoc {
+            algo: options.algorithm,
+            np: world.size,
+            transport: transport_name,
+            wait,
+            estimator: (options.algorithm != Algorithm::Jk).then(|| options.offset_estimator()),
+            fitpoints: drift.then_some(options.fitpoints),
+            exchanges: drift.then_some(options.exchanges),
+            duration_us,
+            check_after_s: self.spec.check_after_s.clone(),
+            truth: self.one_host.then(|| match injected {
+                Some(_) => "one host: shared TSC plus the injected skew".into(),
+                None => "one host: shared TSC (zero offset, zero drift)".into(),
+            }),
+            injected_skew: injected,
+            max_abs_residual_ns: max_abs(&ranks, |r| Some(&r.residual_ns), checks),
+            max_abs_true_residual_ns: self
+                .one_host
+                .then(|| max_abs(&ranks, |r| r.true_residual_ns.as_ref(), checks)),
+            ranks,
+            reps: self.spec.reps,
+            samples: None,
+            warnings: Vec::new(),
+            meta: ctx
+                .meta(self.clock.source(), self.clock.rate().hz)
+                .transports(&[(transport_name, wait)])
+                .job(world, pinning.clone())
+                .sync(options.algorithm)
+                .build(),
+        };
+        let mut warnings = doc.find_warnings();
+        // Every rank takes part in the sync, so all must have cores of their own.
+        warnings.extend(
+            binding_warnings(world, &pinning, [(0..world.size).collect()]).map(SyncWarning::Setup),
+        );
+        doc.warnings = warned(warnings);
+        doc
+    }
 }
 
 /// One synchronization and its residual checks (collective): its duration at

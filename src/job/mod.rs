@@ -25,6 +25,7 @@
 
 mod error;
 pub mod interleave;
+pub mod ofi;
 pub mod open;
 pub mod probe;
 mod spec;
@@ -33,7 +34,7 @@ mod start;
 pub use error::JobError;
 pub use open::{Job, JobWarning, Opened, TransportOptions};
 pub use spec::{
-    JobSpec, TransportName, UcxOp, UcxSpec, VerbsOp, VerbsSpec, WaitPolicy, MAX_BUFFER_BYTES,
-    MAX_TIMEOUT_S,
+    JobSpec, OfiOp, OfiSpec, TransportName, UcxOp, UcxSpec, VerbsOp, VerbsSpec, WaitPolicy,
+    MAX_BUFFER_BYTES, MAX_TIMEOUT_S,
 };
 pub use start::start;

@@ -1,6 +1,6 @@
 //! Opening the data transports of a running job: one match arm per transport.
 
-use super::{JobError, JobSpec, TransportName, UcxSpec, VerbsSpec, WaitPolicy};
+use super::{JobError, JobSpec, OfiSpec, TransportName, UcxSpec, VerbsSpec, WaitPolicy};
 use crate::launch::World;
 use ngauge_transport::{Transport, WaitMode};
 use serde::Serialize;
@@ -26,6 +26,8 @@ pub struct TransportOptions {
     pub timeout: Duration,
     /// Verbs settings.
     pub verbs: VerbsSpec,
+    /// ofi settings.
+    pub ofi: OfiSpec,
     /// UCX settings.
     pub ucx: UcxSpec,
 }
@@ -44,6 +46,7 @@ impl TransportOptions {
             recv_buffer_bytes: spec.recv_buffer_bytes,
             timeout: spec.timeout(),
             verbs: spec.verbs.clone(),
+            ofi: spec.ofi.clone(),
             ucx: spec.ucx.clone(),
         }
     }
@@ -189,6 +192,12 @@ pub fn open(
         ),
         #[cfg(not(feature = "mpi"))]
         TransportName::Mpi => return Err(not_compiled(TransportName::Mpi)),
+        #[cfg(feature = "ofi")]
+        TransportName::Ofi => {
+            super::ofi::open(control, &opts.ofi, opts.wait, opts.timeout).map_err(failed)?
+        }
+        #[cfg(not(feature = "ofi"))]
+        TransportName::Ofi => return Err(not_compiled(TransportName::Ofi)),
         #[cfg(feature = "ucx")]
         TransportName::Ucx => open_ucx(control, opts).map_err(failed)?,
         #[cfg(not(feature = "ucx"))]
@@ -210,6 +219,7 @@ pub fn not_compiled(transport: TransportName) -> JobError {
         needs: match transport {
             TransportName::Mpi => " (needs libopenmpi-dev or libmpich-dev)",
             TransportName::Verbs => " (needs libibverbs-dev, librdmacm-dev and libclang)",
+            TransportName::Ofi => " (needs libfabric-dev, pkg-config and libclang)",
             TransportName::Ucx => " (needs libucx-dev, pkg-config and libclang)",
             _ => "",
         },

@@ -17,13 +17,15 @@ pub struct TransportInfo {
     /// Why not, when not.
     pub reason: Option<String>,
     /// What it would use here, where it says (UCX: its version and the
-    /// transports and devices of its transport list).
+    /// transports and devices of its transport list; ofi: the provider a run
+    /// uses and every one `fi_getinfo` offers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
 }
 
 /// Every transport's availability, in [`TransportName::ALL`] order; verbs is
-/// probed on the device and port of `job`, UCX with its transport list.
+/// probed on the device and port of `job`, UCX with its transport list, ofi
+/// with its provider.
 pub fn probe_all(job: &JobSpec) -> Vec<TransportInfo> {
     TransportName::ALL
         .iter()
@@ -56,6 +58,12 @@ pub fn probe(name: TransportName, job: &JobSpec) -> TransportInfo {
         }
         TransportName::Ucx => {
             return probe_ucx(&job.ucx).map_or_else(unusable, |detail| TransportInfo {
+                detail: Some(detail),
+                ..usable(name)
+            })
+        }
+        TransportName::Ofi => {
+            return super::ofi::probe(&job.ofi).map_or_else(unusable, |detail| TransportInfo {
                 detail: Some(detail),
                 ..usable(name)
             })

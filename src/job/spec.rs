@@ -25,6 +25,8 @@ named_enum! {
         Mpi = "mpi",
         /// UCX's UCP tag API or RMA puts (cargo feature `ucx`).
         Ucx = "ucx",
+        /// libfabric RDM endpoints (cargo feature `ofi`).
+        Ofi = "ofi",
     }
 }
 
@@ -84,6 +86,36 @@ impl Default for UcxSpec {
     }
 }
 
+named_enum! {
+    /// The data path of the ofi transport.
+    pub enum OfiOp("ofi operation") {
+        /// Two-sided messages (tagged where the provider offers them).
+        Send = "send",
+        /// One-sided `fi_writedata` into the region the receiver advertised.
+        Write = "write",
+    }
+}
+
+/// Settings of the ofi (libfabric) transport.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct OfiSpec {
+    /// Provider as `fi_info` names it (`shm`, `tcp;ofi_rxm`, `cxi`); the first RDM
+    /// provider `fi_getinfo` offers when absent.
+    pub provider: Option<String>,
+    /// Data path.
+    pub op: OfiOp,
+}
+
+impl Default for OfiSpec {
+    fn default() -> Self {
+        OfiSpec {
+            provider: None,
+            op: OfiOp::Send,
+        }
+    }
+}
+
 /// Largest socket buffer a spec may ask for (1 GiB).
 pub const MAX_BUFFER_BYTES: usize = 1 << 30;
 /// Longest timeout a spec may give (one day).
@@ -134,6 +166,8 @@ pub struct JobSpec {
     pub verbs: VerbsSpec,
     /// Settings of the UCX transport.
     pub ucx: UcxSpec,
+    /// Settings of the ofi transport.
+    pub ofi: OfiSpec,
 }
 
 impl Default for JobSpec {
@@ -146,6 +180,7 @@ impl Default for JobSpec {
             timeout_s: 30.0,
             verbs: VerbsSpec::default(),
             ucx: UcxSpec::default(),
+            ofi: OfiSpec::default(),
         }
     }
 }

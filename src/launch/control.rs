@@ -1,16 +1,21 @@
-//! The control channel over the rendezvous connections: a star through rank 0.
+//! The control channel: barrier, broadcast and gather over a tree of TCP
+//! connections rooted at rank 0 ([`Shape`]: the star the rendezvous leaves, or the
+//! binomial tree [`super::grow`] links so that rank 0 handles O(log p) frames).
 //!
-//! Every collective is a round through rank 0: the other ranks send their part to
-//! rank 0 and (where the operation needs it) wait for rank 0's answer. Rank 0 waits
-//! for the parts with one blocking `poll` over the connections it still expects, so a
-//! rank that dies is noticed as soon as the kernel sees its connection close, in
-//! whatever order the ranks arrive. Every frame carries a sequence number counted
-//! alike on all ranks, so a rank that makes a different call is a protocol error,
-//! not a silent mix-up.
+//! Every collective is an upward phase (each rank waits for its children's parts,
+//! then sends its subtree's to its parent) and a downward one (each rank waits for
+//! its parent's frame and passes it to its children), each as far as the operation
+//! needs it. A rank waits for its children with one blocking `poll` over the
+//! connections it still expects (and its parent's, where only an abort can come
+//! from), so a rank that dies is noticed as soon as the kernel sees its connection
+//! close, in whatever order the ranks arrive. Every frame carries a sequence number
+//! counted alike on all ranks, so a rank that makes a different call is a protocol
+//! error, not a silent mix-up.
 //!
-//! When rank 0 loses a rank it sends every surviving rank an `Abort` frame naming
-//! the lost one before returning its error, so that every rank's error names the rank
-//! that actually died, not just "rank 0 went away".
+//! When a rank loses a neighbour it sends its other neighbours an `Abort` frame
+//! naming the lost one before returning its error, and every rank that receives one
+//! passes it on the same way, so that every rank's error names the rank that
+//! actually died, not just "my parent went away".
 //!
 //! Waits block in the kernel. Once the liveness links are up
 //! ([`super::liveness`]), a wait lasts as long as the ranks waited for still run
@@ -21,22 +26,26 @@
 
 use super::frame::{self, Abort, Kind, MAX_CONTROL_PAYLOAD};
 use super::liveness::Liveness;
+use super::tree::Shape;
 use super::wire::{self, WireError};
 use ngauge_transport::{pack, unpack, Control, ControlError, Rank};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-/// How long rank 0 tries to deliver an abort notice to a surviving rank.
+/// How long a rank tries to deliver an abort notice to a neighbour.
 const ABORT_WRITE: Duration = Duration::from_millis(500);
 
-enum Links {
-    /// Rank 0: one connection per other rank (`None` at index 0 and for lost ranks).
-    Root(Vec<Option<TcpStream>>),
-    /// Any other rank: the connection to rank 0.
-    Leaf(TcpStream),
+/// This rank's control connections in the tree.
+pub(super) struct Links {
+    /// How the job's ranks are linked.
+    pub shape: Shape,
+    /// The connection to the parent (`None` at rank 0).
+    pub parent: Option<(Rank, TcpStream)>,
+    /// The connections to the children, in rank order.
+    pub children: Vec<(Rank, TcpStream)>,
 }
 
-/// [`Control`] over TCP connections to rank 0.
+/// [`Control`] over a tree of TCP connections rooted at rank 0.
 pub struct TcpControl {
     rank: Rank,
     size: usize,
@@ -58,17 +67,32 @@ impl std::fmt::Debug for TcpControl {
 }
 
 impl TcpControl {
-    /// Rank 0's side: `streams[r]` is rank r's connection (`None` at 0).
+    /// Rank 0's side of a star: `streams[r]` is rank r's connection (`None` at 0).
     pub fn root(streams: Vec<Option<TcpStream>>, timeout: Duration) -> Self {
-        Self::new(0, streams.len(), Links::Root(streams), timeout)
+        let size = streams.len();
+        let children = (streams.into_iter().enumerate())
+            .filter_map(|(r, s)| s.map(|s| (r, s)))
+            .collect();
+        let links = Links {
+            shape: Shape::Star,
+            parent: None,
+            children,
+        };
+        Self::new(0, size, links, timeout)
     }
 
-    /// Rank `rank`'s side: `stream` is its connection to rank 0.
+    /// Rank `rank`'s side of a star: `stream` is its connection to rank 0.
     pub fn leaf(rank: Rank, size: usize, stream: TcpStream, timeout: Duration) -> Self {
-        Self::new(rank, size, Links::Leaf(stream), timeout)
+        let links = Links {
+            shape: Shape::Star,
+            parent: Some((0, stream)),
+            children: Vec::new(),
+        };
+        Self::new(rank, size, links, timeout)
     }
 
-    fn new(rank: Rank, size: usize, links: Links, timeout: Duration) -> Self {
+    /// This rank's place in a tree of `shape`, over the connections given.
+    pub(super) fn new(rank: Rank, size: usize, links: Links, timeout: Duration) -> Self {
         TcpControl {
             rank,
             size,
@@ -86,21 +110,65 @@ impl TcpControl {
         self.liveness = Some(liveness);
     }
 
-    /// The control connection to `rank` (rank 0: to any other; others: to 0).
-    fn stream_of(&self, rank: Rank) -> Option<&TcpStream> {
-        match &self.links {
-            Links::Leaf(s) => (rank == 0).then_some(s),
-            Links::Root(streams) => streams.get(rank).and_then(Option::as_ref),
-        }
+    /// Gives the connections back (to link another shape over them).
+    pub(super) fn into_links(self) -> Links {
+        self.links
     }
 
-    /// The connection a frame to or from `peer` goes over (a leaf has one).
+    /// In a star: rank 0 sends `parts[r]` to every rank r and keeps `parts[0]`;
+    /// the others return what they got (and pass no `parts`). Collective.
+    pub(super) fn scatter(&mut self, parts: &[Vec<u8>]) -> Result<Vec<u8>, ControlError> {
+        const OP: &str = "scatter";
+        debug_assert_eq!(self.links.shape, Shape::Star);
+        let seq = self.begin(OP)?;
+        let run = |c: &mut Self| {
+            if c.rank != 0 {
+                return c.recv_from_parent(OP, Kind::Broadcast, seq);
+            }
+            for r in c.children() {
+                let part = parts.get(r).map_or(&[][..], Vec::as_slice);
+                c.send(r, OP, Kind::Broadcast, seq, 0, part)?;
+            }
+            Ok(parts.first().cloned().unwrap_or_default())
+        };
+        run(self).map_err(|e| self.fail(e))
+    }
+
+    /// The control connection to `rank`, a neighbour in the tree.
+    fn stream_of(&self, rank: Rank) -> Option<&TcpStream> {
+        let links = &self.links;
+        (links.parent.iter().chain(&links.children))
+            .find(|(r, _)| *r == rank)
+            .map(|(_, s)| s)
+    }
+
+    /// The connection a frame to or from `peer` (a neighbour) goes over.
     fn link(&mut self, peer: Rank, op: &'static str) -> Result<&mut TcpStream, ControlError> {
-        match &mut self.links {
-            Links::Leaf(s) => Ok(s),
-            Links::Root(streams) => (streams.get_mut(peer).and_then(Option::as_mut))
-                .ok_or_else(|| lost(peer, op, "already lost".into())),
-        }
+        let links = &mut self.links;
+        (links.parent.iter_mut().chain(&mut links.children))
+            .find(|(r, _)| *r == peer)
+            .map(|(_, s)| s)
+            .ok_or_else(|| lost(peer, op, "not linked to this rank".into()))
+    }
+
+    fn parent(&self) -> Option<Rank> {
+        self.links.parent.as_ref().map(|(r, _)| *r)
+    }
+
+    fn children(&self) -> Vec<Rank> {
+        self.links.children.iter().map(|(r, _)| *r).collect()
+    }
+
+    /// Whether `root` lies in the subtree under `rank`.
+    fn under(&self, rank: Rank, root: Rank) -> bool {
+        self.links.shape.contains(rank, root)
+    }
+
+    /// The child whose subtree holds `root` (which lies under this rank, not at it).
+    fn child_towards(&self, root: Rank) -> Rank {
+        (self.children().into_iter())
+            .find(|&c| self.under(c, root))
+            .expect("a rank under this one lies under one of its children")
     }
 
     /// Blocks until the control connection of at least one of `ranks` is readable
@@ -168,16 +236,17 @@ impl TcpControl {
         }
     }
 
-    /// A rank other than 0: waits for rank 0's next frame, then reads it.
-    fn recv_from_root(
+    /// A rank other than 0: waits for its parent's next frame, then reads it.
+    fn recv_from_parent(
         &mut self,
         op: &'static str,
         kind: Kind,
         seq: u32,
-    ) -> Result<(Rank, Vec<u8>), ControlError> {
-        self.wait_for(&[0], op)?;
+    ) -> Result<Vec<u8>, ControlError> {
+        let parent = self.parent().expect("only rank 0 has no parent");
+        self.wait_for(&[parent], op)?;
         let timeout = self.timeout;
-        self.recv(0, op, kind, seq, timeout)
+        Ok(self.recv(parent, op, kind, seq, timeout)?.1)
     }
 
     fn check_root(&self, root: Rank) -> Result<(), ControlError> {
@@ -199,7 +268,8 @@ impl TcpControl {
         Ok(self.seq)
     }
 
-    /// Turns an error into the job's failure: rank 0 tells every survivor.
+    /// Turns an error into the job's failure: the neighbours hear of it (and pass
+    /// it on), all but the lost rank.
     fn fail(&mut self, err: ControlError) -> ControlError {
         let (rank, detail) = match &err {
             ControlError::LostRank { rank, detail, .. } => (*rank, detail.clone()),
@@ -209,22 +279,24 @@ impl TcpControl {
             ControlError::Protocol { rank, detail } => (*rank, detail.clone()),
             ControlError::Invalid(_) => return err,
         };
-        if let Links::Root(streams) = &mut self.links {
-            let notice = Abort {
-                rank: rank as u32,
-                detail: detail.clone(),
-            }
-            .encode();
-            for (r, s) in streams.iter_mut().enumerate() {
-                if r != rank {
-                    if let Some(s) = s {
-                        let _ = wire::write_frame(s, Kind::Abort, &notice, ABORT_WRITE);
-                    }
-                }
-            }
-        }
+        self.tell_neighbours(rank, &detail);
         self.failed = Some((rank, detail));
         err
+    }
+
+    /// Sends every neighbour but `rank` an abort notice naming `rank`.
+    fn tell_neighbours(&mut self, rank: Rank, detail: &str) {
+        let notice = Abort {
+            rank: rank as u32,
+            detail: detail.to_string(),
+        }
+        .encode();
+        let links = &mut self.links;
+        for (r, s) in links.parent.iter_mut().chain(&mut links.children) {
+            if *r != rank {
+                let _ = wire::write_frame(s, Kind::Abort, &notice, ABORT_WRITE);
+            }
+        }
     }
 
     fn wire_error(&self, peer: Rank, op: &'static str, e: WireError) -> ControlError {
@@ -247,7 +319,7 @@ impl TcpControl {
         }
     }
 
-    /// Sends one control frame to `peer` (rank 0) or from rank 0 to `peer`.
+    /// Sends one control frame to `peer`, a neighbour.
     fn send(
         &mut self,
         peer: Rank,
@@ -285,10 +357,10 @@ impl TcpControl {
                 rank: peer,
                 detail: e.to_string(),
             })?;
-            // From rank 0: its verdict on some rank (maybe itself). From another
-            // rank: that rank's own last words.
-            let detail = if peer == 0 && abort.rank != 0 {
-                format!("{} (reported by rank 0)", abort.detail)
+            // From a neighbour: its verdict on some rank (maybe itself), or that
+            // rank's own last words; the first relay names itself.
+            let detail = if abort.rank as usize != peer && !abort.detail.contains(RELAYED) {
+                format!("{} ({RELAYED} {peer})", abort.detail)
             } else {
                 abort.detail
             };
@@ -319,8 +391,9 @@ impl TcpControl {
         Ok((msg.rank as usize, msg.data.to_vec()))
     }
 
-    /// Rank 0: receives one `kind` message from every rank in `from`, in whatever
-    /// order they arrive, blocking in `poll`. Returns the data indexed by rank.
+    /// Receives one `kind` message from every child in `from`, in whatever order
+    /// they arrive, blocking in `poll` (on the parent's connection too: an abort may
+    /// come down meanwhile). Returns the data in the order of `from`.
     fn collect(
         &mut self,
         from: &[Rank],
@@ -328,10 +401,20 @@ impl TcpControl {
         kind: Kind,
         seq: u32,
     ) -> Result<Vec<Vec<u8>>, ControlError> {
-        let mut parts = vec![Vec::new(); self.size];
+        let mut parts = vec![Vec::new(); from.len()];
         let mut waiting: Vec<Rank> = from.to_vec();
         while !waiting.is_empty() {
-            let ready = self.wait_for(&waiting, op)?;
+            let mut watch = waiting.clone();
+            watch.extend(self.parent());
+            let ready = self.wait_for(&watch, op)?;
+            if let Some(parent) = self.parent().filter(|_| ready[waiting.len()]) {
+                let timeout = self.timeout;
+                self.recv(parent, op, kind, seq, timeout)?;
+                return Err(ControlError::Protocol {
+                    rank: parent,
+                    detail: format!("sent its {op} frame before this rank's part"),
+                });
+            }
             let arrived: Vec<Rank> = waiting
                 .iter()
                 .zip(&ready)
@@ -348,34 +431,30 @@ impl TcpControl {
                         detail: format!("claims to be rank {claimed}"),
                     });
                 }
-                parts[rank] = data;
+                parts[from.iter().position(|&r| r == rank).expect("waited for")] = data;
                 waiting.retain(|&r| r != rank);
             }
         }
         Ok(parts)
     }
 
-    fn others(&self) -> Vec<Rank> {
-        (1..self.size).collect()
-    }
-
     fn barrier_inner(&mut self, seq: u32) -> Result<(), ControlError> {
         const OP: &str = "barrier";
-        if self.size == 1 {
-            return Ok(());
+        let children = self.children();
+        self.collect(&children, OP, Kind::Barrier, seq)?;
+        if let Some(parent) = self.parent() {
+            self.send(parent, OP, Kind::Barrier, seq, self.rank, &[])?;
+            self.recv_from_parent(OP, Kind::Barrier, seq)?;
         }
-        if self.rank == 0 {
-            self.collect(&self.others(), OP, Kind::Barrier, seq)?;
-            for r in 1..self.size {
-                self.send(r, OP, Kind::Barrier, seq, 0, &[])?;
-            }
-        } else {
-            self.send(0, OP, Kind::Barrier, seq, self.rank, &[])?;
-            self.recv_from_root(OP, Kind::Barrier, seq)?;
+        for c in children {
+            self.send(c, OP, Kind::Barrier, seq, self.rank, &[])?;
         }
         Ok(())
     }
 
+    /// Up from `root` along its ancestors to rank 0, then down to every rank that
+    /// does not have the data yet (a rank on the way up passes it to its other
+    /// children at once).
     fn broadcast_inner(
         &mut self,
         root: Rank,
@@ -383,26 +462,30 @@ impl TcpControl {
         seq: u32,
     ) -> Result<(), ControlError> {
         const OP: &str = "broadcast";
-        if self.size == 1 {
-            return Ok(());
-        }
-        if self.rank == 0 {
-            if root != 0 {
+        let me = self.rank;
+        if self.under(me, root) {
+            if me != root {
+                let from = self.child_towards(root);
                 *data = self
-                    .collect(&[root], OP, Kind::Broadcast, seq)?
-                    .swap_remove(root);
+                    .collect(&[from], OP, Kind::Broadcast, seq)?
+                    .swap_remove(0);
             }
-            for r in (1..self.size).filter(|&r| r != root) {
-                self.send(r, OP, Kind::Broadcast, seq, root, data)?;
+            if let Some(parent) = self.parent() {
+                self.send(parent, OP, Kind::Broadcast, seq, me, data)?;
             }
-        } else if self.rank == root {
-            self.send(0, OP, Kind::Broadcast, seq, root, data)?;
         } else {
-            *data = self.recv_from_root(OP, Kind::Broadcast, seq)?.1;
+            *data = self.recv_from_parent(OP, Kind::Broadcast, seq)?;
+        }
+        for c in self.children() {
+            if !self.under(c, root) {
+                self.send(c, OP, Kind::Broadcast, seq, me, data)?;
+            }
         }
         Ok(())
     }
 
+    /// Every subtree's parts up to rank 0; the full table then down the path to
+    /// `root` when that is another rank.
     fn gather_inner(
         &mut self,
         root: Rank,
@@ -410,28 +493,76 @@ impl TcpControl {
         seq: u32,
     ) -> Result<Vec<Vec<u8>>, ControlError> {
         const OP: &str = "gather";
-        if self.size == 1 {
-            return Ok(vec![data.to_vec()]);
-        }
-        if self.rank == 0 {
-            let mut parts = self.collect(&self.others(), OP, Kind::Gather, seq)?;
-            parts[0] = data.to_vec();
-            if root == 0 {
-                return Ok(parts);
+        let me = self.rank;
+        let children = self.children();
+        let mut entries = encode_entry(me, data);
+        for (c, part) in children
+            .iter()
+            .zip(self.collect(&children, OP, Kind::Gather, seq)?)
+        {
+            if decode_entries(&part).is_none() {
+                return Err(malformed(*c, "gather part"));
             }
-            self.send(root, OP, Kind::Gather, seq, 0, &pack(&parts))?;
-            Ok(Vec::new())
-        } else {
-            self.send(0, OP, Kind::Gather, seq, self.rank, data)?;
-            if self.rank != root {
-                return Ok(Vec::new());
-            }
-            let packed = self.recv_from_root(OP, Kind::Gather, seq)?.1;
-            unpack(&packed, self.size).ok_or_else(|| ControlError::Protocol {
-                rank: 0,
-                detail: "malformed gather table".into(),
-            })
+            entries.extend_from_slice(&part);
         }
+        let table = match self.parent() {
+            Some(parent) => {
+                self.send(parent, OP, Kind::Gather, seq, me, &entries)?;
+                if !self.under(me, root) {
+                    return Ok(Vec::new());
+                }
+                let table = self.recv_from_parent(OP, Kind::Gather, seq)?;
+                unpack(&table, self.size).ok_or_else(|| malformed(parent, "gather table"))?
+            }
+            None => {
+                let mut table = vec![Vec::new(); self.size];
+                for (rank, part) in decode_entries(&entries).expect("checked above") {
+                    *table
+                        .get_mut(rank)
+                        .ok_or_else(|| malformed(rank, "gather part"))? = part;
+                }
+                table
+            }
+        };
+        if me == root {
+            return Ok(table);
+        }
+        let next = self.child_towards(root);
+        self.send(next, OP, Kind::Gather, seq, me, &pack(&table))?;
+        Ok(Vec::new())
+    }
+}
+
+/// A name for the neighbour that relayed an abort notice.
+const RELAYED: &str = "reported by rank";
+
+/// One rank's part of a gather on its way up: `rank:u32, len:u32, bytes`.
+fn encode_entry(rank: Rank, data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(8 + data.len());
+    out.extend_from_slice(&(rank as u32).to_le_bytes());
+    out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    out.extend_from_slice(data);
+    out
+}
+
+/// The parts in a subtree's gather frame (`None`: malformed).
+fn decode_entries(mut bytes: &[u8]) -> Option<Vec<(Rank, Vec<u8>)>> {
+    let mut out = Vec::new();
+    while !bytes.is_empty() {
+        let (rank, rest) = bytes.split_first_chunk::<4>()?;
+        let (len, rest) = rest.split_first_chunk::<4>()?;
+        let len = u32::from_le_bytes(*len) as usize;
+        let part = rest.get(..len)?;
+        out.push((u32::from_le_bytes(*rank) as Rank, part.to_vec()));
+        bytes = &rest[len..];
+    }
+    Some(out)
+}
+
+fn malformed(rank: Rank, what: &str) -> ControlError {
+    ControlError::Protocol {
+        rank,
+        detail: format!("malformed {what}"),
     }
 }
 
@@ -470,22 +601,9 @@ impl Control for TcpControl {
         if self.failed.is_some() {
             return;
         }
-        let notice = Abort {
-            rank: self.rank as u32,
-            detail: format!("failed: {reason}"),
-        }
-        .encode();
-        match &mut self.links {
-            Links::Leaf(s) => {
-                let _ = wire::write_frame(s, Kind::Abort, &notice, ABORT_WRITE);
-            }
-            Links::Root(streams) => {
-                for s in streams.iter_mut().flatten() {
-                    let _ = wire::write_frame(s, Kind::Abort, &notice, ABORT_WRITE);
-                }
-            }
-        }
-        self.failed = Some((self.rank, format!("failed: {reason}")));
+        let detail = format!("failed: {reason}");
+        self.tell_neighbours(self.rank, &detail);
+        self.failed = Some((self.rank, detail));
     }
 }
 
@@ -686,6 +804,75 @@ mod tests {
         }
         assert!(took >= timeout, "{took:?}");
         assert!(took < timeout * 3, "named after {took:?}");
+    }
+
+    /// A job of `size` ranks linked as the binomial tree, over loopback TCP.
+    fn binomial(size: usize, timeout: Duration) -> Vec<TcpControl> {
+        let shape = Shape::Binomial;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut children: Vec<Vec<(Rank, TcpStream)>> = (0..size).map(|_| Vec::new()).collect();
+        let parents: Vec<Option<(Rank, TcpStream)>> = (0..size)
+            .map(|rank| {
+                let parent = shape.parent(rank)?;
+                let up = TcpStream::connect(addr).unwrap();
+                children[parent].push((rank, listener.accept().unwrap().0));
+                Some((parent, up))
+            })
+            .collect();
+        (parents.into_iter().zip(children).enumerate())
+            .map(|(rank, (parent, children))| {
+                let links = Links {
+                    shape,
+                    parent,
+                    children,
+                };
+                TcpControl::new(rank, size, links, timeout)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn issue34_collectives_over_the_binomial_tree_deliver_from_every_root() {
+        let size = 13;
+        let results = run_all(binomial(size, Duration::from_secs(20)), move |c| {
+            let r = c.rank();
+            for root in 0..size {
+                c.barrier().unwrap();
+                let mut b = if r == root {
+                    vec![root as u8; 70_000]
+                } else {
+                    Vec::new()
+                };
+                c.broadcast(root, &mut b).unwrap();
+                assert_eq!(b, vec![root as u8; 70_000], "broadcast from {root} at {r}");
+                let g = c.gather(root, &[r as u8, root as u8]).unwrap();
+                if r == root {
+                    let want: Vec<Vec<u8>> = (0..size).map(|i| vec![i as u8, root as u8]).collect();
+                    assert_eq!(g, want, "gather to {root}");
+                } else {
+                    assert!(g.is_empty());
+                }
+            }
+            let all = c.allgather(&[r as u8]).unwrap();
+            assert_eq!(all, (0..size).map(|i| vec![i as u8]).collect::<Vec<_>>());
+            r
+        });
+        assert_eq!(results, (0..size).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn issue34_a_lost_leaf_or_inner_rank_is_named_on_every_survivor_of_the_tree() {
+        // 15 is a leaf; 2 relays for 6, 10 and 14.
+        for dead in [15, 2] {
+            let mut controls = binomial(16, Duration::from_secs(20));
+            drop(controls.remove(dead));
+            let errors = run_all(controls, |c| c.barrier().unwrap_err().to_string());
+            assert_eq!(errors.len(), 15);
+            for e in errors {
+                assert!(e.contains(&format!("lost rank {dead} ")), "{dead}: {e}");
+            }
+        }
     }
 
     #[test]

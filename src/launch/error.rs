@@ -51,6 +51,9 @@ pub enum LaunchError {
         /// The error (in the text, not a source: said once).
         error: std::io::Error,
     },
+    /// The job needs more of a system resource than this process may have.
+    #[error("{0}")]
+    Limit(String),
     /// The control channel failed while starting.
     #[error(transparent)]
     Control(#[from] ControlError),

@@ -124,6 +124,7 @@ struct Rank {
 /// need) and passes each its place in the job through the environment.
 pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
     let np = opts.np.max(1);
+    super::limits::check_tasks(np)?;
     let signals = super::signals::install_launcher()
         .map_err(LaunchError::io("installing the SIGINT/SIGTERM handler"))?;
     let exe = std::env::current_exe().map_err(LaunchError::io("finding the ngauge executable"))?;
@@ -179,7 +180,7 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
     let zero_err = zero.stderr.take().expect("piped");
     let zero_said: std::sync::Arc<std::sync::Mutex<Vec<u8>>> = Default::default();
     let zero_said_w = zero_said.clone();
-    let forward_zero = std::thread::spawn(move || {
+    let forward_zero = thread(move || {
         let mut reader = BufReader::new(zero_err);
         let mut line = String::new();
         // Line by line until rank 0 announces its address, then byte for byte, so
@@ -204,6 +205,14 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
             },
         );
     });
+    let forward_zero = match forward_zero {
+        Ok(t) => t,
+        Err(e) => {
+            let _ = zero.kill();
+            let _ = zero.wait();
+            return Err(e);
+        }
+    };
     let announced = match addr_rx.recv_timeout(opts.timeout) {
         Ok(addr) => addr,
         Err(_) => {
@@ -253,7 +262,7 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
         let err = child.stderr.take().expect("piped");
         let verbose = opts.verbose;
         let tail = tail.clone();
-        forwarders.push(std::thread::spawn(move || {
+        let forwarder = thread(move || {
             for line in BufReader::new(err).lines() {
                 let Ok(line) = line else { break };
                 if verbose {
@@ -267,22 +276,38 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
                     t.push_back(line);
                 }
             }
-        }));
+        });
         children.push(child);
+        match forwarder {
+            Ok(t) => forwarders.push(t),
+            Err(e) => {
+                for mut ch in children {
+                    let _ = ch.kill();
+                    let _ = ch.wait();
+                }
+                return Err(e);
+            }
+        }
     }
 
     // One waiter thread per child: the main thread blocks on the channel.
     let (done_tx, done_rx) = mpsc::channel::<(usize, std::io::Result<ExitStatus>)>();
-    let mut ranks = Vec::with_capacity(np);
-    for (rank, mut child) in children.into_iter().enumerate() {
-        ranks.push(Rank {
-            pid: rustix::process::Pid::from_child(&child),
+    let mut ranks: Vec<Rank> = (children.iter())
+        .map(|child| Rank {
+            pid: rustix::process::Pid::from_child(child),
             done: false,
-        });
+        })
+        .collect();
+    for (rank, mut child) in children.into_iter().enumerate() {
         let tx = done_tx.clone();
-        std::thread::spawn(move || {
+        if let Err(e) = thread(move || {
             let _ = tx.send((rank, child.wait()));
-        });
+        }) {
+            for r in &ranks {
+                let _ = rustix::process::kill_process(r.pid, rustix::process::Signal::KILL);
+            }
+            return Err(e);
+        }
     }
     drop(done_tx);
 
@@ -469,6 +494,16 @@ fn worst_status(codes: &[Option<i32>], killed: &[bool]) -> i32 {
     } else {
         own
     }
+}
+
+/// A thread of the launcher; one that cannot start (a process or memory limit) is
+/// an error, not a panic.
+fn thread(f: impl FnOnce() + Send + 'static) -> Result<std::thread::JoinHandle<()>, LaunchError> {
+    std::thread::Builder::new()
+        .spawn(f)
+        .map_err(LaunchError::io(
+            "starting a thread (at a limit of `ulimit -u` or `-v`?)",
+        ))
 }
 
 #[cfg(test)]

@@ -3,7 +3,8 @@
 //!
 //! [`start`] turns a process into either the local launcher (which starts `--np`
 //! copies of itself and waits) or one rank of a job, a [`World`] with a
-//! [`ngauge_transport::Control`] over the TCP connections made at rendezvous. No MPI
+//! [`ngauge_transport::Control`] over a tree of TCP connections grown from the ones
+//! made at rendezvous. No MPI
 //! library is involved: under `mpirun`/`srun` the rank and size come from the
 //! launcher's environment ([`env`](mod@env)).
 //!
@@ -11,16 +12,20 @@
 //! [`binding`] (do the measured ranks have cores of their own),
 //! [`hostlist`] (Slurm host lists), [`frame`] (the wire format and its checked
 //! decoder), [`wire`] (whole frames on blocking sockets), [`rendezvous`] (joining),
-//! [`control`] (barrier/broadcast/gather), [`local`] (the local launcher), [`world`]
-//! (putting it together); with their features, `mpi` (MPI as the bootstrap) and
-//! `pmix` (the launcher's PMIx server as the bootstrap).
+//! [`tree`] (the control plane's shape), [`grow`] (linking the tree),
+//! [`control`] (barrier/broadcast/gather), [`limits`] (descriptors and tasks a job
+//! needs), [`local`] (the local launcher), [`world`] (putting it together); with
+//! their features, `mpi` (MPI as the bootstrap) and `pmix` (the launcher's PMIx
+//! server as the bootstrap).
 
 pub mod binding;
 pub mod control;
 pub mod env;
 mod error;
 pub mod frame;
+pub mod grow;
 pub mod hostlist;
+pub mod limits;
 pub mod liveness;
 pub mod local;
 #[cfg(feature = "mpi")]
@@ -29,6 +34,7 @@ pub mod mpi;
 pub mod pmix;
 pub mod rendezvous;
 pub mod signals;
+pub mod tree;
 pub mod wire;
 pub mod world;
 

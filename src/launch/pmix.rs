@@ -163,9 +163,7 @@ fn join(pmix: &Pmix, opts: &LaunchOptions, detected: LauncherEnv) -> Result<Star
     };
     if size > 1 {
         let cores = super::world::liveness_cores(crate::clock::allowed_cores());
-        let liveness =
-            super::world::link_liveness(&mut control, peers[0].data_addr, opts.timeout, cores)?;
-        control.set_liveness(liveness);
+        control = super::grow::grow(control, data_addr, &peers, opts.timeout, cores)?;
     }
     record(pmix, &detected);
     Ok(Started::Rank(World {

@@ -119,7 +119,9 @@ fn token_eq(a: &str, b: &str) -> bool {
 }
 
 /// Rank 0: accepts joins on `listener` until every rank of `expect.size` joined,
-/// then sends everyone the table. `me` is rank 0's own entry; its `data_addr` is
+/// then sends everyone the table. Gives up when no rank joined for
+/// `expect.timeout`: ranks that keep arriving keep the join open, however many a
+/// busy host starts. `me` is rank 0's own entry; its `data_addr` is
 /// replaced by the address the first rank reached us at unless `data_addr_fixed`.
 pub fn serve(
     listener: &TcpListener,
@@ -130,11 +132,12 @@ pub fn serve(
     listener
         .set_nonblocking(true)
         .map_err(LaunchError::io("listener nonblocking"))?;
-    let deadline = Instant::now() + expect.timeout;
-    // Connections waiting to join at once: what the descriptor limit allows (rank 0
-    // raised it to the hard limit); beyond that the oldest is dropped, so a flood of
-    // idle connections can neither exhaust the descriptors nor starve a real join.
-    let budget = pending_budget();
+    let mut deadline = Instant::now() + expect.timeout;
+    // Connections waiting to join at once: every rank of the job and some room for
+    // strangers, as far as the descriptor limit allows (rank 0 raised it to the hard
+    // limit); beyond that the oldest is dropped, so a flood of idle connections can
+    // neither exhaust the descriptors nor starve a real join.
+    let budget = pending_budget(expect.size);
     let mut log = RefusalLog::new("ngauge: rendezvous");
     let mut pending: Vec<Pending> = Vec::new();
     let mut joined: Vec<Option<(TcpStream, Join)>> = (0..expect.size).map(|_| None).collect();
@@ -226,6 +229,7 @@ pub fn serve(
                     let rank = join.rank as usize;
                     joined[rank] = Some((p.stream, join));
                     missing -= 1;
+                    deadline = Instant::now() + expect.timeout;
                 }
             }
         }
@@ -301,6 +305,15 @@ pub fn serve(
     Ok(Hub { streams, peers })
 }
 
+/// How long a joined rank waits for the table beyond its own timeout: rank 0
+/// waits for every further join up to the timeout after the one before, so the
+/// table of a large job may come long after the first joins. Allows 128 joins per
+/// timeout (a 2-core host joins thousands of ranks a minute); a rank 0 that gives
+/// up closes the connection, which ends the wait at once.
+fn table_wait(timeout: Duration, size: usize) -> Duration {
+    timeout.saturating_mul(u32::try_from(size / 128).unwrap_or(u32::MAX))
+}
+
 /// A rank other than 0: connects to rank 0 at `addr` (retrying until `timeout`, as
 /// rank 0 may start later), joins, and waits for the table.
 pub struct Joiner<'a> {
@@ -348,17 +361,21 @@ impl Joiner<'_> {
                 "rank 0 at {} closed the connection during the join",
                 self.addr
             )),
-            WireError::TimedOut(_) => LaunchError::Rendezvous(format!(
-                "rank 0 at {} sent no table within {:?} (are all {} ranks started?)",
-                self.addr, self.timeout, self.size
+            WireError::TimedOut(after) => LaunchError::Rendezvous(format!(
+                "rank 0 at {} sent no table within {after:?} (are all {} ranks started?)",
+                self.addr, self.size
             )),
             e => LaunchError::Rendezvous(format!("join with rank 0 at {}: {e}", self.addr)),
         };
         let left = deadline.saturating_duration_since(Instant::now());
         wire::write_frame(&mut stream, Kind::Join, &join.encode(), left).map_err(fail)?;
         let left = deadline.saturating_duration_since(Instant::now());
-        let (kind, payload) =
-            wire::read_frame(&mut stream, frame::MAX_CONTROL_PAYLOAD, left).map_err(fail)?;
+        let (kind, payload) = wire::read_frame(
+            &mut stream,
+            frame::MAX_CONTROL_PAYLOAD,
+            left + table_wait(self.timeout, self.size),
+        )
+        .map_err(fail)?;
         match kind {
             Kind::Table => {
                 let peers = frame::decode_table(&payload, self.size)

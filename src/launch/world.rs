@@ -23,7 +23,6 @@ use super::control::TcpControl;
 use super::env::{self, LauncherEnv, LauncherKind};
 use super::error::LaunchError;
 use super::frame::Peer;
-use super::liveness::{self, Liveness};
 use super::rendezvous::{self, Expect, Joiner};
 use super::{hostlist, local, LaunchOptions};
 use ngauge_transport::{Control, ControlError};
@@ -169,9 +168,8 @@ pub fn start_with(opts: &LaunchOptions, detected: LauncherEnv) -> Result<Started
     if let Some(token) = &opts.job_token {
         check_token(token)?;
     }
-    // A flood of connections at a listener must not run out of descriptors first.
-    let _ = ngauge_transport::auth::raise_fd_limit();
     let env = identify(opts, detected)?;
+    super::limits::check_descriptors(env.size.unwrap_or(opts.np))?;
     if env.rank.is_none() {
         return local::run(opts).map(Started::Launcher);
     }
@@ -195,15 +193,14 @@ pub fn start_with(opts: &LaunchOptions, detected: LauncherEnv) -> Result<Started
         eprintln!("ngauge: warning: SIGINT/SIGTERM will not be reported: {e}");
     }
     let host = hostname();
-    let (mut control, data_addr, peers, rendezvous_ip) = if rank == 0 {
+    let (mut control, data_addr, peers, _) = if rank == 0 {
         start_root(opts, &env, size, &host)?
     } else {
         start_leaf(opts, &env, rank, size, &host)?
     };
     if size > 1 {
         let free = liveness_cores(cores_before_pinning);
-        let liveness = link_liveness(&mut control, rendezvous_ip, opts.timeout, free)?;
-        control.set_liveness(liveness);
+        control = super::grow::grow(control, data_addr, &peers, opts.timeout, free)?;
     }
     let control: Box<dyn Control> = Box::new(control);
     let ranks_on_host = peers.iter().filter(|p| p.host == host).count().max(1);
@@ -402,13 +399,15 @@ pub(super) fn liveness_cores(before: Vec<usize>) -> Vec<usize> {
 /// Sets up the liveness links ([`super::liveness`]): rank 0 listens on an ephemeral
 /// port of `rendezvous_ip`, sends port and a fresh key over the control channel, and
 /// accepts one authenticated connection from every other rank. Collective; the
-/// control channel is the TCP star or, under an MPI launcher, MPI's.
+/// control channel is MPI's (the TCP control tree links its own: [`super::grow`]).
+#[cfg(feature = "mpi")]
 pub(super) fn link_liveness(
     control: &mut dyn Control,
     rendezvous_ip: IpAddr,
     timeout: std::time::Duration,
     cores: Vec<usize>,
-) -> Result<Liveness, LaunchError> {
+) -> Result<super::liveness::Liveness, LaunchError> {
+    use super::liveness::{self, Liveness};
     use ngauge_transport::auth::{self, AcceptLimits, AuthKey, RefusalLog};
     let fail = |what: &str, e: &dyn std::fmt::Display| {
         LaunchError::Rendezvous(format!("liveness links: {what}: {e}"))

@@ -51,6 +51,10 @@ pub struct Meta {
     /// What UCX used, when `ucx` was measured. Absent elsewhere.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ucx: Option<UcxMeta>,
+    /// The ofi endpoint's provider, fabric, domain, libfabric version, sizes,
+    /// `mr_mode` and `FI_*` environment, when ofi was measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ofi: Option<crate::job::ofi::OfiFacts>,
     /// The PMIx server the ranks bootstrapped through, under the `pmix`
     /// launcher. Absent elsewhere.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -198,6 +202,7 @@ impl Meta {
             date: rfc3339_utc(std::time::SystemTime::now()),
             command_line: command_line.into_iter().collect(),
             ucx: None,
+            ofi: None,
             pmix: None,
         })
     }
@@ -230,6 +235,7 @@ impl MetaBuilder {
     pub fn transports(mut self, waits: &[(TransportName, WaitMode)]) -> Self {
         self.0.transport = waits.iter().map(|(t, _)| *t).collect();
         self.0.ucx = self.ucx_facts();
+        self.0.ofi = self.ofi_facts();
         self.0.wait = match waits {
             [] => None,
             [(_, w)] => Some(w.to_string()),
@@ -243,6 +249,7 @@ impl MetaBuilder {
     pub fn transports_named(mut self, waits: &[(TransportName, WaitMode)]) -> Self {
         self.0.transport = waits.iter().map(|(t, _)| *t).collect();
         self.0.ucx = self.ucx_facts();
+        self.0.ofi = self.ofi_facts();
         self.0.wait = (!waits.is_empty()).then(|| pairs(waits));
         self
     }
@@ -253,6 +260,15 @@ impl MetaBuilder {
             .transport
             .contains(&TransportName::Ucx)
             .then(UcxMeta::recorded)
+            .flatten()
+    }
+
+    /// The ofi endpoint's facts when `ofi` is among the transports.
+    fn ofi_facts(&self) -> Option<crate::job::ofi::OfiFacts> {
+        self.0
+            .transport
+            .contains(&TransportName::Ofi)
+            .then(crate::job::ofi::opened_facts)
             .flatten()
     }
 

@@ -166,7 +166,7 @@ impl super::Document for InfoDoc {
             };
             let _ = writeln!(out, "  {:<6} {state}", t.name);
             if let Some(detail) = &t.detail {
-                let _ = writeln!(out, "         {detail}");
+                let _ = writeln!(out, "         {}", detail.replace('\n', "\n         "));
             }
         }
         let l = &self.launcher;

@@ -137,6 +137,34 @@ pub enum SpecError {
         /// What was given.
         np: usize,
     },
+    /// The simulation would hold more memory than this process can have.
+    #[error(
+        "simulating {np} ranks needs about {} MiB, more than the {} MiB this process \
+         can have (MemAvailable, ulimit -v): simulate fewer ranks",
+        need_bytes >> 20,
+        available_bytes >> 20
+    )]
+    NoMemory {
+        /// The ranks asked for.
+        np: usize,
+        /// The estimate ([`state_bytes`]).
+        need_bytes: u64,
+        /// What the process may still allocate.
+        available_bytes: u64,
+    },
+    /// Parameters so large that a call's simulated time could leave the engine's
+    /// range (`u64` picoseconds).
+    #[error(
+        "the LogGP parameters at {size_bytes} bytes could make a call of {algo} longer \
+         than {} days, the simulator's range: give parameters in us, not in ps or s",
+        u64::MAX / 86_400_000_000_000_000 / 2
+    )]
+    OutOfRange {
+        /// The algorithm simulated.
+        algo: String,
+        /// The message size.
+        size_bytes: u64,
+    },
     /// A size does not fit the machine's address space.
     #[error("message size {size_bytes} bytes is too large")]
     SizeTooLarge {
@@ -273,6 +301,17 @@ pub fn validate(spec: &SimulateSpec) -> Result<Vec<(Algorithm, u64)>, SpecError>
     if spec.np == 0 || spec.np > MAX_NP {
         return Err(SpecError::BadNp { np: spec.np });
     }
+    let need_bytes = state_bytes(spec);
+    match ngauge_transport::available_memory_bytes() {
+        Some(available_bytes) if need_bytes > available_bytes => {
+            return Err(SpecError::NoMemory {
+                np: spec.np,
+                need_bytes,
+                available_bytes,
+            })
+        }
+        _ => {}
+    }
     if spec.sizes_bytes.is_empty() {
         return Err(SpecError::NoSizes);
     }
@@ -285,6 +324,49 @@ pub fn validate(spec: &SimulateSpec) -> Result<Vec<(Algorithm, u64)>, SpecError>
         }
     }
     Ok(candidates)
+}
+
+/// Address space a simulation of `spec` takes whatever its algorithm, an estimate
+/// from below: the engine's bookkeeping and event queue, 60 bytes per rank (the
+/// binomial broadcast of 2^26 ranks: 45 bytes resident, 60 with the vectors'
+/// doubling, `docs/simulation.md`), and with `per_rank` each rank's completion
+/// time, in the prediction and as JSON text.
+pub fn state_bytes(spec: &SimulateSpec) -> u64 {
+    let per_rank = if spec.per_rank { 60 + 32 } else { 60 };
+    spec.np as u64 * per_rank
+}
+
+/// Refuses parameters that could carry `c`'s simulated time out of the engine's
+/// `u64` picoseconds: a sufficient bound is every message of the call (`np` per
+/// segment, `np` squared for the all-to-all), one after the other, each costing
+/// the dearest protocol range's `L` (three times under rendezvous), `o_s`, `o_r`,
+/// `g` and `(s-1)G`, within half the range. Counted in `f64`, so a sum cannot
+/// wrap; parameters given in microseconds as measured stay far inside it.
+fn check_range(c: &CollSpec, net: &Network) -> Result<(), SpecError> {
+    let segments = match c.segment_bytes {
+        0 => 1,
+        s => c.size_bytes.div_ceil(s).max(1),
+    };
+    let np = c.np as f64;
+    let per_segment = match c.algorithm.collective() {
+        Collective::Alltoall => np * np,
+        _ => 4.0 * np,
+    };
+    let messages = per_segment * segments as f64;
+    let dearest_ps = (net.protocols().iter())
+        .map(|(_, p)| {
+            let l = p.l_ps as f64 * if p.rendezvous { 3.0 } else { 1.0 };
+            let transfer = c.size_bytes.saturating_sub(1) as f64 * p.big_g_fs as f64 / 1e3;
+            l + p.os_ps as f64 + p.or_ps as f64 + p.g_ps as f64 + transfer
+        })
+        .fold(0.0, f64::max);
+    if messages * dearest_ps < u64::MAX as f64 / 2.0 {
+        return Ok(());
+    }
+    Err(SpecError::OutOfRange {
+        algo: c.algorithm.to_string(),
+        size_bytes: c.size_bytes as u64,
+    })
 }
 
 fn coll_spec(spec: &SimulateSpec, algorithm: Algorithm, size: usize, segment: u64) -> CollSpec {
@@ -319,6 +401,7 @@ pub fn trace(spec: &SimulateSpec, net: &Network) -> Result<Vec<Span>, SpecError>
     let candidates = validate(spec)?;
     let (algorithm, segment) = candidates[0];
     let c = coll_spec(spec, algorithm, spec.sizes_bytes[0] as usize, segment);
+    check_range(&c, net)?;
     let options = Options {
         receive_gap: spec.receive_gap,
         trace: true,
@@ -328,6 +411,7 @@ pub fn trace(spec: &SimulateSpec, net: &Network) -> Result<Vec<Span>, SpecError>
 }
 
 fn one(spec: &SimulateSpec, c: &CollSpec, net: &Network) -> Result<Prediction, SpecError> {
+    check_range(c, net)?;
     let options = Options {
         receive_gap: spec.receive_gap,
         per_rank: spec.per_rank,
@@ -463,6 +547,40 @@ mod tests {
         assert_eq!(best[0].algo, "binomial");
         // 1 MiB: a pipeline of 8 KiB segments beats every unsegmented tree.
         assert_eq!(best[1].segment, 8192, "{:?}", best[1]);
+    }
+
+    #[test]
+    fn issue38_parameters_beyond_the_engine_s_range_are_refused() {
+        let huge = LogGp::from_us(1e308, 1e308, 1e308, 1e308, 1e308, false);
+        let s = spec("bcast", &["binomial"], 8, &[1]);
+        let e = run(&s, &Network::uniform(huge)).unwrap_err();
+        assert!(matches!(e, SpecError::OutOfRange { .. }), "{e}");
+        assert!(e.is_input());
+        // Measured parameters at the largest np stay in range (checked, not run).
+        let c = coll_spec(
+            &spec("bcast", &[], MAX_NP, &[1]),
+            Algorithm::BcastBinomial,
+            1 << 20,
+            0,
+        );
+        let measured = LogGp::from_us(5.0, 1.0, 1.0, 2.0, 0.001, true);
+        check_range(&c, &Network::uniform(measured)).unwrap();
+    }
+
+    #[test]
+    fn issue38_a_simulation_larger_than_memory_is_refused_up_front() {
+        let mut s = spec("bcast", &["binomial"], MAX_NP, &[1]);
+        s.per_rank = false;
+        assert_eq!(state_bytes(&s), 60 << 26);
+        s.per_rank = true;
+        let need = state_bytes(&s);
+        match ngauge_transport::available_memory_bytes() {
+            Some(a) if a < need => {
+                let e = validate(&s).unwrap_err().to_string();
+                assert!(e.contains("simulate fewer ranks"), "{e}");
+            }
+            _ => assert!(validate(&s).is_ok()),
+        }
     }
 
     #[test]

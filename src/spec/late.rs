@@ -100,7 +100,7 @@ impl LateCmdSpec {
         let Some(np) = np else {
             return Ok(Vec::new());
         };
-        if self.inject.is_some() && self.inject_rank >= np {
+        if self.inject_rank >= np {
             return Err(SpecError::new(
                 "inject_rank",
                 format!("{} is not a rank of a job of {np} ranks", self.inject_rank),
@@ -154,6 +154,8 @@ mod tests {
             }),
             "inject_rank"
         );
+        // Without --inject too: a rank the job does not have is a mistake either way.
+        assert_eq!(bad(|s| s.inject_rank = 4), "inject_rank");
         assert_eq!(bad(|s| s.coll.algo = Some("mpi".into())), "algo");
         let two = [TransportName::Tcp, TransportName::Udp];
         let e = LateCmdSpec::default().validate_for_job(&two, None);

@@ -259,6 +259,14 @@ pub fn parse(file: &str, text: &str) -> Result<Suite, SuiteError> {
     Ok(suite)
 }
 
+/// The position of the first name that an earlier one repeats, in one pass over a
+/// set of the names seen: a suite of 200,000 experiments is checked in linear
+/// time, not in the 2 * 10^10 comparisons of comparing each with those before it.
+fn first_duplicate<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<usize> {
+    let mut seen = std::collections::HashSet::new();
+    names.into_iter().position(|n| !seen.insert(n))
+}
+
 /// Checks what parsing cannot: at least one experiment, names (allowed
 /// characters, unique, not a file of the run directory), `np`, launches, the
 /// job spec, the command's spec, transports this build has.
@@ -282,10 +290,11 @@ pub fn check(suite: &Suite) -> Result<(), (String, String)> {
         ));
     }
     check_launcher("launcher", suite.launcher.as_deref())?;
+    let duplicate = first_duplicate(suite.experiments.iter().map(|e| e.name.as_str()));
     for (i, e) in suite.experiments.iter().enumerate() {
         let at = |field: &str| format!("experiment[{i}].{field}");
         check_name(&e.name).map_err(|m| (at("name"), m))?;
-        if suite.experiments[..i].iter().any(|o| o.name == e.name) {
+        if duplicate == Some(i) {
             return Err((at("name"), format!("{:?} names two experiments", e.name)));
         }
         if !(1..=4096).contains(&e.np) {
@@ -416,6 +425,7 @@ fn compiled(t: TransportName) -> bool {
         TransportName::Tcp | TransportName::Udp => true,
         TransportName::Verbs => cfg!(feature = "verbs"),
         TransportName::Mpi => cfg!(feature = "mpi"),
+        TransportName::Ofi => cfg!(feature = "ofi"),
         TransportName::Ucx => cfg!(feature = "ucx"),
     }
 }
@@ -424,7 +434,8 @@ fn compiled(t: TransportName) -> bool {
 fn simulate_field(e: &sim_spec::SpecError) -> String {
     use sim_spec::SpecError as E;
     match e {
-        E::BadNp { .. } => "np".into(),
+        E::BadNp { .. } | E::NoMemory { .. } => "np".into(),
+        E::OutOfRange { .. } => "network".into(),
         E::NoSizes | E::SizeTooLarge { .. } => "sizes_bytes".into(),
         E::BadParameter { name, .. } => format!("network.loggp.{name}"),
         E::Read { .. } | E::Params { .. } => "network.params_file".into(),
@@ -565,6 +576,40 @@ loggp = { sizes = "1-8K:1K", detector = "segmented" }
 name = "s"
 sync = { sync = "jk", check_after_s = [0.0] }
 "#;
+
+    #[test]
+    fn issue34_the_first_repeated_name_is_found_in_one_pass() {
+        assert_eq!(first_duplicate(["a", "b", "c"]), None);
+        assert_eq!(first_duplicate(["a", "b", "a", "b"]), Some(2));
+        assert_eq!(first_duplicate(std::iter::empty()), None);
+        // 200,000 distinct names and one repeat at the end: quadratic search
+        // would compare 2 * 10^10 pairs.
+        let names: Vec<String> = (0..200_000).map(|i| format!("e{i}")).collect();
+        let last = names.iter().map(String::as_str).chain(["e17"]);
+        assert_eq!(first_duplicate(last), Some(200_000));
+    }
+
+    #[test]
+    fn issue34_a_suite_of_200000_experiments_is_read_checked_and_planned() {
+        let mut text = String::from("seed = 1\nlaunches = 2\n");
+        for i in 0..200_000 {
+            text.push_str(&format!(
+                "[[experiment]]\nname = \"e{i}\"\ntimer = {{ reads = 10 }}\n"
+            ));
+        }
+        let suite = parse("big.toml", &text).unwrap();
+        let names: Vec<String> = suite.experiments.iter().map(|e| e.name.clone()).collect();
+        let plan = super::super::plan::Plan::new(
+            "big.toml",
+            suite.seed.unwrap_or(0),
+            &names,
+            suite.launches,
+        );
+        assert_eq!(plan.len(), 400_000);
+        let dup = text.replacen("name = \"e199999\"", "name = \"e5\"", 1);
+        let e = parse("big.toml", &dup).unwrap_err();
+        assert!(e.message.contains("names two experiments"), "{e}");
+    }
 
     #[test]
     fn a_suite_reads_into_the_commands_specs() {

@@ -297,27 +297,22 @@ impl RefusalLog {
     }
 }
 
-/// How many connections may wait for their handshake at once: what the descriptor
-/// limit leaves, less a reserve for the job's own sockets and files, at most 256.
-pub fn pending_budget() -> usize {
+/// Connections beyond the expected ranks that may wait for their handshake: room
+/// for strangers without starving the ranks.
+const STRANGER_ROOM: usize = 64;
+
+/// How many connections may wait for their handshake at once when `expected` ranks
+/// are still to come: what the descriptor limit leaves (less a reserve for the job's
+/// own sockets and files), at most the expected ranks plus [`STRANGER_ROOM`], so
+/// every rank of the job fits whatever the order it arrives in.
+pub fn pending_budget(expected: usize) -> usize {
     let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile)
         .current
         .unwrap_or(1 << 20);
     let open = std::fs::read_dir("/proc/self/fd").map_or(64, |d| d.count() as u64);
     let left = limit.saturating_sub(open).saturating_sub(16);
-    (left.min(256) as usize).max(2)
-}
-
-/// Raises this process's soft limit on open descriptors to its hard limit (so a
-/// flood of connections cannot exhaust it as fast); returns the new soft limit.
-pub fn raise_fd_limit() -> Option<u64> {
-    use rustix::process::{getrlimit, setrlimit, Resource};
-    let mut lim = getrlimit(Resource::Nofile);
-    if lim.current != lim.maximum {
-        lim.current = lim.maximum;
-        setrlimit(Resource::Nofile, lim).ok()?;
-    }
-    lim.current
+    let wanted = expected.saturating_add(STRANGER_ROOM) as u64;
+    (left.min(wanted) as usize).max(2)
 }
 
 struct Pending {
@@ -382,7 +377,7 @@ pub fn accept_authenticated(
 ) -> Result<Vec<TcpStream>, AcceptError> {
     use std::os::fd::AsFd;
     listener.set_nonblocking(true)?;
-    let budget = pending_budget();
+    let budget = pending_budget(expected.len());
     let deadline = Instant::now() + limits.total;
     let mut pending: Vec<Pending> = Vec::new();
     let mut done: Vec<Option<TcpStream>> = expected.iter().map(|_| None).collect();

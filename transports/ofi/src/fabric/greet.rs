@@ -1,0 +1,80 @@
+//! Hellos: a 0-byte message each way between every pair of ranks, while all of
+//! them progress their completion queues, at open and in `settle`. Providers
+//! under `ofi_rxm` and `ofi_rxd` (and `shm`'s peer mapping) set a connection up
+//! on the first message to a peer, and `ofi_rxd` completes a send only when the
+//! receiver's acknowledgement arrives: both need the peer to read its queue. A
+//! first message sent just before a rank blocks on the control channel (a
+//! pattern's last answer, a goodbye at drop) would wait there with its peer, and
+//! one in a timed region would time the setup; a rank that leaves for the control
+//! channel right after its last receive would leave its peer's send pending. So
+//! hellos at open set every connection up, and `settle` (before a control-plane
+//! wait that follows traffic) exchanges hellos with the peers this rank has
+//! completed an operation with since the last ones: a rank leaves only once its
+//! hellos have completed (acknowledged after all it sent before them) and every
+//! such peer's hello has arrived. Both ranks of a pair settle after their
+//! traffic has completed, as the patterns do; ranks that did not talk, or whose
+//! operations are still pending, exchange nothing.
+
+use super::{ffi, setup_error, Ctx, OfiTransport, GREET, GREETED, TAG_GREET};
+use ngauge_transport::TransportError;
+use std::os::raw::c_void;
+use std::ptr::NonNull;
+use std::time::Instant;
+
+impl OfiTransport {
+    /// Sends a hello to every peer still there (`all`), or to those with an
+    /// operation completed since the last hellos, and waits for theirs and for its own to complete
+    /// (at most the peer timeout).
+    pub(super) fn greet(&mut self, all: bool) -> Result<(), TransportError> {
+        let me = self.rank;
+        let peers: Vec<usize> = (0..self.size)
+            .filter(|&p| p != me && !self.peers[p].closed && (all || self.peers[p].talked))
+            .collect();
+        for &p in &peers {
+            self.peers[p].talked = false;
+        }
+        // Set before posting: a post that finds the queue full progresses it.
+        self.greetings_left = 2 * peers.len();
+        for &peer in &peers {
+            let mut ctx = Ctx::boxed(GREET | peer as u64);
+            let nothing = NonNull::<u8>::dangling().as_ptr();
+            self.post_recv_raw(
+                peer,
+                TAG_GREET,
+                nothing,
+                0,
+                std::ptr::null_mut(),
+                Ctx::ptr(&mut ctx),
+            )?;
+            self.fixed.push(ctx);
+        }
+        let (ep, tagged, tag) = (self.ep.ep, i32::from(self.tagged), TAG_GREET | me as u64);
+        for &peer in &peers {
+            let mut ctx = Ctx::boxed(GREETED | peer as u64);
+            let (dest, c) = (self.peers[peer].addr, Ctx::ptr(&mut ctx));
+            let nothing = NonNull::<u8>::dangling().as_ptr().cast::<c_void>();
+            // SAFETY: a 0-byte send (the pointer is never read); the context stays
+            // boxed in `fixed` until the endpoint is closed.
+            self.retry(peer, "send", |_| unsafe {
+                ffi::ngo_send(ep, tagged, nothing, 0, std::ptr::null_mut(), dest, tag, c)
+            })?;
+            self.fixed.push(ctx);
+        }
+        let start = Instant::now();
+        while self.greetings_left > 0 {
+            if let Some(why) = self.greeting_failed.take() {
+                return Err(setup_error(format!("hellos: {why}")));
+            }
+            if !self.progress()? {
+                if start.elapsed() > self.timeout {
+                    return Err(setup_error(format!(
+                        "hellos: {} to or from other ranks missing after {:?}",
+                        self.greetings_left, self.timeout
+                    )));
+                }
+                std::thread::yield_now();
+            }
+        }
+        Ok(())
+    }
+}
