@@ -105,7 +105,7 @@ fn failed(what: &str) -> impl FnOnce(PmixError) -> LaunchError + '_ {
 /// The part of [`start`] that runs with the client initialized.
 fn join(pmix: &Pmix, opts: &LaunchOptions, detected: LauncherEnv) -> Result<Started, LaunchError> {
     let (rank, size) = (pmix.rank() as usize, pmix.size() as usize);
-    let _ = ngauge_transport::auth::raise_fd_limit();
+    super::limits::check_descriptors(size)?;
     if let Err(e) = super::signals::install_rank(rank) {
         eprintln!("ngauge: warning: SIGINT/SIGTERM will not be reported: {e}");
     }
