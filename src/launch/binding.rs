@@ -188,6 +188,10 @@ impl BindingWarning {
                 "start no more ranks than this host has cores (the local launcher pins \
                  rank i to the i-th allowed core, wrapping around)"
             }
+            (LauncherKind::Pmix, _) => {
+                "give each rank a core of its own with the launcher's binding option \
+                 (`srun --cpu-bind=cores`, `mpirun --bind-to core`)"
+            }
             (LauncherKind::Manual, _) => {
                 "pin each rank to a core of its own, e.g. `taskset -c CORE` in front of \
                  each command"

@@ -30,6 +30,9 @@ pub enum LauncherKind {
     Slurm,
     /// Started by hand with `--rank`/`--size` (or `NGAUGE_RANK`/`NGAUGE_SIZE`).
     Manual,
+    /// Any launcher with a PMIx server (`srun --mpi=pmix`, `mpirun`, `prterun`),
+    /// bootstrapped through it (cargo feature `pmix`; `launch::pmix`).
+    Pmix,
 }
 
 impl LauncherKind {
@@ -41,6 +44,7 @@ impl LauncherKind {
             LauncherKind::Hydra => "mpiexec (MPICH Hydra)",
             LauncherKind::Slurm => "srun (Slurm)",
             LauncherKind::Manual => "by hand (--rank/--size)",
+            LauncherKind::Pmix => "pmix",
         }
     }
 }

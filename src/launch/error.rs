@@ -71,3 +71,16 @@ impl LaunchError {
         matches!(self, LaunchError::Usage(_))
     }
 }
+
+/// Prints `ngauge: error: MESSAGE` in one write, flushed, before an abort: the
+/// launcher relays a rank's stderr in the chunks it was written in, and MPICH's
+/// Hydra drops what it has not relayed yet when the job is aborted (`eprintln!`
+/// writes the prefix, the message and the newline separately).
+#[cfg(any(feature = "mpi", feature = "pmix"))]
+pub(super) fn say_error(message: &str) {
+    use std::io::Write;
+    let line = format!("ngauge: error: {message}\n");
+    let mut stderr = std::io::stderr().lock();
+    let _ = stderr.write_all(line.as_bytes());
+    let _ = stderr.flush();
+}

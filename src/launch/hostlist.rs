@@ -5,6 +5,9 @@
 //! each item may hold bracketed groups of comma-separated numbers and ranges `a-b`; a
 //! range keeps the zero padding of its lower bound (`01-03` → `01 02 03`); several
 //! groups in one item expand as a cartesian product (`r[1-2]n[1-2]`).
+//!
+//! Also the address a host's name resolves to, for launchers that name hosts but
+//! not addresses ([`resolve_non_loopback`]).
 
 /// Why a host list does not parse.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -42,6 +45,16 @@ pub fn expand(list: &str) -> Result<Vec<String>, HostlistError> {
 /// The first host of a list (the default rendezvous host under Slurm).
 pub fn first(list: &str) -> Result<Option<String>, HostlistError> {
     Ok(expand(list)?.into_iter().next())
+}
+
+/// The first non-loopback address `host` resolves to.
+pub fn resolve_non_loopback(host: &str) -> Option<std::net::IpAddr> {
+    use std::net::ToSocketAddrs;
+    (host, 0)
+        .to_socket_addrs()
+        .ok()?
+        .map(|a| a.ip())
+        .find(|ip| !ip.is_loopback() && !ip.is_unspecified())
 }
 
 /// Splits at commas that are not inside brackets.

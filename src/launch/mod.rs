@@ -15,7 +15,8 @@
 //! [`tree`] (the control plane's shape), [`grow`] (linking the tree),
 //! [`control`] (barrier/broadcast/gather), [`blame`] (the rank an error is about),
 //! [`limits`] (descriptors and tasks a job needs), [`local`] (the local launcher),
-//! [`world`] (putting it together).
+//! [`world`] (putting it together); with their features, `mpi` (MPI as the
+//! bootstrap) and `pmix` (the launcher's PMIx server as the bootstrap).
 
 pub mod binding;
 pub mod blame;
@@ -30,6 +31,8 @@ pub mod liveness;
 pub mod local;
 #[cfg(feature = "mpi")]
 pub mod mpi;
+#[cfg(feature = "pmix")]
+pub mod pmix;
 pub mod rendezvous;
 pub mod signals;
 pub mod tree;

@@ -19,13 +19,14 @@
 //! or unreachable, not how long the others may wait for it to finish its work.
 
 use super::env::{self, LauncherEnv, LauncherKind};
+use super::error::say_error;
 use super::frame::{self, Peer};
 use super::liveness::Liveness;
 use super::world::{hostname, Started, World};
 use super::{LaunchError, LaunchOptions};
 use ngauge_mpi::{Mpi, MpiControl, MpiError, Watch};
 use ngauge_transport::Control;
-use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs};
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -86,7 +87,7 @@ fn join(
     let data_addr = match opts.data_addr {
         Some(addr) => addr,
         None if single_host => IpAddr::V4(Ipv4Addr::LOCALHOST),
-        None => host_addr(&host).ok_or_else(|| {
+        None => super::hostlist::resolve_non_loopback(&host).ok_or_else(|| {
             LaunchError::Usage(format!(
                 "the ranks run on several hosts and {host:?} does not resolve to a \
                  non-loopback address: give --data-addr IP"
@@ -152,15 +153,6 @@ impl Watch for Liveness {
     }
 }
 
-/// The first non-loopback address `host` resolves to.
-fn host_addr(host: &str) -> Option<IpAddr> {
-    (host, 0)
-        .to_socket_addrs()
-        .ok()?
-        .map(|a| a.ip())
-        .find(|ip| !ip.is_loopback() && !ip.is_unspecified())
-}
-
 /// When MPI is running, ends the whole job with `MPI_Abort` after printing `message`:
 /// a rank that fails must not wait in `MPI_Finalize` for ranks that wait for it.
 /// Returns (doing nothing) when MPI is not running.
@@ -169,18 +161,6 @@ pub fn abort_job_on_error(message: &str, code: i32) {
         say_error(message);
         mpi.abort(code);
     }
-}
-
-/// Prints `ngauge: error: MESSAGE` in one write, flushed, before an abort: the
-/// launcher relays a rank's stderr in the chunks it was written in, and MPICH's
-/// Hydra drops what it has not relayed yet when the job is aborted (`eprintln!`
-/// writes the prefix, the message and the newline separately).
-fn say_error(message: &str) {
-    use std::io::Write;
-    let line = format!("ngauge: error: {message}\n");
-    let mut stderr = std::io::stderr().lock();
-    let _ = stderr.write_all(line.as_bytes());
-    let _ = stderr.flush();
 }
 
 #[cfg(test)]

@@ -55,6 +55,42 @@ pub struct Meta {
     /// `mr_mode` and `FI_*` environment, when ofi was measured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ofi: Option<crate::job::ofi::OfiFacts>,
+    /// The PMIx server the ranks bootstrapped through, under the `pmix`
+    /// launcher. Absent elsewhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pmix: Option<PmixMeta>,
+}
+
+/// The PMIx server of a job launched through PMIx (`launch::pmix`).
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct PmixMeta {
+    /// The server: the resource manager's name when it offers one, else the
+    /// launcher its environment shows (`srun (Slurm)`, `mpirun (Open MPI)`).
+    pub server: String,
+    /// The resource manager's version when offered, else the server's PMIx version.
+    pub server_version: Option<String>,
+    /// The PMIx client library ngauge ran with (`PMIx_Get_version`).
+    pub library_version: String,
+    /// The job's PMIx namespace.
+    pub namespace: String,
+}
+
+impl PmixMeta {
+    /// The facts of the PMIx server this process bootstrapped through, if any.
+    #[cfg(feature = "pmix")]
+    fn recorded() -> Option<PmixMeta> {
+        crate::launch::pmix::recorded().map(|f| PmixMeta {
+            server: f.server.clone(),
+            server_version: f.server_version.clone(),
+            library_version: f.library_version.clone(),
+            namespace: f.namespace.clone(),
+        })
+    }
+
+    #[cfg(not(feature = "pmix"))]
+    fn recorded() -> Option<PmixMeta> {
+        None
+    }
 }
 
 /// What the UCX transport of the writing rank used: what UCX says it selected.
@@ -167,6 +203,7 @@ impl Meta {
             command_line: command_line.into_iter().collect(),
             ucx: None,
             ofi: None,
+            pmix: None,
         })
     }
 }
@@ -181,6 +218,7 @@ impl MetaBuilder {
     /// rank, from [`World::gather_pinning`] or the ranks' own reports).
     pub fn job(mut self, world: &World, pinning: Vec<Option<usize>>) -> Self {
         self.0.launcher = world.env.kind.describe().into();
+        self.0.pmix = PmixMeta::recorded();
         self.0.np = world.size;
         self.0.pinning = pinning;
         self
