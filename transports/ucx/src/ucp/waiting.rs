@@ -256,6 +256,19 @@ impl UcxTransport {
         }
     }
 
+    /// Retires `request` if it finished: `Some` with its outcome (`Ok` for one
+    /// already retired), `None` while it is pending.
+    #[inline]
+    fn retire_finished(&mut self, request: RequestId) -> Option<Result<(), TransportError>> {
+        if self.requests.get(request).is_none() {
+            Some(Ok(()))
+        } else if self.finished(request) {
+            Some(self.retire(request))
+        } else {
+            None
+        }
+    }
+
     /// Retires `request` if it finished: its outcome, or `Ok(false)`.
     pub(super) fn try_retire(&mut self, request: RequestId) -> Result<bool, TransportError> {
         let Some(r) = self.requests.get(request) else {
@@ -362,26 +375,38 @@ impl UcxTransport {
         outcome
     }
 
-    /// `wait_all`: progresses every request together until all finished.
+    /// `wait_all`: progresses every request together until all finished, and
+    /// retires each as soon as it has.
     ///
     /// Requests finish in about the order they were started and stay finished,
-    /// so a round tests only the first one not yet seen finished, and a window of
-    /// w requests costs w tests in all rather than w per round of progress (as
-    /// `ucx_perftest`'s completion counter costs one). Whether a peer went away
-    /// is checked every round for that first request, and for all the others
-    /// every [`SCAN_ROUNDS`] rounds, each time in the order given.
+    /// so a round tests the first one not yet retired and one more beyond it, in
+    /// turn: a window of w receives costs about w tests in all rather than w per
+    /// round of progress (`ucx_perftest` counts completions in a callback), and
+    /// a window of sends is retired while its reply is awaited, not after it
+    /// arrived. Whether a peer went away is checked every round for the first
+    /// request, and for all the others every [`SCAN_ROUNDS`] rounds, each time in
+    /// the order given. The error returned is the first in that order.
     pub(super) fn wait_for_all(&mut self, requests: &[RequestId]) -> Result<(), TransportError> {
         for &r in requests {
             self.known(r)?;
         }
-        let mut first = 0;
-        let mut rounds: u32 = 0;
+        let (mut first, mut ahead, mut rounds) = (0, 0, 0u32);
+        let mut failed: Option<(usize, TransportError)> = None;
         let waited = self.spin(None, |t| {
-            while requests.get(first).is_some_and(|&r| t.finished(r)) {
+            while let Some(outcome) = requests.get(first).and_then(|&r| t.retire_finished(r)) {
+                keep_first(&mut failed, first, outcome);
                 first += 1;
             }
             if first == requests.len() {
                 return Some(Ok(()));
+            }
+            ahead = if ahead > first && ahead + 1 < requests.len() {
+                ahead + 1
+            } else {
+                first + 1
+            };
+            if let Some(outcome) = requests.get(ahead).and_then(|&r| t.retire_finished(r)) {
+                keep_first(&mut failed, ahead, outcome);
             }
             let pending = &requests[first..];
             rounds = rounds.wrapping_add(1);
@@ -395,16 +420,7 @@ impl UcxTransport {
                 .map(|&r| Err((r, Stop::Gone)))
         });
         match waited {
-            Ok(Ok(())) => {
-                let mut first = Ok(());
-                for &r in requests {
-                    let outcome = self.retire(r);
-                    if first.is_ok() {
-                        first = outcome;
-                    }
-                }
-                first
-            }
+            Ok(Ok(())) => failed.map_or(Ok(()), |(_, e)| Err(e)),
             Ok(Err((r, stop))) => self.resolve(r, stop),
             Err(stop) => {
                 let r = requests
@@ -485,5 +501,19 @@ impl UcxTransport {
         self.ctx.destroy_worker();
         self.ring = None;
         self.memory.clear();
+    }
+}
+
+/// Keeps in `failed` the error of the request at `index` when it comes before
+/// the one kept.
+fn keep_first(
+    failed: &mut Option<(usize, TransportError)>,
+    index: usize,
+    outcome: Result<(), TransportError>,
+) {
+    if let Err(e) = outcome {
+        if failed.as_ref().is_none_or(|(kept, _)| index < *kept) {
+            *failed = Some((index, e));
+        }
     }
 }
