@@ -323,3 +323,46 @@ fn mpich_switch_follows_the_ucx_shared_memory_segment_size() {
         FIRST_BYTE_SLACK,
     );
 }
+
+/// Open MPI forced onto UCX (`--mca pml ucx`; `pml_ucx_tls` and
+/// `pml_ucx_devices` set to `any`, since by default 4.1 lets UCX use only verbs
+/// and mlx devices): its blocking `MPI_Send` is UCX's `ucp_tag_send_nbr`, whose
+/// rendezvous threshold is `UCX_RNDV_SEND_NBR_THRESH` (256 KiB by default), not
+/// the `UCX_RNDV_THRESH` that MPICH's sends and `-t ucx` follow (the segment
+/// size on shared memory, 8256 B): docs/findings/2026-11-28-ucx.md. A known
+/// answer at 20000 B, bracketed away from the eager steps at 8249 and 16473 B.
+#[test]
+fn open_mpi_over_ucx_rendezvous_follows_the_send_nbr_threshold() {
+    if !built_for(
+        "open_mpi_over_ucx_rendezvous_follows_the_send_nbr_threshold",
+        "openmpi",
+    ) {
+        return;
+    }
+    let found = changes(
+        &[
+            "--mca",
+            "pml",
+            "ucx",
+            "--mca",
+            "pml_ucx_tls",
+            "any",
+            "--mca",
+            "pml_ucx_devices",
+            "any",
+            "-x",
+            "UCX_TLS=posix,self",
+            "-x",
+            "UCX_RNDV_SEND_NBR_THRESH=20000",
+        ],
+        &[],
+        "17K-23K:512",
+    );
+    assert_one_switch_near(&found, 20000, 512);
+    assert_first_byte_at(
+        &found,
+        20000,
+        "UCX_RNDV_SEND_NBR_THRESH, the first rendezvous size of ucp_tag_send_nbr",
+        FIRST_BYTE_SLACK,
+    );
+}
