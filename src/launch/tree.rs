@@ -2,7 +2,7 @@
 //!
 //! A star through rank 0 makes rank 0 handle p - 1 frames per collective and hold
 //! p - 1 connections; at thousands of ranks on an oversubscribed host that is what
-//! ends a job (issue 34). The control plane runs over a binomial tree instead: rank
+//! ends a job (docs/findings/2026-11-29-launch-scale.md). The control plane runs over a binomial tree instead: rank
 //! r's parent is r with its highest set bit cleared, its children are r + 2^k for
 //! every 2^k > r below the job size. Every rank has at most ceil(log2 p) children and
 //! the tree is ceil(log2 p) deep, so a barrier, broadcast or gather costs rank 0
