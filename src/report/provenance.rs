@@ -28,15 +28,9 @@ pub fn tuning_env(vars: impl IntoIterator<Item = (String, String)>) -> BTreeMap<
         .collect()
 }
 
-/// Names of the processes that launch jobs (their `comm`, at most 15 bytes).
-const LAUNCHERS: [&str; 6] = [
-    "mpirun",
-    "mpiexec",
-    "orterun",
-    "prterun",
-    "srun",
-    "mpiexec.hydra",
-];
+/// How the names of the processes that launch jobs start (their `comm`, at most 15
+/// bytes: `mpirun.openmpi`, `mpiexec.hydra`).
+const LAUNCHERS: [&str; 5] = ["mpirun", "mpiexec", "orterun", "prterun", "srun"];
 
 /// The command line of the nearest ancestor of this process that is a job launcher
 /// ([`LAUNCHERS`]), from `/proc`: visible when the launcher runs on this host
@@ -50,7 +44,7 @@ pub fn launcher_command() -> Option<Vec<String>> {
             return None;
         }
         let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
-        if LAUNCHERS.contains(&comm.trim()) {
+        if LAUNCHERS.iter().any(|l| comm.trim().starts_with(l)) {
             let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
             return Some(split_cmdline(&raw));
         }
