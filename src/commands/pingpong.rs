@@ -16,6 +16,7 @@ impl PingpongArgs {
             check: self.check,
             native_loop: self.native_loop,
             samples: self.samples,
+            histogram: self.histogram,
             window: self.window,
         })
     }

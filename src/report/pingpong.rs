@@ -2,7 +2,7 @@
 //! several transports their medians side by side.
 
 use super::side_by_side::{self, side_by_side, SideBySide};
-use super::table::{joined, Table};
+use super::table::{joined, significant, Table};
 use super::warning::{SetupWarning, Warned};
 use super::Meta;
 use crate::job::TransportName;
@@ -178,6 +178,7 @@ impl super::Document for PingpongDoc {
                 .map(|r| &r.result)
                 .collect();
             out += &render_sweep(&results);
+            out += &histograms(&results);
         }
         if let Some(c) = &self.comparison {
             out += &side_by_side::render(c, "median half round trip", "median [us]", "/");
@@ -188,6 +189,31 @@ impl super::Document for PingpongDoc {
     fn warnings(&self) -> Vec<(String, &PingpongWarning)> {
         super::document::unwarned(&self.warnings)
     }
+}
+
+/// The compact text form of each size's histogram (`--histogram`): one line per
+/// non-empty bin, its edges (3 significant digits), a bar scaled to the fullest
+/// bin, the count.
+fn histograms(results: &[&SizeResult]) -> String {
+    let mut out = String::new();
+    for r in results {
+        let Some(h) = &r.histogram else { continue };
+        out += &format!(
+            "half round trips of {} B, {} bins per decade:\n",
+            r.size, h.bins_per_decade
+        );
+        let most = h.bins.iter().map(|b| b.count).max().unwrap_or(1).max(1);
+        for b in &h.bins {
+            out += &format!(
+                "  {:>9}-{:<9} us {:<40} {}\n",
+                significant(b.from_us, 3),
+                significant(b.to_us, 3),
+                "#".repeat((b.count * 40).div_ceil(most) as usize),
+                b.count
+            );
+        }
+    }
+    out
 }
 
 /// The human table of one sweep.
@@ -274,6 +300,7 @@ mod tests {
                     timing_loop: TimingLoop::Generic,
                     counters: BTreeMap::new(),
                     samples: None,
+                    histogram: None,
                 })
                 .collect(),
         }
