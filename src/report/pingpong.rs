@@ -204,10 +204,9 @@ fn histograms(results: &[&SizeResult]) -> String {
         );
         let most = h.bins.iter().map(|b| b.count).max().unwrap_or(1).max(1);
         for b in &h.bins {
+            let edges = format!("{}-{}", significant(b.from_us, 3), significant(b.to_us, 3));
             out += &format!(
-                "  {:>9}-{:<9} us {:<40} {}\n",
-                significant(b.from_us, 3),
-                significant(b.to_us, 3),
+                "  {edges:>13} us {:<40} {}\n",
                 "#".repeat((b.count * 40).div_ceil(most) as usize),
                 b.count
             );
