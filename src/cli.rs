@@ -709,6 +709,11 @@ pub struct PingpongArgs {
     #[arg(long)]
     pub histogram: bool,
 
+    /// Show the bandwidth in Gb/s (10^9 bits per second) instead of MB/s (10^6
+    /// bytes per second) in the table; the JSON keeps bandwidth_MBps.
+    #[arg(long)]
+    pub gbps: bool,
+
     /// Messages in flight per timed round: 1 ping-pongs; more streams, as
     /// perftest's ib_send_bw does: rank 0 sends NUM messages back to back and
     /// rank 1 answers the last with one byte; the bandwidth is NUM x size over

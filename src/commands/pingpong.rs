@@ -17,6 +17,7 @@ impl PingpongArgs {
             native_loop: self.native_loop,
             samples: self.samples,
             histogram: self.histogram,
+            gbps: self.gbps,
             window: self.window,
         })
     }

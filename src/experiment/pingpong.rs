@@ -122,12 +122,11 @@ pub fn run(
         .timing_loop(timing_loops(&sweeps))
         .job(world, cores)
         .build();
-    Ok(Some(PingpongDoc::new(
-        meta,
-        [PINGER, PONGER],
-        &sweeps,
-        &warnings,
-    )))
+    let doc = PingpongDoc::new(meta, [PINGER, PONGER], &sweeps, &warnings);
+    Ok(Some(PingpongDoc {
+        gbps: spec.gbps,
+        ..doc
+    }))
 }
 
 /// Hidden test hook: `NGAUGE_TEST_DIE_AFTER_SIZE=BYTES` makes rank

@@ -81,6 +81,10 @@ pub struct PingpongDoc {
     pub comparison: Option<Comparison>,
     /// What threatens the figures.
     pub warnings: Vec<Warned<PingpongWarning>>,
+    /// Whether the table shows the bandwidth in Gb/s (10^9 bits per second)
+    /// instead of MB/s (`--gbps`); the JSON keeps `bandwidth_MBps`.
+    #[serde(skip)]
+    pub gbps: bool,
 }
 
 /// The unit of `bandwidth_MBps`.
@@ -140,6 +144,7 @@ impl PingpongDoc {
                 .collect(),
             comparison: compare(sweeps),
             warnings: super::warning::warned(warnings.iter().cloned()),
+            gbps: false,
         }
     }
 }
@@ -177,7 +182,7 @@ impl super::Document for PingpongDoc {
                 .filter(|r| r.transport == *t)
                 .map(|r| &r.result)
                 .collect();
-            out += &render_sweep(&results);
+            out += &render_sweep(&results, self.gbps);
             out += &histograms(&results);
         }
         if let Some(c) = &self.comparison {
@@ -216,7 +221,7 @@ fn histograms(results: &[&SizeResult]) -> String {
 }
 
 /// The human table of one sweep.
-fn render_sweep(results: &[&SizeResult]) -> String {
+fn render_sweep(results: &[&SizeResult], gbps: bool) -> String {
     let counter_names: Vec<&String> = results
         .first()
         .map(|r| r.counters.keys().collect())
@@ -229,7 +234,11 @@ fn render_sweep(results: &[&SizeResult]) -> String {
         "mean [us]",
         "p99 [us]",
         "max [us]",
-        "bandwidth [MB/s]",
+        if gbps {
+            "bandwidth [Gb/s]"
+        } else {
+            "bandwidth [MB/s]"
+        },
     ]
     .iter()
     .map(|s| s.to_string())
@@ -250,7 +259,12 @@ fn render_sweep(results: &[&SizeResult]) -> String {
             format!("{:.2}", h.mean),
             format!("{:.2}", h.p99),
             format!("{:.2}", h.max),
-            format!("{:.1}", r.bandwidth_mbps),
+            if gbps {
+                // 10^6 bytes/s = 8 10^6 bits/s.
+                significant(r.bandwidth_mbps * 8e-3, 4)
+            } else {
+                format!("{:.1}", r.bandwidth_mbps)
+            },
         ];
         row.extend(
             counter_names
@@ -303,6 +317,16 @@ mod tests {
                 })
                 .collect(),
         }
+    }
+
+    /// Issue 37: Gb/s as a unit of the table (1250 MB/s = 10 Gb/s).
+    #[test]
+    fn issue_37_the_table_in_gbps() {
+        let sweep = sweep(TransportName::Tcp, &[(1000, 0.8)]);
+        let results: Vec<&SizeResult> = sweep.results.iter().collect();
+        let t = render_sweep(&results, true);
+        assert!(t.contains("bandwidth [Gb/s]") && t.contains("10.00"), "{t}");
+        assert!(render_sweep(&results, false).contains("1250.0"));
     }
 
     #[test]

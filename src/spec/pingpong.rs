@@ -27,6 +27,8 @@ pub struct PingpongSpec {
     pub samples: bool,
     /// Add each size's half round trips in log-spaced bins (`histogram`).
     pub histogram: bool,
+    /// Show the bandwidth in Gb/s in the table.
+    pub gbps: bool,
     /// Messages in flight per timed round: 1 ping-pongs, more streams (rank 0
     /// sends `window` messages back to back, rank 1 replies with one byte).
     pub window: u64,
@@ -42,6 +44,7 @@ impl Default for PingpongSpec {
             native_loop: true,
             samples: false,
             histogram: false,
+            gbps: false,
             window: 1,
         }
     }
