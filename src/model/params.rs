@@ -73,7 +73,8 @@ pub fn out_of_domain(name: &str, value: f64) -> Option<String> {
         ))
     } else if value > max {
         Some(format!(
-            "{name} = {value:e} exceeds {max:e} (give times in us and G in us per byte)"
+            "{name} = {value:e} exceeds {max:e}, the simulator's range (give times in us \
+             and G in us per byte)"
         ))
     } else {
         None
@@ -209,7 +210,8 @@ pub enum ParamsWarning {
 
 /// Up to six sizes, and how many more.
 fn few(sizes: &[u64]) -> String {
-    let shown = crate::report::table::joined(sizes.iter().take(6));
+    let shown: Vec<String> = sizes.iter().take(6).map(u64::to_string).collect();
+    let shown = shown.join(", ");
     match sizes.len().saturating_sub(6) {
         0 => shown,
         more => format!("{shown} and {more} more"),
@@ -521,8 +523,8 @@ mod tests {
         file.ranges[0].g_us = 1e308;
         assert_eq!(
             file.check().unwrap_err().to_string(),
-            "params file range 1 (1-8192 B): g_us = 1e308 exceeds 1e9 (give times in us \
-             and G in us per byte)"
+            "params file range 1 (1-8192 B): g_us = 1e308 exceeds 1e9, the simulator's \
+             range (give times in us and G in us per byte)"
         );
         file.ranges[0].g_us = MAX_TIME_US;
         file.check().unwrap();
