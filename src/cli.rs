@@ -139,6 +139,12 @@ pub struct GlobalArgs {
     #[arg(short = 'o', long, global = true, value_name = "FILE")]
     pub output: Option<PathBuf>,
 
+    /// Write the records of -o also as CSV to FILE: one row per point, one column
+    /// per field (named as in the JSON, with its unit), numbers to 6 significant
+    /// digits; rewritten whole after each point.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+
     /// Let every rank print its progress and warnings, not just rank 0.
     #[arg(short = 'v', long, global = true)]
     pub verbose: bool,
@@ -697,6 +703,16 @@ pub struct PingpongArgs {
     /// launches (`ngauge run` sets it).
     #[arg(long)]
     pub samples: bool,
+
+    /// Add each size's half round trips in log-spaced bins (10 per decade) to
+    /// the JSON (`histogram`) and below the table.
+    #[arg(long)]
+    pub histogram: bool,
+
+    /// Show the bandwidth in Gb/s (10^9 bits per second) instead of MB/s (10^6
+    /// bytes per second) in the table; the JSON keeps bandwidth_MBps.
+    #[arg(long)]
+    pub gbps: bool,
 
     /// Messages in flight per timed round: 1 ping-pongs; more streams, as
     /// perftest's ib_send_bw does: rank 0 sends NUM messages back to back and

@@ -2,7 +2,10 @@
 //!
 //! - `1-65536`: powers of two from 1 to 65536 (both ends included; a non-power start
 //!   is kept and followed by the next powers of two, a non-power end is included),
-//! - `1-65536:1024`: arithmetic steps of 1024 from 1, the end included,
+//! - `1-65536:1024`: the multiples of 1024 from 1 to 65536 (1024, 2048, ...), and
+//!   the start when it is not one (1): sizes on page and cache-line boundaries, not
+//!   `1, 1025, 2049, ...`; an end that is no multiple is not reached (`1-1000:64`
+//!   ends at 960),
 //! - `1,8,4K,1M`: an explicit list,
 //! - parts may be combined with commas: `1-512,1K-64K:1K`.
 //!
@@ -80,13 +83,11 @@ pub fn parse_sizes(spec: &str) -> Result<Vec<u64>, SizeSpecError> {
                         if (to - from) / step >= MAX_POINTS as u64 {
                             return Err(err("too many sizes"));
                         }
-                        let mut s = from;
+                        sizes.push(from);
+                        let mut s = from.div_ceil(step) * step;
                         while s <= to {
                             sizes.push(s);
                             s += step;
-                        }
-                        if sizes.last() != Some(&to) {
-                            sizes.push(to);
                         }
                     }
                     None => {
@@ -125,10 +126,23 @@ mod tests {
         assert_eq!(parse_sizes("1-1M").unwrap().len(), 21);
     }
 
+    /// Issue 37: a step gives its multiples (and the start), so `1-64K:4K` gives
+    /// 1, 4096, 8192, ..., not 1, 4097, 8193, ...
     #[test]
-    fn stepped_range_includes_the_end() {
-        assert_eq!(parse_sizes("1-3K:1K").unwrap(), vec![1, 1025, 2049, 3072]);
+    fn issue_37_a_step_gives_its_multiples_and_the_start() {
+        assert_eq!(parse_sizes("1-3K:1K").unwrap(), vec![1, 1024, 2048, 3072]);
         assert_eq!(parse_sizes("0-2048:1024").unwrap(), vec![0, 1024, 2048]);
+        assert_eq!(parse_sizes("1K-3K:1K").unwrap(), vec![1024, 2048, 3072]);
+        assert_eq!(
+            parse_sizes("100-1000:256").unwrap(),
+            vec![100, 256, 512, 768]
+        );
+        assert_eq!(parse_sizes("5-7:8").unwrap(), vec![5]);
+        let quick = parse_sizes("1-16K:2K").unwrap();
+        assert_eq!(
+            quick,
+            [1, 2048, 4096, 6144, 8192, 10240, 12288, 14336, 16384]
+        );
     }
 
     #[test]

@@ -349,7 +349,14 @@ fn two_transports_side_by_side() {
     let plot = dir.path().join("gap.svg");
     let jsonl = dir.path().join("points.jsonl");
     let out = ngauge()
-        .args(["-t", "tcp,udp", "loggp", "--sizes", "1-4K:1K", "--json"])
+        .args([
+            "-t",
+            "tcp,udp",
+            "loggp",
+            "--sizes",
+            "1,1025,2049,3073,4096",
+            "--json",
+        ])
         .args(["--reps", "3", "--warmup", "1", "--plot"])
         .arg(&plot)
         .arg("-o")

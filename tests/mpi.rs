@@ -319,6 +319,104 @@ mod with_mpi {
         assert_eq!(doc["meta"]["transport"], serde_json::json!(["mpi", "tcp"]));
     }
 
+    /// Issue 37: over MPI with a moved eager limit, `loggp --params-out` writes a
+    /// file that `simulate --params` and `coll --predict` take, and `meta` records
+    /// the library and the setting that moved the switch.
+    #[test]
+    fn issue_37_loggp_simulate_predict_chain_with_a_moved_eager_limit() {
+        if skip("issue_37_loggp_simulate_predict_chain_with_a_moved_eager_limit") {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("p.json");
+        let p = p.to_str().unwrap();
+        // Open MPI's TCP BTL, or the UCX under Debian's MPICH (tests/mpi_protocol.rs).
+        let openmpi = ngauge_mpi::BUILD_FLAVOR == "openmpi";
+        let (setting, value) = if openmpi {
+            ("OMPI_MCA_btl_tcp_eager_limit", "20000")
+        } else {
+            ("UCX_RNDV_THRESH", "20000")
+        };
+        let job = |args: &[&str]| {
+            let mut cmd = launcher();
+            if openmpi {
+                cmd.args([
+                    "--mca",
+                    "btl",
+                    "self,tcp",
+                    "--mca",
+                    "btl_tcp_eager_limit",
+                    value,
+                ]);
+            } else {
+                cmd.env(setting, value);
+            }
+            cmd.args(["-n", "2", NGAUGE, "-t", "mpi", "--json"])
+                .args(args);
+            let out = run_with_limit(cmd, Duration::from_secs(180));
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{args:?}: {stderr}");
+            let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+                .unwrap_or_else(|e| panic!("{args:?}: {e}; stderr: {stderr}"));
+            doc
+        };
+        let doc = job(&[
+            "loggp",
+            "--sizes",
+            "12K-28K:4K",
+            "--reps",
+            "5",
+            "--warmup",
+            "1",
+            "--params-out",
+            p,
+        ]);
+        let meta = &doc["meta"];
+        assert_eq!(meta["tuning_env"][setting], value, "{meta}");
+        assert!(
+            meta["mpi"]["library"]
+                .as_str()
+                .is_some_and(|l| !l.is_empty()),
+            "{meta}"
+        );
+        let launched = meta["launcher_command"]
+            .as_array()
+            .expect("launcher_command");
+        if openmpi {
+            assert!(
+                launched.iter().any(|a| a == "btl_tcp_eager_limit"),
+                "{meta}"
+            );
+        }
+        let sim = Command::new(NGAUGE)
+            .args([
+                "simulate", "--params", p, "--op", "bcast", "--algo", "binomial", "--np", "4",
+            ])
+            .args(["--sizes", "1,16K,64K", "--json"])
+            .output()
+            .unwrap();
+        assert!(
+            sim.status.success(),
+            "{}",
+            String::from_utf8_lossy(&sim.stderr)
+        );
+        let doc = job(&[
+            "coll",
+            "--op",
+            "bcast",
+            "--sizes",
+            "16K",
+            "--reps",
+            "5",
+            "--warmup",
+            "1",
+            "--predict",
+            p,
+        ]);
+        let predicted = doc["results"][0]["predicted"]["loggp_us"].as_f64();
+        assert!(predicted.is_some_and(|t| t > 0.0), "{doc}");
+    }
+
     #[test]
     fn mpi_outside_a_launcher_is_a_usage_error() {
         if skip("mpi_outside_a_launcher_is_a_usage_error") {

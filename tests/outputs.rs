@@ -327,3 +327,61 @@ fn issue38_a_full_disk_keeps_whole_records() {
         serde_json::from_str::<Value>(line).expect("whole records only");
     }
 }
+
+/// Issue 37: `--csv FILE` holds the records of `-o` as CSV (one row per point,
+/// the JSON's field names, numbers to 6 significant digits), and `--histogram`
+/// adds each size's half round trips in log-spaced bins.
+#[test]
+fn issue_37_csv_rows_and_a_histogram_per_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("pp.csv");
+    let out = run(&[
+        "pingpong",
+        "--sizes",
+        "1,64",
+        "--reps",
+        "40",
+        "--warmup",
+        "2",
+        "--histogram",
+        "--json",
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for r in doc["results"].as_array().unwrap() {
+        let bins = r["histogram"]["bins"].as_array().expect("histogram");
+        let total: u64 = bins.iter().map(|b| b["count"].as_u64().unwrap()).sum();
+        assert_eq!(total, 40, "{r}");
+        assert!(r.get("samples").is_none(), "drawn, not kept: {r}");
+    }
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    for column in [
+        "transport",
+        "size",
+        "half_rtt_us.median",
+        "half_rtt_us.p99_9",
+        "bandwidth_MBps",
+    ] {
+        assert!(header.contains(&column), "{column} in {header:?}");
+    }
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    let median = header
+        .iter()
+        .position(|c| *c == "half_rtt_us.median")
+        .unwrap();
+    for row in rows {
+        let cell = row.split(',').nth(median).unwrap();
+        let significant = cell.trim_start_matches(['0', '.']);
+        let digits = significant.chars().filter(char::is_ascii_digit).count();
+        assert!(digits <= 7, "rounded: {cell}");
+    }
+}

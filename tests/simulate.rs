@@ -624,3 +624,46 @@ fn measure_needs_a_live_job() {
         "--measure",
     );
 }
+
+/// Issue 37: the parameters `loggp --params-out` writes are what `simulate
+/// --params` and `coll --predict` read, over TCP; sizes outside the measured
+/// ones are simulated with a warning naming them.
+#[test]
+fn issue_37_loggp_params_feed_simulate_and_coll_predict_over_tcp() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("p.json");
+    let p = p.to_str().unwrap();
+    let out = ngauge()
+        .args([
+            "loggp", "--sizes", "1K-4K:1K", "--reps", "3", "--warmup", "1",
+        ])
+        .args(["--params-out", p])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "loggp: {stderr}");
+    let doc = simulate(&[
+        "--params", p, "--op", "bcast", "--algo", "binomial", "--np", "4", "--sizes", "1,2K,64K",
+    ]);
+    let rows = doc["results"].as_array().unwrap();
+    assert_eq!(rows.len(), 3, "{doc}");
+    assert!(rows.iter().all(|r| us(&r["predicted_us"]) > 0.0), "{doc}");
+    let kinds: Vec<&str> = doc["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w["kind"].as_str())
+        .collect();
+    assert!(kinds.contains(&"below_first_range"), "{doc}");
+    assert!(kinds.contains(&"extrapolated"), "{doc}");
+    let out = ngauge()
+        .args(["--json", "coll", "--op", "bcast", "--sizes", "2K"])
+        .args(["--reps", "5", "--warmup", "1", "--predict", p])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "coll --predict: {stderr}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let predicted = &doc["results"][0]["predicted"]["loggp_us"];
+    assert!(us(predicted) > 0.0, "{doc}");
+}

@@ -165,20 +165,59 @@ pub fn experiment_error(e: ExperimentError) -> anyhow::Error {
 }
 
 /// The `-o` stream, when this process `writes` it (rank 0).
-pub fn records(global: &GlobalArgs, writes: bool) -> anyhow::Result<Option<JsonlWriter>> {
-    match (&global.output, writes) {
-        (Some(path), true) => {
-            Ok(Some(JsonlWriter::create(path).with_context(|| {
-                format!("cannot create {}", path.display())
-            })?))
+pub fn records(global: &GlobalArgs, writes: bool) -> anyhow::Result<Option<Outputs>> {
+    if !writes || (global.output.is_none() && global.csv.is_none()) {
+        return Ok(None);
+    }
+    let cannot = |path: &Path| format!("cannot create {}", path.display());
+    let jsonl = (global.output.as_deref())
+        .map(|path| JsonlWriter::create(path).with_context(|| cannot(path)))
+        .transpose()?;
+    let csv = match &global.csv {
+        Some(path) => {
+            std::fs::File::create(path).with_context(|| cannot(path))?;
+            Some((path.clone(), Vec::new()))
         }
-        _ => Ok(None),
+        None => None,
+    };
+    Ok(Some(Outputs { jsonl, csv }))
+}
+
+/// Where a command's records go: `-o` (JSON lines, appended as each point
+/// finishes) and `--csv` (the same records as CSV, rewritten whole after each by
+/// the writer of `run`'s directories, [`ngauge::suite::dir::records_csv`]).
+pub struct Outputs {
+    jsonl: Option<JsonlWriter>,
+    csv: Option<(PathBuf, Vec<serde_json::Map<String, serde_json::Value>>)>,
+}
+
+impl Outputs {
+    /// Writes one record.
+    pub fn write<T: serde::Serialize>(&mut self, record: &T) -> std::io::Result<()> {
+        self.record(&serde_json::to_string(record).map_err(std::io::Error::other)?)
+    }
+}
+
+impl Records for Outputs {
+    fn record(&mut self, json: &str) -> std::io::Result<()> {
+        if let Some(w) = &mut self.jsonl {
+            w.write_line(json)?;
+        }
+        if let Some((path, rows)) = &mut self.csv {
+            match serde_json::from_str(json).map_err(std::io::Error::other)? {
+                serde_json::Value::Object(record) => rows.push(record),
+                other => rows.push([("value".to_string(), other)].into_iter().collect()),
+            }
+            let bytes = ngauge::suite::dir::records_csv(rows)?;
+            ngauge::suite::dir::write_atomically(path, &bytes)?;
+        }
+        Ok(())
     }
 }
 
 /// The context of an experiment on rank 0 (`rank0`) or another rank: this command
-/// line, the `-o` stream, the progress line when stderr is a terminal.
-pub fn context(rank0: bool, writer: Option<&mut JsonlWriter>) -> Context<'_> {
+/// line, the `-o` and `--csv` records, the progress line when stderr is a terminal.
+pub fn context(rank0: bool, writer: Option<&mut Outputs>) -> Context<'_> {
     Context {
         command_line: std::env::args().collect(),
         records: writer.map(|w| w as &mut dyn Records),
@@ -380,8 +419,12 @@ pub fn check_outputs(global: &GlobalArgs, outputs: &[(&str, Option<&Path>)]) -> 
     if !writes_outputs(global) {
         return Ok(());
     }
-    let all =
-        std::iter::once(("-o/--output", global.output.as_deref())).chain(outputs.iter().copied());
+    let all = [
+        ("-o/--output", global.output.as_deref()),
+        ("--csv", global.csv.as_deref()),
+    ]
+    .into_iter()
+    .chain(outputs.iter().copied());
     let mut created = Vec::new();
     let checked = check_files(all, &mut created);
     for path in created {

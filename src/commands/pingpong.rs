@@ -16,6 +16,8 @@ impl PingpongArgs {
             check: self.check,
             native_loop: self.native_loop,
             samples: self.samples,
+            histogram: self.histogram,
+            gbps: self.gbps,
             window: self.window,
         })
     }

@@ -267,7 +267,8 @@ pub fn measure(
     let meta = (rank == 0).then(|| setup.meta(world, ctx, true));
     drop(setup.transports);
     if let Some(p) = params.filter(|_| rank == 0) {
-        warnings.extend(p.warnings.iter().cloned().map(CollWarning::Params));
+        let sizes: Vec<u64> = sizes.iter().map(|&s| s as u64).collect();
+        warnings.extend(p.warnings_at(&sizes).into_iter().map(CollWarning::Params));
     }
     Ok(Measured {
         records,

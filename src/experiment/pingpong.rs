@@ -89,7 +89,7 @@ pub fn run(
                     ctx.record(&Record {
                         transport: *name,
                         wait,
-                        result: r.clone(),
+                        result: spec.finish(r.clone()),
                     })
                     .map_err(|e| e.to_string())?;
                 }
@@ -105,7 +105,9 @@ pub fn run(
             },
         );
         progress.finish();
-        sweeps[i].results.extend(results?);
+        sweeps[i]
+            .results
+            .extend(results?.into_iter().map(|r| spec.finish(r)));
     }
     // Dropping the transports before anything else lets a UDP peer stop lingering
     // for retransmissions.
@@ -120,12 +122,11 @@ pub fn run(
         .timing_loop(timing_loops(&sweeps))
         .job(world, cores)
         .build();
-    Ok(Some(PingpongDoc::new(
-        meta,
-        [PINGER, PONGER],
-        &sweeps,
-        &warnings,
-    )))
+    let doc = PingpongDoc::new(meta, [PINGER, PONGER], &sweeps, &warnings);
+    Ok(Some(PingpongDoc {
+        gbps: spec.gbps,
+        ..doc
+    }))
 }
 
 /// Hidden test hook: `NGAUGE_TEST_DIE_AFTER_SIZE=BYTES` makes rank

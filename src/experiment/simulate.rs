@@ -85,6 +85,7 @@ fn document(
     meta: Meta,
 ) -> Result<SimulateDoc, ExperimentError> {
     let results = sim_spec::run(spec, &loaded.network)?;
+    let warnings = loaded.warnings_at(&spec.sizes_bytes);
     let params = match &spec.network {
         NetworkSpec::ParamsFile(p) => p.display().to_string(),
         NetworkSpec::Loggp(_) => "flags".into(),
@@ -95,7 +96,7 @@ fn document(
         &loaded.network,
         spec.receive_gap,
         results,
-        loaded.warnings,
+        warnings,
         meta,
     ))
 }

@@ -45,7 +45,9 @@
 
 use super::changepoint::{self, LookaheadOptions};
 use super::lsq::Line;
-use super::robust::{huber_line, huber_line_scaled, RobustLine};
+use super::robust::{
+    huber_line, huber_line_nonneg, huber_line_scaled, huber_line_scaled_nonneg, RobustLine,
+};
 use super::segment::{self, local_noise, SegmentOptions};
 use crate::stats::median;
 use serde::Serialize;
@@ -257,12 +259,15 @@ pub enum ModelWarning {
         /// Sizes concerned.
         sizes: Vec<u64>,
     },
-    /// Negative parameters beyond two standard errors, which LogGP does not allow
-    /// (usually noise or overlap of `o` and `L`, sec. 2.5).
-    #[error("{what} is negative: the fit is dominated by noise")]
+    /// A parameter whose free fit is negative beyond two standard errors, which
+    /// LogGP does not allow (usually noise or overlap of `o` and `L`, sec. 2.5):
+    /// the range reports the fit held to `>= 0`.
+    #[error("{what} is negative ({free_fit:.3e} in the free fit): the fit is dominated by noise; the range holds the fit with it held >= 0")]
     Negative {
         /// Which parameter and range.
         what: String,
+        /// The value without the bound `>= 0`, in the parameter's unit.
+        free_fit: f64,
     },
     /// `o_s(s)` within [`CPU_BOUND_MARGIN`] of the gap `g + (s-1)G` (or above it)
     /// at most sizes of a range, while the send does not wait for its receiver: the
@@ -683,9 +688,13 @@ fn fit_range(
         to: range[range.len() - 1].size,
     };
     let all: Vec<usize> = (0..range.len()).collect();
-    let gap = huber_line_scaled(x, gap_us, sigma).ok_or_else(degenerate)?;
+    // LogGP's domain: g, G >= 0 and PRTT(1,0,s) = 2 (L + o_s + o_r + (s-1)G) with
+    // every term >= 0, so both lines are fitted over the non-negative quadrant
+    // (the free gap fit only tells the warning how far the data pull below it).
+    let gap = huber_line_scaled_nonneg(x, gap_us, sigma).ok_or_else(degenerate)?;
+    let free = huber_line_scaled(x, gap_us, sigma).ok_or_else(degenerate)?;
     let prtt1: Vec<f64> = range.iter().map(|s| s.prtt_1_0_us).collect();
-    let prtt1_line = huber_line(x, &prtt1, SCALE_FLOOR_US).ok_or_else(degenerate)?;
+    let prtt1_line = huber_line_nonneg(x, &prtt1, SCALE_FLOOR_US).ok_or_else(degenerate)?;
     let half_rtt_1b_us = if range[0].size == 1 {
         range[0].prtt_1_0_us / 2.0
     } else {
@@ -708,10 +717,13 @@ fn fit_range(
     let sizes: Vec<f64> = range.iter().map(|s| s.size as f64).collect();
     let half: Vec<f64> = prtt1.iter().map(|p| p / 2.0).collect();
     let hockney = huber_line(&sizes, &half, SCALE_FLOOR_US).ok_or_else(degenerate)?;
-    let (range_os_us, range_or_us) = (
+    // The median minimises the absolute deviations, a convex function of one
+    // variable: held to o >= 0, its minimiser is max(0, median).
+    let (free_os_us, free_or_us) = (
         median(&os_y).unwrap_or(f64::NAN),
         median(&or).unwrap_or(f64::NAN),
     );
+    let (range_os_us, range_or_us) = (free_os_us.max(0.0), free_or_us.max(0.0));
     let (wire_latency_us, suspect) = wire_latency(half_rtt_1b_us, range_os_us, range_or_us);
     let low = |at: &[usize], weights: &[f64]| -> Vec<u64> {
         at.iter()
@@ -752,14 +764,22 @@ fn fit_range(
         .filter(|(_, low)| !low.is_empty())
         .collect(),
     };
-    let warnings = warnings_of_range(&params, range, gap_us, os_us, suspect);
+    let free = [
+        ("g", free.line.intercept, free.line.intercept_stderr),
+        ("G", free.line.slope, free.line.slope_stderr),
+        ("o_s", free_os_us, 0.0),
+        ("o_r", free_or_us, 0.0),
+    ];
+    let warnings = warnings_of_range(&params, &free, range, gap_us, os_us, suspect);
     Ok((params, gap.weights, warnings))
 }
 
-/// The warnings of one fitted range: negative parameters, a CPU-bound sender,
-/// overheads that leave no room for `L` (`suspect`, from [`wire_latency`]).
+/// The warnings of one fitted range: parameters whose free fit (`free`: name,
+/// value, standard error) is negative, a CPU-bound sender, overheads that leave no
+/// room for `L` (`suspect`, from [`wire_latency`]).
 fn warnings_of_range(
     params: &RangeParams,
+    free: &[(&'static str, f64, f64)],
     range: &[Sample],
     gap_us: &[f64],
     os_us: &[f64],
@@ -767,19 +787,11 @@ fn warnings_of_range(
 ) -> Vec<ModelWarning> {
     let mut warnings = Vec::new();
     // Negative beyond two standard errors (a g of -0.1 us +- 3 us is zero).
-    for (what, value, stderr) in [
-        ("g", params.g_us, params.g_stderr_us),
-        (
-            "G",
-            params.big_g_us_per_byte,
-            params.big_g_stderr_us_per_byte,
-        ),
-        ("o_s", params.os_us, 0.0),
-        ("o_r", params.or_us, 0.0),
-    ] {
+    for &(what, value, stderr) in free {
         if value < -2.0 * stderr {
             warnings.push(ModelWarning::Negative {
                 what: format!("{what} of range {}..{}", params.from, params.to),
+                free_fit: value,
             });
         }
     }
@@ -1039,6 +1051,42 @@ mod tests {
         within("o_r", range.or_us, t.or, 0.05);
         within("g", range.g_us, t.g, 0.05);
         within("G", range.big_g_us_per_byte, t.big_g, 0.05);
+    }
+
+    /// Issue 37: a range whose gap falls with the size (a busy neighbour, the tail
+    /// of a protocol switch) fits `G < 0` when free. The range reports the fit held
+    /// to `G >= 0` (the better `g` with it), the warning gives the free value, and
+    /// the parameter file of the ranges is one `simulate` reads.
+    #[test]
+    fn issue_37_g_is_fitted_within_the_model_domain() {
+        let falling = Truth {
+            l: 30.0,
+            g: 30.0,
+            big_g: -0.0003,
+            ..TCP
+        };
+        let sizes = default_sizes();
+        let samples = sweep(&sizes, &[falling], &[], 10, NOISE, 7);
+        let opts = AssessOptions {
+            detector: Detector::None,
+            ..Default::default()
+        };
+        let a = assess(&samples, &opts).unwrap();
+        let r = &a.ranges[0];
+        assert_eq!(r.big_g_us_per_byte, 0.0, "{r:?}");
+        // Held at G = 0, g is the (noise-weighted) mean gap: between the largest
+        // size's (30 - 0.0003 * 65535 = 10.3 us) and the smallest size's.
+        assert!(r.g_us > 0.0 && r.g_us < falling.g, "{r:?}");
+        assert!(
+            a.warnings.iter().any(|w| matches!(w,
+                ModelWarning::Negative { what, free_fit }
+                    if what.starts_with("G of range 1..65536") && *free_fit < -0.0002)),
+            "{:?}",
+            a.warnings
+        );
+        crate::model::params::ParamsFile::measured("tcp", &a.ranges)
+            .check()
+            .unwrap();
     }
 
     fn index_of(sizes: &[u64], size: u64) -> usize {

@@ -82,6 +82,48 @@ pub fn fit_weighted_line(xs: &[f64], ys: &[f64], weights: &[f64]) -> Option<Line
     })
 }
 
+/// [`fit_weighted_line`] over the non-negative quadrant: the minimiser of the same
+/// weighted sum subject to `intercept >= 0` and `slope >= 0` (LogGP's domain: `g`,
+/// `G`, and the latencies of eq. (1) are never negative). A constrained least
+/// squares, not a clamp: the sum is convex, so when the free minimiser lies outside
+/// the quadrant the constrained one lies on its boundary, and on each edge (slope
+/// 0: the weighted mean; intercept 0: the line through the origin) it is that
+/// edge's one-parameter minimiser projected onto `>= 0`; the better edge wins.
+/// Standard errors are the free fit's (a bound coefficient reads as `0 +- stderr`).
+///
+/// `None` as [`fit_weighted_line`].
+pub fn fit_weighted_line_nonneg(xs: &[f64], ys: &[f64], weights: &[f64]) -> Option<Line> {
+    let free = fit_weighted_line(xs, ys, weights)?;
+    if free.intercept >= 0.0 && free.slope >= 0.0 {
+        return Some(free);
+    }
+    let sum = |f: &dyn Fn(usize) -> f64| (0..xs.len()).map(|i| weights[i] * f(i)).sum::<f64>();
+    let w_sum = sum(&|_| 1.0);
+    let sxx = sum(&|i| xs[i] * xs[i]);
+    let edges = [
+        ((sum(&|i| ys[i]) / w_sum).max(0.0), 0.0),
+        (
+            0.0,
+            if sxx > 0.0 {
+                (sum(&|i| xs[i] * ys[i]) / sxx).max(0.0)
+            } else {
+                0.0
+            },
+        ),
+    ];
+    let sse = |(a, b): (f64, f64)| sum(&|i| (ys[i] - a - b * xs[i]).powi(2));
+    let best = edges
+        .into_iter()
+        .min_by(|p, q| sse(*p).total_cmp(&sse(*q)))
+        .unwrap_or_default();
+    Some(Line {
+        intercept: best.0,
+        slope: best.1,
+        rms_residual: (sse(best) / w_sum).sqrt(),
+        ..free
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,5 +165,49 @@ mod tests {
         assert!(fit_line(&[1.0, 1.0], &[1.0, 2.0]).is_none());
         assert!(fit_line(&[1.0, 2.0], &[1.0]).is_none());
         assert!(fit_line(&[1.0, f64::NAN], &[1.0, 2.0]).is_none());
+    }
+
+    /// Issue 37: a fall after a protocol switch fits a negative slope; held at 0
+    /// the best line is the weighted mean (checked against a grid search).
+    #[test]
+    fn the_nonneg_fit_minimises_over_the_quadrant() {
+        let xs = [0.0, 1.0, 2.0, 3.0];
+        let falling = [4.0, 3.0, 2.5, 1.0];
+        let free = fit_line(&xs, &falling).unwrap();
+        assert!(free.slope < 0.0);
+        let w = [1.0; 4];
+        let line = fit_weighted_line_nonneg(&xs, &falling, &w).unwrap();
+        assert_eq!((line.intercept, line.slope), (2.625, 0.0));
+        assert_eq!(line.slope_stderr, free.slope_stderr);
+        // A negative intercept: the line through the origin.
+        let through = [-1.0, 1.0, 3.0, 5.0];
+        let line = fit_weighted_line_nonneg(&xs, &through, &w).unwrap();
+        assert_eq!(line.intercept, 0.0);
+        assert!((line.slope - 22.0 / 14.0).abs() < 1e-12, "{line:?}");
+        // Both negative: the origin.
+        let line = fit_weighted_line_nonneg(&xs, &[-1.0, -2.0, -3.0, -4.0], &w).unwrap();
+        assert_eq!((line.intercept, line.slope), (0.0, 0.0));
+        // Inside the quadrant the free fit stands.
+        let up = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(
+            fit_weighted_line_nonneg(&xs, &up, &w),
+            fit_weighted_line(&xs, &up, &w)
+        );
+        // No point of a grid over the quadrant does better.
+        for ys in [&falling, &through] {
+            let best = fit_weighted_line_nonneg(&xs, ys, &w).unwrap();
+            let sse = |a: f64, b: f64| -> f64 {
+                xs.iter()
+                    .zip(ys.iter())
+                    .map(|(x, y)| (y - a - b * x).powi(2))
+                    .sum()
+            };
+            for i in 0..200 {
+                for j in 0..200 {
+                    let (a, b) = (i as f64 * 0.05, j as f64 * 0.05);
+                    assert!(sse(a, b) >= sse(best.intercept, best.slope) - 1e-9);
+                }
+            }
+        }
     }
 }

@@ -28,9 +28,12 @@
 //! would count both overheads twice.
 //!
 //! Ranges are ascending, non-overlapping, with `from_bytes <= to_bytes`; all times are
-//! finite and non-negative. A message of `s` bytes uses the range with the largest
+//! finite, non-negative and at most [`MAX_TIME_US`] (`G` at most
+//! [`MAX_G_US_PER_BYTE`]): values past that are refused, never clamped. Errors number
+//! the ranges from 1, in the order of the file and of `loggp`'s table, and name the
+//! parameter and its value. A message of `s` bytes uses the range with the largest
 //! `from_bytes <= s` (sizes below the first range use the first; above the last, the
-//! last). A range may say `"protocol": "rendezvous"` (the default is `"eager"`): the
+//! last; [`coverage`] says when either happens). A range may say `"protocol": "rendezvous"` (the default is `"eager"`): the
 //! measurement cannot tell the protocol, so a user marks the ranges above an eager
 //! limit by hand. Other unknown fields are ignored, so later versions may add some
 //! (`meta` is one).
@@ -47,6 +50,36 @@ pub const SCHEMA: &str = "ngauge-loggp-params/2";
 
 /// The schemas read: the previous version (`L_us` held `PRTT(1,0,1)/2`) and this.
 pub const SCHEMAS: [&str; 2] = ["ngauge-loggp-params/1", SCHEMA];
+
+/// The largest time a parameter may hold, us (1000 s): more is a unit mistake or a
+/// broken fit, not a network, and the simulator counts picoseconds in 64 bits.
+pub const MAX_TIME_US: f64 = 1e9;
+
+/// The largest `G`, us per byte (1 KB/s): a 1 GiB message then takes 1e12 us, within
+/// the simulator's 64-bit picoseconds.
+pub const MAX_G_US_PER_BYTE: f64 = 1e3;
+
+/// Why the value of the parameter `name` (`G_us_per_byte` or a time in us) is
+/// outside LogGP's domain or the simulator's range, if it is.
+pub fn out_of_domain(name: &str, value: f64) -> Option<String> {
+    let max = if name.starts_with('G') {
+        MAX_G_US_PER_BYTE
+    } else {
+        MAX_TIME_US
+    };
+    if !value.is_finite() || value < 0.0 {
+        Some(format!(
+            "{name} = {value} is not a finite non-negative number"
+        ))
+    } else if value > max {
+        Some(format!(
+            "{name} = {value:e} exceeds {max:e}, the simulator's range (give times in us \
+             and G in us per byte)"
+        ))
+    } else {
+        None
+    }
+}
 
 /// How messages of a range travel.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -120,12 +153,16 @@ pub enum ParamsError {
     #[error("params file has no ranges")]
     Empty,
     /// A range is malformed or out of order.
-    #[error("params file range {index}: {detail}")]
+    #[error("params file range {number} ({from_bytes}-{to_bytes} B): {detail}")]
     Range {
-        /// Index in `ranges`.
-        index: usize,
-        /// What is wrong.
-        detail: &'static str,
+        /// Position in `ranges`, from 1 (the row of `loggp`'s table).
+        number: usize,
+        /// The range's first size.
+        from_bytes: u64,
+        /// The range's last size.
+        to_bytes: u64,
+        /// What is wrong, with the parameter and its value.
+        detail: String,
     },
 }
 
@@ -143,6 +180,24 @@ pub enum ParamsWarning {
         /// `max(0, PRTT(1,0,1)/2 - o_s - o_r)`.
         wire_latency_us: f64,
     },
+    /// Simulated sizes beyond the last range's measured sizes: its parameters are
+    /// extrapolated.
+    #[error("sizes {} B lie above the measured sizes (the last range ends at {to_bytes} B): its parameters are extrapolated", few(.sizes_bytes))]
+    Extrapolated {
+        /// The sizes above `to_bytes`.
+        sizes_bytes: Vec<u64>,
+        /// The last range's last measured size.
+        to_bytes: u64,
+    },
+    /// Simulated sizes below the first range's first size: its parameters, measured
+    /// on larger messages, are used for them.
+    #[error("sizes {} B lie below the first range, which starts at {from_bytes} B: its parameters are used for them", few(.sizes_bytes))]
+    BelowFirstRange {
+        /// The sizes below `from_bytes`.
+        sizes_bytes: Vec<u64>,
+        /// The first range's first size.
+        from_bytes: u64,
+    },
     /// The derived wire latency was negative and is taken as 0.
     #[error("range from {from_bytes} B: L_us - o_s - o_r = {derived_us:.3} us is negative (noise, or o overlapping L); using L = 0")]
     NegativeLatency {
@@ -151,6 +206,16 @@ pub enum ParamsWarning {
         /// The negative value.
         derived_us: f64,
     },
+}
+
+/// Up to six sizes, and how many more.
+fn few(sizes: &[u64]) -> String {
+    let shown: Vec<String> = sizes.iter().take(6).map(u64::to_string).collect();
+    let shown = shown.join(", ");
+    match sizes.len().saturating_sub(6) {
+        0 => shown,
+        more => format!("{shown} and {more} more"),
+    }
 }
 
 /// A file as written, of either schema, before its checks.
@@ -287,23 +352,30 @@ impl ParamsFile {
             return Err(ParamsError::Empty);
         }
         for (index, r) in self.ranges.iter().enumerate() {
-            let bad = |detail| ParamsError::Range { index, detail };
-            let times = [
-                r.half_rtt_1b_us,
-                r.wire_latency_us,
-                r.o_s_us,
-                r.o_r_us,
-                r.g_us,
-                r.big_g_us_per_byte,
+            let bad = |detail: String| ParamsError::Range {
+                number: index + 1,
+                from_bytes: r.from_bytes,
+                to_bytes: r.to_bytes,
+                detail,
+            };
+            let named = [
+                ("half_rtt_1b_us", r.half_rtt_1b_us),
+                ("wire_latency_us", r.wire_latency_us),
+                ("o_s_us", r.o_s_us),
+                ("o_r_us", r.o_r_us),
+                ("g_us", r.g_us),
+                ("G_us_per_byte", r.big_g_us_per_byte),
             ];
-            if times.iter().any(|v| !v.is_finite() || *v < 0.0) {
-                return Err(bad("a parameter is not a finite non-negative number"));
+            if let Some(why) = named.iter().find_map(|&(n, v)| out_of_domain(n, v)) {
+                return Err(bad(why));
             }
             if r.from_bytes > r.to_bytes {
-                return Err(bad("from_bytes > to_bytes"));
+                return Err(bad("from_bytes > to_bytes".into()));
             }
             if index > 0 && r.from_bytes <= self.ranges[index - 1].to_bytes {
-                return Err(bad("starts at or before the end of the previous range"));
+                return Err(bad(
+                    "starts at or before the end of the previous range".into()
+                ));
             }
         }
         Ok(())
@@ -325,6 +397,35 @@ impl ParamsFile {
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("plain data serializes")
     }
+}
+
+/// The warnings for simulating `sizes` with the ranges measured over
+/// `ranges_bytes` (ascending `(from, to)`; none: no warning): sizes below the first
+/// range ([`ParamsWarning::BelowFirstRange`]) and above the last
+/// ([`ParamsWarning::Extrapolated`]).
+pub fn coverage(ranges_bytes: &[(u64, u64)], sizes: &[u64]) -> Vec<ParamsWarning> {
+    let (Some(&(first, _)), Some(&(_, last))) = (ranges_bytes.first(), ranges_bytes.last()) else {
+        return Vec::new();
+    };
+    let outside = |keep: &dyn Fn(u64) -> bool| -> Vec<u64> {
+        sizes.iter().copied().filter(|&s| keep(s)).collect()
+    };
+    let below = outside(&|s| s < first);
+    let above = outside(&|s| s > last);
+    let mut warnings = Vec::new();
+    if !below.is_empty() {
+        warnings.push(ParamsWarning::BelowFirstRange {
+            sizes_bytes: below,
+            from_bytes: first,
+        });
+    }
+    if !above.is_empty() {
+        warnings.push(ParamsWarning::Extrapolated {
+            sizes_bytes: above,
+            to_bytes: last,
+        });
+    }
+    warnings
 }
 
 #[cfg(test)]
@@ -403,6 +504,54 @@ mod tests {
         ));
     }
 
+    /// Issue 37: an error names the range as `loggp`'s table counts it, the
+    /// parameter and its value; a huge value is refused, not clamped.
+    #[test]
+    fn issue_37_errors_name_the_range_the_parameter_and_its_value() {
+        let mut file = ParamsFile {
+            schema: SCHEMA.into(),
+            transport: "mpi".into(),
+            ranges: vec![range(1, 8192, 3.0), range(9216, 65536, 30.0)],
+        };
+        file.ranges[1].big_g_us_per_byte = -0.00028;
+        assert_eq!(
+            file.check().unwrap_err().to_string(),
+            "params file range 2 (9216-65536 B): G_us_per_byte = -0.00028 is not a finite \
+             non-negative number"
+        );
+        file.ranges[1].big_g_us_per_byte = 0.001;
+        file.ranges[0].g_us = 1e308;
+        assert_eq!(
+            file.check().unwrap_err().to_string(),
+            "params file range 1 (1-8192 B): g_us = 1e308 exceeds 1e9, the simulator's \
+             range (give times in us and G in us per byte)"
+        );
+        file.ranges[0].g_us = MAX_TIME_US;
+        file.check().unwrap();
+    }
+
+    /// Issue 37: sizes outside the measured ones are said, the ranges too.
+    #[test]
+    fn issue_37_sizes_outside_the_measured_ones_are_said() {
+        let ranges = [(1000, 8192), (9216, 65536)];
+        let w = coverage(&ranges, &[1, 8, 1000, 4096, 65536, 1 << 20]);
+        assert_eq!(
+            w.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            [
+                "sizes 1, 8 B lie below the first range, which starts at 1000 B: its \
+                 parameters are used for them",
+                "sizes 1048576 B lie above the measured sizes (the last range ends at \
+                 65536 B): its parameters are extrapolated"
+            ]
+        );
+        assert!(coverage(&ranges, &[1000, 65536]).is_empty());
+        assert!(coverage(&[], &[1]).is_empty());
+        let many: Vec<u64> = (1..=10).map(|k| 65536 + k).collect();
+        assert!(coverage(&ranges, &many)[0]
+            .to_string()
+            .contains("65542 and 4 more"));
+    }
+
     #[test]
     fn bad_files_are_refused_with_a_reason() {
         assert!(matches!(
@@ -419,7 +568,7 @@ mod tests {
         file.ranges.push(range(5, 20, 1.0));
         assert_eq!(
             file.check().unwrap_err().to_string(),
-            "params file range 1: starts at or before the end of the previous range"
+            "params file range 2 (5-20 B): starts at or before the end of the previous range"
         );
         file.ranges = vec![];
         assert_eq!(file.check(), Err(ParamsError::Empty));

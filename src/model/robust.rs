@@ -8,7 +8,7 @@
 //! so an outlier keeps a weight `k / |r/scale|` instead of being dropped silently:
 //! the caller reports which points weighed little.
 
-use super::lsq::{fit_weighted_line, Line};
+use super::lsq::{fit_weighted_line, fit_weighted_line_nonneg, Line};
 use crate::stats::median;
 
 pub use crate::stats::huber::{huber_weight, HUBER_K};
@@ -51,11 +51,30 @@ pub fn huber_rho(u: f64, k: f64) -> f64 {
 ///
 /// `None` under the same conditions as [`fit_weighted_line`].
 pub fn huber_line(xs: &[f64], ys: &[f64], scale_floor: f64) -> Option<RobustLine> {
+    huber_with(xs, ys, scale_floor, fit_weighted_line)
+}
+
+/// [`huber_line`] with every step held to `intercept >= 0, slope >= 0`
+/// ([`fit_weighted_line_nonneg`]).
+pub fn huber_line_nonneg(xs: &[f64], ys: &[f64], scale_floor: f64) -> Option<RobustLine> {
+    huber_with(xs, ys, scale_floor, fit_weighted_line_nonneg)
+}
+
+/// A weighted line fit, free or held to the non-negative quadrant.
+type Fit = fn(&[f64], &[f64], &[f64]) -> Option<Line>;
+
+fn huber_with(xs: &[f64], ys: &[f64], scale_floor: f64, fit: Fit) -> Option<RobustLine> {
     let mut scale = scale_floor;
-    let (line, weights, iterations) = irls(xs, ys, &vec![1.0; xs.len()], |residuals| {
-        scale = mad_scale(residuals).max(scale_floor).max(f64::MIN_POSITIVE);
-        vec![scale; residuals.len()]
-    })?;
+    let (line, weights, iterations) = irls(
+        xs,
+        ys,
+        &vec![1.0; xs.len()],
+        |residuals| {
+            scale = mad_scale(residuals).max(scale_floor).max(f64::MIN_POSITIVE);
+            vec![scale; residuals.len()]
+        },
+        fit,
+    )?;
     Some(RobustLine {
         line,
         weights,
@@ -70,11 +89,21 @@ pub fn huber_line(xs: &[f64], ys: &[f64], scale_floor: f64) -> Option<RobustLine
 /// with the message size). The reported weights are the Huber factors alone, in
 /// `(0, 1]`; `scale` is the median of `sigma`.
 pub fn huber_line_scaled(xs: &[f64], ys: &[f64], sigma: &[f64]) -> Option<RobustLine> {
+    huber_scaled_with(xs, ys, sigma, fit_weighted_line)
+}
+
+/// [`huber_line_scaled`] with every step held to `intercept >= 0, slope >= 0`
+/// ([`fit_weighted_line_nonneg`]): the gap `g + (s-1)G` of LogGP's domain.
+pub fn huber_line_scaled_nonneg(xs: &[f64], ys: &[f64], sigma: &[f64]) -> Option<RobustLine> {
+    huber_scaled_with(xs, ys, sigma, fit_weighted_line_nonneg)
+}
+
+fn huber_scaled_with(xs: &[f64], ys: &[f64], sigma: &[f64], fit: Fit) -> Option<RobustLine> {
     if sigma.len() != xs.len() || sigma.iter().any(|s| !(s.is_finite() && *s > 0.0)) {
         return None;
     }
     let base: Vec<f64> = sigma.iter().map(|s| 1.0 / (s * s)).collect();
-    let (line, weights, iterations) = irls(xs, ys, &base, |_| sigma.to_vec())?;
+    let (line, weights, iterations) = irls(xs, ys, &base, |_| sigma.to_vec(), fit)?;
     Some(RobustLine {
         line,
         weights,
@@ -93,9 +122,10 @@ fn irls(
     ys: &[f64],
     base: &[f64],
     mut scales: impl FnMut(&[f64]) -> Vec<f64>,
+    fit: Fit,
 ) -> Option<(Line, Vec<f64>, usize)> {
     let mut huber = vec![1.0; xs.len()];
-    let mut line = fit_weighted_line(xs, ys, base)?;
+    let mut line = fit(xs, ys, base)?;
     let mut iterations = 0;
     for _ in 0..50 {
         iterations += 1;
@@ -104,7 +134,7 @@ fn irls(
             *h = huber_weight(*r, s, HUBER_K);
         }
         let weights: Vec<f64> = base.iter().zip(&huber).map(|(b, h)| b * h).collect();
-        let next = fit_weighted_line(xs, ys, &weights)?;
+        let next = fit(xs, ys, &weights)?;
         let done = (next.slope - line.slope).abs() <= 1e-10 * (1.0 + line.slope.abs())
             && (next.intercept - line.intercept).abs() <= 1e-10 * (1.0 + line.intercept.abs());
         line = next;

@@ -116,6 +116,9 @@ pub struct SizeResult {
     /// [`Params::samples`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub samples: Option<Samples>,
+    /// The half round trips in log-spaced bins (with `--histogram`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<crate::stats::Histogram>,
 }
 
 /// The repetitions of one size, us, named like the summary they are behind.
@@ -420,6 +423,7 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
             timing_loop,
             counters: sum,
             samples,
+            histogram: None,
         };
         on_size(size, Some(&result)).map_err(PingPongError::Sink)?;
         results.push(result);

@@ -46,8 +46,20 @@ pub struct Meta {
     pub sync: Option<Algorithm>,
     /// UTC date and time of the run, RFC 3339.
     pub date: String,
-    /// The command line (or suite invocation) as given by the front end.
+    /// The command line (or suite invocation) as given by the front end, the
+    /// program (`argv[0]`) first.
     pub command_line: Vec<String>,
+    /// The command line of the launcher that started the job (`mpirun ...`,
+    /// `srun ...`), when it runs on the writing rank's host. Absent elsewhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launcher_command: Option<Vec<String>>,
+    /// The writing rank's variables that tune the MPI library, its runtime and
+    /// the fabrics (`OMPI_MCA_*`, which holds what `mpirun --mca` set, `PRTE_MCA_*`,
+    /// `PMIX_MCA_*`, `UCX_*`, `FI_*`, `I_MPI_*`, `MPICH_*`, `MPIR_CVAR_*`).
+    pub tuning_env: std::collections::BTreeMap<String, String>,
+    /// The MPI library, when MPI ran in this process. Absent elsewhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mpi: Option<MpiMeta>,
     /// What UCX used, when `ucx` was measured. Absent elsewhere.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ucx: Option<UcxMeta>,
@@ -59,6 +71,34 @@ pub struct Meta {
     /// launcher. Absent elsewhere.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pmix: Option<PmixMeta>,
+}
+
+/// The MPI library the process ran with and the shim built against it.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct MpiMeta {
+    /// `MPI_Get_library_version`, first line (`Open MPI v4.1.6, ...`).
+    pub library: String,
+    /// The family the shim was compiled for (`openmpi`, `mpich`).
+    pub shim_flavor: &'static str,
+    /// The compiler wrapper the shim was compiled with.
+    pub shim_mpicc: &'static str,
+}
+
+impl MpiMeta {
+    /// The facts of the MPI library this process initialized, if it is live.
+    #[cfg(feature = "mpi")]
+    fn recorded() -> Option<MpiMeta> {
+        ngauge_mpi::Mpi::live().map(|mpi| MpiMeta {
+            library: mpi.library_version().into(),
+            shim_flavor: ngauge_mpi::BUILD_FLAVOR,
+            shim_mpicc: ngauge_mpi::BUILD_MPICC,
+        })
+    }
+
+    #[cfg(not(feature = "mpi"))]
+    fn recorded() -> Option<MpiMeta> {
+        None
+    }
 }
 
 /// The PMIx server of a job launched through PMIx (`launch::pmix`).
@@ -201,6 +241,14 @@ impl Meta {
             sync: None,
             date: rfc3339_utc(std::time::SystemTime::now()),
             command_line: command_line.into_iter().collect(),
+            launcher_command: super::provenance::launcher_command(),
+            tuning_env: super::provenance::tuning_env(std::env::vars_os().map(|(k, v)| {
+                (
+                    k.to_string_lossy().into_owned(),
+                    v.to_string_lossy().into_owned(),
+                )
+            })),
+            mpi: MpiMeta::recorded(),
             ucx: None,
             ofi: None,
             pmix: None,

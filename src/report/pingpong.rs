@@ -2,7 +2,7 @@
 //! several transports their medians side by side.
 
 use super::side_by_side::{self, side_by_side, SideBySide};
-use super::table::{joined, Table};
+use super::table::{joined, significant, Table};
 use super::warning::{SetupWarning, Warned};
 use super::Meta;
 use crate::job::TransportName;
@@ -81,6 +81,10 @@ pub struct PingpongDoc {
     pub comparison: Option<Comparison>,
     /// What threatens the figures.
     pub warnings: Vec<Warned<PingpongWarning>>,
+    /// Whether the table shows the bandwidth in Gb/s (10^9 bits per second)
+    /// instead of MB/s (`--gbps`); the JSON keeps `bandwidth_MBps`.
+    #[serde(skip)]
+    pub gbps: bool,
 }
 
 /// The unit of `bandwidth_MBps`.
@@ -140,6 +144,7 @@ impl PingpongDoc {
                 .collect(),
             comparison: compare(sweeps),
             warnings: super::warning::warned(warnings.iter().cloned()),
+            gbps: false,
         }
     }
 }
@@ -177,7 +182,8 @@ impl super::Document for PingpongDoc {
                 .filter(|r| r.transport == *t)
                 .map(|r| &r.result)
                 .collect();
-            out += &render_sweep(&results);
+            out += &render_sweep(&results, self.gbps);
+            out += &histograms(&results);
         }
         if let Some(c) = &self.comparison {
             out += &side_by_side::render(c, "median half round trip", "median [us]", "/");
@@ -190,8 +196,32 @@ impl super::Document for PingpongDoc {
     }
 }
 
+/// The compact text form of each size's histogram (`--histogram`): one line per
+/// non-empty bin, its edges (3 significant digits), a bar scaled to the fullest
+/// bin, the count.
+fn histograms(results: &[&SizeResult]) -> String {
+    let mut out = String::new();
+    for r in results {
+        let Some(h) = &r.histogram else { continue };
+        out += &format!(
+            "half round trips of {} B, {} bins per decade:\n",
+            r.size, h.bins_per_decade
+        );
+        let most = h.bins.iter().map(|b| b.count).max().unwrap_or(1).max(1);
+        for b in &h.bins {
+            let edges = format!("{}-{}", significant(b.from_us, 3), significant(b.to_us, 3));
+            out += &format!(
+                "  {edges:>13} us {:<40} {}\n",
+                "#".repeat((b.count * 40).div_ceil(most) as usize),
+                b.count
+            );
+        }
+    }
+    out
+}
+
 /// The human table of one sweep.
-fn render_sweep(results: &[&SizeResult]) -> String {
+fn render_sweep(results: &[&SizeResult], gbps: bool) -> String {
     let counter_names: Vec<&String> = results
         .first()
         .map(|r| r.counters.keys().collect())
@@ -204,7 +234,11 @@ fn render_sweep(results: &[&SizeResult]) -> String {
         "mean [us]",
         "p99 [us]",
         "max [us]",
-        "bandwidth [MB/s]",
+        if gbps {
+            "bandwidth [Gb/s]"
+        } else {
+            "bandwidth [MB/s]"
+        },
     ]
     .iter()
     .map(|s| s.to_string())
@@ -225,7 +259,12 @@ fn render_sweep(results: &[&SizeResult]) -> String {
             format!("{:.2}", h.mean),
             format!("{:.2}", h.p99),
             format!("{:.2}", h.max),
-            format!("{:.1}", r.bandwidth_mbps),
+            if gbps {
+                // 10^6 bytes/s = 8 10^6 bits/s.
+                significant(r.bandwidth_mbps * 8e-3, 4)
+            } else {
+                format!("{:.1}", r.bandwidth_mbps)
+            },
         ];
         row.extend(
             counter_names
@@ -274,9 +313,20 @@ mod tests {
                     timing_loop: TimingLoop::Generic,
                     counters: BTreeMap::new(),
                     samples: None,
+                    histogram: None,
                 })
                 .collect(),
         }
+    }
+
+    /// Issue 37: Gb/s as a unit of the table (1250 MB/s = 10 Gb/s).
+    #[test]
+    fn issue_37_the_table_in_gbps() {
+        let sweep = sweep(TransportName::Tcp, &[(1000, 0.8)]);
+        let results: Vec<&SizeResult> = sweep.results.iter().collect();
+        let t = render_sweep(&results, true);
+        assert!(t.contains("bandwidth [Gb/s]") && t.contains("10.00"), "{t}");
+        assert!(render_sweep(&results, false).contains("1250.0"));
     }
 
     #[test]

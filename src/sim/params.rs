@@ -19,6 +19,19 @@ pub struct Loaded {
     pub network: Network,
     /// Derived or clamped latencies.
     pub warnings: Vec<ParamsWarning>,
+    /// The file's ranges as measured, `(from_bytes, to_bytes)` (empty for
+    /// parameters given inline, which hold for every size).
+    pub ranges_bytes: Vec<(u64, u64)>,
+}
+
+impl Loaded {
+    /// The reader's warnings and those of simulating `sizes`: below the first
+    /// range, above the last ([`crate::model::params::coverage`]).
+    pub fn warnings_at(&self, sizes: &[u64]) -> Vec<ParamsWarning> {
+        let mut all = self.warnings.clone();
+        all.extend(crate::model::params::coverage(&self.ranges_bytes, sizes));
+        all
+    }
 }
 
 /// Reads a parameter file's text as a network.
@@ -46,6 +59,11 @@ pub fn parse(text: &str) -> Result<Loaded, ParamsError> {
         .collect();
     let network = Network::new(protocols).map_err(|e| ParamsError::Json(e.to_string()))?;
     Ok(Loaded {
+        ranges_bytes: file
+            .ranges
+            .iter()
+            .map(|r| (r.from_bytes, r.to_bytes))
+            .collect(),
         transport: file.transport,
         network,
         warnings,
@@ -114,11 +132,11 @@ mod tests {
         assert!(err(&v1("").replace("/1", "/9")).contains("schema \"ngauge-loggp-params/9\""));
         assert_eq!(
             err(&v1("").replace("\"from_bytes\": 2048", "\"from_bytes\": 512")),
-            "params file range 1: starts at or before the end of the previous range"
+            "params file range 2 (512-65536 B): starts at or before the end of the previous range"
         );
         assert_eq!(
             err(&v1("").replace("\"g_us\": 4,", "\"g_us\": -4,")),
-            "params file range 0: a parameter is not a finite non-negative number"
+            "params file range 1 (8-1024 B): g_us = -4 is not a finite non-negative number"
         );
         assert_eq!(
             err(r#"{"schema": "ngauge-loggp-params/2", "ranges": []}"#),

@@ -120,13 +120,16 @@ pub enum SpecError {
         /// What is wrong.
         error: ParamsError,
     },
-    /// A LogGP parameter given inline is negative or not finite.
-    #[error("LogGP parameter {name} = {value} is not a finite non-negative number")]
+    /// A LogGP parameter given inline is negative, not finite or too large
+    /// ([`crate::model::params::out_of_domain`]).
+    #[error("LogGP parameter {detail}")]
     BadParameter {
         /// `L_us`, `o_s_us`, ...
         name: &'static str,
         /// What was given.
         value: f64,
+        /// What is wrong with it, naming both.
+        detail: String,
     },
     /// No sizes.
     #[error("no message sizes to simulate")]
@@ -206,9 +209,16 @@ impl NetworkSpec {
                     ("g_us", p.g_us),
                     ("G_us_per_byte", p.big_g_us_per_byte),
                 ];
-                if let Some(&(name, value)) = named.iter().find(|(_, v)| !v.is_finite() || *v < 0.0)
-                {
-                    return Err(SpecError::BadParameter { name, value });
+                let bad = named.iter().find_map(|&(name, value)| {
+                    let detail = crate::model::params::out_of_domain(name, value)?;
+                    Some(SpecError::BadParameter {
+                        name,
+                        value,
+                        detail,
+                    })
+                });
+                if let Some(e) = bad {
+                    return Err(e);
                 }
                 Ok(Loaded {
                     transport: String::new(),
@@ -221,6 +231,7 @@ impl NetworkSpec {
                         p.rendezvous,
                     )),
                     warnings: Vec::new(),
+                    ranges_bytes: Vec::new(),
                 })
             }
         }

@@ -2,7 +2,7 @@
 
 use super::{SizeList, SpecError};
 use crate::job::TransportName;
-use crate::patterns::pingpong::Params;
+use crate::patterns::pingpong::{Params, SizeResult};
 use serde::{Deserialize, Serialize};
 
 /// The most messages a streaming round keeps in flight (`window`).
@@ -25,6 +25,10 @@ pub struct PingpongSpec {
     pub native_loop: bool,
     /// Keep every repetition in the document (`samples.half_rtt_us`).
     pub samples: bool,
+    /// Add each size's half round trips in log-spaced bins (`histogram`).
+    pub histogram: bool,
+    /// Show the bandwidth in Gb/s in the table.
+    pub gbps: bool,
     /// Messages in flight per timed round: 1 ping-pongs, more streams (rank 0
     /// sends `window` messages back to back, rank 1 replies with one byte).
     pub window: u64,
@@ -39,6 +43,8 @@ impl Default for PingpongSpec {
             check: false,
             native_loop: true,
             samples: false,
+            histogram: false,
+            gbps: false,
             window: 1,
         }
     }
@@ -58,6 +64,19 @@ impl PingpongSpec {
             ));
         }
         SpecError::range("window", self.window, 1, MAX_WINDOW)
+    }
+
+    /// A size's result as this spec reports it: with its histogram when asked
+    /// for, without the repetitions drawn only for it.
+    pub fn finish(&self, mut result: SizeResult) -> SizeResult {
+        if self.histogram {
+            let samples = result.samples.as_ref();
+            result.histogram = samples.map(|s| crate::stats::Histogram::of(&s.half_rtt_us));
+        }
+        if !self.samples {
+            result.samples = None;
+        }
+        result
     }
 
     /// Rejects a sweep the job's transports cannot measure at all: only empty
@@ -85,7 +104,8 @@ impl PingpongSpec {
             warmup: self.warmup as usize,
             check: self.check,
             native_loop: self.native_loop,
-            samples: self.samples,
+            // The histogram is drawn from the repetitions.
+            samples: self.samples || self.histogram,
             window: self.window as usize,
         }
     }

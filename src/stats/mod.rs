@@ -8,7 +8,8 @@
 //! |---|---|
 //! | [`order`] | the median (midpoint of the two middle values for an even count), quantiles (Hyndman & Fan definition 7, R's default), the lower median; generic over [`Value`] so ticks stay ticks |
 //! | [`sample`] | [`Sorted`]: a non-empty, finite sample sorted once, in its unit |
-//! | [`summary`] | [`Summary`]: n, min, median, mean, p99, max |
+//! | [`summary`] | [`Summary`]: n, min, median, mean, p99, p99.9, max, stdev |
+//! | [`histogram`] | [`Histogram`]: counts in log-spaced bins (10 per decade) |
 //! | [`median_ci`] | the distribution-free confidence interval of the median (order statistics of the sign test) |
 //! | [`tukey`] | Tukey's outlier filter, `[Q1 - 1.5 IQR, Q3 + 1.5 IQR]` (Hunold & Carpen-Amarie, sec. 3.5) |
 //! | [`mean_ci`] | the interval of the mean from Student's t (R's `t.test`) |
@@ -23,6 +24,7 @@
 //! Distributions come from `statrs`; nothing here reads a clock or prints.
 
 pub mod compare;
+pub mod histogram;
 pub mod huber;
 pub mod launches;
 pub mod mean_ci;
@@ -33,6 +35,7 @@ pub mod sample;
 pub mod summary;
 pub mod tukey;
 
+pub use histogram::Histogram;
 pub use launches::{across_launches, launch_summary, AcrossLaunches, LaunchSummary, Outliers};
 pub use mean_ci::{mean_interval, MeanInterval};
 pub use median_ci::{median_interval, MedianInterval};

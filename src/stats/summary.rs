@@ -1,4 +1,5 @@
-//! The summary every timing result carries: min, median, mean, p99, max.
+//! The summary every timing result carries: min, median, mean, p99, p99.9, max and
+//! the sample standard deviation.
 
 use super::order::{median_of_sorted, quantile_of_sorted};
 use serde::Serialize;
@@ -17,8 +18,13 @@ pub struct Summary {
     pub mean: f64,
     /// 99th percentile (definition 7: linear interpolation between closest ranks).
     pub p99: f64,
+    /// 99.9th percentile (the same definition; with fewer than 1000 values it
+    /// interpolates between the largest two).
+    pub p99_9: f64,
     /// Largest value.
     pub max: f64,
+    /// Sample standard deviation (`n - 1` in the denominator; 0 for one value).
+    pub stdev: f64,
 }
 
 impl Summary {
@@ -33,13 +39,18 @@ impl Summary {
     /// If `sorted` is empty.
     pub fn of_sorted(sorted: &[f64]) -> Self {
         debug_assert!(sorted.windows(2).all(|w| w[0] <= w[1]));
+        let n = sorted.len() as f64;
+        let mean = sorted.iter().sum::<f64>() / n;
+        let squares: f64 = sorted.iter().map(|x| (x - mean).powi(2)).sum();
         Summary {
             n: sorted.len(),
             min: sorted[0],
             median: median_of_sorted(sorted).expect("a summary needs a value"),
-            mean: sorted.iter().sum::<f64>() / sorted.len() as f64,
+            mean,
             p99: quantile_of_sorted(sorted, 0.99),
+            p99_9: quantile_of_sorted(sorted, 0.999),
             max: sorted[sorted.len() - 1],
+            stdev: (squares / (n - 1.0).max(1.0)).sqrt(),
         }
     }
 }
@@ -61,6 +72,17 @@ mod tests {
         assert_eq!(s.p99, 99.0);
         assert_eq!((s.min, s.max, s.mean, s.n), (0.0, 100.0, 50.0, 101));
         assert_eq!(Summary::of(&[1.0, 2.0]).unwrap().p99, 1.99);
+    }
+
+    /// Issue 37: p99.9 and the standard deviation.
+    #[test]
+    fn issue_37_p99_9_and_stdev() {
+        let values: Vec<f64> = (0..=1000).map(f64::from).collect();
+        let s = Summary::of(&values).unwrap();
+        assert_eq!(s.p99_9, 999.0);
+        let s = Summary::of(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]).unwrap();
+        assert!((s.stdev - (32.0f64 / 7.0).sqrt()).abs() < 1e-12, "{s:?}");
+        assert_eq!(Summary::of(&[7.0]).unwrap().stdev, 0.0);
     }
 
     #[test]

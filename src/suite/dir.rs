@@ -196,9 +196,23 @@ fn leaves(prefix: &str, value: &Value, out: &mut Vec<(String, String)>) {
         Value::Array(_) => {}
         Value::Null => out.push((prefix.to_string(), String::new())),
         Value::String(s) => out.push((prefix.to_string(), s.clone())),
+        Value::Number(n) => out.push((prefix.to_string(), rounded(n))),
         other => out.push((prefix.to_string(), other.to_string())),
     }
 }
+
+/// A number as the CSV writes it: integers whole, others to [`CSV_DIGITS`]
+/// significant digits (the JSON keeps every digit; a table needs no 17).
+fn rounded(n: &serde_json::Number) -> String {
+    let short = n.as_f64().filter(|_| n.is_f64()).and_then(|x| {
+        let y: f64 = format!("{x:.*e}", CSV_DIGITS - 1).parse().ok()?;
+        serde_json::Number::from_f64(y)
+    });
+    short.unwrap_or_else(|| n.clone()).to_string()
+}
+
+/// Significant digits of the numbers the CSV files hold.
+pub const CSV_DIGITS: usize = 6;
 
 /// Records as CSV: one column per scalar leaf any record has, in order of first
 /// appearance; empty where a record lacks it.
@@ -279,6 +293,20 @@ mod tests {
         let launches = &set.series["pp"].points[&Some(1)];
         assert_eq!(launches.keys().copied().collect::<Vec<_>>(), vec![0, 2]);
         assert_eq!(launches[&2].samples, vec![1.0, 2.0]);
+    }
+
+    /// Issue 37: numbers to 6 significant digits, not 17; integers whole.
+    #[test]
+    fn issue_37_csv_numbers_are_rounded() {
+        let r = json!({"size": 65536, "half_rtt_us": {"median": 12.345678912345},
+            "G_us_per_byte": 0.000312345678, "big": 123456789.5, "flag": true});
+        let Value::Object(r) = r else { unreachable!() };
+        let csv = String::from_utf8(records_csv(&[r]).unwrap()).unwrap();
+        assert_eq!(
+            csv,
+            "size,half_rtt_us.median,G_us_per_byte,big,flag\n\
+             65536,12.3457,0.000312346,123457000.0,true\n"
+        );
     }
 
     #[test]
