@@ -21,10 +21,26 @@ pub const TUNING_PREFIXES: [&str; 8] = [
     "MPIR_CVAR_",
 ];
 
-/// The variables of `vars` whose name starts with one of [`TUNING_PREFIXES`].
+/// Prefixes of the variables Open MPI's runtime sets in every rank to wire the job
+/// (daemon URIs, job and process ids, session directories, the per-job transport
+/// key `orte_precondition_transports`): they differ from job to job, tune nothing
+/// a measurement sees, and the key is not for publishing.
+pub const RUNTIME_WIRING_PREFIXES: [&str; 5] = [
+    "OMPI_MCA_orte_",
+    "OMPI_MCA_ess",
+    "OMPI_MCA_pmix",
+    "OMPI_MCA_initial_wdir",
+    "OMPI_MCA_shmem_RUNTIME_QUERY_hint",
+];
+
+/// The variables of `vars` whose name starts with one of [`TUNING_PREFIXES`] and
+/// none of [`RUNTIME_WIRING_PREFIXES`].
 pub fn tuning_env(vars: impl IntoIterator<Item = (String, String)>) -> BTreeMap<String, String> {
+    let starts = |name: &str, prefixes: &[&str]| prefixes.iter().any(|p| name.starts_with(p));
     vars.into_iter()
-        .filter(|(name, _)| TUNING_PREFIXES.iter().any(|p| name.starts_with(p)))
+        .filter(|(name, _)| {
+            starts(name, &TUNING_PREFIXES) && !starts(name, &RUNTIME_WIRING_PREFIXES)
+        })
         .collect()
 }
 
@@ -83,12 +99,20 @@ mod tests {
             ("MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE", "4096"),
             ("HOME", "/root"),
             ("XUCX_TLS", "no"),
+            (
+                "OMPI_MCA_orte_precondition_transports",
+                "23e6ae91f63407fb-04a8ae403fb7669c",
+            ),
+            ("OMPI_MCA_ess_base_vpid", "0"),
         ]
         .map(|(n, v)| (n.to_string(), v.to_string()));
         let kept = tuning_env(vars);
         assert_eq!(kept.len(), 5, "{kept:?}");
         assert_eq!(kept["OMPI_MCA_btl_tcp_eager_limit"], "20000");
         assert!(!kept.contains_key("HOME") && !kept.contains_key("XUCX_TLS"));
+        assert!(!kept
+            .keys()
+            .any(|k| k.starts_with("OMPI_MCA_orte_") || k.starts_with("OMPI_MCA_ess")));
     }
 
     #[test]
