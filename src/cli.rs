@@ -720,6 +720,13 @@ pub struct PingpongArgs {
     /// the median round. Example: --window 64
     #[arg(long, default_value_t = 1, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub window: u64,
+
+    /// With --window: stream NUM messages per timed round, --window of them in
+    /// flight at a time (a new send as soon as the oldest completed) and one
+    /// reply at the end, as ucx_perftest -t tag_bw does; 0 (the default) ends
+    /// every window with a reply. Example: --window 32 --stream 20000 --reps 7
+    #[arg(long, default_value_t = 0, value_name = "NUM")]
+    pub stream: u64,
 }
 
 /// `on` or `off`.

@@ -93,6 +93,44 @@ fn pingpong_checks_every_message_over_shared_memory_and_tcp() {
     }
 }
 
+/// Issue 33: the stream run `bench-ucx` sets beside `ucx_perftest -t tag_bw`.
+#[test]
+fn a_stream_run_checks_every_receive_slot() {
+    let doc = document(
+        &[
+            "--np",
+            "2",
+            "-t",
+            "ucx",
+            "--ucx-tls",
+            "posix,self",
+            "--wait",
+            "poll",
+            "pingpong",
+            "--sizes",
+            "1,64K",
+            "--window",
+            "8",
+            "--stream",
+            "100",
+            "--reps",
+            "3",
+            "--warmup",
+            "1",
+            "--check",
+        ],
+        &[],
+    );
+    for r in doc["results"].as_array().expect("results") {
+        assert_eq!(r["data_check"], true, "{r}");
+        assert_eq!(
+            (&r["window"], &r["stream_messages"]),
+            (&8.into(), &100.into()),
+            "{r}"
+        );
+    }
+}
+
 #[test]
 fn put_path_checks_every_message() {
     for list in LISTS {

@@ -19,6 +19,7 @@ impl PingpongArgs {
             histogram: self.histogram,
             gbps: self.gbps,
             window: self.window,
+            stream: self.stream,
         })
     }
 }

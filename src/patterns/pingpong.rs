@@ -41,6 +41,16 @@
 //! per unit of time, the reply's latency included (amortized over the window).
 //! With a window, the data check covers every message rank 1 received.
 //!
+//! Stream runs (`stream` = N > 0, the pattern of `ucx_perftest -t tag_bw`, UCX's
+//! `src/tools/perf/lib/ucp_tests.cc`, `run_stream_uni`: the sender keeps at most
+//! `max_outstanding` sends in flight for the whole run, `wait_send_window`, and
+//! one acknowledgement ends the run): a timed round is rank 0 streaming N
+//! messages with `window` in flight at a time, a new send posted as soon as the
+//! oldest one completed, and the one-byte reply rank 1 sends after the N-th
+//! arrived. Rank 1 keeps `window` receives posted in `window` parts of its
+//! buffer, reposting each as it completes. The bandwidth is `N * size /
+//! median(round)`; the reply is amortized over N messages, not over a window.
+//!
 //! Between sizes (outside every timed region) the ranks gather the data-check verdicts
 //! and the transport's counters (UDP loss counters of both ends) at rank 0.
 
@@ -77,6 +87,9 @@ pub struct Params {
     /// Messages in flight per timed round: 1 is the ping-pong, more streams
     /// (see the module docs).
     pub window: usize,
+    /// Messages per timed round of a stream run, `window` of them in flight at
+    /// a time; 0 ends every window with the reply (see the module docs).
+    pub stream: usize,
 }
 
 crate::names::named_enum! {
@@ -105,6 +118,10 @@ pub struct SizeResult {
     /// Messages in flight per timed round (1: ping-pong; more: streaming, and
     /// `half_rtt_us` is half of a round of `window` messages and the reply).
     pub window: usize,
+    /// Messages per timed round of a stream run ([`Params::stream`]), absent
+    /// otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream_messages: Option<usize>,
     /// Whether the payloads were verified and found intact (`None` when not checked).
     pub data_check: Option<bool>,
     /// The loop that timed the round trips (rank 0's).
@@ -236,6 +253,52 @@ fn sink_round<T: Transport + ?Sized>(
     transport.send(peer, reply)
 }
 
+/// One stream run of rank `role` (see the module docs): rank 0 streams
+/// `messages` sends of `s` with at most `window` in flight and waits for the
+/// reply into `r`; rank 1 keeps `window` receives of `s.len` bytes posted side
+/// by side in `r.buffer`, then sends the reply from `s`. `ids` is the caller's.
+#[allow(clippy::too_many_arguments)]
+fn stream_run<T: Transport + ?Sized>(
+    transport: &mut T,
+    role: Rank,
+    peer: Rank,
+    s: Region,
+    r: Region,
+    window: usize,
+    messages: usize,
+    ids: &mut Vec<RequestId>,
+) -> Result<(), TransportError> {
+    ids.clear();
+    let slot = |k: usize| Region {
+        buffer: r.buffer,
+        offset: k * s.len,
+        len: s.len,
+    };
+    if role == PINGER {
+        let reply = transport.irecv(peer, r)?;
+        for i in 0..messages {
+            if i < window {
+                ids.push(transport.isend(peer, s)?);
+            } else {
+                transport.wait(ids[i % window])?;
+                ids[i % window] = transport.isend(peer, s)?;
+            }
+        }
+        transport.wait_all(ids)?;
+        return transport.wait(reply);
+    }
+    for k in 0..window.min(messages) {
+        ids.push(transport.irecv(peer, slot(k))?);
+    }
+    for i in 0..messages {
+        transport.wait(ids[i % window])?;
+        if i + window < messages {
+            ids[i % window] = transport.irecv(peer, slot(i % window))?;
+        }
+    }
+    transport.send(peer, s.buffer.prefix(1))
+}
+
 /// The per-size callback of [`run`]: `(size, rank 0's result)`; an `Err` stops the
 /// sweep with [`PingPongError::Sink`].
 pub type OnSize<'a> = dyn FnMut(usize, Option<&SizeResult>) -> Result<(), String> + 'a;
@@ -325,15 +388,25 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
             } else if window > 1 && rank == PINGER {
                 let reply = rbuf.prefix(1);
                 let mut ids = Vec::with_capacity(window + 1);
+                let round = |t: &mut T, ids: &mut Vec<RequestId>| match params.stream {
+                    0 => stream_round(t, peer, s, reply, window, ids),
+                    n => stream_run(t, rank, peer, s, reply, window, n, ids),
+                };
                 for _ in 0..params.warmup {
-                    stream_round(transport, peer, s, reply, window, &mut ids)?;
+                    round(transport, &mut ids)?;
                 }
                 for slot in ticks.iter_mut() {
-                    // Timed region: the window, its reply and nothing else.
+                    // Timed region: the window (or run), its reply and nothing else.
                     let t0 = clock.now();
-                    stream_round(transport, peer, s, reply, window, &mut ids)?;
+                    round(transport, &mut ids)?;
                     let t1 = clock.now();
                     *slot = t1.since(t0);
+                }
+            } else if window > 1 && params.stream > 0 {
+                let mut ids = Vec::with_capacity(window);
+                for _ in 0..params.warmup + params.reps {
+                    let (n, r) = (params.stream, rbuf.prefix(size));
+                    stream_run(transport, rank, peer, s, r, window, n, &mut ids)?;
                 }
             } else if window > 1 {
                 let reply = sbuf.prefix(1);
@@ -413,11 +486,12 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
             bandwidth_mbps: if half_rtt_us.median <= 0.0 {
                 0.0
             } else if window > 1 {
-                (window * size) as f64 / (2.0 * half_rtt_us.median)
+                (params.stream.max(window) * size) as f64 / (2.0 * half_rtt_us.median)
             } else {
                 size as f64 / half_rtt_us.median
             },
             window,
+            stream_messages: (window > 1 && params.stream > 0).then_some(params.stream),
             half_rtt_us,
             data_check: params.check.then_some(true),
             timing_loop,
@@ -500,6 +574,7 @@ mod tests {
                 native_loop: true,
                 samples: true,
                 window: 1,
+                stream: 0,
             },
         );
         let r0 = out[0].as_ref().unwrap();
@@ -530,6 +605,7 @@ mod tests {
                 native_loop: true,
                 samples: false,
                 window: 5,
+                stream: 0,
             },
         );
         let r0 = out[0].as_ref().unwrap();
@@ -542,7 +618,40 @@ mod tests {
             assert_eq!(r.bandwidth_mbps, (5 * r.size) as f64 / 3.0);
             assert_eq!(r.data_check, Some(true));
             assert_eq!(r.timing_loop, TimingLoop::Generic);
+            assert!(serde_json::to_value(r)
+                .unwrap()
+                .get("stream_messages")
+                .is_none());
         }
+    }
+
+    #[test]
+    fn a_stream_run_is_timed_as_one_round_and_every_slot_is_checked() {
+        let out = sweep(
+            2,
+            Params {
+                sizes: vec![0, 1, 3000],
+                reps: 3,
+                warmup: 1,
+                check: true,
+                native_loop: true,
+                samples: false,
+                window: 4,
+                stream: 10,
+            },
+        );
+        assert!(out[1].as_ref().unwrap().is_empty());
+        let r0 = out[0].as_ref().unwrap();
+        assert_eq!(r0.len(), 3);
+        for r in r0 {
+            // 10 messages, 4 in flight, and the reply between two readings
+            assert_eq!(r.half_rtt_us.median, 1.5);
+            assert_eq!(r.bandwidth_mbps, (10 * r.size) as f64 / 3.0);
+            assert_eq!((r.window, r.stream_messages), (4, Some(10)));
+            assert_eq!(r.data_check, Some(true));
+        }
+        let json = serde_json::to_value(&r0[0]).unwrap();
+        assert_eq!(json["stream_messages"], 10);
     }
 
     #[test]
@@ -557,6 +666,7 @@ mod tests {
                 native_loop: true,
                 samples: false,
                 window: 1,
+                stream: 0,
             },
         );
         assert_eq!(out[0].as_ref().unwrap().len(), 2);
@@ -580,6 +690,7 @@ mod tests {
                 native_loop: true,
                 samples: false,
                 window: 1,
+                stream: 0,
             },
         );
         assert_eq!(out[0].as_ref().unwrap_err(), "reps must be at least 1");
@@ -593,6 +704,7 @@ mod tests {
                 native_loop: true,
                 samples: false,
                 window: 1,
+                stream: 0,
             },
         );
         assert!(out[0].as_ref().unwrap_err().contains("at least 2 ranks"));
@@ -704,6 +816,7 @@ mod tests {
                         native_loop,
                         samples: false,
                         window: 1,
+                        stream: 0,
                     };
                     let r = run(&clock, &mut t, &mut c, &params, &mut |_, _| Ok(())).unwrap();
                     (r, t.calls)
@@ -767,6 +880,7 @@ mod tests {
                         native_loop: true,
                         samples: false,
                         window: 1,
+                        stream: 0,
                     };
                     run(&clock, &mut t, &mut c, &params, &mut |_, _| Ok(())).unwrap()
                 })
@@ -795,6 +909,7 @@ mod tests {
                         native_loop: true,
                         samples: false,
                         window: 1,
+                        stream: 0,
                     };
                     run(&clock, &mut Corrupting(t), &mut c, &params, &mut |_, _| {
                         Ok(())
@@ -845,6 +960,7 @@ mod tests {
                         native_loop: true,
                         samples: false,
                         window: 1,
+                        stream: 0,
                     };
                     run(&clock, t.as_mut(), &mut c, &params, &mut |_, _| Ok(())).unwrap()
                 })
@@ -903,6 +1019,7 @@ mod tests {
                         native_loop: true,
                         samples: false,
                         window: 1,
+                        stream: 0,
                     };
                     let mut writer = (rank == 0)
                         .then(|| crate::report::jsonl::JsonlWriter::create(&path).unwrap());

@@ -32,6 +32,10 @@ pub struct PingpongSpec {
     /// Messages in flight per timed round: 1 ping-pongs, more streams (rank 0
     /// sends `window` messages back to back, rank 1 replies with one byte).
     pub window: u64,
+    /// Messages per timed round of a stream run, `window` in flight at a time
+    /// and one reply at the end (`ucx_perftest -t tag_bw`'s pattern); 0 ends
+    /// every window with a reply.
+    pub stream: u64,
 }
 
 impl Default for PingpongSpec {
@@ -46,6 +50,7 @@ impl Default for PingpongSpec {
             histogram: false,
             gbps: false,
             window: 1,
+            stream: 0,
         }
     }
 }
@@ -63,7 +68,18 @@ impl PingpongSpec {
                 format!("must be at most 100000000, got {}", self.warmup),
             ));
         }
-        SpecError::range("window", self.window, 1, MAX_WINDOW)
+        SpecError::range("window", self.window, 1, MAX_WINDOW)?;
+        if self.stream > 0 && (self.window < 2 || self.stream < self.window) {
+            return Err(SpecError::new(
+                "stream",
+                format!(
+                    "a stream run needs a window of 2 or more and at least as many messages \
+                     (window {}, stream {})",
+                    self.window, self.stream
+                ),
+            ));
+        }
+        SpecError::range("stream", self.stream, 0, 100_000_000)
     }
 
     /// A size's result as this spec reports it: with its histogram when asked
@@ -107,6 +123,7 @@ impl PingpongSpec {
             // The histogram is drawn from the repetitions.
             samples: self.samples || self.histogram,
             window: self.window as usize,
+            stream: self.stream as usize,
         }
     }
 }
@@ -135,5 +152,23 @@ mod tests {
         assert_eq!(s.window, 1);
         let p = s.params(vec![2]);
         assert_eq!((p.sizes, p.reps, p.samples), (vec![2], 10, false));
+    }
+
+    #[test]
+    fn a_stream_run_needs_a_window_and_at_least_as_many_messages() {
+        let stream = |window, stream| PingpongSpec {
+            window,
+            stream,
+            ..PingpongSpec::default()
+        };
+        assert!(stream(32, 20000).validate().is_ok());
+        assert!(stream(32, 32).validate().is_ok());
+        assert_eq!(stream(1, 100).validate().unwrap_err().field, "stream");
+        assert_eq!(stream(32, 31).validate().unwrap_err().field, "stream");
+        assert_eq!(
+            stream(2, 100_000_001).validate().unwrap_err().field,
+            "stream"
+        );
+        assert_eq!(stream(2, 100).params(vec![1]).stream, 100);
     }
 }

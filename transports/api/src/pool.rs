@@ -23,6 +23,7 @@
 
 use crate::error::TransportError;
 use crate::handle::{BufferId, Region};
+use std::collections::BTreeMap;
 use std::ops::Range;
 
 /// Memory the kernel says is available for new allocations without swapping
@@ -84,34 +85,61 @@ struct Slot {
 /// range (see the module docs): any number of sends may hold overlapping regions,
 /// a receive excludes every other request from the bytes of its region. Regions
 /// that do not overlap never conflict, and a region of 0 bytes touches no memory
-/// and conflicts with nothing. Verbs keeps one per registered buffer.
+/// and conflicts with nothing. Verbs and UCX keep one per registered buffer.
 ///
-/// Equal holds are counted in one entry: a window of sends from one region (a
-/// stream) is one entry, so taking and giving back a hold does not scan the
-/// whole window.
+/// Ordered maps keep a window's bookkeeping O(log w) per request: receives
+/// never overlap anything held, so they are disjoint intervals keyed by their
+/// start, and a range meets at most the one that starts last before its end;
+/// equal sends (a stream from one region) are one counted entry; a receive's
+/// check visits only the sends that start within the longest send held before
+/// its range (one or two for a window of equal regions, more only when sends of
+/// very different lengths overlap).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Holds(Vec<(Range<usize>, Access, u32)>);
+pub struct Holds {
+    /// Receives: start -> end, non-empty, disjoint from every other hold.
+    writes: BTreeMap<usize, usize>,
+    /// Sends: (start, end) -> how many, non-empty.
+    reads: BTreeMap<(usize, usize), u32>,
+    /// The longest send held since none was: a send that overlaps a range
+    /// starts less than this many bytes before it.
+    read_reach: usize,
+    /// Holds of 0 bytes: (offset, whether a receive) -> how many.
+    empty: BTreeMap<(usize, bool), u32>,
+}
 
 impl Holds {
     /// Whether a hold of `range` with `access` would conflict with none held.
-    /// Inlined into blocking paths (a TCP send of a 1-byte ping-pong), where the
-    /// list is almost always empty: that case is one test, the scan stays out of
-    /// line.
+    /// Inlined into blocking paths (a TCP send of a 1-byte ping-pong), where
+    /// nothing is held: that case is two tests, the lookups stay out of line.
     #[inline]
     pub fn allows(&self, range: &Range<usize>, access: Access) -> bool {
-        self.0.is_empty() || self.allows_among_holds(range, access)
+        (self.writes.is_empty() && self.reads.is_empty()) || !self.conflicts(range, access, &mut 0)
     }
 
+    /// Whether a hold of `range` with `access` conflicts with one held; adds
+    /// the number of holds compared to `visited`.
     #[cold]
     #[inline(never)]
-    fn allows_among_holds(&self, range: &Range<usize>, access: Access) -> bool {
-        !self.0.iter().any(|(held, a, _)| {
-            (*a == Access::Write || access == Access::Write)
-                && !held.is_empty()
-                && !range.is_empty()
-                && held.start < range.end
-                && range.start < held.end
-        })
+    fn conflicts(&self, range: &Range<usize>, access: Access, visited: &mut usize) -> bool {
+        if range.is_empty() {
+            return false;
+        }
+        if let Some((_, &end)) = self.writes.range(..range.end).next_back() {
+            *visited += 1;
+            if end > range.start {
+                return true;
+            }
+        }
+        if access == Access::Read {
+            return false;
+        }
+        let from = (range.start.saturating_sub(self.read_reach), 0);
+        self.reads
+            .range(from..(range.end, 0))
+            .any(|(&(_, end), _)| {
+                *visited += 1;
+                end > range.start
+            })
     }
 
     /// Takes a hold of `range` with `access`, unless it conflicts with one held:
@@ -120,35 +148,49 @@ impl Holds {
         if !self.allows(&range, access) {
             return false;
         }
-        match self
-            .0
-            .iter_mut()
-            .find(|(r, a, _)| *r == range && *a == access)
-        {
-            // only reads and empty regions can be held twice
-            Some((_, _, n)) => *n += 1,
-            None => self.0.push((range, access, 1)),
+        if range.is_empty() {
+            *self
+                .empty
+                .entry((range.start, access == Access::Write))
+                .or_insert(0) += 1;
+        } else if access == Access::Write {
+            self.writes.insert(range.start, range.end);
+        } else {
+            self.read_reach = self.read_reach.max(range.len());
+            *self.reads.entry((range.start, range.end)).or_insert(0) += 1;
         }
         true
     }
 
     /// Gives back one hold of `range` with `access` (taken by [`Holds::try_hold`]).
     pub fn release(&mut self, range: Range<usize>, access: Access) {
-        if let Some(i) = self
-            .0
-            .iter()
-            .position(|(r, a, _)| *r == range && *a == access)
-        {
-            self.0[i].2 -= 1;
-            if self.0[i].2 == 0 {
-                self.0.swap_remove(i);
+        if range.is_empty() {
+            give_back(&mut self.empty, (range.start, access == Access::Write));
+        } else if access == Access::Write {
+            if self.writes.get(&range.start) == Some(&range.end) {
+                self.writes.remove(&range.start);
+            }
+        } else {
+            give_back(&mut self.reads, (range.start, range.end));
+            if self.reads.is_empty() {
+                self.read_reach = 0;
             }
         }
     }
 
     /// Whether no request holds any part of the buffer.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.writes.is_empty() && self.reads.is_empty() && self.empty.is_empty()
+    }
+}
+
+/// One fewer of `key` in a count map, removed at zero; nothing when absent.
+fn give_back<K: Ord>(counts: &mut BTreeMap<K, u32>, key: K) {
+    if let Some(n) = counts.get_mut(&key) {
+        *n -= 1;
+        if *n == 0 {
+            counts.remove(&key);
+        }
     }
 }
 
@@ -459,7 +501,7 @@ mod tests {
         for _ in 0..128 {
             assert!(h.try_hold(0..1, Access::Read));
         }
-        assert_eq!(h.0.len(), 1);
+        assert_eq!(h.reads.len(), 1);
         assert!(!h.try_hold(0..1, Access::Write));
         for _ in 0..127 {
             h.release(0..1, Access::Read);
@@ -470,6 +512,51 @@ mod tests {
         // releasing what is not held changes nothing
         h.release(0..1, Access::Read);
         assert!(h.is_empty());
+    }
+
+    /// Issue 33: a window of w requests on one buffer compares O(1) holds per
+    /// request (it compared every hold, w^2 / 2 in all).
+    #[test]
+    fn issue33_a_window_compares_a_bounded_number_of_holds_per_request() {
+        use Access::{Read, Write};
+        let w = 4096;
+        let mut h = Holds::default();
+        let mut visited = 0;
+        for k in 0..w {
+            // receives side by side, sends from one region past them
+            assert!(!h.conflicts(&(k * 8..k * 8 + 8), Write, &mut visited));
+            assert!(h.try_hold(k * 8..k * 8 + 8, Write));
+            assert!(!h.conflicts(&(w * 8..w * 8 + 8), Read, &mut visited));
+            assert!(h.try_hold(w * 8..w * 8 + 8, Read));
+        }
+        assert!(
+            visited <= 2 * w,
+            "{visited} holds compared for {} requests",
+            2 * w
+        );
+        // a receive over the sends visits the one counted entry
+        let mut visited = 0;
+        assert!(h.conflicts(&(w * 8 + 7..w * 8 + 9), Write, &mut visited));
+        assert!(visited <= 2, "{visited}");
+        for k in 0..w {
+            h.release(k * 8..k * 8 + 8, Write);
+            h.release(w * 8..w * 8 + 8, Read);
+        }
+        assert!(h.is_empty() && h.read_reach == 0);
+    }
+
+    #[test]
+    fn a_long_send_is_found_from_a_receive_far_into_it() {
+        use Access::{Read, Write};
+        let mut h = Holds::default();
+        assert!(h.try_hold(0..1000, Read));
+        assert!(h.try_hold(990..991, Read));
+        assert!(h.try_hold(2000..2001, Read));
+        assert!(!h.try_hold(999..1000, Write));
+        assert!(h.try_hold(1000..2000, Write));
+        h.release(0..1000, Read);
+        assert!(h.try_hold(0..990, Write));
+        assert!(!h.try_hold(990..995, Write));
     }
 
     #[test]
