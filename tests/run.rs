@@ -89,7 +89,7 @@ fn every_shipped_suite_parses() {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let result = ngauge::suite::file::load(&path);
         match name.as_str() {
-            "mpi-vs-raw.toml" if !cfg!(feature = "mpi") => {
+            "mpi-vs-raw.toml" | "osu.toml" if !cfg!(feature = "mpi") => {
                 let e = result.unwrap_err();
                 assert!(e.to_string().contains("--features mpi"), "{e}");
             }
@@ -117,11 +117,72 @@ fn every_shipped_suite_parses() {
             "collectives.toml",
             "loggp-tcp-udp.toml",
             "mpi-vs-raw.toml",
+            "osu.toml",
             "protocol-switches.toml",
             "quick.toml",
             "sync.toml"
         ]
     );
+}
+
+/// osu.toml plans OSU's default sweeps: latency and bandwidth from 1 B to 4 MiB
+/// (powers of two), the collectives from 1 B (8 B for the reductions) to 1 MiB,
+/// with OSU's iteration counts on either side of its 8 KiB threshold (issue 39).
+/// Without the MPI transport compiled, the plan is checked on its TCP half.
+#[test]
+fn the_osu_suite_plans_osus_default_sweeps() {
+    use ngauge::spec::CommandSpec;
+    let mut text = std::fs::read_to_string(bench_configs().join("osu.toml")).unwrap();
+    if !cfg!(feature = "mpi") {
+        text = text
+            .replace(r#"transports = ["mpi", "tcp"]"#, r#"transports = ["tcp"]"#)
+            .replace(r#"algo = ["mpi", "#, "algo = [");
+    }
+    let (_tmp, path, _) = suite("osu.toml", &text);
+    let suite = ngauge::suite::file::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let names: Vec<&str> = suite.experiments.iter().map(|e| e.name.as_str()).collect();
+    for op in [
+        "latency",
+        "bw",
+        "reduce",
+        "allgather",
+        "reduce-scatter",
+        "scatter",
+    ] {
+        for part in ["small", "large"] {
+            let name = format!("osu-{op}-{part}");
+            assert!(names.contains(&name.as_str()), "{name} in {names:?}");
+        }
+    }
+    let mut pt2pt = Vec::new();
+    for e in &suite.experiments {
+        match &e.kind {
+            CommandSpec::Pingpong(p) => pt2pt.extend(p.sizes.0.iter().map(|&s| (p.window > 1, s))),
+            CommandSpec::Coll(c) => {
+                let sizes = &c.sizes.0;
+                assert_eq!(sizes.last(), Some(&(1 << 20)), "{}", e.name);
+                let first = if c.op.is_reduction() { 8 } else { 1 };
+                assert!(sizes[0] == first || sizes[0] == 16 << 10, "{}", e.name);
+                assert_eq!(
+                    c.reps,
+                    if sizes[0] > 8192 { 100 } else { 1000 },
+                    "{}",
+                    e.name
+                );
+            }
+            _ => panic!("{}: not an OSU benchmark", e.name),
+        }
+    }
+    for window in [false, true] {
+        let mut sizes: Vec<u64> = pt2pt
+            .iter()
+            .filter(|p| p.0 == window)
+            .map(|p| p.1)
+            .collect();
+        sizes.sort();
+        let osu: Vec<u64> = (0..=22).map(|k| 1 << k).collect();
+        assert_eq!(sizes, osu, "window {window}");
+    }
 }
 
 /// quick.toml with small sizes and 2 launches, so the test takes seconds.
