@@ -154,34 +154,33 @@ fn the_osu_suite_plans_osus_default_sweeps() {
             assert!(names.contains(&name.as_str()), "{name} in {names:?}");
         }
     }
-    let mut pt2pt = Vec::new();
+    // Every benchmark's sizes over its two experiments, and the iteration counts
+    // on either side of OSU's 8 KiB threshold.
+    let mut swept: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
     for e in &suite.experiments {
-        match &e.kind {
-            CommandSpec::Pingpong(p) => pt2pt.extend(p.sizes.0.iter().map(|&s| (p.window > 1, s))),
-            CommandSpec::Coll(c) => {
-                let sizes = &c.sizes.0;
-                assert_eq!(sizes.last(), Some(&(1 << 20)), "{}", e.name);
-                let first = if c.op.is_reduction() { 8 } else { 1 };
-                assert!(sizes[0] == first || sizes[0] == 16 << 10, "{}", e.name);
-                assert_eq!(
-                    c.reps,
-                    if sizes[0] > 8192 { 100 } else { 1000 },
-                    "{}",
-                    e.name
-                );
-            }
+        let (label, sizes, reps, small_reps, large_reps) = match &e.kind {
+            CommandSpec::Pingpong(p) if p.window > 1 => ("bw".into(), &p.sizes.0, p.reps, 100, 20),
+            CommandSpec::Pingpong(p) => ("latency".into(), &p.sizes.0, p.reps, 10000, 1000),
+            CommandSpec::Coll(c) => (c.op.to_string(), &c.sizes.0, c.reps, 1000, 100),
             _ => panic!("{}: not an OSU benchmark", e.name),
-        }
+        };
+        let want = if sizes[0] > 8192 {
+            large_reps
+        } else {
+            small_reps
+        };
+        assert_eq!(reps, want, "{}", e.name);
+        swept.entry(label).or_default().extend(sizes);
     }
-    for window in [false, true] {
-        let mut sizes: Vec<u64> = pt2pt
-            .iter()
-            .filter(|p| p.0 == window)
-            .map(|p| p.1)
-            .collect();
+    let powers = |from: u32, to: u32| (from..=to).map(|k| 1u64 << k).collect::<Vec<_>>();
+    for (label, mut sizes) in swept {
         sizes.sort();
-        let osu: Vec<u64> = (0..=22).map(|k| 1 << k).collect();
-        assert_eq!(sizes, osu, "window {window}");
+        let want = match label.as_str() {
+            "latency" | "bw" => powers(0, 22),
+            "reduce" | "reduce_scatter" => powers(3, 20),
+            _ => powers(0, 20),
+        };
+        assert_eq!(sizes, want, "{label}");
     }
 }
 

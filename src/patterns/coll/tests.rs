@@ -513,6 +513,25 @@ fn native_collectives_are_timed_and_checked_on_the_same_layout() {
     }
 }
 
+/// Issue 39: MPI's reduce, allgather, reduce-scatter and scatter on the layout of
+/// `coll::native`, data checked on every root.
+#[test]
+fn native_reduce_allgather_reduce_scatter_and_scatter_pass_the_data_check() {
+    for algorithm in [
+        Algorithm::ReduceBinomial,
+        Algorithm::AllgatherRing,
+        Algorithm::ReduceScatterRing,
+        Algorithm::ScatterLinear,
+    ] {
+        let mut tm = timing(Scheme::Window, algorithm);
+        tm.spec.size_bytes = 1000;
+        tm.rotate_root = true;
+        tm.plan.warmup = NP;
+        let times = measure_native(tm, None).remove(0).unwrap();
+        assert_eq!(times.tally().valid, 8, "{algorithm}");
+    }
+}
+
 #[test]
 fn a_wrong_result_names_the_rank_the_size_and_the_algorithm() {
     let mut tm = timing(Scheme::Window, Algorithm::BcastBinomial);
