@@ -743,7 +743,8 @@ fn on_off(value: &str) -> Result<bool, String> {
 /// `--segment`, `--root`); the library's `WindowColl`.
 #[derive(Debug, Args, Clone)]
 pub struct CollArgs {
-    /// The collective: bcast, gather, allreduce, barrier or alltoall.
+    /// The collective: bcast, gather, allreduce, barrier, alltoall, reduce,
+    /// allgather, reduce_scatter or scatter.
     #[arg(long, default_value = "allreduce", value_name = "OP")]
     pub op: Collective,
 
@@ -1097,16 +1098,19 @@ pub struct SyncFlags {
 /// Options of `ngauge coll`.
 #[derive(Debug, Args, Clone)]
 pub struct CollCmdArgs {
-    /// The collective: bcast, gather, allreduce, barrier or alltoall.
+    /// The collective: bcast, gather, allreduce, barrier, alltoall, reduce,
+    /// allgather, reduce_scatter or scatter.
     #[arg(long, default_value = "bcast", value_name = "OP")]
     pub op: Collective,
 
     /// Implementations, comma separated: ngauge's schedules (bcast: linear,
-    /// binomial, chain, binary, split-binary, kchain[:K]; gather: linear, binomial;
-    /// allreduce: recursive-doubling, ring; barrier: dissemination; alltoall:
+    /// binomial, chain, binary, split-binary, kchain[:K]; gather, scatter: linear,
+    /// binomial; allreduce: recursive-doubling, ring; reduce: binomial,
+    /// in-order-binary; allgather: ring, recursive-doubling, bruck;
+    /// reduce_scatter: ring, recursive-halving; barrier: dissemination; alltoall:
     /// pairwise), `all` (every one of --op), or `mpi`: the MPI library's own
     /// collective (measured on -t mpi only). Default: binomial,
-    /// recursive-doubling, dissemination or pairwise.
+    /// recursive-doubling, recursive-halving, dissemination or pairwise.
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub algo: Vec<String>,
 
@@ -1229,7 +1233,8 @@ fn parse_check_time(s: &str) -> Result<f64, String> {
 /// Options of `ngauge simulate`.
 #[derive(Debug, Args, Clone)]
 pub struct SimulateArgs {
-    /// Collective: bcast, gather, allreduce, barrier, alltoall.
+    /// Collective: bcast, gather, allreduce, barrier, alltoall, reduce, allgather,
+    /// reduce_scatter, scatter.
     #[arg(long, value_name = "OP")]
     pub op: String,
 

@@ -89,7 +89,7 @@ fn every_shipped_suite_parses() {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let result = ngauge::suite::file::load(&path);
         match name.as_str() {
-            "mpi-vs-raw.toml" if !cfg!(feature = "mpi") => {
+            "mpi-vs-raw.toml" | "osu.toml" if !cfg!(feature = "mpi") => {
                 let e = result.unwrap_err();
                 assert!(e.to_string().contains("--features mpi"), "{e}");
             }
@@ -117,11 +117,71 @@ fn every_shipped_suite_parses() {
             "collectives.toml",
             "loggp-tcp-udp.toml",
             "mpi-vs-raw.toml",
+            "osu.toml",
             "protocol-switches.toml",
             "quick.toml",
             "sync.toml"
         ]
     );
+}
+
+/// osu.toml plans OSU's default sweeps: latency and bandwidth from 1 B to 4 MiB
+/// (powers of two), the collectives from 1 B (8 B for the reductions) to 1 MiB,
+/// with OSU's iteration counts on either side of its 8 KiB threshold (issue 39).
+/// Without the MPI transport compiled, the plan is checked on its TCP half.
+#[test]
+fn the_osu_suite_plans_osus_default_sweeps() {
+    use ngauge::spec::CommandSpec;
+    let mut text = std::fs::read_to_string(bench_configs().join("osu.toml")).unwrap();
+    if !cfg!(feature = "mpi") {
+        text = text
+            .replace(r#"transports = ["mpi", "tcp"]"#, r#"transports = ["tcp"]"#)
+            .replace(r#"algo = ["mpi", "#, "algo = [");
+    }
+    let (_tmp, path, _) = suite("osu.toml", &text);
+    let suite = ngauge::suite::file::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let names: Vec<&str> = suite.experiments.iter().map(|e| e.name.as_str()).collect();
+    for op in [
+        "latency",
+        "bw",
+        "reduce",
+        "allgather",
+        "reduce-scatter",
+        "scatter",
+    ] {
+        for part in ["small", "large"] {
+            let name = format!("osu-{op}-{part}");
+            assert!(names.contains(&name.as_str()), "{name} in {names:?}");
+        }
+    }
+    // Every benchmark's sizes over its two experiments, and the iteration counts
+    // on either side of OSU's 8 KiB threshold.
+    let mut swept: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
+    for e in &suite.experiments {
+        let (label, sizes, reps, small_reps, large_reps) = match &e.kind {
+            CommandSpec::Pingpong(p) if p.window > 1 => ("bw".into(), &p.sizes.0, p.reps, 100, 20),
+            CommandSpec::Pingpong(p) => ("latency".into(), &p.sizes.0, p.reps, 10000, 1000),
+            CommandSpec::Coll(c) => (c.op.to_string(), &c.sizes.0, c.reps, 1000, 100),
+            _ => panic!("{}: not an OSU benchmark", e.name),
+        };
+        let want = if sizes[0] > 8192 {
+            large_reps
+        } else {
+            small_reps
+        };
+        assert_eq!(reps, want, "{}", e.name);
+        swept.entry(label).or_default().extend(sizes);
+    }
+    let powers = |from: u32, to: u32| (from..=to).map(|k| 1u64 << k).collect::<Vec<_>>();
+    for (label, mut sizes) in swept {
+        sizes.sort();
+        let want = match label.as_str() {
+            "latency" | "bw" => powers(0, 22),
+            "reduce" | "reduce_scatter" => powers(3, 20),
+            _ => powers(0, 20),
+        };
+        assert_eq!(sizes, want, "{label}");
+    }
 }
 
 /// quick.toml with small sizes and 2 launches, so the test takes seconds.

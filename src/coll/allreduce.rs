@@ -120,37 +120,70 @@ pub(crate) fn ring(b: &mut Builder, rank: Rank, np: usize, size: usize) {
         let to = ((start + count) * WORD_BYTES).min(size);
         Slice::new(Buf::Data, from, to - from)
     };
+    let last = ring_reduce_scatter(b, rank, np, &block, rank);
+    ring_allgather(b, rank, np, &block, rank + 1, np as u32, Some(last));
+}
+
+/// The ring reduce-scatter of `allreduce_intra_ring` (and of
+/// `reduce_scatter_intra_ring`): with `block(k)` the `k`-th of `np` blocks (any
+/// index, taken modulo `np`), rank `rank` first sends block `first`, then in each of
+/// `np - 2` steps adds the block that arrived from the left into its own copy of
+/// it and sends that right; its last reduction completes block `first + 1`, whose
+/// step it returns. Two scratch buffers let the next receive be posted before the
+/// reduction. Needs `np >= 2`.
+pub(crate) fn ring_reduce_scatter(
+    b: &mut Builder,
+    rank: Rank,
+    np: usize,
+    block: &dyn Fn(usize) -> Slice,
+    first: usize,
+) -> StepId {
+    let block = |k: usize| block(k % np);
     let scratch = |i: usize, len: usize| {
         let buf = if i == 0 { Buf::Tmp0 } else { Buf::Tmp1 };
         Slice::new(buf, 0, len)
     };
     let (right, left) = ((rank + 1) % np, (rank + np - 1) % np);
-
-    // Reduce-scatter.
     let mut inbi = 0;
-    let first = block((rank + np - 1) % np);
-    let mut recv = b.recv(left, scratch(0, first.len), 0, []);
-    let mut send = b.send(right, block(rank), 0, []);
+    let incoming = block(first + np - 1);
+    let mut recv = b.recv(left, scratch(0, incoming.len), 0, []);
+    let mut send = b.send(right, block(first), 0, []);
     for k in 2..np {
-        let prev = block((rank + np - k + 1) % np);
+        let prev = block(first + np - k + 1);
         inbi ^= 1;
-        let incoming = block((rank + np - k) % np);
+        let incoming = block(first + np - k);
         let step = (k - 1) as u32;
         let next = b.recv(left, scratch(inbi, incoming.len), step, [send]);
         let sum = b.reduce(scratch(inbi ^ 1, prev.len), prev, step, [recv, send]);
         send = b.send(right, prev, step, [sum]);
         recv = next;
     }
-    let mine = block((rank + 1) % np);
-    let sum = b.reduce(scratch(inbi, mine.len), mine, (np - 1) as u32, [recv, send]);
+    let mine = block(first + 1);
+    b.reduce(scratch(inbi, mine.len), mine, (np - 1) as u32, [recv, send])
+}
 
-    // Allgather.
-    let mut prev = [sum, sum];
+/// The ring allgather (`allgather_intra_ring`, and the second half of
+/// `allreduce_intra_ring`): in step `k = 0..np-1` rank `rank` sends block
+/// `first - k` right and receives block `first - k - 1` from the left (receive
+/// posted, blocking send, wait), each step after the one before (`prev` for the
+/// first; rounds numbered from `round0`).
+pub(crate) fn ring_allgather(
+    b: &mut Builder,
+    rank: Rank,
+    np: usize,
+    block: &dyn Fn(usize) -> Slice,
+    first: usize,
+    round0: u32,
+    after: Option<StepId>,
+) {
+    let block = |k: usize| block(k % np);
+    let mut prev: Vec<StepId> = after.into_iter().collect();
+    let (right, left) = ((rank + 1) % np, (rank + np - 1) % np);
     for k in 0..np - 1 {
-        let step = (np + k) as u32;
-        let r = b.recv(left, block((rank + np - k) % np), step, prev);
-        let s = b.send(right, block((rank + 1 + np - k) % np), step, prev);
-        prev = [r, s];
+        let step = round0 + k as u32;
+        let r = b.recv(left, block(first + 2 * np - k - 1), step, prev.clone());
+        let s = b.send(right, block(first + np - k), step, prev);
+        prev = vec![r, s];
     }
 }
 

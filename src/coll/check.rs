@@ -13,6 +13,14 @@
 //!   ([`crate::coll::allreduce::reduce_into`]).
 //! - all-to-all: block `j` of rank `i`'s `Data` is `pattern(i, j * size + o)`;
 //!   afterwards block `i` of rank `j`'s `Out` is that, and `Data` is unchanged.
+//! - reduce: as the allreduce; afterwards the root holds the sum (the others' `Data`
+//!   is scratch).
+//! - allgather: as the gather; afterwards every rank's `Data` has every block.
+//! - scatter: block `b` of the root's `Data` is `pattern(b, j)`; afterwards block
+//!   `r` of rank `r`'s is, and the root's are unchanged.
+//! - reduce-scatter: block `k` of rank `r`'s `Data` is the vector
+//!   [`block_vector`]`(r, k)`; afterwards block `r` of rank `r`'s `Data` is the sum
+//!   over ranks of block `r`, each block summed as a vector of its own.
 //! - barrier: no data (its tests check that no rank leaves early).
 
 use super::allreduce::{reduce_into, WORD_BYTES};
@@ -50,21 +58,32 @@ pub struct DataError {
 
 /// The allreduce vector of `rank` (`size` bytes).
 fn vector(rank: Rank, size: usize) -> Vec<u8> {
+    block_vector(rank, 0, size)
+}
+
+/// Block `block` of rank `rank`'s reduce-scatter input (`size` bytes; block 0 is
+/// the allreduce vector).
+pub fn block_vector(rank: Rank, block: usize, size: usize) -> Vec<u8> {
     let mut v = Vec::with_capacity(size.next_multiple_of(WORD_BYTES));
     for i in 0..size.div_ceil(WORD_BYTES) {
-        v.extend_from_slice(&contribution(rank, i).to_le_bytes());
+        v.extend_from_slice(&contribution(rank, (block << 32) | i).to_le_bytes());
     }
     v.truncate(size);
     v
 }
 
-/// The allreduce result for `np` ranks.
-pub fn allreduce_result(np: usize, size: usize) -> Vec<u8> {
-    let mut sum = vector(0, size);
+/// The sum over `np` ranks of block `block` of the reduce-scatter input.
+fn block_sum(np: usize, block: usize, size: usize) -> Vec<u8> {
+    let mut sum = block_vector(0, block, size);
     for r in 1..np {
-        reduce_into(&mut sum, &vector(r, size));
+        reduce_into(&mut sum, &block_vector(r, block, size));
     }
     sum
+}
+
+/// The allreduce result for `np` ranks.
+pub fn allreduce_result(np: usize, size: usize) -> Vec<u8> {
+    block_sum(np, 0, size)
 }
 
 /// Writes rank `rank`'s input (and the complement of what it must receive) for
@@ -84,15 +103,28 @@ pub fn fill(
                 *b = if rank == spec.root { p } else { !p };
             }
         }),
-        Collective::Gather => with(t, bufs, Buf::Data, |d| {
-            for (i, b) in d.iter_mut().enumerate().take(np * size) {
-                let (block, j) = (i / size, i % size);
-                let p = pattern(block, j);
-                *b = if block == rank { p } else { !p };
-            }
-        }),
-        Collective::Allreduce => with(t, bufs, Buf::Data, |d| {
+        Collective::Gather | Collective::Allgather | Collective::Scatter => {
+            let scatter = spec.algorithm.collective() == Collective::Scatter;
+            with(t, bufs, Buf::Data, |d| {
+                for (i, b) in d.iter_mut().enumerate().take(np * size) {
+                    let (block, j) = (i / size, i % size);
+                    let p = pattern(block, j);
+                    let holds = if scatter {
+                        rank == spec.root
+                    } else {
+                        block == rank
+                    };
+                    *b = if holds { p } else { !p };
+                }
+            })
+        }
+        Collective::Allreduce | Collective::Reduce => with(t, bufs, Buf::Data, |d| {
             d[..size].copy_from_slice(&vector(rank, size));
+        }),
+        Collective::ReduceScatter => with(t, bufs, Buf::Data, |d| {
+            for (k, block) in d[..np * size].chunks_exact_mut(size.max(1)).enumerate() {
+                block.copy_from_slice(&block_vector(rank, k, size));
+            }
         }),
         Collective::Alltoall => {
             with(t, bufs, Buf::Data, |d| {
@@ -141,13 +173,29 @@ pub fn verify(
         Collective::Bcast => {
             first_wrong(Buf::Data, &data[..size], &|o| Some(pattern(spec.root, o)))?
         }
-        Collective::Gather => first_wrong(Buf::Data, &data[..np * size], &|i| {
-            let block = i / size;
-            (rank == spec.root || block == rank).then(|| pattern(block, i % size))
+        Collective::Gather | Collective::Scatter => {
+            first_wrong(Buf::Data, &data[..np * size], &|i| {
+                let block = i / size;
+                (rank == spec.root || block == rank).then(|| pattern(block, i % size))
+            })?
+        }
+        Collective::Allgather => first_wrong(Buf::Data, &data[..np * size], &|i| {
+            Some(pattern(i / size, i % size))
         })?,
         Collective::Allreduce => {
             let sum = allreduce_result(np, size);
             first_wrong(Buf::Data, &data[..size], &|o| Some(sum[o]))?
+        }
+        Collective::Reduce if rank == spec.root => {
+            let sum = allreduce_result(np, size);
+            first_wrong(Buf::Data, &data[..size], &|o| Some(sum[o]))?
+        }
+        Collective::Reduce => {}
+        Collective::ReduceScatter => {
+            let sum = block_sum(np, rank, size);
+            first_wrong(Buf::Data, &data[..np * size], &|i| {
+                (i / size == rank).then(|| sum[i % size])
+            })?
         }
         Collective::Alltoall => {
             first_wrong(Buf::Data, &data[..np * size], &|i| Some(pattern(rank, i)))?;

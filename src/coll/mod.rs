@@ -26,14 +26,18 @@
 //! calls in the original become a chain of dependencies.
 //!
 //! Algorithms: broadcast [`bcast`] (linear, binomial, chain, binary, split-binary,
-//! k-chain), gather [`gather`] (linear, binomial), allreduce [`allreduce`] (recursive
-//! doubling, ring), barrier and all-to-all [`exchange`] (dissemination, pairwise).
+//! k-chain), gather [`gather`] (linear, binomial), scatter [`scatter`] (linear,
+//! binomial), allgather [`allgather`] (ring, recursive doubling, Bruck), allreduce
+//! [`allreduce`] (recursive doubling, ring), reduce and reduce-scatter [`reduce`]
+//! (binomial, in-order binary; ring, recursive halving), barrier and all-to-all
+//! [`exchange`] (dissemination, pairwise).
 //! [`check`] fills buffers with known data and verifies the result; the tests prove
 //! properties of schedules (matching, hazards, progress) without a transport
 //! (`tests_analysis.rs`).
 //! [`op`] wraps a schedule, or a transport's own collective ([`native`]: MPI's), as
 //! one [`CollOp`] the late-arrival and nonblocking patterns time alike.
 
+pub mod allgather;
 pub mod allreduce;
 pub mod bcast;
 pub mod check;
@@ -42,6 +46,8 @@ pub mod exec;
 pub mod gather;
 pub mod native;
 pub mod op;
+pub mod reduce;
+pub mod scatter;
 pub mod schedule;
 pub mod topo;
 
@@ -74,19 +80,32 @@ pub enum Collective {
     Barrier,
     /// Block `j` of rank `i` to block `i` of rank `j`.
     Alltoall,
+    /// The element-wise sum of every rank's vector, on one root.
+    Reduce,
+    /// Every rank's block to every rank.
+    Allgather,
+    /// Block `r` of the element-wise sum of every rank's blocks, on rank `r`.
+    ReduceScatter,
+    /// Block `r` of one root's blocks to rank `r`.
+    Scatter,
 }
 
 impl Collective {
     /// Every collective.
-    pub const ALL: [Collective; 5] = [
+    pub const ALL: [Collective; 9] = [
         Collective::Bcast,
         Collective::Gather,
         Collective::Allreduce,
         Collective::Barrier,
         Collective::Alltoall,
+        Collective::Reduce,
+        Collective::Allgather,
+        Collective::ReduceScatter,
+        Collective::Scatter,
     ];
 
-    /// Lowercase name, as on the command line: `bcast`, `gather`, ...
+    /// Lowercase name, as on the command line and in Open MPI's
+    /// `coll_tuned_<name>_algorithm`: `bcast`, `gather`, `reduce_scatter`, ...
     pub fn name(self) -> &'static str {
         match self {
             Collective::Bcast => "bcast",
@@ -94,12 +113,23 @@ impl Collective {
             Collective::Allreduce => "allreduce",
             Collective::Barrier => "barrier",
             Collective::Alltoall => "alltoall",
+            Collective::Reduce => "reduce",
+            Collective::Allgather => "allgather",
+            Collective::ReduceScatter => "reduce_scatter",
+            Collective::Scatter => "scatter",
         }
     }
 
     /// Whether the operation has a root.
     pub fn is_rooted(self) -> bool {
-        matches!(self, Collective::Bcast | Collective::Gather)
+        use Collective::*;
+        matches!(self, Bcast | Gather | Reduce | Scatter)
+    }
+
+    /// Whether it sums vectors (MPI's own sums 8-byte words).
+    pub fn is_reduction(self) -> bool {
+        use Collective::*;
+        matches!(self, Allreduce | Reduce | ReduceScatter)
     }
 
     /// The algorithms implemented for it (k-chain with Open MPI's default of 4
@@ -121,6 +151,12 @@ impl Collective {
             Collective::Allreduce => vec![AllreduceRecursiveDoubling, AllreduceRing],
             Collective::Barrier => vec![BarrierDissemination],
             Collective::Alltoall => vec![AlltoallPairwise],
+            Collective::Reduce => vec![ReduceBinomial, ReduceInOrderBinary],
+            Collective::Allgather => {
+                vec![AllgatherRing, AllgatherRecursiveDoubling, AllgatherBruck]
+            }
+            Collective::ReduceScatter => vec![ReduceScatterRing, ReduceScatterRecursiveHalving],
+            Collective::Scatter => vec![ScatterLinear, ScatterBinomial],
         }
     }
 }
@@ -179,6 +215,24 @@ pub enum Algorithm {
     BarrierDissemination,
     /// All-to-all: pairwise exchange.
     AlltoallPairwise,
+    /// Reduce: up the in-order binomial tree ([`reduce`]).
+    ReduceBinomial,
+    /// Reduce: up the in-order binary tree rooted at the last rank.
+    ReduceInOrderBinary,
+    /// Allgather: ring ([`allgather`]).
+    AllgatherRing,
+    /// Allgather: recursive doubling (Bruck's when `np` is no power of two).
+    AllgatherRecursiveDoubling,
+    /// Allgather: Bruck's concatenation.
+    AllgatherBruck,
+    /// Reduce-scatter: ring ([`reduce`]).
+    ReduceScatterRing,
+    /// Reduce-scatter: recursive halving with the non-power-of-two fold.
+    ReduceScatterRecursiveHalving,
+    /// Scatter: the root sends to every rank in turn ([`scatter`]).
+    ScatterLinear,
+    /// Scatter: down the in-order binomial tree.
+    ScatterBinomial,
 }
 
 impl Algorithm {
@@ -196,6 +250,10 @@ impl Algorithm {
             AllreduceRecursiveDoubling | AllreduceRing => Collective::Allreduce,
             BarrierDissemination => Collective::Barrier,
             AlltoallPairwise => Collective::Alltoall,
+            ReduceBinomial | ReduceInOrderBinary => Collective::Reduce,
+            AllgatherRing | AllgatherRecursiveDoubling | AllgatherBruck => Collective::Allgather,
+            ReduceScatterRing | ReduceScatterRecursiveHalving => Collective::ReduceScatter,
+            ScatterLinear | ScatterBinomial => Collective::Scatter,
         }
     }
 
@@ -210,18 +268,22 @@ impl Algorithm {
 
     /// Name without parameters, as on the command line: `linear`, `binomial`,
     /// `chain`, `binary`, `split-binary`, `kchain`, `recursive-doubling`, `ring`,
-    /// `dissemination`, `pairwise`.
+    /// `dissemination`, `pairwise`, `in-order-binary`, `bruck`,
+    /// `recursive-halving`.
     pub fn base_name(self) -> &'static str {
         use Algorithm::*;
         match self {
-            BcastLinear | GatherLinear => "linear",
-            BcastBinomial | GatherBinomial => "binomial",
+            BcastLinear | GatherLinear | ScatterLinear => "linear",
+            BcastBinomial | GatherBinomial | ReduceBinomial | ScatterBinomial => "binomial",
             BcastChain => "chain",
             BcastBinary => "binary",
             BcastSplitBinary => "split-binary",
             BcastKChain { .. } => "kchain",
-            AllreduceRecursiveDoubling => "recursive-doubling",
-            AllreduceRing => "ring",
+            AllreduceRecursiveDoubling | AllgatherRecursiveDoubling => "recursive-doubling",
+            AllreduceRing | AllgatherRing | ReduceScatterRing => "ring",
+            ReduceInOrderBinary => "in-order-binary",
+            AllgatherBruck => "bruck",
+            ReduceScatterRecursiveHalving => "recursive-halving",
             BarrierDissemination => "dissemination",
             AlltoallPairwise => "pairwise",
         }
@@ -284,13 +346,14 @@ pub struct CollSpec {
     pub algorithm: Algorithm,
     /// Ranks in the job.
     pub np: usize,
-    /// Bytes per rank: the broadcast message, each rank's gather block, the allreduce
-    /// vector, each all-to-all block (ignored by the barrier).
+    /// Bytes per rank: the broadcast message, each rank's gather, scatter and
+    /// allgather block, the (all)reduce vector, each all-to-all block, each block of
+    /// the reduce-scatter's result (ignored by the barrier).
     pub size_bytes: usize,
     /// Segment size of the pipelined broadcasts; 0 (or at least `size_bytes`) is one
     /// segment (ignored by the others).
     pub segment_bytes: usize,
-    /// The root of a broadcast or gather (ignored by the others).
+    /// The root of a broadcast, gather, scatter or reduce (ignored by the others).
     pub root: Rank,
 }
 
@@ -355,6 +418,17 @@ impl CollSpec {
             AllreduceRing => allreduce::ring(&mut b, rank, np, size),
             BarrierDissemination => exchange::dissemination(&mut b, rank, np),
             AlltoallPairwise => exchange::pairwise(&mut b, rank, np, size),
+            ReduceBinomial => reduce::binomial(&mut b, rank, np, root, size),
+            ReduceInOrderBinary => reduce::in_order_binary(&mut b, rank, np, root, size),
+            AllgatherRing => allgather::ring(&mut b, rank, np, size),
+            AllgatherRecursiveDoubling => allgather::recursive_doubling(&mut b, rank, np, size),
+            AllgatherBruck => allgather::bruck(&mut b, rank, np, size),
+            ReduceScatterRing => reduce::scatter_ring(&mut b, rank, np, size),
+            ReduceScatterRecursiveHalving => {
+                reduce::scatter_recursive_halving(&mut b, rank, np, size)
+            }
+            ScatterLinear => scatter::linear(&mut b, rank, np, root, size),
+            ScatterBinomial => scatter::binomial(&mut b, rank, np, root, size),
         }
         Ok(b.finish())
     }
@@ -402,7 +476,10 @@ pub enum CollError {
         segments: usize,
     },
     /// No such collective.
-    #[error("unknown collective `{name}` (known: bcast, gather, allreduce, barrier, alltoall)")]
+    #[error(
+        "unknown collective `{name}` (known: bcast, gather, allreduce, barrier, alltoall, \
+         reduce, allgather, reduce_scatter, scatter)"
+    )]
     UnknownCollective {
         /// What was given.
         name: String,

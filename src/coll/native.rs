@@ -6,12 +6,14 @@
 //! (with rotating roots, [`Implementation::Native`]), `late` and `nbc` time it as
 //! a [`CollOp`] ([`NativeOp`]).
 //!
-//! The layout ([`NativeOp`]): the broadcast message in `Data`; a gather's blocks
-//! in `Data` (on the root), with this rank's block sent from `Tmp0`; an allreduce's
-//! vector of little-endian `u64` words summed from `Tmp0` into `Data`; an
-//! all-to-all from `Data` into `Out`. MPI forbids a send buffer that is also the
-//! receive buffer, hence the copies of the operand that [`NativeOp`]'s
-//! [`CollOp::fill`] makes.
+//! The layout ([`NativeOp`]): the broadcast message in `Data`; a gather's and an
+//! allgather's blocks in `Data` (on the root), with this rank's block sent from
+//! `Tmp0`; a scatter's blocks sent from `Tmp0` on the root into this rank's block
+//! of `Data`; an (all)reduce's vector of little-endian `u64` words summed from
+//! `Tmp0` into `Data`; a reduce-scatter's blocks summed from `Tmp0` into this
+//! rank's block of `Data`; an all-to-all from `Data` into `Out`. MPI forbids a send
+//! buffer that is also the receive buffer, hence the copies of the operand that
+//! [`NativeOp`]'s [`CollOp::fill`] makes.
 //!
 //! [`Implementation::Native`]: crate::patterns::coll::Implementation::Native
 
@@ -71,10 +73,10 @@ impl<'t> NativeOp<'t> {
         spec.validate()?;
         let collective = spec.algorithm.collective();
         let (np, size) = (spec.np, spec.size_bytes);
-        if collective == Collective::Allreduce && size % 8 != 0 {
+        if collective.is_reduction() && size % 8 != 0 {
             return Err(CollError::Unsupported {
                 what: format!(
-                    "a native allreduce sums 8-byte words: {size} bytes is not a multiple of 8"
+                    "a native {collective} sums 8-byte words: {size} bytes is not a multiple of 8"
                 ),
             });
         }
@@ -85,11 +87,15 @@ impl<'t> NativeOp<'t> {
         let mut need = |buf: Buf, len: usize| lens[buf.index()] = len;
         match collective {
             Collective::Bcast => need(Buf::Data, size),
-            Collective::Gather => {
+            Collective::Gather | Collective::Allgather => {
                 need(Buf::Data, whole);
                 need(Buf::Tmp0, size);
             }
-            Collective::Allreduce => {
+            Collective::Scatter | Collective::ReduceScatter => {
+                need(Buf::Data, whole);
+                need(Buf::Tmp0, whole);
+            }
+            Collective::Allreduce | Collective::Reduce => {
                 need(Buf::Data, size);
                 need(Buf::Tmp0, size);
             }
@@ -128,6 +134,10 @@ impl<'t> NativeOp<'t> {
                 .prefix(len)
         };
         let (np, size, root) = (self.spec.np, self.spec.size_bytes, self.spec.root);
+        let own = || {
+            let data = self.buffers.id(Buf::Data).expect("allocated");
+            data.region(self.t.rank() * size, size.max(1))
+        };
         match self.spec.algorithm.collective() {
             Collective::Barrier => NativeCollective::Barrier,
             Collective::Bcast => NativeCollective::Bcast {
@@ -146,6 +156,24 @@ impl<'t> NativeOp<'t> {
             Collective::Alltoall => NativeCollective::Alltoall {
                 send: region(Buf::Data, np * size),
                 recv: region(Buf::Out, np * size),
+            },
+            Collective::Reduce => NativeCollective::Reduce {
+                root,
+                send: region(Buf::Tmp0, size),
+                recv: region(Buf::Data, size),
+            },
+            Collective::Allgather => NativeCollective::Allgather {
+                send: region(Buf::Tmp0, size),
+                recv: region(Buf::Data, np * size),
+            },
+            Collective::ReduceScatter => NativeCollective::ReduceScatter {
+                send: region(Buf::Tmp0, np * size),
+                recv: own(),
+            },
+            Collective::Scatter => NativeCollective::Scatter {
+                root,
+                send: region(Buf::Tmp0, np * size),
+                recv: own(),
             },
         }
     }
@@ -225,18 +253,19 @@ impl CollOp for NativeOp<'_> {
     fn fill(&mut self) -> Result<(), CollError> {
         let rank = self.t.rank();
         check::fill(&self.spec, rank, self.t, &self.buffers)?;
-        let from = match self.spec.algorithm.collective() {
-            Collective::Gather => rank * self.spec.size_bytes,
-            Collective::Allreduce => 0,
+        let size = self.spec.size_bytes;
+        let (from, len) = match self.spec.algorithm.collective() {
+            Collective::Gather | Collective::Allgather => (rank * size, size),
+            Collective::Allreduce | Collective::Reduce => (0, size),
+            Collective::Scatter | Collective::ReduceScatter => (0, self.spec.np * size),
             _ => return Ok(()),
         };
         let (data, tmp) = (self.buffers.id(Buf::Data), self.buffers.id(Buf::Tmp0));
         let (Some(data), Some(tmp)) = (data, tmp) else {
             return Ok(());
         };
-        let size = self.spec.size_bytes;
-        let operand = self.t.buffer(data)?[from..from + size].to_vec();
-        self.t.buffer_mut(tmp)?[..size].copy_from_slice(&operand);
+        let operand = self.t.buffer(data)?[from..from + len].to_vec();
+        self.t.buffer_mut(tmp)?[..len].copy_from_slice(&operand);
         Ok(())
     }
     fn verify(&mut self) -> Result<(), CollError> {

@@ -110,6 +110,50 @@ pub fn in_order_binomial(rank: Rank, root: Rank, np: usize) -> Tree {
     Tree { parent, children }
 }
 
+/// The in-order binary tree of `ompi_coll_base_topo_build_in_order_bintree`
+/// (the in-order binary reduce): rooted at rank `np - 1` whatever the operation's
+/// root; a subtree of `n` ranks ending at rank `e` has `e` as its root, its right
+/// subtree the first `n / 2` ranks and its left subtree the rest, left child served
+/// first. Built by Open MPI's descent, O(log np).
+pub fn in_order_binary(rank: Rank, np: usize) -> Tree {
+    assert!(rank < np);
+    let (mut size, mut me, mut delta) = (np, rank, 0usize);
+    let mut parent_rank = size - 1;
+    let mut parent = None;
+    loop {
+        let right = size >> 1;
+        let lchild = (size > 1).then(|| parent_rank - 1);
+        let rchild = lchild.filter(|&l| l > 0).map(|_| right - 1);
+        if me == parent_rank {
+            let children = [lchild, rchild].into_iter().flatten();
+            let children = children.map(|c| c + delta).collect();
+            return Tree { parent, children };
+        }
+        if rchild.is_none_or(|r| me > r) {
+            if Some(me) == lchild {
+                parent = Some(parent_rank + delta);
+                if rchild.is_none() {
+                    // Two ranks: Open MPI's descent leaves the left child a leaf.
+                    return Tree {
+                        parent,
+                        children: Vec::new(),
+                    };
+                }
+            }
+            size -= right + 1;
+            delta += right;
+            me -= right;
+            parent_rank = size - 1;
+        } else {
+            if Some(me) == rchild {
+                parent = Some(parent_rank + delta);
+            }
+            size = right;
+            parent_rank = right - 1;
+        }
+    }
+}
+
 /// The chains of `ompi_coll_base_topo_build_chain` (chain broadcast with `fanout =
 /// 1`, Nuriyev Fig. 4.1b; k-chain with `fanout = K`, Fig. 4.1d): the root heads
 /// `fanout` chains of consecutive shifted ranks; the first `(np - 1) % fanout` chains
@@ -209,6 +253,7 @@ mod tests {
                 consistent(np, root, |r| kary(3, r, root, np));
                 consistent(np, root, |r| binomial(r, root, np));
                 consistent(np, root, |r| in_order_binomial(r, root, np));
+                consistent(np, np - 1, |r| in_order_binary(r, np));
                 for k in 1..=5 {
                     consistent(np, root, |r| chain(k, r, root, np));
                 }
@@ -258,6 +303,17 @@ mod tests {
         // Rooted elsewhere: shifted by the root.
         assert_eq!(children(binomial(5, 5, 8)), vec![6, 7, 1]);
         assert_eq!(in_order_binomial(4, 5, 8).parent, Some(3));
+    }
+
+    #[test]
+    fn in_order_binary_tree_matches_open_mpi_layout() {
+        // np 3: 2 over [1 (left), 0 (right)]; np 7: 6 over 5 and 2, in order.
+        assert_eq!(children(in_order_binary(2, 3)), vec![1, 0]);
+        assert_eq!(children(in_order_binary(6, 7)), vec![5, 2]);
+        assert_eq!(children(in_order_binary(5, 7)), vec![4, 3]);
+        assert_eq!(children(in_order_binary(2, 7)), vec![1, 0]);
+        assert_eq!(in_order_binary(3, 7).parent, Some(5));
+        assert_eq!(children(in_order_binary(1, 2)), vec![0]);
     }
 
     #[test]

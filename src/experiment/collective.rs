@@ -235,11 +235,15 @@ pub fn coll_op<'a>(
 }
 
 /// The largest message one call of `op` of `size` bytes per rank sends over the
-/// transport, for its size limit: a gather's inner nodes forward up to the whole
-/// array; a segmented broadcast at most a segment.
+/// transport, for its size limit: a gather's and a scatter's inner nodes forward up
+/// to the whole array, and so do the allgather and the reduce-scatter; a segmented
+/// broadcast at most a segment.
 pub fn largest_message(op: Collective, size: usize, np: usize, segment: usize) -> usize {
     match op {
-        Collective::Gather => size.saturating_mul(np),
+        Collective::Gather
+        | Collective::Scatter
+        | Collective::Allgather
+        | Collective::ReduceScatter => size.saturating_mul(np),
         Collective::Barrier => 1,
         Collective::Bcast if segment > 0 => size.min(segment),
         _ => size,

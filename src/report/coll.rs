@@ -51,7 +51,8 @@ pub struct CollRecord {
     pub transport: TransportName,
     /// How it waited.
     pub wait: WaitMode,
-    /// The operation: bcast, gather, allreduce, barrier, alltoall.
+    /// The operation: bcast, gather, allreduce, barrier, alltoall, reduce,
+    /// allgather, reduce_scatter, scatter.
     pub op: String,
     /// The algorithm: one of ngauge's schedules (`binomial`, `kchain:4`), or `mpi`
     /// for the MPI library's own collective.

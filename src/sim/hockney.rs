@@ -66,6 +66,13 @@ fn floor_log2(x: usize) -> f64 {
 /// | allreduce ring | `2 (P-1)(a + b ceil(m/P))` (3.7, no reduction cost) |
 /// | barrier dissemination | `ceil(log2 P) a` (3.6, Bruck) |
 /// | alltoall pairwise | `(P-1)(a + b m)` (3.5) |
+/// | reduce binomial | `ceil(log2 P)(a + b m)` (3.4, no reduction cost) |
+/// | reduce in-order binary | ours: `2 (ceil(log2(P+1)) - 1)(a + b m)`, two children per level served one after the other |
+/// | scatter linear, binomial | as the gather's |
+/// | allgather ring | `(P-1)(a + b m)` |
+/// | allgather recursive doubling, Bruck | `ceil(log2 P) a + (P-1) b m` |
+/// | reduce-scatter ring | `(P-1)(a + b m)` (no reduction cost) |
+/// | reduce-scatter recursive halving | `log2 P a + (P-1) b m`; ours when `P` is not a power of two: `(floor(log2 P) + 2) a + 2P b m` |
 ///
 /// `a`, `b` are [`Hockney::of`] the size of the pieces each formula moves.
 pub fn predict_us(spec: &CollSpec, net: &Network) -> f64 {
@@ -148,8 +155,22 @@ fn predict_with(spec: &CollSpec, params: &dyn Fn(u64) -> Hockney) -> f64 {
             2.0 * (floor_log2(p) + n_s / 2.0 - 1.0) * t_seg + half.p2p_us(mf / 2.0)
         }
         Algorithm::BcastBinomial => ceil_log2(p) * n_s * t_seg,
-        Algorithm::GatherLinear => (pf - 1.0) * whole.p2p_us(mf),
-        Algorithm::GatherBinomial => pf.log2() * whole.alpha_us + pf * whole.beta_us_per_byte * mf,
+        Algorithm::GatherLinear | Algorithm::ScatterLinear => (pf - 1.0) * whole.p2p_us(mf),
+        Algorithm::GatherBinomial | Algorithm::ScatterBinomial => {
+            pf.log2() * whole.alpha_us + pf * whole.beta_us_per_byte * mf
+        }
+        Algorithm::ReduceBinomial => ceil_log2(p) * whole.p2p_us(mf),
+        Algorithm::ReduceInOrderBinary => 2.0 * (ceil_log2(p + 1) - 1.0) * whole.p2p_us(mf),
+        Algorithm::AllgatherRing | Algorithm::ReduceScatterRing => (pf - 1.0) * whole.p2p_us(mf),
+        Algorithm::AllgatherRecursiveDoubling | Algorithm::AllgatherBruck => {
+            ceil_log2(p) * whole.alpha_us + (pf - 1.0) * whole.beta_us_per_byte * mf
+        }
+        Algorithm::ReduceScatterRecursiveHalving if p.is_power_of_two() => {
+            pf.log2() * whole.alpha_us + (pf - 1.0) * whole.beta_us_per_byte * mf
+        }
+        Algorithm::ReduceScatterRecursiveHalving => {
+            (floor_log2(p) + 2.0) * whole.alpha_us + 2.0 * pf * whole.beta_us_per_byte * mf
+        }
         Algorithm::AllreduceRecursiveDoubling => {
             let rounds = if p.is_power_of_two() {
                 pf.log2()

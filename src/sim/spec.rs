@@ -360,7 +360,11 @@ fn check_range(c: &CollSpec, net: &Network) -> Result<(), SpecError> {
     };
     let np = c.np as f64;
     let per_segment = match c.algorithm.collective() {
-        Collective::Alltoall => np * np,
+        // Messages of up to `np` blocks count as `np` messages of one.
+        Collective::Alltoall
+        | Collective::Allgather
+        | Collective::ReduceScatter
+        | Collective::Scatter => np * np,
         _ => 4.0 * np,
     };
     let messages = per_segment * segments as f64;
@@ -599,7 +603,8 @@ mod tests {
         let e = |s: SimulateSpec| validate(&s).unwrap_err().to_string();
         assert_eq!(
             e(spec("bcst", &[], 2, &[1])),
-            "unknown collective `bcst` (known: bcast, gather, allreduce, barrier, alltoall)"
+            "unknown collective `bcst` (known: bcast, gather, allreduce, barrier, alltoall, \
+             reduce, allgather, reduce_scatter, scatter)"
         );
         assert!(e(spec("bcast", &["ring"], 2, &[1])).starts_with("unknown bcast algorithm `ring`"));
         assert_eq!(

@@ -621,3 +621,164 @@ fn speed() {
         }
     }
 }
+
+/// `o_s + L + (m-1)G + o_r`: one message of `m` bytes, end to end.
+fn hop(p: &LogGp, m: u64) -> u64 {
+    p.os_ps + p.l_ps + p.transfer_ps(m) + p.or_ps
+}
+
+#[test]
+fn linear_scatter_is_the_linear_broadcast_of_one_block_each() {
+    for p in parameter_sets() {
+        for np in [2, 3, 5, 8] {
+            for m in [1u64, 1000] {
+                let d = p.os_ps.max(p.busy_ps(m));
+                let mut want = vec![(np as u64 - 1) * p.os_ps];
+                for j in 0..np as u64 - 1 {
+                    want.push(p.os_ps + j * d + p.transfer_ps(m) + p.l_ps + p.or_ps);
+                }
+                let s = spec(Algorithm::ScatterLinear, np, m as usize, 0);
+                for gap in [true, false] {
+                    let got = finish(&s, &Network::uniform(p), gap);
+                    assert_eq!(got, want, "{p:?} np {np} m {m}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn ring_allgather_and_reduce_scatter_take_p_minus_1_hops() {
+    for p in parameter_sets() {
+        for np in [2usize, 3, 5, 8] {
+            for m in [1u64, 800] {
+                let want = vec![(np as u64 - 1) * hop(&p, m); np];
+                for algorithm in [Algorithm::AllgatherRing, Algorithm::ReduceScatterRing] {
+                    let s = spec(algorithm, np, m as usize, 0);
+                    for gap in [true, false] {
+                        let got = finish(&s, &Network::uniform(p), gap);
+                        assert_eq!(got, want, "{algorithm} {p:?} np {np} m {m}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn doubling_and_halving_take_one_hop_per_round_of_growing_messages() {
+    for p in parameter_sets() {
+        for np in [2usize, 3, 4, 6, 8, 16] {
+            let m = 100u64;
+            // Bruck: round i moves min(2^i, P - 2^i) blocks.
+            let mut bruck = 0;
+            let mut d = 1;
+            while d < np {
+                bruck += hop(&p, d.min(np - d) as u64 * m);
+                d <<= 1;
+            }
+            let net = Network::uniform(p);
+            let got = finish(
+                &spec(Algorithm::AllgatherBruck, np, m as usize, 0),
+                &net,
+                true,
+            );
+            assert_eq!(got, vec![bruck; np], "bruck {p:?} np {np}");
+            if np.is_power_of_two() {
+                // 2^i blocks in round i, up for the allgather and down for the
+                // reduce-scatter: the same sum.
+                for algorithm in [
+                    Algorithm::AllgatherRecursiveDoubling,
+                    Algorithm::ReduceScatterRecursiveHalving,
+                ] {
+                    let got = finish(&spec(algorithm, np, m as usize, 0), &net, true);
+                    assert_eq!(got, vec![bruck; np], "{algorithm} {p:?} np {np}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn binomial_reduce_finishes_each_subtree_one_hop_per_child() {
+    // P = 2^n, root 0: shifted rank v has as many children as trailing zeros,
+    // child j done j hops in; v sends after its last child's hop (+ o_s).
+    for p in parameter_sets() {
+        for n in [1u32, 2, 3, 4] {
+            let np = 1usize << n;
+            let m = 64u64;
+            let h = hop(&p, m);
+            let want: Vec<u64> = (0..np)
+                .map(|v| match v {
+                    0 => u64::from(n) * h,
+                    v => u64::from(v.trailing_zeros()) * h + p.os_ps,
+                })
+                .collect();
+            let s = spec(Algorithm::ReduceBinomial, np, m as usize, 0);
+            for gap in [true, false] {
+                assert_eq!(finish(&s, &Network::uniform(p), gap), want, "{p:?} np {np}");
+            }
+        }
+    }
+}
+
+#[test]
+fn in_order_binary_reduce_serves_both_children_then_hands_the_root_the_sum() {
+    for p in parameter_sets() {
+        let m = 64u64;
+        let h = hop(&p, m);
+        let net = Network::uniform(p);
+        // Ranks 0 and 1 are the leaves of rank 2; both messages arrive together.
+        let io_root = spec(Algorithm::ReduceInOrderBinary, 3, m as usize, 0);
+        let got = finish(&CollSpec { root: 2, ..io_root }, &net, false);
+        assert_eq!(got, vec![p.os_ps, p.os_ps, h + p.or_ps], "{p:?}");
+        // Root 0: rank 2 sends it the sum, one more hop.
+        let got = finish(&io_root, &net, false);
+        let done = h + p.or_ps;
+        assert_eq!(got, vec![done + h, p.os_ps, done + p.os_ps], "{p:?}");
+    }
+}
+
+/// Completion of every rank of a binomial scatter from root 0: each rank sends
+/// its children their subtrees, largest first, each blocking send starting `o_s`
+/// after the one before and leaving the interface `g + (s-1)G` after the one
+/// before; a rank is done after its last send's `o_s` (a leaf: on receipt).
+fn scatter_by_recursion(p: &LogGp, np: usize, m: u64) -> Vec<u64> {
+    let mut received = vec![0u64; np];
+    let mut done = vec![0u64; np];
+    let mut order = vec![0usize];
+    while let Some(r) = order.pop() {
+        let t = topo::in_order_binomial(r, 0, np);
+        let (mut start, mut free) = (received[r], 0u64);
+        for &c in t.children.iter().rev() {
+            let bytes = (c - r).min(np - c) as u64 * m;
+            let leave = (start + p.os_ps).max(free);
+            received[c] = leave + p.l_ps + p.transfer_ps(bytes) + p.or_ps;
+            free = leave + p.busy_ps(bytes);
+            start += p.os_ps;
+            order.push(c);
+        }
+        done[r] = if t.children.is_empty() {
+            received[r]
+        } else {
+            start
+        };
+    }
+    done
+}
+
+#[test]
+fn binomial_scatter_gives_every_rank_its_analytic_time() {
+    for p in parameter_sets() {
+        for np in [2usize, 3, 4, 5, 8, 13] {
+            for m in [1u64, 500] {
+                let s = spec(Algorithm::ScatterBinomial, np, m as usize, 0);
+                assert_eq!(
+                    finish(&s, &Network::uniform(p), false),
+                    scatter_by_recursion(&p, np, m),
+                    "{p:?} np {np} m {m}"
+                );
+            }
+        }
+    }
+}

@@ -55,7 +55,8 @@ pub const MAX_SEGMENT_BYTES: u64 = 1 << 30;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CollCmdSpec {
-    /// The collective: `bcast`, `gather`, `allreduce`, `barrier`, `alltoall`.
+    /// The collective: `bcast`, `gather`, `allreduce`, `barrier`, `alltoall`,
+    /// `reduce`, `allgather`, `reduce_scatter`, `scatter`.
     #[serde(serialize_with = "op_name", deserialize_with = "by_name")]
     pub op: Collective,
     /// Implementations: ngauge's schedules by name (`binomial`, `kchain:4`),
@@ -163,6 +164,10 @@ pub fn default_algorithm(op: Collective) -> Algorithm {
         Collective::Allreduce => Algorithm::AllreduceRecursiveDoubling,
         Collective::Barrier => Algorithm::BarrierDissemination,
         Collective::Alltoall => Algorithm::AlltoallPairwise,
+        Collective::Reduce => Algorithm::ReduceBinomial,
+        Collective::Allgather => Algorithm::AllgatherRecursiveDoubling,
+        Collective::ReduceScatter => Algorithm::ReduceScatterRecursiveHalving,
+        Collective::Scatter => Algorithm::ScatterBinomial,
     }
 }
 
@@ -214,13 +219,13 @@ fn check_root(root: usize, np: Option<usize>) -> Result<(), SpecError> {
     }
 }
 
-/// Refuses sizes MPI's own allreduce cannot run: it sums 8-byte words
+/// Refuses sizes MPI's own reductions cannot run: they sum 8-byte words
 /// (`MPI_INT64_T`, [`crate::coll::native`]); our schedules take any size.
 fn check_mpi_sizes(op: Collective, sizes: &[u64]) -> Result<(), SpecError> {
     match sizes.iter().find(|s| *s % 8 != 0) {
-        Some(s) if op == Collective::Allreduce => Err(SpecError::new(
+        Some(s) if op.is_reduction() => Err(SpecError::new(
             "sizes",
-            format!("MPI's allreduce sums 8-byte words, and {s} bytes is not a multiple of 8"),
+            format!("MPI's {op} sums 8-byte words, and {s} bytes is not a multiple of 8"),
         )),
         _ => Ok(()),
     }
@@ -354,7 +359,8 @@ const MPI_ONLY: &str = "`mpi` (MPI's own collectives) runs on the MPI transport 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct WindowColl {
-    /// The collective: `bcast`, `gather`, `allreduce`, `barrier`, `alltoall`.
+    /// The collective: `bcast`, `gather`, `allreduce`, `barrier`, `alltoall`,
+    /// `reduce`, `allgather`, `reduce_scatter`, `scatter`.
     #[serde(serialize_with = "op_name", deserialize_with = "by_name")]
     pub op: Collective,
     /// Its implementation: one of ngauge's schedules (`binomial`, `kchain:4`), or
@@ -631,7 +637,7 @@ mod tests {
     #[test]
     fn bad_values_name_their_field() {
         for bad in [
-            r#"{"op": "scatter"}"#,
+            r#"{"op": "scatterv"}"#,
             r#"{"scheme": "fast"}"#,
             r#"{"root": "x"}"#,
             r#"{"root": -1}"#,

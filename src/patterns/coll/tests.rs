@@ -360,6 +360,63 @@ impl<T: Transport> Native<T> {
                 let own = self.bytes(send.buffer.region(send.offset + me * size, size));
                 self.put(recv.buffer.region(recv.offset + me * size, size), &own);
             }
+            NativeCollective::Reduce { root, send, recv } => {
+                if me == root {
+                    let mut sum = self.bytes(send);
+                    let tmp = self.scratch(send.len);
+                    for r in (0..np).filter(|&r| r != root) {
+                        self.inner.recv(r, tmp)?;
+                        crate::coll::allreduce::reduce_into(&mut sum, &self.bytes(tmp));
+                    }
+                    self.put(recv, &sum);
+                } else {
+                    t.send(root, send)?;
+                }
+            }
+            NativeCollective::Allgather { send, recv } => {
+                let size = send.len;
+                let block = |j: usize| recv.buffer.region(recv.offset + j * size, size);
+                let mut requests = Vec::new();
+                for j in (0..np).filter(|&j| j != me) {
+                    requests.push(t.irecv(j, block(j))?);
+                    requests.push(t.isend(j, send)?);
+                }
+                t.wait_all(&requests)?;
+                let own = self.bytes(send);
+                self.put(block(me), &own);
+            }
+            NativeCollective::ReduceScatter { send, recv } => {
+                let size = recv.len;
+                let tmp = self.scratch(np * size);
+                let t = &mut self.inner;
+                let block = |r: ngauge_transport::Region, j: usize| {
+                    r.buffer.region(r.offset + j * size, size)
+                };
+                let mut requests = Vec::new();
+                for j in (0..np).filter(|&j| j != me) {
+                    requests.push(t.irecv(j, block(tmp, j))?);
+                    requests.push(t.isend(j, block(send, j))?);
+                }
+                t.wait_all(&requests)?;
+                let mut sum = self.bytes(block(send, me));
+                for j in (0..np).filter(|&j| j != me) {
+                    crate::coll::allreduce::reduce_into(&mut sum, &self.bytes(block(tmp, j)));
+                }
+                self.put(recv, &sum);
+            }
+            NativeCollective::Scatter { root, send, recv } => {
+                let size = recv.len;
+                let block = |j: usize| send.buffer.region(send.offset + j * size, size);
+                if me == root {
+                    for r in (0..np).filter(|&r| r != root) {
+                        t.send(r, block(r))?;
+                    }
+                    let own = self.bytes(block(me));
+                    self.put(recv, &own);
+                } else {
+                    t.recv(root, recv)?;
+                }
+            }
         }
         Ok(())
     }
@@ -453,6 +510,25 @@ fn native_collectives_are_timed_and_checked_on_the_same_layout() {
                 }
             }
         }
+    }
+}
+
+/// Issue 39: MPI's reduce, allgather, reduce-scatter and scatter on the layout of
+/// `coll::native`, data checked on every root.
+#[test]
+fn native_reduce_allgather_reduce_scatter_and_scatter_pass_the_data_check() {
+    for algorithm in [
+        Algorithm::ReduceBinomial,
+        Algorithm::AllgatherRing,
+        Algorithm::ReduceScatterRing,
+        Algorithm::ScatterLinear,
+    ] {
+        let mut tm = timing(Scheme::Window, algorithm);
+        tm.spec.size_bytes = 1000;
+        tm.rotate_root = true;
+        tm.plan.warmup = NP;
+        let times = measure_native(tm, None).remove(0).unwrap();
+        assert_eq!(times.tally().valid, 8, "{algorithm}");
     }
 }
 

@@ -166,6 +166,41 @@ pub enum NativeCollective {
         /// The blocks received.
         recv: Region,
     },
+    /// `recv` on `root` = the sum over ranks of `send`, as for `Allreduce`.
+    Reduce {
+        /// The receiving rank.
+        root: Rank,
+        /// This rank's vector.
+        send: Region,
+        /// The sum, on the root.
+        recv: Region,
+    },
+    /// Every rank's `send` (`size` bytes) lands at `rank * size` in every rank's
+    /// `recv` (`np * size` bytes).
+    Allgather {
+        /// This rank's block.
+        send: Region,
+        /// Every rank's block.
+        recv: Region,
+    },
+    /// `recv` (`size` bytes) = the sum over ranks of block `rank` of `send` (`np`
+    /// blocks), as `u64` words for `Allreduce` (`MPI_Reduce_scatter_block`).
+    ReduceScatter {
+        /// This rank's `np` blocks.
+        send: Region,
+        /// Its block of the sum.
+        recv: Region,
+    },
+    /// Block `r` of `send` on `root` (`np` blocks of `size` bytes) lands in rank
+    /// `r`'s `recv`.
+    Scatter {
+        /// The sending rank.
+        root: Rank,
+        /// The blocks, on the root.
+        send: Region,
+        /// This rank's block.
+        recv: Region,
+    },
 }
 
 /// Point-to-point messaging between the ranks of a job.

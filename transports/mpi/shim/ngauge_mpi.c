@@ -577,3 +577,31 @@ int ngm_ialltoall(int comm, const void *send, int len, void *recv, int *req) {
     NONNEG(len);
     START(MPI_Ialltoall(NZ(send), len, MPI_BYTE, NZ(recv), len, MPI_BYTE, c, r_));
 }
+
+int ngm_scatter(int comm, const void *send, int len, void *recv, int root) {
+    COMM(comm, c);
+    NONNEG(len);
+    return MPI_Scatter(NZ(send), len, MPI_BYTE, NZ(recv), len, MPI_BYTE, root, c);
+}
+
+int ngm_iscatter(int comm, const void *send, int len, void *recv, int root, int *req) {
+    COMM(comm, c);
+    NONNEG(len);
+    START(MPI_Iscatter(NZ(send), len, MPI_BYTE, NZ(recv), len, MPI_BYTE, root, c, r_));
+}
+
+int ngm_reduce_scatter_block(int comm, const void *send, void *recv, int count, int dtype,
+                             int op) {
+    COMM(comm, c);
+    NONNEG(count);
+    TYPED(dtype, op, t, o);
+    return MPI_Reduce_scatter_block(NZ(send), NZ(recv), count, t, o, c);
+}
+
+int ngm_ireduce_scatter_block(int comm, const void *send, void *recv, int count, int dtype,
+                              int op, int *req) {
+    COMM(comm, c);
+    NONNEG(count);
+    TYPED(dtype, op, t, o);
+    START(MPI_Ireduce_scatter_block(NZ(send), NZ(recv), count, t, o, c, r_));
+}

@@ -357,6 +357,120 @@ impl MpiTransport {
         })
     }
 
+    /// `MPI_Scatter`: block `r` of `send` on `root` (`size * recv.len` bytes there;
+    /// elsewhere any region, even empty, will do) lands in rank `r`'s `recv`.
+    pub fn scatter(
+        &mut self,
+        root: Rank,
+        send: Region,
+        recv: Region,
+    ) -> Result<(), TransportError> {
+        let root_c = self.check_root("MPI_Scatter", root)?;
+        let len = count(recv.len)?;
+        let p = self.scatter_pair("MPI_Scatter", root, send, recv)?;
+        let comm = self.comm.index;
+        // SAFETY: checked pointers into live pool buffers; `send` holds size * len
+        // bytes on the root; blocking call.
+        self.blocking("MPI_Scatter", root, || unsafe {
+            ffi::ngm_scatter(comm, p.send, len, p.recv, root_c)
+        })
+    }
+
+    /// `MPI_Iscatter`.
+    pub fn iscatter(
+        &mut self,
+        root: Rank,
+        send: Region,
+        recv: Region,
+    ) -> Result<RequestId, TransportError> {
+        let root_c = self.check_root("MPI_Iscatter", root)?;
+        let len = count(recv.len)?;
+        let p = self.scatter_pair("MPI_Iscatter", root, send, recv)?;
+        let comm = self.comm.index;
+        // SAFETY: as in `scatter`; both buffers stay busy until completion.
+        self.start_pair("MPI_Iscatter", root, send, recv, |slot| unsafe {
+            ffi::ngm_iscatter(comm, p.send, len, p.recv, root_c, slot)
+        })
+    }
+
+    /// The checked pointers of a scatter: the root's `send` must hold `size`
+    /// blocks of `recv.len` bytes.
+    fn scatter_pair(
+        &mut self,
+        op: &'static str,
+        root: Rank,
+        send: Region,
+        recv: Region,
+    ) -> Result<Pair, TransportError> {
+        let np = self.mpi().size();
+        if self.mpi().rank() == root && send.len != recv.len * np {
+            return Err(invalid(
+                op,
+                root,
+                format!(
+                    "{} bytes do not split into {np} blocks of {}",
+                    send.len, recv.len
+                ),
+            ));
+        }
+        self.pair(op, send, recv, recv.len)
+    }
+
+    /// The checked pointers of a reduce-scatter: `send` must hold `size` blocks of
+    /// `recv.len` bytes.
+    fn reduce_scatter_pair(
+        &mut self,
+        op: &'static str,
+        send: Region,
+        recv: Region,
+    ) -> Result<Pair, TransportError> {
+        let np = self.mpi().size();
+        if send.len != recv.len * np {
+            return Err(invalid(
+                op,
+                self.mpi().rank(),
+                format!(
+                    "{} bytes do not split into {np} blocks of {}",
+                    send.len, recv.len
+                ),
+            ));
+        }
+        self.pair(op, send, recv, recv.len)
+    }
+
+    /// `MPI_Reduce_scatter_block` of `send` (`size` blocks) into `recv` (one
+    /// block), summing `u64` words.
+    pub fn reduce_scatter_block(
+        &mut self,
+        send: Region,
+        recv: Region,
+    ) -> Result<(), TransportError> {
+        let (dtype, op) = (Datatype::U64, ReduceOp::Sum);
+        let n = self.elements("MPI_Reduce_scatter_block", recv, dtype)?;
+        let p = self.reduce_scatter_pair("MPI_Reduce_scatter_block", send, recv)?;
+        let comm = self.comm.index;
+        // SAFETY: as in `reduce`; `send` holds `size` blocks of `recv.len` bytes.
+        self.blocking("MPI_Reduce_scatter_block", 0, || unsafe {
+            ffi::ngm_reduce_scatter_block(comm, p.send, p.recv, n, dtype.code(), op.code())
+        })
+    }
+
+    /// `MPI_Ireduce_scatter_block`.
+    pub fn ireduce_scatter_block(
+        &mut self,
+        send: Region,
+        recv: Region,
+    ) -> Result<RequestId, TransportError> {
+        let (dtype, op) = (Datatype::U64, ReduceOp::Sum);
+        let n = self.elements("MPI_Ireduce_scatter_block", recv, dtype)?;
+        let p = self.reduce_scatter_pair("MPI_Ireduce_scatter_block", send, recv)?;
+        let comm = self.comm.index;
+        // SAFETY: as in `ireduce`.
+        self.start_pair("MPI_Ireduce_scatter_block", 0, send, recv, |slot| unsafe {
+            ffi::ngm_ireduce_scatter_block(comm, p.send, p.recv, n, dtype.code(), op.code(), slot)
+        })
+    }
+
     fn alltoall_block(&self, op: &'static str, send: Region) -> Result<c_int, TransportError> {
         let size = self.mpi().size();
         if send.len % size != 0 {

@@ -552,6 +552,12 @@ impl Transport for MpiTransport {
                 self.allreduce(send, recv, Datatype::U64, ReduceOp::Sum)
             }
             NativeCollective::Alltoall { send, recv } => self.alltoall(send, recv),
+            NativeCollective::Reduce { root, send, recv } => {
+                self.reduce(root, send, recv, Datatype::U64, ReduceOp::Sum)
+            }
+            NativeCollective::Allgather { send, recv } => self.allgather(send, recv),
+            NativeCollective::ReduceScatter { send, recv } => self.reduce_scatter_block(send, recv),
+            NativeCollective::Scatter { root, send, recv } => self.scatter(root, send, recv),
         })
     }
 
@@ -568,6 +574,14 @@ impl Transport for MpiTransport {
                 self.iallreduce(send, recv, Datatype::U64, ReduceOp::Sum)
             }
             NativeCollective::Alltoall { send, recv } => self.ialltoall(send, recv),
+            NativeCollective::Reduce { root, send, recv } => {
+                self.ireduce(root, send, recv, Datatype::U64, ReduceOp::Sum)
+            }
+            NativeCollective::Allgather { send, recv } => self.iallgather(send, recv),
+            NativeCollective::ReduceScatter { send, recv } => {
+                self.ireduce_scatter_block(send, recv)
+            }
+            NativeCollective::Scatter { root, send, recv } => self.iscatter(root, send, recv),
         })
     }
 
