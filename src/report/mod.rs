@@ -20,6 +20,7 @@ pub mod nbc;
 pub mod noise;
 pub mod pingpong;
 pub mod progress;
+pub mod rma;
 pub mod schema;
 pub mod side_by_side;
 pub mod simulate;

@@ -24,6 +24,7 @@ pub fn documents() -> Vec<(&'static str, Schema)> {
         ("loggp", schemars::schema_for!(super::loggp_doc::LoggpDoc)),
         ("sync", schemars::schema_for!(super::sync::SyncDoc)),
         ("coll", schemars::schema_for!(super::coll::CollDoc)),
+        ("rma", schemars::schema_for!(super::rma::RmaDoc)),
         (
             "simulate",
             schemars::schema_for!(super::simulate::SimulateDoc),
