@@ -286,6 +286,13 @@ mod with_mpi {
         assert_eq!(no_one_sided[0]["transport"], "tcp");
         let said = stderr.lines().filter(|l| l.contains("one-sided")).count();
         assert_eq!(said, 1, "stderr: {stderr}");
+        // The document is the one docs/schemas/rma.schema.json describes.
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/schemas/rma.schema.json");
+        let schema: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let validator = jsonschema::validator_for(&schema).expect("a valid schema");
+        let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{errors:#?}");
     }
 
     /// `-t mpi pingpong`: MPI in poll mode times with its native loop (the shim's

@@ -101,6 +101,7 @@ mod tests {
             ("simulate", &["results", "events", "events_per_s", "meta"]),
             ("late", &["results", "warnings", "meta"]),
             ("nbc", &["results", "warnings", "meta"]),
+            ("rma", &["results", "warnings", "meta"]),
             ("noise", &["cores", "warnings", "meta"]),
             ("compare", &["rows", "meta", "meta_a", "meta_b"]),
             ("summary", &["level", "experiments"]),
