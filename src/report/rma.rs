@@ -62,8 +62,7 @@ pub struct RmaDoc {
     /// Every transport's results, transport by transport.
     pub results: Vec<Record>,
     /// With several one-sided transports: per operation and synchronization the
-    /// medians side by side.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    /// medians side by side (empty with one).
     pub comparisons: Vec<Comparison>,
     /// What threatens the figures (and the transports not measured).
     pub warnings: Vec<Warned<RmaWarning>>,
