@@ -503,6 +503,19 @@ pub enum Command {
     /// Example: ngauge nbc --op bcast --sizes 1K-1M --test-every none,10us
     Nbc(NbcArgs),
 
+    /// One-sided communication: put, get, accumulate and fetch-and-add latency,
+    /// put bandwidth and put-with-notification latency, rank 0 on rank 1's window.
+    ///
+    /// Each operation is timed on its own from its start to its completion:
+    /// passive target (MPI_Win_lock_all + MPI_Win_flush) and, for put and get,
+    /// active target (MPI_Win_fence). Over -t mpi (windows from
+    /// MPI_Win_allocate); transports without one-sided operations (tcp, udp) are
+    /// named in one warning and skipped, so `-t mpi,tcp` measures MPI. With two
+    /// one-sided transports the medians stand side by side with ratios.
+    ///
+    /// Example: mpirun -np 2 ngauge -t mpi rma --sizes 1-64K --ops put,get
+    Rma(crate::commands::RmaArgs),
+
     /// System noise per core: the selfish-detour benchmark.
     ///
     /// Every rank spins reading the clock on its pinned core for --duration; an

@@ -65,6 +65,24 @@ fn mpi_transport_without_the_feature_is_a_usage_error() {
     assert!(stderr.contains("--features mpi"), "stderr: {stderr}");
 }
 
+/// Issue 39: `rma` over transports without one-sided operations (tcp; verbs,
+/// whose RDMA `rma` does not drive yet) is a usage error before any rank starts.
+#[test]
+fn issue39_rma_without_a_one_sided_transport_is_a_usage_error() {
+    for transport in ["tcp", "verbs,udp"] {
+        let out = run_with_limit(
+            outside_mpi(&["-t", transport, "rma", "--sizes", "8"]),
+            Duration::from_secs(60),
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+        assert!(
+            stderr.contains("no transport with one-sided operations"),
+            "stderr: {stderr}"
+        );
+    }
+}
+
 #[cfg(feature = "mpi")]
 mod with_mpi {
     use super::*;
@@ -195,6 +213,86 @@ mod with_mpi {
                 "{doc}"
             );
         }
+    }
+
+    /// Issue 39: `rma` over `-t mpi,tcp`: tcp has no one-sided operations and says
+    /// so in one warning line; every MPI point is measured, its data checked, with
+    /// both synchronizations for put and get.
+    #[test]
+    fn issue39_rma_over_mpi_and_tcp_measures_mpi_and_names_tcp_once() {
+        if skip("issue39_rma_over_mpi_and_tcp_measures_mpi_and_names_tcp_once") {
+            return;
+        }
+        let out = run_with_limit(
+            mpirun(
+                2,
+                &[
+                    "-t", "mpi,tcp", "rma", "--sizes", "8,1K", "--reps", "20", "--warmup", "5",
+                    "--window", "4", "--check", "--json",
+                ],
+            ),
+            Duration::from_secs(120),
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "stderr: {stderr}");
+        let doc: serde_json::Value =
+            serde_json::from_slice(&out.stdout).expect("one JSON document from rank 0 only");
+        let results = doc["results"].as_array().expect("results");
+        let find = |op: &str, sync: &str, size: u64| {
+            results
+                .iter()
+                .find(|r| r["op"] == op && r["sync"] == sync && r["size"] == size)
+                .unwrap_or_else(|| panic!("no {op} {sync} {size} B: {doc}"))
+        };
+        for size in [8, 1024] {
+            for (op, sync) in [
+                ("put", "flush"),
+                ("get", "flush"),
+                ("put", "fence"),
+                ("get", "fence"),
+                ("put-bw", "flush"),
+                ("put-notify", "flush"),
+                ("accumulate", "flush"),
+            ] {
+                let r = find(op, sync, size);
+                assert_eq!(r["transport"], "mpi", "{r}");
+                assert_eq!(r["reps"], 20, "{r}");
+                let l = &r["latency_us"];
+                assert!(l["min"].as_f64().unwrap() > 0.0, "{r}");
+                assert!(l["min"].as_f64() <= l["median"].as_f64(), "{r}");
+            }
+            assert_eq!(find("put", "flush", size)["checked"], true);
+            assert!(
+                find("put-bw", "flush", size)["bandwidth_MBps"]
+                    .as_f64()
+                    .unwrap()
+                    > 0.0
+            );
+        }
+        assert_eq!(find("fetch-add", "flush", 8)["checked"], true);
+        assert!(results.iter().all(|r| r["transport"] == "mpi"), "{doc}");
+        assert_eq!(
+            doc["meta"]["transport"],
+            serde_json::json!(["mpi"]),
+            "{doc}"
+        );
+        let no_one_sided: Vec<_> = doc["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|w| w["kind"] == "no_one_sided")
+            .collect();
+        assert_eq!(no_one_sided.len(), 1, "{doc}");
+        assert_eq!(no_one_sided[0]["transport"], "tcp");
+        let said = stderr.lines().filter(|l| l.contains("one-sided")).count();
+        assert_eq!(said, 1, "stderr: {stderr}");
+        // The document is the one docs/schemas/rma.schema.json describes.
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/schemas/rma.schema.json");
+        let schema: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let validator = jsonschema::validator_for(&schema).expect("a valid schema");
+        let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{errors:#?}");
     }
 
     /// `-t mpi pingpong`: MPI in poll mode times with its native loop (the shim's

@@ -12,6 +12,7 @@ mod loggp;
 mod nbc;
 mod noise;
 mod pingpong;
+mod rma;
 mod run;
 mod selftest;
 mod simulate;
@@ -19,6 +20,7 @@ mod sync;
 mod timer;
 
 pub use common::{error_text, UsageError};
+pub use rma::RmaArgs;
 
 use crate::cli::{Cli, Command};
 
@@ -39,5 +41,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Late(args) => late::run(&cli.global, &args),
         Command::Nbc(args) => nbc::run(&cli.global, &args),
         Command::Noise(args) => noise::run(&cli.global, &args),
+        Command::Rma(args) => rma::run(&cli.global, &args),
     }
 }

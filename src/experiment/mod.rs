@@ -22,6 +22,7 @@
 //! | `coll` | [`coll::run`] |
 //! | `late` | [`late::run`] |
 //! | `nbc` | [`nbc::run`] |
+//! | `rma` | [`rma::run`] |
 //! | `simulate` | [`simulate::run`] (one process), [`simulate::measure`] (in a job) |
 //!
 //! What the collective timings share (their setup, the window starts' clock
@@ -35,6 +36,7 @@ pub mod loggp;
 pub mod nbc;
 pub mod noise;
 pub mod pingpong;
+pub mod rma;
 pub mod simulate;
 pub mod sync;
 pub mod timer;
@@ -151,6 +153,15 @@ pub enum ExperimentError {
     /// The ping-pong pattern failed.
     #[error(transparent)]
     Pingpong(#[from] crate::patterns::pingpong::PingPongError),
+    /// The one-sided pattern failed.
+    #[error(transparent)]
+    Rma(#[from] crate::patterns::rma::RmaError),
+    /// No transport of the job has one-sided operations.
+    #[error(
+        "-t {0}: no transport with one-sided operations; rma runs over mpi \
+         (mpirun -np 2 ngauge -t mpi rma)"
+    )]
+    NoOneSided(String),
     /// The noise pattern failed.
     #[error(transparent)]
     Noise(#[from] crate::patterns::noise::NoiseError),
@@ -197,6 +208,7 @@ impl ExperimentError {
         match self {
             ExperimentError::Spec(_)
             | ExperimentError::TooFewRanks { .. }
+            | ExperimentError::NoOneSided(_)
             | ExperimentError::TestHook(_) => true,
             ExperimentError::Job(e) => e.is_input(),
             ExperimentError::Simulate(e) => e.is_input(),

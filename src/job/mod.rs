@@ -26,6 +26,7 @@
 mod error;
 pub mod interleave;
 pub mod ofi;
+pub mod one_sided;
 pub mod open;
 pub mod probe;
 mod spec;

@@ -11,6 +11,7 @@ pub mod nbc;
 pub mod noise;
 pub mod order;
 pub mod pingpong;
+pub mod rma;
 pub mod rounds;
 
 use crate::coll::{check, CollError};

@@ -21,6 +21,7 @@ pub mod noise;
 pub mod pingpong;
 pub mod progress;
 pub mod provenance;
+pub mod rma;
 pub mod schema;
 pub mod side_by_side;
 pub mod simulate;

@@ -24,6 +24,7 @@ pub fn documents() -> Vec<(&'static str, Schema)> {
         ("loggp", schemars::schema_for!(super::loggp_doc::LoggpDoc)),
         ("sync", schemars::schema_for!(super::sync::SyncDoc)),
         ("coll", schemars::schema_for!(super::coll::CollDoc)),
+        ("rma", schemars::schema_for!(super::rma::RmaDoc)),
         (
             "simulate",
             schemars::schema_for!(super::simulate::SimulateDoc),
@@ -100,6 +101,7 @@ mod tests {
             ("simulate", &["results", "events", "events_per_s", "meta"]),
             ("late", &["results", "warnings", "meta"]),
             ("nbc", &["results", "warnings", "meta"]),
+            ("rma", &["results", "warnings", "meta"]),
             ("noise", &["cores", "warnings", "meta"]),
             ("compare", &["rows", "meta", "meta_a", "meta_b"]),
             ("summary", &["level", "experiments"]),

@@ -111,6 +111,8 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=shim/ngauge_mpi.c");
     println!("cargo:rerun-if-changed=shim/ngauge_mpi.h");
+    println!("cargo:rerun-if-changed=shim/ngauge_mpi_rma.c");
+    println!("cargo:rerun-if-changed=shim/ngauge_mpi_rma.h");
     println!("cargo:rerun-if-env-changed=MPICC");
     println!("cargo:rerun-if-env-changed=MPIEXEC");
     println!("cargo:rerun-if-env-changed=NGAUGE_MPI_STUB");
@@ -155,6 +157,7 @@ fn main() {
     let mut build = cc::Build::new();
     build
         .file("shim/ngauge_mpi.c")
+        .file("shim/ngauge_mpi_rma.c")
         .include("shim")
         .opt_level(2)
         .warnings(true)

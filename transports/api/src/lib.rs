@@ -47,6 +47,7 @@ mod error;
 #[doc(hidden)]
 pub mod forward;
 mod handle;
+mod one_sided;
 // Test code, like `conformance`: the deterministic fake for unit tests.
 #[cfg(any(test, feature = "conformance"))]
 #[path = "../tests/inproc/mod.rs"]
@@ -57,6 +58,7 @@ pub mod util;
 
 pub use control::{pack, unpack, Control, ControlError};
 pub use error::TransportError;
+pub use one_sided::OneSided;
 pub use pool::{available_memory_bytes, Access, BufferPool, Buffers, Holds};
 pub use transport::{
     BufferId, Capabilities, Counters, NativeCollective, NativeRole, Rank, Region, RequestId,

@@ -102,3 +102,18 @@ shim! {
     fn ngm_reduce_scatter_block(comm: c_int, send: *const c_void, recv: *mut c_void, count: c_int, dtype: c_int, op: c_int) -> c_int;
     fn ngm_ireduce_scatter_block(comm: c_int, send: *const c_void, recv: *mut c_void, count: c_int, dtype: c_int, op: c_int, req: *mut c_int) -> c_int;
 }
+
+// One-sided communication (`shim/ngauge_mpi_rma.h`), used by `crate::window`.
+shim! {
+    fn ngm_win_allocate(bytes: c_longlong, base: *mut *mut c_void, win: *mut c_int) -> c_int;
+    fn ngm_win_free(win: c_int) -> c_int;
+    fn ngm_win_lock_all(win: c_int) -> c_int;
+    fn ngm_win_unlock_all(win: c_int) -> c_int;
+    fn ngm_win_flush(win: c_int, peer: c_int) -> c_int;
+    fn ngm_win_sync(win: c_int) -> c_int;
+    fn ngm_win_fence(win: c_int) -> c_int;
+    fn ngm_put(win: c_int, buf: *const c_void, len: c_int, peer: c_int, disp: c_longlong) -> c_int;
+    fn ngm_get(win: c_int, buf: *mut c_void, len: c_int, peer: c_int, disp: c_longlong) -> c_int;
+    fn ngm_accumulate(win: c_int, buf: *const c_void, count: c_int, dtype: c_int, op: c_int, peer: c_int, disp: c_longlong) -> c_int;
+    fn ngm_fetch_and_op(win: c_int, origin: *const c_void, result: *mut c_void, dtype: c_int, op: c_int, peer: c_int, disp: c_longlong) -> c_int;
+}

@@ -1,7 +1,7 @@
 //! MPI for ngauge: a [`Transport`](ngauge_transport::Transport) over MPI
 //! point-to-point, MPI's collectives for `coll`, a
 //! [`Control`](ngauge_transport::Control) plane over MPI point-to-point messages,
-//! and `MPI_Wtime`.
+//! `MPI_Wtime`, and one-sided windows for `rma` ([`MpiWindow`]).
 //!
 //! The first use of ngauge is comparing an MPI library with the transport under it
 //! (Hoefler et al., "LogGP in theory and practice", measure both with one
@@ -45,6 +45,7 @@ mod datatype;
 mod ffi;
 mod runtime;
 mod transport;
+mod window;
 
 /// The wrapper-output parser of `build.rs`, compiled here for its unit tests.
 #[cfg(test)]
@@ -58,6 +59,7 @@ pub use control::{MpiControl, Watch};
 pub use datatype::{Datatype, ReduceOp};
 pub use runtime::{launched_by_mpi, launched_by_mpi_from, Flavor, Mpi, MpiError};
 pub use transport::{MpiOptions, MpiTransport};
+pub use window::MpiWindow;
 
 /// True when this build links an MPI library.
 pub const AVAILABLE: bool = !cfg!(ngauge_mpi_stub);

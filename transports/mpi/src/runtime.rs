@@ -54,6 +54,15 @@ pub enum MpiError {
     /// `NGAUGE_MPI_THREAD_LEVEL` names no thread level.
     #[error("NGAUGE_MPI_THREAD_LEVEL={0:?}: use single, funneled, serialized or multiple")]
     BadThreadLevel(String),
+    /// A one-sided operation asked for bytes outside the window or its origin
+    /// buffer, or touched the buffers while operations on them were pending.
+    #[error("{op}: {detail}")]
+    Window {
+        /// The MPI function.
+        op: &'static str,
+        /// What was wrong.
+        detail: String,
+    },
     /// A call into MPI failed.
     #[error("{op} failed: {message} (MPI error {code})")]
     Call {
