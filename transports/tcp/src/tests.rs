@@ -278,6 +278,9 @@ fn issue18_strangers_on_the_data_listener_do_not_disturb_the_job() {
         "rank 0 refused the silent stranger before it accepted rank 1: the stranger \
          held up a rank's proof"
     );
+    // Rank 0's listener serves until its transport ends: then the strangers still
+    // waiting (the silent one) are closed instead of waiting out their grace.
+    drop(t);
     // Strangers got the greeting and nothing else: no answer to a forged proof.
     for a in answers_rx {
         let a = a.join().unwrap();
