@@ -240,6 +240,7 @@ fn issue18_strangers_on_the_data_listener_do_not_disturb_the_job() {
     let (answers, answers_rx) = mpsc::channel();
     let (probe, probe_rx) = mpsc::channel();
     let (gate, gate_rx) = mpsc::channel::<()>();
+    let (probed, probed_rx) = mpsc::channel::<()>();
     let mut world = inproc::world(3).into_iter().map(|(_, c)| c);
     let (mut c0, c1, c2) = (
         world.next().unwrap(),
@@ -255,7 +256,10 @@ fn issue18_strangers_on_the_data_listener_do_not_disturb_the_job() {
         let b = t.alloc_buffer(4).unwrap();
         t.recv(0, b.prefix(4)).unwrap();
         t.send(0, b.prefix(4)).unwrap();
-        t.buffer(b).unwrap().to_vec()
+        let got = t.buffer(b).unwrap().to_vec();
+        // Rank 1's listener must outlive the probe, which connects to it.
+        let _ = probed_rx.recv_timeout(Duration::from_secs(60));
+        got
     });
     let two = std::thread::spawn(move || {
         let hook = move |_: &[Vec<u8>]| {
@@ -270,7 +274,6 @@ fn issue18_strangers_on_the_data_listener_do_not_disturb_the_job() {
     t.buffer_mut(b).unwrap().copy_from_slice(b"ping");
     t.send(1, b.prefix(4)).unwrap();
     t.recv(1, b.prefix(4)).unwrap();
-    assert_eq!(one.join().unwrap(), b"ping");
     two.join().unwrap();
     assert_eq!(t.buffer(b).unwrap(), b"ping");
     assert!(
@@ -278,6 +281,8 @@ fn issue18_strangers_on_the_data_listener_do_not_disturb_the_job() {
         "rank 0 refused the silent stranger before it accepted rank 1: the stranger \
          held up a rank's proof"
     );
+    probed.send(()).unwrap();
+    assert_eq!(one.join().unwrap(), b"ping");
     // Rank 0's listener serves until its transport ends: then the strangers still
     // waiting (the silent one) are closed instead of waiting out their grace.
     drop(t);
