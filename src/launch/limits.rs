@@ -15,12 +15,14 @@ use super::error::LaunchError;
 const BASE_DESCRIPTORS: u64 = 48;
 
 /// Tasks (processes and threads) per rank of a local job: the rank's main,
-/// liveness and signal threads, and the launcher's waiter and stderr forwarder.
-const TASKS_PER_RANK: u64 = 6;
+/// liveness, signal and TCP data-listener threads, and the launcher's waiter and
+/// stderr forwarder.
+const TASKS_PER_RANK: u64 = 7;
 
 /// Open descriptors one process of a job of `np` ranks may hold at once: one per
 /// other rank (rank 0's rendezvous connections until the control tree forms, then
-/// every rank's data connections: the TCP transport connects all pairs; the local
+/// every rank's data connections: the TCP transport connects the pairs that talk,
+/// all of them at worst; the local
 /// launcher's pipes) and the ones any rank has.
 pub fn descriptors_needed(np: usize) -> u64 {
     np as u64 + BASE_DESCRIPTORS

@@ -359,14 +359,8 @@ pub struct AcceptLimits {
 
 /// Accepts connections on `listener` until every rank in `expected` proved itself
 /// with `key` to this listener of rank `server`; returns their streams (blocking,
-/// in the order of `expected`).
-///
-/// Strangers never disturb the wait: each connection has `limits.handshake` to send
-/// its [`PROOF_LEN`] bytes; garbage, a wrong tag, a rank not expected or one that
-/// already connected is refused at once (logged through `log`, rate-limited); at most
-/// [`pending_budget`] connections wait at a time and the oldest is dropped for a new
-/// one, and accepts are taken in batches between reads, so a flood cannot keep a real
-/// rank's proof from being read, nor exhaust the descriptors.
+/// in the order of `expected`). A rank not expected, or one that already connected,
+/// is refused (see [`serve_authenticated`] for how strangers are kept out).
 pub fn accept_authenticated(
     listener: &TcpListener,
     key: &AuthKey,
@@ -375,24 +369,99 @@ pub fn accept_authenticated(
     limits: &AcceptLimits,
     log: &mut RefusalLog,
 ) -> Result<Vec<TcpStream>, AcceptError> {
+    struct Expected<'a> {
+        ranks: &'a [u32],
+        done: Vec<Option<TcpStream>>,
+    }
+    impl Admit for Expected<'_> {
+        fn admit(&mut self, rank: u32) -> Result<(), String> {
+            match self.ranks.iter().position(|&r| r == rank) {
+                None => Err(format!("rank {rank} is not expected here")),
+                Some(s) if self.done[s].is_some() => Err(format!("rank {rank} already connected")),
+                Some(_) => Ok(()),
+            }
+        }
+        fn take(&mut self, rank: u32, stream: TcpStream) -> bool {
+            if let Some(s) = self.ranks.iter().position(|&r| r == rank) {
+                self.done[s] = Some(stream);
+            }
+            self.done.iter().all(Option::is_some)
+        }
+    }
+    let mut want = Expected {
+        ranks: expected,
+        done: expected.iter().map(|_| None).collect(),
+    };
+    let served = expected.is_empty()
+        || serve_authenticated(
+            listener,
+            key,
+            server,
+            expected.len(),
+            limits,
+            log,
+            &mut want,
+        )?;
+    if !served {
+        return Err(AcceptError::Missing {
+            missing: expected
+                .iter()
+                .zip(&want.done)
+                .filter(|(_, d)| d.is_none())
+                .map(|(&r, _)| r)
+                .collect(),
+            after: limits.total,
+        });
+    }
+    Ok(want
+        .done
+        .into_iter()
+        .map(|s| s.expect("all done"))
+        .collect())
+}
+
+/// Which ranks [`serve_authenticated`] lets in, and where their streams go.
+pub trait Admit {
+    /// Called once `rank` proved itself, before the answer: `Err(reason)` refuses it
+    /// (logged, no answer sent).
+    fn admit(&mut self, rank: u32) -> Result<(), String>;
+    /// The stream of an admitted rank, answered (blocking); returns whether serving
+    /// is done.
+    fn take(&mut self, rank: u32, stream: TcpStream) -> bool;
+}
+
+/// Serves handshakes on `listener` for this listener of rank `server` (`ranks` of the
+/// job may come, which sizes the [`pending_budget`]), handing every rank that proves
+/// itself with `key` and that `admit` lets in to `admit.take`,
+/// until `take` says it is done (`Ok(true)`), `limits.total` passes (`Ok(false)`),
+/// or the listener fails (an error; shutting the listener down ends a server that
+/// runs for a whole job this way).
+///
+/// Strangers never disturb the wait: each connection has `limits.handshake` to send
+/// its [`PROOF_LEN`] bytes; garbage, a wrong tag or a rank `admit` refuses is refused
+/// at once (logged through `log`, rate-limited); at most [`pending_budget`]
+/// connections wait at a time and the oldest is dropped for a new one, and accepts
+/// are taken in batches between reads, so a flood cannot keep a real rank's proof
+/// from being read, nor exhaust the descriptors.
+pub fn serve_authenticated(
+    listener: &TcpListener,
+    key: &AuthKey,
+    server: u32,
+    ranks: usize,
+    limits: &AcceptLimits,
+    log: &mut RefusalLog,
+    admit: &mut dyn Admit,
+) -> std::io::Result<bool> {
     use std::os::fd::AsFd;
     listener.set_nonblocking(true)?;
-    let budget = pending_budget(expected.len());
-    let deadline = Instant::now() + limits.total;
+    let budget = pending_budget(ranks);
+    // A server for the whole job runs with `Duration::MAX`: a century is as good.
+    let deadline = Instant::now() + limits.total.min(Duration::from_secs(100 * 365 * 86_400));
     let mut pending: Vec<Pending> = Vec::new();
-    let mut done: Vec<Option<TcpStream>> = expected.iter().map(|_| None).collect();
-    while done.iter().any(Option::is_none) {
+    loop {
         let now = Instant::now();
         if now >= deadline {
-            return Err(AcceptError::Missing {
-                missing: expected
-                    .iter()
-                    .zip(&done)
-                    .filter(|(_, d)| d.is_none())
-                    .map(|(&r, _)| r)
-                    .collect(),
-                after: limits.total,
-            });
+            return Ok(false);
         }
         pending.retain(|p| {
             let stale = now.duration_since(p.since) >= limits.handshake;
@@ -436,33 +505,21 @@ pub fn accept_authenticated(
                 }
                 Verdict::Accept { rank, reply } => {
                     let p = pending.swap_remove(i);
-                    let slot = expected.iter().position(|&r| r == rank);
-                    match slot {
-                        None => {
-                            log.refused(
-                                &p.from.to_string(),
-                                &format!("rank {rank} is not expected here"),
-                            );
-                        }
-                        Some(s) if done[s].is_some() => {
-                            log.refused(
-                                &p.from.to_string(),
-                                &format!("rank {rank} already connected"),
-                            );
-                        }
-                        Some(s) => {
-                            let mut stream = p.stream;
-                            // 32 bytes into a fresh socket's empty send buffer.
-                            let sent = stream
-                                .set_nonblocking(false)
-                                .and_then(|()| stream.set_write_timeout(Some(limits.handshake)))
-                                .and_then(|()| stream.write_all(&reply));
-                            match sent {
-                                Ok(()) => done[s] = Some(stream),
-                                Err(e) => {
-                                    log.refused(&p.from.to_string(), &format!("answer: {e}"));
-                                }
-                            }
+                    if let Err(reason) = admit.admit(rank) {
+                        log.refused(&p.from.to_string(), &reason);
+                        continue;
+                    }
+                    let mut stream = p.stream;
+                    // 32 bytes into a fresh socket's empty send buffer.
+                    let sent = stream
+                        .set_nonblocking(false)
+                        .and_then(|()| stream.set_write_timeout(Some(limits.handshake)))
+                        .and_then(|()| stream.write_all(&reply));
+                    match sent {
+                        Ok(()) if admit.take(rank, stream) => return Ok(true),
+                        Ok(()) => {}
+                        Err(e) => {
+                            log.refused(&p.from.to_string(), &format!("answer: {e}"));
                         }
                     }
                 }
@@ -495,6 +552,8 @@ pub fn accept_authenticated(
                     }
                     Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                     Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                    // The listener was shut down: the job's server is over.
+                    Err(e) if e.kind() == ErrorKind::InvalidInput => return Err(e),
                     Err(e) => {
                         // EMFILE, ECONNABORTED: per connection, not the job's end.
                         log.refused("?", &format!("accept failed: {e}"));
@@ -510,7 +569,6 @@ pub fn accept_authenticated(
             }
         }
     }
-    Ok(done.into_iter().map(|s| s.expect("all done")).collect())
 }
 
 /// Blocks until one of `fds` is readable (or has an error or end of stream) or

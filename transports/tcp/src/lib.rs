@@ -33,16 +33,18 @@
 //!
 //! **Connection setup** needs no MPI: every rank listens on an ephemeral port of its
 //! data address, the endpoints are exchanged with [`Control::allgather`] together with
-//! a random key per listener, the higher rank of each pair connects and proves with
-//! an HMAC challenge-response on that key that it is the rank it claims
-//! ([`ngauge_transport::auth`]: garbage, silence and forged hellos on the port are
-//! refused without disturbing the job), the lower rank accepts. Every rank connects
-//! to all lower ranks first, then accepts all higher ones, so the setup cannot
-//! deadlock.
+//! a random key per listener, and a pair connects the first time it talks: the
+//! dialing rank proves with an HMAC challenge-response on the listener's key that it
+//! is the rank it claims ([`ngauge_transport::auth`]: garbage, silence and forged
+//! hellos on the port are refused without disturbing the job). A job opens one
+//! connection per pair that talks, not p(p - 1)/2 (`links` has the tie-break when
+//! both dial at once). The first operation of a pair pays for the connect (about
+//! one round trip and two HMACs): the patterns' warm-up iterations take it, outside
+//! their timed regions.
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
-use ngauge_transport::auth::{self, AcceptError, AcceptLimits, AuthKey, RefusalLog};
+use ngauge_transport::auth::{self, AuthKey};
 use ngauge_transport::util::{self, recycle, spin_or_timeout, timespec, Completion, Requests};
 use ngauge_transport::{
     Access, BufferPool, Buffers, Capabilities, Control, Rank, Region, RequestId, Transport,
@@ -51,14 +53,16 @@ use ngauge_transport::{
 use rustix::event::{poll, PollFd, PollFlags};
 use rustix::io::Errno;
 use rustix::net::{RecvFlags, SendFlags};
-use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+use socket2::{Domain, Protocol, Socket, Type};
 use std::collections::VecDeque;
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
+mod links;
+
+use links::Links;
+
 const NAME: &str = "tcp";
-/// How long a connection to the data listener may take to prove itself.
-const HANDSHAKE_GRACE: Duration = Duration::from_secs(5);
 
 /// How a [`TcpTransport`] is set up.
 #[derive(Clone, Debug)]
@@ -139,7 +143,9 @@ pub struct TcpTransport {
     size: usize,
     wait: WaitMode,
     timeout: Duration,
+    /// The connection of each peer, once the pair has talked.
     peers: Vec<Option<Peer>>,
+    links: Links,
     pool: BufferPool,
     requests: Requests<Request>,
     /// Requests queued on some peer and not complete yet (all peers together).
@@ -197,11 +203,11 @@ fn configure(socket: &Socket, opts: &TcpOptions) -> std::io::Result<()> {
 }
 
 impl TcpTransport {
-    /// Connects this rank to every other rank of the job.
+    /// Joins this rank to the job's data plane.
     ///
-    /// Listens on an ephemeral port of `data_addr`, exchanges endpoints with
-    /// `control.allgather` (a collective call: every rank must call this together),
-    /// connects to every lower rank and accepts every higher one.
+    /// Listens on an ephemeral port of `data_addr` and exchanges endpoints with
+    /// `control.allgather` (a collective call: every rank must call this together);
+    /// each pair connects the first time it talks (see `links`).
     pub fn connect(
         control: &mut dyn Control,
         data_addr: IpAddr,
@@ -242,51 +248,16 @@ impl TcpTransport {
             })
             .collect::<Result<_, _>>()?;
 
-        let mut peers: Vec<Option<Peer>> = (0..size).map(|_| None).collect();
-        // Lower ranks first; each answers our proof once it accepts (rank 0 at once,
-        // rank k once it has connected to the ranks below it), so this cannot deadlock.
-        for (peer, (peer_key, endpoint)) in endpoints.iter().enumerate().take(rank) {
-            let socket = new_socket(endpoint, opts)
-                .and_then(|s| {
-                    s.connect_timeout(&SockAddr::from(*endpoint), opts.timeout)?;
-                    configure(&s, opts)?;
-                    Ok(s)
-                })
-                .map_err(|e| setup(format!("connecting to rank {peer} at {endpoint}: {e}")))?;
-            auth::prove(&mut &socket, peer_key, rank as u32, peer as u32).map_err(|e| {
-                setup(format!(
-                    "proving to rank {peer} at {endpoint} that this rank belongs to the job: {e}"
-                ))
-            })?;
-            peers[peer] = Some(Peer::new(socket));
-        }
-        // Then every higher rank connects to us and proves itself; strangers on the
-        // port are refused without disturbing the wait.
         let listener = std::net::TcpListener::from(listener);
-        let expected: Vec<u32> = (rank as u32 + 1..size as u32).collect();
-        let limits = AcceptLimits {
-            handshake: opts.timeout.min(HANDSHAKE_GRACE),
-            total: opts.timeout,
-        };
-        let mut log = RefusalLog::new(format!("ngauge: tcp: data listener of rank {rank}"));
-        let accepted =
-            auth::accept_authenticated(&listener, &key, rank as u32, &expected, &limits, &mut log)
-                .map_err(|e| match e {
-                    e @ AcceptError::Missing { .. } => setup(e.to_string()),
-                    AcceptError::Io(e) => setup(format!("waiting for connections: {e}")),
-                })?;
-        for (&peer, stream) in expected.iter().zip(accepted) {
-            let socket = Socket::from(stream);
-            configure(&socket, opts)
-                .map_err(|e| setup(format!("configuring rank {peer}'s connection: {e}")))?;
-            peers[peer as usize] = Some(Peer::new(socket));
-        }
+        let links = Links::start(rank, listener, key, endpoints, opts)
+            .map_err(|e| setup(format!("cannot serve the data listener: {e}")))?;
         Ok(TcpTransport {
             rank,
             size,
             wait: opts.wait,
             timeout: opts.timeout,
-            peers,
+            peers: (0..size).map(|_| None).collect(),
+            links,
             pool: BufferPool::new(NAME),
             requests: Requests::new(NAME),
             queued: 0,
@@ -294,8 +265,18 @@ impl TcpTransport {
         })
     }
 
-    fn check_peer(&self, peer: Rank) -> Result<(), TransportError> {
-        util::check_peer(NAME, peer, self.rank, self.size)
+    /// Checks `peer` and connects to it if this is the pair's first operation.
+    fn check_peer(&mut self, peer: Rank, op: &'static str) -> Result<(), TransportError> {
+        util::check_peer(NAME, peer, self.rank, self.size)?;
+        if self.peers[peer].is_none() {
+            self.peers[peer] = Some(Peer::new(self.links.open(peer, op)?));
+        }
+        Ok(())
+    }
+
+    /// How many peers this rank is connected to: one per peer it talked to.
+    pub fn connected_peers(&self) -> usize {
+        self.links.opened()
     }
 
     fn new_request(&mut self, peer: Rank, kind: Kind, region: Region) -> RequestId {
@@ -585,7 +566,7 @@ impl Transport for TcpTransport {
     // queued), so the direct path's hold check is a test of an empty list; the
     // queued path gets its check from `isend`/`irecv`.
     fn send(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
-        self.check_peer(peer)?;
+        self.check_peer(peer, "send")?;
         if self.queued == 0 {
             self.send_direct(peer, region)
         } else {
@@ -595,7 +576,7 @@ impl Transport for TcpTransport {
     }
 
     fn recv(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
-        self.check_peer(peer)?;
+        self.check_peer(peer, "recv")?;
         if self.queued == 0 {
             self.recv_direct(peer, region)
         } else {
@@ -605,7 +586,7 @@ impl Transport for TcpTransport {
     }
 
     fn isend(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {
-        self.check_peer(peer)?;
+        self.check_peer(peer, "send")?;
         self.pool.acquire_read(region)?;
         let id = self.new_request(peer, Kind::Send, region);
         if region.len == 0 {
@@ -622,7 +603,7 @@ impl Transport for TcpTransport {
     }
 
     fn irecv(&mut self, peer: Rank, region: Region) -> Result<RequestId, TransportError> {
-        self.check_peer(peer)?;
+        self.check_peer(peer, "recv")?;
         self.pool.acquire_write(region)?;
         let id = self.new_request(peer, Kind::Recv, region);
         if region.len == 0 {

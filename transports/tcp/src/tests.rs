@@ -240,6 +240,7 @@ fn issue18_strangers_on_the_data_listener_do_not_disturb_the_job() {
     let (answers, answers_rx) = mpsc::channel();
     let (probe, probe_rx) = mpsc::channel();
     let (gate, gate_rx) = mpsc::channel::<()>();
+    let (probed, probed_rx) = mpsc::channel::<()>();
     let mut world = inproc::world(3).into_iter().map(|(_, c)| c);
     let (mut c0, c1, c2) = (
         world.next().unwrap(),
@@ -255,7 +256,10 @@ fn issue18_strangers_on_the_data_listener_do_not_disturb_the_job() {
         let b = t.alloc_buffer(4).unwrap();
         t.recv(0, b.prefix(4)).unwrap();
         t.send(0, b.prefix(4)).unwrap();
-        t.buffer(b).unwrap().to_vec()
+        let got = t.buffer(b).unwrap().to_vec();
+        // Rank 1's listener must outlive the probe, which connects to it.
+        let _ = probed_rx.recv_timeout(Duration::from_secs(60));
+        got
     });
     let two = std::thread::spawn(move || {
         let hook = move |_: &[Vec<u8>]| {
@@ -270,7 +274,6 @@ fn issue18_strangers_on_the_data_listener_do_not_disturb_the_job() {
     t.buffer_mut(b).unwrap().copy_from_slice(b"ping");
     t.send(1, b.prefix(4)).unwrap();
     t.recv(1, b.prefix(4)).unwrap();
-    assert_eq!(one.join().unwrap(), b"ping");
     two.join().unwrap();
     assert_eq!(t.buffer(b).unwrap(), b"ping");
     assert!(
@@ -278,9 +281,99 @@ fn issue18_strangers_on_the_data_listener_do_not_disturb_the_job() {
         "rank 0 refused the silent stranger before it accepted rank 1: the stranger \
          held up a rank's proof"
     );
+    probed.send(()).unwrap();
+    assert_eq!(one.join().unwrap(), b"ping");
+    // Rank 0's listener serves until its transport ends: then the strangers still
+    // waiting (the silent one) are closed instead of waiting out their grace.
+    drop(t);
     // Strangers got the greeting and nothing else: no answer to a forged proof.
     for a in answers_rx {
         let a = a.join().unwrap();
         assert!(a.is_empty(), "{a:02x?}");
+    }
+}
+
+/// Issue 34: pairs connect the first time they talk. At np 16 a ring opens 16
+/// connections and a binomial-tree gather and broadcast 15 (each rank counts the
+/// peers it holds: twice the connections), and every message arrives intact.
+#[test]
+fn issue34_a_ring_and_a_tree_open_only_the_connections_they_use() {
+    const N: usize = 16;
+    let held = run_world(N, opts(WaitMode::Block), |me, mut t| {
+        let b = t.alloc_buffer(2).unwrap();
+        // Ring: even ranks send first, odd ones receive first.
+        let (next, prev) = ((me + 1) % N, (me + N - 1) % N);
+        t.buffer_mut(b).unwrap()[0] = me as u8;
+        for step in 0..2 {
+            if (me % 2 == 0) == (step == 0) {
+                t.send(next, b.prefix(1)).unwrap();
+            } else {
+                t.recv(prev, b.region(1, 1)).unwrap();
+            }
+        }
+        assert_eq!(t.buffer(b).unwrap()[1], prev as u8);
+        let ring = t.connected_peers();
+        // Binomial tree rooted at 0: gather up, then broadcast down.
+        let mut mask = 1;
+        while mask < N && me & mask == 0 {
+            if me + mask < N {
+                t.recv(me + mask, b.prefix(1)).unwrap();
+            }
+            mask <<= 1;
+        }
+        if me != 0 {
+            t.send(me - mask, b.prefix(1)).unwrap();
+            t.recv(me - mask, b.prefix(1)).unwrap();
+        }
+        while mask > 1 {
+            mask >>= 1;
+            if me + mask < N && me & (mask * 2 - 1) == 0 {
+                t.send(me + mask, b.prefix(1)).unwrap();
+            }
+        }
+        (ring, t.connected_peers() - ring)
+    });
+    let ring: usize = held.iter().map(|h| h.0).sum();
+    assert_eq!(ring, 2 * N, "{held:?}");
+    // The tree's edges (rank r to r without its lowest bit) that the ring did not
+    // open already: 15 edges, 8 of them ring edges (2k+1 to 2k).
+    let tree_only = (1..N)
+        .map(|r| (r, r & (r - 1)))
+        .filter(|&(r, parent)| r - parent != 1)
+        .count();
+    assert_eq!(tree_only, 7);
+    let opened: usize = held.iter().map(|h| h.1).sum();
+    assert_eq!(opened, 2 * tree_only, "{held:?}");
+}
+
+/// Issue 34: when both ranks of every pair dial at once (all to all, nonblocking),
+/// each pair ends with one connection, the same on both sides, and every message
+/// arrives on it intact and in order.
+#[test]
+fn issue34_pairs_that_dial_each_other_at_once_agree_on_one_connection() {
+    const N: usize = 6;
+    for wait in [WaitMode::Poll, WaitMode::Block] {
+        let got = run_world(N, opts(wait), |me, mut t| {
+            let out = t.alloc_buffer(N * 2).unwrap();
+            let inb = t.alloc_buffer(N * 2).unwrap();
+            for p in 0..N {
+                t.buffer_mut(out).unwrap()[2 * p..2 * p + 2].copy_from_slice(&[me as u8, p as u8]);
+            }
+            let mut reqs = Vec::new();
+            for p in (0..N).filter(|&p| p != me) {
+                reqs.push(t.isend(p, out.region(2 * p, 1)).unwrap());
+                reqs.push(t.isend(p, out.region(2 * p + 1, 1)).unwrap());
+                reqs.push(t.irecv(p, inb.region(2 * p, 2)).unwrap());
+            }
+            t.wait_all(&reqs).unwrap();
+            let bytes = t.buffer(inb).unwrap().to_vec();
+            (t.connected_peers(), bytes)
+        });
+        for (me, (held, bytes)) in got.into_iter().enumerate() {
+            assert_eq!(held, N - 1, "{wait:?}");
+            for p in (0..N).filter(|&p| p != me) {
+                assert_eq!(&bytes[2 * p..2 * p + 2], &[p as u8, me as u8], "{wait:?}");
+            }
+        }
     }
 }
