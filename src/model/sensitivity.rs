@@ -158,7 +158,7 @@ pub fn stretches(
             let mut worst = f64::NEG_INFINITY;
             // Boundaries with two sizes a side (one size fits no slope of its own,
             // and no detector splits off a range of one size).
-            for j in a + 2..b {
+            for (j, &size) in sizes.iter().enumerate().take(b).skip(a + 2) {
                 let left = j.saturating_sub(WINDOW).max(a)..j;
                 let right = j..(j + WINDOW).min(b + 1);
                 let target_us = target * level(j);
@@ -168,7 +168,7 @@ pub fn stretches(
                             stretch.slope_floor_us_per_kib.max(bd.slope_bound * 1024.0);
                         let passes = passes_bound_us
                             .iter()
-                            .find(|p| p.0 == sizes[j])
+                            .find(|p| p.0 == size)
                             .map_or(f64::INFINITY, |p| p.1);
                         bd.step_bound.min(passes)
                     }
@@ -178,11 +178,11 @@ pub fn stretches(
                 let ratio = bound / target_us;
                 if ratio > worst || ratio.is_nan() {
                     worst = ratio;
-                    stretch.worst_at_bytes = Some(sizes[j]);
+                    stretch.worst_at_bytes = Some(size);
                     stretch.target_us = target_us;
                     stretch.noise_us = sigma(j);
                 }
-                if !(bound <= target_us) {
+                if bound.is_nan() || target_us.is_nan() || bound > target_us {
                     stretch.verdict = ChangesVerdict::Undecided;
                 }
             }
