@@ -671,6 +671,12 @@ pub struct LoggpArgs {
     #[arg(long, default_value_t = 2.0, value_name = "F")]
     pub penalty: f64,
 
+    /// The run says `changes_verdict: decided` only where no step of PRTT(1,0,s)
+    /// above PCT percent of it fits its data (the `sensitivity` statement per
+    /// stretch of sizes). Example: --decide-target 5
+    #[arg(long, default_value_t = 2.0, value_name = "PCT")]
+    pub decide_target: f64,
+
     /// Write Netgauge's column file (size n PRTT(1,0,s) PRTT(n,0,s) PRTT(n,d,s) L
     /// o_s o_r g G lsq) to FILE.
     #[arg(long, value_name = "FILE")]

@@ -36,6 +36,7 @@ impl LoggpArgs {
             confirm: !self.no_confirm,
             refine: !self.no_refine,
             samples: self.samples,
+            decide_target_pct: self.decide_target,
         })
     }
 }

@@ -207,7 +207,13 @@ pub fn run(
                                 .map(LoggpWarning::Setup),
                         )
                         .collect();
-                    pair_doc(a, plan.assess.low_weight, &extra, spec.samples)
+                    pair_doc(
+                        a,
+                        plan.assess.low_weight,
+                        plan.decide_target,
+                        &extra,
+                        spec.samples,
+                    )
                 })
                 .collect();
             TransportFit::new(transport, several.then_some(wait), pairs)

@@ -10,3 +10,4 @@ pub mod propose;
 pub mod refine;
 pub mod robust;
 pub mod segment;
+pub mod sensitivity;

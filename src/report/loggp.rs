@@ -10,6 +10,8 @@ use crate::model::confirm::{ChangeKind, Undecided, Verdict};
 use crate::model::loggp::{Assessment, ModelWarning, RangeParams};
 use crate::model::params::ParamsFile;
 use crate::model::refine::Change;
+pub use crate::model::sensitivity::ChangesVerdict;
+use crate::model::sensitivity::{self, Stretch};
 use crate::patterns::loggp::{disturbed_fraction, Point, DISTURBED_FACTOR};
 use crate::report::svg;
 use crate::report::table::{significant, Table};
@@ -63,17 +65,6 @@ impl PairAnalysis {
         self.changes
             .iter()
             .filter(|c| c.verdict != Verdict::Rejected)
-    }
-}
-
-crate::names::named_enum! {
-    /// Whether the run decided every candidate protocol change.
-    pub enum ChangesVerdict("changes verdict") {
-        /// Every candidate was confirmed or rejected (or not measured again).
-        Decided = "decided",
-        /// At least one candidate could not be decided: the host was too disturbed
-        /// or the passes too spread.
-        Undecided = "undecided",
     }
 }
 
@@ -177,8 +168,13 @@ pub struct PairDoc {
     /// The protocol changes: confirmed (the ranges start there), undecided (not
     /// split at), or unconfirmed (confirmation off; split at), ascending.
     pub changes: Vec<Change>,
-    /// Whether every candidate change was decided.
+    /// Whether every candidate change was decided and every stretch of
+    /// `sensitivity` excludes steps above its target.
     pub changes_verdict: ChangesVerdict,
+    /// Per stretch of sizes between the reported changes: the largest step of
+    /// `PRTT(1,0,s)` the run's data leave possible, against the target
+    /// (`--decide-target`).
+    pub sensitivity: Vec<Stretch>,
     /// Sweep sizes where the detector proposed a change that fresh passes
     /// rejected, bytes.
     pub rejected_changes: Vec<u64>,
@@ -231,6 +227,25 @@ pub enum LoggpWarning {
         bytes: u64,
         /// Why.
         reason: Undecided,
+    },
+    /// A stretch of sizes leaves a step above the target possible.
+    #[error(
+        "cannot tell whether the protocol changes between {from_bytes} and {to_bytes} bytes: \
+         a step of up to {step_floor_us:.3} us in PRTT(1,0,s) (at {at_bytes} bytes) fits this \
+         run's data, above the target of {target_us:.3} us (--decide-target); more --passes \
+         or --reps narrow it"
+    )]
+    Insensitive {
+        /// First size of the stretch, bytes.
+        from_bytes: u64,
+        /// Last size of the stretch, bytes.
+        to_bytes: u64,
+        /// The largest step the data leave possible, us.
+        step_floor_us: f64,
+        /// Where the bound is furthest above its target, bytes.
+        at_bytes: u64,
+        /// The target there, us.
+        target_us: f64,
     },
     /// A warning of the fit.
     #[serde(untagged)]
@@ -309,15 +324,38 @@ pub struct StreamRecord<'a> {
     pub transport: Option<TransportName>,
 }
 
-/// The JSON body for one pair; `extra` follows the model's warnings; `samples`:
-/// keep every point's repetitions.
+/// The JSON body for one pair; `target`: the fraction of `PRTT(1,0,s)` below
+/// which a stretch must exclude steps to be decided; `extra` follows the model's
+/// warnings; `samples`: keep every point's repetitions.
 pub fn pair_doc(
     pa: &PairAnalysis,
     low_weight: f64,
+    target: f64,
     extra: &[LoggpWarning],
     samples: bool,
 ) -> PairDoc {
     let a = &pa.assessment;
+    let stretches = sensitivity::stretches(
+        &pa.points.iter().map(|p| p.size).collect::<Vec<_>>(),
+        &pa.points
+            .iter()
+            .map(|p| p.prtt_1_0_us.median)
+            .collect::<Vec<_>>(),
+        &a.ranges.iter().map(|r| (r.from, r.to)).collect::<Vec<_>>(),
+        &sensitivity::passes_bounds(&pa.changes),
+        target,
+    );
+    let insensitive =
+        stretches
+            .iter()
+            .filter(|s| !s.decided())
+            .map(|s| LoggpWarning::Insensitive {
+                from_bytes: s.from_bytes,
+                to_bytes: s.to_bytes,
+                step_floor_us: s.step_floor_us,
+                at_bytes: s.worst_at_bytes.unwrap_or(s.from_bytes),
+                target_us: s.target_us,
+            });
     let points = pa
         .points
         .iter()
@@ -359,7 +397,9 @@ pub fn pair_doc(
         points,
         ranges: a.ranges.clone(),
         changes: pa.reported().cloned().collect(),
-        changes_verdict: if pa.reported().any(|c| c.verdict == Verdict::Undecided) {
+        changes_verdict: if pa.reported().any(|c| c.verdict == Verdict::Undecided)
+            || !stretches.iter().all(Stretch::decided)
+        {
             ChangesVerdict::Undecided
         } else {
             ChangesVerdict::Decided
@@ -385,8 +425,30 @@ pub fn pair_doc(
                 .iter()
                 .cloned()
                 .map(LoggpWarning::Model)
+                .chain(insensitive)
                 .chain(extra.iter().cloned()),
         ),
+        sensitivity: stretches,
+    }
+}
+
+/// The sensitivity statement of one stretch for the table: `no switch larger
+/// than 0.018 us in PRTT(1,0,s) between 1024 and 4096 bytes (target 0.040 us)`.
+fn describe_stretch(st: &Stretch) -> String {
+    let between = format!("between {} and {} bytes", st.from_bytes, st.to_bytes);
+    if st.decided() {
+        format!(
+            "sensitivity: no switch larger than {:.3} us in PRTT(1,0,s) {between} (target {:.3} us)\n",
+            st.step_floor_us, st.target_us
+        )
+    } else {
+        format!(
+            "sensitivity: undecided {between}: a switch of up to {:.3} us in PRTT(1,0,s) fits \
+             the data (at {} bytes; target {:.3} us)\n",
+            st.step_floor_us,
+            st.worst_at_bytes.unwrap_or(st.from_bytes),
+            st.target_us
+        )
     }
 }
 
@@ -467,6 +529,9 @@ pub fn table(pa: &PairDoc) -> String {
     out += "RTT/2: PRTT(1,0,1)/2 = L + o_s + o_r (the paper's L); L: the wire latency\n";
     if clamped {
         out += "*: o_s + o_r exceed RTT/2, so L would be negative; shown as 0 (see the warning)\n";
+    }
+    for st in &pa.sensitivity {
+        out += &describe_stretch(st);
     }
     // The notes below the table, each when it has items.
     let mut note = |label: &str, items: Vec<String>, sep: &str, unit: &str| {
@@ -737,7 +802,14 @@ mod tests {
 
     #[test]
     fn json_body_carries_the_contract_fields() {
-        let doc = serde_json::to_value(pair_doc(&analysis(), 0.5, &[], false)).unwrap();
+        let doc = serde_json::to_value(pair_doc(
+            &analysis(),
+            0.5,
+            sensitivity::DEFAULT_TARGET,
+            &[],
+            false,
+        ))
+        .unwrap();
         assert_eq!(doc["changes"][0]["bytes"], 8192);
         assert_eq!(doc["changes"][0]["last_old_bytes"], 7168);
         assert_eq!(doc["changes"][0]["verdict"], "unconfirmed");
@@ -778,7 +850,7 @@ mod tests {
     #[test]
     fn table_netgauge_and_params_agree() {
         let pa = analysis();
-        let doc = pair_doc(&pa, 0.5, &[], false);
+        let doc = pair_doc(&pa, 0.5, sensitivity::DEFAULT_TARGET, &[], false);
         let t = table(&doc);
         assert!(
             t.contains("8192-16384") && t.contains("protocol changes at: 8192"),
@@ -804,7 +876,7 @@ mod tests {
             p.counters.insert("lost_datagrams".into(), i as u64 % 2);
             p.counters.insert("retransmissions".into(), 3);
         }
-        let pd = pair_doc(&pa, 0.5, &[], false);
+        let pd = pair_doc(&pa, 0.5, sensitivity::DEFAULT_TARGET, &[], false);
         let doc = serde_json::to_value(&pd).unwrap();
         assert_eq!(doc["points"][1]["counters"]["lost_datagrams"], 1);
         assert_eq!(doc["points"][2]["counters"]["retransmissions"], 3);
@@ -818,7 +890,11 @@ mod tests {
 
     #[test]
     fn plot_is_an_svg_with_the_legend() {
-        let svg = plot_svg(&pair_doc(&analysis(), 0.5, &[], false), "test").unwrap();
+        let svg = plot_svg(
+            &pair_doc(&analysis(), 0.5, sensitivity::DEFAULT_TARGET, &[], false),
+            "test",
+        )
+        .unwrap();
         assert!(svg.starts_with("<svg"));
         assert!(svg.contains("protocol change") && svg.contains("o_s(s)"));
     }

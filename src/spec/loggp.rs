@@ -8,6 +8,7 @@ use crate::model::changepoint::LookaheadOptions;
 use crate::model::loggp::{AssessOptions, Detector, DetectorKind};
 use crate::model::refine::RefineOptions;
 use crate::model::segment::SegmentOptions;
+use crate::model::sensitivity;
 use crate::patterns::loggp::{default_sizes, DelayChoice, PairsMode, Params};
 use serde::{Deserialize, Serialize};
 
@@ -52,6 +53,9 @@ pub struct LoggpSpec {
     /// Keep every timed repetition of each point in the document
     /// (`points[].samples`).
     pub samples: bool,
+    /// A stretch of sizes is decided when no step of `PRTT(1,0,s)` above this
+    /// percentage of it fits the run's data ([`crate::model::sensitivity`]).
+    pub decide_target_pct: f64,
 }
 
 impl Default for LoggpSpec {
@@ -73,6 +77,7 @@ impl Default for LoggpSpec {
             confirm: true,
             refine: true,
             samples: false,
+            decide_target_pct: sensitivity::DEFAULT_TARGET * 100.0,
         }
     }
 }
@@ -88,6 +93,9 @@ pub struct LoggpPlan {
     pub assess: AssessOptions,
     /// How candidate changes are measured again; `None`: reported as detected.
     pub refine: Option<RefineOptions>,
+    /// Fraction of `PRTT(1,0,s)` below which a stretch must exclude steps to be
+    /// decided ([`crate::model::sensitivity`]).
+    pub decide_target: f64,
 }
 
 impl LoggpSpec {
@@ -129,6 +137,7 @@ impl LoggpSpec {
             ("pfact", self.pfact),
             ("floor_us", self.floor_us),
             ("penalty", self.penalty),
+            ("decide_target_pct", self.decide_target_pct),
         ] {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(SpecError::new(
@@ -169,6 +178,7 @@ impl LoggpSpec {
                 attempts: self.attempts as usize,
             },
             passes: self.passes as usize,
+            decide_target: self.decide_target_pct / 100.0,
             // The paper's detector stays as Netgauge runs it; no detector, no changes.
             refine: match self.detector {
                 DetectorKind::Lookahead | DetectorKind::Segmented if self.confirm => {

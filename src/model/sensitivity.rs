@@ -1,0 +1,422 @@
+//! What a run could have missed (issue 36): per stretch of sizes between the
+//! reported protocol changes, the largest step of `PRTT(1,0,s)` (Hoefler et al.,
+//! sec. 2.2) that the run's own data leave possible at a boundary between
+//! neighbouring sizes, and whether that floor lies below a target (by default
+//! [`DEFAULT_TARGET`] of `PRTT(1,0,s)`). A run is `decided` only where it is: a
+//! reader of "one change" then knows which switches the run could have seen.
+//!
+//! # Method
+//!
+//! Noise: the scatter of the sweep's medians about the line through their two
+//! neighbours (the residual `y_i - ((1-t) y_{i-1} + t y_{i+1})` has variance
+//! `(1 + (1-t)^2 + t^2) sigma^2`; a step or a bend moves one or two of them, which
+//! the median absolute deviation ignores), from the triples within [`WINDOW`]
+//! sizes of a boundary when there are [`MIN_OWN_TRIPLES`] of them (the noise of
+//! `PRTT` grows with the size), otherwise the sweep's relative scatter times the
+//! level. Step: at every boundary inside a stretch, up to [`WINDOW`] sizes a
+//! side fitted with one common slope and an intercept each (analysis of
+//! covariance, as the confirmation's [`super::confirm::pass_step`]); its standard
+//! error is `sigma sqrt(1/k_l + 1/k_r + (xbar_r - xbar_l)^2 / S_xx)` (the slope is
+//! fitted on the within-side deviations, independent of the side means). The
+//! largest step the data leave possible there is `|step| + Z se` ([`Z`] standard
+//! errors): a small step bounds how large a switch can hide, a large one that no
+//! reported change explains is itself a switch the run did not report. Where
+//! fresh passes rejected a candidate, the bound of their interval counts if it is
+//! tighter. Slope changes are bounded the same way from each side's own line
+//! (reported, not judged: a bend of the curve changes the slope as much).
+
+use super::confirm::{StepEvidence, Verdict};
+use super::refine::Change;
+use crate::stats::median;
+use serde::Serialize;
+
+/// Default target: a stretch is decided when no step above 2% of `PRTT(1,0,s)`
+/// fits its data.
+pub const DEFAULT_TARGET: f64 = 0.02;
+
+/// Standard errors added to a boundary's step to bound it.
+pub const Z: f64 = 3.0;
+
+/// Sizes per side of a boundary fitted for its step.
+pub const WINDOW: usize = 8;
+
+/// A boundary takes its noise from at least this many triples of neighbouring
+/// sizes around it; with fewer, from the sweep's relative scatter.
+pub const MIN_OWN_TRIPLES: usize = 5;
+
+/// Median absolute deviation of Gaussian noise in standard deviations.
+const MAD_PER_SIGMA: f64 = 0.6745;
+
+crate::names::named_enum! {
+    /// Whether a run decided every protocol change it could have seen.
+    pub enum ChangesVerdict("changes verdict") {
+        /// Every candidate was confirmed or rejected (or not measured again), and
+        /// every stretch excludes steps above the target.
+        Decided = "decided",
+        /// A candidate could not be decided (the host was too disturbed or the
+        /// passes too spread), or a stretch leaves a step above the target possible.
+        Undecided = "undecided",
+    }
+}
+
+/// The sensitivity statement of one stretch of sizes between reported changes.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Stretch {
+    /// First size of the stretch, bytes.
+    pub from_bytes: u64,
+    /// Last size of the stretch, bytes.
+    pub to_bytes: u64,
+    /// The largest step of `PRTT(1,0,s)` between neighbouring sizes that the
+    /// run's data leave possible in this stretch, us ("no switch larger than").
+    pub step_floor_us: f64,
+    /// First size after the boundary where that bound is nearest to or furthest
+    /// above its target, bytes (absent without a boundary).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worst_at_bytes: Option<u64>,
+    /// The target at that boundary (the fraction of `PRTT(1,0,s)` asked for), us.
+    pub target_us: f64,
+    /// The largest change of the slope of `PRTT(1,0,s)` the data leave possible,
+    /// us per KiB (not judged: a bend of the curve changes it as much).
+    pub slope_floor_us_per_kib: f64,
+    /// Noise of one size's median at `worst_at_bytes`, us (a standard deviation).
+    pub noise_us: f64,
+    /// `decided` when every boundary's bound is below its target.
+    pub verdict: ChangesVerdict,
+}
+
+impl Stretch {
+    /// Whether the stretch excludes steps above the target.
+    pub fn decided(&self) -> bool {
+        self.verdict == ChangesVerdict::Decided
+    }
+}
+
+/// The sensitivity statements of a sweep: `sizes` ascending with their median
+/// `prtt_us` (`PRTT(1,0,s)`), cut into the stretches `ranges` (`(from, to)`
+/// bytes, inclusive); `passes_bound_us` gives, per first size of a boundary,
+/// a bound on its step from fresh passes; `target` is a fraction of
+/// `PRTT(1,0,s)`.
+pub fn stretches(
+    sizes: &[u64],
+    prtt_us: &[f64],
+    ranges: &[(u64, u64)],
+    passes_bound_us: &[(u64, f64)],
+    target: f64,
+) -> Vec<Stretch> {
+    let x: Vec<f64> = sizes.iter().map(|&s| s as f64).collect();
+    let spans: Vec<(usize, usize)> = ranges
+        .iter()
+        .filter_map(|&(from, to)| {
+            let a = sizes.iter().position(|&s| s >= from)?;
+            let b = sizes.iter().rposition(|&s| s <= to)?;
+            (a <= b).then_some((a, b))
+        })
+        .collect();
+    let triples = |a: usize, b: usize| -> Vec<(usize, f64, f64)> {
+        (a + 1..b)
+            .filter_map(|i| {
+                let t = (x[i] - x[i - 1]) / (x[i + 1] - x[i - 1]);
+                let pred = (1.0 - t) * prtt_us[i - 1] + t * prtt_us[i + 1];
+                let sd = (prtt_us[i] - pred).abs() / (1.0 + (1.0 - t).powi(2) + t * t).sqrt();
+                (sd.is_finite() && prtt_us[i] > 0.0).then_some((i, sd, sd / prtt_us[i]))
+            })
+            .collect()
+    };
+    let relative: Vec<f64> = spans
+        .iter()
+        .flat_map(|&(a, b)| triples(a, b))
+        .map(|t| t.2)
+        .collect();
+    let relative_sigma = median(&relative).unwrap_or(0.0) / MAD_PER_SIGMA;
+    spans
+        .iter()
+        .map(|&(a, b)| {
+            let own = triples(a, b);
+            let level = |i: usize| 0.5 * (prtt_us[i - 1] + prtt_us[i]);
+            let sigma = |j: usize| {
+                let local: Vec<f64> = own
+                    .iter()
+                    .filter(|t| t.0 + WINDOW >= j && t.0 < j + WINDOW)
+                    .map(|t| t.1)
+                    .collect();
+                if local.len() >= MIN_OWN_TRIPLES {
+                    median(&local).unwrap_or(0.0) / MAD_PER_SIGMA
+                } else {
+                    relative_sigma * level(j)
+                }
+            };
+            let mut stretch = Stretch {
+                from_bytes: sizes[a],
+                to_bytes: sizes[b],
+                step_floor_us: 0.0,
+                worst_at_bytes: None,
+                target_us: 0.0,
+                slope_floor_us_per_kib: 0.0,
+                noise_us: 0.0,
+                verdict: ChangesVerdict::Decided,
+            };
+            let mut worst = f64::NEG_INFINITY;
+            // Boundaries with two sizes a side (one size fits no slope of its own,
+            // and no detector splits off a range of one size).
+            for (j, &size) in sizes.iter().enumerate().take(b).skip(a + 2) {
+                let left = j.saturating_sub(WINDOW).max(a)..j;
+                let right = j..(j + WINDOW).min(b + 1);
+                let target_us = target * level(j);
+                let bound = match boundary(&x, prtt_us, left, right, sigma(j)) {
+                    Some(bd) => {
+                        stretch.slope_floor_us_per_kib =
+                            stretch.slope_floor_us_per_kib.max(bd.slope_bound * 1024.0);
+                        let passes = passes_bound_us
+                            .iter()
+                            .find(|p| p.0 == size)
+                            .map_or(f64::INFINITY, |p| p.1);
+                        bd.step_bound.min(passes)
+                    }
+                    None => f64::INFINITY,
+                };
+                stretch.step_floor_us = stretch.step_floor_us.max(bound);
+                let ratio = bound / target_us;
+                if ratio > worst || ratio.is_nan() {
+                    worst = ratio;
+                    stretch.worst_at_bytes = Some(size);
+                    stretch.target_us = target_us;
+                    stretch.noise_us = sigma(j);
+                }
+                if bound.is_nan() || target_us.is_nan() || bound > target_us {
+                    stretch.verdict = ChangesVerdict::Undecided;
+                }
+            }
+            stretch
+        })
+        .collect()
+}
+
+/// The bounds at one boundary.
+struct Bounds {
+    /// `|step| + Z se`, us.
+    step_bound: f64,
+    /// `|b_r - b_l| + Z se`, us per byte (0 without two sizes a side).
+    slope_bound: f64,
+}
+
+/// The step (common slope, an intercept a side) and the change of slope (a line
+/// a side) of `y` between the sizes `left` and `right`; `None` when no slope can
+/// be fitted (one size in all) or a value is not finite.
+fn boundary(
+    x: &[f64],
+    y: &[f64],
+    left: std::ops::Range<usize>,
+    right: std::ops::Range<usize>,
+    sigma: f64,
+) -> Option<Bounds> {
+    let side = |r: std::ops::Range<usize>| {
+        let k = r.len() as f64;
+        let (mx, my) = (
+            r.clone().map(|i| x[i]).sum::<f64>() / k,
+            r.clone().map(|i| y[i]).sum::<f64>() / k,
+        );
+        let sxx: f64 = r.clone().map(|i| (x[i] - mx).powi(2)).sum();
+        let sxy: f64 = r.map(|i| (x[i] - mx) * (y[i] - my)).sum();
+        (k, mx, my, sxx, sxy)
+    };
+    let (kl, xl, yl, sxx_l, sxy_l) = side(left);
+    let (kr, xr, yr, sxx_r, sxy_r) = side(right);
+    let sxx = sxx_l + sxx_r;
+    if sxx <= 0.0 || !(yl.is_finite() && yr.is_finite() && sigma.is_finite()) {
+        return None;
+    }
+    let slope = (sxy_l + sxy_r) / sxx;
+    let step = yr - yl - slope * (xr - xl);
+    let se = sigma * (1.0 / kl + 1.0 / kr + (xr - xl).powi(2) / sxx).sqrt();
+    let slope_bound = if sxx_l > 0.0 && sxx_r > 0.0 && kl >= 2.0 && kr >= 2.0 {
+        (sxy_r / sxx_r - sxy_l / sxx_l).abs() + Z * sigma * (1.0 / sxx_l + 1.0 / sxx_r).sqrt()
+    } else {
+        0.0
+    };
+    Some(Bounds {
+        step_bound: step.abs() + Z * se,
+        slope_bound,
+    })
+}
+
+/// Per rejected candidate of `changes`, the bound on its step of `PRTT(1,0,s)`
+/// from the fresh passes (the larger end of the interval of the steps), keyed
+/// by the first size after the boundary.
+pub fn passes_bounds(changes: &[Change]) -> Vec<(u64, f64)> {
+    changes
+        .iter()
+        .filter(|c| c.verdict == Verdict::Rejected)
+        .filter_map(|c| {
+            let e: &StepEvidence = c
+                .confirmation
+                .as_ref()?
+                .steps
+                .iter()
+                .find(|e| e.series == "prtt_1_0")?;
+            let [lo, hi] = e.step_us.interval?;
+            Some((c.bytes, lo.abs().max(hi.abs())))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sweep(step_at: Option<u64>, step_us: f64, noise_us: f64, seed: u64) -> (Vec<u64>, Vec<f64>) {
+        let sizes: Vec<u64> = (1..=32).map(|k| k * 1024).collect();
+        let mut rng = crate::rng::SplitMix64(seed);
+        let mut normal = move || {
+            let u = |r: &mut crate::rng::SplitMix64| (r.next() >> 11) as f64 / (1u64 << 53) as f64;
+            let (a, b) = (u(&mut rng).max(1e-300), u(&mut rng));
+            (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
+        };
+        let y = sizes
+            .iter()
+            .map(|&s| {
+                let jump = if step_at.is_some_and(|b| s >= b) {
+                    step_us
+                } else {
+                    0.0
+                };
+                10.0 + 0.0004 * s as f64 + jump + noise_us * normal()
+            })
+            .collect();
+        (sizes, y)
+    }
+
+    #[test]
+    fn a_clean_line_is_decided_with_a_small_floor() {
+        let (s, y) = sweep(None, 0.0, 0.01, 1);
+        let st = stretches(&s, &y, &[(1024, 32768)], &[], DEFAULT_TARGET);
+        assert_eq!(st.len(), 1);
+        assert!(st[0].decided(), "{st:?}");
+        assert!(st[0].step_floor_us < 0.2, "{st:?}");
+        assert!(st[0].noise_us > 0.003 && st[0].noise_us < 0.03, "{st:?}");
+    }
+
+    #[test]
+    fn an_unreported_step_makes_its_stretch_undecided_there() {
+        let (s, y) = sweep(Some(9216), 0.5, 0.01, 2);
+        let st = stretches(&s, &y, &[(1024, 32768)], &[], DEFAULT_TARGET);
+        assert!(!st[0].decided(), "{st:?}");
+        assert_eq!(st[0].worst_at_bytes, Some(9216));
+        assert!(st[0].step_floor_us >= 0.5, "{st:?}");
+        // Reported (the ranges split there), both stretches are decided.
+        let st = stretches(&s, &y, &[(1024, 8192), (9216, 32768)], &[], DEFAULT_TARGET);
+        assert!(st.iter().all(Stretch::decided), "{st:?}");
+    }
+
+    #[test]
+    fn noise_above_the_target_is_undecided_and_a_looser_target_decides() {
+        let (s, y) = sweep(None, 0.0, 0.3, 3);
+        let st = stretches(&s, &y, &[(1024, 32768)], &[], DEFAULT_TARGET);
+        assert!(!st[0].decided(), "{st:?}");
+        let st = stretches(&s, &y, &[(1024, 32768)], &[], 0.5);
+        assert!(st[0].decided(), "{st:?}");
+    }
+
+    #[test]
+    fn short_stretches_borrow_the_sweeps_relative_noise() {
+        let (s, y) = sweep(Some(5120), 2.0, 0.01, 4);
+        let st = stretches(&s, &y, &[(1024, 4096), (5120, 32768)], &[], DEFAULT_TARGET);
+        assert_eq!(st.len(), 2);
+        assert!(st[0].noise_us > 0.0, "{st:?}");
+        assert!(st.iter().all(Stretch::decided), "{st:?}");
+    }
+
+    /// The silent miss of `docs/findings/2026-11-28-vader-8192-miss.json`: its
+    /// run reported no change and `decided`, and Open MPI's shared-memory eager
+    /// switch lay at 8192 bytes. Its own points must say `undecided` there.
+    #[test]
+    fn issue_36_the_vader_8192_silent_miss_is_undecided() {
+        let doc: serde_json::Value = serde_json::from_str(include_str!(
+            "../../docs/findings/2026-11-28-vader-8192-miss.json"
+        ))
+        .unwrap();
+        let points = doc["points"].as_array().unwrap();
+        let sizes: Vec<u64> = points.iter().map(|p| p["size"].as_u64().unwrap()).collect();
+        let prtt: Vec<f64> = points
+            .iter()
+            .map(|p| p["prtt_1_0_us"].as_f64().unwrap())
+            .collect();
+        let ranges: Vec<(u64, u64)> = doc["ranges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["from"].as_u64().unwrap(), r["to"].as_u64().unwrap()))
+            .collect();
+        assert!(doc["changes"].as_array().unwrap().is_empty());
+        let st = stretches(&sizes, &prtt, &ranges, &[], DEFAULT_TARGET);
+        let around = st
+            .iter()
+            .find(|s| s.from_bytes < 8192 && 8192 <= s.to_bytes)
+            .expect("a stretch across 8192");
+        assert!(!around.decided(), "{st:?}");
+        assert!(
+            around.step_floor_us > 0.5,
+            "the 0.6 us step bounds it: {st:?}"
+        );
+    }
+
+    /// Known answers in the synthetic LogGP world: steps of 1-3% of
+    /// `PRTT(1,0,s)` at random sizes under 0.2% noise. No run may call a stretch
+    /// decided that holds a step above the target the detector did not report
+    /// (a step below the target is not promised).
+    #[test]
+    fn issue_36_a_small_switch_is_reported_or_its_stretch_undecided() {
+        use crate::model::loggp::synthetic::{default_sizes, sweep, Noise, Rng, Truth};
+        use crate::model::loggp::{assess, AssessOptions};
+        let base = Truth {
+            l: 2.0,
+            os: 0.8,
+            or: 0.7,
+            g: 1.0,
+            big_g: 0.0002,
+            synchronous: false,
+        };
+        let sizes: Vec<u64> = default_sizes().into_iter().filter(|&s| s >= 1024).collect();
+        let noise = Noise {
+            relative: 0.002,
+            absolute: 0.0,
+            bimodal_p: 0.0,
+            bimodal_us: 0.0,
+        };
+        let mut decided = 0;
+        for seed in 0..40u64 {
+            // Even seeds: no switch at all (the statement must not refuse all).
+            let switch = seed % 2 == 1;
+            let mut rng = Rng::new(seed + 100);
+            let at = sizes[4 + (rng.uniform() * (sizes.len() - 8) as f64) as usize];
+            let prtt_at = 2.0 * (base.l + base.os + base.or + (at - 1) as f64 * base.big_g);
+            let fraction = if switch {
+                0.01 + 0.02 * rng.uniform()
+            } else {
+                0.0
+            };
+            // The step lands on l: half of it on each way of the round trip.
+            let after = Truth {
+                l: base.l + fraction * prtt_at / 2.0,
+                ..base
+            };
+            let samples = sweep(&sizes, &[base, after], &[at], 10, noise, seed);
+            let a = assess(&samples, &AssessOptions::default()).unwrap();
+            let prtt: Vec<f64> = samples.iter().map(|s| s.prtt_1_0_us).collect();
+            let ranges: Vec<(u64, u64)> = a.ranges.iter().map(|r| (r.from, r.to)).collect();
+            let st = stretches(&sizes, &prtt, &ranges, &[], DEFAULT_TARGET);
+            let reported = a.changes.contains(&at);
+            let holding = st.iter().find(|s| s.from_bytes < at && at <= s.to_bytes);
+            if let Some(h) = holding.filter(|_| fraction > DEFAULT_TARGET) {
+                assert!(
+                    reported || !h.decided(),
+                    "seed {seed}: step of {fraction:.3} at {at} missed, yet {st:?}"
+                );
+            }
+            if !switch {
+                decided += st.iter().all(Stretch::decided) as usize;
+            }
+        }
+        // No blanket refusal: at 0.2% noise, sweeps without a switch decide.
+        assert!(decided >= 15, "decided {decided} of 20");
+    }
+}
