@@ -892,7 +892,11 @@ mod tests {
             "the located byte, not the sweep size 8192"
         );
         assert!(
-            svg.contains(">1K<") && svg.contains(">16K<"),
+            svg::check::texts(&svg)
+                .iter()
+                .filter(|t| t.text == "1K" || t.text == "16K")
+                .count()
+                == 2,
             "binary size labels"
         );
         // Without a located byte, the bracket of sweep sizes is shaded.

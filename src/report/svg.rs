@@ -49,7 +49,7 @@ const X_LABEL_AREA_PX: u32 = 62;
 /// The page of a figure whose legend has `legend_rows` entries: the plot keeps
 /// 520 px of height and the legend gets its rows below it.
 pub fn page(legend_rows: usize) -> (u32, u32) {
-    (PAGE_WIDTH_PX, 540 + LEGEND_ROW_PX * legend_rows as u32)
+    (PAGE_WIDTH_PX, 556 + LEGEND_ROW_PX * legend_rows as u32)
 }
 
 /// An SVG document of `size` pixels: a white page handed to `draw`.
@@ -371,7 +371,7 @@ pub fn chart<'a>(
         .caption(title, ("sans-serif", 22))
         .margin(16)
         .margin_right(28)
-        .margin_bottom(16 + LEGEND_ROW_PX * legend_rows as u32)
+        .margin_bottom(32 + LEGEND_ROW_PX * legend_rows as u32)
         .x_label_area_size(X_LABEL_AREA_PX)
         .y_label_area_size(84)
         .build_cartesian_2d(x, y)
@@ -397,7 +397,9 @@ pub fn chart<'a>(
 /// # Errors
 /// What plotters reports.
 pub fn legend(chart: &mut Chart<'_>) -> Result<(), String> {
-    let below = chart.plotting_area().dim_in_pixel().1 as i32 + X_LABEL_AREA_PX as i32;
+    // Measured on the rendered page: this offset puts the first row below the
+    // axis name (the plotting area plotters reports is one label area short).
+    let below = chart.plotting_area().dim_in_pixel().1 as i32 + 2 * X_LABEL_AREA_PX as i32 + 14;
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::Coordinate(0, below))
@@ -569,7 +571,6 @@ pub(crate) mod check {
     /// One `<text>` of a figure: where it is anchored and what it says.
     #[derive(Debug)]
     pub(crate) struct Label {
-        pub(crate) x: f64,
         pub(crate) y: f64,
         pub(crate) anchor: String,
         pub(crate) text: String,
@@ -613,7 +614,6 @@ pub(crate) mod check {
                             .unwrap_or(0.0)
                     };
                     labels.push(Label {
-                        x: num("x"),
                         y: num("y"),
                         anchor: attribute(tag, "text-anchor").unwrap_or("start").to_string(),
                         text: content
