@@ -523,51 +523,53 @@ pub fn render_selection(s: &Selection) -> String {
 }
 
 /// An SVG plot of the median run-time over the size, one line per
-/// `transport/algo`, both axes logarithmic.
+/// `transport/algo`, both axes logarithmic, each line in the band of the 95%
+/// confidence interval of its mean where one was computed.
 pub fn plot_svg(records: &[CollRecord], title: &str) -> Result<String, String> {
-    use plotters::prelude::*;
-    let points: Vec<(String, f64, f64)> = records
+    // (label, size, median, ci95)
+    let points: Vec<(String, f64, f64, Option<[f64; 2]>)> = records
         .iter()
         .filter_map(|r| {
-            r.runtime_us
-                .map(|t| (r.label(), (r.size.max(1)) as f64, t.median.max(1e-3)))
+            r.runtime_us.map(|t| {
+                (
+                    r.label(),
+                    (r.size.max(1)) as f64,
+                    t.median.max(1e-3),
+                    t.ci95,
+                )
+            })
         })
         .collect();
-    let (mut x_lo, mut x_hi, mut y_lo, mut y_hi) = (f64::MAX, 1.0f64, f64::MAX, 1e-3f64);
-    for (_, x, y) in &points {
-        x_lo = x_lo.min(*x);
-        x_hi = x_hi.max(*x);
-        y_lo = y_lo.min(*y);
-        y_hi = y_hi.max(*y);
-    }
-    if points.is_empty() {
-        (x_lo, y_lo) = (1.0, 1e-3);
-    }
-    svg::document((960, 600), |root| {
+    let labels = distinct(points.iter().map(|p| p.0.clone()));
+    let banded = points.iter().any(|p| p.3.is_some());
+    let x = svg::Axis::bytes(points.iter().map(|p| p.1));
+    let y = svg::Axis::log(points.iter().flat_map(|p| {
+        let [lo, hi] = p.3.unwrap_or([p.2, p.2]);
+        [p.2, lo.max(1e-3), hi]
+    }));
+    let rows = labels.len() + usize::from(banded);
+    svg::document(svg::page(rows), |root| {
         let mut chart = svg::chart(
             root,
             title,
-            (
-                (x_lo / 1.5..x_hi * 1.5).log_scale(),
-                "bytes per rank",
-                &|x| svg::size_label(*x),
-            ),
-            (
-                (y_lo / 1.5..y_hi * 1.5).log_scale(),
-                "median run-time [us]",
-                &|y| format!("{y:.3}"),
-            ),
+            (x, "bytes per rank"),
+            (y, "median run-time [us]"),
+            rows,
         )?;
-        let labels = distinct(points.iter().map(|p| p.0.clone()));
         for (i, label) in labels.into_iter().enumerate() {
-            let line: Vec<(f64, f64)> = points
+            let mine: Vec<_> = points.iter().filter(|p| p.0 == label).collect();
+            let band: Vec<(f64, f64, f64)> = mine
                 .iter()
-                .filter(|(l, _, _)| *l == label)
-                .map(|(_, x, y)| (*x, *y))
+                .filter_map(|p| p.3.map(|[lo, hi]| (p.1, lo.max(1e-3), hi)))
                 .collect();
+            svg::band(&mut chart, i, &band)?;
+            let line = mine.iter().map(|p| (p.1, p.2)).collect();
             svg::series(&mut chart, i, label, line, true)?;
         }
-        svg::legend(&mut chart, SeriesLabelPosition::UpperLeft)
+        if banded {
+            svg::key(&mut chart, "shaded: 95% confidence interval of the mean")?;
+        }
+        svg::legend(&mut chart)
     })
 }
 
@@ -701,6 +703,43 @@ mod tests {
         let svg = plot_svg(&recs, "bcast").unwrap();
         assert!(svg.starts_with("<svg"), "{}", &svg[..40]);
         assert!(svg.contains("tcp/binomial") && svg.contains("tcp/chain"));
+    }
+
+    #[test]
+    fn issue_37_the_plot_ticks_its_data_on_log_2_sizes_with_confidence_bands() {
+        // Run-times of 20-90 us: the old log axis labelled only 100-400 us.
+        let t = |a: u64, b: u64| {
+            times(&[
+                ([0, 0], [a, a], SlotStatus::Valid),
+                ([100, 100], [100 + b, 100 + b], SlotStatus::Valid),
+            ])
+        };
+        let recs: Vec<CollRecord> = [(8, 21, 23), (1024, 40, 44), (65536, 85, 90)]
+            .into_iter()
+            .map(|(s, a, b)| {
+                record(
+                    point(TransportName::Tcp, "binomial", s),
+                    &t(a, b),
+                    1e6,
+                    false,
+                )
+            })
+            .collect();
+        let ci = recs.iter().map(|r| r.runtime_us.unwrap().ci95.unwrap());
+        let (lo, hi) = ci.fold((f64::MAX, 0.0f64), |(l, h), [a, b]| (l.min(a), h.max(b)));
+        let svg = plot_svg(&recs, "bcast").unwrap();
+        svg::check::figure(
+            &svg,
+            "bytes per rank",
+            "median run-time [us]",
+            (8.0, 65536.0),
+            (lo.max(1e-3), hi),
+        );
+        assert!(
+            svg.contains("64K") && svg.contains("<polygon"),
+            "K labels and a band"
+        );
+        assert!(svg.contains("95% confidence interval"));
     }
 
     /// A dropped drift of the window scheme's sync is a `coll` warning with

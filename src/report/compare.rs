@@ -346,52 +346,37 @@ fn format_p(p: f64) -> String {
 /// When no row has a size and a ratio, or plotters fails.
 pub fn plot_svg(c: &Comparison, title: &str) -> Result<String, String> {
     use plotters::prelude::*;
-    // Per experiment: (log2 size, ratio, p-value, stars).
+    // Per experiment: (size, ratio, p-value, stars).
     type Dot<'a> = (f64, f64, Option<f64>, &'a str);
     let mut by_experiment: BTreeMap<&str, Vec<Dot>> = BTreeMap::new();
     for r in &c.rows {
         if let (Some(size), Some(ratio)) = (r.size, r.ratio) {
-            let x = (size.max(1) as f64).log2();
-            by_experiment
-                .entry(&r.experiment)
-                .or_default()
-                .push((x, ratio, r.p_value, r.stars));
+            by_experiment.entry(&r.experiment).or_default().push((
+                size.max(1) as f64,
+                ratio,
+                r.p_value,
+                r.stars,
+            ));
         }
     }
     let points: Vec<&Dot> = by_experiment.values().flatten().collect();
     if points.is_empty() {
         return Err("nothing to plot: no compared row has a message size".into());
     }
-    let (x_lo, x_hi) = points.iter().fold((f64::MAX, f64::MIN), |(lo, hi), p| {
-        (lo.min(p.0), hi.max(p.0))
-    });
-    let (y_lo, y_hi) = points
-        .iter()
-        .fold((1.0f64, 1.0f64), |(lo, hi), p| (lo.min(p.1), hi.max(p.1)));
-    let y_pad = ((y_hi - y_lo) * 0.12).max(0.02);
-    let x_pad = ((x_hi - x_lo) * 0.03).max(0.5);
-    svg::document((960, 600), |root| {
+    let x = svg::Axis::bytes(points.iter().map(|p| p.0));
+    let y = svg::Axis::linear(points.iter().map(|p| p.1).chain([1.0]), false);
+    let lift = (y.view().end - y.view().start) * 0.02;
+    let rows = by_experiment.len() + 1;
+    svg::document(svg::page(rows), |root| {
         let e = svg::error;
         let mut chart = svg::chart(
             root,
             title,
-            (
-                (x_lo - x_pad)..(x_hi + x_pad),
-                "message size [bytes], log 2 scale",
-                &|x| svg::size_label(2f64.powf(*x)),
-            ),
-            (
-                (y_lo - y_pad)..(y_hi + y_pad),
-                "median B / median A",
-                &|y| format!("{y:.2}"),
-            ),
+            (x, "message size [bytes]"),
+            (y, "median B / median A"),
+            rows,
         )?;
-        chart
-            .draw_series(LineSeries::new(
-                [(x_lo - x_pad, 1.0), (x_hi + x_pad, 1.0)],
-                svg::GREY.stroke_width(1),
-            ))
-            .map_err(e)?;
+        svg::horizontal(&mut chart, 1.0, None)?;
         for (i, (name, pts)) in by_experiment.iter().enumerate() {
             let colour = svg::PALETTE[i % svg::PALETTE.len()];
             chart
@@ -417,22 +402,17 @@ pub fn plot_svg(c: &Comparison, title: &str) -> Result<String, String> {
                 .draw_series(pts.iter().filter(|p| !p.3.is_empty()).map(|p| {
                     Text::new(
                         p.3.to_string(),
-                        (p.0, p.1 + y_pad * 0.25),
-                        ("sans-serif", 14).into_font().color(&colour),
+                        (p.0, p.1 + lift),
+                        ("sans-serif", svg::FONT_PX).into_font().color(&colour),
                     )
                 }))
                 .map_err(e)?;
         }
-        chart
-            .draw_series(std::iter::once(Circle::new(
-                (x_lo - x_pad, y_lo - y_pad),
-                0,
-                svg::GREY.stroke_width(1),
-            )))
-            .map_err(e)?
-            .label("filled: p <= 0.05 (stars: * 0.05, ** 0.01, *** 0.001)")
-            .legend(move |(x, y)| Circle::new((x + 10, y), 4, svg::GREY.stroke_width(1)));
-        svg::legend(&mut chart, SeriesLabelPosition::UpperLeft)
+        svg::key(
+            &mut chart,
+            "filled: p <= 0.05 (stars: * 0.05, ** 0.01, *** 0.001); hollow: not significant",
+        )?;
+        svg::legend(&mut chart)
     })
 }
 

@@ -313,41 +313,33 @@ pub use super::svg::Curve as BenefitCurve;
 /// per size, with the reference of the paper's reading: `b = 0` (the delay adds to
 /// the call) drawn as a line.
 pub fn plot_benefit_svg(curves: &[BenefitCurve], title: &str) -> Result<String, String> {
-    use plotters::prelude::*;
-    let xs = curves.iter().flat_map(|c| c.points.iter().map(|p| p.0));
-    let ys: Vec<f64> = curves
-        .iter()
-        .flat_map(|c| c.points.iter().map(|p| p.1))
-        .filter(|y| y.is_finite())
-        .collect();
-    let x_max = xs.fold(0.0f64, f64::max).max(1.0) * 1.05;
-    let y_hi = ys.iter().copied().fold(0.0f64, f64::max).max(0.1);
-    let y_lo = ys.iter().copied().fold(0.0f64, f64::min).min(-0.1);
-    let pad = (y_hi - y_lo) * 0.08;
-    svg::document((960, 600), |root| {
+    let finite = || {
+        curves
+            .iter()
+            .flat_map(|c| c.points.iter())
+            .filter(|p| p.1.is_finite())
+    };
+    let x = svg::Axis::linear(finite().map(|p| p.0), true);
+    let y = svg::Axis::linear(finite().map(|p| p.1), true);
+    let rows = curves.len() + 1;
+    svg::document(svg::page(rows), |root| {
         let mut chart = svg::chart(
             root,
             title,
-            (0.0..x_max, "delay d [us]", &|x| format!("{x}")),
-            (
-                (y_lo - pad)..(y_hi + pad),
-                "delay overlap benefit b = (t0 + d - td) / td",
-                &|y| format!("{y:.2}"),
-            ),
+            (x, "delay d [us]"),
+            (y, "delay overlap benefit b = (t0 + d - td) / td"),
+            rows,
         )?;
-        chart
-            .draw_series(LineSeries::new(
-                [(0.0, 0.0), (x_max, 0.0)],
-                svg::GREY.stroke_width(1),
-            ))
-            .map_err(svg::error)?
-            .label("b = 0: the delay adds to the call")
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], svg::GREY));
+        svg::horizontal(
+            &mut chart,
+            0.0,
+            Some("b = 0: the delay adds to the call".into()),
+        )?;
         for (i, curve) in curves.iter().enumerate() {
             let pts = curve.points.iter().copied().filter(|p| p.1.is_finite());
             svg::series(&mut chart, i, curve.label.clone(), pts.collect(), true)?;
         }
-        svg::legend(&mut chart, SeriesLabelPosition::UpperRight)
+        svg::legend(&mut chart)
     })
 }
 

@@ -641,12 +641,33 @@ pub fn params_file(pa: &PairDoc, transport: &str) -> ParamsFile {
     ParamsFile::measured(transport, &pa.ranges)
 }
 
-/// An SVG plot: the measured `(PRTT(n,0,s) - PRTT(1,0,s))/(n-1)` per size, the fitted
-/// `g + G(s-1)` of each range, the detected switches, and `o_s(s)`.
-pub fn plot_svg(pa: &PairDoc, title: &str) -> Result<String, String> {
+/// Where the plot draws a change the ranges split at: the located first byte,
+/// the crossing of a slope-only change, or the bracket of sweep sizes it lies in.
+fn drawn_at(c: &Change) -> Result<f64, [f64; 2]> {
+    match (c.first_bytes, c.crossing_bytes) {
+        (Some(b), _) => Ok(b as f64),
+        (None, Some(x)) => Ok(x),
+        (None, None) => Err(c.bracket_bytes.map(|b| b as f64)),
+    }
+}
+
+/// An SVG plot over the size (log 2 axis): the measured
+/// `(PRTT(n,0,s) - PRTT(1,0,s))/(n-1)` per size with bars from `PRTT(n,0,s)`'s
+/// minimum to its 99th percentile, the fitted `g + G(s-1)` of each range, the
+/// protocol changes split at (at the located byte, or shading the sweep sizes
+/// between which it lies), and `o_s(s)`; `n` messages per round.
+pub fn plot_svg(pa: &PairDoc, n: usize, title: &str) -> Result<String, String> {
     use plotters::prelude::*;
-    const KIB: f64 = 1024.0;
-    let max_size = pa.points.iter().map(|p| p.size).max().unwrap_or(1) as f64 / KIB;
+    let per = (n.max(2) - 1) as f64;
+    let bars: Vec<(f64, f64, f64)> = pa
+        .points
+        .iter()
+        .map(|p| {
+            let gap = |prtt_n: f64| (prtt_n - p.prtt_1_0_us) / per;
+            let sp = &p.spread_us.prtt_n_0;
+            (p.size.max(1) as f64, gap(sp.min), gap(sp.p99))
+        })
+        .collect();
     // Robust vertical range: the fitted lines and the bulk of the points; single
     // points far above (a size disturbed by the scheduler) are left out of the view
     // and counted in the legend instead of squashing everything else flat.
@@ -658,30 +679,45 @@ pub fn plot_svg(pa: &PairDoc, title: &str) -> Result<String, String> {
         .iter()
         .map(|r| r.gap_at(r.to as f64).max(r.gap_at(r.from as f64)))
         .fold(0.0f64, f64::max);
-    let hi = (bulk * 1.5).max(fit_max * 1.2).max(1e-3);
+    let hi = (bulk * 1.25).max(fit_max * 1.1).max(1e-3);
     let lo = all.first().copied().unwrap_or(0.0).min(0.0).max(-hi);
-    let pad = (hi - lo) * 0.05;
-    let hidden = all.iter().filter(|&&v| v > hi + pad).count();
-    let visible = |v: f64| v <= hi + pad && v >= lo - pad;
-    svg::document((960, 600), |root| {
+    let y = svg::Axis::linear([lo, hi], true);
+    let view = y.view();
+    let visible = |v: f64| view.contains(&v);
+    let hidden = all.iter().filter(|&&v| !visible(v)).count();
+    let x = svg::Axis::bytes(pa.points.iter().map(|p| p.size.max(1) as f64));
+    let changes: Vec<&Change> = pa
+        .changes
+        .iter()
+        .filter(|c| matches!(c.verdict, Verdict::Confirmed | Verdict::Unconfirmed))
+        .collect();
+    let rows = 4 + usize::from(!changes.is_empty()) + 1;
+    svg::document(svg::page(rows), |root| {
         let e = svg::error;
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 20))
-            .margin(16)
-            .x_label_area_size(45)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0.0..max_size * 1.02, (lo - pad)..(hi + pad))
-            .map_err(e)?;
-        chart
-            .configure_mesh()
-            .x_desc("message size s [KiB]")
-            .y_desc("time [us]")
-            .y_label_formatter(&|y| format!("{y:.1}"))
-            .light_line_style(WHITE.mix(0.0))
-            .draw()
-            .map_err(e)?;
+        let mut chart = svg::chart(
+            root,
+            title,
+            (x, "message size s [bytes]"),
+            (y, "time [us]"),
+            rows,
+        )?;
         let [measured, fitted, overhead, ..] = svg::PALETTE;
-        let switch = svg::GREY;
+        for c in &changes {
+            if let Err([a, b]) = drawn_at(c) {
+                chart
+                    .draw_series(std::iter::once(Rectangle::new(
+                        [(a, view.start), (b, view.end)],
+                        svg::GREY.mix(0.15).filled(),
+                    )))
+                    .map_err(e)?;
+            }
+        }
+        let shown: Vec<_> = bars
+            .iter()
+            .filter(|b| visible(b.1) && visible(b.2))
+            .copied()
+            .collect();
+        svg::error_bars(&mut chart, 0, &shown)?;
         chart
             .draw_series(pa.points.iter().filter(|p| visible(p.gap_us)).map(|p| {
                 let style = if p.fit_weight < 0.5 {
@@ -689,17 +725,25 @@ pub fn plot_svg(pa: &PairDoc, title: &str) -> Result<String, String> {
                 } else {
                     measured.filled()
                 };
-                Circle::new((p.size as f64 / KIB, p.gap_us), 3, style)
+                Circle::new((p.size.max(1) as f64, p.gap_us), 3, style)
             }))
             .map_err(e)?
             .label("measured (PRTT(n,0,s) - PRTT(1,0,s)) / (n-1); hollow: low weight")
             .legend(move |(x, y)| Circle::new((x + 10, y), 3, measured.filled()));
+        svg::key(
+            &mut chart,
+            "bars: the same with PRTT(n,0,s) from its minimum to its 99th percentile",
+        )?;
         for (i, r) in pa.ranges.iter().enumerate() {
-            let series = LineSeries::new(
-                [r.from as f64, r.to as f64].map(|s| (s / KIB, r.gap_at(s))),
-                fitted.stroke_width(2),
-            );
-            let drawn = chart.draw_series(series).map_err(e)?;
+            // A straight line in s is a curve on the log axis: 32 points per range.
+            let (a, b) = ((r.from.max(1) as f64).log2(), (r.to.max(1) as f64).log2());
+            let curve = (0..=32).map(|k| {
+                let s = (a + (b - a) * f64::from(k) / 32.0).exp2();
+                (s, r.gap_at(s).clamp(view.start, view.end))
+            });
+            let drawn = chart
+                .draw_series(LineSeries::new(curve, fitted.stroke_width(2)))
+                .map_err(e)?;
             if i == 0 {
                 drawn
                     .label("fit g + G(s-1) per range")
@@ -709,34 +753,37 @@ pub fn plot_svg(pa: &PairDoc, title: &str) -> Result<String, String> {
             }
         }
         chart
-            .draw_series(
-                pa.points.iter().filter(|p| visible(p.os_us)).map(|p| {
-                    TriangleMarker::new((p.size as f64 / KIB, p.os_us), 4, overhead.filled())
-                }),
-            )
+            .draw_series(pa.points.iter().filter(|p| visible(p.os_us)).map(|p| {
+                TriangleMarker::new((p.size.max(1) as f64, p.os_us), 4, overhead.filled())
+            }))
             .map_err(e)?
             .label(if hidden > 0 {
-                format!("o_s(s), eq. (4); {hidden} point(s) above the view")
+                format!("o_s(s), eq. (4); {hidden} point(s) beyond the view")
             } else {
                 "o_s(s), eq. (4)".to_string()
             })
             .legend(move |(x, y)| TriangleMarker::new((x + 10, y), 4, overhead.filled()));
-        // The ranges start at the changes split at.
-        for (i, r) in pa.ranges.iter().skip(1).enumerate() {
-            let x = r.from as f64 / KIB;
-            let drawn = chart
-                .draw_series(LineSeries::new(
-                    [(x, lo - pad), (x, hi + pad)],
-                    switch.stroke_width(1),
-                ))
-                .map_err(e)?;
-            if i == 0 {
-                drawn.label("protocol change").legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], switch.stroke_width(1))
-                });
+        if !changes.is_empty() {
+            let located: Vec<String> = changes
+                .iter()
+                .map(|c| match drawn_at(c) {
+                    Ok(b) => format!("{b:.0} B"),
+                    Err([a, b]) => format!("{a:.0}-{b:.0} B (shaded)"),
+                })
+                .collect();
+            let label = format!("protocol change at {}", located.join(", "));
+            let mut labelled = false;
+            for c in &changes {
+                if let Ok(b) = drawn_at(c) {
+                    svg::vertical(&mut chart, b, (!labelled).then(|| label.clone()))?;
+                    labelled = true;
+                }
+            }
+            if !labelled {
+                svg::key(&mut chart, &label)?;
             }
         }
-        svg::legend(&mut chart, SeriesLabelPosition::UpperLeft)
+        svg::legend(&mut chart)
     })
 }
 
@@ -892,10 +939,49 @@ mod tests {
     fn plot_is_an_svg_with_the_legend() {
         let svg = plot_svg(
             &pair_doc(&analysis(), 0.5, sensitivity::DEFAULT_TARGET, &[], false),
+            10,
             "test",
         )
         .unwrap();
         assert!(svg.starts_with("<svg"));
         assert!(svg.contains("protocol change") && svg.contains("o_s(s)"));
+    }
+
+    #[test]
+    fn issue_37_the_plot_draws_the_located_byte_on_a_log_2_axis() {
+        let mut pd = pair_doc(&analysis(), 0.5, &[], false);
+        pd.changes[0].first_bytes = Some(7745);
+        let svg = plot_svg(&pd, 10, "test").unwrap();
+        let (lo, hi) = pd
+            .points
+            .iter()
+            .flat_map(|p| [p.gap_us, p.os_us])
+            .fold((0.0f64, 0.0f64), |(l, h), v| (l.min(v), h.max(v)));
+        svg::check::figure(
+            &svg,
+            "message size s [bytes]",
+            "time [us]",
+            (1024.0, 16384.0),
+            (lo, hi),
+        );
+        assert!(
+            svg.contains("protocol change at 7745 B"),
+            "the located byte, not the sweep size 8192"
+        );
+        assert!(
+            svg::check::texts(&svg)
+                .iter()
+                .filter(|t| t.text == "1K" || t.text == "16K")
+                .count()
+                == 2,
+            "binary size labels"
+        );
+        // Without a located byte, the bracket of sweep sizes is shaded.
+        pd.changes[0].first_bytes = None;
+        let svg = plot_svg(&pd, 10, "test").unwrap();
+        assert!(
+            svg.contains("protocol change at 7168-8192 B (shaded)"),
+            "{svg}"
+        );
     }
 }

@@ -152,6 +152,7 @@ impl Document for LoggpDoc {
                 let text = match export {
                     Export::Plot => plot_svg(
                         first,
+                        self.n,
                         &format!(
                             "LogGP over {t}: gap per message, rank {} -> {} (n = {})",
                             first.client, first.server, self.n

@@ -281,38 +281,26 @@ pub use super::svg::Curve as DetourSeries;
 /// (seconds from the start of the measurement) and its length (microseconds, log
 /// scale), one color per core.
 pub fn plot_detours_svg(series: &[DetourSeries], title: &str) -> Result<String, String> {
-    use plotters::prelude::*;
-    let all = series.iter().flat_map(|s| s.points.iter());
-    let (mut t_max, mut d_lo, mut d_hi) = (0.0f64, f64::INFINITY, 0.0f64);
-    for &(t, d) in all {
-        t_max = t_max.max(t);
-        if d > 0.0 {
-            d_lo = d_lo.min(d);
-            d_hi = d_hi.max(d);
-        }
-    }
-    if !d_lo.is_finite() {
-        (d_lo, d_hi) = (0.01, 1.0);
-    }
-    svg::document((960, 600), |root| {
+    let all: Vec<(f64, f64)> = series
+        .iter()
+        .flat_map(|s| s.points.iter().copied())
+        .collect();
+    let x = svg::Axis::linear(all.iter().map(|p| p.0), true);
+    let y = svg::Axis::log(all.iter().map(|p| p.1));
+    svg::document(svg::page(series.len()), |root| {
         let mut chart = svg::chart(
             root,
             title,
-            (
-                0.0..t_max.max(1e-3) * 1.02,
-                "time since the start [s]",
-                &|t| format!("{t}"),
-            ),
-            ((d_lo / 2.0..d_hi * 2.0).log_scale(), "detour [us]", &|y| {
-                format!("{y}")
-            }),
+            (x, "time since the start [s]"),
+            (y, "detour [us]"),
+            series.len(),
         )?;
         for (i, s) in series.iter().enumerate() {
             let label = format!("{} ({} detours)", s.label, s.points.len());
             let points = s.points.iter().copied().filter(|p| p.1 > 0.0).collect();
             svg::series(&mut chart, i, label, points, false)?;
         }
-        svg::legend(&mut chart, SeriesLabelPosition::UpperRight)
+        svg::legend(&mut chart)
     })
 }
 

@@ -5,6 +5,7 @@
 //! as a line from its first byte leaving the sender to its last byte reaching the
 //! receiver (`(s-1)G + L`).
 
+use super::svg;
 use crate::sim::engine::{Span, SpanKind};
 
 /// Most ranks a timeline draws.
@@ -42,6 +43,18 @@ fn colour(kind: SpanKind) -> plotters::style::RGBColor {
     }
 }
 
+/// The kinds of bar, in the legend's order.
+const KINDS: [SpanKind; 8] = [
+    SpanKind::SendOverhead,
+    SpanKind::RecvOverhead,
+    SpanKind::Local,
+    SpanKind::SendGap,
+    SpanKind::RecvGap,
+    SpanKind::Wire,
+    SpanKind::Request,
+    SpanKind::Clear,
+];
+
 fn label(kind: SpanKind) -> &'static str {
     match kind {
         SpanKind::SendOverhead => "o_s (CPU)",
@@ -73,46 +86,28 @@ pub fn svg(trace: &[Span], np: usize, title: &str) -> Result<String, TimelineErr
     // the integer np - r - 1 where its label goes; CPU in the upper half, the
     // interface in the lower.
     let top = |r: usize| (np - r) as f64 - 0.5;
+    let kinds = KINDS
+        .iter()
+        .filter(|k| **k != SpanKind::Clear && trace.iter().any(|s| s.kind == **k))
+        .count()
+        + usize::from(
+            !trace.iter().any(|s| s.kind == SpanKind::Request)
+                && trace.iter().any(|s| s.kind == SpanKind::Clear),
+        );
+    let x = svg::Axis::linear([0.0, end_us], true);
     let height = (120 + 36 * np as u32).max(240);
-    let mut out = String::new();
-    {
-        let root = SVGBackend::with_string(&mut out, (1100, height + 90)).into_drawing_area();
-        let e = |err: DrawingAreaErrorKind<_>| TimelineError::Draw(err.to_string());
-        root.fill(&WHITE).map_err(e)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0.0..end_us * 1.02, -2.1..(np as f64 - 0.45))
-            .map_err(e)?;
-        chart
-            .configure_mesh()
-            .x_desc("time [us]")
-            .y_desc("rank")
-            .y_labels(np.min(32) + 3)
-            .y_label_formatter(&|y| {
-                let r = np as f64 - 1.0 - y;
-                if *y >= 0.0 && y.fract() == 0.0 && r >= 0.0 {
-                    format!("{r}")
-                } else {
-                    String::new()
-                }
-            })
-            .light_line_style(WHITE.mix(0.0))
-            .draw()
-            .map_err(e)?;
+    let page = (svg::PAGE_WIDTH_PX, height + 80 + 22 * kinds as u32);
+    let out = svg::document(page, |root| {
+        let e = svg::error;
+        let mut chart = svg::chart(
+            root,
+            title,
+            (x, "time [us]"),
+            (svg::Axis::ranks(np), "rank"),
+            kinds,
+        )?;
         let mut seen = Vec::new();
-        for kind in [
-            SpanKind::SendOverhead,
-            SpanKind::RecvOverhead,
-            SpanKind::Local,
-            SpanKind::SendGap,
-            SpanKind::RecvGap,
-            SpanKind::Wire,
-            SpanKind::Request,
-            SpanKind::Clear,
-        ] {
+        for kind in KINDS {
             let spans: Vec<&Span> = trace.iter().filter(|s| s.kind == kind).collect();
             if spans.is_empty() {
                 continue;
@@ -157,16 +152,9 @@ pub fn svg(trace: &[Span], np: usize, title: &str) -> Result<String, TimelineErr
             }
             seen.push(kind);
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK)
-            .draw()
-            .map_err(e)?;
-        root.present().map_err(e)?;
-    }
-    Ok(out)
+        svg::legend(&mut chart)
+    });
+    out.map_err(TimelineError::Draw)
 }
 
 #[cfg(test)]
