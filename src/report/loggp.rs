@@ -949,7 +949,7 @@ mod tests {
 
     #[test]
     fn issue_37_the_plot_draws_the_located_byte_on_a_log_2_axis() {
-        let mut pd = pair_doc(&analysis(), 0.5, &[], false);
+        let mut pd = pair_doc(&analysis(), 0.5, sensitivity::DEFAULT_TARGET, &[], false);
         pd.changes[0].first_bytes = Some(7745);
         let svg = plot_svg(&pd, 10, "test").unwrap();
         let (lo, hi) = pd
