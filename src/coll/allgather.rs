@@ -7,7 +7,7 @@
 //!
 //! - **ring** (`allgather_intra_ring`): in step `k = 0..np-1` rank `r` sends block
 //!   `r - k` to `r + 1` and receives block `r - k - 1` from `r - 1`, a send-receive
-//!   that waits for the step before ([`super::allreduce::ring_allgather`], the
+//!   that waits for the step before (`allreduce::ring_allgather`, the
 //!   second half of the ring allreduce).
 //! - **recursive doubling** (`allgather_intra_recursivedoubling`): for `np` a power
 //!   of two, in round `i` rank `r` swaps the `2^i` blocks it holds with rank

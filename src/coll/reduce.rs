@@ -24,7 +24,7 @@
 //! on where a word would straddle two blocks.
 //!
 //! - **ring** (`reduce_scatter_intra_ring`): the reduce-scatter half of the ring
-//!   allreduce ([`super::allreduce::ring_reduce_scatter`]), started one block
+//!   allreduce (`allreduce::ring_reduce_scatter`), started one block
 //!   earlier so that rank `r` ends with block `r`.
 //! - **recursive halving** (`reduce_scatter_intra_basic_recursivehalving`): with
 //!   `2^k` the largest power of two not above `np` and `e = np - 2^k`, the first

@@ -1,5 +1,5 @@
 //! The one-sided window of a transport of the job, for `rma`: MPI's from
-//! `MPI_Win_allocate` ([`ngauge_mpi::MpiWindow`]); `None` for the transports
+//! `MPI_Win_allocate` (`ngauge_mpi::MpiWindow`); `None` for the transports
 //! without one-sided operations in ngauge (TCP and UDP have none; verbs, OFI and
 //! UCX RMA are not wired to `rma` yet).
 
