@@ -233,6 +233,123 @@ fn sink_round<T: Transport + ?Sized>(
     transport.send(peer, reply)
 }
 
+/// The send and receive buffers of one measuring rank, sized by [`buffer_lens`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PairBuffers {
+    /// What this rank sends from.
+    pub send: BufferId,
+    /// Where it receives (a window's messages side by side).
+    pub recv: BufferId,
+}
+
+/// The send and receive buffer lengths for sizes up to `max` bytes and `window`
+/// messages per round: a window receives its messages side by side, and the reply
+/// needs a byte.
+pub(crate) fn buffer_lens(max: usize, window: usize) -> (usize, usize) {
+    if window > 1 {
+        (max.max(1), (max * window).max(1))
+    } else {
+        (max, max)
+    }
+}
+
+/// One size between this rank and `peer`, as the pinger (`pinger`: times
+/// `ticks.len()` rounds into `ticks`) or as the ponger: the warmup and timed round
+/// trips, or streaming rounds with a window (see the module docs), and the data
+/// check of what this rank received. Returns the loop that ran and whether the
+/// payloads were intact (`true` when not checked). The one pair measurement every
+/// pattern of pairs shares ([`super::pairs`] runs it on many pairs at once).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn measure_size<C: Clock + ?Sized, T: Transport + ?Sized>(
+    clock: &C,
+    transport: &mut T,
+    peer: Rank,
+    pinger: bool,
+    bufs: PairBuffers,
+    size: usize,
+    params: &Params,
+    ticks: &mut [u64],
+) -> Result<(TimingLoop, bool), TransportError> {
+    let window = params.window.max(1);
+    let (sbuf, rbuf) = (bufs.send, bufs.recv);
+    let rank = transport.rank();
+    let mut timing_loop = TimingLoop::Generic;
+    if params.check {
+        fill(&mut transport.buffer_mut(sbuf)?[..size], size, rank);
+        transport.buffer_mut(rbuf)?[..size * window].fill(0xa5);
+    }
+    let (s, r) = (sbuf.prefix(size), rbuf.prefix(size));
+    // The transport's own loop reads the raw TSC: only for a clock that
+    // reads the same (see the module docs).
+    let native = if window > 1 {
+        None
+    } else if params.native_loop && clock.raw_tsc() {
+        let role = if pinger {
+            NativeRole::Initiator {
+                warmup: params.warmup,
+                ticks: &mut *ticks,
+            }
+        } else {
+            NativeRole::Responder {
+                round_trips: params.warmup + params.reps,
+            }
+        };
+        transport.native_round_trips(peer, s, r, role)
+    } else {
+        None
+    };
+    if let Some(outcome) = native {
+        outcome?;
+        timing_loop = TimingLoop::Native;
+    } else if window > 1 && pinger {
+        let reply = rbuf.prefix(1);
+        let mut ids = Vec::with_capacity(window + 1);
+        for _ in 0..params.warmup {
+            stream_round(transport, peer, s, reply, window, &mut ids)?;
+        }
+        for slot in ticks.iter_mut() {
+            // Timed region: the window, its reply and nothing else.
+            let t0 = clock.now();
+            stream_round(transport, peer, s, reply, window, &mut ids)?;
+            let t1 = clock.now();
+            *slot = t1.since(t0);
+        }
+    } else if window > 1 {
+        let reply = sbuf.prefix(1);
+        let mut ids = Vec::with_capacity(window);
+        for _ in 0..params.warmup + params.reps {
+            sink_round(transport, peer, rbuf, size, reply, window, &mut ids)?;
+        }
+    } else if pinger {
+        for _ in 0..params.warmup {
+            transport.send(peer, s)?;
+            transport.recv(peer, r)?;
+        }
+        for slot in ticks.iter_mut() {
+            // Timed region: the round trip and nothing else.
+            let t0 = clock.now();
+            transport.send(peer, s)?;
+            transport.recv(peer, r)?;
+            let t1 = clock.now();
+            *slot = t1.since(t0);
+        }
+    } else {
+        for _ in 0..params.warmup + params.reps {
+            transport.recv(peer, r)?;
+            transport.send(peer, s)?;
+        }
+    }
+    let intact = if params.check && window == 1 {
+        carries(&transport.buffer(rbuf)?[..size], size, peer)
+    } else if params.check && !pinger {
+        let got = &transport.buffer(rbuf)?[..size * window];
+        (0..window).all(|k| carries(&got[k * size..(k + 1) * size], size, peer))
+    } else {
+        true
+    };
+    Ok((timing_loop, intact))
+}
+
 /// The per-size callback of [`run`]: `(size, rank 0's result)`; an `Err` stops the
 /// sweep with [`PingPongError::Sink`].
 pub type OnSize<'a> = dyn FnMut(usize, Option<&SizeResult>) -> Result<(), String> + 'a;
@@ -268,12 +385,7 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
     }
     let max = params.sizes.iter().copied().max().unwrap_or(0);
     let active = rank == PINGER || rank == PONGER;
-    // a window receives its messages side by side; the reply needs a byte
-    let (slen, rlen) = if window > 1 {
-        (max.max(1), (max * window).max(1))
-    } else {
-        (max, max)
-    };
+    let (slen, rlen) = buffer_lens(max, window);
     let (sbuf, rbuf) = if active {
         (
             Some(transport.alloc_buffer(slen)?),
@@ -288,81 +400,23 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
 
     for &size in &params.sizes {
         let before = transport.counters();
-        let mut intact = true;
-        let mut timing_loop = TimingLoop::Generic;
+        let (mut timing_loop, mut intact) = (TimingLoop::Generic, true);
         if let (Some(sbuf), Some(rbuf)) = (sbuf, rbuf) {
             let peer = if rank == PINGER { PONGER } else { PINGER };
-            if params.check {
-                fill(&mut transport.buffer_mut(sbuf)?[..size], size, rank);
-                transport.buffer_mut(rbuf)?[..size * window].fill(0xa5);
-            }
-            let (s, r) = (sbuf.prefix(size), rbuf.prefix(size));
-            // The transport's own loop reads the raw TSC: only for a clock that
-            // reads the same (see the module docs).
-            let native = if window > 1 {
-                None
-            } else if params.native_loop && clock.raw_tsc() {
-                let role = if rank == PINGER {
-                    NativeRole::Initiator {
-                        warmup: params.warmup,
-                        ticks: &mut ticks,
-                    }
-                } else {
-                    NativeRole::Responder {
-                        round_trips: params.warmup + params.reps,
-                    }
-                };
-                transport.native_round_trips(peer, s, r, role)
-            } else {
-                None
+            let bufs = PairBuffers {
+                send: sbuf,
+                recv: rbuf,
             };
-            if let Some(outcome) = native {
-                outcome?;
-                timing_loop = TimingLoop::Native;
-            } else if window > 1 && rank == PINGER {
-                let reply = rbuf.prefix(1);
-                let mut ids = Vec::with_capacity(window + 1);
-                for _ in 0..params.warmup {
-                    stream_round(transport, peer, s, reply, window, &mut ids)?;
-                }
-                for slot in ticks.iter_mut() {
-                    // Timed region: the window, its reply and nothing else.
-                    let t0 = clock.now();
-                    stream_round(transport, peer, s, reply, window, &mut ids)?;
-                    let t1 = clock.now();
-                    *slot = t1.since(t0);
-                }
-            } else if window > 1 {
-                let reply = sbuf.prefix(1);
-                let mut ids = Vec::with_capacity(window);
-                for _ in 0..params.warmup + params.reps {
-                    sink_round(transport, peer, rbuf, size, reply, window, &mut ids)?;
-                }
-            } else if rank == PINGER {
-                for _ in 0..params.warmup {
-                    transport.send(peer, s)?;
-                    transport.recv(peer, r)?;
-                }
-                for slot in ticks.iter_mut() {
-                    // Timed region: the round trip and nothing else.
-                    let t0 = clock.now();
-                    transport.send(peer, s)?;
-                    transport.recv(peer, r)?;
-                    let t1 = clock.now();
-                    *slot = t1.since(t0);
-                }
-            } else {
-                for _ in 0..params.warmup + params.reps {
-                    transport.recv(peer, r)?;
-                    transport.send(peer, s)?;
-                }
-            }
-            if params.check && window == 1 {
-                intact = carries(&transport.buffer(rbuf)?[..size], size, peer);
-            } else if params.check && rank == PONGER {
-                let got = &transport.buffer(rbuf)?[..size * window];
-                intact = (0..window).all(|k| carries(&got[k * size..(k + 1) * size], size, peer));
-            }
+            (timing_loop, intact) = measure_size(
+                clock,
+                transport,
+                peer,
+                rank == PINGER,
+                bufs,
+                size,
+                params,
+                &mut ticks,
+            )?;
         }
         // Between sizes: verdicts and counters to rank 0, once the exchange has
         // settled (see `Transport::settle`).
