@@ -168,6 +168,26 @@ fn coll_validates() {
     assert_valid("coll", &document(&args));
 }
 
+/// Issue 35: `--np 8 matrix --json` lists the 56 ordered pairs and validates.
+#[test]
+fn matrix_validates_and_lists_every_ordered_pair() {
+    let doc = document(&[
+        "--np",
+        "8",
+        "matrix",
+        "--reps",
+        "2",
+        "--warmup",
+        "0",
+        "--bandwidth-size",
+        "1K",
+        "--window",
+        "2",
+    ]);
+    assert_eq!(doc["links"].as_array().map(Vec::len), Some(56), "{doc}");
+    assert_valid("matrix", &doc);
+}
+
 /// The schemas reject what is not a document: they can fail.
 #[test]
 fn a_document_without_meta_does_not_validate() {

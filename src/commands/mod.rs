@@ -9,6 +9,7 @@ mod exec;
 mod info;
 mod late;
 mod loggp;
+mod matrix;
 mod nbc;
 mod noise;
 mod pingpong;
@@ -39,5 +40,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Late(args) => late::run(&cli.global, &args),
         Command::Nbc(args) => nbc::run(&cli.global, &args),
         Command::Noise(args) => noise::run(&cli.global, &args),
+        Command::Matrix(args) => matrix::run(&cli.global, &args),
     }
 }
