@@ -720,6 +720,12 @@ pub struct PingpongArgs {
     /// the median round. Example: --window 64
     #[arg(long, default_value_t = 1, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub window: u64,
+
+    /// Both ranks send at once, as osu_bibw and ib_send_bw -b do: each posts
+    /// --window receives and --window sends per round; the bandwidth counts
+    /// the bytes of both directions. Example: --bidirectional --window 64
+    #[arg(long)]
+    pub bidirectional: bool,
 }
 
 /// `on` or `off`.

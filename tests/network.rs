@@ -134,6 +134,37 @@ fn matrix_one_at_a_time_at_odd_np_measures_each_pair_alone() {
         .all(|l| l["bandwidth"]["concurrent_pairs"] == 1));
 }
 
+/// `pingpong --bidirectional`: both ranks stream at once, the bandwidth counts
+/// both directions, every payload checked.
+#[test]
+fn pingpong_bidirectional_streams_both_ways_with_its_data_checked() {
+    let out = ngauge(&[
+        "pingpong",
+        "--bidirectional",
+        "--window",
+        "4",
+        "--sizes",
+        "1,4K",
+        "--reps",
+        "5",
+        "--warmup",
+        "1",
+        "--check",
+        "--json",
+    ]);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let results = doc["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    for r in results {
+        assert_eq!(r["bidirectional"], true, "{r}");
+        assert_eq!(r["data_check"], true, "{r}");
+        let round_us = 2.0 * r["half_rtt_us"]["median"].as_f64().unwrap();
+        let want = 2.0 * 4.0 * r["size"].as_f64().unwrap() / round_us;
+        let got = r["bandwidth_MBps"].as_f64().unwrap();
+        assert!((got - want).abs() <= 1e-9 * want, "{got} vs {want}");
+    }
+}
+
 fn have(tool: &str) -> bool {
     Command::new("sh")
         .args(["-c", &format!("command -v {tool}")])

@@ -17,6 +17,7 @@ impl PingpongArgs {
             native_loop: self.native_loop,
             samples: self.samples,
             window: self.window,
+            bidirectional: self.bidirectional,
         })
     }
 }

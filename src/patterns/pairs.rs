@@ -47,7 +47,8 @@ pub struct PairResult {
     /// Half round-trip time (with a window: half a round) in microseconds.
     pub half_rtt_us: Summary,
     /// `window * size` over the median round (a ping-pong: `size` over the
-    /// median half round trip), MB/s with MB = 10^6 bytes, as `pingpong`'s.
+    /// median half round trip; bidirectional: the bytes of both directions),
+    /// MB/s with MB = 10^6 bytes, as `pingpong`'s.
     #[serde(rename = "bandwidth_MBps")]
     pub bandwidth_mbps: f64,
     /// Messages per second from the median round (`window` messages per round;
@@ -91,6 +92,7 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
     }
     schedule::check(steps, np).map_err(PingPongError::Sink)?;
     let window = params.window.max(1);
+    let directions = if params.bidirectional { 2 } else { 1 };
     if let Some(max_bytes) = transport.capabilities().max_message_bytes {
         if let Some(&size) = params.sizes.iter().find(|&&s| s > max_bytes) {
             return Err(PingPongError::TooLarge {
@@ -172,12 +174,12 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
                     size,
                     window,
                     half_rtt_us,
-                    bandwidth_mbps: if window > 1 {
-                        per_s((window * size) as f64)
+                    bandwidth_mbps: if window > 1 || params.bidirectional {
+                        per_s((directions * window * size) as f64)
                     } else {
                         per_s(2.0 * size as f64)
                     },
-                    msgs_per_s: per_s(window as f64) * 1e6,
+                    msgs_per_s: per_s((directions * window) as f64) * 1e6,
                     data_check: params.check.then_some(true),
                 };
                 on_result(&result).map_err(PingPongError::Sink)?;

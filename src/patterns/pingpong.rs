@@ -41,6 +41,14 @@
 //! per unit of time, the reply's latency included (amortized over the window).
 //! With a window, the data check covers every message rank 1 received.
 //!
+//! Bidirectional (`bidirectional`, as osu_bibw and perftest's `ib_send_bw -b`):
+//! in each round both ranks post `window` receives and `window` sends of `s`
+//! bytes at once and wait for all of them; no reply is needed, since a rank's
+//! round ends only once the peer's whole window has arrived. `half_rtt_us` is
+//! half of rank 0's round and the bandwidth counts both directions:
+//! `2 * window * size / median(round)`. Every message both ranks received is
+//! checked.
+//!
 //! Between sizes (outside every timed region) the ranks gather the data-check verdicts
 //! and the transport's counters (UDP loss counters of both ends) at rank 0.
 
@@ -77,6 +85,9 @@ pub struct Params {
     /// Messages in flight per timed round: 1 is the ping-pong, more streams
     /// (see the module docs).
     pub window: usize,
+    /// Both ranks stream `window` messages to each other at once (see the
+    /// module docs).
+    pub bidirectional: bool,
 }
 
 crate::names::named_enum! {
@@ -105,6 +116,9 @@ pub struct SizeResult {
     /// Messages in flight per timed round (1: ping-pong; more: streaming, and
     /// `half_rtt_us` is half of a round of `window` messages and the reply).
     pub window: usize,
+    /// Whether both ranks streamed at once (`bandwidth_MBps` then counts the
+    /// bytes of both directions).
+    pub bidirectional: bool,
     /// Whether the payloads were verified and found intact (`None` when not checked).
     pub data_check: Option<bool>,
     /// The loop that timed the round trips (rank 0's).
@@ -233,6 +247,31 @@ fn sink_round<T: Transport + ?Sized>(
     transport.send(peer, reply)
 }
 
+/// One bidirectional round of either rank: `window` receives side by side in
+/// `rbuf` and `window` sends of `s`, all in flight at once.
+fn exchange_round<T: Transport + ?Sized>(
+    transport: &mut T,
+    peer: Rank,
+    s: Region,
+    rbuf: BufferId,
+    window: usize,
+    ids: &mut Vec<RequestId>,
+) -> Result<(), TransportError> {
+    ids.clear();
+    for k in 0..window {
+        let region = Region {
+            buffer: rbuf,
+            offset: k * s.len,
+            len: s.len,
+        };
+        ids.push(transport.irecv(peer, region)?);
+    }
+    for _ in 0..window {
+        ids.push(transport.isend(peer, s)?);
+    }
+    transport.wait_all(ids)
+}
+
 /// The send and receive buffers of one measuring rank, sized by [`buffer_lens`].
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct PairBuffers {
@@ -281,7 +320,7 @@ pub(crate) fn measure_size<C: Clock + ?Sized, T: Transport + ?Sized>(
     let (s, r) = (sbuf.prefix(size), rbuf.prefix(size));
     // The transport's own loop reads the raw TSC: only for a clock that
     // reads the same (see the module docs).
-    let native = if window > 1 {
+    let native = if window > 1 || params.bidirectional {
         None
     } else if params.native_loop && clock.raw_tsc() {
         let role = if pinger {
@@ -301,6 +340,18 @@ pub(crate) fn measure_size<C: Clock + ?Sized, T: Transport + ?Sized>(
     if let Some(outcome) = native {
         outcome?;
         timing_loop = TimingLoop::Native;
+    } else if params.bidirectional {
+        let mut ids = Vec::with_capacity(2 * window);
+        for _ in 0..params.warmup + if pinger { 0 } else { params.reps } {
+            exchange_round(transport, peer, s, rbuf, window, &mut ids)?;
+        }
+        for slot in ticks.iter_mut().filter(|_| pinger) {
+            // Timed region: both windows and nothing else.
+            let t0 = clock.now();
+            exchange_round(transport, peer, s, rbuf, window, &mut ids)?;
+            let t1 = clock.now();
+            *slot = t1.since(t0);
+        }
     } else if window > 1 && pinger {
         let reply = rbuf.prefix(1);
         let mut ids = Vec::with_capacity(window + 1);
@@ -341,7 +392,7 @@ pub(crate) fn measure_size<C: Clock + ?Sized, T: Transport + ?Sized>(
     }
     let intact = if params.check && window == 1 {
         carries(&transport.buffer(rbuf)?[..size], size, peer)
-    } else if params.check && !pinger {
+    } else if params.check && (!pinger || params.bidirectional) {
         let got = &transport.buffer(rbuf)?[..size * window];
         (0..window).all(|k| carries(&got[k * size..(k + 1) * size], size, peer))
     } else {
@@ -463,12 +514,15 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
             reps: params.reps,
             bandwidth_mbps: if half_rtt_us.median <= 0.0 {
                 0.0
+            } else if params.bidirectional {
+                (2 * window * size) as f64 / (2.0 * half_rtt_us.median)
             } else if window > 1 {
                 (window * size) as f64 / (2.0 * half_rtt_us.median)
             } else {
                 size as f64 / half_rtt_us.median
             },
             window,
+            bidirectional: params.bidirectional,
             half_rtt_us,
             data_check: params.check.then_some(true),
             timing_loop,
@@ -550,6 +604,7 @@ mod tests {
                 native_loop: true,
                 samples: true,
                 window: 1,
+                bidirectional: false,
             },
         );
         let r0 = out[0].as_ref().unwrap();
@@ -580,6 +635,7 @@ mod tests {
                 native_loop: true,
                 samples: false,
                 window: 5,
+                bidirectional: false,
             },
         );
         let r0 = out[0].as_ref().unwrap();
@@ -596,6 +652,33 @@ mod tests {
     }
 
     #[test]
+    fn a_bidirectional_round_counts_both_directions_and_checks_both_ranks() {
+        for window in [1, 4] {
+            let out = sweep(
+                2,
+                Params {
+                    sizes: vec![1, 3000],
+                    reps: 3,
+                    warmup: 1,
+                    check: true,
+                    native_loop: true,
+                    samples: false,
+                    window,
+                    bidirectional: true,
+                },
+            );
+            for r in out[0].as_ref().unwrap() {
+                // both windows between two readings, 3000 ns
+                assert_eq!(r.half_rtt_us.median, 1.5);
+                assert!(r.bidirectional);
+                assert_eq!(r.bandwidth_mbps, (2 * window * r.size) as f64 / 3.0);
+                assert_eq!(r.data_check, Some(true));
+                assert_eq!(r.timing_loop, TimingLoop::Generic);
+            }
+        }
+    }
+
+    #[test]
     fn extra_ranks_stay_idle() {
         let out = sweep(
             4,
@@ -607,6 +690,7 @@ mod tests {
                 native_loop: true,
                 samples: false,
                 window: 1,
+                bidirectional: false,
             },
         );
         assert_eq!(out[0].as_ref().unwrap().len(), 2);
@@ -630,6 +714,7 @@ mod tests {
                 native_loop: true,
                 samples: false,
                 window: 1,
+                bidirectional: false,
             },
         );
         assert_eq!(out[0].as_ref().unwrap_err(), "reps must be at least 1");
@@ -643,6 +728,7 @@ mod tests {
                 native_loop: true,
                 samples: false,
                 window: 1,
+                bidirectional: false,
             },
         );
         assert!(out[0].as_ref().unwrap_err().contains("at least 2 ranks"));
@@ -754,6 +840,7 @@ mod tests {
                         native_loop,
                         samples: false,
                         window: 1,
+                        bidirectional: false,
                     };
                     let r = run(&clock, &mut t, &mut c, &params, &mut |_, _| Ok(())).unwrap();
                     (r, t.calls)
@@ -817,6 +904,7 @@ mod tests {
                         native_loop: true,
                         samples: false,
                         window: 1,
+                        bidirectional: false,
                     };
                     run(&clock, &mut t, &mut c, &params, &mut |_, _| Ok(())).unwrap()
                 })
@@ -845,6 +933,7 @@ mod tests {
                         native_loop: true,
                         samples: false,
                         window: 1,
+                        bidirectional: false,
                     };
                     run(&clock, &mut Corrupting(t), &mut c, &params, &mut |_, _| {
                         Ok(())
@@ -895,6 +984,7 @@ mod tests {
                         native_loop: true,
                         samples: false,
                         window: 1,
+                        bidirectional: false,
                     };
                     run(&clock, t.as_mut(), &mut c, &params, &mut |_, _| Ok(())).unwrap()
                 })
@@ -953,6 +1043,7 @@ mod tests {
                         native_loop: true,
                         samples: false,
                         window: 1,
+                        bidirectional: false,
                     };
                     let mut writer = (rank == 0)
                         .then(|| crate::report::jsonl::JsonlWriter::create(&path).unwrap());

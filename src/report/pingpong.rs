@@ -270,6 +270,7 @@ mod tests {
                     half_rtt_us: Summary::of(&[median]).unwrap(),
                     bandwidth_mbps: size as f64 / median,
                     window: 1,
+                    bidirectional: false,
                     data_check: None,
                     timing_loop: TimingLoop::Generic,
                     counters: BTreeMap::new(),

@@ -82,6 +82,7 @@ impl MatrixSpec {
             native_loop: false,
             samples: false,
             window: window as usize,
+            bidirectional: false,
         }
     }
 }

@@ -28,6 +28,8 @@ pub struct PingpongSpec {
     /// Messages in flight per timed round: 1 ping-pongs, more streams (rank 0
     /// sends `window` messages back to back, rank 1 replies with one byte).
     pub window: u64,
+    /// Both ranks stream `window` messages to each other at once (osu_bibw).
+    pub bidirectional: bool,
 }
 
 impl Default for PingpongSpec {
@@ -40,6 +42,7 @@ impl Default for PingpongSpec {
             native_loop: true,
             samples: false,
             window: 1,
+            bidirectional: false,
         }
     }
 }
@@ -87,6 +90,7 @@ impl PingpongSpec {
             native_loop: self.native_loop,
             samples: self.samples,
             window: self.window as usize,
+            bidirectional: self.bidirectional,
         }
     }
 }

@@ -93,6 +93,7 @@ fn params(window: usize) -> Params {
         native_loop: false,
         samples: false,
         window,
+        bidirectional: false,
     }
 }
 
