@@ -726,6 +726,12 @@ pub struct PingpongArgs {
     /// the bytes of both directions. Example: --bidirectional --window 64
     #[arg(long)]
     pub bidirectional: bool,
+
+    /// Measure N disjoint pairs at once, (0,1), (2,3), ... (osu_multi_lat,
+    /// osu_mbw_mr; needs 2N ranks): per pair and in total MB/s and messages
+    /// per second. Example: --np 4 pingpong --pairs 2 --window 64
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=65536))]
+    pub pairs: u64,
 }
 
 /// `on` or `off`.

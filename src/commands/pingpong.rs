@@ -18,6 +18,7 @@ impl PingpongArgs {
             samples: self.samples,
             window: self.window,
             bidirectional: self.bidirectional,
+            pairs: self.pairs,
         })
     }
 }

@@ -20,7 +20,9 @@
 
 pub mod schedule;
 
-use super::pingpong::{buffer_lens, measure_size, PairBuffers, Params, PingPongError};
+use super::pingpong::{
+    buffer_lens, measure_size, PairBuffers, Params, PingPongError, SizeResult, TimingLoop,
+};
 use crate::clock::Clock;
 use crate::stats::Summary;
 use crate::transport::{Control, ControlError, Rank, Transport};
@@ -58,6 +60,48 @@ pub struct PairResult {
     pub data_check: Option<bool>,
 }
 
+/// Several pairs of one size measured at once (`pingpong --pairs N`, as
+/// osu_multi_lat and osu_mbw_mr): each pair's result and the sums.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct MultiPair {
+    /// Every pair's result, in the order of the pairs.
+    pub per_pair: Vec<PairResult>,
+    /// The pairs' bandwidths summed (osu_mbw_mr's aggregate), MB/s, MB = 10^6 bytes.
+    #[serde(rename = "total_bandwidth_MBps")]
+    pub total_bandwidth_mbps: f64,
+    /// The pairs' message rates summed (osu_mbw_mr's messages/s).
+    pub total_msgs_per_s: f64,
+}
+
+/// One size's results of pairs measured at once as a ping-pong size result:
+/// the first pair's figures, and all of them with the totals in `pairs`.
+/// `None` without a result.
+pub fn size_result(
+    per_pair: Vec<PairResult>,
+    reps: usize,
+    bidirectional: bool,
+) -> Option<SizeResult> {
+    let first = per_pair.first()?.clone();
+    Some(SizeResult {
+        size: first.size,
+        reps,
+        half_rtt_us: first.half_rtt_us,
+        bandwidth_mbps: first.bandwidth_mbps,
+        window: first.window,
+        bidirectional,
+        data_check: first.data_check,
+        // The engine times every pair with the generic loop.
+        timing_loop: TimingLoop::Generic,
+        counters: Default::default(),
+        samples: None,
+        pairs: Some(MultiPair {
+            total_bandwidth_mbps: per_pair.iter().map(|r| r.bandwidth_mbps).sum(),
+            total_msgs_per_s: per_pair.iter().map(|r| r.msgs_per_s).sum(),
+            per_pair,
+        }),
+    })
+}
+
 /// What one rank reports to rank 0 after a step and size.
 #[derive(Serialize, Deserialize)]
 struct Report {
@@ -91,6 +135,11 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
         return Err(PingPongError::NoReps);
     }
     schedule::check(steps, np).map_err(PingPongError::Sink)?;
+    // Every pair times with the generic loop, so that concurrent pairs compare.
+    let params = &Params {
+        native_loop: false,
+        ..params.clone()
+    };
     let window = params.window.max(1);
     let directions = if params.bidirectional { 2 } else { 1 };
     if let Some(max_bytes) = transport.capabilities().max_message_bytes {

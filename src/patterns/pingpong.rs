@@ -130,6 +130,10 @@ pub struct SizeResult {
     /// [`Params::samples`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub samples: Option<Samples>,
+    /// With several pairs measured at once (`pairs` > 1): every pair's result
+    /// and the totals; the fields above are then the first pair's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pairs: Option<super::pairs::MultiPair>,
 }
 
 /// The repetitions of one size, us, named like the summary they are behind.
@@ -528,6 +532,7 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
             timing_loop,
             counters: sum,
             samples,
+            pairs: None,
         };
         on_size(size, Some(&result)).map_err(PingPongError::Sink)?;
         results.push(result);

@@ -30,6 +30,9 @@ pub struct PingpongSpec {
     pub window: u64,
     /// Both ranks stream `window` messages to each other at once (osu_bibw).
     pub bidirectional: bool,
+    /// Disjoint pairs measured at once, `(0,1), (2,3), ...` (osu_multi_lat,
+    /// osu_mbw_mr); 1 is the single pair.
+    pub pairs: u64,
 }
 
 impl Default for PingpongSpec {
@@ -43,6 +46,7 @@ impl Default for PingpongSpec {
             samples: false,
             window: 1,
             bidirectional: false,
+            pairs: 1,
         }
     }
 }
@@ -60,7 +64,8 @@ impl PingpongSpec {
                 format!("must be at most 100000000, got {}", self.warmup),
             ));
         }
-        SpecError::range("window", self.window, 1, MAX_WINDOW)
+        SpecError::range("window", self.window, 1, MAX_WINDOW)?;
+        SpecError::range("pairs", self.pairs, 1, 1 << 16)
     }
 
     /// Rejects a sweep the job's transports cannot measure at all: only empty

@@ -172,3 +172,21 @@ fn a_damaged_payload_names_the_receiving_rank() {
     let e = out[0].as_ref().unwrap_err();
     assert!(e.contains("rank 3 received"), "{e}");
 }
+
+#[test]
+fn two_pairs_at_once_give_the_first_pairs_figures_and_the_totals() {
+    let mut p = params(4);
+    p.sizes = vec![1000];
+    let out = run_all(4, first_pairs(2), p);
+    let r0 = out[0].as_ref().unwrap().clone();
+    let r = size_result(r0, 3, false).unwrap();
+    let multi = r.pairs.as_ref().unwrap();
+    let got: Vec<Pair> = multi.per_pair.iter().map(|p| (p.from, p.to)).collect();
+    assert_eq!(got, [(0, 1), (2, 3)]);
+    // 4 messages of 1000 B per 4000 ns round, per pair
+    assert_eq!((r.size, r.reps, r.bandwidth_mbps), (1000, 3, 1000.0));
+    assert_eq!(multi.total_bandwidth_mbps, 2000.0);
+    assert_eq!(multi.total_msgs_per_s, 2e6);
+    assert_eq!(r.data_check, Some(true));
+    assert!(size_result(Vec::new(), 3, false).is_none());
+}
