@@ -133,7 +133,7 @@ pub struct SizeResult {
     /// With several pairs measured at once (`pairs` > 1): every pair's result
     /// and the totals; the fields above are then the first pair's.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub pairs: Option<super::pairs::MultiPair>,
+    pub pairs: Option<super::pairs::result::MultiPair>,
 }
 
 /// The repetitions of one size, us, named like the summary they are behind.
