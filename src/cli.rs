@@ -527,6 +527,22 @@ pub enum Command {
     /// Example: ngauge --np 4 noise --duration 5s --plot noise.svg
     Noise(NoiseArgs),
 
+    /// Latency and bandwidth between every ordered pair of ranks: the p x p
+    /// matrices, per-rank, per-host and per-placement summaries, and the slow
+    /// links named.
+    ///
+    /// Pairs take turns in a seeded round-robin tournament: p-1 rounds of p/2
+    /// disjoint pairs measuring at once, each round in both directions (odd p:
+    /// one rank idles per round); --one-at-a-time measures each ordered pair
+    /// alone, a quiet reference. Latency: the ping-pong of --latency-size;
+    /// bandwidth: --bandwidth-size streamed with --window messages in flight. A
+    /// link is named when it is --outlier-factor times worse than the median of
+    /// its placement class (same host, different hosts) and beyond 3.5 scaled
+    /// MADs of it. See docs/commands/matrix.md.
+    ///
+    /// Example: ngauge --np 8 matrix --svg matrix.svg --csv matrix.csv
+    Matrix(MatrixArgs),
+
     /// Self-tests of the launcher, for the integration tests.
     #[command(hide = true, subcommand)]
     Selftest(SelftestCommand),
@@ -746,6 +762,17 @@ pub struct PingpongArgs {
     /// every window with a reply. Example: --window 32 --stream 20000 --reps 7
     #[arg(long, default_value_t = 0, value_name = "NUM")]
     pub stream: u64,
+    /// Both ranks send at once, as osu_bibw and ib_send_bw -b do: each posts
+    /// --window receives and --window sends per round; the bandwidth counts
+    /// the bytes of both directions. Example: --bidirectional --window 64
+    #[arg(long)]
+    pub bidirectional: bool,
+
+    /// Measure N disjoint pairs at once, (0,1), (2,3), ... (osu_multi_lat,
+    /// osu_mbw_mr; needs 2N ranks): per pair and in total MB/s and messages
+    /// per second. Example: --np 4 pingpong --pairs 2 --window 64
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=65536))]
+    pub pairs: u64,
 }
 
 /// `on` or `off`.
@@ -922,6 +949,64 @@ pub struct NoiseArgs {
     /// Draw every core's detours over time to FILE (SVG).
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
+}
+
+/// Options of `ngauge matrix`.
+#[derive(Debug, Args, Clone)]
+pub struct MatrixArgs {
+    /// Message size of the latency matrix (ping-pong), e.g. 8 or 1K.
+    #[arg(long, default_value = "8", value_name = "BYTES", value_parser = parse_message_size)]
+    pub latency_size: u64,
+
+    /// Message size of the bandwidth matrix (streamed), e.g. 64K.
+    #[arg(long, default_value = "64K", value_name = "BYTES", value_parser = parse_message_size)]
+    pub bandwidth_size: u64,
+
+    /// Messages in flight per timed bandwidth round.
+    #[arg(long, default_value_t = 16, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub window: u64,
+
+    /// Timed rounds per ordered pair and matrix.
+    #[arg(long, default_value_t = 50, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub reps: u64,
+
+    /// Untimed rounds before them.
+    #[arg(long, default_value_t = 5, value_name = "NUM", value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub warmup: u64,
+
+    /// Verify every payload (outside the timed regions).
+    #[arg(long)]
+    pub check: bool,
+
+    /// Measure one ordered pair at a time (a quiet reference) instead of
+    /// rounds of disjoint pairs at once.
+    #[arg(long)]
+    pub one_at_a_time: bool,
+
+    /// Seed of the pairing order (same seed, same rounds).
+    #[arg(long, default_value_t = 1, value_name = "NUM")]
+    pub seed: u64,
+
+    /// Name a link that is this many times worse than its class median.
+    #[arg(long, default_value_t = 2.0, value_name = "FACTOR")]
+    pub outlier_factor: f64,
+
+    /// Write one row per ordered pair to FILE (CSV).
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+
+    /// Draw the two matrices as heat maps to FILE (SVG).
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+}
+
+/// A message size of 1 byte to 1G (`64K`).
+fn parse_message_size(s: &str) -> Result<u64, String> {
+    match ngauge::sizes::parse_size(s) {
+        Ok(b) if (1..=(1u64 << 30)).contains(&b) => Ok(b),
+        Ok(_) => Err(format!("{s:?} is not between 1 byte and 1G")),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 fn parse_segment(s: &str) -> Result<usize, String> {

@@ -72,6 +72,21 @@ fn pingpong_validates_with_one_and_with_two_transports() {
 }
 
 #[test]
+fn pingpong_with_two_pairs_at_once_validates_with_every_pair_checked() {
+    let doc = document(&[
+        "--np", "4", "pingpong", "--pairs", "2", "--sizes", "1,1K", "--reps", "5", "--warmup", "1",
+        "--window", "2", "--check",
+    ]);
+    for r in doc["results"].as_array().unwrap() {
+        let per_pair = r["pairs"]["per_pair"].as_array().unwrap();
+        assert_eq!(per_pair.len(), 2, "{doc}");
+        assert!(per_pair.iter().all(|p| p["data_check"] == true), "{doc}");
+        assert!(r["pairs"]["total_msgs_per_s"].as_f64().unwrap() > 0.0);
+    }
+    assert_valid("pingpong", &doc);
+}
+
+#[test]
 fn loggp_validates_with_one_and_with_two_transports() {
     let args = [
         "loggp",
@@ -166,6 +181,26 @@ fn coll_validates() {
     ];
     args.extend(fast);
     assert_valid("coll", &document(&args));
+}
+
+/// Issue 35: `--np 8 matrix --json` lists the 56 ordered pairs and validates.
+#[test]
+fn matrix_validates_and_lists_every_ordered_pair() {
+    let doc = document(&[
+        "--np",
+        "8",
+        "matrix",
+        "--reps",
+        "2",
+        "--warmup",
+        "0",
+        "--bandwidth-size",
+        "1K",
+        "--window",
+        "2",
+    ]);
+    assert_eq!(doc["links"].as_array().map(Vec::len), Some(56), "{doc}");
+    assert_valid("matrix", &doc);
 }
 
 /// The schemas reject what is not a document: they can fail.

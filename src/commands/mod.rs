@@ -9,6 +9,7 @@ mod exec;
 mod info;
 mod late;
 mod loggp;
+mod matrix;
 mod nbc;
 mod noise;
 mod pingpong;
@@ -42,5 +43,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Nbc(args) => nbc::run(&cli.global, &args),
         Command::Noise(args) => noise::run(&cli.global, &args),
         Command::Rma(args) => rma::run(&cli.global, &args),
+        Command::Matrix(args) => matrix::run(&cli.global, &args),
     }
 }

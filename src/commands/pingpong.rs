@@ -20,6 +20,8 @@ impl PingpongArgs {
             gbps: self.gbps,
             window: self.window,
             stream: self.stream,
+            bidirectional: self.bidirectional,
+            pairs: self.pairs,
         })
     }
 }

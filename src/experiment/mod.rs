@@ -17,6 +17,7 @@
 //! | `info` | [`info::run`] |
 //! | `pingpong` | [`pingpong::run`] |
 //! | `loggp` | [`loggp::run`] |
+//! | `matrix` | [`matrix::run`] |
 //! | `sync` | [`sync::run`] |
 //! | `noise` | [`noise::run`] |
 //! | `coll` | [`coll::run`] |
@@ -33,6 +34,7 @@ pub mod collective;
 pub mod info;
 pub mod late;
 pub mod loggp;
+pub mod matrix;
 pub mod nbc;
 pub mod noise;
 pub mod pingpong;

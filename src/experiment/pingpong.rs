@@ -6,6 +6,7 @@ use super::{binding_warnings, need_ranks, Context, ExperimentError};
 use crate::clock::SystemClock;
 use crate::job::{interleave, Job, JobSpec, TransportName};
 use crate::launch::World;
+use crate::patterns::pairs::{self, schedule};
 use crate::patterns::pingpong::{self, PINGER, PONGER};
 use crate::report::pingpong::{timing_loops, PingpongDoc, PingpongWarning, Record, Sweep};
 use crate::spec::PingpongSpec;
@@ -25,7 +26,8 @@ pub fn run(
 ) -> Result<Option<PingpongDoc>, ExperimentError> {
     spec.validate()?;
     spec.validate_for_job(&job.transports)?;
-    need_ranks(world, "pingpong", 2)?;
+    let pairs = spec.pairs as usize;
+    need_ranks(world, "pingpong", 2 * pairs)?;
     let die = die_hook()?;
     let sizes: Vec<usize> = spec.sizes.0.iter().map(|&s| s as usize).collect();
     let (clock, calibration) = SystemClock::calibrated();
@@ -41,10 +43,13 @@ pub fn run(
         .into_iter()
         .map(|w| PingpongWarning::Setup(w.into()))
         .collect();
-    // The two measured ranks must not share a core.
-    warnings.extend(
-        binding_warnings(world, &cores, [vec![PINGER, PONGER]]).map(PingpongWarning::Setup),
-    );
+    // The measured ranks must not share a core.
+    let measured = if pairs > 1 {
+        (0..2 * pairs).collect()
+    } else {
+        vec![PINGER, PONGER]
+    };
+    warnings.extend(binding_warnings(world, &cores, [measured]).map(PingpongWarning::Setup));
     let mut open = Vec::new();
     for o in opened.transports {
         let name = o.name;
@@ -79,6 +84,28 @@ pub fn run(
     for (size, i) in order {
         let (name, transport, _) = &mut open[i];
         let wait = sweeps[i].wait;
+        if pairs > 1 {
+            // Several pairs at once over the multi-pair engine (osu_multi_lat).
+            let measured = pairs::run(
+                &clock,
+                transport.as_mut(),
+                world.control.as_mut(),
+                &schedule::first_pairs(pairs),
+                &spec.params(vec![size]),
+                &mut |_| Ok(()),
+            )?;
+            if let Some(result) =
+                pairs::size_result(measured, spec.reps as usize, spec.bidirectional)
+            {
+                ctx.record(&Record {
+                    transport: *name,
+                    wait,
+                    result: result.clone(),
+                })?;
+                sweeps[i].results.push(result);
+            }
+            continue;
+        }
         let results = pingpong::run(
             &clock,
             transport.as_mut(),

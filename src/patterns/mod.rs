@@ -10,6 +10,7 @@ pub mod loggp;
 pub mod nbc;
 pub mod noise;
 pub mod order;
+pub mod pairs;
 pub mod pingpong;
 pub mod rma;
 pub mod rounds;

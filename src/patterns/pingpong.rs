@@ -51,6 +51,14 @@
 //! buffer, reposting each as it completes. The bandwidth is `N * size /
 //! median(round)`; the reply is amortized over N messages, not over a window.
 //!
+//! Bidirectional (`bidirectional`, as osu_bibw and perftest's `ib_send_bw -b`):
+//! in each round both ranks post `window` receives and `window` sends of `s`
+//! bytes at once and wait for all of them; no reply is needed, since a rank's
+//! round ends only once the peer's whole window has arrived. `half_rtt_us` is
+//! half of rank 0's round and the bandwidth counts both directions:
+//! `2 * window * size / median(round)`. Every message both ranks received is
+//! checked.
+//!
 //! Between sizes (outside every timed region) the ranks gather the data-check verdicts
 //! and the transport's counters (UDP loss counters of both ends) at rank 0.
 
@@ -90,6 +98,9 @@ pub struct Params {
     /// Messages per timed round of a stream run, `window` of them in flight at
     /// a time; 0 ends every window with the reply (see the module docs).
     pub stream: usize,
+    /// Both ranks stream `window` messages to each other at once (see the
+    /// module docs).
+    pub bidirectional: bool,
 }
 
 crate::names::named_enum! {
@@ -122,6 +133,9 @@ pub struct SizeResult {
     /// otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stream_messages: Option<usize>,
+    /// Whether both ranks streamed at once (`bandwidth_MBps` then counts the
+    /// bytes of both directions).
+    pub bidirectional: bool,
     /// Whether the payloads were verified and found intact (`None` when not checked).
     pub data_check: Option<bool>,
     /// The loop that timed the round trips (rank 0's).
@@ -136,6 +150,10 @@ pub struct SizeResult {
     /// The half round trips in log-spaced bins (with `--histogram`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub histogram: Option<crate::stats::Histogram>,
+    /// With several pairs measured at once (`pairs` > 1): every pair's result
+    /// and the totals; the fields above are then the first pair's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pairs: Option<super::pairs::result::MultiPair>,
 }
 
 /// The repetitions of one size, us, named like the summary they are behind.
@@ -299,6 +317,170 @@ fn stream_run<T: Transport + ?Sized>(
     transport.send(peer, s.buffer.prefix(1))
 }
 
+/// One bidirectional round of either rank: `window` receives side by side in
+/// `rbuf` and `window` sends of `s`, all in flight at once.
+fn exchange_round<T: Transport + ?Sized>(
+    transport: &mut T,
+    peer: Rank,
+    s: Region,
+    rbuf: BufferId,
+    window: usize,
+    ids: &mut Vec<RequestId>,
+) -> Result<(), TransportError> {
+    ids.clear();
+    for k in 0..window {
+        let region = Region {
+            buffer: rbuf,
+            offset: k * s.len,
+            len: s.len,
+        };
+        ids.push(transport.irecv(peer, region)?);
+    }
+    for _ in 0..window {
+        ids.push(transport.isend(peer, s)?);
+    }
+    transport.wait_all(ids)
+}
+
+/// The send and receive buffers of one measuring rank, sized by [`buffer_lens`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PairBuffers {
+    /// What this rank sends from.
+    pub send: BufferId,
+    /// Where it receives (a window's messages side by side).
+    pub recv: BufferId,
+}
+
+/// The send and receive buffer lengths for sizes up to `max` bytes and `window`
+/// messages per round: a window receives its messages side by side, and the reply
+/// needs a byte.
+pub(crate) fn buffer_lens(max: usize, window: usize) -> (usize, usize) {
+    if window > 1 {
+        (max.max(1), (max * window).max(1))
+    } else {
+        (max, max)
+    }
+}
+
+/// One size between this rank and `peer`, as the pinger (`pinger`: times
+/// `ticks.len()` rounds into `ticks`) or as the ponger: the warmup and timed round
+/// trips, or streaming rounds with a window (see the module docs), and the data
+/// check of what this rank received. Returns the loop that ran and whether the
+/// payloads were intact (`true` when not checked). The one pair measurement every
+/// pattern of pairs shares ([`super::pairs`] runs it on many pairs at once).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn measure_size<C: Clock + ?Sized, T: Transport + ?Sized>(
+    clock: &C,
+    transport: &mut T,
+    peer: Rank,
+    pinger: bool,
+    bufs: PairBuffers,
+    size: usize,
+    params: &Params,
+    ticks: &mut [u64],
+) -> Result<(TimingLoop, bool), TransportError> {
+    let window = params.window.max(1);
+    let (sbuf, rbuf) = (bufs.send, bufs.recv);
+    let rank = transport.rank();
+    let mut timing_loop = TimingLoop::Generic;
+    if params.check {
+        fill(&mut transport.buffer_mut(sbuf)?[..size], size, rank);
+        transport.buffer_mut(rbuf)?[..size * window].fill(0xa5);
+    }
+    let (s, r) = (sbuf.prefix(size), rbuf.prefix(size));
+    // The transport's own loop reads the raw TSC: only for a clock that
+    // reads the same (see the module docs).
+    let native = if window > 1 || params.bidirectional {
+        None
+    } else if params.native_loop && clock.raw_tsc() {
+        let role = if pinger {
+            NativeRole::Initiator {
+                warmup: params.warmup,
+                ticks: &mut *ticks,
+            }
+        } else {
+            NativeRole::Responder {
+                round_trips: params.warmup + params.reps,
+            }
+        };
+        transport.native_round_trips(peer, s, r, role)
+    } else {
+        None
+    };
+    if let Some(outcome) = native {
+        outcome?;
+        timing_loop = TimingLoop::Native;
+    } else if params.bidirectional {
+        let mut ids = Vec::with_capacity(2 * window);
+        for _ in 0..params.warmup + if pinger { 0 } else { params.reps } {
+            exchange_round(transport, peer, s, rbuf, window, &mut ids)?;
+        }
+        for slot in ticks.iter_mut().filter(|_| pinger) {
+            // Timed region: both windows and nothing else.
+            let t0 = clock.now();
+            exchange_round(transport, peer, s, rbuf, window, &mut ids)?;
+            let t1 = clock.now();
+            *slot = t1.since(t0);
+        }
+    } else if window > 1 && pinger {
+        let reply = rbuf.prefix(1);
+        let mut ids = Vec::with_capacity(window + 1);
+        let round = |t: &mut T, ids: &mut Vec<RequestId>| match params.stream {
+            0 => stream_round(t, peer, s, reply, window, ids),
+            n => stream_run(t, PINGER, peer, s, reply, window, n, ids),
+        };
+        for _ in 0..params.warmup {
+            round(transport, &mut ids)?;
+        }
+        for slot in ticks.iter_mut() {
+            // Timed region: the window (or run), its reply and nothing else.
+            let t0 = clock.now();
+            round(transport, &mut ids)?;
+            let t1 = clock.now();
+            *slot = t1.since(t0);
+        }
+    } else if window > 1 && params.stream > 0 {
+        let mut ids = Vec::with_capacity(window);
+        for _ in 0..params.warmup + params.reps {
+            let (n, r) = (params.stream, rbuf.prefix(size));
+            stream_run(transport, PONGER, peer, s, r, window, n, &mut ids)?;
+        }
+    } else if window > 1 {
+        let reply = sbuf.prefix(1);
+        let mut ids = Vec::with_capacity(window);
+        for _ in 0..params.warmup + params.reps {
+            sink_round(transport, peer, rbuf, size, reply, window, &mut ids)?;
+        }
+    } else if pinger {
+        for _ in 0..params.warmup {
+            transport.send(peer, s)?;
+            transport.recv(peer, r)?;
+        }
+        for slot in ticks.iter_mut() {
+            // Timed region: the round trip and nothing else.
+            let t0 = clock.now();
+            transport.send(peer, s)?;
+            transport.recv(peer, r)?;
+            let t1 = clock.now();
+            *slot = t1.since(t0);
+        }
+    } else {
+        for _ in 0..params.warmup + params.reps {
+            transport.recv(peer, r)?;
+            transport.send(peer, s)?;
+        }
+    }
+    let intact = if params.check && window == 1 {
+        carries(&transport.buffer(rbuf)?[..size], size, peer)
+    } else if params.check && (!pinger || params.bidirectional) {
+        let got = &transport.buffer(rbuf)?[..size * window];
+        (0..window).all(|k| carries(&got[k * size..(k + 1) * size], size, peer))
+    } else {
+        true
+    };
+    Ok((timing_loop, intact))
+}
+
 /// The per-size callback of [`run`]: `(size, rank 0's result)`; an `Err` stops the
 /// sweep with [`PingPongError::Sink`].
 pub type OnSize<'a> = dyn FnMut(usize, Option<&SizeResult>) -> Result<(), String> + 'a;
@@ -334,12 +516,7 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
     }
     let max = params.sizes.iter().copied().max().unwrap_or(0);
     let active = rank == PINGER || rank == PONGER;
-    // a window receives its messages side by side; the reply needs a byte
-    let (slen, rlen) = if window > 1 {
-        (max.max(1), (max * window).max(1))
-    } else {
-        (max, max)
-    };
+    let (slen, rlen) = buffer_lens(max, window);
     let (sbuf, rbuf) = if active {
         (
             Some(transport.alloc_buffer(slen)?),
@@ -354,91 +531,23 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
 
     for &size in &params.sizes {
         let before = transport.counters();
-        let mut intact = true;
-        let mut timing_loop = TimingLoop::Generic;
+        let (mut timing_loop, mut intact) = (TimingLoop::Generic, true);
         if let (Some(sbuf), Some(rbuf)) = (sbuf, rbuf) {
             let peer = if rank == PINGER { PONGER } else { PINGER };
-            if params.check {
-                fill(&mut transport.buffer_mut(sbuf)?[..size], size, rank);
-                transport.buffer_mut(rbuf)?[..size * window].fill(0xa5);
-            }
-            let (s, r) = (sbuf.prefix(size), rbuf.prefix(size));
-            // The transport's own loop reads the raw TSC: only for a clock that
-            // reads the same (see the module docs).
-            let native = if window > 1 {
-                None
-            } else if params.native_loop && clock.raw_tsc() {
-                let role = if rank == PINGER {
-                    NativeRole::Initiator {
-                        warmup: params.warmup,
-                        ticks: &mut ticks,
-                    }
-                } else {
-                    NativeRole::Responder {
-                        round_trips: params.warmup + params.reps,
-                    }
-                };
-                transport.native_round_trips(peer, s, r, role)
-            } else {
-                None
+            let bufs = PairBuffers {
+                send: sbuf,
+                recv: rbuf,
             };
-            if let Some(outcome) = native {
-                outcome?;
-                timing_loop = TimingLoop::Native;
-            } else if window > 1 && rank == PINGER {
-                let reply = rbuf.prefix(1);
-                let mut ids = Vec::with_capacity(window + 1);
-                let round = |t: &mut T, ids: &mut Vec<RequestId>| match params.stream {
-                    0 => stream_round(t, peer, s, reply, window, ids),
-                    n => stream_run(t, rank, peer, s, reply, window, n, ids),
-                };
-                for _ in 0..params.warmup {
-                    round(transport, &mut ids)?;
-                }
-                for slot in ticks.iter_mut() {
-                    // Timed region: the window (or run), its reply and nothing else.
-                    let t0 = clock.now();
-                    round(transport, &mut ids)?;
-                    let t1 = clock.now();
-                    *slot = t1.since(t0);
-                }
-            } else if window > 1 && params.stream > 0 {
-                let mut ids = Vec::with_capacity(window);
-                for _ in 0..params.warmup + params.reps {
-                    let (n, r) = (params.stream, rbuf.prefix(size));
-                    stream_run(transport, rank, peer, s, r, window, n, &mut ids)?;
-                }
-            } else if window > 1 {
-                let reply = sbuf.prefix(1);
-                let mut ids = Vec::with_capacity(window);
-                for _ in 0..params.warmup + params.reps {
-                    sink_round(transport, peer, rbuf, size, reply, window, &mut ids)?;
-                }
-            } else if rank == PINGER {
-                for _ in 0..params.warmup {
-                    transport.send(peer, s)?;
-                    transport.recv(peer, r)?;
-                }
-                for slot in ticks.iter_mut() {
-                    // Timed region: the round trip and nothing else.
-                    let t0 = clock.now();
-                    transport.send(peer, s)?;
-                    transport.recv(peer, r)?;
-                    let t1 = clock.now();
-                    *slot = t1.since(t0);
-                }
-            } else {
-                for _ in 0..params.warmup + params.reps {
-                    transport.recv(peer, r)?;
-                    transport.send(peer, s)?;
-                }
-            }
-            if params.check && window == 1 {
-                intact = carries(&transport.buffer(rbuf)?[..size], size, peer);
-            } else if params.check && rank == PONGER {
-                let got = &transport.buffer(rbuf)?[..size * window];
-                intact = (0..window).all(|k| carries(&got[k * size..(k + 1) * size], size, peer));
-            }
+            (timing_loop, intact) = measure_size(
+                clock,
+                transport,
+                peer,
+                rank == PINGER,
+                bufs,
+                size,
+                params,
+                &mut ticks,
+            )?;
         }
         // Between sizes: verdicts and counters to rank 0, once the exchange has
         // settled (see `Transport::settle`).
@@ -485,6 +594,8 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
             reps: params.reps,
             bandwidth_mbps: if half_rtt_us.median <= 0.0 {
                 0.0
+            } else if params.bidirectional {
+                (2 * window * size) as f64 / (2.0 * half_rtt_us.median)
             } else if window > 1 {
                 (params.stream.max(window) * size) as f64 / (2.0 * half_rtt_us.median)
             } else {
@@ -492,12 +603,14 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
             },
             window,
             stream_messages: (window > 1 && params.stream > 0).then_some(params.stream),
+            bidirectional: params.bidirectional,
             half_rtt_us,
             data_check: params.check.then_some(true),
             timing_loop,
             counters: sum,
             samples,
             histogram: None,
+            pairs: None,
         };
         on_size(size, Some(&result)).map_err(PingPongError::Sink)?;
         results.push(result);
@@ -575,6 +688,7 @@ mod tests {
                 samples: true,
                 window: 1,
                 stream: 0,
+                bidirectional: false,
             },
         );
         let r0 = out[0].as_ref().unwrap();
@@ -606,6 +720,7 @@ mod tests {
                 samples: false,
                 window: 5,
                 stream: 0,
+                bidirectional: false,
             },
         );
         let r0 = out[0].as_ref().unwrap();
@@ -638,6 +753,7 @@ mod tests {
                 samples: false,
                 window: 4,
                 stream: 10,
+                bidirectional: false,
             },
         );
         assert!(out[1].as_ref().unwrap().is_empty());
@@ -655,6 +771,34 @@ mod tests {
     }
 
     #[test]
+    fn a_bidirectional_round_counts_both_directions_and_checks_both_ranks() {
+        for window in [1, 4] {
+            let out = sweep(
+                2,
+                Params {
+                    sizes: vec![1, 3000],
+                    reps: 3,
+                    warmup: 1,
+                    check: true,
+                    native_loop: true,
+                    samples: false,
+                    window,
+                    stream: 0,
+                    bidirectional: true,
+                },
+            );
+            for r in out[0].as_ref().unwrap() {
+                // both windows between two readings, 3000 ns
+                assert_eq!(r.half_rtt_us.median, 1.5);
+                assert!(r.bidirectional);
+                assert_eq!(r.bandwidth_mbps, (2 * window * r.size) as f64 / 3.0);
+                assert_eq!(r.data_check, Some(true));
+                assert_eq!(r.timing_loop, TimingLoop::Generic);
+            }
+        }
+    }
+
+    #[test]
     fn extra_ranks_stay_idle() {
         let out = sweep(
             4,
@@ -667,6 +811,7 @@ mod tests {
                 samples: false,
                 window: 1,
                 stream: 0,
+                bidirectional: false,
             },
         );
         assert_eq!(out[0].as_ref().unwrap().len(), 2);
@@ -691,6 +836,7 @@ mod tests {
                 samples: false,
                 window: 1,
                 stream: 0,
+                bidirectional: false,
             },
         );
         assert_eq!(out[0].as_ref().unwrap_err(), "reps must be at least 1");
@@ -705,6 +851,7 @@ mod tests {
                 samples: false,
                 window: 1,
                 stream: 0,
+                bidirectional: false,
             },
         );
         assert!(out[0].as_ref().unwrap_err().contains("at least 2 ranks"));
@@ -817,6 +964,7 @@ mod tests {
                         samples: false,
                         window: 1,
                         stream: 0,
+                        bidirectional: false,
                     };
                     let r = run(&clock, &mut t, &mut c, &params, &mut |_, _| Ok(())).unwrap();
                     (r, t.calls)
@@ -881,6 +1029,7 @@ mod tests {
                         samples: false,
                         window: 1,
                         stream: 0,
+                        bidirectional: false,
                     };
                     run(&clock, &mut t, &mut c, &params, &mut |_, _| Ok(())).unwrap()
                 })
@@ -910,6 +1059,7 @@ mod tests {
                         samples: false,
                         window: 1,
                         stream: 0,
+                        bidirectional: false,
                     };
                     run(&clock, &mut Corrupting(t), &mut c, &params, &mut |_, _| {
                         Ok(())
@@ -961,6 +1111,7 @@ mod tests {
                         samples: false,
                         window: 1,
                         stream: 0,
+                        bidirectional: false,
                     };
                     run(&clock, t.as_mut(), &mut c, &params, &mut |_, _| Ok(())).unwrap()
                 })
@@ -1020,6 +1171,7 @@ mod tests {
                         samples: false,
                         window: 1,
                         stream: 0,
+                        bidirectional: false,
                     };
                     let mut writer = (rank == 0)
                         .then(|| crate::report::jsonl::JsonlWriter::create(&path).unwrap());

@@ -21,6 +21,8 @@ pub enum Export {
     Params,
     /// Netgauge's LogGP column file.
     Netgauge,
+    /// A CSV table (`matrix`: a row per ordered pair).
+    Csv,
 }
 
 /// One file of an export: the name of the part it shows when the document has

@@ -147,7 +147,7 @@ impl Document for LoggpDoc {
         let several = self.fits().len() > 1;
         self.fits()
             .iter()
-            .map(|fit| {
+            .filter_map(|fit| {
                 let (t, first) = (fit.transport, &fit.first);
                 let text = match export {
                     Export::Plot => plot_svg(
@@ -160,8 +160,9 @@ impl Document for LoggpDoc {
                     ),
                     Export::Params => Ok(params_file(first, t.as_str()).to_json() + "\n"),
                     Export::Netgauge => Ok(netgauge_columns(first, self.n)),
+                    Export::Csv => return None,
                 };
-                (several.then(|| t.to_string()), text)
+                Some((several.then(|| t.to_string()), text))
             })
             .collect()
     }

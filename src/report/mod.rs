@@ -15,6 +15,7 @@ pub mod late;
 pub mod loggp;
 pub mod loggp_compare;
 pub mod loggp_doc;
+pub mod matrix;
 pub mod meta;
 pub mod nbc;
 pub mod noise;

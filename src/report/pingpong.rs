@@ -172,16 +172,22 @@ impl super::Document for PingpongDoc {
                 .split(',')
                 .find_map(|pair| pair.strip_prefix(&format!("{t}=")))
                 .unwrap_or("-");
-            out += &format!(
-                "{t} ping-pong, rank {pinger} <-> rank {ponger}, wait {wait}, cores {cores}; \
-                 half round-trip times; MB = 10^6 bytes\n"
-            );
             let results: Vec<&SizeResult> = self
                 .results
                 .iter()
                 .filter(|r| r.transport == *t)
                 .map(|r| &r.result)
                 .collect();
+            let others = results
+                .iter()
+                .find_map(|r| r.pairs.as_ref())
+                .map_or(String::new(), |p| {
+                    format!(" (and {} more pairs at once)", p.per_pair.len() - 1)
+                });
+            out += &format!(
+                "{t} ping-pong, rank {pinger} <-> rank {ponger}{others}, wait {wait}, cores {cores}; \
+                 half round-trip times; MB = 10^6 bytes\n"
+            );
             out += &render_sweep(&results, self.gbps);
             out += &histograms(&results);
         }
@@ -248,6 +254,11 @@ fn render_sweep(results: &[&SizeResult], gbps: bool) -> String {
             .iter()
             .map(|n| short_counter_name(n).to_string()),
     );
+    // Several pairs at once: the first pair's figures, then the totals.
+    let multi = results.iter().any(|r| r.pairs.is_some());
+    if multi {
+        header.extend(["pairs", "total [MB/s]", "total [msg/s]"].map(String::from));
+    }
     let mut table = Table::new(header);
     for r in results {
         let h = &r.half_rtt_us;
@@ -271,6 +282,15 @@ fn render_sweep(results: &[&SizeResult], gbps: bool) -> String {
                 .iter()
                 .map(|n| r.counters.get(*n).copied().unwrap_or(0).to_string()),
         );
+        if multi {
+            let p = r.pairs.as_ref();
+            row.push(p.map_or(1, |p| p.per_pair.len()).to_string());
+            row.push(format!(
+                "{:.1}",
+                p.map_or(r.bandwidth_mbps, |p| p.total_bandwidth_mbps)
+            ));
+            row.push(format!("{:.0}", p.map_or(0.0, |p| p.total_msgs_per_s)));
+        }
         table.row(row);
     }
     table.render()
@@ -310,11 +330,13 @@ mod tests {
                     bandwidth_mbps: size as f64 / median,
                     window: 1,
                     stream_messages: None,
+                    bidirectional: false,
                     data_check: None,
                     timing_loop: TimingLoop::Generic,
                     counters: BTreeMap::new(),
                     samples: None,
                     histogram: None,
+                    pairs: None,
                 })
                 .collect(),
         }

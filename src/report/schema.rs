@@ -32,6 +32,7 @@ pub fn documents() -> Vec<(&'static str, Schema)> {
         ("late", schemars::schema_for!(super::late::LateDoc)),
         ("nbc", schemars::schema_for!(super::nbc::NbcDoc)),
         ("noise", schemars::schema_for!(super::noise::NoiseDoc)),
+        ("matrix", schemars::schema_for!(super::matrix::MatrixDoc)),
         ("compare", schemars::schema_for!(super::compare::CompareDoc)),
         (
             "summary",
@@ -103,6 +104,10 @@ mod tests {
             ("nbc", &["results", "warnings", "meta"]),
             ("rma", &["results", "warnings", "meta"]),
             ("noise", &["cores", "warnings", "meta"]),
+            (
+                "matrix",
+                &["links", "latency_us", "bandwidth_MBps", "outliers", "meta"],
+            ),
             ("compare", &["rows", "meta", "meta_a", "meta_b"]),
             ("summary", &["level", "experiments"]),
         ];

@@ -36,6 +36,11 @@ pub struct PingpongSpec {
     /// and one reply at the end (`ucx_perftest -t tag_bw`'s pattern); 0 ends
     /// every window with a reply.
     pub stream: u64,
+    /// Both ranks stream `window` messages to each other at once (osu_bibw).
+    pub bidirectional: bool,
+    /// Disjoint pairs measured at once, `(0,1), (2,3), ...` (osu_multi_lat,
+    /// osu_mbw_mr); 1 is the single pair.
+    pub pairs: u64,
 }
 
 impl Default for PingpongSpec {
@@ -51,6 +56,8 @@ impl Default for PingpongSpec {
             gbps: false,
             window: 1,
             stream: 0,
+            bidirectional: false,
+            pairs: 1,
         }
     }
 }
@@ -79,7 +86,14 @@ impl PingpongSpec {
                 ),
             ));
         }
-        SpecError::range("stream", self.stream, 0, 100_000_000)
+        SpecError::range("stream", self.stream, 0, 100_000_000)?;
+        if self.stream > 0 && (self.bidirectional || self.pairs > 1) {
+            return Err(SpecError::new(
+                "stream",
+                "a stream run is one direction of one pair: not with --bidirectional or --pairs",
+            ));
+        }
+        SpecError::range("pairs", self.pairs, 1, 1 << 16)
     }
 
     /// A size's result as this spec reports it: with its histogram when asked
@@ -124,6 +138,7 @@ impl PingpongSpec {
             samples: self.samples || self.histogram,
             window: self.window as usize,
             stream: self.stream as usize,
+            bidirectional: self.bidirectional,
         }
     }
 }

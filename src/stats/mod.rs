@@ -27,6 +27,7 @@ pub mod compare;
 pub mod histogram;
 pub mod huber;
 pub mod launches;
+pub mod mad;
 pub mod mean_ci;
 pub mod median_ci;
 pub mod order;

@@ -1,0 +1,48 @@
+//! What the multi-pair engine ([`super::run`]) reports: one ordered pair's
+//! measurement, and several pairs of one size measured at once.
+
+use crate::stats::Summary;
+use crate::transport::Rank;
+use serde::Serialize;
+
+/// The measurement of one ordered pair at one size (one JSON record).
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct PairResult {
+    /// The initiator (the sender of a stream).
+    pub from: Rank,
+    /// The responder (the receiver of a stream).
+    pub to: Rank,
+    /// The step it was measured in (0-based; the pairs of one step ran at once).
+    pub step: usize,
+    /// Pairs measured at the same time in that step.
+    pub concurrent_pairs: usize,
+    /// Message size in bytes.
+    pub size: usize,
+    /// Messages in flight per timed round (1: ping-pong).
+    pub window: usize,
+    /// Half round-trip time (with a window: half a round) in microseconds.
+    pub half_rtt_us: Summary,
+    /// `window * size` over the median round (a ping-pong: `size` over the
+    /// median half round trip; bidirectional: the bytes of both directions),
+    /// MB/s with MB = 10^6 bytes, as `pingpong`'s.
+    #[serde(rename = "bandwidth_MBps")]
+    pub bandwidth_mbps: f64,
+    /// Messages per second from the median round (`window` messages per round;
+    /// a ping-pong's round trip counts one).
+    pub msgs_per_s: f64,
+    /// Whether the payloads were verified and found intact (`None`: not checked).
+    pub data_check: Option<bool>,
+}
+
+/// Several pairs of one size measured at once (`pingpong --pairs N`, as
+/// osu_multi_lat and osu_mbw_mr): each pair's result and the sums.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct MultiPair {
+    /// Every pair's result, in the order of the pairs.
+    pub per_pair: Vec<PairResult>,
+    /// The pairs' bandwidths summed (osu_mbw_mr's aggregate), MB/s, MB = 10^6 bytes.
+    #[serde(rename = "total_bandwidth_MBps")]
+    pub total_bandwidth_mbps: f64,
+    /// The pairs' message rates summed (osu_mbw_mr's messages/s).
+    pub total_msgs_per_s: f64,
+}

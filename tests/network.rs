@@ -1,0 +1,400 @@
+//! Issue 35: the whole network, not one pair. `ngauge matrix` end to end on
+//! loopback (every ordered pair measured, data checked, CSV and SVG written) and
+//! the shaped-link known answer: four network namespaces joined by a mesh of
+//! veth pairs, one direction of one link shaped slower with `tc ... tbf`, one
+//! rank per namespace started by hand; `matrix` must name exactly that link.
+//!
+//! The shaped test needs root, `ip` and `tc`; names carry the PID and are
+//! removed on every exit path (drop).
+
+use serde_json::Value;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+mod support;
+use support::Lack;
+
+fn ngauge(args: &[&str]) -> Output {
+    let child = Command::new(env!("CARGO_BIN_EXE_ngauge"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = support::output_within(child, Duration::from_secs(120))
+        .unwrap_or_else(|out| panic!("{args:?} timed out: {out:?}"));
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// A fast matrix: tiny sizes, few repetitions.
+const FAST: [&str; 10] = [
+    "--reps",
+    "3",
+    "--warmup",
+    "1",
+    "--bandwidth-size",
+    "4K",
+    "--window",
+    "2",
+    "--check",
+    "--json",
+];
+
+fn links(doc: &Value) -> Vec<(u64, u64)> {
+    doc["links"]
+        .as_array()
+        .expect("links[]")
+        .iter()
+        .map(|l| (l["from"].as_u64().unwrap(), l["to"].as_u64().unwrap()))
+        .collect()
+}
+
+/// Every ordered pair once, with both measurements positive and checked, and
+/// the matrices agreeing with the links.
+fn assert_complete(doc: &Value, np: u64) {
+    let want: Vec<(u64, u64)> = (0..np)
+        .flat_map(|a| (0..np).filter(move |&b| b != a).map(move |b| (a, b)))
+        .collect();
+    assert_eq!(links(doc), want);
+    for l in doc["links"].as_array().unwrap() {
+        let (from, to) = (
+            l["from"].as_u64().unwrap() as usize,
+            l["to"].as_u64().unwrap() as usize,
+        );
+        for m in ["latency", "bandwidth"] {
+            assert_eq!(l[m]["data_check"], true, "{l}");
+            assert!(l[m]["bandwidth_MBps"].as_f64().unwrap() > 0.0, "{l}");
+            assert_eq!(l[m]["half_rtt_us"]["n"], 3, "{l}");
+        }
+        assert_eq!(l["latency"]["size"], 8);
+        assert_eq!(l["bandwidth"]["size"], 4096);
+        assert_eq!(l["bandwidth"]["window"], 2);
+        assert_eq!(l["placement"], "same-host");
+        assert_eq!(
+            doc["latency_us"][from][to],
+            l["latency"]["half_rtt_us"]["median"]
+        );
+        assert_eq!(
+            doc["bandwidth_MBps"][from][to],
+            l["bandwidth"]["bandwidth_MBps"]
+        );
+    }
+    for r in 0..np as usize {
+        assert!(doc["latency_us"][r][r].is_null());
+    }
+    assert_eq!(doc["ranks"].as_array().unwrap().len(), np as usize);
+}
+
+#[test]
+fn matrix_at_np_4_measures_every_ordered_pair_with_its_data_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let (csv, svg) = (dir.path().join("m.csv"), dir.path().join("m.svg"));
+    let mut args = vec!["--np", "4", "matrix"];
+    args.extend(FAST);
+    args.extend([
+        "--csv",
+        csv.to_str().unwrap(),
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
+    let doc: Value = serde_json::from_slice(&ngauge(&args).stdout).unwrap();
+    assert_complete(&doc, 4);
+    // 3 rounds of 2 pairs, each in both directions
+    assert_eq!(doc["schedule"]["kind"], "tournament");
+    assert_eq!(doc["schedule"]["steps"], 6);
+    assert!(doc["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|l| l["latency"]["concurrent_pairs"] == 2));
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(csv.lines().count(), 13, "{csv}");
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("latency [us]"));
+}
+
+#[test]
+fn matrix_one_at_a_time_at_odd_np_measures_each_pair_alone() {
+    let mut args = vec!["--np", "3", "matrix", "--one-at-a-time"];
+    args.extend(FAST);
+    let doc: Value = serde_json::from_slice(&ngauge(&args).stdout).unwrap();
+    assert_complete(&doc, 3);
+    assert_eq!(doc["schedule"]["kind"], "one-at-a-time");
+    assert_eq!(doc["schedule"]["steps"], 6);
+    assert!(doc["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|l| l["bandwidth"]["concurrent_pairs"] == 1));
+}
+
+/// `pingpong --bidirectional`: both ranks stream at once, the bandwidth counts
+/// both directions, every payload checked.
+#[test]
+fn pingpong_bidirectional_streams_both_ways_with_its_data_checked() {
+    let out = ngauge(&[
+        "pingpong",
+        "--bidirectional",
+        "--window",
+        "4",
+        "--sizes",
+        "1,4K",
+        "--reps",
+        "5",
+        "--warmup",
+        "1",
+        "--check",
+        "--json",
+    ]);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let results = doc["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    for r in results {
+        assert_eq!(r["bidirectional"], true, "{r}");
+        assert_eq!(r["data_check"], true, "{r}");
+        let round_us = 2.0 * r["half_rtt_us"]["median"].as_f64().unwrap();
+        let want = 2.0 * 4.0 * r["size"].as_f64().unwrap() / round_us;
+        let got = r["bandwidth_MBps"].as_f64().unwrap();
+        assert!((got - want).abs() <= 1e-9 * want, "{got} vs {want}");
+    }
+}
+
+fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn sh(args: &[&str]) {
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {args:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `np` namespaces, rank i's address 10.78.0.(i+1) on its loopback device, a
+/// veth pair between every two of them with a /32 route to the peer through it;
+/// removed on drop (with the veths inside).
+struct Mesh {
+    names: Vec<String>,
+}
+
+impl Mesh {
+    fn new(np: usize) -> Mesh {
+        let pid = std::process::id();
+        let mesh = Mesh {
+            names: (0..np).map(|i| format!("ngmx{pid}r{i}")).collect(),
+        };
+        for (i, ns) in mesh.names.iter().enumerate() {
+            sh(&["ip", "netns", "add", ns]);
+            sh(&["ip", "-n", ns, "link", "set", "lo", "up"]);
+            sh(&[
+                "ip",
+                "-n",
+                ns,
+                "addr",
+                "add",
+                &format!("{}/32", addr(i)),
+                "dev",
+                "lo",
+            ]);
+        }
+        for a in 0..np {
+            for b in a + 1..np {
+                let (va, vb) = (veth(a, b), veth(b, a));
+                sh(&[
+                    "ip",
+                    "link",
+                    "add",
+                    &va,
+                    "netns",
+                    &mesh.names[a],
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    &vb,
+                    "netns",
+                    &mesh.names[b],
+                ]);
+                for (me, dev, peer) in [(a, &va, b), (b, &vb, a)] {
+                    let ns = &mesh.names[me];
+                    sh(&["ip", "-n", ns, "link", "set", dev, "up"]);
+                    sh(&[
+                        "ip",
+                        "-n",
+                        ns,
+                        "route",
+                        "add",
+                        &format!("{}/32", addr(peer)),
+                        "dev",
+                        dev,
+                        "src",
+                        &addr(me),
+                    ]);
+                }
+            }
+        }
+        mesh
+    }
+
+    /// Shapes what `from` sends to `to` (and nothing else) to `rate`.
+    fn shape(&self, from: usize, to: usize, rate: &str) {
+        sh(&[
+            "ip",
+            "netns",
+            "exec",
+            &self.names[from],
+            "tc",
+            "qdisc",
+            "add",
+            "dev",
+            &veth(from, to),
+            "root",
+            "tbf",
+            "rate",
+            rate,
+            "burst",
+            "16kb",
+            "latency",
+            "800ms",
+        ]);
+    }
+}
+
+impl Drop for Mesh {
+    fn drop(&mut self) {
+        for ns in &self.names {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
+fn addr(rank: usize) -> String {
+    format!("10.78.0.{}", rank + 1)
+}
+
+/// The veth in `me`'s namespace that leads to `peer`'s.
+fn veth(me: usize, peer: usize) -> String {
+    format!("vm{me}to{peer}")
+}
+
+#[test]
+fn matrix_names_exactly_the_shaped_link() {
+    const TEST: &str = "matrix_names_exactly_the_shaped_link";
+    if !rustix::process::geteuid().is_root() {
+        return support::skip(TEST, Lack::Host, "needs root for network namespaces");
+    }
+    for tool in ["ip", "tc"] {
+        if !have(tool) {
+            let reason = format!("no {tool} on PATH (scripts/test installs it)");
+            return support::skip(TEST, Lack::Installed, reason);
+        }
+    }
+    let started = Instant::now();
+    let np = 4;
+    let (slow_from, slow_to) = (3, 1);
+    let mesh = Mesh::new(np);
+    mesh.shape(slow_from, slow_to, "20mbit");
+    let bin = env!("CARGO_BIN_EXE_ngauge");
+    let token = format!("matrix-token-{:010}", std::process::id());
+    let rendezvous = format!("{}:7311", addr(0));
+    let size = np.to_string();
+    let mut ranks = Vec::new();
+    for r in 0..np {
+        let rank = r.to_string();
+        let mut args = vec![
+            "netns",
+            "exec",
+            &mesh.names[r],
+            bin,
+            "--rank",
+            &rank,
+            "--size",
+            &size,
+            "--rendezvous",
+            &rendezvous,
+            "--job-token",
+            &token,
+            "--timeout",
+            "60",
+            "--wait",
+            "block",
+            "matrix",
+            "--reps",
+            "5",
+            "--warmup",
+            "1",
+            "--bandwidth-size",
+            "16K",
+            "--window",
+            "4",
+            "--outlier-factor",
+            "5",
+            "--check",
+        ];
+        if r == 0 {
+            args.push("--json");
+        }
+        let child = Command::new("ip")
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("a rank");
+        ranks.push(child);
+        if r == 0 {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+    let outs: Vec<Result<Output, Output>> = ranks
+        .into_iter()
+        .map(|c| support::output_within(c, Duration::from_secs(120)))
+        .collect();
+    for (r, out) in outs.iter().enumerate() {
+        let out = out
+            .as_ref()
+            .unwrap_or_else(|o| panic!("rank {r} timed out: {o:?}"));
+        assert!(
+            out.status.success(),
+            "rank {r}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let doc: Value = serde_json::from_slice(&outs[0].as_ref().unwrap().stdout).unwrap();
+    drop(mesh);
+    assert_eq!(links(&doc).len(), np * (np - 1));
+    let named: Vec<(String, u64, u64)> = doc["outliers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o["metric"].as_str().unwrap().to_string(),
+                o["from"].as_u64().unwrap(),
+                o["to"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        named,
+        vec![("bandwidth".to_string(), slow_from as u64, slow_to as u64)],
+        "{:#}",
+        doc["outliers"]
+    );
+    println!("{TEST}: {:.1} s", started.elapsed().as_secs_f64());
+}
