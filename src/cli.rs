@@ -514,7 +514,7 @@ pub enum Command {
     /// one-sided transports the medians stand side by side with ratios.
     ///
     /// Example: mpirun -np 2 ngauge -t mpi rma --sizes 1-64K --ops put,get
-    Rma(crate::commands::RmaArgs),
+    Rma(RmaArgs),
 
     /// System noise per core: the selfish-detour benchmark.
     ///
@@ -991,10 +991,6 @@ pub struct MatrixArgs {
     #[arg(long, default_value_t = 2.0, value_name = "FACTOR")]
     pub outlier_factor: f64,
 
-    /// Write one row per ordered pair to FILE (CSV).
-    #[arg(long, value_name = "FILE")]
-    pub csv: Option<PathBuf>,
-
     /// Draw the two matrices as heat maps to FILE (SVG).
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
@@ -1455,4 +1451,42 @@ pub struct SimulateArgs {
     /// o, g and L as bars; at most 64 ranks).
     #[arg(long, value_name = "FILE.svg")]
     pub timeline: Option<PathBuf>,
+}
+
+/// Options of `ngauge rma`.
+#[derive(Debug, Args, Clone)]
+pub struct RmaArgs {
+    /// Payload sizes: `1-1M` (powers of two), `1-64K:1K` (step), `1,8,4K` (list).
+    /// Accumulate takes the multiples of 8 among them; fetch-add is 8 bytes.
+    #[arg(long, default_value = "1-1M", value_name = "SPEC")]
+    pub sizes: String,
+
+    /// Operations: put, get, put-bw, put-notify, accumulate, fetch-add.
+    #[arg(
+        long,
+        default_value = "put,get,put-bw,put-notify,accumulate,fetch-add",
+        value_name = "LIST"
+    )]
+    pub ops: String,
+
+    /// Synchronizations: flush (passive target) and fence (active target, put and
+    /// get only).
+    #[arg(long, default_value = "flush,fence", value_name = "LIST")]
+    pub sync: String,
+
+    /// Timed operations per point.
+    #[arg(long, default_value_t = 1000, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    pub reps: u64,
+
+    /// Untimed operations first, per point.
+    #[arg(long, default_value_t = 100, value_name = "NUM", value_parser = clap::value_parser!(u64).range(0..=100_000_000))]
+    pub warmup: u64,
+
+    /// Puts per timed round of put-bw (then one flush), as osu_put_bw's window.
+    #[arg(long, default_value_t = 64, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub window: u64,
+
+    /// Verify the data of put and fetch-add (outside the timed regions).
+    #[arg(long)]
+    pub check: bool,
 }

@@ -335,7 +335,7 @@ fn matrix_names_exactly_the_shaped_link() {
             "block",
             "matrix",
             "--reps",
-            "5",
+            "31",
             "--warmup",
             "1",
             "--bandwidth-size",
@@ -393,8 +393,10 @@ fn matrix_names_exactly_the_shaped_link() {
     assert_eq!(
         named,
         vec![("bandwidth".to_string(), slow_from as u64, slow_to as u64)],
-        "{:#}",
-        doc["outliers"]
+        "{:#}\nbandwidth [MB/s]: {}\nlinks: {}",
+        doc["outliers"],
+        doc["bandwidth_MBps"],
+        doc["links"]
     );
     println!("{TEST}: {:.1} s", started.elapsed().as_secs_f64());
 }

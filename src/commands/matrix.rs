@@ -28,11 +28,18 @@ impl MatrixArgs {
 }
 
 pub fn run(global: &GlobalArgs, args: &MatrixArgs) -> anyhow::Result<()> {
+    // The global --csv is matrix's own table (one row per ordered pair with both
+    // figures), not the generic rows of its -o records.
+    let csv = global.csv.clone();
+    let global = GlobalArgs {
+        csv: None,
+        ..global.clone()
+    };
     let files = [
         ("--svg", Export::Plot, args.svg.as_deref()),
-        ("--csv", Export::Csv, args.csv.as_deref()),
+        ("--csv", Export::Csv, csv.as_deref()),
     ];
-    run_spec(global, &args.spec(), &files)
+    run_spec(&global, &args.spec(), &files)
 }
 
 /// Runs `spec` and writes the document to `files` (`(flag, export, path)`).

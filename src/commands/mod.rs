@@ -21,7 +21,6 @@ mod sync;
 mod timer;
 
 pub use common::{error_text, UsageError};
-pub use rma::RmaArgs;
 
 use crate::cli::{Cli, Command};
 

@@ -8,49 +8,10 @@
 //! the time.
 
 use super::common::{check_outputs, job_spec, measure, setup_hint, UsageError};
-use crate::cli::GlobalArgs;
-use clap::Args;
+use crate::cli::{GlobalArgs, RmaArgs};
 use ngauge::job::TransportName;
 use ngauge::patterns::rma::{Op, Params, RmaSync};
 use ngauge::report::rma::RmaWarning;
-
-/// Options of `ngauge rma`.
-#[derive(Debug, Args, Clone)]
-pub struct RmaArgs {
-    /// Payload sizes: `1-1M` (powers of two), `1-64K:1K` (step), `1,8,4K` (list).
-    /// Accumulate takes the multiples of 8 among them; fetch-add is 8 bytes.
-    #[arg(long, default_value = "1-1M", value_name = "SPEC")]
-    pub sizes: String,
-
-    /// Operations: put, get, put-bw, put-notify, accumulate, fetch-add.
-    #[arg(
-        long,
-        default_value = "put,get,put-bw,put-notify,accumulate,fetch-add",
-        value_name = "LIST"
-    )]
-    pub ops: String,
-
-    /// Synchronizations: flush (passive target) and fence (active target, put and
-    /// get only).
-    #[arg(long, default_value = "flush,fence", value_name = "LIST")]
-    pub sync: String,
-
-    /// Timed operations per point.
-    #[arg(long, default_value_t = 1000, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
-    pub reps: u64,
-
-    /// Untimed operations first, per point.
-    #[arg(long, default_value_t = 100, value_name = "NUM", value_parser = clap::value_parser!(u64).range(0..=100_000_000))]
-    pub warmup: u64,
-
-    /// Puts per timed round of put-bw (then one flush), as osu_put_bw's window.
-    #[arg(long, default_value_t = 64, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=4096))]
-    pub window: u64,
-
-    /// Verify the data of put and fetch-add (outside the timed regions).
-    #[arg(long)]
-    pub check: bool,
-}
 
 impl RmaArgs {
     /// The pattern's parameters these flags ask for.

@@ -4,6 +4,12 @@
 //! with the MAD scaled to a standard deviation under Gaussian noise) **and** it
 //! is `factor` times worse than the median: the MAD of equal links is near zero,
 //! and the second condition keeps a few per cent of noise from naming one.
+//!
+//! [`outliers`] judges the low side (a bandwidth) on the logarithms of the
+//! values: on the linear scale a value cannot fall further below its median than
+//! the median itself, so a link 400x slower than links spread over 600-3000 MB/s
+//! scores a z of about 1.7 and goes unnamed; on the log scale it scores about 10.
+//! The high side (a latency) has no such bound and keeps the linear scale.
 
 use super::order::median;
 
@@ -28,17 +34,32 @@ pub enum Worse {
 
 /// The outliers of `values` on the `worse` side: `(index, how many times worse
 /// than the median)`, in index order. Fewer than 3 values have none.
+/// On the low side, values that are not positive have no logarithm and are
+/// never named.
 pub fn outliers(values: &[f64], worse: Worse, factor: f64) -> Vec<(usize, f64)> {
-    let Some((m, scale)) = median_mad(values).filter(|_| values.len() >= 3) else {
+    let scaled = |x: f64| if worse == Worse::Lower { x.ln() } else { x };
+    let judged: Vec<f64> = values
+        .iter()
+        .filter(|&&x| x > 0.0 || worse == Worse::Higher)
+        .map(|&x| scaled(x))
+        .collect();
+    let Some((m, scale)) = median_mad(&judged).filter(|_| judged.len() >= 3) else {
         return Vec::new();
     };
+    let kept: Vec<f64> = values
+        .iter()
+        .copied()
+        .filter(|&x| x > 0.0 || worse == Worse::Higher)
+        .collect();
+    let median = median(&kept).unwrap_or(f64::NAN);
     values
         .iter()
         .enumerate()
+        .filter(|&(_, &x)| x > 0.0 || worse == Worse::Higher)
         .filter_map(|(i, &x)| {
             let (beyond, ratio) = match worse {
-                Worse::Higher => (x - m, x / m),
-                Worse::Lower => (m - x, m / x),
+                Worse::Higher => (x - m, x / median),
+                Worse::Lower => (m - x.ln(), median / x),
             };
             (beyond > MODIFIED_Z * scale && ratio >= factor && ratio.is_finite())
                 .then_some((i, ratio))
@@ -60,5 +81,18 @@ mod tests {
         assert!(outliers(&lat, Worse::Lower, 2.0).is_empty());
         assert!(outliers(&[1.0, 9.0], Worse::Higher, 2.0).is_empty());
         assert_eq!(median_mad(&[1.0, 2.0, 3.0]), Some((2.0, 1.4826)));
+    }
+
+    #[test]
+    fn a_slow_link_among_widely_spread_fast_ones_is_named() {
+        // A shaped link (2.4 MB/s) among loopback links spread over 600-3000 MB/s
+        // on a loaded host: its linear z-score is about 1.7, its log z-score 10.
+        let bw = [
+            3091.0, 1859.0, 1186.0, 1780.0, 733.0, 1012.0, 933.0, 1877.0, 1368.0, 1822.0, 2.4,
+            930.0,
+        ];
+        assert_eq!(outliers(&bw, Worse::Lower, 5.0).len(), 1);
+        assert_eq!(outliers(&bw, Worse::Lower, 5.0)[0].0, 10);
+        assert!(outliers(&[0.0, -1.0, 5.0], Worse::Lower, 2.0).is_empty());
     }
 }
