@@ -484,7 +484,7 @@ fn regression_issue_14_alltoall_of_32_and_64_kib_over_tcp_completes() {
 #[test]
 fn bad_input_is_a_usage_error() {
     for args in [
-        &["coll", "--op", "scatter"][..],
+        &["coll", "--op", "scatterv"][..],
         &["coll", "--algo", "ring"],
         &["coll", "--algo", "mpi"],
         &["coll", "--scheme", "fast"],
