@@ -378,10 +378,13 @@ fn matrix_names_exactly_the_shaped_link() {
     let doc: Value = serde_json::from_slice(&outs[0].as_ref().unwrap().stdout).unwrap();
     drop(mesh);
     assert_eq!(links(&doc).len(), np * (np - 1));
+    // The shaped link is slow in bandwidth only; latency at np 4 on 2 cores (every
+    // rank blocking) is wakeup noise that can put any link 5x over its median.
     let named: Vec<(String, u64, u64)> = doc["outliers"]
         .as_array()
         .unwrap()
         .iter()
+        .filter(|o| o["metric"] == "bandwidth")
         .map(|o| {
             (
                 o["metric"].as_str().unwrap().to_string(),
