@@ -5,6 +5,7 @@
 #include "ngauge_mpi_rma.h"
 
 #include <mpi.h>
+#include <stddef.h>
 
 #define MAX_WINDOWS 8
 
