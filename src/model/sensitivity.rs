@@ -1,4 +1,4 @@
-//! What a run could have missed (issue 36): per stretch of sizes between the
+//! What a run could have missed: per stretch of sizes between the
 //! reported protocol changes, the largest step of `PRTT(1,0,s)` (Hoefler et al.,
 //! sec. 2.2) that the run's own data leave possible at a boundary between
 //! neighbouring sizes, and whether that floor lies below a target (by default
