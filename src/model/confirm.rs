@@ -925,15 +925,17 @@ pub enum Side {
     New,
 }
 
-/// The side the passes' [`position`]s put a size on: all of at least 3 valid
-/// passes agree, or all but one of at least 7 (the sign test's 1.5% and 6%,
-/// one-sided). `None` until then.
+/// The side the passes' [`position`]s put a size on, by a sequential sign test:
+/// of `n` valid passes, the minority may be at most `(n - 3) / 4` (none of 3, one
+/// of 7, two of 11, three of 15: one-sided sign-test p of 12.5%, 6.3%, 3.3% and
+/// 1.8%, falling as the passes grow, so that spending more rounds on a doubtful
+/// midpoint does not raise the chance of a wrong side). `None` until then.
 pub fn decide_side(positions: &[Option<f64>]) -> Option<Side> {
     let valid: Vec<f64> = positions.iter().flatten().copied().collect();
     let new = valid.iter().filter(|&&t| t >= 0.5).count();
     let old = valid.len() - new;
     let minority = new.min(old);
-    let agreed = (valid.len() >= 3 && minority == 0) || (valid.len() >= 7 && minority <= 1);
+    let agreed = valid.len() >= 3 && 4 * minority + 3 <= valid.len();
     agreed.then_some(if new > old { Side::New } else { Side::Old })
 }
 
@@ -1618,5 +1620,10 @@ mod tests {
         assert_eq!(s(&[Some(0.9), None, Some(0.7)]), None);
         let seven = [0.9, 0.1, 0.7, 1.0, 1.1, 0.95, 0.8].map(Some);
         assert_eq!(s(&seven), Some(Side::New));
+        // Two against eight is not yet a side; two against nine is.
+        let ten = [0.9, 0.1, 0.7, 1.0, 0.2, 0.95, 0.8, 0.6, 0.9, 0.7].map(Some);
+        assert_eq!(s(&ten), None);
+        let eleven: Vec<Option<f64>> = ten.iter().copied().chain([Some(0.8)]).collect();
+        assert_eq!(s(&eleven), Some(Side::New));
     }
 }
