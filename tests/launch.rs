@@ -608,12 +608,20 @@ fn issue_3_under_mpirun_rank_and_size_come_from_open_mpi() {
         // Both MPIs installed, and the alternatives chose MPICH's mpirun.
         return support::skip(TEST, Lack::Host, "mpirun on PATH is not Open MPI's");
     }
+    // Without the PMIx variables, so that a build with the pmix feature takes
+    // the environment-detection path too (with them it bootstraps through PMIx:
+    // tests/pmix.rs).
     let out = std::process::Command::new("mpirun")
         .args([
             "--allow-run-as-root",
             "--oversubscribe",
             "-np",
             "4",
+            "env",
+            "-u",
+            "PMIX_RANK",
+            "-u",
+            "PMIX_NAMESPACE",
             EXE,
             "info",
             "--json",

@@ -5,10 +5,9 @@
 //! its key-value store, and `info` names the launcher `pmix` and the server in
 //! `meta.pmix`; a TCP pingpong shows that the exchanged endpoints work.
 //!
-//! Built with `--features pmix` (`scripts/test` runs this file in a step of its
-//! own: with the feature, `mpirun` is a PMIx launcher, which tests/launch.rs's
-//! Open MPI test does not expect). A missing Slurm or `mpirun` fails these tests
-//! under `CI=true`, as in tests/slurm.rs.
+//! Built with `--features pmix` (`scripts/test`'s workspace step has it). A
+//! missing Slurm or `mpirun` fails these tests under `CI=true`, as in
+//! tests/slurm.rs.
 #![cfg(feature = "pmix")]
 
 #[path = "support/slurm.rs"]
