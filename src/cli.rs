@@ -543,6 +543,21 @@ pub enum Command {
     /// Example: ngauge --np 8 matrix --svg matrix.svg --csv matrix.csv
     Matrix(MatrixArgs),
 
+    /// Effective bisection bandwidth: many random bisections of the ranks into
+    /// pairs, the pairs of each streaming at once; the per-pair bandwidth's
+    /// distribution over all of them.
+    ///
+    /// Each bisection is a random perfect matching (seeded: --seed); all its
+    /// pairs stream the same amount at once, --reps rounds of --window
+    /// messages of --message-size, the first rank of a pair to the second (both ways
+    /// with --bidirectional, as Netgauge's ebb). Prints the min, quartiles,
+    /// median, mean and max over every pair of every bisection (Hoefler et
+    /// al., Cluster 2008), and each bisection's figures. See
+    /// docs/commands/ebb.md.
+    ///
+    /// Example: ngauge --np 8 ebb --bisections 50 --message-size 1M
+    Ebb(EbbArgs),
+
     /// Self-tests of the launcher, for the integration tests.
     #[command(hide = true, subcommand)]
     Selftest(SelftestCommand),
@@ -994,6 +1009,42 @@ pub struct MatrixArgs {
     /// Draw the two matrices as heat maps to FILE (SVG).
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+}
+
+/// Options of `ngauge ebb`.
+#[derive(Debug, Args, Clone)]
+pub struct EbbArgs {
+    /// Random bisections to measure, one after the other.
+    #[arg(long, default_value_t = 20, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub bisections: u64,
+
+    /// Message size every pair streams, e.g. 64K.
+    #[arg(long, default_value = "64K", value_name = "BYTES", value_parser = parse_message_size)]
+    pub message_size: u64,
+
+    /// Messages in flight per timed round.
+    #[arg(long, default_value_t = 16, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub window: u64,
+
+    /// Timed rounds per pair and bisection (every pair streams the same amount).
+    #[arg(long, default_value_t = 20, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub reps: u64,
+
+    /// Untimed rounds before them.
+    #[arg(long, default_value_t = 2, value_name = "NUM", value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub warmup: u64,
+
+    /// Both ranks of a pair stream at once (Netgauge's ebb exchange).
+    #[arg(long)]
+    pub bidirectional: bool,
+
+    /// Verify every payload (outside the timed regions).
+    #[arg(long)]
+    pub check: bool,
+
+    /// Seed of the bisections (same seed, same pairs).
+    #[arg(long, default_value_t = 1, value_name = "NUM")]
+    pub seed: u64,
 }
 
 /// A message size of 1 byte to 1G (`64K`).

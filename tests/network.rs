@@ -2,7 +2,8 @@
 //! loopback (every ordered pair measured, data checked, CSV and SVG written) and
 //! the shaped-link known answer: four network namespaces joined by a mesh of
 //! veth pairs, one direction of one link shaped slower with `tc ... tbf`, one
-//! rank per namespace started by hand; `matrix` must name exactly that link.
+//! rank per namespace started by hand; `matrix` must name exactly that link,
+//! and `ebb`'s slowest pair must be that link, within its shaped rate.
 //!
 //! The shaped test needs root, `ip` and `tc`; names carry the PID and are
 //! removed on every exit path (drop).
@@ -13,6 +14,8 @@ use std::time::{Duration, Instant};
 
 mod support;
 use support::Lack;
+#[path = "support/documents.rs"]
+mod documents;
 
 fn ngauge(args: &[&str]) -> Output {
     let child = Command::new(env!("CARGO_BIN_EXE_ngauge"))
@@ -95,7 +98,8 @@ fn assert_complete(doc: &Value, np: u64) {
 fn matrix_at_np_4_measures_every_ordered_pair_with_its_data_checked() {
     let dir = tempfile::tempdir().unwrap();
     let (csv, svg) = (dir.path().join("m.csv"), dir.path().join("m.svg"));
-    let mut args = vec!["--np", "4", "matrix"];
+    let jsonl = dir.path().join("m.jsonl");
+    let mut args = vec!["--np", "4", "-o", jsonl.to_str().unwrap(), "matrix"];
     args.extend(FAST);
     args.extend([
         "--csv",
@@ -117,6 +121,13 @@ fn matrix_at_np_4_measures_every_ordered_pair_with_its_data_checked() {
     assert_eq!(csv.lines().count(), 13, "{csv}");
     let svg = std::fs::read_to_string(&svg).unwrap();
     assert!(svg.starts_with("<svg") && svg.contains("latency [us]"));
+    // a record per ordered pair and matrix, naming the transport as pingpong's
+    let records = std::fs::read_to_string(&jsonl).unwrap();
+    assert_eq!(records.lines().count(), 24);
+    assert!(
+        records.lines().all(|l| l.contains(r#""transport":"tcp""#)),
+        "{records}"
+    );
 }
 
 #[test]
@@ -162,6 +173,133 @@ fn pingpong_bidirectional_streams_both_ways_with_its_data_checked() {
         let want = 2.0 * 4.0 * r["size"].as_f64().unwrap() / round_us;
         let got = r["bandwidth_MBps"].as_f64().unwrap();
         assert!((got - want).abs() <= 1e-9 * want, "{got} vs {want}");
+    }
+}
+
+/// The per-pair bandwidths of an `ebb` document: each bisection a perfect
+/// matching of `np` ranks, every result checked, the distribution and each
+/// bisection's figures agreeing with the results. Returns the slowest result.
+fn check_ebb(doc: &Value, np: usize, bisections: usize) -> Value {
+    documents::assert_valid(doc, "ebb");
+    let results = doc["results"].as_array().expect("results[]");
+    assert_eq!(results.len(), bisections * (np / 2), "{doc}");
+    let per = doc["per_bisection"].as_array().unwrap();
+    assert_eq!(per.len(), bisections);
+    for (b, bisection) in per.iter().enumerate() {
+        let mut ranks: Vec<u64> = bisection["pairs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|p| p.as_array().unwrap().iter().map(|r| r.as_u64().unwrap()))
+            .collect();
+        ranks.sort_unstable();
+        ranks.dedup();
+        assert_eq!(ranks.len(), np / 2 * 2, "bisection {b}: {bisection}");
+        let bw: Vec<f64> = results
+            .iter()
+            .filter(|r| r["step"] == b)
+            .map(|r| r["bandwidth_MBps"].as_f64().unwrap())
+            .collect();
+        assert_eq!(bw.len(), np / 2);
+        assert_eq!(
+            bisection["total_MBps"].as_f64().unwrap(),
+            bw.iter().sum::<f64>()
+        );
+    }
+    for r in results {
+        assert_eq!(r["data_check"], true, "{r}");
+        assert_eq!(r["concurrent_pairs"], np / 2, "{r}");
+        assert!(r["bandwidth_MBps"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    let slowest = results
+        .iter()
+        .min_by(|a, b| {
+            let bw = |r: &Value| r["bandwidth_MBps"].as_f64().unwrap();
+            bw(a).total_cmp(&bw(b))
+        })
+        .unwrap()
+        .clone();
+    let d = &doc["distribution"];
+    assert_eq!(d["pairs"], results.len());
+    assert_eq!(d["min_MBps"], slowest["bandwidth_MBps"]);
+    let q: Vec<f64> = ["min_MBps", "q1_MBps", "median_MBps", "q3_MBps", "max_MBps"]
+        .iter()
+        .map(|k| d[k].as_f64().unwrap())
+        .collect();
+    assert!(q.windows(2).all(|w| w[0] <= w[1]), "{d}");
+    slowest
+}
+
+/// `ebb` at np 4: three seeded bisections of two pairs each, every payload
+/// checked, the `-o` records naming the transport and the bisection.
+#[test]
+fn ebb_at_np_4_streams_every_bisection_with_its_data_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let (jsonl, csv) = (dir.path().join("e.jsonl"), dir.path().join("e.csv"));
+    let out = ngauge(&[
+        "--np",
+        "4",
+        "-o",
+        jsonl.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+        "ebb",
+        "--bisections",
+        "3",
+        "--reps",
+        "3",
+        "--warmup",
+        "1",
+        "--message-size",
+        "4K",
+        "--window",
+        "2",
+        "--check",
+        "--json",
+    ]);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    check_ebb(&doc, 4, 3);
+    assert_eq!(
+        (doc["bisections"].as_u64(), doc["seed"].as_u64()),
+        (Some(3), Some(1))
+    );
+    let records: Vec<Value> = std::fs::read_to_string(&jsonl)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 6);
+    for (r, want) in records.iter().zip(doc["results"].as_array().unwrap()) {
+        assert_eq!(r["transport"], "tcp", "{r}");
+        assert_eq!(
+            (&r["from"], &r["to"], &r["step"]),
+            (&want["from"], &want["to"], &want["step"])
+        );
+    }
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(csv.lines().count(), 7, "{csv}");
+    assert!(
+        csv.lines().next().unwrap().contains("bandwidth_MBps"),
+        "{csv}"
+    );
+}
+
+/// Issue 35: a bandwidth size UDP cannot carry in one datagram is refused
+/// naming the flag to change, with the usage status, before any measurement.
+#[test]
+fn matrix_over_udp_names_the_size_flag_it_cannot_carry() {
+    for (command, flag) in [("matrix", "--bandwidth-size"), ("ebb", "--message-size")] {
+        let out = Command::new(env!("CARGO_BIN_EXE_ngauge"))
+            .args(["-t", "udp", command, flag, "1M"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command}: {stderr}");
+        assert!(
+            stderr.contains(&format!("{flag}: udp carries at most")),
+            "{command}: {stderr}"
+        );
     }
 }
 
@@ -251,6 +389,67 @@ impl Mesh {
         mesh
     }
 
+    /// Runs `command` (its arguments after the global flags) with one rank per
+    /// namespace, rank 0's rendezvous on `port`; rank 0's `--json` document.
+    fn run(&self, port: u16, command: &[&str]) -> Value {
+        let bin = env!("CARGO_BIN_EXE_ngauge");
+        let token = format!("mesh-token-{:010}-{port}", std::process::id());
+        let rendezvous = format!("{}:{port}", addr(0));
+        let size = self.names.len().to_string();
+        let mut ranks = Vec::new();
+        for (r, ns) in self.names.iter().enumerate() {
+            let rank = r.to_string();
+            let mut args = vec![
+                "netns",
+                "exec",
+                ns,
+                bin,
+                "--rank",
+                &rank,
+                "--size",
+                &size,
+                "--rendezvous",
+                &rendezvous,
+                "--job-token",
+                &token,
+                "--timeout",
+                "60",
+                "--wait",
+                "block",
+            ];
+            args.extend(command);
+            if r == 0 {
+                args.push("--json");
+            }
+            let child = Command::new("ip")
+                .args(&args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("a rank");
+            ranks.push(child);
+            if r == 0 {
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
+        let outs: Vec<Result<Output, Output>> = ranks
+            .into_iter()
+            .map(|c| support::output_within(c, Duration::from_secs(120)))
+            .collect();
+        for (r, out) in outs.iter().enumerate() {
+            let out = out
+                .as_ref()
+                .unwrap_or_else(|o| panic!("{command:?}: rank {r} timed out: {o:?}"));
+            assert!(
+                out.status.success(),
+                "{command:?}: rank {r}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        serde_json::from_slice(&outs[0].as_ref().unwrap().stdout).unwrap()
+    }
+
     /// Shapes what `from` sends to `to` (and nothing else) to `rate`.
     fn shape(&self, from: usize, to: usize, rate: &str) {
         sh(&[
@@ -292,9 +491,12 @@ fn veth(me: usize, peer: usize) -> String {
     format!("vm{me}to{peer}")
 }
 
+/// The seed of the shaped test's `ebb` bisections (one of them pairs 3 -> 1).
+const EBB_SEED: &str = "6";
+
 #[test]
-fn matrix_names_exactly_the_shaped_link() {
-    const TEST: &str = "matrix_names_exactly_the_shaped_link";
+fn matrix_names_exactly_the_shaped_link_and_it_bounds_ebb() {
+    const TEST: &str = "matrix_names_exactly_the_shaped_link_and_it_bounds_ebb";
     if !rustix::process::geteuid().is_root() {
         return support::skip(TEST, Lack::Host, "needs root for network namespaces");
     }
@@ -309,30 +511,9 @@ fn matrix_names_exactly_the_shaped_link() {
     let (slow_from, slow_to) = (3, 1);
     let mesh = Mesh::new(np);
     mesh.shape(slow_from, slow_to, "20mbit");
-    let bin = env!("CARGO_BIN_EXE_ngauge");
-    let token = format!("matrix-token-{:010}", std::process::id());
-    let rendezvous = format!("{}:7311", addr(0));
-    let size = np.to_string();
-    let mut ranks = Vec::new();
-    for r in 0..np {
-        let rank = r.to_string();
-        let mut args = vec![
-            "netns",
-            "exec",
-            &mesh.names[r],
-            bin,
-            "--rank",
-            &rank,
-            "--size",
-            &size,
-            "--rendezvous",
-            &rendezvous,
-            "--job-token",
-            &token,
-            "--timeout",
-            "60",
-            "--wait",
-            "block",
+    let doc = mesh.run(
+        7311,
+        &[
             "matrix",
             "--reps",
             "31",
@@ -345,37 +526,28 @@ fn matrix_names_exactly_the_shaped_link() {
             "--outlier-factor",
             "5",
             "--check",
-        ];
-        if r == 0 {
-            args.push("--json");
-        }
-        let child = Command::new("ip")
-            .args(&args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("a rank");
-        ranks.push(child);
-        if r == 0 {
-            std::thread::sleep(Duration::from_millis(200));
-        }
-    }
-    let outs: Vec<Result<Output, Output>> = ranks
-        .into_iter()
-        .map(|c| support::output_within(c, Duration::from_secs(120)))
-        .collect();
-    for (r, out) in outs.iter().enumerate() {
-        let out = out
-            .as_ref()
-            .unwrap_or_else(|o| panic!("rank {r} timed out: {o:?}"));
-        assert!(
-            out.status.success(),
-            "rank {r}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    let doc: Value = serde_json::from_slice(&outs[0].as_ref().unwrap().stdout).unwrap();
+        ],
+    );
+    // Seed EBB_SEED's bisections put the shaped direction in a pair (3 -> 1).
+    let ebb = mesh.run(
+        7312,
+        &[
+            "ebb",
+            "--bisections",
+            "4",
+            "--seed",
+            EBB_SEED,
+            "--reps",
+            "9",
+            "--warmup",
+            "1",
+            "--message-size",
+            "16K",
+            "--window",
+            "4",
+            "--check",
+        ],
+    );
     drop(mesh);
     assert_eq!(links(&doc).len(), np * (np - 1));
     // The shaped link is slow in bandwidth only; latency at np 4 on 2 cores (every
@@ -400,6 +572,21 @@ fn matrix_names_exactly_the_shaped_link() {
         doc["outliers"],
         doc["bandwidth_MBps"],
         doc["links"]
+    );
+    // The slowest link bounds the bisection: ebb's slowest pair is the shaped
+    // one, at no more than its rate (20 Mbit/s = 2.5 MB/s; the margin covers
+    // the token bucket's 16 KB burst).
+    let slowest = check_ebb(&ebb, np, 4);
+    assert_eq!(
+        (&slowest["from"], &slowest["to"]),
+        (&slow_from.into(), &slow_to.into()),
+        "{:#}",
+        ebb["per_bisection"]
+    );
+    let min = ebb["distribution"]["min_MBps"].as_f64().unwrap();
+    assert!(
+        min <= 2.5 * 1.25,
+        "ebb minimum {min} MB/s above the shaped 2.5 MB/s"
     );
     println!("{TEST}: {:.1} s", started.elapsed().as_secs_f64());
 }

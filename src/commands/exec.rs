@@ -26,5 +26,7 @@ pub fn run(global: &GlobalArgs, args: &ExecArgs) -> anyhow::Result<()> {
         CommandSpec::Noise(s) => super::noise::run_spec(&g, s, None),
         CommandSpec::Late(s) => super::late::run_spec(&g, s, None),
         CommandSpec::Nbc(s) => super::nbc::run_spec(&g, s),
+        CommandSpec::Matrix(s) => super::matrix::run_spec(&g, s, &[]),
+        CommandSpec::Ebb(s) => super::ebb::run_spec(&g, s),
     }
 }

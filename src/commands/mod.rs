@@ -5,6 +5,7 @@
 mod coll;
 mod common;
 mod compare;
+mod ebb;
 mod exec;
 mod info;
 mod late;
@@ -43,5 +44,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Noise(args) => noise::run(&cli.global, &args),
         Command::Rma(args) => rma::run(&cli.global, &args),
         Command::Matrix(args) => matrix::run(&cli.global, &args),
+        Command::Ebb(args) => ebb::run(&cli.global, &args),
     }
 }

@@ -18,6 +18,7 @@
 //! | `pingpong` | [`pingpong::run`] |
 //! | `loggp` | [`loggp::run`] |
 //! | `matrix` | [`matrix::run`] |
+//! | `ebb` | [`ebb::run`] |
 //! | `sync` | [`sync::run`] |
 //! | `noise` | [`noise::run`] |
 //! | `coll` | [`coll::run`] |
@@ -26,17 +27,20 @@
 //! | `rma` | [`rma::run`] |
 //! | `simulate` | [`simulate::run`] (one process), [`simulate::measure`] (in a job) |
 //!
-//! What the collective timings share (their setup, the window starts' clock
-//! synchronization) is [`collective`].
+//! What `matrix` and `ebb` share is [`pairs`]. What the collective timings
+//! share (their setup, the window starts' clock synchronization) is
+//! [`collective`].
 
 pub mod coll;
 pub mod collective;
+pub mod ebb;
 pub mod info;
 pub mod late;
 pub mod loggp;
 pub mod matrix;
 pub mod nbc;
 pub mod noise;
+pub mod pairs;
 pub mod pingpong;
 pub mod rma;
 pub mod simulate;

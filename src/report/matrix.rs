@@ -7,9 +7,11 @@
 use super::table::{significant, Table};
 use super::warning::{SetupWarning, Warned};
 use super::Meta;
+use crate::job::TransportName;
 use crate::patterns::pairs::PairResult;
 use crate::stats::mad::{median_mad, outliers, Worse};
 use crate::stats::median;
+use ngauge_transport::WaitMode;
 use serde::Serialize;
 
 crate::names::named_enum! {
@@ -45,6 +47,19 @@ pub struct Link {
     pub latency: PairResult,
     /// The stream of the bandwidth size.
     pub bandwidth: PairResult,
+}
+
+/// One record of `-o` (`matrix`, `ebb`): a pair's result and the transport it
+/// was measured over, as `pingpong`'s records.
+#[derive(Clone, Debug, Serialize)]
+pub struct PairRecord {
+    /// The transport.
+    pub transport: TransportName,
+    /// How it waited.
+    pub wait: WaitMode,
+    /// The result.
+    #[serde(flatten)]
+    pub result: PairResult,
 }
 
 /// A link named by the outlier rule.

@@ -9,6 +9,7 @@
 pub mod coll;
 pub mod compare;
 pub mod document;
+pub mod ebb;
 pub mod effort;
 pub mod jsonl;
 pub mod late;

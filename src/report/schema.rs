@@ -33,6 +33,7 @@ pub fn documents() -> Vec<(&'static str, Schema)> {
         ("nbc", schemars::schema_for!(super::nbc::NbcDoc)),
         ("noise", schemars::schema_for!(super::noise::NoiseDoc)),
         ("matrix", schemars::schema_for!(super::matrix::MatrixDoc)),
+        ("ebb", schemars::schema_for!(super::ebb::EbbDoc)),
         ("compare", schemars::schema_for!(super::compare::CompareDoc)),
         (
             "summary",
@@ -107,6 +108,10 @@ mod tests {
             (
                 "matrix",
                 &["links", "latency_us", "bandwidth_MBps", "outliers", "meta"],
+            ),
+            (
+                "ebb",
+                &["bisections", "seed", "per_bisection", "results", "meta"],
             ),
             ("compare", &["rows", "meta", "meta_a", "meta_b"]),
             ("summary", &["level", "experiments"]),

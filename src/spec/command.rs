@@ -4,7 +4,8 @@
 //! exec` runs, and what [`crate::experiment`] runs on a rank.
 
 use super::{
-    CollCmdSpec, LateCmdSpec, LoggpSpec, NbcCmdSpec, NoiseSpec, PingpongSpec, SyncSpec, TimerSpec,
+    CollCmdSpec, EbbSpec, LateCmdSpec, LoggpSpec, MatrixSpec, NbcCmdSpec, NoiseSpec, PingpongSpec,
+    SyncSpec, TimerSpec,
 };
 use crate::sim::spec::SimulateSpec;
 
@@ -30,12 +31,17 @@ pub enum CommandSpec {
     Late(LateCmdSpec),
     /// `ngauge nbc`.
     Nbc(NbcCmdSpec),
+    /// `ngauge matrix`.
+    Matrix(MatrixSpec),
+    /// `ngauge ebb`.
+    Ebb(EbbSpec),
 }
 
 impl CommandSpec {
     /// Every command's name, in the order of the variants.
     pub const NAMES: &'static [&'static str] = &[
-        "timer", "pingpong", "loggp", "sync", "coll", "simulate", "noise", "late", "nbc",
+        "timer", "pingpong", "loggp", "sync", "coll", "simulate", "noise", "late", "nbc", "matrix",
+        "ebb",
     ];
 
     /// The command's name, as on the command line and as a suite's table key.
@@ -50,6 +56,8 @@ impl CommandSpec {
             CommandSpec::Noise(_) => "noise",
             CommandSpec::Late(_) => "late",
             CommandSpec::Nbc(_) => "nbc",
+            CommandSpec::Matrix(_) => "matrix",
+            CommandSpec::Ebb(_) => "ebb",
         }
     }
 
@@ -61,8 +69,8 @@ impl CommandSpec {
 
     /// Makes the command keep every repetition in its document, for the
     /// statistics across launches (`ngauge run` asks it of every run); a
-    /// simulation is deterministic, and a noise loop, `late` and `nbc` report
-    /// medians without their repetitions: unchanged.
+    /// simulation is deterministic, and a noise loop, `late`, `nbc`, `matrix`
+    /// and `ebb` report medians without their repetitions: unchanged.
     pub fn keep_samples(&mut self) {
         match self {
             CommandSpec::Timer(s) => s.samples = true,
@@ -73,7 +81,9 @@ impl CommandSpec {
             CommandSpec::Simulate(_)
             | CommandSpec::Noise(_)
             | CommandSpec::Late(_)
-            | CommandSpec::Nbc(_) => {}
+            | CommandSpec::Nbc(_)
+            | CommandSpec::Matrix(_)
+            | CommandSpec::Ebb(_) => {}
         }
     }
 }

@@ -10,6 +10,7 @@
 
 pub mod coll;
 mod command;
+pub mod ebb;
 pub mod info;
 pub mod late;
 pub mod loggp;
@@ -23,6 +24,7 @@ pub mod timer;
 
 pub use coll::{CollCmdSpec, WindowColl};
 pub use command::CommandSpec;
+pub use ebb::EbbSpec;
 pub use info::InfoSpec;
 pub use late::LateCmdSpec;
 pub use loggp::LoggpSpec;

@@ -11,8 +11,8 @@
 use crate::job::{JobError, JobSpec, TransportName};
 use crate::sim::spec::{self as sim_spec, SimulateSpec};
 use crate::spec::{
-    CollCmdSpec, CommandSpec, LateCmdSpec, LoggpSpec, NbcCmdSpec, NoiseSpec, PingpongSpec,
-    SpecError, SyncSpec, TimerSpec, WindowColl,
+    CollCmdSpec, CommandSpec, EbbSpec, LateCmdSpec, LoggpSpec, MatrixSpec, NbcCmdSpec, NoiseSpec,
+    PingpongSpec, SpecError, SyncSpec, TimerSpec, WindowColl,
 };
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -97,6 +97,10 @@ struct RawExperiment {
     late: Option<LateCmdSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     nbc: Option<NbcCmdSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    matrix: Option<MatrixSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ebb: Option<EbbSpec>,
 }
 
 impl TryFrom<RawExperiment> for Experiment {
@@ -113,6 +117,8 @@ impl TryFrom<RawExperiment> for Experiment {
             raw.noise.map(CommandSpec::Noise),
             raw.late.map(CommandSpec::Late),
             raw.nbc.map(CommandSpec::Nbc),
+            raw.matrix.map(CommandSpec::Matrix),
+            raw.ebb.map(CommandSpec::Ebb),
         ]
         .into_iter()
         .flatten()
@@ -163,6 +169,8 @@ impl From<Experiment> for RawExperiment {
             CommandSpec::Noise(s) => raw.noise = Some(s),
             CommandSpec::Late(s) => raw.late = Some(s),
             CommandSpec::Nbc(s) => raw.nbc = Some(s),
+            CommandSpec::Matrix(s) => raw.matrix = Some(s),
+            CommandSpec::Ebb(s) => raw.ebb = Some(s),
         }
         raw
     }
@@ -405,6 +413,14 @@ pub fn check(suite: &Suite) -> Result<(), (String, String)> {
                     .coll
                     .validate_for_job(&e.job.transports, Some(e.np), &s.sizes.0);
                 spec(job.map(drop))?;
+                needs_two()?;
+            }
+            CommandSpec::Matrix(s) => {
+                spec(s.validate())?;
+                needs_two()?;
+            }
+            CommandSpec::Ebb(s) => {
+                spec(s.validate())?;
                 needs_two()?;
             }
         }
@@ -812,6 +828,27 @@ sync = { sync = "jk", check_after_s = [0.0] }
 
     fn err(text: &str) -> SuiteError {
         parse("b.toml", text).unwrap_err()
+    }
+
+    /// Issue 35: `[experiment.matrix]` and `[experiment.ebb]` are experiments
+    /// of two ranks or more, their fields checked as the flags are.
+    #[test]
+    fn matrix_and_ebb_are_suite_experiments() {
+        let text = "[[experiment]]\nname = \"m\"\nnp = 4\nmatrix = { reps = 3 }\n\
+                    [[experiment]]\nname = \"e\"\nebb = { bisections = 5 }\n";
+        let s = parse("n.toml", text).unwrap();
+        let CommandSpec::Matrix(m) = &s.experiments[0].kind else {
+            panic!("not matrix")
+        };
+        assert_eq!((m.reps, s.experiments[0].np), (3, 4));
+        let CommandSpec::Ebb(e) = &s.experiments[1].kind else {
+            panic!("not ebb")
+        };
+        assert_eq!((e.bisections, s.experiments[1].np), (5, 2));
+        let e = err(&text.replace("bisections = 5", "bisections = 0"));
+        assert_eq!(e.key, "experiment[1].ebb.bisections");
+        let e = err(&text.replace("np = 4", "np = 1"));
+        assert_eq!(e.key, "experiment[0].np");
     }
 
     #[test]

@@ -6,8 +6,8 @@
 //!
 //! The documents differ by command; what is read is what they share:
 //!
-//! - **records**: a document's `results[]` (pingpong, coll, late, nbc), `cores[]`
-//!   (noise),
+//! - **records**: a document's `results[]` (pingpong, coll, late, nbc, ebb),
+//!   `cores[]` (noise), the latency of each of `links[]` (matrix),
 //!   `points[]` (loggp, one transport) or `transports[].points[]` (loggp,
 //!   several); a stream's lines (a loggp stream line holds its record under
 //!   `point`). A document without any of
@@ -307,6 +307,9 @@ pub fn document_records(doc: &Value) -> Vec<Map<String, Value>> {
     {
         return results.iter().map(|r| inherit(r, obj)).collect();
     }
+    if let Some(links) = obj.get("links").and_then(Value::as_array) {
+        return links.iter().map(|l| inherit(&l["latency"], obj)).collect();
+    }
     if let Some(fits) = obj.get("transports").and_then(Value::as_array) {
         return fits
             .iter()
@@ -518,6 +521,20 @@ mod tests {
         let one = &tcp.points[&Some(1)][&0];
         assert_eq!((one.median, one.samples.len()), (10.0, 3));
         assert!(tcp.points[&Some(8)][&0].samples.is_empty());
+    }
+
+    /// Issue 35: a matrix document's records are its links' latencies.
+    #[test]
+    fn a_matrix_document_reads_its_links_latencies() {
+        let link = |median: f64| {
+            json!({"latency": {"size": 8, "half_rtt_us": {"median": median}},
+                   "bandwidth": {"size": 65536, "half_rtt_us": {"median": 99.0}}})
+        };
+        let doc = json!({"meta": {"np": 2}, "links": [link(1.0), link(3.0)]});
+        let records = document_records(&doc);
+        assert_eq!(records.len(), 2);
+        assert_eq!(records[1]["half_rtt_us"]["median"], 3.0);
+        assert_eq!(records[0]["size"], 8);
     }
 
     #[test]

@@ -58,6 +58,24 @@ pub fn first_pairs(n: usize) -> Vec<Vec<Pair>> {
     vec![(0..n).map(|i| (2 * i, 2 * i + 1)).collect()]
 }
 
+/// `count` random bisections of `0..np` drawn from `seed`, each a perfect
+/// matching of the ranks into disjoint pairs in one step: the ranks shuffled,
+/// the first half paired with the second, the first of a pair the initiator
+/// (Netgauge 2.4.6 `ptrn_ebb.cpp`, `genptrn_bisect_fb`; Hoefler, Schneider and
+/// Lumsdaine, "Multistage Switches are not Crossbars", IEEE Cluster 2008, sec. 4:
+/// random bisection patterns). With odd `np` the last shuffled rank idles.
+pub fn bisections(np: usize, count: usize, seed: u64) -> Vec<Vec<Pair>> {
+    let mut rng = SplitMix64(seed);
+    let half = np / 2;
+    (0..count)
+        .map(|_| {
+            let mut ranks: Vec<Rank> = (0..np).collect();
+            rng.shuffle(&mut ranks);
+            (0..half).map(|i| (ranks[i], ranks[half + i])).collect()
+        })
+        .collect()
+}
+
 /// Refuses steps a run cannot measure: a rank out of `0..np`, paired with
 /// itself, or in two pairs of one step.
 ///

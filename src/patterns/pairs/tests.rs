@@ -1,4 +1,4 @@
-use super::schedule::{both_directions, check, first_pairs, one_at_a_time, tournament};
+use super::schedule::{bisections, both_directions, check, first_pairs, one_at_a_time, tournament};
 use super::*;
 use crate::clock::{TickRate, Ticks};
 use crate::transport::inproc;
@@ -28,6 +28,21 @@ fn a_tournament_pairs_every_two_ranks_once_in_disjoint_rounds() {
     }
     assert_eq!(tournament(8, 7), tournament(8, 7), "seeded");
     assert_ne!(tournament(8, 7), tournament(8, 8));
+}
+
+#[test]
+fn a_bisection_is_a_seeded_perfect_matching() {
+    for np in 2..=9 {
+        let steps = bisections(np, 5, 3);
+        assert_eq!(steps.len(), 5);
+        check(&steps, np).unwrap();
+        assert!(steps.iter().all(|s| s.len() == np / 2), "np {np}");
+    }
+    assert_eq!(bisections(8, 4, 7), bisections(8, 4, 7), "seeded");
+    assert_ne!(bisections(8, 4, 7), bisections(8, 4, 8));
+    // Over many draws every ordered pair of 4 ranks shows up.
+    let seen: BTreeSet<Pair> = bisections(4, 64, 1).concat().into_iter().collect();
+    assert_eq!(seen.len(), 12);
 }
 
 #[test]
