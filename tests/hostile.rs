@@ -365,7 +365,10 @@ fn issue37_a_usage_error_is_one_line_said_once_under_mpirun() {
     // Every rank of an mpirun job parses the same command line: rank 0 alone says
     // what is wrong, in one line, and every rank exits with status 2.
     for (argv, said) in [
-        (&["pingpong", "--reps", "x"][..], "see `ngauge pingpong --help`"),
+        (
+            &["pingpong", "--reps", "x"][..],
+            "see `ngauge pingpong --help`",
+        ),
         (&["pingpong", "--sizes", "1-0"], "--sizes"),
     ] {
         for rank in ["0", "1"] {
@@ -378,7 +381,10 @@ fn issue37_a_usage_error_is_one_line_said_once_under_mpirun() {
             assert_eq!(out.status.code(), Some(2), "{argv:?} rank {rank}: {err}");
             if rank == "0" {
                 assert_eq!(err.lines().count(), 1, "{argv:?}: {err}");
-                assert!(err.starts_with("ngauge: error: ") && err.contains(said), "{err}");
+                assert!(
+                    err.starts_with("ngauge: error: ") && err.contains(said),
+                    "{err}"
+                );
             } else {
                 assert_eq!(err, "", "{argv:?} rank {rank}");
             }

@@ -85,6 +85,15 @@ pub fn lines<W: Serialize + std::fmt::Display>(
             None => kinds.push((k, vec![i])),
         }
     }
+    // Within a cause, in the order of its list (the binding's words first).
+    let order = |k: &str| {
+        ONE_CAUSE
+            .iter()
+            .find_map(|ks| ks.iter().position(|x| *x == k))
+    };
+    for (_, kinds) in &mut causes {
+        kinds.sort_by_key(|(k, _)| order(k));
+    }
     causes
         .iter()
         .map(|(_, kinds)| {
@@ -330,8 +339,8 @@ mod tests {
         assert_eq!(
             lines(&items),
             [format!(
-                "{poll}; {} (1 more like it: core 0/1, ranks 0,2/1,3); use --wait block; \
-                 start fewer ranks",
+                "{} (1 more like it: core 0/1, ranks 0,2/1,3); {poll}; start fewer ranks; \
+                 use --wait block",
                 ws[1]
             )]
         );
