@@ -50,6 +50,9 @@ pub fn warned<W: std::fmt::Display>(warnings: impl IntoIterator<Item = W>) -> Ve
 /// and polling with more ranks than cores, both mean that ranks share a core.
 const ONE_CAUSE: &[&[&str]] = &[&["shared_core", "poll_oversubscribed"]];
 
+/// A kind of warning and the indices of its warnings, in the order found.
+type Kind = (String, Vec<usize>);
+
 /// More distinct values than this of one field are said as a range.
 const LISTED_VALUES: usize = 6;
 
@@ -67,8 +70,7 @@ pub fn lines<W: Serialize + std::fmt::Display>(
             .position(|kinds| kinds.contains(&k))
             .map_or_else(|| k.to_string(), |i| ONE_CAUSE[i][0].to_string())
     };
-    // (cause, [(kind, members)]) in the order first found.
-    let mut causes: Vec<(String, Vec<(String, Vec<usize>)>)> = Vec::new();
+    let mut causes: Vec<(String, Vec<Kind>)> = Vec::new();
     for (i, (_, w, _)) in warnings.iter().enumerate() {
         let k = kind(w);
         let c = cause(&k);
