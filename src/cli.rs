@@ -1150,7 +1150,7 @@ pub struct TimerArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
+    use clap::{CommandFactory, FromArgMatches};
 
     #[test]
     fn verify_cli() {
@@ -1205,6 +1205,29 @@ mod tests {
         let m = command().try_get_matches_from(["ngauge", "--wait", "block", "simulate", "-h"]);
         assert_eq!(m.unwrap_err().kind(), clap::error::ErrorKind::DisplayHelp);
         command().debug_assert();
+    }
+
+    #[test]
+    fn issue37_a_negative_loggp_parameter_is_a_value_not_a_flag() {
+        let argv = [
+            "ngauge", "simulate", "--op", "bcast", "--algo", "binomial", "--sizes", "8",
+        ];
+        for flag in ["--L", "--o", "--os", "--or", "--g", "--G"] {
+            let mut all = argv.to_vec();
+            for (required, value) in [("--L", "1"), ("--g", "1"), ("--G", "0")] {
+                all.extend([required, if required == flag { "-5" } else { value }]);
+            }
+            if !["--L", "--g", "--G"].contains(&flag) {
+                all.extend([flag, "-5"]);
+            }
+            let cli = command().try_get_matches_from(&all);
+            let cli = Cli::from_arg_matches(&cli.unwrap()).unwrap();
+            let Command::Simulate(s) = cli.command else {
+                panic!("simulate")
+            };
+            let given = [s.l_us, s.o_us, s.os_us, s.or_us, s.g_us, s.big_g];
+            assert!(given.contains(&Some(-5.0)), "{flag}: {given:?}");
+        }
     }
 
     #[test]
@@ -1502,25 +1525,41 @@ pub struct SimulateArgs {
     pub params: Option<PathBuf>,
 
     /// Wire latency L, us (LogGP's L, not PRTT(1,0,1)/2).
-    #[arg(long = "L", value_name = "US", requires_all = ["g_us", "big_g"], help_heading = "Network")]
+    #[arg(long = "L", value_name = "US", allow_negative_numbers = true, requires_all = ["g_us", "big_g"], help_heading = "Network")]
     pub l_us: Option<f64>,
 
     /// Overhead o, us, for both sides (unless --os/--or).
-    #[arg(long = "o", value_name = "US", help_heading = "Network")]
+    #[arg(
+        long = "o",
+        value_name = "US",
+        allow_negative_numbers = true,
+        help_heading = "Network"
+    )]
     pub o_us: Option<f64>,
 
     /// Send overhead o_s, us.
-    #[arg(long = "os", value_name = "US", help_heading = "Network")]
+    #[arg(
+        long = "os",
+        value_name = "US",
+        allow_negative_numbers = true,
+        help_heading = "Network"
+    )]
     pub os_us: Option<f64>,
 
     /// Receive overhead o_r, us.
-    #[arg(long = "or", value_name = "US", help_heading = "Network")]
+    #[arg(
+        long = "or",
+        value_name = "US",
+        allow_negative_numbers = true,
+        help_heading = "Network"
+    )]
     pub or_us: Option<f64>,
 
     /// Gap g, us.
     #[arg(
         long = "g",
         value_name = "US",
+        allow_negative_numbers = true,
         requires = "l_us",
         help_heading = "Network"
     )]
@@ -1530,6 +1569,7 @@ pub struct SimulateArgs {
     #[arg(
         long = "G",
         value_name = "US_PER_BYTE",
+        allow_negative_numbers = true,
         requires = "l_us",
         help_heading = "Network"
     )]
