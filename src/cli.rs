@@ -104,6 +104,64 @@ pub fn refused_job_flags(matches: &clap::ArgMatches) -> Option<String> {
     })
 }
 
+/// The global flags of a job's transports (`-t`, how ranks wait, buffers, each
+/// transport's options) and of starting ranks by hand.
+const TRANSPORT_FLAGS: &[&str] = &[
+    "transport",
+    "timeout",
+    "wait",
+    "sndbuf",
+    "rcvbuf",
+    "device",
+    "port",
+    "gid_index",
+    "verbs_op",
+    "ucx_tls",
+    "ucx_op",
+    "ofi_provider",
+    "ofi_op",
+];
+const BY_HAND_FLAGS: &[&str] = &[
+    "rank",
+    "size",
+    "rendezvous",
+    "bind",
+    "job_token",
+    "data_addr",
+];
+
+/// Per command, the global flags its help leaves out: those it ignores (one
+/// process: `simulate`, `timer`, `compare`) or refuses (`run`'s [`JOB_FLAGS`]).
+/// They are still accepted, so a flag before the command never breaks one.
+const NOT_SHOWN: &[(&str, &[&[&str]])] = &[
+    ("simulate", &[TRANSPORT_FLAGS, BY_HAND_FLAGS]),
+    ("timer", &[TRANSPORT_FLAGS, BY_HAND_FLAGS, &["np"]]),
+    (
+        "compare",
+        &[TRANSPORT_FLAGS, BY_HAND_FLAGS, &["np", "verbose"]],
+    ),
+    ("run", &[TRANSPORT_FLAGS, &["np"]]),
+];
+
+/// The command line's parser: [`Cli`] with each command's help showing only the
+/// global flags that apply to it ([`NOT_SHOWN`]).
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    let mut cli = Cli::command();
+    // clap gives each command the global flags it does not define itself: a hidden
+    // copy defined first is the one the command parses, and its help leaves out.
+    for (name, groups) in NOT_SHOWN {
+        let hidden: Vec<clap::Arg> = (groups.iter().copied().flatten())
+            .map(|id| {
+                let arg = cli.get_arguments().find(|a| a.get_id() == *id);
+                arg.expect("a global flag of Cli").clone().hide(true)
+            })
+            .collect();
+        cli = cli.mut_subcommand(name, |sub| sub.args(hidden));
+    }
+    cli
+}
+
 /// Flags accepted before or after the command.
 #[derive(Debug, Args, Clone)]
 pub struct GlobalArgs {
@@ -1143,11 +1201,84 @@ pub struct TimerArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
+    use clap::{CommandFactory, FromArgMatches};
 
     #[test]
     fn verify_cli() {
         Cli::command().debug_assert();
+    }
+
+    /// The help `argv` (after `ngauge`) prints.
+    fn help(argv: &[&str]) -> String {
+        let all = std::iter::once("ngauge").chain(argv.iter().copied());
+        let e = command().try_get_matches_from(all).unwrap_err();
+        assert_eq!(
+            e.kind(),
+            clap::error::ErrorKind::DisplayHelp,
+            "{argv:?}: {e}"
+        );
+        e.to_string()
+    }
+
+    #[test]
+    fn issue37_a_command_s_help_shows_the_global_flags_that_apply() {
+        for argv in [
+            &["simulate", "--help"][..],
+            &["help", "simulate"],
+            &["timer", "-h"],
+        ] {
+            let text = help(argv);
+            for flag in [
+                "--wait",
+                "-t, --transport",
+                "--sndbuf",
+                "--rendezvous",
+                "--ofi-op",
+            ] {
+                assert!(!text.contains(flag), "{argv:?} shows {flag}:\n{text}");
+            }
+            assert!(text.contains("--json"), "{text}");
+        }
+        let pingpong = help(&["pingpong", "--help"]);
+        for flag in [
+            "--wait",
+            "-t, --transport",
+            "--np",
+            "--rendezvous",
+            "--json",
+        ] {
+            assert!(pingpong.contains(flag), "{flag}:\n{pingpong}");
+        }
+        assert!(help(&["simulate", "--help"]).contains("--np"));
+        assert!(!help(&["run", "--help"]).contains("--np"));
+        // Left out of the help, still accepted: a flag before the command never
+        // breaks it.
+        let m = command().try_get_matches_from(["ngauge", "--wait", "block", "simulate", "-h"]);
+        assert_eq!(m.unwrap_err().kind(), clap::error::ErrorKind::DisplayHelp);
+        command().debug_assert();
+    }
+
+    #[test]
+    fn issue37_a_negative_loggp_parameter_is_a_value_not_a_flag() {
+        let argv = [
+            "ngauge", "simulate", "--op", "bcast", "--algo", "binomial", "--sizes", "8",
+        ];
+        for flag in ["--L", "--o", "--os", "--or", "--g", "--G"] {
+            let mut all = argv.to_vec();
+            for (required, value) in [("--L", "1"), ("--g", "1"), ("--G", "0")] {
+                all.extend([required, if required == flag { "-5" } else { value }]);
+            }
+            if !["--L", "--g", "--G"].contains(&flag) {
+                all.extend([flag, "-5"]);
+            }
+            let cli = command().try_get_matches_from(&all);
+            let cli = Cli::from_arg_matches(&cli.unwrap()).unwrap();
+            let Command::Simulate(s) = cli.command else {
+                panic!("simulate")
+            };
+            let given = [s.l_us, s.o_us, s.os_us, s.or_us, s.g_us, s.big_g];
+            assert!(given.contains(&Some(-5.0)), "{flag}: {given:?}");
+        }
     }
 
     #[test]
@@ -1419,7 +1550,8 @@ pub struct SimulateArgs {
     /// Also measure every candidate in a live job, as `ngauge coll` does, and
     /// report per size the measured best, each model's choice and its
     /// degradation against the best. The simulated size is the job's: the local
-    /// launcher's --np (at most 4096), or mpirun's or srun's.
+    /// launcher's --np (at most 4096), or mpirun's or srun's. The job's transport
+    /// flags mean what they mean to `coll` (see `ngauge coll --help`).
     #[arg(long, conflicts_with_all = ["timeline", "loop_calls"])]
     pub measure: bool,
 
@@ -1444,25 +1576,41 @@ pub struct SimulateArgs {
     pub params: Option<PathBuf>,
 
     /// Wire latency L, us (LogGP's L, not PRTT(1,0,1)/2).
-    #[arg(long = "L", value_name = "US", requires_all = ["g_us", "big_g"], help_heading = "Network")]
+    #[arg(long = "L", value_name = "US", allow_negative_numbers = true, requires_all = ["g_us", "big_g"], help_heading = "Network")]
     pub l_us: Option<f64>,
 
     /// Overhead o, us, for both sides (unless --os/--or).
-    #[arg(long = "o", value_name = "US", help_heading = "Network")]
+    #[arg(
+        long = "o",
+        value_name = "US",
+        allow_negative_numbers = true,
+        help_heading = "Network"
+    )]
     pub o_us: Option<f64>,
 
     /// Send overhead o_s, us.
-    #[arg(long = "os", value_name = "US", help_heading = "Network")]
+    #[arg(
+        long = "os",
+        value_name = "US",
+        allow_negative_numbers = true,
+        help_heading = "Network"
+    )]
     pub os_us: Option<f64>,
 
     /// Receive overhead o_r, us.
-    #[arg(long = "or", value_name = "US", help_heading = "Network")]
+    #[arg(
+        long = "or",
+        value_name = "US",
+        allow_negative_numbers = true,
+        help_heading = "Network"
+    )]
     pub or_us: Option<f64>,
 
     /// Gap g, us.
     #[arg(
         long = "g",
         value_name = "US",
+        allow_negative_numbers = true,
         requires = "l_us",
         help_heading = "Network"
     )]
@@ -1472,6 +1620,7 @@ pub struct SimulateArgs {
     #[arg(
         long = "G",
         value_name = "US_PER_BYTE",
+        allow_negative_numbers = true,
         requires = "l_us",
         help_heading = "Network"
     )]

@@ -359,3 +359,35 @@ fn issue18_outputs_are_checked_before_the_work() {
         serde_json::from_str::<serde_json::Value>(text.trim()).unwrap();
     }
 }
+
+#[test]
+fn issue37_a_usage_error_is_one_line_said_once_under_mpirun() {
+    // Every rank of an mpirun job parses the same command line: rank 0 alone says
+    // what is wrong, in one line, and every rank exits with status 2.
+    for (argv, said) in [
+        (
+            &["pingpong", "--reps", "x"][..],
+            "see `ngauge pingpong --help`",
+        ),
+        (&["pingpong", "--sizes", "1-0"], "--sizes"),
+    ] {
+        for rank in ["0", "1"] {
+            let out = raw(argv)
+                .env("OMPI_COMM_WORLD_RANK", rank)
+                .env("OMPI_COMM_WORLD_SIZE", "2")
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{argv:?} rank {rank}: {err}");
+            if rank == "0" {
+                assert_eq!(err.lines().count(), 1, "{argv:?}: {err}");
+                assert!(
+                    err.starts_with("ngauge: error: ") && err.contains(said),
+                    "{err}"
+                );
+            } else {
+                assert_eq!(err, "", "{argv:?} rank {rank}");
+            }
+        }
+    }
+}

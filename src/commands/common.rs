@@ -4,7 +4,9 @@
 use crate::cli::GlobalArgs;
 use anyhow::Context as _;
 use ngauge::experiment::{Context, ExperimentError, Records};
-use ngauge::job::{JobError, JobSpec, JobWarning, OfiSpec, TransportName, UcxSpec, VerbsSpec};
+use ngauge::job::{
+    JobError, JobSpec, JobWarning, OfiSpec, TransportName, UcxSpec, VerbsSpec, WaitPolicy,
+};
 use ngauge::launch::{self, LaunchOptions, Started, World};
 use ngauge::report::document::Export;
 use ngauge::report::effort::EffortWarning;
@@ -130,6 +132,15 @@ pub fn warn(message: impl std::fmt::Display, hint: Option<String>) {
     match hint {
         Some(hint) => eprintln!("ngauge: warning: {message}; {hint}"),
         None => eprintln!("ngauge: warning: {message}"),
+    }
+}
+
+/// The hint for too few valid calls in a window round: more rounds, and blocking
+/// only where the job polls (a job that blocks already does).
+pub fn few_valid_hint(global: &GlobalArgs) -> String {
+    match global.wait {
+        WaitPolicy::Poll => "raise --max-rounds, or --wait block when ranks share cores".into(),
+        WaitPolicy::Auto | WaitPolicy::Block => "raise --max-rounds".into(),
     }
 }
 
@@ -273,7 +284,8 @@ pub fn measure<'a, D: Document>(
 
 /// The end of every measuring command: its exports to their files (`--plot`...),
 /// its document as JSON (`--json`) or as its tables on stdout, then its warnings
-/// on stderr, each after its prefix and with the command line's `hint`.
+/// on stderr, each after its prefix and with the command line's `hint`, one line
+/// per cause ([`ngauge::report::warning::lines`]).
 pub fn end<'a, D: Document>(
     global: &GlobalArgs,
     doc: &D,
@@ -293,8 +305,11 @@ pub fn end<'a, D: Document>(
     } else {
         print_text(&doc.render())?;
     }
-    for (prefix, w) in doc.warnings() {
-        warn(format!("{prefix}{w}"), hint(w));
+    let warnings: Vec<_> = (doc.warnings().into_iter())
+        .map(|(prefix, w)| (prefix, w, hint(w)))
+        .collect();
+    for line in ngauge::report::warning::lines(&warnings) {
+        warn(line, None);
     }
     Ok(())
 }
@@ -494,6 +509,40 @@ pub fn error_text(e: &anyhow::Error) -> String {
     text
 }
 
+/// The one line of a command-line parser's error (clap prints 3 to 8): its message
+/// with what clap lists under it (missing flags, possible values, a tip), then
+/// the command's help to read, e.g. `invalid value 'x' for '--reps <NUM>': invalid
+/// digit found in string; see `ngauge pingpong --help``.
+/// `argv`: the command line, whose first known command names the help to read.
+pub fn parse_error_text(cli: &clap::Command, argv: &[String], rendered: &str) -> String {
+    let message = rendered.split("\nUsage:").next().unwrap_or("");
+    let message = message.split("\nFor more information").next().unwrap_or("");
+    let mut lines = message.lines().map(str::trim).filter(|l| !l.is_empty());
+    let mut text = lines
+        .next()
+        .unwrap_or("")
+        .trim_start_matches("error: ")
+        .to_string();
+    let (tips, listed): (Vec<&str>, Vec<&str>) = lines.partition(|l| l.starts_with("tip:"));
+    if !listed.is_empty() {
+        let between = if text.ends_with(':') { ", " } else { " " };
+        text += " ";
+        text += &listed.join(between);
+    }
+    for tip in tips {
+        text += "; ";
+        text += tip;
+    }
+    match argv
+        .iter()
+        .skip(1)
+        .find(|a| cli.find_subcommand(a).is_some())
+    {
+        Some(command) => format!("{text}; see `ngauge {command} --help`"),
+        None => format!("{text}; see `ngauge --help`"),
+    }
+}
+
 /// Prints `value` as one pretty JSON document on stdout.
 pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
     let mut text = serde_json::to_string_pretty(value)?;
@@ -583,6 +632,54 @@ mod tests {
             e.starts_with("--timeline /proc/t.svg: cannot be written"),
             "{e}"
         );
+    }
+
+    /// What clap renders for `argv` (after `ngauge`), as one line.
+    fn parse_error(argv: &[&str]) -> String {
+        let all: Vec<String> = std::iter::once("ngauge")
+            .chain(argv.iter().copied())
+            .map(String::from)
+            .collect();
+        let e = crate::cli::command()
+            .try_get_matches_from(&all)
+            .unwrap_err();
+        parse_error_text(&crate::cli::command(), &all, &e.to_string())
+    }
+
+    #[test]
+    fn issue37_a_parse_error_is_one_line() {
+        assert_eq!(
+            parse_error(&["pingpong", "--reps", "x"]),
+            "invalid value 'x' for '--reps <NUM>': invalid digit found in string; \
+             see `ngauge pingpong --help`"
+        );
+        assert_eq!(
+            parse_error(&["bogus"]),
+            "unrecognized subcommand 'bogus'; see `ngauge --help`"
+        );
+        assert_eq!(
+            parse_error(&["pingpong", "--wait", "sleep"]),
+            "invalid value 'sleep' for '--wait <MODE>' [possible values: auto, poll, block]; \
+             see `ngauge pingpong --help`"
+        );
+        assert_eq!(
+            parse_error(&["simulate", "--op", "bcast", "--algo", "linear"]),
+            "the following required arguments were not provided: --sizes <SPEC>, \
+             --params <FILE>; see `ngauge simulate --help`"
+        );
+        let tip = parse_error(&["pingpong", "--sizs", "8"]);
+        assert!(!tip.contains('\n') && tip.contains("; tip: "), "{tip}");
+    }
+
+    #[test]
+    fn issue37_no_advice_to_block_to_a_job_that_blocks() {
+        assert!(few_valid_hint(&global(&["--wait", "poll"])).contains("--wait block"));
+        for wait in ["auto", "block"] {
+            assert_eq!(
+                few_valid_hint(&global(&["--wait", wait])),
+                "raise --max-rounds"
+            );
+        }
     }
 
     #[test]

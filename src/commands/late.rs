@@ -2,7 +2,7 @@
 //! ([`ngauge::experiment::late`]).
 
 use super::coll::{job_for, sizes};
-use super::common::{check_outputs, measure, setup_hint, spec_usage, UsageError};
+use super::common::{check_outputs, few_valid_hint, measure, setup_hint, spec_usage, UsageError};
 use crate::cli::{GlobalArgs, LateArgs};
 use ngauge::patterns::late::DelayedRanks;
 use ngauge::report::late::LateWarning;
@@ -55,9 +55,7 @@ pub fn run_spec(
         |world, ctx| ngauge::experiment::late::run(world, &job, spec, ctx),
         |w| match w {
             LateWarning::Setup(s) => setup_hint(s),
-            LateWarning::FewValidCalls { .. } => {
-                Some("raise --max-rounds, or --wait block when ranks share cores".into())
-            }
+            LateWarning::FewValidCalls { .. } => Some(few_valid_hint(global)),
             LateWarning::Undecided { .. } => Some(
                 "the ranks did not start d apart: run on an idle host, with a core per \
                  rank, or raise --max-rounds"

@@ -21,7 +21,7 @@ mod simulate;
 mod sync;
 mod timer;
 
-pub use common::{error_text, UsageError};
+pub use common::{error_text, parse_error_text, UsageError};
 
 use crate::cli::{Cli, Command};
 

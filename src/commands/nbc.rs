@@ -2,7 +2,7 @@
 //! ([`ngauge::experiment::nbc`]).
 
 use super::coll::{job_for, sizes};
-use super::common::{check_outputs, measure, setup_hint, spec_usage, UsageError};
+use super::common::{check_outputs, few_valid_hint, measure, setup_hint, spec_usage, UsageError};
 use crate::cli::{GlobalArgs, NbcArgs};
 use ngauge::report::nbc::NbcWarning;
 use ngauge::spec::NbcCmdSpec;
@@ -41,7 +41,7 @@ pub fn run_spec(global: &GlobalArgs, spec: &NbcCmdSpec) -> anyhow::Result<()> {
         |w| match w {
             NbcWarning::Setup(s) => setup_hint(s),
             NbcWarning::FewValidCalls { .. } | NbcWarning::Undecided { .. } => {
-                Some("raise --max-rounds, or --wait block when ranks share cores".into())
+                Some(few_valid_hint(global))
             }
             NbcWarning::ComputeOverran { .. } => {
                 Some("give every rank a core of its own (fewer --np)".into())

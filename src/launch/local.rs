@@ -134,13 +134,8 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
     if cores.is_empty() {
         cores = (0..crate::clock::available_cores()).collect();
     }
-    if np > cores.len() {
-        eprintln!(
-            "ngauge: warning: {np} ranks on {} cores: ranks share cores (wrapping around); \
-             figures measure the scheduler too",
-            cores.len()
-        );
-    }
+    // More ranks than cores: rank 0's binding check names the ranks that share one,
+    // after the results, as one warning.
     let listen = opts
         .bind
         .clone()

@@ -32,7 +32,7 @@ pub type ExportFile = (Option<String>, Result<String, String>);
 /// A command's result document.
 pub trait Document: serde::Serialize {
     /// The command's warning.
-    type Warning: std::fmt::Display;
+    type Warning: std::fmt::Display + serde::Serialize;
 
     /// The human tables.
     fn render(&self) -> String;

@@ -150,7 +150,7 @@ fn tsc_word(invariant: bool) -> &'static str {
 }
 
 impl super::Document for InfoDoc {
-    type Warning = std::convert::Infallible;
+    type Warning = Warning;
 
     fn render(&self) -> String {
         use std::fmt::Write as _;

@@ -12,6 +12,10 @@
 //! it as a [`Warned`], which adds `message`: the text printed on stderr, without the
 //! front end's hint (the binary adds hints that name its flags, depending on the
 //! options used). Scripts match on `kind`; people read `message`.
+//!
+//! On stderr a job says each cause once ([`lines`]): the warnings of one kind are
+//! one line naming where else they hold (the sizes, stages, ranks, parts), and the
+//! kinds of one cause (ranks sharing a core, polling on shared cores) are one line.
 
 use super::effort::EffortWarning;
 use crate::job::JobWarning;
@@ -40,6 +44,160 @@ impl<W: std::fmt::Display> From<W> for Warned<W> {
 /// `warnings` as document records.
 pub fn warned<W: std::fmt::Display>(warnings: impl IntoIterator<Item = W>) -> Vec<Warned<W>> {
     warnings.into_iter().map(Warned::from).collect()
+}
+
+/// Kinds that one cause produces, printed as one line: ranks pinned to one core,
+/// and polling with more ranks than cores, both mean that ranks share a core.
+const ONE_CAUSE: &[&[&str]] = &[&["shared_core", "poll_oversubscribed"]];
+
+/// A kind of warning and the indices of its warnings, in the order found.
+type Kind = (String, Vec<usize>);
+
+/// More distinct values than this of one field are said as a range.
+const LISTED_VALUES: usize = 6;
+
+/// The stderr lines of `warnings` (each `(prefix, warning, hint)`, in the order
+/// found): one per cause (see the module doc), the hints each once at the end.
+pub fn lines<W: Serialize + std::fmt::Display>(
+    warnings: &[(String, &W, Option<String>)],
+) -> Vec<String> {
+    let kind = |w: &W| {
+        let v = serde_json::to_value(w).unwrap_or_default();
+        v["kind"].as_str().unwrap_or_default().to_string()
+    };
+    let cause = |k: &str| {
+        (ONE_CAUSE.iter())
+            .position(|kinds| kinds.contains(&k))
+            .map_or_else(|| k.to_string(), |i| ONE_CAUSE[i][0].to_string())
+    };
+    let mut causes: Vec<(String, Vec<Kind>)> = Vec::new();
+    for (i, (_, w, _)) in warnings.iter().enumerate() {
+        let k = kind(w);
+        let c = cause(&k);
+        let at = match causes.iter().position(|(name, _)| *name == c) {
+            Some(at) => at,
+            None => {
+                causes.push((c, Vec::new()));
+                causes.len() - 1
+            }
+        };
+        let kinds = &mut causes[at].1;
+        match kinds.iter_mut().find(|(name, _)| *name == k) {
+            Some((_, members)) => members.push(i),
+            None => kinds.push((k, vec![i])),
+        }
+    }
+    // Within a cause, in the order of its list (the binding's words first).
+    let order = |k: &str| {
+        ONE_CAUSE
+            .iter()
+            .find_map(|ks| ks.iter().position(|x| *x == k))
+    };
+    for (_, kinds) in &mut causes {
+        kinds.sort_by_key(|(k, _)| order(k));
+    }
+    causes
+        .iter()
+        .map(|(_, kinds)| {
+            let mut texts = Vec::new();
+            let mut hints: Vec<&str> = Vec::new();
+            for (_, members) in kinds {
+                let (prefix, first, _) = &warnings[members[0]];
+                let mut text = format!("{prefix}{first}");
+                if members.len() > 1 {
+                    let others = members.iter().map(|&i| &warnings[i]);
+                    text += &format!(
+                        " ({} more like it: {})",
+                        members.len() - 1,
+                        differences(others)
+                    );
+                }
+                texts.push(text);
+                for &i in members {
+                    if let Some(h) = warnings[i].2.as_deref() {
+                        if !hints.contains(&h) {
+                            hints.push(h);
+                        }
+                    }
+                }
+            }
+            texts.extend(hints.into_iter().map(str::to_string));
+            texts.join("; ")
+        })
+        .collect()
+}
+
+/// Where warnings of one kind differ: each field (and the prefix, as `in`) whose
+/// values are not all one, with its distinct values.
+fn differences<'a, W: Serialize + 'a>(
+    members: impl Iterator<Item = &'a (String, &'a W, Option<String>)>,
+) -> String {
+    let mut fields: Vec<(String, Vec<serde_json::Value>)> = Vec::new();
+    let mut note = |field: &str, value: serde_json::Value| {
+        let at = match fields.iter().position(|(f, _)| f == field) {
+            Some(at) => at,
+            None => {
+                fields.push((field.to_string(), Vec::new()));
+                fields.len() - 1
+            }
+        };
+        if !fields[at].1.contains(&value) {
+            fields[at].1.push(value);
+        }
+    };
+    for (prefix, w, _) in members {
+        note("in", prefix.trim_end_matches([':', ' ']).into());
+        if let serde_json::Value::Object(map) = serde_json::to_value(w).unwrap_or_default() {
+            for (field, value) in map.into_iter().filter(|(f, _)| f != "kind") {
+                note(&field, value);
+            }
+        }
+    }
+    (fields.into_iter())
+        .filter(|(_, values)| values.len() > 1)
+        .map(|(field, values)| format!("{field} {}", values_text(&values)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `8/16/32`, or `8..4096 (9 values)` when there are many numbers.
+fn values_text(values: &[serde_json::Value]) -> String {
+    let numbers: Option<Vec<f64>> = values.iter().map(serde_json::Value::as_f64).collect();
+    match numbers {
+        Some(n) if n.len() > LISTED_VALUES => {
+            let (lo, hi) = n
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
+                    (lo.min(x), hi.max(x))
+                });
+            format!("{}..{} ({} values)", number(lo), number(hi), n.len())
+        }
+        _ => {
+            let mut said: Vec<String> = values.iter().take(LISTED_VALUES).map(value_text).collect();
+            if values.len() > LISTED_VALUES {
+                said.push("...".into());
+            }
+            said.join("/")
+        }
+    }
+}
+
+/// A field's value in words: strings bare, lists comma separated, numbers short.
+fn value_text(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Number(n) => n.as_f64().map_or_else(|| n.to_string(), number),
+        serde_json::Value::Array(items) => {
+            items.iter().map(value_text).collect::<Vec<_>>().join(",")
+        }
+        other => other.to_string(),
+    }
+}
+
+/// A number with at most 3 decimals.
+fn number(x: f64) -> String {
+    let rounded = (x * 1000.0).round() / 1000.0;
+    format!("{rounded}")
 }
 
 /// What threatens the figures of any command alike, with the same kind, fields
@@ -93,5 +251,100 @@ mod tests {
         assert_eq!(v["message"], w.warning.to_string());
         let unit = serde_json::to_value(Warned::from(Warning::Unpinned)).unwrap();
         assert_eq!(unit.as_object().unwrap().len(), 2, "{unit}");
+    }
+
+    #[test]
+    fn issue37_one_line_per_kind_naming_where_else_it_holds() {
+        use crate::report::nbc::NbcWarning;
+        let few = |size, stage: &str, valid| NbcWarning::FewValidCalls {
+            size,
+            stage: stage.into(),
+            valid,
+            wanted: 10,
+        };
+        let ws = [
+            few(8, "blocking", 3),
+            few(8, "overlapped", 4),
+            NbcWarning::ComputeOverran {
+                size: 8,
+                t_cpu_us: 12.0,
+                t_b_us: 5.0,
+            },
+            few(16, "blocking", 3),
+        ];
+        let hint = Some("raise --max-rounds".to_string());
+        let items: Vec<_> = ws
+            .iter()
+            .map(|w| (String::new(), w, hint.clone()))
+            .collect();
+        let lines = lines(&items);
+        assert_eq!(lines.len(), 2, "{lines:#?}");
+        assert_eq!(
+            lines[0],
+            format!(
+                "{} (2 more like it: size 8/16, stage blocking/overlapped, valid 3/4); \
+                 raise --max-rounds",
+                ws[0]
+            )
+        );
+        assert_eq!(lines[1], format!("{}; raise --max-rounds", ws[2]));
+    }
+
+    #[test]
+    fn issue37_many_values_are_a_range_and_parts_are_named() {
+        use crate::report::nbc::NbcWarning;
+        let ws: Vec<_> = (0..25)
+            .map(|i| NbcWarning::FewValidCalls {
+                size: 1 << i,
+                stage: "blocking".into(),
+                valid: 3,
+                wanted: 10,
+            })
+            .collect();
+        let items: Vec<_> = ws
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (format!("pair 0-{}: ", 1 + i % 2), w, None))
+            .collect();
+        let lines = lines(&items);
+        assert_eq!(lines.len(), 1, "{lines:#?}");
+        assert!(
+            lines[0]
+                .ends_with("(24 more like it: in pair 0-1/pair 0-2, size 1..16777216 (25 values))"),
+            "{}",
+            lines[0]
+        );
+    }
+
+    #[test]
+    fn issue37_shared_cores_are_one_cause() {
+        use crate::job::JobWarning;
+        use crate::launch::env::LauncherKind;
+        let shared = |core, ranks| {
+            SetupWarning::Binding(BindingWarning::SharedCore {
+                host: "vm".into(),
+                core,
+                ranks,
+                launcher: LauncherKind::Local,
+            })
+        };
+        let poll = SetupWarning::Job(JobWarning::PollOversubscribed {
+            ranks_on_host: 4,
+            cores: 2,
+        });
+        let ws = [poll.clone(), shared(0, vec![0, 2]), shared(1, vec![1, 3])];
+        let hint = |w: &SetupWarning| match w {
+            SetupWarning::Job(_) => Some("use --wait block".to_string()),
+            _ => Some("start fewer ranks".to_string()),
+        };
+        let items: Vec<_> = ws.iter().map(|w| (String::new(), w, hint(w))).collect();
+        assert_eq!(
+            lines(&items),
+            [format!(
+                "{} (1 more like it: core 0/1, ranks 0,2/1,3); {poll}; start fewer ranks; \
+                 use --wait block",
+                ws[1]
+            )]
+        );
     }
 }
