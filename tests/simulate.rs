@@ -593,7 +593,11 @@ fn select_measure_under_mpirun_simulates_the_jobs_size() {
     let out = support::output_within(child, std::time::Duration::from_secs(300))
         .unwrap_or_else(|out| panic!("hung: {}", String::from_utf8_lossy(&out.stderr)));
     // With the pmix feature, Open MPI's mpirun is a PMIx launcher.
-    let launcher = if cfg!(feature = "pmix") { "pmix" } else { "mpirun" };
+    let launcher = if cfg!(feature = "pmix") {
+        "pmix"
+    } else {
+        "mpirun"
+    };
     check_measured_job(&out, 3, launcher);
 }
 
