@@ -22,7 +22,7 @@
 use super::control::TcpControl;
 use super::env::{self, LauncherEnv, LauncherKind};
 use super::error::LaunchError;
-use super::frame::Peer;
+use super::frame::{self, Peer};
 use super::rendezvous::{self, Expect, Joiner};
 use super::{hostlist, local, LaunchOptions};
 use ngauge_transport::{Control, ControlError};
@@ -193,7 +193,7 @@ pub fn start_with(opts: &LaunchOptions, detected: LauncherEnv) -> Result<Started
         eprintln!("ngauge: warning: SIGINT/SIGTERM will not be reported: {e}");
     }
     let host = hostname();
-    let (mut control, data_addr, peers, _) = if rank == 0 {
+    let (mut control, data_addr, mut peers, _) = if rank == 0 {
         start_root(opts, &env, size, &host)?
     } else {
         start_leaf(opts, &env, rank, size, &host)?
@@ -201,6 +201,7 @@ pub fn start_with(opts: &LaunchOptions, detected: LauncherEnv) -> Result<Started
     if size > 1 {
         let free = liveness_cores(cores_before_pinning);
         control = super::grow::grow(control, data_addr, &peers, opts.timeout, free)?;
+        peers = share_table(&mut control, peers)?;
     }
     let control: Box<dyn Control> = Box::new(control);
     let ranks_on_host = peers.iter().filter(|p| p.host == host).count().max(1);
@@ -375,8 +376,9 @@ fn token_for_leaf(opts: &LaunchOptions, env: &LauncherEnv) -> Result<String, Lau
     }
 }
 
-/// The control channel, this rank's data address, the job table, and the address
-/// of rank 0's rendezvous listener (rank 0: the one it listens on).
+/// The control channel, this rank's data address, the job table (rank 0; empty
+/// elsewhere until [`share_table`]), and the address of rank 0's rendezvous
+/// listener (rank 0: the one it listens on).
 type Joined = (TcpControl, IpAddr, Vec<Peer>, IpAddr);
 
 /// The cores the liveness thread runs on: those of `before` (the process's cores
@@ -542,12 +544,27 @@ fn start_leaf(
         host: host.to_string(),
         timeout: opts.timeout,
     };
-    let (stream, data_addr, peers) = joiner.join()?;
+    let (stream, data_addr) = joiner.join()?;
     let root_ip = stream
         .peer_addr()
         .map_err(LaunchError::io("rank 0's address"))?;
     let control = TcpControl::leaf(rank, size, stream, opts.timeout);
-    Ok((control, data_addr, peers, root_ip.ip()))
+    Ok((control, data_addr, Vec::new(), root_ip.ip()))
+}
+
+/// The job table, from rank 0 (the only rank that holds it after the rendezvous)
+/// to every rank, down the control tree: rank 0 sends it O(log p) times, not p - 1.
+fn share_table(control: &mut TcpControl, peers: Vec<Peer>) -> Result<Vec<Peer>, LaunchError> {
+    let mut bytes = match control.rank() {
+        0 => frame::encode_table(&peers),
+        _ => Vec::new(),
+    };
+    control.broadcast(0, &mut bytes)?;
+    match control.rank() {
+        0 => Ok(peers),
+        _ => frame::decode_table(&bytes, control.size())
+            .map_err(|e| LaunchError::Rendezvous(format!("the job table from rank 0: {e}"))),
+    }
 }
 
 /// Quotes a word for a POSIX shell when it needs it.
