@@ -552,9 +552,13 @@ fn start_leaf(
     Ok((control, data_addr, Vec::new(), root_ip.ip()))
 }
 
-/// The job table, from rank 0 (the only rank that holds it after the rendezvous)
-/// to every rank, down the control tree: rank 0 sends it O(log p) times, not p - 1.
-fn share_table(control: &mut TcpControl, peers: Vec<Peer>) -> Result<Vec<Peer>, LaunchError> {
+/// The job table, from rank 0 (the only rank that holds it after the rendezvous
+/// or the PMIx fence) to every rank, down the control tree: rank 0 sends it
+/// O(log p) times, not p - 1.
+pub(super) fn share_table(
+    control: &mut TcpControl,
+    peers: Vec<Peer>,
+) -> Result<Vec<Peer>, LaunchError> {
     let mut bytes = match control.rank() {
         0 => frame::encode_table(&peers),
         _ => Vec::new(),
