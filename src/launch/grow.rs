@@ -30,8 +30,9 @@ struct Listeners {
     liveness: TcpListener,
 }
 
-fn fail(what: &str, e: &dyn std::fmt::Display) -> LaunchError {
-    LaunchError::Rendezvous(format!("control tree: {what}: {e}"))
+/// A failure to link the control connections or their liveness links.
+pub(super) fn fail(what: &str, e: &dyn std::fmt::Display) -> LaunchError {
+    LaunchError::Rendezvous(format!("control links: {what}: {e}"))
 }
 
 /// Turns this rank's star `control` into its place in the binomial tree, with
@@ -158,7 +159,7 @@ pub fn grow(
 }
 
 /// Connects to `server`'s listener at `to` and proves to be rank `me`.
-fn connect_proven(
+pub(super) fn connect_proven(
     to: SocketAddr,
     key: &AuthKey,
     me: Rank,
@@ -184,7 +185,7 @@ fn connect_proven(
 }
 
 /// Accepts the `children` on `listener`, each proven with `key`.
-fn accept_proven(
+pub(super) fn accept_proven(
     listener: &TcpListener,
     key: &AuthKey,
     me: Rank,

@@ -398,68 +398,6 @@ pub(super) fn liveness_cores(before: Vec<usize>) -> Vec<usize> {
     }
 }
 
-/// Sets up the liveness links ([`super::liveness`]): rank 0 listens on an ephemeral
-/// port of `rendezvous_ip`, sends port and a fresh key over the control channel, and
-/// accepts one authenticated connection from every other rank. Collective; the
-/// control channel is MPI's (the TCP control tree links its own: [`super::grow`]).
-#[cfg(feature = "mpi")]
-pub(super) fn link_liveness(
-    control: &mut dyn Control,
-    rendezvous_ip: IpAddr,
-    timeout: std::time::Duration,
-    cores: Vec<usize>,
-) -> Result<super::liveness::Liveness, LaunchError> {
-    use super::liveness::{self, Liveness};
-    use ngauge_transport::auth::{self, AcceptLimits, AuthKey, RefusalLog};
-    let fail = |what: &str, e: &dyn std::fmt::Display| {
-        LaunchError::Rendezvous(format!("liveness links: {what}: {e}"))
-    };
-    let (rank, size) = (control.rank(), control.size());
-    let mut links: Vec<Option<std::net::TcpStream>> = (0..size).map(|_| None).collect();
-    if rank == 0 {
-        let listener =
-            TcpListener::bind(SocketAddr::new(rendezvous_ip, 0)).map_err(|e| fail("listen", &e))?;
-        let port = listener
-            .local_addr()
-            .map_err(|e| fail("listen", &e))?
-            .port();
-        let key = AuthKey::random().map_err(|e| fail("key", &e))?;
-        let mut offer = key.as_bytes().to_vec();
-        offer.extend_from_slice(&port.to_le_bytes());
-        control.broadcast(0, &mut offer)?;
-        let expected: Vec<u32> = (1..size as u32).collect();
-        let limits = AcceptLimits {
-            handshake: timeout.min(std::time::Duration::from_secs(5)),
-            total: timeout,
-        };
-        let mut log = RefusalLog::new("ngauge: liveness listener");
-        let streams = auth::accept_authenticated(&listener, &key, 0, &expected, &limits, &mut log)
-            .map_err(|e| fail("accept", &e))?;
-        for (r, s) in expected.iter().zip(streams) {
-            links[*r as usize] = Some(s);
-        }
-    } else {
-        let mut offer = Vec::new();
-        control.broadcast(0, &mut offer)?;
-        let (key, port) = offer.split_at(offer.len().min(auth::KEY_LEN));
-        let key = AuthKey::from_bytes(key);
-        let port = <[u8; 2]>::try_from(port).ok().map(u16::from_le_bytes);
-        let (Some(key), Some(port)) = (key, port) else {
-            return Err(fail("rank 0's offer", &"malformed"));
-        };
-        let to = SocketAddr::new(rendezvous_ip, port);
-        let mut s = std::net::TcpStream::connect_timeout(&to, timeout)
-            .map_err(|e| fail(&format!("connect to {to}"), &e))?;
-        s.set_read_timeout(Some(timeout))
-            .and_then(|()| s.set_write_timeout(Some(timeout)))
-            .map_err(|e| fail("socket", &e))?;
-        auth::prove(&mut s, &key, rank as u32, 0).map_err(|e| fail("proof", &e))?;
-        s.set_read_timeout(None).map_err(|e| fail("socket", &e))?;
-        links[0] = Some(s);
-    }
-    Liveness::start(links, liveness::probe_interval(timeout), cores).map_err(|e| fail("thread", &e))
-}
-
 fn start_root(
     opts: &LaunchOptions,
     env: &LauncherEnv,
