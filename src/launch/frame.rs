@@ -38,7 +38,8 @@ pub enum Kind {
     Join = 1,
     /// Rank 0 refuses a join (payload: reason, UTF-8).
     Refuse = 2,
-    /// Rank 0 sends the full table once every rank has joined (payload: [`encode_table`]).
+    /// Rank 0's answer once every rank has joined (payload: [`encode_table`]; of no
+    /// entries at the rendezvous, the job table goes down the control tree).
     Table = 3,
     /// A barrier message (payload: [`Control`] with no data).
     Barrier = 16,

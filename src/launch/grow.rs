@@ -3,7 +3,8 @@
 //!
 //! Collective, over the star: every rank with children listens on two ephemeral
 //! ports of its data address (control, liveness) and gathers them at rank 0, which
-//! hands each rank its parent's ports and one fresh key for the whole tree. Each
+//! hands each rank its parent's table entry and ports and one fresh key for the
+//! whole tree (so no rank needs the job table to link itself). Each
 //! rank then connects to its parent twice and proves with that key that it is the
 //! rank it claims ([`ngauge_transport::auth`], the same handshake as the data
 //! plane), and accepts its own children on both ports. A rank whose parent is rank 0
@@ -15,7 +16,7 @@
 
 use super::control::{Links, TcpControl};
 use super::error::LaunchError;
-use super::frame::Peer;
+use super::frame::{self, Peer};
 use super::liveness::{self, Liveness};
 use super::tree::Shape;
 use ngauge_transport::auth::{self, AcceptLimits, AuthKey, RefusalLog};
@@ -29,13 +30,15 @@ struct Listeners {
     liveness: TcpListener,
 }
 
-fn fail(what: &str, e: &dyn std::fmt::Display) -> LaunchError {
-    LaunchError::Rendezvous(format!("control tree: {what}: {e}"))
+/// A failure to link the control connections or their liveness links.
+pub(super) fn fail(what: &str, e: &dyn std::fmt::Display) -> LaunchError {
+    LaunchError::Rendezvous(format!("control links: {what}: {e}"))
 }
 
 /// Turns this rank's star `control` into its place in the binomial tree, with
 /// liveness links to its neighbours served on `cores`. `ip` is where this rank
-/// listens: its data address, where the job table tells the others to connect.
+/// listens: its data address, where rank 0 tells its children to connect.
+/// `peers` is the job table at rank 0 (the other ranks pass what they have).
 pub fn grow(
     mut star: TcpControl,
     ip: IpAddr,
@@ -73,6 +76,7 @@ pub fn grow(
                 let mut offer = key.as_bytes().to_vec();
                 if let Some(p) = shape.parent(r) {
                     offer.extend_from_slice(&gathered[p]);
+                    offer.extend_from_slice(&frame::encode_table(&peers[p..=p]));
                 }
                 offer
             })
@@ -81,8 +85,10 @@ pub fn grow(
         Vec::new()
     };
     let offer = star.scatter(&offers)?;
-    let (key, parent_ports) = offer.split_at(offer.len().min(auth::KEY_LEN));
-    let key = AuthKey::from_bytes(key).ok_or_else(|| fail("rank 0's offer", &"malformed"))?;
+    let malformed = || fail("rank 0's offer", &"malformed");
+    let (key, parent) = offer.split_at(offer.len().min(auth::KEY_LEN));
+    let key = AuthKey::from_bytes(key).ok_or_else(malformed)?;
+    let (parent_ports, parent_entry) = parent.split_at(parent.len().min(4));
     let mut star_links = star.into_links();
     let mut live: Vec<Option<TcpStream>> = (0..size).map(|_| None).collect();
 
@@ -92,10 +98,10 @@ pub fn grow(
         let port = |i: usize| {
             (parent_ports.get(2 * i..2 * i + 2))
                 .map(|b| u16::from_le_bytes([b[0], b[1]]))
-                .ok_or_else(|| fail("rank 0's offer", &"malformed"))
+                .ok_or_else(malformed)
         };
-        let ip = peers.get(parent).map(|p| p.data_addr);
-        let ip = ip.ok_or_else(|| fail("the job table", &"too short"))?;
+        let entry = frame::decode_table(parent_entry, 1).map_err(|_| malformed())?;
+        let ip = entry[0].data_addr;
         let connect =
             |port: u16| connect_proven(SocketAddr::new(ip, port), &key, rank, parent, timeout);
         parent_link = Some((
@@ -153,7 +159,7 @@ pub fn grow(
 }
 
 /// Connects to `server`'s listener at `to` and proves to be rank `me`.
-fn connect_proven(
+pub(super) fn connect_proven(
     to: SocketAddr,
     key: &AuthKey,
     me: Rank,
@@ -179,7 +185,7 @@ fn connect_proven(
 }
 
 /// Accepts the `children` on `listener`, each proven with `key`.
-fn accept_proven(
+pub(super) fn accept_proven(
     listener: &TcpListener,
     key: &AuthKey,
     me: Rank,

@@ -111,8 +111,7 @@ fn join(
     }
     if size > 1 {
         let cores = super::world::liveness_cores(crate::clock::allowed_cores());
-        let liveness =
-            super::world::link_liveness(&mut control, peers[0].data_addr, opts.timeout, cores)?;
+        let liveness = link_liveness(&mut control, peers[0].data_addr, opts.timeout, cores)?;
         control = control.with_watch(Box::new(liveness));
     }
     let ranks_on_host = peers.iter().filter(|p| p.host == host).count().max(1);
@@ -136,6 +135,55 @@ fn join(
         cores_on_host: super::local::job_cores(),
         peers,
     }))
+}
+
+/// Sets up the liveness links ([`super::liveness`]) over MPI's control plane: rank 0
+/// listens on an ephemeral port of `rendezvous_ip`, broadcasts port and a fresh key,
+/// and accepts one authenticated connection from every other rank (a star, as
+/// [`MpiControl`]'s collectives are linear through rank 0, which so watches every
+/// rank it waits for). Collective.
+fn link_liveness(
+    control: &mut dyn Control,
+    rendezvous_ip: IpAddr,
+    timeout: Duration,
+    cores: Vec<usize>,
+) -> Result<Liveness, LaunchError> {
+    use super::grow::{accept_proven, connect_proven, fail};
+    use ngauge_transport::auth::{self, AuthKey};
+    use std::net::{SocketAddr, TcpListener};
+    let (rank, size) = (control.rank(), control.size());
+    let mut links: Vec<Option<std::net::TcpStream>> = (0..size).map(|_| None).collect();
+    if rank == 0 {
+        let listener =
+            TcpListener::bind(SocketAddr::new(rendezvous_ip, 0)).map_err(|e| fail("listen", &e))?;
+        let port = listener
+            .local_addr()
+            .map_err(|e| fail("listen", &e))?
+            .port();
+        let key = AuthKey::random().map_err(|e| fail("key", &e))?;
+        let mut offer = key.as_bytes().to_vec();
+        offer.extend_from_slice(&port.to_le_bytes());
+        control.broadcast(0, &mut offer)?;
+        let others: Vec<usize> = (1..size).collect();
+        for (&r, s) in others
+            .iter()
+            .zip(accept_proven(&listener, &key, 0, &others, timeout)?)
+        {
+            links[r] = Some(s);
+        }
+    } else {
+        let mut offer = Vec::new();
+        control.broadcast(0, &mut offer)?;
+        let (key, port) = offer.split_at(offer.len().min(auth::KEY_LEN));
+        let port = <[u8; 2]>::try_from(port).ok().map(u16::from_le_bytes);
+        let (Some(key), Some(port)) = (AuthKey::from_bytes(key), port) else {
+            return Err(fail("rank 0's offer", &"malformed"));
+        };
+        let to = SocketAddr::new(rendezvous_ip, port);
+        links[0] = Some(connect_proven(to, &key, rank, 0, timeout)?);
+    }
+    Liveness::start(links, super::liveness::probe_interval(timeout), cores)
+        .map_err(|e| fail("thread", &e))
 }
 
 /// The liveness links tell [`MpiControl`] who still runs.

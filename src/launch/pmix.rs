@@ -12,10 +12,11 @@
 //!    and a fresh authentication key under [`OFFER_KEY`];
 //! 2. `PMIx_Commit`, then one `PMIx_Fence` that collects the data (bounded by
 //!    `--timeout`);
-//! 3. every rank reads the table with `PMIx_Get`; the others connect to rank 0's
-//!    port and prove the key ([`ngauge_transport::auth`]), and those connections
-//!    are the control channel ([`TcpControl`]) with its liveness links, as
-//!    after a TCP rendezvous.
+//! 3. rank 0 reads every entry with `PMIx_Get`, the others only rank 0's; they
+//!    connect to rank 0's port and prove the key ([`ngauge_transport::auth`]),
+//!    and those connections grow into the control tree with its liveness links,
+//!    which then carries the table to every rank, as after a TCP rendezvous
+//!    (p reads in all, not p per rank).
 //!
 //! No port is derived from a job id and no token from a public name: the key is
 //! random and only the job's ranks can read it from their server. Data
@@ -155,7 +156,7 @@ fn join(pmix: &Pmix, opts: &LaunchOptions, detected: LauncherEnv) -> Result<Star
              did every rank start? raise --timeout if they start slowly"
         ))
     })?;
-    let peers = table(pmix, size)?;
+    let mut peers = table(pmix, if rank == 0 { size } else { 1 })?;
     let mut control = match offer {
         Some((listener, key)) => accept(&listener, &key, size, opts.timeout)?,
         None if size == 1 => TcpControl::root(vec![None], opts.timeout),
@@ -164,6 +165,7 @@ fn join(pmix: &Pmix, opts: &LaunchOptions, detected: LauncherEnv) -> Result<Star
     if size > 1 {
         let cores = super::world::liveness_cores(crate::clock::allowed_cores());
         control = super::grow::grow(control, data_addr, &peers, opts.timeout, cores)?;
+        peers = super::world::share_table(&mut control, peers)?;
     }
     record(pmix, &detected);
     Ok(Started::Rank(World {
@@ -188,9 +190,9 @@ fn join(pmix: &Pmix, opts: &LaunchOptions, detected: LauncherEnv) -> Result<Star
     }))
 }
 
-/// Every rank's entry, read from the server after the fence.
-fn table(pmix: &Pmix, size: usize) -> Result<Vec<Peer>, LaunchError> {
-    (0..size)
+/// The entries of ranks 0..`ranks`, read from the server after the fence.
+fn table(pmix: &Pmix, ranks: usize) -> Result<Vec<Peer>, LaunchError> {
+    (0..ranks)
         .map(|r| {
             let bytes = pmix.get(r as u32, PEER_KEY).map_err(failed("get"))?;
             let mut one = frame::decode_table(&bytes, 1)

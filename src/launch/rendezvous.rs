@@ -1,5 +1,7 @@
 //! Rendezvous: rank 0 listens, every other rank connects and joins, rank 0 answers
-//! with the full table once all have joined.
+//! every rank once all have joined. The answer is a table of no entries: the job
+//! table (p entries) goes down the control tree once it stands
+//! ([`super::world`]), not p - 1 times from rank 0.
 //!
 //! A join proves membership with the per-job token and states rank, size, protocol
 //! version (in the frame header) and the address of the rank's data transports.
@@ -119,7 +121,7 @@ fn token_eq(a: &str, b: &str) -> bool {
 }
 
 /// Rank 0: accepts joins on `listener` until every rank of `expect.size` joined,
-/// then sends everyone the table. Gives up when no rank joined for
+/// then tells everyone (an empty table). Gives up when no rank joined for
 /// `expect.timeout`: ranks that keep arriving keep the join open, however many a
 /// busy host starts. `me` is rank 0's own entry; its `data_addr` is
 /// replaced by the address the first rank reached us at unless `data_addr_fixed`.
@@ -174,7 +176,7 @@ pub fn serve(
             fds.extend(joined.iter().flatten().map(|(s, _)| s.as_fd()));
             wire::wait_readable(&fds, wake).map_err(LaunchError::io("poll"))?
         };
-        // A rank that joined must stay silent until the table: data or EOF means it
+        // A rank that joined must stay silent until the answer: data or EOF means it
         // is gone or broken.
         let joined_ready = &ready[1 + pending.len()..];
         let joined_ranks: Vec<usize> = (0..expect.size).filter(|&r| joined[r].is_some()).collect();
@@ -294,28 +296,29 @@ pub fn serve(
         });
         streams.push(Some(stream));
     }
-    let table = frame::encode_table(&peers);
+    let joined = frame::encode_table(&[]);
     for (rank, stream) in streams.iter_mut().enumerate() {
         if let Some(s) = stream {
-            wire::write_frame(s, Kind::Table, &table, expect.timeout).map_err(|e| {
-                LaunchError::Rendezvous(format!("sending the table to rank {rank}: {e}"))
+            wire::write_frame(s, Kind::Table, &joined, expect.timeout).map_err(|e| {
+                LaunchError::Rendezvous(format!("answering rank {rank}'s join: {e}"))
             })?;
         }
     }
     Ok(Hub { streams, peers })
 }
 
-/// How long a joined rank waits for the table beyond its own timeout: rank 0
+/// How long a joined rank waits for the answer beyond its own timeout: rank 0
 /// waits for every further join up to the timeout after the one before, so the
 /// table of a large job may come long after the first joins. Allows 128 joins per
 /// timeout (a 2-core host joins thousands of ranks a minute); a rank 0 that gives
-/// up closes the connection, which ends the wait at once.
+/// up closes the connection, which ends the wait at once. The answer comes
+/// when every rank has joined.
 fn table_wait(timeout: Duration, size: usize) -> Duration {
     timeout.saturating_mul(u32::try_from(size / 128).unwrap_or(u32::MAX))
 }
 
 /// A rank other than 0: connects to rank 0 at `addr` (retrying until `timeout`, as
-/// rank 0 may start later), joins, and waits for the table.
+/// rank 0 may start later), joins, and waits until every rank has joined.
 pub struct Joiner<'a> {
     /// `HOST:PORT` of rank 0.
     pub addr: &'a str,
@@ -334,8 +337,8 @@ pub struct Joiner<'a> {
 }
 
 impl Joiner<'_> {
-    /// Joins; returns the control connection, this rank's data address and the table.
-    pub fn join(&self) -> Result<(TcpStream, IpAddr, Vec<Peer>), LaunchError> {
+    /// Joins; returns the control connection and this rank's data address.
+    pub fn join(&self) -> Result<(TcpStream, IpAddr), LaunchError> {
         let deadline = Instant::now() + self.timeout;
         let mut stream = self.connect(deadline)?;
         let _ = stream.set_nodelay(true);
@@ -362,7 +365,7 @@ impl Joiner<'_> {
                 self.addr
             )),
             WireError::TimedOut(after) => LaunchError::Rendezvous(format!(
-                "rank 0 at {} sent no table within {after:?} (are all {} ranks started?)",
+                "rank 0 at {} did not answer the join within {after:?} (are all {} ranks started?)",
                 self.addr, self.size
             )),
             e => LaunchError::Rendezvous(format!("join with rank 0 at {}: {e}", self.addr)),
@@ -378,9 +381,9 @@ impl Joiner<'_> {
         .map_err(fail)?;
         match kind {
             Kind::Table => {
-                let peers = frame::decode_table(&payload, self.size)
+                frame::decode_table(&payload, 0)
                     .map_err(|e| LaunchError::Rendezvous(e.to_string()))?;
-                Ok((stream, data_addr, peers))
+                Ok((stream, data_addr))
             }
             Kind::Refuse => Err(LaunchError::Refused(frame::decode_refusal(&payload))),
             other => Err(LaunchError::Rendezvous(format!(
@@ -495,8 +498,10 @@ mod tests {
         let one = rx.recv().unwrap().unwrap();
         let hub = server.join().unwrap().unwrap();
         assert_eq!(hub.peers.len(), 3);
-        assert_eq!(one.2, hub.peers);
-        assert_eq!(two.2, hub.peers);
+        // The joiners' table entries are what they said (the table goes down the
+        // control tree later).
+        assert_eq!((hub.peers[1].rank, hub.peers[1].data_addr), (1, one.1));
+        assert_eq!((hub.peers[2].rank, hub.peers[2].data_addr), (2, two.1));
         for (kind, mut s) in [("version", old), ("oversized", big)] {
             s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
             let (k, reason) = wire::read_frame(&mut s, 4096, Duration::from_secs(5)).unwrap();

@@ -22,7 +22,7 @@
 use super::control::TcpControl;
 use super::env::{self, LauncherEnv, LauncherKind};
 use super::error::LaunchError;
-use super::frame::Peer;
+use super::frame::{self, Peer};
 use super::rendezvous::{self, Expect, Joiner};
 use super::{hostlist, local, LaunchOptions};
 use ngauge_transport::{Control, ControlError};
@@ -193,7 +193,7 @@ pub fn start_with(opts: &LaunchOptions, detected: LauncherEnv) -> Result<Started
         eprintln!("ngauge: warning: SIGINT/SIGTERM will not be reported: {e}");
     }
     let host = hostname();
-    let (mut control, data_addr, peers, _) = if rank == 0 {
+    let (mut control, data_addr, mut peers, _) = if rank == 0 {
         start_root(opts, &env, size, &host)?
     } else {
         start_leaf(opts, &env, rank, size, &host)?
@@ -201,6 +201,7 @@ pub fn start_with(opts: &LaunchOptions, detected: LauncherEnv) -> Result<Started
     if size > 1 {
         let free = liveness_cores(cores_before_pinning);
         control = super::grow::grow(control, data_addr, &peers, opts.timeout, free)?;
+        peers = share_table(&mut control, peers)?;
     }
     let control: Box<dyn Control> = Box::new(control);
     let ranks_on_host = peers.iter().filter(|p| p.host == host).count().max(1);
@@ -375,8 +376,9 @@ fn token_for_leaf(opts: &LaunchOptions, env: &LauncherEnv) -> Result<String, Lau
     }
 }
 
-/// The control channel, this rank's data address, the job table, and the address
-/// of rank 0's rendezvous listener (rank 0: the one it listens on).
+/// The control channel, this rank's data address, the job table (rank 0; empty
+/// elsewhere until [`share_table`]), and the address of rank 0's rendezvous
+/// listener (rank 0: the one it listens on).
 type Joined = (TcpControl, IpAddr, Vec<Peer>, IpAddr);
 
 /// The cores the liveness thread runs on: those of `before` (the process's cores
@@ -394,68 +396,6 @@ pub(super) fn liveness_cores(before: Vec<usize>) -> Vec<usize> {
     } else {
         free
     }
-}
-
-/// Sets up the liveness links ([`super::liveness`]): rank 0 listens on an ephemeral
-/// port of `rendezvous_ip`, sends port and a fresh key over the control channel, and
-/// accepts one authenticated connection from every other rank. Collective; the
-/// control channel is MPI's (the TCP control tree links its own: [`super::grow`]).
-#[cfg(feature = "mpi")]
-pub(super) fn link_liveness(
-    control: &mut dyn Control,
-    rendezvous_ip: IpAddr,
-    timeout: std::time::Duration,
-    cores: Vec<usize>,
-) -> Result<super::liveness::Liveness, LaunchError> {
-    use super::liveness::{self, Liveness};
-    use ngauge_transport::auth::{self, AcceptLimits, AuthKey, RefusalLog};
-    let fail = |what: &str, e: &dyn std::fmt::Display| {
-        LaunchError::Rendezvous(format!("liveness links: {what}: {e}"))
-    };
-    let (rank, size) = (control.rank(), control.size());
-    let mut links: Vec<Option<std::net::TcpStream>> = (0..size).map(|_| None).collect();
-    if rank == 0 {
-        let listener =
-            TcpListener::bind(SocketAddr::new(rendezvous_ip, 0)).map_err(|e| fail("listen", &e))?;
-        let port = listener
-            .local_addr()
-            .map_err(|e| fail("listen", &e))?
-            .port();
-        let key = AuthKey::random().map_err(|e| fail("key", &e))?;
-        let mut offer = key.as_bytes().to_vec();
-        offer.extend_from_slice(&port.to_le_bytes());
-        control.broadcast(0, &mut offer)?;
-        let expected: Vec<u32> = (1..size as u32).collect();
-        let limits = AcceptLimits {
-            handshake: timeout.min(std::time::Duration::from_secs(5)),
-            total: timeout,
-        };
-        let mut log = RefusalLog::new("ngauge: liveness listener");
-        let streams = auth::accept_authenticated(&listener, &key, 0, &expected, &limits, &mut log)
-            .map_err(|e| fail("accept", &e))?;
-        for (r, s) in expected.iter().zip(streams) {
-            links[*r as usize] = Some(s);
-        }
-    } else {
-        let mut offer = Vec::new();
-        control.broadcast(0, &mut offer)?;
-        let (key, port) = offer.split_at(offer.len().min(auth::KEY_LEN));
-        let key = AuthKey::from_bytes(key);
-        let port = <[u8; 2]>::try_from(port).ok().map(u16::from_le_bytes);
-        let (Some(key), Some(port)) = (key, port) else {
-            return Err(fail("rank 0's offer", &"malformed"));
-        };
-        let to = SocketAddr::new(rendezvous_ip, port);
-        let mut s = std::net::TcpStream::connect_timeout(&to, timeout)
-            .map_err(|e| fail(&format!("connect to {to}"), &e))?;
-        s.set_read_timeout(Some(timeout))
-            .and_then(|()| s.set_write_timeout(Some(timeout)))
-            .map_err(|e| fail("socket", &e))?;
-        auth::prove(&mut s, &key, rank as u32, 0).map_err(|e| fail("proof", &e))?;
-        s.set_read_timeout(None).map_err(|e| fail("socket", &e))?;
-        links[0] = Some(s);
-    }
-    Liveness::start(links, liveness::probe_interval(timeout), cores).map_err(|e| fail("thread", &e))
 }
 
 fn start_root(
@@ -542,12 +482,31 @@ fn start_leaf(
         host: host.to_string(),
         timeout: opts.timeout,
     };
-    let (stream, data_addr, peers) = joiner.join()?;
+    let (stream, data_addr) = joiner.join()?;
     let root_ip = stream
         .peer_addr()
         .map_err(LaunchError::io("rank 0's address"))?;
     let control = TcpControl::leaf(rank, size, stream, opts.timeout);
-    Ok((control, data_addr, peers, root_ip.ip()))
+    Ok((control, data_addr, Vec::new(), root_ip.ip()))
+}
+
+/// The job table, from rank 0 (the only rank that holds it after the rendezvous
+/// or the PMIx fence) to every rank, down the control tree: rank 0 sends it
+/// O(log p) times, not p - 1.
+pub(super) fn share_table(
+    control: &mut TcpControl,
+    peers: Vec<Peer>,
+) -> Result<Vec<Peer>, LaunchError> {
+    let mut bytes = match control.rank() {
+        0 => frame::encode_table(&peers),
+        _ => Vec::new(),
+    };
+    control.broadcast(0, &mut bytes)?;
+    match control.rank() {
+        0 => Ok(peers),
+        _ => frame::decode_table(&bytes, control.size())
+            .map_err(|e| LaunchError::Rendezvous(format!("the job table from rank 0: {e}"))),
+    }
 }
 
 /// Quotes a word for a POSIX shell when it needs it.

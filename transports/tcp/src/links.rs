@@ -14,7 +14,9 @@
 //! higher rank. A listener admits a dial when it has no connection to that rank and
 //! is not dialing it, or is dialing it and the dialer is higher: when both dial,
 //! the stream dialed by the higher rank wins on both sides, and the lower rank,
-//! told `0`, takes that stream from its own listener.
+//! told `0`, takes that stream from its own listener. The higher rank's dial may
+//! finish first, so a listener that already holds the pair's connection answers a
+//! dial `0` as well (refusing it would fail the lower rank's operation).
 //!
 //! **A rank that is gone** (its listener refuses: it dropped its transport) is
 //! linked to a stream that is already closed, so every operation with it fails as
@@ -80,11 +82,12 @@ struct Admission {
 impl Admit for Admission {
     fn admit(&mut self, rank: u32) -> Result<(), String> {
         let rank = rank as usize;
+        // A rank already linked is admitted too, and told `0` in `take`: its dial
+        // crossed this rank's winning one, whose stream waits at its listener.
         match self.shared.slots().get(rank) {
             _ if rank == self.me => Err(format!("rank {rank} is this rank")),
             None => Err(format!("rank {rank} is not in this job")),
-            Some(Slot::Arrived(_) | Slot::Linked) => Err(format!("rank {rank} already connected")),
-            Some(Slot::Idle | Slot::Dialing) => Ok(()),
+            Some(_) => Ok(()),
         }
     }
 
@@ -292,5 +295,44 @@ impl Drop for Links {
         if let Some(server) = self.server.take() {
             let _ = server.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two ranks' links on loopback, their listeners served.
+    fn pair() -> [Links; 2] {
+        let listeners: Vec<TcpListener> = (0..2)
+            .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+            .collect();
+        let keys: Vec<AuthKey> = (0..2).map(|_| AuthKey::random().unwrap()).collect();
+        let endpoints: Vec<(AuthKey, SocketAddr)> = (0..2)
+            .map(|r| (keys[r].clone(), listeners[r].local_addr().unwrap()))
+            .collect();
+        let opts = TcpOptions {
+            timeout: Duration::from_secs(10),
+            ..TcpOptions::default()
+        };
+        let mut it = listeners.into_iter().zip(keys);
+        [0, 1].map(|me| {
+            let (listener, key) = it.next().unwrap();
+            Links::start(me, listener, key, endpoints.clone(), &opts).unwrap()
+        })
+    }
+
+    /// Issue 34: rank 0 and rank 1 dial each other at once, and rank 1's dial (the
+    /// winner) completes before rank 0's reaches rank 1's listener. Rank 0 is told
+    /// to take rank 1's stream, not refused (at np 512 a dissemination barrier
+    /// failed so: "rank 316 closed the connection instead of accepting the proof").
+    #[test]
+    fn issue34_a_dial_that_crosses_a_finished_winning_one_is_told_to_take_it() {
+        let [zero, mut one] = pair();
+        zero.shared.slots()[1] = Slot::Dialing;
+        one.open(0, "test").unwrap();
+        assert!(matches!(zero.shared.slots()[1], Slot::Arrived(_)));
+        assert!(matches!(zero.dial(1, "test"), Ok(Dialed::Lost)));
+        zero.await_arrival(1, "test").unwrap();
     }
 }
