@@ -134,7 +134,8 @@ fn emulated(t: &UcxTransport) -> Result<(), String> {
     else {
         return Ok(());
     };
-    let lanes: Vec<String> = ep.lanes.iter().map(|l| l.transport.clone()).collect();
+    let mut lanes: Vec<String> = ep.lanes.iter().map(|l| l.transport.clone()).collect();
+    lanes.dedup();
     Err(format!(
         "UCX has no atomic lane to rank {} (lanes over {}): it would emulate one-sided \
          operations in the target's progress, which a passive target does not give; \
