@@ -223,14 +223,6 @@ mod with_mpi {
         if skip("issue39_rma_over_mpi_and_tcp_measures_mpi_and_names_tcp_once") {
             return;
         }
-        if ngauge_mpi::BUILD_FLAVOR != "openmpi" {
-            // A known defect, open in issue 39: under MPICH 4.0 (ch4:ucx) this run
-            // hangs; it is not hidden as a pass.
-            eprintln!(
-                "KNOWN FAILURE, not run: ngauge rma hangs under MPICH 4.0 ch4:ucx (issue 39)"
-            );
-            return;
-        }
         let out = run_with_limit(
             mpirun(
                 2,

@@ -185,6 +185,107 @@ fn one_table_beside_tcp_with_ratios() {
     assert_eq!(doc["meta"]["transport"], serde_json::json!(["tcp", "ucx"]));
 }
 
+/// Issue 39: `rma` over UCX's one-sided operations on shared memory: put and
+/// get with the flush, put bandwidth, put with notification and fetch-and-add,
+/// the data checked; no accumulate (UCP has no floating-point atomics) and no
+/// fence; tcp beside it named once as having no one-sided operations.
+#[test]
+fn issue39_rma_over_ucx_checks_its_data() {
+    let doc = document(
+        &[
+            "--np",
+            "2",
+            "-t",
+            "ucx,tcp",
+            "--ucx-tls",
+            "posix,self",
+            "rma",
+            "--sizes",
+            "8,1K",
+            "--reps",
+            "20",
+            "--warmup",
+            "5",
+            "--window",
+            "4",
+            "--check",
+        ],
+        &[],
+    );
+    let results = doc["results"].as_array().expect("results");
+    let mut points: Vec<(String, u64)> = results
+        .iter()
+        .map(|r| {
+            assert_eq!(r["transport"], "ucx", "{r}");
+            assert_eq!(r["sync"], "flush", "{r}");
+            assert!(r["latency_us"]["median"].as_f64().unwrap() > 0.0, "{r}");
+            if r["op"] == "put" || r["op"] == "fetch-add" {
+                assert_eq!(r["checked"], true, "{r}");
+            }
+            (
+                r["op"].as_str().unwrap().to_string(),
+                r["size"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    points.sort();
+    let want: Vec<(String, u64)> = [
+        ("fetch-add", 8),
+        ("get", 8),
+        ("get", 1024),
+        ("put", 8),
+        ("put", 1024),
+        ("put-bw", 8),
+        ("put-bw", 1024),
+        ("put-notify", 8),
+        ("put-notify", 1024),
+    ]
+    .iter()
+    .map(|&(op, size)| (op.to_string(), size))
+    .collect();
+    assert_eq!(points, want, "{doc}");
+    let warnings = doc["warnings"].to_string();
+    assert!(
+        warnings.contains("tcp has no one-sided operations"),
+        "{warnings}"
+    );
+    assert_eq!(
+        doc["meta"]["transport"],
+        serde_json::json!(["ucx"]),
+        "{doc}"
+    );
+}
+
+/// Issue 39: over UCX's `tcp` (no atomic lane: UCX would emulate one-sided
+/// operations in the passive target's progress) `rma` refuses in one line
+/// instead of timing out in a flush.
+#[test]
+fn issue39_rma_over_ucx_tcp_is_refused_naming_the_lanes() {
+    let child = Command::new(NGAUGE)
+        .args([
+            "--np",
+            "2",
+            "-t",
+            "ucx",
+            "--ucx-tls",
+            "tcp",
+            "rma",
+            "--sizes",
+            "8",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = support::output_within(child, Duration::from_secs(120))
+        .unwrap_or_else(|out| panic!("rma over ucx tcp hung: {out:?}"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("no atomic lane to rank"), "{stderr}");
+    assert!(stderr.contains("--ucx-tls posix,self"), "{stderr}");
+}
+
 #[test]
 fn loggp_runs_over_ucx() {
     for list in LISTS {

@@ -9,7 +9,6 @@
 
 use super::common::{check_outputs, job_spec, measure, setup_hint, UsageError};
 use crate::cli::{GlobalArgs, RmaArgs};
-use ngauge::job::TransportName;
 use ngauge::patterns::rma::{Op, Params, RmaSync};
 use ngauge::report::rma::RmaWarning;
 
@@ -77,12 +76,16 @@ pub fn run(global: &GlobalArgs, args: &RmaArgs) -> anyhow::Result<()> {
         return Err(UsageError("rma needs at least 2 ranks (--np 2 or more)".into()).into());
     }
     let job = job_spec(global);
-    if !job.transports.contains(&TransportName::Mpi) {
+    if !job
+        .transports
+        .iter()
+        .any(|&t| ngauge::job::one_sided::offers(t))
+    {
         // Refused before any rank starts (the experiment refuses it too).
         let names: Vec<String> = job.transports.iter().map(|t| t.to_string()).collect();
         return Err(UsageError(format!(
             "-t {}: no transport with one-sided operations; rma runs over mpi \
-             (mpirun -np 2 ngauge -t mpi rma)",
+             and ucx (mpirun -np 2 ngauge -t mpi rma, ngauge -t ucx rma)",
             names.join(",")
         ))
         .into());

@@ -165,7 +165,7 @@ pub enum ExperimentError {
     /// No transport of the job has one-sided operations.
     #[error(
         "-t {0}: no transport with one-sided operations; rma runs over mpi \
-         (mpirun -np 2 ngauge -t mpi rma)"
+         and ucx (mpirun -np 2 ngauge -t mpi rma, ngauge -t ucx rma)"
     )]
     NoOneSided(String),
     /// The noise pattern failed.

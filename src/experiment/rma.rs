@@ -34,7 +34,7 @@ pub fn run(
     let mut records = Vec::new();
     let mut measured = Vec::new();
     for &name in &job.transports {
-        let Some(mut window) = one_sided::open(name, world, params.window_bytes())? else {
+        let Some(mut window) = one_sided::open(name, world, job, params.window_bytes())? else {
             warnings.push(RmaWarning::NoOneSided { transport: name });
             continue;
         };

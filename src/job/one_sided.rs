@@ -1,11 +1,17 @@
 //! The one-sided window of a transport of the job, for `rma`: MPI's from
-//! `MPI_Win_allocate` (`ngauge_mpi::MpiWindow`); `None` for the transports
-//! without one-sided operations in ngauge (TCP and UDP have none; verbs, OFI and
-//! UCX RMA are not wired to `rma` yet).
+//! `MPI_Win_allocate` (`ngauge_mpi::MpiWindow`), UCX's from `ucp_mem_map`
+//! (`ngauge_ucx::UcxWindow`); `None` for the transports without one-sided
+//! operations in ngauge (TCP and UDP have none; verbs and OFI RMA are not wired
+//! to `rma` yet).
 
-use super::{JobError, TransportName};
+use super::{JobError, JobSpec, TransportName};
 use crate::launch::World;
 use ngauge_transport::OneSided;
+
+/// Whether `name` has one-sided operations in `rma` (compiled in or not).
+pub fn offers(name: TransportName) -> bool {
+    matches!(name, TransportName::Mpi | TransportName::Ucx)
+}
 
 /// Opens `name`'s window of `bytes` on every rank (collective), or `None` when it
 /// has no one-sided operations here.
@@ -15,10 +21,11 @@ use ngauge_transport::OneSided;
 /// transport this build lacks.
 pub fn open(
     name: TransportName,
-    world: &World,
+    world: &mut World,
+    job: &JobSpec,
     bytes: usize,
 ) -> Result<Option<Box<dyn OneSided>>, JobError> {
-    let _ = (world, bytes);
+    let _ = (&world, job, bytes);
     match name {
         #[cfg(feature = "mpi")]
         TransportName::Mpi => {
@@ -37,6 +44,24 @@ pub fn open(
         }
         #[cfg(not(feature = "mpi"))]
         TransportName::Mpi => Err(super::open::not_compiled(name)),
+        #[cfg(feature = "ucx")]
+        TransportName::Ucx => {
+            let opts = ngauge_ucx::UcxOptions {
+                tls: job.ucx.tls.clone(),
+                timeout: job.timeout(),
+                ..ngauge_ucx::UcxOptions::default()
+            };
+            let window =
+                ngauge_ucx::open_window(world.control.as_mut(), &opts, bytes).map_err(|error| {
+                    JobError::Open {
+                        transport: name,
+                        error,
+                    }
+                })?;
+            Ok(Some(Box::new(window)))
+        }
+        #[cfg(not(feature = "ucx"))]
+        TransportName::Ucx => Err(super::open::not_compiled(name)),
         _ => Ok(None),
     }
 }

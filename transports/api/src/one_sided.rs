@@ -26,6 +26,8 @@ pub trait OneSided {
     fn window_bytes(&self) -> usize;
     /// Whether [`OneSided::fence`] exists (active-target synchronization).
     fn has_fence(&self) -> bool;
+    /// Whether [`OneSided::accumulate_sum_f64`] exists (floating-point atomics).
+    fn has_accumulate(&self) -> bool;
     /// Opens a passive-target epoch to every rank (`MPI_Win_lock_all`); a no-op
     /// where every operation is passive.
     fn begin_passive(&mut self) -> Result<(), TransportError>;

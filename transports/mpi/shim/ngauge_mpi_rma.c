@@ -8,6 +8,11 @@
 #include <stddef.h>
 
 #define MAX_WINDOWS 8
+/* Window memory is allocated in whole pages: MPICH 4.0.2 (ch4, shared memory on
+ * one host) addresses a peer's window at its base rounded down to 16 bytes, so a
+ * size that is an odd multiple of 8 sends every put 8 bytes early
+ * (docs/findings/2026-11-29-mpich-rma-window-alignment.md). */
+#define WINDOW_ALIGN 4096
 
 static MPI_Win wins[MAX_WINDOWS];
 static int used[MAX_WINDOWS];
@@ -50,7 +55,8 @@ int ngm_win_allocate(long long bytes, void **base, int *win) {
     while (slot < MAX_WINDOWS && used[slot]) slot++;
     if (slot == MAX_WINDOWS) return NGM_E_NOMEM;
     MPI_Win w;
-    int rc = MPI_Win_allocate((MPI_Aint)bytes, 1, MPI_INFO_NULL, MPI_COMM_WORLD, base, &w);
+    MPI_Aint padded = (MPI_Aint)((bytes + WINDOW_ALIGN - 1) / WINDOW_ALIGN * WINDOW_ALIGN);
+    int rc = MPI_Win_allocate(padded, 1, MPI_INFO_NULL, MPI_COMM_WORLD, base, &w);
     if (rc != MPI_SUCCESS) return rc;
     MPI_Win_set_errhandler(w, MPI_ERRORS_RETURN);
     wins[slot] = w;

@@ -16,8 +16,8 @@
 extern "C" {
 #endif
 
-/* Collective over MPI_COMM_WORLD: every rank allocates bytes; *base receives the
- * local memory (valid until ngm_win_free), *win the index. */
+/* Collective over MPI_COMM_WORLD: every rank allocates bytes (padded to whole pages,
+ * see ngauge_mpi_rma.c); *base receives the local memory (valid until ngm_win_free), *win the index. */
 int ngm_win_allocate(long long bytes, void **base, int *win);
 /* Collective: frees the window and its memory. */
 int ngm_win_free(int win);

@@ -345,6 +345,10 @@ impl OneSided for MpiWindow {
         true
     }
 
+    fn has_accumulate(&self) -> bool {
+        true
+    }
+
     fn begin_passive(&mut self) -> Result<(), TransportError> {
         self.lock_all().map_err(|e| failed("lock_all", 0, e))
     }

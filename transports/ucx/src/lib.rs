@@ -48,6 +48,8 @@
 //! `ucp_put_nbx` into a ring each rank mapped at setup and whose remote keys the
 //! ranks exchanged with their addresses, the receiver polling a flag ([`ring`];
 //! the counterpart of the verbs transport's write-poll path; poll mode only).
+//! `ngauge rma` gets a third use of the RMA lanes, `open_window`: a window
+//! for put, get and fetch-and-add completed by `ucp_ep_flush_nbx`.
 //!
 //! **Peers that go away**: a transport that is dropped tells its peers with a
 //! tagged goodbye ([`tag::Kind::Close`]), so their operations with it fail
@@ -120,7 +122,7 @@ impl Default for UcxOptions {
 }
 
 #[cfg(feature = "ucp")]
-pub use ucp::UcxTransport;
+pub use ucp::{open_window, UcxTransport, UcxWindow};
 
 /// Creates a UCP worker, connects one endpoint to every other rank (collective:
 /// every rank of `control` calls it), and returns the connected transport.

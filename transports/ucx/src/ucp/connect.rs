@@ -59,7 +59,12 @@ struct LocalError {
     input: bool,
 }
 
-fn local(opts: &UcxOptions, tls: Option<&str>, layout: RingLayout) -> Result<Local, LocalError> {
+fn local(
+    opts: &UcxOptions,
+    tls: Option<&str>,
+    layout: RingLayout,
+    extra_features: u64,
+) -> Result<Local, LocalError> {
     let input = |reason: String| LocalError {
         reason,
         input: true,
@@ -69,7 +74,7 @@ fn local(opts: &UcxOptions, tls: Option<&str>, layout: RingLayout) -> Result<Loc
         input: false,
     };
     context::check_tls(tls).map_err(input)?;
-    let mut features = u64::from(sys::UCP_FEATURE_TAG);
+    let mut features = u64::from(sys::UCP_FEATURE_TAG) | extra_features;
     if opts.op == UcxOp::Put {
         features |= u64::from(sys::UCP_FEATURE_RMA);
     }
@@ -126,6 +131,15 @@ fn agree(
 
 /// See [`crate::open`].
 pub fn open(control: &mut dyn Control, opts: &UcxOptions) -> Result<UcxTransport, TransportError> {
+    open_with(control, opts, 0)
+}
+
+/// [`open`] with `extra_features` (`UCP_FEATURE_*`) in the context.
+pub(super) fn open_with(
+    control: &mut dyn Control,
+    opts: &UcxOptions,
+    extra_features: u64,
+) -> Result<UcxTransport, TransportError> {
     let (rank, size) = (control.rank(), control.size());
     if size > tag::MAX_RANK + 1 {
         return Err(setup_error(format!(
@@ -143,7 +157,7 @@ pub fn open(control: &mut dyn Control, opts: &UcxOptions) -> Result<UcxTransport
         .clone()
         .or_else(|| std::env::var("UCX_TLS").ok().filter(|v| !v.is_empty()));
     let layout = RingLayout::new(size);
-    let (local, mine) = match local(opts, tls.as_deref(), layout) {
+    let (local, mine) = match local(opts, tls.as_deref(), layout, extra_features) {
         Ok(l) => {
             let ring = l.area.as_ref().map(|(mapped, rkey)| RingAddr {
                 addr: mapped.addr(),
@@ -326,7 +340,7 @@ impl UcxTransport {
     }
 
     /// What UCX prints about each endpoint.
-    fn endpoint_facts(&self) -> Vec<facts::Endpoint> {
+    pub(super) fn endpoint_facts(&self) -> Vec<facts::Endpoint> {
         (0..self.size)
             .filter(|&p| !self.peers[p].ep.is_null())
             .map(|peer| {

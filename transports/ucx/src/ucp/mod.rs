@@ -13,7 +13,8 @@
 //! - [`put`]: the one-sided path (`ucp_put_nbx` into the peers' rings);
 //! - [`waiting`]: progress, sleeping on the event descriptor, timeouts and peers
 //!   that went away;
-//! - [`native`]: the timed ping-pong loop of the tag path.
+//! - [`native`]: the timed ping-pong loop of the tag path;
+//! - [`window`]: one-sided operations on a window for `ngauge rma`.
 //!
 //! This file holds what they share: the transport's state, the translation of
 //! UCX status codes into errors, and the [`Transport`] impl, which dispatches.
@@ -29,9 +30,11 @@ mod slots;
 mod sys;
 mod tagged;
 mod waiting;
+mod window;
 
 pub use connect::open;
 pub use context::probe;
+pub use window::{open_window, UcxWindow};
 
 use crate::UcxOp;
 use ngauge_transport::{
