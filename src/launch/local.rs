@@ -134,8 +134,16 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, LaunchError> {
     if cores.is_empty() {
         cores = (0..crate::clock::available_cores()).collect();
     }
-    // More ranks than cores: rank 0's binding check names the ranks that share one,
-    // after the results, as one warning.
+    // Said before any rank starts, for every command (info and the self-tests run
+    // no binding check); the measuring commands' binding check then names the
+    // ranks that share each core.
+    if np > cores.len() {
+        eprintln!(
+            "ngauge: warning: {np} ranks on {} cores: ranks share cores (wrapping around); \
+             figures measure the scheduler too",
+            cores.len()
+        );
+    }
     let listen = opts
         .bind
         .clone()
