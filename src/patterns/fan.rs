@@ -115,7 +115,12 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
     let peers = np - 1;
     let max = params.sizes.iter().copied().max().unwrap_or(0).max(1);
     // Rank 0 receives every peer's window (Nto1) or a reply byte from each.
-    let rlen = if rank == ROOT { peers * window * max } else { window * max }.max(peers);
+    let rlen = if rank == ROOT {
+        peers * window * max
+    } else {
+        window * max
+    }
+    .max(peers);
     let (sbuf, rbuf) = (transport.alloc_buffer(max)?, transport.alloc_buffer(rlen)?);
     let rate = clock.rate();
     let us = |t: u64| rate.to_nanos(t).as_us();
@@ -150,7 +155,15 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
             }
             (Fan::OneToN, false) => {
                 for _ in 0..params.warmup + params.reps {
-                    sink_round(transport, ROOT, rbuf, size, sbuf.prefix(1), window, &mut ids)?;
+                    sink_round(
+                        transport,
+                        ROOT,
+                        rbuf,
+                        size,
+                        sbuf.prefix(1),
+                        window,
+                        &mut ids,
+                    )?;
                 }
                 let got = &transport.buffer(rbuf)?[..size * window];
                 report.intact = !params.check
@@ -162,9 +175,8 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
                 }
                 let got = &transport.buffer(rbuf)?[..peers * window * size];
                 report.intact = !params.check
-                    || (0..peers * window).all(|k| {
-                        carries(&got[k * size..(k + 1) * size], size, 1 + k % peers)
-                    });
+                    || (0..peers * window)
+                        .all(|k| carries(&got[k * size..(k + 1) * size], size, 1 + k % peers));
             }
             (Fan::NToOne, false) => {
                 let (s, reply) = (sbuf.prefix(size), rbuf.prefix(1));

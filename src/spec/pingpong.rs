@@ -200,4 +200,29 @@ mod tests {
         );
         assert_eq!(stream(2, 100).params(vec![1]).stream, 100);
     }
+
+    /// Issue 35: a congestion pattern streams windows one way.
+    #[test]
+    fn a_congestion_pattern_needs_a_window_and_one_way() {
+        let fan: PingpongSpec =
+            serde_json::from_str(r#"{"pattern": "Nto1", "window": 4}"#).unwrap();
+        assert_eq!(fan.pattern, Some(crate::patterns::fan::Fan::NToOne));
+        assert!(fan.validate().is_ok());
+        for bad in [
+            PingpongSpec {
+                window: 1,
+                ..fan.clone()
+            },
+            PingpongSpec {
+                bidirectional: true,
+                ..fan.clone()
+            },
+            PingpongSpec {
+                pairs: 2,
+                ..fan.clone()
+            },
+        ] {
+            assert_eq!(bad.validate().unwrap_err().field, "pattern");
+        }
+    }
 }
