@@ -276,6 +276,7 @@ fn fan_out<C: Clock + ?Sized, T: Transport + ?Sized>(
                 times[p] = Some(clock.now().since(t0));
             }
         }
+        retire(transport, &mut sends)?;
         polite(transport);
     }
     transport.wait_all(&sends)?;
@@ -302,14 +303,7 @@ fn fan_in<T: Transport + ?Sized>(
     let mut replied = vec![false; peers];
     while replied.iter().any(|r| !r) {
         for p in 0..peers {
-            let ids = &mut pending[p];
-            while let Some(&id) = ids.first() {
-                if !transport.test(id)? {
-                    break;
-                }
-                ids.remove(0);
-            }
-            if ids.is_empty() && !replied[p] {
+            if retire(transport, &mut pending[p])? && !replied[p] {
                 replied[p] = true;
                 sends.push(transport.isend(p + 1, reply)?);
             }
@@ -318,6 +312,23 @@ fn fan_in<T: Transport + ?Sized>(
     }
     transport.wait_all(&sends)?;
     Ok(())
+}
+
+/// Tests every request of `ids` once, dropping the completed ones; `true`
+/// when none is left.
+fn retire<T: Transport + ?Sized>(
+    transport: &mut T,
+    ids: &mut Vec<RequestId>,
+) -> Result<bool, PingPongError> {
+    let mut i = 0;
+    while i < ids.len() {
+        if transport.test(ids[i])? {
+            ids.swap_remove(i);
+        } else {
+            i += 1;
+        }
+    }
+    Ok(ids.is_empty())
 }
 
 /// Between two polling sweeps: a transport told to block (ranks sharing
