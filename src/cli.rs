@@ -846,6 +846,13 @@ pub struct PingpongArgs {
     /// per second. Example: --np 4 pingpong --pairs 2 --window 64
     #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=65536))]
     pub pairs: u64,
+
+    /// Congestion at rank 0, as Netgauge's 1toN and Nto1: rank 0 streams
+    /// --window messages to every other rank at once (1toN), or all of them to
+    /// rank 0 (Nto1); per flow and in total MB/s, against the pair (0,1)
+    /// streaming alone in the same run. Example: --np 4 pingpong --pattern 1toN --window 16
+    #[arg(long, value_name = "1toN|Nto1")]
+    pub pattern: Option<ngauge::patterns::fan::Fan>,
 }
 
 /// `on` or `off`.

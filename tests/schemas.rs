@@ -86,6 +86,67 @@ fn pingpong_with_two_pairs_at_once_validates_with_every_pair_checked() {
     assert_valid("pingpong", &doc);
 }
 
+/// Issue 35: `--pattern 1toN|Nto1` at np 4 on loopback: three flows at rank 0,
+/// every payload checked, the totals and ratios consistent with the flows and
+/// the one pair, the CSV a row per size.
+#[test]
+fn pingpong_congestion_patterns_validate_with_every_flow_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("c.csv");
+    for (pattern, root_sends) in [("1toN", true), ("Nto1", false)] {
+        let doc = document(&[
+            "--np",
+            "4",
+            "--csv",
+            csv.to_str().unwrap(),
+            "pingpong",
+            "--pattern",
+            pattern,
+            "--sizes",
+            "1K,4K",
+            "--reps",
+            "5",
+            "--warmup",
+            "1",
+            "--window",
+            "4",
+            "--check",
+        ]);
+        for r in doc["results"].as_array().unwrap() {
+            let p = &r["pairs"];
+            let flows = p["per_pair"].as_array().unwrap();
+            let ends: Vec<(u64, u64)> = flows
+                .iter()
+                .map(|f| (f["from"].as_u64().unwrap(), f["to"].as_u64().unwrap()))
+                .collect();
+            let want: Vec<(u64, u64)> = (1..4)
+                .map(|peer| if root_sends { (0, peer) } else { (peer, 0) })
+                .collect();
+            assert_eq!(ends, want, "{doc}");
+            assert!(flows.iter().all(|f| f["data_check"] == true), "{doc}");
+            let bw: Vec<f64> = flows
+                .iter()
+                .map(|f| f["bandwidth_MBps"].as_f64().unwrap())
+                .collect();
+            let total = p["total_bandwidth_MBps"].as_f64().unwrap();
+            assert!(
+                (total - bw.iter().sum::<f64>()).abs() < 1e-6 * total,
+                "{doc}"
+            );
+            let c = &p["congestion"];
+            assert_eq!(c["pattern"], pattern, "{doc}");
+            let one = c["one_pair_MBps"].as_f64().unwrap();
+            assert!(one > 0.0, "{doc}");
+            let ratio = c["total_ratio"].as_f64().unwrap();
+            assert!((ratio * one - total).abs() < 1e-6 * total, "{doc}");
+        }
+        assert_valid("pingpong", &doc);
+    }
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(csv.lines().count(), 3, "{csv}");
+    assert!(csv.contains("pairs.congestion.total_ratio"), "{csv}");
+}
+
 #[test]
 fn loggp_validates_with_one_and_with_two_transports() {
     let args = [

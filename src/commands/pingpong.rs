@@ -22,6 +22,7 @@ impl PingpongArgs {
             stream: self.stream,
             bidirectional: self.bidirectional,
             pairs: self.pairs,
+            pattern: self.pattern,
         })
     }
 }

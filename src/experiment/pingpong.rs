@@ -6,6 +6,7 @@ use super::{binding_warnings, need_ranks, Context, ExperimentError};
 use crate::clock::SystemClock;
 use crate::job::{interleave, Job, JobSpec, TransportName};
 use crate::launch::World;
+use crate::patterns::fan::{self, Congestion};
 use crate::patterns::pairs::{self, schedule};
 use crate::patterns::pingpong::{self, PINGER, PONGER};
 use crate::report::pingpong::{timing_loops, PingpongDoc, PingpongWarning, Record, Sweep};
@@ -44,7 +45,9 @@ pub fn run(
         .map(|w| PingpongWarning::Setup(w.into()))
         .collect();
     // The measured ranks must not share a core.
-    let measured = if pairs > 1 {
+    let measured = if spec.pattern.is_some() {
+        (0..world.size).collect()
+    } else if pairs > 1 {
         (0..2 * pairs).collect()
     } else {
         vec![PINGER, PONGER]
@@ -84,19 +87,31 @@ pub fn run(
     for (size, i) in order {
         let (name, transport, _) = &mut open[i];
         let wait = sweeps[i].wait;
-        if pairs > 1 {
-            // Several pairs at once over the multi-pair engine (osu_multi_lat).
-            let measured = pairs::run(
-                &clock,
-                transport.as_mut(),
-                world.control.as_mut(),
-                &schedule::first_pairs(pairs),
-                &spec.params(vec![size]),
-                &mut |_| Ok(()),
-            )?;
-            if let Some(result) =
+        if pairs > 1 || spec.pattern.is_some() {
+            // Several pairs at once over the multi-pair engine (osu_multi_lat),
+            // or rank 0's flows and then the one pair alone (Netgauge's 1toN).
+            let params = spec.params(vec![size]);
+            let (control, t) = (world.control.as_mut(), transport.as_mut());
+            let (measured, congestion) = match spec.pattern {
+                Some(fan) => {
+                    let flows = fan::run(&clock, t, control, fan, &params)?;
+                    let pair = [vec![Congestion::reference(fan)]];
+                    let one = pairs::run(&clock, t, control, &pair, &params, &mut |_| Ok(()))?;
+                    let congestion = Congestion::of(fan, &flows, &one);
+                    (flows, congestion)
+                }
+                None => {
+                    let steps = schedule::first_pairs(pairs);
+                    let all = pairs::run(&clock, t, control, &steps, &params, &mut |_| Ok(()))?;
+                    (all, None)
+                }
+            };
+            if let Some(mut result) =
                 pairs::size_result(measured, spec.reps as usize, spec.bidirectional)
             {
+                if let Some(p) = &mut result.pairs {
+                    p.congestion = congestion;
+                }
                 ctx.record(&Record {
                     transport: *name,
                     wait,

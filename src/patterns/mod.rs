@@ -5,6 +5,7 @@
 
 pub mod coll;
 pub mod counters;
+pub mod fan;
 pub mod late;
 pub mod loggp;
 pub mod nbc;

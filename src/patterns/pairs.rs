@@ -61,6 +61,7 @@ pub fn size_result(
             total_bandwidth_mbps: per_pair.iter().map(|r| r.bandwidth_mbps).sum(),
             total_msgs_per_s: per_pair.iter().map(|r| r.msgs_per_s).sum(),
             per_pair,
+            congestion: None,
         }),
     })
 }
@@ -153,7 +154,7 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
             if rank != 0 {
                 continue;
             }
-            let reports = decode(&gathered)?;
+            let reports: Vec<Report> = decode(&gathered)?;
             for &(from, to) in pairs {
                 for (who, peer) in [(from, to), (to, from)] {
                     if params.check && !reports[who].intact {
@@ -205,14 +206,16 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
 }
 
 /// Every rank's report, decoded; a malformed one names its rank.
-fn decode(gathered: &[Vec<u8>]) -> Result<Vec<Report>, ControlError> {
+pub(super) fn decode<R: serde::de::DeserializeOwned>(
+    gathered: &[Vec<u8>],
+) -> Result<Vec<R>, ControlError> {
     gathered
         .iter()
         .enumerate()
         .map(|(rank, bytes)| {
             serde_json::from_slice(bytes).map_err(|e| ControlError::Protocol {
                 rank,
-                detail: format!("malformed pair report: {e}"),
+                detail: format!("malformed report: {e}"),
             })
         })
         .collect()

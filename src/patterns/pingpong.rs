@@ -216,13 +216,13 @@ pub fn payload_byte(size: usize, rank: Rank, index: usize) -> u8 {
     (x >> 40) as u8
 }
 
-fn fill(buf: &mut [u8], size: usize, rank: Rank) {
+pub(super) fn fill(buf: &mut [u8], size: usize, rank: Rank) {
     for (i, b) in buf.iter_mut().enumerate() {
         *b = payload_byte(size, rank, i);
     }
 }
 
-fn carries(buf: &[u8], size: usize, rank: Rank) -> bool {
+pub(super) fn carries(buf: &[u8], size: usize, rank: Rank) -> bool {
     buf.iter()
         .enumerate()
         .all(|(i, &b)| b == payload_byte(size, rank, i))
@@ -231,7 +231,7 @@ fn carries(buf: &[u8], size: usize, rank: Rank) -> bool {
 /// One streaming round of rank 0: `window` sends of `s` in flight, then their
 /// completions and rank 1's reply (posted first, so it may land at any time).
 /// `ids` is the caller's, allocated once outside the timed rounds.
-fn stream_round<T: Transport + ?Sized>(
+pub(super) fn stream_round<T: Transport + ?Sized>(
     transport: &mut T,
     peer: Rank,
     s: Region,
@@ -249,7 +249,7 @@ fn stream_round<T: Transport + ?Sized>(
 
 /// One streaming round of rank 1: `window` receives of `size` bytes side by side
 /// in `rbuf`, then the one-byte reply.
-fn sink_round<T: Transport + ?Sized>(
+pub(super) fn sink_round<T: Transport + ?Sized>(
     transport: &mut T,
     peer: Rank,
     rbuf: BufferId,

@@ -181,8 +181,13 @@ impl super::Document for PingpongDoc {
             let others = results
                 .iter()
                 .find_map(|r| r.pairs.as_ref())
-                .map_or(String::new(), |p| {
-                    format!(" (and {} more pairs at once)", p.per_pair.len() - 1)
+                .map_or(String::new(), |p| match &p.congestion {
+                    Some(c) => format!(
+                        " (the first of {} {} flows at once)",
+                        p.per_pair.len(),
+                        c.pattern
+                    ),
+                    None => format!(" (and {} more pairs at once)", p.per_pair.len() - 1),
                 });
             out += &format!(
                 "{t} ping-pong, rank {pinger} <-> rank {ponger}{others}, wait {wait}, cores {cores}; \
@@ -259,6 +264,13 @@ fn render_sweep(results: &[&SizeResult], gbps: bool) -> String {
     if multi {
         header.extend(["pairs", "total [MB/s]", "total [msg/s]"].map(String::from));
     }
+    // A congestion pattern: against the pair streaming alone.
+    let fan = results
+        .iter()
+        .any(|r| r.pairs.as_ref().is_some_and(|p| p.congestion.is_some()));
+    if fan {
+        header.extend(["1 pair [MB/s]", "flow/1 pair", "total/1 pair"].map(String::from));
+    }
     let mut table = Table::new(header);
     for r in results {
         let h = &r.half_rtt_us;
@@ -290,6 +302,12 @@ fn render_sweep(results: &[&SizeResult], gbps: bool) -> String {
                 p.map_or(r.bandwidth_mbps, |p| p.total_bandwidth_mbps)
             ));
             row.push(format!("{:.0}", p.map_or(0.0, |p| p.total_msgs_per_s)));
+        }
+        if fan {
+            let c = r.pairs.as_ref().and_then(|p| p.congestion.as_ref());
+            row.push(c.map_or("-".into(), |c| format!("{:.1}", c.one_pair_mbps)));
+            row.push(c.map_or("-".into(), |c| format!("{:.2}", c.flow_ratio)));
+            row.push(c.map_or("-".into(), |c| format!("{:.2}", c.total_ratio)));
         }
         table.row(row);
     }

@@ -41,6 +41,10 @@ pub struct PingpongSpec {
     /// Disjoint pairs measured at once, `(0,1), (2,3), ...` (osu_multi_lat,
     /// osu_mbw_mr); 1 is the single pair.
     pub pairs: u64,
+    /// Congestion at rank 0 (Netgauge's 1toN, Nto1): every other rank's flow
+    /// at once, against the one pair measured alone in the same run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<crate::patterns::fan::Fan>,
 }
 
 impl Default for PingpongSpec {
@@ -58,6 +62,7 @@ impl Default for PingpongSpec {
             stream: 0,
             bidirectional: false,
             pairs: 1,
+            pattern: None,
         }
     }
 }
@@ -91,6 +96,15 @@ impl PingpongSpec {
             return Err(SpecError::new(
                 "stream",
                 "a stream run is one direction of one pair: not with --bidirectional or --pairs",
+            ));
+        }
+        if self.pattern.is_some()
+            && (self.window < 2 || self.stream > 0 || self.bidirectional || self.pairs > 1)
+        {
+            return Err(SpecError::new(
+                "pattern",
+                "a congestion pattern streams windows one way: it needs --window 2 or more, \
+                 not --stream, --bidirectional or --pairs",
             ));
         }
         SpecError::range("pairs", self.pairs, 1, 1 << 16)
@@ -185,5 +199,30 @@ mod tests {
             "stream"
         );
         assert_eq!(stream(2, 100).params(vec![1]).stream, 100);
+    }
+
+    /// Issue 35: a congestion pattern streams windows one way.
+    #[test]
+    fn a_congestion_pattern_needs_a_window_and_one_way() {
+        let fan: PingpongSpec =
+            serde_json::from_str(r#"{"pattern": "Nto1", "window": 4}"#).unwrap();
+        assert_eq!(fan.pattern, Some(crate::patterns::fan::Fan::NToOne));
+        assert!(fan.validate().is_ok());
+        for bad in [
+            PingpongSpec {
+                window: 1,
+                ..fan.clone()
+            },
+            PingpongSpec {
+                bidirectional: true,
+                ..fan.clone()
+            },
+            PingpongSpec {
+                pairs: 2,
+                ..fan.clone()
+            },
+        ] {
+            assert_eq!(bad.validate().unwrap_err().field, "pattern");
+        }
     }
 }

@@ -45,4 +45,7 @@ pub struct MultiPair {
     pub total_bandwidth_mbps: f64,
     /// The pairs' message rates summed (osu_mbw_mr's messages/s).
     pub total_msgs_per_s: f64,
+    /// With `--pattern` (the pairs are rank 0's flows): against the one pair.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub congestion: Option<crate::patterns::fan::Congestion>,
 }
