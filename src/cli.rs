@@ -1416,8 +1416,10 @@ pub struct CollCmdArgs {
     pub scheme: Scheme,
 
     /// Bytes per rank: 1-64K (powers of two), 1K-8K:1K (step), 1,1K,64K (list).
-    #[arg(long, default_value = "1-64K", value_name = "SPEC")]
-    pub sizes: String,
+    /// Default: 1-64K; its multiples of 8 for a reduction with --algo mpi (MPI's
+    /// reductions sum 8-byte words).
+    #[arg(long, value_name = "SPEC")]
+    pub sizes: Option<String>,
 
     /// Force Open MPI's algorithm N for --algo mpi (sets
     /// OMPI_MCA_coll_tuned_use_dynamic_rules=1 and

@@ -26,7 +26,10 @@ impl CollCmdArgs {
             segment: self.segment,
             root: self.root,
             scheme: self.scheme,
-            sizes: sizes(&self.sizes)?,
+            sizes: match &self.sizes {
+                Some(text) => sizes(text)?,
+                None => default_sizes(self.op, &self.algo),
+            },
             reps: w.reps,
             warmup: w.warmup,
             max_rounds: w.max_rounds,
@@ -62,6 +65,16 @@ impl CollArgs {
             estimator: w.sync.estimator,
         }
     }
+}
+
+/// The sizes without `--sizes`: 1-64K, but only its multiples of 8 for MPI's
+/// own reductions, which sum 8-byte words and refuse other sizes.
+fn default_sizes(op: Collective, algo: &[String]) -> SizeList {
+    let mut all = sizes("1-64K").expect("a valid spec");
+    if op.is_reduction() && algo.iter().any(|a| a.trim() == "mpi") {
+        all.0.retain(|s| s % 8 == 0);
+    }
+    all
 }
 
 /// `--sizes`.
@@ -141,5 +154,25 @@ pub fn hint(w: &CollWarning) -> Option<String> {
         CollWarning::SizeSkipped { .. } => {
             Some("use --segment for a broadcast, or a transport without the limit".into())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 37: `coll --op allreduce --algo mpi` measures its default sizes
+    /// instead of refusing 1, 2 and 4 bytes; other defaults stay 1-64K.
+    #[test]
+    fn issue_37_mpi_reductions_default_to_multiples_of_8() {
+        let mpi = ["mpi".to_string()];
+        let ours = ["binomial".to_string(), "mpi".to_string()];
+        let d = default_sizes(Collective::Allreduce, &mpi);
+        assert_eq!(d.0.first(), Some(&8));
+        assert_eq!(d.0.len(), 14, "8 B to 64 KiB, powers of two");
+        assert!(d.0.iter().all(|s| s % 8 == 0));
+        assert_eq!(default_sizes(Collective::Allreduce, &ours).0.len(), 14);
+        assert_eq!(default_sizes(Collective::Bcast, &mpi).0.len(), 17);
+        assert_eq!(default_sizes(Collective::Allreduce, &[]).0.len(), 17);
     }
 }

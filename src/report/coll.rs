@@ -382,33 +382,48 @@ fn distinct(labels: impl Iterator<Item = String>) -> Vec<String> {
     out
 }
 
-/// The tables of `records`: one per transport and algorithm.
+/// The tables of `records`: one per transport and algorithm. The loop scheme
+/// times one loop, so its table has one value per size, not statistics; the
+/// window scheme runs rounds of `reps` calls until `reps` are valid, so its
+/// `valid` (over every round) can exceed `reps` and its table shows the rounds.
 fn render_records(records: &[CollRecord]) -> String {
     let mut out = String::new();
     for label in distinct(records.iter().map(CollRecord::label)) {
         let these: Vec<&CollRecord> = records.iter().filter(|r| r.label() == label).collect();
         let first = these[0];
+        let (looped, windowed) = (first.scheme == Scheme::Loop, first.scheme == Scheme::Window);
         out += &format!(
-            "{} {label} on {} ranks, root {}, segment {}, {} scheme, wait {}; one call's \
-             run-time after Tukey's filter\n",
+            "{} {label} on {} ranks, root {}, segment {}, {} scheme, wait {}; {}\n",
             first.op,
             first.np,
             first.root,
             first.segment,
             first.scheme.as_str(),
-            first.wait
+            first.wait,
+            if looped {
+                "one call's run-time: the loop's time divided by its calls"
+            } else {
+                "one call's run-time after Tukey's filter"
+            }
         );
         let predicted = these.iter().any(|r| r.predicted.is_some());
-        let mut header: Vec<&str> = vec![
-            "size [B]",
-            "valid",
-            "invalid",
-            "min [us]",
-            "median [us]",
-            "mean [us]",
-            "ci95 of mean [us]",
-            "max [us]",
-        ];
+        let mut header: Vec<&str> = vec!["size [B]"];
+        if looped {
+            header.extend(["calls in loop", "one call [us]"]);
+        } else {
+            if windowed {
+                header.push("rounds");
+            }
+            header.extend([
+                "valid",
+                "invalid",
+                "min [us]",
+                "median [us]",
+                "mean [us]",
+                "ci95 of mean [us]",
+                "max [us]",
+            ]);
+        }
         if predicted {
             header.extend([
                 "LogGP [us]",
@@ -419,22 +434,30 @@ fn render_records(records: &[CollRecord]) -> String {
         }
         let mut table = Table::new(header);
         for r in these {
-            let mut row = vec![
-                r.size.to_string(),
-                r.valid.to_string(),
-                r.invalid.to_string(),
-            ];
-            row.extend(match r.runtime_us {
-                Some(t) => vec![
-                    format!("{:.2}", t.min),
-                    format!("{:.2}", t.median),
-                    format!("{:.2}", t.mean),
-                    t.ci95
-                        .map_or("-".into(), |[lo, hi]| format!("{lo:.2}..{hi:.2}")),
-                    format!("{:.2}", t.max),
-                ],
-                None => vec!["-".to_string(); 5],
-            });
+            let mut row = vec![r.size.to_string()];
+            if looped {
+                row.push(r.calls_per_loop.unwrap_or(1).to_string());
+                row.push(
+                    r.runtime_us
+                        .map_or("-".into(), |t| format!("{:.2}", t.median)),
+                );
+            } else {
+                if windowed {
+                    row.push(r.rounds.to_string());
+                }
+                row.extend([r.valid.to_string(), r.invalid.to_string()]);
+                row.extend(match r.runtime_us {
+                    Some(t) => vec![
+                        format!("{:.2}", t.min),
+                        format!("{:.2}", t.median),
+                        format!("{:.2}", t.mean),
+                        t.ci95
+                            .map_or("-".into(), |[lo, hi]| format!("{lo:.2}..{hi:.2}")),
+                        format!("{:.2}", t.max),
+                    ],
+                    None => vec!["-".to_string(); 5],
+                });
+            }
             if predicted {
                 row.extend(predicted_cells(r.predicted.as_ref()));
             }
@@ -676,6 +699,48 @@ mod tests {
         assert_eq!(c.rows[1].ratio["mpi/mpi"], 2.0);
         assert!(!c.rows[0].ratio.contains_key("tcp/binomial"));
         assert!(compare(&recs[..1]).is_none());
+    }
+
+    /// Issue 37: the loop scheme's one value is printed once, under its own
+    /// column, not under five statistics columns.
+    #[test]
+    fn issue_37_a_loop_prints_one_value() {
+        let mut t = times(&[([0, 0], [800, 760], SlotStatus::Valid)]);
+        t.scheme = Scheme::Loop;
+        t.calls[0].calls = 100;
+        let r = record(point(TransportName::Tcp, "binomial", 8), &t, 1e6, false);
+        let text = render_records(&[r]);
+        assert!(
+            text.contains("calls in loop") && text.contains("one call [us]"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("min [us]") && !text.contains("valid"),
+            "{text}"
+        );
+        assert_eq!(text.matches("8.00").count(), 1, "{text}");
+    }
+
+    /// Issue 37: a window run's valid calls count every round (up to rounds x
+    /// reps, above `--reps`): the table shows the rounds beside them.
+    #[test]
+    fn issue_37_window_valid_calls_stand_beside_their_rounds() {
+        let mut t = times(&[
+            ([0, 0], [5, 5], SlotStatus::StartedLate),
+            ([100, 100], [105, 105], SlotStatus::Valid),
+            ([200, 200], [205, 205], SlotStatus::Valid),
+            ([300, 300], [305, 305], SlotStatus::Valid),
+        ]);
+        t.rounds = 2;
+        let r = record(point(TransportName::Tcp, "binomial", 8), &t, 1e6, false);
+        let text = render_records(&[r]);
+        let header = text.lines().nth(1).unwrap();
+        assert!(
+            header.contains("rounds") && header.contains("valid"),
+            "{text}"
+        );
+        let row: Vec<&str> = text.lines().nth(2).unwrap().split_whitespace().collect();
+        assert_eq!(row[..4], ["8", "2", "3", "1"], "{text}");
     }
 
     #[test]

@@ -189,21 +189,46 @@ impl super::Document for PingpongDoc {
                     ),
                     None => format!(" (and {} more pairs at once)", p.per_pair.len() - 1),
                 });
+            let timed = results
+                .first()
+                .map_or("half round-trip times".into(), |r| timed(r));
             out += &format!(
                 "{t} ping-pong, rank {pinger} <-> rank {ponger}{others}, wait {wait}, cores {cores}; \
-                 half round-trip times; MB = 10^6 bytes\n"
+                 {timed}; MB = 10^6 bytes\n"
             );
             out += &render_sweep(&results, self.gbps);
             out += &histograms(&results);
         }
         if let Some(c) = &self.comparison {
-            out += &side_by_side::render(c, "median half round trip", "median [us]", "/");
+            let title = match self.results.first().map(|r| timed(&r.result)) {
+                Some(t) if t.starts_with("half of a round") => format!("median {t}"),
+                _ => "median half round trip".into(),
+            };
+            out += &side_by_side::render(c, &title, "median [us]", "/");
         }
         out
     }
 
     fn warnings(&self) -> Vec<(String, &PingpongWarning)> {
         super::document::unwarned(&self.warnings)
+    }
+}
+
+/// What the time columns hold: a half round trip for the ping-pong, half of
+/// the whole timed round once it carries more than one message (see
+/// `patterns::pingpong`'s module docs).
+fn timed(r: &SizeResult) -> String {
+    let w = r.window;
+    match (r.stream_messages, r.bidirectional) {
+        (Some(n), _) => {
+            format!("half of a round of {n} messages ({w} in flight) and a 1 B reply")
+        }
+        (None, true) => {
+            let m = if w == 1 { "message" } else { "messages" };
+            format!("half of a round of {w} {m} each way")
+        }
+        (None, false) if w > 1 => format!("half of a round of {w} messages and a 1 B reply"),
+        (None, false) => "half round-trip times".into(),
     }
 }
 
@@ -358,6 +383,30 @@ mod tests {
                 })
                 .collect(),
         }
+    }
+
+    /// Issue 37: with a window the time columns are half of a round of N
+    /// messages, not a half round trip, and the header says so.
+    #[test]
+    fn issue_37_a_window_is_labelled_as_a_round() {
+        let mut s = sweep(TransportName::Tcp, &[(1000, 0.8)]);
+        assert_eq!(timed(&s.results[0]), "half round-trip times");
+        s.results[0].window = 16;
+        assert_eq!(
+            timed(&s.results[0]),
+            "half of a round of 16 messages and a 1 B reply"
+        );
+        s.results[0].stream_messages = Some(1000);
+        assert_eq!(
+            timed(&s.results[0]),
+            "half of a round of 1000 messages (16 in flight) and a 1 B reply"
+        );
+        s.results[0].stream_messages = None;
+        s.results[0].bidirectional = true;
+        assert_eq!(
+            timed(&s.results[0]),
+            "half of a round of 16 messages each way"
+        );
     }
 
     /// Issue 37: Gb/s as a unit of the table (1250 MB/s = 10 Gb/s).

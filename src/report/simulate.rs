@@ -259,6 +259,27 @@ fn segment(bytes: u64) -> String {
     }
 }
 
+/// The rows worth a line, each with its segment column: segments no smaller
+/// than the message leave it one segment, so such variants of a size and
+/// algorithm that predict the same time tie; the first stands for all, its
+/// segment shown as `>= S` (the JSON keeps every row).
+fn untied(results: &[Prediction]) -> Vec<(&Prediction, String)> {
+    let whole = |r: &Prediction| r.segment > 0 && r.segment >= r.size;
+    let twin = |a: &Prediction, b: &Prediction| {
+        whole(a)
+            && whole(b)
+            && (a.size, &a.algo, a.predicted_us) == (b.size, &b.algo, b.predicted_us)
+    };
+    let mut out: Vec<(&Prediction, String)> = Vec::new();
+    for r in results {
+        match out.iter_mut().find(|(kept, _)| twin(kept, r)) {
+            Some((kept, label)) => *label = format!(">= {}", kept.segment.min(r.segment)),
+            None => out.push((r, segment(r.segment))),
+        }
+    }
+    out
+}
+
 /// The human rendering: the network, one row per prediction, the best per size when
 /// there are several candidates, every rank's completion when there is one row
 /// with them.
@@ -293,11 +314,11 @@ fn render(doc: &SimulateDoc) -> String {
         header.extend(["loop [us]", "loop error", "rotate [us]", "rotate error"]);
     }
     let mut t = Table::new(header);
-    for r in &doc.results {
+    for (r, seg) in untied(&doc.results) {
         let mut row = vec![
             r.size.to_string(),
             r.algo.clone(),
-            segment(r.segment),
+            seg,
             format!("{:.3}", r.predicted_us),
             r.slowest_rank.to_string(),
             r.place.to_string(),
@@ -356,4 +377,59 @@ fn render(doc: &SimulateDoc) -> String {
         doc.events_per_s
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(size: u64, algo: &str, segment: u64, predicted_us: f64) -> Prediction {
+        Prediction {
+            op: "bcast".into(),
+            algo: algo.into(),
+            segment,
+            size,
+            np: 4,
+            predicted_us,
+            slowest_rank: 3,
+            finish_us: None,
+            place: 1,
+            looped_us: None,
+            rotated_us: None,
+            events: 0,
+            messages: 0,
+            peak_state_bytes: 0,
+            elapsed_s: 0.0,
+        }
+    }
+
+    /// Issue 37: segment variants larger than the message tie, and one line
+    /// stands for them; smaller segments and other sizes keep their lines.
+    #[test]
+    fn issue_37_segments_larger_than_the_message_collapse() {
+        let rows = [
+            row(1024, "chain", 512, 9.0),
+            row(1024, "chain", 2048, 7.0),
+            row(1024, "chain", 4096, 7.0),
+            row(1024, "binomial", 2048, 5.0),
+            row(8192, "chain", 2048, 30.0),
+            row(8192, "chain", 4096, 31.0),
+        ];
+        let shown: Vec<(u64, &str, String)> = untied(&rows)
+            .into_iter()
+            .map(|(r, s)| (r.size, r.algo.as_str(), s))
+            .collect();
+        let want = [
+            (1024, "chain", "512"),
+            (1024, "chain", ">= 2048"),
+            (1024, "binomial", "2048"),
+            (8192, "chain", "2048"),
+            (8192, "chain", "4096"),
+        ];
+        let want: Vec<(u64, &str, String)> = want
+            .iter()
+            .map(|&(z, a, s)| (z, a, s.to_string()))
+            .collect();
+        assert_eq!(shown, want);
+    }
 }
