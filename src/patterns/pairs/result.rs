@@ -47,5 +47,45 @@ pub struct MultiPair {
     pub total_msgs_per_s: f64,
     /// With `--pattern` (the pairs are rank 0's flows): against the one pair.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub congestion: Option<crate::patterns::fan::Congestion>,
+    pub congestion: Option<Congestion>,
+}
+
+crate::names::named_enum! {
+    /// Which way the flows of a congestion run go.
+    pub enum Fan("congestion pattern") {
+        /// Rank 0 streams to every other rank at once.
+        OneToN = "1toN",
+        /// Every other rank streams to rank 0 at once.
+        NToOne = "Nto1",
+    }
+}
+
+/// A fan's flows against the one pair's stream (in `pingpong`'s `pairs`).
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Congestion {
+    /// The pattern measured.
+    pub pattern: Fan,
+    /// The one pair's bandwidth, streaming alone in the same run, MB/s.
+    #[serde(rename = "one_pair_MBps")]
+    pub one_pair_mbps: f64,
+    /// The median flow's bandwidth over the one pair's (1: no congestion).
+    pub flow_ratio: f64,
+    /// The flows' total over the one pair's (N: rank 0 keeps up with N flows).
+    pub total_ratio: f64,
+}
+
+impl Congestion {
+    /// The figures of `flows` (the fan's, one per peer) against `one_pair`
+    /// (the reference's single result); `None` without either.
+    pub fn of(pattern: Fan, flows: &[PairResult], one_pair: &[PairResult]) -> Option<Self> {
+        let one = one_pair.first()?.bandwidth_mbps;
+        let bw: Vec<f64> = flows.iter().map(|r| r.bandwidth_mbps).collect();
+        let ratio = |v: f64| if one > 0.0 { v / one } else { 0.0 };
+        Some(Congestion {
+            pattern,
+            one_pair_mbps: one,
+            flow_ratio: ratio(crate::stats::median(&bw)?),
+            total_ratio: ratio(bw.iter().sum()),
+        })
+    }
 }
