@@ -44,6 +44,29 @@ impl Congestion {
     }
 }
 
+/// Request lists and flags of rank 0's rounds, allocated once per run so that
+/// no round allocates (a 1toN round is timed at rank 0; an Nto1 round is timed
+/// by the peers, whose replies rank 0 sends).
+struct Scratch {
+    sends: Vec<RequestId>,
+    replies: Vec<RequestId>,
+    times: Vec<Option<u64>>,
+    pending: Vec<Vec<RequestId>>,
+    replied: Vec<bool>,
+}
+
+impl Scratch {
+    fn new(peers: usize, window: usize) -> Self {
+        Scratch {
+            sends: Vec::with_capacity(peers * window.max(1)),
+            replies: Vec::with_capacity(peers),
+            times: Vec::with_capacity(peers),
+            pending: vec![Vec::with_capacity(window); peers],
+            replied: Vec::with_capacity(peers),
+        }
+    }
+}
+
 /// What one rank reports to rank 0 after a size.
 #[derive(Serialize, Deserialize)]
 struct Report {
@@ -89,6 +112,7 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
     let rate = clock.rate();
     let us = |t: u64| rate.to_nanos(t).as_us();
     let mut results = Vec::new();
+    let mut scratch = Scratch::new(peers, window);
     for &size in &params.sizes {
         if params.check {
             fill(&mut transport.buffer_mut(sbuf)?[..size], size, rank);
@@ -109,10 +133,17 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
             (Fan::OneToN, true) => {
                 report.round_us = vec![Vec::with_capacity(params.reps); peers];
                 for round in 0..params.warmup + params.reps {
-                    let times = fan_out(clock, transport, sbuf.prefix(size), rbuf, window)?;
+                    fan_out(
+                        clock,
+                        transport,
+                        sbuf.prefix(size),
+                        rbuf,
+                        window,
+                        &mut scratch,
+                    )?;
                     if round >= params.warmup {
-                        for (flow, &t) in report.round_us.iter_mut().zip(&times) {
-                            flow.push(us(t));
+                        for (flow, t) in report.round_us.iter_mut().zip(&scratch.times) {
+                            flow.push(us(t.unwrap_or(0)));
                         }
                     }
                 }
@@ -135,7 +166,7 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
             }
             (Fan::NToOne, true) => {
                 for _ in 0..params.warmup + params.reps {
-                    fan_in(transport, sbuf.prefix(1), slot, window)?;
+                    fan_in(transport, sbuf.prefix(1), slot, window, &mut scratch)?;
                 }
                 let got = &transport.buffer(rbuf)?[..peers * window * size];
                 report.intact = !params.check
@@ -207,20 +238,29 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
 
 /// One timed 1toN round of rank 0: a reply receive from every peer (byte
 /// `peer - 1` of `rbuf`), `window` sends of `s` to each, interleaved, then the
-/// replies polled; returns each peer's round, ticks from the same start.
+/// replies polled; leaves each peer's round in `scratch.times`, ticks from the
+/// same start.
 fn fan_out<C: Clock + ?Sized, T: Transport + ?Sized>(
     clock: &C,
     transport: &mut T,
     s: Region,
     rbuf: crate::transport::BufferId,
     window: usize,
-) -> Result<Vec<u64>, PingPongError> {
+    scratch: &mut Scratch,
+) -> Result<(), PingPongError> {
     let peers = transport.size() - 1;
-    let mut sends = Vec::with_capacity(peers * window);
-    let mut times = vec![None; peers];
+    let Scratch {
+        sends,
+        replies,
+        times,
+        ..
+    } = scratch;
+    sends.clear();
+    replies.clear();
+    times.clear();
+    times.resize(peers, None);
     // Timed region: the windows, the replies and the polling, nothing else.
     let t0 = clock.now();
-    let mut replies = Vec::with_capacity(peers);
     for p in 0..peers {
         let byte = Region {
             buffer: rbuf,
@@ -240,11 +280,11 @@ fn fan_out<C: Clock + ?Sized, T: Transport + ?Sized>(
                 times[p] = Some(clock.now().since(t0));
             }
         }
-        retire(transport, &mut sends)?;
+        retire(transport, sends)?;
         polite(transport);
     }
-    transport.wait_all(&sends)?;
-    Ok(times.into_iter().flatten().collect())
+    transport.wait_all(sends)?;
+    Ok(())
 }
 
 /// One Nto1 round of rank 0: `window` receives from every peer, interleaved,
@@ -255,16 +295,23 @@ fn fan_in<T: Transport + ?Sized>(
     reply: Region,
     slot: impl Fn(usize) -> Region,
     window: usize,
+    scratch: &mut Scratch,
 ) -> Result<(), PingPongError> {
     let peers = transport.size() - 1;
-    let mut pending: Vec<Vec<RequestId>> = vec![Vec::with_capacity(window); peers];
+    let Scratch {
+        sends,
+        pending,
+        replied,
+        ..
+    } = scratch;
+    sends.clear();
+    replied.clear();
+    replied.resize(peers, false);
     for k in 0..window {
         for (p, ids) in pending.iter_mut().enumerate() {
             ids.push(transport.irecv(p + 1, slot(k * peers + p))?);
         }
     }
-    let mut sends = Vec::with_capacity(peers);
-    let mut replied = vec![false; peers];
     while replied.iter().any(|r| !r) {
         for p in 0..peers {
             if retire(transport, &mut pending[p])? && !replied[p] {
@@ -274,7 +321,7 @@ fn fan_in<T: Transport + ?Sized>(
         }
         polite(transport);
     }
-    transport.wait_all(&sends)?;
+    transport.wait_all(sends)?;
     Ok(())
 }
 
