@@ -18,22 +18,26 @@ const NGAUGE: &str = env!("CARGO_BIN_EXE_ngauge");
 /// The lists every test runs over.
 const LISTS: [&str; 2] = ["posix,self", "tcp"];
 
-/// `ngauge ARGS --json` with `env`, its document (the run must succeed).
-fn document(args: &[&str], env: &[(&str, &str)]) -> Value {
-    // One job at a time: two jobs on two cores would measure each other.
-    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+/// `ngauge ARGS` with `env` and no stdin, its output (killed past `limit`).
+fn run(args: &[&str], env: &[(&str, &str)], limit: Duration) -> std::process::Output {
     let child = Command::new(NGAUGE)
         .args(args)
-        .arg("--json")
         .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let out = support::output_within(child, Duration::from_secs(400))
-        .unwrap_or_else(|out| panic!("{args:?} timed out: {out:?}"));
+    support::output_within(child, limit).unwrap_or_else(|out| panic!("{args:?} timed out: {out:?}"))
+}
+
+/// `ngauge ARGS --json` with `env`, its document (the run must succeed).
+fn document(args: &[&str], env: &[(&str, &str)]) -> Value {
+    // One job at a time: two jobs on two cores would measure each other.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let args: Vec<&str> = args.iter().copied().chain(["--json"]).collect();
+    let out = run(&args, env, Duration::from_secs(400));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{args:?}: {stderr}");
     serde_json::from_slice(&out.stdout)
@@ -261,25 +265,18 @@ fn issue39_rma_over_ucx_checks_its_data() {
 /// instead of timing out in a flush.
 #[test]
 fn issue39_rma_over_ucx_tcp_is_refused_naming_the_lanes() {
-    let child = Command::new(NGAUGE)
-        .args([
-            "--np",
-            "2",
-            "-t",
-            "ucx",
-            "--ucx-tls",
-            "tcp",
-            "rma",
-            "--sizes",
-            "8",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let out = support::output_within(child, Duration::from_secs(120))
-        .unwrap_or_else(|out| panic!("rma over ucx tcp hung: {out:?}"));
+    let args = [
+        "--np",
+        "2",
+        "-t",
+        "ucx",
+        "--ucx-tls",
+        "tcp",
+        "rma",
+        "--sizes",
+        "8",
+    ];
+    let out = run(&args, &[], Duration::from_secs(120));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{stderr}");
     assert!(stderr.contains("no atomic lane to rank"), "{stderr}");

@@ -746,8 +746,8 @@ mod tests {
 
     /// A step of 4 us (twice the confirmation floor) under jitter of 1 us: single
     /// rounds put a midpoint near the switch on the wrong side often enough that
-    /// nine rounds left 4 of 99 confirmed bisections short of the byte; the
-    /// sequential sign test spends rounds there instead.
+    /// a fixed number of rounds leaves some bisections short of the byte; the
+    /// sequential sign test spends more rounds there.
     #[test]
     fn a_step_at_a_random_size_is_located_to_the_byte_in_99_of_100_seeds() {
         let (confirmed, located, missed) = locate_seeds(4.0, 1.0);
