@@ -263,6 +263,25 @@ fn in_sweep_order(what: &str, records: &[serde_json::Value], key: &str, expected
     );
 }
 
+/// Runs `case` for each fault and rank of a 2-rank job, the two ranks' jobs of one
+/// fault side by side: a stopped rank's case is mostly waiting (its timeout, then
+/// the launcher's grace), so serial cases spent most of their time asleep.
+fn each_case(case: impl Fn(Fault, usize) + Sync) {
+    for fault in [Fault::Kill, Fault::Stop] {
+        std::thread::scope(|s| {
+            let jobs = [0, 1].map(|rank| {
+                let case = &case;
+                s.spawn(move || case(fault, rank))
+            });
+            for job in jobs {
+                if let Err(panic) = job.join() {
+                    std::panic::resume_unwind(panic);
+                }
+            }
+        });
+    }
+}
+
 fn pow2(from: u64, to: u64) -> Vec<u64> {
     std::iter::successors(Some(from), |&s| (s < to).then_some(s * 2)).collect()
 }
@@ -270,33 +289,29 @@ fn pow2(from: u64, to: u64) -> Vec<u64> {
 #[test]
 fn issue18_faults_during_pingpong() {
     let args = ["pingpong", "--sizes", "1-4M", "--reps", "1000"];
-    for fault in [Fault::Kill, Fault::Stop] {
-        for rank in [0, 1] {
-            let e = inject(fault, rank, When::FirstRecord, &args);
-            check("pingpong", fault, rank, &e);
-            in_sweep_order("pingpong", &e.records, "size", &pow2(1, 4 << 20));
-            // The first record was there when the fault came, and is kept.
-            assert!(!e.records.is_empty(), "{fault:?} rank {rank}: no record");
-        }
-    }
+    each_case(|fault, rank| {
+        let e = inject(fault, rank, When::FirstRecord, &args);
+        check("pingpong", fault, rank, &e);
+        in_sweep_order("pingpong", &e.records, "size", &pow2(1, 4 << 20));
+        // The first record was there when the fault came, and is kept.
+        assert!(!e.records.is_empty(), "{fault:?} rank {rank}: no record");
+    });
 }
 
 #[test]
 fn issue18_faults_during_loggp() {
     let args = ["loggp", "--sizes", "1-1M", "--reps", "30"];
-    for fault in [Fault::Kill, Fault::Stop] {
-        for rank in [0, 1] {
-            let when = When::FirstRecordOr(Duration::from_millis(2500));
-            let e = inject(fault, rank, when, &args);
-            check("loggp", fault, rank, &e);
-            for r in &e.records {
-                assert!(
-                    r["point"]["size"].as_u64().is_some(),
-                    "a record without its point: {r}"
-                );
-            }
+    each_case(|fault, rank| {
+        let when = When::FirstRecordOr(Duration::from_millis(2500));
+        let e = inject(fault, rank, when, &args);
+        check("loggp", fault, rank, &e);
+        for r in &e.records {
+            assert!(
+                r["point"]["size"].as_u64().is_some(),
+                "a record without its point: {r}"
+            );
         }
-    }
+    });
 }
 
 #[test]
@@ -322,34 +337,30 @@ fn issue18_faults_during_coll() {
         "--max-rounds",
         "10",
     ];
-    for fault in [Fault::Kill, Fault::Stop] {
-        for rank in [0, 1] {
-            // At the first record: after the clock sync, inside the sweep.
-            let e = inject(fault, rank, When::FirstRecord, &args);
-            check("coll", fault, rank, &e);
-            in_sweep_order("coll", &e.records, "size", &pow2(1, 1 << 20));
-            assert!(!e.records.is_empty(), "{fault:?} rank {rank}: no record");
-            for r in &e.records {
-                assert_eq!(r["op"], "bcast", "{r}");
-                assert_eq!(r["algo"], "binomial", "{r}");
-            }
+    each_case(|fault, rank| {
+        // At the first record: after the clock sync, inside the sweep.
+        let e = inject(fault, rank, When::FirstRecord, &args);
+        check("coll", fault, rank, &e);
+        in_sweep_order("coll", &e.records, "size", &pow2(1, 1 << 20));
+        assert!(!e.records.is_empty(), "{fault:?} rank {rank}: no record");
+        for r in &e.records {
+            assert_eq!(r["op"], "bcast", "{r}");
+            assert_eq!(r["algo"], "binomial", "{r}");
         }
-    }
+    });
 }
 
 #[test]
 fn issue18_faults_during_sync() {
-    for fault in [Fault::Kill, Fault::Stop] {
-        for rank in [0, 1] {
-            let e = inject(
-                fault,
-                rank,
-                When::After(Duration::from_millis(1500)),
-                &["sync"],
-            );
-            check("sync", fault, rank, &e);
-        }
-    }
+    each_case(|fault, rank| {
+        let e = inject(
+            fault,
+            rank,
+            When::After(Duration::from_millis(1500)),
+            &["sync"],
+        );
+        check("sync", fault, rank, &e);
+    });
 }
 
 /// Rank 0 by hand (its address from its announcement), then rank 1, which gets
