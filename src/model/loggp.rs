@@ -197,13 +197,28 @@ pub struct RangeParams {
     pub half_rtt_1b_us: f64,
     /// LogGP's `L`, the wire latency: `half_rtt_1b_us - os_us - or_us` (eq. 1 at
     /// `s = 1` with the range's overheads), us; 0 where the overheads exceed
-    /// `PRTT(1,0,1)/2` (then [`ModelWarning::OverheadsExceedHalfRtt`] says by how
-    /// much).
+    /// `PRTT(1,0,1)/2` (the excess is `send_overlap_us`, or, where `o_r` alone
+    /// exceeds it, [`ModelWarning::OverheadsExceedHalfRtt`] says by how much).
     pub wire_latency_us: f64,
-    /// Median `o_s` over the range, us.
+    /// `o_s` of one message, us: in the range that holds 1 byte, the `o_s(s)` values
+    /// of its smallest sizes (a third, at least five) carried along `os_line` to 1
+    /// byte, so that no message pays for the bytes of the range's largest; in a
+    /// later range, the median over the range.
     pub os_us: f64,
-    /// Median `o_r` over the range, us.
+    /// `o_r`, us, as `os_us` from the `o_r(s)` values.
     pub or_us: f64,
+    /// The end of `o_s` the receiver does not wait for, us: `os_us + or_us -
+    /// half_rtt_1b_us` where positive (at most `os_us`). Eq. (4) times the whole
+    /// send call, and over loopback the kernel delivers the message inside it (the
+    /// paper, sec. 2.5: "L may even be negative"); a simulator lets the message
+    /// leave this long before `o_s` ends.
+    pub send_overlap_us: f64,
+    /// `O` (LogGOPS): CPU overhead per byte at each end, us per byte: half of what a
+    /// single message's `PRTT(1,0,s)/2` grows per byte beyond `G` (the gap's per-byte
+    /// time, which back-to-back messages overlap), at least 0. With it, `L + o_s -
+    /// send_overlap + o_r + (s-1)(G + 2O)` is the range's `PRTT(1,0,s)/2` line.
+    #[serde(rename = "O_us_per_byte")]
+    pub big_o_us_per_byte: f64,
     /// `g`, us.
     pub g_us: f64,
     /// `G`, us per byte.
@@ -717,14 +732,35 @@ fn fit_range(
     let sizes: Vec<f64> = range.iter().map(|s| s.size as f64).collect();
     let half: Vec<f64> = prtt1.iter().map(|p| p / 2.0).collect();
     let hockney = huber_line(&sizes, &half, SCALE_FLOOR_US).ok_or_else(degenerate)?;
-    // The median minimises the absolute deviations, a convex function of one
-    // variable: held to o >= 0, its minimiser is max(0, median).
-    let (free_os_us, free_or_us) = (
-        median(&os_y).unwrap_or(f64::NAN),
-        median(&or).unwrap_or(f64::NAN),
-    );
+    // The range that holds one byte gives o of one message at its smallest sizes,
+    // which PRTT(1,0,1)/2 = L + o_s + o_r (eq. 1) is measured with. A later range
+    // has no such size (its half_rtt_1b_us is extrapolated): it keeps the median
+    // over its sizes, the robust figure where the extrapolation's error would be
+    // larger than the overhead.
+    let (free_os_us, free_or_us) = if range[0].size == 1 {
+        (
+            overhead_per_message(&os_x, &os_y, os_line.line.slope),
+            overhead_per_message(x, &or, or_line.line.slope),
+        )
+    } else {
+        (
+            median(&os_y).unwrap_or(f64::NAN),
+            median(&or).unwrap_or(f64::NAN),
+        )
+    };
     let (range_os_us, range_or_us) = (free_os_us.max(0.0), free_or_us.max(0.0));
     let (wire_latency_us, suspect) = wire_latency(half_rtt_1b_us, range_os_us, range_or_us);
+    // A send call that outlasts its message's delivery is modelled as such (the
+    // overlap), not warned about; an o_r that alone exceeds the half round trip is
+    // a measurement the model cannot hold.
+    let (send_overlap_us, suspect) = match suspect {
+        None | Some(Suspect::Os) => (
+            (range_os_us + range_or_us - half_rtt_1b_us).clamp(0.0, range_os_us),
+            None,
+        ),
+        other => (0.0, other),
+    };
+    let big_o_us_per_byte = ((prtt1_line.line.slope / 2.0 - gap.line.slope) / 2.0).max(0.0);
     let low = |at: &[usize], weights: &[f64]| -> Vec<u64> {
         at.iter()
             .zip(weights)
@@ -740,6 +776,8 @@ fn fit_range(
         wire_latency_us,
         os_us: range_os_us,
         or_us: range_or_us,
+        send_overlap_us,
+        big_o_us_per_byte,
         g_us: gap.line.intercept,
         big_g_us_per_byte: gap.line.slope,
         g_stderr_us: gap.line.intercept_stderr,
@@ -772,6 +810,28 @@ fn fit_range(
     ];
     let warnings = warnings_of_range(&params, &free, range, gap_us, os_us, suspect);
     Ok((params, gap.weights, warnings))
+}
+
+/// How many of a range's smallest sizes give its per-message overheads, at least:
+/// a third of the range's sizes where that is more.
+const SMALLEST_SIZES: usize = 5;
+
+/// A per-message overhead: the median over the range's smallest sizes
+/// ([`SMALLEST_SIZES`]) of `o(s)` carried along the line's slope (fitted over the
+/// whole range) to the range's first size `x[0] + 1`, where the per-byte part is
+/// least. Not to `s = 1`: for a range far from one byte, the slope's error times
+/// that distance would swamp the overhead. A median over the whole range would be
+/// an overhead per message that grows with the range's largest size. NaN without
+/// sizes.
+fn overhead_per_message(x: &[f64], o: &[f64], slope: f64) -> f64 {
+    let Some(&first) = x.first() else {
+        return f64::NAN;
+    };
+    let at_first: Vec<f64> = (x.iter().zip(o))
+        .take(SMALLEST_SIZES.max(x.len() / 3))
+        .map(|(x, o)| o - slope * (x - first))
+        .collect();
+    median(&at_first).unwrap_or(f64::NAN)
 }
 
 /// The warnings of one fitted range: parameters whose free fit (`free`: name,
@@ -1057,6 +1117,83 @@ mod tests {
     /// of a protocol switch) fits `G < 0` when free. The range reports the fit held
     /// to `G >= 0` (the better `g` with it), the warning gives the free value, and
     /// the parameter file of the ranges is one `simulate` reads.
+    /// A stack whose overheads grow with the size (copies) and whose send call
+    /// outlasts the message's arrival by `overlap_us`: the range's overheads are
+    /// those of one message (not the median over sizes, here about twice as
+    /// large), and L, the overlap and O make the single message add up.
+    fn adding_up(overlap_us: f64) -> (Vec<Sample>, f64) {
+        let (os1, or1, g, big_g, big_o) = (3.0, 1.0, 4.0, 0.0002, 0.0003);
+        let half1 = os1 + or1 - overlap_us;
+        let sizes: Vec<u64> = (0..10)
+            .map(|k| 1u64 << k)
+            .chain((1..=64).map(|k| k * 1024))
+            .collect();
+        let samples = sizes
+            .iter()
+            .map(|&size| {
+                let x = size as f64 - 1.0;
+                let prtt1 = 2.0 * (half1 + x * (big_g + 2.0 * big_o));
+                let (os, gap) = (os1 + 0.0001 * x, g + x * big_g);
+                Sample {
+                    size,
+                    prtt_1_0_us: prtt1,
+                    prtt_n_0_us: prtt1 + 9.0 * gap,
+                    prtt_n_d_us: prtt1 + 9.0 * (os + prtt1),
+                    d_us: prtt1,
+                    or_us: or1 + 0.00005 * x,
+                    send_late_us: Some(os),
+                }
+            })
+            .collect();
+        (samples, half1)
+    }
+
+    #[test]
+    fn overheads_are_per_message_and_the_single_message_adds_up() {
+        // A negative overlap is a positive L.
+        for overlap in [-1.0, 0.0, 0.5, 1.5] {
+            let (samples, half1) = adding_up(overlap);
+            let opts = AssessOptions {
+                n: 10,
+                ..AssessOptions::default()
+            };
+            let a = assess(&samples, &opts).unwrap();
+            let [r] = &a.ranges[..] else {
+                panic!("{overlap}: {:?}", a.ranges)
+            };
+            within("o_s", r.os_us, 3.0, 0.01);
+            within("o_r", r.or_us, 1.0, 0.01);
+            within("O", r.big_o_us_per_byte, 0.0003, 0.01);
+            assert!(
+                (r.send_overlap_us - overlap.max(0.0)).abs() < 0.02,
+                "{overlap}: {r:?}"
+            );
+            assert!(
+                (r.wire_latency_us - (half1 - 4.0).max(0.0)).abs() < 0.02,
+                "{r:?}"
+            );
+            for s in [1.0, 1024.0, 65536.0] {
+                let single = r.wire_latency_us + r.os_us - r.send_overlap_us
+                    + r.or_us
+                    + (s - 1.0) * (r.big_g_us_per_byte + 2.0 * r.big_o_us_per_byte);
+                let measured = half1 + (s - 1.0) * 0.0008;
+                within(
+                    &format!("{overlap}: single message at {s} B"),
+                    single,
+                    measured,
+                    0.01,
+                );
+            }
+            assert!(
+                !a.warnings
+                    .iter()
+                    .any(|w| matches!(w, ModelWarning::OverheadsExceedHalfRtt { .. })),
+                "{:?}",
+                a.warnings
+            );
+        }
+    }
+
     #[test]
     fn issue_37_g_is_fitted_within_the_model_domain() {
         let falling = Truth {

@@ -13,8 +13,8 @@
 //!   "ranges": [
 //!     { "from_bytes": 1, "to_bytes": 65536,
 //!       "half_rtt_1b_us": 9.1, "wire_latency_us": 4.9,
-//!       "o_s_us": 2.3, "o_r_us": 1.9,
-//!       "g_us": 4.2, "G_us_per_byte": 0.00031 }
+//!       "o_s_us": 2.3, "o_r_us": 1.9, "send_overlap_us": 0.0,
+//!       "g_us": 4.2, "G_us_per_byte": 0.00031, "O_us_per_byte": 0.00002 }
 //!   ]
 //! }
 //! ```
@@ -26,6 +26,14 @@
 //! overheads exceed `PRTT(1,0,1)/2`). A simulator charges `o_s + L + (s-1)G + o_r`
 //! per message, so it reads `wire_latency_us`; charging `half_rtt_1b_us` as `L`
 //! would count both overheads twice.
+//!
+//! Two fields extend LogGP where a measured stack needs it (both 0 when absent, so
+//! older files read as plain LogGP): `send_overlap_us`, the end of `o_s` that comes
+//! after the message left (TCP over loopback delivers inside the send call), and
+//! `O_us_per_byte`, LogGOPS's CPU overhead per byte at each end. A message of `s`
+//! bytes then reaches its receiver's `o_r` at `o_s - send_overlap + L + (s-1)G +
+//! (s-1)O` after its send began, and `loggp` fits them so that this plus `o_r +
+//! (s-1)O` is the range's `PRTT(1,0,s)/2`.
 //!
 //! Ranges are ascending, non-overlapping, with `from_bytes <= to_bytes`; all times are
 //! finite, non-negative and at most [`MAX_TIME_US`] (`G` at most
@@ -62,7 +70,7 @@ pub const MAX_G_US_PER_BYTE: f64 = 1e3;
 /// Why the value of the parameter `name` (`G_us_per_byte` or a time in us) is
 /// outside LogGP's domain or the simulator's range, if it is.
 pub fn out_of_domain(name: &str, value: f64) -> Option<String> {
-    let max = if name.starts_with('G') {
+    let max = if name.ends_with("per_byte") {
         MAX_G_US_PER_BYTE
     } else {
         MAX_TIME_US
@@ -109,6 +117,12 @@ pub struct ParamRange {
     pub o_s_us: f64,
     /// Receive overhead `o_r`, us.
     pub o_r_us: f64,
+    /// The end of `o_s` after the message left, which the receiver does not wait
+    /// for, us (at most `o_s_us`; 0 when absent).
+    pub send_overlap_us: f64,
+    /// `O`: CPU overhead per byte at each end (LogGOPS), us per byte (0 when absent).
+    #[serde(rename = "O_us_per_byte")]
+    pub big_o_us_per_byte: f64,
     /// Gap `g`, us.
     pub g_us: f64,
     /// Gap per byte `G`, us per byte.
@@ -236,6 +250,10 @@ struct RawRange {
     wire_latency_us: Option<f64>,
     o_s_us: f64,
     o_r_us: f64,
+    #[serde(default)]
+    send_overlap_us: f64,
+    #[serde(default, rename = "O_us_per_byte")]
+    big_o_us_per_byte: f64,
     g_us: f64,
     #[serde(rename = "G_us_per_byte")]
     big_g_us_per_byte: f64,
@@ -285,6 +303,8 @@ fn checked(raw: RawFile) -> Result<(ParamsFile, Vec<ParamsWarning>), ParamsError
                 wire_latency_us,
                 o_s_us: r.o_s_us,
                 o_r_us: r.o_r_us,
+                send_overlap_us: r.send_overlap_us,
+                big_o_us_per_byte: r.big_o_us_per_byte,
                 g_us: r.g_us,
                 big_g_us_per_byte: r.big_g_us_per_byte,
                 protocol: r.protocol,
@@ -316,6 +336,8 @@ impl ParamsFile {
                     wire_latency_us: r.wire_latency_us,
                     o_s_us: r.os_us,
                     o_r_us: r.or_us,
+                    send_overlap_us: r.send_overlap_us,
+                    big_o_us_per_byte: r.big_o_us_per_byte,
                     g_us: r.g_us,
                     big_g_us_per_byte: r.big_g_us_per_byte,
                     protocol: Protocol::Eager,
@@ -363,11 +385,20 @@ impl ParamsFile {
                 ("wire_latency_us", r.wire_latency_us),
                 ("o_s_us", r.o_s_us),
                 ("o_r_us", r.o_r_us),
+                ("send_overlap_us", r.send_overlap_us),
                 ("g_us", r.g_us),
                 ("G_us_per_byte", r.big_g_us_per_byte),
+                ("O_us_per_byte", r.big_o_us_per_byte),
             ];
             if let Some(why) = named.iter().find_map(|&(n, v)| out_of_domain(n, v)) {
                 return Err(bad(why));
+            }
+            if r.send_overlap_us > r.o_s_us {
+                return Err(bad(format!(
+                    "send_overlap_us = {} exceeds o_s_us = {}: only a part of the send \
+                     call can come after the message left",
+                    r.send_overlap_us, r.o_s_us
+                )));
             }
             if r.from_bytes > r.to_bytes {
                 return Err(bad("from_bytes > to_bytes".into()));
@@ -440,10 +471,41 @@ mod tests {
             wire_latency_us: 7.0,
             o_s_us: 1.0,
             o_r_us: 2.0,
+            send_overlap_us: 0.0,
+            big_o_us_per_byte: 0.0,
             g_us: g,
             big_g_us_per_byte: 0.001,
             protocol: Protocol::Eager,
         }
+    }
+
+    #[test]
+    fn the_overlap_and_o_are_read_as_0_when_absent_and_checked_when_given() {
+        let text = |extra: &str| {
+            format!(
+                r#"{{"schema": "{SCHEMA}", "ranges": [{{"from_bytes": 1, "to_bytes": 64,
+                "half_rtt_1b_us": 3, "wire_latency_us": 0, "o_s_us": 2, "o_r_us": 1.5,
+                "g_us": 2, "G_us_per_byte": 0.001{extra}}}]}}"#
+            )
+        };
+        let plain = ParamsFile::from_json(&text("")).unwrap();
+        assert_eq!(plain.ranges[0].send_overlap_us, 0.0);
+        assert_eq!(plain.ranges[0].big_o_us_per_byte, 0.0);
+        let given = ParamsFile::from_json(&text(
+            r#", "send_overlap_us": 0.5, "O_us_per_byte": 0.0002"#,
+        ))
+        .unwrap();
+        assert_eq!(given.ranges[0].send_overlap_us, 0.5);
+        assert_eq!(given.ranges[0].big_o_us_per_byte, 0.0002);
+        assert!(given.to_json().contains("\"O_us_per_byte\": 0.0002"));
+        let err = ParamsFile::from_json(&text(r#", "send_overlap_us": 2.5"#)).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("send_overlap_us = 2.5 exceeds o_s_us = 2"),
+            "{err}"
+        );
+        let err = ParamsFile::from_json(&text(r#", "O_us_per_byte": -1"#)).unwrap_err();
+        assert!(err.to_string().contains("O_us_per_byte = -1"), "{err}");
     }
 
     #[test]

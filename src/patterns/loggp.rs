@@ -946,6 +946,8 @@ mod tests {
             g_ps: 4_000_000,
             big_g_fs: 800_000,
             rendezvous: false,
+            send_overlap_ps: 0,
+            big_o_fs: 0,
         });
         let mut world = sim::world(&net);
         let mut one = world.pop().unwrap();

@@ -530,6 +530,29 @@ pub fn table(pa: &PairDoc) -> String {
     if clamped {
         out += "*: o_s + o_r exceed RTT/2, so L would be negative; shown as 0 (see the warning)\n";
     }
+    let ranges_with = |value: fn(&RangeParams) -> f64, show: fn(f64) -> String| -> Vec<String> {
+        (pa.ranges.iter())
+            .filter(|r| value(r) > 0.0)
+            .map(|r| format!("{}-{} {}", r.from, r.to, show(value(r))))
+            .collect()
+    };
+    let overlaps = ranges_with(|r| r.send_overlap_us, |v| format!("{v:.2} us"));
+    if !overlaps.is_empty() {
+        out += &format!(
+            "o_s outlasts the message's arrival by (send_overlap_us): {}; so L + o_s + o_r - overlap = RTT/2\n",
+            overlaps.join(", ")
+        );
+    }
+    let per_byte = ranges_with(
+        |r| r.big_o_us_per_byte,
+        |v| format!("{} us/B", significant(v, 3)),
+    );
+    if !per_byte.is_empty() {
+        out += &format!(
+            "O, CPU per byte at each end beyond G (LogGOPS): {}\n",
+            per_byte.join(", ")
+        );
+    }
     for st in &pa.sensitivity {
         out += &describe_stretch(st);
     }

@@ -999,7 +999,8 @@ impl<'a> Sim<'a> {
         let step = live.prog.steps[i as usize];
         if step.kind == Kind::Recv {
             let p = self.net.at(step.bytes);
-            self.charge(SpanKind::RecvOverhead, r, live, &step, p.or_ps);
+            let cost = p.recv_cpu_ps(step.bytes);
+            self.charge(SpanKind::RecvOverhead, r, live, &step, cost);
         }
         complete(live, i);
     }
@@ -1011,7 +1012,8 @@ impl<'a> Sim<'a> {
         match step.kind {
             Kind::Send => {
                 let p = self.net.at(step.bytes);
-                self.charge(SpanKind::SendOverhead, r, live, &step, p.os_ps);
+                let (before, after) = p.send_cpu_ps(step.bytes);
+                self.charge(SpanKind::SendOverhead, r, live, &step, before);
                 if p.rendezvous {
                     live.rendezvous_pending += 1;
                     let at = Ps(live.now.0 + p.l_ps);
@@ -1024,6 +1026,9 @@ impl<'a> Sim<'a> {
                     s.time = live.now.0;
                     let leave = live.nic.inject(live.now, step.bytes, &p);
                     self.transmit(r, step, call, leave, &p)?;
+                    if after > 0 {
+                        self.charge(SpanKind::SendOverhead, r, live, &step, after);
+                    }
                 }
             }
             Kind::Recv => {

@@ -5,7 +5,10 @@
 //!
 //! One message of `s` bytes from `a` to `b` (all times in picoseconds):
 //!
-//! - the send call charges `o_s` to `a`'s CPU;
+//! - the send call charges `o_s + (s-1)O` to `a`'s CPU (`O`: LogGOPS's CPU
+//!   overhead per byte, 0 in plain LogGP); where the message leaves before the call
+//!   returns (TCP over loopback delivers it in the sender's call), the last
+//!   `send_overlap` of `o_s` comes after the message left ([`LogGp::send_cpu_ps`]);
 //! - `a`'s network interface puts the first byte on the wire when the call is over
 //!   and the interface is free ([`Nic::inject`]); the last byte follows `(s-1)G`
 //!   later; the interface is busy for `g + (s-1)G` from the first byte, so
@@ -14,7 +17,8 @@
 //! - `b`'s interface takes messages in `g + (s-1)G` apart as well
 //!   ([`Nic::accept`]; LogP's `g` holds for receptions too, which binds when several
 //!   senders target one rank);
-//! - the receive call ends `o_r` after the later of its call and the arrival.
+//! - the receive call ends `o_r + (s-1)O` after the later of its call and the
+//!   arrival.
 //!
 //! A rendezvous protocol ([`LogGp::rendezvous`]) first sends a request-to-send and
 //! waits for the receiver's clear-to-send (each takes `L`, no overhead, no gap, as
@@ -42,6 +46,11 @@ pub struct LogGp {
     /// Whether a send waits for the receiver (rendezvous) rather than returning
     /// after `o_s` (eager).
     pub rendezvous: bool,
+    /// The end of `o_s` that an eager send spends after its message left, at most
+    /// `o_s`: the receiver does not wait for it.
+    pub send_overlap_ps: u64,
+    /// `O`: CPU overhead per byte at each end (LogGOPS), in femtoseconds.
+    pub big_o_fs: u64,
 }
 
 impl LogGp {
@@ -70,7 +79,43 @@ impl LogGp {
             g_ps: ps(g),
             big_g_fs: (big_g_per_byte.max(0.0) * 1e9).round() as u64,
             rendezvous,
+            send_overlap_ps: 0,
+            big_o_fs: 0,
         }
+    }
+
+    /// These parameters with a send overlap (us, at most `o_s`) and a CPU overhead
+    /// per byte `O` (us per byte) at each end; negative values count as 0.
+    pub fn with_cpu_costs(self, send_overlap_us: f64, big_o_per_byte: f64) -> Self {
+        LogGp {
+            send_overlap_ps: ((send_overlap_us.max(0.0) * 1e6).round() as u64).min(self.os_ps),
+            big_o_fs: (big_o_per_byte.max(0.0) * 1e9).round() as u64,
+            ..self
+        }
+    }
+
+    /// `(s-1)O` of a message of `size` bytes, ps.
+    fn per_byte_cpu_ps(&self, size: u64) -> u64 {
+        let fs = u128::from(size.saturating_sub(1)) * u128::from(self.big_o_fs);
+        ((fs + 500) / 1000) as u64
+    }
+
+    /// A send's CPU cost, `o_s + (s-1)O`, split at the moment its message leaves:
+    /// `(before, after)`. A rendezvous send leaves only on the receiver's answer,
+    /// so all of it comes before.
+    pub fn send_cpu_ps(&self, size: u64) -> (u64, u64) {
+        let whole = self.os_ps + self.per_byte_cpu_ps(size);
+        let after = if self.rendezvous {
+            0
+        } else {
+            self.send_overlap_ps
+        };
+        (whole - after, after)
+    }
+
+    /// A receive's CPU cost once its message is there, `o_r + (s-1)O`.
+    pub fn recv_cpu_ps(&self, size: u64) -> u64 {
+        self.or_ps + self.per_byte_cpu_ps(size)
     }
 
     /// How long a network interface stays busy with one message: `g + (s-1)G`.
@@ -203,6 +248,8 @@ mod tests {
         g_ps: 2_000_000,
         big_g_fs: 1_000_000,
         rendezvous: false,
+        send_overlap_ps: 0,
+        big_o_fs: 0,
     };
 
     #[test]

@@ -371,7 +371,8 @@ fn check_range(c: &CollSpec, net: &Network) -> Result<(), SpecError> {
     let dearest_ps = (net.protocols().iter())
         .map(|(_, p)| {
             let l = p.l_ps as f64 * if p.rendezvous { 3.0 } else { 1.0 };
-            let transfer = c.size_bytes.saturating_sub(1) as f64 * p.big_g_fs as f64 / 1e3;
+            let per_byte_fs = (p.big_g_fs + 2 * p.big_o_fs) as f64;
+            let transfer = c.size_bytes.saturating_sub(1) as f64 * per_byte_fs / 1e3;
             l + p.os_ps as f64 + p.or_ps as f64 + p.g_ps as f64 + transfer
         })
         .fold(0.0, f64::max);

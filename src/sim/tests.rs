@@ -12,6 +12,8 @@ const EAGER: LogGp = LogGp {
     g_ps: 3 * US,
     big_g_fs: 1_000_000,
     rendezvous: false,
+    send_overlap_ps: 0,
+    big_o_fs: 0,
 };
 
 const RENDEZVOUS: LogGp = LogGp {
@@ -53,6 +55,8 @@ fn keeps_the_transport_contract() {
         g_ps: 0,
         big_g_fs: 0,
         rendezvous: false,
+        send_overlap_ps: 0,
+        big_o_fs: 0,
     };
     let profile = conformance::Profile {
         modes: vec![ngauge_transport::WaitMode::Block],

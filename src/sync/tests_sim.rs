@@ -87,6 +87,8 @@ impl NetModel {
             g_ps: 0,
             big_g_fs: 0,
             rendezvous: false,
+            send_overlap_ps: 0,
+            big_o_fs: 0,
         };
         let noise = Noise {
             jitter_ns: self.jitter_ns,

@@ -73,6 +73,8 @@ mod tests {
         g_ps: ns(4000),
         big_g_fs: 800_000,
         rendezvous: false,
+        send_overlap_ps: 0,
+        big_o_fs: 0,
     };
 
     /// A zero-copy rendezvous protocol on the same wire. `o_r >= o_s` and
@@ -84,6 +86,8 @@ mod tests {
         g_ps: ns(4000),
         big_g_fs: 400_000,
         rendezvous: true,
+        send_overlap_ps: 0,
+        big_o_fs: 0,
     };
 
     const SWITCH: u64 = 16 * 1024;
@@ -361,6 +365,8 @@ mod tests {
             };
             check_range(eager, &EAGER);
             check_range(rendezvous, &RENDEZVOUS);
+            close("eager overlap", eager.send_overlap_us, 0.0);
+            close("rendezvous overlap", rendezvous.send_overlap_us, 0.0);
         }
     }
 
@@ -405,6 +411,8 @@ mod tests {
             g_ps: ns(10_000),
             big_g_fs: 800_000,
             rendezvous: false,
+            send_overlap_ps: 0,
+            big_o_fs: 0,
         };
         let net = Network::uniform(fast_wire);
         let params = params(vec![1, 1024, 4096, 8192, 16384, 32768]);
@@ -458,6 +466,8 @@ mod tests {
             g_ps: ns(3000),
             big_g_fs: 50_000,
             rendezvous: false,
+            send_overlap_ps: 0,
+            big_o_fs: 0,
         };
         assert!(busy.busy_ps(65536) < busy.os_ps);
         let net = Network::uniform(busy);

@@ -131,6 +131,8 @@ mod tests {
         g_ps: ns(4000),
         big_g_fs: 800_000,
         rendezvous: false,
+        send_overlap_ps: 0,
+        big_o_fs: 0,
     };
 
     fn params(sizes: Vec<u64>) -> Params {
