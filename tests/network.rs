@@ -389,16 +389,17 @@ impl Mesh {
         mesh
     }
 
-    /// Runs `command` (its arguments after the global flags) with one rank per
-    /// namespace, rank 0's rendezvous on `port`; rank 0's `--json` document.
-    fn run(&self, port: u16, command: &[&str]) -> Value {
+    /// Runs `command` (its arguments after the global flags) with rank `r` in
+    /// namespace `placement[r]`, rank 0's rendezvous on `port`; rank 0's
+    /// `--json` document.
+    fn run(&self, port: u16, placement: &[usize], command: &[&str]) -> Value {
         let bin = env!("CARGO_BIN_EXE_ngauge");
         let token = format!("mesh-token-{:010}-{port}", std::process::id());
-        let rendezvous = format!("{}:{port}", addr(0));
+        let rendezvous = format!("{}:{port}", addr(placement[0]));
         let size = self.names.len().to_string();
         let mut ranks = Vec::new();
-        for (r, ns) in self.names.iter().enumerate() {
-            let rank = r.to_string();
+        for (r, &n) in placement.iter().enumerate() {
+            let (rank, ns) = (r.to_string(), &self.names[n]);
             let mut args = vec![
                 "netns",
                 "exec",
@@ -491,6 +492,62 @@ fn veth(me: usize, peer: usize) -> String {
     format!("vm{me}to{peer}")
 }
 
+/// The shaped test's namespaces in rank order: rank r in namespace r.
+const IN_ORDER: [usize; 4] = [0, 1, 2, 3];
+
+/// The shaped test's congestion runs: the pattern, the namespace of each rank
+/// and the flow (from, to) that crosses the shaped direction 3 -> 1. Rank 0,
+/// every flow's end, sits at one end of the shaped link and rank 1 (the one-pair
+/// reference's peer) elsewhere, so that the reference is an unshaped link.
+const FANS: [(&str, [usize; 4], (u64, u64)); 2] = [
+    // rank 0 in namespace 3 streams to rank 2 in namespace 1
+    ("1toN", [3, 0, 1, 2], (0, 2)),
+    // rank 2 in namespace 3 streams to rank 0 in namespace 1
+    ("Nto1", [1, 0, 3, 2], (2, 0)),
+];
+
+/// The shaped rate, 20 Mbit/s, in MB/s, and the factor a stream may exceed it
+/// by: the token bucket's 16 KB burst lets a round's first packets through at
+/// line rate.
+const SHAPED_MBPS: f64 = 2.5;
+const BURST_MARGIN: f64 = 1.25;
+
+/// A congestion run in the shaped world: the flow over the shaped link within
+/// its rate (not above it beyond the burst, not absurdly below), every other
+/// flow and the one-pair reference clearly above the rate, and the total the
+/// flows' sum, so the slow link bounds its own flow and not the fan.
+fn check_fan(doc: &Value, shaped: (u64, u64)) {
+    documents::assert_valid(doc, "pingpong");
+    let r = &doc["results"][0];
+    let pairs = &r["pairs"];
+    let flows = pairs["per_pair"].as_array().expect("per_pair[]");
+    assert_eq!(flows.len(), 3, "{doc}");
+    let high = SHAPED_MBPS * BURST_MARGIN;
+    let mut sum = 0.0;
+    for f in flows {
+        assert_eq!(f["data_check"], true, "{f}");
+        let ends = (f["from"].as_u64().unwrap(), f["to"].as_u64().unwrap());
+        let bw = f["bandwidth_MBps"].as_f64().unwrap();
+        sum += bw;
+        if ends == shaped {
+            assert!(
+                (SHAPED_MBPS / 5.0..=high).contains(&bw),
+                "shaped flow {ends:?} at {bw} MB/s, not within the shaped {SHAPED_MBPS} MB/s: {pairs:#}"
+            );
+        } else {
+            assert!(
+                bw > 2.0 * high,
+                "unshaped flow {ends:?} at {bw} MB/s, not clearly above the shaped rate: {pairs:#}"
+            );
+        }
+    }
+    let one = pairs["congestion"]["one_pair_MBps"].as_f64().unwrap();
+    assert!(one > 2.0 * high, "one-pair reference {one} MB/s: {pairs:#}");
+    let total = pairs["total_bandwidth_MBps"].as_f64().unwrap();
+    assert!((total - sum).abs() <= 1e-6 * total, "{pairs:#}");
+    assert!(total > 4.0 * high, "total {total} MB/s: {pairs:#}");
+}
+
 /// The seed of the shaped test's `ebb` bisections (one of them pairs 3 -> 1).
 const EBB_SEED: &str = "6";
 
@@ -513,6 +570,7 @@ fn matrix_names_exactly_the_shaped_link_and_it_bounds_ebb() {
     mesh.shape(slow_from, slow_to, "20mbit");
     let doc = mesh.run(
         7311,
+        &IN_ORDER,
         &[
             "matrix",
             "--reps",
@@ -531,6 +589,7 @@ fn matrix_names_exactly_the_shaped_link_and_it_bounds_ebb() {
     // Seed EBB_SEED's bisections put the shaped direction in a pair (3 -> 1).
     let ebb = mesh.run(
         7312,
+        &IN_ORDER,
         &[
             "ebb",
             "--bisections",
@@ -548,7 +607,33 @@ fn matrix_names_exactly_the_shaped_link_and_it_bounds_ebb() {
             "--check",
         ],
     );
+    let fan_started = Instant::now();
+    let fans: Vec<(Value, (u64, u64))> = FANS
+        .iter()
+        .zip(7313..)
+        .map(|(&(pattern, placement, shaped), port)| {
+            let args = [
+                "pingpong",
+                "--pattern",
+                pattern,
+                "--sizes",
+                "16K",
+                "--window",
+                "4",
+                "--reps",
+                "9",
+                "--warmup",
+                "1",
+                "--check",
+            ];
+            (mesh.run(port, &placement, &args), shaped)
+        })
+        .collect();
+    let fan_s = fan_started.elapsed().as_secs_f64();
     drop(mesh);
+    for (doc, shaped) in &fans {
+        check_fan(doc, *shaped);
+    }
     assert_eq!(links(&doc).len(), np * (np - 1));
     // The shaped link is slow in bandwidth only; latency at np 4 on 2 cores (every
     // rank blocking) is wakeup noise that can put any link 5x over its median.
@@ -585,8 +670,11 @@ fn matrix_names_exactly_the_shaped_link_and_it_bounds_ebb() {
     );
     let min = ebb["distribution"]["min_MBps"].as_f64().unwrap();
     assert!(
-        min <= 2.5 * 1.25,
-        "ebb minimum {min} MB/s above the shaped 2.5 MB/s"
+        min <= SHAPED_MBPS * BURST_MARGIN,
+        "ebb minimum {min} MB/s above the shaped {SHAPED_MBPS} MB/s"
     );
-    println!("{TEST}: {:.1} s", started.elapsed().as_secs_f64());
+    println!(
+        "{TEST}: {:.1} s ({fan_s:.1} s of them 1toN and Nto1)",
+        started.elapsed().as_secs_f64()
+    );
 }
