@@ -16,6 +16,9 @@ mod support;
 use support::Lack;
 #[path = "support/documents.rs"]
 mod documents;
+#[path = "support/netns.rs"]
+mod netns;
+use netns::{have, Netns};
 
 fn ngauge(args: &[&str]) -> Output {
     let child = Command::new(env!("CARGO_BIN_EXE_ngauge"))
@@ -303,90 +306,29 @@ fn matrix_over_udp_names_the_size_flag_it_cannot_carry() {
     }
 }
 
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-fn sh(args: &[&str]) {
-    let out = Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {args:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// `np` namespaces, rank i's address 10.78.0.(i+1) on its loopback device, a
 /// veth pair between every two of them with a /32 route to the peer through it;
 /// removed on drop (with the veths inside).
 struct Mesh {
-    names: Vec<String>,
+    netns: Netns,
 }
 
 impl Mesh {
     fn new(np: usize) -> Mesh {
-        let pid = std::process::id();
-        let mesh = Mesh {
-            names: (0..np).map(|i| format!("ngmx{pid}r{i}")).collect(),
-        };
-        for (i, ns) in mesh.names.iter().enumerate() {
-            sh(&["ip", "netns", "add", ns]);
-            sh(&["ip", "-n", ns, "link", "set", "lo", "up"]);
-            sh(&[
-                "ip",
-                "-n",
-                ns,
-                "addr",
-                "add",
-                &format!("{}/32", addr(i)),
-                "dev",
-                "lo",
-            ]);
+        let netns = Netns::new("ngmx", np);
+        for i in 0..np {
+            netns.addr(i, &format!("{}/32", addr(i)), "lo");
         }
         for a in 0..np {
             for b in a + 1..np {
-                let (va, vb) = (veth(a, b), veth(b, a));
-                sh(&[
-                    "ip",
-                    "link",
-                    "add",
-                    &va,
-                    "netns",
-                    &mesh.names[a],
-                    "type",
-                    "veth",
-                    "peer",
-                    "name",
-                    &vb,
-                    "netns",
-                    &mesh.names[b],
-                ]);
-                for (me, dev, peer) in [(a, &va, b), (b, &vb, a)] {
-                    let ns = &mesh.names[me];
-                    sh(&["ip", "-n", ns, "link", "set", dev, "up"]);
-                    sh(&[
-                        "ip",
-                        "-n",
-                        ns,
-                        "route",
-                        "add",
-                        &format!("{}/32", addr(peer)),
-                        "dev",
-                        dev,
-                        "src",
-                        &addr(me),
-                    ]);
+                netns.veth(a, &veth(a, b), b, &veth(b, a));
+                for (me, peer) in [(a, b), (b, a)] {
+                    let dest = format!("{}/32", addr(peer));
+                    netns.route(me, &dest, &veth(me, peer), &addr(me));
                 }
             }
         }
-        mesh
+        Mesh { netns }
     }
 
     /// Runs `command` (its arguments after the global flags) with rank `r` in
@@ -396,14 +338,11 @@ impl Mesh {
         let bin = env!("CARGO_BIN_EXE_ngauge");
         let token = format!("mesh-token-{:010}-{port}", std::process::id());
         let rendezvous = format!("{}:{port}", addr(placement[0]));
-        let size = self.names.len().to_string();
+        let size = self.netns.len().to_string();
         let mut ranks = Vec::new();
         for (r, &n) in placement.iter().enumerate() {
-            let (rank, ns) = (r.to_string(), &self.names[n]);
+            let rank = r.to_string();
             let mut args = vec![
-                "netns",
-                "exec",
-                ns,
                 bin,
                 "--rank",
                 &rank,
@@ -422,8 +361,9 @@ impl Mesh {
             if r == 0 {
                 args.push("--json");
             }
-            let child = Command::new("ip")
-                .args(&args)
+            let child = self
+                .netns
+                .exec(n, &args)
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
@@ -453,33 +393,7 @@ impl Mesh {
 
     /// Shapes what `from` sends to `to` (and nothing else) to `rate`.
     fn shape(&self, from: usize, to: usize, rate: &str) {
-        sh(&[
-            "ip",
-            "netns",
-            "exec",
-            &self.names[from],
-            "tc",
-            "qdisc",
-            "add",
-            "dev",
-            &veth(from, to),
-            "root",
-            "tbf",
-            "rate",
-            rate,
-            "burst",
-            "16kb",
-            "latency",
-            "800ms",
-        ]);
-    }
-}
-
-impl Drop for Mesh {
-    fn drop(&mut self) {
-        for ns in &self.names {
-            let _ = Command::new("ip").args(["netns", "del", ns]).status();
-        }
+        self.netns.shape(from, &veth(from, to), rate);
     }
 }
 
@@ -542,6 +456,14 @@ fn check_fan(doc: &Value, shaped: (u64, u64)) {
         }
     }
     let one = pairs["congestion"]["one_pair_MBps"].as_f64().unwrap();
+    println!(
+        "{}: flows {:?} MB/s (shaped {shaped:?}), one pair {one:.1} MB/s",
+        pairs["congestion"]["pattern"],
+        flows
+            .iter()
+            .map(|f| format!("{:.1}", f["bandwidth_MBps"].as_f64().unwrap()))
+            .collect::<Vec<_>>()
+    );
     assert!(one > 2.0 * high, "one-pair reference {one} MB/s: {pairs:#}");
     let total = pairs["total_bandwidth_MBps"].as_f64().unwrap();
     assert!((total - sum).abs() <= 1e-6 * total, "{pairs:#}");
