@@ -3,10 +3,12 @@
 //! the shaped-link known answer: four network namespaces joined by a mesh of
 //! veth pairs, one direction of one link shaped slower with `tc ... tbf`, one
 //! rank per namespace started by hand; `matrix` must name exactly that link,
-//! and `ebb`'s slowest pair must be that link, within its shaped rate.
+//! `ebb`'s slowest pair must be that link, within its shaped rate, and in
+//! `pingpong --pattern 1toN` and `Nto1` (ranks placed so that one flow crosses
+//! it) that flow alone must lie within the rate.
 //!
-//! The shaped test needs root, `ip` and `tc`; names carry the PID and are
-//! removed on every exit path (drop).
+//! The shaped test needs root, `ip` and `tc`; its namespaces
+//! (`support/netns.rs`) carry the PID and are removed on every exit path.
 
 use serde_json::Value;
 use std::process::{Command, Output, Stdio};
