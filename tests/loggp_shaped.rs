@@ -7,87 +7,26 @@
 //! Needs root, `ip`, `tc` and `iperf3`; skipped with a message otherwise. Names carry
 //! the PID and are removed on every exit path.
 
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 mod support;
 use support::Lack;
+#[path = "support/netns.rs"]
+mod netns;
+use netns::{have, Netns};
 
 const RATE: &str = "100mbit";
 
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-fn sh(args: &[&str]) -> Output {
-    let out = Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {args:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-/// Two namespaces and a veth pair between them; removed on drop.
-struct Link {
-    a: String,
-    b: String,
-}
-
-impl Link {
-    fn new() -> Link {
-        let pid = std::process::id();
-        let link = Link {
-            a: format!("ngla{pid}"),
-            b: format!("nglb{pid}"),
-        };
-        let (va, vb) = (format!("va{pid}"), format!("vb{pid}"));
-        sh(&["ip", "netns", "add", &link.a]);
-        sh(&["ip", "netns", "add", &link.b]);
-        sh(&[
-            "ip", "link", "add", &va, "type", "veth", "peer", "name", &vb,
-        ]);
-        sh(&["ip", "link", "set", &va, "netns", &link.a]);
-        sh(&["ip", "link", "set", &vb, "netns", &link.b]);
-        for (ns, dev, addr) in [
-            (&link.a, &va, "10.77.0.1/24"),
-            (&link.b, &vb, "10.77.0.2/24"),
-        ] {
-            sh(&["ip", "-n", ns, "addr", "add", addr, "dev", dev]);
-            sh(&["ip", "-n", ns, "link", "set", dev, "up"]);
-            sh(&["ip", "-n", ns, "link", "set", "lo", "up"]);
-            // Token bucket: R on egress, a burst of a few packets (so a message
-            // cannot slip through at line rate), a queue deep enough for n = 10
-            // messages of 64 KiB without drops.
-            sh(&[
-                "ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate",
-                RATE, "burst", "16kb", "latency", "800ms",
-            ]);
-        }
-        link
+/// Two namespaces (0 and 1) joined by a veth pair, each end shaped to [`RATE`].
+fn link() -> Netns {
+    let link = Netns::new("ngl", 2);
+    link.veth(0, "va", 1, "vb");
+    for (ns, dev, addr) in [(0, "va", "10.77.0.1/24"), (1, "vb", "10.77.0.2/24")] {
+        link.addr(ns, addr, dev);
+        link.shape(ns, dev, RATE);
     }
-
-    fn exec(&self, ns: &str, args: &[&str]) -> Command {
-        let mut cmd = Command::new("ip");
-        cmd.args(["netns", "exec", ns]).args(args);
-        cmd
-    }
-}
-
-impl Drop for Link {
-    fn drop(&mut self) {
-        for ns in [&self.a, &self.b] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).status();
-        }
-    }
+    link
 }
 
 fn wait_with_timeout(child: &mut std::process::Child, limit: Duration) -> bool {
@@ -103,9 +42,9 @@ fn wait_with_timeout(child: &mut std::process::Child, limit: Duration) -> bool {
 }
 
 /// iperf3's received payload rate over the link, bits per second.
-fn iperf3_bps(link: &Link) -> f64 {
+fn iperf3_bps(link: &Netns) -> f64 {
     let mut server = link
-        .exec(&link.b, &["iperf3", "-s", "-1", "-p", "5301"])
+        .exec(1, &["iperf3", "-s", "-1", "-p", "5301"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -113,7 +52,7 @@ fn iperf3_bps(link: &Link) -> f64 {
     std::thread::sleep(Duration::from_millis(300));
     let out = link
         .exec(
-            &link.a,
+            0,
             &["iperf3", "-c", "10.77.0.2", "-p", "5301", "-t", "4", "-J"],
         )
         .output()
@@ -142,7 +81,7 @@ fn loggp_g_matches_iperf3_on_a_shaped_link() {
             return support::skip(TEST, Lack::Installed, reason);
         }
     }
-    let link = Link::new();
+    let link = link();
     let bps = iperf3_bps(&link);
     let iperf_us_per_byte = 8.0 / bps * 1e6;
 
@@ -174,7 +113,7 @@ fn loggp_g_matches_iperf3_on_a_shaped_link() {
         "--warmup",
         "2",
     ];
-    let rank = |ns: &str, r: &str, json: bool| {
+    let rank = |ns: usize, r: &str, json: bool| {
         let mut args = vec![bin, "--rank", r];
         args.extend_from_slice(&common);
         if json {
@@ -184,9 +123,9 @@ fn loggp_g_matches_iperf3_on_a_shaped_link() {
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         cmd
     };
-    let mut r0 = rank(&link.a, "0", true).spawn().expect("rank 0");
+    let mut r0 = rank(0, "0", true).spawn().expect("rank 0");
     std::thread::sleep(Duration::from_millis(200));
-    let mut r1 = rank(&link.b, "1", false).spawn().expect("rank 1");
+    let mut r1 = rank(1, "1", false).spawn().expect("rank 1");
     let limit = Duration::from_secs(240);
     let done0 = wait_with_timeout(&mut r0, limit);
     let done1 = wait_with_timeout(&mut r1, Duration::from_secs(10));

@@ -3,10 +3,12 @@
 //! the shaped-link known answer: four network namespaces joined by a mesh of
 //! veth pairs, one direction of one link shaped slower with `tc ... tbf`, one
 //! rank per namespace started by hand; `matrix` must name exactly that link,
-//! and `ebb`'s slowest pair must be that link, within its shaped rate.
+//! `ebb`'s slowest pair must be that link, within its shaped rate, and in
+//! `pingpong --pattern 1toN` and `Nto1` (ranks placed so that one flow crosses
+//! it) that flow alone must lie within the rate.
 //!
-//! The shaped test needs root, `ip` and `tc`; names carry the PID and are
-//! removed on every exit path (drop).
+//! The shaped test needs root, `ip` and `tc`; its namespaces
+//! (`support/netns.rs`) carry the PID and are removed on every exit path.
 
 use serde_json::Value;
 use std::process::{Command, Output, Stdio};
@@ -16,6 +18,9 @@ mod support;
 use support::Lack;
 #[path = "support/documents.rs"]
 mod documents;
+#[path = "support/netns.rs"]
+mod netns;
+use netns::{have, Netns};
 
 fn ngauge(args: &[&str]) -> Output {
     let child = Command::new(env!("CARGO_BIN_EXE_ngauge"))
@@ -303,106 +308,43 @@ fn matrix_over_udp_names_the_size_flag_it_cannot_carry() {
     }
 }
 
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-fn sh(args: &[&str]) {
-    let out = Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {args:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// `np` namespaces, rank i's address 10.78.0.(i+1) on its loopback device, a
 /// veth pair between every two of them with a /32 route to the peer through it;
 /// removed on drop (with the veths inside).
 struct Mesh {
-    names: Vec<String>,
+    netns: Netns,
 }
 
 impl Mesh {
     fn new(np: usize) -> Mesh {
-        let pid = std::process::id();
-        let mesh = Mesh {
-            names: (0..np).map(|i| format!("ngmx{pid}r{i}")).collect(),
-        };
-        for (i, ns) in mesh.names.iter().enumerate() {
-            sh(&["ip", "netns", "add", ns]);
-            sh(&["ip", "-n", ns, "link", "set", "lo", "up"]);
-            sh(&[
-                "ip",
-                "-n",
-                ns,
-                "addr",
-                "add",
-                &format!("{}/32", addr(i)),
-                "dev",
-                "lo",
-            ]);
+        let netns = Netns::new("ngmx", np);
+        for i in 0..np {
+            netns.addr(i, &format!("{}/32", addr(i)), "lo");
         }
         for a in 0..np {
             for b in a + 1..np {
-                let (va, vb) = (veth(a, b), veth(b, a));
-                sh(&[
-                    "ip",
-                    "link",
-                    "add",
-                    &va,
-                    "netns",
-                    &mesh.names[a],
-                    "type",
-                    "veth",
-                    "peer",
-                    "name",
-                    &vb,
-                    "netns",
-                    &mesh.names[b],
-                ]);
-                for (me, dev, peer) in [(a, &va, b), (b, &vb, a)] {
-                    let ns = &mesh.names[me];
-                    sh(&["ip", "-n", ns, "link", "set", dev, "up"]);
-                    sh(&[
-                        "ip",
-                        "-n",
-                        ns,
-                        "route",
-                        "add",
-                        &format!("{}/32", addr(peer)),
-                        "dev",
-                        dev,
-                        "src",
-                        &addr(me),
-                    ]);
+                netns.veth(a, &veth(a, b), b, &veth(b, a));
+                for (me, peer) in [(a, b), (b, a)] {
+                    let dest = format!("{}/32", addr(peer));
+                    netns.route(me, &dest, &veth(me, peer), &addr(me));
                 }
             }
         }
-        mesh
+        Mesh { netns }
     }
 
-    /// Runs `command` (its arguments after the global flags) with one rank per
-    /// namespace, rank 0's rendezvous on `port`; rank 0's `--json` document.
-    fn run(&self, port: u16, command: &[&str]) -> Value {
+    /// Runs `command` (its arguments after the global flags) with rank `r` in
+    /// namespace `placement[r]`, rank 0's rendezvous on `port`; rank 0's
+    /// `--json` document.
+    fn run(&self, port: u16, placement: &[usize], command: &[&str]) -> Value {
         let bin = env!("CARGO_BIN_EXE_ngauge");
         let token = format!("mesh-token-{:010}-{port}", std::process::id());
-        let rendezvous = format!("{}:{port}", addr(0));
-        let size = self.names.len().to_string();
+        let rendezvous = format!("{}:{port}", addr(placement[0]));
+        let size = self.netns.len().to_string();
         let mut ranks = Vec::new();
-        for (r, ns) in self.names.iter().enumerate() {
+        for (r, &n) in placement.iter().enumerate() {
             let rank = r.to_string();
             let mut args = vec![
-                "netns",
-                "exec",
-                ns,
                 bin,
                 "--rank",
                 &rank,
@@ -421,8 +363,9 @@ impl Mesh {
             if r == 0 {
                 args.push("--json");
             }
-            let child = Command::new("ip")
-                .args(&args)
+            let child = self
+                .netns
+                .exec(n, &args)
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
@@ -452,33 +395,7 @@ impl Mesh {
 
     /// Shapes what `from` sends to `to` (and nothing else) to `rate`.
     fn shape(&self, from: usize, to: usize, rate: &str) {
-        sh(&[
-            "ip",
-            "netns",
-            "exec",
-            &self.names[from],
-            "tc",
-            "qdisc",
-            "add",
-            "dev",
-            &veth(from, to),
-            "root",
-            "tbf",
-            "rate",
-            rate,
-            "burst",
-            "16kb",
-            "latency",
-            "800ms",
-        ]);
-    }
-}
-
-impl Drop for Mesh {
-    fn drop(&mut self) {
-        for ns in &self.names {
-            let _ = Command::new("ip").args(["netns", "del", ns]).status();
-        }
+        self.netns.shape(from, &veth(from, to), rate);
     }
 }
 
@@ -489,6 +406,70 @@ fn addr(rank: usize) -> String {
 /// The veth in `me`'s namespace that leads to `peer`'s.
 fn veth(me: usize, peer: usize) -> String {
     format!("vm{me}to{peer}")
+}
+
+/// The shaped test's namespaces in rank order: rank r in namespace r.
+const IN_ORDER: [usize; 4] = [0, 1, 2, 3];
+
+/// The shaped test's congestion runs: the pattern, the namespace of each rank
+/// and the flow (from, to) that crosses the shaped direction 3 -> 1. Rank 0,
+/// every flow's end, sits at one end of the shaped link and rank 1 (the one-pair
+/// reference's peer) elsewhere, so that the reference is an unshaped link.
+const FANS: [(&str, [usize; 4], (u64, u64)); 2] = [
+    // rank 0 in namespace 3 streams to rank 2 in namespace 1
+    ("1toN", [3, 0, 1, 2], (0, 2)),
+    // rank 2 in namespace 3 streams to rank 0 in namespace 1
+    ("Nto1", [1, 0, 3, 2], (2, 0)),
+];
+
+/// The shaped rate, 20 Mbit/s, in MB/s, and the factor a stream may exceed it
+/// by: the token bucket's 16 KB burst lets a round's first packets through at
+/// line rate.
+const SHAPED_MBPS: f64 = 2.5;
+const BURST_MARGIN: f64 = 1.25;
+
+/// A congestion run in the shaped world: the flow over the shaped link within
+/// its rate (not above it beyond the burst, not absurdly below), every other
+/// flow and the one-pair reference clearly above the rate, and the total the
+/// flows' sum, so the slow link bounds its own flow and not the fan.
+fn check_fan(doc: &Value, shaped: (u64, u64)) {
+    documents::assert_valid(doc, "pingpong");
+    let r = &doc["results"][0];
+    let pairs = &r["pairs"];
+    let flows = pairs["per_pair"].as_array().expect("per_pair[]");
+    assert_eq!(flows.len(), 3, "{doc}");
+    let high = SHAPED_MBPS * BURST_MARGIN;
+    let mut sum = 0.0;
+    for f in flows {
+        assert_eq!(f["data_check"], true, "{f}");
+        let ends = (f["from"].as_u64().unwrap(), f["to"].as_u64().unwrap());
+        let bw = f["bandwidth_MBps"].as_f64().unwrap();
+        sum += bw;
+        if ends == shaped {
+            assert!(
+                (SHAPED_MBPS / 5.0..=high).contains(&bw),
+                "shaped flow {ends:?} at {bw} MB/s, not within the shaped {SHAPED_MBPS} MB/s: {pairs:#}"
+            );
+        } else {
+            assert!(
+                bw > 2.0 * high,
+                "unshaped flow {ends:?} at {bw} MB/s, not clearly above the shaped rate: {pairs:#}"
+            );
+        }
+    }
+    let one = pairs["congestion"]["one_pair_MBps"].as_f64().unwrap();
+    println!(
+        "{}: flows {:?} MB/s (shaped {shaped:?}), one pair {one:.1} MB/s",
+        pairs["congestion"]["pattern"],
+        flows
+            .iter()
+            .map(|f| format!("{:.1}", f["bandwidth_MBps"].as_f64().unwrap()))
+            .collect::<Vec<_>>()
+    );
+    assert!(one > 2.0 * high, "one-pair reference {one} MB/s: {pairs:#}");
+    let total = pairs["total_bandwidth_MBps"].as_f64().unwrap();
+    assert!((total - sum).abs() <= 1e-6 * total, "{pairs:#}");
+    assert!(total > 4.0 * high, "total {total} MB/s: {pairs:#}");
 }
 
 /// The seed of the shaped test's `ebb` bisections (one of them pairs 3 -> 1).
@@ -513,6 +494,7 @@ fn matrix_names_exactly_the_shaped_link_and_it_bounds_ebb() {
     mesh.shape(slow_from, slow_to, "20mbit");
     let doc = mesh.run(
         7311,
+        &IN_ORDER,
         &[
             "matrix",
             "--reps",
@@ -531,6 +513,7 @@ fn matrix_names_exactly_the_shaped_link_and_it_bounds_ebb() {
     // Seed EBB_SEED's bisections put the shaped direction in a pair (3 -> 1).
     let ebb = mesh.run(
         7312,
+        &IN_ORDER,
         &[
             "ebb",
             "--bisections",
@@ -548,7 +531,33 @@ fn matrix_names_exactly_the_shaped_link_and_it_bounds_ebb() {
             "--check",
         ],
     );
+    let fan_started = Instant::now();
+    let fans: Vec<(Value, (u64, u64))> = FANS
+        .iter()
+        .zip(7313..)
+        .map(|(&(pattern, placement, shaped), port)| {
+            let args = [
+                "pingpong",
+                "--pattern",
+                pattern,
+                "--sizes",
+                "16K",
+                "--window",
+                "4",
+                "--reps",
+                "9",
+                "--warmup",
+                "1",
+                "--check",
+            ];
+            (mesh.run(port, &placement, &args), shaped)
+        })
+        .collect();
+    let fan_s = fan_started.elapsed().as_secs_f64();
     drop(mesh);
+    for (doc, shaped) in &fans {
+        check_fan(doc, *shaped);
+    }
     assert_eq!(links(&doc).len(), np * (np - 1));
     // The shaped link is slow in bandwidth only; latency at np 4 on 2 cores (every
     // rank blocking) is wakeup noise that can put any link 5x over its median.
@@ -585,8 +594,11 @@ fn matrix_names_exactly_the_shaped_link_and_it_bounds_ebb() {
     );
     let min = ebb["distribution"]["min_MBps"].as_f64().unwrap();
     assert!(
-        min <= 2.5 * 1.25,
-        "ebb minimum {min} MB/s above the shaped 2.5 MB/s"
+        min <= SHAPED_MBPS * BURST_MARGIN,
+        "ebb minimum {min} MB/s above the shaped {SHAPED_MBPS} MB/s"
     );
-    println!("{TEST}: {:.1} s", started.elapsed().as_secs_f64());
+    println!(
+        "{TEST}: {:.1} s ({fan_s:.1} s of them 1toN and Nto1)",
+        started.elapsed().as_secs_f64()
+    );
 }

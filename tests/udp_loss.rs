@@ -23,13 +23,9 @@ use std::time::{Duration, Instant};
 
 const EXE: &str = env!("CARGO_BIN_EXE_ngauge");
 
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
+#[path = "support/netns.rs"]
+mod netns;
+use netns::{have, sh, Netns};
 
 /// Whether the test can run; if not, says why on stdout (libtest does not capture
 /// a direct write) or, under `CI=true`, fails.
@@ -52,24 +48,10 @@ fn can_run() -> bool {
     false
 }
 
-fn sh(args: &[&str]) -> Output {
-    let out = Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {args:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
 /// Two namespaces joined by a veth pair, each dropping `percent` % of its outgoing
 /// UDP datagrams at random; removed on drop.
 struct LossyLink {
-    a: String,
-    b: String,
+    ns: Netns,
     prefix: String,
 }
 
@@ -77,23 +59,12 @@ impl LossyLink {
     fn new(tag: u32, percent: u32) -> LossyLink {
         let pid = std::process::id();
         let link = LossyLink {
-            a: format!("ngua{pid}-{tag}"),
-            b: format!("ngub{pid}-{tag}"),
+            ns: Netns::new(&format!("ngu{tag}-"), 2),
             prefix: format!("10.{}.{}", 150 + tag, pid & 0xff),
         };
-        let (va, vb) = (format!("nua{pid}{tag}"), format!("nub{pid}{tag}"));
-        sh(&["ip", "netns", "add", &link.a]);
-        sh(&["ip", "netns", "add", &link.b]);
-        sh(&[
-            "ip", "link", "add", &va, "type", "veth", "peer", "name", &vb,
-        ]);
-        sh(&["ip", "link", "set", &va, "netns", &link.a]);
-        sh(&["ip", "link", "set", &vb, "netns", &link.b]);
-        for (ns, dev, host) in [(&link.a, &va, 1), (&link.b, &vb, 2)] {
-            let addr = format!("{}.{host}/24", link.prefix);
-            sh(&["ip", "-n", ns, "addr", "add", &addr, "dev", dev]);
-            sh(&["ip", "-n", ns, "link", "set", dev, "up"]);
-            sh(&["ip", "-n", ns, "link", "set", "lo", "up"]);
+        link.ns.veth(0, "nua", 1, "nub");
+        for (ns, dev, host) in [(0, "nua", 1), (1, "nub", 2)] {
+            link.ns.addr(ns, &format!("{}.{host}/24", link.prefix), dev);
             let rules = format!(
                 "table inet ngauge_loss {{\n\
                  \tchain out {{\n\
@@ -102,8 +73,9 @@ impl LossyLink {
                  \t}}\n\
                  }}\n"
             );
-            let mut nft = Command::new("ip")
-                .args(["netns", "exec", ns, "nft", "-f", "-"])
+            let mut nft = link
+                .ns
+                .exec(ns, &["nft", "-f", "-"])
                 .stdin(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
@@ -125,7 +97,7 @@ impl LossyLink {
 
     /// Datagrams the rules dropped so far, both namespaces.
     fn dropped(&self) -> u64 {
-        [&self.a, &self.b]
+        [self.ns.name(0), self.ns.name(1)]
             .into_iter()
             .map(|ns| {
                 let out = sh(&["ip", "netns", "exec", ns, "nft", "list", "ruleset"]);
@@ -156,10 +128,9 @@ impl LossyLink {
     fn start(&self, port: u16, args: &[&str]) -> (Child, Child) {
         let rendezvous = format!("{}.1:{port}", self.prefix);
         let token = format!("udp-loss-{}-{port}", std::process::id());
-        let rank = |ns: &str, r: &str| {
-            let mut c = Command::new("ip");
-            c.args(["netns", "exec", ns, EXE])
-                .args(["--rank", r, "--size", "2", "--rendezvous", &rendezvous])
+        let rank = |ns: usize, r: &str| {
+            let mut c = self.ns.exec(ns, &[EXE]);
+            c.args(["--rank", r, "--size", "2", "--rendezvous", &rendezvous])
                 .args(["--job-token", &token, "--timeout", "20", "-t", "udp"])
                 .args(["--wait", "block"])
                 .args(args)
@@ -180,8 +151,8 @@ impl LossyLink {
             c.spawn().unwrap()
         };
         // Rank 1 first: it retries until rank 0 listens.
-        let one = rank(&self.b, "1");
-        let zero = rank(&self.a, "0");
+        let one = rank(1, "1");
+        let zero = rank(0, "0");
         (zero, one)
     }
 }
@@ -195,14 +166,6 @@ fn finish(args: &[&str], zero: Child, one: Child) -> Value {
     assert!(zero.status.success(), "{args:?}: rank 0: {}", err(&zero));
     assert!(one.status.success(), "{args:?}: rank 1: {}", err(&one));
     serde_json::from_slice(&zero.stdout).expect("one JSON document from rank 0")
-}
-
-impl Drop for LossyLink {
-    fn drop(&mut self) {
-        for ns in [&self.a, &self.b] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).status();
-        }
-    }
 }
 
 /// The sum of counter `name` over `records` (each with a `counters` object).
@@ -369,10 +332,14 @@ fn issue38_strangers_forging_a_ranks_address_do_not_disturb_udp() {
     // Rank 0's socket to rank 1 (both addresses), once the transport is connected.
     let deadline = Instant::now() + Duration::from_secs(20);
     let (addr0, addr1) = loop {
-        if let Some(&pair) = udp_links(&link.a).first() {
+        if let Some(&pair) = udp_links(link.ns.name(0)).first() {
             break pair;
         }
-        assert!(Instant::now() < deadline, "no UDP link in {}", link.a);
+        assert!(
+            Instant::now() < deadline,
+            "no UDP link in {}",
+            link.ns.name(0)
+        );
         std::thread::sleep(Duration::from_millis(20));
     };
     // Strangers in both namespaces: as rank 1 to rank 0, as rank 0 to rank 1.
@@ -388,7 +355,10 @@ fn issue38_strangers_forging_a_ranks_address_do_not_disturb_udp() {
             .spawn()
             .unwrap()
     };
-    let forgers = [forge(&link.b, addr1, addr0), forge(&link.a, addr0, addr1)];
+    let forgers = [
+        forge(link.ns.name(1), addr1, addr0),
+        forge(link.ns.name(0), addr0, addr1),
+    ];
     let mut sent = 0;
     for f in forgers {
         let out = f.wait_with_output().unwrap();

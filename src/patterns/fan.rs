@@ -12,8 +12,10 @@
 //!
 //! `Nto1`: every peer runs pingpong's streaming round towards rank 0 and times
 //! its own rounds; rank 0 posts every peer's `window` receives (interleaved, in
-//! distinct parts of its buffer) and replies to a peer as soon as that peer's
-//! window has arrived.
+//! distinct parts of its buffer) and, as soon as a peer's window has arrived,
+//! posts that peer's next window and replies. Each peer's rounds run free of
+//! the others', so a slow flow does not hold the fast ones to its pace (as
+//! 1toN's flows, each timed to its own reply).
 //!
 //! A flow's bandwidth is `window * size` over its median round, as pingpong's
 //! streaming bandwidth; the total is the flows' sum (osu_mbw_mr's aggregate).
@@ -44,15 +46,16 @@ impl Congestion {
     }
 }
 
-/// Request lists and flags of rank 0's rounds, allocated once per run so that
-/// no round allocates (a 1toN round is timed at rank 0; an Nto1 round is timed
-/// by the peers, whose replies rank 0 sends).
+/// Request lists and counters of rank 0's rounds, allocated once per run so
+/// that no round allocates (a 1toN round is timed at rank 0; an Nto1 round is
+/// timed by the peers, whose replies rank 0 sends).
 struct Scratch {
     sends: Vec<RequestId>,
     replies: Vec<RequestId>,
     times: Vec<Option<u64>>,
     pending: Vec<Vec<RequestId>>,
-    replied: Vec<bool>,
+    /// Nto1: the rounds each peer has yet to stream.
+    left: Vec<usize>,
 }
 
 impl Scratch {
@@ -62,7 +65,7 @@ impl Scratch {
             replies: Vec::with_capacity(peers),
             times: Vec::with_capacity(peers),
             pending: vec![Vec::with_capacity(window); peers],
-            replied: Vec::with_capacity(peers),
+            left: Vec::with_capacity(peers),
         }
     }
 }
@@ -165,9 +168,15 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
                     || (0..window).all(|k| carries(&got[k * size..(k + 1) * size], size, ROOT));
             }
             (Fan::NToOne, true) => {
-                for _ in 0..params.warmup + params.reps {
-                    fan_in(transport, sbuf.prefix(1), slot, window, &mut scratch)?;
-                }
+                let rounds = params.warmup + params.reps;
+                fan_in(
+                    transport,
+                    sbuf.prefix(1),
+                    slot,
+                    window,
+                    rounds,
+                    &mut scratch,
+                )?;
                 let got = &transport.buffer(rbuf)?[..peers * window * size];
                 report.intact = !params.check
                     || (0..peers * window)
@@ -287,38 +296,47 @@ fn fan_out<C: Clock + ?Sized, T: Transport + ?Sized>(
     Ok(())
 }
 
-/// One Nto1 round of rank 0: `window` receives from every peer, interleaved,
-/// into `slot(k * peers + peer - 1)`, and the reply `reply` to each peer as
-/// soon as its window has arrived.
+/// Rank 0's side of `rounds` Nto1 rounds of every peer: `window` receives
+/// from each peer into `slot(k * peers + peer - 1)` (posted interleaved at the
+/// start), and as soon as a peer's window has arrived, its next window posted
+/// (before the reply that starts that round) and the reply `reply` sent.
 fn fan_in<T: Transport + ?Sized>(
     transport: &mut T,
     reply: Region,
     slot: impl Fn(usize) -> Region,
     window: usize,
+    rounds: usize,
     scratch: &mut Scratch,
 ) -> Result<(), PingPongError> {
     let peers = transport.size() - 1;
     let Scratch {
         sends,
         pending,
-        replied,
+        left,
         ..
     } = scratch;
     sends.clear();
-    replied.clear();
-    replied.resize(peers, false);
+    left.clear();
+    left.resize(peers, rounds);
     for k in 0..window {
         for (p, ids) in pending.iter_mut().enumerate() {
             ids.push(transport.irecv(p + 1, slot(k * peers + p))?);
         }
     }
-    while replied.iter().any(|r| !r) {
+    while left.iter().any(|&n| n > 0) {
         for p in 0..peers {
-            if retire(transport, &mut pending[p])? && !replied[p] {
-                replied[p] = true;
-                sends.push(transport.isend(p + 1, reply)?);
+            if left[p] == 0 || !retire(transport, &mut pending[p])? {
+                continue;
             }
+            left[p] -= 1;
+            if left[p] > 0 {
+                for k in 0..window {
+                    pending[p].push(transport.irecv(p + 1, slot(k * peers + p))?);
+                }
+            }
+            sends.push(transport.isend(p + 1, reply)?);
         }
+        retire(transport, sends)?;
         polite(transport);
     }
     transport.wait_all(sends)?;

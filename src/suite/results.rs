@@ -16,7 +16,9 @@
 //!   `segment` and `pair`, and late's `mode` and `delay_us`, nbc's `compute` and
 //!   `test_every_us`, joined by `/`, under the experiment name of a run directory.
 //! - **the metric**: the first of [`PRIMARY_METRICS`] a record has, or the one asked
-//!   for. Its value is a number, or an object with a `median` (a summary), or an
+//!   for; an ebb pair's record (it inherits its document's `bisections`) is read
+//!   by its bandwidth ([`EBB_METRIC`]), so a launch's value is the per-pair
+//!   bandwidth median, as ebb's table heads with. Its value is a number, or an object with a `median` (a summary), or an
 //!   array of numbers (sync's per-check residuals: the largest is taken).
 //! - **the repetitions**: `samples.METRIC`, an array, when recorded.
 //! - **the launch**: `launch` (run directories), else 0.
@@ -45,6 +47,10 @@ pub const PRIMARY_METRICS: &[&str] = &[
     "benefit",
     "overlap_pct",
 ];
+
+/// The metric of an ebb pair's record (one with `bisections`), read by default
+/// before [`PRIMARY_METRICS`].
+pub const EBB_METRIC: &str = "bandwidth_MBps";
 
 /// Fields that name the experiment of a record, in the order they are joined
 /// (`mode` and `delay_us`: late's points; `compute` and `test_every_us`: nbc's).
@@ -294,7 +300,7 @@ pub fn document_records(doc: &Value) -> Vec<Map<String, Value>> {
     };
     let inherit = |item: &Value, from: &Map<String, Value>| {
         let mut r = item.as_object().cloned().unwrap_or_default();
-        for k in ["transport", "launch"] {
+        for k in ["transport", "launch", "bisections"] {
             if let (false, Some(v)) = (r.contains_key(k), from.get(k)) {
                 r.insert(k.into(), v.clone());
             }
@@ -409,8 +415,11 @@ fn collect(
     let chosen = |r: &Map<String, Value>| -> Option<String> {
         match metric {
             Some(m) => metric_value(r, m).map(|_| m.to_string()),
-            None => PRIMARY_METRICS
-                .iter()
+            None => r
+                .contains_key("bisections")
+                .then_some(EBB_METRIC)
+                .into_iter()
+                .chain(PRIMARY_METRICS.iter().copied())
                 .find(|m| metric_value(r, m).is_some())
                 .map(|m| m.to_string()),
         }

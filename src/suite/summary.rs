@@ -255,4 +255,39 @@ mod tests {
             lines[2]
         );
     }
+
+    /// Issue 35: an `[experiment.ebb]` entry is summarised by its per-pair
+    /// bandwidth (each launch's median over its pairs, as ebb's table heads
+    /// with), not by the pairs' half round trips.
+    #[test]
+    fn an_ebb_experiment_is_summarised_by_its_per_pair_bandwidth_median() {
+        use crate::suite::dir::{write_atomically, RunDir};
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = RunDir::new(tmp.path());
+        std::fs::write(dir.plan(), "{}").unwrap();
+        for (k, bw) in [(0, [10.0, 30.0, 20.0, 40.0]), (1, [50.0, 60.0, 70.0, 80.0])] {
+            let results: Vec<serde_json::Value> = bw
+                .iter()
+                .enumerate()
+                .map(|(i, b)| {
+                    serde_json::json!({"from": 2 * i, "to": 2 * i + 1, "step": i / 2,
+                        "size": 4096, "half_rtt_us": {"median": 1.0 + i as f64},
+                        "bandwidth_MBps": b})
+                })
+                .collect();
+            let doc = serde_json::json!({"meta": {"transport": "tcp"}, "bisections": 2,
+                "seed": 1, "distribution": {"median_MBps": 0.0}, "results": results});
+            write_atomically(&dir.run_document("eb", k), doc.to_string().as_bytes()).unwrap();
+        }
+        let s = refresh(&dir, "eb", 2).unwrap();
+        let e = &s.experiments[0];
+        assert_eq!(
+            (e.experiment.as_str(), e.metric.as_str()),
+            ("eb", "bandwidth_MBps")
+        );
+        assert_eq!(e.sizes[0].launch_medians, vec![25.0, 65.0]);
+        let csv = std::fs::read_to_string(dir.summary_csv()).unwrap();
+        let line = csv.lines().nth(1).unwrap();
+        assert!(line.starts_with("eb,bandwidth_MBps,4096,2,45,"), "{csv}");
+    }
 }
