@@ -159,6 +159,44 @@ mod with_mpi {
         assert!(stderr.contains("4 ranks joined"), "stderr: {stderr}");
     }
 
+    /// Issue 34: MPI's control plane is a binomial tree (at np 9 rank 0's children
+    /// are 1, 2, 4 and 8, and rank 7 is three hops down): the allgathers of the
+    /// bootstrap (hosts, the peers' table), the liveness links along the tree and
+    /// 100 barriers (each a gather and a broadcast) reach every rank, and rank 0's
+    /// table holds 9 distinct processes in rank order.
+    #[test]
+    fn issue34_the_tree_control_plane_carries_9_ranks() {
+        if skip("issue34_the_tree_control_plane_carries_9_ranks") {
+            return;
+        }
+        let out = run_with_limit(
+            mpirun(9, &["-t", "tcp", "info", "--json"]),
+            Duration::from_secs(60),
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "stderr: {stderr}");
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one document");
+        let ranks = doc["launcher"]["ranks"].as_array().expect("ranks");
+        let listed: Vec<u64> = ranks.iter().map(|r| r["rank"].as_u64().unwrap()).collect();
+        assert_eq!(listed, (0..9).collect::<Vec<u64>>(), "{doc}");
+        let mut pids: Vec<u64> = ranks.iter().map(|r| r["pid"].as_u64().unwrap()).collect();
+        pids.sort_unstable();
+        pids.dedup();
+        assert_eq!(pids.len(), 9, "{doc}");
+
+        let out = run_with_limit(
+            mpirun(
+                9,
+                &["-t", "tcp", "selftest", "barrier-loop", "--count", "100"],
+            ),
+            Duration::from_secs(60),
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "stderr: {stderr}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "barriers: 100");
+        assert!(stderr.contains("9 ranks joined"), "stderr: {stderr}");
+    }
+
     /// `-t mpi,tcp` in one MPI job: both transports measured, each size present for
     /// both, and the comparison's ratio is the quotient of the two medians.
     #[test]

@@ -26,8 +26,8 @@
 
 use super::frame::{self, Abort, Kind, MAX_CONTROL_PAYLOAD};
 use super::liveness::Liveness;
-use super::tree::Shape;
 use super::wire::{self, WireError};
+use ngauge_transport::tree::Shape;
 use ngauge_transport::{pack, unpack, Control, ControlError, Rank};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};

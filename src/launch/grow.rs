@@ -1,5 +1,5 @@
 //! From the star the rendezvous leaves to the binomial control tree
-//! ([`super::tree`]) and its liveness links ([`super::liveness`]).
+//! ([`ngauge_transport::tree`]) and its liveness links ([`super::liveness`]).
 //!
 //! Collective, over the star: every rank with children listens on two ephemeral
 //! ports of its data address (control, liveness) and gathers them at rank 0, which
@@ -18,8 +18,8 @@ use super::control::{Links, TcpControl};
 use super::error::LaunchError;
 use super::frame::{self, Peer};
 use super::liveness::{self, Liveness};
-use super::tree::Shape;
 use ngauge_transport::auth::{self, AcceptLimits, AuthKey, RefusalLog};
+use ngauge_transport::tree::Shape;
 use ngauge_transport::{Control, Rank};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::time::Duration;

@@ -12,7 +12,7 @@
 //! [`binding`] (do the measured ranks have cores of their own),
 //! [`hostlist`] (Slurm host lists), [`frame`] (the wire format and its checked
 //! decoder), [`wire`] (whole frames on blocking sockets), [`rendezvous`] (joining),
-//! [`tree`] (the control plane's shape), [`grow`] (linking the tree),
+//! [`grow`] (linking the tree of [`ngauge_transport::tree`]),
 //! [`control`] (barrier/broadcast/gather), [`blame`] (the rank an error is about),
 //! [`limits`] (descriptors and tasks a job needs), [`local`] (the local launcher),
 //! [`world`] (putting it together); with their features, `mpi` (MPI as the
@@ -35,7 +35,6 @@ pub mod mpi;
 pub mod pmix;
 pub mod rendezvous;
 pub mod signals;
-pub mod tree;
 pub mod wire;
 pub mod world;
 

@@ -13,10 +13,10 @@
 //! [`wanted`] says so.
 //!
 //! Waits in the control plane last as long as the ranks waited for run (issue 18):
-//! the liveness links of the local launcher ([`super::liveness`], rank 0's listener
-//! on its data address, its port and key broadcast over MPI) are
-//! [`MpiControl`]'s [`Watch`], so `--timeout` bounds how long a rank may be stopped
-//! or unreachable, not how long the others may wait for it to finish its work.
+//! the liveness links of the local launcher ([`super::liveness`], along the control
+//! tree: [`link_liveness`]) are [`MpiControl`]'s [`Watch`], so `--timeout` bounds
+//! how long a rank may be stopped or unreachable, not how long the others may wait
+//! for it to finish its work.
 
 use super::env::{self, LauncherEnv, LauncherKind};
 use super::error::say_error;
@@ -25,6 +25,7 @@ use super::liveness::Liveness;
 use super::world::{hostname, Started, World};
 use super::{LaunchError, LaunchOptions};
 use ngauge_mpi::{Mpi, MpiControl, MpiError, Watch};
+use ngauge_transport::tree::Shape;
 use ngauge_transport::Control;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
@@ -111,7 +112,7 @@ fn join(
     }
     if size > 1 {
         let cores = super::world::liveness_cores(crate::clock::allowed_cores());
-        let liveness = link_liveness(&mut control, peers[0].data_addr, opts.timeout, cores)?;
+        let liveness = link_liveness(&mut control, &peers, opts.timeout, cores)?;
         control = control.with_watch(Box::new(liveness));
     }
     let ranks_on_host = peers.iter().filter(|p| p.host == host).count().max(1);
@@ -137,50 +138,58 @@ fn join(
     }))
 }
 
-/// Sets up the liveness links ([`super::liveness`]) over MPI's control plane: rank 0
-/// listens on an ephemeral port of `rendezvous_ip`, broadcasts port and a fresh key,
-/// and accepts one authenticated connection from every other rank (a star, as
-/// [`MpiControl`]'s collectives are linear through rank 0, which so watches every
-/// rank it waits for). Collective.
+/// Sets up the liveness links ([`super::liveness`]) along the binomial tree rooted
+/// at rank 0 ([`Shape::Binomial`]), the tree [`MpiControl`]'s collectives at rank 0
+/// run over, where each rank waits only for its neighbours: every rank with
+/// children listens on an ephemeral port of its data address, one allgather
+/// carries the ports and rank 0's fresh key, and each rank connects to its parent
+/// (proving its rank with the key) before it accepts its children, so the setup
+/// cannot deadlock: rank 0 only accepts. Collective.
 fn link_liveness(
     control: &mut dyn Control,
-    rendezvous_ip: IpAddr,
+    peers: &[Peer],
     timeout: Duration,
     cores: Vec<usize>,
 ) -> Result<Liveness, LaunchError> {
     use super::grow::{accept_proven, connect_proven, fail};
-    use ngauge_transport::auth::{self, AuthKey};
+    use ngauge_transport::auth::AuthKey;
     use std::net::{SocketAddr, TcpListener};
     let (rank, size) = (control.rank(), control.size());
-    let mut links: Vec<Option<std::net::TcpStream>> = (0..size).map(|_| None).collect();
-    if rank == 0 {
-        let listener =
-            TcpListener::bind(SocketAddr::new(rendezvous_ip, 0)).map_err(|e| fail("listen", &e))?;
-        let port = listener
-            .local_addr()
-            .map_err(|e| fail("listen", &e))?
-            .port();
-        let key = AuthKey::random().map_err(|e| fail("key", &e))?;
-        let mut offer = key.as_bytes().to_vec();
-        offer.extend_from_slice(&port.to_le_bytes());
-        control.broadcast(0, &mut offer)?;
-        let others: Vec<usize> = (1..size).collect();
-        for (&r, s) in others
-            .iter()
-            .zip(accept_proven(&listener, &key, 0, &others, timeout)?)
-        {
-            links[r] = Some(s);
-        }
+    let children = Shape::Binomial.children(rank, size);
+    let mut offer = Vec::new();
+    let listener = if children.is_empty() {
+        None
     } else {
-        let mut offer = Vec::new();
-        control.broadcast(0, &mut offer)?;
-        let (key, port) = offer.split_at(offer.len().min(auth::KEY_LEN));
-        let port = <[u8; 2]>::try_from(port).ok().map(u16::from_le_bytes);
-        let (Some(key), Some(port)) = (AuthKey::from_bytes(key), port) else {
-            return Err(fail("rank 0's offer", &"malformed"));
-        };
-        let to = SocketAddr::new(rendezvous_ip, port);
-        links[0] = Some(connect_proven(to, &key, rank, 0, timeout)?);
+        let at = SocketAddr::new(peers[rank].data_addr, 0);
+        let listener = TcpListener::bind(at).map_err(|e| fail("listen", &e))?;
+        let port = listener.local_addr().map_err(|e| fail("listen", &e))?;
+        offer.extend_from_slice(&port.port().to_le_bytes());
+        Some(listener)
+    };
+    if rank == 0 {
+        let key = AuthKey::random().map_err(|e| fail("key", &e))?;
+        offer.extend_from_slice(key.as_bytes());
+    }
+    let offers = control.allgather(&offer)?;
+    let malformed = || fail("the gathered ports", &"malformed");
+    let key = (offers[0].get(2..))
+        .and_then(AuthKey::from_bytes)
+        .ok_or_else(malformed)?;
+    let mut links: Vec<Option<std::net::TcpStream>> = (0..size).map(|_| None).collect();
+    if let Some(parent) = Shape::Binomial.parent(rank) {
+        let port = (offers[parent].get(..2))
+            .map(|b| u16::from_le_bytes([b[0], b[1]]))
+            .ok_or_else(malformed)?;
+        let to = SocketAddr::new(peers[parent].data_addr, port);
+        links[parent] = Some(connect_proven(to, &key, rank, parent, timeout)?);
+    }
+    if let Some(listener) = &listener {
+        for (&c, s) in children
+            .iter()
+            .zip(accept_proven(listener, &key, rank, &children, timeout)?)
+        {
+            links[c] = Some(s);
+        }
     }
     Liveness::start(links, super::liveness::probe_interval(timeout), cores)
         .map_err(|e| fail("thread", &e))

@@ -54,6 +54,7 @@ mod one_sided;
 pub mod inproc;
 mod pool;
 mod transport;
+pub mod tree;
 pub mod util;
 
 pub use control::{pack, unpack, Control, ControlError};

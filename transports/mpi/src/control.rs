@@ -2,11 +2,17 @@
 //! `MPI_COMM_WORLD`, with tags of its own (1 and 2; the data plane uses 0).
 //!
 //! Under `mpirun` this replaces the TCP rendezvous of the local launcher: rank and
-//! size come from MPI, and barrier, broadcast and gather are linear exchanges with
-//! the root over `MPI_Isend`/`MPI_Irecv` (a length message, then the bytes),
-//! completed with `MPI_Test` and a backoff that yields and then sleeps, because the
-//! [`Control`] contract says waits must not spin: a control-plane wait on an
-//! oversubscribed host must leave the core to the rank being waited for.
+//! size come from MPI, and broadcast and gather run down and up the binomial tree
+//! of [`ngauge_transport::tree`] over ranks renumbered relative to the root, so the
+//! root handles O(log p) messages per operation, not p - 1 (a barrier is a gather
+//! and a broadcast at rank 0; the allgather, the [`Control`] default, one of each
+//! too). Each hop is a length message, then the bytes, over
+//! `MPI_Isend`/`MPI_Irecv`, completed with `MPI_Test` and a backoff that yields and
+//! then sleeps, because the [`Control`] contract says waits must not spin: a
+//! control-plane wait on an oversubscribed host must leave the core to the rank
+//! being waited for. A gather hop carries the parts of the sender's whole subtree
+//! ([`ngauge_transport::pack`]), in rank order, which the receiver knows from the
+//! tree alone.
 //!
 //! Why not MPI's nonblocking collectives (`MPI_Ibarrier`, `MPI_Igatherv`, ...)? In
 //! Open MPI 4.1 the first one hooks libnbc's progress function into every later
@@ -22,7 +28,9 @@
 //! A control-plane wait has no deadline of its own once a [`Watch`] is given
 //! ([`MpiControl::with_watch`]; the launcher gives its liveness links, issue 18):
 //! rank 2 idle in a barrier while ranks 0 and 1 measure for minutes is a healthy job.
-//! The wait loop asks the watch about every rank it still waits for, probes them
+//! A rank waits only for its tree neighbours (its parent in a broadcast, its
+//! children in a gather), so the launcher's links run along the same tree rooted at
+//! rank 0. The wait loop asks the watch about every rank it still waits for, probes them
 //! once per [`Watch::interval`] of waiting, and gives up on a rank that has shown no
 //! sign of running for the whole timeout (stopped with SIGSTOP, its host frozen or
 //! cut off), naming it. A rank the watch cannot tell about (no link to it) and every
@@ -32,7 +40,8 @@
 use crate::ffi;
 use crate::runtime::{Caller, Comm, Mpi, MpiError};
 use crate::transport::Backoff;
-use ngauge_transport::{Control, ControlError, Rank};
+use ngauge_transport::tree::Shape;
+use ngauge_transport::{pack, unpack, Control, ControlError, Rank};
 use std::cell::{Cell, RefCell};
 use std::os::raw::{c_int, c_void};
 use std::sync::Arc;
@@ -238,6 +247,55 @@ impl MpiControl {
         Ok(())
     }
 
+    /// Sends `data` to every rank of `to` (a length message, then the bytes) and
+    /// hands it back once every send completed.
+    fn send_all(
+        &self,
+        op: &'static str,
+        to: &[Rank],
+        data: Vec<u8>,
+    ) -> Result<Vec<u8>, ControlError> {
+        if to.is_empty() {
+            return Ok(data);
+        }
+        let header = (data.len() as u64).to_le_bytes().to_vec();
+        let (header_ptr, body_ptr, len) = (header.as_ptr(), data.as_ptr(), data.len());
+        let mut step = InFlight::new(&self.broken, (header, data));
+        for &peer in to {
+            step.post(self.isend(op, peer, TAG_LEN, header_ptr, 8), peer, None)?;
+            step.post(self.isend(op, peer, TAG_DATA, body_ptr, len), peer, None)?;
+        }
+        self.wait_all(op, &mut step)?;
+        Ok(step.finish().1)
+    }
+
+    /// Receives one message (its length, then its bytes) from every rank of `from`,
+    /// in that order.
+    fn recv_all(&self, op: &'static str, from: &[Rank]) -> Result<Vec<Vec<u8>>, ControlError> {
+        if from.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut headers = vec![vec![0u8; 8]; from.len()];
+        let ptrs: Vec<*mut u8> = headers.iter_mut().map(|h| h.as_mut_ptr()).collect();
+        let mut step = InFlight::new(&self.broken, headers);
+        for (&ptr, &peer) in ptrs.iter().zip(from) {
+            step.post(self.irecv(op, peer, TAG_LEN, ptr, 8), peer, Some(8))?;
+        }
+        self.wait_all(op, &mut step)?;
+        let mut bodies: Vec<Vec<u8>> = (step.finish().iter())
+            .map(|h| vec![0u8; le_u64(h) as usize])
+            .collect();
+        let ptrs: Vec<(*mut u8, usize)> = (bodies.iter_mut())
+            .map(|b| (b.as_mut_ptr(), b.len()))
+            .collect();
+        let mut step = InFlight::new(&self.broken, bodies);
+        for (&(ptr, len), &peer) in ptrs.iter().zip(from) {
+            step.post(self.irecv(op, peer, TAG_DATA, ptr, len), peer, Some(len))?;
+        }
+        self.wait_all(op, &mut step)?;
+        Ok(step.finish())
+    }
+
     /// Starts a send of `len` bytes at `ptr` to `peer` (the caller keeps the memory
     /// alive until the request completes).
     fn isend(
@@ -377,31 +435,11 @@ impl Control for MpiControl {
         const OP: &str = "broadcast";
         self.usable(OP)?;
         self.check_root(root)?;
-        if self.rank == root {
-            let header = (data.len() as u64).to_le_bytes().to_vec();
-            let body = std::mem::take(data);
-            let (header_ptr, body_ptr, len) = (header.as_ptr(), body.as_ptr(), body.len());
-            let mut step = InFlight::new(&self.broken, (header, body));
-            for peer in (0..self.size).filter(|&p| p != root) {
-                step.post(self.isend(OP, peer, TAG_LEN, header_ptr, 8), peer, None)?;
-                step.post(self.isend(OP, peer, TAG_DATA, body_ptr, len), peer, None)?;
-            }
-            self.wait_all(OP, &mut step)?;
-            *data = step.finish().1;
-            return Ok(());
+        let tree = Neighbours::of(self.rank, root, self.size);
+        if let Some(parent) = tree.parent {
+            *data = self.recv_all(OP, &[parent])?.pop().expect("one message");
         }
-        let mut header = [0u8; 8].to_vec();
-        let ptr = header.as_mut_ptr();
-        let mut step = InFlight::new(&self.broken, header);
-        step.post(self.irecv(OP, root, TAG_LEN, ptr, 8), root, Some(8))?;
-        self.wait_all(OP, &mut step)?;
-        let len = le_u64(&step.finish()) as usize;
-        let mut body = vec![0u8; len];
-        let ptr = body.as_mut_ptr();
-        let mut step = InFlight::new(&self.broken, body);
-        step.post(self.irecv(OP, root, TAG_DATA, ptr, len), root, Some(len))?;
-        self.wait_all(OP, &mut step)?;
-        *data = step.finish();
+        *data = self.send_all(OP, &tree.children, std::mem::take(data))?;
         Ok(())
     }
 
@@ -409,49 +447,83 @@ impl Control for MpiControl {
         const OP: &str = "gather";
         self.usable(OP)?;
         self.check_root(root)?;
-        if self.rank != root {
-            let header = (data.len() as u64).to_le_bytes().to_vec();
-            let body = data.to_vec();
-            let (header_ptr, body_ptr, len) = (header.as_ptr(), body.as_ptr(), body.len());
-            let mut step = InFlight::new(&self.broken, (header, body));
-            step.post(self.isend(OP, root, TAG_LEN, header_ptr, 8), root, None)?;
-            step.post(self.isend(OP, root, TAG_DATA, body_ptr, len), root, None)?;
-            self.wait_all(OP, &mut step)?;
-            step.finish();
-            return Ok(Vec::new());
+        let tree = Neighbours::of(self.rank, root, self.size);
+        let received = self.recv_all(OP, &tree.children)?;
+        let parts = tree.merge(data, received)?;
+        match tree.parent {
+            Some(parent) => {
+                self.send_all(OP, &[parent], pack(&parts))?;
+                Ok(Vec::new())
+            }
+            None => Ok(tree.in_rank_order(parts)),
         }
-        let peers: Vec<Rank> = (0..self.size).filter(|&p| p != root).collect();
-        let mut headers = vec![vec![0u8; 8]; peers.len()];
-        let ptrs: Vec<*mut u8> = headers.iter_mut().map(|h| h.as_mut_ptr()).collect();
-        let mut step = InFlight::new(&self.broken, headers);
-        for (&ptr, &peer) in ptrs.iter().zip(&peers) {
-            step.post(self.irecv(OP, peer, TAG_LEN, ptr, 8), peer, Some(8))?;
+    }
+}
+
+/// A rank's place in the binomial tree of a collective rooted at `root`: the tree
+/// of [`Shape::Binomial`] over ranks renumbered relative to the root (root 0 keeps
+/// the numbers).
+#[derive(Debug, PartialEq, Eq)]
+struct Neighbours {
+    rank: Rank,
+    root: Rank,
+    size: usize,
+    /// Where this rank's gather goes and its broadcast comes from (`None` at the root).
+    parent: Option<Rank>,
+    /// Where this rank's broadcast goes and its gather comes from.
+    children: Vec<Rank>,
+}
+
+impl Neighbours {
+    fn of(rank: Rank, root: Rank, size: usize) -> Self {
+        let relative = (rank + size - root) % size;
+        let real = |r: Rank| (r + root) % size;
+        Neighbours {
+            rank,
+            root,
+            size,
+            parent: Shape::Binomial.parent(relative).map(real),
+            children: (Shape::Binomial.children(relative, size).into_iter())
+                .map(real)
+                .collect(),
         }
-        self.wait_all(OP, &mut step)?;
-        let headers = step.finish();
-        let mut parts: Vec<Vec<u8>> = headers
-            .iter()
-            .map(|h| vec![0u8; le_u64(h) as usize])
-            .collect();
-        let ptrs: Vec<(*mut u8, usize)> = parts
-            .iter_mut()
-            .map(|p| (p.as_mut_ptr(), p.len()))
-            .collect();
-        let mut step = InFlight::new(&self.broken, parts);
-        for (&(ptr, len), &peer) in ptrs.iter().zip(&peers) {
-            step.post(self.irecv(OP, peer, TAG_DATA, ptr, len), peer, Some(len))?;
+    }
+
+    /// The ranks under `top` (included), in the order a gather hop carries them:
+    /// increasing relative to the root.
+    fn subtree(&self, top: Rank) -> Vec<Rank> {
+        let relative = (top + self.size - self.root) % self.size;
+        (Shape::Binomial.subtree(relative, self.size).into_iter())
+            .map(|r| (r + self.root) % self.size)
+            .collect()
+    }
+
+    /// This rank's subtree's parts, in [`Neighbours::subtree`] order: its own `data`
+    /// and what each child sent (`received`, one message per child, as packed by
+    /// the child). A message without one part per rank under its sender breaks the
+    /// protocol.
+    fn merge(&self, data: &[u8], received: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>, ControlError> {
+        let mut parts: Vec<(Rank, Vec<u8>)> = vec![(self.rank, data.to_vec())];
+        for (&child, message) in self.children.iter().zip(received) {
+            let under = self.subtree(child);
+            let got = unpack(&message, under.len()).ok_or_else(|| ControlError::Protocol {
+                rank: child,
+                detail: format!(
+                    "gather: malformed parts of the {} ranks under it",
+                    under.len()
+                ),
+            })?;
+            parts.extend(under.into_iter().zip(got));
         }
-        self.wait_all(OP, &mut step)?;
-        let mut parts = step.finish().into_iter();
-        Ok((0..self.size)
-            .map(|r| {
-                if r == root {
-                    data.to_vec()
-                } else {
-                    parts.next().expect("one part per peer")
-                }
-            })
-            .collect())
+        let relative = |r: Rank| (r + self.size - self.root) % self.size;
+        parts.sort_by_key(|&(r, _)| relative(r));
+        Ok(parts.into_iter().map(|(_, part)| part).collect())
+    }
+
+    /// The root's merged parts (every rank's, in relative order) indexed by rank.
+    fn in_rank_order(&self, mut parts: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+        parts.rotate_right(self.root);
+        parts
     }
 }
 
@@ -529,6 +601,80 @@ mod tests {
             c_len("gather", c_int::MAX as usize + 1),
             Err(ControlError::Invalid(_))
         ));
+    }
+
+    /// ceil(log2 size): the children of a binomial tree's root.
+    fn log2_up(size: usize) -> usize {
+        size.next_power_of_two().trailing_zeros() as usize
+    }
+
+    #[test]
+    fn every_rank_handles_at_most_log_p_hops_per_operation() {
+        for size in 1..=17 {
+            for root in 0..size {
+                let trees: Vec<Neighbours> =
+                    (0..size).map(|r| Neighbours::of(r, root, size)).collect();
+                // A broadcast reaches every rank but the root exactly once.
+                let mut reached = vec![0usize; size];
+                for t in &trees {
+                    for &c in &t.children {
+                        assert_eq!(trees[c].parent, Some(t.rank), "{c} of {size}/{root}");
+                        reached[c] += 1;
+                    }
+                }
+                let once: Vec<usize> = (0..size).map(|r| usize::from(r != root)).collect();
+                assert_eq!(reached, once, "size {size} root {root}");
+                // Hops per rank and operation (each is two MPI messages: length,
+                // bytes): from the parent and to the children, or the reverse.
+                let hops: Vec<usize> = (trees.iter())
+                    .map(|t| t.children.len() + usize::from(t.parent.is_some()))
+                    .collect();
+                assert_eq!(hops[root], log2_up(size), "size {size} root {root}");
+                assert!(
+                    hops.iter().all(|&h| h <= log2_up(size)),
+                    "size {size} root {root}: {hops:?}"
+                );
+            }
+        }
+        // The star this replaces: the root handled p - 1 hops.
+        assert_eq!(Neighbours::of(0, 0, 4096).children.len(), 12);
+    }
+
+    /// What `rank` sends its parent in a gather of `data(r)` at `root`, its
+    /// children's messages merged first (the MPI hops replaced by calls).
+    fn gathered(trees: &[Neighbours], rank: Rank, data: &dyn Fn(Rank) -> Vec<u8>) -> Vec<Vec<u8>> {
+        let t = &trees[rank];
+        let received = (t.children.iter())
+            .map(|&c| pack(&gathered(trees, c, data)))
+            .collect();
+        t.merge(&data(rank), received).unwrap()
+    }
+
+    #[test]
+    fn a_tree_gather_delivers_every_part_in_rank_order_at_any_root() {
+        let data = |r: Rank| vec![r as u8; r % 3];
+        for size in 1..=17 {
+            for root in 0..size {
+                let trees: Vec<Neighbours> =
+                    (0..size).map(|r| Neighbours::of(r, root, size)).collect();
+                let parts = trees[root].in_rank_order(gathered(&trees, root, &data));
+                let want: Vec<Vec<u8>> = (0..size).map(data).collect();
+                assert_eq!(parts, want, "size {size} root {root}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_gather_hop_without_one_part_per_rank_under_its_sender_is_refused() {
+        let tree = Neighbours::of(0, 0, 8);
+        // Rank 1 heads ranks 1, 3, 5 and 7; its message carries three parts.
+        let short = pack(&[vec![1], vec![3], vec![5]]);
+        let received = vec![short, pack(&[vec![2], vec![6]]), pack(&[vec![4]])];
+        let err = tree.merge(&[0], received);
+        assert!(
+            matches!(&err, Err(ControlError::Protocol { rank: 1, detail }) if detail.contains("4 ranks")),
+            "{err:?}"
+        );
     }
 
     /// Counts its drops, to see whether a step freed or leaked its memory.

@@ -1,17 +1,19 @@
-//! The shape of the control plane: who relays whose control frames.
+//! The shape of a control plane: who relays whose control frames.
 //!
 //! A star through rank 0 makes rank 0 handle p - 1 frames per collective and hold
 //! p - 1 connections; at thousands of ranks on an oversubscribed host that is what
-//! ends a job (docs/findings/2026-11-29-launch-scale.md). The control plane runs over a binomial tree instead: rank
-//! r's parent is r with its highest set bit cleared, its children are r + 2^k for
-//! every 2^k > r below the job size. Every rank has at most ceil(log2 p) children and
-//! the tree is ceil(log2 p) deep, so a barrier, broadcast or gather costs rank 0
-//! O(log p) frames and every rank O(log p) time (Hoefler et al., "Accurately
-//! measuring collective operations", sec. 3: the O(log p) tree used for group
-//! synchronization). The star stays as a shape for jobs that were joined through
-//! one (tests, small jobs built by hand).
+//! ends a job (docs/findings/2026-11-29-launch-scale.md). Both control planes (the
+//! launcher's TCP one and MPI's point-to-point one) run over a binomial tree
+//! instead: rank r's parent is r with its highest set bit cleared, its children are
+//! r + 2^k for every 2^k > r below the job size. Every rank has at most
+//! ceil(log2 p) children and the tree is ceil(log2 p) deep, so a barrier, broadcast
+//! or gather costs rank 0 O(log p) frames and every rank O(log p) time (Hoefler et
+//! al., "Accurately measuring collective operations", sec. 3: the O(log p) tree used
+//! for group synchronization). A tree rooted elsewhere is this one over ranks
+//! renumbered relative to its root. The star stays as a shape for jobs that were
+//! joined through one (tests, small jobs built by hand).
 
-use ngauge_transport::Rank;
+use crate::transport::Rank;
 
 /// How the ranks of a job are linked for control frames.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,6 +62,19 @@ impl Shape {
             // s agrees with `top` on the bits up to `top`'s highest one.
             Shape::Binomial => rank & ((highest_bit(top) << 1) - 1) == top,
         }
+    }
+
+    /// The ranks of the subtree under `top` in a job of `size` (`top` itself
+    /// included), in increasing order. In the binomial tree they are `top` and every
+    /// 2h-th rank after it, h being `top`'s highest bit: the ranks that agree with
+    /// `top` on its low bits ([`Shape::contains`]).
+    pub fn subtree(self, top: Rank, size: usize) -> Vec<Rank> {
+        let stride = match self {
+            _ if top == 0 => 1,
+            Shape::Star => return vec![top],
+            Shape::Binomial => highest_bit(top) << 1,
+        };
+        (top..size).step_by(stride).collect()
     }
 }
 
@@ -113,6 +128,8 @@ mod tests {
                     }
                     assert_eq!(shape.contains(top, r), under, "{shape:?} {top} {r}");
                 }
+                let listed: Vec<Rank> = (0..size).filter(|&r| shape.contains(top, r)).collect();
+                assert_eq!(shape.subtree(top, size), listed, "{shape:?} {top}");
             }
         }
     }
