@@ -2,7 +2,8 @@
 //! Debian kernel under qemu with soft-RoCE (`scripts/rxe-vm`, one boot) and runs,
 //! inside it, `ngauge pingpong -t verbs --check` with both data paths over 1 B .. 1 MiB,
 //! the same with `--wait block` (completion channel) for three sizes, `ngauge info`,
-//! `ngauge loggp -t verbs`, `ngauge sync -t verbs`, the transport's own self test
+//! `ngauge loggp -t verbs`, `ngauge sync -t verbs`, `ngauge rma -t verbs --check` (every
+//! one-sided op with both synchronizations), the transport's own self test
 //! (`transports/verbs/examples/verbs_selftest.rs`: both data paths in both wait modes,
 //! the transport contract suite (`ngauge_transport::conformance`), then at queue
 //! depth 8 four times the depth of messages in flight each way, an eager-only
@@ -83,6 +84,14 @@ fn guest_commands() -> Vec<(&'static str, String)> {
             ),
         ));
     }
+    // Issue 39: one-sided operations on the verbs window, every op and both
+    // synchronizations at two sizes, the data checked (put and fetch-and-add).
+    cmds.push((
+        "rma",
+        "ngauge --np 2 -t verbs --timeout 120 rma --sizes 1,4K --reps 5 --warmup 2 \
+         --window 8 --check"
+            .into(),
+    ));
     cmds.push((
         "coll-window",
         "ngauge --np 4 -t verbs --timeout 120 coll --op bcast --algo binomial --sizes 1,4K \
@@ -233,6 +242,22 @@ fn ngauge_points(section: &str) -> Vec<(usize, f64, f64)> {
         .collect()
 }
 
+/// (op, sync, size, checked) per row of `rma`'s table.
+fn rma_rows(section: &str) -> Vec<(String, String, usize, String)> {
+    section
+        .lines()
+        .filter_map(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            let sync = *cols.get(1)?;
+            if !["flush", "fence"].contains(&sync) || cols.len() != 10 {
+                return None;
+            }
+            let size = cols[2].parse().ok()?;
+            Some((cols[0].into(), sync.into(), size, cols[9].into()))
+        })
+        .collect()
+}
+
 /// perftest's (t_min, t_typical) in us from the line after its `#bytes` header.
 fn perftest_figures(section: &str) -> Option<(f64, f64)> {
     let mut lines = section.lines().skip_while(|l| !l.contains("#bytes"));
@@ -373,6 +398,25 @@ fn verbs_over_soft_roce_in_a_vm() {
         let expected: Vec<(String, usize)> = algos.iter().map(|a| (a.to_string(), rows)).collect();
         assert_eq!(tables, expected, "coll --op {op} over verbs\n{log}");
     }
+    let mut rma_expected = Vec::new();
+    for (op, sync, sizes, checked) in [
+        ("put", "flush", &[1, 4096][..], "yes"),
+        ("get", "flush", &[1, 4096], "-"),
+        ("put-bw", "flush", &[1, 4096], "-"),
+        ("put-notify", "flush", &[1, 4096], "-"),
+        ("fetch-add", "flush", &[8], "yes"),
+        ("put", "fence", &[1, 4096], "yes"),
+        ("get", "fence", &[1, 4096], "-"),
+    ] {
+        for &size in sizes {
+            rma_expected.push((op.to_string(), sync.to_string(), size, checked.to_string()));
+        }
+    }
+    assert_eq!(
+        rma_rows(section(&log, "ngauge rma")),
+        rma_expected,
+        "rma over verbs (no accumulate: verbs has no floating-point atomics)\n{log}"
+    );
     assert_eq!(
         coll_tables(section(&log, "ngauge coll-window"), "bcast"),
         vec![("binomial".to_string(), 2)],
@@ -424,4 +468,15 @@ fn log_parsers_read_known_lines() {
         vec![("linear".to_string(), 2), ("binomial".to_string(), 1)]
     );
     assert_eq!(coll_tables(section(coll, "ngauge gather"), "bcast"), vec![]);
+    let rma = "=== ngauge rma\nverbs one-sided, origin rank 0 -> target rank 1; x\n\
+               op         sync   size [B]  reps  min [us]  median [us]  p99 [us]  max [us]  bandwidth [MB/s]  checked\n\
+               put        flush  1         5     9.10      9.50         9.90      9.90      -                 yes\n\
+               put-bw     flush  4096      5     90.10     95.50        99.90     99.90     343.1             -\n=== end\n";
+    assert_eq!(
+        rma_rows(section(rma, "ngauge rma")),
+        vec![
+            ("put".into(), "flush".into(), 1, "yes".into()),
+            ("put-bw".into(), "flush".into(), 4096, "-".into())
+        ]
+    );
 }

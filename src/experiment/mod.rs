@@ -164,8 +164,8 @@ pub enum ExperimentError {
     Rma(#[from] crate::patterns::rma::RmaError),
     /// No transport of the job has one-sided operations.
     #[error(
-        "-t {0}: no transport with one-sided operations; rma runs over mpi \
-         and ucx (mpirun -np 2 ngauge -t mpi rma, ngauge -t ucx rma)"
+        "-t {0}: no transport with one-sided operations; rma runs over mpi, \
+         ucx and verbs (mpirun -np 2 ngauge -t mpi rma, ngauge -t verbs rma)"
     )]
     NoOneSided(String),
     /// The noise pattern failed.

@@ -1,8 +1,8 @@
 //! The one-sided window of a transport of the job, for `rma`: MPI's from
 //! `MPI_Win_allocate` (`ngauge_mpi::MpiWindow`), UCX's from `ucp_mem_map`
-//! (`ngauge_ucx::UcxWindow`); `None` for the transports without one-sided
-//! operations in ngauge (TCP and UDP have none; verbs and OFI RMA are not wired
-//! to `rma` yet).
+//! (`ngauge_ucx::UcxWindow`), verbs' from `ibv_reg_mr` (`ngauge_verbs::VerbsWindow`);
+//! `None` for the transports without one-sided operations in ngauge (TCP and UDP
+//! have none; OFI RMA is not wired to `rma` yet).
 
 use super::{JobError, JobSpec, TransportName};
 use crate::launch::World;
@@ -10,7 +10,10 @@ use ngauge_transport::OneSided;
 
 /// Whether `name` has one-sided operations in `rma` (compiled in or not).
 pub fn offers(name: TransportName) -> bool {
-    matches!(name, TransportName::Mpi | TransportName::Ucx)
+    matches!(
+        name,
+        TransportName::Mpi | TransportName::Ucx | TransportName::Verbs
+    )
 }
 
 /// Opens `name`'s window of `bytes` on every rank (collective), or `None` when it
@@ -62,6 +65,25 @@ pub fn open(
         }
         #[cfg(not(feature = "ucx"))]
         TransportName::Ucx => Err(super::open::not_compiled(name)),
+        #[cfg(feature = "verbs")]
+        TransportName::Verbs => {
+            let opts = ngauge_verbs::VerbsOptions {
+                device: job.verbs.device.clone(),
+                port: job.verbs.port,
+                gid_index: job.verbs.gid_index,
+                timeout: job.timeout(),
+                ..ngauge_verbs::VerbsOptions::default()
+            };
+            let window = ngauge_verbs::open_window(world.control.as_mut(), &opts, bytes).map_err(
+                |error| JobError::Open {
+                    transport: name,
+                    error,
+                },
+            )?;
+            Ok(Some(Box::new(window)))
+        }
+        #[cfg(not(feature = "verbs"))]
+        TransportName::Verbs => Err(super::open::not_compiled(name)),
         _ => Ok(None),
     }
 }

@@ -113,6 +113,11 @@ fn compare(results: &[Record]) -> Vec<Comparison> {
                 .filter(|r| r.transport == baseline && r.result.op == op && r.result.sync == sync)
                 .map(|r| r.result.size)
                 .collect();
+            // An op the baseline lacks (verbs' and UCX's accumulate) has nothing
+            // to divide by.
+            if sizes.is_empty() {
+                return None;
+            }
             let median = |t: &TransportName, size| {
                 find(t, op, sync, size).map(|r| r.result.latency_us.median)
             };
@@ -232,5 +237,16 @@ mod tests {
         assert_eq!(c[0].table.baseline, TransportName::Verbs);
         assert_eq!(c[0].table.rows[0].ratio[&TransportName::Mpi], 2.0);
         assert_eq!(c[1].table.rows[0].ratio[&TransportName::Mpi], 2.0);
+    }
+
+    #[test]
+    fn an_op_the_baseline_lacks_has_no_comparison() {
+        let results = vec![
+            record(TransportName::Mpi, Op::Put, 8, 3.0),
+            record(TransportName::Mpi, Op::Accumulate, 8, 4.0),
+            record(TransportName::Verbs, Op::Put, 8, 1.5),
+        ];
+        let ops: Vec<Op> = compare(&results).iter().map(|c| c.op).collect();
+        assert_eq!(ops, [Op::Put]);
     }
 }

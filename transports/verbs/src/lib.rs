@@ -95,7 +95,7 @@ impl Default for VerbsOptions {
 }
 
 #[cfg(feature = "rdma")]
-pub use device::VerbsTransport;
+pub use device::{VerbsTransport, VerbsWindow};
 
 /// Opens the device, connects one RC queue pair to every other rank (collective:
 /// every rank of `control` calls it), and returns the connected transport.
@@ -109,6 +109,19 @@ pub fn open(
     opts: &VerbsOptions,
 ) -> Result<VerbsTransport, ngauge_transport::TransportError> {
     device::open(control, opts)
+}
+
+/// Opens a transport (collective, as [`open`]) and a one-sided window of `bytes`
+/// on every rank for `ngauge rma` (RDMA write, read and fetch-and-add on the same
+/// queue pairs; see `ngauge_transport::OneSided`). Fails as [`open`] does, and
+/// with `TransportError::Setup` when a rank could not register its window.
+#[cfg(feature = "rdma")]
+pub fn open_window(
+    control: &mut dyn ngauge_transport::Control,
+    opts: &VerbsOptions,
+    bytes: usize,
+) -> Result<VerbsWindow, ngauge_transport::TransportError> {
+    device::open_window(control, opts, bytes)
 }
 
 #[cfg(not(feature = "rdma"))]

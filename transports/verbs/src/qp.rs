@@ -38,6 +38,7 @@ pub mod access {
     pub const LOCAL_WRITE: u32 = 1;
     pub const REMOTE_WRITE: u32 = 2;
     pub const REMOTE_READ: u32 = 4;
+    pub const REMOTE_ATOMIC: u32 = 8;
 }
 
 /// `enum ibv_qp_state` values used here.
@@ -135,14 +136,18 @@ pub struct Transition {
 pub const HOP_LIMIT: u8 = 64;
 
 /// RESET -> INIT: port, partition key index 0, and what remote peers may do to our
-/// memory (RDMA write for the write path; local write is always needed to receive).
+/// memory (RDMA write for the write path, read and atomics for `rma`; local write
+/// is always needed to receive).
 pub fn to_init(local: &LocalPort) -> Transition {
     Transition {
         state: QpState::Init as u8,
         mask: mask::STATE | mask::PKEY_INDEX | mask::PORT | mask::ACCESS_FLAGS,
         pkey_index: 0,
         port: local.port,
-        access: access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ,
+        access: access::LOCAL_WRITE
+            | access::REMOTE_WRITE
+            | access::REMOTE_READ
+            | access::REMOTE_ATOMIC,
         ..Transition::default()
     }
 }

@@ -39,6 +39,7 @@ const _: () = {
     assert!(qp::access::LOCAL_WRITE == ibv_access_flags::IBV_ACCESS_LOCAL_WRITE.0);
     assert!(qp::access::REMOTE_WRITE == ibv_access_flags::IBV_ACCESS_REMOTE_WRITE.0);
     assert!(qp::access::REMOTE_READ == ibv_access_flags::IBV_ACCESS_REMOTE_READ.0);
+    assert!(qp::access::REMOTE_ATOMIC == ibv_access_flags::IBV_ACCESS_REMOTE_ATOMIC.0);
     assert!(qp::QpState::Init as u32 == ibv_qp_state::IBV_QPS_INIT);
     assert!(qp::QpState::Rtr as u32 == ibv_qp_state::IBV_QPS_RTR);
     assert!(qp::QpState::Rts as u32 == ibv_qp_state::IBV_QPS_RTS);

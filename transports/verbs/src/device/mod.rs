@@ -18,7 +18,8 @@
 //! - [`flat`]: the same with nothing of the peer's in flight, in one function
 //!   each way (it hands everything else over to [`direct`]);
 //! - [`progress`]: waiting (poll or completion channel), retiring requests, and
-//!   naming the peer that made no progress.
+//!   naming the peer that made no progress;
+//! - [`window`]: the one-sided window of `ngauge rma` on the same queue pairs.
 //!
 //! This file holds what they share: the transport's state, how a connection
 //! breaks, and the [`Transport`] impl, which only dispatches.
@@ -38,9 +39,11 @@ mod flat;
 mod memory;
 mod post;
 mod progress;
+mod window;
 
 pub use connection::open;
 pub use discovery::probe;
+pub use window::{open_window, VerbsWindow};
 
 use crate::layout::{Credits, RingLayout, SlotLayout, StageSlots};
 use crate::qp::LocalPort;
