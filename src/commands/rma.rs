@@ -84,8 +84,8 @@ pub fn run(global: &GlobalArgs, args: &RmaArgs) -> anyhow::Result<()> {
         // Refused before any rank starts (the experiment refuses it too).
         let names: Vec<String> = job.transports.iter().map(|t| t.to_string()).collect();
         return Err(UsageError(format!(
-            "-t {}: no transport with one-sided operations; rma runs over mpi \
-             and ucx (mpirun -np 2 ngauge -t mpi rma, ngauge -t ucx rma)",
+            "-t {}: no transport with one-sided operations; rma runs over mpi, \
+             ucx and ofi (mpirun -np 2 ngauge -t mpi rma, ngauge -t ucx rma)",
             names.join(",")
         ))
         .into());

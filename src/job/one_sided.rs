@@ -1,8 +1,8 @@
 //! The one-sided window of a transport of the job, for `rma`: MPI's from
 //! `MPI_Win_allocate` (`ngauge_mpi::MpiWindow`), UCX's from `ucp_mem_map`
-//! (`ngauge_ucx::UcxWindow`); `None` for the transports without one-sided
-//! operations in ngauge (TCP and UDP have none; verbs and OFI RMA are not wired
-//! to `rma` yet).
+//! (`ngauge_ucx::UcxWindow`), libfabric's from `fi_mr_reg`
+//! (`ngauge_ofi::OfiWindow`); `None` for the transports without one-sided
+//! operations in ngauge (TCP and UDP have none; verbs is not wired to `rma` yet).
 
 use super::{JobError, JobSpec, TransportName};
 use crate::launch::World;
@@ -10,7 +10,10 @@ use ngauge_transport::OneSided;
 
 /// Whether `name` has one-sided operations in `rma` (compiled in or not).
 pub fn offers(name: TransportName) -> bool {
-    matches!(name, TransportName::Mpi | TransportName::Ucx)
+    matches!(
+        name,
+        TransportName::Mpi | TransportName::Ucx | TransportName::Ofi
+    )
 }
 
 /// Opens `name`'s window of `bytes` on every rank (collective), or `None` when it
@@ -62,6 +65,18 @@ pub fn open(
         }
         #[cfg(not(feature = "ucx"))]
         TransportName::Ucx => Err(super::open::not_compiled(name)),
+        #[cfg(feature = "ofi")]
+        TransportName::Ofi => {
+            let window =
+                super::ofi::open_window(world.control.as_mut(), &job.ofi, job.timeout(), bytes)
+                    .map_err(|error| JobError::Open {
+                        transport: name,
+                        error,
+                    })?;
+            Ok(Some(Box::new(window)))
+        }
+        #[cfg(not(feature = "ofi"))]
+        TransportName::Ofi => Err(super::open::not_compiled(name)),
         _ => Ok(None),
     }
 }
