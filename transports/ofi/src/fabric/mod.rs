@@ -32,10 +32,10 @@ use ngauge_transport::{
     TransportError, WaitMode,
 };
 use setup::{Endpoint, ADVERT_BYTES};
-pub use window::{open_window, OfiWindow};
 use std::collections::{HashMap, VecDeque};
 use std::os::raw::c_void;
 use std::time::Duration;
+pub use window::{open_window, OfiWindow};
 
 pub(crate) const NAME: &str = "ofi";
 

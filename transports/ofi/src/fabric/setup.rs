@@ -3,9 +3,7 @@
 //! exchange over the job's control channel (`fi_getname`, allgather,
 //! `fi_av_insert`), and their teardown in the reverse order.
 
-use super::ffi::{
-    self, fi_addr_t, fid, fid_av, fid_cntr, fid_cq, fid_domain, fid_ep, fid_fabric,
-};
+use super::ffi::{self, fi_addr_t, fid, fid_av, fid_cntr, fid_cq, fid_domain, fid_ep, fid_fabric};
 use super::info::{self, InfoList};
 use super::{setup_error, unavailable, NAME};
 use crate::{Facts, OfiOp, OfiOptions};

@@ -7,7 +7,7 @@
 //! Put is `fi_writemsg`, get `fi_read`, fetch-and-add `fi_fetch_atomic`
 //! (`FI_SUM`, `FI_UINT64`, the old value in the result buffer), accumulate
 //! `fi_atomicmsg` (`FI_SUM`, `FI_DOUBLE`) where `fi_atomicvalid` says the provider
-//! has it. Every operation asks for a completion, and puts and accumulates ask for
+//! has it, in chunks of the count it names, one after the other. Every operation asks for a completion, and puts and accumulates ask for
 //! `FI_DELIVERY_COMPLETE` where the provider offers it: their completion then
 //! means the data is in the target's memory, as `MPI_Win_flush` promises. Where it
 //! does not ([`OfiWindow::delivery_complete`]), a completion means the provider
@@ -427,7 +427,9 @@ impl OfiWindow {
         let tag = TAG_FENCE | me as u64;
         for peer in (0..self.t.size).filter(|&p| p != me) {
             let dest = self.t.peers[peer].addr;
-            let nothing = std::ptr::NonNull::<u8>::dangling().as_ptr().cast::<c_void>();
+            let nothing = std::ptr::NonNull::<u8>::dangling()
+                .as_ptr()
+                .cast::<c_void>();
             // SAFETY: a 0-byte inject (nothing is read) on the live endpoint.
             self.t.retry(peer, "fence", |_| unsafe {
                 ffi::ngo_inject(ep, 1, nothing, 0, dest, tag)
@@ -525,6 +527,11 @@ impl OneSided for OfiWindow {
         let (ep, desc, flags) = (self.t.ep.ep, self.local_desc, self.flags);
         let mut done = 0;
         while done < count {
+            if done > 0 {
+                // One chunk in flight at a time: `shm` (1.17) crashes with
+                // several full-size atomics in flight.
+                self.complete_all(peer, "accumulate")?;
+            }
             let n = (count - done).min(self.sum_max);
             // SAFETY: doubles `done..done + n` of the origin buffer.
             let buf = unsafe { self.origin().cast::<f64>().add(done) };
