@@ -188,3 +188,185 @@ fn every_bcast_algorithm_with_data_checked_on_4_ranks_over_shm_and_tcp_rxm() {
         }
     }
 }
+
+/// The `(op, sync, size)` of every result of an rma document, sorted, each
+/// checked to be ofi's with a positive median and, for put and fetch-add, data
+/// checked.
+#[cfg(feature = "ofi")]
+fn rma_points(doc: &Value) -> Vec<(String, String, u64)> {
+    let mut points: Vec<(String, String, u64)> = doc["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| {
+            assert_eq!(r["transport"], "ofi", "{r}");
+            assert!(r["latency_us"]["median"].as_f64().unwrap() > 0.0, "{r}");
+            if r["op"] == "put" || r["op"] == "fetch-add" {
+                assert_eq!(r["checked"], true, "{r}");
+            }
+            (
+                r["op"].as_str().unwrap().to_string(),
+                r["sync"].as_str().unwrap().to_string(),
+                r["size"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    points.sort();
+    points
+}
+
+/// Issue 39: `rma` over libfabric's RMA and atomics on `shm` and `tcp;ofi_rxm`
+/// (both of manual data progress: the window's progress thread serves the
+/// passive target): every op with the flush, put and get with the fence, the
+/// data checked; tcp beside it is one warning, and only ofi is measured.
+#[cfg(feature = "ofi")]
+#[test]
+fn issue39_rma_over_shm_and_tcp_rxm_checks_its_data() {
+    let mut want: Vec<(String, String, u64)> = [
+        ("accumulate", "flush", 8),
+        ("accumulate", "flush", 1024),
+        ("fetch-add", "flush", 8),
+        ("get", "fence", 8),
+        ("get", "fence", 1024),
+        ("get", "flush", 8),
+        ("get", "flush", 1024),
+        ("put", "fence", 8),
+        ("put", "fence", 1024),
+        ("put", "flush", 8),
+        ("put", "flush", 1024),
+        ("put-bw", "flush", 8),
+        ("put-bw", "flush", 1024),
+        ("put-notify", "flush", 8),
+        ("put-notify", "flush", 1024),
+    ]
+    .iter()
+    .map(|&(op, sync, size)| (op.to_string(), sync.to_string(), size))
+    .collect();
+    want.sort();
+    for provider in ["shm", "tcp;ofi_rxm"] {
+        let out = ngauge()
+            .args(["--np", "2", "-t", "ofi,tcp", "--ofi-provider", provider])
+            .args(["--timeout", "60", "rma", "--sizes", "8,1K", "--reps", "20"])
+            .args(["--warmup", "5", "--window", "4", "--check", "--json"])
+            .timeout(std::time::Duration::from_secs(300))
+            .output()
+            .unwrap();
+        let doc = json_of(&out);
+        assert_eq!(rma_points(&doc), want, "{provider}: {doc}");
+        let warnings = doc["warnings"].to_string();
+        assert!(
+            warnings.contains("tcp has no one-sided operations"),
+            "{warnings}"
+        );
+        assert_eq!(doc["meta"]["transport"], serde_json::json!(["ofi"]));
+        assert_eq!(doc["meta"]["ofi"]["provider"], provider, "{doc}");
+    }
+}
+
+/// Issue 39: `rma --csv FILE` holds one row per point, the fields of the JSON
+/// results with their units in the header (`latency_us.median`,
+/// `bandwidth_MBps`).
+#[cfg(feature = "ofi")]
+#[test]
+fn issue39_rma_csv_has_a_row_per_point() {
+    let tmp = tempfile::tempdir().unwrap();
+    let csv = tmp.path().join("rma.csv");
+    let doc = over(
+        "shm",
+        &[
+            "--np",
+            "2",
+            "rma",
+            "--ops",
+            "put,put-bw",
+            "--sync",
+            "flush",
+            "--sizes",
+            "8,64",
+            "--reps",
+            "5",
+            "--warmup",
+            "1",
+            "--json",
+            "--csv",
+            csv.to_str().unwrap(),
+        ],
+    );
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().expect("a header").split(',').collect();
+    for column in [
+        "transport",
+        "op",
+        "sync",
+        "size",
+        "reps",
+        "latency_us.median",
+        "latency_us.p99",
+        "bandwidth_MBps",
+        "checked",
+    ] {
+        assert!(header.contains(&column), "{column} in {header:?}");
+    }
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), 4, "{text}");
+    assert_eq!(rows.len(), doc["results"].as_array().unwrap().len());
+    assert!(rows[0].starts_with("ofi,put,flush,8,5,"), "{text}");
+}
+
+/// Issue 39: a suite's `[experiment.rma]` runs `rma` from its table; the run
+/// directory's JSON Lines hold its points and the summary reads their latency.
+#[cfg(feature = "ofi")]
+#[test]
+fn issue39_rma_runs_in_a_suite() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = tmp.path().join("rma.toml");
+    let dir = tmp.path().join("out");
+    std::fs::write(
+        &suite,
+        "[[experiment]]\nname = \"onesided\"\n\
+         job = { transports = [\"ofi\"], ofi = { provider = \"shm\" } }\n\
+         [experiment.rma]\nops = [\"put\", \"fetch-add\"]\nsync = [\"flush\"]\n\
+         sizes = \"8,1K\"\nreps = 10\nwarmup = 2\ncheck = true\n",
+    )
+    .unwrap();
+    let out = ngauge()
+        .arg("run")
+        .arg(&suite)
+        .arg("--output")
+        .arg(&dir)
+        .arg("--json")
+        .timeout(std::time::Duration::from_secs(300))
+        .output()
+        .unwrap();
+    let doc = json_of(&out);
+    assert_eq!(doc["done"].as_u64(), doc["runs"].as_u64(), "{doc}");
+    let text = std::fs::read_to_string(dir.join("onesided.jsonl")).unwrap();
+    let mut points: Vec<(String, u64)> = text
+        .lines()
+        .map(|l| {
+            let r: Value = serde_json::from_str(l).unwrap();
+            assert_eq!(r["checked"], true, "{r}");
+            (
+                r["op"].as_str().unwrap().into(),
+                r["size"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    points.sort();
+    let want = [("fetch-add", 8), ("put", 8), ("put", 1024)];
+    let want: Vec<(String, u64)> = want.iter().map(|&(o, s)| (o.into(), s)).collect();
+    assert_eq!(points, want, "{text}");
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let exps = summary["experiments"].as_array().unwrap();
+    assert!(
+        exps.iter().all(|e| e["metric"] == "latency_us"),
+        "{summary}"
+    );
+    assert_eq!(
+        exps.len(),
+        2,
+        "put and fetch-add, each with the flush: {summary}"
+    );
+}

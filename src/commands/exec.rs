@@ -28,5 +28,6 @@ pub fn run(global: &GlobalArgs, args: &ExecArgs) -> anyhow::Result<()> {
         CommandSpec::Nbc(s) => super::nbc::run_spec(&g, s),
         CommandSpec::Matrix(s) => super::matrix::run_spec(&g, s, &[]),
         CommandSpec::Ebb(s) => super::ebb::run_spec(&g, s),
+        CommandSpec::Rma(s) => super::rma::run_spec(&g, s),
     }
 }

@@ -7,14 +7,15 @@
 //! into pingpong would make most of pingpong's flags and fields mean nothing half
 //! the time.
 
-use super::common::{check_outputs, job_spec, measure, setup_hint, UsageError};
+use super::common::{check_outputs, job_spec, measure, setup_hint, spec_usage, UsageError};
 use crate::cli::{GlobalArgs, RmaArgs};
-use ngauge::patterns::rma::{Op, Params, RmaSync};
+use ngauge::patterns::rma::{Op, RmaSync};
 use ngauge::report::rma::RmaWarning;
+use ngauge::spec::RmaSpec;
 
 impl RmaArgs {
-    /// The pattern's parameters these flags ask for.
-    pub fn params(&self) -> Result<Params, UsageError> {
+    /// The spec these flags ask for.
+    pub fn spec(&self) -> Result<RmaSpec, UsageError> {
         let list = |text: &str| -> Vec<String> {
             let names = text.split(',').map(|s| s.trim().to_string());
             names.filter(|s| !s.is_empty()).collect()
@@ -30,7 +31,7 @@ impl RmaArgs {
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let syncs = list(&self.sync)
+        let sync = list(&self.sync)
             .iter()
             .map(|name| match name.as_str() {
                 "flush" => Ok(RmaSync::Flush),
@@ -40,38 +41,26 @@ impl RmaArgs {
                 ))),
             })
             .collect::<Result<Vec<_>, _>>()?;
-        if ops.is_empty() || syncs.is_empty() {
-            return Err(UsageError(
-                "--ops and --sync need at least one name each".into(),
-            ));
-        }
-        let sizes: Vec<usize> = super::coll::sizes(&self.sizes)?
-            .0
-            .iter()
-            .map(|&s| s as usize)
-            .collect();
-        if sizes.iter().any(|&s| s > i32::MAX as usize) {
-            return Err(UsageError(
-                "--sizes: at most 2G-1 bytes per operation".into(),
-            ));
-        }
-        let mut ordered = syncs;
-        ordered.sort();
-        ordered.dedup();
-        Ok(Params {
+        Ok(RmaSpec {
+            sizes: super::coll::sizes(&self.sizes)?,
             ops,
-            syncs: ordered,
-            sizes,
-            reps: self.reps as usize,
-            warmup: self.warmup as usize,
-            window: self.window as usize,
+            sync,
+            reps: self.reps,
+            warmup: self.warmup,
+            window: self.window,
             check: self.check,
         })
     }
 }
 
 pub fn run(global: &GlobalArgs, args: &RmaArgs) -> anyhow::Result<()> {
-    let params = args.params()?;
+    run_spec(global, &args.spec()?)
+}
+
+/// Runs `spec` over the job of `global` (the command line's, or a suite's).
+pub fn run_spec(global: &GlobalArgs, spec: &RmaSpec) -> anyhow::Result<()> {
+    spec.validate().map_err(spec_usage)?;
+    let params = spec.params();
     if global.size.map_or(global.np < 2, |s| s < 2) {
         return Err(UsageError("rma needs at least 2 ranks (--np 2 or more)".into()).into());
     }
@@ -85,7 +74,7 @@ pub fn run(global: &GlobalArgs, args: &RmaArgs) -> anyhow::Result<()> {
         let names: Vec<String> = job.transports.iter().map(|t| t.to_string()).collect();
         return Err(UsageError(format!(
             "-t {}: no transport with one-sided operations; rma runs over mpi, \
-             ucx and verbs (mpirun -np 2 ngauge -t mpi rma, ngauge -t verbs rma)",
+             ucx, verbs and ofi (mpirun -np 2 ngauge -t mpi rma, ngauge -t ucx rma)",
             names.join(",")
         ))
         .into());

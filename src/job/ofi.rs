@@ -68,7 +68,32 @@ pub fn open(
         plain_messages: false,
     };
     let t = ngauge_ofi::open(control, &o)?;
-    let f = t.facts();
+    record(t.facts());
+    Ok(Box::new(t))
+}
+
+/// Opens the endpoint with a one-sided window of `bytes` for `rma` (a collective
+/// call) and keeps its facts for `meta`.
+#[cfg(feature = "ofi")]
+pub fn open_window(
+    control: &mut dyn ngauge_transport::Control,
+    spec: &OfiSpec,
+    timeout: std::time::Duration,
+    bytes: usize,
+) -> Result<ngauge_ofi::OfiWindow, ngauge_transport::TransportError> {
+    let o = ngauge_ofi::OfiOptions {
+        provider: spec.provider.clone(),
+        timeout,
+        ..ngauge_ofi::OfiOptions::default()
+    };
+    let w = ngauge_ofi::open_window(control, &o, bytes)?;
+    record(w.facts());
+    Ok(w)
+}
+
+/// Keeps the facts of an endpoint this process opened for `meta`.
+#[cfg(feature = "ofi")]
+fn record(f: &ngauge_ofi::Facts) {
     let facts = OfiFacts {
         provider: f.provider.clone(),
         fabric: f.fabric.clone(),
@@ -85,7 +110,6 @@ pub fn open(
     if let Ok(mut slot) = OPENED.lock() {
         *slot = Some(facts);
     }
-    Ok(Box::new(t))
 }
 
 /// `ngauge info`: what a run with `spec` would use and what `fi_getinfo` offers,

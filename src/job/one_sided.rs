@@ -1,8 +1,8 @@
 //! The one-sided window of a transport of the job, for `rma`: MPI's from
 //! `MPI_Win_allocate` (`ngauge_mpi::MpiWindow`), UCX's from `ucp_mem_map`
-//! (`ngauge_ucx::UcxWindow`), verbs' from `ibv_reg_mr` (`ngauge_verbs::VerbsWindow`);
-//! `None` for the transports without one-sided operations in ngauge (TCP and UDP
-//! have none; OFI RMA is not wired to `rma` yet).
+//! (`ngauge_ucx::UcxWindow`), verbs' from `ibv_reg_mr` (`ngauge_verbs::VerbsWindow`),
+//! libfabric's from `fi_mr_reg` (`ngauge_ofi::OfiWindow`); `None` for the
+//! transports without one-sided operations in ngauge (TCP and UDP have none).
 
 use super::{JobError, JobSpec, TransportName};
 use crate::launch::World;
@@ -12,7 +12,7 @@ use ngauge_transport::OneSided;
 pub fn offers(name: TransportName) -> bool {
     matches!(
         name,
-        TransportName::Mpi | TransportName::Ucx | TransportName::Verbs
+        TransportName::Mpi | TransportName::Ucx | TransportName::Verbs | TransportName::Ofi
     )
 }
 
@@ -84,6 +84,18 @@ pub fn open(
         }
         #[cfg(not(feature = "verbs"))]
         TransportName::Verbs => Err(super::open::not_compiled(name)),
+        #[cfg(feature = "ofi")]
+        TransportName::Ofi => {
+            let window =
+                super::ofi::open_window(world.control.as_mut(), &job.ofi, job.timeout(), bytes)
+                    .map_err(|error| JobError::Open {
+                        transport: name,
+                        error,
+                    })?;
+            Ok(Some(Box::new(window)))
+        }
+        #[cfg(not(feature = "ofi"))]
+        TransportName::Ofi => Err(super::open::not_compiled(name)),
         _ => Ok(None),
     }
 }

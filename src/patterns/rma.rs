@@ -34,7 +34,7 @@
 use crate::clock::Clock;
 use crate::stats::Summary;
 use crate::transport::{Control, ControlError, OneSided, Rank, TransportError};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The rank that starts the operations and reports.
 pub const ORIGIN: Rank = 0;
@@ -45,7 +45,17 @@ pub const DATA_OFFSET: usize = 8;
 
 /// A one-sided operation as timed (see the module docs).
 #[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, schemars::JsonSchema,
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
 )]
 #[serde(rename_all = "kebab-case")]
 pub enum Op {
@@ -114,7 +124,17 @@ impl Op {
 
 /// How operations complete.
 #[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, schemars::JsonSchema,
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
 )]
 #[serde(rename_all = "kebab-case")]
 pub enum RmaSync {

@@ -5,7 +5,7 @@
 
 use super::{
     CollCmdSpec, EbbSpec, LateCmdSpec, LoggpSpec, MatrixSpec, NbcCmdSpec, NoiseSpec, PingpongSpec,
-    SyncSpec, TimerSpec,
+    RmaSpec, SyncSpec, TimerSpec,
 };
 use crate::sim::spec::SimulateSpec;
 
@@ -35,13 +35,15 @@ pub enum CommandSpec {
     Matrix(MatrixSpec),
     /// `ngauge ebb`.
     Ebb(EbbSpec),
+    /// `ngauge rma`.
+    Rma(RmaSpec),
 }
 
 impl CommandSpec {
     /// Every command's name, in the order of the variants.
     pub const NAMES: &'static [&'static str] = &[
         "timer", "pingpong", "loggp", "sync", "coll", "simulate", "noise", "late", "nbc", "matrix",
-        "ebb",
+        "ebb", "rma",
     ];
 
     /// The command's name, as on the command line and as a suite's table key.
@@ -58,6 +60,7 @@ impl CommandSpec {
             CommandSpec::Nbc(_) => "nbc",
             CommandSpec::Matrix(_) => "matrix",
             CommandSpec::Ebb(_) => "ebb",
+            CommandSpec::Rma(_) => "rma",
         }
     }
 
@@ -69,8 +72,8 @@ impl CommandSpec {
 
     /// Makes the command keep every repetition in its document, for the
     /// statistics across launches (`ngauge run` asks it of every run); a
-    /// simulation is deterministic, and a noise loop, `late`, `nbc`, `matrix`
-    /// and `ebb` report medians without their repetitions: unchanged.
+    /// simulation is deterministic, and a noise loop, `late`, `nbc`, `matrix`,
+    /// `ebb` and `rma` report summaries without their repetitions: unchanged.
     pub fn keep_samples(&mut self) {
         match self {
             CommandSpec::Timer(s) => s.samples = true,
@@ -83,7 +86,8 @@ impl CommandSpec {
             | CommandSpec::Late(_)
             | CommandSpec::Nbc(_)
             | CommandSpec::Matrix(_)
-            | CommandSpec::Ebb(_) => {}
+            | CommandSpec::Ebb(_)
+            | CommandSpec::Rma(_) => {}
         }
     }
 }

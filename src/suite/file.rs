@@ -12,7 +12,7 @@ use crate::job::{JobError, JobSpec, TransportName};
 use crate::sim::spec::{self as sim_spec, SimulateSpec};
 use crate::spec::{
     CollCmdSpec, CommandSpec, EbbSpec, LateCmdSpec, LoggpSpec, MatrixSpec, NbcCmdSpec, NoiseSpec,
-    PingpongSpec, SpecError, SyncSpec, TimerSpec, WindowColl,
+    PingpongSpec, RmaSpec, SpecError, SyncSpec, TimerSpec, WindowColl,
 };
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -101,6 +101,8 @@ struct RawExperiment {
     matrix: Option<MatrixSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     ebb: Option<EbbSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rma: Option<RmaSpec>,
 }
 
 impl TryFrom<RawExperiment> for Experiment {
@@ -119,6 +121,7 @@ impl TryFrom<RawExperiment> for Experiment {
             raw.nbc.map(CommandSpec::Nbc),
             raw.matrix.map(CommandSpec::Matrix),
             raw.ebb.map(CommandSpec::Ebb),
+            raw.rma.map(CommandSpec::Rma),
         ]
         .into_iter()
         .flatten()
@@ -171,6 +174,7 @@ impl From<Experiment> for RawExperiment {
             CommandSpec::Nbc(s) => raw.nbc = Some(s),
             CommandSpec::Matrix(s) => raw.matrix = Some(s),
             CommandSpec::Ebb(s) => raw.ebb = Some(s),
+            CommandSpec::Rma(s) => raw.rma = Some(s),
         }
         raw
     }
@@ -420,6 +424,10 @@ pub fn check(suite: &Suite) -> Result<(), (String, String)> {
                 needs_two()?;
             }
             CommandSpec::Ebb(s) => {
+                spec(s.validate())?;
+                needs_two()?;
+            }
+            CommandSpec::Rma(s) => {
                 spec(s.validate())?;
                 needs_two()?;
             }

@@ -6,14 +6,14 @@
 //!
 //! The documents differ by command; what is read is what they share:
 //!
-//! - **records**: a document's `results[]` (pingpong, coll, late, nbc, ebb),
+//! - **records**: a document's `results[]` (pingpong, coll, late, nbc, ebb, rma),
 //!   `cores[]` (noise), the latency of each of `links[]` (matrix),
 //!   `points[]` (loggp, one transport) or `transports[].points[]` (loggp,
 //!   several); a stream's lines (a loggp stream line holds its record under
 //!   `point`). A document without any of
 //!   these (timer, sync) is one record itself, without a size.
-//! - **the experiment** of a record: its `transport`, `op`, `algo`, (when not 0)
-//!   `segment` and `pair`, and late's `mode` and `delay_us`, nbc's `compute` and
+//! - **the experiment** of a record: its `transport`, `op`, rma's `sync`, `algo`,
+//!   (when not 0) `segment` and `pair`, and late's `mode` and `delay_us`, nbc's `compute` and
 //!   `test_every_us`, joined by `/`, under the experiment name of a run directory.
 //! - **the metric**: the first of [`PRIMARY_METRICS`] a record has, or the one asked
 //!   for; an ebb pair's record (it inherits its document's `bisections`) is read
@@ -35,7 +35,8 @@ use std::path::{Path, PathBuf};
 /// The metrics read by default, in order of preference: the first a record has is
 /// taken (pingpong's half round trip, coll's run time, loggp's `PRTT(1,0,s)`,
 /// timer's read cost, sync's worst residual, simulate's prediction, noise's CPU
-/// fraction lost to detours, late's delay overlap benefit, nbc's overlap).
+/// fraction lost to detours, late's delay overlap benefit, nbc's overlap, rma's
+/// latency per operation).
 pub const PRIMARY_METRICS: &[&str] = &[
     "half_rtt_us",
     "runtime_us",
@@ -46,6 +47,7 @@ pub const PRIMARY_METRICS: &[&str] = &[
     "cpu_fraction_lost",
     "benefit",
     "overlap_pct",
+    "latency_us",
 ];
 
 /// The metric of an ebb pair's record (one with `bisections`), read by default
@@ -53,10 +55,12 @@ pub const PRIMARY_METRICS: &[&str] = &[
 pub const EBB_METRIC: &str = "bandwidth_MBps";
 
 /// Fields that name the experiment of a record, in the order they are joined
-/// (`mode` and `delay_us`: late's points; `compute` and `test_every_us`: nbc's).
+/// (`sync`: rma's points; `mode` and `delay_us`: late's; `compute` and
+/// `test_every_us`: nbc's).
 const KEY_FIELDS: &[&str] = &[
     "transport",
     "op",
+    "sync",
     "algo",
     "segment",
     "pair",

@@ -20,6 +20,7 @@ mod fabric {
 
     const HEADERS: &[&str] = &[
         "rdma/fabric.h",
+        "rdma/fi_atomic.h",
         "rdma/fi_cm.h",
         "rdma/fi_domain.h",
         "rdma/fi_endpoint.h",

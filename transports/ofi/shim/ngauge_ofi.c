@@ -80,6 +80,50 @@ ssize_t ngo_inject_writedata(struct fid_ep *ep, const void *buf, size_t len, uin
     return fi_inject_writedata(ep, buf, len, data, dest, addr, key);
 }
 
+ssize_t ngo_write(struct fid_ep *ep, const void *buf, size_t len, void *desc, fi_addr_t dest,
+                  uint64_t addr, uint64_t key, uint64_t flags, void *context) {
+    struct iovec iov = {(void *)buf, len};
+    struct fi_rma_iov rma = {addr, len, key};
+    struct fi_msg_rma msg = {&iov, &desc, 1, dest, &rma, 1, context, 0};
+    return fi_writemsg(ep, &msg, flags);
+}
+
+ssize_t ngo_read(struct fid_ep *ep, void *buf, size_t len, void *desc, fi_addr_t dest,
+                 uint64_t addr, uint64_t key, void *context) {
+    return fi_read(ep, buf, len, desc, dest, addr, key, context);
+}
+
+ssize_t ngo_sum_f64(struct fid_ep *ep, const double *buf, size_t count, void *desc,
+                    fi_addr_t dest, uint64_t addr, uint64_t key, uint64_t flags, void *context) {
+    struct fi_ioc ioc = {(void *)buf, count};
+    struct fi_rma_ioc rma = {addr, count, key};
+    struct fi_msg_atomic msg = {&ioc, &desc, 1, dest, &rma, 1, FI_DOUBLE, FI_SUM, context, 0};
+    return fi_atomicmsg(ep, &msg, flags);
+}
+
+ssize_t ngo_fetch_add_u64(struct fid_ep *ep, const uint64_t *one, void *desc, uint64_t *result,
+                          void *result_desc, fi_addr_t dest, uint64_t addr, uint64_t key,
+                          void *context) {
+    return fi_fetch_atomic(ep, one, 1, desc, result, result_desc, dest, addr, key, FI_UINT64,
+                           FI_SUM, context);
+}
+
+ssize_t ngo_sum_valid(struct fid_ep *ep, int fetch, enum fi_datatype datatype) {
+    size_t count = 0;
+    int rc = fetch ? fi_fetch_atomicvalid(ep, datatype, FI_SUM, &count)
+                   : fi_atomicvalid(ep, datatype, FI_SUM, &count);
+    return rc ? (ssize_t)rc : (ssize_t)count;
+}
+
+int ngo_cntr_open(struct fid_domain *domain, struct fid_cntr **cntr) {
+    struct fi_cntr_attr attr = {0};
+    attr.events = FI_CNTR_EVENTS_COMP;
+    attr.wait_obj = FI_WAIT_NONE;
+    return fi_cntr_open(domain, &attr, cntr, NULL);
+}
+
+uint64_t ngo_cntr_read(struct fid_cntr *cntr) { return fi_cntr_read(cntr); }
+
 ssize_t ngo_cq_read(struct fid_cq *cq, struct fi_cq_tagged_entry *buf, size_t count) {
     return fi_cq_read(cq, buf, count);
 }

@@ -7,6 +7,7 @@
 #define NGAUGE_OFI_H
 
 #include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
@@ -45,6 +46,24 @@ ssize_t ngo_writedata(struct fid_ep *ep, const void *buf, size_t len, void *desc
                       fi_addr_t dest, uint64_t addr, uint64_t key, void *context);
 ssize_t ngo_inject_writedata(struct fid_ep *ep, const void *buf, size_t len, uint64_t data,
                              fi_addr_t dest, uint64_t addr, uint64_t key);
+
+/* One-sided (`ngauge rma`): writes and sums of doubles with explicit completion
+ * `flags` (fi_writemsg, fi_atomicmsg; FI_COMPLETION, FI_DELIVERY_COMPLETE), reads,
+ * fetch-and-add of one u64 (fi_fetch_atomic, FI_SUM), the atomics the provider
+ * has (fi_atomicvalid: elements per operation, or a negative error), and the
+ * counter whose read drives a manual-progress provider. */
+ssize_t ngo_write(struct fid_ep *ep, const void *buf, size_t len, void *desc, fi_addr_t dest,
+                  uint64_t addr, uint64_t key, uint64_t flags, void *context);
+ssize_t ngo_read(struct fid_ep *ep, void *buf, size_t len, void *desc, fi_addr_t dest,
+                 uint64_t addr, uint64_t key, void *context);
+ssize_t ngo_sum_f64(struct fid_ep *ep, const double *buf, size_t count, void *desc,
+                    fi_addr_t dest, uint64_t addr, uint64_t key, uint64_t flags, void *context);
+ssize_t ngo_fetch_add_u64(struct fid_ep *ep, const uint64_t *one, void *desc, uint64_t *result,
+                          void *result_desc, fi_addr_t dest, uint64_t addr, uint64_t key,
+                          void *context);
+ssize_t ngo_sum_valid(struct fid_ep *ep, int fetch, enum fi_datatype datatype);
+int ngo_cntr_open(struct fid_domain *domain, struct fid_cntr **cntr);
+uint64_t ngo_cntr_read(struct fid_cntr *cntr);
 
 ssize_t ngo_cq_read(struct fid_cq *cq, struct fi_cq_tagged_entry *buf, size_t count);
 ssize_t ngo_cq_sread(struct fid_cq *cq, struct fi_cq_tagged_entry *buf, size_t count,

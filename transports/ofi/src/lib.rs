@@ -165,7 +165,21 @@ pub fn fi_environment() -> Vec<(String, String)> {
 }
 
 #[cfg(feature = "libfabric")]
-pub use fabric::OfiTransport;
+pub use fabric::{OfiTransport, OfiWindow};
+
+/// Opens a transport with RMA and atomics and a window of `bytes` on every rank
+/// for `ngauge rma` (collective: every rank calls it); see [`OfiWindow`].
+///
+/// Fails with `TransportError::Unavailable` when the provider has no RMA and
+/// atomics (the reason names the providers that have them).
+#[cfg(feature = "libfabric")]
+pub fn open_window(
+    control: &mut dyn ngauge_transport::Control,
+    opts: &OfiOptions,
+    bytes: usize,
+) -> Result<OfiWindow, ngauge_transport::TransportError> {
+    fabric::open_window(control, opts, bytes)
+}
 
 /// Opens the endpoint, exchanges addresses with every other rank over `control`
 /// (collective: every rank calls it) and returns the transport.

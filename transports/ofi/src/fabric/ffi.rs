@@ -121,6 +121,52 @@ extern "C" {
         addr: u64,
         key: u64,
     ) -> isize;
+    pub fn ngo_write(
+        ep: *mut fid_ep,
+        buf: *const c_void,
+        len: usize,
+        desc: *mut c_void,
+        dest: fi_addr_t,
+        addr: u64,
+        key: u64,
+        flags: u64,
+        context: *mut c_void,
+    ) -> isize;
+    pub fn ngo_read(
+        ep: *mut fid_ep,
+        buf: *mut c_void,
+        len: usize,
+        desc: *mut c_void,
+        dest: fi_addr_t,
+        addr: u64,
+        key: u64,
+        context: *mut c_void,
+    ) -> isize;
+    pub fn ngo_sum_f64(
+        ep: *mut fid_ep,
+        buf: *const f64,
+        count: usize,
+        desc: *mut c_void,
+        dest: fi_addr_t,
+        addr: u64,
+        key: u64,
+        flags: u64,
+        context: *mut c_void,
+    ) -> isize;
+    pub fn ngo_fetch_add_u64(
+        ep: *mut fid_ep,
+        one: *const u64,
+        desc: *mut c_void,
+        result: *mut u64,
+        result_desc: *mut c_void,
+        dest: fi_addr_t,
+        addr: u64,
+        key: u64,
+        context: *mut c_void,
+    ) -> isize;
+    pub fn ngo_sum_valid(ep: *mut fid_ep, fetch: c_int, datatype: fi_datatype) -> isize;
+    pub fn ngo_cntr_open(domain: *mut fid_domain, cntr: *mut *mut fid_cntr) -> c_int;
+    pub fn ngo_cntr_read(cntr: *mut fid_cntr) -> u64;
     pub fn ngo_cq_read(cq: *mut fid_cq, buf: *mut fi_cq_tagged_entry, count: usize) -> isize;
     pub fn ngo_cq_sread(
         cq: *mut fid_cq,

@@ -61,6 +61,11 @@ pub struct Want<'a> {
     pub provider: Option<&'a str>,
     pub op: OfiOp,
     pub tagged: bool,
+    /// One-sided operations for `ngauge rma`: RMA and atomics, thread safety (a
+    /// progress thread beside the caller), and remote completion asked for
+    /// where `delivery` (`FI_DELIVERY_COMPLETE`).
+    pub rma: bool,
+    pub delivery: bool,
 }
 
 /// `fi_getinfo` for an RDM endpoint as `want` says: the list, or `Err` with its
@@ -86,6 +91,19 @@ pub fn getinfo(want: Want<'_>) -> Result<InfoList, i32> {
         if want.op == OfiOp::Write {
             caps |= (ffi::FI_RMA | ffi::FI_WRITE | ffi::FI_REMOTE_WRITE) as u64;
         }
+        let mut threading = ffi::fi_threading_FI_THREAD_DOMAIN;
+        if want.rma {
+            caps |= (ffi::FI_RMA
+                | ffi::FI_ATOMIC
+                | ffi::FI_READ
+                | ffi::FI_WRITE
+                | ffi::FI_REMOTE_READ
+                | ffi::FI_REMOTE_WRITE) as u64;
+            threading = ffi::fi_threading_FI_THREAD_SAFE;
+            if want.delivery {
+                (*(*h).tx_attr).op_flags = u64::from(ffi::FI_DELIVERY_COMPLETE);
+            }
+        }
         (*h).caps = caps;
         (*h).mode = ffi::FI_CONTEXT | ffi::FI_CONTEXT2;
         (*(*h).ep_attr).type_ = ffi::fi_ep_type_FI_EP_RDM;
@@ -94,7 +112,7 @@ pub fn getinfo(want: Want<'_>) -> Result<InfoList, i32> {
             | ffi::FI_MR_ALLOCATED
             | ffi::FI_MR_PROV_KEY
             | ffi::FI_MR_ENDPOINT) as i32;
-        (*(*h).domain_attr).threading = ffi::fi_threading_FI_THREAD_DOMAIN;
+        (*(*h).domain_attr).threading = threading;
         (*(*h).tx_attr).msg_order = ffi::FI_ORDER_SAS as u64;
         (*(*h).rx_attr).msg_order = ffi::FI_ORDER_SAS as u64;
         if let Some(p) = &prov {
@@ -131,22 +149,40 @@ pub fn offer(info: &fi_info) -> Offer {
     }
 }
 
-/// The chosen entry for `opts`: tagged where offered (unless plain messages were
-/// asked for), else plain messages with directed receives. `Err` says what
-/// `fi_getinfo` offers instead.
-pub fn choose(opts: &OfiOptions) -> Result<(InfoList, bool), String> {
+/// The entry `fi_getinfo` chose and what was asked for to get it.
+pub struct Chosen {
+    pub list: InfoList,
+    /// Tagged messages (else plain ones with directed receives).
+    pub tagged: bool,
+    /// With `rma`: operations complete at the target (`FI_DELIVERY_COMPLETE`).
+    pub delivery: bool,
+}
+
+/// The chosen entry for `opts` (and one-sided operations where `rma`): tagged
+/// where offered (unless plain messages were asked for), else plain messages
+/// with directed receives; with `rma`, delivery completion where offered. `Err`
+/// says what `fi_getinfo` offers instead.
+pub fn choose(opts: &OfiOptions, rma: bool) -> Result<Chosen, String> {
     let provider = opts.provider.as_deref();
     let mut last = 0;
-    for tagged in [true, false] {
-        if tagged && opts.plain_messages {
+    for (tagged, delivery) in [(true, true), (true, false), (false, true), (false, false)] {
+        if (tagged && opts.plain_messages) || (delivery && !rma) {
             continue;
         }
         match getinfo(Want {
             provider,
             op: opts.op,
             tagged,
+            rma,
+            delivery,
         }) {
-            Ok(list) if list.first().is_some() => return Ok((list, tagged)),
+            Ok(list) if list.first().is_some() => {
+                return Ok(Chosen {
+                    list,
+                    tagged,
+                    delivery,
+                })
+            }
             Ok(_) => {}
             Err(rc) => last = rc,
         }
@@ -157,10 +193,11 @@ pub fn choose(opts: &OfiOptions) -> Result<(InfoList, bool), String> {
             ffi::strerror(last as isize)
         ));
     }
-    let offered = offered_providers(opts.op);
-    let what = match opts.op {
-        OfiOp::Send => "RDM endpoint with tagged or directed messages",
-        OfiOp::Write => "RDM endpoint with RMA writes",
+    let offered = offered_providers(opts.op, rma);
+    let what = match (rma, opts.op) {
+        (true, _) => "RDM endpoint with RMA and atomics (FI_RMA, FI_ATOMIC) for rma",
+        (_, OfiOp::Send) => "RDM endpoint with tagged or directed messages",
+        (_, OfiOp::Write) => "RDM endpoint with RMA writes",
     };
     let asked = provider.map_or_else(String::new, |p| format!("provider {p:?} offers no "));
     let asked = if asked.is_empty() {
@@ -178,14 +215,17 @@ pub fn choose(opts: &OfiOptions) -> Result<(InfoList, bool), String> {
     ))
 }
 
-/// The distinct providers of RDM endpoints for `op`, in `fi_getinfo`'s order.
-fn offered_providers(op: OfiOp) -> Vec<String> {
+/// The distinct providers of RDM endpoints for `op` (and `rma`), in
+/// `fi_getinfo`'s order.
+fn offered_providers(op: OfiOp, rma: bool) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     for tagged in [true, false] {
         if let Ok(list) = getinfo(Want {
             provider: None,
             op,
             tagged,
+            rma,
+            delivery: false,
         }) {
             for o in list.iter().map(offer) {
                 if !names.contains(&o.provider) {
@@ -204,14 +244,16 @@ pub fn probe(provider: Option<&str>, op: OfiOp) -> Result<Probe, String> {
         op,
         ..OfiOptions::default()
     };
-    let (chosen, _) = choose(&opts)?;
-    let uses = offer(chosen.first().expect("chosen"));
+    let chosen = choose(&opts, false)?;
+    let uses = offer(chosen.list.first().expect("chosen"));
     let mut offers: Vec<Offer> = Vec::new();
     for tagged in [true, false] {
         if let Ok(list) = getinfo(Want {
             provider: None,
             op,
             tagged,
+            rma: false,
+            delivery: false,
         }) {
             for o in list.iter().map(offer) {
                 if !offers.contains(&o) {

@@ -11,13 +11,71 @@ use std::os::raw::c_void;
 use std::ptr;
 
 /// One registration.
-struct Mr {
+pub struct Mr {
     mr: *mut fid_mr,
-    desc: *mut c_void,
-    key: u64,
+    pub desc: *mut c_void,
+    pub key: u64,
     /// What a remote writer names the buffer's first byte with: its virtual
     /// address under `FI_MR_VIRT_ADDR`, else 0 (offsets).
-    base: u64,
+    pub base: u64,
+}
+
+impl Mr {
+    /// Registers `len` bytes at `addr` with `domain` as `how` says (bound to `ep`
+    /// and enabled under `FI_MR_ENDPOINT`), asking for `key` where the provider
+    /// does not choose keys itself.
+    ///
+    /// # Safety
+    /// `domain` and `ep` are live, and `len` bytes at `addr` stay allocated until
+    /// the registration is closed ([`Mr::close`]).
+    pub unsafe fn register(
+        domain: *mut fid_domain,
+        ep: *mut fid_ep,
+        how: Registration,
+        addr: *mut u8,
+        len: usize,
+        key: u64,
+    ) -> Result<Mr, TransportError> {
+        let mut mr: *mut fid_mr = ptr::null_mut();
+        // SAFETY: the caller's promise.
+        let rc = unsafe {
+            ffi::ngo_mr_reg(domain, addr.cast::<c_void>(), len, how.access, key, &mut mr)
+        };
+        if rc != 0 {
+            return Err(reg_error(len, "fi_mr_reg", rc));
+        }
+        if how.endpoint {
+            // SAFETY: `mr` was just registered, `ep` is live.
+            let rc = unsafe {
+                let rc = ffi::ngo_mr_bind(mr, ptr::addr_of_mut!((*ep).fid));
+                if rc == 0 {
+                    ffi::ngo_mr_enable(mr)
+                } else {
+                    rc
+                }
+            };
+            if rc != 0 {
+                // SAFETY: registered above, closed once.
+                unsafe { ffi::ngo_close(ptr::addr_of_mut!((*mr).fid)) };
+                return Err(reg_error(len, "fi_mr_bind/fi_mr_enable", rc));
+            }
+        }
+        // SAFETY: `mr` is a live registration.
+        let (desc, key) = unsafe { (ffi::ngo_mr_desc(mr), ffi::ngo_mr_key(mr)) };
+        let base = if how.virt_addr { addr as u64 } else { 0 };
+        Ok(Mr {
+            mr,
+            desc,
+            key,
+            base,
+        })
+    }
+
+    /// Closes the registration.
+    pub fn close(self) {
+        // SAFETY: a live registration (made by `register`), closed once (moved).
+        unsafe { ffi::ngo_close(ptr::addr_of_mut!((*self.mr).fid)) };
+    }
 }
 
 /// What the domain asks of registrations.
@@ -83,60 +141,41 @@ impl Memory {
         let (addr, len) = (bytes.as_mut_ptr(), bytes.len().max(1));
         let key = self.next_key;
         self.next_key += 1;
-        let mut mr: *mut fid_mr = ptr::null_mut();
-        // SAFETY: `domain` is live while the transport is; [addr, addr+len) is a
-        // pool buffer whose heap allocation stays put until it is freed, which
-        // `free` does only after closing this registration.
-        let rc = unsafe {
-            ffi::ngo_mr_reg(
-                self.domain,
-                addr.cast::<c_void>(),
-                len,
-                self.how.access,
-                key,
-                &mut mr,
-            )
-        };
-        if rc != 0 {
-            return Err(reg_error(len, "fi_mr_reg", rc));
-        }
-        if self.how.endpoint {
-            // SAFETY: `mr` was just registered, `ep` is live.
-            let rc = unsafe {
-                let rc = ffi::ngo_mr_bind(mr, ptr::addr_of_mut!((*self.ep).fid));
-                if rc == 0 {
-                    ffi::ngo_mr_enable(mr)
-                } else {
-                    rc
-                }
-            };
-            if rc != 0 {
-                // SAFETY: registered above, closed once.
-                unsafe { ffi::ngo_close(ptr::addr_of_mut!((*mr).fid)) };
-                return Err(reg_error(len, "fi_mr_bind/fi_mr_enable", rc));
-            }
-        }
-        // SAFETY: `mr` is a live registration.
-        let (desc, key) = unsafe { (ffi::ngo_mr_desc(mr), ffi::ngo_mr_key(mr)) };
-        let base = if self.how.virt_addr { addr as u64 } else { 0 };
+        // SAFETY: [addr, addr+len) is a pool buffer whose heap allocation stays
+        // put until it is freed, which `free` does only after closing this
+        // registration.
+        let mr = unsafe { Mr::register(self.domain, self.ep, self.how, addr, len, key)? };
         let slot = buffer.0 as usize;
         if self.regs.len() <= slot {
             self.regs.resize_with(slot + 1, || None);
         }
-        self.regs[slot] = Some(Mr {
-            mr,
-            desc,
-            key,
-            base,
-        });
+        self.regs[slot] = Some(mr);
         Ok(())
     }
 
     fn deregister(&mut self, buffer: BufferId) {
         if let Some(mr) = self.regs.get_mut(buffer.0 as usize).and_then(Option::take) {
-            // SAFETY: a live registration, closed once.
-            unsafe { ffi::ngo_close(ptr::addr_of_mut!((*mr.mr).fid)) };
+            mr.close();
         }
+    }
+
+    /// Registers `len` bytes at `addr`, which the pool does not own, as its
+    /// buffers are but with `access` (a window's memory).
+    ///
+    /// # Safety
+    /// `len` bytes at `addr` stay allocated until the registration is closed,
+    /// which happens before the domain closes.
+    pub unsafe fn register_raw(
+        &mut self,
+        addr: *mut u8,
+        len: usize,
+        access: u64,
+    ) -> Result<Mr, TransportError> {
+        let key = self.next_key;
+        self.next_key += 1;
+        let how = Registration { access, ..self.how };
+        // SAFETY: the caller's promise; the domain and endpoint are live.
+        unsafe { Mr::register(self.domain, self.ep, how, addr, len, key) }
     }
 
     /// Closes every registration (before the endpoint and domain close).

@@ -8,7 +8,8 @@
 //! - [`memory`]: message buffers and their registrations;
 //! - [`post`]: posting sends, receives, writes and advertisements;
 //! - [`progress`]: reading the completion queue, what each completion means,
-//!   waiting (poll or `fi_cq_sread`), timeouts, cancelling, closed peers.
+//!   waiting (poll or `fi_cq_sread`), timeouts, cancelling, closed peers;
+//! - [`window`]: the one-sided window of `ngauge rma` beside a transport.
 //!
 //! This file holds the transport's state and the [`Transport`] impl, which only
 //! dispatches.
@@ -22,6 +23,7 @@ mod memory;
 mod post;
 mod progress;
 mod setup;
+mod window;
 
 use crate::{Facts, OfiOp, OfiOptions, Probe};
 use memory::{Memory, Registration};
@@ -33,6 +35,7 @@ use setup::{Endpoint, ADVERT_BYTES};
 use std::collections::{HashMap, VecDeque};
 use std::os::raw::c_void;
 use std::time::Duration;
+pub use window::{open_window, OfiWindow};
 
 pub(crate) const NAME: &str = "ofi";
 
@@ -98,12 +101,17 @@ const FAREWELL: u64 = 3 * KIND;
 const GREET: u64 = 4 * KIND;
 /// This rank's hello sent to a peer at open (`GREETED | peer`).
 const GREETED: u64 = 5 * KIND;
+/// A one-sided operation of the window (`RMA | slot`).
+const RMA: u64 = 6 * KIND;
+/// A peer's fence message to the window (`FENCE | peer`), received into nothing.
+const FENCE: u64 = 7 * KIND;
 
 /// Tags: the kind of message above bit 32, the sender's rank below.
 const TAG_DATA: u64 = 0;
 const TAG_BYE: u64 = 1 << 32;
 const TAG_ADVERT: u64 = 2 << 32;
 const TAG_GREET: u64 = 3 << 32;
+const TAG_FENCE: u64 = 4 << 32;
 
 /// Advertisement slots kept posted per peer on the write path (the provider
 /// buffers advertisements beyond them as unexpected messages).
@@ -194,6 +202,8 @@ pub struct OfiTransport {
     /// Hellos of the connection setup not yet completed, and the first that failed.
     greetings_left: usize,
     greeting_failed: Option<String>,
+    /// The completions of a window's operations and fence messages.
+    one_sided: window::Completions,
 }
 
 impl std::fmt::Debug for OfiTransport {
@@ -208,7 +218,16 @@ impl std::fmt::Debug for OfiTransport {
 
 /// See [`crate::open`].
 pub fn open(control: &mut dyn Control, opts: &OfiOptions) -> Result<OfiTransport, TransportError> {
-    let (ep, addrs) = setup::connect(control, opts)?;
+    open_with(control, opts, false)
+}
+
+/// [`open`], with RMA and atomics on the endpoint where `rma` (a window's).
+fn open_with(
+    control: &mut dyn Control,
+    opts: &OfiOptions,
+    rma: bool,
+) -> Result<OfiTransport, TransportError> {
+    let (ep, addrs) = setup::connect(control, opts, rma)?;
     let fi = ep.info.first().expect("chosen");
     // SAFETY: every entry fi_getinfo returns has these attributes.
     let (tx, epa, dom) = unsafe { (&*fi.tx_attr, &*fi.ep_attr, &*fi.domain_attr) };
@@ -253,6 +272,7 @@ pub fn open(control: &mut dyn Control, opts: &OfiOptions) -> Result<OfiTransport
         farewells: Vec::new(),
         greetings_left: 0,
         greeting_failed: None,
+        one_sided: window::Completions::default(),
         memory,
         ep,
     };

@@ -6,8 +6,8 @@
 
 use super::setup::ADVERT_BYTES;
 use super::{
-    ffi, Advert, Ctx, OfiTransport, State, ADVERT, ADVERT_SLOTS, BYE, FAREWELL, GREET, GREETED,
-    KIND, NAME, TAG_BYE,
+    ffi, Advert, Ctx, OfiTransport, State, ADVERT, ADVERT_SLOTS, BYE, FAREWELL, FENCE, GREET,
+    GREETED, KIND, NAME, RMA, TAG_BYE,
 };
 use ngauge_transport::{Rank, TransportError, WaitMode};
 use std::os::raw::c_void;
@@ -130,6 +130,10 @@ impl OfiTransport {
                 }
             }
             ADVERT => self.advert_arrived((id & (KIND - 1)) as usize, c.ctx, &c),
+            RMA | FENCE => {
+                let error = c.error.map(|(_, words)| words);
+                self.one_sided_completed(id, c.ctx, error);
+            }
             GREET | GREETED => {
                 if let Some(i) = self
                     .fixed

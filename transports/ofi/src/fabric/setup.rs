@@ -3,7 +3,7 @@
 //! exchange over the job's control channel (`fi_getname`, allgather,
 //! `fi_av_insert`), and their teardown in the reverse order.
 
-use super::ffi::{self, fi_addr_t, fid, fid_av, fid_cq, fid_domain, fid_ep, fid_fabric};
+use super::ffi::{self, fi_addr_t, fid, fid_av, fid_cntr, fid_cq, fid_domain, fid_ep, fid_fabric};
 use super::info::{self, InfoList};
 use super::{setup_error, unavailable, NAME};
 use crate::{Facts, OfiOp, OfiOptions};
@@ -23,6 +23,12 @@ pub struct Endpoint {
     pub cq: *mut fid_cq,
     pub av: *mut fid_av,
     pub ep: *mut fid_ep,
+    /// One-sided operations on a provider whose data progress is manual: a
+    /// counter bound to the endpoint, whose reads progress it (the window's
+    /// progress thread); null otherwise.
+    pub cntr: *mut fid_cntr,
+    /// One-sided operations complete at the target (`FI_DELIVERY_COMPLETE`).
+    pub delivery: bool,
     /// The chosen `fi_info` (kept for its attributes).
     pub info: InfoList,
     /// Tagged messages (else plain ones with directed receives).
@@ -49,9 +55,14 @@ fn check(call: &str, rc: i32) -> Result<(), TransportError> {
 }
 
 impl Endpoint {
-    /// Opens everything up to an enabled endpoint (no peer yet).
-    pub fn open(opts: &OfiOptions, ranks: usize) -> Result<Endpoint, TransportError> {
-        let (info, tagged) = info::choose(opts).map_err(unavailable)?;
+    /// Opens everything up to an enabled endpoint (no peer yet), with one-sided
+    /// operations where `rma`.
+    pub fn open(opts: &OfiOptions, ranks: usize, rma: bool) -> Result<Endpoint, TransportError> {
+        let info::Chosen {
+            list: info,
+            tagged,
+            delivery,
+        } = info::choose(opts, rma).map_err(unavailable)?;
         let fi = info.first().expect("chosen");
         // SAFETY: every entry fi_getinfo returns has these attributes.
         let (tx, domain_attr) = unsafe { (&*fi.tx_attr, &*fi.domain_attr) };
@@ -78,6 +89,8 @@ impl Endpoint {
             cq: ptr::null_mut(),
             av: ptr::null_mut(),
             ep: ptr::null_mut(),
+            cntr: ptr::null_mut(),
+            delivery,
             tagged,
             waitable: false,
             facts: Facts::default(),
@@ -88,6 +101,10 @@ impl Endpoint {
         // pointer is a field of `e`, which closes what was opened if a later step
         // fails (Drop).
         unsafe {
+            // Delivery completion was asked of fi_getinfo to learn whether the
+            // provider has it; the window asks for it per operation, and the
+            // endpoint's messages keep the provider's default completion.
+            (*(*fi).tx_attr).op_flags = 0;
             check(
                 "fi_fabric",
                 ffi::fi_fabric((*fi).fabric_attr, &mut e.fabric, ptr::null_mut()),
@@ -132,6 +149,14 @@ impl Endpoint {
                 "fi_ep_bind (cq)",
                 ffi::ngo_ep_bind(e.ep, fid_of(e.cq), flags),
             )?;
+            if rma && (*(*fi).domain_attr).data_progress == ffi::fi_progress_FI_PROGRESS_MANUAL {
+                check("fi_cntr_open", ffi::ngo_cntr_open(e.domain, &mut e.cntr))?;
+                let flags = (ffi::FI_READ | ffi::FI_WRITE) as u64;
+                check(
+                    "fi_ep_bind (cntr)",
+                    ffi::ngo_ep_bind(e.ep, fid_of(e.cntr), flags),
+                )?;
+            }
             check("fi_enable", ffi::ngo_enable(e.ep))?;
         }
         let wait_object = match (opts.wait, e.waitable) {
@@ -203,11 +228,17 @@ impl Endpoint {
                 self.ep = ptr::null_mut();
             }
             before_domain();
-            for object in [fid_of(self.av), fid_of(self.cq), fid_of(self.domain)] {
+            for object in [
+                fid_of(self.cntr),
+                fid_of(self.av),
+                fid_of(self.cq),
+                fid_of(self.domain),
+            ] {
                 if !object.is_null() {
                     ffi::ngo_close(object);
                 }
             }
+            self.cntr = ptr::null_mut();
             self.av = ptr::null_mut();
             self.cq = ptr::null_mut();
             self.domain = ptr::null_mut();
@@ -231,14 +262,15 @@ pub struct PeerAddr {
     pub same_process: bool,
 }
 
-/// Opens this rank's endpoint and exchanges names (and process ids) with every
-/// rank: every rank learns whether every other one got its endpoint open, so
-/// none waits for a rank that failed.
+/// Opens this rank's endpoint (with one-sided operations where `rma`) and
+/// exchanges names (and process ids) with every rank: every rank learns whether
+/// every other one got its endpoint open, so none waits for a rank that failed.
 pub fn connect(
     control: &mut dyn Control,
     opts: &OfiOptions,
+    rma: bool,
 ) -> Result<(Endpoint, Vec<PeerAddr>), TransportError> {
-    let local = Endpoint::open(opts, control.size()).and_then(|e| Ok((e.name()?, e)));
+    let local = Endpoint::open(opts, control.size(), rma).and_then(|e| Ok((e.name()?, e)));
     let pid = std::process::id().to_le_bytes();
     let word = match &local {
         Ok((name, _)) => [&[0u8][..], &pid, name].concat(),

@@ -1,0 +1,612 @@
+//! One-sided operations for `ngauge rma` ([`OneSided`]): a window of memory on
+//! every rank, registered with `FI_REMOTE_READ | FI_REMOTE_WRITE` (its address,
+//! a virtual address under `FI_MR_VIRT_ADDR` or else offset 0, and its key
+//! exchanged over the control channel), beside a transport opened with
+//! `FI_RMA | FI_ATOMIC` on a thread-safe domain.
+//!
+//! Put is `fi_writemsg`, get `fi_read`, fetch-and-add `fi_fetch_atomic`
+//! (`FI_SUM`, `FI_UINT64`, the old value in the result buffer), accumulate
+//! `fi_atomicmsg` (`FI_SUM`, `FI_DOUBLE`) where `fi_atomicvalid` says the provider
+//! has it, in chunks of the count it names, one after the other. Every operation asks for a completion, and puts and accumulates ask for
+//! `FI_DELIVERY_COMPLETE` where the provider offers it: their completion then
+//! means the data is in the target's memory, as `MPI_Win_flush` promises. Where it
+//! does not ([`OfiWindow::delivery_complete`]), a completion means the provider
+//! has sent the data (transmit complete) and a put may still be on its way.
+//! Gets and fetches complete when their data is back, which is after the target's
+//! memory was read either way.
+//!
+//! The flush waits for every operation the window started (to any peer); the
+//! fence is the flush, then a barrier of 0-byte tagged messages over the same
+//! endpoint (every rank tells every other one it has flushed), which the window
+//! needs because [`OneSided::fence`] has no control channel.
+//!
+//! **Progress.** A provider whose data progress is manual (`shm` and
+//! `tcp;ofi_rxm`: the target copies the data in its own progress) would not serve
+//! a passive target that waits elsewhere (on the control channel): the window
+//! then runs a progress thread that reads a counter bound to the endpoint
+//! (`fi_cntr_read` progresses it) and yields in between, until the window closes.
+//! Providers with automatic progress (`sockets`) get no thread.
+
+use super::ffi;
+use super::memory::Mr;
+use super::{open_with, setup_error, Ctx, OfiTransport, FENCE, KIND, NAME, RMA, TAG_FENCE};
+use crate::OfiOptions;
+use ngauge_transport::{Control, OneSided, Rank, TransportError, WaitMode};
+use std::os::raw::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Contexts of operations in flight: after this many operations without a
+/// flush the window waits for all of them before it reuses the first context.
+const RING: usize = 256;
+/// Empty polls between two clock readings of a wait.
+const SPINS_PER_CLOCK: u32 = 256;
+
+/// The completions the transport's queue delivered for a window.
+#[derive(Default)]
+pub struct Completions {
+    /// Operations completed (successfully or not).
+    done: u64,
+    /// The first operation that failed, in the provider's words.
+    failed: Option<String>,
+    /// Fence messages received from peers.
+    fences: u64,
+}
+
+impl OfiTransport {
+    /// A completion of a window's operation (`RMA`) or of a peer's fence
+    /// message (`FENCE`, whose receive is posted again).
+    pub(super) fn one_sided_completed(&mut self, id: u64, ctx: *mut c_void, error: Option<String>) {
+        if id & !(KIND - 1) == RMA {
+            self.one_sided.done += 1;
+            if let Some(words) = error {
+                self.one_sided.failed.get_or_insert(words);
+            }
+            return;
+        }
+        let Some(i) = self
+            .fixed
+            .iter()
+            .position(|b| std::ptr::eq(&**b, ctx.cast::<Ctx>()))
+        else {
+            return;
+        };
+        let boxed = self.fixed.swap_remove(i);
+        if error.is_some() {
+            return; // cancelled at close
+        }
+        self.one_sided.fences += 1;
+        let _ = self.post_fence_recv((id & (KIND - 1)) as Rank, boxed);
+    }
+
+    /// Posts the receive of `peer`'s next fence message with `ctx`.
+    fn post_fence_recv(&mut self, peer: Rank, mut ctx: Box<Ctx>) -> Result<(), TransportError> {
+        let c = Ctx::ptr(&mut ctx);
+        let nowhere = std::ptr::NonNull::<u8>::dangling().as_ptr();
+        // A 0-byte receive into nothing; the context stays in `fixed` (a push
+        // after the swap_remove that took it: no reallocation).
+        self.post_recv_raw(peer, TAG_FENCE, nowhere, 0, std::ptr::null_mut(), c)?;
+        self.fixed.push(ctx);
+        Ok(())
+    }
+}
+
+/// Memory of whole 64-bit words that libfabric reads and writes while no Rust
+/// reference to it exists: it is only reached through its pointer.
+struct Words {
+    ptr: *mut u64,
+    len: usize,
+}
+
+impl Words {
+    fn zeroed(len: usize) -> Words {
+        let b: Box<[u64]> = vec![0u64; len].into_boxed_slice();
+        Words {
+            len: b.len(),
+            ptr: Box::into_raw(b).cast::<u64>(),
+        }
+    }
+
+    fn bytes(&self) -> *mut u8 {
+        self.ptr.cast::<u8>()
+    }
+}
+
+impl Drop for Words {
+    fn drop(&mut self) {
+        // SAFETY: the allocation `zeroed` leaked, rebuilt once with its length.
+        drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.ptr, self.len)) });
+    }
+}
+
+/// A peer's window: its address (or offset 0) and key.
+#[derive(Clone, Copy, Default)]
+struct Remote {
+    addr: u64,
+    key: u64,
+}
+
+/// The counter of a manual-progress endpoint, as the progress thread holds it.
+struct Counter(*mut ffi::fid_cntr);
+// SAFETY: the domain is thread safe (`FI_THREAD_SAFE`), and the window joins the
+// thread before the endpoint (and its counter) closes.
+unsafe impl Send for Counter {}
+
+impl Counter {
+    fn read(&self) {
+        // SAFETY: see `Send`: a live counter on a thread-safe domain.
+        unsafe { ffi::ngo_cntr_read(self.0) };
+    }
+}
+
+/// The window of every rank, with this rank's origin and result buffers.
+pub struct OfiWindow {
+    remote: Vec<Remote>,
+    bytes: usize,
+    /// Words of the origin and result buffers (each `words` long), then the
+    /// operand of fetch-and-add (1).
+    words: usize,
+    /// Completion flags of puts and accumulates.
+    flags: u64,
+    /// Doubles one `fi_atomic` sums (0: no floating-point sums).
+    sum_max: usize,
+    /// Operations started; the transport counts their completions.
+    issued: u64,
+    /// Fences this rank entered.
+    fences: u64,
+    #[allow(clippy::vec_box)]
+    ring: Vec<Box<Ctx>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    /// Registrations of `window` and `local`, closed before the transport.
+    regs: Vec<Mr>,
+    local_desc: *mut c_void,
+    /// The endpoint; dropped before the memory it may still touch.
+    t: OfiTransport,
+    window: Words,
+    local: Words,
+}
+
+/// Opens a transport with one-sided operations (collective: every rank of
+/// `control` calls it) and a window of `bytes` on every rank.
+///
+/// # Errors
+/// `TransportError::Unavailable` for a provider without RMA and atomics (the
+/// reason names the providers that have them), `Setup` when a rank could not
+/// register its window.
+pub fn open_window(
+    control: &mut dyn Control,
+    opts: &OfiOptions,
+    bytes: usize,
+) -> Result<OfiWindow, TransportError> {
+    let opts = OfiOptions {
+        op: crate::OfiOp::Send,
+        wait: WaitMode::Poll,
+        ..opts.clone()
+    };
+    let mut t = open_with(control, &opts, true)?;
+    let words = bytes.div_ceil(8).max(1);
+    let (window, local) = (Words::zeroed(words), Words::zeroed(2 * words + 1));
+    // SAFETY: the local buffer's last word, written before any operation reads it.
+    unsafe { local.ptr.add(2 * words).write(1) };
+    let remote_access = (ffi::FI_REMOTE_READ | ffi::FI_REMOTE_WRITE) as u64;
+    let local_access = (ffi::FI_READ | ffi::FI_WRITE) as u64;
+    let mut regs = Vec::new();
+    // SAFETY: both allocations live in the window, whose `drop` closes the
+    // registrations before it frees them and before the transport closes.
+    let registered = unsafe {
+        t.memory
+            .register_raw(window.bytes(), words * 8, remote_access)
+            .and_then(|w| {
+                regs.push(w);
+                t.memory
+                    .register_raw(local.bytes(), local.len * 8, local_access)
+            })
+    };
+    let mine = match registered {
+        Ok(l) => {
+            regs.push(l);
+            let w = &regs[0];
+            Ok([w.base.to_le_bytes(), w.key.to_le_bytes()].concat())
+        }
+        Err(e) => Err(e.to_string()),
+    };
+    // Every rank publishes its window or why it has none, so that no rank waits
+    // for one that failed.
+    let published = match &mine {
+        Ok(word) => [&[1u8][..], word].concat(),
+        Err(reason) => [&[0u8][..], reason.as_bytes()].concat(),
+    };
+    let all = control
+        .allgather(&published)
+        .map_err(|e| setup_error(format!("exchanging window keys: {e}")));
+    let mut w = OfiWindow {
+        remote: vec![Remote::default(); control.size()],
+        bytes,
+        words,
+        flags: u64::from(ffi::FI_COMPLETION)
+            | if t.ep.delivery {
+                u64::from(ffi::FI_DELIVERY_COMPLETE)
+            } else {
+                0
+            },
+        sum_max: sum_max(&t),
+        issued: 0,
+        fences: 0,
+        ring: (0..RING).map(|i| Ctx::boxed(RMA | i as u64)).collect(),
+        stop: Arc::new(AtomicBool::new(false)),
+        thread: None,
+        local_desc: regs.get(1).map_or(std::ptr::null_mut(), |m| m.desc),
+        regs,
+        t,
+        window,
+        local,
+    };
+    let all = all?;
+    for (peer, word) in all.iter().enumerate() {
+        match word.split_first() {
+            Some((&1, rest)) if rest.len() == 16 => {
+                let word = |i: usize| u64::from_le_bytes(rest[i..i + 8].try_into().expect("8"));
+                w.remote[peer] = Remote {
+                    addr: word(0),
+                    key: word(8),
+                };
+            }
+            Some((&0, reason)) => {
+                return Err(setup_error(format!(
+                    "rank {peer} has no window: {}",
+                    String::from_utf8_lossy(reason)
+                )))
+            }
+            _ => {
+                return Err(setup_error(format!(
+                    "rank {peer} published a bad window key"
+                )))
+            }
+        }
+    }
+    if !w.t.tagged {
+        return Err(setup_error(
+            "the window's fence needs tagged messages, which this provider lacks",
+        ));
+    }
+    let me = w.t.rank;
+    for peer in (0..w.t.size).filter(|&p| p != me) {
+        w.t.post_fence_recv(peer, Ctx::boxed(FENCE | peer as u64))?;
+    }
+    if !w.t.ep.cntr.is_null() {
+        let (counter, stop) = (Counter(w.t.ep.cntr), Arc::clone(&w.stop));
+        let spawned = std::thread::Builder::new()
+            .name("ofi-progress".into())
+            .spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    counter.read();
+                    std::thread::yield_now();
+                }
+            });
+        w.thread = Some(spawned.map_err(|e| setup_error(format!("progress thread: {e}")))?);
+    }
+    // Every rank's fence receives are posted before any rank fences.
+    control
+        .barrier()
+        .map_err(|e| setup_error(format!("barrier after opening the windows: {e}")))?;
+    Ok(w)
+}
+
+/// Doubles one `fi_atomic` with `FI_SUM` on `FI_DOUBLE` takes (0 where the
+/// provider has no such atomic).
+fn sum_max(t: &OfiTransport) -> usize {
+    // SAFETY: the endpoint is enabled; the call only asks.
+    let n = unsafe { ffi::ngo_sum_valid(t.ep.ep, 0, ffi::fi_datatype_FI_DOUBLE) };
+    n.max(0) as usize
+}
+
+impl OfiWindow {
+    /// Whether puts and accumulates complete at the target (see the module docs).
+    pub fn delivery_complete(&self) -> bool {
+        self.t.ep.delivery
+    }
+
+    /// What the endpoint runs on.
+    pub fn facts(&self) -> &crate::Facts {
+        self.t.facts()
+    }
+
+    fn pending(&self) -> u64 {
+        self.issued - self.t.one_sided.done
+    }
+
+    fn io(&self, peer: Rank, op: &'static str, what: String) -> TransportError {
+        self.t.io(peer, op, what)
+    }
+
+    /// `peer`'s address and the remote address and key of `offset`, with
+    /// `offset + len` checked against the window.
+    fn target(
+        &self,
+        peer: Rank,
+        offset: usize,
+        len: usize,
+        op: &'static str,
+    ) -> Result<(ffi::fi_addr_t, u64, u64), TransportError> {
+        self.t.check_peer(peer)?;
+        if offset.checked_add(len).is_none_or(|end| end > self.bytes) {
+            return Err(self.io(
+                peer,
+                op,
+                format!(
+                    "{offset}+{len} bytes outside the window of {} bytes",
+                    self.bytes
+                ),
+            ));
+        }
+        let r = self.remote[peer];
+        Ok((self.t.peers[peer].addr, r.addr + offset as u64, r.key))
+    }
+
+    /// Posts one operation with the next context of the ring (after waiting for
+    /// every operation in flight when the ring comes round).
+    fn post(
+        &mut self,
+        peer: Rank,
+        op: &'static str,
+        mut call: impl FnMut(*mut c_void) -> isize,
+    ) -> Result<(), TransportError> {
+        let slot = (self.issued % RING as u64) as usize;
+        if slot == 0 && self.pending() > 0 {
+            self.complete_all(peer, op)?;
+        }
+        let ctx = Ctx::ptr(&mut self.ring[slot]);
+        self.t.retry(peer, op, |_| call(ctx))?;
+        self.issued += 1;
+        Ok(())
+    }
+
+    /// Progresses until every operation started has completed, within the
+    /// transport's timeout; the first failure is the error.
+    fn complete_all(&mut self, peer: Rank, op: &'static str) -> Result<(), TransportError> {
+        let start = Instant::now();
+        let mut spins = 0u32;
+        while self.pending() > 0 {
+            if self.t.progress()? {
+                continue;
+            }
+            spins += 1;
+            if spins < SPINS_PER_CLOCK {
+                std::hint::spin_loop();
+                continue;
+            }
+            spins = 0;
+            if start.elapsed() > self.t.timeout {
+                return Err(TransportError::Timeout {
+                    transport: NAME,
+                    peer,
+                    op,
+                    after: self.t.timeout,
+                });
+            }
+        }
+        match self.t.one_sided.failed.take() {
+            Some(words) => Err(self.io(peer, op, words)),
+            None => Ok(()),
+        }
+    }
+
+    fn idle(&self, what: &'static str) -> Result<(), TransportError> {
+        match self.pending() {
+            0 => Ok(()),
+            n => Err(self.io(
+                self.t.rank,
+                what,
+                format!("{n} operations in flight use the buffer; flush first"),
+            )),
+        }
+    }
+
+    /// The origin buffer, the result buffer and the operand 1, as pointers.
+    fn origin(&self) -> *mut u8 {
+        self.local.bytes()
+    }
+
+    fn result(&self) -> *mut u8 {
+        // SAFETY: word `words` of the local allocation of `2 * words + 1`.
+        unsafe { self.local.ptr.add(self.words).cast::<u8>() }
+    }
+
+    fn one(&self) -> *const u64 {
+        // SAFETY: the last word of the local allocation.
+        unsafe { self.local.ptr.add(2 * self.words) }
+    }
+
+    /// The window's fence: every rank tells every other one it has flushed, and
+    /// waits until every other one has told it as often.
+    fn barrier(&mut self) -> Result<(), TransportError> {
+        self.fences += 1;
+        let (me, ep) = (self.t.rank, self.t.ep.ep);
+        let tag = TAG_FENCE | me as u64;
+        for peer in (0..self.t.size).filter(|&p| p != me) {
+            let dest = self.t.peers[peer].addr;
+            let nothing = std::ptr::NonNull::<u8>::dangling()
+                .as_ptr()
+                .cast::<c_void>();
+            // SAFETY: a 0-byte inject (nothing is read) on the live endpoint.
+            self.t.retry(peer, "fence", |_| unsafe {
+                ffi::ngo_inject(ep, 1, nothing, 0, dest, tag)
+            })?;
+        }
+        let want = self.fences * (self.t.size as u64 - 1);
+        let start = Instant::now();
+        while self.t.one_sided.fences < want {
+            if !self.t.progress()? && start.elapsed() > self.t.timeout {
+                return Err(TransportError::Timeout {
+                    transport: NAME,
+                    peer: me,
+                    op: "fence",
+                    after: self.t.timeout,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+impl OneSided for OfiWindow {
+    fn window_bytes(&self) -> usize {
+        self.bytes
+    }
+
+    fn has_fence(&self) -> bool {
+        true
+    }
+
+    fn has_accumulate(&self) -> bool {
+        self.sum_max > 0
+    }
+
+    fn begin_passive(&mut self) -> Result<(), TransportError> {
+        Ok(())
+    }
+
+    fn end_passive(&mut self) -> Result<(), TransportError> {
+        self.complete_all(self.t.rank, "flush")
+    }
+
+    fn fill_origin(&mut self, byte: u8) -> Result<(), TransportError> {
+        self.idle("fill")?;
+        // SAFETY: the origin's `words * 8 >= bytes` bytes, which no operation
+        // reads (idle).
+        unsafe { std::ptr::write_bytes(self.origin(), byte, self.bytes) };
+        Ok(())
+    }
+
+    fn fill_origin_f64(&mut self, value: f64) -> Result<(), TransportError> {
+        self.idle("fill")?;
+        for i in 0..self.bytes / 8 {
+            // SAFETY: in bounds of the origin's words (8-aligned); idle.
+            unsafe { self.origin().cast::<f64>().add(i).write(value) };
+        }
+        Ok(())
+    }
+
+    fn put(&mut self, peer: Rank, offset: usize, len: usize) -> Result<(), TransportError> {
+        let (dest, addr, key) = self.target(peer, offset, len, "put")?;
+        let (ep, buf, desc, flags) = (self.t.ep.ep, self.origin(), self.local_desc, self.flags);
+        // SAFETY: `len <= bytes` bytes of the registered origin buffer, unwritten
+        // until the flush (`idle`); the target range lies in the peer's window
+        // (checked); the context stays in the ring until its completion.
+        self.post(peer, "put", |ctx| unsafe {
+            ffi::ngo_write(ep, buf.cast(), len, desc, dest, addr, key, flags, ctx)
+        })
+    }
+
+    fn get(&mut self, peer: Rank, offset: usize, len: usize) -> Result<(), TransportError> {
+        let (dest, addr, key) = self.target(peer, offset, len, "get")?;
+        let (ep, buf, desc) = (self.t.ep.ep, self.result(), self.local_desc);
+        // SAFETY: as in `put`, for the result buffer libfabric writes until the
+        // flush.
+        self.post(peer, "get", |ctx| unsafe {
+            ffi::ngo_read(ep, buf.cast(), len, desc, dest, addr, key, ctx)
+        })
+    }
+
+    fn accumulate_sum_f64(
+        &mut self,
+        peer: Rank,
+        offset: usize,
+        count: usize,
+    ) -> Result<(), TransportError> {
+        let (dest, addr, key) = self.target(peer, offset, count * 8, "accumulate")?;
+        if self.sum_max == 0 {
+            return Err(self.io(
+                peer,
+                "accumulate",
+                "the provider has no FI_SUM on FI_DOUBLE".into(),
+            ));
+        }
+        let (ep, desc, flags) = (self.t.ep.ep, self.local_desc, self.flags);
+        let mut done = 0;
+        while done < count {
+            if done > 0 {
+                // One chunk in flight at a time: `shm` (1.17) crashes with
+                // several full-size atomics in flight.
+                self.complete_all(peer, "accumulate")?;
+            }
+            let n = (count - done).min(self.sum_max);
+            // SAFETY: doubles `done..done + n` of the origin buffer.
+            let buf = unsafe { self.origin().cast::<f64>().add(done) };
+            let at = addr + done as u64 * 8;
+            // SAFETY: as in `put`.
+            self.post(peer, "accumulate", |ctx| unsafe {
+                ffi::ngo_sum_f64(ep, buf, n, desc, dest, at, key, flags, ctx)
+            })?;
+            done += n;
+        }
+        Ok(())
+    }
+
+    fn fetch_add_u64(&mut self, peer: Rank, offset: usize) -> Result<(), TransportError> {
+        let (dest, addr, key) = self.target(peer, offset, 8, "fetch_add")?;
+        self.idle("fetch_add")?;
+        let (ep, one, result, desc) = (self.t.ep.ep, self.one(), self.result(), self.local_desc);
+        // SAFETY: the operand and the result word lie in the registered local
+        // buffer, untouched until the flush; `addr` is 8-aligned when `offset`
+        // is (the window is).
+        self.post(peer, "fetch_add", |ctx| unsafe {
+            ffi::ngo_fetch_add_u64(ep, one, desc, result.cast(), desc, dest, addr, key, ctx)
+        })
+    }
+
+    fn flush(&mut self, peer: Rank) -> Result<(), TransportError> {
+        self.t.check_peer(peer)?;
+        self.complete_all(peer, "flush")
+    }
+
+    fn fence(&mut self) -> Result<(), TransportError> {
+        self.complete_all(self.t.rank, "fence")?;
+        self.barrier()
+    }
+
+    fn poll_byte(&mut self, offset: usize) -> Result<u8, TransportError> {
+        // Manual progress: a peer's put lands inside some rank's progress.
+        self.t.progress()?;
+        assert!(offset < self.bytes, "offset {offset} outside the window");
+        // SAFETY: in bounds (asserted) of the window a peer may be writing: a
+        // volatile byte load, any value valid.
+        Ok(unsafe { self.window.bytes().add(offset).read_volatile() })
+    }
+
+    fn local_copy(&self, offset: usize, len: usize) -> Vec<u8> {
+        assert!(offset + len <= self.bytes, "outside the window");
+        (offset..offset + len)
+            // SAFETY: as in `poll_byte`.
+            .map(|i| unsafe { self.window.bytes().add(i).read_volatile() })
+            .collect()
+    }
+
+    fn result_u64(&self) -> Result<u64, TransportError> {
+        self.idle("result")?;
+        // SAFETY: the first (aligned) word of the idle result buffer.
+        Ok(unsafe { self.result().cast::<u64>().read() })
+    }
+
+    /// Completes this rank's operations and waits (a fence) until every rank has,
+    /// so that no peer still addresses this window when it goes.
+    fn close(mut self: Box<Self>) -> Result<(), TransportError> {
+        self.fence()
+    }
+}
+
+impl Drop for OfiWindow {
+    /// Stops the progress thread, then closes the registrations; the transport
+    /// closes the endpoint, then the memory goes.
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        for mr in self.regs.drain(..) {
+            mr.close();
+        }
+    }
+}
