@@ -103,6 +103,11 @@ impl<'t> NativeOp<'t> {
                 need(Buf::Data, whole);
                 need(Buf::Out, whole);
             }
+            Collective::Alltoallv => {
+                return Err(CollError::Unsupported {
+                    what: "MPI_Alltoallv is not wired yet".into(),
+                })
+            }
             Collective::Barrier => {}
         }
         // A 0-byte operation still names a region: give every buffer a byte.
@@ -153,7 +158,7 @@ impl<'t> NativeOp<'t> {
                 send: region(Buf::Tmp0, size),
                 recv: region(Buf::Data, size),
             },
-            Collective::Alltoall => NativeCollective::Alltoall {
+            Collective::Alltoall | Collective::Alltoallv => NativeCollective::Alltoall {
                 send: region(Buf::Data, np * size),
                 recv: region(Buf::Out, np * size),
             },

@@ -168,6 +168,9 @@ pub fn default_algorithm(op: Collective) -> Algorithm {
         Collective::Allgather => Algorithm::AllgatherRecursiveDoubling,
         Collective::ReduceScatter => Algorithm::ReduceScatterRecursiveHalving,
         Collective::Scatter => Algorithm::ScatterBinomial,
+        Collective::Alltoallv => Algorithm::AlltoallvPairwise {
+            counts: crate::coll::Counts::Uniform,
+        },
     }
 }
 
