@@ -13,12 +13,13 @@
 //!
 //! Every count is a function of the pair, so a rank's schedule needs only its row
 //! and column (O(np)), and the generated matrices are never materialized. A file's
-//! matrix is read once and kept for the life of the process (leaked), so that an
+//! matrix is read once per process and kept for its life (leaked), so that an
 //! [`super::Algorithm`] carrying it stays `Copy`.
 
 use crate::rng::mix;
 use ngauge_transport::Rank;
 use std::fmt;
+use std::sync::Mutex;
 
 /// A matrix read from a file.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -59,10 +60,16 @@ impl Counts {
                 .map(|seed| Counts::Random { seed })
                 .map_err(|_| format!("random:SEED needs an unsigned integer seed, not `{seed}`")),
             _ => {
+                static READ: Mutex<Vec<&'static CountMatrix>> = Mutex::new(Vec::new());
+                let mut read = READ.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(m) = read.iter().find(|m| m.path == text) {
+                    return Ok(Counts::Given(m));
+                }
                 let body = std::fs::read_to_string(text)
                     .map_err(|e| format!("cannot read the count matrix {text}: {e}"))?;
                 let m = CountMatrix::parse(text, &body).map_err(|e| format!("{text}: {e}"))?;
-                Ok(Counts::Given(Box::leak(Box::new(m))))
+                read.push(Box::leak(Box::new(m)));
+                Ok(Counts::Given(read[read.len() - 1]))
             }
         }
     }
@@ -91,6 +98,16 @@ impl Counts {
         match self {
             Counts::Uniform => from,
             _ => (0..from).map(|i| self.count(i, to)).sum(),
+        }
+    }
+
+    /// The sum of the counts of a job of `np`: the bytes of one call in units of
+    /// `size` (O(np^2) for a random or a given matrix).
+    pub fn total(&self, np: usize) -> u64 {
+        match self {
+            Counts::Uniform => (np * np) as u64,
+            Counts::Given(m) => m.counts.iter().sum(),
+            _ => (0..np).map(|i| self.send_offset(i, np) as u64).sum(),
         }
     }
 

@@ -32,7 +32,11 @@ fn skewed(np: usize) -> Counts {
         .map(|k| ((k / np) * (k % np) % 4) as u64)
         .collect();
     let path = format!("skewed-{np}");
-    Counts::Given(Box::leak(Box::new(counts::CountMatrix { path, np, counts })))
+    Counts::Given(Box::leak(Box::new(counts::CountMatrix {
+        path,
+        np,
+        counts,
+    })))
 }
 
 /// The all-to-all-v's algorithms over the random and the skewed matrix of `np`.
