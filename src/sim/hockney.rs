@@ -196,6 +196,8 @@ fn predict_with(spec: &CollSpec, params: &dyn Fn(u64) -> Hockney) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::coll::counts::CountMatrix;
+    use crate::coll::{Collective, Counts};
     use crate::sim::net::LogGp;
     use crate::sim::tests_engine::spec;
 
@@ -331,5 +333,25 @@ mod tests {
             predict_us(&spec(Algorithm::BcastBinomial, 1, 1000, 0), &n),
             0.0,
         );
+    }
+
+    #[test]
+    fn alltoallv_is_the_alltoall_of_the_mean_block() {
+        let n = net();
+        let alltoall = predict_us(&spec(Algorithm::AlltoallPairwise, 4, 1000, 0), &n);
+        for counts in [Counts::Uniform, Counts::Random { seed: 3 }] {
+            for a in Collective::Alltoallv.algorithms() {
+                let got = predict_us(&spec(a.with_counts(counts), 4, 1000, 0), &n);
+                close(got, alltoall);
+            }
+        }
+        let m = CountMatrix {
+            path: "m".into(),
+            np: 2,
+            counts: vec![9, 3, 1, 9],
+        };
+        let two = Counts::Given(Box::leak(Box::new(m)));
+        let a = Algorithm::AlltoallvLinear { counts: two };
+        close(predict_us(&spec(a, 2, 1000, 0), &n), 7.0 + 2.0);
     }
 }
