@@ -213,7 +213,7 @@ pub fn verify(
 }
 
 /// The bytes rank `rank` of an all-to-all(-v) sends and receives in all.
-fn exchanged(spec: &CollSpec, rank: Rank) -> (usize, usize) {
+pub(crate) fn exchanged(spec: &CollSpec, rank: Rank) -> (usize, usize) {
     let c = spec.algorithm.counts().unwrap_or(super::Counts::Uniform);
     let np = spec.np;
     let units = (c.send_offset(rank, np), c.recv_offset(np, rank));
