@@ -63,10 +63,11 @@ fn specs(np: usize) -> Vec<CollSpec> {
         } else {
             &[0]
         };
-        let sizes: &[usize] = if algorithm.collective() == Collective::Barrier {
-            &[0]
-        } else {
-            &SIZES
+        let sizes: &[usize] = match algorithm.counts() {
+            _ if algorithm.collective() == Collective::Barrier => &[0],
+            // The uneven matrices scale the blocks the uniform one runs at every size.
+            Some(c) if c != Counts::Uniform => &[0, 1, 100],
+            _ => &SIZES,
         };
         for &size_bytes in sizes {
             for &segment_bytes in segments {
