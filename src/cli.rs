@@ -1388,7 +1388,7 @@ pub struct SyncFlags {
 #[derive(Debug, Args, Clone)]
 pub struct CollCmdArgs {
     /// The collective: bcast, gather, allreduce, barrier, alltoall, reduce,
-    /// allgather, reduce_scatter or scatter.
+    /// allgather, reduce_scatter, scatter or alltoallv.
     #[arg(long, default_value = "bcast", value_name = "OP")]
     pub op: Collective,
 
@@ -1397,9 +1397,10 @@ pub struct CollCmdArgs {
     /// binomial; allreduce: recursive-doubling, ring; reduce: binomial,
     /// in-order-binary; allgather: ring, recursive-doubling, bruck;
     /// reduce_scatter: ring, recursive-halving; barrier: dissemination; alltoall:
-    /// pairwise), `all` (every one of --op), or `mpi`: the MPI library's own
-    /// collective (measured on -t mpi only). Default: binomial,
-    /// recursive-doubling, recursive-halving, dissemination or pairwise.
+    /// pairwise; alltoallv: pairwise, linear), `all` (every one of --op), or
+    /// `mpi`: the MPI library's own collective (measured on -t mpi only).
+    /// Default: binomial, recursive-doubling, recursive-halving, dissemination or
+    /// pairwise.
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub algo: Vec<String>,
 
@@ -1427,6 +1428,17 @@ pub struct CollCmdArgs {
     /// chain, 3 pipeline, 4 split binary, 5 binary, 6 binomial).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=64))]
     pub mpi_algo: Option<u32>,
+
+    /// The count matrix of alltoallv: rank i sends rank j count(i,j) times the
+    /// size in bytes. `uniform` (1 everywhere: OSU's and IMB's alltoallv),
+    /// `random:SEED` (0, 1 or 2 per pair, mean 1), or FILE: np rows of np counts,
+    /// CSV or a JSON array of rows. Example: --counts random:7 --sizes 1K.
+    #[arg(
+        long,
+        default_value = "uniform",
+        value_name = "uniform|random:SEED|FILE"
+    )]
+    pub counts: String,
 
     /// Report every rank's local time of every valid call (JSON `ranks`).
     #[arg(long)]

@@ -764,6 +764,31 @@ mod with_mpi {
         }
     }
 
+    /// Issue 39: MPI_Alltoallv on a random count matrix (empty blocks included),
+    /// its data checked like our pairwise schedule's beside it.
+    #[test]
+    fn coll_mpi_alltoallv_with_random_counts() {
+        if skip("coll_mpi_alltoallv_with_random_counts") {
+            return;
+        }
+        let args = [
+            "--op",
+            "alltoallv",
+            "--counts",
+            "random:7",
+            "--algo",
+            "mpi,pairwise",
+        ];
+        let args = [&args[..], &["--sizes", "8", "--scheme", "barrier"]].concat();
+        let doc: serde_json::Value =
+            serde_json::from_str(&coll(3, "mpi", true, &args)).expect("one document");
+        let rows = doc["results"].as_array().unwrap();
+        assert_eq!(rows.len(), 2, "{doc}");
+        for r in rows {
+            assert_eq!(r["counts"]["matrix"], "random:7", "{r}");
+        }
+    }
+
     #[test]
     fn a_rank_that_dies_ends_the_mpi_job() {
         if skip("a_rank_that_dies_ends_the_mpi_job") {

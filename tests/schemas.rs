@@ -242,6 +242,22 @@ fn coll_validates() {
     ];
     args.extend(fast);
     assert_valid("coll", &document(&args));
+    alltoallv_records_its_count_matrix(&fast);
+}
+
+/// Issue 39: an alltoallv's records carry the count matrix and its total.
+fn alltoallv_records_its_count_matrix(fast: &[&str]) {
+    let mut args = vec!["--np", "3", "coll", "--op", "alltoallv", "--algo", "all"];
+    args.extend(["--counts", "random:7", "--sizes", "8", "--scheme", "loop"]);
+    args.extend(fast);
+    let doc = document(&args);
+    let results = doc["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    for r in results {
+        assert_eq!(r["counts"]["matrix"], "random:7", "{r}");
+        assert!(r["counts"]["total"].as_u64().is_some(), "{r}");
+    }
+    assert_valid("coll", &doc);
 }
 
 /// Issue 35: `--np 8 matrix --json` lists the 56 ordered pairs and validates.

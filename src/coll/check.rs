@@ -11,8 +11,9 @@
 //! - allreduce: rank `r`'s vector is `word(r, i)` at word `i`
 //!   ([`contribution`]); afterwards every rank holds the sum over ranks
 //!   ([`crate::coll::allreduce::reduce_into`]).
-//! - all-to-all: block `j` of rank `i`'s `Data` is `pattern(i, j * size + o)`;
-//!   afterwards block `i` of rank `j`'s `Out` is that, and `Data` is unchanged.
+//! - all-to-all and all-to-all-v: byte `x` of rank `i`'s `Data` is `pattern(i, x)`;
+//!   afterwards the block from rank `i` in rank `j`'s `Out` is rank `i`'s block for
+//!   `j` (at its offset in `i`'s `Data`), and `Data` is unchanged.
 //! - reduce: as the allreduce; afterwards the root holds the sum (the others' `Data`
 //!   is scratch).
 //! - allgather: as the gather; afterwards every rank's `Data` has every block.
@@ -126,16 +127,15 @@ pub fn fill(
                 block.copy_from_slice(&block_vector(rank, k, size));
             }
         }),
-        Collective::Alltoall => {
+        Collective::Alltoall | Collective::Alltoallv => {
             with(t, bufs, Buf::Data, |d| {
-                for (i, b) in d.iter_mut().enumerate().take(np * size) {
+                for (i, b) in d.iter_mut().enumerate().take(exchanged(spec, rank).0) {
                     *b = pattern(rank, i);
                 }
             })?;
             with(t, bufs, Buf::Out, |d| {
-                for (i, b) in d.iter_mut().enumerate().take(np * size) {
-                    let (from, o) = (i / size, i % size);
-                    *b = !pattern(from, rank * size + o);
+                for (i, e) in received(spec, rank) {
+                    d[i] = !e;
                 }
             })
         }
@@ -197,16 +197,38 @@ pub fn verify(
                 (i / size == rank).then(|| sum[i % size])
             })?
         }
-        Collective::Alltoall => {
-            first_wrong(Buf::Data, &data[..np * size], &|i| Some(pattern(rank, i)))?;
+        Collective::Alltoall | Collective::Alltoallv => {
+            let (sent, got) = exchanged(spec, rank);
+            first_wrong(Buf::Data, &data[..sent], &|i| Some(pattern(rank, i)))?;
+            let mut expected = vec![0; got];
+            for (i, e) in received(spec, rank) {
+                expected[i] = e;
+            }
             let out = bytes(t, bufs, Buf::Out)?;
-            first_wrong(Buf::Out, &out[..np * size], &|i| {
-                Some(pattern(i / size, rank * size + i % size))
-            })?
+            first_wrong(Buf::Out, &out[..got], &|i| Some(expected[i]))?
         }
         Collective::Barrier => {}
     }
     Ok(())
+}
+
+/// The bytes rank `rank` of an all-to-all(-v) sends and receives in all.
+pub(crate) fn exchanged(spec: &CollSpec, rank: Rank) -> (usize, usize) {
+    let c = spec.algorithm.counts().unwrap_or(super::Counts::Uniform);
+    let np = spec.np;
+    let units = (c.send_offset(rank, np), c.recv_offset(np, rank));
+    (units.0 * spec.size_bytes, units.1 * spec.size_bytes)
+}
+
+/// Every byte rank `rank` of an all-to-all(-v) receives: (offset in `Out`, value).
+fn received(spec: &CollSpec, rank: Rank) -> impl Iterator<Item = (usize, u8)> + '_ {
+    let c = spec.algorithm.counts().unwrap_or(super::Counts::Uniform);
+    let size = spec.size_bytes;
+    (0..spec.np).flat_map(move |from| {
+        let at = c.recv_offset(from, rank) * size;
+        let sent_at = c.send_offset(from, rank) * size;
+        (0..c.count(from, rank) * size).map(move |o| (at + o, pattern(from, sent_at + o)))
+    })
 }
 
 fn with(

@@ -29,8 +29,9 @@
 //! k-chain), gather [`gather`] (linear, binomial), scatter [`scatter`] (linear,
 //! binomial), allgather [`allgather`] (ring, recursive doubling, Bruck), allreduce
 //! [`allreduce`] (recursive doubling, ring), reduce and reduce-scatter [`reduce`]
-//! (binomial, in-order binary; ring, recursive halving), barrier and all-to-all
-//! [`exchange`] (dissemination, pairwise).
+//! (binomial, in-order binary; ring, recursive halving), barrier, all-to-all and
+//! all-to-all-v [`exchange`] (dissemination, pairwise; pairwise, linear, over the
+//! count matrix of [`counts`]).
 //! [`check`] fills buffers with known data and verifies the result; the tests prove
 //! properties of schedules (matching, hazards, progress) without a transport
 //! (`tests_analysis.rs`).
@@ -41,6 +42,7 @@ pub mod allgather;
 pub mod allreduce;
 pub mod bcast;
 pub mod check;
+pub mod counts;
 pub mod exchange;
 pub mod exec;
 pub mod gather;
@@ -57,6 +59,7 @@ mod analysis;
 #[cfg(test)]
 mod tests;
 
+pub use counts::Counts;
 pub use exec::{CollBuffers, Executor, Interrupts, Uninterrupted};
 pub use native::NativeOp;
 pub use op::{CollOp, Scheduled};
@@ -88,11 +91,13 @@ pub enum Collective {
     ReduceScatter,
     /// Block `r` of one root's blocks to rank `r`.
     Scatter,
+    /// The all-to-all with a length per pair ([`Counts`]).
+    Alltoallv,
 }
 
 impl Collective {
     /// Every collective.
-    pub const ALL: [Collective; 9] = [
+    pub const ALL: [Collective; 10] = [
         Collective::Bcast,
         Collective::Gather,
         Collective::Allreduce,
@@ -102,6 +107,7 @@ impl Collective {
         Collective::Allgather,
         Collective::ReduceScatter,
         Collective::Scatter,
+        Collective::Alltoallv,
     ];
 
     /// Lowercase name, as on the command line and in Open MPI's
@@ -117,6 +123,7 @@ impl Collective {
             Collective::Allgather => "allgather",
             Collective::ReduceScatter => "reduce_scatter",
             Collective::Scatter => "scatter",
+            Collective::Alltoallv => "alltoallv",
         }
     }
 
@@ -157,6 +164,10 @@ impl Collective {
             }
             Collective::ReduceScatter => vec![ReduceScatterRing, ReduceScatterRecursiveHalving],
             Collective::Scatter => vec![ScatterLinear, ScatterBinomial],
+            Collective::Alltoallv => {
+                let counts = Counts::Uniform;
+                vec![AlltoallvPairwise { counts }, AlltoallvLinear { counts }]
+            }
         }
     }
 }
@@ -233,6 +244,16 @@ pub enum Algorithm {
     ScatterLinear,
     /// Scatter: down the in-order binomial tree.
     ScatterBinomial,
+    /// All-to-all-v: pairwise exchange ([`exchange`]).
+    AlltoallvPairwise {
+        /// The count matrix.
+        counts: Counts,
+    },
+    /// All-to-all-v: every receive and send posted at once.
+    AlltoallvLinear {
+        /// The count matrix.
+        counts: Counts,
+    },
 }
 
 impl Algorithm {
@@ -254,6 +275,7 @@ impl Algorithm {
             AllgatherRing | AllgatherRecursiveDoubling | AllgatherBruck => Collective::Allgather,
             ReduceScatterRing | ReduceScatterRecursiveHalving => Collective::ReduceScatter,
             ScatterLinear | ScatterBinomial => Collective::Scatter,
+            AlltoallvPairwise { .. } | AlltoallvLinear { .. } => Collective::Alltoallv,
         }
     }
 
@@ -273,7 +295,7 @@ impl Algorithm {
     pub fn base_name(self) -> &'static str {
         use Algorithm::*;
         match self {
-            BcastLinear | GatherLinear | ScatterLinear => "linear",
+            BcastLinear | GatherLinear | ScatterLinear | AlltoallvLinear { .. } => "linear",
             BcastBinomial | GatherBinomial | ReduceBinomial | ScatterBinomial => "binomial",
             BcastChain => "chain",
             BcastBinary => "binary",
@@ -285,7 +307,28 @@ impl Algorithm {
             AllgatherBruck => "bruck",
             ReduceScatterRecursiveHalving => "recursive-halving",
             BarrierDissemination => "dissemination",
-            AlltoallPairwise => "pairwise",
+            AlltoallPairwise | AlltoallvPairwise { .. } => "pairwise",
+        }
+    }
+
+    /// The count matrix of an all-to-all-v, [`Counts::Uniform`] for the
+    /// all-to-all (`None` for the others).
+    pub fn counts(self) -> Option<Counts> {
+        match self {
+            Algorithm::AlltoallPairwise => Some(Counts::Uniform),
+            Algorithm::AlltoallvPairwise { counts } | Algorithm::AlltoallvLinear { counts } => {
+                Some(counts)
+            }
+            _ => None,
+        }
+    }
+
+    /// The algorithm with `counts` (an all-to-all-v's; the others unchanged).
+    pub fn with_counts(self, counts: Counts) -> Algorithm {
+        match self {
+            Algorithm::AlltoallvPairwise { .. } => Algorithm::AlltoallvPairwise { counts },
+            Algorithm::AlltoallvLinear { .. } => Algorithm::AlltoallvLinear { counts },
+            a => a,
         }
     }
 
@@ -348,7 +391,8 @@ pub struct CollSpec {
     pub np: usize,
     /// Bytes per rank: the broadcast message, each rank's gather, scatter and
     /// allgather block, the (all)reduce vector, each all-to-all block, each block of
-    /// the reduce-scatter's result (ignored by the barrier).
+    /// the reduce-scatter's result, the unit of the all-to-all-v's counts (ignored
+    /// by the barrier).
     pub size_bytes: usize,
     /// Segment size of the pipelined broadcasts; 0 (or at least `size_bytes`) is one
     /// segment (ignored by the others).
@@ -359,7 +403,8 @@ pub struct CollSpec {
 
 impl CollSpec {
     /// Checks the parameters: at least one rank, the root a rank of the job, at
-    /// least one chain, at most [`MAX_SEGMENTS`] segments.
+    /// least one chain, at most [`MAX_SEGMENTS`] segments, a count matrix of `np`
+    /// rows.
     pub fn validate(&self) -> Result<(), CollError> {
         if self.np == 0 {
             return Err(CollError::NoRanks);
@@ -369,6 +414,10 @@ impl CollSpec {
                 root: self.root,
                 np: self.np,
             });
+        }
+        if let Some(c) = self.algorithm.counts() {
+            c.check_np(self.np)
+                .map_err(|what| CollError::Unsupported { what })?;
         }
         if let Algorithm::BcastKChain { chains: 0 } = self.algorithm {
             return Err(CollError::BadChains { value: "0".into() });
@@ -417,7 +466,13 @@ impl CollSpec {
             AllreduceRecursiveDoubling => allreduce::recursive_doubling(&mut b, rank, np, size),
             AllreduceRing => allreduce::ring(&mut b, rank, np, size),
             BarrierDissemination => exchange::dissemination(&mut b, rank, np),
-            AlltoallPairwise => exchange::pairwise(&mut b, rank, np, size),
+            AlltoallPairwise => {
+                exchange::pairwise(&mut b, rank, np, (&Counts::Uniform, size), false)
+            }
+            AlltoallvPairwise { counts } => {
+                exchange::pairwise(&mut b, rank, np, (&counts, size), true)
+            }
+            AlltoallvLinear { counts } => exchange::linear(&mut b, rank, np, &counts, size),
             ReduceBinomial => reduce::binomial(&mut b, rank, np, root, size),
             ReduceInOrderBinary => reduce::in_order_binary(&mut b, rank, np, root, size),
             AllgatherRing => allgather::ring(&mut b, rank, np, size),
@@ -478,7 +533,7 @@ pub enum CollError {
     /// No such collective.
     #[error(
         "unknown collective `{name}` (known: bcast, gather, allreduce, barrier, alltoall, \
-         reduce, allgather, reduce_scatter, scatter)"
+         reduce, allgather, reduce_scatter, scatter, alltoallv)"
     )]
     UnknownCollective {
         /// What was given.

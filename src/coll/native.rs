@@ -11,7 +11,8 @@
 //! `Tmp0`; a scatter's blocks sent from `Tmp0` on the root into this rank's block
 //! of `Data`; an (all)reduce's vector of little-endian `u64` words summed from
 //! `Tmp0` into `Data`; a reduce-scatter's blocks summed from `Tmp0` into this
-//! rank's block of `Data`; an all-to-all from `Data` into `Out`. MPI forbids a send
+//! rank's block of `Data`; an all-to-all(-v) from `Data` into `Out` (the
+//! all-to-all-v's counts and displacements in `Tmp1`). MPI forbids a send
 //! buffer that is also the receive buffer, hence the copies of the operand that
 //! [`NativeOp`]'s [`CollOp::fill`] makes.
 //!
@@ -36,6 +37,35 @@ fn no_collectives(t: &dyn Transport) -> CollError {
     CollError::NoNativeCollectives {
         transport: t.name(),
     }
+}
+
+/// Bytes of one count or displacement of MPI's all-to-all-v (a C `int`).
+const LAYOUT_WORD: usize = 4;
+
+/// Rank `rank`'s arrays of an all-to-all-v, in bytes, as
+/// [`NativeCollective::Alltoallv`] wants them.
+fn layout(spec: &CollSpec, rank: Rank) -> Result<Vec<u8>, CollError> {
+    let c = spec.algorithm.counts().unwrap_or(super::Counts::Uniform);
+    let np = spec.np;
+    let mut words = vec![0usize; 4 * np];
+    let (mut sent, mut got) = (0, 0);
+    for j in 0..np {
+        let (out, into) = (c.count(rank, j), c.count(j, rank));
+        words[j] = out * spec.size_bytes;
+        words[np + j] = sent;
+        words[2 * np + j] = into * spec.size_bytes;
+        words[3 * np + j] = got;
+        sent += words[j];
+        got += words[2 * np + j];
+    }
+    let mut bytes = Vec::with_capacity(words.len() * LAYOUT_WORD);
+    for w in words {
+        let w = i32::try_from(w).map_err(|_| CollError::Unsupported {
+            what: format!("MPI_Alltoallv counts bytes in an int, and {w} bytes is more"),
+        })?;
+        bytes.extend_from_slice(&w.to_ne_bytes());
+    }
+    Ok(bytes)
 }
 
 /// The transport's own collective of a [`CollSpec`] as a [`CollOp`], blocking or
@@ -99,9 +129,13 @@ impl<'t> NativeOp<'t> {
                 need(Buf::Data, size);
                 need(Buf::Tmp0, size);
             }
-            Collective::Alltoall => {
-                need(Buf::Data, whole);
-                need(Buf::Out, whole);
+            Collective::Alltoall | Collective::Alltoallv => {
+                let (sent, got) = check::exchanged(&spec, t.rank());
+                need(Buf::Data, sent);
+                need(Buf::Out, got);
+                if collective == Collective::Alltoallv {
+                    need(Buf::Tmp1, 4 * np * LAYOUT_WORD);
+                }
             }
             Collective::Barrier => {}
         }
@@ -112,6 +146,11 @@ impl<'t> NativeOp<'t> {
             }
         }
         let buffers = CollBuffers::alloc_lens(t, lens)?;
+        if collective == Collective::Alltoallv {
+            let layout = layout(&spec, t.rank())?;
+            let id = buffers.id(Buf::Tmp1).expect("allocated above");
+            t.buffer_mut(id)?[..layout.len()].copy_from_slice(&layout);
+        }
         let mut op = NativeOp {
             t,
             spec,
@@ -157,6 +196,14 @@ impl<'t> NativeOp<'t> {
                 send: region(Buf::Data, np * size),
                 recv: region(Buf::Out, np * size),
             },
+            Collective::Alltoallv => {
+                let (sent, got) = check::exchanged(&self.spec, self.t.rank());
+                NativeCollective::Alltoallv {
+                    send: region(Buf::Data, sent),
+                    recv: region(Buf::Out, got),
+                    layout: region(Buf::Tmp1, 4 * np * LAYOUT_WORD),
+                }
+            }
             Collective::Reduce => NativeCollective::Reduce {
                 root,
                 send: region(Buf::Tmp0, size),

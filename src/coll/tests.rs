@@ -25,10 +25,33 @@ fn algorithms() -> Vec<Algorithm> {
     all
 }
 
+/// A count matrix of `np` ranks with empty blocks, an empty row and column (rank
+/// 0's), an empty own block (rank 1's), and counts up to 3.
+fn skewed(np: usize) -> Counts {
+    let counts = (0..np * np)
+        .map(|k| ((k / np) * (k % np) % 4) as u64)
+        .collect();
+    let path = format!("skewed-{np}");
+    Counts::Given(Box::leak(Box::new(counts::CountMatrix {
+        path,
+        np,
+        counts,
+    })))
+}
+
+/// The all-to-all-v's algorithms over the random and the skewed matrix of `np`.
+fn alltoallv_algorithms(np: usize) -> Vec<Algorithm> {
+    let c = [Counts::Random { seed: np as u64 }, skewed(np)];
+    let all = Collective::Alltoallv.algorithms();
+    c.iter()
+        .flat_map(|&c| all.iter().map(move |a| a.with_counts(c)))
+        .collect()
+}
+
 /// Every combination worth running on `np` ranks.
 fn specs(np: usize) -> Vec<CollSpec> {
     let mut out = Vec::new();
-    for algorithm in algorithms() {
+    for algorithm in algorithms().into_iter().chain(alltoallv_algorithms(np)) {
         let mut roots = if algorithm.collective().is_rooted() {
             vec![0, np / 2, np - 1]
         } else {
@@ -40,10 +63,11 @@ fn specs(np: usize) -> Vec<CollSpec> {
         } else {
             &[0]
         };
-        let sizes: &[usize] = if algorithm.collective() == Collective::Barrier {
-            &[0]
-        } else {
-            &SIZES
+        let sizes: &[usize] = match algorithm.counts() {
+            _ if algorithm.collective() == Collective::Barrier => &[0],
+            // The uneven matrices scale the blocks the uniform one runs at every size.
+            Some(c) if c != Counts::Uniform => &[0, 1, 100],
+            _ => &SIZES,
         };
         for &size_bytes in sizes {
             for &segment_bytes in segments {
@@ -548,4 +572,33 @@ mod udp {
             .collect();
         report(handles);
     }
+}
+
+#[test]
+fn alltoallv_refuses_a_matrix_of_another_job_and_uniform_is_the_alltoall() {
+    let spec = |algorithm, np| CollSpec {
+        algorithm,
+        np,
+        size_bytes: 10,
+        segment_bytes: 0,
+        root: 0,
+    };
+    let wrong = spec(Algorithm::AlltoallvLinear { counts: skewed(3) }, 4);
+    assert_eq!(
+        wrong.schedule(0).unwrap_err().to_string(),
+        "the count matrix skewed-3 is 3 x 3, and the job has 4 ranks"
+    );
+    // Uniform counts move the all-to-all's blocks in its order, the own copy first.
+    let uniform = Algorithm::AlltoallvPairwise {
+        counts: Counts::Uniform,
+    };
+    let v = spec(uniform, 5).schedule(2).unwrap();
+    let a = spec(Algorithm::AlltoallPairwise, 5).schedule(2).unwrap();
+    let transfers = |s: &Schedule| -> Vec<Action> {
+        let steps = s.steps().iter().map(|s| s.action);
+        steps.filter(|a| a.is_transfer()).collect()
+    };
+    assert_eq!(transfers(&v), transfers(&a));
+    assert_eq!(v.steps()[0].action.kind(), Kind::Copy);
+    assert_eq!(a.steps().last().unwrap().action.kind(), Kind::Copy);
 }

@@ -35,6 +35,7 @@ impl CollCmdArgs {
             max_rounds: w.max_rounds,
             no_check: w.no_check,
             mpi_algo: self.mpi_algo,
+            counts: self.counts.clone(),
             per_rank: self.per_rank,
             samples: self.samples,
             predict: self.predict.clone(),

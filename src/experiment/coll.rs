@@ -121,6 +121,11 @@ pub fn measure(
         RootChoice::Rotate(_) => 0,
     };
     let counts = (spec.reps, spec.warmup, spec.max_rounds);
+    let matrix = spec.counts()?;
+    let matrix_record = (spec.op == Collective::Alltoallv).then(|| doc::CollCounts {
+        matrix: matrix.to_string(),
+        total: matrix.total(np),
+    });
     let clock = rank0_clock(world)?;
     let hz = clock.rate().hz;
     let mut setup = Setup::open(world, job, clock)?;
@@ -176,7 +181,7 @@ pub fn measure(
                 }
             }
             let coll = CollSpec {
-                algorithm: c.imp.algorithm(spec.op),
+                algorithm: c.imp.algorithm(spec.op).with_counts(matrix),
                 np,
                 size_bytes: size,
                 segment_bytes: c.segment,
@@ -223,6 +228,7 @@ pub fn measure(
                 root: spec.root,
             };
             let mut record = doc::record(point, &times, hz, spec.per_rank);
+            record.counts.clone_from(&matrix_record);
             if spec.samples {
                 let ticks = times.valid_runtimes_ticks();
                 record.samples = Some(doc::CollSamples {

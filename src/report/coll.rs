@@ -70,6 +70,9 @@ pub struct CollRecord {
     pub scheme: Scheme,
     /// The root of the rooted collectives.
     pub root: RootChoice,
+    /// The count matrix of an alltoallv.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counts: Option<CollCounts>,
     /// Calls timed validly (the loop scheme: its one loop, of `calls_per_loop`).
     pub valid: usize,
     /// Calls that started late or overran their window (the window scheme).
@@ -101,6 +104,18 @@ pub struct CollRecord {
     /// runs keep them for the statistics per launch).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub samples: Option<CollSamples>,
+}
+
+/// An alltoallv's count matrix: rank `i` sends rank `j` `count(i, j) * size`
+/// bytes.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct CollCounts {
+    /// `uniform`, `random:SEED` (the matrix follows from the seed), or the file's
+    /// path.
+    pub matrix: String,
+    /// The sum of the counts: one call moves `total * size` bytes, the ranks'
+    /// own blocks included.
+    pub total: u64,
 }
 
 /// The repetitions behind a record's figures.
@@ -180,6 +195,7 @@ pub fn record(point: Point, times: &CollTimes, hz: f64, per_rank: bool) -> CollR
         np: point.np,
         scheme: times.scheme,
         root: point.root,
+        counts: None,
         valid: tally.valid,
         invalid: tally.started_late + tally.overran,
         started_late: tally.started_late,

@@ -66,6 +66,7 @@ fn floor_log2(x: usize) -> f64 {
 /// | allreduce ring | `2 (P-1)(a + b ceil(m/P))` (3.7, no reduction cost) |
 /// | barrier dissemination | `ceil(log2 P) a` (3.6, Bruck) |
 /// | alltoall pairwise | `(P-1)(a + b m)` (3.5) |
+/// | alltoallv pairwise, linear | ours: the all-to-all's of the mean block, `m` times the mean count of a pair of distinct ranks |
 /// | reduce binomial | `ceil(log2 P)(a + b m)` (3.4, no reduction cost) |
 /// | reduce in-order binary | ours: `2 (ceil(log2(P+1)) - 1)(a + b m)`, two children per level served one after the other |
 /// | scatter linear, binomial | as the gather's |
@@ -185,12 +186,18 @@ fn predict_with(spec: &CollSpec, params: &dyn Fn(u64) -> Hockney) -> f64 {
         }
         Algorithm::BarrierDissemination => ceil_log2(p) * params(1).alpha_us,
         Algorithm::AlltoallPairwise => (pf - 1.0) * whole.p2p_us(mf),
+        Algorithm::AlltoallvPairwise { counts } | Algorithm::AlltoallvLinear { counts } => {
+            let mean = counts.mean_off_diagonal(p) * mf;
+            (pf - 1.0) * params(mean.round() as u64).p2p_us(mean)
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::coll::counts::CountMatrix;
+    use crate::coll::{Collective, Counts};
     use crate::sim::net::LogGp;
     use crate::sim::tests_engine::spec;
 
@@ -326,5 +333,25 @@ mod tests {
             predict_us(&spec(Algorithm::BcastBinomial, 1, 1000, 0), &n),
             0.0,
         );
+    }
+
+    #[test]
+    fn alltoallv_is_the_alltoall_of_the_mean_block() {
+        let n = net();
+        let alltoall = predict_us(&spec(Algorithm::AlltoallPairwise, 4, 1000, 0), &n);
+        for counts in [Counts::Uniform, Counts::Random { seed: 3 }] {
+            for a in Collective::Alltoallv.algorithms() {
+                let got = predict_us(&spec(a.with_counts(counts), 4, 1000, 0), &n);
+                close(got, alltoall);
+            }
+        }
+        let m = CountMatrix {
+            path: "m".into(),
+            np: 2,
+            counts: vec![9, 3, 1, 9],
+        };
+        let two = Counts::Given(Box::leak(Box::new(m)));
+        let a = Algorithm::AlltoallvLinear { counts: two };
+        close(predict_us(&spec(a, 2, 1000, 0), &n), 7.0 + 2.0);
     }
 }

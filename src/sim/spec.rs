@@ -362,6 +362,7 @@ fn check_range(c: &CollSpec, net: &Network) -> Result<(), SpecError> {
     let per_segment = match c.algorithm.collective() {
         // Messages of up to `np` blocks count as `np` messages of one.
         Collective::Alltoall
+        | Collective::Alltoallv
         | Collective::Allgather
         | Collective::ReduceScatter
         | Collective::Scatter => np * np,
@@ -605,7 +606,7 @@ mod tests {
         assert_eq!(
             e(spec("bcst", &[], 2, &[1])),
             "unknown collective `bcst` (known: bcast, gather, allreduce, barrier, alltoall, \
-             reduce, allgather, reduce_scatter, scatter)"
+             reduce, allgather, reduce_scatter, scatter, alltoallv)"
         );
         assert!(e(spec("bcast", &["ring"], 2, &[1])).starts_with("unknown bcast algorithm `ring`"));
         assert_eq!(

@@ -809,3 +809,74 @@ fn a_send_overlap_and_a_cpu_cost_per_byte_add_up_to_the_single_message() {
         assert_eq!(plain_got, vec![plain.os_ps, plain_received], "m {m}");
     }
 }
+
+/// A matrix of `np` ranks from a function of the pair (test matrices are leaked as
+/// the files' are).
+fn matrix(np: usize, count: impl Fn(usize, usize) -> u64) -> crate::coll::Counts {
+    let counts = (0..np * np).map(|k| count(k / np, k % np)).collect();
+    let m = crate::coll::counts::CountMatrix {
+        path: format!("test-{np}"),
+        np,
+        counts,
+    };
+    crate::coll::Counts::Given(Box::leak(Box::new(m)))
+}
+
+#[test]
+fn pairwise_alltoallv_takes_one_hop_per_step_of_its_own_length() {
+    // Issue 39. Counts by distance (rank i sends rank i + s the count k_s, some 0):
+    // every rank starts step s together, which lasts one hop of k_s m bytes, and
+    // an empty step costs nothing.
+    let k = |s: usize| [0u64, 3, 0, 1, 5, 2, 0, 4][s];
+    for p in parameter_sets() {
+        for np in [2usize, 3, 5, 8] {
+            let counts = matrix(np, |i, j| k((j + np - i) % np) + u64::from(i == j));
+            let m = 100u64;
+            let want: u64 = (1..np)
+                .filter(|&s| k(s) > 0)
+                .map(|s| hop(&p, k(s) * m))
+                .sum();
+            let s = spec(Algorithm::AlltoallvPairwise { counts }, np, m as usize, 0);
+            for gap in [true, false] {
+                let got = finish(&s, &Network::uniform(p), gap);
+                assert_eq!(got, vec![want; np], "{p:?} np {np}");
+            }
+        }
+    }
+}
+
+#[test]
+fn alltoallv_of_two_ranks_is_one_message_each_way() {
+    // Rank 0 sends a blocks, rank 1 b: each finishes when the other's arrives, or
+    // after o_s when nothing comes.
+    for p in parameter_sets() {
+        for (a, b) in [(1u64, 1u64), (3, 1), (0, 2), (0, 0)] {
+            let counts = matrix(2, |i, j| [[7, a], [b, 7]][i][j]);
+            let m = 10u64;
+            let done = |send: u64, recv: u64| match (send, recv) {
+                (_, r) if r > 0 => hop(&p, r * m),
+                (s, _) if s > 0 => p.os_ps,
+                _ => 0,
+            };
+            for algorithm in Collective::Alltoallv.algorithms() {
+                let s = spec(algorithm.with_counts(counts), 2, m as usize, 0);
+                let got = finish(&s, &Network::uniform(p), true);
+                assert_eq!(got, [done(a, b), done(b, a)], "{algorithm} {p:?} {a} {b}");
+            }
+        }
+    }
+}
+
+#[test]
+fn alltoallv_with_uneven_counts_agrees_with_the_threaded_executor() {
+    let net = Network::uniform(parameter_sets()[0]);
+    for np in 2..=5 {
+        let skew = matrix(np, |i, j| ((i + 2 * j) % 4) as u64);
+        for counts in [crate::coll::Counts::Random { seed: 5 }, skew] {
+            for algorithm in Collective::Alltoallv.algorithms() {
+                let s = spec(algorithm.with_counts(counts), np, 100, 0);
+                assert_eq!(finish(&s, &net, false), threaded(&s, &net, 1), "{s:?}");
+            }
+        }
+    }
+}

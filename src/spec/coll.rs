@@ -12,7 +12,7 @@
 //! transports and size.
 
 use super::{SizeList, SpecError};
-use crate::coll::{Algorithm, Collective};
+use crate::coll::{Algorithm, Collective, Counts};
 use crate::job::TransportName;
 use crate::patterns::coll::Scheme;
 use crate::sync::{self, Estimator, SyncOptions};
@@ -85,6 +85,10 @@ pub struct CollCmdSpec {
     pub no_check: bool,
     /// Open MPI's forced algorithm for `algo = ["mpi"]`.
     pub mpi_algo: Option<u32>,
+    /// The count matrix of `alltoallv`, in units of the size: `uniform`,
+    /// `random:SEED` or a file of `np` rows of `np` counts, CSV or JSON
+    /// ([`crate::coll::counts`]).
+    pub counts: String,
     /// Report every rank's local time of every valid call.
     pub per_rank: bool,
     /// Keep every valid call's run-time in the records (`samples.runtime_us`),
@@ -116,6 +120,7 @@ impl Default for CollCmdSpec {
             max_rounds: 5,
             no_check: false,
             mpi_algo: None,
+            counts: "uniform".into(),
             per_rank: false,
             samples: false,
             predict: None,
@@ -168,6 +173,9 @@ pub fn default_algorithm(op: Collective) -> Algorithm {
         Collective::Allgather => Algorithm::AllgatherRecursiveDoubling,
         Collective::ReduceScatter => Algorithm::ReduceScatterRecursiveHalving,
         Collective::Scatter => Algorithm::ScatterBinomial,
+        Collective::Alltoallv => Algorithm::AlltoallvPairwise {
+            counts: Counts::Uniform,
+        },
     }
 }
 
@@ -261,6 +269,15 @@ impl CollCmdSpec {
             .map_err(|e| bad(format!("{}: {e}", path.display())))
     }
 
+    /// The count matrix `counts` names (a file is read once per process).
+    ///
+    /// # Errors
+    /// A bad seed, an unreadable file or one that is no square matrix (field
+    /// `counts`).
+    pub fn counts(&self) -> Result<Counts, SpecError> {
+        Counts::parse(&self.counts).map_err(|e| SpecError::new("counts", e))
+    }
+
     /// The implementations `algo` names, in order, without repeats (empty `algo`:
     /// the usual one of `op`).
     ///
@@ -309,6 +326,11 @@ impl CollCmdSpec {
             SpecError::range("mpi_algo", n, 0, 64)?;
         }
         let imps = self.implementations()?;
+        if self.op != Collective::Alltoallv && self.counts != "uniform" {
+            let why = "only alltoallv takes a count matrix; add --op alltoallv";
+            return Err(SpecError::new("counts", why));
+        }
+        self.counts()?;
         if self.op != Collective::Barrier && self.sizes.0.contains(&0) {
             return Err(SpecError::new(
                 "sizes",
@@ -337,6 +359,9 @@ impl CollCmdSpec {
     ) -> Result<(), SpecError> {
         if let RootChoice::Rank(r) = self.root {
             check_root(r, np)?;
+        }
+        if let Some(np) = np {
+            (self.counts()?.check_np(np)).map_err(|e| SpecError::new("counts", e))?;
         }
         let imps = self.implementations()?;
         if imps.contains(&CollImpl::Mpi) {
@@ -698,5 +723,36 @@ mod tests {
             ),
             Ok(())
         );
+    }
+
+    #[test]
+    fn issue_39_counts_are_alltoallvs_and_fit_the_job() {
+        let dir = std::env::temp_dir().join(format!("ngauge-counts-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("m.csv");
+        std::fs::write(&file, "0,1\n2,0\n").unwrap();
+        let spec = |counts: &str| CollCmdSpec {
+            op: Collective::Alltoallv,
+            counts: counts.into(),
+            ..CollCmdSpec::default()
+        };
+        let path = file.display().to_string();
+        assert!(spec(&path).validate().is_ok());
+        let tcp = [TransportName::Tcp];
+        assert!(spec(&path).validate_for_job(&tcp, Some(2)).is_ok());
+        let e = spec(&path).validate_for_job(&tcp, Some(3)).unwrap_err();
+        assert_eq!(e.field, "counts");
+        assert!(
+            e.to_string().contains("is 2 x 2, and the job has 3 ranks"),
+            "{e}"
+        );
+        assert_eq!(spec("random:x").validate().unwrap_err().field, "counts");
+        assert_eq!(spec("no/such/file").validate().unwrap_err().field, "counts");
+        let other = CollCmdSpec {
+            counts: "random:1".into(),
+            ..CollCmdSpec::default()
+        };
+        assert_eq!(other.validate().unwrap_err().field, "counts");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

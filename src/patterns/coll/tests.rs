@@ -360,6 +360,28 @@ impl<T: Transport> Native<T> {
                 let own = self.bytes(send.buffer.region(send.offset + me * size, size));
                 self.put(recv.buffer.region(recv.offset + me * size, size), &own);
             }
+            NativeCollective::Alltoallv { send, recv, layout } => {
+                let words = self.bytes(layout);
+                let word = |i: usize| {
+                    i32::from_ne_bytes(words[4 * i..4 * i + 4].try_into().unwrap()) as usize
+                };
+                let block = |r: ngauge_transport::Region, at: usize| {
+                    r.buffer.region(r.offset + word(at + np), word(at))
+                };
+                let t = &mut self.inner;
+                let mut requests = Vec::new();
+                for j in (0..np).filter(|&j| j != me) {
+                    if word(2 * np + j) > 0 {
+                        requests.push(t.irecv(j, block(recv, 2 * np + j))?);
+                    }
+                    if word(j) > 0 {
+                        requests.push(t.isend(j, block(send, j))?);
+                    }
+                }
+                t.wait_all(&requests)?;
+                let own = self.bytes(block(send, me));
+                self.put(block(recv, 2 * np + me), &own);
+            }
             NativeCollective::Reduce { root, send, recv } => {
                 if me == root {
                     let mut sum = self.bytes(send);
@@ -530,6 +552,17 @@ fn native_reduce_allgather_reduce_scatter_and_scatter_pass_the_data_check() {
         let times = measure_native(tm, None).remove(0).unwrap();
         assert_eq!(times.tally().valid, 8, "{algorithm}");
     }
+}
+
+/// Issue 39: the all-to-all-v's counts reach the library in its arrays.
+#[test]
+fn native_alltoallv_passes_the_data_check_with_empty_blocks() {
+    let counts = crate::coll::Counts::Random { seed: 11 };
+    let algorithm = Algorithm::AlltoallvPairwise { counts };
+    let mut tm = timing(Scheme::Window, algorithm);
+    tm.spec.size_bytes = 100;
+    let times = measure_native(tm, None).remove(0).unwrap();
+    assert_eq!(times.tally().valid, 8);
 }
 
 #[test]

@@ -191,6 +191,19 @@ pub enum NativeCollective {
         /// Its block of the sum.
         recv: Region,
     },
+    /// The all-to-all with a length per pair: `layout` holds MPI's four arrays of
+    /// `np` native-endian `i32` byte counts, one after the other (`sendcounts`,
+    /// `sdispls` into `send`, `recvcounts`, `rdispls` into `recv`). They live in a
+    /// buffer of the transport, so that the call stays `Copy` and they outlive a
+    /// nonblocking call; the caller leaves them alone until it completes.
+    Alltoallv {
+        /// The blocks sent.
+        send: Region,
+        /// The blocks received.
+        recv: Region,
+        /// The counts and displacements.
+        layout: Region,
+    },
     /// Block `r` of `send` on `root` (`np` blocks of `size` bytes) lands in rank
     /// `r`'s `recv`.
     Scatter {

@@ -578,6 +578,22 @@ int ngm_ialltoall(int comm, const void *send, int len, void *recv, int *req) {
     START(MPI_Ialltoall(NZ(send), len, MPI_BYTE, NZ(recv), len, MPI_BYTE, c, r_));
 }
 
+int ngm_alltoallv(int comm, const void *send, const int *layout, void *recv) {
+    COMM(comm, c);
+    int n;
+    MPI_Comm_size(c, &n);
+    const int *sc = layout, *sd = layout + n, *rc = layout + 2 * n, *rd = layout + 3 * n;
+    return MPI_Alltoallv(NZ(send), sc, sd, MPI_BYTE, NZ(recv), rc, rd, MPI_BYTE, c);
+}
+
+int ngm_ialltoallv(int comm, const void *send, const int *layout, void *recv, int *req) {
+    COMM(comm, c);
+    int n;
+    MPI_Comm_size(c, &n);
+    const int *sc = layout, *sd = layout + n, *rc = layout + 2 * n, *rd = layout + 3 * n;
+    START(MPI_Ialltoallv(NZ(send), sc, sd, MPI_BYTE, NZ(recv), rc, rd, MPI_BYTE, c, r_));
+}
+
 int ngm_scatter(int comm, const void *send, int len, void *recv, int root) {
     COMM(comm, c);
     NONNEG(len);

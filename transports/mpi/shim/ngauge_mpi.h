@@ -122,6 +122,9 @@ int ngm_iallgatherv(int comm, const void *send, int len, void *recv, const int *
                     const int *displs, int *req);
 int ngm_alltoall(int comm, const void *send, int len, void *recv);
 int ngm_ialltoall(int comm, const void *send, int len, void *recv, int *req);
+/* layout: sendcounts, sdispls, recvcounts, rdispls, each comm-size ints (bytes). */
+int ngm_alltoallv(int comm, const void *send, const int *layout, void *recv);
+int ngm_ialltoallv(int comm, const void *send, const int *layout, void *recv, int *req);
 int ngm_scatter(int comm, const void *send, int len, void *recv, int root);
 int ngm_iscatter(int comm, const void *send, int len, void *recv, int root, int *req);
 int ngm_reduce_scatter_block(int comm, const void *send, void *recv, int count, int dtype,

@@ -357,6 +357,74 @@ impl MpiTransport {
         })
     }
 
+    /// `MPI_Alltoallv`: the blocks of `send` and `recv` as `layout` places them
+    /// ([`ngauge_transport::NativeCollective::Alltoallv`]).
+    pub fn alltoallv(
+        &mut self,
+        send: Region,
+        recv: Region,
+        layout: Region,
+    ) -> Result<(), TransportError> {
+        let (p, layout) = self.alltoallv_args("MPI_Alltoallv", send, recv, layout)?;
+        let comm = self.comm.index;
+        // SAFETY: checked pointers; every block `layout` names lies inside its
+        // region (`alltoallv_args`); blocking call.
+        self.blocking("MPI_Alltoallv", 0, || unsafe {
+            ffi::ngm_alltoallv(comm, p.send, layout, p.recv)
+        })
+    }
+
+    /// `MPI_Ialltoallv`.
+    pub fn ialltoallv(
+        &mut self,
+        send: Region,
+        recv: Region,
+        layout: Region,
+    ) -> Result<RequestId, TransportError> {
+        let (p, layout) = self.alltoallv_args("MPI_Ialltoallv", send, recv, layout)?;
+        let comm = self.comm.index;
+        // SAFETY: as in `alltoallv`; both buffers stay busy until completion, and
+        // the layout's pool buffer lives as long as the transport.
+        self.start_pair("MPI_Ialltoallv", 0, send, recv, |slot| unsafe {
+            ffi::ngm_ialltoallv(comm, p.send, layout, p.recv, slot)
+        })
+    }
+
+    /// The checked pointers of an all-to-all-v: `layout` is four aligned arrays of
+    /// `size` non-negative `i32`, and every block they name lies inside `send`
+    /// or `recv` (MPI would read or write past them otherwise).
+    fn alltoallv_args(
+        &mut self,
+        op: &'static str,
+        send: Region,
+        recv: Region,
+        layout: Region,
+    ) -> Result<(Pair, *const c_int), TransportError> {
+        let (np, rank) = (self.mpi().size(), self.mpi().rank());
+        let words = self.pool.region_for_read(layout)?;
+        let bad = |why: String| Err(invalid(op, rank, why));
+        if words.len() != 4 * np * 4 || words.as_ptr().align_offset(4) != 0 {
+            return bad(format!(
+                "a layout of {} bytes, not 4 aligned arrays of {np} i32",
+                words.len()
+            ));
+        }
+        let word =
+            |i: usize| i32::from_ne_bytes(words[4 * i..4 * i + 4].try_into().expect("4 bytes"));
+        for (half, len) in [(0, send.len), (2, recv.len)] {
+            for j in 0..np {
+                let (count, displ) = (word(half * np + j), word((half + 1) * np + j));
+                if count < 0 || displ < 0 || displ as usize + count as usize > len {
+                    return bad(format!(
+                        "block {j} ({count} bytes at {displ}) is outside {len} bytes"
+                    ));
+                }
+            }
+        }
+        let layout = words.as_ptr().cast::<c_int>();
+        Ok((self.pair(op, send, recv, recv.len)?, layout))
+    }
+
     /// `MPI_Scatter`: block `r` of `send` on `root` (`size * recv.len` bytes there;
     /// elsewhere any region, even empty, will do) lands in rank `r`'s `recv`.
     pub fn scatter(

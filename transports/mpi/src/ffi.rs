@@ -97,6 +97,8 @@ shim! {
     fn ngm_iallgather(comm: c_int, send: *const c_void, len: c_int, recv: *mut c_void, req: *mut c_int) -> c_int;
     fn ngm_alltoall(comm: c_int, send: *const c_void, len: c_int, recv: *mut c_void) -> c_int;
     fn ngm_ialltoall(comm: c_int, send: *const c_void, len: c_int, recv: *mut c_void, req: *mut c_int) -> c_int;
+    fn ngm_alltoallv(comm: c_int, send: *const c_void, layout: *const c_int, recv: *mut c_void) -> c_int;
+    fn ngm_ialltoallv(comm: c_int, send: *const c_void, layout: *const c_int, recv: *mut c_void, req: *mut c_int) -> c_int;
     fn ngm_scatter(comm: c_int, send: *const c_void, len: c_int, recv: *mut c_void, root: c_int) -> c_int;
     fn ngm_iscatter(comm: c_int, send: *const c_void, len: c_int, recv: *mut c_void, root: c_int, req: *mut c_int) -> c_int;
     fn ngm_reduce_scatter_block(comm: c_int, send: *const c_void, recv: *mut c_void, count: c_int, dtype: c_int, op: c_int) -> c_int;

@@ -552,6 +552,9 @@ impl Transport for MpiTransport {
                 self.allreduce(send, recv, Datatype::U64, ReduceOp::Sum)
             }
             NativeCollective::Alltoall { send, recv } => self.alltoall(send, recv),
+            NativeCollective::Alltoallv { send, recv, layout } => {
+                self.alltoallv(send, recv, layout)
+            }
             NativeCollective::Reduce { root, send, recv } => {
                 self.reduce(root, send, recv, Datatype::U64, ReduceOp::Sum)
             }
@@ -574,6 +577,9 @@ impl Transport for MpiTransport {
                 self.iallreduce(send, recv, Datatype::U64, ReduceOp::Sum)
             }
             NativeCollective::Alltoall { send, recv } => self.ialltoall(send, recv),
+            NativeCollective::Alltoallv { send, recv, layout } => {
+                self.ialltoallv(send, recv, layout)
+            }
             NativeCollective::Reduce { root, send, recv } => {
                 self.ireduce(root, send, recv, Datatype::U64, ReduceOp::Sum)
             }
