@@ -36,7 +36,7 @@ fn guest_commands() -> Vec<(&'static str, String)> {
             op,
             format!(
                 "ngauge --np 2 -t verbs --verbs-op {op} --timeout 120 pingpong --sizes 1-1M \
-                 --reps 20 --warmup 5 --check"
+                 --reps 10 --warmup 2 --check"
             ),
         ));
     }
