@@ -1113,10 +1113,6 @@ mod tests {
         within("G", range.big_g_us_per_byte, t.big_g, 0.05);
     }
 
-    /// Issue 37: a range whose gap falls with the size (a busy neighbour, the tail
-    /// of a protocol switch) fits `G < 0` when free. The range reports the fit held
-    /// to `G >= 0` (the better `g` with it), the warning gives the free value, and
-    /// the parameter file of the ranges is one `simulate` reads.
     /// A stack whose overheads grow with the size (copies) and whose send call
     /// outlasts the message's arrival by `overlap_us`: the range's overheads are
     /// those of one message (not the median over sizes, here about twice as
@@ -1194,6 +1190,10 @@ mod tests {
         }
     }
 
+    /// Issue 37: a range whose gap falls with the size (a busy neighbour, the tail
+    /// of a protocol switch) fits `G < 0` when free. The range reports the fit held
+    /// to `G >= 0` (the better `g` with it), the warning gives the free value, and
+    /// the parameter file of the ranges is one `simulate` reads.
     #[test]
     fn issue_37_g_is_fitted_within_the_model_domain() {
         let falling = Truth {
