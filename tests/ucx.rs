@@ -433,6 +433,10 @@ fn loggp_locates_the_switches_ucx_is_told() {
                 "loggp",
                 "--sizes",
                 "1-32K:1024",
+                // Three passes: the test runs beside the binary's other tests, and
+                // one pass left the 24000 B switch unconfirmed in 2 of ~15 runs.
+                "--passes",
+                "3",
             ],
             &[(var, value)],
         );
