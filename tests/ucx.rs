@@ -433,8 +433,9 @@ fn loggp_locates_the_switches_ucx_is_told() {
                 "loggp",
                 "--sizes",
                 "1-32K:1024",
-                // Three passes: the test runs beside the binary's other tests, and
-                // one pass left the 24000 B switch unconfirmed in 2 of ~15 runs.
+                // Three passes: the test runs beside the binary's other tests, whose
+                // load can leave a switch of one pass unconfirmed
+                // (docs/findings/2026-11-29-loggp-parameters-add-up.md).
                 "--passes",
                 "3",
             ],
