@@ -442,7 +442,7 @@ fn issue18_faults_during_the_join() {
 /// `--timeout` of the idle-rank jobs: long enough that a loaded machine (a load
 /// of 30 on two cores stalled a data-plane receive for over 3 s) does not stall a
 /// data-plane operation that long.
-const IDLE_TIMEOUT_S: f64 = 10.0;
+const IDLE_TIMEOUT_S: f64 = 6.0;
 
 /// Runs a 3-rank job that must succeed; returns its `-o` records.
 fn healthy(args: &[&str]) -> Vec<serde_json::Value> {
@@ -512,6 +512,7 @@ fn issue18_idle_ranks_do_not_end_a_healthy_pingpong() {
 fn issue18_idle_ranks_do_not_end_a_healthy_sync() {
     // In clock sync the ranks take turns with rank 0, the others waiting; all wait
     // between the residual checks, here 3 timeouts apart.
+    let three_timeouts = format!("0s,{}s", 3.0 * IDLE_TIMEOUT_S);
     healthy(&[
         "sync",
         "--fitpoints",
@@ -519,7 +520,7 @@ fn issue18_idle_ranks_do_not_end_a_healthy_sync() {
         "--exchanges",
         "20",
         "--check-after",
-        "0s,30s",
+        &three_timeouts,
     ]);
 }
 
