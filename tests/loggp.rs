@@ -456,3 +456,56 @@ fn two_transports_as_tables() {
         assert!(text.contains(needle), "{needle} in {text}");
     }
 }
+
+/// Issue 36: the run kept in `docs/findings/2026-11-28-vader-8192-miss.json` said
+/// `decided` with no change, and Open MPI's shared-memory eager switch (limit
+/// 8192, first byte 8137) lay in its sweep. Today's detector and sensitivity
+/// statement, fed its points, must give the switch (a candidate that a run
+/// measures again) or leave the stretch across it undecided: never decided
+/// without it.
+#[test]
+fn issue_36_the_stored_silent_miss_is_never_decided_without_the_switch() {
+    use ngauge::model::loggp::{assess, AssessOptions, Sample};
+    use ngauge::model::sensitivity::{stretches, DEFAULT_TARGET};
+    let doc: Value = serde_json::from_str(include_str!(
+        "../docs/findings/2026-11-28-vader-8192-miss.json"
+    ))
+    .unwrap();
+    let f = |p: &Value, k: &str| p[k].as_f64().unwrap();
+    let samples: Vec<Sample> = doc["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| Sample {
+            size: p["size"].as_u64().unwrap(),
+            prtt_1_0_us: f(p, "prtt_1_0_us"),
+            prtt_n_0_us: f(p, "prtt_n_0_us"),
+            prtt_n_d_us: f(p, "prtt_n_d_us"),
+            d_us: f(p, "d_us"),
+            or_us: f(p, "or_us"),
+            send_late_us: p["send_late_us"].as_f64(),
+        })
+        .collect();
+    let opts = AssessOptions {
+        n: doc["n"].as_u64().unwrap() as usize,
+        ..AssessOptions::default()
+    };
+    let a = assess(&samples, &opts).unwrap();
+    // The sweep steps by 1 KiB: the switch's first byte lies in (7168, 8192].
+    if a.changes.iter().any(|&c| (7169..=9216).contains(&c)) {
+        return;
+    }
+    let sizes: Vec<u64> = samples.iter().map(|s| s.size).collect();
+    let prtt: Vec<f64> = samples.iter().map(|s| s.prtt_1_0_us).collect();
+    let ranges: Vec<(u64, u64)> = a.ranges.iter().map(|r| (r.from, r.to)).collect();
+    let st = stretches(&sizes, &prtt, &ranges, &[], DEFAULT_TARGET);
+    let across = st
+        .iter()
+        .find(|s| s.from_bytes <= 7168 && 8192 <= s.to_bytes)
+        .expect("without the switch, one stretch spans 7168-8192");
+    assert!(
+        !across.decided(),
+        "decided without the switch: changes {:?}, {st:?}",
+        a.changes
+    );
+}
