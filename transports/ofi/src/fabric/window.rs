@@ -16,9 +16,9 @@
 //! memory was read either way.
 //!
 //! The flush waits for every operation the window started (to any peer); the
-//! fence is the flush, then a barrier of 0-byte tagged messages over the same
-//! endpoint (every rank tells every other one it has flushed), which the window
-//! needs because [`OneSided::fence`] has no control channel.
+//! fence is the flush, then the barrier of 1-byte messages over the same
+//! endpoint ([`fence_barrier`]), which the window needs because
+//! [`OneSided::fence`] has no control channel.
 //!
 //! **Progress.** A provider whose data progress is manual (`shm` and
 //! `tcp;ofi_rxm`: the target copies the data in its own progress) would not serve
@@ -38,9 +38,10 @@
 
 use super::ffi;
 use super::memory::Mr;
-use super::{open_with, setup_error, Ctx, OfiTransport, FENCE, KIND, NAME, RMA, TAG_FENCE};
+use super::{open_with, setup_error, Ctx, OfiTransport, NAME, RMA};
 use crate::OfiOptions;
-use ngauge_transport::{Control, OneSided, Rank, TransportError, WaitMode};
+use ngauge_transport::one_sided::{exchange_keys, fence_barrier};
+use ngauge_transport::{BufferId, Control, OneSided, Rank, Transport, TransportError, WaitMode};
 use std::os::raw::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -68,45 +69,15 @@ pub struct Completions {
     done: u64,
     /// The first operation that failed, in the provider's words.
     failed: Option<String>,
-    /// Fence messages received from peers.
-    fences: u64,
 }
 
 impl OfiTransport {
-    /// A completion of a window's operation (`RMA`) or of a peer's fence
-    /// message (`FENCE`, whose receive is posted again).
-    pub(super) fn one_sided_completed(&mut self, id: u64, ctx: *mut c_void, error: Option<String>) {
-        if id & !(KIND - 1) == RMA {
-            self.one_sided.done += 1;
-            if let Some(words) = error {
-                self.one_sided.failed.get_or_insert(words);
-            }
-            return;
+    /// A completion of a window's operation (`RMA`).
+    pub(super) fn one_sided_completed(&mut self, error: Option<String>) {
+        self.one_sided.done += 1;
+        if let Some(words) = error {
+            self.one_sided.failed.get_or_insert(words);
         }
-        let Some(i) = self
-            .fixed
-            .iter()
-            .position(|b| std::ptr::eq(&**b, ctx.cast::<Ctx>()))
-        else {
-            return;
-        };
-        let boxed = self.fixed.swap_remove(i);
-        if error.is_some() {
-            return; // cancelled at close
-        }
-        self.one_sided.fences += 1;
-        let _ = self.post_fence_recv((id & (KIND - 1)) as Rank, boxed);
-    }
-
-    /// Posts the receive of `peer`'s next fence message with `ctx`.
-    fn post_fence_recv(&mut self, peer: Rank, mut ctx: Box<Ctx>) -> Result<(), TransportError> {
-        let c = Ctx::ptr(&mut ctx);
-        let nowhere = std::ptr::NonNull::<u8>::dangling().as_ptr();
-        // A 0-byte receive into nothing; the context stays in `fixed` (a push
-        // after the swap_remove that took it: no reallocation).
-        self.post_recv_raw(peer, TAG_FENCE, nowhere, 0, std::ptr::null_mut(), c)?;
-        self.fixed.push(ctx);
-        Ok(())
     }
 }
 
@@ -216,8 +187,8 @@ pub struct OfiWindow {
     sum_max: usize,
     /// Operations started; the transport counts their completions.
     issued: u64,
-    /// Fences this rank entered.
-    fences: u64,
+    /// The fence's barrier messages (see [`fence_barrier`]).
+    token: BufferId,
     #[allow(clippy::vec_box)]
     ring: Vec<Box<Ctx>>,
     stop: Arc<AtomicBool>,
@@ -278,17 +249,21 @@ pub fn open_window(
         }
         Err(e) => Err(e.to_string()),
     };
-    // Every rank publishes its window or why it has none, so that no rank waits
-    // for one that failed.
-    let published = match &mine {
-        Ok(word) => [&[1u8][..], word].concat(),
-        Err(reason) => [&[0u8][..], reason.as_bytes()].concat(),
-    };
-    let all = control
-        .allgather(&published)
-        .map_err(|e| setup_error(format!("exchanging window keys: {e}")));
+    let keys = exchange_keys(
+        control,
+        NAME,
+        mine.as_deref().map_err(String::as_str),
+        |k| {
+            let word = |i: usize| u64::from_le_bytes(k[i..i + 8].try_into().expect("8 bytes"));
+            (k.len() == 16).then(|| Remote {
+                addr: word(0),
+                key: word(8),
+            })
+        },
+    );
+    let token = t.alloc_buffer(2);
     let mut w = OfiWindow {
-        remote: vec![Remote::default(); control.size()],
+        remote: Vec::new(),
         bytes,
         words,
         flags: u64::from(ffi::FI_COMPLETION)
@@ -299,7 +274,7 @@ pub fn open_window(
             },
         sum_max: sum_max(&t),
         issued: 0,
-        fences: 0,
+        token: BufferId(0),
         ring: (0..RING).map(|i| Ctx::boxed(RMA | i as u64)).collect(),
         stop: Arc::new(AtomicBool::new(false)),
         thread: None,
@@ -309,38 +284,7 @@ pub fn open_window(
         window,
         local,
     };
-    let all = all?;
-    for (peer, word) in all.iter().enumerate() {
-        match word.split_first() {
-            Some((&1, rest)) if rest.len() == 16 => {
-                let word = |i: usize| u64::from_le_bytes(rest[i..i + 8].try_into().expect("8"));
-                w.remote[peer] = Remote {
-                    addr: word(0),
-                    key: word(8),
-                };
-            }
-            Some((&0, reason)) => {
-                return Err(setup_error(format!(
-                    "rank {peer} has no window: {}",
-                    String::from_utf8_lossy(reason)
-                )))
-            }
-            _ => {
-                return Err(setup_error(format!(
-                    "rank {peer} published a bad window key"
-                )))
-            }
-        }
-    }
-    if !w.t.tagged {
-        return Err(setup_error(
-            "the window's fence needs tagged messages, which this provider lacks",
-        ));
-    }
-    let me = w.t.rank;
-    for peer in (0..w.t.size).filter(|&p| p != me) {
-        w.t.post_fence_recv(peer, Ctx::boxed(FENCE | peer as u64))?;
-    }
+    (w.remote, w.token) = (keys?, token?);
     if !w.t.ep.cntr.is_null() {
         let (counter, stop) = (Counter(w.t.ep.cntr), Arc::clone(&w.stop));
         let pace = Pace::new(pace_for, w.t.ep.rma_event);
@@ -349,10 +293,6 @@ pub fn open_window(
             .spawn(move || pace.run(&counter, &stop));
         w.thread = Some(spawned.map_err(|e| setup_error(format!("progress thread: {e}")))?);
     }
-    // Every rank's fence receives are posted before any rank fences.
-    control
-        .barrier()
-        .map_err(|e| setup_error(format!("barrier after opening the windows: {e}")))?;
     Ok(w)
 }
 
@@ -480,37 +420,6 @@ impl OfiWindow {
         // SAFETY: the last word of the local allocation.
         unsafe { self.local.ptr.add(2 * self.words) }
     }
-
-    /// The window's fence: every rank tells every other one it has flushed, and
-    /// waits until every other one has told it as often.
-    fn barrier(&mut self) -> Result<(), TransportError> {
-        self.fences += 1;
-        let (me, ep) = (self.t.rank, self.t.ep.ep);
-        let tag = TAG_FENCE | me as u64;
-        for peer in (0..self.t.size).filter(|&p| p != me) {
-            let dest = self.t.peers[peer].addr;
-            let nothing = std::ptr::NonNull::<u8>::dangling()
-                .as_ptr()
-                .cast::<c_void>();
-            // SAFETY: a 0-byte inject (nothing is read) on the live endpoint.
-            self.t.retry(peer, "fence", |_| unsafe {
-                ffi::ngo_inject(ep, 1, nothing, 0, dest, tag)
-            })?;
-        }
-        let want = self.fences * (self.t.size as u64 - 1);
-        let start = Instant::now();
-        while self.t.one_sided.fences < want {
-            if !self.t.progress()? && start.elapsed() > self.t.timeout {
-                return Err(TransportError::Timeout {
-                    transport: NAME,
-                    peer: me,
-                    op: "fence",
-                    after: self.t.timeout,
-                });
-            }
-        }
-        Ok(())
-    }
 }
 
 impl OneSided for OfiWindow {
@@ -524,10 +433,6 @@ impl OneSided for OfiWindow {
 
     fn has_accumulate(&self) -> bool {
         self.sum_max > 0
-    }
-
-    fn begin_passive(&mut self) -> Result<(), TransportError> {
-        Ok(())
     }
 
     fn end_passive(&mut self) -> Result<(), TransportError> {
@@ -626,24 +531,20 @@ impl OneSided for OfiWindow {
 
     fn fence(&mut self) -> Result<(), TransportError> {
         self.complete_all(self.t.rank, "fence")?;
-        self.barrier()
+        fence_barrier(&mut self.t, self.token)
     }
 
     fn poll_byte(&mut self, offset: usize) -> Result<u8, TransportError> {
         // Manual progress: a peer's put lands inside some rank's progress.
         self.t.progress()?;
+        Ok(self.local_byte(offset))
+    }
+
+    fn local_byte(&self, offset: usize) -> u8 {
         assert!(offset < self.bytes, "offset {offset} outside the window");
         // SAFETY: in bounds (asserted) of the window a peer may be writing: a
         // volatile byte load, any value valid.
-        Ok(unsafe { self.window.bytes().add(offset).read_volatile() })
-    }
-
-    fn local_copy(&self, offset: usize, len: usize) -> Vec<u8> {
-        assert!(offset + len <= self.bytes, "outside the window");
-        (offset..offset + len)
-            // SAFETY: as in `poll_byte`.
-            .map(|i| unsafe { self.window.bytes().add(i).read_volatile() })
-            .collect()
+        unsafe { self.window.bytes().add(offset).read_volatile() }
     }
 
     fn result_u64(&self) -> Result<u64, TransportError> {
