@@ -148,7 +148,7 @@ fn issue34_three_hundred_local_ranks_start_and_report() {
 }
 
 /// A descriptor limit too small for the job is named in one line before anything
-/// starts (it used to surface as "dropped for a newer connection (too many
+/// starts, with the status of bad input (2) (it used to surface as "dropped for a newer connection (too many
 /// waiting)" from some listener halfway through the job).
 #[test]
 fn issue34_a_descriptor_limit_too_small_for_the_job_is_one_line() {
@@ -164,7 +164,7 @@ fn issue34_a_descriptor_limit_too_small_for_the_job_is_one_line() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(
         stderr.contains("64 ranks needs about 112 open files") && stderr.contains("ulimit -n 112"),

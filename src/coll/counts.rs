@@ -111,6 +111,17 @@ impl Counts {
         }
     }
 
+    /// The largest count of a pair of distinct ranks of a job of `np` (its largest
+    /// message is that many units; 0 for one rank; O(np^2) for a random matrix).
+    pub fn largest(&self, np: usize) -> usize {
+        let pairs = (0..np).flat_map(|i| (0..np).filter(move |&j| j != i).map(move |j| (i, j)));
+        match self {
+            _ if np < 2 => 0,
+            Counts::Uniform => 1,
+            _ => pairs.map(|(i, j)| self.count(i, j)).max().unwrap_or(0),
+        }
+    }
+
     /// The mean count of a pair of distinct ranks of a job of `np` (the generated
     /// matrices' expectation, a file's actual mean; 0 for one rank).
     pub fn mean_off_diagonal(&self, np: usize) -> f64 {
@@ -190,6 +201,16 @@ impl CountMatrix {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The largest block a rank sends another (not itself), in units.
+    #[test]
+    fn the_largest_count_leaves_out_the_diagonal() {
+        let m = CountMatrix::parse("m", "99 1 2\n3 99 5\n6 7 99").unwrap();
+        assert_eq!(Counts::Given(Box::leak(Box::new(m))).largest(3), 7);
+        assert_eq!(Counts::Uniform.largest(4), 1);
+        assert_eq!(Counts::Uniform.largest(1), 0);
+        assert_eq!(Counts::Random { seed: 1 }.largest(8), 2);
+    }
 
     #[test]
     fn csv_and_json_give_the_same_matrix() {

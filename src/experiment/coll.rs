@@ -164,11 +164,16 @@ pub fn measure(
     let total = sizes.len() * rows.len();
     let mut done = 0usize;
     let mut records: Vec<CollRecord> = Vec::new();
+    // An all-to-all-v's largest block is its largest count of units of `size`.
+    let units = match spec.op {
+        Collective::Alltoallv => matrix.largest(np),
+        _ => 1,
+    };
     for &size in sizes {
         for &(i, c) in &rows {
             let o = &mut setup.transports[i];
             let label = format!("{}/{}", o.name, c.imp.name());
-            let largest = largest_message(spec.op, size, np, c.segment);
+            let largest = largest_message(spec.op, size.saturating_mul(units), np, c.segment);
             if let Some(max) = o.transport.capabilities().max_message_bytes {
                 if largest > max {
                     warnings.push(CollWarning::SizeSkipped {

@@ -73,16 +73,18 @@ pub fn open(
 }
 
 /// Opens the endpoint with a one-sided window of `bytes` for `rma` (a collective
-/// call) and keeps its facts for `meta`.
+/// call; `wait` paces its progress thread) and keeps its facts for `meta`.
 #[cfg(feature = "ofi")]
 pub fn open_window(
     control: &mut dyn ngauge_transport::Control,
     spec: &OfiSpec,
+    wait: ngauge_transport::WaitMode,
     timeout: std::time::Duration,
     bytes: usize,
 ) -> Result<ngauge_ofi::OfiWindow, ngauge_transport::TransportError> {
     let o = ngauge_ofi::OfiOptions {
         provider: spec.provider.clone(),
+        wait,
         timeout,
         ..ngauge_ofi::OfiOptions::default()
     };

@@ -86,12 +86,18 @@ pub fn open(
         TransportName::Verbs => Err(super::open::not_compiled(name)),
         #[cfg(feature = "ofi")]
         TransportName::Ofi => {
-            let window =
-                super::ofi::open_window(world.control.as_mut(), &job.ofi, job.timeout(), bytes)
-                    .map_err(|error| JobError::Open {
-                        transport: name,
-                        error,
-                    })?;
+            let wait = super::open::TransportOptions::new(job, world).wait;
+            let window = super::ofi::open_window(
+                world.control.as_mut(),
+                &job.ofi,
+                wait,
+                job.timeout(),
+                bytes,
+            )
+            .map_err(|error| JobError::Open {
+                transport: name,
+                error,
+            })?;
             Ok(Some(Box::new(window)))
         }
         #[cfg(not(feature = "ofi"))]

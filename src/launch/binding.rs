@@ -200,18 +200,27 @@ impl BindingWarning {
     }
 }
 
-/// "rank 3", "ranks 0 and 1", "ranks 0, 1 and 2".
+/// Ranks a warning names; the rest it counts (a job of 512 ranks on 2 cores
+/// would list 256 on each).
+const NAMED_RANKS: usize = 4;
+
+/// "rank 3", "ranks 0 and 1", "ranks 0, 1 and 2", "ranks 0, 2, 4, 6 and 252 more".
 fn ranks_phrase(ranks: &[usize]) -> String {
+    let named = |r: &[usize]| {
+        r.iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     match ranks {
-        [one] => format!("rank {one}"),
-        [init @ .., last] => format!(
-            "ranks {} and {last}",
-            init.iter()
-                .map(usize::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
         [] => "no rank".to_string(),
+        [one] => format!("rank {one}"),
+        _ if ranks.len() > NAMED_RANKS => format!(
+            "ranks {} and {} more",
+            named(&ranks[..NAMED_RANKS]),
+            ranks.len() - NAMED_RANKS
+        ),
+        [init @ .., last] => format!("ranks {} and {last}", named(init)),
     }
 }
 
@@ -219,6 +228,24 @@ fn ranks_phrase(ranks: &[usize]) -> String {
 mod tests {
     use super::*;
     use LauncherKind::*;
+
+    #[test]
+    fn a_warning_names_a_few_ranks_and_counts_the_rest() {
+        assert_eq!(ranks_phrase(&[0, 1, 2, 3]), "ranks 0, 1, 2 and 3");
+        let halves: Vec<usize> = (0..512).step_by(2).collect();
+        let w = BindingWarning::SharedCore {
+            host: "vm".into(),
+            core: 0,
+            ranks: halves,
+            launcher: Local,
+        };
+        let text = w.to_string();
+        assert!(
+            text.starts_with("ranks 0, 2, 4, 6 and 252 more share core 0 on vm"),
+            "{text}"
+        );
+        assert!(text.len() < 200, "{text}");
+    }
 
     fn on<'a>(host: &'a str, cores: &[Option<usize>]) -> Vec<Placement<'a>> {
         cores

@@ -66,9 +66,10 @@ impl LaunchError {
         move |error| LaunchError::Io { what, error }
     }
 
-    /// Whether this is bad input (exit status 2) rather than a failure at run time.
+    /// Whether this is bad input or a limit too low for the job, refused before it
+    /// starts (exit status 2), rather than a failure at run time.
     pub fn is_usage(&self) -> bool {
-        matches!(self, LaunchError::Usage(_))
+        matches!(self, LaunchError::Usage(_) | LaunchError::Limit(_))
     }
 }
 

@@ -145,4 +145,12 @@ mod tests {
         let e = check_tasks(1 << 40).unwrap_err().to_string();
         assert!(e.contains("tasks"), "{e}");
     }
+
+    /// A limit too low for the job is refused before it starts, as bad input is
+    /// (exit status 2).
+    #[test]
+    fn a_refusal_is_a_usage_error() {
+        assert!(check_descriptors(1 << 40).unwrap_err().is_usage());
+        assert!(check_tasks(1 << 40).unwrap_err().is_usage());
+    }
 }

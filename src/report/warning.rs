@@ -188,7 +188,11 @@ fn value_text(value: &serde_json::Value) -> String {
         serde_json::Value::String(s) => s.clone(),
         serde_json::Value::Number(n) => n.as_f64().map_or_else(|| n.to_string(), number),
         serde_json::Value::Array(items) => {
-            items.iter().map(value_text).collect::<Vec<_>>().join(",")
+            let mut said: Vec<String> = items.iter().take(LISTED_VALUES).map(value_text).collect();
+            if items.len() > LISTED_VALUES {
+                said.push(format!("... ({} in all)", items.len()));
+            }
+            said.join(",")
         }
         other => other.to_string(),
     }
@@ -346,5 +350,27 @@ mod tests {
                 ws[1]
             )]
         );
+    }
+
+    /// A grouped line of 512 ranks on 2 cores names a few ranks per list.
+    #[test]
+    fn long_lists_in_a_grouped_line_are_cut() {
+        use crate::launch::binding::BindingWarning;
+        use crate::launch::env::LauncherKind;
+        let ws: Vec<BindingWarning> = (0..2)
+            .map(|core| BindingWarning::SharedCore {
+                host: "vm".into(),
+                core,
+                ranks: (core..512).step_by(2).collect(),
+                launcher: LauncherKind::Local,
+            })
+            .collect();
+        let items: Vec<_> = ws.iter().map(|w| (String::new(), w, None)).collect();
+        let line = &lines(&items)[0];
+        assert!(
+            line.contains("ranks 0,2,4,6,8,10,... (256 in all)/1,3,5,7,9,11,... (256 in all)"),
+            "{line}"
+        );
+        assert!(line.len() < 400, "{line}");
     }
 }

@@ -351,7 +351,8 @@ pub fn state_bytes(spec: &SimulateSpec) -> u64 {
 /// `u64` picoseconds: a sufficient bound is every message of the call (`np` per
 /// segment, `np` squared for the all-to-all), one after the other, each costing
 /// the dearest protocol range's `L` (three times under rendezvous), `o_s`, `o_r`,
-/// `g` and `(s-1)G`, within half the range. Counted in `f64`, so a sum cannot
+/// `g` and `(s-1)G` for the largest block `s` (an all-to-all-v's largest count
+/// times the size), within half the range. Counted in `f64`, so a sum cannot
 /// wrap; parameters given in microseconds as measured stay far inside it.
 fn check_range(c: &CollSpec, net: &Network) -> Result<(), SpecError> {
     let segments = match c.segment_bytes {
@@ -369,11 +370,13 @@ fn check_range(c: &CollSpec, net: &Network) -> Result<(), SpecError> {
         _ => 4.0 * np,
     };
     let messages = per_segment * segments as f64;
+    let units = c.algorithm.counts().map_or(1, |k| k.largest(c.np).max(1));
+    let block = c.size_bytes.saturating_mul(units);
     let dearest_ps = (net.protocols().iter())
         .map(|(_, p)| {
             let l = p.l_ps as f64 * if p.rendezvous { 3.0 } else { 1.0 };
             let per_byte_fs = (p.big_g_fs + 2 * p.big_o_fs) as f64;
-            let transfer = c.size_bytes.saturating_sub(1) as f64 * per_byte_fs / 1e3;
+            let transfer = block.saturating_sub(1) as f64 * per_byte_fs / 1e3;
             l + p.os_ps as f64 + p.or_ps as f64 + p.g_ps as f64 + transfer
         })
         .fold(0.0, f64::max);
@@ -581,6 +584,32 @@ mod tests {
             0,
         );
         let measured = LogGp::from_us(5.0, 1.0, 1.0, 2.0, 0.001, true);
+        check_range(&c, &Network::uniform(measured)).unwrap();
+    }
+
+    /// An all-to-all-v's block is its count times the size: a matrix of huge
+    /// counts is refused where the size alone would pass.
+    #[test]
+    fn alltoallv_is_bounded_by_its_largest_block() {
+        let m = Box::leak(Box::new(crate::coll::counts::CountMatrix {
+            path: "huge.csv".into(),
+            np: 2,
+            counts: vec![0, 1 << 50, 1, 0],
+        }));
+        let algorithm = Algorithm::AlltoallvPairwise {
+            counts: crate::coll::Counts::Given(m),
+        };
+        let c = coll_spec(
+            &spec("alltoallv", &[], 2, &[1 << 20]),
+            algorithm,
+            1 << 20,
+            0,
+        );
+        let measured = LogGp::from_us(5.0, 1.0, 1.0, 2.0, 0.001, true);
+        let e = check_range(&c, &Network::uniform(measured)).unwrap_err();
+        assert!(matches!(e, SpecError::OutOfRange { .. }), "{e}");
+        let uniform = algorithm.with_counts(crate::coll::Counts::Uniform);
+        let c = coll_spec(&spec("alltoallv", &[], 2, &[1 << 20]), uniform, 1 << 20, 0);
         check_range(&c, &Network::uniform(measured)).unwrap();
     }
 

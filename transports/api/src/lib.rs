@@ -47,7 +47,7 @@ mod error;
 #[doc(hidden)]
 pub mod forward;
 mod handle;
-mod one_sided;
+pub mod one_sided;
 // Test code, like `conformance`: the deterministic fake for unit tests.
 #[cfg(any(test, feature = "conformance"))]
 #[path = "../tests/inproc/mod.rs"]

@@ -407,8 +407,8 @@ impl OneSided for MpiWindow {
         Ok(self.local_byte(offset))
     }
 
-    fn local_copy(&self, offset: usize, len: usize) -> Vec<u8> {
-        MpiWindow::local_copy(self, offset, len)
+    fn local_byte(&self, offset: usize) -> u8 {
+        MpiWindow::local_byte(self, offset)
     }
 
     fn result_u64(&self) -> Result<u64, TransportError> {

@@ -66,6 +66,9 @@ pub struct Want<'a> {
     /// where `delivery` (`FI_DELIVERY_COMPLETE`).
     pub rma: bool,
     pub delivery: bool,
+    /// With `rma`: counters that count other ranks' operations on this
+    /// endpoint's memory too (`FI_RMA_EVENT`).
+    pub rma_event: bool,
 }
 
 /// `fi_getinfo` for an RDM endpoint as `want` says: the list, or `Err` with its
@@ -102,6 +105,9 @@ pub fn getinfo(want: Want<'_>) -> Result<InfoList, i32> {
             threading = ffi::fi_threading_FI_THREAD_SAFE;
             if want.delivery {
                 (*(*h).tx_attr).op_flags = u64::from(ffi::FI_DELIVERY_COMPLETE);
+            }
+            if want.rma_event {
+                caps |= ffi::FI_RMA_EVENT;
             }
         }
         (*h).caps = caps;
@@ -156,11 +162,16 @@ pub struct Chosen {
     pub tagged: bool,
     /// With `rma`: operations complete at the target (`FI_DELIVERY_COMPLETE`).
     pub delivery: bool,
+    /// With `rma`: the endpoint counts other ranks' operations on its memory
+    /// (`FI_RMA_EVENT`).
+    pub rma_event: bool,
 }
 
 /// The chosen entry for `opts` (and one-sided operations where `rma`): tagged
 /// where offered (unless plain messages were asked for), else plain messages
-/// with directed receives; with `rma`, delivery completion where offered. `Err`
+/// with directed receives; with `rma`, delivery completion where offered, and
+/// `FI_RMA_EVENT` where the provider chosen without it offers it (asked for
+/// after the choice, so that it never changes which provider is chosen). `Err`
 /// says what `fi_getinfo` offers instead.
 pub fn choose(opts: &OfiOptions, rma: bool) -> Result<Chosen, String> {
     let provider = opts.provider.as_deref();
@@ -169,19 +180,28 @@ pub fn choose(opts: &OfiOptions, rma: bool) -> Result<Chosen, String> {
         if (tagged && opts.plain_messages) || (delivery && !rma) {
             continue;
         }
-        match getinfo(Want {
+        let want = |provider, rma_event| Want {
             provider,
             op: opts.op,
             tagged,
             rma,
             delivery,
-        }) {
+            rma_event,
+        };
+        match getinfo(want(provider, false)) {
             Ok(list) if list.first().is_some() => {
+                let name = offer(list.first().expect("one")).provider;
+                let with_events = rma
+                    .then(|| getinfo(want(Some(&name), true)).ok())
+                    .flatten()
+                    .filter(|l| l.first().is_some());
+                let rma_event = with_events.is_some();
                 return Ok(Chosen {
-                    list,
+                    list: with_events.unwrap_or(list),
                     tagged,
                     delivery,
-                })
+                    rma_event,
+                });
             }
             Ok(_) => {}
             Err(rc) => last = rc,
@@ -226,6 +246,7 @@ fn offered_providers(op: OfiOp, rma: bool) -> Vec<String> {
             tagged,
             rma,
             delivery: false,
+            rma_event: false,
         }) {
             for o in list.iter().map(offer) {
                 if !names.contains(&o.provider) {
@@ -254,6 +275,7 @@ pub fn probe(provider: Option<&str>, op: OfiOp) -> Result<Probe, String> {
             tagged,
             rma: false,
             delivery: false,
+            rma_event: false,
         }) {
             for o in list.iter().map(offer) {
                 if !offers.contains(&o) {

@@ -103,15 +103,12 @@ const GREET: u64 = 4 * KIND;
 const GREETED: u64 = 5 * KIND;
 /// A one-sided operation of the window (`RMA | slot`).
 const RMA: u64 = 6 * KIND;
-/// A peer's fence message to the window (`FENCE | peer`), received into nothing.
-const FENCE: u64 = 7 * KIND;
 
 /// Tags: the kind of message above bit 32, the sender's rank below.
 const TAG_DATA: u64 = 0;
 const TAG_BYE: u64 = 1 << 32;
 const TAG_ADVERT: u64 = 2 << 32;
 const TAG_GREET: u64 = 3 << 32;
-const TAG_FENCE: u64 = 4 << 32;
 
 /// Advertisement slots kept posted per peer on the write path (the provider
 /// buffers advertisements beyond them as unexpected messages).

@@ -6,8 +6,8 @@
 
 use super::setup::ADVERT_BYTES;
 use super::{
-    ffi, Advert, Ctx, OfiTransport, State, ADVERT, ADVERT_SLOTS, BYE, FAREWELL, FENCE, GREET,
-    GREETED, KIND, NAME, RMA, TAG_BYE,
+    ffi, Advert, Ctx, OfiTransport, State, ADVERT, ADVERT_SLOTS, BYE, FAREWELL, GREET, GREETED,
+    KIND, NAME, RMA, TAG_BYE,
 };
 use ngauge_transport::{Rank, TransportError, WaitMode};
 use std::os::raw::c_void;
@@ -130,10 +130,7 @@ impl OfiTransport {
                 }
             }
             ADVERT => self.advert_arrived((id & (KIND - 1)) as usize, c.ctx, &c),
-            RMA | FENCE => {
-                let error = c.error.map(|(_, words)| words);
-                self.one_sided_completed(id, c.ctx, error);
-            }
+            RMA => self.one_sided_completed(c.error.map(|(_, words)| words)),
             GREET | GREETED => {
                 if let Some(i) = self
                     .fixed

@@ -27,6 +27,9 @@ pub struct Endpoint {
     /// counter bound to the endpoint, whose reads progress it (the window's
     /// progress thread); null otherwise.
     pub cntr: *mut fid_cntr,
+    /// The counter also counts other ranks' operations on this endpoint's
+    /// memory (`FI_RMA_EVENT`): the progress thread sees when the window is idle.
+    pub rma_event: bool,
     /// One-sided operations complete at the target (`FI_DELIVERY_COMPLETE`).
     pub delivery: bool,
     /// The chosen `fi_info` (kept for its attributes).
@@ -62,6 +65,7 @@ impl Endpoint {
             list: info,
             tagged,
             delivery,
+            rma_event,
         } = info::choose(opts, rma).map_err(unavailable)?;
         let fi = info.first().expect("chosen");
         // SAFETY: every entry fi_getinfo returns has these attributes.
@@ -90,6 +94,7 @@ impl Endpoint {
             av: ptr::null_mut(),
             ep: ptr::null_mut(),
             cntr: ptr::null_mut(),
+            rma_event: false,
             delivery,
             tagged,
             waitable: false,
@@ -151,7 +156,10 @@ impl Endpoint {
             )?;
             if rma && (*(*fi).domain_attr).data_progress == ffi::fi_progress_FI_PROGRESS_MANUAL {
                 check("fi_cntr_open", ffi::ngo_cntr_open(e.domain, &mut e.cntr))?;
-                let flags = (ffi::FI_READ | ffi::FI_WRITE) as u64;
+                e.rma_event = rma_event;
+                let remote = (ffi::FI_REMOTE_READ | ffi::FI_REMOTE_WRITE) as u64;
+                let flags =
+                    (ffi::FI_READ | ffi::FI_WRITE) as u64 | if rma_event { remote } else { 0 };
                 check(
                     "fi_ep_bind (cntr)",
                     ffi::ngo_ep_bind(e.ep, fid_of(e.cntr), flags),

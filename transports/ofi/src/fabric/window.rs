@@ -16,32 +16,51 @@
 //! memory was read either way.
 //!
 //! The flush waits for every operation the window started (to any peer); the
-//! fence is the flush, then a barrier of 0-byte tagged messages over the same
-//! endpoint (every rank tells every other one it has flushed), which the window
-//! needs because [`OneSided::fence`] has no control channel.
+//! fence is the flush, then the barrier of 1-byte messages over the same
+//! endpoint ([`fence_barrier`]), which the window needs because
+//! [`OneSided::fence`] has no control channel.
 //!
 //! **Progress.** A provider whose data progress is manual (`shm` and
 //! `tcp;ofi_rxm`: the target copies the data in its own progress) would not serve
 //! a passive target that waits elsewhere (on the control channel): the window
 //! then runs a progress thread that reads a counter bound to the endpoint
-//! (`fi_cntr_read` progresses it) and yields in between, until the window closes.
+//! (`fi_cntr_read` progresses it) until the window closes. Between two reads it
+//! yields while the window is busy and sleeps once it is idle, 20 us at first,
+//! twice as long after each read that found nothing, up to about a millisecond
+//! ([`Pace`]), so that idle ranks leave their cores to the ranks that share them.
+//! Busy means the counter moved lately: under `--wait poll` within
+//! [`POLL_HOT`], under `--wait block` within [`BLOCK_HOT`]. The counter sees
+//! other ranks' operations on this window only where the provider has
+//! `FI_RMA_EVENT` (`shm`); elsewhere (`tcp;ofi_rxm`) it moves with this rank's
+//! own operations only, so under poll the thread yields for the window's whole
+//! life and under block a passive target serves each operation within a sleep.
 //! Providers with automatic progress (`sockets`) get no thread.
 
 use super::ffi;
 use super::memory::Mr;
-use super::{open_with, setup_error, Ctx, OfiTransport, FENCE, KIND, NAME, RMA, TAG_FENCE};
+use super::{open_with, setup_error, Ctx, OfiTransport, NAME, RMA};
 use crate::OfiOptions;
-use ngauge_transport::{Control, OneSided, Rank, TransportError, WaitMode};
+use ngauge_transport::one_sided::{exchange_keys, fence_barrier};
+use ngauge_transport::{BufferId, Control, OneSided, Rank, Transport, TransportError, WaitMode};
 use std::os::raw::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Contexts of operations in flight: after this many operations without a
 /// flush the window waits for all of them before it reuses the first context.
 const RING: usize = 256;
 /// Empty polls between two clock readings of a wait.
 const SPINS_PER_CLOCK: u32 = 256;
+/// `--wait poll`: how long after the progress counter last moved the progress
+/// thread keeps yielding (where the counter sees other ranks' operations).
+const POLL_HOT: Duration = Duration::from_millis(100);
+/// `--wait block`: the same, as long as the data path's blocking waits yield.
+const BLOCK_HOT: Duration = Duration::from_millis(1);
+/// The progress thread's first sleep once the window is idle; each further
+/// sleep doubles it, [`SLEEP_DOUBLINGS`] times at most (about 1.3 ms).
+const FIRST_SLEEP: Duration = Duration::from_micros(20);
+const SLEEP_DOUBLINGS: u32 = 6;
 
 /// The completions the transport's queue delivered for a window.
 #[derive(Default)]
@@ -50,45 +69,15 @@ pub struct Completions {
     done: u64,
     /// The first operation that failed, in the provider's words.
     failed: Option<String>,
-    /// Fence messages received from peers.
-    fences: u64,
 }
 
 impl OfiTransport {
-    /// A completion of a window's operation (`RMA`) or of a peer's fence
-    /// message (`FENCE`, whose receive is posted again).
-    pub(super) fn one_sided_completed(&mut self, id: u64, ctx: *mut c_void, error: Option<String>) {
-        if id & !(KIND - 1) == RMA {
-            self.one_sided.done += 1;
-            if let Some(words) = error {
-                self.one_sided.failed.get_or_insert(words);
-            }
-            return;
+    /// A completion of a window's operation (`RMA`).
+    pub(super) fn one_sided_completed(&mut self, error: Option<String>) {
+        self.one_sided.done += 1;
+        if let Some(words) = error {
+            self.one_sided.failed.get_or_insert(words);
         }
-        let Some(i) = self
-            .fixed
-            .iter()
-            .position(|b| std::ptr::eq(&**b, ctx.cast::<Ctx>()))
-        else {
-            return;
-        };
-        let boxed = self.fixed.swap_remove(i);
-        if error.is_some() {
-            return; // cancelled at close
-        }
-        self.one_sided.fences += 1;
-        let _ = self.post_fence_recv((id & (KIND - 1)) as Rank, boxed);
-    }
-
-    /// Posts the receive of `peer`'s next fence message with `ctx`.
-    fn post_fence_recv(&mut self, peer: Rank, mut ctx: Box<Ctx>) -> Result<(), TransportError> {
-        let c = Ctx::ptr(&mut ctx);
-        let nowhere = std::ptr::NonNull::<u8>::dangling().as_ptr();
-        // A 0-byte receive into nothing; the context stays in `fixed` (a push
-        // after the swap_remove that took it: no reallocation).
-        self.post_recv_raw(peer, TAG_FENCE, nowhere, 0, std::ptr::null_mut(), c)?;
-        self.fixed.push(ctx);
-        Ok(())
     }
 }
 
@@ -134,9 +123,54 @@ struct Counter(*mut ffi::fid_cntr);
 unsafe impl Send for Counter {}
 
 impl Counter {
-    fn read(&self) {
+    fn read(&self) -> u64 {
         // SAFETY: see `Send`: a live counter on a thread-safe domain.
-        unsafe { ffi::ngo_cntr_read(self.0) };
+        unsafe { ffi::ngo_cntr_read(self.0) }
+    }
+}
+
+/// How the progress thread waits between two counter reads (module docs).
+#[derive(Clone, Copy, Debug)]
+struct Pace {
+    /// How long after the counter moved the thread yields rather than sleeps.
+    hot: Duration,
+}
+
+impl Pace {
+    /// The pace for `wait` on a counter that does (`rma_event`) or does not see
+    /// other ranks' operations: without them a polling window cannot tell when
+    /// it is idle, and yields throughout.
+    fn new(wait: WaitMode, rma_event: bool) -> Pace {
+        let hot = match (wait, rma_event) {
+            (WaitMode::Poll, true) => POLL_HOT,
+            (WaitMode::Poll, false) => Duration::MAX,
+            (WaitMode::Block, _) => BLOCK_HOT,
+        };
+        Pace { hot }
+    }
+
+    /// What follows a read `quiet` after the counter last moved, the `sleeps`-th
+    /// read since the window went idle: a yield (`None`) or a sleep.
+    fn pause(&self, quiet: Duration, sleeps: u32) -> Option<Duration> {
+        (quiet >= self.hot).then(|| FIRST_SLEEP * 2u32.pow(sleeps.min(SLEEP_DOUBLINGS)))
+    }
+
+    /// Progresses through `counter` until `stop`.
+    fn run(self, counter: &Counter, stop: &AtomicBool) {
+        let (mut last, mut moved, mut sleeps) = (counter.read(), Instant::now(), 0);
+        while !stop.load(Ordering::Relaxed) {
+            let now = counter.read();
+            if now != last {
+                (last, moved, sleeps) = (now, Instant::now(), 0);
+            }
+            match self.pause(moved.elapsed(), sleeps) {
+                None => std::thread::yield_now(),
+                Some(d) => {
+                    sleeps += 1;
+                    std::thread::sleep(d);
+                }
+            }
+        }
     }
 }
 
@@ -153,8 +187,8 @@ pub struct OfiWindow {
     sum_max: usize,
     /// Operations started; the transport counts their completions.
     issued: u64,
-    /// Fences this rank entered.
-    fences: u64,
+    /// The fence's barrier messages (see [`fence_barrier`]).
+    token: BufferId,
     #[allow(clippy::vec_box)]
     ring: Vec<Box<Ctx>>,
     stop: Arc<AtomicBool>,
@@ -180,6 +214,9 @@ pub fn open_window(
     opts: &OfiOptions,
     bytes: usize,
 ) -> Result<OfiWindow, TransportError> {
+    // The window's own waits spin (its operations are what is timed); `--wait`
+    // paces the progress thread.
+    let pace_for = opts.wait;
     let opts = OfiOptions {
         op: crate::OfiOp::Send,
         wait: WaitMode::Poll,
@@ -212,17 +249,21 @@ pub fn open_window(
         }
         Err(e) => Err(e.to_string()),
     };
-    // Every rank publishes its window or why it has none, so that no rank waits
-    // for one that failed.
-    let published = match &mine {
-        Ok(word) => [&[1u8][..], word].concat(),
-        Err(reason) => [&[0u8][..], reason.as_bytes()].concat(),
-    };
-    let all = control
-        .allgather(&published)
-        .map_err(|e| setup_error(format!("exchanging window keys: {e}")));
+    let keys = exchange_keys(
+        control,
+        NAME,
+        mine.as_deref().map_err(String::as_str),
+        |k| {
+            let word = |i: usize| u64::from_le_bytes(k[i..i + 8].try_into().expect("8 bytes"));
+            (k.len() == 16).then(|| Remote {
+                addr: word(0),
+                key: word(8),
+            })
+        },
+    );
+    let token = t.alloc_buffer(2);
     let mut w = OfiWindow {
-        remote: vec![Remote::default(); control.size()],
+        remote: Vec::new(),
         bytes,
         words,
         flags: u64::from(ffi::FI_COMPLETION)
@@ -233,7 +274,7 @@ pub fn open_window(
             },
         sum_max: sum_max(&t),
         issued: 0,
-        fences: 0,
+        token: BufferId(0),
         ring: (0..RING).map(|i| Ctx::boxed(RMA | i as u64)).collect(),
         stop: Arc::new(AtomicBool::new(false)),
         thread: None,
@@ -243,54 +284,15 @@ pub fn open_window(
         window,
         local,
     };
-    let all = all?;
-    for (peer, word) in all.iter().enumerate() {
-        match word.split_first() {
-            Some((&1, rest)) if rest.len() == 16 => {
-                let word = |i: usize| u64::from_le_bytes(rest[i..i + 8].try_into().expect("8"));
-                w.remote[peer] = Remote {
-                    addr: word(0),
-                    key: word(8),
-                };
-            }
-            Some((&0, reason)) => {
-                return Err(setup_error(format!(
-                    "rank {peer} has no window: {}",
-                    String::from_utf8_lossy(reason)
-                )))
-            }
-            _ => {
-                return Err(setup_error(format!(
-                    "rank {peer} published a bad window key"
-                )))
-            }
-        }
-    }
-    if !w.t.tagged {
-        return Err(setup_error(
-            "the window's fence needs tagged messages, which this provider lacks",
-        ));
-    }
-    let me = w.t.rank;
-    for peer in (0..w.t.size).filter(|&p| p != me) {
-        w.t.post_fence_recv(peer, Ctx::boxed(FENCE | peer as u64))?;
-    }
+    (w.remote, w.token) = (keys?, token?);
     if !w.t.ep.cntr.is_null() {
         let (counter, stop) = (Counter(w.t.ep.cntr), Arc::clone(&w.stop));
+        let pace = Pace::new(pace_for, w.t.ep.rma_event);
         let spawned = std::thread::Builder::new()
             .name("ofi-progress".into())
-            .spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    counter.read();
-                    std::thread::yield_now();
-                }
-            });
+            .spawn(move || pace.run(&counter, &stop));
         w.thread = Some(spawned.map_err(|e| setup_error(format!("progress thread: {e}")))?);
     }
-    // Every rank's fence receives are posted before any rank fences.
-    control
-        .barrier()
-        .map_err(|e| setup_error(format!("barrier after opening the windows: {e}")))?;
     Ok(w)
 }
 
@@ -418,37 +420,6 @@ impl OfiWindow {
         // SAFETY: the last word of the local allocation.
         unsafe { self.local.ptr.add(2 * self.words) }
     }
-
-    /// The window's fence: every rank tells every other one it has flushed, and
-    /// waits until every other one has told it as often.
-    fn barrier(&mut self) -> Result<(), TransportError> {
-        self.fences += 1;
-        let (me, ep) = (self.t.rank, self.t.ep.ep);
-        let tag = TAG_FENCE | me as u64;
-        for peer in (0..self.t.size).filter(|&p| p != me) {
-            let dest = self.t.peers[peer].addr;
-            let nothing = std::ptr::NonNull::<u8>::dangling()
-                .as_ptr()
-                .cast::<c_void>();
-            // SAFETY: a 0-byte inject (nothing is read) on the live endpoint.
-            self.t.retry(peer, "fence", |_| unsafe {
-                ffi::ngo_inject(ep, 1, nothing, 0, dest, tag)
-            })?;
-        }
-        let want = self.fences * (self.t.size as u64 - 1);
-        let start = Instant::now();
-        while self.t.one_sided.fences < want {
-            if !self.t.progress()? && start.elapsed() > self.t.timeout {
-                return Err(TransportError::Timeout {
-                    transport: NAME,
-                    peer: me,
-                    op: "fence",
-                    after: self.t.timeout,
-                });
-            }
-        }
-        Ok(())
-    }
 }
 
 impl OneSided for OfiWindow {
@@ -462,10 +433,6 @@ impl OneSided for OfiWindow {
 
     fn has_accumulate(&self) -> bool {
         self.sum_max > 0
-    }
-
-    fn begin_passive(&mut self) -> Result<(), TransportError> {
-        Ok(())
     }
 
     fn end_passive(&mut self) -> Result<(), TransportError> {
@@ -564,24 +531,20 @@ impl OneSided for OfiWindow {
 
     fn fence(&mut self) -> Result<(), TransportError> {
         self.complete_all(self.t.rank, "fence")?;
-        self.barrier()
+        fence_barrier(&mut self.t, self.token)
     }
 
     fn poll_byte(&mut self, offset: usize) -> Result<u8, TransportError> {
         // Manual progress: a peer's put lands inside some rank's progress.
         self.t.progress()?;
+        Ok(self.local_byte(offset))
+    }
+
+    fn local_byte(&self, offset: usize) -> u8 {
         assert!(offset < self.bytes, "offset {offset} outside the window");
         // SAFETY: in bounds (asserted) of the window a peer may be writing: a
         // volatile byte load, any value valid.
-        Ok(unsafe { self.window.bytes().add(offset).read_volatile() })
-    }
-
-    fn local_copy(&self, offset: usize, len: usize) -> Vec<u8> {
-        assert!(offset + len <= self.bytes, "outside the window");
-        (offset..offset + len)
-            // SAFETY: as in `poll_byte`.
-            .map(|i| unsafe { self.window.bytes().add(i).read_volatile() })
-            .collect()
+        unsafe { self.window.bytes().add(offset).read_volatile() }
     }
 
     fn result_u64(&self) -> Result<u64, TransportError> {
@@ -607,6 +570,98 @@ impl Drop for OfiWindow {
         }
         for mr in self.regs.drain(..) {
             mr.close();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ngauge_transport::inproc;
+    use std::sync::Barrier;
+
+    #[test]
+    fn a_polling_window_without_remote_events_never_sleeps() {
+        let pace = Pace::new(WaitMode::Poll, false);
+        assert_eq!(pace.pause(Duration::from_secs(3600), 100), None);
+    }
+
+    #[test]
+    fn an_idle_window_sleeps_longer_and_longer_up_to_a_cap() {
+        for (wait, hot) in [(WaitMode::Poll, POLL_HOT), (WaitMode::Block, BLOCK_HOT)] {
+            let pace = Pace::new(wait, true);
+            assert_eq!(pace.pause(hot / 2, 0), None, "{wait:?}");
+            let sleeps: Vec<_> = (0..9).map(|n| pace.pause(hot, n).unwrap()).collect();
+            assert_eq!(sleeps[0], FIRST_SLEEP);
+            assert_eq!(sleeps[1], 2 * FIRST_SLEEP);
+            assert_eq!(sleeps[8], 64 * FIRST_SLEEP);
+        }
+        let block = Pace::new(WaitMode::Block, false);
+        assert_eq!(block.pause(BLOCK_HOT, 0), Some(FIRST_SLEEP));
+    }
+
+    /// User plus system CPU time, in clock ticks (`CLK_TCK`, 100 on Linux), of
+    /// this process's threads named `ofi-progress`.
+    fn progress_ticks() -> u64 {
+        let mut ticks = 0;
+        for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+            let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+            if comm.trim() != "ofi-progress" {
+                continue;
+            }
+            let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+            // Fields after the command's closing parenthesis: state is the 3rd
+            // field of the line, utime and stime the 14th and 15th.
+            let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+            let f: Vec<u64> = rest
+                .split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            ticks += f.get(10).unwrap_or(&0) + f.get(11).unwrap_or(&0);
+        }
+        ticks
+    }
+
+    /// The progress threads of two idle windows over `shm` (manual progress)
+    /// sleep under both wait modes: together they use less than a fifth of one
+    /// core; each yielded through the window's whole life before.
+    #[test]
+    fn idle_windows_leave_the_core_to_others() {
+        for wait in [WaitMode::Block, WaitMode::Poll] {
+            let opts = OfiOptions {
+                provider: Some("shm".into()),
+                wait,
+                timeout: Duration::from_secs(10),
+                ..OfiOptions::default()
+            };
+            let (opened, done) = (Arc::new(Barrier::new(3)), Arc::new(Barrier::new(3)));
+            let ranks: Vec<_> = inproc::world(2)
+                .into_iter()
+                .map(|(_, mut control)| {
+                    let (opts, opened, done) = (opts.clone(), opened.clone(), done.clone());
+                    std::thread::spawn(move || {
+                        let w = open_window(&mut control, &opts, 64);
+                        opened.wait();
+                        done.wait();
+                        w.map(drop)
+                    })
+                })
+                .collect();
+            opened.wait();
+            // Past the time a window stays hot after opening.
+            std::thread::sleep(POLL_HOT + Duration::from_millis(50));
+            let (before, start) = (progress_ticks(), Instant::now());
+            std::thread::sleep(Duration::from_millis(400));
+            let used = (progress_ticks() - before) as f64 / 100.0;
+            let wall = start.elapsed().as_secs_f64();
+            done.wait();
+            for r in ranks {
+                r.join().unwrap().unwrap();
+            }
+            assert!(
+                used < 0.2 * wall,
+                "{wait:?}: the progress threads used {used:.2} s of CPU in {wall:.2} s"
+            );
         }
     }
 }

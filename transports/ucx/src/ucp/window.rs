@@ -15,6 +15,7 @@ use super::context;
 use super::memory::Mapped;
 use super::{failed, setup_error, sys, UcxTransport, NAME};
 use crate::{UcxOp, UcxOptions};
+use ngauge_transport::one_sided::exchange_keys;
 use ngauge_transport::{Control, OneSided, Rank, TransportError, WaitMode};
 use std::os::raw::c_void;
 use std::time::Instant;
@@ -55,29 +56,27 @@ pub fn open_window(
     let t = super::connect::open_with(control, &opts, u64::from(sys::UCP_FEATURE_AMO64))?;
     let map = || Mapped::new(t.ctx.ctx, bytes.max(8));
     let mapped = emulated(&t).and_then(|()| Ok((map()?, map()?, map()?)));
-    // Every rank publishes its window or why it has none, so that no rank waits
-    // for one that failed.
     let mine = match &mapped {
-        Ok((window, _, _)) => window.rkey().map(|rkey| {
-            let mut word = window.addr().to_le_bytes().to_vec();
-            word.extend_from_slice(&rkey);
-            word
-        }),
+        Ok((window, _, _)) => window
+            .rkey()
+            .map(|rkey| [&window.addr().to_le_bytes()[..], &rkey].concat()),
         Err(e) => Err(e.clone()),
     };
-    let published = match &mine {
-        Ok(word) => [&[1u8][..], &word[..]].concat(),
-        Err(reason) => [&[0u8][..], reason.as_bytes()].concat(),
-    };
-    let all = control
-        .allgather(&published)
-        .map_err(|e| setup_error(format!("exchanging UCX window keys: {e}")))?;
+    let keys = exchange_keys(
+        control,
+        NAME,
+        mine.as_deref().map_err(String::as_str),
+        |k| {
+            let addr = u64::from_le_bytes(k.get(..8)?.try_into().ok()?);
+            (k.len() > 8).then(|| (addr, k[8..].to_vec()))
+        },
+    );
     let (window, origin, result) = mapped.map_err(|reason| TransportError::Unavailable {
         transport: NAME,
         reason,
     })?;
     let mut w = UcxWindow {
-        remote: (0..all.len()).map(|_| None).collect(),
+        remote: Vec::new(),
         bytes,
         window,
         origin,
@@ -86,39 +85,20 @@ pub fn open_window(
         pending: 0,
         t,
     };
-    for (peer, word) in all.iter().enumerate() {
-        match word.split_first() {
-            Some((&1, rest)) if rest.len() > 8 => {
-                if peer == w.t.rank {
-                    continue;
-                }
-                let addr = u64::from_le_bytes(rest[..8].try_into().expect("8 bytes"));
-                let mut rkey: sys::ucp_rkey_h = std::ptr::null_mut();
-                // SAFETY: the endpoint to `peer` is live; the packed key is read
-                // during the call only; the handle is destroyed in `drop`,
-                // before the transport closes the endpoint.
-                context::check("ucp_ep_rkey_unpack", unsafe {
-                    sys::ucp_ep_rkey_unpack(
-                        w.t.peers[peer].ep,
-                        rest[8..].as_ptr().cast(),
-                        &mut rkey,
-                    )
-                })
-                .map_err(setup_error)?;
-                w.remote[peer] = Some(Remote { addr, rkey });
-            }
-            Some((&0, reason)) => {
-                return Err(setup_error(format!(
-                    "rank {peer} has no window: {}",
-                    String::from_utf8_lossy(reason)
-                )))
-            }
-            _ => {
-                return Err(setup_error(format!(
-                    "rank {peer} published a bad window key"
-                )))
-            }
+    for (peer, (addr, packed)) in keys?.into_iter().enumerate() {
+        if peer == w.t.rank {
+            w.remote.push(None);
+            continue;
         }
+        let mut rkey: sys::ucp_rkey_h = std::ptr::null_mut();
+        // SAFETY: the endpoint to `peer` is live; the packed key is read during
+        // the call only; the handle is destroyed in `drop`, before the transport
+        // closes the endpoint.
+        let rc = unsafe {
+            sys::ucp_ep_rkey_unpack(w.t.peers[peer].ep, packed.as_ptr().cast(), &mut rkey)
+        };
+        context::check("ucp_ep_rkey_unpack", rc).map_err(setup_error)?;
+        w.remote.push(Some(Remote { addr, rkey }));
     }
     Ok(w)
 }
@@ -270,10 +250,6 @@ impl OneSided for UcxWindow {
         false
     }
 
-    fn begin_passive(&mut self) -> Result<(), TransportError> {
-        Ok(())
-    }
-
     fn end_passive(&mut self) -> Result<(), TransportError> {
         self.flush_all()
     }
@@ -375,18 +351,14 @@ impl OneSided for UcxWindow {
     fn poll_byte(&mut self, offset: usize) -> Result<u8, TransportError> {
         // Transports that emulate RMA (TCP) land a put only inside progress.
         self.t.ctx.progress();
+        Ok(self.local_byte(offset))
+    }
+
+    fn local_byte(&self, offset: usize) -> u8 {
         assert!(offset < self.bytes, "offset {offset} outside the window");
         // SAFETY: in bounds (asserted) of a live mapping a peer may be writing:
         // a volatile byte load, any value valid.
-        Ok(unsafe { self.window.ptr().add(offset).read_volatile() })
-    }
-
-    fn local_copy(&self, offset: usize, len: usize) -> Vec<u8> {
-        assert!(offset + len <= self.bytes, "outside the window");
-        (offset..offset + len)
-            // SAFETY: as in `poll_byte`.
-            .map(|i| unsafe { self.window.ptr().add(i).read_volatile() })
-            .collect()
+        unsafe { self.window.ptr().add(offset).read_volatile() }
     }
 
     fn result_u64(&self) -> Result<u64, TransportError> {

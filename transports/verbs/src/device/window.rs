@@ -17,18 +17,17 @@
 //! responder has executed it, in the order the queue pair carries them, which is
 //! the remote completion `MPI_Win_flush` gives. **Fence** (active target) is the
 //! flush to every peer, then a barrier of 1-byte messages over the same queue
-//! pairs (dissemination, ceil(log2 p) rounds): the fence is timed, and nothing goes
-//! on the control channel in a timed region. No accumulate: verbs atomics are
+//! pairs ([`fence_barrier`]): the fence is timed, and nothing goes on the control
+//! channel in a timed region. No accumulate: verbs atomics are
 //! 64-bit integer additions and compare-and-swaps only.
 
 use super::memory::Registered;
-use super::{rc_error, setup, VerbsTransport};
+use super::{rc_error, VerbsTransport};
 use crate::layout;
 use crate::qp::access;
 use crate::{VerbsOp, VerbsOptions};
-use ngauge_transport::{
-    BufferId, Buffers, Control, OneSided, Rank, Region, Transport, TransportError, WaitMode,
-};
+use ngauge_transport::one_sided::{exchange_keys, fence_barrier};
+use ngauge_transport::{BufferId, Buffers, Control, OneSided, Rank, TransportError, WaitMode};
 use rdma_sys::*;
 
 /// The window of every rank, with this rank's origin and result buffers.
@@ -74,37 +73,23 @@ pub fn open_window(
         Ok((window, origin, result))
     });
     let token = t.res.try_alloc(2);
-    // Every rank publishes its window or why it has none, so that no rank waits
-    // for one that failed.
-    let published = match (&mapped, &token) {
-        (Ok((w, _, _)), Ok(_)) => [
-            &[1u8][..],
-            &w.addr(0).to_le_bytes(),
-            &w.rkey().to_le_bytes(),
-        ]
-        .concat(),
-        (Err(e), _) | (_, Err(e)) => [&[0u8][..], e.to_string().as_bytes()].concat(),
+    let mine = match (&mapped, &token) {
+        (Ok((w, _, _)), Ok(_)) => {
+            Ok([&w.addr(0).to_le_bytes()[..], &w.rkey().to_le_bytes()].concat())
+        }
+        (Err(e), _) | (_, Err(e)) => Err(e.to_string()),
     };
-    let all = control
-        .allgather(&published)
-        .map_err(|e| setup(format!("exchanging verbs window keys: {e}")))?;
+    let keys = exchange_keys(
+        control,
+        super::NAME,
+        mine.as_deref().map_err(String::as_str),
+        |k| {
+            let (addr, rkey) = (k.get(..8)?.try_into().ok()?, k.get(8..)?.try_into().ok()?);
+            Some((u64::from_le_bytes(addr), u32::from_le_bytes(rkey)))
+        },
+    );
     let ((window, origin, result), token) = (mapped?, token?);
-    let mut remote = vec![(0, 0); all.len()];
-    for (peer, word) in all.iter().enumerate() {
-        remote[peer] = match word.split_first() {
-            Some((&1, rest)) if rest.len() == 12 => (
-                u64::from_le_bytes(rest[..8].try_into().expect("8 bytes")),
-                u32::from_le_bytes(rest[8..].try_into().expect("4 bytes")),
-            ),
-            Some((&0, reason)) => {
-                return Err(setup(format!(
-                    "rank {peer} has no window: {}",
-                    String::from_utf8_lossy(reason)
-                )))
-            }
-            _ => return Err(setup(format!("rank {peer} published a bad window key"))),
-        };
-    }
+    let remote = keys?;
     Ok(VerbsWindow {
         remote,
         bytes,
@@ -246,14 +231,6 @@ impl VerbsWindow {
         }
         Ok(())
     }
-
-    fn token(&self, offset: usize) -> Region {
-        Region {
-            buffer: self.token,
-            offset,
-            len: 1,
-        }
-    }
 }
 
 /// Which local buffer a work request reads or writes.
@@ -273,10 +250,6 @@ impl OneSided for VerbsWindow {
 
     fn has_accumulate(&self) -> bool {
         false
-    }
-
-    fn begin_passive(&mut self) -> Result<(), TransportError> {
-        Ok(())
     }
 
     fn end_passive(&mut self) -> Result<(), TransportError> {
@@ -340,29 +313,16 @@ impl OneSided for VerbsWindow {
 
     fn fence(&mut self) -> Result<(), TransportError> {
         self.flush_all()?;
-        let (rank, size) = (self.t.rank, self.t.size);
-        let mut step = 1;
-        while step < size {
-            let from = (rank + size - step) % size;
-            let r = self.t.irecv(from, self.token(1))?;
-            let s = self.t.isend((rank + step) % size, self.token(0))?;
-            self.t.wait(s)?;
-            self.t.wait(r)?;
-            step *= 2;
-        }
-        Ok(())
+        fence_barrier(&mut self.t, self.token)
     }
 
     fn poll_byte(&mut self, offset: usize) -> Result<u8, TransportError> {
-        assert!(offset < self.bytes, "offset {offset} outside the window");
-        Ok(self.window.poll_byte(offset))
+        Ok(self.local_byte(offset))
     }
 
-    fn local_copy(&self, offset: usize, len: usize) -> Vec<u8> {
-        assert!(offset + len <= self.bytes, "outside the window");
-        (offset..offset + len)
-            .map(|i| self.window.poll_byte(i))
-            .collect()
+    fn local_byte(&self, offset: usize) -> u8 {
+        assert!(offset < self.bytes, "offset {offset} outside the window");
+        self.window.poll_byte(offset)
     }
 
     fn result_u64(&self) -> Result<u64, TransportError> {
