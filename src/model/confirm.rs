@@ -32,8 +32,10 @@
 //! takes their median and its distribution-free confidence interval `I` (the
 //! order statistics that invert the sign test, [`crate::stats::median_ci`]: with 6
 //! to 8 passes at 95% it is `[min, max]`, i.e. all passes agree in sign). With
-//! `f` the step floor (10% of the level and at least 0.05 us: smaller steps are
-//! cache bends and timer noise, not protocols):
+//! `f` the step floor (10% of the level, or [`STEP_SE`] standard errors of one
+//! pass's step where that is smaller, so that quiet passes confirm a small step
+//! they show beyond doubt; at least 0.05 us, a few timer readings, and twice the
+//! series' [`roughness`], its own moves between neighbours):
 //!
 //! - **confirmed** when `I` excludes `[-f/2, f/2]` and the median is beyond `f`;
 //! - **undecided** when `I` reaches into `[-f/2, f/2]` and holds `f` (or `-f`):
@@ -193,8 +195,9 @@ impl Reading {
 /// Confidence level of the median's interval in every verdict.
 pub const CONFIDENCE: f64 = 0.95;
 
-/// Smallest step of a protocol as a fraction of the value: the 10% of the
-/// detector's [`segment::STEP_FLOOR`]. TCP loopback bends by
+/// Step floor as a fraction of the value, the most a step must reach ([`steps`]
+/// lowers it to [`STEP_SE`] standard errors of a pass's step where that is
+/// smaller): the 10% of the detector's [`segment::STEP_FLOOR`]. TCP loopback bends by
 /// 10-15% over 16-40 KiB, but a bend is no step between neighbouring sizes; Open
 /// MPI's shared-memory switch at 8 KiB steps by 7-16% in the round trip and ~20% in
 /// `o_r` and the gap.

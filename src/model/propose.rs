@@ -33,22 +33,18 @@
 //!   for Gaussian noise: half the differences may touch a slowed size), floored
 //!   at [`RELATIVE_NOISE_FLOOR`] of the level and
 //!   [`NOISE_FLOOR_US`];
-//! - the boundary is a candidate in this series when the step reaches
-//!   [`MIN_SCORE`] noise levels, the confirmation's smallest step
-//!   ([`super::confirm::STEP_FLOOR_US`]), and [`super::confirm::STEP_FLOOR`] of
-//!   the level or [`QUIET_SCORE`] noise levels, whichever is smaller (the
-//!   confirmation's floor drops below 10% of the level where its passes are
-//!   quiet: a step of 1% is worth measuring where the sweep's noise is an
-//!   eighth of it; these are the whole sweep's noise levels, which a window of
-//!   four sizes a side estimates too loosely, and the floors under the noise
-//!   level hold for the [`MIN_SCORE`] levels only).
+//! - the boundary is a candidate in this series when the step reaches both
+//!   [`MIN_SCORE`] noise levels and
+//!   [`FLOOR_FRACTION`] of the confirmation's own floor there
+//!   ([`super::confirm::STEP_FLOOR`]: a step the passes would reject anyway is
+//!   not worth measuring); its score is the step in units of the larger of the two.
 //!
 //! Sizes the pattern marked disturbed, and values over 20 times their series'
 //! median (a size slowed by time slices in all its repetitions, milliseconds
 //! where the protocol takes microseconds), are left out of their series first.
 //!
-//! A boundary's rank is its best series' (the difference of the sides' means
-//! relative to the level, which tells the boundary from its neighbours). Candidates within
+//! A boundary's rank is its best series' (the difference of the sides' means over the
+//! floor, which tells the boundary from its neighbours). Candidates within
 //! [`APART`] sizes of a detector's change or of a better candidate
 //! are dropped (a step shows at the neighbouring boundaries too, with windows that
 //! straddle it), and at most [`MAX_CANDIDATES`] are kept, best
@@ -66,13 +62,11 @@ const GROSS: f64 = 20.0;
 const WINDOW: usize = 4;
 /// Smallest step, in noise levels of the series.
 const MIN_SCORE: f64 = 3.0;
-/// Smallest step, in noise levels, below [`STEP_FLOOR`] of the level: the
-/// confirmation's floor drops below that where its passes are quiet, and so may
-/// the proposal's where the sweep is.
-const QUIET_SCORE: f64 = 8.0;
+/// Smallest step as a fraction of the confirmation's floor at the boundary.
+const FLOOR_FRACTION: f64 = 1.0;
 /// Floor under the noise level as a fraction of the level: a sweep whose
 /// neighbours agree to the nanosecond still has a noise of its own.
-const RELATIVE_NOISE_FLOOR: f64 = 0.002;
+const RELATIVE_NOISE_FLOOR: f64 = 0.02;
 /// Absolute floor under the noise level, us.
 const NOISE_FLOOR_US: f64 = 0.02;
 /// Fewest sizes between two changes (a detector's or a kept candidate).
@@ -102,20 +96,20 @@ fn score(xs: &[f64], z: &[f64], level_of: &[f64], global_sigma: f64, i: usize) -
     let step = by_min.abs().min(by_median.abs());
     let level = median(&level_of[lo..hi]).unwrap_or(0.0);
     let local = noise(&z[lo..i]).max(noise(&z[i..hi]));
-    let sigma = global_sigma.max(local);
-    let floored = sigma.max(RELATIVE_NOISE_FLOOR * level).max(NOISE_FLOOR_US);
-    let unit = (STEP_FLOOR * level)
-        .min(QUIET_SCORE * global_sigma)
-        .max(MIN_SCORE * floored)
-        .max(STEP_FLOOR_US);
+    let sigma = global_sigma
+        .max(local)
+        .max(RELATIVE_NOISE_FLOOR * level)
+        .max(NOISE_FLOOR_US);
+    let floor = (STEP_FLOOR * level).max(STEP_FLOOR_US);
+    let unit = (FLOOR_FRACTION * floor).max(MIN_SCORE * sigma);
     if !unit.is_finite() || unit <= 0.0 || step < unit {
         return 0.0;
     }
-    // Ranked by the difference of the means relative to the level: at the
-    // neighbouring boundaries, whose windows hold a size of the other side, the
-    // medians and minima step as far, the means do not.
+    // Ranked by the difference of the means: at the neighbouring boundaries,
+    // whose windows hold a size of the other side, the medians and minima step
+    // as far, the means do not.
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-    (mean(r) - mean(l)).abs() / (STEP_FLOOR * level).max(STEP_FLOOR_US)
+    (mean(r) - mean(l)).abs() / floor
 }
 
 /// The noise level of consecutive detrended values: the lower quartile of the
