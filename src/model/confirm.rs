@@ -677,10 +677,10 @@ pub fn steps(passes: &[&[Reading]], left: &[u64], right: &[u64]) -> Vec<StepEvid
 pub const STEP_SE: f64 = 3.0;
 
 /// The standard error of [`pass_step`]'s step between sides at sizes `left` and
-/// `right`, each reading with noise `sigma`: `sigma sqrt(1/k_l + 1/k_r + (xbar_r
-/// - xbar_l)^2 / S_xx)`, the common slope fitted on the within-side deviations
-/// (`S_xx`, independent of the side means). `None` without a size on each side
-/// or without spread in size.
+/// `right`, each reading with noise `sigma`:
+/// `sigma sqrt(1/k_l + 1/k_r + (xbar_r - xbar_l)^2 / S_xx)`, the common slope
+/// fitted on the within-side deviations (`S_xx`, independent of the side means).
+/// `None` without a size on each side or without spread in size.
 pub fn step_se(left: &[f64], right: &[f64], sigma: f64) -> Option<f64> {
     let side = |x: &[f64]| {
         let k = x.len() as f64;
