@@ -32,8 +32,10 @@
 //! takes their median and its distribution-free confidence interval `I` (the
 //! order statistics that invert the sign test, [`crate::stats::median_ci`]: with 6
 //! to 8 passes at 95% it is `[min, max]`, i.e. all passes agree in sign). With
-//! `f` the step floor (10% of the level and at least 0.05 us: smaller steps are
-//! cache bends and timer noise, not protocols):
+//! `f` the step floor (10% of the level, or [`STEP_SE`] standard errors of one
+//! pass's step where that is smaller, so that quiet passes confirm a small step
+//! they show beyond doubt; at least 0.05 us, a few timer readings, and twice the
+//! series' [`roughness`], its own moves between neighbours):
 //!
 //! - **confirmed** when `I` excludes `[-f/2, f/2]` and the median is beyond `f`;
 //! - **undecided** when `I` reaches into `[-f/2, f/2]` and holds `f` (or `-f`):
@@ -193,8 +195,9 @@ impl Reading {
 /// Confidence level of the median's interval in every verdict.
 pub const CONFIDENCE: f64 = 0.95;
 
-/// Smallest step of a protocol as a fraction of the value: the 10% of the
-/// detector's [`segment::STEP_FLOOR`]. TCP loopback bends by
+/// Step floor as a fraction of the value, the most a step must reach ([`steps`]
+/// lowers it to [`STEP_SE`] standard errors of a pass's step where that is
+/// smaller): the 10% of the detector's [`segment::STEP_FLOOR`]. TCP loopback bends by
 /// 10-15% over 16-40 KiB, but a bend is no step between neighbouring sizes; Open
 /// MPI's shared-memory switch at 8 KiB steps by 7-16% in the round trip and ~20% in
 /// `o_r` and the gap.
@@ -644,8 +647,17 @@ pub fn steps(passes: &[&[Reading]], left: &[u64], right: &[u64]) -> Vec<StepEvid
             let roughness = roughness(&per_size(left), &per_size(right));
             // A protocol's step stands out from the series' own moves between
             // neighbouring sizes: twice the roughness, so that the interval must
-            // exclude the roughness itself (see [`judge`]'s half floor).
+            // exclude the roughness itself (see [`judge`]'s half floor). Below
+            // `STEP_FLOOR` of the level, the floor is `STEP_SE` standard errors of
+            // one pass's step, so that passes without a step are rejected, not
+            // left spread, while a step quiet passes show beyond doubt is
+            // confirmed however small against the level (issue 36).
+            let xs = |sizes: &[u64]| sizes.iter().map(|&s| s as f64).collect::<Vec<_>>();
+            let pass_se = reading_noise(passes, left, right, k)
+                .and_then(|sigma| step_se(&xs(left), &xs(right), sigma))
+                .unwrap_or(f64::INFINITY);
             let floor = (STEP_FLOOR * level.abs())
+                .min(STEP_SE * pass_se)
                 .max(STEP_FLOOR_US)
                 .max(2.0 * roughness.unwrap_or(0.0));
             let values: Vec<f64> = per_pass.iter().map(|s| s.step_us).collect();
@@ -657,6 +669,67 @@ pub fn steps(passes: &[&[Reading]], left: &[u64], right: &[u64]) -> Vec<StepEvid
             })
         })
         .collect()
+}
+
+/// Standard errors of one pass's step that a step's floor is at least
+/// ([`steps`]): with six passes, a series without a step leaves the floor outside
+/// the interval `[min, max]` of its passes' steps in 98% of the runs.
+pub const STEP_SE: f64 = 3.0;
+
+/// The standard error of [`pass_step`]'s step between sides at sizes `left` and
+/// `right`, each reading with noise `sigma`:
+/// `sigma sqrt(1/k_l + 1/k_r + (xbar_r - xbar_l)^2 / S_xx)`, the common slope
+/// fitted on the within-side deviations (`S_xx`, independent of the side means).
+/// `None` without a size on each side or without spread in size.
+pub fn step_se(left: &[f64], right: &[f64], sigma: f64) -> Option<f64> {
+    let side = |x: &[f64]| {
+        let k = x.len() as f64;
+        let mean = x.iter().sum::<f64>() / k;
+        (k, mean, x.iter().map(|v| (v - mean).powi(2)).sum::<f64>())
+    };
+    if left.is_empty() || right.is_empty() {
+        return None;
+    }
+    let ((kl, xl, sl), (kr, xr, sr)) = (side(left), side(right));
+    let sxx = sl + sr;
+    (sxx > 0.0 && sigma.is_finite())
+        .then(|| sigma * (1.0 / kl + 1.0 / kr + (xr - xl).powi(2) / sxx).sqrt())
+}
+
+/// The noise of one reading of series `k` within a pass, us (a standard
+/// deviation): the residuals of the passes' values at the sizes `left` and
+/// `right` from each size's median and each pass's median offset (a disturbance
+/// of the whole pass moves both sides alike and leaves the step alone), their
+/// median absolute value scaled to Gaussian noise and corrected for the
+/// degrees of freedom of the two medians. `None` with fewer than two passes or
+/// two sizes.
+fn reading_noise(passes: &[&[Reading]], left: &[u64], right: &[u64], k: Series) -> Option<f64> {
+    let sizes: Vec<u64> = left.iter().chain(right).copied().collect();
+    let table: Vec<Vec<f64>> = passes
+        .iter()
+        .map(|p| {
+            sizes
+                .iter()
+                .map(|s| side(p, &[*s], k).first().map_or(f64::NAN, |v| v.1))
+                .collect()
+        })
+        .filter(|row: &Vec<f64>| row.iter().all(|v| v.is_finite()))
+        .collect();
+    let (np, ns) = (table.len(), sizes.len());
+    if np < 2 || ns < 2 {
+        return None;
+    }
+    let col: Vec<f64> = (0..ns)
+        .map(|j| median(&table.iter().map(|r| r[j]).collect::<Vec<_>>()).unwrap_or(0.0))
+        .collect();
+    let mut residuals = Vec::with_capacity(np * ns);
+    for row in &table {
+        let r: Vec<f64> = row.iter().zip(&col).map(|(v, c)| v - c).collect();
+        let offset = median(&r).unwrap_or(0.0);
+        residuals.extend(r.iter().map(|v| (v - offset).abs()));
+    }
+    let dof = ((np * ns) as f64 / ((np - 1) * (ns - 1)) as f64).sqrt();
+    Some(1.4826 * median(&residuals)? * dof)
 }
 
 /// The slope evidence of the gap and `PRTT(1,0,s)` over the (clean) `passes`.

@@ -124,7 +124,7 @@ pub const STEP_FLOOR: f64 = 0.10;
 /// overhead's lines step by 0.26 us (the points from 0.72 to 1.07 us) with residual
 /// scales of 0.02-0.04 us; the 0.15 us floor made that 1.7 noise levels, while the
 /// 10% [`STEP_FLOOR`] (0.09 us there) makes it 2.8.
-const STEP_NOISE_FLOOR_US: f64 = 0.05;
+pub const STEP_NOISE_FLOOR_US: f64 = 0.05;
 
 /// Largest cost one point can add (in units of squared standard deviations): an
 /// outlier costs at most this, so cutting it into a segment of its own never pays

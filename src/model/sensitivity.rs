@@ -16,8 +16,7 @@
 //! level. Step: at every boundary inside a stretch, up to [`WINDOW`] sizes a
 //! side fitted with one common slope and an intercept each (analysis of
 //! covariance, as the confirmation's [`super::confirm::pass_step`]); its standard
-//! error is `sigma sqrt(1/k_l + 1/k_r + (xbar_r - xbar_l)^2 / S_xx)` (the slope is
-//! fitted on the within-side deviations, independent of the side means). The
+//! error is [`super::confirm::step_se`]. The
 //! largest step the data leave possible there is `|step| + Z se` ([`Z`] standard
 //! errors): a small step bounds how large a switch can hide, a large one that no
 //! reported change explains is itself a switch the run did not report. Where
@@ -219,6 +218,8 @@ fn boundary(
         let sxy: f64 = r.map(|i| (x[i] - mx) * (y[i] - my)).sum();
         (k, mx, my, sxx, sxy)
     };
+    let xs = |r: &std::ops::Range<usize>| x[r.clone()].to_vec();
+    let se = super::confirm::step_se(&xs(&left), &xs(&right), sigma)?;
     let (kl, xl, yl, sxx_l, sxy_l) = side(left);
     let (kr, xr, yr, sxx_r, sxy_r) = side(right);
     let sxx = sxx_l + sxx_r;
@@ -227,7 +228,6 @@ fn boundary(
     }
     let slope = (sxy_l + sxy_r) / sxx;
     let step = yr - yl - slope * (xr - xl);
-    let se = sigma * (1.0 / kl + 1.0 / kr + (xr - xl).powi(2) / sxx).sqrt();
     let slope_bound = if sxx_l > 0.0 && sxx_r > 0.0 && kl >= 2.0 && kr >= 2.0 {
         (sxy_r / sxx_r - sxy_l / sxx_l).abs() + Z * sigma * (1.0 / sxx_l + 1.0 / sxx_r).sqrt()
     } else {
