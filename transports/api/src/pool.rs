@@ -87,22 +87,16 @@ struct Slot {
 /// that do not overlap never conflict, and a region of 0 bytes touches no memory
 /// and conflicts with nothing. Verbs and UCX keep one per registered buffer.
 ///
-/// A window's bookkeeping compares O(log w) holds per request and allocates
-/// nothing once the window was first posted. Receives never overlap anything
-/// held, so they are disjoint intervals in a vector ordered by start, found by
-/// binary search (a range meets the one that starts last before its end and
-/// those adjacent before it). One given back stays in place, marked, until a
-/// hold overlaps it or none is held: a window that reposts its receives into
-/// the same slots (a stream) only flips marks; a receive elsewhere shifts the
-/// entries after it (a memmove). Equal sends (a stream from one region) are one
-/// counted entry of an ordered map; a receive's check visits only the sends
-/// that start within the longest send held before its range (one or two for a
-/// window of equal regions, more only when sends of very different lengths
-/// overlap).
+/// A window's bookkeeping compares O(log w) holds per request: receives never
+/// overlap anything held, so they are disjoint intervals in a vector ordered by
+/// start (binary search); one given back stays, marked, until a hold overlaps
+/// it or none is held, so a stream reposting its window into the same slots
+/// moves and allocates nothing. Equal sends (a stream from one region) are one
+/// counted entry; a receive's check visits only the sends that start within the
+/// longest send held before its range (one or two for a window of equal regions).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Holds {
-    /// Receives, held and given back: ordered by start, non-empty, pairwise
-    /// disjoint; the held ones disjoint from every other hold.
+    /// Receives held and given back: ordered, non-empty, pairwise disjoint.
     writes: Vec<Write>,
     /// How many of `writes` are held.
     held_writes: usize,
@@ -141,15 +135,23 @@ impl Holds {
             return false;
         }
         let met = self.writes_meeting(range, visited);
-        self.writes[met].iter().any(|w| w.held)
-            || (access == Access::Write
-                && !self.reads.is_empty()
-                && self.reads_meet(range, visited))
+        if self.writes[met].iter().any(|w| w.held) {
+            return true;
+        }
+        if access == Access::Read || self.reads.is_empty() {
+            return false;
+        }
+        let from = (range.start.saturating_sub(self.read_reach), 0);
+        self.reads
+            .range(from..(range.end, 0))
+            .any(|(&(_, end), _)| {
+                *visited += 1;
+                end > range.start
+            })
     }
 
-    /// The entries of `writes` that overlap `range` (non-empty), held or
-    /// given back: adjacent, ending with the last one that starts before the
-    /// range ends; adds the entries compared to `visited`.
+    /// The (adjacent) entries of `writes` that overlap `range`, held or given
+    /// back; adds the entries compared to `visited`.
     fn writes_meeting(&self, range: &Range<usize>, visited: &mut usize) -> Range<usize> {
         let hi = self.writes.partition_point(|w| w.start < range.end);
         let mut lo = hi;
@@ -163,56 +165,36 @@ impl Holds {
         lo..hi
     }
 
-    /// Whether a send held overlaps `range` (non-empty); adds the sends
-    /// compared to `visited`.
-    fn reads_meet(&self, range: &Range<usize>, visited: &mut usize) -> bool {
-        let from = (range.start.saturating_sub(self.read_reach), 0);
-        self.reads
-            .range(from..(range.end, 0))
-            .any(|(&(_, end), _)| {
-                *visited += 1;
-                end > range.start
-            })
-    }
-
     /// Takes a hold of `range` with `access`, unless it conflicts with one held:
     /// then `false` and nothing changes.
     pub fn try_hold(&mut self, range: Range<usize>, access: Access) -> bool {
+        if !self.allows(&range, access) {
+            return false;
+        }
         if range.is_empty() {
             *self
                 .empty
                 .entry((range.start, access == Access::Write))
                 .or_insert(0) += 1;
-            return true;
-        }
-        let met = self.writes_meeting(&range, &mut 0);
-        if self.writes[met.clone()].iter().any(|w| w.held)
-            || (access == Access::Write
-                && !self.reads.is_empty()
-                && self.reads_meet(&range, &mut 0))
-        {
-            return false;
-        }
-        if access == Access::Read {
-            self.read_reach = self.read_reach.max(range.len());
-            *self.reads.entry((range.start, range.end)).or_insert(0) += 1;
-            return true;
-        }
-        let new = Write {
-            start: range.start,
-            end: range.end,
-            held: true,
-        };
-        // Given-back receives it overlaps make way (the same slot: in place).
-        if met.is_empty() {
-            self.writes.insert(met.start, new);
-        } else {
-            self.writes[met.start] = new;
-            if met.len() > 1 {
+        } else if access == Access::Write {
+            // Given-back receives it overlaps make way (the same slot: in place).
+            let met = self.writes_meeting(&range, &mut 0);
+            let new = Write {
+                start: range.start,
+                end: range.end,
+                held: true,
+            };
+            if met.is_empty() {
+                self.writes.insert(met.start, new);
+            } else {
+                self.writes[met.start] = new;
                 self.writes.drain(met.start + 1..met.end);
             }
+            self.held_writes += 1;
+        } else {
+            self.read_reach = self.read_reach.max(range.len());
+            *self.reads.entry((range.start, range.end)).or_insert(0) += 1;
         }
-        self.held_writes += 1;
         true
     }
 
