@@ -87,17 +87,19 @@ struct Slot {
 /// that do not overlap never conflict, and a region of 0 bytes touches no memory
 /// and conflicts with nothing. Verbs and UCX keep one per registered buffer.
 ///
-/// Ordered maps keep a window's bookkeeping O(log w) per request: receives
-/// never overlap anything held, so they are disjoint intervals keyed by their
-/// start, and a range meets at most the one that starts last before its end;
-/// equal sends (a stream from one region) are one counted entry; a receive's
-/// check visits only the sends that start within the longest send held before
-/// its range (one or two for a window of equal regions, more only when sends of
-/// very different lengths overlap).
+/// A window's bookkeeping compares O(log w) holds per request: receives never
+/// overlap anything held, so they are disjoint intervals in a vector ordered by
+/// start (binary search); one given back stays, marked, until a hold overlaps
+/// it or none is held, so a stream reposting its window into the same slots
+/// moves and allocates nothing. Equal sends (a stream from one region) are one
+/// counted entry; a receive's check visits only the sends that start within the
+/// longest send held before its range (one or two for a window of equal regions).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Holds {
-    /// Receives: start -> end, non-empty, disjoint from every other hold.
-    writes: BTreeMap<usize, usize>,
+    /// Receives held and given back: ordered, non-empty, pairwise disjoint.
+    writes: Vec<Write>,
+    /// How many of `writes` are held.
+    held_writes: usize,
     /// Sends: (start, end) -> how many, non-empty.
     reads: BTreeMap<(usize, usize), u32>,
     /// The longest send held since none was: a send that overlaps a range
@@ -107,13 +109,21 @@ pub struct Holds {
     empty: BTreeMap<(usize, bool), u32>,
 }
 
+/// A receive's bytes in [`Holds`], and whether it is still held.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Write {
+    start: usize,
+    end: usize,
+    held: bool,
+}
+
 impl Holds {
     /// Whether a hold of `range` with `access` would conflict with none held.
     /// Inlined into blocking paths (a TCP send of a 1-byte ping-pong), where
     /// nothing is held: that case is two tests, the lookups stay out of line.
     #[inline]
     pub fn allows(&self, range: &Range<usize>, access: Access) -> bool {
-        (self.writes.is_empty() && self.reads.is_empty()) || !self.conflicts(range, access, &mut 0)
+        (self.held_writes == 0 && self.reads.is_empty()) || !self.conflicts(range, access, &mut 0)
     }
 
     /// Whether a hold of `range` with `access` conflicts with one held; adds
@@ -124,13 +134,11 @@ impl Holds {
         if range.is_empty() {
             return false;
         }
-        if let Some((_, &end)) = self.writes.range(..range.end).next_back() {
-            *visited += 1;
-            if end > range.start {
-                return true;
-            }
+        let met = self.writes_meeting(range, visited);
+        if self.writes[met].iter().any(|w| w.held) {
+            return true;
         }
-        if access == Access::Read {
+        if access == Access::Read || self.reads.is_empty() {
             return false;
         }
         let from = (range.start.saturating_sub(self.read_reach), 0);
@@ -140,6 +148,21 @@ impl Holds {
                 *visited += 1;
                 end > range.start
             })
+    }
+
+    /// The (adjacent) entries of `writes` that overlap `range`, held or given
+    /// back; adds the entries compared to `visited`.
+    fn writes_meeting(&self, range: &Range<usize>, visited: &mut usize) -> Range<usize> {
+        let hi = self.writes.partition_point(|w| w.start < range.end);
+        let mut lo = hi;
+        while lo > 0 {
+            *visited += 1;
+            if self.writes[lo - 1].end <= range.start {
+                break;
+            }
+            lo -= 1;
+        }
+        lo..hi
     }
 
     /// Takes a hold of `range` with `access`, unless it conflicts with one held:
@@ -154,7 +177,20 @@ impl Holds {
                 .entry((range.start, access == Access::Write))
                 .or_insert(0) += 1;
         } else if access == Access::Write {
-            self.writes.insert(range.start, range.end);
+            // Given-back receives it overlaps make way (the same slot: in place).
+            let met = self.writes_meeting(&range, &mut 0);
+            let new = Write {
+                start: range.start,
+                end: range.end,
+                held: true,
+            };
+            if met.is_empty() {
+                self.writes.insert(met.start, new);
+            } else {
+                self.writes[met.start] = new;
+                self.writes.drain(met.start + 1..met.end);
+            }
+            self.held_writes += 1;
         } else {
             self.read_reach = self.read_reach.max(range.len());
             *self.reads.entry((range.start, range.end)).or_insert(0) += 1;
@@ -167,8 +203,16 @@ impl Holds {
         if range.is_empty() {
             give_back(&mut self.empty, (range.start, access == Access::Write));
         } else if access == Access::Write {
-            if self.writes.get(&range.start) == Some(&range.end) {
-                self.writes.remove(&range.start);
+            let i = self.writes.partition_point(|w| w.start < range.start);
+            if let Some(w) = self.writes.get_mut(i) {
+                if w.held && w.end == range.end && w.start == range.start {
+                    w.held = false;
+                    self.held_writes -= 1;
+                }
+            }
+            // Given-back entries kept at most about twice the held ones.
+            if self.held_writes == 0 || self.writes.len() > 2 * self.held_writes + 64 {
+                self.writes.retain(|w| w.held);
             }
         } else {
             give_back(&mut self.reads, (range.start, range.end));
@@ -180,7 +224,7 @@ impl Holds {
 
     /// Whether no request holds any part of the buffer.
     pub fn is_empty(&self) -> bool {
-        self.writes.is_empty() && self.reads.is_empty() && self.empty.is_empty()
+        self.held_writes == 0 && self.reads.is_empty() && self.empty.is_empty()
     }
 }
 
@@ -543,6 +587,51 @@ mod tests {
             h.release(w * 8..w * 8 + 8, Read);
         }
         assert!(h.is_empty() && h.read_reach == 0);
+    }
+
+    /// Issue 33: a stream's receiver keeps a window of 512 receives posted in
+    /// 512 slots of one buffer, reposting each into its slot as it completes:
+    /// O(1) holds compared per request, the given-back slot reused in place
+    /// (no entry moved, nothing allocated), and overlaps still refused.
+    #[test]
+    fn issue33_a_window_of_512_reposted_receives_is_bounded_and_still_exclusive() {
+        use Access::{Read, Write};
+        let (w, slot) = (512, |k: usize| k * 4..k * 4 + 4);
+        let mut h = Holds::default();
+        for k in 0..w {
+            assert!(h.try_hold(slot(k), Write));
+        }
+        let capacity = h.writes.capacity();
+        let mut visited = 0;
+        for i in 0..4 * w {
+            h.release(slot(i % w), Write);
+            assert!(!h.conflicts(&slot(i % w), Write, &mut visited));
+            assert!(h.try_hold(slot(i % w), Write));
+            // every neighbour is held: a range over two slots, a send into one,
+            // and the same slot again are refused
+            let k = 1 + (i + 1) % (w - 1);
+            assert!(!h.try_hold(slot(k).start - 2..slot(k).start + 2, Write));
+            assert!(!h.try_hold(slot(k), Read));
+            assert!(!h.try_hold(slot(i % w), Write));
+        }
+        assert!(
+            visited <= 2 * 4 * w,
+            "{visited} holds compared for {} requests",
+            4 * w
+        );
+        assert_eq!((h.writes.len(), h.writes.capacity()), (w, capacity));
+        // two given-back slots make way for one receive over both
+        h.release(slot(7), Write);
+        h.release(slot(8), Write);
+        assert!(!h.try_hold(slot(6).start..slot(8).end, Write));
+        assert!(h.try_hold(slot(7).start..slot(8).end, Write));
+        assert_eq!(h.writes.len(), w - 1);
+        h.release(slot(7).start..slot(8).end, Write);
+        for k in (0..w).filter(|k| !(7..=8).contains(k)) {
+            h.release(slot(k), Write);
+        }
+        assert!(h.is_empty());
+        assert_eq!(h, Holds::default());
     }
 
     #[test]
