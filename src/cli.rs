@@ -853,6 +853,33 @@ pub struct PingpongArgs {
     /// streaming alone in the same run. Example: --np 4 pingpong --pattern 1toN --window 16
     #[arg(long, value_name = "1toN|Nto1")]
     pub pattern: Option<ngauge::patterns::fan::Fan>,
+
+    /// Repeat batches of --reps until the 95% confidence interval of the
+    /// median is within this relative half-width (a fraction or a percentage),
+    /// or --max-reps is reached, as SKaMPI, ReproMPI and hyperfine's
+    /// --min-runs do; the table and the JSON say per size whether it was met.
+    /// Example: --precision 1% --reps 100 --max-reps 10000
+    #[arg(long, value_name = "FRACTION|PCT%", value_parser = fraction)]
+    pub precision: Option<f64>,
+
+    /// With --precision: timed round trips per size at most (default 10 x
+    /// --reps).
+    #[arg(long, value_name = "NUM")]
+    pub max_reps: Option<u64>,
+}
+
+/// A fraction, `0.01`, or a percentage, `1%`.
+fn fraction(value: &str) -> Result<f64, String> {
+    let (number, scale) = match value.strip_suffix('%') {
+        Some(pct) => (pct, 0.01),
+        None => (value, 1.0),
+    };
+    match number.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() => Ok(x * scale),
+        _ => Err(format!(
+            "{value:?} is not a fraction (0.01) or a percentage (1%)"
+        )),
+    }
 }
 
 /// `on` or `off`.
