@@ -277,10 +277,16 @@ fn histograms(results: &[&SizeResult]) -> String {
     let mut out = String::new();
     for r in results {
         let Some(h) = &r.histogram else { continue };
-        out += &format!(
-            "half round trips of {} B, {} bins per decade:\n",
-            r.size, h.bins_per_decade
-        );
+        // With a window the bins hold halves of N-message rounds (`timed`).
+        let what = match timed(r).as_str() {
+            "half round-trip times" => format!("half round trips of {} B", r.size),
+            round => format!(
+                "{} B: {}",
+                r.size,
+                round.replacen("half of a round", "halves of rounds", 1)
+            ),
+        };
+        out += &format!("{what}, {} bins per decade:\n", h.bins_per_decade);
         let most = h.bins.iter().map(|b| b.count).max().unwrap_or(1).max(1);
         for b in &h.bins {
             let edges = format!("{}-{}", significant(b.from_us, 3), significant(b.to_us, 3));
@@ -457,6 +463,22 @@ mod tests {
         assert_eq!(
             timed(&s.results[0]),
             "half of a round of 16 messages each way"
+        );
+    }
+
+    /// Issue 37: with `--window N` the histogram's heading says that it bins
+    /// halves of N-message rounds, not half round trips.
+    #[test]
+    fn issue_37_a_window_histogram_says_what_it_bins() {
+        let mut s = sweep(TransportName::Tcp, &[(1000, 0.8)]);
+        s.results[0].histogram = Some(crate::stats::Histogram::of(&[0.8, 0.9]));
+        let text = histograms(&s.results.iter().collect::<Vec<_>>());
+        assert!(text.starts_with("half round trips of 1000 B,"), "{text}");
+        s.results[0].window = 16;
+        let text = histograms(&s.results.iter().collect::<Vec<_>>());
+        assert!(
+            text.starts_with("1000 B: halves of rounds of 16 messages and a 1 B reply, 10 bins"),
+            "{text}"
         );
     }
 
