@@ -264,7 +264,8 @@ pub struct GlobalArgs {
     pub data_addr: Option<std::net::IpAddr>,
 
     /// Seconds to wait for ranks to join, and for the slowest rank to enter a
-    /// control operation; a lost rank is reported within it.
+    /// control operation; a lost rank is reported within it. A bare number is
+    /// seconds; a unit works too (500ms).
     #[arg(long, global = true, default_value_t = 30.0, value_name = "SECONDS", value_parser = parse_timeout)]
     pub timeout: f64,
     /// How data transports wait: `poll` spins on nonblocking calls (lowest latency,
@@ -419,10 +420,35 @@ fn parse_buffer_bytes(s: &str) -> Result<usize, String> {
     }
 }
 
+/// Every time flag's parser (the rule in README.md, "Times"): a number with a
+/// unit (`850ns`, `50us`, `1.5ms`, `2s`, a bare `0`). A bare number only where
+/// the value name states its unit (`--timeout SECONDS`, `--floor-us US`), in
+/// `bare` nanoseconds per unit; elsewhere it is refused, since `--delay 5`
+/// meaning five seconds would be a trap.
+fn parse_time(s: &str, bare: Option<f64>) -> Result<Nanos, String> {
+    let t = s.trim();
+    let number = |n: &str| {
+        (n.chars().all(|c| c.is_ascii_digit() || c == '.') && n.chars().any(|c| c.is_ascii_digit()))
+            .then(|| n.parse::<f64>().ok())
+            .flatten()
+    };
+    match (number(t), bare) {
+        (Some(x), Some(scale)) => Ok(Nanos(x * scale)),
+        (Some(x), None) if x != 0.0 => Err(format!(
+            "{s:?} needs a unit: {t}us, {t}ms or {t}s (ns, us, ms, s)"
+        )),
+        _ => t
+            .parse()
+            .map_err(|e: ngauge::clock::DurationError| e.to_string()),
+    }
+}
+
 fn parse_timeout(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(t) if t.is_finite() && t > 0.0 && t <= 86_400.0 => Ok(t),
-        _ => Err(format!("{s:?} is not a number of seconds in (0, 86400]")),
+    match parse_time(s, Some(1e9)).map(|t| t.0 / 1e9) {
+        Ok(t) if t > 0.0 && t <= 86_400.0 => Ok(t),
+        _ => Err(format!(
+            "{s:?} is not a time in (0, 86400] seconds (a bare number is seconds, or 500ms)"
+        )),
     }
 }
 
@@ -750,9 +776,10 @@ pub struct LoggpArgs {
     #[arg(long, default_value_t = 2.0, value_name = "F")]
     pub pfact: f64,
 
-    /// Look-ahead detector and robust fits: noise floor in us (Netgauge: 0.15). The
-    /// floor under a protocol step (0.05 us, or 10% of the value) is separate.
-    #[arg(long, default_value_t = 0.15, value_name = "US")]
+    /// Look-ahead detector and robust fits: noise floor in us (Netgauge: 0.15), or
+    /// with a unit (150ns). The floor under a protocol step (0.05 us, or 10% of
+    /// the value) is separate.
+    #[arg(long, default_value_t = 0.15, value_name = "US", value_parser = parse_floor_us)]
     pub floor_us: f64,
 
     /// Segmented and look-ahead detectors: multiplier on the joint criterion's
@@ -853,6 +880,33 @@ pub struct PingpongArgs {
     /// streaming alone in the same run. Example: --np 4 pingpong --pattern 1toN --window 16
     #[arg(long, value_name = "1toN|Nto1")]
     pub pattern: Option<ngauge::patterns::fan::Fan>,
+
+    /// Repeat batches of --reps until the 95% confidence interval of the
+    /// median is within this relative half-width (a fraction or a percentage),
+    /// or --max-reps is reached, as SKaMPI, ReproMPI and hyperfine's
+    /// --min-runs do; the table and the JSON say per size whether it was met.
+    /// Example: --precision 1% --reps 100 --max-reps 10000
+    #[arg(long, value_name = "FRACTION|PCT%", value_parser = fraction)]
+    pub precision: Option<f64>,
+
+    /// With --precision: timed round trips per size at most (default 10 x
+    /// --reps).
+    #[arg(long, value_name = "NUM")]
+    pub max_reps: Option<u64>,
+}
+
+/// A fraction, `0.01`, or a percentage, `1%`.
+fn fraction(value: &str) -> Result<f64, String> {
+    let (number, scale) = match value.strip_suffix('%') {
+        Some(pct) => (pct, 0.01),
+        None => (value, 1.0),
+    };
+    match number.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() => Ok(x * scale),
+        _ => Err(format!(
+            "{value:?} is not a fraction (0.01) or a percentage (1%)"
+        )),
+    }
 }
 
 /// `on` or `off`.
@@ -997,20 +1051,23 @@ fn parse_test_every(s: &str) -> Result<Nanos, String> {
     if s.trim() == "none" {
         return Ok(Nanos(0.0));
     }
-    let d: Nanos = s
-        .parse()
-        .map_err(|e: ngauge::clock::DurationError| e.to_string())?;
+    let d = parse_time(s, None)?;
     if d.0 <= 0.0 || d.0 > 1e9 {
         return Err(format!("{s:?} must be `none` or between 1ns and 1s"));
     }
     Ok(d)
 }
 
+/// `--floor-us`: a bare number is microseconds.
+fn parse_floor_us(s: &str) -> Result<f64, String> {
+    parse_time(s, Some(1e3)).map(|t| t.0 / 1e3)
+}
+
 /// Options of `ngauge noise`.
 #[derive(Debug, Args, Clone)]
 pub struct NoiseArgs {
     /// How long every rank spins, with a unit (1ms to 3600s).
-    #[arg(long, default_value = "1s", value_name = "TIME")]
+    #[arg(long, default_value = "1s", value_name = "TIME", value_parser = |s: &str| parse_time(s, None))]
     pub duration: Nanos,
 
     /// An iteration longer than this many times the fastest is a detour (above 1).
@@ -1133,9 +1190,7 @@ fn parse_segment(s: &str) -> Result<usize, String> {
 }
 
 fn parse_delay(s: &str) -> Result<Nanos, String> {
-    let d: Nanos = s
-        .parse()
-        .map_err(|e: ngauge::clock::DurationError| e.to_string())?;
+    let d = parse_time(s, None)?;
     if d.0 > 10e9 {
         return Err(format!("{s:?} is longer than 10s"));
     }
@@ -1341,6 +1396,48 @@ mod tests {
         assert!(Cli::try_parse_from(["ngauge", "--timeout", "nan", "info"]).is_err());
         assert!(Cli::try_parse_from(["ngauge", "--data-addr", "host", "info"]).is_err());
     }
+
+    /// Issue 37: one rule for every time flag. A unit works everywhere; a bare
+    /// number only where the value name states its unit (`--timeout SECONDS`,
+    /// `--floor-us US`), and elsewhere it is refused with the units to try.
+    #[test]
+    fn issue_37_time_flags_share_one_rule() {
+        let cli = |args: &[&str]| Cli::try_parse_from([&["ngauge"][..], args].concat());
+        assert_eq!(
+            cli(&["--timeout", "30", "info"]).unwrap().global.timeout,
+            30.0
+        );
+        assert_eq!(
+            cli(&["--timeout", "500ms", "info"]).unwrap().global.timeout,
+            0.5
+        );
+        assert_eq!(parse_floor_us("0.15"), Ok(0.15));
+        assert_eq!(parse_floor_us("150ns"), Ok(0.15));
+        assert_eq!(parse_delay("50us"), Ok(Nanos(50e3)));
+        assert_eq!(parse_delay("0"), Ok(Nanos(0.0)));
+        assert_eq!(parse_test_every("1.5ms"), Ok(Nanos(1.5e6)));
+        assert_eq!(parse_check_time("0"), Ok(0.0));
+        assert_eq!(parse_check_time("2s"), Ok(2.0));
+        assert_eq!(parse_time("2ms", None), Ok(Nanos(2e6)));
+        for flags in [
+            &["late", "--delay", "5"][..],
+            &["noise", "--duration", "5"],
+            &["nbc", "--test-every", "10"],
+            &["sync", "--check-after", "1"],
+        ] {
+            let e = cli(flags).unwrap_err().to_string();
+            let first = e.lines().next().unwrap();
+            let hint = format!("needs a unit: {v}us, {v}ms or {v}s", v = flags[2]);
+            assert!(
+                first.contains(flags[1]) && first.contains(&hint),
+                "{flags:?}: {e}"
+            );
+        }
+        for bad in ["", ".", "-5", "5 us x", "1e3", "nan", "5m"] {
+            assert!(parse_time(bad, Some(1e9)).is_err(), "{bad:?}");
+            assert!(parse_time(bad, None).is_err(), "{bad:?}");
+        }
+    }
 }
 
 /// Clock-synchronization flags, shared by every command that synchronizes clocks.
@@ -1519,14 +1616,7 @@ pub struct SyncArgs {
 
 /// A duration with a unit (`500ms`, `5s`), as seconds; at most one hour.
 fn parse_check_time(s: &str) -> Result<f64, String> {
-    let (number, scale) = [("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3), ("s", 1.0)]
-        .iter()
-        .find_map(|(unit, scale)| s.trim().strip_suffix(unit).map(|n| (n, *scale)))
-        .ok_or_else(|| format!("{s:?} needs a unit: ns, us, ms or s (e.g. 5s)"))?;
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("{s:?} is not a number with a unit (e.g. 500ms)"))?;
-    let seconds = value * scale;
+    let seconds = parse_time(s, None)?.0 / 1e9;
     if !(0.0..=3600.0).contains(&seconds) {
         return Err(format!("{s:?} must be between 0s and 3600s"));
     }

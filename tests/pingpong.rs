@@ -69,6 +69,101 @@ fn tcp_sweep_gives_finite_latencies_and_bandwidth_per_size() {
     assert_eq!(doc["pair"], serde_json::json!([0, 1]));
 }
 
+/// Issue 37, `--precision`: batches of `--reps` until the median's interval
+/// is within the target or `--max-reps`. No timing is judged: an unreachable
+/// target (1e-9) must stop at the cap with one warning line for both sizes, and
+/// a generous one must stop on a batch boundary with a verdict that matches
+/// the width it reports.
+#[test]
+fn issue_37_precision_stops_at_the_target_or_at_max_reps() {
+    let out = ngauge()
+        .args([
+            "pingpong",
+            "--sizes",
+            "1,8",
+            "--reps",
+            "10",
+            "--warmup",
+            "2",
+            "--precision",
+            "1e-9",
+            "--max-reps",
+            "30",
+            "--json",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let doc = json_of(&out.stdout);
+    for r in results(&doc) {
+        assert_eq!(
+            (r["reps"].as_u64(), r["half_rtt_us"]["n"].as_u64()),
+            (Some(30), Some(30))
+        );
+        assert_eq!(r["precision"]["met"], false, "{r}");
+        assert_eq!(r["precision"]["max_reps"], 30);
+    }
+    let kinds: Vec<&Value> = doc["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["kind"] == "precision_not_met")
+        .collect();
+    assert_eq!(kinds.len(), 2, "{doc:#}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("95% interval"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].contains("1 more like it") && lines[0].contains("--max-reps"),
+        "{stderr}"
+    );
+
+    let out = ngauge()
+        .args([
+            "pingpong",
+            "--sizes",
+            "8",
+            "--reps",
+            "10",
+            "--warmup",
+            "2",
+            "--precision",
+            "50%",
+            "--max-reps",
+            "40",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let table = String::from_utf8_lossy(&out);
+    let header = table
+        .lines()
+        .find(|l| l.trim_start().starts_with("size [B]"))
+        .unwrap();
+    assert!(
+        header.contains("median CI95 [+-%]") && header.trim_end().ends_with("met"),
+        "{table}"
+    );
+    let row: Vec<&str> = table
+        .lines()
+        .find(|l| l.trim_start().starts_with("8 "))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    let reps: u64 = row[1].parse().unwrap();
+    let width: f64 = row[row.len() - 2].parse().unwrap();
+    let met = row[row.len() - 1];
+    assert!(reps % 10 == 0 && (10..=40).contains(&reps), "{table}");
+    assert_eq!(met == "yes", width <= 50.0, "{table}");
+    assert!(met == "yes" || reps == 40, "{table}");
+}
+
 #[test]
 fn window_streams_over_tcp_and_udp_with_every_message_checked() {
     for transport in ["tcp", "udp"] {

@@ -22,6 +22,8 @@ impl PingpongArgs {
             stream: self.stream,
             bidirectional: self.bidirectional,
             pairs: self.pairs,
+            precision: self.precision,
+            max_reps: self.max_reps,
             pattern: self.pattern,
         })
     }
@@ -45,6 +47,9 @@ pub fn run_spec(global: &GlobalArgs, spec: &PingpongSpec) -> anyhow::Result<()> 
         |world, ctx| ngauge::experiment::pingpong::run(world, &job, spec, ctx),
         |w| match w {
             PingpongWarning::Setup(s) => setup_hint(s),
+            PingpongWarning::PrecisionNotMet { .. } => {
+                Some("raise --max-reps, or relax --precision".into())
+            }
             _ => None,
         },
     )

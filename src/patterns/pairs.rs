@@ -56,6 +56,7 @@ pub fn size_result(
         timing_loop: TimingLoop::Generic,
         counters: Default::default(),
         samples: None,
+        precision: None,
         histogram: None,
         pairs: Some(MultiPair {
             total_bandwidth_mbps: per_pair.iter().map(|r| r.bandwidth_mbps).sum(),

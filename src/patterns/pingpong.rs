@@ -59,11 +59,20 @@
 //! `2 * window * size / median(round)`. Every message both ranks received is
 //! checked.
 //!
+//! Precision (`precision`, SKaMPI's and ReproMPI's stopping rule): the timed
+//! rounds of a size come in batches of `reps`, the warmup before the first;
+//! after each batch rank 0 judges every repetition so far
+//! ([`crate::stats::precision`]) and tells the other ranks over the control
+//! plane whether another batch is due, until the target or `max_reps`. The
+//! tick buffer holds `max_reps` from the start: nothing is allocated between
+//! batches.
+//!
 //! Between sizes (outside every timed region) the ranks gather the data-check verdicts
 //! and the transport's counters (UDP loss counters of both ends) at rank 0.
 
 use super::counters::{self, CounterMap};
 use crate::clock::Clock;
+use crate::stats::precision::{Precision, Target};
 use crate::stats::Summary;
 use crate::transport::{
     BufferId, Control, ControlError, NativeRole, Rank, Region, RequestId, Transport, TransportError,
@@ -76,7 +85,7 @@ pub const PINGER: Rank = 0;
 pub const PONGER: Rank = 1;
 
 /// What to measure.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Params {
     /// Message sizes in bytes, measured in this order.
     pub sizes: Vec<usize>,
@@ -101,6 +110,9 @@ pub struct Params {
     /// Both ranks stream `window` messages to each other at once (see the
     /// module docs).
     pub bidirectional: bool,
+    /// Repeat batches of `reps` until the median is this precise (see the
+    /// module docs); `None` measures `reps` once.
+    pub precision: Option<Target>,
 }
 
 crate::names::named_enum! {
@@ -147,6 +159,10 @@ pub struct SizeResult {
     /// [`Params::samples`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub samples: Option<Samples>,
+    /// Whether the median met the precision target, and after how many
+    /// repetitions (`reps`), with [`Params::precision`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub precision: Option<Precision>,
     /// The half round trips in log-spaced bins (with `--histogram`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub histogram: Option<crate::stats::Histogram>,
@@ -526,28 +542,59 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
         (None, None)
     };
     let rate = clock.rate();
-    let mut ticks: Vec<u64> = vec![0; params.reps];
+    let cap = params
+        .precision
+        .map_or(params.reps, |p| p.max_reps.max(params.reps));
+    let mut ticks: Vec<u64> = vec![0; cap];
+    // Every batch after the first: no warmup; the sorted repetitions judged.
+    let mut batch = params.clone();
+    let mut sorted: Vec<f64> = Vec::with_capacity(cap);
+    let mut more = Vec::with_capacity(1);
     let mut results = Vec::new();
 
     for &size in &params.sizes {
         let before = transport.counters();
         let (mut timing_loop, mut intact) = (TimingLoop::Generic, true);
-        if let (Some(sbuf), Some(rbuf)) = (sbuf, rbuf) {
-            let peer = if rank == PINGER { PONGER } else { PINGER };
-            let bufs = PairBuffers {
-                send: sbuf,
-                recv: rbuf,
+        let (mut measured, mut verdict) = (0, None);
+        loop {
+            batch.warmup = if measured == 0 { params.warmup } else { 0 };
+            batch.reps = params.reps.min(cap - measured);
+            let these = &mut ticks[measured..measured + batch.reps];
+            if let (Some(sbuf), Some(rbuf)) = (sbuf, rbuf) {
+                let peer = if rank == PINGER { PONGER } else { PINGER };
+                let bufs = PairBuffers {
+                    send: sbuf,
+                    recv: rbuf,
+                };
+                let (lp, ok) = measure_size(
+                    clock,
+                    transport,
+                    peer,
+                    rank == PINGER,
+                    bufs,
+                    size,
+                    &batch,
+                    these,
+                )?;
+                (timing_loop, intact) = (lp, intact && ok);
+            }
+            measured += batch.reps;
+            let Some(target) = params.precision else {
+                break;
             };
-            (timing_loop, intact) = measure_size(
-                clock,
-                transport,
-                peer,
-                rank == PINGER,
-                bufs,
-                size,
-                params,
-                &mut ticks,
-            )?;
+            more.clear();
+            if rank == PINGER {
+                sorted.clear();
+                sorted.extend(ticks[..measured].iter().map(|&t| t as f64));
+                sorted.sort_by(f64::total_cmp);
+                let v = target.judge(&sorted);
+                more.push(u8::from(target.more(&v, measured)));
+                verdict = Some(v);
+            }
+            control.broadcast(PINGER, &mut more)?;
+            if more.first() != Some(&1) {
+                break;
+            }
         }
         // Between sizes: verdicts and counters to rank 0, once the exchange has
         // settled (see `Transport::settle`).
@@ -582,7 +629,7 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
             })?;
             counters::add(&mut sum, entries);
         }
-        let half_rtt_us: Vec<f64> = ticks
+        let half_rtt_us: Vec<f64> = ticks[..measured]
             .iter()
             .map(|&t| rate.to_nanos(t).as_us() / 2.0)
             .collect();
@@ -591,7 +638,7 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
         let half_rtt_us = summary;
         let result = SizeResult {
             size,
-            reps: params.reps,
+            reps: measured,
             bandwidth_mbps: if half_rtt_us.median <= 0.0 {
                 0.0
             } else if params.bidirectional {
@@ -609,6 +656,7 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
             timing_loop,
             counters: sum,
             samples,
+            precision: verdict,
             histogram: None,
             pairs: None,
         };
@@ -689,6 +737,7 @@ mod tests {
                 window: 1,
                 stream: 0,
                 bidirectional: false,
+                precision: None,
             },
         );
         let r0 = out[0].as_ref().unwrap();
@@ -721,6 +770,7 @@ mod tests {
                 window: 5,
                 stream: 0,
                 bidirectional: false,
+                precision: None,
             },
         );
         let r0 = out[0].as_ref().unwrap();
@@ -754,6 +804,7 @@ mod tests {
                 window: 4,
                 stream: 10,
                 bidirectional: false,
+                precision: None,
             },
         );
         assert!(out[1].as_ref().unwrap().is_empty());
@@ -785,6 +836,7 @@ mod tests {
                     window,
                     stream: 0,
                     bidirectional: true,
+                    precision: None,
                 },
             );
             for r in out[0].as_ref().unwrap() {
@@ -812,6 +864,7 @@ mod tests {
                 window: 1,
                 stream: 0,
                 bidirectional: false,
+                precision: None,
             },
         );
         assert_eq!(out[0].as_ref().unwrap().len(), 2);
@@ -820,6 +873,94 @@ mod tests {
         assert!(serde_json::to_value(r).unwrap().get("samples").is_none());
         for o in &out[1..] {
             assert!(o.as_ref().unwrap().is_empty());
+        }
+    }
+
+    /// A clock whose every round trip takes 1 us longer than the one before
+    /// (readings 1000 ns apart, then 2000, 3000, ...): the sample spreads as it
+    /// grows, so no median is ever within 1%.
+    struct SlowingClock {
+        next: Cell<u64>,
+        step: Cell<u64>,
+    }
+
+    impl Clock for SlowingClock {
+        fn now(&self) -> Ticks {
+            let t = self.next.get();
+            self.step.set(self.step.get() + 1000);
+            self.next.set(t + self.step.get());
+            Ticks(t)
+        }
+        fn rate(&self) -> TickRate {
+            TickRate::new(1e9)
+        }
+    }
+
+    /// Rank 0's results of one size with `--precision 1%`, batches of 3 and at
+    /// most 12, three ranks (the idle one follows every batch decision).
+    fn precise(slowing: bool) -> Vec<SizeResult> {
+        let handles: Vec<_> = inproc::world(3)
+            .into_iter()
+            .map(|(mut t, mut c)| {
+                std::thread::spawn(move || {
+                    let params = Params {
+                        sizes: vec![8, 64],
+                        reps: 3,
+                        warmup: 1,
+                        check: true,
+                        native_loop: true,
+                        samples: true,
+                        window: 1,
+                        stream: 0,
+                        bidirectional: false,
+                        precision: Some(Target {
+                            rel_half_width: 0.01,
+                            max_reps: 12,
+                        }),
+                    };
+                    let on = &mut |_, _: Option<&SizeResult>| Ok(());
+                    if slowing {
+                        let clock = SlowingClock {
+                            next: Cell::new(0),
+                            step: Cell::new(0),
+                        };
+                        run(&clock, &mut t, &mut c, &params, on).unwrap()
+                    } else {
+                        let clock = SteppingClock {
+                            next: Cell::new(0),
+                            step: 3000,
+                        };
+                        run(&clock, &mut t, &mut c, &params, on).unwrap()
+                    }
+                })
+            })
+            .collect();
+        let mut out: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        assert!(out[1].is_empty() && out[2].is_empty());
+        out.swap_remove(0)
+    }
+
+    /// Issue 37, `--precision`: equal round trips meet the target as soon as
+    /// there is an interval (6 repetitions: two batches of 3); round trips that
+    /// keep slowing never do and stop at `max_reps`, every one kept.
+    #[test]
+    fn issue_37_precision_repeats_batches_until_the_target_or_the_cap() {
+        for r in precise(false) {
+            assert_eq!(r.reps, 6, "no interval below 6 repetitions");
+            assert_eq!(r.half_rtt_us.n, 6);
+            let p = r.precision.unwrap();
+            assert_eq!((p.met, p.rel_half_width, p.max_reps), (true, Some(0.0), 12));
+            assert_eq!(r.data_check, Some(true));
+        }
+        for r in precise(true) {
+            assert_eq!(r.reps, 12);
+            let s = &r.samples.as_ref().unwrap().half_rtt_us;
+            assert_eq!(s.len(), 12);
+            assert!(s.windows(2).all(|w| w[1] > w[0]), "{s:?}");
+            let p = r.precision.unwrap();
+            assert!(!p.met && p.rel_half_width.unwrap() > 0.01, "{p:?}");
+            let json = serde_json::to_value(&r).unwrap();
+            assert_eq!(json["precision"]["met"], false);
         }
     }
 
@@ -837,6 +978,7 @@ mod tests {
                 window: 1,
                 stream: 0,
                 bidirectional: false,
+                precision: None,
             },
         );
         assert_eq!(out[0].as_ref().unwrap_err(), "reps must be at least 1");
@@ -852,6 +994,7 @@ mod tests {
                 window: 1,
                 stream: 0,
                 bidirectional: false,
+                precision: None,
             },
         );
         assert!(out[0].as_ref().unwrap_err().contains("at least 2 ranks"));
@@ -965,6 +1108,7 @@ mod tests {
                         window: 1,
                         stream: 0,
                         bidirectional: false,
+                        precision: None,
                     };
                     let r = run(&clock, &mut t, &mut c, &params, &mut |_, _| Ok(())).unwrap();
                     (r, t.calls)
@@ -1030,6 +1174,7 @@ mod tests {
                         window: 1,
                         stream: 0,
                         bidirectional: false,
+                        precision: None,
                     };
                     run(&clock, &mut t, &mut c, &params, &mut |_, _| Ok(())).unwrap()
                 })
@@ -1060,6 +1205,7 @@ mod tests {
                         window: 1,
                         stream: 0,
                         bidirectional: false,
+                        precision: None,
                     };
                     run(&clock, &mut Corrupting(t), &mut c, &params, &mut |_, _| {
                         Ok(())
@@ -1112,6 +1258,7 @@ mod tests {
                         window: 1,
                         stream: 0,
                         bidirectional: false,
+                        precision: None,
                     };
                     run(&clock, t.as_mut(), &mut c, &params, &mut |_, _| Ok(())).unwrap()
                 })
@@ -1172,6 +1319,7 @@ mod tests {
                         window: 1,
                         stream: 0,
                         bidirectional: false,
+                        precision: None,
                     };
                     let mut writer = (rank == 0)
                         .then(|| crate::report::jsonl::JsonlWriter::create(&path).unwrap());

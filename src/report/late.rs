@@ -48,6 +48,9 @@ pub struct LateRow {
     pub benefit_delay_median_us: Option<f64>,
     /// `b` from the medians, `d` being `benefit_delay_median_us`.
     pub benefit_median: Option<f64>,
+    /// Rounds of `reps` calls run: invalid calls are repeated in further
+    /// rounds, so `valid` and `invalid` count calls over all of them.
+    pub rounds: usize,
     /// Valid delayed calls.
     pub valid: usize,
     /// Delayed calls that started late, overran their window or missed the delay.
@@ -79,6 +82,7 @@ pub fn rows(size: usize, mode: CallMode, times: &LateTimes) -> Vec<LateRow> {
             td_median_us: us(p.median_ns()),
             benefit_delay_median_us: b.map(|b| b.effective_delay_median_ns / 1e3),
             benefit_median: b.map(|b| b.benefit_median),
+            rounds: times.rounds,
             valid: p.valid,
             invalid: p.invalid,
             missed_delay: p.missed_delay,
@@ -220,44 +224,7 @@ impl super::Document for LateDoc {
             );
         }
         out.push('\n');
-        let mut table = Table::new([
-            "size [B]",
-            "mode",
-            "delay [us]",
-            "d eff [us]",
-            "t0 min [us]",
-            "td min [us]",
-            "b min",
-            "t0 median [us]",
-            "td median [us]",
-            "b median",
-            "valid",
-        ]);
-        let f =
-            |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
-        let b = |r: &LateRow, v: Option<f64>| {
-            if r.decided {
-                f(v, 3)
-            } else {
-                "undecided".to_string()
-            }
-        };
-        for r in &self.results {
-            table.row([
-                r.size.to_string(),
-                r.mode.to_string(),
-                format!("{}", r.delay_us),
-                f(r.effective_delay_us, 1),
-                f(r.t0_us, 2),
-                f(r.td_us, 2),
-                b(r, r.benefit),
-                f(r.t0_median_us, 2),
-                f(r.td_median_us, 2),
-                b(r, r.benefit_median),
-                format!("{}/{}", r.valid, r.valid + r.invalid),
-            ]);
-        }
-        out += &table.render();
+        out += &table(&self.results);
         out
     }
 
@@ -275,6 +242,50 @@ impl super::Document for LateDoc {
         );
         Some(plot_benefit_svg(&curves(&self.results), &title))
     }
+}
+
+/// The table of `results`: per size, mode and delay the times, `b`, the rounds
+/// run and the valid calls over them (which can exceed `--reps`).
+fn table(results: &[LateRow]) -> String {
+    let mut table = Table::new([
+        "size [B]",
+        "mode",
+        "delay [us]",
+        "d eff [us]",
+        "t0 min [us]",
+        "td min [us]",
+        "b min",
+        "t0 median [us]",
+        "td median [us]",
+        "b median",
+        "rounds",
+        "valid",
+    ]);
+    let f = |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
+    let b = |r: &LateRow, v: Option<f64>| {
+        if r.decided {
+            f(v, 3)
+        } else {
+            "undecided".to_string()
+        }
+    };
+    for r in results {
+        table.row([
+            r.size.to_string(),
+            r.mode.to_string(),
+            format!("{}", r.delay_us),
+            f(r.effective_delay_us, 1),
+            f(r.t0_us, 2),
+            f(r.td_us, 2),
+            b(r, r.benefit),
+            f(r.t0_median_us, 2),
+            f(r.td_median_us, 2),
+            b(r, r.benefit_median),
+            r.rounds.to_string(),
+            format!("{}/{}", r.valid, r.valid + r.invalid),
+        ]);
+    }
+    table.render()
 }
 
 /// The delayed ranks of `rows` (`0,3`).
@@ -346,6 +357,43 @@ pub fn plot_benefit_svg(curves: &[BenefitCurve], title: &str) -> Result<String, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::patterns::late::LatePoint;
+
+    /// Issue 37: the window scheme repeats invalid calls in further rounds, so
+    /// `valid` can exceed `--reps`; the table shows the rounds it counts over.
+    #[test]
+    fn issue_37_valid_calls_are_counted_over_the_rounds_shown() {
+        let point = |delay_ns: f64, valid: usize, invalid: usize| LatePoint {
+            delay_ns,
+            valid,
+            invalid,
+            missed_delay: 0,
+            runtimes_ns: vec![60_000.0; valid],
+            effective_delays_ns: vec![delay_ns; valid],
+            valid_effective_delays_ns: vec![delay_ns; valid],
+            wanted: 5,
+        };
+        // --reps 5 over 3 rounds: 12 of 15 delayed calls valid.
+        let times = LateTimes {
+            baseline: point(0.0, 14, 1),
+            points: vec![point(50_000.0, 12, 3)],
+            delayed: vec![0],
+            window_ns: 1e6,
+            rounds: 3,
+        };
+        let r = rows(8, CallMode::Blocking, &times);
+        assert_eq!((r[0].rounds, r[0].valid, r[0].invalid), (3, 12, 3));
+        let t = table(&r);
+        let header: Vec<&str> = t.lines().next().unwrap().split("  ").collect();
+        let header: Vec<&str> = header
+            .iter()
+            .map(|h| h.trim())
+            .filter(|h| !h.is_empty())
+            .collect();
+        assert_eq!(header[header.len() - 2..], ["rounds", "valid"], "{t}");
+        let row: Vec<&str> = t.lines().nth(1).unwrap().split_whitespace().collect();
+        assert_eq!(row[row.len() - 2..], ["3", "12/15"], "{t}");
+    }
 
     #[test]
     fn plot_is_an_svg_with_a_curve_per_size() {

@@ -57,6 +57,26 @@ pub enum PingpongWarning {
         /// The sizes skipped.
         sizes: Vec<usize>,
     },
+    /// A size stopped at `max_reps` with its median less precise than asked
+    /// (`--precision`).
+    #[error(
+        "{transport} at {size} B: the median's 95% interval is {} after {reps} repetitions, \
+         wider than the +-{}% asked",
+        .rel_half_width.map_or("undefined".into(), |w| format!("+-{}%", significant(100.0 * w, 3))),
+        significant(100.0 * .target_rel_half_width, 3)
+    )]
+    PrecisionNotMet {
+        /// The transport.
+        transport: TransportName,
+        /// The size.
+        size: usize,
+        /// The repetitions measured (`max_reps`).
+        reps: usize,
+        /// The relative half-width reached (`None`: too few repetitions).
+        rel_half_width: Option<f64>,
+        /// The one asked for.
+        target_rel_half_width: f64,
+    },
     /// What threatens any command's figures alike (job, binding, clock sync).
     #[serde(untagged)]
     #[error("{0}")]
@@ -105,6 +125,23 @@ pub fn compare(sweeps: &[Sweep]) -> Option<Comparison> {
     side_by_side(sweeps.iter().map(|s| s.transport).collect(), sizes, median)
 }
 
+/// A [`PingpongWarning::PrecisionNotMet`] per size that stopped at `max_reps`
+/// short of its precision target.
+fn imprecise(sweeps: &[Sweep]) -> impl Iterator<Item = PingpongWarning> + '_ {
+    sweeps.iter().flat_map(|s| {
+        (s.results.iter()).filter_map(|r| {
+            let p = r.precision.filter(|p| !p.met)?;
+            Some(PingpongWarning::PrecisionNotMet {
+                transport: s.transport,
+                size: r.size,
+                reps: r.reps,
+                rel_half_width: p.rel_half_width,
+                target_rel_half_width: p.target_rel_half_width,
+            })
+        })
+    })
+}
+
 /// `meta.timing_loop`: per transport the loop(s) that timed its sizes
 /// (`mpi=native,tcp=generic`; `a+b` if they differed, which no transport does).
 pub fn timing_loops(sweeps: &[Sweep]) -> String {
@@ -128,6 +165,7 @@ impl PingpongDoc {
         sweeps: &[Sweep],
         warnings: &[PingpongWarning],
     ) -> Self {
+        let warnings = warnings.iter().cloned().chain(imprecise(sweeps));
         PingpongDoc {
             meta,
             pair,
@@ -143,7 +181,7 @@ impl PingpongDoc {
                 })
                 .collect(),
             comparison: compare(sweeps),
-            warnings: super::warning::warned(warnings.iter().cloned()),
+            warnings: super::warning::warned(warnings),
             gbps: false,
         }
     }
@@ -239,10 +277,16 @@ fn histograms(results: &[&SizeResult]) -> String {
     let mut out = String::new();
     for r in results {
         let Some(h) = &r.histogram else { continue };
-        out += &format!(
-            "half round trips of {} B, {} bins per decade:\n",
-            r.size, h.bins_per_decade
-        );
+        // With a window the bins hold halves of N-message rounds (`timed`).
+        let what = match timed(r).as_str() {
+            "half round-trip times" => format!("half round trips of {} B", r.size),
+            round => format!(
+                "{} B: {}",
+                r.size,
+                round.replacen("half of a round", "halves of rounds", 1)
+            ),
+        };
+        out += &format!("{what}, {} bins per decade:\n", h.bins_per_decade);
         let most = h.bins.iter().map(|b| b.count).max().unwrap_or(1).max(1);
         for b in &h.bins {
             let edges = format!("{}-{}", significant(b.from_us, 3), significant(b.to_us, 3));
@@ -296,6 +340,11 @@ fn render_sweep(results: &[&SizeResult], gbps: bool) -> String {
     if fan {
         header.extend(["1 pair [MB/s]", "flow/1 pair", "total/1 pair"].map(String::from));
     }
+    // `--precision`: the interval reached, and whether it met the target.
+    let precise = results.iter().any(|r| r.precision.is_some());
+    if precise {
+        header.extend(["median CI95 [+-%]", "met"].map(String::from));
+    }
     let mut table = Table::new(header);
     for r in results {
         let h = &r.half_rtt_us;
@@ -334,6 +383,12 @@ fn render_sweep(results: &[&SizeResult], gbps: bool) -> String {
             row.push(c.map_or("-".into(), |c| format!("{:.2}", c.flow_ratio)));
             row.push(c.map_or("-".into(), |c| format!("{:.2}", c.total_ratio)));
         }
+        if precise {
+            let p = r.precision.as_ref();
+            let width = p.and_then(|p| p.rel_half_width);
+            row.push(width.map_or("-".into(), |w| significant(100.0 * w, 3)));
+            row.push(p.map_or("-", |p| if p.met { "yes" } else { "no" }).into());
+        }
         table.row(row);
     }
     table.render()
@@ -357,6 +412,7 @@ mod tests {
     use super::*;
     use crate::job::JobWarning;
     use crate::patterns::pingpong::TimingLoop;
+    use crate::stats::precision::Precision;
     use crate::stats::Summary;
     use std::collections::BTreeMap;
 
@@ -378,6 +434,7 @@ mod tests {
                     timing_loop: TimingLoop::Generic,
                     counters: BTreeMap::new(),
                     samples: None,
+                    precision: None,
                     histogram: None,
                     pairs: None,
                 })
@@ -406,6 +463,22 @@ mod tests {
         assert_eq!(
             timed(&s.results[0]),
             "half of a round of 16 messages each way"
+        );
+    }
+
+    /// Issue 37: with `--window N` the histogram's heading says that it bins
+    /// halves of N-message rounds, not half round trips.
+    #[test]
+    fn issue_37_a_window_histogram_says_what_it_bins() {
+        let mut s = sweep(TransportName::Tcp, &[(1000, 0.8)]);
+        s.results[0].histogram = Some(crate::stats::Histogram::of(&[0.8, 0.9]));
+        let text = histograms(&s.results.iter().collect::<Vec<_>>());
+        assert!(text.starts_with("half round trips of 1000 B,"), "{text}");
+        s.results[0].window = 16;
+        let text = histograms(&s.results.iter().collect::<Vec<_>>());
+        assert!(
+            text.starts_with("1000 B: halves of rounds of 16 messages and a 1 B reply, 10 bins"),
+            "{text}"
         );
     }
 
@@ -462,5 +535,56 @@ mod tests {
             .unwrap();
         assert_eq!(job["kind"], "poll_oversubscribed");
         assert_eq!(job["cores"], 2);
+    }
+
+    /// Issue 37, `--precision`: the table says per size the interval reached
+    /// and whether it met the target; each size short of it is a warning, and
+    /// on stderr they are one line.
+    #[test]
+    fn issue_37_precision_per_size_and_one_warning_line() {
+        let mut s = sweep(TransportName::Tcp, &[(1, 2.0), (8, 2.0), (64, 2.0)]);
+        let verdict = |rel_half_width, met| Precision {
+            target_rel_half_width: 0.01,
+            rel_half_width,
+            met,
+            max_reps: 400,
+        };
+        s.results[0].precision = Some(verdict(Some(0.005), true));
+        s.results[1].precision = Some(verdict(Some(0.0234), false));
+        s.results[2].precision = Some(verdict(None, false));
+        for r in &mut s.results[1..] {
+            r.reps = 400;
+        }
+        let t = render_sweep(&s.results.iter().collect::<Vec<_>>(), false);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(
+            lines[0].contains("median CI95 [+-%]") && lines[0].ends_with("met"),
+            "{t}"
+        );
+        assert!(
+            lines[1].contains("0.500") && lines[1].trim_end().ends_with("yes"),
+            "{t}"
+        );
+        assert!(
+            lines[2].contains("2.34") && lines[2].trim_end().ends_with("no"),
+            "{t}"
+        );
+        assert!(lines[3].trim_end().ends_with("no"), "{t}");
+        let w: Vec<PingpongWarning> = imprecise(std::slice::from_ref(&s)).collect();
+        assert_eq!(w.len(), 2);
+        assert_eq!(
+            w[0].to_string(),
+            "tcp at 8 B: the median's 95% interval is +-2.34% after 400 repetitions, \
+             wider than the +-1.00% asked"
+        );
+        assert!(w[1].to_string().contains("interval is undefined after 400"));
+        let json = serde_json::to_value(super::super::warning::Warned::from(w[0].clone())).unwrap();
+        assert_eq!(json["kind"], "precision_not_met");
+        assert_eq!(json["size"], 8);
+        let said: Vec<(String, &PingpongWarning, Option<String>)> =
+            w.iter().map(|w| (String::new(), w, None)).collect();
+        let said = super::super::warning::lines(&said);
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(said[0].contains("1 more like it: size 8/64"), "{said:?}");
     }
 }

@@ -69,6 +69,7 @@ impl EbbSpec {
             window: self.window as usize,
             stream: 0,
             bidirectional: self.bidirectional,
+            precision: None,
         }
     }
 }

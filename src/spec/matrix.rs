@@ -84,6 +84,7 @@ impl MatrixSpec {
             window: window as usize,
             stream: 0,
             bidirectional: false,
+            precision: None,
         }
     }
 }

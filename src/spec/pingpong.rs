@@ -3,6 +3,7 @@
 use super::{SizeList, SpecError};
 use crate::job::TransportName;
 use crate::patterns::pingpong::{Params, SizeResult};
+use crate::stats::precision::Target;
 use serde::{Deserialize, Serialize};
 
 /// The most messages a streaming round keeps in flight (`window`).
@@ -41,6 +42,13 @@ pub struct PingpongSpec {
     /// Disjoint pairs measured at once, `(0,1), (2,3), ...` (osu_multi_lat,
     /// osu_mbw_mr); 1 is the single pair.
     pub pairs: u64,
+    /// Repeat batches of `reps` until the 95% interval of the median half round
+    /// trip is within this relative half-width (0.01: +-1%), or `max_reps`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub precision: Option<f64>,
+    /// Repetitions at most with `precision` (default: 10 x `reps`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_reps: Option<u64>,
     /// Congestion at rank 0 (Netgauge's 1toN, Nto1): every other rank's flow
     /// at once, against the one pair measured alone in the same run.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -62,6 +70,8 @@ impl Default for PingpongSpec {
             stream: 0,
             bidirectional: false,
             pairs: 1,
+            precision: None,
+            max_reps: None,
             pattern: None,
         }
     }
@@ -107,7 +117,38 @@ impl PingpongSpec {
                  not --stream, --bidirectional or --pairs",
             ));
         }
+        self.validate_precision()?;
         SpecError::range("pairs", self.pairs, 1, 1 << 16)
+    }
+
+    /// `precision` a fraction in (0, 1), `max_reps` at least `reps`, both for
+    /// the single pair only.
+    fn validate_precision(&self) -> Result<(), SpecError> {
+        if let Some(p) = self.precision {
+            if !(p > 0.0 && p < 1.0) {
+                return Err(SpecError::new(
+                    "precision",
+                    format!("a relative half-width between 0 and 1 (0.01 or 1%), got {p}"),
+                ));
+            }
+            if self.pairs > 1 || self.pattern.is_some() {
+                return Err(SpecError::new(
+                    "precision",
+                    "repeats the single pair only: not with --pairs or --pattern",
+                ));
+            }
+        }
+        match self.max_reps {
+            Some(_) if self.precision.is_none() => Err(SpecError::new(
+                "max_reps",
+                "bounds --precision: give --precision too",
+            )),
+            Some(m) if m < self.reps || m > 100_000_000 => Err(SpecError::new(
+                "max_reps",
+                format!("between --reps ({}) and 100000000, got {m}", self.reps),
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// A size's result as this spec reports it: with its histogram when asked
@@ -153,6 +194,10 @@ impl PingpongSpec {
             window: self.window as usize,
             stream: self.stream as usize,
             bidirectional: self.bidirectional,
+            precision: self.precision.map(|rel_half_width| Target {
+                rel_half_width,
+                max_reps: self.max_reps.unwrap_or(10 * self.reps) as usize,
+            }),
         }
     }
 }
@@ -181,6 +226,37 @@ mod tests {
         assert_eq!(s.window, 1);
         let p = s.params(vec![2]);
         assert_eq!((p.sizes, p.reps, p.samples), (vec![2], 10, false));
+    }
+
+    /// Issue 37, `--precision`: a fraction in (0, 1), a cap of at least
+    /// `reps` (default 10 x `reps`), the single pair only.
+    #[test]
+    fn issue_37_precision_fields_are_checked() {
+        let spec = |precision, max_reps, pairs| PingpongSpec {
+            reps: 100,
+            precision,
+            max_reps,
+            pairs,
+            ..PingpongSpec::default()
+        };
+        let p = spec(Some(0.01), None, 1).params(vec![1]).precision.unwrap();
+        assert_eq!((p.rel_half_width, p.max_reps), (0.01, 1000));
+        assert!(spec(Some(0.01), Some(100), 1).validate().is_ok());
+        assert_eq!(spec(None, None, 1).params(vec![1]).precision, None);
+        for (precision, max_reps, pairs, field) in [
+            (Some(0.0), None, 1, "precision"),
+            (Some(1.0), None, 1, "precision"),
+            (Some(f64::NAN), None, 1, "precision"),
+            (Some(0.01), None, 2, "precision"),
+            (Some(0.01), Some(99), 1, "max_reps"),
+            (None, Some(1000), 1, "max_reps"),
+        ] {
+            let bad = spec(precision, max_reps, pairs).validate().unwrap_err();
+            assert_eq!(bad.field, field, "{precision:?} {max_reps:?} {pairs}");
+        }
+        let s: PingpongSpec =
+            serde_json::from_str(r#"{"precision": 0.02, "max_reps": 5000}"#).unwrap();
+        assert_eq!((s.precision, s.max_reps), (Some(0.02), Some(5000)));
     }
 
     #[test]

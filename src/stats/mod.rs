@@ -11,6 +11,7 @@
 //! | [`summary`] | [`Summary`]: n, min, median, mean, p99, p99.9, max, stdev |
 //! | [`histogram`] | [`Histogram`]: counts in log-spaced bins (10 per decade) |
 //! | [`median_ci`] | the distribution-free confidence interval of the median (order statistics of the sign test) |
+//! | [`precision`] | repetitions until the interval of the median is within a relative half-width (`--precision`, SKaMPI / ReproMPI / hyperfine `--min-runs`) |
 //! | [`tukey`] | Tukey's outlier filter, `[Q1 - 1.5 IQR, Q3 + 1.5 IQR]` (Hunold & Carpen-Amarie, sec. 3.5) |
 //! | [`mean_ci`] | the interval of the mean from Student's t (R's `t.test`) |
 //! | [`ranksum`] | the two-sided Wilcoxon-Mann-Whitney rank-sum test with R's `wilcox.test` semantics: exact below 50 values without ties, else normal with tie and continuity correction |
@@ -31,6 +32,7 @@ pub mod mad;
 pub mod mean_ci;
 pub mod median_ci;
 pub mod order;
+pub mod precision;
 pub mod ranksum;
 pub mod sample;
 pub mod summary;

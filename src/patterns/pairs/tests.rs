@@ -110,6 +110,7 @@ fn params(window: usize) -> Params {
         window,
         stream: 0,
         bidirectional: false,
+        precision: None,
     }
 }
 
