@@ -30,15 +30,16 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// One example: its page, line, and words.
+/// One example: its page, line, words, and the file its stdout is redirected to.
 struct Example {
     page: String,
     line: usize,
     words: Vec<String>,
+    stdout_to: Option<String>,
 }
 
 /// Every `ngauge ...` line of the `sh` blocks of `text` (continuations joined,
-/// comments and a stdout redirection dropped).
+/// comments dropped, a stdout redirection `> FILE` kept as `stdout_to`).
 fn examples_of(page: &str, text: &str) -> Vec<Example> {
     let mut out = Vec::new();
     let mut in_sh = false;
@@ -64,7 +65,9 @@ fn examples_of(page: &str, text: &str) -> Vec<Example> {
         if let Some(at) = joined.find(" #") {
             joined.truncate(at);
         }
+        let mut stdout_to = None;
         if let Some(at) = joined.find(" > ") {
+            stdout_to = Some(joined[at + 3..].trim().to_string());
             joined.truncate(at);
         }
         let words = joined
@@ -76,6 +79,7 @@ fn examples_of(page: &str, text: &str) -> Vec<Example> {
             page: page.to_string(),
             line: start,
             words,
+            stdout_to,
         });
     }
     out
@@ -250,7 +254,12 @@ fn issue_37_every_command_page_example_runs() {
                 .args(&words)
                 .current_dir(dir.path())
                 .stdin(Stdio::null())
-                .stdout(Stdio::null())
+                .stdout(match &ex.stdout_to {
+                    Some(file) => {
+                        Stdio::from(std::fs::File::create(dir.path().join(file)).unwrap())
+                    }
+                    None => Stdio::null(),
+                })
                 .stderr(Stdio::piped())
                 .spawn()
                 .unwrap();
