@@ -459,7 +459,7 @@ fn two_transports_as_tables() {
 
 /// Issue 36: the run kept in `docs/findings/2026-11-28-vader-8192-miss.json` said
 /// `decided` with no change, and Open MPI's shared-memory eager switch (limit
-/// 8192, first byte 8137) lay in its sweep. Today's detector and sensitivity
+/// 8192, first byte 8137) lay in its sweep. The detector and the sensitivity
 /// statement, fed its points, must give the switch (a candidate that a run
 /// measures again) or leave the stretch across it undecided: never decided
 /// without it.

@@ -148,8 +148,8 @@ fn issue34_three_hundred_local_ranks_start_and_report() {
 }
 
 /// A descriptor limit too small for the job is named in one line before anything
-/// starts, with the status of bad input (2) (it used to surface as "dropped for a newer connection (too many
-/// waiting)" from some listener halfway through the job).
+/// starts, with the status of bad input (2), not as "dropped for a newer
+/// connection (too many waiting)" from some listener halfway through the job.
 #[test]
 fn issue34_a_descriptor_limit_too_small_for_the_job_is_one_line() {
     let out = Command::new("sh")
