@@ -22,6 +22,7 @@
 mod support;
 
 use std::collections::HashMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -275,8 +276,11 @@ fn issue_37_every_command_page_example_runs() {
             }
         }
     }
-    eprintln!(
-        "{ran} examples ran in {:.1} s; skipped: {}",
+    // Past libtest's capture, as tests/support's skip lines: the user sees what
+    // did not run here.
+    let _ = writeln!(
+        std::io::stdout().lock(),
+        "\n{ran} examples ran in {:.1} s; skipped: {}",
         started.elapsed().as_secs_f64(),
         skips.join(", ")
     );
