@@ -677,6 +677,23 @@ mod tests {
     use crate::transport::{inproc, Region, WaitMode};
     use std::cell::Cell;
 
+    /// The parameters of most tests here: checked, the native loop, samples
+    /// kept, one message per round, no precision target.
+    fn params(sizes: Vec<usize>, reps: usize, warmup: usize) -> Params {
+        Params {
+            sizes,
+            reps,
+            warmup,
+            check: true,
+            native_loop: true,
+            samples: true,
+            window: 1,
+            stream: 0,
+            bidirectional: false,
+            precision: None,
+        }
+    }
+
     /// A clock that advances by `step` ticks per reading at 1 GHz: every round trip
     /// measures exactly `step` ns, whatever the machine does.
     struct SteppingClock {
@@ -725,21 +742,7 @@ mod tests {
 
     #[test]
     fn each_round_trip_is_timed_by_two_readings() {
-        let out = sweep(
-            2,
-            Params {
-                sizes: vec![0, 1, 3000, 65536],
-                reps: 5,
-                warmup: 2,
-                check: true,
-                native_loop: true,
-                samples: true,
-                window: 1,
-                stream: 0,
-                bidirectional: false,
-                precision: None,
-            },
-        );
+        let out = sweep(2, params(vec![0, 1, 3000, 65536], 5, 2));
         let r0 = out[0].as_ref().unwrap();
         assert_eq!(out[1].as_ref().unwrap(), &Vec::new());
         assert_eq!(r0.len(), 4);
@@ -761,16 +764,9 @@ mod tests {
         let out = sweep(
             2,
             Params {
-                sizes: vec![0, 1, 3000],
-                reps: 4,
-                warmup: 1,
-                check: true,
-                native_loop: true,
                 samples: false,
                 window: 5,
-                stream: 0,
-                bidirectional: false,
-                precision: None,
+                ..params(vec![0, 1, 3000], 4, 1)
             },
         );
         let r0 = out[0].as_ref().unwrap();
@@ -795,16 +791,10 @@ mod tests {
         let out = sweep(
             2,
             Params {
-                sizes: vec![0, 1, 3000],
-                reps: 3,
-                warmup: 1,
-                check: true,
-                native_loop: true,
                 samples: false,
                 window: 4,
                 stream: 10,
-                bidirectional: false,
-                precision: None,
+                ..params(vec![0, 1, 3000], 3, 1)
             },
         );
         assert!(out[1].as_ref().unwrap().is_empty());
@@ -855,16 +845,8 @@ mod tests {
         let out = sweep(
             4,
             Params {
-                sizes: vec![8, 16],
-                reps: 3,
-                warmup: 0,
-                check: true,
-                native_loop: true,
                 samples: false,
-                window: 1,
-                stream: 0,
-                bidirectional: false,
-                precision: None,
+                ..params(vec![8, 16], 3, 0)
             },
         );
         assert_eq!(out[0].as_ref().unwrap().len(), 2);
@@ -904,19 +886,11 @@ mod tests {
             .map(|(mut t, mut c)| {
                 std::thread::spawn(move || {
                     let params = Params {
-                        sizes: vec![8, 64],
-                        reps: 3,
-                        warmup: 1,
-                        check: true,
-                        native_loop: true,
-                        samples: true,
-                        window: 1,
-                        stream: 0,
-                        bidirectional: false,
                         precision: Some(Target {
                             rel_half_width: 0.01,
                             max_reps: 12,
                         }),
+                        ..params(vec![8, 64], 3, 1)
                     };
                     let on = &mut |_, _: Option<&SizeResult>| Ok(());
                     if slowing {
@@ -969,32 +943,18 @@ mod tests {
         let out = sweep(
             2,
             Params {
-                sizes: vec![8],
-                reps: 0,
-                warmup: 0,
                 check: false,
-                native_loop: true,
                 samples: false,
-                window: 1,
-                stream: 0,
-                bidirectional: false,
-                precision: None,
+                ..params(vec![8], 0, 0)
             },
         );
         assert_eq!(out[0].as_ref().unwrap_err(), "reps must be at least 1");
         let out = sweep(
             1,
             Params {
-                sizes: vec![8],
-                reps: 1,
-                warmup: 0,
                 check: false,
-                native_loop: true,
                 samples: false,
-                window: 1,
-                stream: 0,
-                bidirectional: false,
-                precision: None,
+                ..params(vec![8], 1, 0)
             },
         );
         assert!(out[0].as_ref().unwrap_err().contains("at least 2 ranks"));
@@ -1165,16 +1125,8 @@ mod tests {
                         raw_tsc: true,
                     };
                     let params = Params {
-                        sizes: vec![8],
-                        reps: 3,
-                        warmup: 1,
-                        check: true,
-                        native_loop: true,
                         samples: false,
-                        window: 1,
-                        stream: 0,
-                        bidirectional: false,
-                        precision: None,
+                        ..params(vec![8], 3, 1)
                     };
                     run(&clock, &mut t, &mut c, &params, &mut |_, _| Ok(())).unwrap()
                 })
@@ -1196,16 +1148,8 @@ mod tests {
                         step: 10,
                     };
                     let params = Params {
-                        sizes: vec![16],
-                        reps: 2,
-                        warmup: 1,
-                        check: true,
-                        native_loop: true,
                         samples: false,
-                        window: 1,
-                        stream: 0,
-                        bidirectional: false,
-                        precision: None,
+                        ..params(vec![16], 2, 1)
                     };
                     run(&clock, &mut Corrupting(t), &mut c, &params, &mut |_, _| {
                         Ok(())
@@ -1249,16 +1193,8 @@ mod tests {
                         TickRate::new(1e9),
                     );
                     let params = Params {
-                        sizes: vec![1, 1024, 32768],
-                        reps: 20,
-                        warmup: 2,
-                        check: true,
-                        native_loop: true,
                         samples: false,
-                        window: 1,
-                        stream: 0,
-                        bidirectional: false,
-                        precision: None,
+                        ..params(vec![1, 1024, 32768], 20, 2)
                     };
                     run(&clock, t.as_mut(), &mut c, &params, &mut |_, _| Ok(())).unwrap()
                 })
@@ -1310,16 +1246,8 @@ mod tests {
                         step: 100,
                     };
                     let params = Params {
-                        sizes: vec![1, 2, 4, 8, 16],
-                        reps: 3,
-                        warmup: 1,
-                        check: true,
-                        native_loop: true,
                         samples: false,
-                        window: 1,
-                        stream: 0,
-                        bidirectional: false,
-                        precision: None,
+                        ..params(vec![1, 2, 4, 8, 16], 3, 1)
                     };
                     let mut writer = (rank == 0)
                         .then(|| crate::report::jsonl::JsonlWriter::create(&path).unwrap());
