@@ -684,8 +684,8 @@ pub enum SelftestCommand {
 #[derive(Debug, Args, Clone)]
 pub struct LoggpArgs {
     /// Message sizes: 1-65536 (powers of two), 1K-64K:1K (step), 1,8,4K (list).
-    /// Default: powers of two below 1 KiB, then every 1 KiB up to 64 KiB (or to the
-    /// largest message every transport carries: 63 KiB over UDP).
+    /// Default: powers of two below 1 KiB, then every 1 KiB up to 72 KiB, 8 steps past
+    /// 64 KiB (or to the largest message every transport carries: 63 KiB over UDP).
     #[arg(long, value_name = "SPEC")]
     pub sizes: Option<String>,
 

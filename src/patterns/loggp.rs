@@ -126,13 +126,22 @@ impl Default for Params {
     }
 }
 
-/// The default sweep: every power of two below 1 KiB, then every 1 KiB up to 64 KiB
-/// (74 sizes), dense enough to place a protocol switch within 1 KiB.
+/// The default sweep: every power of two below 1 KiB, then every 1 KiB up to 64 KiB,
+/// dense enough to place a protocol switch within 1 KiB, and [`PAST_64K`] steps
+/// more (82 sizes): a switch just below 64 KiB (TCP's segment over loopback ends
+/// at 65483 B) then leaves the range that holds 64 KiB sizes to fit its line on,
+/// where a lone last point would be predicted by the range before the switch.
 pub fn default_sizes() -> Vec<u64> {
     let mut sizes: Vec<u64> = (0..10).map(|k| 1u64 << k).collect();
-    sizes.extend((1..=64).map(|k| k * 1024));
+    sizes.extend((1..=64 + PAST_64K).map(|k| k * 1024));
     sizes
 }
+
+/// 1 KiB steps of the default sweep past 64 KiB: a range starting at 64 KiB then
+/// holds nine sizes, about the fewest the segmentation finds at a sweep's end
+/// ([`crate::model::segment`]), more than the three a side the confirmation
+/// measures.
+pub const PAST_64K: u64 = 8;
 
 /// The measurements of one size between one pair.
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields, default)]
 pub struct LoggpSpec {
     /// Message sizes in bytes (at least 3, each at least 1); absent: powers of two
-    /// below 1 KiB, then every 1 KiB up to 64 KiB (cut to the largest message every
+    /// below 1 KiB, then every 1 KiB up to 72 KiB (cut to the largest message every
     /// transport carries).
     pub sizes: Option<SizeList>,
     /// Messages per PRTT(n,.,s).

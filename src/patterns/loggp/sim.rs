@@ -146,7 +146,7 @@ mod tests {
     }
 
     /// The sweep of the LogGP defaults: powers of two below 1 KiB, then every KiB
-    /// to 64 KiB.
+    /// to 72 KiB.
     fn sizes() -> Vec<u64> {
         super::super::default_sizes()
     }
@@ -469,9 +469,10 @@ mod tests {
             send_overlap_ps: 0,
             big_o_fs: 0,
         };
-        assert!(busy.busy_ps(65536) < busy.os_ps);
-        let net = Network::uniform(busy);
         let params = params(sizes());
+        let largest = *params.sizes.last().unwrap();
+        assert!(busy.busy_ps(largest) < busy.os_ps);
+        let net = Network::uniform(busy);
         let result = sweep(&net, &params);
         let opts = AssessOptions {
             n: params.n,
@@ -490,7 +491,7 @@ mod tests {
             a.warnings,
             vec![ModelWarning::CpuBoundSender {
                 from: 1,
-                to: 65536,
+                to: largest,
                 sizes: params.sizes.clone(),
             }]
         );
