@@ -138,7 +138,13 @@ impl Holds {
         if self.writes[met].iter().any(|w| w.held) {
             return true;
         }
-        if access == Access::Read || self.reads.is_empty() {
+        access == Access::Write && self.reads_meeting(range, visited)
+    }
+
+    /// Whether a send held overlaps `range` (not empty); adds the sends
+    /// compared to `visited`.
+    fn reads_meeting(&self, range: &Range<usize>, visited: &mut usize) -> bool {
+        if self.reads.is_empty() {
             return false;
         }
         let from = (range.start.saturating_sub(self.read_reach), 0);
@@ -168,6 +174,20 @@ impl Holds {
     /// Takes a hold of `range` with `access`, unless it conflicts with one held:
     /// then `false` and nothing changes.
     pub fn try_hold(&mut self, range: Range<usize>, access: Access) -> bool {
+        if access == Access::Write && !range.is_empty() {
+            // A receive into the slot given back there (a stream reposting its
+            // window): the entry, disjoint from every other, flips in place.
+            let i = self.writes.partition_point(|w| w.start < range.start);
+            let given_back = |w: &Write| !w.held && w.end == range.end && w.start == range.start;
+            if self.writes.get(i).is_some_and(given_back) {
+                if self.reads_meeting(&range, &mut 0) {
+                    return false;
+                }
+                self.writes[i].held = true;
+                self.held_writes += 1;
+                return true;
+            }
+        }
         if !self.allows(&range, access) {
             return false;
         }

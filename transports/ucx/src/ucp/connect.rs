@@ -11,7 +11,7 @@
 use super::context::{self, Context};
 use super::memory::{Mapped, Memory};
 use super::put::Ring;
-use super::slots::{Slots, Table};
+use super::slots::{self, Slots, Table};
 use super::tagged::params;
 use super::{setup_error, sys, Alert, Peer, UcxTransport, NAME};
 use crate::facts::{self, Facts};
@@ -34,11 +34,13 @@ unsafe extern "C" fn on_error(arg: *mut c_void, _ep: sys::ucp_ep_h, status: sys:
 
 /// The goodbye receive's callback: the peer closed its transport.
 unsafe extern "C" fn on_goodbye(
-    _request: *mut c_void,
+    request: *mut c_void,
     status: sys::ucs_status_t,
-    _info: *const sys::ucp_tag_recv_info_t,
+    info: *const sys::ucp_tag_recv_info_t,
     user_data: *mut c_void,
 ) {
+    // SAFETY: UCX passes the goodbye's request memory, a slot, and its info.
+    unsafe { slots::recv_done(request, status, info, user_data) };
     if status == sys::UCS_OK {
         // SAFETY: as in `on_error`.
         let alert = unsafe { &*user_data.cast::<Alert>() };
@@ -290,10 +292,11 @@ impl UcxTransport {
         p.user_data = (&self.alerts[peer] as *const Alert).cast_mut().cast();
         let mut dummy = 0u64;
         // SAFETY: the worker is live; a goodbye has no payload, so the 0-byte
-        // buffer is never written; `request` is free request memory that stays
-        // UCX's until the receive completes or teardown cancels it; the callback's
-        // user data outlives the worker (see `on_error`).
+        // buffer is never written; `request` is free request memory, armed, that
+        // stays UCX's until the receive completes or teardown cancels it; the
+        // callback's user data outlives the worker (see `on_error`).
         let status = unsafe {
+            slots::arm(request);
             sys::ucp_tag_recv_nbx(
                 self.ctx.worker,
                 (&mut dummy as *mut u64).cast(),

@@ -2,10 +2,92 @@
 //! pending requests. Both are allocated at setup and grow only when more
 //! operations are in flight at once than ever before, so that starting an
 //! operation allocates nothing.
+//!
+//! The user part of a request (the bytes from the pointer on) holds a
+//! [`Completion`], which the tag path's completion callbacks fill: a wait
+//! polls it with a load, where `ucp_request_check_status` or
+//! `ucp_tag_recv_request_test` is a call into UCX per round of progress
+//! (`ucx_perftest` likewise counts completions in its callbacks).
 
+use super::sys;
 use ngauge_transport::RequestId;
 use std::alloc::Layout;
 use std::os::raw::c_void;
+
+/// The outcome of an operation, written by its completion callback into the
+/// user part of its request memory.
+#[repr(C)]
+struct Completion {
+    done: u32,
+    status: sys::ucs_status_t,
+    /// A receive's length that arrived.
+    length: usize,
+}
+
+/// Marks the request memory `request` as not completed, before it is posted
+/// with a completion callback.
+///
+/// # Safety
+/// `request` is a pointer from [`Slots::take`] that UCX does not hold.
+#[inline(always)]
+pub(super) unsafe fn arm(request: *mut c_void) {
+    // SAFETY: the user part of a slot holds a Completion, aligned (see `grow`).
+    unsafe { std::ptr::write_volatile(&raw mut (*request.cast::<Completion>()).done, 0) };
+}
+
+/// The status and length [`send_done`] or [`recv_done`] wrote, `None` before.
+///
+/// # Safety
+/// `request` is a pointer from [`Slots::take`] that was [`arm`]ed.
+#[inline(always)]
+pub(super) unsafe fn completed(request: *mut c_void) -> Option<(sys::ucs_status_t, usize)> {
+    let c = request.cast::<Completion>();
+    // SAFETY: as in `arm`; the callback ran on this thread, inside a UCX call
+    // that returned (volatile: the compiler does not see that call write it).
+    unsafe {
+        (std::ptr::read_volatile(&raw const (*c).done) != 0).then(|| ((*c).status, (*c).length))
+    }
+}
+
+/// The completion callback of a send.
+pub(super) unsafe extern "C" fn send_done(
+    request: *mut c_void,
+    status: sys::ucs_status_t,
+    _: *mut c_void,
+) {
+    // SAFETY: UCX passes the request memory the send was posted with, a slot.
+    unsafe { finish(request, status, std::ptr::null()) };
+}
+
+/// The completion callback of a receive.
+pub(super) unsafe extern "C" fn recv_done(
+    request: *mut c_void,
+    status: sys::ucs_status_t,
+    info: *const sys::ucp_tag_recv_info_t,
+    _: *mut c_void,
+) {
+    // SAFETY: as in `send_done`; `info` is null or valid (UCX's).
+    unsafe { finish(request, status, info) };
+}
+
+/// Writes the outcome into the slot's [`Completion`], the `done` flag last.
+///
+/// # Safety
+/// `request` is a slot's request pointer; `info` is null or valid.
+#[inline(always)]
+unsafe fn finish(
+    request: *mut c_void,
+    status: sys::ucs_status_t,
+    info: *const sys::ucp_tag_recv_info_t,
+) {
+    let c = request.cast::<Completion>();
+    // SAFETY: the caller's.
+    unsafe {
+        (*c).status = status;
+        (*c).length = info.as_ref().map_or(0, |i| i.length);
+        std::ptr::write_volatile(&raw mut (*c).done, 1);
+    }
+}
 
 /// Slots allocated at a time.
 const CHUNK: usize = 256;
@@ -26,7 +108,8 @@ impl Slots {
     pub(super) fn new(request_size: usize) -> Slots {
         let mut slots = Slots {
             request_size,
-            stride: (request_size + 8).next_multiple_of(ALIGN),
+            stride: (request_size.next_multiple_of(8) + size_of::<Completion>())
+                .next_multiple_of(ALIGN),
             chunks: Vec::new(),
             free: Vec::new(),
         };
@@ -45,9 +128,10 @@ impl Slots {
         self.free.reserve(CHUNK * self.chunks.len());
         for i in (0..CHUNK).rev() {
             // SAFETY: inside the chunk: slot `i` starts at i * stride and the
-            // request pointer lies request_size bytes into it (< stride).
-            self.free
-                .push(unsafe { base.add(i * self.stride + self.request_size) }.cast::<c_void>());
+            // request pointer lies request_size bytes or a few more into it, 8-
+            // aligned, a Completion before the slot's end.
+            let at = i * self.stride + self.request_size.next_multiple_of(8);
+            self.free.push(unsafe { base.add(at) }.cast::<c_void>());
         }
     }
 

@@ -1,14 +1,15 @@
 //! The two-sided path: `ucp_tag_send_nbx` and `ucp_tag_recv_nbx` (see the crate
 //! docs for why the tag API), each started with request memory of ours
-//! ([`super::slots`]); an operation that completes at once returns `UCS_OK` and
-//! hands its memory straight back.
+//! ([`super::slots`]) and a completion callback that writes the outcome into
+//! it; an operation that completes at once returns `UCS_OK` and hands its
+//! memory straight back.
 //!
 //! The blocking calls and the native loop share [`UcxTransport::send_raw`] and
 //! [`UcxTransport::recv_raw`], which post one operation and wait for it; the
 //! nonblocking ones keep the request in the table until `test` or `wait`
 //! retires it.
 
-use super::{failed, sys, Request, State, Stop, UcxTransport, NAME};
+use super::{failed, slots, sys, Request, State, Stop, UcxTransport, NAME};
 use crate::tag::{self, Kind};
 use ngauge_transport::{Access, Rank, Region, RequestId, TransportError};
 use std::os::raw::c_void;
@@ -89,13 +90,17 @@ impl UcxTransport {
         request: *mut c_void,
         peer: Rank,
     ) -> Result<bool, TransportError> {
-        let p = params(request);
+        let mut p = params(request);
+        p.op_attr_mask |= sys::UCP_OP_ATTR_FIELD_CALLBACK;
+        p.cb.send = Some(slots::send_done);
         // SAFETY: `ep` is a live endpoint of our worker; [ptr, ptr+len) is memory
         // of a mapped buffer that the caller keeps valid and unwritten until the
         // send completes (a hold, or a blocking wait); `request` is free request
-        // memory of UCP's request size (slots).
-        let status =
-            unsafe { sys::ucp_tag_send_nbx(ep, buffer(ptr), len, tag::tag(kind, self.rank), &p) };
+        // memory of UCP's request size (slots), armed before UCX holds it.
+        let status = unsafe {
+            slots::arm(request);
+            sys::ucp_tag_send_nbx(ep, buffer(ptr), len, tag::tag(kind, self.rank), &p)
+        };
         if status.is_null() {
             Ok(false)
         } else if sys::ptr_is_err(status) {
@@ -111,12 +116,12 @@ impl UcxTransport {
     }
 
     /// Starts a receive of `len` bytes into `ptr` from `peer` with request memory
-    /// `request`, which UCX then holds until [`Self::request_status`] reports
-    /// the receive ended; or the status it failed with. Immediate completion is
+    /// `request`, which UCX then holds until [`Self::outcome`] reports the
+    /// receive ended; or the status it failed with. Immediate completion is
     /// denied (`UCP_OP_ATTR_FLAG_NO_IMM_CMPL`): UCX 1.13 leaves
     /// `recv_info.tag_info` unwritten when it completes a receive with
-    /// caller-provided request memory at once, so the length is always read
-    /// from the request.
+    /// caller-provided request memory at once, so the length always comes
+    /// through the callback.
     #[inline(always)]
     pub(super) fn post_recv(
         &self,
@@ -126,11 +131,14 @@ impl UcxTransport {
         request: *mut c_void,
     ) -> Result<(), sys::ucs_status_t> {
         let mut p = params(request);
-        p.op_attr_mask |= sys::UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+        p.op_attr_mask |= sys::UCP_OP_ATTR_FLAG_NO_IMM_CMPL | sys::UCP_OP_ATTR_FIELD_CALLBACK;
+        p.cb.recv = Some(slots::recv_done);
         // SAFETY: the worker is live; [ptr, ptr+len) is memory of a mapped buffer
         // the caller keeps valid and untouched until the receive completes (a
-        // hold, or a blocking wait); `request` is free request memory.
+        // hold, or a blocking wait); `request` is free request memory, armed
+        // before UCX holds it (its callback may run before the call returns).
         let status = unsafe {
+            slots::arm(request);
             sys::ucp_tag_recv_nbx(
                 self.ctx.worker,
                 buffer(ptr),
@@ -167,23 +175,14 @@ impl UcxTransport {
         !msg.is_null()
     }
 
-    /// The status of request memory `request` UCX holds, and for a receive the
-    /// length that arrived.
+    /// The status of an operation UCX holds or completed in request memory
+    /// `request` (posted armed, with a callback that fills it), and for a
+    /// receive the length that arrived; `UCS_INPROGRESS` before.
     #[inline(always)]
-    pub(super) fn request_status(request: *mut c_void, recv: bool) -> (sys::ucs_status_t, usize) {
-        if recv {
-            let mut info = sys::ucp_tag_recv_info_t {
-                sender_tag: 0,
-                length: 0,
-            };
-            // SAFETY: `request` is a receive UCX holds or completed, not yet
-            // reused; `info` is a valid out structure.
-            let status = unsafe { sys::ucp_tag_recv_request_test(request, &mut info) };
-            (status, info.length)
-        } else {
-            // SAFETY: `request` is a request UCX holds or completed.
-            (unsafe { sys::ucp_request_check_status(request) }, 0)
-        }
+    pub(super) fn outcome(request: *mut c_void) -> (sys::ucs_status_t, usize) {
+        // SAFETY: `request` was armed when its operation was posted, and UCX
+        // holds or completed it.
+        unsafe { slots::completed(request) }.unwrap_or((sys::UCS_INPROGRESS, 0))
     }
 
     /// Sends `len` bytes at `ptr` to `peer` and waits until the memory may be
@@ -246,10 +245,8 @@ impl UcxTransport {
         len: usize,
     ) -> Result<(), TransportError> {
         let op = if recv { "recv" } else { "send" };
-        let waited = self.spin(Some(peer), |_| {
-            let (status, got) = Self::request_status(request, recv);
-            (status != sys::UCS_INPROGRESS).then_some((status, got))
-        });
+        // SAFETY: `request` was armed when it was posted, and UCX holds it.
+        let waited = self.spin(Some(peer), |_| unsafe { slots::completed(request) });
         let (status, got) = match waited {
             Ok(done) => done,
             Err(stop) => self.abandon(request, peer, recv, stop, op)?,
@@ -296,7 +293,7 @@ impl UcxTransport {
         } else {
             self.mark_gone(peer, Some(format!("a send made no progress ({error})")));
         }
-        match self.drain(|| Self::request_status(request, recv)) {
+        match self.drain(|| Self::outcome(request)) {
             Some((sys::UCS_OK, got)) => Ok((sys::UCS_OK, got)),
             Some(_) => {
                 self.slots.give(request);

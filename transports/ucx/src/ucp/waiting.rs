@@ -11,7 +11,7 @@
 //! transport: UCX cannot cancel a send, so the endpoint is closed, which ends
 //! every request on it.
 
-use super::{context, failed, sys, tagged, Gone, Request, State, Stop, UcxTransport, NAME};
+use super::{context, failed, slots, sys, tagged, Gone, Request, State, Stop, UcxTransport, NAME};
 use crate::UcxOp;
 use ngauge_transport::{Access, Rank, Region, RequestId, TransportError, WaitMode};
 use std::os::raw::c_void;
@@ -246,11 +246,9 @@ impl UcxTransport {
     #[inline]
     fn finished(&self, request: RequestId) -> bool {
         match self.requests.get(request).map(|r| &r.state) {
-            // SAFETY: request memory UCX holds or completed, not yet reused (the
-            // status only; a receive's length is read when it is retired).
-            Some(State::Ucx(memory)) => unsafe {
-                sys::ucp_request_check_status(*memory) != sys::UCS_INPROGRESS
-            },
+            // SAFETY: request memory posted armed, which UCX holds or completed
+            // and which is not yet reused.
+            Some(State::Ucx(memory)) => unsafe { slots::completed(*memory).is_some() },
             Some(State::Ring) => false,
             Some(State::Done(_)) | None => true,
         }
@@ -296,7 +294,7 @@ impl UcxTransport {
         match r.state {
             State::Done(outcome) => outcome,
             State::Ucx(memory) => {
-                let (status, got) = Self::request_status(memory, recv);
+                let (status, got) = Self::outcome(memory);
                 self.slots.give(memory);
                 if recv {
                     tagged::received("ucp_tag_recv_nbx", r.peer, r.region.len, status, got)
@@ -353,9 +351,19 @@ impl UcxTransport {
 
     /// `wait`: until `request` finishes, its peer is gone, or the timeout.
     pub(super) fn wait_for(&mut self, request: RequestId) -> Result<(), TransportError> {
-        self.known(request)?;
-        let peer = self.requests.get(request).expect("known").peer;
-        match self.spin(Some(peer), |t| t.finished(request).then_some(())) {
+        let Some(r) = self.requests.get(request) else {
+            return self.known(request);
+        };
+        let peer = r.peer;
+        let waited = match r.state {
+            State::Ucx(memory) => self.spin(Some(peer), |_| {
+                // SAFETY: request memory posted armed, which UCX holds or
+                // completed and which stays the request's until it is retired.
+                unsafe { slots::completed(memory) }.map(drop)
+            }),
+            _ => self.spin(Some(peer), |t| t.finished(request).then_some(())),
+        };
+        match waited {
             Ok(()) => self.retire(request),
             Err(stop) => self.resolve(request, stop),
         }
@@ -463,7 +471,7 @@ impl UcxTransport {
             }
         }
         for request in goodbyes {
-            self.drain(|| Self::request_status(request, false));
+            self.drain(|| Self::outcome(request));
         }
         // Peers tearing down at the same time say goodbye too: waiting a moment
         // for theirs keeps it from arriving unmatched at a destroyed worker.
@@ -482,7 +490,7 @@ impl UcxTransport {
                 // SAFETY: the worker is live and `goodbye` a receive it holds or
                 // completed; cancelling a completed one does nothing.
                 unsafe { sys::ucp_request_cancel(self.ctx.worker, goodbye) };
-                self.drain(|| Self::request_status(goodbye, true));
+                self.drain(|| Self::outcome(goodbye));
             }
         }
         for id in self.requests.ids() {
@@ -491,7 +499,7 @@ impl UcxTransport {
                     let memory = *memory;
                     // SAFETY: as above, for a pending receive.
                     unsafe { sys::ucp_request_cancel(self.ctx.worker, memory) };
-                    self.drain(|| Self::request_status(memory, true));
+                    self.drain(|| Self::outcome(memory));
                 }
             }
         }
