@@ -972,7 +972,11 @@ pub fn by_clarity(evidence: &[StepEvidence]) -> Vec<&StepEvidence> {
 /// reading `(size, value)` of each bracket: 0 at the level the old protocol has at
 /// `mid.0` (the old reading moved along the old slope), 1 at the new one's.
 /// `None` when the pass's brackets are not `step` apart (at least half of it, same
-/// sign): that pass was disturbed.
+/// sign), or when `mid` lies in the middle of the span (within
+/// [`BETWEEN_LEVELS`] of 0.5): that pass was disturbed. A reading between the two
+/// levels is neither protocol's: a disturbance slows the faster protocol's
+/// readings toward the slower one's, so counted by its nearer half it would be a
+/// vote for the wrong side (story: docs/findings/2026-11-29-real-switches.md, section 3b).
 pub fn position(
     old: (f64, f64),
     mid: (f64, f64),
@@ -986,8 +990,14 @@ pub fn position(
     if !(span.is_finite() && mid.1.is_finite()) || span * step.signum() < 0.5 * step.abs() {
         return None;
     }
-    Some((mid.1 - expect_old) / span)
+    let at = (mid.1 - expect_old) / span;
+    ((at - 0.5).abs() >= BETWEEN_LEVELS).then_some(at)
 }
+
+/// Half the width of the band around the middle of a bisection round's span in
+/// which [`position`] places nothing: a midpoint reading must lie within a
+/// quarter of the span of one protocol's level to count.
+pub const BETWEEN_LEVELS: f64 = 0.25;
 
 /// Which protocol a size belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

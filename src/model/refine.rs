@@ -779,6 +779,71 @@ mod tests {
         }
     }
 
+    /// Issue 36, Open MPI's vader eager switch beside a CPU hog: in about a third
+    /// of the rounds a size of the faster protocol reads between the two levels
+    /// (30-70% of the way to the slower one), in every series at once. Counted by
+    /// its nearer half, such a midpoint is a vote for the wrong side, often
+    /// enough that the sign test did not decide within its rounds and the step
+    /// stayed in its bracket; placed with neither protocol, every confirmed step
+    /// is located to the byte, none to a wrong one (story:
+    /// docs/findings/2026-11-29-real-switches.md, section 3b).
+    #[test]
+    fn issue_36_readings_between_the_levels_place_no_midpoint() {
+        const STEP: f64 = 4.0;
+        let (mut confirmed, mut located, mut others) = (0, 0, Vec::new());
+        for seed in 0..100u64 {
+            let switch = 16_385 + SplitMix64(seed ^ 0x68_6f67).next() % 8_000;
+            let read = |size: u64, round: usize| {
+                let sweep = round == 0;
+                let round = round + 1000 * seed as usize;
+                let j = |k, amp| jitter(size, round, k, amp);
+                let s = size as f64;
+                let new = size >= switch;
+                // A disturbed reading of the faster (old) protocol, in the
+                // confirmation's and the bisection's rounds: every series part of
+                // the way to the slower one.
+                let between = if !new && !sweep && j(7, 1.0) < -0.3 {
+                    0.5 + j(8, 0.2)
+                } else if new {
+                    1.0
+                } else {
+                    0.0
+                };
+                Reading::measured(
+                    size,
+                    [
+                        flat_gap(size) + between * STEP / 2.0 + j(0, 0.3),
+                        20.0 + 0.0001 * s + between * STEP + j(1, 0.3),
+                        1.5 + j(2, 0.03),
+                        2.0 + j(3, 0.03),
+                        1.5 + j(4, 0.03),
+                    ],
+                )
+            };
+            let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| read(s, 0)).collect();
+            let proposed = sweep_sizes().into_iter().find(|&s| s >= switch).unwrap();
+            let plan = Plan::new(&sweep, &[proposed], RefineOptions::default());
+            let changes = drive(plan, read);
+            let found: Vec<&Change> = changes
+                .iter()
+                .filter(|c| c.verdict == Verdict::Confirmed)
+                .collect();
+            confirmed += found.len();
+            match found[..] {
+                [c] if c.first_bytes == Some(switch) => located += 1,
+                _ => others.push((switch, changes.clone())),
+            }
+            for c in found {
+                let [lo, hi] = c.bracket_bytes;
+                assert!(lo < switch && switch <= hi, "{c:?}");
+            }
+        }
+        assert!(
+            confirmed >= 99 && located >= 99,
+            "{located} of {confirmed}: {others:?}"
+        );
+    }
+
     /// Issue 36, known answers for small switches: of 100 seeded worlds with a
     /// step of `fraction` of `PRTT(1,0,s)` (half of it in the gap) at a random
     /// size between 4 and 60 KiB under uniform jitter of `noise` times the
