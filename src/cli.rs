@@ -796,7 +796,7 @@ pub struct LoggpArgs {
     /// Time to spend measuring again, in fresh interleaved passes, the sizes
     /// where a stretch's floor is above the target, until each is decided or
     /// the time is spent (per transport; 0s: none). Example: --doubt-budget 10s
-    #[arg(long, default_value = "5s", value_name = "TIME", value_parser = parse_check_time)]
+    #[arg(long, default_value = "3s", value_name = "TIME", value_parser = parse_check_time)]
     pub doubt_budget: f64,
 
     /// Write Netgauge's column file (size n PRTT(1,0,s) PRTT(n,0,s) PRTT(n,d,s) L

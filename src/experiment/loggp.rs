@@ -346,6 +346,11 @@ fn analyse(
 /// passes.
 const DOUBTS_PER_ROUND: usize = 2;
 
+/// Measures plans' rounds on every rank while rank 0's budget check says so
+/// ([`pattern::verify::verify_while`]); returns the rounds measured.
+type MeasureRounds<'a> = dyn FnMut(Option<&mut [Plan]>, &mut dyn FnMut() -> bool) -> Result<usize, pattern::PatternError>
+    + 'a;
+
 /// Spends repetitions where the doubt is (issue 36): after the confirmation,
 /// computes every pair's stretches as the report will ([`loggp_report::stretches`])
 /// and hands the boundaries whose bound is above the target to the
@@ -362,10 +367,7 @@ fn resolve_doubts<C: Clock>(
     results: &[PairResult],
     changes: Option<&[Vec<Change>]>,
     opts: RefineOptions,
-    measure: &mut dyn FnMut(
-        Option<&mut [Plan]>,
-        &mut dyn FnMut() -> bool,
-    ) -> Result<usize, pattern::PatternError>,
+    measure: &mut MeasureRounds,
 ) -> Result<Option<Vec<DoubtRun>>, ExperimentError> {
     if plan.doubt_budget.0 <= 0.0 {
         return Ok(None);

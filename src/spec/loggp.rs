@@ -88,7 +88,7 @@ impl Default for LoggpSpec {
 }
 
 /// Default of [`LoggpSpec::doubt_budget_s`], seconds.
-pub const DEFAULT_DOUBT_BUDGET_S: f64 = 5.0;
+pub const DEFAULT_DOUBT_BUDGET_S: f64 = 3.0;
 
 /// What a [`LoggpSpec`] asks of the pattern and the model.
 #[derive(Clone, Debug)]
