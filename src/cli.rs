@@ -795,7 +795,8 @@ pub struct LoggpArgs {
 
     /// Time to spend measuring again, in fresh interleaved passes, the sizes
     /// where a stretch's floor is above the target, until each is decided or
-    /// the time is spent (per transport; 0s: none). Example: --doubt-budget 10s
+    /// the time is spent (per transport, at most as long as the sweep took; 0s:
+    /// none). Example: --doubt-budget 10s
     #[arg(long, default_value = "3s", value_name = "TIME", value_parser = parse_check_time)]
     pub doubt_budget: f64,
 

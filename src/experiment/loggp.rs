@@ -23,6 +23,7 @@ use crate::report::loggp_compare::compare;
 use crate::report::loggp_doc::{LoggpBody, LoggpDoc, TransportFit};
 use crate::spec::loggp::LoggpPlan;
 use crate::spec::{LoggpSpec, SpecError};
+use crate::units::Nanos;
 
 /// Opens the job's transports, sweeps the sizes in every pass over each, verifies
 /// the candidate changes and fits every pair; rank 0 gets the document, and the
@@ -41,6 +42,7 @@ pub fn run(
     let mut plan = spec.plan()?;
     need_ranks(world, "loggp", 2)?;
     let clock = rank_clock(world)?;
+    let started = clock.now();
     let largest = *plan.params.sizes.last().unwrap_or(&1) as usize;
     let opened = Job::open(job, world, |name, opts| {
         if name == TransportName::Udp && opts.recv_buffer_bytes.is_none() {
@@ -169,9 +171,11 @@ pub fn run(
                     more,
                 )
             };
+            let so_far = clock.rate().to_nanos(clock.now().since(started));
             *doubts = resolve_doubts(
                 &clock,
                 &plan,
+                so_far,
                 o.name,
                 results,
                 changes.as_deref(),
@@ -356,13 +360,15 @@ type MeasureRounds<'a> = dyn FnMut(Option<&mut [Plan]>, &mut dyn FnMut() -> bool
 /// and hands the boundaries whose bound is above the target to the
 /// confirmation ([`Plan::doubt`]) as fresh interleaved passes through `measure`
 /// ([`pattern::verify::verify_while`]); then again with the new bounds, until
-/// no boundary is left to open or `plan.doubt_budget` is spent (checked before
-/// every pass). Collective: `changes` is `Some` on rank 0 only, which plans
+/// no boundary is left to open or the budget is spent (checked before every
+/// pass): `plan.doubt_budget`, and at most `so_far`, the time the run took
+/// until then (a short sweep, as in a test, buys a short doubt phase). Collective: `changes` is `Some` on rank 0 only, which plans
 /// and gets one [`DoubtRun`] per pair. A budget of zero measures nothing and
 /// sends nothing: `None` on every rank.
 fn resolve_doubts<C: Clock>(
     clock: &C,
     plan: &LoggpPlan,
+    so_far: Nanos,
     transport: TransportName,
     results: &[PairResult],
     changes: Option<&[Vec<Change>]>,
@@ -374,7 +380,7 @@ fn resolve_doubts<C: Clock>(
     }
     let start = clock.now();
     let spent = || clock.rate().to_nanos(clock.now().since(start));
-    let budget = plan.doubt_budget;
+    let budget = Nanos(plan.doubt_budget.0.min(so_far.0));
     let readings: Vec<Vec<Reading>> = results
         .iter()
         .map(|r| r.points.iter().map(pattern::verify::reading).collect())
@@ -464,7 +470,6 @@ mod tests {
     use crate::patterns::loggp::sim::{world, LogGp, Network};
     use crate::sim::{Noise, Quantum};
     use crate::spec::SizeList;
-    use crate::units::Nanos;
 
     const fn ns(v: u64) -> u64 {
         v * 1000
@@ -583,6 +588,7 @@ mod tests {
                         let doubts = resolve_doubts(
                             &clock,
                             plan,
+                            Nanos(f64::INFINITY),
                             TransportName::Tcp,
                             results,
                             changes.as_deref(),

@@ -50,7 +50,7 @@ pub struct DoubtRun {
     pub passes: usize,
     /// Time spent.
     pub time: Nanos,
-    /// Time allowed.
+    /// Time allowed (`--doubt-budget`, or less: see `DoubtDoc::budget_s`).
     pub budget: Nanos,
 }
 
@@ -71,7 +71,8 @@ pub struct DoubtDoc {
     pub passes: usize,
     /// Time spent, s.
     pub time_s: f64,
-    /// Time allowed (`--doubt-budget`), s.
+    /// Time allowed, s: `--doubt-budget`, or the time the run took before
+    /// when shorter.
     pub budget_s: f64,
 }
 

@@ -58,7 +58,8 @@ pub struct LoggpSpec {
     /// percentage of it fits the run's data ([`crate::model::sensitivity`]).
     pub decide_target_pct: f64,
     /// Time to spend, per transport, re-measuring the boundaries of stretches
-    /// whose floor is above the target, seconds (0: none).
+    /// whose floor is above the target, seconds (0: none); at most as long as
+    /// the run took until then.
     pub doubt_budget_s: f64,
 }
 
