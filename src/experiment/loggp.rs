@@ -179,7 +179,6 @@ pub fn run(
                 o.name,
                 results,
                 changes.as_deref(),
-                opts,
                 &mut measure,
             )?;
         }
@@ -372,12 +371,11 @@ fn resolve_doubts<C: Clock>(
     transport: TransportName,
     results: &[PairResult],
     changes: Option<&[Vec<Change>]>,
-    opts: RefineOptions,
     measure: &mut MeasureRounds,
 ) -> Result<Option<Vec<DoubtRun>>, ExperimentError> {
-    if plan.doubt_budget.0 <= 0.0 {
+    let Some(opts) = plan.refine.filter(|_| plan.doubt_budget.0 > 0.0) else {
         return Ok(None);
-    }
+    };
     let start = clock.now();
     let spent = || clock.rate().to_nanos(clock.now().since(start));
     let budget = Nanos(plan.doubt_budget.0.min(so_far.0));
@@ -592,7 +590,6 @@ mod tests {
                             TransportName::Tcp,
                             results,
                             changes.as_deref(),
-                            opts,
                             &mut measure,
                         )
                         .unwrap();
