@@ -793,6 +793,13 @@ pub struct LoggpArgs {
     #[arg(long, default_value_t = 2.0, value_name = "PCT")]
     pub decide_target: f64,
 
+    /// Time to spend measuring again, in fresh interleaved passes, the sizes
+    /// where a stretch's floor is above the target, until each is decided or
+    /// the time is spent (per transport, at most as long as the sweep took; 0s:
+    /// none). Example: --doubt-budget 10s
+    #[arg(long, default_value = "3s", value_name = "TIME", value_parser = parse_check_time)]
+    pub doubt_budget: f64,
+
     /// Write Netgauge's column file (size n PRTT(1,0,s) PRTT(n,0,s) PRTT(n,d,s) L
     /// o_s o_r g G lsq) to FILE.
     #[arg(long, value_name = "FILE")]

@@ -37,6 +37,7 @@ impl LoggpArgs {
             refine: !self.no_refine,
             samples: self.samples,
             decide_target_pct: self.decide_target,
+            doubt_budget_s: self.doubt_budget,
         })
     }
 }

@@ -10,15 +10,20 @@ use super::{binding_warnings, need_ranks, rank_clock, Context, ExperimentError};
 use crate::clock::Clock;
 use crate::job::{Job, JobSpec, TransportName};
 use crate::launch::World;
+use crate::model::confirm::Reading;
 use crate::model::confirm::Verdict;
 use crate::model::loggp::{assess, assess_with_changes, AssessOptions};
 use crate::model::refine::{Change, Plan, RefineOptions};
 use crate::patterns::loggp::{self as pattern, PairResult, PairsMode, Params};
 use crate::patterns::order;
-use crate::report::loggp::{pair_doc, LoggpWarning, PairAnalysis, StreamRecord};
+use crate::report::loggp::{
+    self as loggp_report, pair_doc, DoubtRun, LoggpWarning, PairAnalysis, StreamRecord,
+};
 use crate::report::loggp_compare::compare;
 use crate::report::loggp_doc::{LoggpBody, LoggpDoc, TransportFit};
+use crate::spec::loggp::LoggpPlan;
 use crate::spec::{LoggpSpec, SpecError};
+use crate::units::Nanos;
 
 /// Opens the job's transports, sweeps the sizes in every pass over each, verifies
 /// the candidate changes and fits every pair; rank 0 gets the document, and the
@@ -37,6 +42,7 @@ pub fn run(
     let mut plan = spec.plan()?;
     need_ranks(world, "loggp", 2)?;
     let clock = rank_clock(world)?;
+    let started = clock.now();
     let largest = *plan.params.sizes.last().unwrap_or(&1) as usize;
     let opened = Job::open(job, world, |name, opts| {
         if name == TransportName::Udp && opts.recv_buffer_bytes.is_none() {
@@ -133,8 +139,14 @@ pub fn run(
     // Every candidate change measured again, and located, before it is reported.
     // Every rank takes part; rank 0 plans.
     let mut changes: Vec<Option<Vec<Vec<Change>>>> = vec![None; open.len()];
+    let mut doubts: Vec<Option<Vec<DoubtRun>>> = vec![None; open.len()];
     if let Some(opts) = plan.refine {
-        for ((o, results), changes) in open.iter_mut().zip(&results).zip(&mut changes) {
+        for (((o, results), changes), doubts) in open
+            .iter_mut()
+            .zip(&results)
+            .zip(&mut changes)
+            .zip(&mut doubts)
+        {
             let mut plans: Option<Vec<Plan>> = (world.rank == 0).then(|| {
                 results
                     .iter()
@@ -149,6 +161,26 @@ pub fn run(
                 plans.as_deref_mut(),
             )?;
             *changes = plans.map(|p| p.into_iter().map(Plan::finish).collect());
+            let mut measure = |plans: Option<&mut [Plan]>, more: &mut dyn FnMut() -> bool| {
+                pattern::verify::verify_while(
+                    &clock,
+                    o.transport.as_mut(),
+                    world.control.as_mut(),
+                    &plan.params,
+                    plans,
+                    more,
+                )
+            };
+            let so_far = clock.rate().to_nanos(clock.now().since(started));
+            *doubts = resolve_doubts(
+                &clock,
+                &plan,
+                so_far,
+                o.name,
+                results,
+                changes.as_deref(),
+                &mut measure,
+            )?;
         }
     }
     let waits: Vec<_> = open.iter().map(|o| (o.name, o.wait)).collect();
@@ -163,11 +195,13 @@ pub fn run(
         .iter()
         .zip(&results)
         .zip(&changes)
-        .map(|((&(transport, _), results), changes)| {
+        .zip(&doubts)
+        .map(|(((&(transport, _), results), changes), doubts)| {
             let changes = |i: usize| changes.as_ref().map(|c| &c[i]);
+            let doubt = |i: usize| doubts.as_ref().map(|d| d[i].clone());
             let pairs = results.iter().enumerate();
             pairs
-                .map(|(i, r)| analyse(&plan.assess, transport, r, changes(i)))
+                .map(|(i, r)| analyse(&plan.assess, transport, r, changes(i), doubt(i)))
                 .collect::<Result<Vec<_>, _>>()
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -266,12 +300,14 @@ fn merge(into: &mut Vec<PairResult>, got: Vec<PairResult>) {
 }
 
 /// One pair's fit over `transport`: its ranges start at the confirmed changes
-/// (`changes`, after verification) or at the detector's (`None`).
+/// (`changes`, after verification, and the boundaries `doubt` confirmed) or at
+/// the detector's (`None`).
 fn analyse(
     opts: &AssessOptions,
     transport: TransportName,
     r: &PairResult,
     changes: Option<&Vec<Change>>,
+    doubt: Option<DoubtRun>,
 ) -> Result<PairAnalysis, ExperimentError> {
     let fit = |error| ExperimentError::Fit {
         transport,
@@ -289,6 +325,10 @@ fn analyse(
             assessment,
         ));
     };
+    let mut changes = changes.clone();
+    let found = doubt.iter().flat_map(|d| &d.changes);
+    changes.extend(found.filter(|c| c.verdict == Verdict::Confirmed).cloned());
+    changes.sort_by_key(|c| c.bytes);
     let confirmed: Vec<u64> = changes
         .iter()
         .filter(|c| c.verdict == Verdict::Confirmed)
@@ -299,8 +339,104 @@ fn analyse(
         server: r.server,
         points: r.points.clone(),
         assessment: assess_with_changes(&samples, opts, &confirmed).map_err(fit)?,
-        changes: changes.clone(),
+        changes,
+        doubt,
     })
+}
+
+/// Boundaries opened for doubt per pair and round of [`resolve_doubts`], the
+/// worst first: each costs six sizes a pass, and the budget is checked between
+/// passes.
+const DOUBTS_PER_ROUND: usize = 2;
+
+/// Measures plans' rounds on every rank while rank 0's budget check says so
+/// ([`pattern::verify::verify_while`]); returns the rounds measured.
+type MeasureRounds<'a> = dyn FnMut(Option<&mut [Plan]>, &mut dyn FnMut() -> bool) -> Result<usize, pattern::PatternError>
+    + 'a;
+
+/// Spends repetitions where the doubt is (issue 36): after the confirmation,
+/// computes every pair's stretches as the report will ([`loggp_report::stretches`])
+/// and hands the boundaries whose bound is above the target to the
+/// confirmation ([`Plan::doubt`]) as fresh interleaved passes through `measure`
+/// ([`pattern::verify::verify_while`]); then again with the new bounds, until
+/// no boundary is left to open or the budget is spent (checked before every
+/// pass): `plan.doubt_budget`, and at most `so_far`, the time the run took
+/// until then (a short sweep, as in a test, buys a short doubt phase). Collective: `changes` is `Some` on rank 0 only, which plans
+/// and gets one [`DoubtRun`] per pair. A budget of zero measures nothing and
+/// sends nothing: `None` on every rank.
+fn resolve_doubts<C: Clock>(
+    clock: &C,
+    plan: &LoggpPlan,
+    so_far: Nanos,
+    transport: TransportName,
+    results: &[PairResult],
+    changes: Option<&[Vec<Change>]>,
+    measure: &mut MeasureRounds,
+) -> Result<Option<Vec<DoubtRun>>, ExperimentError> {
+    let Some(opts) = plan.refine.filter(|_| plan.doubt_budget.0 > 0.0) else {
+        return Ok(None);
+    };
+    let start = clock.now();
+    let spent = || clock.rate().to_nanos(clock.now().since(start));
+    let budget = Nanos(plan.doubt_budget.0.min(so_far.0));
+    let readings: Vec<Vec<Reading>> = results
+        .iter()
+        .map(|r| r.points.iter().map(pattern::verify::reading).collect())
+        .collect();
+    let mut plans: Option<Vec<Plan>> =
+        changes.map(|c| c.iter().map(|_| Plan::without_candidates(opts)).collect());
+    loop {
+        if let (Some(plans), Some(changes)) = (plans.as_mut(), changes) {
+            for (i, p) in plans.iter_mut().enumerate() {
+                if spent().0 >= budget.0 {
+                    break;
+                }
+                let doubt = DoubtRun {
+                    changes: p.clone().finish(),
+                    ..DoubtRun::default()
+                };
+                let Ok(pa) = analyse(
+                    &plan.assess,
+                    transport,
+                    &results[i],
+                    Some(&changes[i]),
+                    Some(doubt),
+                ) else {
+                    continue;
+                };
+                let mut at: Vec<(u64, f64)> = loggp_report::stretches(&pa, plan.decide_target)
+                    .into_iter()
+                    .flat_map(|s| s.doubtful)
+                    .collect();
+                at.sort_by(|a, b| b.1.total_cmp(&a.1));
+                let at: Vec<u64> = at.into_iter().map(|d| d.0).collect();
+                let fences: Vec<u64> = pa
+                    .assessment
+                    .ranges
+                    .iter()
+                    .skip(1)
+                    .map(|r| r.from)
+                    .collect();
+                p.doubt(&readings[i], &at, &fences, DOUBTS_PER_ROUND);
+            }
+        }
+        let rounds = measure(plans.as_deref_mut(), &mut || spent().0 < budget.0)?;
+        if rounds == 0 {
+            break;
+        }
+    }
+    let time = spent();
+    Ok(plans.map(|plans| {
+        plans
+            .into_iter()
+            .map(|p| DoubtRun {
+                passes: p.rounds(),
+                changes: p.finish(),
+                time,
+                budget,
+            })
+            .collect()
+    }))
 }
 
 /// Pools every pair's passes over each size into one point per size, ascending.
@@ -318,4 +454,259 @@ fn pool_passes(pairs: Vec<PairResult>) -> Vec<PairResult> {
             pair
         })
         .collect()
+}
+
+/// Doubt rounds end to end in the virtual LogGP world
+/// ([`crate::patterns::loggp::sim`]): a sweep measured under latency noise, then
+/// the confirmation and the doubt rounds over the control plane on both ranks,
+/// in a world as noisy or quieter (the passes' own noise is what bounds a step).
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::confirm::ChangeKind;
+    use crate::model::refine::Proposer;
+    use crate::patterns::loggp::sim::{world, LogGp, Network};
+    use crate::sim::{Noise, Quantum};
+    use crate::spec::SizeList;
+
+    const fn ns(v: u64) -> u64 {
+        v * 1000
+    }
+
+    const EAGER: LogGp = LogGp {
+        l_ps: ns(5000),
+        os_ps: ns(1500),
+        or_ps: ns(2000),
+        g_ps: ns(4000),
+        big_g_fs: 800_000,
+        rendezvous: false,
+        send_overlap_ps: 0,
+        big_o_fs: 0,
+    };
+
+    /// Latency jitter of `0..jitter_ns` on every message.
+    fn noisy(net: Network, jitter_ns: f64) -> Network {
+        net.with_noise(Noise {
+            jitter_ns,
+            outlier_every: 0,
+            outlier_ns: 0.0,
+            seed: 7,
+            slow_link: None,
+            quantum: Quantum::PS,
+        })
+    }
+
+    /// The plan of a small sweep: 1-16 KiB by 1 KiB, few repetitions.
+    fn spec_plan(budget_s: f64, target_pct: f64) -> LoggpPlan {
+        LoggpSpec {
+            sizes: Some(SizeList((1..=16).map(|k| k * 1024).collect())),
+            n: 4,
+            reps: 5,
+            warmup: 1,
+            attempts: 2,
+            decide_target_pct: target_pct,
+            doubt_budget_s: budget_s,
+            ..LoggpSpec::default()
+        }
+        .plan()
+        .unwrap()
+    }
+
+    /// What rank 0 saw: the confirmed changes, the doubt rounds, the virtual
+    /// time between the budget's checks (the rounds), the stretches without and
+    /// with the doubt rounds.
+    struct Outcome {
+        changes: Vec<Change>,
+        doubt: Option<DoubtRun>,
+        rounds_ns: Vec<f64>,
+        before: Vec<crate::model::sensitivity::Stretch>,
+        after: Vec<crate::model::sensitivity::Stretch>,
+    }
+
+    /// Sweeps in `sweep_net`, then confirms and resolves the doubts in `net`.
+    fn run_doubts(sweep_net: &Network, net: &Network, plan: &LoggpPlan) -> Outcome {
+        let sweep = |r: &mut crate::sim::SimRank| {
+            pattern::run(
+                &r.clock,
+                &mut r.transport,
+                &mut r.control,
+                &plan.params,
+                |_, _| {},
+            )
+            .unwrap()
+        };
+        let swept: Vec<Vec<PairResult>> = std::thread::scope(|s| {
+            let handles: Vec<_> = world(sweep_net)
+                .into_iter()
+                .map(|mut r| s.spawn(move || sweep(&mut r)))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let results = pool_passes(swept[0].clone());
+        let opts = plan.refine.unwrap();
+        let mut outcomes: Vec<Option<Outcome>> = std::thread::scope(|s| {
+            let handles: Vec<_> = world(net)
+                .into_iter()
+                .enumerate()
+                .map(|(rank, mut r)| {
+                    let results = &results;
+                    s.spawn(move || {
+                        let mut plans: Option<Vec<Plan>> = (rank == 0).then(|| {
+                            results
+                                .iter()
+                                .map(|p| plan_for(&plan.assess, p, opts))
+                                .collect()
+                        });
+                        pattern::verify::verify(
+                            &r.clock,
+                            &mut r.transport,
+                            &mut r.control,
+                            &plan.params,
+                            plans.as_deref_mut(),
+                        )
+                        .unwrap();
+                        let changes: Option<Vec<Vec<Change>>> =
+                            plans.map(|p| p.into_iter().map(Plan::finish).collect());
+                        let clock = r.clock.clone();
+                        let mut checks = Vec::new();
+                        let mut measure =
+                            |plans: Option<&mut [Plan]>, more: &mut dyn FnMut() -> bool| {
+                                pattern::verify::verify_while(
+                                    &r.clock,
+                                    &mut r.transport,
+                                    &mut r.control,
+                                    &plan.params,
+                                    plans,
+                                    || {
+                                        checks.push(clock.now());
+                                        more()
+                                    },
+                                )
+                            };
+                        let doubts = resolve_doubts(
+                            &clock,
+                            plan,
+                            Nanos(f64::INFINITY),
+                            TransportName::Tcp,
+                            results,
+                            changes.as_deref(),
+                            &mut measure,
+                        )
+                        .unwrap();
+                        let changes = changes?.remove(0);
+                        let doubt = doubts.map(|mut d| d.remove(0));
+                        let stretches = |doubt: Option<DoubtRun>| {
+                            let pa = analyse(
+                                &plan.assess,
+                                TransportName::Tcp,
+                                &results[0],
+                                Some(&changes),
+                                doubt,
+                            )
+                            .unwrap();
+                            (loggp_report::stretches(&pa, plan.decide_target), pa.changes)
+                        };
+                        let (before, _) = stretches(None);
+                        let (after, changes) = stretches(doubt.clone());
+                        let rate = clock.rate();
+                        let rounds_ns = checks
+                            .windows(2)
+                            .map(|w| rate.to_nanos(w[1].since(w[0])).0)
+                            .collect();
+                        Some(Outcome {
+                            changes,
+                            doubt,
+                            rounds_ns,
+                            before,
+                            after,
+                        })
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(outcomes[1].is_none());
+        outcomes.swap_remove(0).unwrap()
+    }
+
+    fn decided(st: &[crate::model::sensitivity::Stretch]) -> bool {
+        st.iter().all(|s| s.decided())
+    }
+
+    /// A sweep whose noise leaves its stretch above the target: fresh passes
+    /// over the doubtful boundaries bound every step below it.
+    #[test]
+    fn issue_36_a_stretch_the_sweep_leaves_undecided_is_decided_by_the_doubt_rounds() {
+        let net = Network::new(vec![(1, EAGER)]).unwrap();
+        let plan = spec_plan(60.0, 2.0);
+        let out = run_doubts(&noisy(net.clone(), 3000.0), &net, &plan);
+        assert!(!decided(&out.before), "{:?}", out.before);
+        assert!(decided(&out.after), "{:?}", out.after);
+        assert!(out.after.iter().any(|s| s.remeasured_boundaries > 0));
+        let d = out.doubt.unwrap();
+        assert!(!d.changes.is_empty());
+        assert!(d.changes.iter().all(|c| c.verdict == Verdict::Rejected));
+        assert!(out.changes.iter().all(|c| c.verdict != Verdict::Confirmed));
+    }
+
+    /// A real step of 2% of `PRTT(1,0,s)` between sweep sizes (0.6 us of 31 us;
+    /// 0.1 us of `o_s`, 0.3 us of the gap: a protocol shows in several series),
+    /// hidden in the sweep's noise: the doubt rounds confirm it and locate it to
+    /// the byte.
+    #[test]
+    fn issue_36_a_small_step_hidden_in_the_sweeps_noise_is_found_by_the_doubt_rounds() {
+        const FIRST: u64 = 9000;
+        let after = LogGp {
+            l_ps: EAGER.l_ps + ns(200),
+            os_ps: EAGER.os_ps + ns(100),
+            g_ps: EAGER.g_ps + ns(300),
+            ..EAGER
+        };
+        let net = Network::new(vec![(1, EAGER), (FIRST, after)]).unwrap();
+        let plan = spec_plan(60.0, 2.0);
+        let out = run_doubts(&noisy(net.clone(), 3000.0), &net, &plan);
+        assert!(!decided(&out.before), "{:?}", out.before);
+        let found: Vec<&Change> = out
+            .changes
+            .iter()
+            .filter(|c| c.verdict == Verdict::Confirmed)
+            .collect();
+        let [c] = &found[..] else {
+            panic!("{:?}", out.changes)
+        };
+        assert_eq!(
+            (c.kind, c.proposed_by),
+            (ChangeKind::Step, Proposer::Doubt),
+            "{c:?}"
+        );
+        assert_eq!(c.first_bytes, Some(FIRST), "{c:?}");
+        assert!(decided(&out.after), "{:?}", out.after);
+    }
+
+    /// A budget of zero measures nothing, sends nothing and changes nothing.
+    #[test]
+    fn issue_36_no_doubt_budget_is_the_run_without_doubt_rounds() {
+        let net = Network::new(vec![(1, EAGER)]).unwrap();
+        let plan = spec_plan(0.0, 2.0);
+        let out = run_doubts(&noisy(net.clone(), 3000.0), &net, &plan);
+        assert!(out.doubt.is_none());
+        assert!(out.rounds_ns.is_empty());
+        assert_eq!(out.before, out.after);
+    }
+
+    /// Passes as noisy as the sweep keep boundaries in doubt: the rounds stop
+    /// once the budget is spent, at most one round late.
+    #[test]
+    fn issue_36_the_doubt_budget_is_honoured() {
+        let net = noisy(Network::new(vec![(1, EAGER)]).unwrap(), 3000.0);
+        let budget_s = 0.02;
+        let plan = spec_plan(budget_s, 0.5);
+        let out = run_doubts(&net, &net, &plan);
+        let d = out.doubt.unwrap();
+        let longest = out.rounds_ns.iter().copied().fold(0.0, f64::max);
+        assert!(d.passes >= 2, "{d:?}");
+        assert!(d.time.0 >= budget_s * 1e9, "{d:?}");
+        assert!(d.time.0 <= budget_s * 1e9 + longest, "{d:?} {longest}");
+        assert_eq!(d.budget, Nanos(budget_s * 1e9));
+    }
 }

@@ -118,6 +118,9 @@ crate::names::named_enum! {
         StepTest = "step_test",
         /// The change of slope between two segments ([`confirm::propose_kinks`]).
         Kink = "kink",
+        /// A boundary where the run's data left a step above the target possible
+        /// ([`super::sensitivity`], re-measured for doubt: [`Plan::doubt`]).
+        Doubt = "doubt",
     }
 }
 
@@ -217,6 +220,45 @@ struct Candidate {
     change: Change,
 }
 
+impl Candidate {
+    /// The candidate between sweep indices `i - 1` and `i`, with its sides (up
+    /// to [`STEP_SIDE`] or [`SLOPE_SIDE`] sizes each) and ranges within `range`
+    /// (from the previous candidate or fence to the next).
+    fn new(
+        sweep: &[Reading],
+        i: usize,
+        range: std::ops::Range<usize>,
+        kind: ChangeKind,
+        proposed_by: Proposer,
+    ) -> Candidate {
+        let sizes: Vec<u64> = sweep.iter().map(|r| r.size).collect();
+        let (lo, hi) = (range.start, range.end);
+        let side = match kind {
+            ChangeKind::Step => STEP_SIDE,
+            ChangeKind::Slope => SLOPE_SIDE,
+        };
+        let left: Vec<u64> = sizes[lo.max(i.saturating_sub(side))..i]
+            .iter()
+            .rev()
+            .copied()
+            .collect();
+        let right = sizes[i..hi.min(i + side)].to_vec();
+        let mut change = Change::unconfirmed(&sizes, sizes[i], Vec::new());
+        change.kind = kind;
+        change.proposed_by = proposed_by;
+        Candidate {
+            kind,
+            left,
+            right,
+            left_range: sweep[lo..i].to_vec(),
+            right_range: sweep[i..hi].to_vec(),
+            passes: Vec::new(),
+            stage: Stage::Confirming { target: PASSES },
+            change,
+        }
+    }
+}
+
 /// The experiment over one pair's candidates.
 #[derive(Clone, Debug)]
 pub struct Plan {
@@ -271,38 +313,74 @@ impl Plan {
             .map(|(k, &(i, kind, proposed_by))| {
                 let lo = if k == 0 { 0 } else { all[k - 1].0 };
                 let hi = all.get(k + 1).map_or(sizes.len(), |c| c.0);
-                let side = match kind {
-                    ChangeKind::Step => STEP_SIDE,
-                    ChangeKind::Slope => SLOPE_SIDE,
-                };
-                let left: Vec<u64> = sizes[lo.max(i.saturating_sub(side))..i]
-                    .iter()
-                    .rev()
-                    .copied()
-                    .collect();
-                let right = sizes[i..hi.min(i + side)].to_vec();
-                let mut change = Change::unconfirmed(&sizes, sizes[i], Vec::new());
-                change.kind = kind;
-                change.proposed_by = proposed_by;
-                Candidate {
-                    kind,
-                    left,
-                    right,
-                    left_range: sweep[lo..i].to_vec(),
-                    right_range: sweep[i..hi].to_vec(),
-                    passes: Vec::new(),
-                    stage: Stage::Confirming { target: PASSES },
-                    change,
-                }
+                Candidate::new(sweep, i, lo..hi, kind, proposed_by)
             })
             .collect();
         Plan {
-            opts,
             candidates,
+            ..Plan::without_candidates(opts)
+        }
+    }
+
+    /// A plan without candidates, for [`Plan::doubt`] to fill.
+    pub fn without_candidates(opts: RefineOptions) -> Plan {
+        Plan {
+            opts,
+            candidates: Vec::new(),
             asked: Vec::new(),
             round: 0,
             rng: SplitMix64(0x6e67_6175_6765_7266),
         }
+    }
+
+    /// Adds step candidates at doubtful boundaries (issue 36: where the run's
+    /// data leave a step above the target possible, [`super::sensitivity`]):
+    /// `at` are first sizes after a boundary in `sweep` (others are ignored),
+    /// `fences` the first sizes of the reported ranges, which no side crosses. A
+    /// boundary the plan already holds and did not confirm is opened again for
+    /// [`PASSES`] more clean passes (up to [`MAX_PASSES`] in all): more passes
+    /// narrow the interval that bounds its step. At most `most` boundaries are
+    /// added or opened again, the first of `at` first; returns how many.
+    pub fn doubt(&mut self, sweep: &[Reading], at: &[u64], fences: &[u64], most: usize) -> usize {
+        let sizes: Vec<u64> = sweep.iter().map(|r| r.size).collect();
+        let fenced: Vec<usize> = fences
+            .iter()
+            .filter_map(|f| sizes.iter().position(|s| s == f))
+            .collect();
+        let mut opened = 0;
+        for &bytes in at {
+            if opened >= most {
+                break;
+            }
+            if let Some(c) = self.candidates.iter_mut().find(|c| c.change.bytes == bytes) {
+                let more = c.passes.len() + PASSES <= MAX_PASSES;
+                if matches!(c.stage, Stage::Done) && c.change.verdict != Verdict::Confirmed && more
+                {
+                    let clean = confirm::clean(&c.passes).len();
+                    c.stage = Stage::Confirming {
+                        target: clean + PASSES,
+                    };
+                    opened += 1;
+                }
+                continue;
+            }
+            let Some(i) = sizes.iter().position(|&s| s == bytes).filter(|&i| i > 0) else {
+                continue;
+            };
+            let lo = fenced.iter().copied().filter(|&f| f < i).max().unwrap_or(0);
+            let hi = fenced.iter().copied().filter(|&f| f > i).min();
+            let range = lo..hi.unwrap_or(sizes.len());
+            let c = Candidate::new(sweep, i, range, ChangeKind::Step, Proposer::Doubt);
+            self.candidates.push(c);
+            opened += 1;
+        }
+        self.candidates.sort_by_key(|c| c.change.bytes);
+        opened
+    }
+
+    /// Rounds measured so far.
+    pub fn rounds(&self) -> usize {
+        self.round
     }
 
     /// The sizes of the next round, in the order to measure them; `None` when the

@@ -25,7 +25,7 @@
 //! (reported, not judged: a bend of the curve changes the slope as much).
 
 use super::confirm::{StepEvidence, Verdict};
-use super::refine::Change;
+use super::refine::{Change, Proposer};
 use crate::stats::median;
 use serde::Serialize;
 
@@ -58,6 +58,17 @@ crate::names::named_enum! {
     }
 }
 
+crate::names::named_enum! {
+    /// Where a stretch's floor comes from.
+    pub enum FloorSource("floor source") {
+        /// The sweep's medians about the boundary.
+        Sweep = "sweep",
+        /// The interval of fresh passes over the boundary (a rejected candidate,
+        /// or a boundary re-measured for doubt).
+        Passes = "passes",
+    }
+}
+
 /// The sensitivity statement of one stretch of sizes between reported changes.
 #[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Stretch {
@@ -81,6 +92,15 @@ pub struct Stretch {
     pub noise_us: f64,
     /// `decided` when every boundary's bound is below its target.
     pub verdict: ChangesVerdict,
+    /// Whether `step_floor_us` is the sweep's bound or the passes' (tighter).
+    pub floor_from: FloorSource,
+    /// Boundaries of the stretch bounded by fresh passes rather than the sweep.
+    pub remeasured_boundaries: usize,
+    /// The boundaries whose bound is above their target, worst first: the first
+    /// size after each, bytes, and its bound over its target (where re-measuring
+    /// may decide the stretch).
+    #[serde(skip)]
+    pub doubtful: Vec<(u64, f64)>,
 }
 
 impl Stretch {
@@ -153,6 +173,9 @@ pub fn stretches(
                 slope_floor_us_per_kib: 0.0,
                 noise_us: 0.0,
                 verdict: ChangesVerdict::Decided,
+                floor_from: FloorSource::Sweep,
+                remeasured_boundaries: 0,
+                doubtful: Vec::new(),
             };
             let mut worst = f64::NEG_INFINITY;
             // Boundaries with two sizes a side (one size fits no slope of its own,
@@ -161,7 +184,7 @@ pub fn stretches(
                 let left = j.saturating_sub(WINDOW).max(a)..j;
                 let right = j..(j + WINDOW).min(b + 1);
                 let target_us = target * level(j);
-                let bound = match boundary(&x, prtt_us, left, right, sigma(j)) {
+                let (bound, from_passes) = match boundary(&x, prtt_us, left, right, sigma(j)) {
                     Some(bd) => {
                         stretch.slope_floor_us_per_kib =
                             stretch.slope_floor_us_per_kib.max(bd.slope_bound * 1024.0);
@@ -169,11 +192,19 @@ pub fn stretches(
                             .iter()
                             .find(|p| p.0 == size)
                             .map_or(f64::INFINITY, |p| p.1);
-                        bd.step_bound.min(passes)
+                        stretch.remeasured_boundaries += usize::from(passes < bd.step_bound);
+                        (bd.step_bound.min(passes), passes < bd.step_bound)
                     }
-                    None => f64::INFINITY,
+                    None => (f64::INFINITY, false),
                 };
-                stretch.step_floor_us = stretch.step_floor_us.max(bound);
+                if bound > stretch.step_floor_us {
+                    stretch.step_floor_us = bound;
+                    stretch.floor_from = if from_passes {
+                        FloorSource::Passes
+                    } else {
+                        FloorSource::Sweep
+                    };
+                }
                 let ratio = bound / target_us;
                 if ratio > worst || ratio.is_nan() {
                     worst = ratio;
@@ -183,8 +214,10 @@ pub fn stretches(
                 }
                 if bound.is_nan() || target_us.is_nan() || bound > target_us {
                     stretch.verdict = ChangesVerdict::Undecided;
+                    stretch.doubtful.push((size, ratio));
                 }
             }
+            stretch.doubtful.sort_by(|a, b| b.1.total_cmp(&a.1));
             stretch
         })
         .collect()
@@ -239,13 +272,17 @@ fn boundary(
     })
 }
 
-/// Per rejected candidate of `changes`, the bound on its step of `PRTT(1,0,s)`
-/// from the fresh passes (the larger end of the interval of the steps), keyed
-/// by the first size after the boundary.
+/// Per rejected candidate of `changes` (and per boundary re-measured for doubt
+/// and not confirmed), the bound on its step of `PRTT(1,0,s)` from the fresh
+/// passes (the larger end of the interval of the steps), keyed by the first
+/// size after the boundary.
 pub fn passes_bounds(changes: &[Change]) -> Vec<(u64, f64)> {
     changes
         .iter()
-        .filter(|c| c.verdict == Verdict::Rejected)
+        .filter(|c| {
+            c.verdict == Verdict::Rejected
+                || (c.proposed_by == Proposer::Doubt && c.verdict != Verdict::Confirmed)
+        })
         .filter_map(|c| {
             let e: &StepEvidence = c
                 .confirmation

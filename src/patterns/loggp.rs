@@ -64,7 +64,7 @@ use serde::Serialize;
 
 mod pool;
 #[cfg(test)]
-mod sim;
+pub(crate) mod sim;
 pub mod verify;
 
 pub use pool::{pool, Samples};

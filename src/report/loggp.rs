@@ -16,6 +16,7 @@ use crate::patterns::loggp::{disturbed_fraction, Point, DISTURBED_FACTOR};
 use crate::report::svg;
 use crate::report::table::{significant, Table};
 use crate::stats::Summary;
+use crate::units::Nanos;
 use ngauge_transport::WaitMode;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -34,6 +35,45 @@ pub struct PairAnalysis {
     /// The protocol changes with their verdicts, rejected candidates included
     /// (the ranges are split at the confirmed and unconfirmed ones).
     pub changes: Vec<Change>,
+    /// The boundaries re-measured for doubt (none: not asked for).
+    pub doubt: Option<DoubtRun>,
+}
+
+/// What re-measuring the doubtful boundaries of one pair did
+/// ([`crate::model::refine::Plan::doubt`]).
+#[derive(Clone, Debug, Default)]
+pub struct DoubtRun {
+    /// Every boundary re-measured and its outcome (the confirmed ones are among
+    /// the pair's changes too).
+    pub changes: Vec<Change>,
+    /// Passes (rounds) measured.
+    pub passes: usize,
+    /// Time spent.
+    pub time: Nanos,
+    /// Time allowed (`--doubt-budget`, or less: see `DoubtDoc::budget_s`).
+    pub budget: Nanos,
+}
+
+/// The re-measurement of the doubtful boundaries of one pair, as reported.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct DoubtDoc {
+    /// Boundaries measured again because a stretch's floor was above its
+    /// target there.
+    pub boundaries: usize,
+    /// Of those, the ones fresh passes confirmed as a change (among `changes`).
+    pub confirmed: usize,
+    /// The ones whose passes now bound the step below the target.
+    pub excluded: usize,
+    /// The ones still above the target (the time ran out, or the passes
+    /// scatter too much).
+    pub undecided: usize,
+    /// Interleaved passes measured for them.
+    pub passes: usize,
+    /// Time spent, s.
+    pub time_s: f64,
+    /// Time allowed, s: `--doubt-budget`, or the time the run took before
+    /// when shorter.
+    pub budget_s: f64,
 }
 
 impl PairAnalysis {
@@ -57,6 +97,7 @@ impl PairAnalysis {
             points,
             assessment,
             changes,
+            doubt: None,
         }
     }
 
@@ -175,6 +216,10 @@ pub struct PairDoc {
     /// `PRTT(1,0,s)` the run's data leave possible, against the target
     /// (`--decide-target`).
     pub sensitivity: Vec<Stretch>,
+    /// The boundaries measured again where a stretch's floor was above its
+    /// target (`--doubt-budget`; absent when off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub doubt: Option<DoubtDoc>,
     /// Sweep sizes where the detector proposed a change that fresh passes
     /// rejected, bytes.
     pub rejected_changes: Vec<u64>,
@@ -324,6 +369,53 @@ pub struct StreamRecord<'a> {
     pub transport: Option<TransportName>,
 }
 
+/// The sensitivity statements of one pair ([`sensitivity::stretches`]) over its
+/// sweep's medians and its ranges, tightened by the fresh passes of its rejected
+/// candidates and of its boundaries re-measured for doubt; `target` is a
+/// fraction of `PRTT(1,0,s)`.
+pub fn stretches(pa: &PairAnalysis, target: f64) -> Vec<Stretch> {
+    let doubts = pa.doubt.iter().flat_map(|d| d.changes.iter());
+    let measured: Vec<Change> = pa.changes.iter().chain(doubts).cloned().collect();
+    sensitivity::stretches(
+        &pa.points.iter().map(|p| p.size).collect::<Vec<_>>(),
+        &pa.points
+            .iter()
+            .map(|p| p.prtt_1_0_us.median)
+            .collect::<Vec<_>>(),
+        &pa.assessment
+            .ranges
+            .iter()
+            .map(|r| (r.from, r.to))
+            .collect::<Vec<_>>(),
+        &sensitivity::passes_bounds(&measured),
+        target,
+    )
+}
+
+/// What became of the boundaries re-measured for doubt, against the final
+/// `stretches`.
+fn doubt_doc(run: &DoubtRun, stretches: &[Stretch]) -> DoubtDoc {
+    let confirmed = run
+        .changes
+        .iter()
+        .filter(|c| c.verdict == Verdict::Confirmed)
+        .count();
+    let still = |c: &&Change| {
+        let doubtful = |s: &Stretch| s.doubtful.iter().any(|d| d.0 == c.bytes);
+        c.verdict != Verdict::Confirmed && stretches.iter().any(doubtful)
+    };
+    let undecided = run.changes.iter().filter(still).count();
+    DoubtDoc {
+        boundaries: run.changes.len(),
+        confirmed,
+        excluded: run.changes.len() - confirmed - undecided,
+        undecided,
+        passes: run.passes,
+        time_s: run.time.0 / 1e9,
+        budget_s: run.budget.0 / 1e9,
+    }
+}
+
 /// The JSON body for one pair; `target`: the fraction of `PRTT(1,0,s)` below
 /// which a stretch must exclude steps to be decided; `extra` follows the model's
 /// warnings; `samples`: keep every point's repetitions.
@@ -335,16 +427,7 @@ pub fn pair_doc(
     samples: bool,
 ) -> PairDoc {
     let a = &pa.assessment;
-    let stretches = sensitivity::stretches(
-        &pa.points.iter().map(|p| p.size).collect::<Vec<_>>(),
-        &pa.points
-            .iter()
-            .map(|p| p.prtt_1_0_us.median)
-            .collect::<Vec<_>>(),
-        &a.ranges.iter().map(|r| (r.from, r.to)).collect::<Vec<_>>(),
-        &sensitivity::passes_bounds(&pa.changes),
-        target,
-    );
+    let stretches = stretches(pa, target);
     let insensitive =
         stretches
             .iter()
@@ -428,6 +511,7 @@ pub fn pair_doc(
                 .chain(insensitive)
                 .chain(extra.iter().cloned()),
         ),
+        doubt: pa.doubt.as_ref().map(|d| doubt_doc(d, &stretches)),
         sensitivity: stretches,
     }
 }
@@ -555,6 +639,13 @@ pub fn table(pa: &PairDoc) -> String {
     }
     for st in &pa.sensitivity {
         out += &describe_stretch(st);
+    }
+    if let Some(d) = pa.doubt.as_ref().filter(|d| d.boundaries > 0) {
+        out += &format!(
+            "re-measured {} doubtful boundaries in {:.1} s ({} passes): {} confirmed, {} excluded, \
+             {} undecided\n",
+            d.boundaries, d.time_s, d.passes, d.confirmed, d.excluded, d.undecided
+        );
     }
     // The notes below the table, each when it has items.
     let mut note = |label: &str, items: Vec<String>, sep: &str, unit: &str| {

@@ -10,6 +10,7 @@ use crate::model::refine::RefineOptions;
 use crate::model::segment::SegmentOptions;
 use crate::model::sensitivity;
 use crate::patterns::loggp::{default_sizes, DelayChoice, PairsMode, Params};
+use crate::units::Nanos;
 use serde::{Deserialize, Serialize};
 
 /// The parameters of a LogGP measurement (the measuring flags of `ngauge loggp`;
@@ -56,6 +57,10 @@ pub struct LoggpSpec {
     /// A stretch of sizes is decided when no step of `PRTT(1,0,s)` above this
     /// percentage of it fits the run's data ([`crate::model::sensitivity`]).
     pub decide_target_pct: f64,
+    /// Time to spend, per transport, re-measuring the boundaries of stretches
+    /// whose floor is above the target, seconds (0: none); at most as long as
+    /// the run took until then.
+    pub doubt_budget_s: f64,
 }
 
 impl Default for LoggpSpec {
@@ -78,9 +83,13 @@ impl Default for LoggpSpec {
             refine: true,
             samples: false,
             decide_target_pct: sensitivity::DEFAULT_TARGET * 100.0,
+            doubt_budget_s: DEFAULT_DOUBT_BUDGET_S,
         }
     }
 }
+
+/// Default of [`LoggpSpec::doubt_budget_s`], seconds.
+pub const DEFAULT_DOUBT_BUDGET_S: f64 = 3.0;
 
 /// What a [`LoggpSpec`] asks of the pattern and the model.
 #[derive(Clone, Debug)]
@@ -96,6 +105,9 @@ pub struct LoggpPlan {
     /// Fraction of `PRTT(1,0,s)` below which a stretch must exclude steps to be
     /// decided ([`crate::model::sensitivity`]).
     pub decide_target: f64,
+    /// Time to spend re-measuring doubtful boundaries, ns (0: none; without
+    /// confirmation, none).
+    pub doubt_budget: Nanos,
 }
 
 impl LoggpSpec {
@@ -138,6 +150,7 @@ impl LoggpSpec {
             ("floor_us", self.floor_us),
             ("penalty", self.penalty),
             ("decide_target_pct", self.decide_target_pct),
+            ("doubt_budget_s", self.doubt_budget_s),
         ] {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(SpecError::new(
@@ -179,6 +192,7 @@ impl LoggpSpec {
             },
             passes: self.passes as usize,
             decide_target: self.decide_target_pct / 100.0,
+            doubt_budget: Nanos(self.doubt_budget_s * 1e9),
             // The paper's detector stays as Netgauge runs it; no detector, no changes.
             refine: match self.detector {
                 DetectorKind::Lookahead | DetectorKind::Segmented if self.confirm => {

@@ -63,13 +63,28 @@ pub fn verify<C: Clock, T: Transport + ?Sized>(
     transport: &mut T,
     control: &mut dyn Control,
     params: &Params,
-    mut plans: Option<&mut [Plan]>,
+    plans: Option<&mut [Plan]>,
 ) -> Result<(), PatternError> {
+    verify_while(clock, transport, control, params, plans, || true).map(|_| ())
+}
+
+/// [`verify`], with rank 0 asking `more` before each round whether to go on
+/// (a time budget; the plans' unfinished candidates stay as they are). Returns
+/// the rounds measured, the same on every rank.
+pub fn verify_while<C: Clock, T: Transport + ?Sized>(
+    clock: &C,
+    transport: &mut T,
+    control: &mut dyn Control,
+    params: &Params,
+    mut plans: Option<&mut [Plan]>,
+    mut more: impl FnMut() -> bool,
+) -> Result<usize, PatternError> {
     let rank = control.rank();
+    let mut rounds = 0;
     loop {
         let mut spans = Vec::new();
         let mut sizes: Vec<u64> = Vec::new();
-        if let Some(plans) = plans.as_deref_mut() {
+        if let Some(plans) = plans.as_deref_mut().filter(|_| more()) {
             for plan in plans.iter_mut() {
                 let start = sizes.len();
                 sizes.extend(plan.next_round().unwrap_or_default());
@@ -86,13 +101,14 @@ pub fn verify<C: Clock, T: Transport + ?Sized>(
             .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
             .collect();
         if sizes.is_empty() {
-            return Ok(());
+            return Ok(rounds);
         }
         let round = Params {
             sizes,
             ..params.clone()
         };
         let results = run(clock, transport, control, &round, |_, _| {})?;
+        rounds += 1;
         if rank != 0 {
             continue;
         }
