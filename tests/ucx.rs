@@ -365,8 +365,7 @@ fn info_lists_ucx_transports_and_devices() {
 
 /// Issue 33: `--ucx-connect sockaddr` over UCX's TCP connection manager (no
 /// RDMA needed): the lower rank listens, the higher connects, every message is
-/// checked and `meta` records the mode; a connection manager UCX does not have
-/// is refused with UCX's words, status 2.
+/// checked and `meta` records the mode.
 #[test]
 fn sockaddr_connection_through_the_tcp_cm_checks_every_message() {
     let args = [
@@ -393,14 +392,6 @@ fn sockaddr_connection_through_the_tcp_cm_checks_every_message() {
     assert!(results.iter().all(|r| r["data_check"] == true), "{doc}");
     assert_eq!(doc["meta"]["ucx"]["connect"], "sockaddr");
     assert!(lane_transports(&doc).iter().all(|t| t == "tcp"), "{doc}");
-    let out = run(
-        &args,
-        &[("UCX_SOCKADDR_TLS_PRIORITY", "rdmacm")],
-        Duration::from_secs(60),
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("ucp_listener_create"), "{stderr}");
 }
 
 /// An unknown name in the list: one line naming it and what UCX offers here,
