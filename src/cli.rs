@@ -4,7 +4,7 @@ use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
 use ngauge::clock::Nanos;
 use ngauge::coll::Collective;
-use ngauge::job::{OfiOp, TransportName, UcxOp, VerbsOp, WaitPolicy};
+use ngauge::job::{OfiOp, TransportName, UcxConnect, UcxOp, VerbsOp, WaitPolicy};
 use ngauge::model::loggp::DetectorKind;
 use ngauge::patterns::coll::Scheme;
 use ngauge::patterns::late::{CallMode, DelayedRanks};
@@ -118,6 +118,8 @@ const TRANSPORT_FLAGS: &[&str] = &[
     "verbs_op",
     "ucx_tls",
     "ucx_op",
+    "ucx_connect",
+    "ucx_listen_ip",
     "ofi_provider",
     "ofi_op",
 ];
@@ -380,6 +382,28 @@ pub struct UcxArgs {
         help_heading = "UCX (-t ucx)"
     )]
     pub ucx_op: UcxOp,
+
+    /// How endpoints connect: `address` (worker addresses over the control
+    /// channel) or `sockaddr` (UCX's client-server mode through its connection
+    /// manager, UCX_SOCKADDR_TLS_PRIORITY: the lower rank of each pair listens,
+    /// the higher connects; what RC over verbs needs where UD does not work).
+    #[arg(
+        long,
+        global = true,
+        value_parser = names(&[
+            (UcxConnect::Address, "worker addresses over the control channel"),
+            (UcxConnect::Sockaddr, "client-server through UCX's connection manager"),
+        ]),
+        default_value = "address",
+        value_name = "HOW",
+        help_heading = "UCX (-t ucx)"
+    )]
+    pub ucx_connect: UcxConnect,
+
+    /// The IPv4 address listeners bind with --ucx-connect sockaddr; default:
+    /// the host's first non-loopback one.
+    #[arg(long, global = true, value_name = "IP", help_heading = "UCX (-t ucx)")]
+    pub ucx_listen_ip: Option<std::net::Ipv4Addr>,
 }
 
 /// Flags of the ofi transport (`-t ofi`).

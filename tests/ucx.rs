@@ -363,6 +363,37 @@ fn info_lists_ucx_transports_and_devices() {
     }
 }
 
+/// Issue 33: `--ucx-connect sockaddr` over UCX's TCP connection manager (no
+/// RDMA needed): the lower rank listens, the higher connects, every message is
+/// checked and `meta` records the mode.
+#[test]
+fn sockaddr_connection_through_the_tcp_cm_checks_every_message() {
+    let args = [
+        "--np",
+        "2",
+        "-t",
+        "ucx",
+        "--ucx-tls",
+        "tcp",
+        "--ucx-connect",
+        "sockaddr",
+        "--ucx-listen-ip",
+        "127.0.0.1",
+        "pingpong",
+        "--sizes",
+        "1,64K",
+        "--reps",
+        "20",
+        "--check",
+    ];
+    let doc = document(&args, &[("UCX_SOCKADDR_TLS_PRIORITY", "tcp")]);
+    let results = doc["results"].as_array().expect("results");
+    assert_eq!(results.len(), 2, "{doc}");
+    assert!(results.iter().all(|r| r["data_check"] == true), "{doc}");
+    assert_eq!(doc["meta"]["ucx"]["connect"], "sockaddr");
+    assert!(lane_transports(&doc).iter().all(|t| t == "tcp"), "{doc}");
+}
+
 /// An unknown name in the list: one line naming it and what UCX offers here,
 /// status 2, nothing on stdout.
 #[test]

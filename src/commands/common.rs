@@ -71,6 +71,8 @@ pub fn job_spec(global: &GlobalArgs) -> JobSpec {
         ucx: UcxSpec {
             tls: global.ucx.ucx_tls.clone(),
             op: global.ucx.ucx_op,
+            connect: global.ucx.ucx_connect,
+            listen_ip: global.ucx.ucx_listen_ip,
         },
         ofi: OfiSpec {
             provider: global.ofi.ofi_provider.clone(),
@@ -95,6 +97,8 @@ pub fn with_job(global: &GlobalArgs, spec: &JobSpec, np: usize) -> GlobalArgs {
     g.verbs.verbs_op = spec.verbs.op;
     g.ucx.ucx_tls = spec.ucx.tls.clone();
     g.ucx.ucx_op = spec.ucx.op;
+    g.ucx.ucx_connect = spec.ucx.connect;
+    g.ucx.ucx_listen_ip = spec.ucx.listen_ip;
     g.ofi.ofi_provider = spec.ofi.provider.clone();
     g.ofi.ofi_op = spec.ofi.op;
     g.np = np as u32;

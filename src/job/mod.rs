@@ -35,7 +35,7 @@ mod start;
 pub use error::JobError;
 pub use open::{Job, JobWarning, Opened, TransportOptions};
 pub use spec::{
-    JobSpec, OfiOp, OfiSpec, TransportName, UcxOp, UcxSpec, VerbsOp, VerbsSpec, WaitPolicy,
-    MAX_BUFFER_BYTES, MAX_TIMEOUT_S,
+    JobSpec, OfiOp, OfiSpec, TransportName, UcxConnect, UcxOp, UcxSpec, VerbsOp, VerbsSpec,
+    WaitPolicy, MAX_BUFFER_BYTES, MAX_TIMEOUT_S,
 };
 pub use start::start;

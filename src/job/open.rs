@@ -258,6 +258,11 @@ fn open_ucx(
             super::UcxOp::Send => ngauge_ucx::UcxOp::Send,
             super::UcxOp::Put => ngauge_ucx::UcxOp::Put,
         },
+        connect: match opts.ucx.connect {
+            super::UcxConnect::Address => ngauge_ucx::UcxConnect::Address,
+            super::UcxConnect::Sockaddr => ngauge_ucx::UcxConnect::Sockaddr,
+        },
+        listen_ip: opts.ucx.listen_ip,
         wait: opts.wait,
         timeout: opts.timeout,
     };

@@ -66,6 +66,16 @@ named_enum! {
     }
 }
 
+named_enum! {
+    /// How the UCX transport's endpoints connect.
+    pub enum UcxConnect("UCX connection") {
+        /// Worker addresses exchanged over the control channel.
+        Address = "address",
+        /// UCX's client-server mode through a connection manager.
+        Sockaddr = "sockaddr",
+    }
+}
+
 /// Settings of the UCX transport.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
@@ -75,6 +85,11 @@ pub struct UcxSpec {
     pub tls: Option<String>,
     /// Data path.
     pub op: UcxOp,
+    /// How endpoints connect.
+    pub connect: UcxConnect,
+    /// The IPv4 address listeners bind with `connect = "sockaddr"`; absent:
+    /// the host's first non-loopback one.
+    pub listen_ip: Option<std::net::Ipv4Addr>,
 }
 
 impl Default for UcxSpec {
@@ -82,6 +97,8 @@ impl Default for UcxSpec {
         UcxSpec {
             tls: None,
             op: UcxOp::Send,
+            connect: UcxConnect::Address,
+            listen_ip: None,
         }
     }
 }

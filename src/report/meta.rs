@@ -140,6 +140,8 @@ pub struct UcxMeta {
     pub version: String,
     /// The data path (`send` or `put`).
     pub op: String,
+    /// How the endpoints connected (`address` or `sockaddr`, `--ucx-connect`).
+    pub connect: String,
     /// The transport list the context was given (`--ucx-tls`, else `UCX_TLS`);
     /// absent: UCX's default.
     pub tls: Option<String>,
@@ -179,6 +181,7 @@ impl UcxMeta {
         Some(UcxMeta {
             version: f.version,
             op: f.op.into(),
+            connect: f.connect.into(),
             tls: f.tls,
             env: f.env.into_iter().collect(),
             endpoints: f

@@ -57,6 +57,8 @@ pub struct Facts {
     pub version: String,
     /// The data path (`send` or `put`).
     pub op: &'static str,
+    /// How the endpoints connected (`address` or `sockaddr`).
+    pub connect: &'static str,
     /// The transport list the context was given (`--ucx-tls`, else `UCX_TLS`),
     /// `None` for UCX's default.
     pub tls: Option<String>,

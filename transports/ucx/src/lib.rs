@@ -20,7 +20,9 @@
 //! an MPI library has: a third thing, not the raw layer.
 //!
 //! **One worker, one endpoint per peer**, connected by worker addresses
-//! exchanged over the job's control channel ([`wire`], `Control::allgather`), and
+//! exchanged over the job's control channel ([`wire`], `Control::allgather`),
+//! or with `--ucx-connect sockaddr` through UCX's connection manager (the
+//! lower rank of each pair listens, its port goes over the control channel), and
 //! exercised once at setup (a message each way per pair), so that connection
 //! establishment (TCP's) happens before any timed region and the lanes UCX chose
 //! are final when they are recorded ([`facts`]). The transport list is UCX's
@@ -95,6 +97,29 @@ impl UcxOp {
     }
 }
 
+/// How endpoints connect (`--ucx-connect`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UcxConnect {
+    /// Worker addresses exchanged over the control channel
+    /// (`UCP_EP_PARAM_FIELD_REMOTE_ADDRESS`).
+    Address,
+    /// UCX's client-server mode through a connection manager: the lower rank
+    /// of each pair listens (`ucp_listener_create`), the higher one connects
+    /// to its socket address (`UCP_EP_PARAMS_FLAGS_CLIENT_SERVER`). RC over
+    /// verbs needs it where UD, which address wireup relies on, does not work.
+    Sockaddr,
+}
+
+impl UcxConnect {
+    /// `address` or `sockaddr`, as on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UcxConnect::Address => "address",
+            UcxConnect::Sockaddr => "sockaddr",
+        }
+    }
+}
+
 /// How to open the transport.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UcxOptions {
@@ -105,6 +130,11 @@ pub struct UcxOptions {
     pub op: UcxOp,
     /// Spin on the worker, or sleep on its event descriptor.
     pub wait: WaitMode,
+    /// How endpoints connect.
+    pub connect: UcxConnect,
+    /// The address listeners bind in [`UcxConnect::Sockaddr`] mode; `None`:
+    /// the host's first non-loopback IPv4 address, else 127.0.0.1.
+    pub listen_ip: Option<std::net::Ipv4Addr>,
     /// How long an operation may make no progress before its peer is declared
     /// lost.
     pub timeout: Duration,
@@ -116,6 +146,8 @@ impl Default for UcxOptions {
             tls: None,
             op: UcxOp::Send,
             wait: WaitMode::Poll,
+            connect: UcxConnect::Address,
+            listen_ip: None,
             timeout: Duration::from_secs(60),
         }
     }

@@ -1,7 +1,8 @@
 //! What each rank publishes through `Control::allgather` to connect: its UCP
 //! worker address (`ucp_worker_get_address`), its data path, and on the put path
 //! where its landing ring lies (address and packed remote key,
-//! `ucp_rkey_pack`) and how it is cut. A rank whose setup failed publishes the
+//! `ucp_rkey_pack`) and how it is cut; in client-server mode the address and
+//! ports its listeners took, one per higher rank. A rank whose setup failed publishes the
 //! reason instead, so that every rank fails naming it rather than waiting for
 //! it. The second setup round (every rank connected) reuses the message with
 //! no ring. Little endian, and checked on decode like a packet from the network: a
@@ -13,7 +14,7 @@ use crate::UcxOp;
 /// First bytes of every setup message.
 pub const MAGIC: [u8; 4] = *b"NGUX";
 /// Version of the format.
-pub const VERSION: u8 = 2;
+pub const VERSION: u8 = 3;
 
 /// Where a rank's landing ring lies (put path).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,6 +29,15 @@ pub struct RingAddr {
     pub slot_bytes: u32,
 }
 
+/// Where a rank listens for its higher peers (client-server mode).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listen {
+    /// The address every listener is bound to.
+    pub ip: std::net::Ipv4Addr,
+    /// The port of the listener for each rank (0 where it does not listen).
+    pub ports: Vec<u16>,
+}
+
 /// One rank's setup message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Setup {
@@ -39,6 +49,8 @@ pub enum Setup {
         worker: Vec<u8>,
         /// The landing ring (put path only).
         ring: Option<RingAddr>,
+        /// Its listeners (client-server mode only).
+        listen: Option<Listen>,
     },
     /// Setting up failed: why.
     Failed(String),
@@ -54,7 +66,12 @@ impl Setup {
                 out.push(1);
                 out.extend_from_slice(reason.as_bytes());
             }
-            Setup::Ready { op, worker, ring } => {
+            Setup::Ready {
+                op,
+                worker,
+                ring,
+                listen,
+            } => {
                 out.push(0);
                 out.push(op_code(*op));
                 put_bytes(&mut out, worker);
@@ -64,6 +81,12 @@ impl Setup {
                     out.extend_from_slice(&r.depth.to_le_bytes());
                     out.extend_from_slice(&r.slot_bytes.to_le_bytes());
                     put_bytes(&mut out, &r.rkey);
+                }
+                out.push(u8::from(listen.is_some()));
+                if let Some(l) = listen {
+                    out.extend_from_slice(&l.ip.octets());
+                    let ports: Vec<u8> = l.ports.iter().flat_map(|p| p.to_le_bytes()).collect();
+                    put_bytes(&mut out, &ports);
                 }
             }
         }
@@ -106,10 +129,31 @@ impl Setup {
             }),
             other => return Err(format!("unknown ring flag {other}")),
         };
+        let listen = match r.u8()? {
+            0 => None,
+            1 => {
+                let ip = std::net::Ipv4Addr::from(r.array::<4>()?);
+                let ports = r.bytes()?;
+                if ports.len() % 2 != 0 {
+                    return Err("an odd number of port bytes".into());
+                }
+                let ports = ports
+                    .chunks(2)
+                    .map(|p| u16::from_le_bytes([p[0], p[1]]))
+                    .collect();
+                Some(Listen { ip, ports })
+            }
+            other => return Err(format!("unknown listener flag {other}")),
+        };
         if !r.0.is_empty() {
             return Err(format!("{} bytes after the setup message", r.0.len()));
         }
-        Ok(Setup::Ready { op, worker, ring })
+        Ok(Setup::Ready {
+            op,
+            worker,
+            ring,
+            listen,
+        })
     }
 }
 
@@ -168,6 +212,7 @@ mod tests {
                 depth: 8,
                 slot_bytes: 65536,
             }),
+            listen: None,
         }
     }
 
@@ -177,8 +222,23 @@ mod tests {
             op: UcxOp::Send,
             worker: vec![1, 2],
             ring: None,
+            listen: None,
         };
-        for s in [send, ready_put(), Setup::Failed("no UCX here".into())] {
+        let sockaddr = Setup::Ready {
+            op: UcxOp::Send,
+            worker: vec![3],
+            ring: None,
+            listen: Some(Listen {
+                ip: std::net::Ipv4Addr::new(10, 77, 0, 1),
+                ports: vec![0, 0, 40001, 40002],
+            }),
+        };
+        for s in [
+            send,
+            sockaddr,
+            ready_put(),
+            Setup::Failed("no UCX here".into()),
+        ] {
             assert_eq!(Setup::decode(&s.encode()), Ok(s));
         }
     }

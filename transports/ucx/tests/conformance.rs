@@ -25,6 +25,7 @@ fn contract(tls: &str, op: UcxOp, modes: Vec<WaitMode>) {
             op,
             wait: s.wait,
             timeout: s.timeout,
+            ..UcxOptions::default()
         };
         conformance::connect_each(s.ranks, move |c| ngauge_ucx::open(c, &o))
     });

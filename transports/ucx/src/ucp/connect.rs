@@ -9,6 +9,7 @@
 //! for it.
 
 use super::context::{self, Context};
+use super::listen::{self, Listeners};
 use super::memory::{Mapped, Memory};
 use super::put::Ring;
 use super::slots::{self, Slots, Table};
@@ -17,8 +18,8 @@ use super::{setup_error, sys, Alert, Peer, UcxTransport, NAME};
 use crate::facts::{self, Facts};
 use crate::ring::RingLayout;
 use crate::tag::{self, Kind};
-use crate::wire::{RingAddr, Setup};
-use crate::{UcxOp, UcxOptions};
+use crate::wire::{Listen, RingAddr, Setup};
+use crate::{UcxConnect, UcxOp, UcxOptions};
 use ngauge_transport::{Access, BufferId, Buffers, Control, Rank, TransportError, WaitMode};
 use std::cell::Cell;
 use std::os::raw::c_void;
@@ -50,6 +51,8 @@ unsafe extern "C" fn on_goodbye(
 
 /// What a rank sets up before it knows its peers.
 struct Local {
+    /// Before `ctx`: dropped before the worker they live on.
+    listeners: Option<Listeners>,
     ctx: Context,
     worker: Vec<u8>,
     area: Option<(Mapped, Vec<u8>)>,
@@ -63,6 +66,7 @@ struct LocalError {
 
 fn local(
     opts: &UcxOptions,
+    rank: Rank,
     tls: Option<&str>,
     layout: RingLayout,
     extra_features: u64,
@@ -85,6 +89,13 @@ fn local(
     }
     let ctx = Context::new(tls, features, layout.ranks).map_err(input)?;
     let worker = ctx.address().map_err(failure)?;
+    let listeners = match opts.connect {
+        UcxConnect::Address => None,
+        UcxConnect::Sockaddr => {
+            let ip = opts.listen_ip.unwrap_or_else(listen::default_ip);
+            Some(Listeners::new(&ctx, ip, rank, layout.ranks).map_err(input)?)
+        }
+    };
     let area = match opts.op {
         UcxOp::Send => None,
         UcxOp::Put => {
@@ -93,7 +104,12 @@ fn local(
             Some((mapped, rkey))
         }
     };
-    Ok(Local { ctx, worker, area })
+    Ok(Local {
+        listeners,
+        ctx,
+        worker,
+        area,
+    })
 }
 
 /// Every rank's word on one setup round: `Ok` when all are ready, else the
@@ -154,12 +170,17 @@ pub(super) fn open_with(
              raises no event to sleep on",
         ));
     }
+    if opts.op == UcxOp::Put && opts.connect == UcxConnect::Sockaddr {
+        return Err(setup_error(
+            "--ucx-connect sockaddr connects the send path only (--ucx-op send)",
+        ));
+    }
     let tls = opts
         .tls
         .clone()
         .or_else(|| std::env::var("UCX_TLS").ok().filter(|v| !v.is_empty()));
     let layout = RingLayout::new(size);
-    let (local, mine) = match local(opts, tls.as_deref(), layout, extra_features) {
+    let (local, mine) = match local(opts, rank, tls.as_deref(), layout, extra_features) {
         Ok(l) => {
             let ring = l.area.as_ref().map(|(mapped, rkey)| RingAddr {
                 addr: mapped.addr(),
@@ -171,6 +192,10 @@ pub(super) fn open_with(
                 op: opts.op,
                 worker: l.worker.clone(),
                 ring,
+                listen: l.listeners.as_ref().map(|l| Listen {
+                    ip: l.ip,
+                    ports: l.ports.clone(),
+                }),
             };
             (Ok(l), setup)
         }
@@ -183,7 +208,12 @@ pub(super) fn open_with(
     let Ok(local) = local else {
         unreachable!("agree returns this rank's error")
     };
-    let Local { ctx, area, .. } = local;
+    let Local {
+        listeners,
+        ctx,
+        area,
+        ..
+    } = local;
     let mut t = UcxTransport {
         rank,
         size,
@@ -209,12 +239,20 @@ pub(super) fn open_with(
         slots: Slots::new(ctx.request_size),
         ctx,
     };
-    let connected = t.connect(&all);
+    // A client endpoint reaches its server only while its worker progresses,
+    // so in client-server mode the first messages come before the agreement,
+    // which blocks in the control channel.
+    let sockaddr = listeners.is_some();
+    let connected =
+        t.connect(&all, listeners.as_ref())
+            .and_then(|()| if sockaddr { t.exchange() } else { Ok(()) });
+    drop(listeners);
     let word = match &connected {
         Ok(()) => Setup::Ready {
             op: opts.op,
             worker: vec![1],
             ring: None,
+            listen: None,
         },
         Err(reason) => Setup::Failed(reason.clone()),
     };
@@ -223,10 +261,13 @@ pub(super) fn open_with(
         input: false,
     });
     agree(control, &word, failure.as_ref())?;
-    t.exchange().map_err(setup_error)?;
+    if !sockaddr {
+        t.exchange().map_err(setup_error)?;
+    }
     facts::record(Facts {
         version: context::version(),
         op: opts.op.as_str(),
+        connect: opts.connect.as_str(),
         tls,
         env: facts::ucx_env(),
         endpoints: t.endpoint_facts(),
@@ -236,10 +277,19 @@ pub(super) fn open_with(
 
 impl UcxTransport {
     /// Endpoints to every peer from their published setups, their rings'
-    /// keys, and the goodbye receives.
-    fn connect(&mut self, all: &[Setup]) -> Result<(), String> {
+    /// keys, and the goodbye receives. With `listeners` (client-server mode),
+    /// this rank connects to the lower ranks' listeners first, then accepts
+    /// the higher ranks' requests: every request is on its way before any rank
+    /// waits for one.
+    fn connect(&mut self, all: &[Setup], listeners: Option<&Listeners>) -> Result<(), String> {
         for (peer, setup) in all.iter().enumerate() {
-            let Setup::Ready { op, worker, ring } = setup else {
+            let Setup::Ready {
+                op,
+                worker,
+                ring,
+                listen,
+            } = setup
+            else {
                 unreachable!("agree refused failed setups")
             };
             if *op != self.op {
@@ -255,16 +305,45 @@ impl UcxTransport {
             // SAFETY: all-zero is a valid ucp_ep_params_t; the fields used are
             // marked in field_mask.
             let mut params: sys::ucp_ep_params_t = unsafe { std::mem::zeroed() };
-            params.field_mask = u64::from(sys::UCP_EP_PARAM_FIELD_REMOTE_ADDRESS)
-                | u64::from(sys::UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE)
+            params.field_mask = u64::from(sys::UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE)
                 | u64::from(sys::UCP_EP_PARAM_FIELD_ERR_HANDLER);
-            params.address = worker.as_ptr().cast();
+            // Read by ucp_ep_create below, so it lives in this scope.
+            let server;
+            match (listeners, listen) {
+                (None, _) => {
+                    params.field_mask |= u64::from(sys::UCP_EP_PARAM_FIELD_REMOTE_ADDRESS);
+                    params.address = worker.as_ptr().cast();
+                }
+                (Some(ours), _) if peer > self.rank => {
+                    params.field_mask |= u64::from(sys::UCP_EP_PARAM_FIELD_CONN_REQUEST);
+                    params.conn_request = ours.request(&self.ctx, peer, self.timeout)?;
+                }
+                (Some(_), Some(theirs)) => {
+                    let port = theirs.ports.get(self.rank).copied().unwrap_or(0);
+                    if port == 0 {
+                        return Err(format!("rank {peer} does not listen for this rank"));
+                    }
+                    server = listen::sockaddr(theirs.ip, port);
+                    params.field_mask |= u64::from(sys::UCP_EP_PARAM_FIELD_FLAGS)
+                        | u64::from(sys::UCP_EP_PARAM_FIELD_SOCK_ADDR);
+                    params.flags = sys::UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
+                    params.sockaddr.addr = (&server as *const libc::sockaddr_in).cast();
+                    params.sockaddr.addrlen = std::mem::size_of::<libc::sockaddr_in>() as _;
+                }
+                (Some(_), None) => {
+                    return Err(format!(
+                        "rank {peer} connects by worker address, this rank --ucx-connect sockaddr"
+                    ))
+                }
+            }
             params.err_mode = sys::UCP_ERR_HANDLING_MODE_NONE;
             params.err_handler.cb = Some(on_error);
             params.err_handler.arg = (&self.alerts[peer] as *const Alert).cast_mut().cast();
-            // SAFETY: the worker is live; `params.address` points at the peer's
-            // worker address, read during the call; the error handler's argument
-            // outlives the worker (see `on_error`).
+            // SAFETY: the worker is live; `params.address` (the peer's worker
+            // address) or `params.sockaddr` (`server`) is read during the call,
+            // `params.conn_request` is a request the listener got and no endpoint
+            // took yet; the error handler's argument outlives the worker (see
+            // `on_error`).
             context::check("ucp_ep_create", unsafe {
                 sys::ucp_ep_create(self.ctx.worker, &params, &mut self.peers[peer].ep)
             })

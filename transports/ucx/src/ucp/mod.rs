@@ -9,6 +9,7 @@
 //! - [`slots`]: the request memory handed to UCX, and the table of requests;
 //! - [`connect`]: the address exchange and the endpoints (`open`), the goodbye
 //!   and the teardown;
+//! - [`listen`]: UCX's client-server connection (listeners, accepting);
 //! - [`tagged`]: the two-sided path (`ucp_tag_send_nbx`, `ucp_tag_recv_nbx`);
 //! - [`put`]: the one-sided path (`ucp_put_nbx` into the peers' rings);
 //! - [`waiting`]: progress, sleeping on the event descriptor, timeouts and peers
@@ -23,6 +24,7 @@
 
 mod connect;
 mod context;
+mod listen;
 mod memory;
 mod native;
 mod put;
