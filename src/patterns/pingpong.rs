@@ -50,6 +50,9 @@
 //! arrived. Rank 1 keeps `window` receives posted in `window` parts of its
 //! buffer, reposting each as it completes. The bandwidth is `N * size /
 //! median(round)`; the reply is amortized over N messages, not over a window.
+//! With `native_loop` set, a transport that has its own run
+//! ([`Transport::native_stream`]: UCX's tag path in poll mode) does it, the same
+//! messages in the same timed region; the clock stays the pattern's.
 //!
 //! Bidirectional (`bidirectional`, as osu_bibw and perftest's `ib_send_bw -b`):
 //! in each round both ranks post `window` receives and `window` sends of `s`
@@ -118,7 +121,8 @@ pub struct Params {
 crate::names::named_enum! {
     /// Which loop timed the round trips of a size.
     pub enum TimingLoop("timing loop") {
-        /// The transport's own loop ([`Transport::native_round_trips`]).
+        /// The transport's own loop ([`Transport::native_round_trips`], or
+        /// [`Transport::native_stream`] for a stream run).
         Native = "native",
         /// [`Transport::send`] and [`Transport::recv`] between clock readings.
         Generic = "generic",
