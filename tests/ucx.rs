@@ -135,6 +135,35 @@ fn a_stream_run_checks_every_receive_slot() {
     }
 }
 
+/// Issue 33: a stream run on the tag path in poll mode is UCX's own loop
+/// (`Transport::native_stream`, tag_bw's), every receive slot checked; block
+/// mode, the put path and `--native-loop off` keep the generic one, as for the
+/// ping-pong's native loop.
+#[test]
+fn a_stream_run_is_native_on_the_polled_tag_path_only() {
+    // (global flags, pingpong flags, the loop expected)
+    let cases: [(&[&str], &[&str], &str); 4] = [
+        (&["--wait", "poll"], &[], "native"),
+        (&["--wait", "block"], &[], "generic"),
+        (&["--wait", "poll", "--ucx-op", "put"], &[], "generic"),
+        (&["--wait", "poll"], &["--native-loop", "off"], "generic"),
+    ];
+    for (global, own, expected) in cases {
+        let mut args = vec!["--np", "2", "-t", "ucx", "--ucx-tls", "posix,self"];
+        args.extend(global);
+        args.extend(["pingpong", "--sizes", "0,3,4K", "--window", "4"]);
+        args.extend(["--stream", "50", "--reps", "2", "--warmup", "1", "--check"]);
+        args.extend(own);
+        let doc = document(&args, &[]);
+        let results = doc["results"].as_array().expect("results");
+        assert_eq!(results.len(), 3, "{args:?}: {doc}");
+        for r in results {
+            assert_eq!(r["data_check"], true, "{args:?}: {r}");
+            assert_eq!(r["timing_loop"], expected, "{args:?}: {r}");
+        }
+    }
+}
+
 #[test]
 fn put_path_checks_every_message() {
     for list in LISTS {

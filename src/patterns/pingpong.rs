@@ -50,6 +50,9 @@
 //! arrived. Rank 1 keeps `window` receives posted in `window` parts of its
 //! buffer, reposting each as it completes. The bandwidth is `N * size /
 //! median(round)`; the reply is amortized over N messages, not over a window.
+//! With `native_loop` set, a transport that has its own run
+//! ([`Transport::native_stream`]: UCX's tag path in poll mode) does it, the same
+//! messages in the same timed region; the clock stays the pattern's.
 //!
 //! Bidirectional (`bidirectional`, as osu_bibw and perftest's `ib_send_bw -b`):
 //! in each round both ranks post `window` receives and `window` sends of `s`
@@ -118,7 +121,8 @@ pub struct Params {
 crate::names::named_enum! {
     /// Which loop timed the round trips of a size.
     pub enum TimingLoop("timing loop") {
-        /// The transport's own loop ([`Transport::native_round_trips`]).
+        /// The transport's own loop ([`Transport::native_round_trips`], or
+        /// [`Transport::native_stream`] for a stream run).
         Native = "native",
         /// [`Transport::send`] and [`Transport::recv`] between clock readings.
         Generic = "generic",
@@ -290,18 +294,32 @@ pub(super) fn sink_round<T: Transport + ?Sized>(
 /// One stream run of rank `role` (see the module docs): rank 0 streams
 /// `messages` sends of `s` with at most `window` in flight and waits for the
 /// reply into `r`; rank 1 keeps `window` receives of `s.len` bytes posted side
-/// by side in `r.buffer`, then sends the reply from `s`. `ids` is the caller's.
+/// by side in `r.buffer`, then sends the reply from `s`. With `native`, the
+/// transport's own run when it has one ([`Transport::native_stream`]; the same
+/// messages, so either rank may run either loop). `ids` is the caller's.
 #[allow(clippy::too_many_arguments)]
 fn stream_run<T: Transport + ?Sized>(
     transport: &mut T,
     role: Rank,
+    native: bool,
     peer: Rank,
     s: Region,
     r: Region,
     window: usize,
     messages: usize,
     ids: &mut Vec<RequestId>,
-) -> Result<(), TransportError> {
+) -> Result<TimingLoop, TransportError> {
+    if native {
+        let send = if role == PINGER {
+            s
+        } else {
+            s.buffer.prefix(1)
+        };
+        let sender = role == PINGER;
+        if let Some(outcome) = transport.native_stream(peer, send, r, window, messages, sender) {
+            return outcome.map(|()| TimingLoop::Native);
+        }
+    }
     ids.clear();
     let slot = |k: usize| Region {
         buffer: r.buffer,
@@ -319,7 +337,7 @@ fn stream_run<T: Transport + ?Sized>(
             }
         }
         transport.wait_all(ids)?;
-        return transport.wait(reply);
+        return transport.wait(reply).map(|()| TimingLoop::Generic);
     }
     for k in 0..window.min(messages) {
         ids.push(transport.irecv(peer, slot(k))?);
@@ -330,7 +348,8 @@ fn stream_run<T: Transport + ?Sized>(
             ids[i % window] = transport.irecv(peer, slot(i % window))?;
         }
     }
-    transport.send(peer, s.buffer.prefix(1))
+    transport.send(peer, s.buffer.prefix(1))?;
+    Ok(TimingLoop::Generic)
 }
 
 /// One bidirectional round of either rank: `window` receives side by side in
@@ -441,9 +460,10 @@ pub(crate) fn measure_size<C: Clock + ?Sized, T: Transport + ?Sized>(
     } else if window > 1 && pinger {
         let reply = rbuf.prefix(1);
         let mut ids = Vec::with_capacity(window + 1);
+        let native = params.native_loop;
         let round = |t: &mut T, ids: &mut Vec<RequestId>| match params.stream {
-            0 => stream_round(t, peer, s, reply, window, ids),
-            n => stream_run(t, PINGER, peer, s, reply, window, n, ids),
+            0 => stream_round(t, peer, s, reply, window, ids).map(|()| TimingLoop::Generic),
+            n => stream_run(t, PINGER, native, peer, s, reply, window, n, ids),
         };
         for _ in 0..params.warmup {
             round(transport, &mut ids)?;
@@ -451,15 +471,16 @@ pub(crate) fn measure_size<C: Clock + ?Sized, T: Transport + ?Sized>(
         for slot in ticks.iter_mut() {
             // Timed region: the window (or run), its reply and nothing else.
             let t0 = clock.now();
-            round(transport, &mut ids)?;
+            let ran = round(transport, &mut ids);
             let t1 = clock.now();
+            timing_loop = ran?;
             *slot = t1.since(t0);
         }
     } else if window > 1 && params.stream > 0 {
         let mut ids = Vec::with_capacity(window);
         for _ in 0..params.warmup + params.reps {
-            let (n, r) = (params.stream, rbuf.prefix(size));
-            stream_run(transport, PONGER, peer, s, r, window, n, &mut ids)?;
+            let (n, r, native) = (params.stream, rbuf.prefix(size), params.native_loop);
+            timing_loop = stream_run(transport, PONGER, native, peer, s, r, window, n, &mut ids)?;
         }
     } else if window > 1 {
         let reply = sbuf.prefix(1);

@@ -54,6 +54,9 @@ macro_rules! forward_transport {
             (mut native_round_trips(peer: $crate::Rank, send: $crate::Region,
                 recv: $crate::Region, role: $crate::NativeRole<'_>)
                 -> $crate::forward::OptRes<()>)
+            (mut native_stream(peer: $crate::Rank, send: $crate::Region,
+                recv: $crate::Region, window: usize, messages: usize, sender: bool)
+                -> $crate::forward::OptRes<()>)
             (mut native_collective(call: $crate::NativeCollective)
                 -> $crate::forward::OptRes<()>)
             (mut start_native_collective(call: $crate::NativeCollective)
@@ -90,6 +93,7 @@ macro_rules! forward_transport {
     (@skip $f:tt ($k:ident wait $($s:tt)*) [wait $($r:ident)*]) => {};
     (@skip $f:tt ($k:ident wait_all $($s:tt)*) [wait_all $($r:ident)*]) => {};
     (@skip $f:tt ($k:ident native_round_trips $($s:tt)*) [native_round_trips $($r:ident)*]) => {};
+    (@skip $f:tt ($k:ident native_stream $($s:tt)*) [native_stream $($r:ident)*]) => {};
     (@skip $f:tt ($k:ident native_collective $($s:tt)*) [native_collective $($r:ident)*]) => {};
     (@skip $f:tt ($k:ident start_native_collective $($s:tt)*)
         [start_native_collective $($r:ident)*]) => {};

@@ -334,6 +334,28 @@ pub trait Transport {
         None
     }
 
+    /// A stream run done by the transport itself, as [`Self::native_round_trips`]
+    /// is for the ping-pong: the caller times the call. The sender (`sender`)
+    /// sends `messages` messages from `send` to `peer`, at most `window` in
+    /// flight, then receives the acknowledgement of exactly `recv.len` bytes into
+    /// `recv`; the receiver receives `messages` messages of exactly `recv.len`
+    /// bytes into `window` slots side by side from `recv` (message `i` in slot `i
+    /// % window`, at `recv.offset + (i % window) * recv.len`), then sends `send`
+    /// as the acknowledgement. `None` as for `native_round_trips` (the default):
+    /// nothing was sent, and the caller runs its own loop.
+    fn native_stream(
+        &mut self,
+        peer: Rank,
+        send: Region,
+        recv: Region,
+        window: usize,
+        messages: usize,
+        sender: bool,
+    ) -> Option<Result<(), TransportError>> {
+        let _ = (peer, send, recv, window, messages, sender);
+        None
+    }
+
     /// One call of the transport's own implementation of a collective (MPI's
     /// `MPI_Bcast`, ...), blocking, on every rank of the job: what ngauge times when
     /// it measures a library's collective with the procedure it uses for its own

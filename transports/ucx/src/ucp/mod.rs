@@ -14,7 +14,7 @@
 //! - [`put`]: the one-sided path (`ucp_put_nbx` into the peers' rings);
 //! - [`waiting`]: progress, sleeping on the event descriptor, timeouts and peers
 //!   that went away;
-//! - [`native`]: the timed ping-pong loop of the tag path;
+//! - [`native`]: the timed ping-pong loop and the stream run of the tag path;
 //! - [`window`]: one-sided operations on a window for `ngauge rma`.
 //!
 //! This file holds what they share: the transport's state, the translation of
@@ -254,6 +254,18 @@ impl Transport for UcxTransport {
         role: NativeRole<'_>,
     ) -> Option<Result<(), TransportError>> {
         self.native_loop(peer, send, recv, role)
+    }
+
+    fn native_stream(
+        &mut self,
+        peer: Rank,
+        send: Region,
+        recv: Region,
+        window: usize,
+        messages: usize,
+        sender: bool,
+    ) -> Option<Result<(), TransportError>> {
+        self.native_stream_run(peer, send, recv, window, messages, sender)
     }
 }
 

@@ -101,7 +101,13 @@ pub(super) struct Slots {
     stride: usize,
     chunks: Vec<(*mut u8, Layout)>,
     free: Vec<*mut c_void>,
+    /// The entries of [`Slots::take_run`], kept between runs.
+    run: Vec<RunSlot>,
 }
+
+/// A native stream run's request memory and whether UCX holds it (a null
+/// pointer: UCX kept it after a failure, it is not given back).
+pub(super) type RunSlot = (*mut c_void, bool);
 
 impl Slots {
     /// Slots for requests of `request_size` bytes, the first chunk allocated.
@@ -112,6 +118,7 @@ impl Slots {
                 .next_multiple_of(ALIGN),
             chunks: Vec::new(),
             free: Vec::new(),
+            run: Vec::with_capacity(CHUNK),
         };
         slots.grow();
         slots
@@ -152,6 +159,29 @@ impl Slots {
     #[inline]
     pub(super) fn give(&mut self, request: *mut c_void) {
         self.free.push(request);
+    }
+
+    /// Request memory for the `n` operations a native stream run keeps in
+    /// flight, none held; allocates only for more than ever before.
+    pub(super) fn take_run(&mut self, n: usize) -> Vec<RunSlot> {
+        let mut run = std::mem::take(&mut self.run);
+        run.clear();
+        for _ in 0..n {
+            let request = self.take();
+            run.push((request, false));
+        }
+        run
+    }
+
+    /// Gives back the request memory of `run` that UCX no longer holds.
+    pub(super) fn give_run(&mut self, mut run: Vec<RunSlot>) {
+        for &(request, held) in &run {
+            if !request.is_null() && !held {
+                self.give(request);
+            }
+        }
+        run.clear();
+        self.run = run;
     }
 }
 

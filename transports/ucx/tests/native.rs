@@ -1,0 +1,71 @@
+//! Issue 33: `Transport::native_stream` over UCX on two threads: the receiver's
+//! slots hold the sender's bytes, a region out of bounds is refused before
+//! anything is sent, and block mode keeps the generic run (`None`), as
+//! `native_round_trips` does.
+#![cfg(feature = "ucp")]
+
+use ngauge_transport::{conformance, Region, Transport, WaitMode};
+use ngauge_ucx::{UcxOp, UcxOptions};
+use std::time::Duration;
+
+const SIZE: usize = 3;
+const WINDOW: usize = 4;
+
+/// Runs `rank` on each of two connected ranks in `wait` mode.
+fn pair(wait: WaitMode, rank: fn(&mut dyn Transport)) {
+    let o = UcxOptions {
+        tls: Some("posix,self".into()),
+        op: UcxOp::Send,
+        wait,
+        timeout: Duration::from_secs(10),
+    };
+    let threads: Vec<_> = conformance::connect_each(2, move |c| ngauge_ucx::open(c, &o))
+        .into_iter()
+        .map(|open| {
+            std::thread::spawn(move || {
+                let (mut t, _control) = open().unwrap();
+                rank(&mut *t);
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
+#[test]
+fn a_native_stream_fills_every_slot_and_refuses_what_is_out_of_bounds() {
+    pair(WaitMode::Poll, |t| {
+        let (sender, peer) = (t.rank() == 0, 1 - t.rank());
+        let sbuf = t.alloc_buffer(SIZE).unwrap();
+        let rbuf = t.alloc_buffer(SIZE * WINDOW).unwrap();
+        t.buffer_mut(sbuf).unwrap().copy_from_slice(b"abc");
+        let (send, recv) = if sender {
+            (sbuf.prefix(SIZE), rbuf.prefix(1))
+        } else {
+            (sbuf.prefix(1), rbuf.prefix(SIZE))
+        };
+        // Past the buffer's end: refused before anything is sent.
+        let beyond = Region {
+            offset: SIZE * WINDOW,
+            ..recv
+        };
+        let refused = t.native_stream(peer, send, beyond, WINDOW, 10, sender);
+        assert!(matches!(refused, Some(Err(_))), "{refused:?}");
+        let ran = t.native_stream(peer, send, recv, WINDOW, 10, sender);
+        assert!(matches!(ran, Some(Ok(()))), "{ran:?}");
+        if !sender {
+            assert_eq!(t.buffer(rbuf).unwrap(), b"abcabcabcabc");
+        }
+    });
+}
+
+#[test]
+fn block_mode_keeps_the_generic_stream() {
+    pair(WaitMode::Block, |t| {
+        let b = t.alloc_buffer(SIZE * WINDOW).unwrap();
+        let peer = 1 - t.rank();
+        let ran = t.native_stream(peer, b.prefix(1), b.prefix(SIZE), WINDOW, 10, t.rank() == 0);
+        assert!(ran.is_none());
+    });
+}
