@@ -857,10 +857,11 @@ pub struct PingpongArgs {
     #[arg(long)]
     pub check: bool,
 
-    /// Let a transport that has one (MPI in poll mode) run the timed round trips
-    /// in its own loop, so the timed region holds only the library's send and
-    /// receive, as in a C benchmark; `off` times every transport with ngauge's
-    /// loop of send and recv calls (to compare the two). Example: --native-loop off
+    /// Let a transport that has one (MPI and UCX in poll mode; UCX's stream runs
+    /// too) run the timed round trips in its own loop, so the timed region holds
+    /// only the library's send and receive, as in a C benchmark; `off` times every
+    /// transport with ngauge's loop of send and recv calls (to compare the two).
+    /// Example: --native-loop off
     #[arg(long, default_value = "on", value_name = "on|off", value_parser = on_off, action = clap::ArgAction::Set)]
     pub native_loop: bool,
 
