@@ -193,7 +193,8 @@ pub struct RangeParams {
     pub points: usize,
     /// `PRTT(1,0,1)/2`, us: what the paper (sec. 2.5) and Netgauge report as `L`,
     /// which is `L + o_s + o_r` in eq. (1). For a range that does not hold 1 byte,
-    /// half the intercept at 1 byte of its `PRTT(1,0,s)` line.
+    /// its `PRTT(1,0,s)/2` line at the mean of its sizes carried to 1 byte at
+    /// `G + 2O` per byte (the line's intercept where its slope is at least `2G`).
     pub half_rtt_1b_us: f64,
     /// LogGP's `L`, the wire latency: `half_rtt_1b_us - os_us - or_us` (eq. 1 at
     /// `s = 1` with the range's overheads), us; 0 where the overheads exceed
@@ -710,10 +711,20 @@ fn fit_range(
     let free = huber_line_scaled(x, gap_us, sigma).ok_or_else(degenerate)?;
     let prtt1: Vec<f64> = range.iter().map(|s| s.prtt_1_0_us).collect();
     let prtt1_line = huber_line_nonneg(x, &prtt1, SCALE_FLOOR_US).ok_or_else(degenerate)?;
+    let big_o_us_per_byte = ((prtt1_line.line.slope / 2.0 - gap.line.slope) / 2.0).max(0.0);
     let half_rtt_1b_us = if range[0].size == 1 {
         range[0].prtt_1_0_us / 2.0
     } else {
-        prtt1_line.line.intercept / 2.0
+        // Carried from the range's own sizes to 1 byte with the per-byte cost the
+        // model charges, G + 2O, so that L + o_s + o_r - overlap + (s-1)(G + 2O)
+        // is the range's PRTT(1,0,s)/2 where the range has data (at the mean of its
+        // sizes, where the line is surest). Where PRTT(1,0,s)/2 grows by at least G
+        // per byte this is the line's own intercept; where it grows by less (O
+        // would be negative and is 0), the intercept would put every size of the
+        // range above its measurement.
+        let mean_x = x.iter().sum::<f64>() / x.len() as f64;
+        let per_byte = gap.line.slope + 2.0 * big_o_us_per_byte;
+        (prtt1_line.line.at(mean_x) / 2.0 - mean_x * per_byte).max(0.0)
     };
     // Eq. (4) holds only where d exceeds g + (s-1)G (sec. 3): o_s of the other
     // sizes is left out of the range's o_s (they are named in a warning),
@@ -760,7 +771,6 @@ fn fit_range(
         ),
         other => (0.0, other),
     };
-    let big_o_us_per_byte = ((prtt1_line.line.slope / 2.0 - gap.line.slope) / 2.0).max(0.0);
     let low = |at: &[usize], weights: &[f64]| -> Vec<u64> {
         at.iter()
             .zip(weights)
@@ -1142,6 +1152,55 @@ mod tests {
             })
             .collect();
         (samples, half1)
+    }
+
+    /// A range far from one byte (TCP past its segment size) whose single message
+    /// grows by less per byte than back-to-back ones (its PRTT(1,0,s)/2 slope is
+    /// below G, so O is 0): the parameters still give its measured single message
+    /// at its sizes, where the line's intercept would put them all above it.
+    #[test]
+    fn a_later_range_with_a_slope_below_g_adds_up_at_its_sizes() {
+        let (big_g, half_slope) = (0.00004, 0.00002);
+        let half = |x: f64| 17.0 + (x - 65535.0) * half_slope;
+        let samples: Vec<Sample> = (64..=72)
+            .map(|k| {
+                let size = k * 1024u64;
+                let x = size as f64 - 1.0;
+                let prtt1 = 2.0 * half(x);
+                let (os, gap) = (11.0 + 0.0001 * (x - 65535.0), 8.0 + x * big_g);
+                Sample {
+                    size,
+                    prtt_1_0_us: prtt1,
+                    prtt_n_0_us: prtt1 + 9.0 * gap,
+                    prtt_n_d_us: prtt1 + 9.0 * (os + prtt1),
+                    d_us: prtt1,
+                    or_us: 8.5,
+                    send_late_us: Some(os),
+                }
+            })
+            .collect();
+        let opts = AssessOptions {
+            n: 10,
+            ..AssessOptions::default()
+        };
+        let a = assess(&samples, &opts).unwrap();
+        let [r] = &a.ranges[..] else {
+            panic!("{:?}", a.ranges)
+        };
+        within("G", r.big_g_us_per_byte, big_g, 0.01);
+        assert_eq!(r.big_o_us_per_byte, 0.0, "{r:?}");
+        for k in [64u64, 68, 72] {
+            let s = (k * 1024) as f64;
+            let single = r.wire_latency_us + r.os_us - r.send_overlap_us
+                + r.or_us
+                + (s - 1.0) * (r.big_g_us_per_byte + 2.0 * r.big_o_us_per_byte);
+            within(
+                &format!("single message at {s} B"),
+                single,
+                half(s - 1.0),
+                0.01,
+            );
+        }
     }
 
     #[test]
