@@ -18,6 +18,7 @@ fn pair(wait: WaitMode, rank: fn(&mut dyn Transport)) {
         op: UcxOp::Send,
         wait,
         timeout: Duration::from_secs(10),
+        ..UcxOptions::default()
     };
     let threads: Vec<_> = conformance::connect_each(2, move |c| ngauge_ucx::open(c, &o))
         .into_iter()
