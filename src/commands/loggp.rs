@@ -143,7 +143,7 @@ mod tests {
     fn defaults_are_the_papers() {
         let p = plan(&spec(&[])).unwrap();
         assert_eq!(p.params.n, 10);
-        assert_eq!(p.params.sizes.len(), 74);
+        assert_eq!(p.params.sizes.len(), 82);
         assert_eq!(p.params.delay, DelayChoice::OneRtt);
         assert_eq!(
             p.assess.detector,
