@@ -66,6 +66,9 @@ fn changes_in_passes(
             "-n", "2", NGAUGE, "-t", "mpi", "loggp", "--sizes", sizes, "--json",
         ])
         .args(["--passes", &passes.to_string()])
+        // The libraries' eager limits are what these tests locate; the doubt
+        // rounds (tests/loggp.rs, the lib's experiment tests) would add time.
+        .args(["--doubt-budget", "0s"])
         .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
