@@ -465,24 +465,9 @@ mod tests {
     use super::*;
     use crate::model::confirm::ChangeKind;
     use crate::model::refine::Proposer;
-    use crate::patterns::loggp::sim::{world, LogGp, Network};
+    use crate::patterns::loggp::sim::{ns, world, LogGp, Network, EAGER};
     use crate::sim::{Noise, Quantum};
     use crate::spec::SizeList;
-
-    const fn ns(v: u64) -> u64 {
-        v * 1000
-    }
-
-    const EAGER: LogGp = LogGp {
-        l_ps: ns(5000),
-        os_ps: ns(1500),
-        or_ps: ns(2000),
-        g_ps: ns(4000),
-        big_g_fs: 800_000,
-        rendezvous: false,
-        send_overlap_ps: 0,
-        big_o_fs: 0,
-    };
 
     /// Latency jitter of `0..jitter_ns` on every message.
     fn noisy(net: Network, jitter_ns: f64) -> Network {

@@ -24,6 +24,24 @@ pub use crate::sim::{LogGp, Network};
 /// The true time every rank starts at, ps (an hour, like a TSC after some uptime).
 const START_PS: u64 = 3_600_000_000_000_000;
 
+/// Nanoseconds in picoseconds, the simulator's unit.
+pub const fn ns(v: u64) -> u64 {
+    v * 1000
+}
+
+/// A TCP-like eager protocol: `o_s`, `o_r < g`, so the NIC, not the CPU, sets
+/// the pace of back-to-back messages (LogGP's `g >= o`).
+pub const EAGER: LogGp = LogGp {
+    l_ps: ns(5000),
+    os_ps: ns(1500),
+    or_ps: ns(2000),
+    g_ps: ns(4000),
+    big_g_fs: 800_000,
+    rendezvous: false,
+    send_overlap_ps: 0,
+    big_o_fs: 0,
+};
+
 /// Two virtual ranks on `net` whose clock reads are free; move each into its own
 /// thread.
 pub fn world(net: &Network) -> Vec<SimRank> {
@@ -59,23 +77,6 @@ mod tests {
         assess, AssessOptions, Detector, ModelWarning, RangeParams, Sample, Suspect,
     };
     use crate::model::segment::SegmentOptions;
-
-    const fn ns(v: u64) -> u64 {
-        v * 1000
-    }
-
-    /// A TCP-like eager protocol: `o_s`, `o_r < g`, so the NIC, not the CPU, sets
-    /// the pace of back-to-back messages (LogGP's `g >= o`).
-    const EAGER: LogGp = LogGp {
-        l_ps: ns(5000),
-        os_ps: ns(1500),
-        or_ps: ns(2000),
-        g_ps: ns(4000),
-        big_g_fs: 800_000,
-        rendezvous: false,
-        send_overlap_ps: 0,
-        big_o_fs: 0,
-    };
 
     /// A zero-copy rendezvous protocol on the same wire. `o_r >= o_s` and
     /// `2L + o_r >= g`, so one term of each `max` below wins at every size.

@@ -129,27 +129,12 @@ pub fn verify_while<C: Clock, T: Transport + ?Sized>(
 /// plane, on both ranks.
 #[cfg(test)]
 mod tests {
-    use super::super::sim::{world, LogGp, Network};
+    use super::super::sim::{ns, world, LogGp, Network, EAGER};
     use super::super::{DelayChoice, PairsMode};
     use super::*;
     use crate::model::confirm::{ChangeKind, Undecided, Verdict};
     use crate::model::loggp::{assess, AssessOptions};
     use crate::model::refine::{Change, RefineOptions};
-
-    const fn ns(v: u64) -> u64 {
-        v * 1000
-    }
-
-    const EAGER: LogGp = LogGp {
-        l_ps: ns(5000),
-        os_ps: ns(1500),
-        or_ps: ns(2000),
-        g_ps: ns(4000),
-        big_g_fs: 800_000,
-        rendezvous: false,
-        send_overlap_ps: 0,
-        big_o_fs: 0,
-    };
 
     fn params(sizes: Vec<u64>) -> Params {
         Params {
