@@ -198,26 +198,39 @@ pub struct RangeParams {
     pub half_rtt_1b_us: f64,
     /// LogGP's `L`, the wire latency: `half_rtt_1b_us - os_us - or_us` (eq. 1 at
     /// `s = 1` with the range's overheads), us; 0 where the overheads exceed
-    /// `PRTT(1,0,1)/2` (the excess is `send_overlap_us`, or, where `o_r` alone
-    /// exceeds it, [`ModelWarning::OverheadsExceedHalfRtt`] says by how much).
+    /// `PRTT(1,0,1)/2` (the excess is `send_overlap_us + recv_overlap_us`; where
+    /// `o_r` alone exceeds it, [`ModelWarning::OverheadsExceedHalfRtt`] says so).
     pub wire_latency_us: f64,
-    /// `o_s` of one message, us: in the range that holds 1 byte, the `o_s(s)` values
-    /// of its smallest sizes (a third, at least five) carried along `os_line` to 1
-    /// byte, so that no message pays for the bytes of the range's largest; in a
-    /// later range, the median over the range.
+    /// `o_s` of one message, us: the CPU cost of a send, the time the send call
+    /// blocks (eq. (4) times the whole call). In the range that holds 1 byte, the
+    /// `o_s(s)` values of its smallest sizes (a third, at least five) carried along
+    /// `os_line` to 1 byte, so that no message pays for the bytes of the range's
+    /// largest; in a later range, the median over the range.
     pub os_us: f64,
-    /// `o_r`, us, as `os_us` from the `o_r(s)` values.
+    /// `o_r`, us, as `os_us` from the `o_r(s)` values: the CPU cost of a receive,
+    /// the time the receive call takes with its message there.
     pub or_us: f64,
-    /// The end of `o_s` the receiver does not wait for, us: `os_us + or_us -
-    /// half_rtt_1b_us` where positive (at most `os_us`). Eq. (4) times the whole
-    /// send call, and over loopback the kernel delivers the message inside it (the
-    /// paper, sec. 2.5: "L may even be negative"); a simulator lets the message
-    /// leave this long before `o_s` ends.
+    /// The end of `o_s` the receiver does not wait for, us (at most `os_us`): the
+    /// time before the message leaves is `os_us - send_overlap_us`. Eq. (4) times
+    /// the whole send call, and over loopback the kernel delivers the message
+    /// inside it (the paper, sec. 2.5: "L may even be negative"); a simulator lets
+    /// the message leave this long before `o_s` ends. Where `o_r` fits in
+    /// `half_rtt_1b_us`, `os_us + or_us - half_rtt_1b_us` where positive
+    /// ([`overlaps`]).
     pub send_overlap_us: f64,
+    /// The start of `o_r` the single message does not wait for, us (at most
+    /// `or_us`): a receive call that is waiting runs this much of its `o_r` before
+    /// the last byte is in, and ends `or_us - recv_overlap_us` after it. Non-zero
+    /// only where `or_us` alone exceeds `half_rtt_1b_us` (over loopback past the
+    /// segment size, the timed receive's copy is the transfer itself;
+    /// [`overlaps`]). With both overlaps, `L + o_s - send_overlap + o_r -
+    /// recv_overlap + (s-1)(G + 2O)` is the range's `PRTT(1,0,s)/2` line.
+    pub recv_overlap_us: f64,
     /// `O` (LogGOPS): CPU overhead per byte at each end, us per byte: half of what a
     /// single message's `PRTT(1,0,s)/2` grows per byte beyond `G` (the gap's per-byte
     /// time, which back-to-back messages overlap), at least 0. With it, `L + o_s -
-    /// send_overlap + o_r + (s-1)(G + 2O)` is the range's `PRTT(1,0,s)/2` line.
+    /// send_overlap + o_r - recv_overlap + (s-1)(G + 2O)` is the range's
+    /// `PRTT(1,0,s)/2` line.
     #[serde(rename = "O_us_per_byte")]
     pub big_o_us_per_byte: f64,
     /// `g`, us.
@@ -309,11 +322,14 @@ pub enum ModelWarning {
     /// `o_s + o_r` of a range exceeds its `PRTT(1,0,1)/2` by more than
     /// [`OVERLAP_TOLERANCE`]: eq. (1) leaves a negative `L`, so the overheads
     /// overlap each other or the latency (sec. 2.5), or one of them holds time the
-    /// round trip does not. `wire_latency_us` is 0 there.
+    /// round trip does not. `wire_latency_us` is 0 there and the overlaps hold
+    /// the excess ([`overlaps`]); written only where `o_r` is suspect (an excess
+    /// of `o_s` alone is the send overlap, which needs no warning).
     #[error(
         "o_s + o_r = {os_us:.2} + {or_us:.2} us exceed PRTT(1,0,1)/2 = \
          {half_rtt_1b_us:.2} us in range {from}..{to}: LogGP's L would be \
-         negative, so wire_latency_us is 0; {}",
+         negative, so wire_latency_us is 0 and send_overlap_us + \
+         recv_overlap_us hold the excess; {}",
         .suspect.why()
     )]
     OverheadsExceedHalfRtt {
@@ -503,6 +519,33 @@ pub fn wire_latency(half_rtt_1b_us: f64, os_us: f64, or_us: f64) -> (f64, Option
         _ => Suspect::Os,
     };
     (0.0, Some(suspect))
+}
+
+/// The parts of the overheads a single message does not wait for, `(send_overlap,
+/// recv_overlap)` in us, such that eq. (1) at `s = 1` holds with them:
+/// `L + (o_s - send_overlap) + (o_r - recv_overlap) = PRTT(1,0,1)/2`, `L` as
+/// [`wire_latency`] gives it. The paper (sec. 2.5) notes that `o` and `L` overlap
+/// ("L may even be negative"); the excess `o_s + o_r - PRTT(1,0,1)/2` is that
+/// overlap, and it goes to the overhead that is the likelier to hold it:
+///
+/// - to `o_s` (the end of the send call after its message left: over loopback the
+///   kernel delivers inside the call) while `o_r` fits in `PRTT(1,0,1)/2`, which
+///   leaves an excess of at most `o_s`;
+/// - to `o_r` where `o_r` alone exceeds `PRTT(1,0,1)/2` (the timed receive holds
+///   the copy that over loopback is the transfer itself, or a rendezvous's
+///   handshake: the receive call runs while the message is still arriving), the
+///   rest to `o_s`.
+///
+/// Each is at most its overhead; both are 0 where `L >= 0`. The overheads
+/// themselves stay as measured: they are the CPU time the calls take.
+pub fn overlaps(half_rtt_1b_us: f64, os_us: f64, or_us: f64) -> (f64, f64) {
+    let excess = (os_us + or_us - half_rtt_1b_us).max(0.0);
+    if or_us > half_rtt_1b_us {
+        let recv = excess.min(or_us);
+        ((excess - recv).min(os_us), recv)
+    } else {
+        (excess.min(os_us), 0.0)
+    }
 }
 
 /// Scale floor for robust fits, us: below the timer's resolution differences mean
@@ -761,16 +804,12 @@ fn fit_range(
     };
     let (range_os_us, range_or_us) = (free_os_us.max(0.0), free_or_us.max(0.0));
     let (wire_latency_us, suspect) = wire_latency(half_rtt_1b_us, range_os_us, range_or_us);
+    let (send_overlap_us, recv_overlap_us) = overlaps(half_rtt_1b_us, range_os_us, range_or_us);
     // A send call that outlasts its message's delivery is modelled as such (the
-    // overlap), not warned about; an o_r that alone exceeds the half round trip is
-    // a measurement the model cannot hold.
-    let (send_overlap_us, suspect) = match suspect {
-        None | Some(Suspect::Os) => (
-            (range_os_us + range_or_us - half_rtt_1b_us).clamp(0.0, range_os_us),
-            None,
-        ),
-        other => (0.0, other),
-    };
+    // send overlap), not warned about; an o_r that alone exceeds the half round
+    // trip is held by the receive overlap, and still said: the timed receive holds
+    // more than taking an arrived message.
+    let suspect = suspect.filter(|&s| s != Suspect::Os);
     let low = |at: &[usize], weights: &[f64]| -> Vec<u64> {
         at.iter()
             .zip(weights)
@@ -787,6 +826,7 @@ fn fit_range(
         os_us: range_os_us,
         or_us: range_or_us,
         send_overlap_us,
+        recv_overlap_us,
         big_o_us_per_byte,
         g_us: gap.line.intercept,
         big_g_us_per_byte: gap.line.slope,
@@ -1154,6 +1194,31 @@ mod tests {
         (samples, half1)
     }
 
+    /// The excess of the overheads over `PRTT(1,0,1)/2` goes to `o_s` while `o_r`
+    /// fits, to `o_r` where it alone exceeds it, each at most its overhead, and
+    /// `L + o_s - send_overlap + o_r - recv_overlap` is `PRTT(1,0,1)/2` whenever
+    /// `L` is 0.
+    #[test]
+    fn the_overlaps_take_the_excess_where_it_is() {
+        let cases = [
+            // (RTT/2, o_s, o_r) -> (send, recv)
+            ((10.0, 3.0, 4.0), (0.0, 0.0)),
+            ((4.0, 4.0, 1.0), (1.0, 0.0)),
+            ((4.0, 6.0, 1.0), (3.0, 0.0)),
+            ((8.5, 6.0, 9.0), (0.0, 6.5)),
+            ((8.5, 11.0, 9.0), (2.5, 9.0)),
+            ((0.0, 2.0, 3.0), (2.0, 3.0)),
+        ];
+        for ((half, os, or), want) in cases {
+            let got = overlaps(half, os, or);
+            assert_eq!(got, want, "{half} {os} {or}");
+            let (wire, _) = wire_latency(half, os, or);
+            if wire == 0.0 {
+                assert_eq!(os - got.0 + or - got.1, half, "{half} {os} {or}");
+            }
+        }
+    }
+
     /// A range far from one byte (TCP past its segment size) whose single message
     /// grows by less per byte than back-to-back ones (its PRTT(1,0,s)/2 slope is
     /// below G, so O is 0): the parameters still give its measured single message
@@ -1203,6 +1268,90 @@ mod tests {
         }
     }
 
+    /// A range past the loopback segment size whose timed receive holds the copy
+    /// that is the transfer itself: `o_r` alone exceeds its `PRTT(1,0,s)/2` line
+    /// carried to 1 byte. The excess is the receive overlap, the parameter file
+    /// simulates the single message (a 2-rank linear broadcast) to the measured
+    /// line within 1% in both ranges, and the first range, whose `o_r` fits, keeps
+    /// its send overlap and has no receive overlap.
+    #[test]
+    fn a_later_range_whose_o_r_exceeds_its_half_round_trip_simulates_to_its_line() {
+        use crate::coll::{Algorithm, CollSpec};
+        use crate::sim::collective::predict;
+        let (first, half1) = adding_up(0.5);
+        let big_g = 0.0001;
+        let later_half = |x: f64| 17.0 + (x - 65535.0) * big_g;
+        let mut samples: Vec<Sample> = first.into_iter().filter(|s| s.size < 65536).collect();
+        samples.extend((64..=72).map(|k| {
+            let size = k * 1024u64;
+            let x = size as f64 - 1.0;
+            let prtt1 = 2.0 * later_half(x);
+            let (os, gap) = (6.0 + 0.0001 * (x - 65535.0), 8.0 + x * big_g);
+            Sample {
+                size,
+                prtt_1_0_us: prtt1,
+                prtt_n_0_us: prtt1 + 9.0 * gap,
+                prtt_n_d_us: prtt1 + 9.0 * (os + prtt1),
+                d_us: prtt1,
+                or_us: 10.8 + 0.00002 * (x - 65535.0),
+                send_late_us: Some(os),
+            }
+        }));
+        let a = assess_with_changes(&samples, &AssessOptions::default(), &[65536]).unwrap();
+        let [r1, r2] = &a.ranges[..] else {
+            panic!("{:?}", a.ranges)
+        };
+        within("o_s", r1.os_us, 3.0, 0.01);
+        assert!((r1.send_overlap_us - 0.5).abs() < 0.02, "{r1:?}");
+        assert_eq!(r1.recv_overlap_us, 0.0, "{r1:?}");
+        within("carried RTT/2", r2.half_rtt_1b_us, later_half(0.0), 0.01);
+        assert!(
+            r2.or_us > r2.half_rtt_1b_us && r2.os_us < r2.half_rtt_1b_us,
+            "{r2:?}"
+        );
+        assert_eq!(r2.send_overlap_us, 0.0, "{r2:?}");
+        within(
+            "recv overlap",
+            r2.recv_overlap_us,
+            r2.os_us + r2.or_us - r2.half_rtt_1b_us,
+            1e-9,
+        );
+        // The measured o_r stays the CPU cost, and the warning still names it.
+        assert!(
+            a.warnings.iter().any(|w| matches!(
+                w,
+                ModelWarning::OverheadsExceedHalfRtt {
+                    from: 65536,
+                    suspect: Suspect::Or,
+                    ..
+                }
+            )),
+            "{:?}",
+            a.warnings
+        );
+        let file = crate::model::params::ParamsFile::measured("tcp", &a.ranges);
+        let net = crate::sim::params::parse(&file.to_json()).unwrap().network;
+        let measured = |s: u64| {
+            let x = s as f64 - 1.0;
+            if s < 65536 {
+                half1 + x * 0.0008
+            } else {
+                later_half(x)
+            }
+        };
+        for size in [1u64, 1024, 32 * 1024, 65536, 68 * 1024, 72 * 1024] {
+            let spec = CollSpec {
+                algorithm: Algorithm::BcastLinear,
+                np: 2,
+                size_bytes: size as usize,
+                segment_bytes: 0,
+                root: 0,
+            };
+            let simulated = predict(&spec, &net).unwrap().0 as f64 / 1e6;
+            within(&format!("{size} B"), simulated, measured(size), 0.01);
+        }
+    }
+
     #[test]
     fn overheads_are_per_message_and_the_single_message_adds_up() {
         // A negative overlap is a positive L.
@@ -1223,6 +1372,7 @@ mod tests {
                 (r.send_overlap_us - overlap.max(0.0)).abs() < 0.02,
                 "{overlap}: {r:?}"
             );
+            assert_eq!(r.recv_overlap_us, 0.0, "{overlap}: {r:?}");
             assert!(
                 (r.wire_latency_us - (half1 - 4.0).max(0.0)).abs() < 0.02,
                 "{r:?}"

@@ -113,13 +113,18 @@ pub struct ParamRange {
     /// LogGP's `L`, the wire latency: `half_rtt_1b_us - o_s_us - o_r_us`, at least
     /// 0, us. Derived on reading a range that lacks it.
     pub wire_latency_us: f64,
-    /// Send overhead `o_s`, us.
+    /// Send overhead `o_s`, us: the CPU cost of a send, the time the send call
+    /// blocks.
     pub o_s_us: f64,
-    /// Receive overhead `o_r`, us.
+    /// Receive overhead `o_r`, us: the CPU cost of a receive, the time the receive
+    /// call takes with its message there.
     pub o_r_us: f64,
     /// The end of `o_s` after the message left, which the receiver does not wait
     /// for, us (at most `o_s_us`; 0 when absent).
     pub send_overlap_us: f64,
+    /// The start of `o_r_us` that a waiting receive runs before the last byte is
+    /// in, us (at most `o_r_us`; 0 when absent).
+    pub recv_overlap_us: f64,
     /// `O`: CPU overhead per byte at each end (LogGOPS), us per byte (0 when absent).
     #[serde(rename = "O_us_per_byte")]
     pub big_o_us_per_byte: f64,
@@ -252,6 +257,8 @@ struct RawRange {
     o_r_us: f64,
     #[serde(default)]
     send_overlap_us: f64,
+    #[serde(default)]
+    recv_overlap_us: f64,
     #[serde(default, rename = "O_us_per_byte")]
     big_o_us_per_byte: f64,
     g_us: f64,
@@ -304,6 +311,7 @@ fn checked(raw: RawFile) -> Result<(ParamsFile, Vec<ParamsWarning>), ParamsError
                 o_s_us: r.o_s_us,
                 o_r_us: r.o_r_us,
                 send_overlap_us: r.send_overlap_us,
+                recv_overlap_us: r.recv_overlap_us,
                 big_o_us_per_byte: r.big_o_us_per_byte,
                 g_us: r.g_us,
                 big_g_us_per_byte: r.big_g_us_per_byte,
@@ -337,6 +345,7 @@ impl ParamsFile {
                     o_s_us: r.os_us,
                     o_r_us: r.or_us,
                     send_overlap_us: r.send_overlap_us,
+                    recv_overlap_us: r.recv_overlap_us,
                     big_o_us_per_byte: r.big_o_us_per_byte,
                     g_us: r.g_us,
                     big_g_us_per_byte: r.big_g_us_per_byte,
@@ -386,6 +395,7 @@ impl ParamsFile {
                 ("o_s_us", r.o_s_us),
                 ("o_r_us", r.o_r_us),
                 ("send_overlap_us", r.send_overlap_us),
+                ("recv_overlap_us", r.recv_overlap_us),
                 ("g_us", r.g_us),
                 ("G_us_per_byte", r.big_g_us_per_byte),
                 ("O_us_per_byte", r.big_o_us_per_byte),
@@ -398,6 +408,13 @@ impl ParamsFile {
                     "send_overlap_us = {} exceeds o_s_us = {}: only a part of the send \
                      call can come after the message left",
                     r.send_overlap_us, r.o_s_us
+                )));
+            }
+            if r.recv_overlap_us > r.o_r_us {
+                return Err(bad(format!(
+                    "recv_overlap_us = {} exceeds o_r_us = {}: only a part of the \
+                     receive call can come before the message is in",
+                    r.recv_overlap_us, r.o_r_us
                 )));
             }
             if r.from_bytes > r.to_bytes {
@@ -472,6 +489,7 @@ mod tests {
             o_s_us: 1.0,
             o_r_us: 2.0,
             send_overlap_us: 0.0,
+            recv_overlap_us: 0.0,
             big_o_us_per_byte: 0.0,
             g_us: g,
             big_g_us_per_byte: 0.001,
@@ -491,17 +509,26 @@ mod tests {
         let plain = ParamsFile::from_json(&text("")).unwrap();
         assert_eq!(plain.ranges[0].send_overlap_us, 0.0);
         assert_eq!(plain.ranges[0].big_o_us_per_byte, 0.0);
+        assert_eq!(plain.ranges[0].recv_overlap_us, 0.0);
         let given = ParamsFile::from_json(&text(
-            r#", "send_overlap_us": 0.5, "O_us_per_byte": 0.0002"#,
+            r#", "send_overlap_us": 0.5, "recv_overlap_us": 1.5, "O_us_per_byte": 0.0002"#,
         ))
         .unwrap();
         assert_eq!(given.ranges[0].send_overlap_us, 0.5);
+        assert_eq!(given.ranges[0].recv_overlap_us, 1.5);
+        assert!(given.to_json().contains("\"recv_overlap_us\": 1.5"));
         assert_eq!(given.ranges[0].big_o_us_per_byte, 0.0002);
         assert!(given.to_json().contains("\"O_us_per_byte\": 0.0002"));
         let err = ParamsFile::from_json(&text(r#", "send_overlap_us": 2.5"#)).unwrap_err();
         assert!(
             err.to_string()
                 .contains("send_overlap_us = 2.5 exceeds o_s_us = 2"),
+            "{err}"
+        );
+        let err = ParamsFile::from_json(&text(r#", "recv_overlap_us": 1.6"#)).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("recv_overlap_us = 1.6 exceeds o_r_us = 1.5"),
             "{err}"
         );
         let err = ParamsFile::from_json(&text(r#", "O_us_per_byte": -1"#)).unwrap_err();

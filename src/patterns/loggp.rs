@@ -956,6 +956,7 @@ mod tests {
             big_g_fs: 800_000,
             rendezvous: false,
             send_overlap_ps: 0,
+            recv_overlap_ps: 0,
             big_o_fs: 0,
         });
         let mut world = sim::world(&net);

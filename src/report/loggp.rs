@@ -611,6 +611,8 @@ pub fn table(pa: &PairDoc) -> String {
     );
     out += &t.render();
     out += "RTT/2: PRTT(1,0,1)/2 = L + o_s + o_r (the paper's L); L: the wire latency\n";
+    out += "o_s: a send's CPU cost, the time its call blocks; o_r: a receive's CPU cost, \
+            its call's time with the message there\n";
     if clamped {
         out += "*: o_s + o_r exceed RTT/2, so L would be negative; shown as 0 (see the warning)\n";
     }
@@ -620,12 +622,23 @@ pub fn table(pa: &PairDoc) -> String {
             .map(|r| format!("{}-{} {}", r.from, r.to, show(value(r))))
             .collect()
     };
-    let overlaps = ranges_with(|r| r.send_overlap_us, |v| format!("{v:.2} us"));
-    if !overlaps.is_empty() {
+    let sends = ranges_with(|r| r.send_overlap_us, |v| format!("{v:.2} us"));
+    if !sends.is_empty() {
         out += &format!(
-            "o_s outlasts the message's arrival by (send_overlap_us): {}; so L + o_s + o_r - overlap = RTT/2\n",
-            overlaps.join(", ")
+            "o_s outlasts the message's arrival by (send_overlap_us): {}\n",
+            sends.join(", ")
         );
+    }
+    let recvs = ranges_with(|r| r.recv_overlap_us, |v| format!("{v:.2} us"));
+    if !recvs.is_empty() {
+        out += &format!(
+            "o_r starts before the message's last byte by (recv_overlap_us): {}\n",
+            recvs.join(", ")
+        );
+    }
+    if !sends.is_empty() || !recvs.is_empty() {
+        out +=
+            "so L + o_s - send_overlap + o_r - recv_overlap = RTT/2 (what one message waits for)\n";
     }
     let per_byte = ranges_with(
         |r| r.big_o_us_per_byte,

@@ -18,7 +18,8 @@
 //!   switched off with [`Options::receive_gap`] to compare with the threaded world,
 //!   which cannot place it).
 //! - A receive completes `o_r` after the later of the rank noticing it and the
-//!   last byte's arrival; local steps (`Reduce`, `Copy`) cost
+//!   last byte's arrival (a rank blocked in the receive starts `recv_overlap`
+//!   before the arrival, [`LogGp::recv_start`]); local steps (`Reduce`, `Copy`) cost
 //!   [`Options::local_fs_per_byte`] per byte on the CPU (0 by default: LogGP has no
 //!   computation).
 //! - Messages match in per-pair order (the `k`-th send from `a` to `b` is the
@@ -971,7 +972,16 @@ impl<'a> Sim<'a> {
                     if s.flags & KNOWN == 0 {
                         return Ok(());
                     }
-                    live.now = live.now.max(Ps(s.time));
+                    let step_kind = live.prog.steps[step as usize];
+                    live.now = if step_kind.kind == Kind::Recv {
+                        // A receive waiting in its call runs the start of o_r
+                        // while the message is still arriving.
+                        self.net
+                            .at(step_kind.bytes)
+                            .recv_start(live.now, Ps(s.time))
+                    } else {
+                        live.now.max(Ps(s.time))
+                    };
                     if !alone {
                         debug_assert_eq!(live.in_flight[0], step);
                         live.in_flight.remove(0);

@@ -22,12 +22,14 @@ use crate::model::loggp::Hockney;
 use crate::sim::net::Network;
 
 impl Hockney {
-    /// The parameters of a message of `bytes` on `net`: `alpha = o_s - overlap + L +
-    /// o_r` (what the receiver waits for), `beta = G + 2O` of its protocol range.
+    /// The parameters of a message of `bytes` on `net`: `alpha = o_s -
+    /// send_overlap + L + o_r - recv_overlap` (what the receiver waits for), `beta =
+    /// G + 2O` of its protocol range.
     pub fn of(net: &Network, bytes: u64) -> Hockney {
         let p = net.at(bytes.max(1));
+        let waited = p.os_ps - p.send_overlap_ps + p.l_ps + p.or_ps - p.recv_overlap_ps;
         Hockney {
-            alpha_us: (p.os_ps - p.send_overlap_ps + p.l_ps + p.or_ps) as f64 * 1e-6,
+            alpha_us: waited as f64 * 1e-6,
             beta_us_per_byte: (p.big_g_fs + 2 * p.big_o_fs) as f64 * 1e-9,
         }
     }

@@ -18,7 +18,10 @@
 //!   ([`Nic::accept`]; LogP's `g` holds for receptions too, which binds when several
 //!   senders target one rank);
 //! - the receive call ends `o_r + (s-1)O` after the later of its call and the
-//!   arrival.
+//!   arrival; where the measured `o_r` holds part of the transfer (over loopback
+//!   the receiver's copy is the transfer), a receive that is waiting runs the
+//!   first `recv_overlap` of it before the last byte is in
+//!   ([`LogGp::recv_start`]).
 //!
 //! A rendezvous protocol ([`LogGp::rendezvous`]) first sends a request-to-send and
 //! waits for the receiver's clear-to-send (each takes `L`, no overhead, no gap, as
@@ -51,6 +54,9 @@ pub struct LogGp {
     pub send_overlap_ps: u64,
     /// `O`: CPU overhead per byte at each end (LogGOPS), in femtoseconds.
     pub big_o_fs: u64,
+    /// The start of `o_r` that a waiting receive runs before its message's last
+    /// byte is in, at most `o_r`.
+    pub recv_overlap_ps: u64,
 }
 
 impl LogGp {
@@ -80,15 +86,24 @@ impl LogGp {
             big_g_fs: (big_g_per_byte.max(0.0) * 1e9).round() as u64,
             rendezvous,
             send_overlap_ps: 0,
+            recv_overlap_ps: 0,
             big_o_fs: 0,
         }
     }
 
-    /// These parameters with a send overlap (us, at most `o_s`) and a CPU overhead
-    /// per byte `O` (us per byte) at each end; negative values count as 0.
-    pub fn with_cpu_costs(self, send_overlap_us: f64, big_o_per_byte: f64) -> Self {
+    /// These parameters with a send overlap (us, at most `o_s`), a receive
+    /// overlap (us, at most `o_r`) and a CPU overhead per byte `O` (us per byte) at
+    /// each end; negative values count as 0.
+    pub fn with_cpu_costs(
+        self,
+        send_overlap_us: f64,
+        recv_overlap_us: f64,
+        big_o_per_byte: f64,
+    ) -> Self {
+        let ps = |us: f64| (us.max(0.0) * 1e6).round() as u64;
         LogGp {
-            send_overlap_ps: ((send_overlap_us.max(0.0) * 1e6).round() as u64).min(self.os_ps),
+            send_overlap_ps: ps(send_overlap_us).min(self.os_ps),
+            recv_overlap_ps: ps(recv_overlap_us).min(self.or_ps),
             big_o_fs: (big_o_per_byte.max(0.0) * 1e9).round() as u64,
             ..self
         }
@@ -113,9 +128,17 @@ impl LogGp {
         (whole - after, after)
     }
 
-    /// A receive's CPU cost once its message is there, `o_r + (s-1)O`.
+    /// A receive's CPU cost, `o_r + (s-1)O`: it runs from [`LogGp::recv_start`].
     pub fn recv_cpu_ps(&self, size: u64) -> u64 {
         self.or_ps + self.per_byte_cpu_ps(size)
+    }
+
+    /// When a receive that waits from `waiting` for a message whose last byte is
+    /// in at `arrival` starts its CPU work: `recv_overlap` before the arrival, not
+    /// before the wait. It then ends at least `o_r - recv_overlap` after the
+    /// arrival, never before it.
+    pub fn recv_start(&self, waiting: Ps, arrival: Ps) -> Ps {
+        waiting.max(Ps(arrival.0.saturating_sub(self.recv_overlap_ps)))
     }
 
     /// How long a network interface stays busy with one message: `g + (s-1)G`.
@@ -249,6 +272,7 @@ mod tests {
         big_g_fs: 1_000_000,
         rendezvous: false,
         send_overlap_ps: 0,
+        recv_overlap_ps: 0,
         big_o_fs: 0,
     };
 

@@ -54,7 +54,7 @@ pub fn parse(text: &str) -> Result<Loaded, ParamsError> {
                 r.big_g_us_per_byte,
                 r.protocol == Protocol::Rendezvous,
             )
-            .with_cpu_costs(r.send_overlap_us, r.big_o_us_per_byte);
+            .with_cpu_costs(r.send_overlap_us, r.recv_overlap_us, r.big_o_us_per_byte);
             (from, p)
         })
         .collect();

@@ -13,6 +13,7 @@ const EAGER: LogGp = LogGp {
     big_g_fs: 1_000_000,
     rendezvous: false,
     send_overlap_ps: 0,
+    recv_overlap_ps: 0,
     big_o_fs: 0,
 };
 
@@ -56,6 +57,7 @@ fn keeps_the_transport_contract() {
         big_g_fs: 0,
         rendezvous: false,
         send_overlap_ps: 0,
+        recv_overlap_ps: 0,
         big_o_fs: 0,
     };
     let profile = conformance::Profile {

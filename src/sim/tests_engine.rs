@@ -19,6 +19,7 @@ fn loggp(l: u64, os: u64, or: u64, g: u64, big_g_ps: u64) -> LogGp {
         big_g_fs: big_g_ps * 1000,
         rendezvous: false,
         send_overlap_ps: 0,
+        recv_overlap_ps: 0,
         big_o_fs: 0,
     }
 }
@@ -785,28 +786,65 @@ fn binomial_scatter_gives_every_rank_its_analytic_time() {
     }
 }
 
-/// A send that outlasts its message (`send_overlap`) and a CPU cost per byte at
-/// each end (`O`): one message of a 2-rank linear broadcast reaches its receiver
-/// `o_s - overlap + (m-1)O + L + (m-1)G` after the send began and is taken in
-/// `o_r + (m-1)O`; the sender is busy for the whole `o_s + (m-1)O`. With both 0 the
-/// times are plain LogGP's.
+/// A send that outlasts its message (`send_overlap`), a receive that starts
+/// before its last byte is in (`recv_overlap`) and a CPU cost per byte at each end
+/// (`O`): one message of a 2-rank linear broadcast reaches its receiver `o_s -
+/// send_overlap + (m-1)O + L + (m-1)G` after the send began and is taken in `o_r -
+/// recv_overlap + (m-1)O`; the sender is busy for the whole `o_s + (m-1)O`. With
+/// all 0 the times are plain LogGP's.
 #[test]
-fn a_send_overlap_and_a_cpu_cost_per_byte_add_up_to_the_single_message() {
+fn the_overlaps_and_a_cpu_cost_per_byte_add_up_to_the_single_message() {
     let plain = loggp(2 * US, 3 * US, US, 4 * US, 2);
-    let p = plain.with_cpu_costs(1.5, 0.000_001);
-    assert_eq!((p.send_overlap_ps, p.big_o_fs), (1_500_000, 1_000));
-    assert_eq!(plain.with_cpu_costs(9.0, 0.0).send_overlap_ps, plain.os_ps);
+    let p = plain.with_cpu_costs(1.5, 0.25, 0.000_001);
+    assert_eq!(
+        (p.send_overlap_ps, p.recv_overlap_ps, p.big_o_fs),
+        (1_500_000, 250_000, 1_000)
+    );
+    let capped = plain.with_cpu_costs(9.0, 9.0, 0.0);
+    assert_eq!(
+        (capped.send_overlap_ps, capped.recv_overlap_ps),
+        (plain.os_ps, plain.or_ps)
+    );
     for m in [1u64, 1000, 65536] {
         let per_byte = m - 1; // O is 1 ps per byte
         let s = spec(Algorithm::BcastLinear, 2, m as usize, 0);
         let got = finish(&s, &Network::uniform(p), false);
         let sent = p.os_ps + per_byte;
-        let received =
-            p.os_ps - p.send_overlap_ps + per_byte + p.l_ps + p.transfer_ps(m) + p.or_ps + per_byte;
+        let received = p.os_ps - p.send_overlap_ps + per_byte + p.l_ps + p.transfer_ps(m) + p.or_ps
+            - p.recv_overlap_ps
+            + per_byte;
         assert_eq!(got, vec![sent, received], "m {m}");
         let plain_got = finish(&s, &Network::uniform(plain), false);
         let plain_received = plain.os_ps + plain.l_ps + plain.transfer_ps(m) + plain.or_ps;
         assert_eq!(plain_got, vec![plain.os_ps, plain_received], "m {m}");
+    }
+}
+
+/// The receive overlap starts a receive's work before its last byte only while
+/// the rank waits in it: a broadcast's receiver, waiting from time 0, starts
+/// `recv_overlap` before the arrival; in a 2-rank ring allgather each rank is busy
+/// with its own send when the other's message comes in, so it pays the whole `o_r`
+/// after its send, as without the overlap.
+#[test]
+fn the_receive_overlap_applies_only_to_a_waiting_receive() {
+    let plain = loggp(0, 10 * US, 6 * US, US, 0);
+    let p = plain.with_cpu_costs(0.0, 4.0, 0.0);
+    let bcast = spec(Algorithm::BcastLinear, 2, 1, 0);
+    // Arrival at 10 us (L = 0, one byte): rank 1 starts at 10 - 4 and ends at 12.
+    assert_eq!(
+        finish(&bcast, &Network::uniform(p), false),
+        [10 * US, 12 * US]
+    );
+    assert_eq!(
+        finish(&bcast, &Network::uniform(plain), false),
+        [10 * US, 16 * US]
+    );
+    let ring = spec(Algorithm::AllgatherRing, 2, 1, 0);
+    for q in [p, plain] {
+        assert_eq!(
+            finish(&ring, &Network::uniform(q), false),
+            [16 * US, 16 * US]
+        );
     }
 }
 

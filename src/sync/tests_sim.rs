@@ -88,6 +88,7 @@ impl NetModel {
             big_g_fs: 0,
             rendezvous: false,
             send_overlap_ps: 0,
+            recv_overlap_ps: 0,
             big_o_fs: 0,
         };
         let noise = Noise {

@@ -39,6 +39,7 @@ pub const EAGER: LogGp = LogGp {
     big_g_fs: 800_000,
     rendezvous: false,
     send_overlap_ps: 0,
+    recv_overlap_ps: 0,
     big_o_fs: 0,
 };
 
@@ -88,6 +89,7 @@ mod tests {
         big_g_fs: 400_000,
         rendezvous: true,
         send_overlap_ps: 0,
+        recv_overlap_ps: 0,
         big_o_fs: 0,
     };
 
@@ -413,6 +415,7 @@ mod tests {
             big_g_fs: 800_000,
             rendezvous: false,
             send_overlap_ps: 0,
+            recv_overlap_ps: 0,
             big_o_fs: 0,
         };
         let net = Network::uniform(fast_wire);
@@ -468,6 +471,7 @@ mod tests {
             big_g_fs: 50_000,
             rendezvous: false,
             send_overlap_ps: 0,
+            recv_overlap_ps: 0,
             big_o_fs: 0,
         };
         let params = params(sizes());
