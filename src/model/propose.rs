@@ -59,20 +59,20 @@ use crate::stats::median;
 const GROSS: f64 = 20.0;
 
 /// Sizes per side of a boundary (at least 3 are needed on each).
-const WINDOW: usize = 4;
+pub const WINDOW: usize = 4;
 /// Smallest step, in noise levels of the series.
-const MIN_SCORE: f64 = 3.0;
+pub const MIN_SCORE: f64 = 3.0;
 /// Smallest step as a fraction of the confirmation's floor at the boundary.
-const FLOOR_FRACTION: f64 = 1.0;
+pub const FLOOR_FRACTION: f64 = 1.0;
 /// Floor under the noise level as a fraction of the level: a sweep whose
 /// neighbours agree to the nanosecond still has a noise of its own.
-const RELATIVE_NOISE_FLOOR: f64 = 0.02;
+pub const RELATIVE_NOISE_FLOOR: f64 = 0.02;
 /// Absolute floor under the noise level, us.
-const NOISE_FLOOR_US: f64 = 0.02;
+pub const NOISE_FLOOR_US: f64 = 0.02;
 /// Fewest sizes between two changes (a detector's or a kept candidate).
-const APART: usize = 4;
+pub const APART: usize = 4;
 /// Candidates kept at most per sweep.
-const MAX_CANDIDATES: usize = 2;
+pub const MAX_CANDIDATES: usize = 2;
 
 /// The rank of one series' step at boundary `i` of the detrended values `z`:
 /// 0 when it is smaller than its floor or [`MIN_SCORE`] noise levels, else the

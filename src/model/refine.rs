@@ -67,16 +67,16 @@ impl Default for RefineOptions {
 }
 
 /// Clean passes before the first judgement of a candidate, and between later ones.
-const PASSES: usize = 6;
+pub const PASSES: usize = 6;
 /// Passes at most (clean or not) per candidate.
-const MAX_PASSES: usize = 18;
+pub const MAX_PASSES: usize = 18;
 /// Placed rounds at most per bisection step before giving up the location: the
 /// sequential sign test of [`confirm::decide_side`] decides by 15 unless the
 /// passes split about evenly, as they do only near the switch itself.
-const LOCATE_PASSES: usize = 15;
+pub const LOCATE_PASSES: usize = 15;
 /// Rounds at most per bisection step, placed or not (a round is not placed when
 /// the host's state hides the step in every series at the brackets).
-const LOCATE_ROUNDS: usize = 24;
+pub const LOCATE_ROUNDS: usize = 24;
 /// Sweep sizes per side of a step candidate in a confirmation pass.
 const STEP_SIDE: usize = 3;
 /// Sweep sizes per side of a slope-only candidate (a slope needs a wider base).

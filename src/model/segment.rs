@@ -110,7 +110,7 @@ pub const MIN_POINTS: usize = 3;
 /// segmentation: real gap curves are not exact lines (TCP loopback bends by ~10%
 /// between 16 and 40 KiB from cache effects); with 5% the optimum may cut at such a
 /// bend, and [`keep_steps`] then drops it (no step).
-const RELATIVE_FLOOR: f64 = 0.05;
+pub const RELATIVE_FLOOR: f64 = 0.05;
 
 /// Floor under the noise level of a step ([`steps`]) as a fraction of the lines'
 /// value there: a change smaller than [`MIN_STEP`] times this is not a protocol,
@@ -130,7 +130,7 @@ pub const STEP_NOISE_FLOOR_US: f64 = 0.05;
 /// outlier costs at most this, so cutting it into a segment of its own never pays
 /// BIC's price, while a real change, off the line at every later point, still does.
 /// 9 is a residual of 3 sigma.
-const OUTLIER_CAP: f64 = 9.0;
+pub const OUTLIER_CAP: f64 = 9.0;
 
 /// Smallest step, in noise levels, that the lines of two neighbouring segments must
 /// show at their boundary in at least one series for a change found by

@@ -46,7 +46,7 @@ pub fn tuning_env(vars: impl IntoIterator<Item = (String, String)>) -> BTreeMap<
 
 /// How the names of the processes that launch jobs start (their `comm`, at most 15
 /// bytes: `mpirun.openmpi`, `mpiexec.hydra`).
-const LAUNCHERS: [&str; 5] = ["mpirun", "mpiexec", "orterun", "prterun", "srun"];
+pub const LAUNCHERS: [&str; 5] = ["mpirun", "mpiexec", "orterun", "prterun", "srun"];
 
 /// The command line of the nearest ancestor of this process that is a job launcher
 /// ([`LAUNCHERS`]), from `/proc`: visible when the launcher runs on this host

@@ -299,7 +299,7 @@ impl RefusalLog {
 
 /// Connections beyond the expected ranks that may wait for their handshake: room
 /// for strangers without starving the ranks.
-const STRANGER_ROOM: usize = 64;
+pub const STRANGER_ROOM: usize = 64;
 
 /// How many connections may wait for their handshake at once when `expected` ranks
 /// are still to come: what the descriptor limit leaves (less a reserve for the job's

@@ -2,7 +2,7 @@
 //! times, over a window of memory every rank exposes.
 //!
 //! A transport with one-sided operations opens a [`OneSided`] window beside its
-//! [`Transport`](crate::Transport); a pattern starts operations on a peer's window
+//! [`Transport`]; a pattern starts operations on a peer's window
 //! and completes them with [`OneSided::flush`] (passive target: the origin alone
 //! decides, as `MPI_Win_flush` or a verbs completion) or [`OneSided::fence`]
 //! (active target: a collective epoch end, as `MPI_Win_fence`, where the transport

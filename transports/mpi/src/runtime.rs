@@ -296,7 +296,7 @@ impl Mpi {
     /// may not be called from there, it ends only this process
     /// (`std::process::exit`); the launcher then ends the job.
     ///
-    /// Waits [`ABORT_GRACE`] first, with stdout flushed: `MPI_Abort` takes the
+    /// Waits `ABORT_GRACE` (200 ms) first, with stdout flushed: `MPI_Abort` takes the
     /// launcher's output forwarding down with the job, and MPICH's hydra dropped what
     /// the rank had written just before (the "lost rank" line of a liveness failure
     /// in a CI run, the in-flight warning in 1 of 6 runs). The job is ending anyway.

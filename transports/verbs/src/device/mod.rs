@@ -300,7 +300,7 @@ impl Drop for VerbsTransport {
     /// before the queue pairs are destroyed: first the signaled ones, for at most
     /// a second; then, where unsignaled sends trail the last signaled one, a
     /// signaled empty RDMA write behind them, whose completion says they are done,
-    /// for at most [`FLUSH_WAIT`] (the peer may have closed already: nothing then
+    /// for at most `FLUSH_WAIT` (100 ms) (the peer may have closed already: nothing then
     /// answers it, and the unsignaled sends were delivered before it closed, since
     /// it waited for them, or it did not need them).
     fn drop(&mut self) {
