@@ -132,6 +132,13 @@ crate::names::named_enum! {
         /// The slopes change, but a side falls with the size in every pass
         /// ([`SlopeEvidence::falling`]): no protocol's `G` is negative.
         Falling = "falling",
+        /// Proposed only because the run's data left a step possible there (a
+        /// doubt round, [`super::refine::Proposer::Doubt`]), confirmed by the
+        /// passes, but not placed to a byte: the doubt rounds judge many
+        /// boundaries, and a disturbance that comes and goes in time passes the
+        /// passes' sign test at some of them; only a switch keeps one byte
+        /// between the two protocols round after round.
+        Unplaced = "unplaced",
     }
 }
 

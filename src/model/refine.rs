@@ -456,7 +456,9 @@ impl Plan {
         }
     }
 
-    /// Every candidate's outcome, ascending, rejected ones included.
+    /// Every candidate's outcome, ascending, rejected ones included. A change the
+    /// doubt rounds proposed and the passes confirmed is undecided
+    /// ([`Undecided::Unplaced`]) unless it was placed at one byte.
     pub fn finish(self) -> Vec<Change> {
         self.candidates
             .into_iter()
@@ -464,9 +466,29 @@ impl Plan {
                 if !matches!(c.stage, Stage::Done) {
                     give_up(&mut c);
                 }
+                unplaced_doubt(&mut c.change);
                 c.change
             })
             .collect()
+    }
+}
+
+/// A change proposed for doubt ([`Proposer::Doubt`]) counts as confirmed only
+/// when it is placed at one byte. The doubt rounds judge every boundary the
+/// run's data leave in doubt, several times each as passes are added, so a
+/// disturbance that comes and goes in time (a process sharing a core) passes
+/// the passes' sign test at some of them; the bisection then finds no byte
+/// between two protocols, since there are none (story:
+/// docs/findings/2026-11-29-real-switches.md, section 3c). A change of the
+/// sweep's own tests was proposed once, from the sweep's medians, and stays
+/// confirmed within its brackets.
+fn unplaced_doubt(change: &mut Change) {
+    if change.proposed_by == Proposer::Doubt
+        && change.verdict == Verdict::Confirmed
+        && change.first_bytes.is_none()
+    {
+        change.verdict = Verdict::Undecided;
+        change.undecided = Some(Undecided::Unplaced);
     }
 }
 
@@ -574,15 +596,28 @@ fn judge_candidate(c: &mut Candidate, opts: &RefineOptions) {
         let crossings: Vec<f64> = slopes.iter().filter_map(|e| e.crossing_bytes).collect();
         c.change.crossing_bytes = median(&crossings);
     }
+    let clearest = by_clarity(&steps);
+    let (left, right) = match clearest.first().and_then(|e| e.series.parse().ok()) {
+        Some(series) if verdict == Verdict::Confirmed && c.kind == ChangeKind::Step => {
+            sides_of_step(
+                &clean,
+                &c.left,
+                &c.right,
+                series,
+                clearest[0].step_us.median,
+            )
+        }
+        _ => (c.left.clone(), c.right.clone()),
+    };
     let slopes_of = |sizes: &[u64], series: Series| side_slope(&clean, sizes, series);
-    let locators: Vec<Locator> = by_clarity(&steps)
+    let locators: Vec<Locator> = clearest
         .into_iter()
         .filter_map(|e| {
             let series = e.series.parse().ok()?;
             Some(Locator {
                 series,
-                step: e.step_us.median,
-                slopes: (slopes_of(&c.left, series), slopes_of(&c.right, series)),
+                step: boundary_step(&clean, &left, &right, series).unwrap_or(e.step_us.median),
+                slopes: (slopes_of(&left, series), slopes_of(&right, series)),
             })
         })
         .collect();
@@ -591,10 +626,13 @@ fn judge_candidate(c: &mut Candidate, opts: &RefineOptions) {
         && opts.locate
         && !locators.is_empty();
     let next = if locate {
+        c.change.last_old_bytes = left[0];
+        c.change.bytes = right[0];
+        c.change.bracket_bytes = [left[0], right[0]];
         Stage::Locating {
             locators,
-            old: c.change.last_old_bytes,
-            new: c.change.bytes,
+            old: left[0],
+            new: right[0],
             positions: Vec::new(),
         }
     } else {
@@ -622,6 +660,65 @@ fn confirmation(
         slopes,
         ..Confirmation::default()
     }
+}
+
+/// The sides of a confirmed step to bisect between: `left` and `right` (the
+/// sizes of the confirmation passes, each nearest the boundary first), or the
+/// same sizes cut one sweep size to the left or to the right, whichever shows
+/// the largest step in `series` in the direction of `step` over the `passes`
+/// (each side keeping two sizes at least). A candidate one sweep size off its
+/// switch (the sweep's medians or the doubt rounds put it at the neighbouring
+/// boundary) is confirmed with a part of the step on one side, and bisecting
+/// between two sizes of one protocol would place nothing.
+fn sides_of_step(
+    passes: &[&[Reading]],
+    left: &[u64],
+    right: &[u64],
+    series: Series,
+    step: f64,
+) -> (Vec<u64>, Vec<u64>) {
+    let here = (left.to_vec(), right.to_vec());
+    let mut options = vec![here.clone()];
+    if left.len() > 2 {
+        let right: Vec<u64> = left[..1].iter().chain(right).copied().collect();
+        options.push((left[1..].to_vec(), right));
+    }
+    if right.len() > 2 {
+        let left: Vec<u64> = right[..1].iter().chain(left).copied().collect();
+        options.push((left, right[1..].to_vec()));
+    }
+    let score = |(l, r): &(Vec<u64>, Vec<u64>)| {
+        boundary_step(passes, l, r, series).map_or(f64::NEG_INFINITY, |v| v * step.signum())
+    };
+    options
+        .into_iter()
+        .fold((here.clone(), score(&here)), |best, o| {
+            let s = score(&o);
+            if s > best.1 {
+                (o, s)
+            } else {
+                best
+            }
+        })
+        .0
+}
+
+/// The median over the passes of [`confirm::pass_step`]'s step in `series`
+/// between sides at sizes `left` and `right`, us.
+fn boundary_step(
+    passes: &[&[Reading]],
+    left: &[u64],
+    right: &[u64],
+    series: Series,
+) -> Option<f64> {
+    let steps: Vec<f64> = passes
+        .iter()
+        .filter_map(|p| {
+            let side = |sizes: &[u64]| confirm::side(p, sizes, series);
+            confirm::pass_step(&side(left), &side(right)).map(|s| s.step_us)
+        })
+        .collect();
+    median(&steps)
 }
 
 /// The median over the passes of one side's own slope in `series`, us per byte
@@ -791,6 +888,76 @@ mod tests {
         assert!((prtt.step_us.median - 20.0).abs() < 1.0, "{prtt:?}");
         let [lo, hi] = prtt.step_us.interval.unwrap();
         assert!(lo > 18.0 && hi < 22.0, "{prtt:?}");
+    }
+
+    /// A confirmed candidate one sweep size off its switch (issue 36: the
+    /// loopback segment switch at 65484 B, confirmed at 63488-64512): the
+    /// bisection starts between the pair of sizes where the passes step most,
+    /// the one that holds the switch, before or after the candidate's pair.
+    #[test]
+    fn issue_36_a_step_one_sweep_size_off_is_bisected_where_the_passes_step() {
+        let sizes = sweep_sizes();
+        for (switch, want) in [
+            (21_000, (20480, 21504)),
+            (19_000, (18432, 19456)),
+            (20_001, (19456, 20480)),
+        ] {
+            let world = World {
+                prtt: |s: u64| 16.0 + 0.0003 * s as f64 + if s >= switch { 2.0 } else { 0.0 },
+                gap: flat_gap,
+                noise: 0.3,
+            };
+            let passes: Vec<Vec<Reading>> = (1..=6)
+                .map(|r| sizes.iter().map(|&s| world.read(s, r)).collect())
+                .collect();
+            let clean: Vec<&[Reading]> = passes.iter().map(Vec::as_slice).collect();
+            // The candidate between 19456 and 20480, three sizes a side.
+            let (left, right) = sides_of_step(
+                &clean,
+                &[19456, 18432, 17408],
+                &[20480, 21504, 22528],
+                Series::Prtt10,
+                1.0,
+            );
+            assert_eq!(
+                (left[0], right[0]),
+                want,
+                "switch {switch}: {left:?} {right:?}"
+            );
+            assert!(left.len() >= 2 && right.len() >= 2, "{left:?} {right:?}");
+        }
+    }
+
+    /// A step the doubt rounds proposed counts as confirmed only when placed at
+    /// one byte: located, it is confirmed; with the location off (nothing
+    /// places it), the passes' confirmation alone leaves it undecided.
+    #[test]
+    fn issue_36_a_doubt_change_not_placed_at_a_byte_is_undecided() {
+        let world = World {
+            prtt: stepped,
+            gap: stepped_gap,
+            noise: 0.3,
+        };
+        let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| world.read(s, 0)).collect();
+        let run = |locate: bool| {
+            let opts = RefineOptions {
+                locate,
+                ..RefineOptions::default()
+            };
+            let mut plan = Plan::without_candidates(opts);
+            assert_eq!(plan.doubt(&sweep, &[20480], &[], 2), 1);
+            drive(plan, |s, r| world.read(s, r))
+        };
+        let [c] = &run(true)[..] else { panic!() };
+        assert_eq!(
+            (c.verdict, c.proposed_by),
+            (Verdict::Confirmed, Proposer::Doubt)
+        );
+        assert_eq!(c.first_bytes, Some(SWITCH), "{c:?}");
+        let [c] = &run(false)[..] else { panic!() };
+        assert_eq!(c.verdict, Verdict::Undecided, "{c:?}");
+        assert_eq!(c.undecided, Some(Undecided::Unplaced), "{c:?}");
+        assert!(c.confirmation.is_some(), "{c:?}");
     }
 
     /// Of 100 seeded worlds with a step of `step` us at a random size under

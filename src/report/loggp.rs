@@ -352,6 +352,11 @@ fn why_undecided(reason: Undecided) -> &'static str {
             "the time per byte changes there, but on one side the time falls as \
                          messages grow, which no protocol's cost per byte does"
         }
+        Undecided::Unplaced => {
+            "a re-measurement for doubt saw a step there, but could not place it at \
+                         one byte, as a switch would be (a disturbance that comes and goes \
+                         makes such steps; more repetitions or a quieter host tell)"
+        }
     }
 }
 

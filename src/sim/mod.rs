@@ -58,7 +58,7 @@ mod tests_world;
 #[cfg(test)]
 pub use tests_clock::{Quantum, RankTime, SimClock, TickMap};
 #[cfg(test)]
-pub use tests_transport::{Noise, SimControl, SimTransport, SlowLink};
+pub use tests_transport::{Noise, SimControl, SimTransport, SlowLink, TimeShift};
 #[cfg(test)]
 pub use tests_world::{run, world, RankClock, SimRank, WorldSpec};
 #[cfg(test)]

@@ -170,12 +170,14 @@ pub enum NetError {
 }
 
 /// The network of a virtual world: LogGP parameters by message size (and, in the
-/// threaded test world, latency noise).
+/// threaded test world, latency noise and a disturbance that varies in time).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Network {
     protocols: Vec<(u64, LogGp)>,
     #[cfg(test)]
     pub(crate) noise: Option<crate::sim::Noise>,
+    #[cfg(test)]
+    pub(crate) shift: Option<crate::sim::TimeShift>,
 }
 
 impl Network {
@@ -200,6 +202,8 @@ impl Network {
             protocols,
             #[cfg(test)]
             noise: None,
+            #[cfg(test)]
+            shift: None,
         })
     }
 
@@ -209,6 +213,8 @@ impl Network {
             protocols: vec![(1, p)],
             #[cfg(test)]
             noise: None,
+            #[cfg(test)]
+            shift: None,
         }
     }
 

@@ -109,7 +109,42 @@ impl Noise {
     }
 }
 
+/// A disturbance that varies in time and not with the size, as a process sharing a
+/// core comes and goes: virtual time is cut into windows of `window_ns`, and in
+/// a pseudo-random half of them (a hash of `seed` and the window's index) every
+/// message sent takes `extra_ns` longer. A size measured in a disturbed window
+/// reads higher than its neighbours measured in a quiet one: a step in the data
+/// where the network has none.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TimeShift {
+    /// Length of a window, ns.
+    pub window_ns: f64,
+    /// Extra latency in a disturbed window, ns.
+    pub extra_ns: f64,
+    /// Seed of the windows' draw.
+    pub seed: u64,
+}
+
+impl TimeShift {
+    /// The extra latency of a message sent at `at`.
+    pub fn extra_at(&self, at: Ps) -> Ps {
+        let window = (at.as_ns() / self.window_ns) as u64;
+        if crate::rng::mix(self.seed ^ window.wrapping_mul(0x9e37_79b9)) % 2 == 1 {
+            Ps((self.extra_ns * 1000.0).round() as u64)
+        } else {
+            Ps(0)
+        }
+    }
+}
+
 impl Network {
+    /// The same network with `shift` on the latency of every message sent in its
+    /// disturbed windows.
+    pub fn with_time_shift(mut self, shift: TimeShift) -> Self {
+        self.shift = Some(shift);
+        self
+    }
+
     /// The same network with `noise` on every message's latency.
     pub fn with_noise(mut self, noise: Noise) -> Self {
         self.noise = Some(noise);
@@ -460,7 +495,11 @@ impl SimTransport {
         let seq = self.sent[peer];
         self.sent[peer] += 1;
         let latency = self.net.latency(self.rank, peer, seq, p);
-        (start, Ps(start.0 + p.transfer_ps(len as u64)) + latency)
+        let shift = self.net.shift.map_or(Ps(0), |s| s.extra_at(start));
+        (
+            start,
+            Ps(start.0 + p.transfer_ps(len as u64)) + latency + shift,
+        )
     }
 }
 
