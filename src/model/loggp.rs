@@ -1163,6 +1163,22 @@ mod tests {
         within("G", range.big_g_us_per_byte, t.big_g, 0.05);
     }
 
+    /// One size's readings of eq. (4)'s experiments with `n` = 10 (the default
+    /// [`AssessOptions::n`]) and `d` = PRTT(1,0,s): a single message's half round
+    /// trip `half_us`, the gap `gap_us`, the send call `os_us`, the receive `or_us`.
+    fn sample(size: u64, half_us: f64, os_us: f64, gap_us: f64, or_us: f64) -> Sample {
+        let prtt1 = 2.0 * half_us;
+        Sample {
+            size,
+            prtt_1_0_us: prtt1,
+            prtt_n_0_us: prtt1 + 9.0 * gap_us,
+            prtt_n_d_us: prtt1 + 9.0 * (os_us + prtt1),
+            d_us: prtt1,
+            or_us,
+            send_late_us: Some(os_us),
+        }
+    }
+
     /// A stack whose overheads grow with the size (copies) and whose send call
     /// outlasts the message's arrival by `overlap_us`: the range's overheads are
     /// those of one message (not the median over sizes, here about twice as
@@ -1178,17 +1194,13 @@ mod tests {
             .iter()
             .map(|&size| {
                 let x = size as f64 - 1.0;
-                let prtt1 = 2.0 * (half1 + x * (big_g + 2.0 * big_o));
-                let (os, gap) = (os1 + 0.0001 * x, g + x * big_g);
-                Sample {
+                sample(
                     size,
-                    prtt_1_0_us: prtt1,
-                    prtt_n_0_us: prtt1 + 9.0 * gap,
-                    prtt_n_d_us: prtt1 + 9.0 * (os + prtt1),
-                    d_us: prtt1,
-                    or_us: or1 + 0.00005 * x,
-                    send_late_us: Some(os),
-                }
+                    half1 + x * (big_g + 2.0 * big_o),
+                    os1 + 0.0001 * x,
+                    g + x * big_g,
+                    or1 + 0.00005 * x,
+                )
             })
             .collect();
         (samples, half1)
@@ -1231,17 +1243,8 @@ mod tests {
             .map(|k| {
                 let size = k * 1024u64;
                 let x = size as f64 - 1.0;
-                let prtt1 = 2.0 * half(x);
-                let (os, gap) = (11.0 + 0.0001 * (x - 65535.0), 8.0 + x * big_g);
-                Sample {
-                    size,
-                    prtt_1_0_us: prtt1,
-                    prtt_n_0_us: prtt1 + 9.0 * gap,
-                    prtt_n_d_us: prtt1 + 9.0 * (os + prtt1),
-                    d_us: prtt1,
-                    or_us: 8.5,
-                    send_late_us: Some(os),
-                }
+                let os = 11.0 + 0.0001 * (x - 65535.0);
+                sample(size, half(x), os, 8.0 + x * big_g, 8.5)
             })
             .collect();
         let opts = AssessOptions {
@@ -1285,17 +1288,8 @@ mod tests {
         samples.extend((64..=72).map(|k| {
             let size = k * 1024u64;
             let x = size as f64 - 1.0;
-            let prtt1 = 2.0 * later_half(x);
-            let (os, gap) = (6.0 + 0.0001 * (x - 65535.0), 8.0 + x * big_g);
-            Sample {
-                size,
-                prtt_1_0_us: prtt1,
-                prtt_n_0_us: prtt1 + 9.0 * gap,
-                prtt_n_d_us: prtt1 + 9.0 * (os + prtt1),
-                d_us: prtt1,
-                or_us: 10.8 + 0.00002 * (x - 65535.0),
-                send_late_us: Some(os),
-            }
+            let (os, or) = (6.0 + 0.0001 * (x - 65535.0), 10.8 + 0.00002 * (x - 65535.0));
+            sample(size, later_half(x), os, 8.0 + x * big_g, or)
         }));
         let a = assess_with_changes(&samples, &AssessOptions::default(), &[65536]).unwrap();
         let [r1, r2] = &a.ranges[..] else {

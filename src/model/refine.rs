@@ -829,6 +829,24 @@ mod tests {
                 ],
             )
         }
+
+        /// The sweep: one reading of every size of [`sweep_sizes`], round 0.
+        fn sweep(&self) -> Vec<Reading> {
+            sweep_sizes().iter().map(|&s| self.read(s, 0)).collect()
+        }
+    }
+
+    /// A series' value at a size, us.
+    type Curve = fn(u64) -> f64;
+
+    /// The world of one real switch at [`SWITCH`] in both series, under jitter
+    /// of `noise` us.
+    fn stepped_world(noise: f64) -> World<Curve, Curve> {
+        World {
+            prtt: stepped,
+            gap: stepped_gap,
+            noise,
+        }
     }
 
     fn sweep_sizes() -> Vec<u64> {
@@ -864,12 +882,8 @@ mod tests {
 
     #[test]
     fn a_real_step_is_confirmed_and_located_to_the_byte() {
-        let world = World {
-            prtt: stepped,
-            gap: stepped_gap,
-            noise: 0.3,
-        };
-        let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| world.read(s, 0)).collect();
+        let world = stepped_world(0.3);
+        let sweep = world.sweep();
         let plan = Plan::new(&sweep, &[20480], RefineOptions::default());
         let changes = drive(plan, |s, r| world.read(s, r));
         let [c] = &changes[..] else {
@@ -933,12 +947,8 @@ mod tests {
     /// places it), the passes' confirmation alone leaves it undecided.
     #[test]
     fn issue_36_a_doubt_change_not_placed_at_a_byte_is_undecided() {
-        let world = World {
-            prtt: stepped,
-            gap: stepped_gap,
-            noise: 0.3,
-        };
-        let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| world.read(s, 0)).collect();
+        let world = stepped_world(0.3);
+        let sweep = world.sweep();
         let run = |locate: bool| {
             let opts = RefineOptions {
                 locate,
@@ -1149,12 +1159,8 @@ mod tests {
 
     #[test]
     fn without_location_the_change_keeps_its_sweep_bracket() {
-        let world = World {
-            prtt: stepped,
-            gap: stepped_gap,
-            noise: 0.3,
-        };
-        let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| world.read(s, 0)).collect();
+        let world = stepped_world(0.3);
+        let sweep = world.sweep();
         let opts = RefineOptions {
             locate: false,
             ..RefineOptions::default()
@@ -1271,7 +1277,7 @@ mod tests {
             gap: bend(AT, 1.0, 0.0004, 0.0001),
             noise: 0.2,
         };
-        let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| world.read(s, 0)).collect();
+        let sweep = world.sweep();
         let plan = Plan::new(&sweep, &[], RefineOptions::default());
         let changes = drive(plan, |s, r| world.read(s, r));
         let (confirmed, others): (Vec<&Change>, Vec<&Change>) = changes
@@ -1309,7 +1315,7 @@ mod tests {
             gap: flat_gap,
             noise: 0.3,
         };
-        let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| straight.read(s, 0)).collect();
+        let sweep = straight.sweep();
         let changes = drive(Plan::new(&sweep, &[], RefineOptions::default()), |s, r| {
             straight.read(s, r)
         });
@@ -1333,7 +1339,7 @@ mod tests {
             gap: bend(AT, 4.0, 0.0004, 0.0001),
             noise: 0.3,
         };
-        let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| world.read(s, 0)).collect();
+        let sweep = world.sweep();
         let changes = drive(Plan::new(&sweep, &[], RefineOptions::default()), |s, r| {
             world.read(s, r)
         });
@@ -1457,7 +1463,7 @@ mod tests {
             gap: move |s: u64| 4.8 + 0.00007 * s as f64 + gap_bump(s),
             noise: 0.02,
         };
-        let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| world.read(s, 0)).collect();
+        let sweep = world.sweep();
         // The candidate the step test proposed at 36864 B in that run.
         let plan = Plan::new(&sweep, &[PEAK as u64], RefineOptions::default());
         let changes = drive(plan, |s, r| world.read(s, r));
@@ -1481,12 +1487,8 @@ mod tests {
     /// measured again in a fresh pass, not judged.
     #[test]
     fn disturbed_passes_are_measured_again() {
-        let world = World {
-            prtt: stepped,
-            gap: stepped_gap,
-            noise: 0.3,
-        };
-        let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| world.read(s, 0)).collect();
+        let world = stepped_world(0.3);
+        let sweep = world.sweep();
         let read = |s: u64, r: usize| {
             let mut x = world.read(s, r);
             // Rounds 2 and 4: the left side slowed by 30 us (a step of -10 us
@@ -1513,12 +1515,8 @@ mod tests {
     /// A host that disturbs every pass: no verdict, and it says why.
     #[test]
     fn a_host_too_disturbed_gives_undecided() {
-        let world = World {
-            prtt: stepped,
-            gap: stepped_gap,
-            noise: 0.3,
-        };
-        let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| world.read(s, 0)).collect();
+        let world = stepped_world(0.3);
+        let sweep = world.sweep();
         let read = |s: u64, r: usize| Reading {
             disturbed: r % 4 != 0,
             ..world.read(s, r)
@@ -1539,7 +1537,7 @@ mod tests {
             gap: |s| 4.0 + if s >= SWITCH { 1.0 } else { 0.0 },
             noise: 0.0,
         };
-        let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| world.read(s, 0)).collect();
+        let sweep = world.sweep();
         let read = |s: u64, r: usize| {
             let mut x = world.read(s, r);
             // Every other pass moves the whole right side by +20 us, the others
@@ -1684,12 +1682,8 @@ mod tests {
 
     #[test]
     fn rounds_alternate_sides_and_their_order() {
-        let world = World {
-            prtt: stepped,
-            gap: stepped_gap,
-            noise: 0.0,
-        };
-        let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| world.read(s, 0)).collect();
+        let world = stepped_world(0.0);
+        let sweep = world.sweep();
         let mut plan = Plan::new(&sweep, &[20480], RefineOptions::default());
         let mut orders = Vec::new();
         for _ in 0..6 {
