@@ -12,11 +12,9 @@
 
 use assert_cmd::Command;
 
-#[path = "support/coll.rs"]
-mod coll_rows;
-#[path = "support/documents.rs"]
-mod documents;
-mod support;
+use crate::coll_rows;
+use crate::documents;
+use crate::support;
 use serde_json::Value;
 // Every row has the contract's fields and a plausible run-time.
 use coll_rows::check_rows;

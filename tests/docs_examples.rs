@@ -19,7 +19,7 @@
 //! ([`skipped`]): another transport's hardware or library, more than 4 ranks,
 //! a whole suite, an input the page does not make.
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::io::Write;

@@ -5,8 +5,7 @@
 //! document is checked, its records and its schema. The transports wait blocking:
 //! the two ranks share the cores with everything else on a loaded host.
 
-#[path = "support/documents.rs"]
-mod documents;
+use crate::documents;
 
 use ngauge::coll::Collective;
 use ngauge::experiment::{self, Context};

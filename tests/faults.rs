@@ -14,7 +14,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-mod support;
+use crate::support;
 
 const EXE: &str = env!("CARGO_BIN_EXE_ngauge");
 const TOKEN: &str = "fault-suite-token-0123456789";

@@ -9,11 +9,9 @@
 //! (`src/patterns/late/tests.rs`); how large b is over TCP is a measurement
 //! (docs/findings/2026-11-24-late-nbc-noise.md).
 
-#[path = "support/documents.rs"]
-mod documents;
-#[path = "support/late.rs"]
-mod late_rows;
-mod support;
+use crate::documents;
+use crate::late_rows;
+use crate::support;
 
 use documents::{assert_valid, document_of};
 use late_rows::check_rows;

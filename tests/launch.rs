@@ -12,7 +12,7 @@ use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-mod support;
+use crate::support;
 use support::Lack;
 
 const EXE: &str = env!("CARGO_BIN_EXE_ngauge");

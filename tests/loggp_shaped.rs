@@ -10,11 +10,10 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-mod support;
-use support::Lack;
-#[path = "support/netns.rs"]
-mod netns;
+use crate::netns;
+use crate::support;
 use netns::{have, Netns};
+use support::Lack;
 
 const RATE: &str = "100mbit";
 
@@ -71,6 +70,7 @@ fn iperf3_bps(link: &Netns) -> f64 {
 
 #[test]
 fn loggp_g_matches_iperf3_on_a_shaped_link() {
+    let _heavy = support::heavy();
     const TEST: &str = "loggp_g_matches_iperf3_on_a_shaped_link";
     if !rustix::process::geteuid().is_root() {
         return support::skip(TEST, Lack::Host, "needs root for network namespaces");

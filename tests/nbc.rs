@@ -10,11 +10,9 @@
 //! without progress calls is checked exactly in the virtual-time world
 //! (`src/patterns/nbc/tests.rs`).
 
-#[path = "support/documents.rs"]
-mod documents;
-#[path = "support/nbc.rs"]
-mod nbc_rows;
-mod support;
+use crate::documents;
+use crate::nbc_rows;
+use crate::support;
 
 use documents::{assert_valid, document_of};
 use nbc_rows::{any_decided, check_rows, check_rows_said, f};

@@ -14,13 +14,11 @@ use serde_json::Value;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-mod support;
-use support::Lack;
-#[path = "support/documents.rs"]
-mod documents;
-#[path = "support/netns.rs"]
-mod netns;
+use crate::documents;
+use crate::netns;
+use crate::support;
 use netns::{have, Netns};
+use support::Lack;
 
 fn ngauge(args: &[&str]) -> Output {
     let child = Command::new(env!("CARGO_BIN_EXE_ngauge"))
@@ -477,6 +475,7 @@ const EBB_SEED: &str = "6";
 
 #[test]
 fn matrix_names_exactly_the_shaped_link_and_it_bounds_ebb() {
+    let _heavy = support::heavy();
     const TEST: &str = "matrix_names_exactly_the_shaped_link_and_it_bounds_ebb";
     if !rustix::process::geteuid().is_root() {
         return support::skip(TEST, Lack::Host, "needs root for network namespaces");

@@ -11,7 +11,7 @@
 //! detours of about 100 us land anywhere). The scripted-clock unit tests in
 //! `src/patterns/noise/tests.rs` check every detour exactly.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use std::path::Path;

@@ -10,8 +10,7 @@ use assert_cmd::Command;
 use serde_json::Value;
 
 #[cfg(feature = "ofi")]
-#[path = "support/coll.rs"]
-mod coll_rows;
+use crate::coll_rows;
 
 fn ngauge() -> Command {
     Command::cargo_bin("ngauge").unwrap()

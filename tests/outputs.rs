@@ -3,7 +3,7 @@
 //! fit is taken back; records stream as they finish; limits (threads, simulator
 //! memory, parameter range) are one line, not a crash.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use std::path::Path;

@@ -6,7 +6,7 @@ use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
 
-mod support;
+use crate::support;
 use support::Lack;
 
 fn ngauge() -> Command {

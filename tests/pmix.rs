@@ -10,9 +10,8 @@
 //! tests/slurm.rs.
 #![cfg(feature = "pmix")]
 
-#[path = "support/slurm.rs"]
-mod slurm_cluster;
-mod support;
+use crate::slurm_cluster;
+use crate::support;
 
 use serde_json::Value;
 use slurm_cluster::{cluster, job_name, run, srun, EXE};

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-mod support;
+use crate::support;
 
 fn ngauge() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_ngauge"));

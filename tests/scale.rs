@@ -7,7 +7,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-mod support;
+use crate::support;
 
 const EXE: &str = env!("CARGO_BIN_EXE_ngauge");
 const NP: usize = 16;

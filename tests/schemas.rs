@@ -3,7 +3,7 @@
 //! contract. The schemas are generated from the document types
 //! (`ngauge::report::schema`); a unit test keeps the committed files up to date.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! `--select --measure` in a live job (the local launcher's and mpirun's), and
 //! bad input (one line, exit status 2).
 
-mod support;
+use crate::support;
 
 use assert_cmd::Command;
 use serde_json::Value;

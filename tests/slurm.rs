@@ -16,9 +16,8 @@
 //! `print!`); under `CI=true` (as `scripts/test` runs in CI) the same tests fail
 //! instead. docs/testing-slurm.md describes the convention.
 
-#[path = "support/slurm.rs"]
-mod slurm_cluster;
-mod support;
+use crate::slurm_cluster;
+use crate::support;
 
 use serde_json::Value;
 use slurm_cluster::{cluster, job_name, run, scancel, srun, SCRIPT};

@@ -2,7 +2,7 @@
 //! every test crate that includes them (one of them waits out the helpers' grace
 //! periods, 4.5 s).
 
-mod support;
+use crate::support;
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -51,7 +51,10 @@ fn a_skip_is_printed_past_the_capture() {
     }
     let out = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "--test-threads", "1"])
-        .arg("a_skip_is_printed_past_the_capture")
+        .arg(test_path(
+            module_path!(),
+            "a_skip_is_printed_past_the_capture",
+        ))
         .env("NGAUGE_SUPPORT_SKIP_PROBE", "1")
         .env_remove("CI")
         .output()
@@ -87,4 +90,13 @@ fn a_child_past_the_limit_is_killed_even_if_its_children_hold_the_pipes() {
         "{:?}",
         began.elapsed()
     );
+}
+
+#[test]
+fn a_test_path_is_the_module_path_without_the_crate() {
+    assert_eq!(
+        test_path("integration::udp_loss", "forge_datagrams"),
+        "udp_loss::forge_datagrams"
+    );
+    assert_eq!(test_path("mpi", "one"), "one");
 }

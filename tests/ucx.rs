@@ -11,7 +11,7 @@ use serde_json::Value;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-mod support;
+use crate::support;
 
 const NGAUGE: &str = env!("CARGO_BIN_EXE_ngauge");
 
@@ -476,6 +476,7 @@ fn confirmed(doc: &Value) -> Vec<(u64, [u64; 2], Option<u64>)> {
 /// byte, for each setting moved away from its default (8256 bytes).
 #[test]
 fn loggp_locates_the_switches_ucx_is_told() {
+    let _heavy = support::heavy();
     for (var, value, first) in [
         ("UCX_POSIX_SEG_SIZE", "16384", 16384),
         ("UCX_RNDV_THRESH", "24000", 24000),

@@ -23,8 +23,7 @@ use std::time::{Duration, Instant};
 
 const EXE: &str = env!("CARGO_BIN_EXE_ngauge");
 
-#[path = "support/netns.rs"]
-mod netns;
+use crate::netns;
 use netns::{have, sh, Netns};
 
 /// Whether the test can run; if not, says why on stdout (libtest does not capture
@@ -294,7 +293,7 @@ fn forgery(i: u64, rng: &mut u64) -> Vec<u8> {
 }
 
 /// Not a test on its own: `issue38_*` runs this binary with `--exact
-/// forge_datagrams --ignored` inside a namespace, with `NGAUGE_TEST_FORGE` set to
+/// udp_loss::forge_datagrams --ignored` inside a namespace, with `NGAUGE_TEST_FORGE` set to
 /// `FROM TO MILLIS`, to send forgeries from `FROM` to `TO` every millisecond for
 /// `MILLIS` ms through a raw socket. Prints how many it sent.
 #[test]
@@ -348,7 +347,9 @@ fn issue38_strangers_forging_a_ranks_address_do_not_disturb_udp() {
         Command::new("ip")
             .args(["netns", "exec", ns])
             .arg(&me)
-            .args(["--exact", "forge_datagrams", "--ignored", "--nocapture"])
+            .arg("--exact")
+            .arg(crate::support::test_path(module_path!(), "forge_datagrams"))
+            .args(["--ignored", "--nocapture"])
             .env("NGAUGE_TEST_FORGE", format!("{from} {to} 1500"))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

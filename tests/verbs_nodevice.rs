@@ -5,7 +5,7 @@
 use assert_cmd::Command;
 use serde_json::Value;
 
-mod support;
+use crate::support;
 use support::Lack;
 
 fn ngauge() -> Command {

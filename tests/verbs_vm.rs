@@ -23,9 +23,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-#[path = "support/coll.rs"]
-mod coll_support;
-mod support;
+use crate::coll_rows as coll_support;
+use crate::support;
 use support::Lack;
 
 /// The commands run in the guest: (label, command line). Each must exit 0.
@@ -181,11 +180,11 @@ fn skip(reason: &str) {
     );
 }
 
-/// Builds the transport's self test (an example, which `cargo test --test verbs_vm`
+/// Builds the transport's self test (an example, which `cargo test --test integration`
 /// does not build) into the target directory this test runs from.
 fn build_selftest() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
-    // target/<profile>/deps/verbs_vm-<hash>
+    // target/<profile>/deps/integration-<hash>
     let profile_dir = exe.parent().and_then(Path::parent).unwrap();
     let target_dir = profile_dir.parent().unwrap();
     // The profile that built this test, from its directory: `debug` is `dev`'s,
@@ -283,6 +282,7 @@ fn section<'a>(log: &'a str, title: &str) -> &'a str {
 
 #[test]
 fn verbs_over_soft_roce_in_a_vm() {
+    let _heavy = support::heavy();
     if !have("qemu-system-x86_64") {
         return skip("qemu-system-x86_64 is not installed");
     }

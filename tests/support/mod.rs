@@ -11,6 +11,28 @@ use std::process::{Child, Output};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// Held by the tests that load the host for long (the soft-RoCE VM) or whose
+/// figures need it (a switch located to the byte, a shaped link's bandwidth): in
+/// the one integration test binary, no two of them run at once, and each shares
+/// the host with at most one light test, as when every file was a binary of its own.
+pub fn heavy() -> std::sync::MutexGuard<'static, ()> {
+    static HEAVY: Mutex<()> = Mutex::new(());
+    // A heavy test that failed leaves the lock poisoned; the next still runs.
+    HEAVY
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The name libtest gives the test `test` of the module whose `module_path!()` is
+/// `module`: the path without the crate's name (`udp_loss::forge_datagrams`), for
+/// running one test of this binary again with `--exact`.
+pub fn test_path(module: &str, test: &str) -> String {
+    match module.split_once("::") {
+        Some((_crate, path)) => format!("{path}::{test}"),
+        None => test.to_string(),
+    }
+}
+
 /// How long to wait for the pipes to close once the child has exited in time (its
 /// own children may still be writing) and once it has been killed (an MPI
 /// launcher's ranks may survive it and hold the pipes open for good).
