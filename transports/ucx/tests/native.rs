@@ -1,10 +1,11 @@
 //! Issue 33: `Transport::native_stream` over UCX on two threads: the receiver's
 //! slots hold the sender's bytes, a region out of bounds is refused before
 //! anything is sent, and block mode keeps the generic run (`None`), as
-//! `native_round_trips` does.
+//! `native_round_trips` does; a native ping-pong whose peer leaves fails naming
+//! it.
 #![cfg(feature = "ucp")]
 
-use ngauge_transport::{conformance, Region, Transport, WaitMode};
+use ngauge_transport::{conformance, NativeRole, Region, Transport, TransportError, WaitMode};
 use ngauge_ucx::{UcxOp, UcxOptions};
 use std::time::Duration;
 
@@ -68,5 +69,37 @@ fn block_mode_keeps_the_generic_stream() {
         let peer = 1 - t.rank();
         let ran = t.native_stream(peer, b.prefix(1), b.prefix(SIZE), WINDOW, 10, t.rank() == 0);
         assert!(ran.is_none());
+    });
+}
+
+/// The peer's goodbye is checked only every few dozen rounds of progress: a
+/// responder that leaves after fewer round trips than the initiator's still
+/// ends the initiator's loop with the error naming it (the goodbye, not the
+/// timeout).
+#[test]
+fn a_native_ping_pong_whose_peer_leaves_fails_naming_it() {
+    pair(WaitMode::Poll, |t| {
+        let b = t.alloc_buffer(1).unwrap();
+        let (r, peer) = (b.prefix(1), 1 - t.rank());
+        if t.rank() == 0 {
+            let mut ticks = vec![0u64; 20];
+            let role = NativeRole::Initiator {
+                warmup: 5,
+                ticks: &mut ticks,
+            };
+            // `None` only without rdtscp, on both ranks alike.
+            let Some(ran) = t.native_round_trips(peer, r, r, role) else {
+                return;
+            };
+            match ran {
+                Err(TransportError::PeerClosed { peer: 1, .. }) => {}
+                other => panic!("expected the peer's goodbye, got {other:?}"),
+            }
+        } else {
+            let role = NativeRole::Responder { round_trips: 10 };
+            if let Some(ran) = t.native_round_trips(peer, r, r, role) {
+                assert!(ran.is_ok(), "{ran:?}");
+            }
+        }
     });
 }

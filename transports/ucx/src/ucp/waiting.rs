@@ -1,9 +1,10 @@
 //! Waiting: spinning on `ucp_worker_progress` (`--wait poll`) or sleeping on the
 //! worker's event descriptor (`--wait block`: progress until nothing happens,
 //! `ucp_worker_arm`, then `poll(2)`, as UCX's documentation of
-//! `ucp_worker_get_efd` prescribes), with the peer's alerts checked on every
-//! round and the clock every 1024 rounds; and what a request whose peer went
-//! away or fell silent becomes.
+//! `ucp_worker_get_efd` prescribes), with the peer's alerts checked every
+//! [`PEER_ROUNDS`] rounds of spinning (every nap when sleeping) and the clock
+//! every 1024 rounds; and what a request whose peer went away or fell silent
+//! becomes.
 //!
 //! A timeout fails only the call that waited for a receive (the request stays
 //! pending, or a blocking receive is cancelled); a send that makes no progress
@@ -24,6 +25,12 @@ const DRAIN: Duration = Duration::from_secs(2);
 const GOODBYE_WAIT: Duration = Duration::from_millis(500);
 /// Longest sleep on the event descriptor before the clock is read again.
 const NAP_MS: i32 = 100;
+/// Rounds of spinning between checks of the peer's alerts: a round is one
+/// `ucp_worker_progress` (tens of ns), so a peer that left is still noticed
+/// within microseconds, and the round a ping-pong spins in is a load, the call
+/// and a counter, as `ucx_perftest`'s (docs/findings/2026-11-28-ucx.md, eighth
+/// session).
+const PEER_ROUNDS: u32 = 64;
 /// Rounds of `wait_all` between checks of every pending request's peer.
 const SCAN_ROUNDS: u32 = 256;
 
@@ -42,17 +49,24 @@ impl UcxTransport {
             if let Some(r) = ready(self) {
                 return Ok(r);
             }
-            match self.wait {
+            let block = match self.wait {
                 WaitMode::Poll => {
                     self.progress_once();
+                    false
                 }
-                WaitMode::Block => self.nap(),
+                WaitMode::Block => {
+                    self.nap();
+                    true
+                }
+            };
+            rounds = rounds.wrapping_add(1);
+            if !block && !rounds.is_multiple_of(PEER_ROUNDS) {
+                continue;
             }
             if peer.is_some_and(|p| self.raised(p)) {
                 return Err(Stop::Gone);
             }
-            rounds = rounds.wrapping_add(1);
-            if self.wait == WaitMode::Block || rounds.is_multiple_of(1024) {
+            if block || rounds.is_multiple_of(1024) {
                 let now = Instant::now();
                 let waited = now - *start.get_or_insert(now);
                 if waited > self.timeout {
