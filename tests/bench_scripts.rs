@@ -221,3 +221,56 @@ assert bl.take_lock(lock) is not None
 "#,
     );
 }
+
+/// bench-params-chain (issue 36, item 4): a round whose level witnesses (the
+/// ping-pong before, loggp's own PRTT(1,0,s)/2, the ping-pong after) disagree by
+/// more than the tolerance is a level flip, left out of the verdict, not a model
+/// error; the message's ratio is the simulated receiver against the ping-pongs,
+/// the collective's the simulated broadcast against coll.
+#[test]
+fn bench_params_chain_sets_level_flips_apart_and_compares_like_with_like() {
+    python(
+        r#"
+import importlib.machinery, importlib.util, os
+path = os.path.join(os.environ["PYTHONPATH"], "bench-params-chain")
+loader = importlib.machinery.SourceFileLoader("bench_params_chain", path)
+spec = importlib.util.spec_from_loader("bench_params_chain", loader)
+bc = importlib.util.module_from_spec(spec)
+loader.exec_module(bc)
+assert not bc.level_flip((5.7, 6.0, 6.2), 0.10)
+assert bc.level_flip((5.7, 10.2, 5.8), 0.10)
+assert bc.level_flip((5.7, None, 10.2), 0.10)
+assert not bc.level_flip((5.7, None, None), 0.10)
+def m(before, loggp, after, receiver, root, coll):
+    return {"before": before, "loggp": loggp, "after": after, "receiver": receiver,
+            "root": root, "bcast": max(receiver, root), "coll": coll}
+# The root's send call (10.6) outlasts the message (6.1): the issue's ratio is the
+# root's, the message's is the receiver's, coll holds the broadcast.
+j = bc.judge(1, m(6.0, 6.1, 6.2, 6.1, 10.6, 10.0), 0.10)
+assert not j["flip"]
+assert abs(j["message"] - 6.1 / 6.1) < 1e-12, j
+assert abs(j["issue"] - 10.6 / 6.1) < 1e-12, j
+assert abs(j["coll"] - 1.06) < 1e-12, j
+# Round 2 flipped between its loggp and its ping-pongs: reported, not counted.
+rounds = [[j], [bc.judge(1, m(5.7, 10.15, 5.67, 10.2, 10.6, None), 0.10)],
+          [bc.judge(1, m(6.3, 6.2, 6.1, 5.9, 10.0, 9.6), 0.10)]]
+assert rounds[1][0]["flip"]
+v = bc.verdicts(rounds)[1]
+assert v["flips"] == 1, v
+med, lo, hi, n = v["message"]
+assert n == 2 and abs(med - (1.0 + 5.9 / 6.2) / 2) < 1e-12, v
+assert bc.within(v["message"]) and not bc.within(v["issue"]), v
+assert v["coll"][3] == 2 and bc.within(v["coll"]), v
+# Without a coll figure the collective has no ratio; a size flipped in every round none.
+v = bc.verdicts([[bc.judge(8, m(5.0, None, 9.0, 5.0, 1.0, None), 0.10)]])[8]
+assert v["flips"] == 1 and v["message"] is None and v["coll"] is None, v
+# bench-latency-level's level per chunk of consecutive round trips, in order.
+path = os.path.join(os.environ["PYTHONPATH"], "bench-latency-level")
+loader = importlib.machinery.SourceFileLoader("bench_latency_level", path)
+spec = importlib.util.spec_from_loader("bench_latency_level", loader)
+bl = importlib.util.module_from_spec(spec)
+loader.exec_module(bl)
+assert bl.chunk_medians([5.7, 5.6, 5.8, 10.1, 10.3, 10.2, 9.9], 3) == [5.7, 10.2]
+"#,
+    );
+}

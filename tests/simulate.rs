@@ -201,6 +201,61 @@ fn parameter_files_of_both_schemas_give_the_wire_latency() {
     );
 }
 
+/// The overlaps and O of a parameter file: shown in the document's ranges and
+/// the table, and charged where they fall. A 2-rank broadcast ends at the later
+/// of the root's send call and the receiver's completion (what `coll` measures):
+/// with a send overlap longer than the rest of the message's way, the root.
+#[test]
+fn overlaps_and_o_are_shown_and_the_broadcast_ends_with_its_last_rank() {
+    let file = params_file(
+        r#"{"schema": "ngauge-loggp-params/2", "transport": "tcp", "ranges": [
+        {"from_bytes": 1, "to_bytes": 65536, "half_rtt_1b_us": 5, "wire_latency_us": 2,
+         "o_s_us": 6, "o_r_us": 3, "send_overlap_us": 5, "recv_overlap_us": 1,
+         "g_us": 1, "G_us_per_byte": 0.001, "O_us_per_byte": 0.0005}]}"#,
+    );
+    let path = file.path().to_str().unwrap();
+    let args = [
+        "--op",
+        "bcast",
+        "--algo",
+        "linear",
+        "--np",
+        "2",
+        "--sizes",
+        "1,1001",
+        "--per-rank",
+        "--params",
+        path,
+    ];
+    let doc = simulate(&args);
+    let range = &doc["ranges"][0];
+    assert!(close(us(&range["send_overlap_us"]), 5.0), "{range}");
+    assert!(close(us(&range["recv_overlap_us"]), 1.0), "{range}");
+    assert!(close(us(&range["O_us_per_byte"]), 0.0005), "{range}");
+    // 1 B: the message leaves at o_s - send_overlap = 1, is in at 1 + L = 3; the
+    // waiting receiver starts o_r 1 us before that and ends at 5. The root's call
+    // ends at o_s = 6, after the receiver.
+    let one = &doc["results"][0];
+    assert!(close(us(&one["finish_us"][0]), 6.0), "{one}");
+    assert!(close(us(&one["finish_us"][1]), 5.0), "{one}");
+    assert!(close(us(&one["predicted_us"]), 6.0), "{one}");
+    assert_eq!(one["slowest_rank"], 0);
+    // 1001 B: the root's call is o_s + 1000 O = 6.5 and the message leaves at 1.5;
+    // its last byte is in 1000 G + L later, at 4.5; the receive runs from 3.5 for
+    // o_r + 1000 O, to 7.0.
+    let big = &doc["results"][1];
+    assert!(close(us(&big["finish_us"][0]), 6.5), "{big}");
+    assert!(close(us(&big["finish_us"][1]), 7.0), "{big}");
+    assert!(close(us(&big["predicted_us"]), 7.0), "{big}");
+    assert_eq!(big["slowest_rank"], 1);
+    let out = ngauge().arg("simulate").args(args).output().unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("send overlap 5 us, receive overlap 1 us, O 0.0005 us/B"),
+        "{table}"
+    );
+}
+
 #[test]
 fn select_ranks_every_algorithm_and_segment_per_size() {
     let doc = simulate(

@@ -29,6 +29,15 @@ pub struct RangeUsed {
     /// Gap per byte, us per byte.
     #[serde(rename = "G_us_per_byte")]
     pub big_g_us_per_byte: f64,
+    /// The end of `o_s` that comes after the message left (the receiver does not
+    /// wait for it), us.
+    pub send_overlap_us: f64,
+    /// The start of `o_r` that a receive waiting in its call runs before the last
+    /// byte is in, us.
+    pub recv_overlap_us: f64,
+    /// LogGOPS's CPU overhead per byte at each end, `O`, us per byte.
+    #[serde(rename = "O_us_per_byte")]
+    pub big_o_us_per_byte: f64,
     /// `eager` or `rendezvous`.
     pub protocol: &'static str,
 }
@@ -43,6 +52,9 @@ impl RangeUsed {
             o_r_us: p.or_ps as f64 / 1e6,
             g_us: p.g_ps as f64 / 1e6,
             big_g_us_per_byte: p.big_g_fs as f64 / 1e9,
+            send_overlap_us: p.send_overlap_ps as f64 / 1e6,
+            recv_overlap_us: p.recv_overlap_ps as f64 / 1e6,
+            big_o_us_per_byte: p.big_o_fs as f64 / 1e9,
             protocol: if p.rendezvous { "rendezvous" } else { "eager" },
         }
     }
@@ -290,15 +302,17 @@ fn render(doc: &SimulateDoc) -> String {
     out += &format!("simulate {op} on {np} ranks, LogGP from {}\n", doc.params);
     for r in &doc.ranges {
         out += &format!(
-            "  from {} B: L {} us, o_s {} us, o_r {} us, g {} us, G {} us/B, {}\n",
-            r.from_bytes,
-            r.wire_latency_us,
-            r.o_s_us,
-            r.o_r_us,
-            r.g_us,
-            r.big_g_us_per_byte,
-            r.protocol
+            "  from {} B: L {} us, o_s {} us, o_r {} us, g {} us, G {} us/B",
+            r.from_bytes, r.wire_latency_us, r.o_s_us, r.o_r_us, r.g_us, r.big_g_us_per_byte,
         );
+        // Plain LogGP files (and the flags) have none of these: no noise for them.
+        if r.send_overlap_us > 0.0 || r.recv_overlap_us > 0.0 || r.big_o_us_per_byte > 0.0 {
+            out += &format!(
+                ", send overlap {} us, receive overlap {} us, O {} us/B",
+                r.send_overlap_us, r.recv_overlap_us, r.big_o_us_per_byte
+            );
+        }
+        out += &format!(", {}\n", r.protocol);
     }
     out.push('\n');
     let looped = doc.results.iter().any(|r| r.looped_us.is_some());

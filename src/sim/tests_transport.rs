@@ -10,12 +10,16 @@
 //! that needs a message waits (in real time) until its frame is there, however
 //! early in virtual time that is.
 //!
-//! - `send`: charges `o_s`, injects at the sender's interface ([`Nic::inject`]),
-//!   and returns (eager); under a rendezvous protocol it sends a request-to-send,
-//!   waits for the clear-to-send, then injects, and returns when the first byte
-//!   left. `isend` is `send` returning a completed request.
+//! - `send`: charges `o_s + (s-1)O` less the send overlap, injects at the
+//!   sender's interface ([`Nic::inject`]), charges the send overlap and returns
+//!   (eager, [`LogGp::send_cpu_ps`]); under a rendezvous protocol it charges all
+//!   of it, sends a request-to-send, waits for the clear-to-send, then injects,
+//!   and returns when the first byte left. `isend` is `send` returning a
+//!   completed request.
 //! - `recv` / `irecv` + `wait`: the receive is posted at the rank's time of the
-//!   call; it completes at `max(time of the completing call, arrival) + o_r`. A
+//!   call; it completes `o_r + (s-1)O` after the later of the completing call and
+//!   the arrival less the receive overlap ([`LogGp::recv_start`]), as the
+//!   discrete-event engine charges it. A
 //!   rendezvous request-to-send is answered as soon as a matching receive is
 //!   posted (its clear-to-send leaves at `max(posted, request arrival)`), also
 //!   while this rank is blocked in another call, so crossing rendezvous sends
@@ -446,7 +450,9 @@ impl SimTransport {
     }
 
     /// Completes a delivered receive at the rank's time `now`: the time becomes
-    /// `max(now, arrival) + o_r`.
+    /// `max(now, arrival - recv_overlap) + o_r + (s-1)O` ([`LogGp::recv_start`];
+    /// a receive completed by `test` has its message in by `now`, so it pays all of
+    /// `o_r` from `now`).
     fn complete(&mut self, request: RequestId) -> Result<(), TransportError> {
         match self.requests.remove(&request) {
             Some(Request::Recv {
@@ -462,7 +468,8 @@ impl SimTransport {
                     return Err(e);
                 }
                 let p = self.net.at(len as u64);
-                self.time.set(Ps(self.time.now().max(arrival).0 + p.or_ps));
+                let start = p.recv_start(self.time.now(), arrival);
+                self.time.set(Ps(start.0 + p.recv_cpu_ps(len as u64)));
                 Ok(())
             }
             Some(Request::SendDone) => Ok(()),
@@ -552,11 +559,12 @@ impl Transport for SimTransport {
         let bytes = self.pool.region_for_read(region)?.to_vec();
         let len = bytes.len();
         let p = self.net.at(len as u64);
-        let after_os = Ps(self.time.now().0 + p.os_ps);
+        let (before, after) = p.send_cpu_ps(len as u64);
+        let after_os = Ps(self.time.now().0 + before);
         if !p.rendezvous {
             let (_, arrival) = self.inject(peer, after_os, len, &p);
             self.push(peer, Kind::Eager { bytes, arrival }, "send")?;
-            self.time.set(after_os);
+            self.time.set(Ps(after_os.0 + after));
             return Ok(());
         }
         let request = Kind::RequestToSend {
