@@ -1518,13 +1518,14 @@ mod tests {
         assert!(prtt.step_us.interval.unwrap()[0] > 18.0, "{prtt:?}");
     }
 
-    /// A host that disturbs every pass: no verdict, and it says why.
+    /// A host that disturbs all passes but 5 of [`MAX_PASSES`] (fewer than the 6
+    /// clean passes a judgement needs): no verdict, and it says why.
     #[test]
     fn a_host_too_disturbed_gives_undecided() {
         let world = stepped_world(0.3);
         let sweep = world.sweep();
         let read = |s: u64, r: usize| Reading {
-            disturbed: r % 4 != 0,
+            disturbed: r % 6 != 0,
             ..world.read(s, r)
         };
         let changes = drive(Plan::new(&sweep, &[20480], RefineOptions::default()), read);
