@@ -487,8 +487,13 @@ mod tests {
 
     /// The plan of a small sweep: 1-16 KiB by 1 KiB, few repetitions.
     fn spec_plan(budget_s: f64, target_pct: f64) -> LoggpPlan {
+        plan_to(16, budget_s, target_pct)
+    }
+
+    /// The plan of a sweep from 1 to `last_kib` KiB by 1 KiB, few repetitions.
+    fn plan_to(last_kib: u64, budget_s: f64, target_pct: f64) -> LoggpPlan {
         LoggpSpec {
-            sizes: Some(SizeList((1..=16).map(|k| k * 1024).collect())),
+            sizes: Some(SizeList((1..=last_kib).map(|k| k * 1024).collect())),
             n: 4,
             reps: 5,
             warmup: 1,
@@ -697,6 +702,62 @@ mod tests {
                 .filter(|c| c.verdict == Verdict::Confirmed)
                 .collect();
             assert!(confirmed.is_empty(), "seed {seed}: {confirmed:?}");
+        }
+    }
+
+    /// A hog-like world: latency jitter of 1 us, and 5 us more on every message
+    /// in a random half of windows of 3 ms (several sizes' measurement), seeded.
+    fn hog_like(net: Network, seed: u64) -> Network {
+        net.with_noise(Noise {
+            jitter_ns: 1000.0,
+            outlier_every: 0,
+            outlier_ns: 0.0,
+            seed,
+            slow_link: None,
+            quantum: Quantum::PS,
+        })
+        .with_time_shift(TimeShift {
+            window_ns: 3e6,
+            extra_ns: 5000.0,
+            seed,
+        })
+    }
+
+    /// The loopback segment switch beside a hog (issue 36, tcp-hog): a large step
+    /// (+25% of `PRTT(1,0,s)`) two sizes before the sweep's end, in a world whose
+    /// disturbance comes and goes over several sizes. The passes at the switch
+    /// mostly show the step and a few reach down to none; with 18 passes at most
+    /// per candidate ([`crate::model::refine::MAX_PASSES`], now 30) it stayed
+    /// undecided, or was never proposed, in 4 of these 10 seeds. Found to the byte in every seed, and
+    /// nothing confirmed in the same world without the step.
+    #[test]
+    fn issue_36_a_large_step_near_the_sweeps_end_beside_a_hog_is_found_in_every_seed() {
+        const FIRST: u64 = 23000;
+        let after = LogGp {
+            l_ps: EAGER.l_ps + ns(4000),
+            os_ps: EAGER.os_ps + ns(1000),
+            ..EAGER
+        };
+        let plan = plan_to(24, 60.0, 2.0);
+        for seed in 0..10 {
+            let net = Network::new(vec![(1, EAGER), (FIRST, after)]).unwrap();
+            let net = hog_like(net, seed);
+            let out = run_doubts(&net, &net, &plan);
+            let confirmed: Vec<&Change> = out
+                .changes
+                .iter()
+                .filter(|c| c.verdict == Verdict::Confirmed)
+                .collect();
+            let firsts: Vec<Option<u64>> = confirmed.iter().map(|c| c.first_bytes).collect();
+            assert_eq!(firsts, [Some(FIRST)], "seed {seed}: {:?}", out.changes);
+            let flat = hog_like(Network::new(vec![(1, EAGER)]).unwrap(), seed);
+            let out = run_doubts(&flat, &flat, &plan);
+            let confirmed: Vec<&Change> = out
+                .changes
+                .iter()
+                .filter(|c| c.verdict == Verdict::Confirmed)
+                .collect();
+            assert!(confirmed.is_empty(), "seed {seed}, flat: {confirmed:?}");
         }
     }
 
