@@ -726,10 +726,10 @@ mod tests {
     /// The loopback segment switch beside a hog (issue 36, tcp-hog): a large step
     /// (+25% of `PRTT(1,0,s)`) two sizes before the sweep's end, in a world whose
     /// disturbance comes and goes over several sizes. The passes at the switch
-    /// mostly show the step and a few reach down to none; with 18 passes at most
-    /// per candidate ([`crate::model::refine::MAX_PASSES`], now 30) it stayed
-    /// undecided, or was never proposed, in 4 of these 10 seeds. Found to the byte in every seed, and
-    /// nothing confirmed in the same world without the step.
+    /// mostly show the step and a few reach down to none: with 18 passes at most
+    /// per candidate it stayed undecided, or was never proposed, in 4 of these 10
+    /// seeds. With [`crate::model::refine::MAX_PASSES`] it is found to the byte in
+    /// every seed, and nothing is confirmed in the same world without the step.
     #[test]
     fn issue_36_a_large_step_near_the_sweeps_end_beside_a_hog_is_found_in_every_seed() {
         const FIRST: u64 = 23000;
