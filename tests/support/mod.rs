@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 /// Held by the tests that load the host for long (the soft-RoCE VM) or whose
 /// figures need it (a switch located to the byte, a shaped link's bandwidth): in
-/// the one integration test binary, no two of them run at once, and each shares
-/// the host with at most one light test, as when every file was a binary of its own.
+/// the one integration test binary, no two of them run at once, so each shares
+/// the host with at most one light test (libtest's two threads).
 pub fn heavy() -> std::sync::MutexGuard<'static, ()> {
     static HEAVY: Mutex<()> = Mutex::new(());
     // A heavy test that failed leaves the lock poisoned; the next still runs.
