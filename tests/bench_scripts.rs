@@ -5,13 +5,25 @@
 
 use std::process::Command;
 
+/// Defined before every snippet: `load_script("bench-latency")` loads a script
+/// of `scripts/` that has no `.py` (so no `import` finds it) as a module.
+const LOAD_SCRIPT: &str = r#"
+import importlib.machinery, importlib.util, os
+def load_script(name):
+    path = os.path.join(os.environ["PYTHONPATH"], name)
+    loader = importlib.machinery.SourceFileLoader(name.replace("-", "_"), path)
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+    loader.exec_module(module)
+    return module
+"#;
+
 /// Runs `code` in python3 with `scripts/` on the module path; panics with its
 /// output unless it exits 0.
 fn python(code: &str) -> String {
     let scripts = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts");
     let out = Command::new("python3")
         .arg("-c")
-        .arg(code)
+        .arg(format!("{LOAD_SCRIPT}{code}"))
         .env("PYTHONPATH", scripts)
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .output()
@@ -119,12 +131,8 @@ assert word == "fails" and "6 of 80 against 0 of 80" in text and "not slow 1.000
 fn bench_verbs_knows_a_binary_without_verbs_and_a_perftest_run_without_a_figure() {
     python(
         r##"
-import importlib.machinery, importlib.util, os, stat, tempfile
-path = os.path.join(os.environ["PYTHONPATH"], "bench-verbs")
-loader = importlib.machinery.SourceFileLoader("bench_verbs", path)
-spec = importlib.util.spec_from_loader("bench_verbs", loader)
-bv = importlib.util.module_from_spec(spec)
-loader.exec_module(bv)
+import stat, tempfile
+bv = load_script("bench-verbs")
 d = tempfile.mkdtemp()
 def fake(name, transports):
     p = os.path.join(d, name)
@@ -157,12 +165,8 @@ assert bv.parse(log) == {("ib_write_lat", 1): {0: float("inf"), 1: 9.13}}, bv.pa
 fn bench_latency_rounds_keep_each_pair_adjacent() {
     python(
         r#"
-import importlib.machinery, importlib.util, os, random
-path = os.path.join(os.environ["PYTHONPATH"], "bench-latency")
-loader = importlib.machinery.SourceFileLoader("bench_latency", path)
-spec = importlib.util.spec_from_loader("bench_latency", loader)
-bl = importlib.util.module_from_spec(spec)
-loader.exec_module(bl)
+bl = load_script("bench-latency")
+import random
 pairs = [("ngauge poll", "C spin"), ("ngauge block", "C block"), ("ngauge block", "sockperf")]
 firsts = set()
 for compare in (False, True):
@@ -197,12 +201,8 @@ assert len(firsts) > 2, firsts
 fn bench_launch_summarizes_per_rank_and_per_barrier_and_never_queues_for_the_lock() {
     python(
         r#"
-import importlib.machinery, importlib.util, os, tempfile
-path = os.path.join(os.environ["PYTHONPATH"], "bench-launch")
-loader = importlib.machinery.SourceFileLoader("bench_launch", path)
-spec = importlib.util.spec_from_loader("bench_launch", loader)
-bl = importlib.util.module_from_spec(spec)
-loader.exec_module(bl)
+bl = load_script("bench-launch")
+import tempfile
 runs = {("info", 16): [1.0, 3.0, 2.0], ("barriers", 16): [3.0, 2.5, 4.0],
         ("info", 4): [0.5], ("barriers", 4): [0.4]}
 rows = bl.summarize(runs, 100)
@@ -231,12 +231,7 @@ assert bl.take_lock(lock) is not None
 fn bench_params_chain_sets_level_flips_apart_and_compares_like_with_like() {
     python(
         r#"
-import importlib.machinery, importlib.util, os
-path = os.path.join(os.environ["PYTHONPATH"], "bench-params-chain")
-loader = importlib.machinery.SourceFileLoader("bench_params_chain", path)
-spec = importlib.util.spec_from_loader("bench_params_chain", loader)
-bc = importlib.util.module_from_spec(spec)
-loader.exec_module(bc)
+bc = load_script("bench-params-chain")
 assert not bc.level_flip((5.7, 6.0, 6.2), 0.10)
 assert bc.level_flip((5.7, 10.2, 5.8), 0.10)
 assert bc.level_flip((5.7, None, 10.2), 0.10)
@@ -265,11 +260,7 @@ assert v["coll"][3] == 2 and bc.within(v["coll"]), v
 v = bc.verdicts([[bc.judge(8, m(5.0, None, 9.0, 5.0, 1.0, None), 0.10)]])[8]
 assert v["flips"] == 1 and v["message"] is None and v["coll"] is None, v
 # bench-latency-level's level per chunk of consecutive round trips, in order.
-path = os.path.join(os.environ["PYTHONPATH"], "bench-latency-level")
-loader = importlib.machinery.SourceFileLoader("bench_latency_level", path)
-spec = importlib.util.spec_from_loader("bench_latency_level", loader)
-bl = importlib.util.module_from_spec(spec)
-loader.exec_module(bl)
+bl = load_script("bench-latency-level")
 assert bl.chunk_medians([5.7, 5.6, 5.8, 10.1, 10.3, 10.2, 9.9], 3) == [5.7, 10.2]
 "#,
     );

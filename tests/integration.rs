@@ -59,7 +59,7 @@ mod verbs_nodevice;
 mod verbs_vm;
 
 /// A file added to `tests/` runs: it is a module above or one of the MPI binaries
-/// (`autotests = false` in Cargo.toml: cargo no longer finds test files itself).
+/// (`autotests = false` in Cargo.toml: cargo does not look for test files itself).
 #[test]
 fn every_test_file_is_a_module_here_or_a_binary_of_its_own() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");

@@ -475,14 +475,27 @@ mod tests {
 
     /// Latency jitter of `0..jitter_ns` on every message.
     fn noisy(net: Network, jitter_ns: f64) -> Network {
+        noisy_seeded(net, jitter_ns, 7)
+    }
+
+    /// [`noisy`] with its own seed.
+    fn noisy_seeded(net: Network, jitter_ns: f64, seed: u64) -> Network {
         net.with_noise(Noise {
             jitter_ns,
             outlier_every: 0,
             outlier_ns: 0.0,
-            seed: 7,
+            seed,
             slow_link: None,
             quantum: Quantum::PS,
         })
+    }
+
+    /// The changes of a run that were confirmed.
+    fn confirmed(changes: &[Change]) -> Vec<&Change> {
+        changes
+            .iter()
+            .filter(|c| c.verdict == Verdict::Confirmed)
+            .collect()
     }
 
     /// The plan of a small sweep: 1-16 KiB by 1 KiB, few repetitions.
@@ -660,11 +673,7 @@ mod tests {
         let plan = spec_plan(60.0, 2.0);
         let out = run_doubts(&noisy(net.clone(), 3000.0), &net, &plan);
         assert!(!decided(&out.before), "{:?}", out.before);
-        let found: Vec<&Change> = out
-            .changes
-            .iter()
-            .filter(|c| c.verdict == Verdict::Confirmed)
-            .collect();
+        let found = confirmed(&out.changes);
         let [c] = &found[..] else {
             panic!("{:?}", out.changes)
         };
@@ -680,9 +689,9 @@ mod tests {
     /// A disturbance that comes and goes in time (a level shift of 2% of
     /// `PRTT(1,0,s)` in windows of 0.3 ms, about a size's measurement, as a
     /// process sharing a core), with no step in size: the doubt rounds judge
-    /// many boundaries, and at one of them (seed 2) the passes confirmed a step
-    /// that the bisection could not place (8448-8704) before such changes were
-    /// made undecided. No change is confirmed, in any of the seeds.
+    /// many boundaries, and at one of them (seed 2) the passes confirm a step
+    /// that the bisection cannot place (8448-8704), which `refine::unplaced_doubt`
+    /// reports undecided. No change is confirmed, in any of the seeds.
     #[test]
     fn issue_36_a_disturbance_in_time_confirms_no_change_in_the_doubt_rounds() {
         let plan = spec_plan(60.0, 2.0);
@@ -696,27 +705,15 @@ mod tests {
                 .unwrap()
                 .with_time_shift(shift);
             let out = run_doubts(&noisy(net.clone(), 1000.0), &net, &plan);
-            let confirmed: Vec<&Change> = out
-                .changes
-                .iter()
-                .filter(|c| c.verdict == Verdict::Confirmed)
-                .collect();
-            assert!(confirmed.is_empty(), "seed {seed}: {confirmed:?}");
+            let found = confirmed(&out.changes);
+            assert!(found.is_empty(), "seed {seed}: {found:?}");
         }
     }
 
     /// A hog-like world: latency jitter of 1 us, and 5 us more on every message
     /// in a random half of windows of 3 ms (several sizes' measurement), seeded.
     fn hog_like(net: Network, seed: u64) -> Network {
-        net.with_noise(Noise {
-            jitter_ns: 1000.0,
-            outlier_every: 0,
-            outlier_ns: 0.0,
-            seed,
-            slow_link: None,
-            quantum: Quantum::PS,
-        })
-        .with_time_shift(TimeShift {
+        noisy_seeded(net, 1000.0, seed).with_time_shift(TimeShift {
             window_ns: 3e6,
             extra_ns: 5000.0,
             seed,
@@ -743,21 +740,15 @@ mod tests {
             let net = Network::new(vec![(1, EAGER), (FIRST, after)]).unwrap();
             let net = hog_like(net, seed);
             let out = run_doubts(&net, &net, &plan);
-            let confirmed: Vec<&Change> = out
-                .changes
+            let firsts: Vec<Option<u64>> = confirmed(&out.changes)
                 .iter()
-                .filter(|c| c.verdict == Verdict::Confirmed)
+                .map(|c| c.first_bytes)
                 .collect();
-            let firsts: Vec<Option<u64>> = confirmed.iter().map(|c| c.first_bytes).collect();
             assert_eq!(firsts, [Some(FIRST)], "seed {seed}: {:?}", out.changes);
             let flat = hog_like(Network::new(vec![(1, EAGER)]).unwrap(), seed);
             let out = run_doubts(&flat, &flat, &plan);
-            let confirmed: Vec<&Change> = out
-                .changes
-                .iter()
-                .filter(|c| c.verdict == Verdict::Confirmed)
-                .collect();
-            assert!(confirmed.is_empty(), "seed {seed}, flat: {confirmed:?}");
+            let found = confirmed(&out.changes);
+            assert!(found.is_empty(), "seed {seed}, flat: {found:?}");
         }
     }
 

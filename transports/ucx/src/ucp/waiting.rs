@@ -28,8 +28,7 @@ const NAP_MS: i32 = 100;
 /// Rounds of spinning between checks of the peer's alerts: a round is one
 /// `ucp_worker_progress` (tens of ns), so a peer that left is still noticed
 /// within microseconds, and the round a ping-pong spins in is a load, the call
-/// and a counter, as `ucx_perftest`'s (docs/findings/2026-11-28-ucx.md, eighth
-/// session).
+/// and a counter, as `ucx_perftest`'s (docs/findings/2026-11-28-ucx.md).
 const PEER_ROUNDS: u32 = 64;
 /// Rounds of `wait_all` between checks of every pending request's peer.
 const SCAN_ROUNDS: u32 = 256;
