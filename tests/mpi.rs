@@ -92,8 +92,8 @@ mod with_mpi {
 
     /// The launcher of the MPI this binary links, with what it needs here.
     fn launcher() -> Command {
-        let mut cmd = Command::new(ngauge_mpi::BUILD_MPIEXEC);
-        if ngauge_mpi::BUILD_FLAVOR == "openmpi" {
+        let mut cmd = Command::new(ngauge_mpi::shim().mpiexec);
+        if ngauge_mpi::shim().flavor == "openmpi" {
             cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
                 .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
                 .arg("--oversubscribe");
@@ -114,6 +114,52 @@ mod with_mpi {
     /// must be there.
     fn skip(test: &str) -> bool {
         crate::support::mpi::skip(test)
+    }
+
+    /// One build carries a shim per MPI installed and loads the launcher's: the same
+    /// binary runs under each MPI's own launcher, with `NGAUGE_MPI` unset, and its
+    /// `meta.mpi` names the library that ran.
+    #[test]
+    fn one_binary_runs_under_the_launcher_of_every_mpi_it_carries() {
+        if skip("one_binary_runs_under_the_launcher_of_every_mpi_it_carries") {
+            return;
+        }
+        let built = ngauge_mpi::shims::built();
+        for shim in built {
+            let mut cmd = Command::new(shim.mpiexec);
+            if shim.flavor == "openmpi" {
+                cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+                    .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+            }
+            cmd.env_remove("NGAUGE_MPI")
+                .args(["-n", "2", NGAUGE])
+                .args([
+                    "-t", "mpi", "pingpong", "--sizes", "1", "--reps", "20", "--warmup", "5",
+                    "--json",
+                ]);
+            let out = run_with_limit(cmd, Duration::from_secs(120));
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{}: {stderr}", shim.mpiexec);
+            let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+                .unwrap_or_else(|e| panic!("{}: {e}; stderr: {stderr}", shim.mpiexec));
+            let mpi = &doc["meta"]["mpi"];
+            assert_eq!(mpi["shim_flavor"], shim.flavor, "{}: {mpi}", shim.mpiexec);
+            let library = mpi["library"].as_str().unwrap_or_default();
+            let family = match shim.flavor {
+                "openmpi" => "Open MPI",
+                "mpich" => "MPICH",
+                _ => "",
+            };
+            assert!(library.contains(family), "{}: {library}", shim.mpiexec);
+        }
+        eprintln!(
+            "ran under {}",
+            built
+                .iter()
+                .map(|s| s.flavor)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
     }
 
     #[test]
@@ -467,7 +513,7 @@ mod with_mpi {
         let p = dir.path().join("p.json");
         let p = p.to_str().unwrap();
         // Open MPI's TCP BTL, or the UCX under Debian's MPICH (tests/mpi_protocol.rs).
-        let openmpi = ngauge_mpi::BUILD_FLAVOR == "openmpi";
+        let openmpi = ngauge_mpi::shim().flavor == "openmpi";
         let (setting, value) = if openmpi {
             ("OMPI_MCA_btl_tcp_eager_limit", "20000")
         } else {
@@ -656,7 +702,7 @@ mod with_mpi {
             "1,1K,64K",
         ];
         let mut runs: Vec<(Vec<&str>, &str)> = vec![(base.to_vec(), "mpi/mpi")];
-        if ngauge_mpi::BUILD_FLAVOR == "openmpi" {
+        if ngauge_mpi::shim().flavor == "openmpi" {
             let mut forced = base.to_vec();
             forced.extend(["--mpi-algo", "6"]);
             runs.push((forced, "mpi/mpi:6"));
@@ -668,8 +714,8 @@ mod with_mpi {
                 crate::support::Lack::Host,
                 format!(
                     "its --mpi-algo case only: not applicable, --mpi-algo forces one of \
-                     Open MPI's own algorithms and this ngauge-mpi is built against {}",
-                    ngauge_mpi::BUILD_FLAVOR
+                     Open MPI's own algorithms and this run uses the {} shim",
+                    ngauge_mpi::shim().flavor
                 ),
             );
         }

@@ -56,8 +56,8 @@ fn changes_in_passes(
     // One sweep at a time: two jobs on two cores would measure each other.
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let mut cmd = Command::new(ngauge_mpi::BUILD_MPIEXEC);
-    if ngauge_mpi::BUILD_FLAVOR == "openmpi" {
+    let mut cmd = Command::new(ngauge_mpi::shim().mpiexec);
+    if ngauge_mpi::shim().flavor == "openmpi" {
         cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
             .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
     }
@@ -112,17 +112,17 @@ fn changes_in_passes(
         .collect()
 }
 
-/// Whether ngauge-mpi was built against `flavour` (`openmpi` or `mpich`); if not,
-/// `test` skips, saying so: one build links one MPI, so the other flavour's tests
-/// skip in every run, CI included (`scripts/test` builds and runs this file once
-/// against each MPI it installs).
+/// Whether this run uses the `flavour` shim (`openmpi` or `mpich`); if not, `test`
+/// skips, saying so: a run launches one MPI, so the other flavour's tests skip in
+/// every run, CI included (`scripts/test` runs this file once per MPI installed,
+/// naming it in `NGAUGE_MPI`).
 fn built_for(test: &str, flavour: &str) -> bool {
-    if ngauge_mpi::BUILD_FLAVOR == flavour {
+    if ngauge_mpi::shim().flavor == flavour {
         return true;
     }
     let reason = format!(
-        "needs ngauge-mpi built against {flavour}, this one is {}",
-        ngauge_mpi::BUILD_FLAVOR
+        "needs the {flavour} shim, this run uses {} (NGAUGE_MPI={flavour} selects it)",
+        ngauge_mpi::shim().flavor
     );
     support::skip(test, support::Lack::Host, reason);
     false

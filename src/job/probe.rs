@@ -115,10 +115,17 @@ fn probe_mpi() -> Result<(), String> {
     if ngauge_mpi::launched_by_mpi() {
         Ok(())
     } else {
+        let built: Vec<String> = ngauge_mpi::shims::built()
+            .iter()
+            .map(|s| format!("{} for {}", s.mpiexec, s.flavor))
+            .collect();
         Err(format!(
-            "needs an MPI launcher: run under {} (built against {})",
-            ngauge_mpi::BUILD_MPIEXEC,
-            ngauge_mpi::BUILD_FLAVOR
+            "needs an MPI launcher: run under {}",
+            if built.is_empty() {
+                "mpirun/mpiexec (this build has no MPI shim)".to_string()
+            } else {
+                built.join(" or ")
+            }
         ))
     }
 }

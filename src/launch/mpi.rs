@@ -68,12 +68,13 @@ fn join(
     if let Some(size) = detected.size.filter(|&s| s != mpi.size()) {
         return Err(LaunchError::Usage(format!(
             "the launcher ({}) started {size} ranks but {} sees {} ranks: this ngauge \
-             was built against {} ({}); launch it with that library's mpirun/mpiexec",
+             loaded the {} shim ({}); launch it with that library's mpirun/mpiexec, or \
+             name the launcher's MPI in NGAUGE_MPI",
             detected.kind.describe(),
             mpi.library_version(),
             mpi.size(),
-            ngauge_mpi::BUILD_FLAVOR,
-            ngauge_mpi::BUILD_MPIEXEC,
+            ngauge_mpi::shim().flavor,
+            ngauge_mpi::shim().mpiexec,
         )));
     }
     let mut control = MpiControl::new(mpi)

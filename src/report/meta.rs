@@ -78,9 +78,10 @@ pub struct Meta {
 pub struct MpiMeta {
     /// `MPI_Get_library_version`, first line (`Open MPI v4.1.6, ...`).
     pub library: String,
-    /// The family the shim was compiled for (`openmpi`, `mpich`).
+    /// The family of the shim loaded (`openmpi`, `mpich`): the build carries one
+    /// per MPI installed, and the launcher or `NGAUGE_MPI` chose this one.
     pub shim_flavor: &'static str,
-    /// The compiler wrapper the shim was compiled with.
+    /// The compiler wrapper the shim loaded was compiled with.
     pub shim_mpicc: &'static str,
 }
 
@@ -90,8 +91,8 @@ impl MpiMeta {
     fn recorded() -> Option<MpiMeta> {
         ngauge_mpi::Mpi::live().map(|mpi| MpiMeta {
             library: mpi.library_version().into(),
-            shim_flavor: ngauge_mpi::BUILD_FLAVOR,
-            shim_mpicc: ngauge_mpi::BUILD_MPICC,
+            shim_flavor: ngauge_mpi::shim().flavor,
+            shim_mpicc: ngauge_mpi::shim().mpicc,
         })
     }
 

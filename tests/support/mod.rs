@@ -85,7 +85,7 @@ pub enum Lack {
     /// (`scripts/test` sets `NGAUGE_REQUIRE_VM` once the VM's packages are there).
     InstalledOrRequired(&'static str),
     /// Something no install gives (root, a machine without an RDMA device, the MPI
-    /// flavour ngauge-mpi was not built against): a skip even under `CI=true`.
+    /// flavour this run does not use): a skip even under `CI=true`.
     Host,
 }
 

@@ -1,15 +1,16 @@
-//! Running the binary under the MPI launcher it was built against (cargo feature
-//! `mpi`), for the tests of commands that also run over MPI.
+//! Running the binary under the launcher of the MPI this run uses (cargo feature
+//! `mpi`; `ngauge_mpi::shim()`: `NGAUGE_MPI` picks among the MPIs the build found),
+//! for the tests of commands that also run over MPI.
 #![allow(dead_code)]
 
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-/// `mpiexec -n np ngauge args` for the MPI this binary links, with what Open MPI
+/// `mpiexec -n np ngauge args` for the MPI this run uses, with what Open MPI
 /// needs here (root, more ranks than cores).
 pub fn mpirun(np: usize, args: &[&str]) -> Command {
-    let mut cmd = Command::new(ngauge_mpi::BUILD_MPIEXEC);
-    if ngauge_mpi::BUILD_FLAVOR == "openmpi" {
+    let mut cmd = Command::new(ngauge_mpi::shim().mpiexec);
+    if ngauge_mpi::shim().flavor == "openmpi" {
         cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
             .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
             .arg("--oversubscribe");
@@ -38,17 +39,17 @@ pub fn run(mut cmd: Command, limit: Duration) -> Output {
 }
 
 /// True (after [`super::skip`] said so where the user sees it) when ngauge-mpi has
-/// no MPI and the test must be skipped; a failure instead when `NGAUGE_REQUIRE_MPI=1`
-/// (set by `scripts/test` where it installed MPI) or `CI=true` says MPI must be there.
+/// no MPI for this run (none built, or not the one `NGAUGE_MPI` names) and the test
+/// must be skipped; a failure instead when `NGAUGE_REQUIRE_MPI=1` (set by
+/// `scripts/test` where it installed MPI) or `CI=true` says MPI must be there.
 pub fn skip(test: &str) -> bool {
-    if ngauge_mpi::AVAILABLE {
+    let Err(why) = ngauge_mpi::shims::selected() else {
         return false;
-    }
+    };
     super::skip(
         test,
         super::Lack::InstalledOrRequired("NGAUGE_REQUIRE_MPI"),
-        "ngauge-mpi was built without an MPI library (build.rs found no mpicc or \
-         pkg-config MPI; set MPICC)",
+        why,
     );
     true
 }

@@ -109,15 +109,19 @@ fn mpiexec_for(flavor: &str) -> String {
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-changed=shim/ngauge_mpi.c");
-    println!("cargo:rerun-if-changed=shim/ngauge_mpi.h");
-    println!("cargo:rerun-if-changed=shim/ngauge_mpi_rma.c");
-    println!("cargo:rerun-if-changed=shim/ngauge_mpi_rma.h");
-    println!("cargo:rerun-if-env-changed=MPICC");
-    println!("cargo:rerun-if-env-changed=MPIEXEC");
-    println!("cargo:rerun-if-env-changed=NGAUGE_MPI_STUB");
-    println!("cargo:rerun-if-changed=build/flags.rs");
+    for file in [
+        "shim/ngauge_mpi.c",
+        "shim/ngauge_mpi.h",
+        "shim/ngauge_mpi_rma.c",
+        "shim/ngauge_mpi_rma.h",
+        "build/flags.rs",
+    ] {
+        println!("cargo:rerun-if-changed={file}");
+    }
     for var in [
+        "MPICC",
+        "MPIEXEC",
+        "NGAUGE_MPI_STUB",
         "PATH",
         "PKG_CONFIG_PATH",
         "PKG_CONFIG_LIBDIR",
@@ -125,67 +129,134 @@ fn main() {
     ] {
         println!("cargo:rerun-if-env-changed={var}");
     }
-    println!("cargo::rustc-check-cfg=cfg(ngauge_mpi_stub)");
+    // Installing MPI adds its wrapper to a directory of PATH: look again then.
+    for dir in std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .filter(|d| d.is_dir())
+    {
+        println!("cargo:rerun-if-changed={}", dir.display());
+    }
 
-    let mpicc = std::env::var("MPICC").unwrap_or_else(|_| "mpicc".into());
+    let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR"));
     let found = if std::env::var_os("NGAUGE_MPI_STUB").is_some() {
-        None
+        Vec::new()
     } else {
-        from_wrapper(&mpicc).or_else(from_pkg_config)
+        libraries()
     };
-    let Some((flags, flavor)) = found else {
+    if found.is_empty() {
         println!(
-            "cargo:warning=ngauge-mpi: no MPI found (tried {mpicc} --showme, {mpicc} -show, \
+            "cargo:warning=ngauge-mpi: no MPI found (tried {} with --showme and -show, \
              pkg-config); building without MPI. Install libopenmpi-dev or libmpich-dev, or \
-             set MPICC."
+             set MPICC.",
+            wrappers().join(", ")
         );
-        // Installing MPI adds its wrapper to a directory of PATH: look again then.
-        for dir in std::env::var_os("PATH")
-            .iter()
-            .flat_map(std::env::split_paths)
-            .filter(|d| d.is_dir())
-        {
-            println!("cargo:rerun-if-changed={}", dir.display());
+    }
+    let mut table = String::from(
+        "/// The shims this build carries, in order of preference.\n\
+         pub(crate) const SHIMS: &[crate::shims::Shim] = &[\n",
+    );
+    for library in &found {
+        let object = out_dir.join(format!("libngauge_mpi_{}.so", library.flavor));
+        compile_shim(&library.flags, &object);
+        if let Some(wrapper) = library.mpicc.as_deref().and_then(on_path) {
+            println!("cargo:rerun-if-changed={}", wrapper.display());
         }
-        println!("cargo:rustc-cfg=ngauge_mpi_stub");
-        println!("cargo:rustc-env=NGAUGE_MPI_FLAVOR=none");
-        println!("cargo:rustc-env=NGAUGE_MPI_MPICC=");
-        println!("cargo:rustc-env=NGAUGE_MPIEXEC=");
-        return;
-    };
+        table.push_str(&format!(
+            "    crate::shims::Shim {{ flavor: {:?}, mpicc: {:?}, mpiexec: {:?}, \
+             object: include_bytes!({:?}) }},\n",
+            library.flavor,
+            library.mpicc.as_deref().unwrap_or(""),
+            mpiexec_for(library.flavor),
+            object.display().to_string(),
+        ));
+    }
+    table.push_str("];\n");
+    std::fs::write(out_dir.join("shims.rs"), table).expect("write shims.rs");
+}
 
+/// One MPI library found at build time.
+struct Library {
+    flavor: &'static str,
+    /// The wrapper that described it (none for pkg-config).
+    mpicc: Option<String>,
+    flags: Flags,
+}
+
+/// The wrappers asked, in order of preference: `MPICC` alone when set.
+fn wrappers() -> Vec<String> {
+    match std::env::var("MPICC") {
+        Ok(mpicc) if !mpicc.is_empty() => vec![mpicc],
+        _ => ["mpicc.openmpi", "mpicc.mpich", "mpicc"]
+            .map(String::from)
+            .to_vec(),
+    }
+}
+
+/// Every MPI library found, one per family, the first wrapper of a family winning.
+fn libraries() -> Vec<Library> {
+    let mut found: Vec<Library> = Vec::new();
+    for mpicc in wrappers() {
+        if let Some((flags, flavor)) = from_wrapper(&mpicc) {
+            if found.iter().all(|l| l.flavor != flavor) {
+                found.push(Library {
+                    flavor,
+                    mpicc: Some(mpicc),
+                    flags,
+                });
+            }
+        }
+    }
+    if found.is_empty() {
+        if let Some((flags, flavor)) = from_pkg_config() {
+            found.push(Library {
+                flavor,
+                mpicc: None,
+                flags,
+            });
+        }
+    }
+    found
+}
+
+/// Compiles the shim's C files into the shared object `object`, linked against the
+/// MPI library of `flags` with its run-time search paths; `-z defs`: a symbol the
+/// library does not define fails here, not at load time.
+fn compile_shim(flags: &Flags, object: &Path) {
     let mut build = cc::Build::new();
     build
-        .file("shim/ngauge_mpi.c")
-        .file("shim/ngauge_mpi_rma.c")
         .include("shim")
         .opt_level(2)
+        .pic(true)
         .warnings(true)
-        .extra_warnings(true);
+        .extra_warnings(true)
+        .cargo_metadata(false);
     for dir in &flags.includes {
         build.include(dir);
     }
     for (name, value) in &flags.defines {
         build.define(name, value.as_deref());
     }
-    build.compile("ngauge_mpi_shim");
-
+    let mut cmd = build.get_compiler().to_command();
+    cmd.args([
+        "-shared",
+        "shim/ngauge_mpi.c",
+        "shim/ngauge_mpi_rma.c",
+        "-o",
+    ])
+    .arg(object)
+    .arg("-Wl,-z,defs");
     for dir in &flags.lib_dirs {
-        println!("cargo:rustc-link-search=native={}", dir.display());
+        cmd.arg(format!("-L{}", dir.display()));
     }
     for lib in &flags.libs {
-        println!("cargo:rustc-link-lib=dylib={lib}");
+        cmd.arg(format!("-l{lib}"));
     }
     for dir in &flags.rpaths {
-        println!("cargo:rustc-link-arg=-Wl,-rpath,{}", dir.display());
+        cmd.arg(format!("-Wl,-rpath,{}", dir.display()));
     }
-    if let Ok(joined) = std::env::join_paths(&flags.rpaths) {
-        println!("cargo:rpath={}", joined.to_string_lossy());
-    }
-    if let Some(wrapper) = on_path(&mpicc) {
-        println!("cargo:rerun-if-changed={}", wrapper.display());
-    }
-    println!("cargo:rustc-env=NGAUGE_MPI_FLAVOR={flavor}");
-    println!("cargo:rustc-env=NGAUGE_MPI_MPICC={mpicc}");
-    println!("cargo:rustc-env=NGAUGE_MPIEXEC={}", mpiexec_for(flavor));
+    let status = cmd
+        .status()
+        .unwrap_or_else(|e| panic!("running {cmd:?}: {e}"));
+    assert!(status.success(), "compiling the MPI shim failed: {cmd:?}");
 }

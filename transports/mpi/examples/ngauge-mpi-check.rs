@@ -539,15 +539,15 @@ fn identity(mpi: &Arc<Mpi>) -> Check {
     );
     let again = Mpi::init().map_err(e)?;
     ensure!(Arc::ptr_eq(mpi, &again), "a second init made a second MPI");
-    // The library that runs is the one build.rs compiled the shim against (build.rs
-    // says `unknown` where the shim says `other`).
+    // The library that runs is the one build.rs compiled the loaded shim against
+    // (build.rs says `unknown` where the shim says `other`).
     let runtime = mpi.flavor().as_str();
-    let built = ngauge_mpi::BUILD_FLAVOR;
+    let built = ngauge_mpi::shim().flavor;
     ensure!(
         runtime == built || (built == "unknown" && runtime == "other"),
         "the shim reports {runtime} ({}), but build.rs found {built} ({})",
         mpi.library_version(),
-        ngauge_mpi::BUILD_MPICC
+        ngauge_mpi::shim().mpicc
     );
     Ok(())
 }

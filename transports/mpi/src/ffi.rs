@@ -2,11 +2,17 @@
 //!
 //! Only `c_int`, `c_double` and raw pointers cross: communicators and requests are
 //! indices into the shim's tables, so no MPI handle type (a pointer in Open MPI, an
-//! int in MPICH) ever reaches Rust. In a build without MPI (cfg `ngauge_mpi_stub`)
-//! the same functions exist as stubs that fail with [`E_NOT_BUILT`]; nothing calls
-//! them because `Mpi::init` refuses first.
+//! int in MPICH) ever reaches Rust. The functions are those of the shim's shared
+//! object that [`load`] opened (`crate::shims`); before that, and in a build
+//! without MPI, they fail with [`E_NOT_BUILT`]: nothing calls them then, because
+//! `Mpi::init` loads first or refuses.
 
+use crate::shims::{self, Shim};
+use libloading::os::unix::{Library, RTLD_GLOBAL, RTLD_NOW};
+use std::io::Write;
+use std::os::fd::AsRawFd;
 use std::os::raw::{c_char, c_double, c_int, c_longlong, c_ulonglong, c_void};
+use std::sync::OnceLock;
 
 pub const OK: c_int = 0;
 pub const E_TRUNCATE: c_int = -1;
@@ -20,12 +26,10 @@ pub const E_ARG: c_int = -4;
 pub const E_COUNT: c_int = -5;
 /// `ngm_pingpong`: no native loop in this build or on this CPU.
 pub const E_UNSUPPORTED: c_int = -6;
-/// Stub builds only: the function does not exist in this build.
-#[allow(dead_code)]
+/// No shim is loaded: before [`load`], or in a build without MPI.
 pub const E_NOT_BUILT: c_int = -100;
 
-/// What a stub returns.
-#[allow(dead_code)]
+/// What a function returns while no shim is loaded.
 trait Stub {
     fn stub() -> Self;
 }
@@ -45,18 +49,75 @@ impl Stub for () {
 
 macro_rules! shim {
     ($(fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty;)*) => {
-        #[cfg(not(ngauge_mpi_stub))]
-        extern "C" {
-            $(pub fn $name($($arg: $ty),*) -> $ret;)*
+        /// The shim's functions, looked up in the shared object loaded.
+        struct Table {
+            $($name: unsafe extern "C" fn($($ty),*) -> $ret,)*
         }
+
+        impl Table {
+            /// Looks every function up in `library`.
+            fn from(library: &Library) -> Result<Table, libloading::Error> {
+                // SAFETY: each symbol is the shim's function of that name, whose C
+                // prototype (`shim/ngauge_mpi.h`) is the type it is read as.
+                unsafe {
+                    Ok(Table {
+                        $($name: *library.get(concat!(stringify!($name), "\0").as_bytes())?,)*
+                    })
+                }
+            }
+        }
+
         $(
-            #[cfg(ngauge_mpi_stub)]
-            #[allow(unused_variables, clippy::missing_safety_doc, clippy::too_many_arguments)]
+            #[allow(clippy::missing_safety_doc, clippy::too_many_arguments)]
+            #[inline]
             pub unsafe fn $name($($arg: $ty),*) -> $ret {
-                <$ret as Stub>::stub()
+                match TABLE.get() {
+                    // SAFETY: the caller upholds the C function's contract.
+                    Some(Ok(table)) => unsafe { (table.$name)($($arg),*) },
+                    _ => <$ret as Stub>::stub(),
+                }
             }
         )*
     };
+}
+
+/// The loaded shim's functions, or why it could not be loaded.
+static TABLE: OnceLock<Result<Table, String>> = OnceLock::new();
+
+/// Loads the shim [`shims::selected`] names (once per process) and makes it the
+/// one every function of this module calls; until then, and in a build without
+/// MPI, they return [`E_NOT_BUILT`] as a stub would.
+pub fn load() -> Result<&'static Shim, String> {
+    let shim = shims::selected().map_err(|e| e.to_string())?;
+    TABLE
+        .get_or_init(|| open(shim).map_err(|e| format!("loading the {} shim: {e}", shim.flavor)))
+        .as_ref()
+        .map(|_| shim)
+        .map_err(Clone::clone)
+}
+
+/// Opens `shim`'s shared object from memory (an anonymous `memfd`, so the binary
+/// needs no file beside it) with `RTLD_GLOBAL`: Open MPI's components, which it
+/// loads itself, resolve their symbols against the `libmpi` the shim brought in.
+/// The library is never closed: the table's pointers stay valid for the process.
+fn open(shim: &Shim) -> Result<Table, String> {
+    let memfd = rustix::fs::memfd_create(
+        format!("ngauge_mpi_{}", shim.flavor),
+        rustix::fs::MemfdFlags::CLOEXEC,
+    )
+    .map_err(|e| format!("memfd_create: {e}"))?;
+    let mut file = std::fs::File::from(memfd);
+    file.write_all(shim.object)
+        .map_err(|e| format!("writing the shared object: {e}"))?;
+    let path = format!("/proc/self/fd/{}", file.as_raw_fd());
+    // SAFETY: the object is the shim `build.rs` compiled; its initializers are
+    // those of the C runtime and the MPI library it links, which run no code of
+    // ours and expect to be loaded into a process like this one.
+    let library =
+        unsafe { Library::open(Some(&path), RTLD_NOW | RTLD_GLOBAL) }.map_err(|e| e.to_string())?;
+    let table = Table::from(&library).map_err(|e| e.to_string())?;
+    std::mem::forget(library);
+    Ok(table)
 }
 
 shim! {
@@ -103,10 +164,8 @@ shim! {
     fn ngm_iscatter(comm: c_int, send: *const c_void, len: c_int, recv: *mut c_void, root: c_int, req: *mut c_int) -> c_int;
     fn ngm_reduce_scatter_block(comm: c_int, send: *const c_void, recv: *mut c_void, count: c_int, dtype: c_int, op: c_int) -> c_int;
     fn ngm_ireduce_scatter_block(comm: c_int, send: *const c_void, recv: *mut c_void, count: c_int, dtype: c_int, op: c_int, req: *mut c_int) -> c_int;
-}
 
-// One-sided communication (`shim/ngauge_mpi_rma.h`), used by `crate::window`.
-shim! {
+    // One-sided communication (`shim/ngauge_mpi_rma.h`), used by `crate::window`.
     fn ngm_win_allocate(bytes: c_longlong, base: *mut *mut c_void, win: *mut c_int) -> c_int;
     fn ngm_win_free(win: c_int) -> c_int;
     fn ngm_win_lock_all(win: c_int) -> c_int;

@@ -17,6 +17,11 @@
 //! tables. The Rust side ([`ffi`](crate)) is declared by hand and is the same for
 //! every MPI.
 //!
+//! **One build, every MPI installed.** The shim is a shared object per MPI library
+//! found, carried in the crate and loaded when MPI starts ([`shims`]): the
+//! launcher's family (or `NGAUGE_MPI`) picks it, so the same binary runs under
+//! Open MPI's `mpirun` and MPICH's `mpiexec`, and testing both builds once.
+//!
 //! **One lifecycle.** [`Mpi::init`] calls `MPI_Init_thread` once and returns an
 //! `Arc`; transports and control planes hold it, and `MPI_Finalize` runs when the last
 //! is dropped. MPI cannot be initialized again after that.
@@ -35,8 +40,8 @@
 //! down (see `control`).
 //!
 //! **Builds without MPI.** When `build.rs` finds no MPI the crate still compiles
-//! ([`AVAILABLE`] is false) and [`Mpi::init`] returns [`MpiError::NotBuilt`], so a
-//! workspace build never requires an MPI installation.
+//! ([`AVAILABLE`] is false, [`shims::built`] empty) and [`Mpi::init`] returns
+//! [`MpiError::NotBuilt`], so a workspace build never requires an MPI installation.
 #![deny(missing_docs)]
 
 mod coll;
@@ -44,6 +49,7 @@ mod control;
 mod datatype;
 mod ffi;
 mod runtime;
+pub mod shims;
 mod transport;
 mod window;
 
@@ -61,15 +67,15 @@ pub use runtime::{launched_by_mpi, launched_by_mpi_from, Flavor, Mpi, MpiError};
 pub use transport::{MpiOptions, MpiTransport};
 pub use window::MpiWindow;
 
-/// True when this build links an MPI library.
-pub const AVAILABLE: bool = !cfg!(ngauge_mpi_stub);
+/// True when this build carries a shim for at least one MPI library.
+pub const AVAILABLE: bool = !shims::SHIMS.is_empty();
 
-/// The MPI family `build.rs` found: `openmpi`, `mpich`, `unknown`, or `none`.
-pub const BUILD_FLAVOR: &str = env!("NGAUGE_MPI_FLAVOR");
+/// The shim this process uses ([`shims::selected`]), or [`Shim::NONE`] when the
+/// build has none or `NGAUGE_MPI` names one it lacks: its MPI family (`openmpi`,
+/// `mpich`, `unknown`, `none`), wrapper and launcher. Tests launch with its
+/// `mpiexec`.
+pub fn shim() -> &'static Shim {
+    shims::selected().unwrap_or(&Shim::NONE)
+}
 
-/// The compiler wrapper `build.rs` used (empty when none was found).
-pub const BUILD_MPICC: &str = env!("NGAUGE_MPI_MPICC");
-
-/// The launcher that belongs to the library linked (`mpirun.openmpi`,
-/// `mpiexec.hydra`, ...; `MPIEXEC` at build time overrides it). Tests use it.
-pub const BUILD_MPIEXEC: &str = env!("NGAUGE_MPIEXEC");
+pub use shims::Shim;

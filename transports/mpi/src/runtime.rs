@@ -36,6 +36,10 @@ pub enum MpiError {
          install libopenmpi-dev or libmpich-dev and rebuild with --features mpi"
     )]
     NotBuilt,
+    /// The shim could not be chosen or loaded (`NGAUGE_MPI` names an MPI this
+    /// build lacks, or the MPI library is gone since the build).
+    #[error("MPI shim: {0}")]
+    Shim(String),
     /// No MPI launcher started this process.
     #[error(
         "-t mpi needs an MPI launcher: run it as `mpirun -np 2 ngauge -t mpi ...` \
@@ -227,6 +231,7 @@ impl Mpi {
         // init must not leave it marked.
         let caller = Caller(std::marker::PhantomData);
         let required = thread_level_from(level)?;
+        ffi::load().map_err(MpiError::Shim)?;
         // SAFETY: plain queries, allowed before MPI_Init; no other thread calls MPI
         // (the state mutex is held and MPI is not initialized).
         if unsafe { ffi::ngm_finalized() } != 0 {

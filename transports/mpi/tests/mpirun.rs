@@ -32,8 +32,8 @@ const CHECKS: &[&str] = &[
 /// The launcher command for `np` ranks, with what it needs on this machine: Open MPI
 /// refuses root and more ranks than cores unless told.
 fn launcher(np: usize) -> Command {
-    let mut cmd = Command::new(ngauge_mpi::BUILD_MPIEXEC);
-    if ngauge_mpi::BUILD_FLAVOR == "openmpi" {
+    let mut cmd = Command::new(ngauge_mpi::shim().mpiexec);
+    if ngauge_mpi::shim().flavor == "openmpi" {
         cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
             .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
             .arg("--oversubscribe");
@@ -71,14 +71,13 @@ fn run_with_limit(mut cmd: Command, limit: Duration) -> Output {
 /// `test` must be skipped; a failure instead under `CI=true` or when
 /// `NGAUGE_REQUIRE_MPI=1` says MPI must be there.
 fn skip(test: &str) -> bool {
-    if ngauge_mpi::AVAILABLE {
+    let Err(why) = ngauge_mpi::shims::selected() else {
         return false;
-    }
+    };
     support::skip(
         test,
         support::Lack::InstalledOrRequired("NGAUGE_REQUIRE_MPI"),
-        "this ngauge-mpi was built without MPI: build.rs found no mpicc or \
-         pkg-config MPI (set MPICC)",
+        why,
     );
     true
 }
@@ -112,7 +111,7 @@ fn self_test(np: usize) {
     assert!(
         out.status.success(),
         "{} -n {np} failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}",
-        ngauge_mpi::BUILD_MPIEXEC,
+        ngauge_mpi::shim().mpiexec,
         out.status
     );
     assert!(
