@@ -32,8 +32,18 @@ fn main() {
     }
     let git = output_of("git", &["rev-parse", "--short=12", "HEAD"])
         .map(|rev| {
-            let dirty = output_of("git", &["status", "--porcelain", "--untracked-files=no"])
-                .is_some_and(|s| !s.is_empty());
+            // --no-optional-locks: a status that rewrote the index would make the
+            // next build run this script again (and rebuild the crate) for nothing.
+            let dirty = output_of(
+                "git",
+                &[
+                    "--no-optional-locks",
+                    "status",
+                    "--porcelain",
+                    "--untracked-files=no",
+                ],
+            )
+            .is_some_and(|s| !s.is_empty());
             if dirty {
                 format!("{rev}-dirty")
             } else {
@@ -52,17 +62,26 @@ fn main() {
         transports.join(",")
     );
     println!("cargo:rustc-env=NGAUGE_BUILD_GIT={git}");
-    // The run-time search paths of the MPI library (ngauge-mpi's links metadata;
-    // see transports/mpi/build.rs): an MPI under /opt loads without LD_LIBRARY_PATH.
-    println!("cargo:rerun-if-env-changed=DEP_NGAUGE_MPI_SHIM_RPATH");
-    if let Some(rpath) = std::env::var_os("DEP_NGAUGE_MPI_SHIM_RPATH") {
-        for dir in std::env::split_paths(&rpath).filter(|d| !d.as_os_str().is_empty()) {
-            println!("cargo:rustc-link-arg=-Wl,-rpath,{}", dir.display());
-        }
-    }
     println!("cargo:rerun-if-changed=build.rs");
+    // A commit or a checkout changes HEAD or the branch it names. Not the index:
+    // every `git status` or `git diff` may rewrite it, and each rewrite would
+    // rebuild the crate; the `-dirty` mark is as of this script's last run.
     if let Some(git_dir) = output_of("git", &["rev-parse", "--git-dir"]) {
         println!("cargo:rerun-if-changed={git_dir}/HEAD");
-        println!("cargo:rerun-if-changed={git_dir}/index");
+    }
+    if let (Some(common), Some(branch)) = (
+        output_of("git", &["rev-parse", "--git-common-dir"]),
+        output_of("git", &["symbolic-ref", "-q", "HEAD"]),
+    ) {
+        // Only files that exist: cargo reruns the script every time for one that
+        // does not. A packed branch moves packed-refs.
+        for file in [
+            format!("{common}/{branch}"),
+            format!("{common}/packed-refs"),
+        ] {
+            if std::path::Path::new(&file).exists() {
+                println!("cargo:rerun-if-changed={file}");
+            }
+        }
     }
 }
