@@ -1,28 +1,28 @@
-//! Compiles the C shim (`shim/ngauge_mpi.c`) against the MPI library found, and links
-//! that library.
+//! Compiles the C shim (`shim/ngauge_mpi.c`) into one shared object per MPI library
+//! found, each linked against its library; the crate carries them all and loads one
+//! at run time (`src/shims.rs`), so one build runs under Open MPI's and MPICH's
+//! launchers alike and switching MPI rebuilds nothing.
 //!
-//! Where MPI comes from, in order: the compiler wrapper named by `MPICC` (default
-//! `mpicc`) asked with Open MPI's `--showme:compile` / `--showme:link`, then with
-//! MPICH's `-show`; then pkg-config (`ompi-c`, `mpich`, `mpi`). When none answers,
-//! the crate is built as a stub (cfg `ngauge_mpi_stub`): everything compiles, and
-//! `Mpi::init` reports that this build has no MPI, so a workspace build never needs an
-//! MPI installation.
+//! Where MPI comes from: the compiler wrapper named by `MPICC` when it is set (only
+//! that one); otherwise every one of `mpicc.openmpi`, `mpicc.mpich` and `mpicc` that
+//! answers, one per MPI family (Debian's `mpicc` is one of the other two). A wrapper
+//! is asked with Open MPI's `--showme:compile` / `--showme:link`, then with MPICH's
+//! `-show`. Without a wrapper, pkg-config (`ompi-c`, `mpich`, `mpi`). When nothing
+//! answers, the crate carries no shim: everything compiles, and `Mpi::init` reports
+//! that this build has no MPI, so a workspace build never needs an MPI installation.
 //!
 //! Run-time search paths the wrapper or pkg-config asks for (`-Wl,-rpath,DIR`; an MPI
-//! under `/opt` needs them unless `LD_LIBRARY_PATH` names it) are passed on:
-//! `cargo:rustc-link-arg` for this package's own binaries and tests, and the links
-//! metadata `rpath` (`DEP_NGAUGE_MPI_SHIM_RPATH`, directories joined like `PATH`),
-//! which the top-level `build.rs` turns into link arguments of `ngauge` (a library's
-//! link arguments do not reach the binaries that depend on it).
+//! under `/opt` needs them unless `LD_LIBRARY_PATH` names it) go into the shared
+//! object, which finds its MPI library through them wherever ngauge runs.
 //!
 //! The script reruns when `MPICC`, `MPIEXEC`, `PATH`, `PKG_CONFIG_PATH` or
-//! `PKG_CONFIG_LIBDIR` change, when the wrapper found changes, and, in a stub
-//! build, when a directory of `PATH` changes (an MPI installed later is found).
+//! `PKG_CONFIG_LIBDIR` change, when a wrapper found changes, and, while a wrapper
+//! asked is missing, when a directory of `PATH` changes (an MPI installed later is
+//! found).
 //!
-//! Also exported to the crate (for its tests and `info`): `NGAUGE_MPI_FLAVOR`
-//! (`openmpi`, `mpich`, `unknown`, `none`), `NGAUGE_MPI_MPICC`, and
-//! `NGAUGE_MPIEXEC`, the launcher that belongs to the library linked (override with
-//! `MPIEXEC`).
+//! Written for the crate: `$OUT_DIR/shims.rs`, the table of shims (MPI family,
+//! wrapper, the launcher that belongs to the library, the shared object's bytes);
+//! `MPIEXEC` at build time names the launcher of every shim.
 
 #[path = "build/flags.rs"]
 mod flags;
@@ -129,21 +129,24 @@ fn main() {
     ] {
         println!("cargo:rerun-if-env-changed={var}");
     }
-    // Installing MPI adds its wrapper to a directory of PATH: look again then.
-    for dir in std::env::var_os("PATH")
-        .iter()
-        .flat_map(std::env::split_paths)
-        .filter(|d| d.is_dir())
-    {
-        println!("cargo:rerun-if-changed={}", dir.display());
-    }
-
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR"));
     let found = if std::env::var_os("NGAUGE_MPI_STUB").is_some() {
         Vec::new()
     } else {
         libraries()
     };
+    // Installing an MPI adds its wrapper to a directory of PATH: while a wrapper
+    // asked is missing, look again when one of them changes (not otherwise: a
+    // PATH directory changes for many reasons, and each rerun rebuilds).
+    if wrappers().iter().any(|w| on_path(w).is_none()) {
+        for dir in std::env::var_os("PATH")
+            .iter()
+            .flat_map(std::env::split_paths)
+            .filter(|d| d.is_dir())
+        {
+            println!("cargo:rerun-if-changed={}", dir.display());
+        }
+    }
     if found.is_empty() {
         println!(
             "cargo:warning=ngauge-mpi: no MPI found (tried {} with --showme and -show, \
