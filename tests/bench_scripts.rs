@@ -271,7 +271,7 @@ assert bl.chunk_medians([5.7, 5.6, 5.8, 10.1, 10.3, 10.2, 9.9], 3) == [5.7, 10.2
 /// host (one at ~3x its tool's best) is a level flip, set apart, while a tool
 /// that is slower than the other in every round (a real difference, not a
 /// level) flips nothing; the verdict's ratios come from the rounds whose level
-/// held.
+/// held, and are read at the fastest level apart.
 #[test]
 fn bench_ucx_rotates_its_launches_and_sets_level_flips_apart() {
     python(
@@ -303,6 +303,8 @@ assert bu.level_flips(bw, False, 0.3) == [False, False, True]
 # Differences within the tolerance are not flips.
 assert bu.level_flips({"a": [1.0, 1.2], "b": [1.0, 1.0]}, True, 0.3) == [False, False]
 assert bu.same_level([1, 2, 3], [False, True, False]) == [1, 3]
+# Rounds 0 and 4 ran at the fast level, 1 and 3 at the slow one (round 2 flipped).
+assert bu.at_fastest(lat, True, 0.3) == [True, False, False, False, True]
 "#,
     );
 }
