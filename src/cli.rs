@@ -2,7 +2,7 @@
 
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
-use ngauge::clock::Nanos;
+use ngauge::clock::{Nanos, TimerSource};
 use ngauge::coll::Collective;
 use ngauge::job::{OfiOp, TransportName, UcxConnect, UcxOp, VerbsOp, WaitPolicy};
 use ngauge::model::loggp::DetectorKind;
@@ -90,6 +90,13 @@ pub fn refused_job_flags(matches: &clap::ArgMatches) -> Option<String> {
                 && m.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
         })
     };
+    if given("timer") {
+        return Some(
+            "--timer: a suite's experiments time with the house timer; run the \
+             command itself with --timer (e.g. ngauge --timer rdtsc pingpong)"
+                .into(),
+        );
+    }
     let flags: Vec<&str> = JOB_FLAGS
         .iter()
         .filter(|(id, _)| given(id))
@@ -136,13 +143,13 @@ const BY_HAND_FLAGS: &[&str] = &[
 /// process: `simulate`, `timer`, `compare`) or refuses (`run`'s [`JOB_FLAGS`]).
 /// They are still accepted, so a flag before the command never breaks one.
 const NOT_SHOWN: &[(&str, &[&[&str]])] = &[
-    ("simulate", &[TRANSPORT_FLAGS, BY_HAND_FLAGS]),
+    ("simulate", &[TRANSPORT_FLAGS, BY_HAND_FLAGS, &["timer"]]),
     ("timer", &[TRANSPORT_FLAGS, BY_HAND_FLAGS, &["np"]]),
     (
         "compare",
-        &[TRANSPORT_FLAGS, BY_HAND_FLAGS, &["np", "verbose"]],
+        &[TRANSPORT_FLAGS, BY_HAND_FLAGS, &["np", "verbose", "timer"]],
     ),
-    ("run", &[TRANSPORT_FLAGS, &["np"]]),
+    ("run", &[TRANSPORT_FLAGS, &["np", "timer"]]),
 ];
 
 /// The command line's parser: [`Cli`] with each command's help showing only the
@@ -208,6 +215,23 @@ pub struct GlobalArgs {
     /// Let every rank print its progress and warnings, not just rank 0.
     #[arg(short = 'v', long, global = true)]
     pub verbose: bool,
+
+    /// How clocks read the time-stamp counter. Default: `rdtscp` followed by
+    /// `lfence`, which waits for the code it brackets (clock_monotonic_raw on a
+    /// CPU without rdtscp). `rdtsc` trades that ordering guarantee for a cheaper
+    /// reading, as Netgauge and ucx_perftest read: to compare with such a tool on
+    /// its own terms. Every result records the timer (`meta.timer`).
+    /// Example: ngauge -t ucx --timer rdtsc pingpong --sizes 1
+    #[arg(
+        long,
+        global = true,
+        value_parser = names(&[
+            (TimerSource::Rdtscp, "rdtscp; lfence: ordered with the code it times (the default)"),
+            (TimerSource::Rdtsc, "plain rdtsc: cheaper, not ordered"),
+        ]),
+        value_name = "NAME"
+    )]
+    pub timer: Option<TimerSource>,
 
     /// This process's rank when starting ranks by hand (with --size and
     /// --rendezvous; rank 0 prints the command line for the others).

@@ -265,3 +265,49 @@ assert bl.chunk_medians([5.7, 5.6, 5.8, 10.1, 10.3, 10.2, 9.9], 3) == [5.7, 10.2
 "#,
     );
 }
+
+/// bench-ucx (issue 33): every launch of a round runs in every position equally
+/// often over 2n rounds; a round whose launches sat at different levels of the
+/// host (one at ~3x its tool's best) is a level flip, set apart, while a tool
+/// that is slower than the other in every round (a real difference, not a
+/// level) flips nothing; the verdict's ratios come from the rounds whose level
+/// held, and are read at the fastest level apart.
+#[test]
+fn bench_ucx_rotates_its_launches_and_sets_level_flips_apart() {
+    python(
+        r#"
+bu = load_script("bench-ucx")
+for n in (2, 3):
+    seen = {}
+    for r in range(2 * n):
+        order = bu.round_order(r, n)
+        assert sorted(order) == list(range(n)), order
+        for pos, job in enumerate(order):
+            seen[(job, pos)] = seen.get((job, pos), 0) + 1
+    assert set(seen.values()) == {2}, seen
+    assert len(seen) == n * n, seen
+# Latency (lower is better): ngauge 1.6x slower than tag_lat in every round, at
+# either level: no flip. Round 2's tag_lat at the slow level, ngauge's not: flip.
+lat = {"ngauge": [0.32, 0.96, 0.33, 0.95, 0.31],
+       "ucx_perftest": [0.20, 0.60, 0.60, 0.59, 0.19]}
+assert bu.level_flips(lat, True, 0.3) == [False, False, True, False, False]
+w = bu.witnesses(lat, True)
+assert abs(w[0][0] - 0.32 / 0.31) < 1e-12 and abs(w[1][1] - 0.60 / 0.19) < 1e-12, w
+kept = [x / y for x, y in zip(bu.same_level(lat["ngauge"], bu.level_flips(lat, True, 0.3)),
+                              bu.same_level(lat["ucx_perftest"], bu.level_flips(lat, True, 0.3)))]
+assert len(kept) == 4 and all(1.55 < k < 1.65 for k in kept), kept
+# Bandwidth (higher is better): the best is the largest; one launch at a third of
+# it while the other tool held: flip.
+bw = {"ngauge": [9000.0, 3000.0, 9100.0], "ucx_perftest": [9400.0, 3200.0, 3100.0]}
+assert bu.level_flips(bw, False, 0.3) == [False, False, True]
+# Differences within the tolerance are not flips: the fast level's launches
+# jitter between 0.16 and 0.21 us, within the default 50 %.
+assert bu.level_flips({"a": [1.0, 1.2], "b": [1.0, 1.0]}, True, 0.3) == [False, False]
+assert bu.level_flips({"a": [0.16, 0.21], "b": [0.21, 0.16]}, True, 0.5) == [False, False]
+assert bu.level_flips({"a": [0.16, 0.21], "b": [0.21, 0.16]}, True, 0.3) == [True, True]
+assert bu.same_level([1, 2, 3], [False, True, False]) == [1, 3]
+# Rounds 0 and 4 ran at the fast level, 1 and 3 at the slow one (round 2 flipped).
+assert bu.at_fastest(lat, True, 0.3) == [True, False, False, False, True]
+"#,
+    );
+}

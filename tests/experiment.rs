@@ -102,6 +102,31 @@ fn timer_runs_from_its_spec() {
     assert!(e.is_input(), "{e}");
 }
 
+/// `--timer rdtsc` reaches the experiment through its context: the facts, the
+/// document's `meta` and its warnings name the plain reading.
+#[test]
+fn timer_reads_the_counter_the_context_names() {
+    if ngauge::clock::TimerSource::Rdtsc.usable().is_err() {
+        return;
+    }
+    let mut ctx = Context {
+        timer: ngauge::clock::TimerSource::Rdtsc,
+        ..Context::quiet(command_line())
+    };
+    let spec = TimerSpec {
+        reads: 1000,
+        samples: false,
+    };
+    let doc = experiment::timer::run(&spec, &mut ctx).unwrap();
+    let value = valid(&doc, "timer");
+    assert_eq!(value["source"], "rdtsc");
+    assert_eq!(value["meta"]["timer"], "rdtsc");
+    let kinds: Vec<&str> = (value["warnings"].as_array().unwrap().iter())
+        .filter_map(|w| w["kind"].as_str())
+        .collect();
+    assert!(kinds.contains(&"unordered_timer"), "{kinds:?}");
+}
+
 #[test]
 fn info_runs_from_its_spec_on_two_ranks() {
     let job = job(&[TransportName::Tcp]);

@@ -93,6 +93,92 @@ fn unknown_flag_is_one_line_and_status_2() {
     );
 }
 
+/// `--timer rdtsc` (issue 33): `timer` measures the plain reading and says so,
+/// with its warning; a pingpong records it in `meta`. An unknown reading, and
+/// `--timer` given to `run` (whose suites time with the house timer), exit 2
+/// with one line naming the flag.
+#[test]
+fn the_timer_flag_is_measured_recorded_and_refused_when_wrong() {
+    let out = ngauge()
+        .args(["--timer", "rdtsx", "timer"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--timer") && stderr.contains("rdtsc"),
+        "{stderr}"
+    );
+    let out = ngauge()
+        .args(["--timer", "clock_monotonic_raw", "timer"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "only the counter's readings are a choice"
+    );
+    let out = ngauge()
+        .args(["run", "--timer", "rdtsc", "no-such-suite.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.lines().next().unwrap().contains("--timer"),
+        "{stderr}"
+    );
+    if ngauge::clock::TimerSource::Rdtsc.usable().is_err() {
+        let out = ngauge()
+            .args(["--timer", "rdtsc", "timer"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        return;
+    }
+    let out = ngauge()
+        .args(["timer", "--timer", "rdtsc", "--json", "--reads", "10000"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["source"], "rdtsc");
+    assert_eq!(doc["meta"]["timer"], "rdtsc");
+    assert!(doc["overhead_ns"]["median"].as_f64().unwrap() > 0.0);
+    let kinds: Vec<&str> = (doc["warnings"].as_array().unwrap().iter())
+        .filter_map(|w| w["kind"].as_str())
+        .collect();
+    assert!(kinds.contains(&"unordered_timer"), "{kinds:?}");
+    let out = ngauge()
+        .args(["--np", "2", "--timer", "rdtsc", "pingpong", "--sizes", "1"])
+        .args(["--reps", "20", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["meta"]["timer"], "rdtsc", "{doc}");
+    // The house timer stays the default.
+    let out = ngauge()
+        .args([
+            "--np", "2", "pingpong", "--sizes", "1", "--reps", "20", "--json",
+        ])
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        doc["meta"]["timer"],
+        ngauge::clock::TimerSource::detect().to_string()
+    );
+}
+
 #[test]
 fn unknown_transport_value_is_status_2() {
     let out = ngauge()

@@ -164,6 +164,44 @@ fn a_stream_run_is_native_on_the_polled_tag_path_only() {
     }
 }
 
+/// `--timer rdtsc`: the native ping-pong reads the counter as the clock does
+/// (plain rdtsc), every message is checked, and the document says which timer
+/// timed it.
+#[test]
+fn the_plain_rdtsc_timer_times_the_native_loop_and_is_recorded() {
+    if ngauge::clock::TimerSource::Rdtsc.usable().is_err() {
+        return;
+    }
+    let args = [
+        "--np",
+        "2",
+        "-t",
+        "ucx",
+        "--ucx-tls",
+        "posix,self",
+        "--wait",
+        "poll",
+        "--timer",
+        "rdtsc",
+        "pingpong",
+        "--sizes",
+        "1,4K",
+        "--reps",
+        "200",
+        "--check",
+    ];
+    let doc = document(&args, &[]);
+    assert_eq!(doc["meta"]["timer"], "rdtsc", "{doc}");
+    let native = ngauge::clock::TimerSource::detect() == ngauge::clock::TimerSource::Rdtscp;
+    for r in doc["results"].as_array().expect("results") {
+        assert_eq!(r["data_check"], true, "{r}");
+        // The native loop needs rdtscp on both ranks, whichever reading it takes.
+        let expected = if native { "native" } else { "generic" };
+        assert_eq!(r["timing_loop"], expected, "{r}");
+        assert!(r["half_rtt_us"]["median"].as_f64().unwrap() > 0.0, "{r}");
+    }
+}
+
 #[test]
 fn put_path_checks_every_message() {
     for list in LISTS {

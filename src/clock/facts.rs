@@ -15,7 +15,7 @@ pub const RATE_DISAGREEMENT: f64 = 1e-3;
 /// The timer and the host facts behind its accuracy.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct TimerFacts {
-    /// `rdtscp` or `clock_monotonic_raw`.
+    /// `rdtscp`, `rdtsc` (`--timer rdtsc`) or `clock_monotonic_raw`.
     pub source: TimerSource,
     /// Calibrated ticks per second.
     pub hz: f64,
@@ -46,20 +46,22 @@ pub struct TimerFacts {
 }
 
 impl TimerFacts {
-    /// Calibrates over `window`, times `reads` reads, and reads the host facts.
-    pub fn measure(window: Duration, reads: usize) -> (Self, SystemClock) {
-        let (facts, clock, _) = Self::measure_with_samples(window, reads, false);
+    /// Calibrates `source` over `window`, times `reads` reads, and reads the host
+    /// facts.
+    pub fn measure(source: TimerSource, window: Duration, reads: usize) -> (Self, SystemClock) {
+        let (facts, clock, _) = Self::measure_with_samples(source, window, reads, false);
         (facts, clock)
     }
 
     /// [`Self::measure`], also returning every read's cost in nanoseconds, in the
     /// order read, when `keep`.
     pub fn measure_with_samples(
+        source: TimerSource,
         window: Duration,
         reads: usize,
         keep: bool,
     ) -> (Self, SystemClock, Option<Vec<f64>>) {
-        let source = TimerSource::detect();
+        let counter = source != TimerSource::MonotonicRaw;
         let calibration = calibrate(source, window);
         let clock = SystemClock::new(source, calibration.rate);
         let (overhead, samples) = if keep {
@@ -70,17 +72,20 @@ impl TimerFacts {
         };
         let flags = TscFlags::read();
         let frequency = FrequencyControl::read();
-        let kernel = if source == TimerSource::Rdtscp {
+        let kernel = if counter {
             KernelTscRate::read(&flags, &frequency)
         } else {
             None
         };
         let pinned_core = pinned_core();
         let mut warnings = Vec::new();
-        if source != TimerSource::Rdtscp {
+        if !counter {
             warnings.push(Warning::FallbackTimer);
         } else if !flags.invariant() {
             warnings.push(Warning::NonInvariantTsc);
+        }
+        if source == TimerSource::Rdtsc {
+            warnings.push(Warning::UnorderedTimer);
         }
         if frequency.variable() {
             warnings.push(Warning::VariableFrequency {

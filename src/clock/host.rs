@@ -241,6 +241,14 @@ pub enum Warning {
          which costs more per read"
     )]
     FallbackTimer,
+    /// The timer is a plain `rdtsc` (`--timer rdtsc`), not ordered with the code
+    /// it brackets.
+    #[error(
+        "timer rdtsc (--timer): a reading may run before the instructions ahead of \
+         it finish, so a timed region may lose part of its end; the house timer \
+         (rdtscp, the default) waits for them"
+    )]
+    UnorderedTimer,
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! Time: raw ticks from RDTSCP, their rate, and the host facts behind their accuracy.
+//! Time: raw ticks from RDTSCP (or a plain RDTSC, `--timer rdtsc`), their rate, and
+//! the host facts behind their accuracy.
 //!
 //! Patterns never read a clock themselves: they receive a [`Clock`] (smoltcp passes
 //! `timestamp` into `Interface::poll` for the same reason), so the same code runs on
@@ -20,10 +21,11 @@ pub use host::{
 };
 pub use overhead::{measure_overhead, measure_overhead_samples, TimerOverhead};
 pub use pin::{allowed_cores, available_cores, parse_cpu_list, pin_to, pinned_core};
-pub use timer::{monotonic_raw_ns, TimerSource};
+pub use timer::{monotonic_raw_ns, TimerSource, TimerUnavailable};
 
+use ngauge_transport::TscRead;
 #[cfg(target_arch = "x86_64")]
-pub use timer::read_tsc;
+pub use timer::{read_tsc, read_tsc_plain};
 
 /// A source of tick readings with a known rate.
 pub trait Clock {
@@ -46,13 +48,13 @@ pub trait Clock {
         }
     }
 
-    /// True when [`Clock::now`] returns the raw time-stamp counter as `read_tsc`
-    /// reads it (`rdtscp; lfence`, nothing added): then readings a transport takes
-    /// with the same instructions (`Transport::native_round_trips`) are ticks of
-    /// this clock. False by default (test clocks, skewed clocks,
+    /// How [`Clock::now`] reads the raw time-stamp counter, when it returns that
+    /// and nothing added (`rdtscp; lfence` or a plain `rdtsc`): then readings a
+    /// transport takes with the same instruction (`Transport::native_round_trips`)
+    /// are ticks of this clock. `None` by default (test clocks, skewed clocks,
     /// `CLOCK_MONOTONIC_RAW`).
-    fn raw_tsc(&self) -> bool {
-        false
+    fn tsc_read(&self) -> Option<TscRead> {
+        None
     }
 }
 
@@ -101,7 +103,12 @@ impl SystemClock {
 
     /// Detects the timer and calibrates it over a 100 ms window.
     pub fn calibrated() -> (Self, Calibration) {
-        let source = TimerSource::detect();
+        Self::calibrated_on(TimerSource::detect())
+    }
+
+    /// A clock on `source` (one [`TimerSource::usable`] here), calibrated over a
+    /// 100 ms window.
+    pub fn calibrated_on(source: TimerSource) -> (Self, Calibration) {
         let cal = calibrate(source, std::time::Duration::from_millis(100));
         (Self::new(source, cal.rate), cal)
     }
@@ -141,8 +148,11 @@ impl Clock for SystemClock {
     fn rate(&self) -> TickRate {
         self.rate
     }
-    fn raw_tsc(&self) -> bool {
-        self.source == TimerSource::Rdtscp && self.skew.is_none()
+    fn tsc_read(&self) -> Option<TscRead> {
+        self.skew
+            .is_none()
+            .then(|| self.source.tsc_read())
+            .flatten()
     }
 }
 
@@ -208,19 +218,23 @@ mod tests {
     }
 
     #[test]
-    fn only_an_unskewed_rdtscp_clock_is_the_raw_tsc() {
+    fn only_an_unskewed_counter_clock_is_the_raw_tsc() {
         let rate = TickRate::new(1e9);
         let mono = SystemClock::new(TimerSource::MonotonicRaw, rate);
-        assert!(!mono.raw_tsc());
+        assert_eq!(mono.tsc_read(), None);
+        let plain = SystemClock::new(TimerSource::Rdtsc, rate);
+        assert_eq!(plain.tsc_read(), Some(TscRead::Rdtsc));
         let tsc = SystemClock::new(TimerSource::Rdtscp, rate);
-        assert!(tsc.raw_tsc());
-        let skewed = tsc.with_skew(Some(Skew {
+        assert_eq!(tsc.tsc_read(), Some(TscRead::Rdtscp));
+        let skew = Some(Skew {
             offset_ticks: 5.0,
             drift: 0.0,
             epoch: Ticks(0),
-        }));
-        assert!(!skewed.raw_tsc());
-        assert!(skewed.with_skew(None).raw_tsc());
+        });
+        let skewed = tsc.with_skew(skew);
+        assert_eq!(skewed.tsc_read(), None);
+        assert_eq!(plain.with_skew(skew).tsc_read(), None);
+        assert_eq!(skewed.with_skew(None).tsc_read(), Some(TscRead::Rdtscp));
     }
 
     #[test]

@@ -9,24 +9,46 @@
 //! the read. Each read also returns `TSC_AUX`, which Linux sets to the CPU number, so a
 //! migration during a timed region can be detected.
 //!
+//! `--timer rdtsc` reads the counter as Netgauge and `ucx_perftest` do, with a plain
+//! `rdtsc`: cheaper (no wait, no fence), at the price of that ordering guarantee. It
+//! is a choice a result records (`meta.timer`), never the default: it exists to
+//! compare with such a tool on its own terms.
+//!
 //! This is one of the three places in ngauge allowed to use `unsafe` (the clock, verbs,
 //! MPI).
 #![allow(unsafe_code)]
 
 use crate::units::Ticks;
+use ngauge_transport::TscRead;
 
 crate::names::named_enum! {
     /// Where ticks come from.
     pub enum TimerSource("timer source") {
-        /// The time-stamp counter read with `rdtscp` (x86-64).
+        /// The time-stamp counter read with `rdtscp; lfence` (x86-64): the house
+        /// timer.
         Rdtscp = "rdtscp",
+        /// The time-stamp counter read with a plain `rdtsc` (x86-64, `--timer
+        /// rdtsc`): cheaper, but not ordered with the code it brackets.
+        Rdtsc = "rdtsc",
         /// `clock_gettime(CLOCK_MONOTONIC_RAW)` in nanoseconds (fallback).
         MonotonicRaw = "clock_monotonic_raw",
     }
 }
 
+/// Why a timer the user asked for cannot run here.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TimerUnavailable {
+    /// The instruction needs an x86-64 CPU.
+    #[error("timer {0} reads the x86-64 time-stamp counter, and this is not x86-64")]
+    NotX86(TimerSource),
+    /// The CPU has no `rdtscp`.
+    #[error("this CPU has no rdtscp instruction (the default timer is then clock_monotonic_raw)")]
+    NoRdtscp,
+}
+
 impl TimerSource {
-    /// The source this build and CPU use.
+    /// The source this build and CPU use by default: `rdtscp`, else
+    /// `clock_monotonic_raw`.
     pub fn detect() -> Self {
         #[cfg(target_arch = "x86_64")]
         {
@@ -35,6 +57,41 @@ impl TimerSource {
             }
         }
         TimerSource::MonotonicRaw
+    }
+
+    /// `self` when it can run on this build and CPU.
+    ///
+    /// # Errors
+    /// [`TimerUnavailable`] (see [`Self::usable_on`]).
+    pub fn usable(self) -> Result<Self, TimerUnavailable> {
+        let has_rdtscp = Self::detect() == TimerSource::Rdtscp;
+        self.usable_on(cfg!(target_arch = "x86_64"), has_rdtscp)
+    }
+
+    /// `self` when it can run on a CPU that is x86-64 (`x86_64`) and has
+    /// `rdtscp` (`has_rdtscp`): the counter's readings need x86-64, `rdtscp` needs
+    /// its instruction; `clock_monotonic_raw` runs everywhere.
+    ///
+    /// # Errors
+    /// [`TimerUnavailable`].
+    pub fn usable_on(self, x86_64: bool, has_rdtscp: bool) -> Result<Self, TimerUnavailable> {
+        match self {
+            TimerSource::Rdtscp | TimerSource::Rdtsc if !x86_64 => {
+                Err(TimerUnavailable::NotX86(self))
+            }
+            TimerSource::Rdtscp if !has_rdtscp => Err(TimerUnavailable::NoRdtscp),
+            _ => Ok(self),
+        }
+    }
+
+    /// How a transport's own timed loop reads the counter to tick as this source
+    /// does; `None` when the source is not the counter.
+    pub fn tsc_read(self) -> Option<TscRead> {
+        match self {
+            TimerSource::Rdtscp => Some(TscRead::Rdtscp),
+            TimerSource::Rdtsc => Some(TscRead::Rdtsc),
+            TimerSource::MonotonicRaw => None,
+        }
     }
 }
 
@@ -79,6 +136,15 @@ pub fn read_tsc() -> (Ticks, u32) {
     (Ticks(ticks), aux & 0xfff)
 }
 
+/// Reads the time-stamp counter with a plain `rdtsc` (`--timer rdtsc`; see the
+/// module docs for what it gives up).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub fn read_tsc_plain() -> Ticks {
+    // SAFETY: `rdtsc` has no memory effects, and every x86-64 CPU has it.
+    Ticks(unsafe { core::arch::x86_64::_rdtsc() })
+}
+
 /// Nanoseconds of `CLOCK_MONOTONIC_RAW`: the kernel's clock that NTP does not slew,
 /// used as the reference for calibration and as the fallback timer.
 #[inline]
@@ -93,8 +159,12 @@ pub fn read(source: TimerSource) -> Ticks {
     match source {
         #[cfg(target_arch = "x86_64")]
         TimerSource::Rdtscp => read_tsc().0,
+        #[cfg(target_arch = "x86_64")]
+        TimerSource::Rdtsc => read_tsc_plain(),
         #[cfg(not(target_arch = "x86_64"))]
-        TimerSource::Rdtscp => unreachable!("rdtscp is only detected on x86-64"),
+        TimerSource::Rdtscp | TimerSource::Rdtsc => {
+            unreachable!("the counter is only read on x86-64 (TimerSource::usable)")
+        }
         TimerSource::MonotonicRaw => Ticks(monotonic_raw_ns()),
     }
 }
@@ -112,6 +182,48 @@ mod tests {
             assert!(now >= last, "timer went backwards: {last:?} then {now:?}");
             last = now;
         }
+    }
+
+    #[test]
+    fn plain_rdtsc_readings_are_monotonic_on_one_thread() {
+        if TimerSource::Rdtsc.usable().is_err() {
+            return;
+        }
+        let mut last = read(TimerSource::Rdtsc);
+        for _ in 0..10_000 {
+            let now = read(TimerSource::Rdtsc);
+            assert!(now >= last, "rdtsc went backwards: {last:?} then {now:?}");
+            last = now;
+        }
+    }
+
+    #[test]
+    fn a_timer_runs_only_where_its_instruction_exists() {
+        use TimerSource::*;
+        assert_eq!(Rdtsc.usable_on(true, false), Ok(Rdtsc));
+        assert_eq!(Rdtscp.usable_on(true, true), Ok(Rdtscp));
+        assert_eq!(
+            Rdtscp.usable_on(true, false),
+            Err(TimerUnavailable::NoRdtscp)
+        );
+        assert_eq!(
+            Rdtsc.usable_on(false, false),
+            Err(TimerUnavailable::NotX86(Rdtsc))
+        );
+        assert_eq!(
+            Rdtscp.usable_on(false, true),
+            Err(TimerUnavailable::NotX86(Rdtscp))
+        );
+        assert_eq!(MonotonicRaw.usable_on(false, false), Ok(MonotonicRaw));
+        // The default is always usable where it was detected.
+        assert_eq!(TimerSource::detect().usable(), Ok(TimerSource::detect()));
+    }
+
+    #[test]
+    fn each_counter_source_names_its_own_reading() {
+        assert_eq!(TimerSource::Rdtscp.tsc_read(), Some(TscRead::Rdtscp));
+        assert_eq!(TimerSource::Rdtsc.tsc_read(), Some(TscRead::Rdtsc));
+        assert_eq!(TimerSource::MonotonicRaw.tsc_read(), None);
     }
 
     #[test]

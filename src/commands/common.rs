@@ -3,6 +3,7 @@
 
 use crate::cli::GlobalArgs;
 use anyhow::Context as _;
+use ngauge::clock::TimerSource;
 use ngauge::experiment::{Context, ExperimentError, Records};
 use ngauge::job::{
     JobError, JobSpec, JobWarning, OfiSpec, TransportName, UcxSpec, VerbsSpec, WaitPolicy,
@@ -231,13 +232,26 @@ impl Records for Outputs {
 }
 
 /// The context of an experiment on rank 0 (`rank0`) or another rank: this command
-/// line, the `-o` and `--csv` records, the progress line when stderr is a terminal.
-pub fn context(rank0: bool, writer: Option<&mut Outputs>) -> Context<'_> {
+/// line, the `-o` and `--csv` records, the progress line when stderr is a terminal,
+/// the `timer` its clocks read.
+pub fn context(rank0: bool, timer: TimerSource, writer: Option<&mut Outputs>) -> Context<'_> {
     Context {
         command_line: std::env::args().collect(),
         records: writer.map(|w| w as &mut dyn Records),
         progress: rank0 && launch::local::stderr_is_terminal(),
+        timer,
     }
+}
+
+/// The timer `--timer` names, or the house default ([`TimerSource::detect`]); one
+/// this machine cannot read is a [`UsageError`].
+pub fn timer(global: &GlobalArgs) -> anyhow::Result<TimerSource> {
+    let Some(chosen) = global.timer else {
+        return Ok(TimerSource::detect());
+    };
+    chosen
+        .usable()
+        .map_err(|e| UsageError(format!("--timer {chosen}: {e}")).into())
 }
 
 /// The files the command line exports a document to, each named by its flag:
@@ -276,9 +290,10 @@ pub fn measure<'a, D: Document>(
     hint: impl Fn(&D::Warning) -> Option<String>,
 ) -> anyhow::Result<()> {
     let exports = exports.into();
+    let timer = timer(global)?;
     with_world(global, |world| {
         let mut writer = records(global, world.rank == 0)?;
-        let mut ctx = context(world.rank == 0, writer.as_mut());
+        let mut ctx = context(world.rank == 0, timer, writer.as_mut());
         match experiment(world, &mut ctx).map_err(experiment_error)? {
             Some(doc) => end(global, &doc, exports, hint),
             None => Ok(()),

@@ -14,6 +14,7 @@ use super::common::{
     UsageError,
 };
 use crate::cli::{GlobalArgs, SimulateArgs};
+use ngauge::clock::TimerSource;
 use ngauge::experiment::{simulate, ExperimentError};
 use ngauge::sim::spec::{self, LogGpSpec, NetworkSpec, SimulateSpec};
 use ngauge::spec::{CollCmdSpec, SizeList};
@@ -163,8 +164,11 @@ pub fn run_spec(
     }
     check_outputs(global, &[("--timeline", timeline)])?;
     let mut writer = records(global, true)?;
-    let doc =
-        simulate::run(spec, &mut context(false, writer.as_mut())).map_err(experiment_error)?;
+    let doc = simulate::run(
+        spec,
+        &mut context(false, TimerSource::detect(), writer.as_mut()),
+    )
+    .map_err(experiment_error)?;
     if let Some(path) = timeline {
         let loaded = spec.network.load().map_err(input)?;
         let trace = spec::trace(spec, &loaded.network).map_err(input)?;

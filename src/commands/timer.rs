@@ -1,7 +1,7 @@
 //! `ngauge timer`: the timer's facts ([`ngauge::experiment::timer`]), as a table or
 //! JSON.
 
-use super::common::{check_outputs, context, end, experiment_error, records, spec_usage};
+use super::common::{check_outputs, context, end, experiment_error, records, spec_usage, timer};
 use crate::cli::{GlobalArgs, TimerArgs};
 use ngauge::spec::TimerSpec;
 
@@ -18,8 +18,9 @@ pub fn run(global: &GlobalArgs, args: &TimerArgs) -> anyhow::Result<()> {
 pub fn run_spec(global: &GlobalArgs, spec: &TimerSpec) -> anyhow::Result<()> {
     spec.validate().map_err(spec_usage)?;
     check_outputs(global, &[])?;
+    let timer = timer(global)?;
     let mut writer = records(global, true)?;
-    let doc = ngauge::experiment::timer::run(spec, &mut context(true, writer.as_mut()))
+    let doc = ngauge::experiment::timer::run(spec, &mut context(true, timer, writer.as_mut()))
         .map_err(experiment_error)?;
     end(global, &doc, None, |_| None)
 }

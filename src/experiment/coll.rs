@@ -126,7 +126,7 @@ pub fn measure(
         matrix: matrix.to_string(),
         total: matrix.total(np),
     });
-    let clock = rank0_clock(world)?;
+    let clock = rank0_clock(world, ctx.timer)?;
     let hz = clock.rate().hz;
     let mut setup = Setup::open(world, job, clock)?;
     let mut warnings = Vec::new();

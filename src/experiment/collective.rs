@@ -10,7 +10,7 @@
 
 use super::sync::gather_effort;
 use super::{binding_warnings, rank_clock, ExperimentError};
-use crate::clock::{Clock, SystemClock};
+use crate::clock::{Clock, SystemClock, TimerSource};
 use crate::coll::{CollOp, CollSpec, Collective, NativeOp, Scheduled};
 use crate::job::open::Opened;
 use crate::job::{Job, JobSpec};
@@ -155,6 +155,7 @@ pub fn call_plan(
 pub fn windowed(
     world: &mut World,
     job: &JobSpec,
+    timer: TimerSource,
     coll: &WindowColl,
     sizes: &[u64],
 ) -> Result<(Setup, CollImpl, Vec<CollSpec>, CallPlan), ExperimentError> {
@@ -176,7 +177,7 @@ pub fn windowed(
         .map(|s| largest_message(coll.op, s.size_bytes, np, coll.segment))
         .max()
         .unwrap_or(0);
-    let clock = rank_clock(world)?;
+    let clock = rank_clock(world, timer)?;
     let mut setup = Setup::open(world, job, clock)?;
     let o = &setup.transports[0];
     if let Some(max) = (o.transport.capabilities().max_message_bytes).filter(|m| largest > *m) {

@@ -37,7 +37,7 @@ pub fn run(
         return Ok(None);
     }
     let transports = probe_all(job);
-    let (facts, _) = TimerFacts::measure(Duration::from_millis(50), 100_000);
+    let (facts, _) = TimerFacts::measure(ctx.timer, Duration::from_millis(50), 100_000);
     let meta = ctx
         .meta(facts.source, facts.hz)
         .frequency_control(&facts.frequency.description)

@@ -27,7 +27,7 @@ pub fn run(
 ) -> Result<Option<LateDoc>, ExperimentError> {
     spec.validate()?;
     let delayed = spec.validate_for_job(&job.transports, Some(world.size))?;
-    let (mut setup, imp, specs, plan) = windowed(world, job, &spec.coll, &spec.sizes.0)?;
+    let (mut setup, imp, specs, plan) = windowed(world, job, ctx.timer, &spec.coll, &spec.sizes.0)?;
     let rank = world.rank;
     let clock = setup.clock;
     let base = LateSpec {

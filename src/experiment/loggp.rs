@@ -41,7 +41,7 @@ pub fn run(
 ) -> Result<Option<LoggpDoc>, ExperimentError> {
     let mut plan = spec.plan()?;
     need_ranks(world, "loggp", 2)?;
-    let clock = rank_clock(world)?;
+    let clock = rank_clock(world, ctx.timer)?;
     let started = clock.now();
     let largest = *plan.params.sizes.last().unwrap_or(&1) as usize;
     let opened = Job::open(job, world, |name, opts| {

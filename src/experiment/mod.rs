@@ -90,6 +90,10 @@ pub struct Context<'a> {
     pub records: Option<&'a mut dyn Records>,
     /// Draw a progress line on stderr (rank 0 with a terminal behind it).
     pub progress: bool,
+    /// The timer every clock of the experiment reads ([`TimerSource::detect`]
+    /// unless the user chose one, `--timer`); the front end checked that it runs
+    /// here ([`TimerSource::usable`]).
+    pub timer: TimerSource,
 }
 
 impl Context<'_> {
@@ -99,6 +103,7 @@ impl Context<'_> {
             command_line,
             records: None,
             progress: false,
+            timer: TimerSource::detect(),
         }
     }
 
@@ -243,18 +248,18 @@ pub fn need_ranks(
     Ok(())
 }
 
-/// This rank's clock: the timer calibrated once, skewed when
+/// This rank's clock: `timer` calibrated once, skewed when
 /// `NGAUGE_TEST_CLOCK_SKEW` names this rank (see [`crate::sync::skew`]), so the
 /// injected test clock applies to every experiment that times with it.
 ///
 /// # Errors
 /// [`ExperimentError::TestHook`] when the variables are malformed.
-pub fn rank_clock(world: &World) -> Result<SystemClock, ExperimentError> {
+pub fn rank_clock(world: &World, timer: TimerSource) -> Result<SystemClock, ExperimentError> {
     use crate::clock::Clock;
     use crate::sync::skew::{self, SkewSpec, EPOCH_ENV};
     let hook = |e: skew::SkewSpecError| ExperimentError::TestHook(e.to_string());
     let spec = SkewSpec::from_env().map_err(hook)?;
-    let (clock, _) = SystemClock::calibrated();
+    let (clock, _) = SystemClock::calibrated_on(timer);
     let Some(spec) = spec else {
         return Ok(clock);
     };

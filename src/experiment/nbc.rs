@@ -25,7 +25,7 @@ pub fn run(
     ctx: &mut Context,
 ) -> Result<Option<NbcDoc>, ExperimentError> {
     spec.validate()?;
-    let (mut setup, imp, specs, plan) = windowed(world, job, &spec.coll, &spec.sizes.0)?;
+    let (mut setup, imp, specs, plan) = windowed(world, job, ctx.timer, &spec.coll, &spec.sizes.0)?;
     let rank = world.rank;
     let (op_name, algo) = (spec.coll.op.to_string(), imp.name());
     let mut work = Arithmetic::default();

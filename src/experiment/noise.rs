@@ -24,7 +24,7 @@ pub fn run(
 ) -> Result<Option<NoiseDoc>, ExperimentError> {
     spec.validate()?;
     let selfish = spec.selfish();
-    let clock = rank_clock(world)?;
+    let clock = rank_clock(world, ctx.timer)?;
     let cores = world.gather_pinning()?;
     let mut none = Uninterrupted;
     let mut injector = spec.inject.map(|i| Injector::new(&clock, i)).transpose()?;

@@ -52,7 +52,7 @@ pub fn run(
 ) -> Result<Option<Measured>, ExperimentError> {
     need_ranks(world, command, 2)?;
     let np = world.size;
-    let (clock, calibration) = SystemClock::calibrated();
+    let (clock, calibration) = SystemClock::calibrated_on(ctx.timer);
     let cores = world.gather_pinning()?;
     let opened = Job::open(job, world, |_, _| {})?;
     let mut warnings: Vec<SetupWarning> = opened.warnings.into_iter().map(Into::into).collect();

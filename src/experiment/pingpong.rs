@@ -31,7 +31,7 @@ pub fn run(
     need_ranks(world, "pingpong", 2 * pairs)?;
     let die = die_hook()?;
     let sizes: Vec<usize> = spec.sizes.0.iter().map(|&s| s as usize).collect();
-    let (clock, calibration) = SystemClock::calibrated();
+    let (clock, calibration) = SystemClock::calibrated_on(ctx.timer);
     let rank = world.rank;
     // Every rank's core, for `meta`.
     let cores = world.gather_pinning()?;

@@ -26,7 +26,7 @@ pub fn run(
     ctx: &mut Context,
 ) -> Result<Option<RmaDoc>, ExperimentError> {
     need_ranks(world, "rma", 2)?;
-    let (clock, calibration) = SystemClock::calibrated();
+    let (clock, calibration) = SystemClock::calibrated_on(ctx.timer);
     let cores = world.gather_pinning()?;
     let mut warnings: Vec<RmaWarning> = binding_warnings(world, &cores, [vec![ORIGIN, TARGET]])
         .map(RmaWarning::Setup)

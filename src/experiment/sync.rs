@@ -18,7 +18,7 @@
 //! time ([`rank0_clock`]).
 
 use super::{binding_warnings, rank_clock, Context, ExperimentError};
-use crate::clock::{Clock, Skew, SystemClock, TickRate, Ticks};
+use crate::clock::{Clock, Skew, SystemClock, TickRate, Ticks, TimerSource};
 use crate::job::{Job, JobSpec, TransportName};
 use crate::launch::World;
 use crate::report::effort::{ClockSync, EffortReport, RankSync};
@@ -46,7 +46,7 @@ pub fn run(
 ) -> Result<Option<SyncDoc>, ExperimentError> {
     spec.validate()?;
     let options = spec.options();
-    let clock = rank0_clock(world)?;
+    let clock = rank0_clock(world, ctx.timer)?;
     let transport_name = job
         .transports
         .first()
@@ -321,8 +321,8 @@ pub fn gather_effort(
 ///
 /// # Errors
 /// A malformed test-clock variable, a lost rank 0.
-pub fn rank0_clock(world: &mut World) -> Result<SystemClock, ExperimentError> {
-    let own = rank_clock(world)?;
+pub fn rank0_clock(world: &mut World, timer: TimerSource) -> Result<SystemClock, ExperimentError> {
+    let own = rank_clock(world, timer)?;
     let rate = rank0_rate(world.control.as_mut(), own.rate())?;
     Ok(SystemClock::new(own.source(), rate)
         .with_skew(own.skew().map(|s| rescale_skew(s, own.rate(), rate))))

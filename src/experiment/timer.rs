@@ -27,6 +27,7 @@ pub fn run(spec: &TimerSpec, ctx: &mut Context) -> Result<TimerDoc, ExperimentEr
         }
     }
     let (mut facts, _clock, samples) = TimerFacts::measure_with_samples(
+        ctx.timer,
         Duration::from_millis(100),
         spec.reads as usize,
         spec.samples,

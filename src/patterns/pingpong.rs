@@ -17,11 +17,11 @@
 //! holds the trait's per-message work (MPI: ~130 instructions per message and side
 //! for the wait-mode, peer, bounds and busy checks and the call into the C shim,
 //! about 3% of a 0.26 us shared-memory latency). With `native_loop` set, a clock
-//! whose ticks are the raw TSC ([`Clock::raw_tsc`]) and a transport that has one
-//! ([`Transport::native_round_trips`]: MPI in poll mode), the transport runs the
-//! warmup and timed round trips itself, checking everything once before the loop,
-//! with the same `rdtscp; lfence` readings, so the timed region holds what a C
-//! benchmark's does. Both ranks choose by the same rule; the result records which
+//! whose ticks are the raw TSC ([`Clock::tsc_read`]) and a transport that has one
+//! ([`Transport::native_round_trips`]: MPI and UCX in poll mode), the transport runs
+//! the warmup and timed round trips itself, checking everything once before the
+//! loop, with the clock's own reading (`rdtscp; lfence`, or a plain `rdtsc` under
+//! `--timer rdtsc`), so the timed region holds what a C benchmark's does. Both ranks choose by the same rule; the result records which
 //! loop measured ([`TimingLoop`]).
 //!
 //! Pairs: with more than two ranks, only ranks 0 and 1 measure; the others only take
@@ -427,11 +427,12 @@ pub(crate) fn measure_size<C: Clock + ?Sized, T: Transport + ?Sized>(
     // reads the same (see the module docs).
     let native = if window > 1 || params.bidirectional {
         None
-    } else if params.native_loop && clock.raw_tsc() {
+    } else if let Some(read) = clock.tsc_read().filter(|_| params.native_loop) {
         let role = if pinger {
             NativeRole::Initiator {
                 warmup: params.warmup,
                 ticks: &mut *ticks,
+                read,
             }
         } else {
             NativeRole::Responder {
@@ -696,6 +697,7 @@ mod tests {
     use super::*;
     use crate::clock::{TickRate, Ticks};
     use crate::transport::{inproc, Region, WaitMode};
+    use ngauge_transport::TscRead;
     use std::cell::Cell;
 
     /// The parameters of most tests here: checked, the native loop, samples
@@ -1001,10 +1003,11 @@ mod tests {
 
     /// An in-process transport with a native loop: it runs the round trips with
     /// its own send and recv, records every timed one as `NATIVE_TICKS`, and
-    /// counts its calls.
+    /// counts its calls (and keeps the reading each initiator's call asked for).
     struct WithNativeLoop {
         inner: inproc::InprocTransport,
         calls: usize,
+        reads: Vec<TscRead>,
     }
 
     const NATIVE_TICKS: u64 = 4000;
@@ -1024,7 +1027,12 @@ mod tests {
             self.calls += 1;
             let run = || -> Result<(), TransportError> {
                 match role {
-                    NativeRole::Initiator { warmup, ticks } => {
+                    NativeRole::Initiator {
+                        warmup,
+                        ticks,
+                        read,
+                    } => {
+                        self.reads.push(read);
                         for i in 0..warmup + ticks.len() {
                             self.inner.send(peer, send)?;
                             self.inner.recv(peer, recv)?;
@@ -1047,10 +1055,10 @@ mod tests {
     }
 
     /// [`SteppingClock`] (3000 ticks per round trip) that claims, or not, to be the
-    /// raw TSC.
+    /// raw TSC read one way.
     struct MaybeTsc {
         clock: SteppingClock,
-        raw_tsc: bool,
+        tsc_read: Option<TscRead>,
     }
 
     impl Clock for MaybeTsc {
@@ -1060,13 +1068,17 @@ mod tests {
         fn rate(&self) -> TickRate {
             self.clock.rate()
         }
-        fn raw_tsc(&self) -> bool {
-            self.raw_tsc
+        fn tsc_read(&self) -> Option<TscRead> {
+            self.tsc_read
         }
     }
 
-    /// Rank 0's results and every rank's count of native-loop calls.
-    fn sweep_with_native_loop(raw_tsc: bool, native_loop: bool) -> (Vec<SizeResult>, Vec<usize>) {
+    /// Rank 0's results, every rank's count of native-loop calls, and the
+    /// readings rank 0's calls asked for.
+    fn sweep_with_native_loop(
+        tsc_read: Option<TscRead>,
+        native_loop: bool,
+    ) -> (Vec<SizeResult>, Vec<usize>, Vec<TscRead>) {
         let handles: Vec<_> = inproc::world(2)
             .into_iter()
             .map(|(t, mut c)| {
@@ -1076,9 +1088,13 @@ mod tests {
                             next: Cell::new(0),
                             step: 3000,
                         },
-                        raw_tsc,
+                        tsc_read,
                     };
-                    let mut t = WithNativeLoop { inner: t, calls: 0 };
+                    let mut t = WithNativeLoop {
+                        inner: t,
+                        calls: 0,
+                        reads: Vec::new(),
+                    };
                     let params = Params {
                         sizes: vec![1, 4096],
                         reps: 4,
@@ -1092,18 +1108,19 @@ mod tests {
                         precision: None,
                     };
                     let r = run(&clock, &mut t, &mut c, &params, &mut |_, _| Ok(())).unwrap();
-                    (r, t.calls)
+                    (r, t.calls, t.reads)
                 })
             })
             .collect();
         let out: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
         let calls = out.iter().map(|o| o.1).collect();
-        (out.into_iter().next().unwrap().0, calls)
+        let (r, _, reads) = out.into_iter().next().unwrap();
+        (r, calls, reads)
     }
 
     #[test]
     fn a_clock_that_is_not_the_raw_tsc_gets_the_generic_loop() {
-        let (r, calls) = sweep_with_native_loop(false, true);
+        let (r, calls, _) = sweep_with_native_loop(None, true);
         assert_eq!(calls, [0, 0], "the transport's loop reads another clock");
         for r in &r {
             assert_eq!(r.timing_loop, TimingLoop::Generic);
@@ -1114,8 +1131,9 @@ mod tests {
 
     #[test]
     fn the_native_loop_times_with_a_raw_tsc_clock_unless_turned_off() {
-        let (r, calls) = sweep_with_native_loop(true, true);
+        let (r, calls, reads) = sweep_with_native_loop(Some(TscRead::Rdtscp), true);
         assert_eq!(calls, [2, 2], "one call per size on both ranks");
+        assert_eq!(reads, [TscRead::Rdtscp; 2], "the clock's own reading");
         for r in &r {
             assert_eq!(r.timing_loop, TimingLoop::Native);
             assert_eq!(r.half_rtt_us.n, 4);
@@ -1123,11 +1141,20 @@ mod tests {
             assert_eq!(r.half_rtt_us.max, 2.0);
             assert_eq!(r.data_check, Some(true));
         }
-        let (r, calls) = sweep_with_native_loop(true, false);
+        let (r, calls, _) = sweep_with_native_loop(Some(TscRead::Rdtscp), false);
         assert_eq!(calls, [0, 0]);
         assert!(r
             .iter()
             .all(|r| r.timing_loop == TimingLoop::Generic && r.half_rtt_us.median == 1.5));
+    }
+
+    #[test]
+    fn the_native_loop_reads_the_counter_as_the_clock_does() {
+        // `--timer rdtsc`: the transport's loop is asked for the plain reading.
+        let (r, calls, reads) = sweep_with_native_loop(Some(TscRead::Rdtsc), true);
+        assert_eq!(calls, [2, 2]);
+        assert_eq!(reads, [TscRead::Rdtsc; 2]);
+        assert!(r.iter().all(|r| r.timing_loop == TimingLoop::Native));
     }
 
     #[test]
@@ -1143,7 +1170,7 @@ mod tests {
                             next: Cell::new(0),
                             step: 3000,
                         },
-                        raw_tsc: true,
+                        tsc_read: Some(TscRead::Rdtscp),
                     };
                     let params = Params {
                         samples: false,

@@ -63,5 +63,5 @@ pub use one_sided::OneSided;
 pub use pool::{available_memory_bytes, Access, BufferPool, Buffers, Holds};
 pub use transport::{
     BufferId, Capabilities, Counters, NativeCollective, NativeRole, Rank, Region, RequestId,
-    Transport, UnknownWaitMode, WaitMode,
+    Transport, TscRead, UnknownWaitMode, WaitMode,
 };

@@ -106,17 +106,31 @@ impl Counters {
     }
 }
 
+/// How a native loop reads the time-stamp counter: as the job's clock does, so
+/// that its ticks are that clock's (`ngauge --timer`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TscRead {
+    /// `rdtscp; lfence`: the reading waits for every earlier instruction, and no
+    /// later one starts before it (the house timer).
+    Rdtscp,
+    /// A plain `rdtsc`: cheaper, but the CPU may move it across the operation it
+    /// brackets (what `ucx_perftest` and Netgauge read).
+    Rdtsc,
+}
+
 /// This rank's part in [`Transport::native_round_trips`].
 #[derive(Debug)]
 pub enum NativeRole<'a> {
     /// Sends first. Runs `warmup` untimed round trips, then one timed round trip per
     /// entry of `ticks` and stores in it the raw time-stamp counter difference
-    /// `t1 - t0` around the send and the receive.
+    /// `t1 - t0` around the send and the receive, both read with `read`.
     Initiator {
         /// Untimed round trips before the timed ones.
         warmup: usize,
         /// One slot per timed round trip, filled with its duration in TSC ticks.
         ticks: &'a mut [u64],
+        /// The instruction that reads the counter.
+        read: TscRead,
     },
     /// Receives first and answers, `round_trips` times (the initiator's warmup plus
     /// its timed round trips).
@@ -312,13 +326,15 @@ pub trait Transport {
     /// `peer` from `send`, receive exactly `recv.len` bytes from `peer` into `recv`,
     /// repeated as `role` says (the responder receives first, then sends).
     ///
-    /// The initiator reads the time-stamp counter itself, with the same `rdtscp;
-    /// lfence` pair as ngauge's clock, and records raw TSC ticks. A caller may
-    /// therefore use this method only when its own clock's ticks are the raw TSC
-    /// (in ngauge: `Clock::raw_tsc`), or the figures would be in another unit.
+    /// The initiator reads the time-stamp counter itself, with the instruction its
+    /// role names ([`TscRead`], the one ngauge's clock reads), and records raw TSC
+    /// ticks. A caller may therefore use this method only when its own clock's
+    /// ticks are the raw TSC (in ngauge: `Clock::tsc_read`), or the figures would be
+    /// in another unit.
     ///
     /// Returns `None` when the transport has no such loop (the default) or cannot run
-    /// it now (MPI in blocking wait mode, a CPU that is not x86-64 with `rdtscp`):
+    /// it now (MPI in blocking wait mode, a CPU that is not x86-64 with `rdtscp`,
+    /// whichever reading the initiator takes, so that both roles decide alike):
     /// then nothing was sent or received, and the caller runs its own loop of
     /// [`Transport::send`] and [`Transport::recv`]. `Some(Err(..))` reports the same
     /// errors as `send` and `recv` would (a received size other than `recv.len` is

@@ -21,7 +21,7 @@
 
 use ngauge_mpi::{Datatype, Mpi, MpiControl, MpiOptions, MpiTransport, ReduceOp};
 use ngauge_transport::{
-    conformance, Control, NativeRole, Rank, RequestId, Transport, TransportError, WaitMode,
+    conformance, Control, NativeRole, Rank, RequestId, Transport, TransportError, TscRead, WaitMode,
 };
 use std::sync::Arc;
 
@@ -106,7 +106,12 @@ fn native(t: &mut MpiTransport) -> Check {
         return t.free_buffer(rbuf).map_err(e);
     }
     let (warmup, reps) = (3usize, 5usize);
-    for &size in &[0usize, 1, 7, 4096, 65536, 1 << 20] {
+    let sizes = [0usize, 1, 7, 4096, 65536, 1 << 20];
+    // Every size with each reading of the counter (`--timer`).
+    let runs = sizes
+        .iter()
+        .flat_map(|&s| [(s, TscRead::Rdtscp), (s, TscRead::Rdtsc)]);
+    for (size, read) in runs {
         for peer in 1..n {
             if me != 0 && me != peer {
                 continue;
@@ -119,6 +124,7 @@ fn native(t: &mut MpiTransport) -> Check {
                 NativeRole::Initiator {
                     warmup,
                     ticks: &mut ticks,
+                    read,
                 }
             } else {
                 NativeRole::Responder {
@@ -128,7 +134,7 @@ fn native(t: &mut MpiTransport) -> Check {
             let r = t.native_round_trips(other, sbuf.prefix(size), rbuf.prefix(size), role);
             ensure!(
                 matches!(r, Some(Ok(()))),
-                "{size} B with rank {other}: {r:?}"
+                "{size} B with rank {other}, {read:?}: {r:?}"
             );
             verify(&t.buffer(rbuf).map_err(e)?[..size], other, size, 0)?;
             ensure!(
@@ -150,6 +156,7 @@ fn native(t: &mut MpiTransport) -> Check {
         NativeRole::Initiator {
             warmup: 0,
             ticks: &mut ticks,
+            read: TscRead::Rdtscp,
         }
     } else {
         NativeRole::Responder { round_trips: 2 }
@@ -192,6 +199,7 @@ fn native(t: &mut MpiTransport) -> Check {
         let role = NativeRole::Initiator {
             warmup: 0,
             ticks: &mut ticks,
+            read: TscRead::Rdtscp,
         };
         match t.native_round_trips(1, sbuf.prefix(10), rbuf.prefix(20), role) {
             Some(Err(TransportError::SizeMismatch {
@@ -726,6 +734,7 @@ fn bench_pingpong(bytes: usize, reps: usize, warmup: usize, native: bool) {
                 0 => NativeRole::Initiator {
                     warmup,
                     ticks: &mut ticks,
+                    read: TscRead::Rdtscp,
                 },
                 1 => NativeRole::Responder {
                     round_trips: warmup + reps,

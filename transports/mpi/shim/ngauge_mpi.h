@@ -82,16 +82,17 @@ int ngm_wait(int req, int *done, int *got);
 /* A ping-pong loop with peer on MPI_COMM_WORLD, tag 0, MPI_BYTE: what a C latency
  * benchmark times, with nothing of ngauge's between the two counter readings.
  * initiator != 0: warmup + count round trips of MPI_Send(sbuf, slen) then
- *   MPI_Recv(rbuf, rlen), each between t0 = rdtscp; lfence and t1 = rdtscp; lfence;
+ *   MPI_Recv(rbuf, rlen), each between t0 = rdtscp; lfence and t1 = rdtscp; lfence
+ *   (plain != 0: a plain rdtsc each, ngauge's --timer rdtsc);
  *   round trip i >= warmup stores t1 - t0 in ticks[i - warmup] (count slots).
  * initiator == 0: warmup + count round trips of MPI_Recv then MPI_Send (ticks unused).
  * Stops at the first failure: a positive MPI code or NGM_E_TRUNCATE from either call,
  * or NGM_E_COUNT with *got the length that arrived when a receive brought fewer
  * than rlen bytes; *in_recv says whether the receive (1) or the send (0) failed.
  * NGM_E_UNSUPPORTED, before any MPI call, off x86-64 or on a CPU without rdtscp. */
-int ngm_pingpong(int initiator, int peer, const void *sbuf, int slen, void *rbuf, int rlen,
-                 long long warmup, long long count, unsigned long long *ticks, int *got,
-                 int *in_recv);
+int ngm_pingpong(int initiator, int plain, int peer, const void *sbuf, int slen, void *rbuf,
+                 int rlen, long long warmup, long long count, unsigned long long *ticks,
+                 int *got, int *in_recv);
 
 /* Number of requests in flight (for leak checks in tests). */
 int ngm_requests_in_flight(void);

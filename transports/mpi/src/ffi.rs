@@ -141,7 +141,7 @@ shim! {
     fn ngm_irecv(comm: c_int, buf: *mut c_void, len: c_int, peer: c_int, tag: c_int, req: *mut c_int) -> c_int;
     fn ngm_test(req: c_int, done: *mut c_int, got: *mut c_int) -> c_int;
     fn ngm_wait(req: c_int, done: *mut c_int, got: *mut c_int) -> c_int;
-    fn ngm_pingpong(initiator: c_int, peer: c_int, sbuf: *const c_void, slen: c_int, rbuf: *mut c_void, rlen: c_int, warmup: c_longlong, count: c_longlong, ticks: *mut c_ulonglong, got: *mut c_int, in_recv: *mut c_int) -> c_int;
+    fn ngm_pingpong(initiator: c_int, plain: c_int, peer: c_int, sbuf: *const c_void, slen: c_int, rbuf: *mut c_void, rlen: c_int, warmup: c_longlong, count: c_longlong, ticks: *mut c_ulonglong, got: *mut c_int, in_recv: *mut c_int) -> c_int;
     fn ngm_requests_in_flight() -> c_int;
 
     fn ngm_barrier(comm: c_int) -> c_int;

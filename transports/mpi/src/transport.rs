@@ -15,7 +15,7 @@ use crate::runtime::{Caller, Comm, Mpi, MpiError};
 use ngauge_transport::NativeCollective;
 use ngauge_transport::{
     Access, BufferPool, Buffers, Capabilities, NativeRole, Rank, Region, RequestId, Transport,
-    TransportError, WaitMode,
+    TransportError, TscRead, WaitMode,
 };
 use std::marker::PhantomData;
 use std::os::raw::{c_int, c_void};
@@ -256,9 +256,16 @@ impl MpiTransport {
             Ok(v) => v,
             Err(e) => return Some(Err(e)),
         };
-        let (initiator, warmup, rounds, ticks) = match role {
-            NativeRole::Initiator { warmup, ticks } => (1, warmup, ticks.len(), ticks.as_mut_ptr()),
-            NativeRole::Responder { round_trips } => (0, 0, round_trips, std::ptr::null_mut()),
+        let (initiator, plain, warmup, rounds, ticks) = match role {
+            NativeRole::Initiator {
+                warmup,
+                ticks,
+                read,
+            } => {
+                let plain = c_int::from(read == TscRead::Rdtsc);
+                (1, plain, warmup, ticks.len(), ticks.as_mut_ptr())
+            }
+            NativeRole::Responder { round_trips } => (0, 0, 0, round_trips, std::ptr::null_mut()),
         };
         let (Ok(warmup), Ok(rounds)) = (i64::try_from(warmup), i64::try_from(rounds)) else {
             return Some(Err(invalid(
@@ -281,6 +288,7 @@ impl MpiTransport {
         let rc = unsafe {
             ffi::ngm_pingpong(
                 initiator,
+                plain,
                 peer_c,
                 sptr.cast::<c_void>(),
                 slen,
@@ -525,7 +533,8 @@ impl Transport for MpiTransport {
     }
 
     /// The shim's loop (`ngm_pingpong`: MPI_Send and MPI_Recv between `rdtscp;
-    /// lfence` readings, as in `benches/c/mpi_pingpong.c`) in poll mode; `None` in
+    /// lfence` readings, as in `benches/c/mpi_pingpong.c`, or plain `rdtsc` ones as
+    /// the initiator's role says) in poll mode; `None` in
     /// block mode (whose waits yield the core, which a C benchmark's do not) and
     /// where the shim has no loop (not x86-64, no `rdtscp`).
     fn native_round_trips(

@@ -2,10 +2,13 @@
 //! slots hold the sender's bytes, a region out of bounds is refused before
 //! anything is sent, and block mode keeps the generic run (`None`), as
 //! `native_round_trips` does; a native ping-pong whose peer leaves fails naming
-//! it.
+//! it; a native ping-pong carries the bytes and times every round trip with
+//! either reading of the counter (`--timer`).
 #![cfg(feature = "ucp")]
 
-use ngauge_transport::{conformance, NativeRole, Region, Transport, TransportError, WaitMode};
+use ngauge_transport::{
+    conformance, NativeRole, Region, Transport, TransportError, TscRead, WaitMode,
+};
 use ngauge_ucx::{UcxOp, UcxOptions};
 use std::time::Duration;
 
@@ -86,6 +89,7 @@ fn a_native_ping_pong_whose_peer_leaves_fails_naming_it() {
             let role = NativeRole::Initiator {
                 warmup: 5,
                 ticks: &mut ticks,
+                read: TscRead::Rdtscp,
             };
             // `None` only without rdtscp, on both ranks alike.
             let Some(ran) = t.native_round_trips(peer, r, r, role) else {
@@ -99,6 +103,43 @@ fn a_native_ping_pong_whose_peer_leaves_fails_naming_it() {
             let role = NativeRole::Responder { round_trips: 10 };
             if let Some(ran) = t.native_round_trips(peer, r, r, role) {
                 assert!(ran.is_ok(), "{ran:?}");
+            }
+        }
+    });
+}
+
+/// Both readings of the counter (`TscRead`) time every round trip (no slot left
+/// at 0) and the bytes arrive; the reading is the initiator's alone.
+#[test]
+fn a_native_ping_pong_times_every_round_trip_with_either_reading() {
+    pair(WaitMode::Poll, |t| {
+        let sbuf = t.alloc_buffer(SIZE).unwrap();
+        let rbuf = t.alloc_buffer(SIZE).unwrap();
+        let peer = 1 - t.rank();
+        let mine = if t.rank() == 0 { b"abc" } else { b"xyz" };
+        t.buffer_mut(sbuf).unwrap().copy_from_slice(mine);
+        for read in [TscRead::Rdtscp, TscRead::Rdtsc] {
+            t.buffer_mut(rbuf).unwrap().fill(0);
+            let (s, r) = (sbuf.prefix(SIZE), rbuf.prefix(SIZE));
+            let mut ticks = vec![0u64; 50];
+            let role = if t.rank() == 0 {
+                NativeRole::Initiator {
+                    warmup: 5,
+                    ticks: &mut ticks,
+                    read,
+                }
+            } else {
+                NativeRole::Responder { round_trips: 55 }
+            };
+            // `None` only without rdtscp, on both ranks alike.
+            let Some(ran) = t.native_round_trips(peer, s, r, role) else {
+                return;
+            };
+            assert!(ran.is_ok(), "{read:?}: {ran:?}");
+            let theirs: &[u8] = if t.rank() == 0 { b"xyz" } else { b"abc" };
+            assert_eq!(t.buffer(rbuf).unwrap(), theirs, "{read:?}");
+            if t.rank() == 0 {
+                assert!(ticks.iter().all(|&n| n > 0), "{read:?}: {ticks:?}");
             }
         }
     });

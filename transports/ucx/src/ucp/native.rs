@@ -2,7 +2,9 @@
 //! on the tag path in poll mode: the bounds, holds and peer are checked once,
 //! then each round trip is the calls `ucx_perftest -t tag_lat` times (a
 //! `ucp_tag_send_nbx`, progress until it completes, a `ucp_tag_recv_nbx`,
-//! progress until it completes) between two `rdtscp; lfence` readings.
+//! progress until it completes) between two readings of the time-stamp counter,
+//! `rdtscp; lfence` or a plain `rdtsc` as the initiator's role says (the job's
+//! `--timer`).
 //!
 //! [`Transport::native_stream`](ngauge_transport::Transport::native_stream) on
 //! the same path, checked once the same way: the loop of `ucx_perftest -t
@@ -16,7 +18,7 @@ use super::slots::{self, RunSlot};
 use super::{failed, sys, tagged, UcxTransport};
 use crate::tag::Kind;
 use crate::UcxOp;
-use ngauge_transport::{Access, NativeRole, Rank, Region, TransportError, WaitMode};
+use ngauge_transport::{Access, NativeRole, Rank, Region, TransportError, TscRead, WaitMode};
 use std::os::raw::c_void;
 
 /// Reads the time-stamp counter as ngauge's clock does (`rdtscp; lfence`).
@@ -31,6 +33,15 @@ fn tsc() -> u64 {
         core::arch::x86_64::_mm_lfence();
         t
     }
+}
+
+/// Reads the time-stamp counter with a plain `rdtsc`, as ngauge's clock does
+/// under `--timer rdtsc` (and `ucx_perftest`'s `ucs_get_time`).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn tsc_plain() -> u64 {
+    // SAFETY: rdtsc has no memory effects; every x86-64 CPU has it.
+    unsafe { core::arch::x86_64::_rdtsc() }
 }
 
 /// CPUID leaf 0x8000_0001, EDX bit 27: the rdtscp instruction.
@@ -85,18 +96,28 @@ impl UcxTransport {
         let ep = self.live_ep(peer, "send")?;
         let (slen, rlen) = (send.len, recv.len);
         match role {
-            NativeRole::Initiator { warmup, ticks } => {
+            NativeRole::Initiator {
+                warmup,
+                ticks,
+                read,
+            } => {
                 for _ in 0..warmup {
                     self.send_raw(ep, peer, sptr, slen)?;
                     self.recv_raw(peer, rptr, rlen)?;
                 }
-                for slot in ticks.iter_mut() {
-                    let t0 = tsc();
-                    let sent = self.send_raw(ep, peer, sptr, slen);
-                    let got = sent.and_then(|()| self.recv_raw(peer, rptr, rlen));
-                    let t1 = tsc();
-                    got?;
-                    *slot = t1 - t0;
+                // One loop per reading, so the timed region holds no branch on it.
+                match read {
+                    TscRead::Rdtscp => {
+                        self.timed_round_trips(ep, peer, (sptr, slen), (rptr, rlen), ticks, tsc)?
+                    }
+                    TscRead::Rdtsc => self.timed_round_trips(
+                        ep,
+                        peer,
+                        (sptr, slen),
+                        (rptr, rlen),
+                        ticks,
+                        tsc_plain,
+                    )?,
                 }
             }
             NativeRole::Responder { round_trips } => {
@@ -105,6 +126,29 @@ impl UcxTransport {
                     self.send_raw(ep, peer, sptr, slen)?;
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// The initiator's timed round trips, each between two readings of `now`.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    fn timed_round_trips(
+        &mut self,
+        ep: sys::ucp_ep_h,
+        peer: Rank,
+        (sptr, slen): (*mut u8, usize),
+        (rptr, rlen): (*mut u8, usize),
+        ticks: &mut [u64],
+        now: impl Fn() -> u64,
+    ) -> Result<(), TransportError> {
+        for slot in ticks.iter_mut() {
+            let t0 = now();
+            let sent = self.send_raw(ep, peer, sptr, slen);
+            let got = sent.and_then(|()| self.recv_raw(peer, rptr, rlen));
+            let t1 = now();
+            got?;
+            *slot = t1 - t0;
         }
         Ok(())
     }
