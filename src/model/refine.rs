@@ -497,11 +497,13 @@ impl Plan {
         for (k, span) in asked {
             let pass = readings[span].to_vec();
             let opts = self.opts;
+            // The boundaries the other candidates hold, which none moves onto.
+            let held: Vec<u64> = self.candidates.iter().map(|c| c.change.bytes).collect();
             let c = &mut self.candidates[k];
             match &mut c.stage {
                 Stage::Confirming { .. } => {
                     c.passes.push(pass);
-                    judge_candidate(c, &opts);
+                    judge_candidate(c, &opts, &held);
                 }
                 Stage::Locating { .. } => locate_step(c, &pass),
                 Stage::Done => {}
@@ -559,7 +561,9 @@ fn give_up(c: &mut Candidate) {
     c.stage = Stage::Done;
 }
 
-fn judge_candidate(c: &mut Candidate, opts: &RefineOptions) {
+/// Judges a confirming candidate on its passes so far; `held` are the
+/// boundaries (first sizes) of the plan's candidates, which a move avoids.
+fn judge_candidate(c: &mut Candidate, opts: &RefineOptions, held: &[u64]) {
     let Stage::Confirming { target } = c.stage else {
         return;
     };
@@ -624,10 +628,12 @@ fn judge_candidate(c: &mut Candidate, opts: &RefineOptions) {
         }
     };
     // A step that lies between the neighbouring sweep sizes sits inside a side
-    // here, which hides it: measured again there.
+    // here, which hides it: measured again there, unless another candidate
+    // measures that boundary already (as when doubt opened both neighbours).
     if c.kind == ChangeKind::Step && verdict != Verdict::Confirmed {
         let beside = step_beside(&clean, &c.left, &c.right, &steps);
-        if let Some(moved) = beside.and_then(|right| c.moved(right)) {
+        let moved = beside.and_then(|right| c.moved(right));
+        if let Some(moved) = moved.filter(|m| !held.contains(&m.change.bytes)) {
             *c = moved;
             return;
         }
