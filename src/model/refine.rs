@@ -27,8 +27,8 @@
 //! judgement that does not confirm it, the passes' sides are therefore also cut
 //! one sweep size to either side ([`step_beside`]); where more series confirm a
 //! step there than here, the candidate moves to that boundary once, for fresh
-//! passes ([`Candidate::moved`]). A flat boundary has no neighbour that steps, and the fresh passes judge the
-//! move as any candidate.
+//! passes ([`Candidate::moved`]). A flat boundary has no neighbour that steps,
+//! and the fresh passes judge a moved candidate as any other.
 //!
 //! # Location to the byte
 //!
@@ -1061,8 +1061,9 @@ mod tests {
     /// 224-240 for the switch at 221, ucx-rndv-16384's 7168-8192 and 9216-10240
     /// for 8249): its passes there reject the step (a side holds it) and find a
     /// side bent; they step at the neighbouring boundary, where fresh passes
-    /// confirm the step and the bisection places it to the byte. The switch just before a sweep size and just after one,
-    /// the candidate on either side.
+    /// confirm the step and the bisection places it to the byte. The switch
+    /// just before a sweep size and just after one, the candidate on either
+    /// side.
     #[test]
     fn issue_36_a_candidate_one_sweep_size_beside_its_switch_moves_there() {
         for (switch, proposed) in [
