@@ -20,6 +20,16 @@
 //! judged ([`confirm::judge`]); a spread verdict earns more passes, up to
 //! [`MAX_PASSES`] in all, after which it stays undecided.
 //!
+//! A step candidate one sweep size beside its switch (the sweep's medians put it
+//! at the neighbouring boundary) holds the step inside one of its sides: the
+//! side's own move between neighbours ([`confirm::roughness`]) raises the floor
+//! above the step, and the passes reject it or find a side bent. At each
+//! judgement that does not confirm it, the passes' sides are therefore also cut
+//! one sweep size to either side ([`step_beside`]); where more series confirm a
+//! step there than here, the candidate moves to that boundary once, for fresh
+//! passes ([`Candidate::moved`]). A flat boundary has no neighbour that steps,
+//! and the fresh passes judge a moved candidate as any other.
+//!
 //! # Location to the byte
 //!
 //! A confirmed step is bisected between `s_a` and `s_b` with the series that shows
@@ -152,6 +162,12 @@ pub struct Change {
     /// `[last old, first new]` known so far, bytes (the sweep sizes without
     /// location, one byte apart when located).
     pub bracket_bytes: [u64; 2],
+    /// First sweep size of the boundary where the candidate was proposed, when
+    /// its passes there stepped at the neighbouring boundary and it was measured
+    /// again there ([`step_beside`]; `bytes` and `confirmation` are the new
+    /// boundary's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moved_from_bytes: Option<u64>,
     /// For a slope-only change, where the two sides' lines cross, bytes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub crossing_bytes: Option<f64>,
@@ -181,6 +197,7 @@ impl Change {
             undecided: None,
             first_bytes: None,
             bracket_bytes: [last_old, bytes],
+            moved_from_bytes: None,
             crossing_bytes: None,
             shown_by,
             confirmation: None,
@@ -262,6 +279,36 @@ impl Candidate {
             stage: Stage::Confirming { target: PASSES },
             change,
         }
+    }
+
+    /// The same step candidate one sweep size to the right (`right`) or left,
+    /// within its ranges, without passes (they measured other sides): up to
+    /// [`MAX_PASSES`] there, as at any boundary, since a step beside a hog needs
+    /// them (a move costs the passes before it, once); `None` when it moved
+    /// before, or when the new boundary would leave a range empty.
+    fn moved(&self, right: bool) -> Option<Candidate> {
+        if self.change.moved_from_bytes.is_some() {
+            return None;
+        }
+        let range: Vec<Reading> = self
+            .left_range
+            .iter()
+            .chain(&self.right_range)
+            .copied()
+            .collect();
+        let here = self.left_range.len();
+        let at = if right {
+            here + 1
+        } else {
+            here.checked_sub(1)?
+        };
+        if at == 0 || at >= range.len() {
+            return None;
+        }
+        let proposed_by = self.change.proposed_by;
+        let mut c = Candidate::new(&range, at, 0..range.len(), ChangeKind::Step, proposed_by);
+        c.change.moved_from_bytes = Some(self.change.bytes);
+        Some(c)
     }
 }
 
@@ -450,11 +497,13 @@ impl Plan {
         for (k, span) in asked {
             let pass = readings[span].to_vec();
             let opts = self.opts;
+            // The boundaries the other candidates hold, which none moves onto.
+            let held: Vec<u64> = self.candidates.iter().map(|c| c.change.bytes).collect();
             let c = &mut self.candidates[k];
             match &mut c.stage {
                 Stage::Confirming { .. } => {
                     c.passes.push(pass);
-                    judge_candidate(c, &opts);
+                    judge_candidate(c, &opts, &held);
                 }
                 Stage::Locating { .. } => locate_step(c, &pass),
                 Stage::Done => {}
@@ -512,7 +561,9 @@ fn give_up(c: &mut Candidate) {
     c.stage = Stage::Done;
 }
 
-fn judge_candidate(c: &mut Candidate, opts: &RefineOptions) {
+/// Judges a confirming candidate on its passes so far; `held` are the
+/// boundaries (first sizes) of the plan's candidates, which a move avoids.
+fn judge_candidate(c: &mut Candidate, opts: &RefineOptions, held: &[u64]) {
     let Stage::Confirming { target } = c.stage else {
         return;
     };
@@ -576,6 +627,17 @@ fn judge_candidate(c: &mut Candidate, opts: &RefineOptions) {
             (Vec::new(), ev, v, fault)
         }
     };
+    // A step that lies between the neighbouring sweep sizes sits inside a side
+    // here, which hides it: measured again there, unless another candidate
+    // measures that boundary already (as when doubt opened both neighbours).
+    if c.kind == ChangeKind::Step && verdict != Verdict::Confirmed {
+        let beside = step_beside(&clean, &c.left, &c.right, &steps);
+        let moved = beside.and_then(|right| c.moved(right));
+        if let Some(moved) = moved.filter(|m| !held.contains(&m.change.bytes)) {
+            *c = moved;
+            return;
+        }
+    }
     // More passes would not make the sides two lines that meet, nor part them by
     // more.
     if verdict == Verdict::Undecided && total < MAX_PASSES && fault.is_none() {
@@ -707,6 +769,53 @@ fn sides_of_step(
             }
         })
         .0
+}
+
+/// Whether a step of the `passes` lies at the neighbouring boundary rather than
+/// between `left` and `right` (each nearest the boundary first), whose step
+/// evidence is `here`: the sides cut one sweep size to the right (`Some(true)`)
+/// or to the left (`Some(false)`), each keeping two sizes at least, where more
+/// series confirm a step ([`confirm::steps`]) than here, at least one; `None`
+/// when neither cut does, or both alike. A step inside a side raises that side's
+/// roughness, and with it the floor, above the step, so the boundary that holds
+/// it is the one where its series confirm it.
+fn step_beside(
+    passes: &[&[Reading]],
+    left: &[u64],
+    right: &[u64],
+    here: &[StepEvidence],
+) -> Option<bool> {
+    let confirmed = |ev: &[StepEvidence]| {
+        ev.iter()
+            .filter(|e| e.step_us.verdict == Verdict::Confirmed)
+            .count()
+    };
+    if left.is_empty() || right.is_empty() {
+        return None;
+    }
+    let floor = confirmed(here);
+    let beside = |to_right: bool| {
+        let (l, r): (Vec<u64>, Vec<u64>) = if to_right {
+            (
+                right[..1].iter().chain(left).copied().collect(),
+                right[1..].to_vec(),
+            )
+        } else {
+            (
+                left[1..].to_vec(),
+                left[..1].iter().chain(right).copied().collect(),
+            )
+        };
+        if l.len() < 2 || r.len() < 2 {
+            return 0;
+        }
+        confirmed(&confirm::steps(passes, &l, &r))
+    };
+    let (to_left, to_right) = (beside(false), beside(true));
+    if to_left.max(to_right) <= floor || to_left == to_right {
+        return None;
+    }
+    Some(to_right > to_left)
 }
 
 /// The median over the passes of [`confirm::pass_step`]'s step in `series`
@@ -945,6 +1054,74 @@ mod tests {
                 "switch {switch}: {left:?} {right:?}"
             );
             assert!(left.len() >= 2 && right.len() >= 2, "{left:?} {right:?}");
+        }
+    }
+
+    /// A candidate one sweep size beside its switch (issue 36: ucx-short-256's
+    /// 224-240 for the switch at 221, ucx-rndv-16384's 7168-8192 and 9216-10240
+    /// for 8249): its passes there reject the step (a side holds it) and find a
+    /// side bent; they step at the neighbouring boundary, where fresh passes
+    /// confirm the step and the bisection places it to the byte. The switch
+    /// just before a sweep size and just after one, the candidate on either
+    /// side.
+    #[test]
+    fn issue_36_a_candidate_one_sweep_size_beside_its_switch_moves_there() {
+        for (switch, proposed) in [
+            (20_001, 19456),
+            (20_001, 21504),
+            (19_457, 19456),
+            (19_457, 21504),
+        ] {
+            let prtt = move |s: u64| 16.0 + 0.0003 * s as f64 + if s >= switch { 2.0 } else { 0.0 };
+            let gap = move |s: u64| flat_gap(s) + if s >= switch { 1.0 } else { 0.0 };
+            let world = World {
+                prtt,
+                gap,
+                noise: 0.3,
+            };
+            let opts = RefineOptions {
+                propose: false,
+                ..RefineOptions::default()
+            };
+            let plan = Plan::new(&world.sweep(), &[proposed], opts);
+            let changes = drive(plan, |s, r| world.read(s, r));
+            let [c] = &changes[..] else {
+                panic!("{switch} from {proposed}: {changes:?}")
+            };
+            let what = format!("{switch} from {proposed}: {c:?}");
+            assert_eq!(c.verdict, Verdict::Confirmed, "{what}");
+            assert_eq!(c.first_bytes, Some(switch), "{what}");
+            assert_eq!(c.moved_from_bytes, Some(proposed), "{what}");
+        }
+    }
+
+    /// Where no neighbour steps, a candidate stays where it was proposed and
+    /// nothing is confirmed, quiet or noisy.
+    #[test]
+    fn issue_36_a_candidate_in_a_flat_world_does_not_move() {
+        for noise in [0.3, 1.0] {
+            let world = World {
+                prtt: |s: u64| 16.0 + 0.0003 * s as f64,
+                gap: flat_gap,
+                noise,
+            };
+            for proposed in [19456, 20480, 21504] {
+                let opts = RefineOptions {
+                    propose: false,
+                    ..RefineOptions::default()
+                };
+                let plan = Plan::new(&world.sweep(), &[proposed], opts);
+                let changes = drive(plan, |s, r| world.read(s, r));
+                let [c] = &changes[..] else {
+                    panic!("{proposed}: {changes:?}")
+                };
+                assert_ne!(c.verdict, Verdict::Confirmed, "{noise} {proposed}: {c:?}");
+                assert_eq!(
+                    (c.bytes, c.moved_from_bytes),
+                    (proposed, None),
+                    "{noise} {proposed}: {c:?}"
+                );
+            }
         }
     }
 
