@@ -25,9 +25,9 @@
 //! side's own move between neighbours ([`confirm::roughness`]) raises the floor
 //! above the step, and the passes reject it or find a side bent. At each
 //! judgement that does not confirm it, the passes' sides are therefore also cut
-//! one sweep size to either side ([`step_beside`]); where more series confirm a
+//! one sweep size to either side (`step_beside`); where more series confirm a
 //! step there than here, the candidate moves to that boundary once, for fresh
-//! passes ([`Candidate::moved`]). A flat boundary has no neighbour that steps,
+//! passes (`Candidate::moved`). A flat boundary has no neighbour that steps,
 //! and the fresh passes judge a moved candidate as any other.
 //!
 //! # Location to the byte
@@ -164,7 +164,7 @@ pub struct Change {
     pub bracket_bytes: [u64; 2],
     /// First sweep size of the boundary where the candidate was proposed, when
     /// its passes there stepped at the neighbouring boundary and it was measured
-    /// again there ([`step_beside`]; `bytes` and `confirmation` are the new
+    /// again there (`step_beside`; `bytes` and `confirmation` are the new
     /// boundary's).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub moved_from_bytes: Option<u64>,
