@@ -22,6 +22,9 @@ use std::io::{ErrorKind, Read};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
+/// The refusal of a connection evicted from a full queue of pending joins.
+const QUEUE_FULL: &str = "too many connections waiting to join";
+
 /// How long an accepted connection may take to send its join.
 const JOIN_GRACE: Duration = Duration::from_secs(5);
 
@@ -242,12 +245,7 @@ pub fn serve(
                     Ok((stream, from)) => {
                         if pending.len() >= budget {
                             let oldest = pending.remove(0);
-                            refuse(
-                                oldest.stream,
-                                oldest.from,
-                                "too many connections waiting to join",
-                                &mut log,
-                            );
+                            refuse(oldest.stream, oldest.from, QUEUE_FULL, &mut log);
                         }
                         if stream.set_nonblocking(true).is_ok() {
                             pending.push(Pending {
@@ -338,8 +336,26 @@ pub struct Joiner<'a> {
 
 impl Joiner<'_> {
     /// Joins; returns the control connection and this rank's data address.
+    ///
+    /// A refusal for a full queue ([`QUEUE_FULL`]: rank 0 evicts its oldest
+    /// pending connection when strangers flood it, and that may be this rank's) is
+    /// transient: the join is tried again until the timeout.
     pub fn join(&self) -> Result<(TcpStream, IpAddr), LaunchError> {
         let deadline = Instant::now() + self.timeout;
+        loop {
+            match self.join_once(deadline) {
+                Err(LaunchError::Refused(reason))
+                    if reason == QUEUE_FULL && Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                done => return done,
+            }
+        }
+    }
+
+    /// One attempt of [`Self::join`], until `deadline`.
+    fn join_once(&self, deadline: Instant) -> Result<(TcpStream, IpAddr), LaunchError> {
         let mut stream = self.connect(deadline)?;
         let _ = stream.set_nodelay(true);
         let data_addr = match self.data_addr {
@@ -447,6 +463,30 @@ mod tests {
             host: "h".into(),
             timeout: Duration::from_secs(10),
         }
+    }
+
+    /// A refusal for a full queue is transient: the rank joins again (here the
+    /// second answer is a refusal that is not, which ends the join).
+    #[test]
+    fn a_rank_evicted_from_a_full_queue_joins_again() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let fake_rank_0 = std::thread::spawn(move || {
+            let mut log = RefusalLog::new("test");
+            for reason in [QUEUE_FULL, "wrong job token"] {
+                let (mut stream, from) = listener.accept().unwrap();
+                wire::read_frame(&mut stream, MAX_JOIN_PAYLOAD, Duration::from_secs(5)).unwrap();
+                refuse(stream, from, reason, &mut log);
+            }
+        });
+        let joined = joiner(&addr, 1, "T").join();
+        // Before the second answer's check: a joiner that gave up at the first
+        // would leave the fake rank 0 waiting for a connection forever.
+        assert!(
+            matches!(&joined, Err(LaunchError::Refused(r)) if r == "wrong job token"),
+            "{joined:?}"
+        );
+        fake_rank_0.join().unwrap();
     }
 
     #[test]
