@@ -10,6 +10,17 @@ fn ngauge() -> Command {
     Command::cargo_bin("ngauge").unwrap()
 }
 
+/// The JSON document of `ngauge args`, which must succeed.
+fn document(args: &[&str]) -> Value {
+    let out = ngauge().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 #[test]
 fn timer_json_fields_are_present_and_sane() {
     let out = ngauge()
@@ -136,16 +147,7 @@ fn the_timer_flag_is_measured_recorded_and_refused_when_wrong() {
         assert_eq!(out.status.code(), Some(2));
         return;
     }
-    let out = ngauge()
-        .args(["timer", "--timer", "rdtsc", "--json", "--reads", "10000"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = document(&["timer", "--timer", "rdtsc", "--json", "--reads", "10000"]);
     assert_eq!(doc["source"], "rdtsc");
     assert_eq!(doc["meta"]["timer"], "rdtsc");
     assert!(doc["overhead_ns"]["median"].as_f64().unwrap() > 0.0);
@@ -153,26 +155,14 @@ fn the_timer_flag_is_measured_recorded_and_refused_when_wrong() {
         .filter_map(|w| w["kind"].as_str())
         .collect();
     assert!(kinds.contains(&"unordered_timer"), "{kinds:?}");
-    let out = ngauge()
-        .args(["--np", "2", "--timer", "rdtsc", "pingpong", "--sizes", "1"])
-        .args(["--reps", "20", "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = document(&[
+        "--np", "2", "--timer", "rdtsc", "pingpong", "--sizes", "1", "--reps", "20", "--json",
+    ]);
     assert_eq!(doc["meta"]["timer"], "rdtsc", "{doc}");
     // The house timer stays the default.
-    let out = ngauge()
-        .args([
-            "--np", "2", "pingpong", "--sizes", "1", "--reps", "20", "--json",
-        ])
-        .output()
-        .unwrap();
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = document(&[
+        "--np", "2", "pingpong", "--sizes", "1", "--reps", "20", "--json",
+    ]);
     assert_eq!(
         doc["meta"]["timer"],
         ngauge::clock::TimerSource::detect().to_string()

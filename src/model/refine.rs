@@ -979,6 +979,23 @@ mod tests {
         plan.finish()
     }
 
+    /// The one change `world` gives a candidate proposed at `proposed` (no
+    /// proposals of the plan's own), or a panic naming `what`.
+    fn only_change_from<P: Fn(u64) -> f64, G: Fn(u64) -> f64>(
+        world: &World<P, G>,
+        proposed: u64,
+        what: &str,
+    ) -> Change {
+        let opts = RefineOptions {
+            propose: false,
+            ..RefineOptions::default()
+        };
+        let plan = Plan::new(&world.sweep(), &[proposed], opts);
+        let mut changes = drive(plan, |s, r| world.read(s, r));
+        assert_eq!(changes.len(), 1, "{what}: {changes:?}");
+        changes.remove(0)
+    }
+
     const SWITCH: u64 = 20_001;
 
     fn stepped(s: u64) -> f64 {
@@ -1079,15 +1096,7 @@ mod tests {
                 gap,
                 noise: 0.3,
             };
-            let opts = RefineOptions {
-                propose: false,
-                ..RefineOptions::default()
-            };
-            let plan = Plan::new(&world.sweep(), &[proposed], opts);
-            let changes = drive(plan, |s, r| world.read(s, r));
-            let [c] = &changes[..] else {
-                panic!("{switch} from {proposed}: {changes:?}")
-            };
+            let c = only_change_from(&world, proposed, &format!("{switch} from {proposed}"));
             let what = format!("{switch} from {proposed}: {c:?}");
             assert_eq!(c.verdict, Verdict::Confirmed, "{what}");
             assert_eq!(c.first_bytes, Some(switch), "{what}");
@@ -1106,15 +1115,7 @@ mod tests {
                 noise,
             };
             for proposed in [19456, 20480, 21504] {
-                let opts = RefineOptions {
-                    propose: false,
-                    ..RefineOptions::default()
-                };
-                let plan = Plan::new(&world.sweep(), &[proposed], opts);
-                let changes = drive(plan, |s, r| world.read(s, r));
-                let [c] = &changes[..] else {
-                    panic!("{proposed}: {changes:?}")
-                };
+                let c = only_change_from(&world, proposed, &format!("{noise} {proposed}"));
                 assert_ne!(c.verdict, Verdict::Confirmed, "{noise} {proposed}: {c:?}");
                 assert_eq!(
                     (c.bytes, c.moved_from_bytes),
