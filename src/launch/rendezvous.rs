@@ -337,7 +337,7 @@ pub struct Joiner<'a> {
 impl Joiner<'_> {
     /// Joins; returns the control connection and this rank's data address.
     ///
-    /// A refusal for a full queue ([`QUEUE_FULL`]: rank 0 evicts its oldest
+    /// A refusal for a full queue (`QUEUE_FULL`: rank 0 evicts its oldest
     /// pending connection when strangers flood it, and that may be this rank's) is
     /// transient: the join is tried again until the timeout.
     pub fn join(&self) -> Result<(TcpStream, IpAddr), LaunchError> {
