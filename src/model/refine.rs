@@ -123,6 +123,42 @@ pub struct Confirmation {
     pub located_also: Vec<&'static str>,
     /// Bisection rounds measured.
     pub locate_rounds: usize,
+    /// Where the bisection stopped short of the byte, when it did: the midpoint
+    /// its rounds had not agreed on (within its rounds, or when the plan ended),
+    /// and how they split.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub undecided_midpoint: Option<MidpointSplit>,
+}
+
+/// How the rounds of a bisection step placed a midpoint that they did not
+/// agree on ([`confirm::decide_side`]): what a rule for the last steps of a
+/// small switch is judged by.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct MidpointSplit {
+    /// The midpoint, bytes.
+    pub mid_bytes: u64,
+    /// Rounds that placed it at the new protocol's level.
+    pub new_rounds: usize,
+    /// Rounds that placed it at the old protocol's level.
+    pub old_rounds: usize,
+    /// Rounds that placed it nowhere (brackets not a step apart in any confirmed
+    /// series, or the reading between the two levels).
+    pub unplaced_rounds: usize,
+}
+
+impl MidpointSplit {
+    /// The split of a bisection step's `positions` (one per round, `None` where
+    /// the round placed nothing) at `mid_bytes`.
+    fn of(mid_bytes: u64, positions: &[Option<f64>]) -> MidpointSplit {
+        let placed: Vec<f64> = positions.iter().flatten().copied().collect();
+        let new_rounds = placed.iter().filter(|&&t| t >= 0.5).count();
+        MidpointSplit {
+            mid_bytes,
+            new_rounds,
+            old_rounds: placed.len() - new_rounds,
+            unplaced_rounds: positions.len() - placed.len(),
+        }
+    }
 }
 
 crate::names::named_enum! {
@@ -555,7 +591,20 @@ fn give_up(c: &mut Candidate) {
             c.change.verdict = Verdict::Undecided;
             c.change.undecided.get_or_insert(Undecided::Disturbed);
         }
-        Stage::Locating { old, new, .. } => c.change.bracket_bytes = [old, new],
+        Stage::Locating {
+            old,
+            new,
+            ref positions,
+            ..
+        } => {
+            c.change.bracket_bytes = [old, new];
+            let split = MidpointSplit::of(old + (new - old) / 2, positions);
+            let conf = c
+                .change
+                .confirmation
+                .get_or_insert_with(Confirmation::default);
+            conf.undecided_midpoint = Some(split);
+        }
         Stage::Done => {}
     }
     c.stage = Stage::Done;
@@ -899,6 +948,7 @@ fn locate_step(c: &mut Candidate, pass: &[Reading]) {
             positions.clear();
         }
         None if placed_rounds >= LOCATE_PASSES || positions.len() >= LOCATE_ROUNDS => {
+            conf.undecided_midpoint = Some(MidpointSplit::of(mid, positions));
             c.change.bracket_bytes = [*old, *new];
             c.stage = Stage::Done;
             return;
@@ -1197,7 +1247,8 @@ mod tests {
     }
 
     /// Where the jitter is twice as large, most confirmed steps are still located
-    /// to the byte, and none to a wrong byte.
+    /// to the byte, and none to a wrong byte; a step left in its bracket, and
+    /// only such a step, says how the rounds split at the midpoint given up.
     #[test]
     fn a_noisy_step_is_located_to_the_byte_or_left_in_its_bracket_never_misplaced() {
         let (confirmed, located, missed) = locate_seeds(6.0, 2.0);
@@ -1213,6 +1264,13 @@ mod tests {
                 if c.verdict == Verdict::Confirmed {
                     let [lo, hi] = c.bracket_bytes;
                     assert!(lo < *switch && *switch <= hi, "{c:?}");
+                }
+                if c.verdict == Verdict::Confirmed {
+                    let left = c
+                        .confirmation
+                        .as_ref()
+                        .and_then(|f| f.undecided_midpoint.as_ref());
+                    assert_eq!(left.is_some(), c.first_bytes.is_none(), "{c:?}");
                 }
             }
         }
@@ -1281,6 +1339,69 @@ mod tests {
             confirmed >= 99 && located >= 99,
             "{located} of {confirmed}: {others:?}"
         );
+    }
+
+    /// A switch whose first 64 bytes belong to the new protocol in only 60% of
+    /// the rounds (a size there reads at either level): the bisection reaches
+    /// that stretch, its rounds split on a midpoint there, and the step is left
+    /// in its bracket with the split recorded, never placed outside the stretch.
+    #[test]
+    fn a_midpoint_the_rounds_split_on_is_given_up_with_its_split() {
+        const STEP: f64 = 4.0;
+        const SOFT: u64 = 64;
+        let mut given_up = 0;
+        for seed in 0..10u64 {
+            let switch = 16_385 + SplitMix64(seed ^ 0x73_706c).next() % 8_000;
+            let read = |size: u64, round: usize| {
+                let round = round + 1000 * seed as usize;
+                let j = |k, amp| jitter(size, round, k, amp);
+                let new = size >= switch + SOFT || (size >= switch && j(7, 1.0) > -0.2);
+                let level = if new { 1.0 } else { 0.0 };
+                Reading::measured(
+                    size,
+                    [
+                        flat_gap(size) + level * STEP / 2.0 + j(0, 0.3),
+                        20.0 + 0.0001 * size as f64 + level * STEP + j(1, 0.3),
+                        1.5 + j(2, 0.03),
+                        2.0 + j(3, 0.03),
+                        1.5 + j(4, 0.03),
+                    ],
+                )
+            };
+            let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| read(s, 0)).collect();
+            let proposed = sweep_sizes().into_iter().find(|&s| s >= switch).unwrap();
+            let changes = drive(
+                Plan::new(&sweep, &[proposed], RefineOptions::default()),
+                read,
+            );
+            for c in changes.iter().filter(|c| c.verdict == Verdict::Confirmed) {
+                let [lo, hi] = c.bracket_bytes;
+                assert!(lo < switch + SOFT && switch <= hi, "seed {seed}: {c:?}");
+                let conf = c.confirmation.as_ref().unwrap();
+                match (c.first_bytes, &conf.undecided_midpoint) {
+                    (Some(first), None) => {
+                        assert!((switch..=switch + SOFT).contains(&first), "{c:?}")
+                    }
+                    (None, Some(split)) => {
+                        given_up += 1;
+                        assert_eq!(split.mid_bytes, lo + (hi - lo) / 2, "{c:?}");
+                        let placed = split.new_rounds + split.old_rounds;
+                        assert!(
+                            placed >= LOCATE_PASSES
+                                || placed + split.unplaced_rounds >= LOCATE_ROUNDS,
+                            "{c:?}"
+                        );
+                        let votes: Vec<Option<f64>> = (0..split.new_rounds)
+                            .map(|_| Some(1.0))
+                            .chain((0..split.old_rounds).map(|_| Some(0.0)))
+                            .collect();
+                        assert_eq!(decide_side(&votes), None, "{c:?}");
+                    }
+                    _ => panic!("located and given up at once: {c:?}"),
+                }
+            }
+        }
+        assert!(given_up > 0, "no bisection was given up in 10 seeds");
     }
 
     /// Issue 36, known answers for small switches: of 100 seeded worlds with a
