@@ -1029,6 +1029,26 @@ pub fn decide_side(positions: &[Option<f64>]) -> Option<Side> {
     agreed.then_some(if new > old { Side::New } else { Side::Old })
 }
 
+/// The side at the last look of a bisection step, once its placed rounds are
+/// spent without [`decide_side`]'s agreement: a majority ahead of the minority
+/// by [`LAST_LOOK_MARGIN`] rounds (11 of 15: one-sided sign-test p of 5.9%,
+/// where [`decide_side`] asks 12 of 15, 1.8%). A small step's midpoint is
+/// placed right in about three rounds of four on this host (MPICH over UCX's
+/// 8249 B switch: 11 against 4 in two runs of twelve, both given up at 12 of
+/// 15), where a sign test at 1.8% gives up about every second step; at 11 of
+/// 15 and three rounds in four, the likelihood of the wrong side is about one
+/// in a thousand of the right one's. `None` below that margin.
+pub fn decide_side_at_last(positions: &[Option<f64>]) -> Option<Side> {
+    let valid: Vec<f64> = positions.iter().flatten().copied().collect();
+    let new = valid.iter().filter(|&&t| t >= 0.5).count();
+    let old = valid.len() - new;
+    (new.abs_diff(old) >= LAST_LOOK_MARGIN).then_some(if new > old { Side::New } else { Side::Old })
+}
+
+/// Rounds by which the majority must lead at a bisection step's last look
+/// ([`decide_side_at_last`]).
+pub const LAST_LOOK_MARGIN: usize = 7;
+
 /// Fewest sizes on each side of a kink for [`propose_kinks`].
 const KINK_SIDE: usize = 4;
 
@@ -1715,5 +1735,23 @@ mod tests {
         assert_eq!(s(&ten), None);
         let eleven: Vec<Option<f64>> = ten.iter().copied().chain([Some(0.8)]).collect();
         assert_eq!(s(&eleven), Some(Side::New));
+    }
+
+    /// At a step's last look, 11 of 15 placed rounds are a side, 10 of 15 are
+    /// not; unplaced rounds do not count.
+    #[test]
+    fn the_last_look_takes_a_clear_majority() {
+        let votes = |new: usize, old: usize, none: usize| -> Vec<Option<f64>> {
+            std::iter::repeat_n(Some(0.9), new)
+                .chain(std::iter::repeat_n(Some(0.1), old))
+                .chain(std::iter::repeat_n(None, none))
+                .collect()
+        };
+        assert_eq!(decide_side(&votes(11, 4, 0)), None);
+        assert_eq!(decide_side_at_last(&votes(11, 4, 0)), Some(Side::New));
+        assert_eq!(decide_side_at_last(&votes(4, 11, 9)), Some(Side::Old));
+        assert_eq!(decide_side_at_last(&votes(10, 5, 9)), None);
+        assert_eq!(decide_side_at_last(&votes(2, 5, 17)), None);
+        assert_eq!(decide_side_at_last(&votes(0, 0, 24)), None);
     }
 }

@@ -42,8 +42,9 @@
 //! The first byte of the new protocol is known when the brackets are one byte
 //! apart. A midpoint the passes disagree on is measured again, up to
 //! [`LOCATE_PASSES`] placed rounds (rounds that placed it with some series) or
-//! [`LOCATE_ROUNDS`] rounds in all; then the change is reported located within
-//! the brackets instead.
+//! [`LOCATE_ROUNDS`] rounds in all; there a clear majority still decides
+//! ([`confirm::decide_side_at_last`]), and without one the change is reported
+//! located within the brackets instead.
 
 use super::confirm::{
     self, by_clarity, combine, decide_side, judge_slopes, position, propose_kinks, ChangeKind,
@@ -86,9 +87,11 @@ pub const PASSES: usize = 6;
 pub const MAX_PASSES: usize = 30;
 /// Passes at most per candidate that [`Plan::doubt`] opens again.
 pub const DOUBT_MAX_PASSES: usize = 18;
-/// Placed rounds at most per bisection step before giving up the location: the
-/// sequential sign test of [`confirm::decide_side`] decides by 15 unless the
-/// passes split about evenly, as they do only near the switch itself.
+/// Placed rounds at most per bisection step before its last look
+/// ([`confirm::decide_side_at_last`]) and, without a clear majority there,
+/// giving up the location: the sequential sign test of [`confirm::decide_side`]
+/// decides by 15 unless the passes split about evenly or a small step's rounds
+/// place the midpoint wrong in about one of four.
 pub const LOCATE_PASSES: usize = 15;
 /// Rounds at most per bisection step, placed or not (a round is not placed when
 /// the host's state hides the step in every series at the brackets).
@@ -938,7 +941,13 @@ fn locate_step(c: &mut Candidate, pass: &[Reading]) {
     }
     positions.push(placed.map(|(_, p)| p));
     let placed_rounds = positions.iter().flatten().count();
-    match decide_side(positions) {
+    let last_look = placed_rounds >= LOCATE_PASSES || positions.len() >= LOCATE_ROUNDS;
+    let side = decide_side(positions).or_else(|| {
+        last_look
+            .then(|| confirm::decide_side_at_last(positions))
+            .flatten()
+    });
+    match side {
         Some(confirm::Side::Old) => {
             *old = mid;
             positions.clear();
@@ -947,7 +956,7 @@ fn locate_step(c: &mut Candidate, pass: &[Reading]) {
             *new = mid;
             positions.clear();
         }
-        None if placed_rounds >= LOCATE_PASSES || positions.len() >= LOCATE_ROUNDS => {
+        None if last_look => {
             conf.undecided_midpoint = Some(MidpointSplit::of(mid, positions));
             c.change.bracket_bytes = [*old, *new];
             c.stage = Stage::Done;
@@ -1396,6 +1405,7 @@ mod tests {
                             .chain((0..split.old_rounds).map(|_| Some(0.0)))
                             .collect();
                         assert_eq!(decide_side(&votes), None, "{c:?}");
+                        assert_eq!(confirm::decide_side_at_last(&votes), None, "{c:?}");
                     }
                     _ => panic!("located and given up at once: {c:?}"),
                 }
