@@ -1032,12 +1032,12 @@ pub fn decide_side(positions: &[Option<f64>]) -> Option<Side> {
 /// The side at the last look of a bisection step, once its placed rounds are
 /// spent without [`decide_side`]'s agreement: a majority ahead of the minority
 /// by [`LAST_LOOK_MARGIN`] rounds (11 of 15: one-sided sign-test p of 5.9%,
-/// where [`decide_side`] asks 12 of 15, 1.8%). A small step's midpoint is
-/// placed right in about three rounds of four on this host (MPICH over UCX's
-/// 8249 B switch: 11 against 4 in two runs of twelve, both given up at 12 of
-/// 15), where a sign test at 1.8% gives up about every second step; at 11 of
-/// 15 and three rounds in four, the likelihood of the wrong side is about one
-/// in a thousand of the right one's. `None` below that margin.
+/// where [`decide_side`] asks 12 of 15, 1.8%). Where a small step's rounds
+/// place the midpoint right about three times in four, the stricter test gives
+/// up about every second step, while at 11 of 15 the wrong side is about a
+/// thousand times less likely than the right one (story:
+/// docs/findings/2026-11-29-real-switches.md, section 3e). `None` below that
+/// margin.
 pub fn decide_side_at_last(positions: &[Option<f64>]) -> Option<Side> {
     let valid: Vec<f64> = positions.iter().flatten().copied().collect();
     let new = valid.iter().filter(|&&t| t >= 0.5).count();
