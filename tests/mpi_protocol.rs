@@ -33,7 +33,14 @@ const NGAUGE: &str = env!("CARGO_BIN_EXE_ngauge");
 /// 16 KiB vader test (and 0 of 40 sweeps run by hand); shuffled, it scatters over
 /// sizes and passes (60 of 60).
 fn changes(mpi_args: &[&str], env: &[(&str, &str)], sizes: &str) -> Vec<Found> {
-    changes_in_passes(mpi_args, env, sizes, PASSES)
+    changes_in_passes(mpi_args, env, sizes, PASSES, &[])
+}
+
+/// As [`changes`], confirmed but not bisected to the byte (`--no-refine`), for the
+/// tests that check the change's sweep step only: the bisection's rounds would
+/// measure what they do not assert.
+fn changes_at_sweep_steps(mpi_args: &[&str], env: &[(&str, &str)], sizes: &str) -> Vec<Found> {
+    changes_in_passes(mpi_args, env, sizes, PASSES, &["--no-refine"])
 }
 
 /// Passes of the protocol tests' sweeps (`loggp --passes`).
@@ -52,6 +59,7 @@ fn changes_in_passes(
     env: &[(&str, &str)],
     sizes: &str,
     passes: u32,
+    loggp_args: &[&str],
 ) -> Vec<Found> {
     // One sweep at a time: two jobs on two cores would measure each other.
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -69,6 +77,7 @@ fn changes_in_passes(
         // The libraries' eager limits are what these tests locate; the doubt
         // rounds (tests/loggp.rs, the lib's experiment tests) would add time.
         .args(["--doubt-budget", "0s"])
+        .args(loggp_args)
         .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -176,7 +185,7 @@ fn open_mpi_tcp_eager_limit_20000_is_found() {
     if !built_for("open_mpi_tcp_eager_limit_20000_is_found", "openmpi") {
         return;
     }
-    let found = changes(
+    let found = changes_at_sweep_steps(
         &[
             "--mca",
             "btl",
@@ -200,7 +209,7 @@ fn open_mpi_tcp_default_eager_limit_is_found() {
     if !built_for("open_mpi_tcp_default_eager_limit_is_found", "openmpi") {
         return;
     }
-    let found = changes(&["--mca", "btl", "self,tcp"], &[], "32K-128K:2K");
+    let found = changes_at_sweep_steps(&["--mca", "btl", "self,tcp"], &[], "32K-128K:2K");
     assert_one_switch_near(&found, 65536, 2048);
 }
 
@@ -276,6 +285,7 @@ fn open_mpi_shared_memory_eager_limit_8192_is_found() {
         &[],
         "2K-16K:512",
         1,
+        &[],
     );
     assert_one_switch_near(&found, 8192, 512);
 }
