@@ -106,12 +106,8 @@ fn timer_runs_from_its_spec() {
 /// document's `meta` and its warnings name the plain reading.
 #[test]
 fn timer_reads_the_counter_the_context_names() {
-    if let Err(why) = ngauge::clock::TimerSource::Rdtsc.usable() {
-        return crate::support::skip(
-            "timer_reads_the_counter_the_context_names",
-            crate::support::Lack::Host,
-            why,
-        );
+    if crate::rdtsc::lacking("timer_reads_the_counter_the_context_names") {
+        return;
     }
     let mut ctx = Context {
         timer: ngauge::clock::TimerSource::Rdtsc,

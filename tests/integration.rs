@@ -20,6 +20,8 @@ mod late_rows;
 mod nbc_rows;
 #[path = "support/netns.rs"]
 mod netns;
+#[path = "support/rdtsc.rs"]
+mod rdtsc;
 #[path = "support/slurm.rs"]
 mod slurm_cluster;
 

@@ -169,12 +169,8 @@ fn a_stream_run_is_native_on_the_polled_tag_path_only() {
 /// timed it.
 #[test]
 fn the_plain_rdtsc_timer_times_the_native_loop_and_is_recorded() {
-    if let Err(why) = ngauge::clock::TimerSource::Rdtsc.usable() {
-        return crate::support::skip(
-            "the_plain_rdtsc_timer_times_the_native_loop_and_is_recorded",
-            crate::support::Lack::Host,
-            why,
-        );
+    if crate::rdtsc::lacking("the_plain_rdtsc_timer_times_the_native_loop_and_is_recorded") {
+        return;
     }
     let args = [
         "--np",
