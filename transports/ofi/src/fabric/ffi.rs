@@ -199,6 +199,15 @@ pub const EAGAIN: isize = -(FI_EAGAIN as isize);
 pub const EAVAIL: isize = -(FI_EAVAIL as isize);
 /// `FI_ECANCELED`, an error completion's `err` for a cancelled operation.
 pub const ECANCELED: c_int = FI_ECANCELED as c_int;
+/// An error completion's `err` for a message that did not leave because its
+/// connection was not up (`ofi_rxm` over `tcp` reports a connection that broke
+/// while it was being set up so, with the socket's `EPIPE` as the provider's
+/// errno): sending it again sets the connection up anew.
+pub fn not_connected(err: c_int) -> bool {
+    [FI_ENOTCONN, FI_ECONNRESET, FI_ECONNREFUSED, FI_ECONNABORTED]
+        .iter()
+        .any(|&e| e as c_int == err)
+}
 /// `FI_ETRUNC`: a message longer than the receive posted.
 pub const ETRUNC: c_int = FI_ETRUNC as c_int;
 /// `-FI_ENODATA`: `fi_getinfo` found nothing that fits the hints.

@@ -48,33 +48,70 @@ impl OfiTransport {
             )?;
             self.fixed.push(ctx);
         }
-        let (ep, tagged, tag) = (self.ep.ep, i32::from(self.tagged), TAG_GREET | me as u64);
         for &peer in &peers {
-            let mut ctx = Ctx::boxed(GREETED | peer as u64);
-            let (dest, c) = (self.peers[peer].addr, Ctx::ptr(&mut ctx));
-            let nothing = NonNull::<u8>::dangling().as_ptr().cast::<c_void>();
-            // SAFETY: a 0-byte send (the pointer is never read); the context stays
-            // boxed in `fixed` until the endpoint is closed.
-            self.retry(peer, "send", |_| unsafe {
-                ffi::ngo_send(ep, tagged, nothing, 0, std::ptr::null_mut(), dest, tag, c)
-            })?;
-            self.fixed.push(ctx);
+            self.send_hello(peer)?;
         }
         let start = Instant::now();
         while self.greetings_left > 0 {
             if let Some(why) = self.greeting_failed.take() {
                 return Err(setup_error(format!("hellos: {why}")));
             }
+            let resend = std::mem::take(&mut self.hellos_to_resend);
+            if start.elapsed() > self.timeout {
+                return Err(setup_error(format!(
+                    "hellos: {} to or from other ranks missing after {:?}{}",
+                    self.greetings_left,
+                    self.timeout,
+                    if resend.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (no connection to ranks {resend:?})")
+                    }
+                )));
+            }
+            // A hello that found no connection did not leave: the peer's receive
+            // for it is still posted, so sending it again cannot be read twice.
+            for peer in resend {
+                self.send_hello(peer)?;
+            }
             if !self.progress()? {
-                if start.elapsed() > self.timeout {
-                    return Err(setup_error(format!(
-                        "hellos: {} to or from other ranks missing after {:?}",
-                        self.greetings_left, self.timeout
-                    )));
-                }
                 std::thread::yield_now();
             }
         }
         Ok(())
+    }
+
+    /// Posts this rank's 0-byte hello to `peer`.
+    fn send_hello(&mut self, peer: usize) -> Result<(), TransportError> {
+        let tag = TAG_GREET | self.rank as u64;
+        let (ep, tagged) = (self.ep.ep, i32::from(self.tagged));
+        let mut ctx = Ctx::boxed(GREETED | peer as u64);
+        let (dest, c) = (self.peers[peer].addr, Ctx::ptr(&mut ctx));
+        let nothing = NonNull::<u8>::dangling().as_ptr().cast::<c_void>();
+        // SAFETY: a 0-byte send (the pointer is never read); the context stays
+        // boxed in `fixed` until the endpoint is closed.
+        self.retry(peer, "send", |_| unsafe {
+            ffi::ngo_send(ep, tagged, nothing, 0, std::ptr::null_mut(), dest, tag, c)
+        })?;
+        self.fixed.push(ctx);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ffi;
+    use std::os::raw::c_int;
+
+    #[test]
+    fn only_a_hello_that_found_no_connection_is_sent_again() {
+        for err in [ffi::FI_ENOTCONN, ffi::FI_ECONNRESET, ffi::FI_ECONNREFUSED] {
+            assert!(ffi::not_connected(err as c_int), "{err}");
+        }
+        // Cancelled at close, truncated, or the provider's other failures: the
+        // hello may have arrived, or will never; the open fails with the words.
+        for err in [ffi::ECANCELED, ffi::ETRUNC, ffi::FI_EIO as c_int, 0] {
+            assert!(!ffi::not_connected(err), "{err}");
+        }
     }
 }

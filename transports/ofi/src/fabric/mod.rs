@@ -199,6 +199,9 @@ pub struct OfiTransport {
     /// Hellos of the connection setup not yet completed, and the first that failed.
     greetings_left: usize,
     greeting_failed: Option<String>,
+    /// Peers whose hello of ours found no connection ([`ffi::not_connected`]):
+    /// sent again while the hellos' time lasts.
+    hellos_to_resend: Vec<Rank>,
     /// The completions of a window's operations and fence messages.
     one_sided: window::Completions,
 }
@@ -269,6 +272,7 @@ fn open_with(
         farewells: Vec::new(),
         greetings_left: 0,
         greeting_failed: None,
+        hellos_to_resend: Vec::new(),
         one_sided: window::Completions::default(),
         memory,
         ep,

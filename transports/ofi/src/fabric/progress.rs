@@ -139,11 +139,17 @@ impl OfiTransport {
                 {
                     self.fixed.swap_remove(i);
                 }
-                self.greetings_left = self.greetings_left.saturating_sub(1);
-                if let Some((_, words)) = c.error {
-                    let peer = id & (KIND - 1);
-                    self.greeting_failed
-                        .get_or_insert(format!("hello with rank {peer}: {words}"));
+                let peer = (id & (KIND - 1)) as Rank;
+                match c.error {
+                    Some((err, _)) if id & !(KIND - 1) == GREETED && ffi::not_connected(err) => {
+                        self.hellos_to_resend.push(peer);
+                    }
+                    Some((_, words)) => {
+                        self.greetings_left = self.greetings_left.saturating_sub(1);
+                        self.greeting_failed
+                            .get_or_insert(format!("hello with rank {peer}: {words}"));
+                    }
+                    None => self.greetings_left = self.greetings_left.saturating_sub(1),
                 }
             }
             _ => {} // a goodbye of ours left (FAREWELL)
