@@ -203,9 +203,10 @@ pub struct RangeParams {
     pub wire_latency_us: f64,
     /// `o_s` of one message, us: the CPU cost of a send, the time the send call
     /// blocks (eq. (4) times the whole call). In the range that holds 1 byte, the
-    /// `o_s(s)` values of its smallest sizes (a third, at least five) carried along
-    /// `os_line` to 1 byte, so that no message pays for the bytes of the range's
-    /// largest; in a later range, the median over the range.
+    /// median of the `o_s(s)` values of its smallest sizes (those whose bytes add
+    /// at most 5% to it, at least five) carried along `os_line` to 1 byte, so that
+    /// no message pays for the bytes of the range's largest; in a later range, the
+    /// median over the range.
     pub os_us: f64,
     /// `o_r`, us, as `os_us` from the `o_r(s)` values: the CPU cost of a receive,
     /// the time the receive call takes with its message there.
@@ -862,23 +863,38 @@ fn fit_range(
     Ok((params, gap.weights, warnings))
 }
 
-/// How many of a range's smallest sizes give its per-message overheads, at least:
-/// a third of the range's sizes where that is more.
+/// How many of a range's smallest sizes give its per-message overheads, at least.
 const SMALLEST_SIZES: usize = 5;
 
-/// A per-message overhead: the median over the range's smallest sizes
-/// ([`SMALLEST_SIZES`]) of `o(s)` carried along the line's slope (fitted over the
-/// whole range) to the range's first size `x[0] + 1`, where the per-byte part is
-/// least. Not to `s = 1`: for a range far from one byte, the slope's error times
-/// that distance would swamp the overhead. A median over the whole range would be
-/// an overhead per message that grows with the range's largest size. NaN without
-/// sizes.
+/// The share of a message's overhead its bytes may add for its size to count
+/// among a range's smallest ([`overhead_per_message`]).
+const BYTES_SHARE: f64 = 0.05;
+
+/// A per-message overhead: the median of `o(s)` over the range's smallest sizes,
+/// carried along the line's slope (fitted over the whole range) to the range's
+/// first size `x[0] + 1`, where the per-byte part is least. The smallest sizes
+/// are those whose bytes add at most [`BYTES_SHARE`] of the overhead at the
+/// smallest [`SMALLEST_SIZES`] (at least that many): there the per-message cost is
+/// measured, not reconstructed. `o(s)` over loopback is not one line (flat to
+/// about 512 B, then a step where the copies begin), so a count of sizes that
+/// reaches into the kilobytes carries the step's sizes back with a slope that
+/// does not hold them, and puts `o_s` above the 1-byte half round trip it is
+/// part of. Not to `s = 1`: for a range far from one byte, the slope's error
+/// times that distance would swamp the overhead. A median over the whole range
+/// would be an overhead per message that grows with the range's largest size.
+/// NaN without sizes.
 fn overhead_per_message(x: &[f64], o: &[f64], slope: f64) -> f64 {
     let Some(&first) = x.first() else {
         return f64::NAN;
     };
+    let least = median(&o[..SMALLEST_SIZES.min(o.len())]).unwrap_or(f64::NAN);
+    let smallest = x
+        .iter()
+        .take_while(|&&x| (slope * (x - first)).abs() <= BYTES_SHARE * least.abs())
+        .count()
+        .max(SMALLEST_SIZES);
     let at_first: Vec<f64> = (x.iter().zip(o))
-        .take(SMALLEST_SIZES.max(x.len() / 3))
+        .take(smallest)
         .map(|(x, o)| o - slope * (x - first))
         .collect();
     median(&at_first).unwrap_or(f64::NAN)
@@ -1391,6 +1407,34 @@ mod tests {
                 a.warnings
             );
         }
+    }
+
+    /// `o_s(s)` over loopback TCP is flat to 512 B and steps up where the copies
+    /// begin (a quiet run: 10.1-10.7 us to 512 B, 11.7 at 1 KiB, 14 at 4 KiB). The
+    /// range's `o_s` is the flat part's, where a count of sizes reaching into the
+    /// kilobytes carried the step back along the slope to 12.3 us, above the
+    /// 1-byte half round trip (10.7 us) it is part of.
+    #[test]
+    fn o_of_one_message_is_taken_where_its_bytes_cost_little() {
+        let (flat, half1) = (10.0, 10.7);
+        let sizes = default_sizes();
+        let samples: Vec<Sample> = sizes
+            .iter()
+            .map(|&size| {
+                let x = size as f64 - 1.0;
+                let os = if size <= 512 { flat } else { 12.0 + 1.5e-4 * x };
+                sample(size, half1 + x * 3e-4, os, 12.0 + x * 1e-4, 2.7)
+            })
+            .collect();
+        let opts = AssessOptions {
+            n: 10,
+            detector: Detector::None,
+            ..Default::default()
+        };
+        let a = assess(&samples, &opts).unwrap();
+        let r = &a.ranges[0];
+        within("o_s", r.os_us, flat, 0.02);
+        assert!(r.os_us < half1, "{r:?}");
     }
 
     /// Issue 37: a range whose gap falls with the size (a busy neighbour, the tail
