@@ -1260,21 +1260,12 @@ mod tests {
         }
     }
 
-    /// A range far from one byte (TCP past its segment size) whose single message
-    /// grows by less per byte than back-to-back ones (its PRTT(1,0,s)/2 slope is
-    /// below G, so O is 0): the parameters still give its measured single message
-    /// at its sizes, where the line's intercept would put them all above it.
-    #[test]
-    fn a_later_range_with_a_slope_below_g_adds_up_at_its_sizes() {
-        let (big_g, half_slope) = (0.00004, 0.00002);
-        let half = |x: f64| 17.0 + (x - 65535.0) * half_slope;
+    /// The one range of a sweep over 64-72 KiB in 1 KiB steps (TCP past its
+    /// segment size), `at(size, s - 1)` giving each size's sample.
+    fn later_range(at: impl Fn(u64, f64) -> Sample) -> RangeParams {
         let samples: Vec<Sample> = (64..=72)
-            .map(|k| {
-                let size = k * 1024u64;
-                let x = size as f64 - 1.0;
-                let os = 11.0 + 0.0001 * (x - 65535.0);
-                sample(size, half(x), os, 8.0 + x * big_g, 8.5)
-            })
+            .map(|k| k * 1024u64)
+            .map(|size| at(size, size as f64 - 1.0))
             .collect();
         let opts = AssessOptions {
             n: 10,
@@ -1284,6 +1275,21 @@ mod tests {
         let [r] = &a.ranges[..] else {
             panic!("{:?}", a.ranges)
         };
+        r.clone()
+    }
+
+    /// A range far from one byte (TCP past its segment size) whose single message
+    /// grows by less per byte than back-to-back ones (its PRTT(1,0,s)/2 slope is
+    /// below G, so O is 0): the parameters still give its measured single message
+    /// at its sizes, where the line's intercept would put them all above it.
+    #[test]
+    fn a_later_range_with_a_slope_below_g_adds_up_at_its_sizes() {
+        let (big_g, half_slope) = (0.00004, 0.00002);
+        let half = |x: f64| 17.0 + (x - 65535.0) * half_slope;
+        let r = later_range(|size, x| {
+            let os = 11.0 + 0.0001 * (x - 65535.0);
+            sample(size, half(x), os, 8.0 + x * big_g, 8.5)
+        });
         within("G", r.big_g_us_per_byte, big_g, 0.01);
         assert_eq!(r.big_o_us_per_byte, 0.0, "{r:?}");
         for k in [64u64, 68, 72] {
@@ -1386,26 +1392,14 @@ mod tests {
         let (big_g, big_o) = (0.0001, 0.00015);
         let half = |x: f64| 4.0 + x * (big_g + 2.0 * big_o);
         let os_at = |x: f64| 2.0 + x * big_o;
-        let samples: Vec<Sample> = (64..=72)
-            .map(|k| {
-                let size = k * 1024u64;
-                let x = size as f64 - 1.0;
-                sample(size, half(x), os_at(x), 8.0 + x * big_g, 1.0 + x * big_o)
-            })
-            .collect();
-        let opts = AssessOptions {
-            n: 10,
-            ..AssessOptions::default()
-        };
-        let a = assess(&samples, &opts).unwrap();
-        let [r] = &a.ranges[..] else {
-            panic!("{:?}", a.ranges)
-        };
+        let r = later_range(|size, x| {
+            sample(size, half(x), os_at(x), 8.0 + x * big_g, 1.0 + x * big_o)
+        });
         within("O", r.big_o_us_per_byte, big_o, 0.01);
         within("o_s", r.os_us, 2.0, 0.02);
         within("o_r", r.or_us, 1.0, 0.02);
         // The file's first range must start at 1 byte: the same one below.
-        let mut ranges = vec![r.clone(), r.clone()];
+        let mut ranges = vec![r.clone(), r];
         (ranges[0].from, ranges[0].to) = (1, 1);
         let file = crate::model::params::ParamsFile::measured("tcp", &ranges);
         let net = crate::sim::params::parse(&file.to_json()).unwrap().network;
