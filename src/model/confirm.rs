@@ -1021,12 +1021,18 @@ pub enum Side {
 /// 1.8%, falling as the passes grow, so that spending more rounds on a doubtful
 /// midpoint does not raise the chance of a wrong side). `None` until then.
 pub fn decide_side(positions: &[Option<f64>]) -> Option<Side> {
-    let valid: Vec<f64> = positions.iter().flatten().copied().collect();
-    let new = valid.iter().filter(|&&t| t >= 0.5).count();
-    let old = valid.len() - new;
+    let (new, old) = votes(positions);
     let minority = new.min(old);
-    let agreed = valid.len() >= 3 && 4 * minority + 3 <= valid.len();
+    let agreed = new + old >= 3 && 4 * minority + 3 <= new + old;
     agreed.then_some(if new > old { Side::New } else { Side::Old })
+}
+
+/// How the placed rounds among `positions` vote: `(new, old)`, a position of at
+/// least 0.5 for the new protocol; unplaced rounds (`None`) do not vote.
+pub fn votes(positions: &[Option<f64>]) -> (usize, usize) {
+    let placed = positions.iter().flatten();
+    let new = placed.clone().filter(|&&t| t >= 0.5).count();
+    (new, placed.count() - new)
 }
 
 /// The side at the last look of a bisection step, once its placed rounds are
@@ -1039,9 +1045,7 @@ pub fn decide_side(positions: &[Option<f64>]) -> Option<Side> {
 /// docs/findings/2026-11-29-real-switches.md, section 3e). `None` below that
 /// margin.
 pub fn decide_side_at_last(positions: &[Option<f64>]) -> Option<Side> {
-    let valid: Vec<f64> = positions.iter().flatten().copied().collect();
-    let new = valid.iter().filter(|&&t| t >= 0.5).count();
-    let old = valid.len() - new;
+    let (new, old) = votes(positions);
     (new.abs_diff(old) >= LAST_LOOK_MARGIN).then_some(if new > old { Side::New } else { Side::Old })
 }
 

@@ -1384,9 +1384,7 @@ mod tests {
     /// A later range whose single message grows by more per byte than `G` (so
     /// `O > 0`): the simulator charges a send `o_s + (s-1)O`, so the range's `o_s`
     /// is its sizes' `o_s(s)` less `(s-1)O`, and the simulated send call at those
-    /// sizes is the one measured, not one with its bytes counted twice (a round of
-    /// the parameter chain: o_s 22.7 us at 64-72 KiB plus 65535 B at O = 1.4e-4
-    /// us/B put a 2-rank broadcast's root at 31.6 us against a ping-pong of 19).
+    /// sizes is the one measured, not one with its bytes counted twice.
     #[test]
     fn a_later_range_charges_its_bytes_once() {
         let (big_g, big_o) = (0.0001, 0.00015);
@@ -1462,11 +1460,9 @@ mod tests {
         }
     }
 
-    /// `o_s(s)` over loopback TCP is flat to 512 B and steps up where the copies
-    /// begin (a quiet run: 10.1-10.7 us to 512 B, 11.7 at 1 KiB, 14 at 4 KiB). The
-    /// range's `o_s` is the flat part's, where a count of sizes reaching into the
-    /// kilobytes carried the step back along the slope to 12.3 us, above the
-    /// 1-byte half round trip (10.7 us) it is part of.
+    /// `o_s(s)` flat to 512 B that steps up where the copies begin, as over
+    /// loopback TCP: the range's `o_s` is the flat part's, below the 1-byte half
+    /// round trip it is part of, not the step's carried back along the slope.
     #[test]
     fn o_of_one_message_is_taken_where_its_bytes_cost_little() {
         let (flat, half1) = (10.0, 10.7);

@@ -153,13 +153,12 @@ impl MidpointSplit {
     /// The split of a bisection step's `positions` (one per round, `None` where
     /// the round placed nothing) at `mid_bytes`.
     fn of(mid_bytes: u64, positions: &[Option<f64>]) -> MidpointSplit {
-        let placed: Vec<f64> = positions.iter().flatten().copied().collect();
-        let new_rounds = placed.iter().filter(|&&t| t >= 0.5).count();
+        let (new_rounds, old_rounds) = confirm::votes(positions);
         MidpointSplit {
             mid_bytes,
             new_rounds,
-            old_rounds: placed.len() - new_rounds,
-            unplaced_rounds: positions.len() - placed.len(),
+            old_rounds,
+            unplaced_rounds: positions.len() - new_rounds - old_rounds,
         }
     }
 }
