@@ -31,10 +31,14 @@ impl OfiTransport {
             .filter(|&p| p != me && !self.peers[p].closed && (all || self.peers[p].talked))
             .collect();
         for &p in &peers {
-            self.peers[p].talked = false;
+            let peer = &mut self.peers[p];
+            peer.talked = false;
+            // Set before posting: a post that finds the queue full progresses it.
+            // A peer whose messages no longer arrive gets ours; its own is posted
+            // for, not waited for.
+            peer.hello_awaited = peer.inbound_lost.is_none();
+            peer.hello_pending = true;
         }
-        // Set before posting: a post that finds the queue full progresses it.
-        self.greetings_left = 2 * peers.len();
         for &peer in &peers {
             let mut ctx = Ctx::boxed(GREET | peer as u64);
             let nothing = NonNull::<u8>::dangling().as_ptr();
@@ -52,21 +56,28 @@ impl OfiTransport {
             self.send_hello(peer)?;
         }
         let start = Instant::now();
-        while self.greetings_left > 0 {
+        loop {
             if let Some(why) = self.greeting_failed.take() {
                 return Err(setup_error(format!("hellos: {why}")));
             }
+            let awaited = |p: &&usize| self.peers[**p].hello_awaited;
+            let pending = |p: &&usize| self.peers[**p].hello_pending;
+            if !peers.iter().any(|p| awaited(&p) || pending(&p)) {
+                return Ok(());
+            }
             let resend = std::mem::take(&mut self.hellos_to_resend);
             if start.elapsed() > self.timeout {
+                let from: Vec<_> = peers.iter().filter(awaited).collect();
+                let to: Vec<_> = peers.iter().filter(pending).collect();
+                let unconnected = if resend.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (no connection to ranks {resend:?})")
+                };
                 return Err(setup_error(format!(
-                    "hellos: {} to or from other ranks missing after {:?}{}",
-                    self.greetings_left,
-                    self.timeout,
-                    if resend.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" (no connection to ranks {resend:?})")
-                    }
+                    "hellos missing after {:?}: none arrived from ranks {from:?}, \
+                     ours to ranks {to:?} not completed{unconnected}",
+                    self.timeout
                 )));
             }
             // A hello that found no connection did not leave: the peer's receive
@@ -78,7 +89,6 @@ impl OfiTransport {
                 std::thread::yield_now();
             }
         }
-        Ok(())
     }
 
     /// Posts this rank's 0-byte hello to `peer`.
@@ -102,6 +112,17 @@ impl OfiTransport {
 mod tests {
     use super::ffi;
     use std::os::raw::c_int;
+
+    #[test]
+    fn only_rxm_over_tcp_loses_a_peer_at_a_truncated_message() {
+        let lost = super::super::lost_after_truncation;
+        if std::env::var_os("FI_OFI_RXM_ENABLE_DYN_RBUF").is_none() {
+            assert!(lost("tcp;ofi_rxm").is_some_and(|why| why.contains("tcp;ofi_rxm")));
+        }
+        for keeps in ["shm", "udp;ofi_rxd", "sockets", "verbs;ofi_rxm"] {
+            assert_eq!(lost(keeps), None, "{keeps}");
+        }
+    }
 
     #[test]
     fn only_a_hello_that_found_no_connection_is_sent_again() {

@@ -53,6 +53,27 @@ fn setup_error(reason: impl Into<String>) -> TransportError {
     }
 }
 
+/// Why a peer's messages can no longer be received after one of them was longer
+/// than the receive posted for it, on `provider`; `None` where the provider
+/// keeps its stream. `ofi_rxm` over `tcp` (libfabric 1.17) with its dynamic
+/// receive buffers (`FI_OFI_RXM_ENABLE_DYN_RBUF`, on by default) places a
+/// message straight into the posted receive: a longer one fails the receive and
+/// leaves the rest of its bytes in the connection, and what the peer sends after
+/// it never completes a receive. Its receives then fail at once with this,
+/// instead of each waiting for the timeout.
+fn lost_after_truncation(provider: &str) -> Option<String> {
+    let dynamic = std::env::var("FI_OFI_RXM_ENABLE_DYN_RBUF").map_or(true, |v| {
+        !["0", "off", "false", "no"].contains(&v.to_ascii_lowercase().as_str())
+    });
+    (provider.starts_with("tcp") && provider.contains("ofi_rxm") && dynamic).then(|| {
+        format!(
+            "its messages no longer arrive: {provider} lost the connection's stream at a \
+             message longer than the receive posted (dynamic receive buffers; \
+             FI_OFI_RXM_ENABLE_DYN_RBUF=0 turns them off)"
+        )
+    })
+}
+
 /// See [`crate::default_stop_signals`].
 pub fn default_stop_signals() {
     // SAFETY: signal(2) with SIG_DFL for two valid signal numbers, called before
@@ -161,6 +182,12 @@ struct Peer {
     /// An operation with it ended (done, or a message of the wrong size) since
     /// the last hellos.
     talked: bool,
+    /// Hellos (see `greet`): its hello to us has not arrived yet.
+    hello_awaited: bool,
+    /// Hellos: ours to it has not completed yet.
+    hello_pending: bool,
+    /// Why its messages can no longer be received (see [`lost_after_truncation`]).
+    inbound_lost: Option<String>,
     /// Write path: its advertisements, oldest first.
     adverts: VecDeque<Advert>,
     /// Write path: our sends waiting for an advertisement, in order.
@@ -196,8 +223,7 @@ pub struct OfiTransport {
     /// Goodbyes in flight at drop (boxed as `fixed`).
     #[allow(clippy::vec_box)]
     farewells: Vec<Box<Ctx>>,
-    /// Hellos of the connection setup not yet completed, and the first that failed.
-    greetings_left: usize,
+    /// The first hello that failed.
     greeting_failed: Option<String>,
     /// Peers whose hello of ours found no connection ([`ffi::not_connected`]):
     /// sent again while the hellos' time lasts.
@@ -270,7 +296,6 @@ fn open_with(
         fixed: Vec::new(),
         advert_buffer: None,
         farewells: Vec::new(),
-        greetings_left: 0,
         greeting_failed: None,
         hellos_to_resend: Vec::new(),
         one_sided: window::Completions::default(),
@@ -374,6 +399,9 @@ impl OfiTransport {
             });
         }
         if let Some(why) = &self.peers[peer].broken {
+            return Err(self.io(peer, op, why.clone()));
+        }
+        if let (false, Some(why)) = (send, &self.peers[peer].inbound_lost) {
             return Err(self.io(peer, op, why.clone()));
         }
         let access = if send { Access::Read } else { Access::Write };

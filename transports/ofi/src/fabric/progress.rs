@@ -140,16 +140,17 @@ impl OfiTransport {
                     self.fixed.swap_remove(i);
                 }
                 let peer = (id & (KIND - 1)) as Rank;
+                let ours = id & !(KIND - 1) == GREETED;
                 match c.error {
-                    Some((err, _)) if id & !(KIND - 1) == GREETED && ffi::not_connected(err) => {
+                    Some((err, _)) if ours && ffi::not_connected(err) => {
                         self.hellos_to_resend.push(peer);
                     }
                     Some((_, words)) => {
-                        self.greetings_left = self.greetings_left.saturating_sub(1);
                         self.greeting_failed
                             .get_or_insert(format!("hello with rank {peer}: {words}"));
                     }
-                    None => self.greetings_left = self.greetings_left.saturating_sub(1),
+                    None if ours => self.peers[peer].hello_pending = false,
+                    None => self.peers[peer].hello_awaited = false,
                 }
             }
             _ => {} // a goodbye of ours left (FAREWELL)
@@ -180,15 +181,20 @@ impl OfiTransport {
                     op,
                 })
             }
-            Some((code, _)) if *code == ffi::ETRUNC => State::Failed(TransportError::Io {
-                transport: NAME,
-                peer,
-                op,
-                source: std::io::Error::new(
-                    std::io::ErrorKind::InvalidData,
-                    format!("message longer than the {expected} bytes posted (FI_ETRUNC)"),
-                ),
-            }),
+            Some((code, _)) if *code == ffi::ETRUNC => {
+                if let Some(why) = super::lost_after_truncation(&self.ep.facts.provider) {
+                    self.peers[peer].inbound_lost.get_or_insert(why);
+                }
+                State::Failed(TransportError::Io {
+                    transport: NAME,
+                    peer,
+                    op,
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        format!("message longer than the {expected} bytes posted (FI_ETRUNC)"),
+                    ),
+                })
+            }
             Some(_) if closed => State::Failed(TransportError::PeerClosed {
                 transport: NAME,
                 peer,
