@@ -201,14 +201,23 @@ pub struct RangeParams {
     /// `PRTT(1,0,1)/2` (the excess is `send_overlap_us + recv_overlap_us`; where
     /// `o_r` alone exceeds it, [`ModelWarning::OverheadsExceedHalfRtt`] says so).
     pub wire_latency_us: f64,
-    /// `o_s` of one message, us: the CPU cost of a send, the time the send call
-    /// blocks (eq. (4) times the whole call). In the range that holds 1 byte, the
+    /// `o_s` of one message, us: the CPU cost of a send by eq. (4), what each send
+    /// of a train adds to the sender's round trip (its call, and its share of the
+    /// train's longer tail; `send_call_us` is the lone call). In the range that holds 1 byte, the
     /// median of the `o_s(s)` values of its smallest sizes (those whose bytes add
     /// at most 5% to it, at least five) carried along `os_line` to 1 byte, so that
     /// no message pays for the bytes of the range's largest; in a later range, the
     /// median over the range of `o_s(s) - (s-1)O` (so that `o_s + (s-1)O` is the
     /// send call at its sizes; `O` counts where it is two standard errors above 0).
     pub os_us: f64,
+    /// The time a lone send call blocks, us, as `os_us` from the `send_late(s)`
+    /// values (the client's send while its receiver is late; one call, not a
+    /// train's share). Eq. (4)'s `os_us` is what each send of a train adds to the
+    /// sender's round trip, the calls and the train's longer tail; a single message
+    /// (a broadcast's root) waits only for its call. `None` where the send waits for
+    /// its receiver (a handshake: `send_late` above `o_s + d/4` at half the range's
+    /// sizes or more) or the data has no `send_late`.
+    pub send_call_us: Option<f64>,
     /// `o_r`, us, as `os_us` from the `o_r(s)` values: the CPU cost of a receive,
     /// the time the receive call takes with its message there.
     pub or_us: f64,
@@ -788,35 +797,40 @@ fn fit_range(
     let sizes: Vec<f64> = range.iter().map(|s| s.size as f64).collect();
     let half: Vec<f64> = prtt1.iter().map(|p| p / 2.0).collect();
     let hockney = huber_line(&sizes, &half, SCALE_FLOOR_US).ok_or_else(degenerate)?;
-    // The range that holds one byte gives o of one message at its smallest sizes,
-    // which PRTT(1,0,1)/2 = L + o_s + o_r (eq. 1) is measured with. A later range
-    // has no such size (its half_rtt_1b_us is extrapolated): it keeps the median
-    // over its sizes, the robust figure where an extrapolation along the o(s)
-    // line's slope would err by more than the overhead; carried by O only.
-    let (free_os_us, free_or_us) = if range[0].size == 1 {
-        (
-            overhead_per_message(&os_x, &os_y, os_line.line.slope),
-            overhead_per_message(x, &or, or_line.line.slope),
-        )
+    // The simulator charges (s-1)O on top of each overhead, so a later range's
+    // overheads are its sizes' o(s) less that: at its sizes o + (s-1)O is the
+    // measured call, not one with its bytes counted twice. Only an O the fits
+    // tell from 0 (two standard errors): tens of kilobytes times the noise of
+    // O = 0 would move the overhead by more than it is wrong.
+    let big_o_stderr = (prtt1_line.line.slope_stderr / 2.0).hypot(gap.line.slope_stderr) / 2.0;
+    let carry = if big_o_us_per_byte > 2.0 * big_o_stderr {
+        big_o_us_per_byte
     } else {
-        // The simulator charges (s-1)O on top of each overhead, so a later range's
-        // overheads are its sizes' o(s) less that: at its sizes o + (s-1)O is the
-        // measured call, not one with its bytes counted twice. Only an O the fits
-        // tell from 0 (two standard errors): tens of kilobytes times the noise of
-        // O = 0 would move the overhead by more than it is wrong.
-        let big_o_stderr = (prtt1_line.line.slope_stderr / 2.0).hypot(gap.line.slope_stderr) / 2.0;
-        let carry = if big_o_us_per_byte > 2.0 * big_o_stderr {
-            big_o_us_per_byte
+        0.0
+    };
+    // One message's overhead. The range that holds one byte gives it at its
+    // smallest sizes (along the o(s) line's `slope`), which PRTT(1,0,1)/2 = L +
+    // o_s + o_r (eq. 1) is measured with. A later range has no such size (its
+    // half_rtt_1b_us is extrapolated): it keeps the median over its sizes less
+    // (s-1)O, the robust figure where an extrapolation along the line would err
+    // by more than the overhead.
+    let per_message = |xs: &[f64], o: &[f64], slope: f64| {
+        if range[0].size == 1 {
+            overhead_per_message(xs, o, slope)
         } else {
-            0.0
-        };
-        let per_message = |xs: &[f64], o: &[f64]| {
             let carried: Vec<f64> = (xs.iter().zip(o)).map(|(x, o)| o - x * carry).collect();
             median(&carried).unwrap_or(f64::NAN)
-        };
-        (per_message(&os_x, &os_y), per_message(x, &or))
+        }
     };
+    let free_os_us = per_message(&os_x, &os_y, os_line.line.slope);
+    let free_or_us = per_message(x, &or, or_line.line.slope);
     let (range_os_us, range_or_us) = (free_os_us.max(0.0), free_or_us.max(0.0));
+    let send_call_us = lone_send_call(range, os_us)
+        .and_then(|late| {
+            let line = huber_line(x, &late, SCALE_FLOOR_US)?;
+            Some(per_message(x, &late, line.line.slope))
+        })
+        .map(|call| call.max(0.0));
     let (wire_latency_us, suspect) = wire_latency(half_rtt_1b_us, range_os_us, range_or_us);
     let (send_overlap_us, recv_overlap_us) = overlaps(half_rtt_1b_us, range_os_us, range_or_us);
     // A send call that outlasts its message's delivery is modelled as such (the
@@ -838,6 +852,7 @@ fn fit_range(
         half_rtt_1b_us,
         wire_latency_us,
         os_us: range_os_us,
+        send_call_us,
         or_us: range_or_us,
         send_overlap_us,
         recv_overlap_us,
@@ -878,6 +893,22 @@ fn fit_range(
 
 /// How many of a range's smallest sizes give its per-message overheads, at least.
 const SMALLEST_SIZES: usize = 5;
+
+/// The range's lone send calls, `send_late(s)` per size (the client's send
+/// while its receiver is late), where they time a call that returns on its own:
+/// `None` without them, or where the send waits for its receiver at half of
+/// the range's sizes or more (`send_late` above `o_s(s) + d/4`: a rendezvous
+/// handshake, which times the receiver's lateness, not the call).
+fn lone_send_call(range: &[Sample], os_us: &[f64]) -> Option<Vec<f64>> {
+    let late: Vec<f64> = range
+        .iter()
+        .map(|s| s.send_late_us)
+        .collect::<Option<_>>()?;
+    let waits = (range.iter().zip(os_us).zip(&late))
+        .filter(|((s, &os), &late)| late > os + s.d_us / 4.0)
+        .count();
+    (2 * waits < range.len()).then_some(late)
+}
 
 /// The share of a message's overhead its bytes may add for its size to count
 /// among a range's smallest ([`overhead_per_message`]).
@@ -1484,6 +1515,68 @@ mod tests {
         let r = &a.ranges[0];
         within("o_s", r.os_us, flat, 0.02);
         assert!(r.os_us < half1, "{r:?}");
+    }
+
+    /// Eq. (4)'s `o_s` 1 us above the lone send call (a train's longer tail, as
+    /// over loopback TCP), both outlasting the message's arrival: the range gives
+    /// the call beside `o_s`, and the simulated 2-rank broadcast, whose root sends
+    /// one message, ends with the receiver at the half round trip, not with the
+    /// root at `o_s`.
+    #[test]
+    fn the_lone_send_call_ends_a_single_message_send() {
+        use crate::coll::{Algorithm, CollSpec};
+        use crate::sim::collective::predict;
+        let (overlap, call_below_os) = (1.5, 1.0);
+        let (mut samples, half1) = adding_up(overlap);
+        for s in &mut samples {
+            let os = s.send_overhead_us(10);
+            s.send_late_us = Some(os - call_below_os);
+        }
+        let opts = AssessOptions {
+            n: 10,
+            ..AssessOptions::default()
+        };
+        let a = assess(&samples, &opts).unwrap();
+        let [r] = &a.ranges[..] else {
+            panic!("{:?}", a.ranges)
+        };
+        within("o_s", r.os_us, 3.0, 0.01);
+        within("send call", r.send_call_us.unwrap(), 2.0, 0.01);
+        let bcast = |ranges: &[RangeParams]| {
+            let file = crate::model::params::ParamsFile::measured("tcp", ranges);
+            let net = crate::sim::params::parse(&file.to_json()).unwrap().network;
+            let spec = CollSpec {
+                algorithm: Algorithm::BcastLinear,
+                np: 2,
+                size_bytes: 1,
+                segment_bytes: 0,
+                root: 0,
+            };
+            predict(&spec, &net).unwrap().0 as f64 / 1e6
+        };
+        within("2-rank broadcast", bcast(&a.ranges), half1, 0.01);
+        let without = RangeParams {
+            send_call_us: None,
+            ..r.clone()
+        };
+        within("the root at o_s", bcast(&[without]), 3.0, 0.01);
+    }
+
+    /// A send that waits for its late receiver (a handshake) times the
+    /// receiver's lateness, not a call that returns on its own: no send call.
+    #[test]
+    fn a_send_that_waits_for_its_receiver_gives_no_send_call() {
+        let (mut samples, _) = adding_up(0.0);
+        for s in &mut samples {
+            s.send_late_us = Some(s.send_overhead_us(10) + s.d_us);
+        }
+        let opts = AssessOptions {
+            n: 10,
+            detector: Detector::None,
+            ..AssessOptions::default()
+        };
+        let a = assess(&samples, &opts).unwrap();
+        assert_eq!(a.ranges[0].send_call_us, None, "{:?}", a.ranges[0]);
     }
 
     /// Issue 37: a range whose gap falls with the size (a busy neighbour, the tail

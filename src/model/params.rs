@@ -13,7 +13,7 @@
 //!   "ranges": [
 //!     { "from_bytes": 1, "to_bytes": 65536,
 //!       "half_rtt_1b_us": 9.1, "wire_latency_us": 4.9,
-//!       "o_s_us": 2.3, "o_r_us": 1.9, "send_overlap_us": 0.0,
+//!       "o_s_us": 2.3, "send_call_us": 2.1, "o_r_us": 1.9, "send_overlap_us": 0.0,
 //!       "g_us": 4.2, "G_us_per_byte": 0.00031, "O_us_per_byte": 0.00002 }
 //!   ]
 //! }
@@ -34,6 +34,13 @@
 //! bytes then reaches its receiver's `o_r` at `o_s - send_overlap + L + (s-1)G +
 //! (s-1)O` after its send began, and `loggp` fits them so that this plus `o_r +
 //! (s-1)O` is the range's `PRTT(1,0,s)/2`.
+//!
+//! A third is optional: `send_call_us`, the time a lone send call blocks (the
+//! send while its receiver is late), where `o_s_us` is eq. (4)'s CPU cost of a
+//! send in a train, which over loopback TCP reads above the call it stands for.
+//! An eager send's call then ends `send_call_us + (s-1)O` after it began, no
+//! sooner than its message left and no later than `o_s + (s-1)O`: a single message's
+//! sender (a broadcast's root) finishes with its call, its receiver as before.
 //!
 //! Ranges are ascending, non-overlapping, with `from_bytes <= to_bytes`; all times are
 //! finite, non-negative and at most [`MAX_TIME_US`] (`G` at most
@@ -113,9 +120,14 @@ pub struct ParamRange {
     /// LogGP's `L`, the wire latency: `half_rtt_1b_us - o_s_us - o_r_us`, at least
     /// 0, us. Derived on reading a range that lacks it.
     pub wire_latency_us: f64,
-    /// Send overhead `o_s`, us: the CPU cost of a send, the time the send call
-    /// blocks.
+    /// Send overhead `o_s`, us: the CPU cost of a send by eq. (4), what each send
+    /// of a train adds to the sender's round trip.
     pub o_s_us: f64,
+    /// The time a lone send call blocks, us (the send while its receiver is
+    /// late), when measured: an eager send's call ends this long after it began,
+    /// no sooner than its message left and no later than `o_s_us` (absent: `o_s_us`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub send_call_us: Option<f64>,
     /// Receive overhead `o_r`, us: the CPU cost of a receive, the time the receive
     /// call takes with its message there.
     pub o_r_us: f64,
@@ -254,6 +266,8 @@ struct RawRange {
     half_rtt_1b_us: f64,
     wire_latency_us: Option<f64>,
     o_s_us: f64,
+    #[serde(default)]
+    send_call_us: Option<f64>,
     o_r_us: f64,
     #[serde(default)]
     send_overlap_us: f64,
@@ -309,6 +323,7 @@ fn checked(raw: RawFile) -> Result<(ParamsFile, Vec<ParamsWarning>), ParamsError
                 half_rtt_1b_us: r.half_rtt_1b_us,
                 wire_latency_us,
                 o_s_us: r.o_s_us,
+                send_call_us: r.send_call_us,
                 o_r_us: r.o_r_us,
                 send_overlap_us: r.send_overlap_us,
                 recv_overlap_us: r.recv_overlap_us,
@@ -343,6 +358,7 @@ impl ParamsFile {
                     half_rtt_1b_us: r.half_rtt_1b_us,
                     wire_latency_us: r.wire_latency_us,
                     o_s_us: r.os_us,
+                    send_call_us: r.send_call_us,
                     o_r_us: r.or_us,
                     send_overlap_us: r.send_overlap_us,
                     recv_overlap_us: r.recv_overlap_us,
@@ -400,7 +416,10 @@ impl ParamsFile {
                 ("G_us_per_byte", r.big_g_us_per_byte),
                 ("O_us_per_byte", r.big_o_us_per_byte),
             ];
-            if let Some(why) = named.iter().find_map(|&(n, v)| out_of_domain(n, v)) {
+            let call = r.send_call_us.map(|v| ("send_call_us", v));
+            if let Some(why) =
+                (named.iter().copied().chain(call)).find_map(|(n, v)| out_of_domain(n, v))
+            {
                 return Err(bad(why));
             }
             if r.send_overlap_us > r.o_s_us {
@@ -487,6 +506,7 @@ mod tests {
             half_rtt_1b_us: 10.0,
             wire_latency_us: 7.0,
             o_s_us: 1.0,
+            send_call_us: None,
             o_r_us: 2.0,
             send_overlap_us: 0.0,
             recv_overlap_us: 0.0,
@@ -518,6 +538,16 @@ mod tests {
         assert_eq!(given.ranges[0].recv_overlap_us, 1.5);
         assert!(given.to_json().contains("\"recv_overlap_us\": 1.5"));
         assert_eq!(given.ranges[0].big_o_us_per_byte, 0.0002);
+        assert_eq!(plain.ranges[0].send_call_us, None);
+        assert!(!plain.to_json().contains("send_call_us"));
+        let call = ParamsFile::from_json(&text(r#", "send_call_us": 1.25"#)).unwrap();
+        assert_eq!(call.ranges[0].send_call_us, Some(1.25));
+        assert!(call.to_json().contains("\"send_call_us\": 1.25"));
+        let refused = ParamsFile::from_json(&text(r#", "send_call_us": -1"#)).unwrap_err();
+        assert!(
+            refused.to_string().contains("send_call_us = -1"),
+            "{refused}"
+        );
         assert!(given.to_json().contains("\"O_us_per_byte\": 0.0002"));
         let err = ParamsFile::from_json(&text(r#", "send_overlap_us": 2.5"#)).unwrap_err();
         assert!(

@@ -575,6 +575,7 @@ pub fn table(pa: &PairDoc) -> String {
         "RTT/2 [us]",
         "L [us]",
         "o_s [us]",
+        "call [us]",
         "o_r [us]",
         "g [us]",
         "G [us/B]",
@@ -598,6 +599,8 @@ pub fn table(pa: &PairDoc) -> String {
             format!("{:.2}", r.half_rtt_1b_us),
             format!("{:.2}{}", r.wire_latency_us, if overlap { "*" } else { "" }),
             format!("{:.2}", r.os_us),
+            r.send_call_us
+                .map_or("-".into(), |call| format!("{call:.2}")),
             format!("{:.2}", r.or_us),
             format!("{:.2}", r.g_us),
             significant(r.big_g_us_per_byte, 4),
@@ -616,8 +619,8 @@ pub fn table(pa: &PairDoc) -> String {
     );
     out += &t.render();
     out += "RTT/2: PRTT(1,0,1)/2 = L + o_s + o_r (the paper's L); L: the wire latency\n";
-    out += "o_s: a send's CPU cost, the time its call blocks; o_r: a receive's CPU cost, \
-            its call's time with the message there\n";
+    out += "o_s: a send's CPU cost (eq. 4: what each send of a train adds); call: the time a lone \
+            send call blocks; o_r: a receive's CPU cost, its call's time with the message there\n";
     if clamped {
         out += "*: o_s + o_r exceed RTT/2, so L would be negative; shown as 0 (see the warning)\n";
     }

@@ -46,15 +46,21 @@ pub fn parse(text: &str) -> Result<Loaded, ParamsError> {
         .enumerate()
         .map(|(index, r)| {
             let from = if index == 0 { 1 } else { r.from_bytes };
+            let rendezvous = r.protocol == Protocol::Rendezvous;
+            let (os_us, send_overlap_us) = if rendezvous {
+                (r.o_s_us, r.send_overlap_us)
+            } else {
+                send_ends_with_call(r.o_s_us, r.send_overlap_us, r.send_call_us)
+            };
             let p = LogGp::from_us(
                 r.wire_latency_us,
-                r.o_s_us,
+                os_us,
                 r.o_r_us,
                 r.g_us,
                 r.big_g_us_per_byte,
-                r.protocol == Protocol::Rendezvous,
+                rendezvous,
             )
-            .with_cpu_costs(r.send_overlap_us, r.recv_overlap_us, r.big_o_us_per_byte);
+            .with_cpu_costs(send_overlap_us, r.recv_overlap_us, r.big_o_us_per_byte);
             (from, p)
         })
         .collect();
@@ -69,6 +75,20 @@ pub fn parse(text: &str) -> Result<Loaded, ParamsError> {
         network,
         warnings,
     })
+}
+
+/// `(o_s, send_overlap)`, us, of an eager send whose call ends `send_call` after
+/// it began (the file's lone send call, where it has one): the message leaves
+/// when it did, `o_s - send_overlap` after the start, and the call ends at
+/// `send_call`, no sooner than that and no later than `o_s` (eq. (4)'s CPU cost
+/// of a send in a train, which over loopback reads above the call).
+fn send_ends_with_call(os_us: f64, send_overlap_us: f64, send_call_us: Option<f64>) -> (f64, f64) {
+    let Some(call) = send_call_us else {
+        return (os_us, send_overlap_us);
+    };
+    let before = (os_us - send_overlap_us).max(0.0);
+    let ends = call.max(before).min(os_us.max(before));
+    (ends, ends - before)
 }
 
 #[cfg(test)]
@@ -124,6 +144,27 @@ mod tests {
             loaded.warnings[1],
             ParamsWarning::NegativeLatency { derived_us, .. } if derived_us == -1.0
         ));
+    }
+
+    #[test]
+    fn an_eager_send_call_ends_between_its_message_leaving_and_o_s() {
+        // o_s 3 us of which the last 1.5 come after the message left.
+        assert_eq!(send_ends_with_call(3.0, 1.5, None), (3.0, 1.5));
+        assert_eq!(send_ends_with_call(3.0, 1.5, Some(2.0)), (2.0, 0.5));
+        assert_eq!(send_ends_with_call(3.0, 1.5, Some(1.0)), (1.5, 0.0));
+        assert_eq!(send_ends_with_call(3.0, 1.5, Some(4.0)), (3.0, 1.5));
+        let text = |protocol: &str| {
+            format!(
+                r#"{{"schema": "ngauge-loggp-params/2", "ranges": [
+                {{"from_bytes": 1, "to_bytes": 64, "half_rtt_1b_us": 2.5, "wire_latency_us": 0,
+                 "o_s_us": 3, "send_call_us": 2, "o_r_us": 1, "send_overlap_us": 1.5,
+                 "g_us": 4, "G_us_per_byte": 0.001{protocol}}}]}}"#
+            )
+        };
+        let eager = parse(&text("")).unwrap().network.at(1);
+        assert_eq!(eager.send_cpu_ps(1), (1_500_000, 500_000));
+        let rendezvous = parse(&text(r#", "protocol": "rendezvous""#)).unwrap();
+        assert_eq!(rendezvous.network.at(1).send_cpu_ps(1), (3_000_000, 0));
     }
 
     #[test]

@@ -533,6 +533,12 @@ mod tests {
             close(&format!("o_s at {} B", point.size), *os, us(EAGER.os_ps));
         }
         close("o_s of the range", a.ranges[0].os_us, us(EAGER.os_ps));
+        // A lone send call here is o_s too, timed from a read to a read: the
+        // range's send call is o_s and the cost of one read.
+        let call = a.ranges[0]
+            .send_call_us
+            .expect("an eager send returns on its own");
+        close("send call of the range", call, us(EAGER.os_ps + read.0));
     }
 
     /// The protocol probe: below the limit a send returns after `o_s` however late
