@@ -1291,6 +1291,31 @@ mod tests {
         }
     }
 
+    /// [`assess`] of samples taken with `n` = 10 (as [`sample`] makes them).
+    fn assess_with_10_messages(samples: &[Sample]) -> Assessment {
+        let opts = AssessOptions {
+            n: 10,
+            ..AssessOptions::default()
+        };
+        assess(samples, &opts).unwrap()
+    }
+
+    /// The simulated 2-rank linear broadcast of `size` bytes, us, over the
+    /// parameter file of `ranges` (the first must start at 1 byte).
+    fn bcast_on_2_ranks_us(ranges: &[RangeParams], size: u64) -> f64 {
+        use crate::coll::{Algorithm, CollSpec};
+        let file = crate::model::params::ParamsFile::measured("tcp", ranges);
+        let net = crate::sim::params::parse(&file.to_json()).unwrap().network;
+        let spec = CollSpec {
+            algorithm: Algorithm::BcastLinear,
+            np: 2,
+            size_bytes: size as usize,
+            segment_bytes: 0,
+            root: 0,
+        };
+        crate::sim::collective::predict(&spec, &net).unwrap().0 as f64 / 1e6
+    }
+
     /// The one range of a sweep over 64-72 KiB in 1 KiB steps (TCP past its
     /// segment size), `at(size, s - 1)` giving each size's sample.
     fn later_range(at: impl Fn(u64, f64) -> Sample) -> RangeParams {
@@ -1345,8 +1370,6 @@ mod tests {
     /// its send overlap and has no receive overlap.
     #[test]
     fn a_later_range_whose_o_r_exceeds_its_half_round_trip_simulates_to_its_line() {
-        use crate::coll::{Algorithm, CollSpec};
-        use crate::sim::collective::predict;
         let (first, half1) = adding_up(0.5);
         let big_g = 0.0001;
         let later_half = |x: f64| 17.0 + (x - 65535.0) * big_g;
@@ -1389,8 +1412,6 @@ mod tests {
             "{:?}",
             a.warnings
         );
-        let file = crate::model::params::ParamsFile::measured("tcp", &a.ranges);
-        let net = crate::sim::params::parse(&file.to_json()).unwrap().network;
         let measured = |s: u64| {
             let x = s as f64 - 1.0;
             if s < 65536 {
@@ -1400,14 +1421,7 @@ mod tests {
             }
         };
         for size in [1u64, 1024, 32 * 1024, 65536, 68 * 1024, 72 * 1024] {
-            let spec = CollSpec {
-                algorithm: Algorithm::BcastLinear,
-                np: 2,
-                size_bytes: size as usize,
-                segment_bytes: 0,
-                root: 0,
-            };
-            let simulated = predict(&spec, &net).unwrap().0 as f64 / 1e6;
+            let simulated = bcast_on_2_ranks_us(&a.ranges, size);
             within(&format!("{size} B"), simulated, measured(size), 0.01);
         }
     }
@@ -1449,11 +1463,7 @@ mod tests {
         // A negative overlap is a positive L.
         for overlap in [-1.0, 0.0, 0.5, 1.5] {
             let (samples, half1) = adding_up(overlap);
-            let opts = AssessOptions {
-                n: 10,
-                ..AssessOptions::default()
-            };
-            let a = assess(&samples, &opts).unwrap();
+            let a = assess_with_10_messages(&samples);
             let [r] = &a.ranges[..] else {
                 panic!("{overlap}: {:?}", a.ranges)
             };
@@ -1524,42 +1534,34 @@ mod tests {
     /// root at `o_s`.
     #[test]
     fn the_lone_send_call_ends_a_single_message_send() {
-        use crate::coll::{Algorithm, CollSpec};
-        use crate::sim::collective::predict;
         let (overlap, call_below_os) = (1.5, 1.0);
         let (mut samples, half1) = adding_up(overlap);
         for s in &mut samples {
             let os = s.send_overhead_us(10);
             s.send_late_us = Some(os - call_below_os);
         }
-        let opts = AssessOptions {
-            n: 10,
-            ..AssessOptions::default()
-        };
-        let a = assess(&samples, &opts).unwrap();
+        let a = assess_with_10_messages(&samples);
         let [r] = &a.ranges[..] else {
             panic!("{:?}", a.ranges)
         };
         within("o_s", r.os_us, 3.0, 0.01);
         within("send call", r.send_call_us.unwrap(), 2.0, 0.01);
-        let bcast = |ranges: &[RangeParams]| {
-            let file = crate::model::params::ParamsFile::measured("tcp", ranges);
-            let net = crate::sim::params::parse(&file.to_json()).unwrap().network;
-            let spec = CollSpec {
-                algorithm: Algorithm::BcastLinear,
-                np: 2,
-                size_bytes: 1,
-                segment_bytes: 0,
-                root: 0,
-            };
-            predict(&spec, &net).unwrap().0 as f64 / 1e6
-        };
-        within("2-rank broadcast", bcast(&a.ranges), half1, 0.01);
+        within(
+            "2-rank broadcast",
+            bcast_on_2_ranks_us(&a.ranges, 1),
+            half1,
+            0.01,
+        );
         let without = RangeParams {
             send_call_us: None,
             ..r.clone()
         };
-        within("the root at o_s", bcast(&[without]), 3.0, 0.01);
+        within(
+            "the root at o_s",
+            bcast_on_2_ranks_us(&[without], 1),
+            3.0,
+            0.01,
+        );
     }
 
     /// A send that waits for its late receiver (a handshake) times the
