@@ -201,22 +201,21 @@ pub struct RangeParams {
     /// `PRTT(1,0,1)/2` (the excess is `send_overlap_us + recv_overlap_us`; where
     /// `o_r` alone exceeds it, [`ModelWarning::OverheadsExceedHalfRtt`] says so).
     pub wire_latency_us: f64,
-    /// `o_s` of one message, us: the CPU cost of a send by eq. (4), what each send
-    /// of a train adds to the sender's round trip (its call, and its share of the
-    /// train's longer tail; `send_call_us` is the lone call). In the range that holds 1 byte, the
-    /// median of the `o_s(s)` values of its smallest sizes (those whose bytes add
-    /// at most 5% to it, at least five) carried along `os_line` to 1 byte, so that
-    /// no message pays for the bytes of the range's largest; in a later range, the
-    /// median over the range of `o_s(s) - (s-1)O` (so that `o_s + (s-1)O` is the
-    /// send call at its sizes; `O` counts where it is two standard errors above 0).
+    /// `o_s` of one message, us: the CPU cost of a send by eq. (4), what each send of a
+    /// train adds to the sender's round trip (its call, and its share of the train's
+    /// longer tail; `send_call_us` is the lone call). In the range that holds 1 byte,
+    /// the median of the `o_s(s)` values of its smallest sizes (those whose bytes add
+    /// at most 5% to it, at least five) carried along `os_line` to 1 byte, so that no
+    /// message pays for the bytes of the range's largest; in a later range, the median
+    /// over the range of `o_s(s) - (s-1)O` (so that `o_s + (s-1)O` is the send call at
+    /// its sizes; `O` counts where it is two standard errors above 0).
     pub os_us: f64,
     /// The time a lone send call blocks, us, as `os_us` from the `send_late(s)`
-    /// values (the client's send while its receiver is late; one call, not a
-    /// train's share). Eq. (4)'s `os_us` is what each send of a train adds to the
-    /// sender's round trip, the calls and the train's longer tail; a single message
-    /// (a broadcast's root) waits only for its call. `None` where the send waits for
-    /// its receiver (a handshake: `send_late` above `o_s + d/4` at half the range's
-    /// sizes or more) or the data has no `send_late`.
+    /// values (the client's send while its receiver is late: one call, not a
+    /// train's share): the sender of a single message (a broadcast's root) waits
+    /// only for its call. `None` where the send waits for its receiver (a
+    /// handshake: `send_late` above `o_s + d/4` at half the range's sizes or more)
+    /// or the data has no `send_late`.
     pub send_call_us: Option<f64>,
     /// `o_r`, us, as `os_us` from the `o_r(s)` values: the CPU cost of a receive,
     /// the time the receive call takes with its message there.
