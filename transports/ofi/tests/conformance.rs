@@ -81,3 +81,48 @@ fn sockets_send() {
 fn sockets_write() {
     run("sockets", OfiOp::Write, false);
 }
+
+/// Beyond the contract, `tcp;ofi_rxm`'s own rule: after a message longer than the
+/// receive posted for it, that peer's next receive fails at once naming the
+/// cause (the provider may have lost the connection's stream), and `settle`
+/// returns on both ranks instead of waiting for a hello that may never come.
+#[test]
+fn tcp_rxm_a_truncated_message_ends_receiving_from_that_peer_and_says_so() {
+    let o = OfiOptions {
+        provider: Some("tcp;ofi_rxm".into()),
+        op: OfiOp::Send,
+        wait: WaitMode::Poll,
+        timeout: Duration::from_secs(10),
+        plain_messages: false,
+    };
+    let ranks = conformance::connect_each(2, move |c| ngauge_ofi::open(c, &o));
+    let threads: Vec<_> = ranks
+        .into_iter()
+        .enumerate()
+        .map(|(rank, open)| {
+            std::thread::spawn(move || -> Result<(), String> {
+                let (mut t, mut c) = open().map_err(|e| e.to_string())?;
+                let buf = t.alloc_buffer(10).map_err(|e| e.to_string())?;
+                if rank == 0 {
+                    t.send(1, buf.prefix(10)).map_err(|e| e.to_string())?;
+                } else {
+                    let long = t.recv(0, buf.prefix(5));
+                    assert!(long.is_err(), "10 B into a receive of 5: {long:?}");
+                    let started = std::time::Instant::now();
+                    let next = t.recv(0, buf.prefix(10));
+                    let why = format!("{next:?}");
+                    assert!(why.contains("no longer arrive"), "{why}");
+                    assert!(started.elapsed() < Duration::from_secs(1), "{why}");
+                }
+                let settled = std::time::Instant::now();
+                t.settle()
+                    .map_err(|e| format!("rank {rank}: settle: {e}"))?;
+                assert!(settled.elapsed() < Duration::from_secs(5), "rank {rank}");
+                c.barrier().map_err(|e| e.to_string())
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("no panic").expect("rank ended well");
+    }
+}

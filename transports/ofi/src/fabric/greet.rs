@@ -116,11 +116,18 @@ mod tests {
     #[test]
     fn only_rxm_over_tcp_loses_a_peer_at_a_truncated_message() {
         let lost = super::super::lost_after_truncation;
-        if std::env::var_os("FI_OFI_RXM_ENABLE_DYN_RBUF").is_none() {
-            assert!(lost("tcp;ofi_rxm").is_some_and(|why| why.contains("tcp;ofi_rxm")));
+        for dynamic in [None, Some("1"), Some("yes")] {
+            let why = lost("tcp;ofi_rxm", dynamic);
+            assert!(
+                why.is_some_and(|w| w.contains("tcp;ofi_rxm")),
+                "{dynamic:?}"
+            );
+        }
+        for off in ["0", "off", "False", "NO"] {
+            assert_eq!(lost("tcp;ofi_rxm", Some(off)), None, "{off}");
         }
         for keeps in ["shm", "udp;ofi_rxd", "sockets", "verbs;ofi_rxm"] {
-            assert_eq!(lost(keeps), None, "{keeps}");
+            assert_eq!(lost(keeps, None), None, "{keeps}");
         }
     }
 

@@ -54,17 +54,17 @@ fn setup_error(reason: impl Into<String>) -> TransportError {
 }
 
 /// Why a peer's messages can no longer be received after one of them was longer
-/// than the receive posted for it, on `provider`; `None` where the provider
-/// keeps its stream. `ofi_rxm` over `tcp` (libfabric 1.17) with its dynamic
-/// receive buffers (`FI_OFI_RXM_ENABLE_DYN_RBUF`, on by default) places a
-/// message straight into the posted receive: a longer one fails the receive and
-/// leaves the rest of its bytes in the connection, and what the peer sends after
-/// it never completes a receive. Its receives then fail at once with this,
-/// instead of each waiting for the timeout.
-fn lost_after_truncation(provider: &str) -> Option<String> {
-    let dynamic = std::env::var("FI_OFI_RXM_ENABLE_DYN_RBUF").map_or(true, |v| {
-        !["0", "off", "false", "no"].contains(&v.to_ascii_lowercase().as_str())
-    });
+/// than the receive posted for it, on `provider` with the environment's
+/// `FI_OFI_RXM_ENABLE_DYN_RBUF` (`dynamic_rbuf`); `None` where the provider keeps
+/// its stream. `ofi_rxm` over `tcp` with its dynamic receive buffers (on unless
+/// that variable says 0, off, false or no) places a message straight into the
+/// posted receive: a longer one fails the receive and leaves the rest of its
+/// bytes in the connection, and what the peer sends after it never completes a
+/// receive. Its receives then fail at once with this, instead of each waiting
+/// for the timeout.
+fn lost_after_truncation(provider: &str, dynamic_rbuf: Option<&str>) -> Option<String> {
+    let dynamic = dynamic_rbuf
+        .is_none_or(|v| !["0", "off", "false", "no"].contains(&v.to_ascii_lowercase().as_str()));
     (provider.starts_with("tcp") && provider.contains("ofi_rxm") && dynamic).then(|| {
         format!(
             "its messages no longer arrive: {provider} lost the connection's stream at a \

@@ -182,7 +182,9 @@ impl OfiTransport {
                 })
             }
             Some((code, _)) if *code == ffi::ETRUNC => {
-                if let Some(why) = super::lost_after_truncation(&self.ep.facts.provider) {
+                let dynamic_rbuf = std::env::var("FI_OFI_RXM_ENABLE_DYN_RBUF").ok();
+                let provider = &self.ep.facts.provider;
+                if let Some(why) = super::lost_after_truncation(provider, dynamic_rbuf.as_deref()) {
                     self.peers[peer].inbound_lost.get_or_insert(why);
                 }
                 State::Failed(TransportError::Io {
