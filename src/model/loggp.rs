@@ -494,7 +494,9 @@ pub fn cpu_bound_sizes(range: &[Sample], gap_us: &[f64], os_us: &[f64]) -> Vec<u
         .iter()
         .zip(gap_us.iter().zip(os_us))
         .filter(|(s, (&gap, &os))| {
-            let waits = s.send_late_us.is_some_and(|late| late > os + s.d_us / 4.0);
+            let waits = s
+                .send_late_us
+                .is_some_and(|late| waits_for_its_receiver(s, os, late));
             gap > 0.0 && os >= (1.0 - CPU_BOUND_MARGIN) * gap && !waits
         })
         .map(|(s, _)| s.size)
@@ -893,10 +895,17 @@ fn fit_range(
 /// How many of a range's smallest sizes give its per-message overheads, at least.
 const SMALLEST_SIZES: usize = 5;
 
+/// Whether the send with a late receiver (`late`, us) waited for it: above
+/// `o_s(s) + d/4` (`os`, us), where an eager send returns after about `o_s` and a
+/// synchronous one after about the receiver's lateness, `1.5 d`.
+fn waits_for_its_receiver(s: &Sample, os: f64, late: f64) -> bool {
+    late > os + s.d_us / 4.0
+}
+
 /// The range's lone send calls, `send_late(s)` per size (the client's send
 /// while its receiver is late), where they time a call that returns on its own:
 /// `None` without them, or where the send waits for its receiver at half of
-/// the range's sizes or more (`send_late` above `o_s(s) + d/4`: a rendezvous
+/// the range's sizes or more ([`waits_for_its_receiver`]: a rendezvous
 /// handshake, which times the receiver's lateness, not the call).
 fn lone_send_call(range: &[Sample], os_us: &[f64]) -> Option<Vec<f64>> {
     let late: Vec<f64> = range
@@ -904,7 +913,7 @@ fn lone_send_call(range: &[Sample], os_us: &[f64]) -> Option<Vec<f64>> {
         .map(|s| s.send_late_us)
         .collect::<Option<_>>()?;
     let waits = (range.iter().zip(os_us).zip(&late))
-        .filter(|((s, &os), &late)| late > os + s.d_us / 4.0)
+        .filter(|((s, &os), &late)| waits_for_its_receiver(s, os, late))
         .count();
     (2 * waits < range.len()).then_some(late)
 }
@@ -1322,11 +1331,7 @@ mod tests {
             .map(|k| k * 1024u64)
             .map(|size| at(size, size as f64 - 1.0))
             .collect();
-        let opts = AssessOptions {
-            n: 10,
-            ..AssessOptions::default()
-        };
-        let a = assess(&samples, &opts).unwrap();
+        let a = assess_with_10_messages(&samples);
         let [r] = &a.ranges[..] else {
             panic!("{:?}", a.ranges)
         };
