@@ -46,7 +46,8 @@
 use super::changepoint::{self, LookaheadOptions};
 use super::lsq::Line;
 use super::robust::{
-    huber_line, huber_line_nonneg, huber_line_scaled, huber_line_scaled_nonneg, RobustLine,
+    huber_level_scaled, huber_line, huber_line_nonneg, huber_line_scaled, huber_line_scaled_nonneg,
+    RobustLine,
 };
 use super::segment::{self, local_noise, SegmentOptions};
 use crate::stats::median;
@@ -194,7 +195,8 @@ pub struct RangeParams {
     /// `PRTT(1,0,1)/2`, us: what the paper (sec. 2.5) and Netgauge report as `L`,
     /// which is `L + o_s + o_r` in eq. (1). For a range that does not hold 1 byte,
     /// its `PRTT(1,0,s)/2` line at the mean of its sizes carried to 1 byte at
-    /// `G + 2O` per byte (the line's intercept where its slope is at least `2G`).
+    /// `G + 2O` per byte (the line's intercept where its slope is at least `2G`),
+    /// at least 0.
     pub half_rtt_1b_us: f64,
     /// LogGP's `L`, the wire latency: `half_rtt_1b_us - os_us - or_us` (eq. 1 at
     /// `s = 1` with the range's overheads), us; 0 where the overheads exceed
@@ -240,12 +242,14 @@ pub struct RangeParams {
     /// single message's `PRTT(1,0,s)/2` grows per byte beyond `G` (the gap's per-byte
     /// time, which back-to-back messages overlap), at least 0. With it, `L + o_s -
     /// send_overlap + o_r - recv_overlap + (s-1)(G + 2O)` is the range's
-    /// `PRTT(1,0,s)/2` line.
+    /// `PRTT(1,0,s)/2` line. 0 where the fits do not tell it from 0 (two standard
+    /// errors).
     #[serde(rename = "O_us_per_byte")]
     pub big_o_us_per_byte: f64,
     /// `g`, us.
     pub g_us: f64,
-    /// `G`, us per byte.
+    /// `G`, us per byte: 0 where the free fit does not tell it from 0 (two
+    /// standard errors), and `g` is then the gap's level over the range.
     #[serde(rename = "G_us_per_byte")]
     pub big_g_us_per_byte: f64,
     /// Standard error of `g`, us.
@@ -762,11 +766,32 @@ fn fit_range(
     // LogGP's domain: g, G >= 0 and PRTT(1,0,s) = 2 (L + o_s + o_r + (s-1)G) with
     // every term >= 0, so both lines are fitted over the non-negative quadrant
     // (the free gap fit only tells the warning how far the data pull below it).
-    let gap = huber_line_scaled_nonneg(x, gap_us, sigma).ok_or_else(degenerate)?;
+    // A G the free fit does not tell from 0 (two standard errors) is 0 and g the
+    // gap's level: a few sizes far from one byte leave the slope to the noise, and
+    // the quadrant's other edge, the line through 0 at one byte, would charge
+    // every byte of the range as G and leave nothing of its round trip for one
+    // message's L and overheads.
     let free = huber_line_scaled(x, gap_us, sigma).ok_or_else(degenerate)?;
+    let slope_told = free.line.slope > 2.0 * free.line.slope_stderr;
+    let gap = if slope_told {
+        huber_line_scaled_nonneg(x, gap_us, sigma)
+    } else {
+        huber_level_scaled(x, gap_us, sigma)
+    }
+    .ok_or_else(degenerate)?;
     let prtt1: Vec<f64> = range.iter().map(|s| s.prtt_1_0_us).collect();
     let prtt1_line = huber_line_nonneg(x, &prtt1, SCALE_FLOOR_US).ok_or_else(degenerate)?;
-    let big_o_us_per_byte = ((prtt1_line.line.slope / 2.0 - gap.line.slope) / 2.0).max(0.0);
+    // O likewise counts only where two standard errors above 0: tens of kilobytes
+    // times the noise of O = 0 would move a later range's overheads, and its
+    // one-byte round trip, by more than they are wrong; the simulator charges the
+    // same O, so one message still takes the range's PRTT(1,0,s)/2.
+    let fitted_o_us_per_byte = (prtt1_line.line.slope / 2.0 - gap.line.slope) / 2.0;
+    let big_o_stderr = (prtt1_line.line.slope_stderr / 2.0).hypot(gap.line.slope_stderr) / 2.0;
+    let big_o_us_per_byte = if fitted_o_us_per_byte > 2.0 * big_o_stderr {
+        fitted_o_us_per_byte
+    } else {
+        0.0
+    };
     let half_rtt_1b_us = if range[0].size == 1 {
         range[0].prtt_1_0_us / 2.0
     } else {
@@ -800,15 +825,7 @@ fn fit_range(
     let hockney = huber_line(&sizes, &half, SCALE_FLOOR_US).ok_or_else(degenerate)?;
     // The simulator charges (s-1)O on top of each overhead, so a later range's
     // overheads are its sizes' o(s) less that: at its sizes o + (s-1)O is the
-    // measured call, not one with its bytes counted twice. Only an O the fits
-    // tell from 0 (two standard errors): tens of kilobytes times the noise of
-    // O = 0 would move the overhead by more than it is wrong.
-    let big_o_stderr = (prtt1_line.line.slope_stderr / 2.0).hypot(gap.line.slope_stderr) / 2.0;
-    let carry = if big_o_us_per_byte > 2.0 * big_o_stderr {
-        big_o_us_per_byte
-    } else {
-        0.0
-    };
+    // measured call, not one with its bytes counted twice.
     // One message's overhead. The range that holds one byte gives it at its
     // smallest sizes (along the o(s) line's `slope`), which PRTT(1,0,1)/2 = L +
     // o_s + o_r (eq. 1) is measured with. A later range has no such size (its
@@ -819,7 +836,9 @@ fn fit_range(
         if range[0].size == 1 {
             overhead_per_message(xs, o, slope)
         } else {
-            let carried: Vec<f64> = (xs.iter().zip(o)).map(|(x, o)| o - x * carry).collect();
+            let carried: Vec<f64> = (xs.iter().zip(o))
+                .map(|(x, o)| o - x * big_o_us_per_byte)
+                .collect();
             median(&carried).unwrap_or(f64::NAN)
         }
     };
@@ -882,8 +901,14 @@ fn fit_range(
         .filter(|(_, low)| !low.is_empty())
         .collect(),
     };
+    // A held level's g is no fit of the free line's intercept.
+    let free_g = if slope_told {
+        free.line.intercept
+    } else {
+        gap.line.intercept
+    };
     let free = [
-        ("g", free.line.intercept, free.line.intercept_stderr),
+        ("g", free_g, free.line.intercept_stderr),
         ("G", free.line.slope, free.line.slope_stderr),
         ("o_s", free_os_us, 0.0),
         ("o_r", free_or_us, 0.0),
@@ -1361,6 +1386,37 @@ mod tests {
                 &format!("single message at {s} B"),
                 single,
                 half(s - 1.0),
+                0.01,
+            );
+        }
+    }
+
+    /// A range far from one byte whose gap, a level above its single message's
+    /// half round trip (a sender whose CPU spaces the messages), tilts up within
+    /// its noise: the free fit's slope is not told from 0, so G is 0 and g the
+    /// level, and the range's one-byte round trip is its own. The quadrant's other
+    /// edge, the line through 0 at one byte, fits these sizes about as well, and
+    /// charged every byte as G it left the round trip below 0 (shown as 0: the
+    /// README's run of 2026-11-30) and one message above its measured time.
+    #[test]
+    fn a_later_range_whose_gap_slope_is_noise_keeps_its_round_trip() {
+        let (level, half) = (18.0, 17.0);
+        let noise = [-1.5, 1.5, -1.5, 1.5, -1.5, 1.5, -1.5, 1.5, -1.5];
+        let r = later_range(|size, x| {
+            let k = (size / 1024 - 64) as usize;
+            let gap = level + 0.0003 * (x - 69631.0) + noise[k];
+            sample(size, half, 11.0, gap, 8.5)
+        });
+        assert_eq!(r.big_g_us_per_byte, 0.0, "{r:?}");
+        assert!(r.big_g_stderr_us_per_byte * 2.0 > 0.0003, "{r:?}");
+        within("g, the gap's level", r.g_us, level, 0.05);
+        assert!(r.g_stderr_us < 1.0, "{r:?}");
+        within("RTT/2 carried to 1 byte", r.half_rtt_1b_us, half, 0.01);
+        for size in [65536, 69632, 73728] {
+            within(
+                &format!("simulated single message at {size} B"),
+                bcast_on_2_ranks_us(std::slice::from_ref(&r), size),
+                half,
                 0.01,
             );
         }

@@ -20,7 +20,9 @@ pub struct RangeUsed {
     pub from_bytes: u64,
     /// Wire latency `L`, us.
     pub wire_latency_us: f64,
-    /// Send overhead, us.
+    /// Send overhead as simulated, us: in an eager range whose file gives a lone
+    /// send call, where that call ends (between the message leaving and the
+    /// file's `o_s`), not the file's `o_s`.
     pub o_s_us: f64,
     /// Receive overhead, us.
     pub o_r_us: f64,
