@@ -765,8 +765,8 @@ fn fit_range(
     let all: Vec<usize> = (0..range.len()).collect();
     // LogGP's domain: g, G >= 0 and PRTT(1,0,s) = 2 (L + o_s + o_r + (s-1)G) with
     // every term >= 0, so both lines are fitted over the non-negative quadrant
-    // (the free gap fit only tells the warning how far the data pull below it).
-    // A G the free fit does not tell from 0 (two standard errors) is 0 and g the
+    // (the free gap fit tells the warning how far the data pull below it). A G
+    // the free fit does not tell from 0 (two standard errors) is 0 and g the
     // gap's level: a few sizes far from one byte leave the slope to the noise, and
     // the quadrant's other edge, the line through 0 at one byte, would charge
     // every byte of the range as G and leave nothing of its round trip for one
@@ -1396,8 +1396,8 @@ mod tests {
     /// its noise: the free fit's slope is not told from 0, so G is 0 and g the
     /// level, and the range's one-byte round trip is its own. The quadrant's other
     /// edge, the line through 0 at one byte, fits these sizes about as well, and
-    /// charged every byte as G it left the round trip below 0 (shown as 0: the
-    /// README's run of 2026-11-30) and one message above its measured time.
+    /// charged every byte as G it left the round trip below 0 (shown as 0) and one
+    /// message above its measured time.
     #[test]
     fn a_later_range_whose_gap_slope_is_noise_keeps_its_round_trip() {
         let (level, half) = (18.0, 17.0);
