@@ -6,7 +6,8 @@
 use serde::Serialize;
 
 /// Facts recorded by `build.rs` when this binary was compiled.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct BuildFacts {
     /// `rustc --version`.
     pub rustc: &'static str,

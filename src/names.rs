@@ -42,8 +42,9 @@ macro_rules! named_enum {
         $(#[$meta])*
         #[derive(
             Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash,
-            serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+            serde::Serialize, serde::Deserialize,
         )]
+        #[cfg_attr(test, derive(schemars::JsonSchema))]
         pub enum $ty {
             $( $(#[$vmeta])* #[serde(rename = $name)] $variant, )+
         }

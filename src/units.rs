@@ -89,7 +89,8 @@ pub struct DurationError {
 }
 
 /// Ticks per second of a timer.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct TickRate {
     /// Ticks per second.
     pub hz: f64,

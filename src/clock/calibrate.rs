@@ -14,7 +14,8 @@ use crate::units::TickRate;
 use std::time::Duration;
 
 /// The result of a calibration.
-#[derive(Clone, Copy, Debug, serde::Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Calibration {
     /// Estimated ticks per second.
     pub rate: TickRate,

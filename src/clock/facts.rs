@@ -13,7 +13,8 @@ use std::time::Duration;
 pub const RATE_DISAGREEMENT: f64 = 1e-3;
 
 /// The timer and the host facts behind its accuracy.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct TimerFacts {
     /// `rdtscp`, `rdtsc` (`--timer rdtsc`) or `clock_monotonic_raw`.
     pub source: TimerSource,

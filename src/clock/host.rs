@@ -9,7 +9,8 @@ use serde::Serialize;
 use std::path::Path;
 
 /// CPU flags that make the TSC a trustworthy wall clock.
-#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct TscFlags {
     /// `constant_tsc`: ticks at a fixed rate whatever the core frequency.
     pub constant_tsc: bool,
@@ -48,7 +49,8 @@ impl TscFlags {
 }
 
 /// Frequency control as the kernel exposes it (cpufreq).
-#[derive(Clone, Debug, Serialize, PartialEq, Eq, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct FrequencyControl {
     /// `true` when `/sys/devices/system/cpu/cpu0/cpufreq` exists.
     pub controllable: bool,
@@ -198,7 +200,8 @@ pub fn parse_cpuinfo_mhz(cpuinfo: &str) -> Option<f64> {
 }
 
 /// A fact that threatens a measurement, printed to stderr after the results.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Serialize, thiserror::Error)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Warning {
     /// The TSC is not invariant: ticks do not measure time.

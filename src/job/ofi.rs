@@ -10,7 +10,8 @@ use serde::Serialize;
 use std::sync::Mutex;
 
 /// What an opened ofi endpoint runs on (see `ngauge_ofi::Facts`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct OfiFacts {
     /// Provider (`tcp;ofi_rxm`, `shm`).
     pub provider: String,

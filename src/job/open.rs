@@ -53,7 +53,8 @@ impl TransportOptions {
 }
 
 /// Something about the job's setup that threatens its figures.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Serialize, thiserror::Error)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum JobWarning {
     /// Polling forced with more ranks on this host than cores: spinning ranks steal

@@ -6,7 +6,8 @@ use crate::build_facts::BuildFacts;
 use serde::{Deserialize, Serialize};
 
 /// One transport's availability.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct TransportInfo {
     /// The transport.
     pub name: TransportName,

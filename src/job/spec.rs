@@ -77,7 +77,8 @@ named_enum! {
 }
 
 /// Settings of the UCX transport.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields, default)]
 pub struct UcxSpec {
     /// UCX's transport list (`posix,self`, `tcp`, `rc`, ...); absent: the
@@ -114,7 +115,8 @@ named_enum! {
 }
 
 /// Settings of the ofi (libfabric) transport.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields, default)]
 pub struct OfiSpec {
     /// Provider as `fi_info` names it (`shm`, `tcp;ofi_rxm`, `cxi`); the first RDM
@@ -139,7 +141,8 @@ pub const MAX_BUFFER_BYTES: usize = 1 << 30;
 pub const MAX_TIMEOUT_S: f64 = 86_400.0;
 
 /// Settings of the verbs transport.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields, default)]
 pub struct VerbsSpec {
     /// RDMA device (see `ibv_devices`); the first one when absent.
@@ -165,7 +168,8 @@ impl Default for VerbsSpec {
 }
 
 /// Everything needed to open a job's data transports.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields, default)]
 pub struct JobSpec {
     /// Transports to open, in order; several are measured interleaved.

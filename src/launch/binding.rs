@@ -48,7 +48,8 @@ pub fn placements<'a>(peers: &'a [Peer], cores: &[Option<usize>]) -> Vec<Placeme
 }
 
 /// A binding problem among ranks measured together.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, thiserror::Error)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum BindingWarning {
     /// Two or more measured ranks are pinned to the same core of one host.

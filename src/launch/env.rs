@@ -16,7 +16,8 @@
 use serde::Serialize;
 
 /// The kind of launcher.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum LauncherKind {
     /// No launcher: ngauge starts its own ranks on this host.

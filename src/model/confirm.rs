@@ -375,7 +375,8 @@ pub fn pass_slopes(left: &[(f64, f64)], right: &[(f64, f64)]) -> Option<PassSlop
 }
 
 /// The median of the passes' values, its interval, and the verdict.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Judged {
     /// Median over the passes.
     pub median: f64,
@@ -430,7 +431,8 @@ pub fn judge(values: &[f64], floor: f64, level: f64) -> Judged {
 }
 
 /// The step of one series over the passes.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct StepEvidence {
     /// The series (a name of [`Series`]).
     pub series: &'static str,
@@ -446,7 +448,8 @@ pub struct StepEvidence {
 }
 
 /// The relative change of slope of one series over the passes.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct SlopeEvidence {
     /// The series (`gap` or `prtt_1_0`).
     pub series: &'static str,

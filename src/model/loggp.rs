@@ -157,7 +157,8 @@ impl Default for AssessOptions {
 }
 
 /// A line `value(s) = at_1 + per_byte * (s - 1)`.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct SizeLine {
     /// Value at `s = 1`, in us.
     pub at_1_us: f64,
@@ -175,7 +176,8 @@ impl SizeLine {
 }
 
 /// Hockney's model `T(s) = alpha + beta * s` of the one-way time `PRTT(1,0,s)/2`.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Hockney {
     /// Start-up time alpha, in us.
     pub alpha_us: f64,
@@ -184,7 +186,8 @@ pub struct Hockney {
 }
 
 /// LogGP parameters of one protocol range.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct RangeParams {
     /// First size of the range, bytes.
     pub from: u64,
@@ -283,7 +286,8 @@ impl RangeParams {
 }
 
 /// Something the data say about the measurement's validity.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Serialize, thiserror::Error)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ModelWarning {
     /// `d <= g + (s-1)G` at these sizes, so eq. (4) does not give `o_s` there.

@@ -198,7 +198,8 @@ pub enum ParamsError {
 }
 
 /// Something the reader assumed or changed.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, thiserror::Error)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ParamsWarning {
     /// The range has no `wire_latency_us`; `L` was derived from `PRTT(1,0,1)/2`.

@@ -105,7 +105,8 @@ const SLOPE_SIDE: usize = 4;
 const MAX_ROUNDS: usize = 400;
 
 /// How a change was confirmed.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Confirmation {
     /// Confirmation passes measured.
     pub passes: usize,
@@ -136,7 +137,8 @@ pub struct Confirmation {
 /// How the rounds of a bisection step placed a midpoint that they did not
 /// agree on ([`confirm::decide_side`]): what a rule for the last steps of a
 /// small switch is judged by.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct MidpointSplit {
     /// The midpoint, bytes.
     pub mid_bytes: u64,
@@ -179,7 +181,8 @@ crate::names::named_enum! {
 }
 
 /// A candidate protocol change and what became of it.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Change {
     /// First sweep size of the new range, bytes.
     pub bytes: u64,

@@ -70,7 +70,8 @@ crate::names::named_enum! {
 }
 
 /// The sensitivity statement of one stretch of sizes between reported changes.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Stretch {
     /// First size of the stretch, bytes.
     pub from_bytes: u64,

@@ -54,7 +54,8 @@ pub use super::rounds::Span;
 const NAME: &str = "collective timing";
 
 /// How calls are timed (see the module docs).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Scheme {
     /// Synchronized clocks, a common start time per call, global run-time.

@@ -196,7 +196,8 @@ impl<C: Clock + ?Sized> Interrupts for Injector<'_, C> {
 // Selfish detour
 
 /// Parameters of the selfish-detour loop.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct SelfishSpec {
     /// How long to measure, ns.
     pub duration_ns: f64,
@@ -416,7 +417,8 @@ pub fn measure<C: Clock + ?Sized, I: Interrupts + ?Sized>(
 }
 
 /// A bin of the detour-length histogram: `[from_ns, to_ns)`.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Bin {
     /// Lower bound, ns (inclusive).
     pub from_ns: f64,

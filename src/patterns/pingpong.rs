@@ -130,7 +130,8 @@ crate::names::named_enum! {
 }
 
 /// The measurement of one message size (one JSON record).
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct SizeResult {
     /// Message size in bytes.
     pub size: usize,
@@ -177,7 +178,8 @@ pub struct SizeResult {
 }
 
 /// The repetitions of one size, us, named like the summary they are behind.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Samples {
     /// Every timed round trip's half, in the order measured.
     pub half_rtt_us: Vec<f64>,

@@ -18,7 +18,8 @@ use serde::Serialize;
 
 /// The run-time of one call, in microseconds, over the valid calls Tukey's filter
 /// kept.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Runtime {
     /// Fastest.
     pub min: f64,
@@ -35,7 +36,8 @@ pub struct Runtime {
 }
 
 /// One rank's local times of the valid calls, in microseconds (`--per-rank`).
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct RankTimes {
     /// The rank.
     pub rank: usize,
@@ -45,7 +47,8 @@ pub struct RankTimes {
 }
 
 /// One measurement point: a record of the document and of `--output`.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct CollRecord {
     /// The transport.
     pub transport: TransportName,
@@ -108,7 +111,8 @@ pub struct CollRecord {
 
 /// An alltoallv's count matrix: rank `i` sends rank `j` `count(i, j) * size`
 /// bytes.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct CollCounts {
     /// `uniform`, `random:SEED` (the matrix follows from the seed), or the file's
     /// path.
@@ -119,7 +123,8 @@ pub struct CollCounts {
 }
 
 /// The repetitions behind a record's figures.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct CollSamples {
     /// Every valid call's run-time, microseconds, in the order measured.
     pub runtime_us: Vec<f64>,
@@ -229,7 +234,8 @@ pub fn runtime(values: &[f64]) -> Option<Runtime> {
 }
 
 /// What `coll` finds worth a warning.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Serialize, thiserror::Error)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum CollWarning {
     /// Fewer valid calls than asked for: the window scheme gave up after its rounds.
@@ -319,7 +325,8 @@ pub fn compare(records: &[CollRecord]) -> Option<CollComparison> {
 
 /// What ran in `late` and `nbc`: one collective and its implementation over one
 /// transport, timed in windows.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct WindowedRun {
     /// The collective (`allreduce`, ...).
     pub op: String,
@@ -337,7 +344,8 @@ pub struct WindowedRun {
 }
 
 /// `ngauge coll --json`.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct CollDoc {
     /// How the result came about.
     pub meta: Meta,

@@ -34,7 +34,8 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// One experiment and size.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct CompareRow {
     /// The experiment (`A-name vs B-name` when single experiments of different
     /// names were matched).
@@ -70,7 +71,8 @@ pub struct CompareRow {
 }
 
 /// What limits a comparison.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Serialize, thiserror::Error)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum CompareWarning {
     /// An experiment on one side only.
@@ -135,7 +137,8 @@ fn only(side: &str, sizes: &[u64]) -> String {
 }
 
 /// The comparison (the body of `ngauge compare --json`, see [`CompareDoc`]).
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Comparison {
     /// Where A was read from.
     pub a: String,
@@ -152,7 +155,8 @@ pub struct Comparison {
 /// `ngauge compare --json`: the comparison, the `meta` of this run, and the
 /// launch metadata of each side (the `meta` of the documents compared: what a
 /// reader needs to tell whether A and B differ in more than the factor studied).
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct CompareDoc {
     /// The comparison.
     #[serde(flatten)]

@@ -13,7 +13,8 @@ use crate::stats::{median, quantile_of_sorted, Sorted};
 use serde::Serialize;
 
 /// The per-pair bandwidths of a run, MB/s with MB = 10^6 bytes.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Distribution {
     /// Pair results summarised (pairs per bisection times bisections).
     pub pairs: usize,
@@ -56,7 +57,8 @@ impl Distribution {
 }
 
 /// One bisection's pairs, streaming at once.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct BisectionSummary {
     /// Its index (the `step` of its pairs' results).
     pub bisection: usize,
@@ -74,7 +76,8 @@ pub struct BisectionSummary {
 }
 
 /// `ngauge ebb --json`.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct EbbDoc {
     /// How the result came about.
     pub meta: Meta,

@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 
 /// A fitted drift that a rank's model does not use
 /// ([`crate::sync::pairwise::fit_model`]).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct DroppedDriftReport {
     /// The slope the fit returned.
     pub fitted_ppm: f64,
@@ -32,7 +33,8 @@ pub struct DroppedDriftReport {
 /// What one rank's synchronization did, and what went wrong on the way
 /// ([`Effort`] in a document's units): in `sync`'s `ranks[]`, and in the
 /// `sync.ranks[]` of every document timed with synchronized clocks ([`ClockSync`]).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct EffortReport {
     /// Ping-pongs this rank took part in during the sync.
     pub sync_exchanges: usize,
@@ -66,7 +68,8 @@ impl EffortReport {
 }
 
 /// One rank's synchronization in a document timed with synchronized clocks.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct RankSync {
     /// The rank.
     pub rank: usize,
@@ -79,7 +82,8 @@ pub struct RankSync {
 /// The clock synchronization the timings of a document rest on (`coll`'s window
 /// scheme, `late`, `nbc`): per rank what `sync` reports of its effort, so that a
 /// reader sees which ranks' models kept no drift.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct ClockSync {
     /// The algorithm.
     pub algo: Algorithm,
@@ -95,7 +99,8 @@ impl ClockSync {
 }
 
 /// Brackets that crossed on one rank.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Crossed {
     /// The rank.
     pub rank: usize,
@@ -106,7 +111,8 @@ pub struct Crossed {
 /// What a synchronization's effort finds worth a warning: in `sync`'s document and
 /// in every document whose timings rest on a synchronization (`coll`, `late`,
 /// `nbc`), with the same kind, fields and words.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Serialize, thiserror::Error)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum EffortWarning {
     /// SKaMPI brackets crossed (the clock jumped or drifted fast during the
@@ -161,7 +167,8 @@ pub fn effort_warnings<'a>(
 }
 
 /// A dropped drift on one rank.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct DroppedDriftAt {
     /// The rank.
     pub rank: usize,

@@ -10,7 +10,8 @@ use serde::Serialize;
 
 /// One measurement point: a size, a call mode and a delay, against the undelayed
 /// calls of the same run.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct LateRow {
     /// Bytes per rank.
     pub size: usize,
@@ -91,7 +92,8 @@ pub fn rows(size: usize, mode: CallMode, times: &LateTimes) -> Vec<LateRow> {
 }
 
 /// Noise injected on one rank while it measured.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Injected {
     /// The rank.
     pub rank: usize,
@@ -102,7 +104,8 @@ pub struct Injected {
 }
 
 /// What `late` finds worth a warning.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Serialize, thiserror::Error)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum LateWarning {
     /// Fewer valid calls than asked for (calls started late, overran their window or
@@ -153,7 +156,8 @@ pub enum LateWarning {
 }
 
 /// `ngauge late --json`.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct LateDoc {
     /// The collective, its implementation, the transport, the ranks.
     #[serde(flatten)]

@@ -55,7 +55,8 @@ pub struct DoubtRun {
 }
 
 /// The re-measurement of the doubtful boundaries of one pair, as reported.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct DoubtDoc {
     /// Boundaries measured again because a stretch's floor was above its
     /// target there.
@@ -110,7 +111,8 @@ impl PairAnalysis {
 }
 
 /// The spread of the repetitions behind a point's medians.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Spread {
     /// `PRTT(1,0,s)`, us.
     pub prtt_1_0: Summary,
@@ -125,7 +127,8 @@ pub struct Spread {
 }
 
 /// One size in the JSON document.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct PointRecord {
     /// Message size, bytes.
     pub size: u64,
@@ -174,7 +177,8 @@ pub struct PointRecord {
 
 /// The timed repetitions of one point, us, in the order measured (pooled over
 /// the passes).
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct PointSamples {
     /// `PRTT(1,0,s)`.
     pub prtt_1_0_us: Vec<f64>,
@@ -187,7 +191,8 @@ pub struct PointSamples {
 }
 
 /// A point that counted little in the robust fit.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct LowWeight {
     /// Message size, bytes.
     pub size: u64,
@@ -196,7 +201,8 @@ pub struct LowWeight {
 }
 
 /// The part of the JSON document that describes one pair.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct PairDoc {
     /// Client rank.
     pub client: usize,
@@ -230,7 +236,8 @@ pub struct PairDoc {
 }
 
 /// What `loggp` finds worth a warning about one pair.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Serialize, thiserror::Error)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum LoggpWarning {
     /// The default sweep was cut at a transport's message limit.

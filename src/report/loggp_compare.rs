@@ -18,7 +18,8 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// A span of message sizes, bytes, both ends measured.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct SizeSpan {
     /// First size, bytes.
     pub from: u64,
@@ -27,7 +28,8 @@ pub struct SizeSpan {
 }
 
 /// One parameter in one segment.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Param {
     /// Value per transport.
     pub value: BTreeMap<String, f64>,
@@ -36,7 +38,8 @@ pub struct Param {
 }
 
 /// The parameters of every transport over one segment of sizes.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Segment {
     /// First size of the segment, bytes.
     pub from: u64,
@@ -60,7 +63,8 @@ pub struct Segment {
 }
 
 /// The comparison of several transports' LogGP fits.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Comparison {
     /// The transport differences are taken to (the last one listed).
     pub baseline: String,

@@ -16,7 +16,8 @@ use serde::Serialize;
 
 /// One transport's fit: its first pair's document, and every pair under `pairs`
 /// when there are several.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct TransportFit {
     /// The first pair.
     #[serde(flatten)]
@@ -56,7 +57,8 @@ impl TransportFit {
 }
 
 /// The fits: one transport's at the top level, or several side by side.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(untagged)]
 pub enum LoggpBody {
     /// One transport.
@@ -71,7 +73,8 @@ pub enum LoggpBody {
 }
 
 /// `ngauge loggp --json`.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct LoggpDoc {
     /// The fits.
     #[serde(flatten)]

@@ -35,7 +35,8 @@ crate::names::named_enum! {
 }
 
 /// One ordered pair: where it runs and its two measurements.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Link {
     /// The initiator (the sender of the stream).
     pub from: usize,
@@ -63,7 +64,8 @@ pub struct PairRecord {
 }
 
 /// A link named by the outlier rule.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Outlier {
     /// The matrix it stands out in.
     pub metric: Metric,
@@ -85,7 +87,8 @@ pub struct Outlier {
 }
 
 /// The medians of a group of links (a rank's, a host's, a placement class's).
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Medians {
     /// Links in the group.
     pub links: usize,
@@ -97,7 +100,8 @@ pub struct Medians {
 }
 
 /// A rank's links: those it initiates (`out`) and those it answers (`in`).
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct RankSummary {
     /// The rank.
     pub rank: usize,
@@ -111,7 +115,8 @@ pub struct RankSummary {
 }
 
 /// A host's links (from any of its ranks).
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct HostSummary {
     /// The host.
     pub host: String,
@@ -122,7 +127,8 @@ pub struct HostSummary {
 }
 
 /// A placement class's links, with the scaled MADs the outlier rule uses.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct ClassSummary {
     /// The class.
     pub placement: Placement,
@@ -137,7 +143,8 @@ pub struct ClassSummary {
 }
 
 /// How the pairs were scheduled.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct ScheduleFacts {
     /// `tournament` (rounds of disjoint pairs, each in both directions) or
     /// `one-at-a-time`.
@@ -149,7 +156,8 @@ pub struct ScheduleFacts {
 }
 
 /// What `matrix` finds worth a warning.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Serialize, thiserror::Error)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum MatrixWarning {
     /// What threatens any command's figures alike (job, binding).
@@ -159,7 +167,8 @@ pub enum MatrixWarning {
 }
 
 /// `ngauge matrix --json`.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct MatrixDoc {
     /// How the result came about.
     pub meta: Meta,

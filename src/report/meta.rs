@@ -11,7 +11,8 @@ use ngauge_transport::WaitMode;
 use serde::Serialize;
 
 /// Metadata attached to every JSON result as `meta`; built with [`Meta::builder`].
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Meta {
     /// ngauge version.
     pub version: &'static str,
@@ -74,7 +75,8 @@ pub struct Meta {
 }
 
 /// The MPI library the process ran with and the shim built against it.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct MpiMeta {
     /// `MPI_Get_library_version`, first line (`Open MPI v4.1.6, ...`).
     pub library: String,
@@ -103,7 +105,8 @@ impl MpiMeta {
 }
 
 /// The PMIx server of a job launched through PMIx (`launch::pmix`).
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct PmixMeta {
     /// The server: the resource manager's name when it offers one, else the
     /// launcher its environment shows (`srun (Slurm)`, `mpirun (Open MPI)`).
@@ -135,7 +138,8 @@ impl PmixMeta {
 }
 
 /// What the UCX transport of the writing rank used: what UCX says it selected.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct UcxMeta {
     /// UCX's version at run time.
     pub version: String,
@@ -153,7 +157,8 @@ pub struct UcxMeta {
 }
 
 /// One UCX endpoint: its lanes and where its tag send switches protocol.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct UcxEndpoint {
     /// The peer rank.
     pub peer: usize,
@@ -166,7 +171,8 @@ pub struct UcxEndpoint {
 }
 
 /// A protocol of UCX's tag send and the smallest message it carries.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct UcxSwitch {
     /// The protocol (`egr/short`, `egr/bcopy`, `egr/zcopy`, `rndv`).
     pub protocol: String,

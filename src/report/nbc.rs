@@ -9,7 +9,8 @@ use crate::patterns::nbc::{Compute, NbcTimes};
 use serde::Serialize;
 
 /// One measurement point: a size, a computation scheme and a progress interval.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct NbcRow {
     /// The collective.
     pub op: String,
@@ -96,7 +97,8 @@ impl NbcRow {
 }
 
 /// What `nbc` finds worth a warning.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Serialize, thiserror::Error)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum NbcWarning {
     /// Fewer valid calls than asked for in a stage.
@@ -196,7 +198,8 @@ pub fn warnings(row: &NbcRow, times: &NbcTimes, wanted: usize) -> Vec<NbcWarning
 }
 
 /// `ngauge nbc --json`.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct NbcDoc {
     /// The collective, its implementation, the transport, the ranks.
     #[serde(flatten)]

@@ -9,7 +9,8 @@ use crate::patterns::noise::{histogram, Bin, CoreNoise, SelfishSpec};
 use serde::Serialize;
 
 /// One detour in the document.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct DetourRow {
     /// When it started, us from the start of the measurement.
     pub at_us: f64,
@@ -18,7 +19,8 @@ pub struct DetourRow {
 }
 
 /// One core's findings.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct CoreRow {
     /// The rank that measured it.
     pub rank: usize,
@@ -69,7 +71,8 @@ impl CoreRow {
 }
 
 /// Noise injected into every rank's loop (a self-test of the detector).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct InjectedNoise {
     /// Time between the starts of two detours, us.
     pub period_us: f64,
@@ -78,7 +81,8 @@ pub struct InjectedNoise {
 }
 
 /// What `noise` finds worth a warning.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Serialize, thiserror::Error)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum NoiseWarning {
     /// Less than a second measured: rare noise (a 1 Hz daemon) may be missed and
@@ -134,7 +138,8 @@ pub fn warnings(cores: &[CoreRow]) -> Vec<NoiseWarning> {
 }
 
 /// `ngauge noise --json`.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct NoiseDoc {
     /// The loop's parameters.
     pub spec: SelfishSpec,

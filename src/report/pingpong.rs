@@ -23,7 +23,8 @@ pub struct Sweep {
 
 /// One record (of the document and of `--output`): a size's result and the transport
 /// it was measured over.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Record {
     /// The transport.
     pub transport: TransportName,
@@ -35,7 +36,8 @@ pub struct Record {
 }
 
 /// What `pingpong` finds worth a warning.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Serialize, thiserror::Error)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum PingpongWarning {
     /// A byte stream carries no empty message: size 0 was not measured.
@@ -84,7 +86,8 @@ pub enum PingpongWarning {
 }
 
 /// `ngauge pingpong --json`.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct PingpongDoc {
     /// How the result came about.
     pub meta: Meta,

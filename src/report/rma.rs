@@ -12,7 +12,8 @@ use serde::Serialize;
 
 /// One record (of the document and of `--output`): a point's result and the
 /// transport it was measured over.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Record {
     /// The transport.
     pub transport: TransportName,
@@ -22,7 +23,8 @@ pub struct Record {
 }
 
 /// What `rma` finds worth a warning.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Serialize, thiserror::Error)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum RmaWarning {
     /// A transport of `-t` has no one-sided operations: not measured.
@@ -38,7 +40,8 @@ pub enum RmaWarning {
 }
 
 /// One operation and synchronization side by side over the transports.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Comparison {
     /// The operation.
     pub op: Op,
@@ -51,7 +54,8 @@ pub struct Comparison {
 }
 
 /// `ngauge rma --json`.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct RmaDoc {
     /// How the result came about.
     pub meta: Meta,

@@ -7,6 +7,12 @@
 //! `NGAUGE_UPDATE_SCHEMAS=1` (`NGAUGE_UPDATE_SCHEMAS=1 cargo test --lib
 //! report::schema`) to rewrite them. `tests/schemas.rs` validates real outputs of
 //! the binary against the committed files.
+//!
+//! The types derive `schemars::JsonSchema` under `cfg(test)` only
+//! (`#[cfg_attr(test, derive(schemars::JsonSchema))]`; `schemars` is a
+//! dev-dependency): nothing the library or the binary ships asks for a schema, and
+//! the derived impls were about an eighth of the library's LLVM IR, compiled in
+//! every build (docs/findings/2026-11-24-suite-time.md).
 
 #[cfg(test)]
 use schemars::Schema;

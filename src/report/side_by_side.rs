@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use std::fmt::Display;
 
 /// Side by side medians and ratios.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct SideBySide<K: Ord> {
     /// The series the ratios divide by: the last one measured (`-t mpi,tcp` gives
     /// MPI over raw TCP).
@@ -21,7 +22,8 @@ pub struct SideBySide<K: Ord> {
 }
 
 /// One size of a [`SideBySide`].
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct SideBySideRow<K: Ord> {
     /// Message size (`coll`: per rank), bytes.
     pub size: usize,

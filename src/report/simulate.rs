@@ -14,7 +14,8 @@ use crate::sim::spec::{self, Prediction};
 use serde::Serialize;
 
 /// One protocol range of the network simulated, in the parameter file's units.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct RangeUsed {
     /// First message size of the range.
     pub from_bytes: u64,
@@ -71,7 +72,8 @@ impl RangeUsed {
 }
 
 /// The best candidate of one size.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Best {
     /// Message size.
     pub size: u64,
@@ -89,7 +91,8 @@ pub struct Best {
 /// `simulate --measure`: the candidates measured by `ngauge coll`'s executor in
 /// the job whose size was simulated, and the model-based selection judged
 /// against the measured best (Nuriyev, sec. 6.3, tables 6.5 to 6.11).
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Measurement {
     /// How calls were timed. The LogGP time of each record (`predicted.loggp_us`)
     /// simulates that scheme: one call for window and barrier, the loop's calls
@@ -116,7 +119,8 @@ pub struct Measurement {
 }
 
 /// `ngauge simulate --json`.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct SimulateDoc {
     /// Where the parameters came from: the parameter file, or `flags`.
     pub params: String,

@@ -11,7 +11,8 @@ use ngauge_transport::WaitMode;
 use serde::{Deserialize, Serialize};
 
 /// One rank's findings, gathered at rank 0.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct RankReport {
     /// The rank.
     pub rank: usize,
@@ -41,7 +42,8 @@ pub struct RankReport {
 }
 
 /// `ngauge sync --json`.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct SyncDoc {
     /// The algorithm.
     pub algo: Algorithm,
@@ -89,7 +91,8 @@ pub struct SyncDoc {
 }
 
 /// The repetitions of a sync, in the order run.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct SyncSamples {
     /// Rank 0's time from the opening to the closing barrier of each sync.
     pub duration_us: Vec<f64>,
@@ -98,7 +101,8 @@ pub struct SyncSamples {
 }
 
 /// What `sync` finds worth a warning.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Serialize, thiserror::Error)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum SyncWarning {
     /// The residuals at the last check exceed [`LARGE_RESIDUAL_NS`].

@@ -8,7 +8,8 @@ use crate::launch::LauncherKind;
 use serde::{Deserialize, Serialize};
 
 /// The timer's facts with their warnings as document records.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct TimerReport {
     /// The facts.
     #[serde(flatten)]
@@ -27,7 +28,8 @@ impl From<TimerFacts> for TimerReport {
 }
 
 /// `ngauge timer --json`.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct TimerDoc {
     /// The timer.
     #[serde(flatten)]
@@ -42,14 +44,16 @@ pub struct TimerDoc {
 }
 
 /// The repetitions behind `overhead_ns`.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct TimerSamples {
     /// Every back-to-back read's cost, nanoseconds, in the order read.
     pub overhead_ns: Vec<f64>,
 }
 
 /// One rank's place in the job.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct RankInfo {
     /// The rank.
     pub rank: usize,
@@ -64,7 +68,8 @@ pub struct RankInfo {
 }
 
 /// The launcher and the ranks it started.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct LauncherInfo {
     /// The launcher.
     pub kind: LauncherKind,
@@ -81,7 +86,8 @@ pub struct LauncherInfo {
 }
 
 /// `ngauge info --json`.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct InfoDoc {
     /// Every transport: compiled, usable, why not.
     pub transports: Vec<TransportInfo>,

@@ -23,7 +23,8 @@ use crate::launch::binding::BindingWarning;
 use serde::Serialize;
 
 /// A warning in a document: `{"kind": ..., <the variant's fields>, "message": ...}`.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Warned<W> {
     /// The warning, tagged by `kind`.
     #[serde(flatten)]
@@ -206,7 +207,8 @@ fn number(x: f64) -> String {
 
 /// What threatens the figures of any command alike, with the same kind, fields
 /// and words in every document (see the module doc).
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Serialize, thiserror::Error)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(untagged)]
 pub enum SetupWarning {
     /// A job setup warning.

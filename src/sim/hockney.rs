@@ -98,7 +98,8 @@ pub fn terms(spec: &CollSpec) -> [f64; 2] {
 }
 
 /// Algorithm-specific Hockney parameters fitted to measured times.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct FittedHockney {
     /// The fitted latency, microseconds.
     pub alpha_us: f64,

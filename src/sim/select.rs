@@ -36,7 +36,8 @@ pub struct Point {
 }
 
 /// The models' times of one measured point.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Predicted {
     /// The LogGP simulation of the same schedule under the same scheme (window and
     /// barrier: one call; loop: calls back to back over their number), us.
@@ -109,7 +110,8 @@ impl Predicted {
 }
 
 /// One algorithm chosen for a size, with what it measured.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Choice {
     /// The algorithm.
     pub algo: String,
@@ -124,7 +126,8 @@ pub struct Choice {
 }
 
 /// The selection at one transport and size.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct SelectionRow {
     /// The transport.
     pub transport: TransportName,
@@ -147,7 +150,8 @@ pub struct SelectionRow {
 
 /// One algorithm's Hockney parameters fitted to its measured medians over the
 /// sizes of the run (Nuriyev, sec. 5.2.2, Huber regression).
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct AlgorithmFit {
     /// The transport.
     pub transport: TransportName,
@@ -162,7 +166,8 @@ pub struct AlgorithmFit {
 }
 
 /// How one model selected over all sizes.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct SelectionScore {
     /// Sizes where it chose the measured best.
     pub best_chosen: usize,
@@ -173,7 +178,8 @@ pub struct SelectionScore {
 }
 
 /// Model-based selection against measurement.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Selection {
     /// One row per transport and size with at least two candidates.
     pub rows: Vec<SelectionRow>,

@@ -27,7 +27,8 @@ use std::path::PathBuf;
 pub const MAX_NP: usize = 1 << 26;
 
 /// One LogGP parameter set, inline (one protocol range for every size).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct LogGpSpec {
     /// Wire latency `L`, us (LogGP's `L`, not `PRTT(1,0,1)/2`).
@@ -49,7 +50,8 @@ pub struct LogGpSpec {
 }
 
 /// Where the network's parameters come from.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum NetworkSpec {
     /// A file `ngauge loggp --params-out` wrote.
@@ -59,7 +61,8 @@ pub enum NetworkSpec {
 }
 
 /// What to simulate.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct SimulateSpec {
     /// The operation: `bcast`, `gather`, `allreduce`, `barrier`, `alltoall`.
@@ -239,7 +242,8 @@ impl NetworkSpec {
 }
 
 /// One simulated collective call.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Prediction {
     /// The operation.
     pub op: String,

@@ -22,7 +22,8 @@ use std::fmt;
 use std::path::PathBuf;
 
 /// Which root the rooted collectives use.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(untagged)]
 pub enum RootChoice {
     /// One rank for every call.
@@ -32,7 +33,8 @@ pub enum RootChoice {
 }
 
 /// The word `rotate`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Rotate {
     /// Root `i % np` for call `i`.

@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 
 /// The parameters of an effective-bisection-bandwidth run (the flags of
 /// `ngauge ebb`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields, default)]
 pub struct EbbSpec {
     /// Random bisections measured, one after the other.

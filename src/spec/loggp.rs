@@ -15,7 +15,8 @@ use serde::{Deserialize, Serialize};
 
 /// The parameters of a LogGP measurement (the measuring flags of `ngauge loggp`;
 /// its output files stay on the command line).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields, default)]
 pub struct LoggpSpec {
     /// Message sizes in bytes (at least 3, each at least 1); absent: powers of two

@@ -6,7 +6,8 @@ use crate::patterns::pingpong::Params;
 use serde::{Deserialize, Serialize};
 
 /// The parameters of an all-pairs matrix (the flags of `ngauge matrix`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields, default)]
 pub struct MatrixSpec {
     /// Message size of the latency matrix (ping-pong), bytes.

@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 pub const MAX_WINDOW: u64 = 4096;
 
 /// The parameters of a ping-pong sweep (the flags of `ngauge pingpong`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields, default)]
 pub struct PingpongSpec {
     /// Message sizes in bytes.

@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Message sizes in bytes, ascending and distinct. Serialized as a list of numbers.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(transparent)]
 pub struct SizeList(pub Vec<u64>);
 

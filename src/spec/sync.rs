@@ -9,7 +9,8 @@ pub const MAX_CHECK_AFTER_S: f64 = 3600.0;
 
 /// The parameters of a clock synchronization and its checks (the flags of
 /// `ngauge sync`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields, default)]
 pub struct SyncSpec {
     /// The algorithm.

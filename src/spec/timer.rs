@@ -4,7 +4,8 @@ use super::SpecError;
 use serde::{Deserialize, Serialize};
 
 /// The parameters of the timer check (the flags of `ngauge timer`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields, default)]
 pub struct TimerSpec {
     /// Back-to-back reads timed for the read cost.

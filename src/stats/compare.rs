@@ -10,7 +10,8 @@ use super::{launch_summary, median, rank_sum, tukey_filter, Outliers, RankSum, S
 use serde::Serialize;
 
 /// What the test of a point was computed on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Basis {
     /// The per-launch medians (both sides have two launches or more).

@@ -14,7 +14,8 @@ pub const BINS_PER_DECADE: u32 = 10;
 const FLOOR_US: f64 = 1e-3;
 
 /// The non-empty bins of a sample, ascending.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Histogram {
     /// Bins per factor of 10 ([`BINS_PER_DECADE`]).
     pub bins_per_decade: u32,
@@ -23,7 +24,8 @@ pub struct Histogram {
 }
 
 /// One bin: the values `from_us <= v < to_us`.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Bin {
     /// Lower edge, us.
     pub from_us: f64,

@@ -32,7 +32,8 @@ use super::StatsError;
 use serde::Serialize;
 
 /// What happens to outliers within a launch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Outliers {
     /// Tukey's filter per launch (the paper's Algorithm 6).
@@ -42,7 +43,8 @@ pub enum Outliers {
 }
 
 /// One launch's repetitions, reduced.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct LaunchSummary {
     /// Repetitions recorded.
     pub n: usize,
@@ -57,7 +59,8 @@ pub struct LaunchSummary {
 }
 
 /// Per-launch summaries and the statistics across them.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct AcrossLaunches {
     /// One per launch, in launch order.
     pub launches: Vec<LaunchSummary>,

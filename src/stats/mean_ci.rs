@@ -14,7 +14,8 @@ use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 /// A confidence interval of the mean.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct MeanInterval {
     /// The sample mean.
     pub mean: f64,

@@ -22,7 +22,8 @@ use super::StatsError;
 use statrs::distribution::{Binomial, DiscreteCDF};
 
 /// A confidence interval of the median: `[x_(rank), x_(n-rank+1)]`.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct MedianInterval {
     /// Lower end, `x_(rank)`.
     pub lo: f64,

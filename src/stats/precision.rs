@@ -24,7 +24,8 @@ pub struct Target {
 }
 
 /// Whether a point met its target, and with what (one JSON field per point).
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Precision {
     /// The target: relative half-width of the 95% interval of the median.
     pub target_rel_half_width: f64,

@@ -44,7 +44,8 @@ use statrs::distribution::{ContinuousCDF, Normal};
 pub const EXACT_BELOW: usize = 50;
 
 /// How the p-value was computed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum RankSumMethod {
     /// The exact null distribution (small samples without ties).

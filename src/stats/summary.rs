@@ -6,7 +6,8 @@ use serde::Serialize;
 
 /// Summary of a sample of measurements (all in the caller's unit; the field that
 /// holds it names the unit, as `half_rtt_us`).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Summary {
     /// Number of values.
     pub n: usize,

@@ -103,7 +103,8 @@ pub struct ResultSet {
 
 /// The metadata of one launch read ([`crate::report::Meta`] as its document
 /// recorded it: host, build, transport, pinning, timer, date...).
-#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct SourceMeta {
     /// The experiment of a run directory (`None` for a document).
     pub experiment: Option<String>,

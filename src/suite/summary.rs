@@ -17,7 +17,8 @@ use std::io;
 pub const LEVEL: f64 = 0.95;
 
 /// The summary of a run directory.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Summary {
     /// Confidence level of the intervals.
     pub level: f64,
@@ -28,7 +29,8 @@ pub struct Summary {
 }
 
 /// One experiment's summary.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct ExperimentSummary {
     /// The experiment (`NAME` or `NAME/TRANSPORT`).
     pub experiment: String,
@@ -39,7 +41,8 @@ pub struct ExperimentSummary {
 }
 
 /// One size of an experiment, across its launches.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct SizeSummary {
     /// Message size, bytes.
     pub size: Option<u64>,

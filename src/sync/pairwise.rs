@@ -435,9 +435,8 @@ pub const MAX_PLAUSIBLE_DRIFT: f64 = 1100e-6;
 pub const DRIFT_CONFIDENCE: f64 = 0.99;
 
 /// Why a fitted drift was not kept.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum DriftRejection {
     /// The slope does not differ from zero at [`DRIFT_CONFIDENCE`] (Student's t on

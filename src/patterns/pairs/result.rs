@@ -6,7 +6,8 @@ use crate::transport::Rank;
 use serde::Serialize;
 
 /// The measurement of one ordered pair at one size (one JSON record).
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct PairResult {
     /// The initiator (the sender of a stream).
     pub from: Rank,
@@ -36,7 +37,8 @@ pub struct PairResult {
 
 /// Several pairs of one size measured at once (`pingpong --pairs N`, as
 /// osu_multi_lat and osu_mbw_mr): each pair's result and the sums.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct MultiPair {
     /// Every pair's result, in the order of the pairs.
     pub per_pair: Vec<PairResult>,
@@ -61,7 +63,8 @@ crate::names::named_enum! {
 }
 
 /// A fan's flows against the one pair's stream (in `pingpong`'s `pairs`).
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Congestion {
     /// The pattern measured.
     pub pattern: Fan,
