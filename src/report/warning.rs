@@ -59,20 +59,46 @@ const LISTED_VALUES: usize = 6;
 
 /// The stderr lines of `warnings` (each `(prefix, warning, hint)`, in the order
 /// found): one per cause (see the module doc), the hints each once at the end.
+///
+/// Generic only in turning each warning into its text and its JSON value; the
+/// grouping is `said_lines`, compiled once rather than once per warning type
+/// in every crate that calls this (the binary calls it for every command).
 pub fn lines<W: Serialize + std::fmt::Display>(
     warnings: &[(String, &W, Option<String>)],
 ) -> Vec<String> {
-    let kind = |w: &W| {
-        let v = serde_json::to_value(w).unwrap_or_default();
-        v["kind"].as_str().unwrap_or_default().to_string()
-    };
+    let said: Vec<Said> = (warnings.iter())
+        .map(|(prefix, w, hint)| Said {
+            prefix: prefix.clone(),
+            text: w.to_string(),
+            value: serde_json::to_value(w).unwrap_or_default(),
+            hint: hint.clone(),
+        })
+        .collect();
+    said_lines(&said)
+}
+
+/// A warning as [`lines`] groups it.
+struct Said {
+    /// The prefix naming the part of the document it is about.
+    prefix: String,
+    /// The warning in words (its `Display`).
+    text: String,
+    /// The warning as JSON: `kind` and its fields.
+    value: serde_json::Value,
+    /// The command line's hint, if any.
+    hint: Option<String>,
+}
+
+/// [`lines`] of warnings already said in words and as JSON.
+fn said_lines(warnings: &[Said]) -> Vec<String> {
+    let kind = |w: &Said| w.value["kind"].as_str().unwrap_or_default().to_string();
     let cause = |k: &str| {
         (ONE_CAUSE.iter())
             .position(|kinds| kinds.contains(&k))
             .map_or_else(|| k.to_string(), |i| ONE_CAUSE[i][0].to_string())
     };
     let mut causes: Vec<(String, Vec<Kind>)> = Vec::new();
-    for (i, (_, w, _)) in warnings.iter().enumerate() {
+    for (i, w) in warnings.iter().enumerate() {
         let k = kind(w);
         let c = cause(&k);
         let at = match causes.iter().position(|(name, _)| *name == c) {
@@ -103,8 +129,8 @@ pub fn lines<W: Serialize + std::fmt::Display>(
             let mut texts = Vec::new();
             let mut hints: Vec<&str> = Vec::new();
             for (_, members) in kinds {
-                let (prefix, first, _) = &warnings[members[0]];
-                let mut text = format!("{prefix}{first}");
+                let first = &warnings[members[0]];
+                let mut text = format!("{}{}", first.prefix, first.text);
                 if members.len() > 1 {
                     let others = members.iter().map(|&i| &warnings[i]);
                     text += &format!(
@@ -115,7 +141,7 @@ pub fn lines<W: Serialize + std::fmt::Display>(
                 }
                 texts.push(text);
                 for &i in members {
-                    if let Some(h) = warnings[i].2.as_deref() {
+                    if let Some(h) = warnings[i].hint.as_deref() {
                         if !hints.contains(&h) {
                             hints.push(h);
                         }
@@ -130,9 +156,7 @@ pub fn lines<W: Serialize + std::fmt::Display>(
 
 /// Where warnings of one kind differ: each field (and the prefix, as `in`) whose
 /// values are not all one, with its distinct values.
-fn differences<'a, W: Serialize + 'a>(
-    members: impl Iterator<Item = &'a (String, &'a W, Option<String>)>,
-) -> String {
+fn differences<'a>(members: impl Iterator<Item = &'a Said>) -> String {
     let mut fields: Vec<(String, Vec<serde_json::Value>)> = Vec::new();
     let mut note = |field: &str, value: serde_json::Value| {
         let at = match fields.iter().position(|(f, _)| f == field) {
@@ -146,11 +170,11 @@ fn differences<'a, W: Serialize + 'a>(
             fields[at].1.push(value);
         }
     };
-    for (prefix, w, _) in members {
-        note("in", prefix.trim_end_matches([':', ' ']).into());
-        if let serde_json::Value::Object(map) = serde_json::to_value(w).unwrap_or_default() {
-            for (field, value) in map.into_iter().filter(|(f, _)| f != "kind") {
-                note(&field, value);
+    for w in members {
+        note("in", w.prefix.trim_end_matches([':', ' ']).into());
+        if let serde_json::Value::Object(map) = &w.value {
+            for (field, value) in map.iter().filter(|(f, _)| *f != "kind") {
+                note(field, value.clone());
             }
         }
     }
