@@ -305,29 +305,46 @@ pub fn measure<'a, D: Document>(
 /// its document as JSON (`--json`) or as its tables on stdout, then its warnings
 /// on stderr, each after its prefix and with the command line's `hint`, one line
 /// per cause ([`ngauge::report::warning::lines`]).
+///
+/// Generic only in what needs the document's type; the rest is [`end_said`],
+/// compiled once for every command.
 pub fn end<'a, D: Document>(
     global: &GlobalArgs,
     doc: &D,
     exports: impl Into<Exports<'a>>,
     hint: impl Fn(&D::Warning) -> Option<String>,
 ) -> anyhow::Result<()> {
-    for (export, path) in exports.into().0 {
+    let exports = exports.into();
+    let mut files = Vec::new();
+    for (export, path) in exports.0 {
         for (part, text) in doc.export(export) {
-            let path = part_path(path, part.as_deref());
-            let text = text.map_err(|e| anyhow::anyhow!("drawing {}: {e}", path.display()))?;
-            std::fs::write(&path, text)
-                .with_context(|| format!("cannot write {}", path.display()))?;
+            files.push((part_path(path, part.as_deref()), text));
         }
     }
-    if global.json {
-        print_json(doc)?;
+    let text = if global.json {
+        json_text(doc)?
     } else {
-        print_text(&doc.render())?;
-    }
+        doc.render()
+    };
     let warnings: Vec<_> = (doc.warnings().into_iter())
         .map(|(prefix, w)| (prefix, w, hint(w)))
         .collect();
-    for line in ngauge::report::warning::lines(&warnings) {
+    end_said(files, &text, ngauge::report::warning::lines(&warnings))
+}
+
+/// [`end`] once the document is in words: writes each export file (`(path, text
+/// or the error drawing it)`), prints `text` and then each warning line.
+fn end_said(
+    files: Vec<(PathBuf, Result<String, String>)>,
+    text: &str,
+    warning_lines: Vec<String>,
+) -> anyhow::Result<()> {
+    for (path, text) in files {
+        let text = text.map_err(|e| anyhow::anyhow!("drawing {}: {e}", path.display()))?;
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    print_text(text)?;
+    for line in warning_lines {
         warn(line, None);
     }
     Ok(())
@@ -339,6 +356,16 @@ pub fn end<'a, D: Document>(
 pub fn with_world(
     global: &GlobalArgs,
     body: impl FnOnce(&mut World) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    // One copy of the job's start and end for every command, not one per closure.
+    with_world_dyn(global, Box::new(body))
+}
+
+/// [`with_world`] with its body boxed.
+#[allow(clippy::type_complexity)]
+fn with_world_dyn(
+    global: &GlobalArgs,
+    body: Box<dyn FnOnce(&mut World) -> anyhow::Result<()> + '_>,
 ) -> anyhow::Result<()> {
     if global.np > MAX_LAUNCH_NP {
         return Err(UsageError(format!(
@@ -564,9 +591,14 @@ pub fn parse_error_text(cli: &clap::Command, argv: &[String], rendered: &str) ->
 
 /// Prints `value` as one pretty JSON document on stdout.
 pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
+    print_text(&json_text(value)?)
+}
+
+/// `value` as one pretty JSON document and a newline.
+pub fn json_text<T: serde::Serialize + ?Sized>(value: &T) -> anyhow::Result<String> {
     let mut text = serde_json::to_string_pretty(value)?;
     text.push('\n');
-    print_text(&text)
+    Ok(text)
 }
 
 /// Writes `text` to stdout. Unlike `print!`, a closed pipe (`ngauge ... | head`) is
