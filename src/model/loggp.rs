@@ -377,6 +377,9 @@ crate::names::named_enum! {
         Or = "o_r",
         /// Each alone exceeds `PRTT(1,0,1)/2`.
         Both = "both",
+        /// A later range's `PRTT(1,0,1)/2` is no measurement: its `PRTT(1,0,s)/2`
+        /// line, carried to 1 byte at `G + 2O` per byte, reached 0 before it.
+        Extrapolation = "extrapolation",
     }
 }
 
@@ -399,6 +402,14 @@ impl Suspect {
             Suspect::Both => {
                 "both are suspect: each alone exceeds PRTT(1,0,1)/2 (a send and \
                  a receive that each wait for the other, as in a rendezvous)"
+            }
+            Suspect::Extrapolation => {
+                "neither is suspect: the range does not hold 1 byte, and its \
+                 PRTT(1,0,s)/2 line carried there at G + 2O per byte reaches 0 \
+                 before it (its single message grows by more per byte across its \
+                 sizes than its time at 1 byte can hold), so its PRTT(1,0,1)/2 is \
+                 0 and the overlaps keep one message at its measured time at the \
+                 range's sizes"
             }
         }
     }
@@ -796,19 +807,24 @@ fn fit_range(
     } else {
         0.0
     };
-    let half_rtt_1b_us = if range[0].size == 1 {
-        range[0].prtt_1_0_us / 2.0
+    // Carried from the range's own sizes to 1 byte with the per-byte cost the
+    // model charges, G + 2O, so that L + o_s + o_r - overlap + (s-1)(G + 2O) is
+    // the range's PRTT(1,0,s)/2 where the range has data (at the mean of its
+    // sizes, where the line is surest). Where PRTT(1,0,s)/2 grows by at least G
+    // per byte this is the line's own intercept; where it grows by less (O would
+    // be negative and is 0), the intercept would put every size of the range
+    // above its measurement. A range that holds 1 byte has it measured.
+    let mean_x = x.iter().sum::<f64>() / x.len() as f64;
+    let half_rtt_at_mean_us = prtt1_line.line.at(mean_x) / 2.0;
+    let carried_half_rtt_us =
+        half_rtt_at_mean_us - mean_x * (gap.line.slope + 2.0 * big_o_us_per_byte);
+    let (half_rtt_1b_us, extrapolated_to_nothing) = if range[0].size == 1 {
+        (range[0].prtt_1_0_us / 2.0, false)
     } else {
-        // Carried from the range's own sizes to 1 byte with the per-byte cost the
-        // model charges, G + 2O, so that L + o_s + o_r - overlap + (s-1)(G + 2O)
-        // is the range's PRTT(1,0,s)/2 where the range has data (at the mean of its
-        // sizes, where the line is surest). Where PRTT(1,0,s)/2 grows by at least G
-        // per byte this is the line's own intercept; where it grows by less (O
-        // would be negative and is 0), the intercept would put every size of the
-        // range above its measurement.
-        let mean_x = x.iter().sum::<f64>() / x.len() as f64;
-        let per_byte = gap.line.slope + 2.0 * big_o_us_per_byte;
-        (prtt1_line.line.at(mean_x) / 2.0 - mean_x * per_byte).max(0.0)
+        (
+            carried_half_rtt_us.max(0.0),
+            carried_half_rtt_us <= OVERLAP_TOLERANCE * half_rtt_at_mean_us,
+        )
     };
     // Eq. (4) holds only where d exceeds g + (s-1)G (sec. 3): o_s of the other
     // sizes is left out of the range's o_s (they are named in a warning),
@@ -861,7 +877,15 @@ fn fit_range(
     // send overlap), not warned about; an o_r that alone exceeds the half round
     // trip is held by the receive overlap, and still said: the timed receive holds
     // more than taking an arrived message.
-    let suspect = suspect.filter(|&s| s != Suspect::Os);
+    let suspect = suspect
+        .map(|s| {
+            if extrapolated_to_nothing {
+                Suspect::Extrapolation
+            } else {
+                s
+            }
+        })
+        .filter(|&s| s != Suspect::Os);
     let low = |at: &[usize], weights: &[f64]| -> Vec<u64> {
         at.iter()
             .zip(weights)
@@ -1422,6 +1446,46 @@ mod tests {
                 bcast_on_2_ranks_us(std::slice::from_ref(&r), size),
                 half,
                 0.01,
+            );
+        }
+    }
+
+    /// A later range whose single message grows by 0.5 ns per byte across its
+    /// sizes (TCP loopback past 64 KiB), its calls with it, while its gap stays
+    /// level: its
+    /// PRTT(1,0,s)/2 line reaches 0 before 1 byte, so its RTT/2 is 0, the warning
+    /// says why (not a rendezvous's overheads that wait for each other), and one
+    /// simulated message still takes its measured time at the range's sizes,
+    /// within 5%: the line held to cross 0 at 1 byte, not below, is less steep
+    /// than the data.
+    #[test]
+    fn a_later_range_whose_line_reaches_0_before_1_byte_says_so() {
+        let half = |x: f64| 20.0 + 0.0005 * (x - 65535.0);
+        let r = later_range(|size, x| sample(size, half(x), 17.0, 18.0, 14.0));
+        assert_eq!(r.big_g_us_per_byte, 0.0, "{r:?}");
+        assert!(r.half_rtt_1b_us < 0.5, "{r:?}");
+        let a = assess_with_10_messages(
+            &(64..=72)
+                .map(|k| k * 1024u64)
+                .map(|size| sample(size, half(size as f64 - 1.0), 17.0, 18.0, 14.0))
+                .collect::<Vec<_>>(),
+        );
+        let said = a.warnings.iter().any(|w| {
+            matches!(
+                w,
+                ModelWarning::OverheadsExceedHalfRtt {
+                    suspect: Suspect::Extrapolation,
+                    ..
+                }
+            )
+        });
+        assert!(said, "{:?}", a.warnings);
+        for size in [65536, 69632, 73728] {
+            within(
+                &format!("simulated single message at {size} B"),
+                bcast_on_2_ranks_us(std::slice::from_ref(&r), size),
+                half(size as f64 - 1.0),
+                0.05,
             );
         }
     }
