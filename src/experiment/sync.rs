@@ -245,28 +245,36 @@ fn one_repetition(
     let wire = pairwise::Wire::new(transport, 0)?;
     for &after in check_after_s {
         // Every rank sleeps on its own (ranks left the closing barrier together), so
-        // no control call waits longer than a moment.
+        // no control call waits longer than a moment; then rank 0 measures with
+        // each rank in turn, the others waiting on the control plane.
         let due = after_sync + Duration::from_secs_f64(after);
         std::thread::sleep(due.saturating_duration_since(Instant::now()));
-        world.control.barrier()?;
-        if world.rank == 0 {
-            for peer in 1..world.size {
-                pairwise::respond(clock, transport, &wire, peer)?;
+        let global_clock = GlobalClock::new(clock, model);
+        let turn = sync::in_turn(
+            &global_clock,
+            transport,
+            world.control.as_mut(),
+            &wire,
+            |clock, transport, wire| {
+                pairwise::min_rtt(
+                    clock,
+                    transport,
+                    wire,
+                    0,
+                    options.stop_after,
+                    options.max_exchanges,
+                )
+            },
+        )?;
+        match turn {
+            sync::Turn::Served(_) => {
+                report.residual_ns.push(0.0);
+                report.residual_rtt_ns.push(0.0);
             }
-            report.residual_ns.push(0.0);
-            report.residual_rtt_ns.push(0.0);
-        } else {
-            let global_clock = GlobalClock::new(clock, model);
-            let m = pairwise::min_rtt(
-                &global_clock,
-                transport,
-                &wire,
-                0,
-                options.stop_after,
-                options.max_exchanges,
-            )?;
-            report.residual_ns.push(ns(m.best.offset()));
-            report.residual_rtt_ns.push(ns(m.best.rtt() as f64));
+            sync::Turn::Measured(m) => {
+                report.residual_ns.push(ns(m.best.offset()));
+                report.residual_rtt_ns.push(ns(m.best.rtt() as f64));
+            }
         }
         if let (Some(t), Some(v)) = (truth(clock.raw()), report.true_residual_ns.as_mut()) {
             v.push(t);

@@ -38,6 +38,20 @@ const ABORT_WRITE: Duration = Duration::from_millis(500);
 /// its connection) of a rank whose link broke, to learn whether that rank failed
 /// because of another (at most the job's timeout).
 const LAST_WORD: Duration = Duration::from_secs(1);
+/// How long a failing rank looks at a neighbour's connection for what that
+/// neighbour has already said.
+const ALREADY: Duration = Duration::from_millis(10);
+
+/// What a failing rank reads last from a neighbour's control connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LastWord {
+    /// An abort notice naming the rank it blames.
+    Names(Rank),
+    /// The connection ended without a notice.
+    Ended,
+    /// Nothing within the wait, or no connection to it.
+    Silent,
+}
 
 /// This rank's control connections in the tree.
 pub(super) struct Links {
@@ -294,11 +308,30 @@ impl TcpControl {
     /// then, if the rank so found still runs (its liveness link is up: not a rank
     /// to blame for a broken link) while another rank's link closed, the rank whose
     /// link closed first.
+    ///
+    /// A `suspect` that is not a tree neighbour (a data-plane peer) is first looked
+    /// for through the neighbour on the way to it, in what that neighbour has
+    /// already said: a notice names the rank it blames, and its connection ended
+    /// without one means it is gone and the failure reached `suspect` through it (a
+    /// killed inner node whose subtree never left a barrier that this rank had
+    /// passed, while this rank measured with one of that subtree). Only what is
+    /// there already: waiting would hold this rank's own notice back while the
+    /// ranks it would have told fail on their own, naming others.
     fn blame(&mut self, suspect: Rank) -> Rank {
         let mut blamed = suspect;
+        let via = self.neighbour_towards(suspect);
+        if via != suspect {
+            match self.last_word(via, ALREADY) {
+                LastWord::Ended => return via,
+                LastWord::Names(named) if named != self.rank && named < self.size => blamed = named,
+                _ => {}
+            }
+        }
         for _ in 0..self.size {
-            match self.last_word(blamed) {
-                Some(next) if next != blamed && next != self.rank && next < self.size => {
+            match self.last_word(blamed, LAST_WORD) {
+                LastWord::Names(next)
+                    if next != blamed && next != self.rank && next < self.size =>
+                {
                     blamed = next
                 }
                 _ => break,
@@ -310,30 +343,47 @@ impl TcpControl {
         }
     }
 
-    /// The rank `rank`'s abort notice names, read from its control connection (a
-    /// frame of a call this failing rank will not make is skipped); `None` when
-    /// the connection ends (the process was killed), fails, or brings no notice
-    /// within [`LAST_WORD`]. A rank hears only its tree neighbours.
-    fn last_word(&mut self, rank: Rank) -> Option<Rank> {
-        let wait = LAST_WORD.min(self.timeout);
+    /// `rank` when it is a tree neighbour of this rank, else the neighbour on the
+    /// tree's path to it.
+    fn neighbour_towards(&self, rank: Rank) -> Rank {
+        if self.parent() == Some(rank) || self.children().contains(&rank) {
+            rank
+        } else if self.under(self.rank, rank) {
+            self.child_towards(rank)
+        } else {
+            self.parent().unwrap_or(rank)
+        }
+    }
+
+    /// The last word of `rank` on its control connection: its abort notice, read
+    /// for at most `wait` (a frame of a call this failing rank will not make
+    /// is skipped), or the end of the connection (the process exited or was
+    /// killed); [`LastWord::Silent`] where `rank` is no tree neighbour.
+    fn last_word(&mut self, rank: Rank, wait: Duration) -> LastWord {
+        let wait = wait.min(self.timeout);
         let deadline = Instant::now() + wait;
         let links = &mut self.links;
-        let (_, stream) = links
+        let Some((_, stream)) = links
             .parent
             .iter_mut()
             .chain(&mut links.children)
-            .find(|(r, _)| *r == rank)?;
+            .find(|(r, _)| *r == rank)
+        else {
+            return LastWord::Silent;
+        };
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return None;
+                return LastWord::Silent;
             }
             match wire::read_frame(stream, MAX_CONTROL_PAYLOAD, left) {
                 Ok((Kind::Abort, payload)) => {
-                    return Abort::decode(&payload).ok().map(|a| a.rank as usize)
+                    return Abort::decode(&payload)
+                        .map_or(LastWord::Silent, |a| LastWord::Names(a.rank as usize))
                 }
                 Ok(_) => {}
-                Err(_) => return None,
+                Err(WireError::Closed | WireError::Io(_)) => return LastWord::Ended,
+                Err(WireError::TimedOut(_) | WireError::Frame(_)) => return LastWord::Silent,
             }
         }
     }
@@ -936,6 +986,25 @@ mod tests {
                 assert!(e.contains(&format!("lost rank {dead} ")), "{dead}: {e}");
             }
         }
+    }
+
+    /// Rank 0 measures with rank 14 when rank 14 leaves: it is not linked to 14 and
+    /// hears it through rank 2, the neighbour on the way. Rank 2 killed (its
+    /// connection ends without a notice: 14's subtree lost it, the failure began
+    /// there) is blamed; rank 2 alive, saying it failed after losing 14, leaves
+    /// the blame on 14.
+    #[test]
+    fn issue34_a_suspect_that_is_no_neighbour_is_heard_through_the_tree() {
+        let mut controls = binomial(16, Duration::from_secs(20));
+        drop(controls.remove(2));
+        let blamed = controls[0].abort(Some(14), "tcp: rank 14 closed the connection");
+        assert_eq!(blamed, 2);
+
+        let mut controls = binomial(16, Duration::from_secs(20));
+        let mut two = controls.remove(2);
+        assert_eq!(two.abort(Some(14), "lost rank 14"), 14);
+        let blamed = controls[0].abort(Some(14), "tcp: rank 14 closed the connection");
+        assert_eq!(blamed, 14);
     }
 
     #[test]

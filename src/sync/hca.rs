@@ -30,7 +30,7 @@
 use super::logp::tree;
 use super::model::{ClockModel, GlobalClock};
 use super::pairwise::{learn_model, respond};
-use super::{from_root, measure_offset, Effort, SyncError, SyncOptions};
+use super::{from_root_in_turn, measure_offset, Effort, SyncError, SyncOptions};
 use crate::clock::Clock;
 use ngauge_transport::{Control, Transport};
 
@@ -57,9 +57,9 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
         },
     )?;
 
-    // Step 2, between the phases: intercepts against the root, one rank at a time.
-    control.barrier()?;
-    let (model, intercepts) = from_root(clock, t, control, 1, |clock, t, wire| {
+    // Step 2, after the tree: intercepts against the root, one rank at a time (each
+    // pair after a barrier, the first one separating the phases).
+    let (model, intercepts) = from_root_in_turn(clock, t, control, |clock, t, wire| {
         let anchor = clock.now();
         let drift_removed = ClockModel {
             anchor,

@@ -23,7 +23,7 @@
 
 use super::model::ClockModel;
 use super::pairwise::learn_model;
-use super::{from_root, Effort, SyncError, SyncOptions};
+use super::{from_root_interleaved, Effort, SyncError, SyncOptions};
 use crate::clock::Clock;
 use ngauge_transport::{Control, Transport};
 
@@ -35,7 +35,7 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
     control: &mut dyn Control,
     options: &SyncOptions,
 ) -> Result<(ClockModel, Effort), SyncError> {
-    from_root(clock, t, control, options.fitpoints, |clock, t, wire| {
+    from_root_interleaved(clock, t, control, options.fitpoints, |clock, t, wire| {
         learn_model(clock, t, wire, 0, options.fitpoints, options.exchanges)
     })
 }

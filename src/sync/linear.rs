@@ -8,15 +8,14 @@
 //! root measures and broadcasts; the result is the same), and the root serves the
 //! ranks in rank order, as Algorithm 8's loop does.
 //!
-//! Algorithm 8 puts an `MPI_Barrier` before each pair; we leave it out on purpose. It
-//! lines the pair up for its first ping-pong, but here every exchange is timed on its
-//! own: rank `i`'s first ping waits in the transport until the root has finished with
-//! rank `i - 1`, and that one exchange with a long round trip widens no SKaMPI bracket
-//! (intervals are intersected) and is never the min-RTT one. The barriers would cost
-//! `p - 1` control operations on every rank and buy nothing.
+//! Algorithm 8's `MPI_Barrier` before each pair is kept, on the control plane
+//! ([`super::from_root_in_turn`]): rank `i` waits for the root to finish with ranks
+//! `1..i`, a wait that grows with `p`, and a data-plane receive would give up on a
+//! root that is alive and busy after `--timeout`. The `p - 1` barriers are outside
+//! every timed exchange.
 
 use super::model::ClockModel;
-use super::{from_root, offset_model, Effort, SyncError, SyncOptions};
+use super::{from_root_in_turn, offset_model, Effort, SyncError, SyncOptions};
 use crate::clock::Clock;
 use ngauge_transport::{Control, Transport};
 
@@ -28,7 +27,7 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
     control: &mut dyn Control,
     options: &SyncOptions,
 ) -> Result<(ClockModel, Effort), SyncError> {
-    from_root(clock, t, control, 1, |clock, t, wire| {
+    from_root_in_turn(clock, t, control, |clock, t, wire| {
         offset_model(clock, t, wire, 0, options)
     })
 }

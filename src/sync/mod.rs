@@ -22,7 +22,8 @@
 //! estimate is only as good as the round trip it is taken over; the control channel
 //! is a blocking, general-purpose path and would measure itself. Control calls
 //! (barrier, broadcast, gather) separate the phases only: before and after the sync,
-//! between the power-of-two and the remainder step of the tree, to collect models.
+//! between the rounds of the tree and the pairs of a root-with-each-rank loop, to
+//! collect models.
 //!
 //! **The modelled rank initiates.** In every algorithm the rank whose clock is being
 //! modelled sends the pings and computes its own offset to its reference (Jones &
@@ -363,11 +364,75 @@ pub(crate) fn offset_model<C: Clock + ?Sized, T: Transport + ?Sized>(
     ))
 }
 
-/// The root against every other rank in rank order, `rounds` times over (SKaMPI's
-/// and Jones & Koenig's loops): the root serves each pairwise measurement, every
-/// other rank runs `measure` against the root over one wire. Returns this rank's
-/// model relative to the root (the identity at the root) and its effort.
-pub(crate) fn from_root<C: Clock + ?Sized, T: Transport + ?Sized>(
+/// The root against every other rank in rank order, one whole pairwise measurement
+/// each (SKaMPI's loop, Hunold & Carpen-Amarie Algorithm 8, with its barrier before
+/// each pair): the root serves rank `k`'s `measure` over one wire while every other
+/// rank waits in a control-plane barrier. Returns this rank's model relative to the
+/// root (the identity at the root) and its effort.
+pub(crate) fn from_root_in_turn<C: Clock + ?Sized, T: Transport + ?Sized>(
+    clock: &C,
+    t: &mut T,
+    control: &mut dyn Control,
+    measure: impl FnOnce(&C, &mut T, &Wire) -> Result<(ClockModel, Effort), SyncError>,
+) -> Result<(ClockModel, Effort), SyncError> {
+    let wire = Wire::new(t, 0)?;
+    let turn = in_turn(clock, t, control, &wire, measure)?;
+    wire.free(t)?;
+    Ok(match turn {
+        Turn::Served(exchanges) => (ClockModel::IDENTITY, Effort::exchanges(exchanges)),
+        Turn::Measured(result) => result,
+    })
+}
+
+/// What [`in_turn`] leaves on a rank.
+pub(crate) enum Turn<R> {
+    /// At the root: the exchanges it served.
+    Served(usize),
+    /// Elsewhere: this rank's measurement.
+    Measured(R),
+}
+
+/// Rank `k` runs `measure` against the root over `wire` after the ranks `1..k`,
+/// each pair after a barrier, while the root serves each in rank order.
+///
+/// Rank `k` waits for the measurements of ranks `1..k`, which grows with `p` and
+/// with the exchanges each takes. That wait belongs on the control plane, which
+/// tells a busy root from a lost one by its liveness probes and hears of a rank
+/// lost anywhere in the job; a data-plane receive would give up after `--timeout`
+/// on a root that is alive and serving others, and learn of no other loss. The
+/// waiting ranks also leave the cores to the measuring pair when ranks share cores.
+pub(crate) fn in_turn<C: Clock + ?Sized, T: Transport + ?Sized, R>(
+    clock: &C,
+    t: &mut T,
+    control: &mut dyn Control,
+    wire: &Wire,
+    measure: impl FnOnce(&C, &mut T, &Wire) -> Result<R, SyncError>,
+) -> Result<Turn<R>, SyncError> {
+    let me = control.rank();
+    let mut served = 0;
+    let mut measure = Some(measure);
+    let mut mine = None;
+    for peer in 1..control.size() {
+        control.barrier()?;
+        if me == 0 {
+            served += pairwise::respond(clock, t, wire, peer)?;
+        } else if let Some(measure) = measure.take_if(|_| me == peer) {
+            mine = Some(measure(clock, t, wire)?);
+        }
+    }
+    Ok(mine.map_or(Turn::Served(served), Turn::Measured))
+}
+
+/// The root against every other rank in rank order, `rounds` times over (Jones &
+/// Koenig's loop, Hunold & Carpen-Amarie Algorithm 15, lines 10-15): the root serves
+/// one round of each rank's `measure` after the other, every other rank runs its
+/// rounds against the root over one wire. Returns this rank's model relative to the
+/// root (the identity at the root) and its effort.
+///
+/// A rank waits in the data plane between its rounds, for one round of every other
+/// rank: a bounded wait, unlike [`from_root_in_turn`]'s, and a barrier per round
+/// and rank would cost `rounds * (p - 1)` control operations.
+pub(crate) fn from_root_interleaved<C: Clock + ?Sized, T: Transport + ?Sized>(
     clock: &C,
     t: &mut T,
     control: &dyn Control,

@@ -143,6 +143,39 @@ fn linear_removes_offsets_and_drifts_for_p_2_4_8() {
     }
 }
 
+/// The root with each rank in turn (`linear`, HCA's intercepts): a rank's pairwise
+/// measurement holds its own exchanges only. It waits for its turn in a barrier
+/// (control operations align the virtual clocks), not in its first data-plane
+/// receive, where rank `k` would wait for ranks `1..k` and could only give up after
+/// the timeout on a root that is alive and serving others.
+#[test]
+fn a_rank_waits_for_its_turn_with_the_root_on_the_control_plane() {
+    let options = test_options(Algorithm::Linear);
+    let spans = sim::run(&skews(8), NetModel::default(), |mut r| {
+        let mut span_ticks = 0;
+        from_root_in_turn(
+            &r.clock,
+            &mut r.transport,
+            &mut r.control,
+            |clock, t, wire| {
+                let began = clock.now();
+                let measured = offset_model(clock, t, wire, 0, &options);
+                span_ticks = clock.now().since(began);
+                measured
+            },
+        )
+        .unwrap_or_else(|e| panic!("rank {}: {e}", r.control.rank()));
+        span_ticks
+    });
+    let shortest = spans[1..].iter().copied().min().unwrap();
+    for (rank, &span) in spans.iter().enumerate().skip(1) {
+        assert!(
+            span < shortest * 3 / 2,
+            "rank {rank} measured for {span} ticks, the shortest rank {shortest}: {spans:?}"
+        );
+    }
+}
+
 #[test]
 fn logp_removes_offsets_and_drifts_for_p_2_4_8() {
     for p in [2, 4, 8] {
