@@ -195,7 +195,7 @@ fn open_mpi_tcp_eager_limit_20000_is_found() {
             "20000",
         ],
         &[],
-        "8K-32K:1K",
+        "12K-28K:1K",
     );
     assert_one_switch_near(&found, 20000, 1024);
 }
@@ -203,13 +203,15 @@ fn open_mpi_tcp_eager_limit_20000_is_found() {
 /// Open MPI's TCP path with its default eager limit (64 KiB; the reference
 /// implementation never found it): the round trip jumps from ~34 to ~50 us at
 /// 65536 B. Found in 18 of 18 single-pass runs and 20 of 20 with three passes
-/// (2026-11-22).
+/// over 32-128 KiB (2026-11-22). The sweep spans 16 KiB on either side: each
+/// size costs about 0.3 s in three passes, and a change invented far from a
+/// switch is the business of the TCP loopback tests.
 #[test]
 fn open_mpi_tcp_default_eager_limit_is_found() {
     if !built_for("open_mpi_tcp_default_eager_limit_is_found", "openmpi") {
         return;
     }
-    let found = changes_at_sweep_steps(&["--mca", "btl", "self,tcp"], &[], "32K-128K:2K");
+    let found = changes_at_sweep_steps(&["--mca", "btl", "self,tcp"], &[], "48K-96K:2K");
     assert_one_switch_near(&found, 65536, 2048);
 }
 
