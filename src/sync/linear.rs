@@ -9,7 +9,7 @@
 //! ranks in rank order, as Algorithm 8's loop does.
 //!
 //! Algorithm 8's `MPI_Barrier` before each pair is kept, on the control plane
-//! ([`super::from_root_in_turn`]): rank `i` waits for the root to finish with ranks
+//! (`super::from_root_in_turn`): rank `i` waits for the root to finish with ranks
 //! `1..i`, a wait that grows with `p`, and a data-plane receive would give up on a
 //! root that is alive and busy after `--timeout`. The `p - 1` barriers are outside
 //! every timed exchange.
