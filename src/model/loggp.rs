@@ -46,8 +46,8 @@
 use super::changepoint::{self, LookaheadOptions};
 use super::lsq::Line;
 use super::robust::{
-    huber_level_scaled, huber_line, huber_line_nonneg, huber_line_scaled, huber_line_scaled_nonneg,
-    RobustLine,
+    huber_level_scaled_nonneg, huber_line, huber_line_nonneg, huber_line_scaled,
+    huber_line_scaled_nonneg, RobustLine,
 };
 use super::segment::{self, local_noise, SegmentOptions};
 use crate::stats::median;
@@ -791,7 +791,7 @@ fn fit_range(
     let gap = if slope_told {
         huber_line_scaled_nonneg(x, gap_us, sigma)
     } else {
-        huber_level_scaled(x, gap_us, sigma)
+        huber_level_scaled_nonneg(x, gap_us, sigma)
     }
     .ok_or_else(degenerate)?;
     let prtt1: Vec<f64> = range.iter().map(|s| s.prtt_1_0_us).collect();

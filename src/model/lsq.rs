@@ -124,24 +124,28 @@ pub fn fit_weighted_line_nonneg(xs: &[f64], ys: &[f64], weights: &[f64]) -> Opti
     })
 }
 
-/// A weighted level: the line of slope 0 through the weighted mean of `ys`, what a
-/// slope its data cannot tell from 0 leaves ([`fit_weighted_line`]'s minimiser
-/// with the slope held at 0). The intercept's standard error is the weighted
-/// mean's; the slope's is the free fit's, so the held slope reads `0 +- stderr`.
+/// A weighted level over the non-negative half-line: the line of slope 0 through
+/// the weighted mean of `ys`, what a slope its data cannot tell from 0 leaves
+/// ([`fit_weighted_line`]'s minimiser with the slope held at 0), or through 0
+/// where that mean is negative (a gap is never negative; data that pull below 0
+/// are noise). The intercept's standard error is the weighted mean's; the
+/// slope's is the free fit's, so the held slope reads `0 +- stderr`.
 ///
 /// `None` as [`fit_weighted_line`].
-pub fn fit_weighted_level(xs: &[f64], ys: &[f64], weights: &[f64]) -> Option<Line> {
+pub fn fit_weighted_level_nonneg(xs: &[f64], ys: &[f64], weights: &[f64]) -> Option<Line> {
     let free = fit_weighted_line(xs, ys, weights)?;
     let w_sum: f64 = weights.iter().sum();
-    let level = ys.iter().zip(weights).map(|(y, w)| y * w).sum::<f64>() / w_sum;
-    let sse: f64 = ys
-        .iter()
-        .zip(weights)
-        .map(|(y, w)| w * (y - level).powi(2))
-        .sum();
+    let mean = ys.iter().zip(weights).map(|(y, w)| y * w).sum::<f64>() / w_sum;
+    let level = mean.max(0.0);
+    let sse_about = |at: f64| -> f64 {
+        ys.iter()
+            .zip(weights)
+            .map(|(y, w)| w * (y - at).powi(2))
+            .sum()
+    };
     let effective = weights.iter().filter(|&&w| w > 0.0).count();
     let sigma2 = if effective > 1 {
-        sse / (effective - 1) as f64 * effective as f64 / w_sum
+        sse_about(mean) / (effective - 1) as f64 * effective as f64 / w_sum
     } else {
         0.0
     };
@@ -150,7 +154,7 @@ pub fn fit_weighted_level(xs: &[f64], ys: &[f64], weights: &[f64]) -> Option<Lin
         slope: 0.0,
         slope_stderr: free.slope_stderr,
         intercept_stderr: (sigma2 / effective as f64).sqrt(),
-        rms_residual: (sse / w_sum).sqrt(),
+        rms_residual: (sse_about(level) / w_sum).sqrt(),
     })
 }
 
@@ -162,7 +166,7 @@ mod tests {
     fn a_level_is_the_weighted_mean_with_its_standard_error() {
         let xs = [1.0, 2.0, 3.0, 4.0];
         let ys = [2.0, 4.0, 2.0, 4.0];
-        let level = fit_weighted_level(&xs, &ys, &[1.0; 4]).unwrap();
+        let level = fit_weighted_level_nonneg(&xs, &ys, &[1.0; 4]).unwrap();
         assert_eq!((level.intercept, level.slope), (3.0, 0.0));
         // sample variance 4/3 over 4 points: stderr of the mean sqrt(1/3)
         assert!((level.intercept_stderr - (1.0f64 / 3.0).sqrt()).abs() < 1e-12);
@@ -170,8 +174,21 @@ mod tests {
         let free = fit_weighted_line(&xs, &ys, &[1.0; 4]).unwrap();
         assert_eq!(level.slope_stderr, free.slope_stderr);
         // a weight of 3 on the low points pulls the level to 2.5
-        let weighted = fit_weighted_level(&xs, &ys, &[3.0, 1.0, 3.0, 1.0]).unwrap();
+        let weighted = fit_weighted_level_nonneg(&xs, &ys, &[3.0, 1.0, 3.0, 1.0]).unwrap();
         assert!((weighted.intercept - 2.5).abs() < 1e-12);
+    }
+
+    /// Gaps whose mean is negative (noise of a loaded host about a gap near 0)
+    /// give the level 0, with the residuals about it and the mean's standard
+    /// error: a parameter file never carries a negative g.
+    #[test]
+    fn a_negative_mean_gives_the_level_0() {
+        let xs = [1.0, 2.0, 3.0, 4.0];
+        let ys = [-2.0, -4.0, -2.0, -4.0];
+        let level = fit_weighted_level_nonneg(&xs, &ys, &[1.0; 4]).unwrap();
+        assert_eq!((level.intercept, level.slope), (0.0, 0.0));
+        assert!((level.intercept_stderr - (1.0f64 / 3.0).sqrt()).abs() < 1e-12);
+        assert!((level.rms_residual - 10.0f64.sqrt()).abs() < 1e-12);
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! so an outlier keeps a weight `k / |r/scale|` instead of being dropped silently:
 //! the caller reports which points weighed little.
 
-use super::lsq::{fit_weighted_level, fit_weighted_line, fit_weighted_line_nonneg, Line};
+use super::lsq::{fit_weighted_level_nonneg, fit_weighted_line, fit_weighted_line_nonneg, Line};
 use crate::stats::median;
 
 pub use crate::stats::huber::{huber_weight, HUBER_K};
@@ -98,10 +98,10 @@ pub fn huber_line_scaled_nonneg(xs: &[f64], ys: &[f64], sigma: &[f64]) -> Option
     huber_scaled_with(xs, ys, sigma, fit_weighted_line_nonneg)
 }
 
-/// [`huber_line_scaled`] with the slope held at 0 ([`fit_weighted_level`]): the
-/// robust level of `ys`.
-pub fn huber_level_scaled(xs: &[f64], ys: &[f64], sigma: &[f64]) -> Option<RobustLine> {
-    huber_scaled_with(xs, ys, sigma, fit_weighted_level)
+/// [`huber_line_scaled`] with the slope held at 0 and the level at least 0
+/// ([`fit_weighted_level_nonneg`]): the robust level of `ys`.
+pub fn huber_level_scaled_nonneg(xs: &[f64], ys: &[f64], sigma: &[f64]) -> Option<RobustLine> {
+    huber_scaled_with(xs, ys, sigma, fit_weighted_level_nonneg)
 }
 
 fn huber_scaled_with(xs: &[f64], ys: &[f64], sigma: &[f64], fit: Fit) -> Option<RobustLine> {
