@@ -983,11 +983,25 @@ pub fn by_clarity(evidence: &[StepEvidence]) -> Vec<&StepEvidence> {
 /// `mid.0` (the old reading moved along the old slope), 1 at the new one's.
 /// `None` when the pass's brackets are not `step` apart (at least half of it, same
 /// sign), or when `mid` lies in the middle of the span (within
-/// [`BETWEEN_LEVELS`] of 0.5): that pass was disturbed. A reading between the two
-/// levels is neither protocol's: a disturbance slows the faster protocol's
-/// readings toward the slower one's, so counted by its nearer half it would be a
-/// vote for the wrong side (story: docs/findings/2026-11-29-real-switches.md, section 3b).
+/// [`BETWEEN_LEVELS`] of 0.5): that pass was disturbed, or the size has a level
+/// of its own ([`third_level`]). A reading between the two levels is neither
+/// protocol's: a disturbance slows the faster protocol's readings toward the
+/// slower one's, so counted by its nearer half it would be a vote for the wrong
+/// side (story: docs/findings/2026-11-29-real-switches.md, section 3b).
 pub fn position(
+    old: (f64, f64),
+    mid: (f64, f64),
+    new: (f64, f64),
+    slopes: (f64, f64),
+    step: f64,
+) -> Option<f64> {
+    span_position(old, mid, new, slopes, step).filter(|at| !between_levels(*at))
+}
+
+/// [`position`] without the band in the middle: where `mid` lies between the
+/// two levels whenever the pass's brackets are `step` apart, for
+/// [`third_level`] to count the readings between them.
+pub fn span_position(
     old: (f64, f64),
     mid: (f64, f64),
     new: (f64, f64),
@@ -1000,9 +1014,33 @@ pub fn position(
     if !(span.is_finite() && mid.1.is_finite()) || span * step.signum() < 0.5 * step.abs() {
         return None;
     }
-    let at = (mid.1 - expect_old) / span;
-    ((at - 0.5).abs() >= BETWEEN_LEVELS).then_some(at)
+    Some((mid.1 - expect_old) / span)
 }
+
+/// Whether a [`span_position`] lies in the middle of the span, within
+/// [`BETWEEN_LEVELS`] of 0.5: at neither protocol's level.
+pub fn between_levels(at: f64) -> bool {
+    (at - 0.5).abs() < BETWEEN_LEVELS
+}
+
+/// Whether the rounds of a bisection step read its midpoint at a level of its
+/// own, between the two protocols': `between` rounds in the middle of the span
+/// ([`between_levels`]) against `placed` rounds at either protocol's level, by a
+/// sequential sign test stricter than [`decide_side`]'s: at least
+/// [`THIRD_LEVEL_ROUNDS`] between, and at most one placed round per
+/// [`THIRD_LEVEL_ROUNDS`] between. A disturbance that reads a size between the
+/// levels in a third of the rounds (as beside a hog, where it slows the faster
+/// protocol toward the slower) passes it about once in 700 steps; a size that
+/// sits at a third level, a few bytes between two switches, reads there in
+/// nearly every round (story: docs/findings/2026-11-29-real-switches.md, "A
+/// third level").
+pub fn third_level(between: usize, placed: usize) -> bool {
+    between >= THIRD_LEVEL_ROUNDS && THIRD_LEVEL_ROUNDS * placed <= between
+}
+
+/// Fewest rounds, and rounds per placed round, that [`third_level`] asks of the
+/// readings between the levels.
+pub const THIRD_LEVEL_ROUNDS: usize = 8;
 
 /// Half the width of the band around the middle of a bisection round's span in
 /// which [`position`] places nothing: a midpoint reading must lie within a

@@ -45,10 +45,18 @@
 //! [`LOCATE_ROUNDS`] rounds in all; there a clear majority still decides
 //! ([`confirm::decide_side_at_last`]), and without one the change is reported
 //! located within the brackets instead.
+//!
+//! A midpoint whose rounds read it between the two levels ([`confirm::third_level`])
+//! has a level of its own: two switches lie in the bracket, one on either side
+//! of it (UCX's shared-memory segment fills 7 bytes before its rendezvous). The
+//! bisection goes on as two, each part with its share of the step, and a part
+//! whose brackets are never a step apart in its rounds (the midpoint was
+//! disturbed, not a level) is rejected.
 
 use super::confirm::{
-    self, by_clarity, combine, decide_side, judge_slopes, position, propose_kinks, ChangeKind,
-    Reading, SlopeEvidence, StepEvidence, Undecided, Verdict,
+    self, between_levels, by_clarity, combine, decide_side, judge_slopes, propose_kinks,
+    span_position, third_level, ChangeKind, Reading, SlopeEvidence, StepEvidence, Undecided,
+    Verdict,
 };
 use super::loggp::Series;
 use super::lsq::fit_line;
@@ -132,6 +140,11 @@ pub struct Confirmation {
     /// and how they split.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub undecided_midpoint: Option<MidpointSplit>,
+    /// A midpoint the bisection read between the two protocols' levels (a third
+    /// level, [`confirm::third_level`]): the change was bisected as two, below
+    /// it and from it on; the other part is a change of its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub split_at_bytes: Option<u64>,
 }
 
 /// How the rounds of a bisection step placed a midpoint that they did not
@@ -146,21 +159,25 @@ pub struct MidpointSplit {
     pub new_rounds: usize,
     /// Rounds that placed it at the old protocol's level.
     pub old_rounds: usize,
+    /// Rounds that read it between the two levels ([`confirm::between_levels`]).
+    pub between_rounds: usize,
     /// Rounds that placed it nowhere (brackets not a step apart in any confirmed
-    /// series, or the reading between the two levels).
+    /// series).
     pub unplaced_rounds: usize,
 }
 
 impl MidpointSplit {
     /// The split of a bisection step's `positions` (one per round, `None` where
-    /// the round placed nothing) at `mid_bytes`.
-    fn of(mid_bytes: u64, positions: &[Option<f64>]) -> MidpointSplit {
+    /// the round placed nothing) at `mid_bytes`, of which `between_rounds` read
+    /// the midpoint between the levels.
+    fn of(mid_bytes: u64, positions: &[Option<f64>], between_rounds: usize) -> MidpointSplit {
         let (new_rounds, old_rounds) = confirm::votes(positions);
         MidpointSplit {
             mid_bytes,
             new_rounds,
             old_rounds,
-            unplaced_rounds: positions.len() - new_rounds - old_rounds,
+            between_rounds,
+            unplaced_rounds: positions.len() - new_rounds - old_rounds - between_rounds,
         }
     }
 }
@@ -257,7 +274,14 @@ enum Stage {
         locators: Vec<Locator>,
         old: u64,
         new: u64,
+        /// Per round of this step, the midpoint's position where it was at a
+        /// protocol's level.
         positions: Vec<Option<f64>>,
+        /// The positions of this step's rounds that read it between the levels.
+        between: Vec<f64>,
+        /// A part of a split bisection none of whose rounds has placed a
+        /// midpoint yet: its level is not shown to be a step from its bracket.
+        unproven: bool,
     },
     Done,
 }
@@ -447,7 +471,12 @@ impl Plan {
                 break;
             }
             if let Some(c) = self.candidates.iter_mut().find(|c| c.change.bytes == bytes) {
-                let more = c.passes.len() + PASSES <= DOUBT_MAX_PASSES;
+                let split = c
+                    .change
+                    .confirmation
+                    .as_ref()
+                    .is_some_and(|f| f.split_at_bytes.is_some());
+                let more = c.passes.len() + PASSES <= DOUBT_MAX_PASSES && !split;
                 if matches!(c.stage, Stage::Done) && c.change.verdict != Verdict::Confirmed && more
                 {
                     let clean = confirm::clean(&c.passes).len();
@@ -535,6 +564,7 @@ impl Plan {
         let asked = std::mem::take(&mut self.asked);
         let total = asked.last().map_or(0, |a| a.1.end);
         assert_eq!(readings.len(), total, "one reading per size of the round");
+        let mut split_off = Vec::new();
         for (k, span) in asked {
             let pass = readings[span].to_vec();
             let opts = self.opts;
@@ -546,9 +576,14 @@ impl Plan {
                     c.passes.push(pass);
                     judge_candidate(c, &opts, &held);
                 }
-                Stage::Locating { .. } => locate_step(c, &pass),
+                Stage::Locating { .. } => split_off.extend(locate_step(c, &pass)),
                 Stage::Done => {}
             }
+        }
+        if !split_off.is_empty() {
+            self.candidates.extend(split_off);
+            self.candidates
+                .sort_by_key(|c| (c.change.bytes, c.change.bracket_bytes[0]));
         }
     }
 
@@ -600,19 +635,30 @@ fn give_up(c: &mut Candidate) {
             old,
             new,
             ref positions,
+            ref between,
+            unproven,
             ..
         } => {
-            c.change.bracket_bytes = [old, new];
-            let split = MidpointSplit::of(old + (new - old) / 2, positions);
-            let conf = c
-                .change
-                .confirmation
-                .get_or_insert_with(Confirmation::default);
-            conf.undecided_midpoint = Some(split);
+            let split = MidpointSplit::of(old + (new - old) / 2, positions, between.len());
+            end_undecided(&mut c.change, [old, new], split, unproven);
         }
         Stage::Done => {}
     }
     c.stage = Stage::Done;
+}
+
+/// Ends a bisection short of the byte: the change is located within `bracket`,
+/// with the `split` of its last midpoint; a part of a split bisection that
+/// never placed a midpoint (`unproven`) is rejected.
+fn end_undecided(change: &mut Change, bracket: [u64; 2], split: MidpointSplit, unproven: bool) {
+    change.bracket_bytes = bracket;
+    if unproven {
+        change.verdict = Verdict::Rejected;
+    }
+    let conf = change
+        .confirmation
+        .get_or_insert_with(Confirmation::default);
+    conf.undecided_midpoint = Some(split);
 }
 
 /// Judges a confirming candidate on its passes so far; `held` are the
@@ -756,6 +802,8 @@ fn judge_candidate(c: &mut Candidate, opts: &RefineOptions, held: &[u64]) {
             old: left[0],
             new: right[0],
             positions: Vec::new(),
+            between: Vec::new(),
+            unproven: false,
         }
     } else {
         Stage::Done
@@ -905,16 +953,20 @@ fn side_slope(passes: &[&[Reading]], sizes: &[u64], series: Series) -> f64 {
 }
 
 /// One bisection round: `pass` holds the old bracket, the midpoint and the new
-/// bracket (in any order).
-fn locate_step(c: &mut Candidate, pass: &[Reading]) {
+/// bracket (in any order). Returns the upper part when the round splits the
+/// bisection at a third level ([`confirm::third_level`]); `c` goes on as the
+/// lower.
+fn locate_step(c: &mut Candidate, pass: &[Reading]) -> Option<Candidate> {
     let Stage::Locating {
         ref locators,
         ref mut old,
         ref mut new,
         ref mut positions,
+        ref mut between,
+        ref mut unproven,
     } = c.stage
     else {
-        return;
+        return None;
     };
     let conf = c
         .change
@@ -931,7 +983,7 @@ fn locate_step(c: &mut Candidate, pass: &[Reading]) {
     // The clearest series whose brackets are a step apart in this round.
     let placed = locators.iter().find_map(|l| {
         match (at(*old, l.series), at(mid, l.series), at(*new, l.series)) {
-            (Some(o), Some(m), Some(n)) => position(o, m, n, l.slopes, l.step).map(|p| (l, p)),
+            (Some(o), Some(m), Some(n)) => span_position(o, m, n, l.slopes, l.step).map(|p| (l, p)),
             _ => None,
         }
     });
@@ -941,8 +993,19 @@ fn locate_step(c: &mut Candidate, pass: &[Reading]) {
             conf.located_also.push(name);
         }
     }
-    positions.push(placed.map(|(_, p)| p));
+    let placed = placed.map(|(_, p)| p);
+    match placed {
+        Some(p) if between_levels(p) => {
+            between.push(p);
+            positions.push(None);
+        }
+        _ => positions.push(placed),
+    }
     let placed_rounds = positions.iter().flatten().count();
+    *unproven &= placed_rounds == 0;
+    if third_level(between.len(), placed_rounds) {
+        return Some(split_at_third_level(c, mid));
+    }
     let last_look = placed_rounds >= LOCATE_PASSES || positions.len() >= LOCATE_ROUNDS;
     let side = decide_side(positions).or_else(|| {
         last_look
@@ -953,16 +1016,20 @@ fn locate_step(c: &mut Candidate, pass: &[Reading]) {
         Some(confirm::Side::Old) => {
             *old = mid;
             positions.clear();
+            between.clear();
         }
         Some(confirm::Side::New) => {
             *new = mid;
             positions.clear();
+            between.clear();
         }
         None if last_look => {
-            conf.undecided_midpoint = Some(MidpointSplit::of(mid, positions));
-            c.change.bracket_bytes = [*old, *new];
+            let split = MidpointSplit::of(mid, positions, between.len());
+            let bracket = [*old, *new];
+            let unproven = *unproven;
+            end_undecided(&mut c.change, bracket, split, unproven);
             c.stage = Stage::Done;
-            return;
+            return None;
         }
         None => {}
     }
@@ -971,6 +1038,52 @@ fn locate_step(c: &mut Candidate, pass: &[Reading]) {
         c.change.bracket_bytes = [*old, *new];
         c.stage = Stage::Done;
     }
+    None
+}
+
+/// Splits a bisection whose midpoint `mid` reads at a level of its own: `c`
+/// goes on below it (to `mid`) and the returned part above it (from `mid`),
+/// each with its share of every locator's step, the median of the rounds'
+/// positions of `mid` between the levels. Neither part is proven until a round
+/// of its own places a midpoint.
+fn split_at_third_level(c: &mut Candidate, mid: u64) -> Candidate {
+    let Stage::Locating {
+        ref locators,
+        old,
+        new,
+        ref between,
+        ..
+    } = c.stage
+    else {
+        unreachable!("only a bisection splits");
+    };
+    let share = median(between).unwrap_or(0.5);
+    let part = |old: u64, new: u64, share: f64| Stage::Locating {
+        locators: locators
+            .iter()
+            .map(|l| Locator {
+                step: l.step * share,
+                ..*l
+            })
+            .collect(),
+        old,
+        new,
+        positions: Vec::new(),
+        between: Vec::new(),
+        unproven: true,
+    };
+    let (below, above) = (part(old, mid, share), part(mid, new, 1.0 - share));
+    let conf = c
+        .change
+        .confirmation
+        .get_or_insert_with(Confirmation::default);
+    conf.split_at_bytes = Some(mid);
+    let mut upper = c.clone();
+    c.stage = below;
+    c.change.bracket_bytes = [old, mid];
+    upper.stage = above;
+    upper.change.bracket_bytes = [mid, new];
+    upper
 }
 
 #[cfg(test)]
@@ -1350,6 +1463,130 @@ mod tests {
             confirmed >= 99 && located >= 99,
             "{located} of {confirmed}: {others:?}"
         );
+    }
+
+    /// Issue 36, two switches in one sweep bracket: from `lower` on, the sizes
+    /// read at `share` of the step (a third level), from `lower + width` on at
+    /// the whole step, as UCX's shared-memory segment that fills 7 bytes before
+    /// its rendezvous. Per seed (100, the switches at random sizes between two
+    /// sizes of the sweep, `width` up to `widest` bytes): the confirmed changes,
+    /// as `(lower, upper, changes)`.
+    fn third_level_seeds(share: f64, widest: u64) -> Vec<(u64, u64, Vec<Change>)> {
+        const STEP: f64 = 4.0;
+        (0..100u64)
+            .map(|seed| {
+                let mut rng = SplitMix64(seed ^ 0x74_6869_7264);
+                // Both switches inside one bracket of the sweep's sizes.
+                let kib = 16 + rng.next() % 8;
+                let lower = kib * 1024 + 1 + rng.next() % (1023 - widest);
+                let upper = lower + 1 + rng.next() % widest;
+                let read = |size: u64, round: usize| {
+                    let j = |k, amp| jitter(size, round + 1000 * seed as usize, k, amp);
+                    let level = match size {
+                        s if s >= upper => 1.0,
+                        s if s >= lower => share,
+                        _ => 0.0,
+                    };
+                    Reading::measured(
+                        size,
+                        [
+                            flat_gap(size) + level * STEP / 2.0 + j(0, 0.3),
+                            20.0 + 0.0001 * size as f64 + level * STEP + j(1, 0.3),
+                            1.5 + j(2, 0.03),
+                            2.0 + j(3, 0.03),
+                            1.5 + j(4, 0.03),
+                        ],
+                    )
+                };
+                let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| read(s, 0)).collect();
+                let proposed = sweep_sizes().into_iter().find(|&s| s >= upper).unwrap();
+                let plan = Plan::new(&sweep, &[proposed], RefineOptions::default());
+                let confirmed = drive(plan, read)
+                    .into_iter()
+                    .filter(|c| c.verdict == Verdict::Confirmed)
+                    .collect();
+                (lower, upper, confirmed)
+            })
+            .collect()
+    }
+
+    /// A third level halfway, 1-64 bytes wide: the bisection reads a midpoint
+    /// there, goes on as two, and places both switches to the byte in at least
+    /// 99 of 100 seeds; no confirmed change lies outside the two.
+    #[test]
+    fn issue_36_a_third_level_between_two_switches_splits_the_bisection() {
+        let mut both = 0;
+        for (lower, upper, changes) in third_level_seeds(0.5, 64) {
+            let firsts: Vec<Option<u64>> = changes.iter().map(|c| c.first_bytes).collect();
+            if firsts == [Some(lower), Some(upper)] {
+                both += 1;
+            }
+            for c in &changes {
+                let [lo, hi] = c.bracket_bytes;
+                let holds = |s: u64| lo < s && s <= hi;
+                assert!(holds(lower) || holds(upper), "{lower} {upper}: {c:?}");
+            }
+        }
+        assert!(both >= 99, "both located in {both} of 100");
+    }
+
+    /// A midpoint that reads between the levels only in the first rounds that
+    /// measure it (a disturbance, long enough to pass [`confirm::third_level`])
+    /// splits the bisection; the part whose brackets are then never a step
+    /// apart is rejected, and the other locates the one switch to the byte.
+    #[test]
+    fn issue_36_a_split_part_whose_brackets_never_step_is_rejected() {
+        let world = stepped_world(0.3);
+        // The bisection's first midpoint between the sweep sizes 19456 and 20480.
+        const MID: u64 = 19_968;
+        let seen = std::cell::Cell::new(0);
+        let read = |size: u64, round: usize| {
+            let mut r = world.read(size, round);
+            if size == MID {
+                seen.set(seen.get() + 1);
+                if seen.get() <= confirm::THIRD_LEVEL_ROUNDS {
+                    r.prtt_1_0_us += 10.0;
+                    r.gap_us += 4.0;
+                }
+            }
+            r
+        };
+        let opts = RefineOptions {
+            propose: false,
+            ..RefineOptions::default()
+        };
+        let changes = drive(Plan::new(&world.sweep(), &[20480], opts), read);
+        let split = |c: &Change| c.confirmation.as_ref().and_then(|f| f.split_at_bytes);
+        let [lower, upper] = &changes[..] else {
+            panic!("{changes:#?}")
+        };
+        assert_eq!((split(lower), split(upper)), (Some(MID), Some(MID)));
+        assert_eq!(lower.verdict, Verdict::Rejected, "{lower:#?}");
+        assert_eq!(lower.bracket_bytes, [19_456, MID], "{lower:#?}");
+        assert_eq!(upper.verdict, Verdict::Confirmed, "{upper:#?}");
+        assert_eq!(upper.first_bytes, Some(SWITCH), "{upper:#?}");
+        // Nor does the rejected part bound a step at its boundary: its passes
+        // are the whole step's.
+        let bounds = super::super::sensitivity::passes_bounds(&changes);
+        assert!(bounds.is_empty(), "{bounds:?}");
+    }
+
+    /// A third level near one protocol's (15% of the step, outside the band of
+    /// readings between the levels) is counted with that protocol: the larger
+    /// switch is located to the byte, as without the third level, and nothing
+    /// is placed outside the two switches.
+    #[test]
+    fn issue_36_a_third_level_near_the_old_one_leaves_the_larger_switch_located() {
+        let mut located = 0;
+        for (lower, upper, changes) in third_level_seeds(0.15, 8) {
+            located += changes.iter().any(|c| c.first_bytes == Some(upper)) as usize;
+            for c in &changes {
+                let [lo, hi] = c.bracket_bytes;
+                let holds = |s: u64| lo < s && s <= hi;
+                assert!(holds(lower) || holds(upper), "{lower} {upper}: {c:?}");
+            }
+        }
+        assert!(located >= 99, "located in {located} of 100");
     }
 
     /// A switch whose first 64 bytes belong to the new protocol in only 60% of

@@ -276,13 +276,20 @@ fn boundary(
 /// Per rejected candidate of `changes` (and per boundary re-measured for doubt
 /// and not confirmed), the bound on its step of `PRTT(1,0,s)` from the fresh
 /// passes (the larger end of the interval of the steps), keyed by the first
-/// size after the boundary.
+/// size after the boundary. A rejected part of a split bisection bounds
+/// nothing there: its passes are those of the whole step, which the other part
+/// holds.
 pub fn passes_bounds(changes: &[Change]) -> Vec<(u64, f64)> {
     changes
         .iter()
         .filter(|c| {
             c.verdict == Verdict::Rejected
                 || (c.proposed_by == Proposer::Doubt && c.verdict != Verdict::Confirmed)
+        })
+        .filter(|c| {
+            c.confirmation
+                .as_ref()
+                .is_none_or(|f| f.split_at_bytes.is_none())
         })
         .filter_map(|c| {
             let e: &StepEvidence = c
