@@ -1009,12 +1009,45 @@ pub fn span_position(
     step: f64,
 ) -> Option<f64> {
     let expect_old = old.1 + slopes.0 * (mid.0 - old.0);
-    let expect_new = new.1 - slopes.1 * (new.0 - mid.0);
-    let span = expect_new - expect_old;
+    let span = span(old, mid, new, slopes);
     if !(span.is_finite() && mid.1.is_finite()) || span * step.signum() < 0.5 * step.abs() {
         return None;
     }
     Some((mid.1 - expect_old) / span)
+}
+
+/// The distance between the two protocols' levels at `mid.0` in one pass: the
+/// new bracket's reading moved back along the new slope less the old one's moved
+/// on along the old slope.
+pub fn span(old: (f64, f64), mid: (f64, f64), new: (f64, f64), slopes: (f64, f64)) -> f64 {
+    let expect_old = old.1 + slopes.0 * (mid.0 - old.0);
+    let expect_new = new.1 - slopes.1 * (new.0 - mid.0);
+    expect_new - expect_old
+}
+
+/// The step of a series as the bisection's recent rounds show it: the median
+/// of their brackets' `spans` ([`span`]) where there are at least three, of the
+/// sign of the `confirmed` step, and their median is at least three robust
+/// standard deviations (1.4826 MAD) from 0; `confirmed` otherwise. The host's
+/// state may change after the confirmation: over UCX's shared memory every
+/// series' step shrank to a third of the confirmed one between two phases of
+/// one run, and no round's brackets were half the confirmed step apart (story:
+/// docs/findings/2026-11-29-real-switches.md, "A third level").
+pub fn current_step(confirmed: f64, spans: &[f64]) -> f64 {
+    if spans.len() < 3 {
+        return confirmed;
+    }
+    let Some(mid) = median(spans) else {
+        return confirmed;
+    };
+    let deviations: Vec<f64> = spans.iter().map(|s| (s - mid).abs()).collect();
+    let spread = 1.4826 * median(&deviations).unwrap_or(f64::INFINITY);
+    let shown = mid * confirmed.signum() > 0.0 && mid.abs() >= 3.0 * spread;
+    if shown {
+        mid
+    } else {
+        confirmed
+    }
 }
 
 /// Whether a [`span_position`] lies in the middle of the span, within
@@ -1764,6 +1797,18 @@ mod tests {
         // A step down works alike.
         let down = position((1.0, 30.0), (2.0, 30.0), (3.0, 10.0), (0.0, 0.0), -20.0);
         assert_eq!(down, Some(0.0));
+    }
+
+    /// The recent rounds' spans replace the confirmed step where three or more
+    /// show a step of its sign clearly apart from 0; not where they scatter
+    /// about 0, are too few, or step the other way.
+    #[test]
+    fn the_recent_spans_give_the_step_where_they_show_one() {
+        assert_eq!(current_step(43.0, &[12.5, 13.5, 14.9, 14.2]), 13.85);
+        assert_eq!(current_step(43.0, &[12.5, 13.5]), 43.0);
+        assert_eq!(current_step(43.0, &[1.0, -1.2, 0.8, -0.5, 0.3]), 43.0);
+        assert_eq!(current_step(43.0, &[-14.0, -13.0, -15.0]), 43.0);
+        assert_eq!(current_step(-4.0, &[-1.2, -1.3, -1.1]), -1.2);
     }
 
     #[test]
