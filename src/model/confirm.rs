@@ -1028,7 +1028,8 @@ pub fn span(old: (f64, f64), mid: (f64, f64), new: (f64, f64), slopes: (f64, f64
 /// The step of a series as the bisection's recent rounds show it: the median
 /// of their brackets' `spans` ([`span`]) where there are at least three, of the
 /// sign of the `confirmed` step, and their median is at least three robust
-/// standard deviations (1.4826 MAD) from 0; `confirmed` otherwise. The host's
+/// standard deviations (1.4826 MAD) from 0 and at least [`LEAST_STEP_SHARE`] of
+/// the confirmed step; `confirmed` otherwise. The host's
 /// state may change after the confirmation: over UCX's shared memory every
 /// series' step shrank to a third of the confirmed one between two phases of
 /// one run, and no round's brackets were half the confirmed step apart (story:
@@ -1042,13 +1043,20 @@ pub fn current_step(confirmed: f64, spans: &[f64]) -> f64 {
     };
     let deviations: Vec<f64> = spans.iter().map(|s| (s - mid).abs()).collect();
     let spread = 1.4826 * median(&deviations).unwrap_or(f64::INFINITY);
-    let shown = mid * confirmed.signum() > 0.0 && mid.abs() >= 3.0 * spread;
+    let shown = mid * confirmed.signum() > 0.0
+        && mid.abs() >= 3.0 * spread
+        && mid.abs() >= LEAST_STEP_SHARE * confirmed.abs();
     if shown {
         mid
     } else {
         confirmed
     }
 }
+
+/// The smallest share of the confirmed step that [`current_step`] takes from the
+/// rounds: three spans alike by chance, as brackets of one protocol can give,
+/// must not set a step that noise crosses.
+pub const LEAST_STEP_SHARE: f64 = 0.2;
 
 /// Whether a [`span_position`] lies in the middle of the span, within
 /// [`BETWEEN_LEVELS`] of 0.5: at neither protocol's level.
@@ -1801,7 +1809,7 @@ mod tests {
 
     /// The recent rounds' spans replace the confirmed step where three or more
     /// show a step of its sign clearly apart from 0; not where they scatter
-    /// about 0, are too few, or step the other way.
+    /// about 0, are too few, step the other way, or are a small share of it.
     #[test]
     fn the_recent_spans_give_the_step_where_they_show_one() {
         assert_eq!(current_step(43.0, &[12.5, 13.5, 14.9, 14.2]), 13.85);
@@ -1809,6 +1817,8 @@ mod tests {
         assert_eq!(current_step(43.0, &[1.0, -1.2, 0.8, -0.5, 0.3]), 43.0);
         assert_eq!(current_step(43.0, &[-14.0, -13.0, -15.0]), 43.0);
         assert_eq!(current_step(-4.0, &[-1.2, -1.3, -1.1]), -1.2);
+        // Alike but a twentieth of the confirmed step: not taken.
+        assert_eq!(current_step(4.0, &[0.2, 0.21, 0.19]), 4.0);
     }
 
     #[test]

@@ -1581,6 +1581,16 @@ mod tests {
             .collect()
     }
 
+    /// Panics unless every change of `changes` has one of `switches` within its
+    /// bracket: none placed outside them.
+    fn assert_each_holds_a_switch(changes: &[Change], switches: [u64; 2]) {
+        for c in changes {
+            let [lo, hi] = c.bracket_bytes;
+            let holds = |s: &u64| lo < *s && *s <= hi;
+            assert!(switches.iter().any(holds), "{switches:?}: {c:?}");
+        }
+    }
+
     /// A third level halfway, 1-64 bytes wide: the bisection reads a midpoint
     /// there, goes on as two, and places both switches to the byte in at least
     /// 99 of 100 seeds; no confirmed change lies outside the two.
@@ -1592,11 +1602,7 @@ mod tests {
             if firsts == [Some(lower), Some(upper)] {
                 both += 1;
             }
-            for c in &changes {
-                let [lo, hi] = c.bracket_bytes;
-                let holds = |s: u64| lo < s && s <= hi;
-                assert!(holds(lower) || holds(upper), "{lower} {upper}: {c:?}");
-            }
+            assert_each_holds_a_switch(&changes, [lower, upper]);
         }
         assert!(both >= 99, "both located in {both} of 100");
     }
@@ -1651,11 +1657,7 @@ mod tests {
         let mut located = 0;
         for (lower, upper, changes) in third_level_seeds(0.15, 8) {
             located += changes.iter().any(|c| c.first_bytes == Some(upper)) as usize;
-            for c in &changes {
-                let [lo, hi] = c.bracket_bytes;
-                let holds = |s: u64| lo < s && s <= hi;
-                assert!(holds(lower) || holds(upper), "{lower} {upper}: {c:?}");
-            }
+            assert_each_holds_a_switch(&changes, [lower, upper]);
         }
         assert!(located >= 99, "located in {located} of 100");
     }
