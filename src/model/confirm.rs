@@ -81,7 +81,7 @@
 //! # Location to the byte
 //!
 //! Between the last size known to be old and the first known to be new, a midpoint
-//! is measured interleaved with both, in a few passes. [`position`] places it
+//! is measured interleaved with both, in a few passes. [`span_position`] places it
 //! between the level expected of the old protocol there (the old reference plus
 //! the old slope) and of the new (likewise): 0 is old, 1 is new. [`decide_side`]
 //! calls it when the passes agree, and bisection goes on until the two brackets
@@ -959,7 +959,7 @@ pub fn judge_slopes(evidence: &[SlopeEvidence]) -> (Verdict, Option<Undecided>) 
 /// hundredth of the floor). Location tries
 /// them in this order, round by round: a series' step may change (even its sign)
 /// with the host's state between the confirmation and the bisection, and then
-/// [`position`] finds its brackets not a step apart in any round (story:
+/// [`span_position`] finds its brackets not a step apart in any round (story:
 /// `docs/findings/2026-11-25-detector-rates.md`).
 pub fn by_clarity(evidence: &[StepEvidence]) -> Vec<&StepEvidence> {
     let clarity = |e: &StepEvidence| {
@@ -982,25 +982,12 @@ pub fn by_clarity(evidence: &[StepEvidence]) -> Vec<&StepEvidence> {
 /// reading `(size, value)` of each bracket: 0 at the level the old protocol has at
 /// `mid.0` (the old reading moved along the old slope), 1 at the new one's.
 /// `None` when the pass's brackets are not `step` apart (at least half of it, same
-/// sign), or when `mid` lies in the middle of the span (within
-/// [`BETWEEN_LEVELS`] of 0.5): that pass was disturbed, or the size has a level
-/// of its own ([`third_level`]). A reading between the two levels is neither
-/// protocol's: a disturbance slows the faster protocol's readings toward the
-/// slower one's, so counted by its nearer half it would be a vote for the wrong
-/// side (story: docs/findings/2026-11-29-real-switches.md, section 3b).
-pub fn position(
-    old: (f64, f64),
-    mid: (f64, f64),
-    new: (f64, f64),
-    slopes: (f64, f64),
-    step: f64,
-) -> Option<f64> {
-    span_position(old, mid, new, slopes, step).filter(|at| !between_levels(*at))
-}
-
-/// [`position`] without the band in the middle: where `mid` lies between the
-/// two levels whenever the pass's brackets are `step` apart, for
-/// [`third_level`] to count the readings between them.
+/// sign): that pass was disturbed. A position in the middle of the span
+/// ([`between_levels`]) is neither protocol's: the pass was disturbed (a
+/// disturbance slows the faster protocol's readings toward the slower one's, so
+/// counted by its nearer half it would be a vote for the wrong side), or the
+/// size has a level of its own ([`third_level`]) (story:
+/// docs/findings/2026-11-29-real-switches.md, section 3b).
 pub fn span_position(
     old: (f64, f64),
     mid: (f64, f64),
@@ -1008,8 +995,8 @@ pub fn span_position(
     slopes: (f64, f64),
     step: f64,
 ) -> Option<f64> {
-    let expect_old = old.1 + slopes.0 * (mid.0 - old.0);
-    let span = span(old, mid, new, slopes);
+    let (expect_old, expect_new) = levels(old, mid, new, slopes);
+    let span = expect_new - expect_old;
     if !(span.is_finite() && mid.1.is_finite()) || span * step.signum() < 0.5 * step.abs() {
         return None;
     }
@@ -1017,22 +1004,29 @@ pub fn span_position(
 }
 
 /// The distance between the two protocols' levels at `mid.0` in one pass: the
-/// new bracket's reading moved back along the new slope less the old one's moved
-/// on along the old slope.
+/// new bracket's reading moved back along the new slope less the old one's
+/// moved on along the old slope.
 pub fn span(old: (f64, f64), mid: (f64, f64), new: (f64, f64), slopes: (f64, f64)) -> f64 {
-    let expect_old = old.1 + slopes.0 * (mid.0 - old.0);
-    let expect_new = new.1 - slopes.1 * (new.0 - mid.0);
+    let (expect_old, expect_new) = levels(old, mid, new, slopes);
     expect_new - expect_old
+}
+
+/// The two protocols' levels at `mid.0` in one pass: the old bracket's reading
+/// moved on along the old slope, the new one's moved back along the new slope.
+fn levels(old: (f64, f64), mid: (f64, f64), new: (f64, f64), slopes: (f64, f64)) -> (f64, f64) {
+    (
+        old.1 + slopes.0 * (mid.0 - old.0),
+        new.1 - slopes.1 * (new.0 - mid.0),
+    )
 }
 
 /// The step of a series as the bisection's recent rounds show it: the median
 /// of their brackets' `spans` ([`span`]) where there are at least three, of the
 /// sign of the `confirmed` step, and their median is at least three robust
 /// standard deviations (1.4826 MAD) from 0 and at least [`LEAST_STEP_SHARE`] of
-/// the confirmed step; `confirmed` otherwise. The host's
-/// state may change after the confirmation: over UCX's shared memory every
-/// series' step shrank to a third of the confirmed one between two phases of
-/// one run, and no round's brackets were half the confirmed step apart (story:
+/// the confirmed step; `confirmed` otherwise. The host's state, and a series'
+/// step with it, may change between the confirmation and the bisection, and
+/// then no round's brackets are half the confirmed step apart (story:
 /// docs/findings/2026-11-29-real-switches.md, "A third level").
 pub fn current_step(confirmed: f64, spans: &[f64]) -> f64 {
     if spans.len() < 3 {
@@ -1084,7 +1078,7 @@ pub fn third_level(between: usize, placed: usize) -> bool {
 pub const THIRD_LEVEL_ROUNDS: usize = 8;
 
 /// Half the width of the band around the middle of a bisection round's span in
-/// which [`position`] places nothing: a midpoint reading must lie within a
+/// which a [`span_position`] places nothing: a midpoint reading must lie within a
 /// quarter of the span of one protocol's level to count.
 pub const BETWEEN_LEVELS: f64 = 0.25;
 
@@ -1097,7 +1091,7 @@ pub enum Side {
     New,
 }
 
-/// The side the passes' [`position`]s put a size on, by a sequential sign test:
+/// The side the passes' [`span_position`]s put a size on, by a sequential sign test:
 /// of `n` valid passes, the minority may be at most `(n - 3) / 4` (none of 3, one
 /// of 7, two of 11, three of 15: one-sided sign-test p of 12.5%, 6.3%, 3.3% and
 /// 1.8%, falling as the passes grow, so that spending more rounds on a doubtful
@@ -1794,16 +1788,16 @@ mod tests {
         let old = (20000.0, 10.0);
         let new = (21000.0, 31.0);
         let slopes = (0.001, 0.001);
-        let at = |v| position(old, (20500.0, v), new, slopes, 20.0);
+        let at = |v| span_position(old, (20500.0, v), new, slopes, 20.0);
         assert_eq!(at(10.5), Some(0.0));
         assert_eq!(at(30.5), Some(1.0));
         // The brackets of a disturbed pass are not a step apart.
         assert_eq!(
-            position(old, (20500.0, 10.5), (21000.0, 12.0), slopes, 20.0),
+            span_position(old, (20500.0, 10.5), (21000.0, 12.0), slopes, 20.0),
             None
         );
         // A step down works alike.
-        let down = position((1.0, 30.0), (2.0, 30.0), (3.0, 10.0), (0.0, 0.0), -20.0);
+        let down = span_position((1.0, 30.0), (2.0, 30.0), (3.0, 10.0), (0.0, 0.0), -20.0);
         assert_eq!(down, Some(0.0));
     }
 

@@ -34,7 +34,7 @@
 //!
 //! A confirmed step is bisected between `s_a` and `s_b` with the series that shows
 //! it most clearly (the first of [`confirm::by_clarity`]): each round measures the midpoint with
-//! both brackets in a random order, [`confirm::position`] places it between the two
+//! both brackets in a random order, [`confirm::span_position`] places it between the two
 //! protocols, and [`confirm::decide_side`] moves a bracket once the passes agree.
 //! A round whose brackets are not a step apart in that series (its step changed
 //! with the host's state since the confirmation) is placed with the next confirmed
