@@ -43,21 +43,90 @@ const GRACE_AFTER_KILL: Duration = Duration::from_secs(2);
 /// meanwhile: a child that writes more than a pipe holds (64 KiB) would otherwise
 /// block forever on a parent that reads only after the exit. `Ok` with everything
 /// it wrote when it exited in time; `Err` with what it wrote until it was killed.
-pub fn output_within(mut child: Child, limit: Duration) -> Result<Output, Output> {
+pub fn output_within(child: Child, limit: Duration) -> Result<Output, Output> {
+    match wait_reading(child, limit, None) {
+        (out, Ended::InTime) => Ok(out),
+        (out, _) => Err(out),
+    }
+}
+
+/// How long an MPI launcher may outlive the last rank of its job.
+const LAUNCHER_TEARDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// [`output_within`] for an MPI launcher whose job must abort, with ranks running
+/// `rank_program`. Open MPI 4.1's `mpirun` (Debian's, on PMIx 4.2) sometimes fails
+/// in its own teardown after `MPI_Abort`: the show_help message of the aborting
+/// rank arrives cut ("ORTE_ERROR_LOG: Data unpack would read past end of buffer"),
+/// and `mpirun` then may segfault in `PMIx_server_finalize` or hang. Once ranks
+/// have been seen and none is alive any more, the launcher has
+/// [`LAUNCHER_TEARDOWN_GRACE`] to exit and is then killed: `Ok` with what it
+/// forwarded, since the job did end, and a line on the process's stdout where the
+/// user sees it (as [`skip`] prints). A rank still alive at `limit` is a hung job:
+/// `Err`.
+pub fn aborting_job_within(
+    child: Child,
+    rank_program: &str,
+    limit: Duration,
+) -> Result<Output, Output> {
+    match wait_reading(child, limit, Some(rank_program)) {
+        (out, Ended::InTime) => Ok(out),
+        (out, Ended::LauncherOutlivedRanks) => {
+            let _ = writeln!(
+                std::io::stdout().lock(),
+                "\nthe launcher of {rank_program} outlived its ranks by {LAUNCHER_TEARDOWN_GRACE:?} \
+                 and was killed (docs/findings/2026-12-01-mpirun-teardown-after-abort.md)"
+            );
+            Ok(out)
+        }
+        (out, Ended::Killed) => Err(out),
+    }
+}
+
+/// How [`wait_reading`] stopped waiting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ended {
+    InTime,
+    /// Killed [`LAUNCHER_TEARDOWN_GRACE`] after the last rank of its job ended.
+    LauncherOutlivedRanks,
+    /// Killed at the limit.
+    Killed,
+}
+
+/// Waits for `child` as [`output_within`] does; with `rank_program`, also kills a
+/// launcher that outlives the ranks of its job (its descendants running
+/// `rank_program`) by [`LAUNCHER_TEARDOWN_GRACE`].
+fn wait_reading(mut child: Child, limit: Duration, rank_program: Option<&str>) -> (Output, Ended) {
     let stdout = Drain::start(child.stdout.take());
     let stderr = Drain::start(child.stderr.take());
     let began = Instant::now();
-    let (status, in_time) = loop {
+    let mut ranks_seen = false;
+    let mut ranks_gone_at: Option<Instant> = None;
+    let (status, ended) = loop {
         if let Some(status) = child.try_wait().expect("wait for the child") {
-            break (status, true);
+            break (status, Ended::InTime);
         }
         if began.elapsed() > limit {
             let _ = child.kill();
-            break (child.wait().expect("wait for the killed child"), false);
+            break (
+                child.wait().expect("wait for the killed child"),
+                Ended::Killed,
+            );
+        }
+        if let Some(program) = rank_program {
+            let alive = live_descendants_running(child.id(), program);
+            ranks_seen |= alive > 0;
+            if ranks_seen && alive == 0 {
+                let gone_at = *ranks_gone_at.get_or_insert_with(Instant::now);
+                if gone_at.elapsed() > LAUNCHER_TEARDOWN_GRACE {
+                    let _ = child.kill();
+                    let status = child.wait().expect("wait for the killed launcher");
+                    break (status, Ended::LauncherOutlivedRanks);
+                }
+            }
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    let grace = if in_time {
+    let grace = if ended == Ended::InTime {
         GRACE_AFTER_EXIT
     } else {
         GRACE_AFTER_KILL
@@ -67,10 +136,57 @@ pub fn output_within(mut child: Child, limit: Duration) -> Result<Output, Output
         stdout: stdout.finish(grace),
         stderr: stderr.finish(grace),
     };
-    if in_time {
-        Ok(out)
-    } else {
-        Err(out)
+    (out, ended)
+}
+
+/// How many descendants of process `root` run `program` (its file name, as the
+/// kernel keeps it: 15 bytes at most) and have not exited (zombies do not count).
+fn live_descendants_running(root: u32, program: &str) -> usize {
+    let comm: String = program.chars().take(15).collect();
+    let processes: Vec<ProcStat> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| std::fs::read_to_string(entry.path().join("stat")).ok())
+        .filter_map(|stat| ProcStat::parse(&stat))
+        .collect();
+    let mut tree = vec![root];
+    let mut live = 0;
+    while let Some(parent) = tree.pop() {
+        for p in processes.iter().filter(|p| p.ppid == parent) {
+            tree.push(p.pid);
+            if p.comm == comm && p.state != 'Z' {
+                live += 1;
+            }
+        }
+    }
+    live
+}
+
+/// The fields of `/proc/PID/stat` a process tree needs.
+#[derive(Debug, PartialEq, Eq)]
+struct ProcStat {
+    pid: u32,
+    comm: String,
+    state: char,
+    ppid: u32,
+}
+
+impl ProcStat {
+    /// `pid (comm) state ppid ...`; `comm` may hold spaces and parentheses, so it
+    /// ends at the last `)`.
+    fn parse(stat: &str) -> Option<ProcStat> {
+        let (pid, rest) = stat.split_once(" (")?;
+        let (comm, rest) = rest.rsplit_once(") ")?;
+        let mut fields = rest.split_whitespace();
+        let state = fields.next()?.chars().next()?;
+        let ppid = fields.next()?.parse().ok()?;
+        Some(ProcStat {
+            pid: pid.trim().parse().ok()?,
+            comm: comm.to_string(),
+            state,
+            ppid,
+        })
     }
 }
 
