@@ -1204,6 +1204,23 @@ mod tests {
         4.0 + 0.0001 * s as f64
     }
 
+    /// A reading of a world whose round trip is 20 us plus 0.1 ns per byte and
+    /// whose gap is [`flat_gap`], both raised by a switch's `level_us` (the gap by
+    /// half of it), with `jitter(series, amplitude)`: 0.3 us on those two series,
+    /// 0.03 on the three overheads.
+    fn leveled_reading(size: u64, level_us: f64, jitter: impl Fn(usize, f64) -> f64) -> Reading {
+        Reading::measured(
+            size,
+            [
+                flat_gap(size) + level_us / 2.0 + jitter(0, 0.3),
+                20.0 + 0.0001 * size as f64 + level_us + jitter(1, 0.3),
+                1.5 + jitter(2, 0.03),
+                2.0 + jitter(3, 0.03),
+                1.5 + jitter(4, 0.03),
+            ],
+        )
+    }
+
     /// The gap of the same switch: a protocol changes the cost of a message in
     /// several of the experiments ([`confirm::combine`]).
     fn stepped_gap(s: u64) -> f64 {
@@ -1398,16 +1415,7 @@ mod tests {
                 // Rounds 1-6 are the confirmation's passes of the one candidate.
                 let step = if round <= PASSES { STEP } else { STEP / 3.0 };
                 let level = if size >= switch { step } else { 0.0 };
-                Reading::measured(
-                    size,
-                    [
-                        flat_gap(size) + level / 2.0 + j(0, 0.3),
-                        20.0 + 0.0001 * size as f64 + level + j(1, 0.3),
-                        1.5 + j(2, 0.03),
-                        2.0 + j(3, 0.03),
-                        1.5 + j(4, 0.03),
-                    ],
-                )
+                leveled_reading(size, level, j)
             };
             let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| read(s, 0)).collect();
             let proposed = sweep_sizes().into_iter().find(|&s| s >= switch).unwrap();
@@ -1489,7 +1497,6 @@ mod tests {
                 let sweep = round == 0;
                 let round = round + 1000 * seed as usize;
                 let j = |k, amp| jitter(size, round, k, amp);
-                let s = size as f64;
                 let new = size >= switch;
                 // A disturbed reading of the faster (old) protocol, in the
                 // confirmation's and the bisection's rounds: every series part of
@@ -1501,16 +1508,7 @@ mod tests {
                 } else {
                     0.0
                 };
-                Reading::measured(
-                    size,
-                    [
-                        flat_gap(size) + between * STEP / 2.0 + j(0, 0.3),
-                        20.0 + 0.0001 * s + between * STEP + j(1, 0.3),
-                        1.5 + j(2, 0.03),
-                        2.0 + j(3, 0.03),
-                        1.5 + j(4, 0.03),
-                    ],
-                )
+                leveled_reading(size, between * STEP, j)
             };
             let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| read(s, 0)).collect();
             let proposed = sweep_sizes().into_iter().find(|&s| s >= switch).unwrap();
@@ -1558,16 +1556,7 @@ mod tests {
                         s if s >= lower => share,
                         _ => 0.0,
                     };
-                    Reading::measured(
-                        size,
-                        [
-                            flat_gap(size) + level * STEP / 2.0 + j(0, 0.3),
-                            20.0 + 0.0001 * size as f64 + level * STEP + j(1, 0.3),
-                            1.5 + j(2, 0.03),
-                            2.0 + j(3, 0.03),
-                            1.5 + j(4, 0.03),
-                        ],
-                    )
+                    leveled_reading(size, level * STEP, j)
                 };
                 let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| read(s, 0)).collect();
                 let proposed = sweep_sizes().into_iter().find(|&s| s >= upper).unwrap();
@@ -1678,16 +1667,7 @@ mod tests {
                 let j = |k, amp| jitter(size, round, k, amp);
                 let new = size >= switch + SOFT || (size >= switch && j(7, 1.0) > -0.2);
                 let level = if new { 1.0 } else { 0.0 };
-                Reading::measured(
-                    size,
-                    [
-                        flat_gap(size) + level * STEP / 2.0 + j(0, 0.3),
-                        20.0 + 0.0001 * size as f64 + level * STEP + j(1, 0.3),
-                        1.5 + j(2, 0.03),
-                        2.0 + j(3, 0.03),
-                        1.5 + j(4, 0.03),
-                    ],
-                )
+                leveled_reading(size, level * STEP, j)
             };
             let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| read(s, 0)).collect();
             let proposed = sweep_sizes().into_iter().find(|&s| s >= switch).unwrap();
