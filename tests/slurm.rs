@@ -120,7 +120,11 @@ fn issue_20_srun_pingpong_on_distinct_cores_does_not_warn() {
     let stderr = stderr_of(&out);
     assert!(!stderr.contains("share core"), "{stderr}");
     assert!(!stderr.contains("may run on several cores"), "{stderr}");
-    assert_eq!(doc["warnings"], serde_json::json!([]), "{stderr}");
+    // A level that moved is the host's (`level_moved`) and may come in any run.
+    let warned: Vec<&Value> = (doc["warnings"].as_array().unwrap().iter())
+        .filter(|w| w["kind"] != "level_moved")
+        .collect();
+    assert!(warned.is_empty(), "{stderr}");
 }
 
 #[test]

@@ -50,6 +50,11 @@ pub fn run_spec(global: &GlobalArgs, spec: &PingpongSpec) -> anyhow::Result<()> 
             PingpongWarning::PrecisionNotMet { .. } => {
                 Some("raise --max-reps, or relax --precision".into())
             }
+            PingpongWarning::LevelMoved { .. } => Some(
+                "compare figures measured in one run (`-t a,b` interleaves transports), \
+                 not across runs"
+                    .into(),
+            ),
             _ => None,
         },
     )

@@ -58,6 +58,7 @@ pub fn size_result(
         samples: None,
         precision: None,
         histogram: None,
+        level_moved: None,
         pairs: Some(MultiPair {
             total_bandwidth_mbps: per_pair.iter().map(|r| r.bandwidth_mbps).sum(),
             total_msgs_per_s: per_pair.iter().map(|r| r.msgs_per_s).sum(),

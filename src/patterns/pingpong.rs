@@ -75,6 +75,7 @@
 
 use super::counters::{self, CounterMap};
 use crate::clock::Clock;
+use crate::stats::level::{level_move, LevelMove};
 use crate::stats::precision::{Precision, Target};
 use crate::stats::Summary;
 use crate::transport::{
@@ -171,6 +172,11 @@ pub struct SizeResult {
     /// The half round trips in log-spaced bins (with `--histogram`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub histogram: Option<crate::stats::Histogram>,
+    /// Where the half round trips, in the order measured, did not hold one level
+    /// ([`crate::stats::level`]): the slowest and the fastest of their consecutive
+    /// chunks, us. The median then mixes the host's states.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub level_moved: Option<LevelMove>,
     /// With several pairs measured at once (`pairs` > 1): every pair's result
     /// and the totals; the fields above are then the first pair's.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -658,6 +664,7 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
             .map(|&t| rate.to_nanos(t).as_us() / 2.0)
             .collect();
         let summary = Summary::of(&half_rtt_us).expect("reps >= 1 and finite values");
+        let level_moved = level_move(&half_rtt_us);
         let samples = params.samples.then_some(Samples { half_rtt_us });
         let half_rtt_us = summary;
         let result = SizeResult {
@@ -682,6 +689,7 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
             samples,
             precision: verdict,
             histogram: None,
+            level_moved,
             pairs: None,
         };
         on_size(size, Some(&result)).map_err(PingPongError::Sink)?;

@@ -79,6 +79,27 @@ pub enum PingpongWarning {
         /// The one asked for.
         target_rel_half_width: f64,
     },
+    /// A size whose half round trips, in the order measured, did not hold one level
+    /// ([`crate::stats::level`]): the host's state changed while it was measured.
+    #[error(
+        "{transport} at {size} B: the level moved while it was measured (medians of \
+         {chunks} consecutive parts from {} to {} us): the host's state changed, and a \
+         figure measured at another moment may differ as much",
+        significant(*.low_us, 3),
+        significant(*.high_us, 3)
+    )]
+    LevelMoved {
+        /// The transport.
+        transport: TransportName,
+        /// The size.
+        size: usize,
+        /// The consecutive parts its repetitions were split into.
+        chunks: usize,
+        /// The fastest part's median half round trip, us.
+        low_us: f64,
+        /// The slowest part's.
+        high_us: f64,
+    },
     /// What threatens any command's figures alike (job, binding, clock sync).
     #[serde(untagged)]
     #[error("{0}")]
@@ -145,6 +166,22 @@ fn imprecise(sweeps: &[Sweep]) -> impl Iterator<Item = PingpongWarning> + '_ {
     })
 }
 
+/// A [`PingpongWarning::LevelMoved`] per size whose level moved.
+fn level_moves(sweeps: &[Sweep]) -> impl Iterator<Item = PingpongWarning> + '_ {
+    sweeps.iter().flat_map(|s| {
+        (s.results.iter()).filter_map(|r| {
+            let moved = r.level_moved?;
+            Some(PingpongWarning::LevelMoved {
+                transport: s.transport,
+                size: r.size,
+                chunks: moved.chunks,
+                low_us: moved.low_median,
+                high_us: moved.high_median,
+            })
+        })
+    })
+}
+
 /// `meta.timing_loop`: per transport the loop(s) that timed its sizes
 /// (`mpi=native,tcp=generic`; `a+b` if they differed, which no transport does).
 pub fn timing_loops(sweeps: &[Sweep]) -> String {
@@ -168,7 +205,9 @@ impl PingpongDoc {
         sweeps: &[Sweep],
         warnings: &[PingpongWarning],
     ) -> Self {
-        let warnings = warnings.iter().cloned().chain(imprecise(sweeps));
+        let warnings = (warnings.iter().cloned())
+            .chain(imprecise(sweeps))
+            .chain(level_moves(sweeps));
         PingpongDoc {
             meta,
             pair,
@@ -439,6 +478,7 @@ mod tests {
                     samples: None,
                     precision: None,
                     histogram: None,
+                    level_moved: None,
                     pairs: None,
                 })
                 .collect(),
@@ -509,6 +549,42 @@ mod tests {
         assert!(c.rows[2].ratio.is_empty(), "mpi did not measure 64 B");
         assert!(compare(&sweeps[..1]).is_none());
         assert_eq!(timing_loops(&sweeps), "mpi=generic,tcp=generic");
+    }
+
+    /// A size whose level moved is a warning naming both levels, and its record
+    /// carries the move; a size that held one level is neither.
+    #[test]
+    fn a_size_whose_level_moved_is_a_warning() {
+        let mut s = sweep(TransportName::Tcp, &[(1, 6.0), (65536, 19.0)]);
+        s.results[1].level_moved = Some(crate::stats::level::LevelMove {
+            chunks: 8,
+            low_median: 17.25,
+            low_chunk: 2,
+            high_median: 45.5,
+            high_chunk: 6,
+        });
+        let warnings: Vec<PingpongWarning> = level_moves(std::slice::from_ref(&s)).collect();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        let json =
+            serde_json::to_value(super::super::warning::Warned::from(warnings[0].clone())).unwrap();
+        assert_eq!(json["kind"], "level_moved");
+        assert_eq!(json["size"], 65536);
+        assert_eq!(json["low_us"], 17.25);
+        assert_eq!(json["high_us"], 45.5);
+        let message = json["message"].as_str().unwrap();
+        assert!(message.contains("tcp at 65536 B"), "{message}");
+        assert!(message.contains("from 17.2 to 45.5 us"), "{message}");
+        let record = |r: &SizeResult| {
+            serde_json::to_value(Record {
+                transport: s.transport,
+                wait: s.wait,
+                result: r.clone(),
+            })
+            .unwrap()
+        };
+        assert_eq!(record(&s.results[1])["level_moved"]["high_chunk"], 6);
+        let held = record(&s.results[0]);
+        assert!(held.get("level_moved").is_none(), "{held}");
     }
 
     #[test]

@@ -17,6 +17,7 @@
 //! | [`ranksum`] | the two-sided Wilcoxon-Mann-Whitney rank-sum test with R's `wilcox.test` semantics: exact below 50 values without ties, else normal with tie and continuity correction |
 //! | [`huber`] | Huber's robust regression of a two-coefficient linear model (the algorithm-specific Hockney fits of Nuriyev's thesis, sec. 5.2.2) |
 //! | [`compare`] | two sides' launches at one point: per-launch values, medians, ratio, and the rank-sum test on launch medians or repetitions (`ngauge compare`) |
+//! | [`level`] | whether repetitions in the order measured held one level: consecutive chunks' medians, intervals apart and a quarter apart |
 //! | [`launches`] | Algorithm 6 of Hunold & Carpen-Amarie: per launch filter, median and mean; across launches the median of medians with its interval |
 //!
 //! Each takes a [`Sorted`] or a slice and returns a plain serde struct, like
@@ -28,6 +29,7 @@ pub mod compare;
 pub mod histogram;
 pub mod huber;
 pub mod launches;
+pub mod level;
 pub mod mad;
 pub mod mean_ci;
 pub mod median_ci;
