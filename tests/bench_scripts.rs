@@ -256,6 +256,10 @@ med, lo, hi, n = v["message"]
 assert n == 2 and abs(med - (1.0 + 5.9 / 6.2) / 2) < 1e-12, v
 assert bc.within(v["message"]) and not bc.within(v["issue"]), v
 assert v["coll"][3] == 2 and bc.within(v["coll"]), v
+# A ping-pong whose level moved while it was measured is a flip, whatever its median.
+moved = m(6.0, 6.1, 6.2, 6.1, 6.1, None)
+moved["moved"] = True
+assert bc.judge(1, moved, 0.10)["flip"]
 # Without a coll figure the collective has no ratio; a size flipped in every round none.
 v = bc.verdicts([[bc.judge(8, m(5.0, None, 9.0, 5.0, 1.0, None), 0.10)]])[8]
 assert v["flips"] == 1 and v["message"] is None and v["coll"] is None, v

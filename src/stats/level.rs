@@ -12,8 +12,9 @@
 //! launch itself a factor for the same reason; this is the finer test within one
 //! launch.
 //!
-//! The rule: split the series into [`CHUNKS`] consecutive chunks (fewer when a
-//! chunk would hold fewer than [`LEAST_CHUNK_REPS`]), take each chunk's median with
+//! The rule: split the series into [`CHUNKS`] consecutive chunks of equal length
+//! (fewer when a chunk would hold fewer than [`LEAST_CHUNK_REPS`]; the last few
+//! repetitions beyond a whole number of chunks are left out), take each chunk's median with
 //! its interval at [`CHUNK_LEVEL`], and call the level moved when the chunk with the
 //! highest median lies above the one with the lowest, intervals apart, by at least
 //! [`LEAST_MOVE_RATIO`] (a quarter). The intervals assume independent repetitions
