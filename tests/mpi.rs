@@ -39,25 +39,6 @@ fn run_with_limit(mut cmd: Command, limit: Duration) -> Output {
     })
 }
 
-/// Runs `cmd`, an MPI launcher whose job must abort (its ranks run `ngauge`): a job
-/// still running after `limit` fails the test, a launcher that outlives its ranks
-/// in its own teardown does not ([`support::aborting_job_within`]).
-#[cfg(feature = "mpi")]
-fn run_aborting_job(mut cmd: Command, limit: Duration) -> Output {
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {:?}: {e}", cmd.get_program()));
-    support::aborting_job_within(child, "ngauge", limit).unwrap_or_else(|out| {
-        panic!(
-            "{cmd:?} hung for {limit:?}; stderr:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
-
 /// A plain `ngauge` with no MPI launcher variables in its environment.
 fn outside_mpi(args: &[&str]) -> Command {
     let mut cmd = Command::new(NGAUGE);
@@ -655,7 +636,7 @@ mod with_mpi {
             .args([":", "-n", "1", NGAUGE])
             .args(args);
         let began = Instant::now();
-        let out = crate::run_aborting_job(cmd, Duration::from_secs(30));
+        let out = crate::support::run_aborting_job(cmd, "ngauge", Duration::from_secs(30));
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "stderr: {stderr}");
         assert!(stderr.contains("started 3 ranks"), "stderr: {stderr}");
@@ -860,7 +841,7 @@ mod with_mpi {
             return;
         }
         let began = Instant::now();
-        let out = crate::run_aborting_job(
+        let out = crate::support::run_aborting_job(
             mpirun(
                 3,
                 &[
@@ -876,6 +857,7 @@ mod with_mpi {
                     "5",
                 ],
             ),
+            "ngauge",
             Duration::from_secs(60),
         );
         assert!(!out.status.success());

@@ -33,10 +33,10 @@ pub const LEAST_CHUNK_REPS: usize = 16;
 /// could be compared, and at 99.9 % each the chance that any two intervals of one
 /// level fall apart stays under 3 %.
 pub const CHUNK_LEVEL: f64 = 0.999;
-/// The least ratio of the highest chunk median to the lowest that counts as a move.
-/// On the shared development VM, parts of one size drift by 10-14 % in most runs of
-/// 5000 repetitions while the host's states differ by 1.4-2.5 times: a warning at
-/// every drift would be read by nobody.
+/// The least ratio of the highest chunk median to the lowest that counts as a move:
+/// drifts of a tenth are common on a shared host and a warning at each would be
+/// read by nobody, while the host states it is for differ by half or more
+/// (docs/statistics.md).
 pub const LEAST_MOVE_RATIO: f64 = 1.25;
 
 /// A level that moved within a series: its slowest and fastest chunks.

@@ -7,7 +7,7 @@
 pub mod mpi;
 
 use std::io::{Read, Write};
-use std::process::{Child, Output};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -48,6 +48,31 @@ pub fn output_within(child: Child, limit: Duration) -> Result<Output, Output> {
         (out, Ended::InTime) => Ok(out),
         (out, _) => Err(out),
     }
+}
+
+/// Starts `cmd` with stdin closed and stdout and stderr piped, for
+/// [`output_within`] and [`aborting_job_within`].
+pub fn spawn_piped(cmd: &mut Command) -> Child {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {:?}: {e}", cmd.get_program()))
+}
+
+/// Runs `cmd`, an MPI launcher whose job must abort, with ranks running
+/// `rank_program` ([`aborting_job_within`]): a job still running after `limit`
+/// fails the test with what it wrote, a launcher that outlives its ranks in its
+/// own teardown does not.
+pub fn run_aborting_job(mut cmd: Command, rank_program: &str, limit: Duration) -> Output {
+    let child = spawn_piped(&mut cmd);
+    aborting_job_within(child, rank_program, limit).unwrap_or_else(|out| {
+        panic!(
+            "{cmd:?} hung for {limit:?}; stdout:\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
 }
 
 /// How long an MPI launcher may outlive the last rank of its job.

@@ -3,7 +3,7 @@
 //! for the tests of commands that also run over MPI.
 #![allow(dead_code)]
 
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::Duration;
 
 /// `mpiexec -n np ngauge args` for the MPI this run uses, with what Open MPI
@@ -24,12 +24,7 @@ pub fn mpirun(np: usize, args: &[&str]) -> Command {
 
 /// Runs `cmd`, killing it after `limit` so that a hung job fails the test.
 pub fn run(mut cmd: Command, limit: Duration) -> Output {
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {:?}: {e}", cmd.get_program()));
+    let child = super::spawn_piped(&mut cmd);
     super::output_within(child, limit).unwrap_or_else(|out| {
         panic!(
             "{cmd:?} hung for {limit:?}; stderr:\n{}",

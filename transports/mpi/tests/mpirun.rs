@@ -67,26 +67,6 @@ fn run_with_limit(mut cmd: Command, limit: Duration) -> Output {
     child.wait_with_output().expect("output")
 }
 
-/// Runs `cmd`, an MPI launcher whose job must abort, with ranks running
-/// `rank_program`: a job still running after `limit` fails the test, a launcher
-/// that outlives its ranks in its own teardown does not
-/// ([`support::aborting_job_within`]).
-fn run_aborting_job(mut cmd: Command, rank_program: &str, limit: Duration) -> Output {
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {:?}: {e}", cmd.get_program()));
-    support::aborting_job_within(child, rank_program, limit).unwrap_or_else(|out| {
-        panic!(
-            "{cmd:?} hung for {limit:?}; stdout:\n{}\nstderr:\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
-
 /// True (after saying so where the user sees it) when this build has no MPI and
 /// `test` must be skipped; a failure instead under `CI=true` or when
 /// `NGAUGE_REQUIRE_MPI=1` says MPI must be there.
@@ -181,7 +161,7 @@ fn a_transport_dropped_with_a_receive_pending_leaks_and_the_job_aborts() {
     }
     let mut cmd = launcher(2);
     cmd.arg(check_binary()).arg("--drop-pending");
-    let out = run_aborting_job(cmd, "ngauge-mpi-check", Duration::from_secs(60));
+    let out = support::run_aborting_job(cmd, "ngauge-mpi-check", Duration::from_secs(60));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -216,7 +196,7 @@ fn mpi_outside_a_launcher_is_a_clear_error() {
     assert!(stderr.contains("mpirun -np 2"), "stderr: {stderr}");
 }
 
-/// The launcher check of [`run_aborting_job`] on a stand-in launcher (`sh`) whose one
+/// The launcher check of [`support::run_aborting_job`] on a stand-in launcher (`sh`) whose one
 /// rank (`sleep`) ends after a second while the launcher itself hangs (`tail -f`),
 /// as Open MPI's `mpirun` sometimes does after `MPI_Abort`: it is killed once its
 /// rank has been gone for the grace, long before the limit.
@@ -225,7 +205,7 @@ fn a_launcher_that_outlives_its_ranks_is_ended_after_the_grace() {
     let mut cmd = Command::new("sh");
     cmd.args(["-c", "sleep 1; echo rank ended; exec tail -f /dev/null"]);
     let began = Instant::now();
-    let out = run_aborting_job(cmd, "sleep", Duration::from_secs(120));
+    let out = support::run_aborting_job(cmd, "sleep", Duration::from_secs(120));
     assert!(
         began.elapsed() < Duration::from_secs(60),
         "{:?}",
@@ -241,7 +221,7 @@ fn a_job_whose_rank_outlives_the_limit_is_hung() {
     let hung = std::panic::catch_unwind(|| {
         let mut cmd = Command::new("sh");
         cmd.args(["-c", "sleep 20; true"]);
-        run_aborting_job(cmd, "sleep", Duration::from_secs(3))
+        support::run_aborting_job(cmd, "sleep", Duration::from_secs(3))
     });
     let message = hung.expect_err("a live rank at the limit fails the test");
     let message = message
