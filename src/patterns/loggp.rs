@@ -2,7 +2,8 @@
 //! (Hoefler, Schneider, Lumsdaine, "LogGP in theory and practice", sec. 2.2-2.3, 3).
 //!
 //! Ranks are paired `(0,1), (2,3), ...`; the even rank is the client. Per message
-//! size `s`, every measurement repeated `reps` times after `warmup` untimed rounds:
+//! size `s`, every measurement repeated `reps` times after `warmup` untimed rounds
+//! (before the first size of a run at least [`FIRST_SIZE_WARMUP`]):
 //!
 //! - `PRTT(1,0,s)`: the client sends one message of `s` bytes, the server answers with
 //!   one of `s` bytes; the client times send to the end of the answer.
@@ -327,7 +328,7 @@ pub fn run<C: Clock, T: Transport + ?Sized>(
             PairsMode::Concurrent => my_role != Role::Idle,
         };
         control.barrier()?;
-        for &s in &params.sizes {
+        for (index, &s) in params.sizes.iter().enumerate() {
             let before = transport.counters();
             let mut report = Vec::new();
             let mut pending = active;
@@ -337,6 +338,7 @@ pub fn run<C: Clock, T: Transport + ?Sized>(
                     transport: &mut *transport,
                     params,
                     size: s as usize,
+                    warmup: warmup_rounds(params, index == 0 && attempt == 1),
                 };
                 let mut disturbed = false;
                 match (pending, my_role, buffers) {
@@ -474,6 +476,27 @@ struct Exchange<'a, C: Clock, T: Transport + ?Sized> {
     transport: &'a mut T,
     params: &'a Params,
     size: usize,
+    /// Untimed `PRTT(1,0,s)` rounds before this size ([`warmup_rounds`]).
+    warmup: usize,
+}
+
+/// Untimed rounds before the first size a run measures, at least: that size also
+/// pays for what the transport sets up on its first messages (UCX wires up its
+/// shared-memory lanes, over `-t ucx` and under MPICH), which a few `warmup`
+/// rounds do not cover, and one slow size bounds every boundary of its stretch
+/// ([`crate::model::sensitivity`]). Twice what made the first size read as its
+/// neighbours (docs/findings/2026-11-29-real-switches.md).
+pub const FIRST_SIZE_WARMUP: usize = 100;
+
+/// The untimed rounds before a size: `params.warmup`, and at least
+/// [`FIRST_SIZE_WARMUP`] before the first size of the run. Client and server
+/// count alike.
+pub(crate) fn warmup_rounds(params: &Params, first_size: bool) -> usize {
+    if first_size {
+        params.warmup.max(FIRST_SIZE_WARMUP)
+    } else {
+        params.warmup
+    }
 }
 
 /// One timed `PRTT(k, d, s)` at the client, in ticks.
@@ -554,7 +577,7 @@ impl<C: Clock, T: Transport + ?Sized> Exchange<'_, C, T> {
         tx: BufferId,
         rx: BufferId,
     ) -> Result<First, TransportError> {
-        for _ in 0..self.params.warmup {
+        for _ in 0..self.warmup {
             self.prtt(server, tx, rx, 1, 0, 0)?;
         }
         let prtt_1_0 = self.repeat(server, tx, rx, 1, 0)?;
@@ -577,7 +600,7 @@ impl<C: Clock, T: Transport + ?Sized> Exchange<'_, C, T> {
         tx: BufferId,
         rx: BufferId,
     ) -> Result<(), TransportError> {
-        self.serve(client, tx, rx, 1, self.params.warmup + self.params.reps)?;
+        self.serve(client, tx, rx, 1, self.warmup + self.params.reps)?;
         if self.params.delay == DelayChoice::TwoRtt {
             self.serve(client, tx, rx, 2, self.params.reps)?;
         }
@@ -940,14 +963,10 @@ mod tests {
         }
     }
 
-    /// In virtual time (`super::sim`), so that only the injected disturbance can
-    /// make a repetition slow: on real threads a loaded machine disturbed the
-    /// second attempt too, and its median exceeded 1 ms.
-    #[test]
-    fn a_mostly_disturbed_size_is_measured_again() {
-        let params = small(vec![64], DelayChoice::OneRtt, PairsMode::InTurn);
-        // Exactly the readings of the first attempt's warmup and PRTT(1,0,s) phase.
-        let disturbed_calls = 2 * (params.warmup + params.reps) as u64;
+    /// Runs `params` in virtual time (`super::sim`) with rank 0's first
+    /// `disturbed_calls` clock readings disturbed as [`DisturbedClock`] does;
+    /// rank 0's results.
+    fn run_disturbed(params: &Params, disturbed_calls: u64) -> Vec<PairResult> {
         let net = sim::Network::uniform(sim::LogGp {
             l_ps: 5_000_000,
             os_ps: 1_500_000,
@@ -981,17 +1000,56 @@ mod tests {
             &clock,
             &mut zero.transport,
             &mut zero.control,
-            &params,
+            params,
             |_, _| {},
         )
         .unwrap();
         server.join().unwrap().unwrap();
+        res
+    }
+
+    /// PRTT(1,0,s) of the simulated network of [`run_disturbed`] at 64 bytes:
+    /// 2 (o_s + L + (s-1)G + o_r), eq. (1) with n = 1, us.
+    const RTT_64_US: f64 = 2.0 * (1.5 + 5.0 + 63.0 * 0.0008 + 2.0);
+
+    /// In virtual time (`super::sim`), so that only the injected disturbance can
+    /// make a repetition slow: on real threads a loaded machine disturbed the
+    /// second attempt too, and its median exceeded 1 ms.
+    #[test]
+    fn a_mostly_disturbed_size_is_measured_again() {
+        let params = small(vec![64], DelayChoice::OneRtt, PairsMode::InTurn);
+        // Exactly the readings of the first attempt's warmup and PRTT(1,0,s) phase.
+        let disturbed_calls = 2 * (warmup_rounds(&params, true) + params.reps) as u64;
+        let res = run_disturbed(&params, disturbed_calls);
         let point = &res[0].points[0];
         assert_eq!(point.attempts, 2);
-        // PRTT(1,0,s) = 2 (o_s + L + (s-1)G + o_r), eq. (1) with n = 1.
-        let rtt_us = 2.0 * (1.5 + 5.0 + 63.0 * 0.0008 + 2.0);
         assert!(
-            (point.prtt_1_0_us.median - rtt_us).abs() < 1e-6,
+            (point.prtt_1_0_us.median - RTT_64_US).abs() < 1e-6,
+            "{point:?}"
+        );
+    }
+
+    /// A transport that sets itself up on its first messages (UCX wires up its
+    /// lanes), seen as three in five of the run's first 60 round trips taking
+    /// 1 ms longer: the first size's warmup takes them all, and its PRTT(1,0,s)
+    /// is the network's in its one attempt. With `warmup` rounds only, its
+    /// median would be disturbed.
+    #[test]
+    fn the_first_size_warms_up_past_the_transports_setup() {
+        let params = Params {
+            attempts: 1,
+            warmup: 5,
+            reps: 20,
+            ..small(vec![64, 128], DelayChoice::OneRtt, PairsMode::InTurn)
+        };
+        assert!(2 * (params.warmup + params.reps) < 2 * 60);
+        assert!(warmup_rounds(&params, true) >= 60);
+        assert_eq!(warmup_rounds(&params, false), 5);
+        let res = run_disturbed(&params, 2 * 60);
+        let point = &res[0].points[0];
+        assert_eq!(point.attempts, 1);
+        assert!(
+            (point.prtt_1_0_us.median - RTT_64_US).abs() < 1e-6,
             "{point:?}"
         );
     }

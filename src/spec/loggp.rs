@@ -27,7 +27,8 @@ pub struct LoggpSpec {
     pub n: u64,
     /// Timed repetitions of each PRTT per size.
     pub reps: u64,
-    /// Untimed round trips before each size.
+    /// Untimed round trips before each size (before the first at least
+    /// `patterns::loggp::FIRST_SIZE_WARMUP`).
     pub warmup: u64,
     /// Measurements of a size at most.
     pub attempts: u64,
