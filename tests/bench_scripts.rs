@@ -270,6 +270,47 @@ assert bl.chunk_medians([5.7, 5.6, 5.8, 10.1, 10.3, 10.2, 9.9], 3) == [5.7, 10.2
     );
 }
 
+/// bench-params-chain `--keep`: a round's loggp report and parameter file stay
+/// beside the verdict (a round whose simulation misses its ping-pong can be read
+/// afterwards); a stand-in ngauge answers the round's commands.
+#[test]
+fn bench_params_chain_keeps_each_rounds_loggp_report_and_parameters() {
+    python(
+        r##"
+import json, os, stat, tempfile
+bc = load_script("bench-params-chain")
+d = tempfile.mkdtemp()
+fake = os.path.join(d, "ngauge")
+with open(fake, "w") as f:
+    f.write("""#!/usr/bin/env python3
+import json, sys
+a = sys.argv[1:]
+if "pingpong" in a:
+    print(json.dumps({"results": [{"size": 1, "half_rtt_us": {"median": 5.0}}]}))
+elif "loggp" in a:
+    with open(a[a.index("--params-out") + 1], "w") as p:
+        p.write('{"ranges": "stand-in"}')
+    print(json.dumps({"points": [{"size": 1, "prtt_1_0_us": 10.0}], "ranges": [],
+                      "changes_verdict": "decided"}))
+else:
+    print(json.dumps({"results": [{"size": 1, "finish_us": [4.0, 5.0], "predicted_us": 5.0}]}))
+""")
+os.chmod(fake, os.stat(fake).st_mode | stat.S_IEXEC)
+work = tempfile.mkdtemp()
+keep = os.path.join(d, "kept", "round-2-")
+os.makedirs(os.path.dirname(keep))
+measured, ranges = bc.one_round(fake, "1", [], work, False, keep)
+assert measured[1]["receiver"] == 5.0 and measured[1]["loggp"] == 5.0, measured
+with open(keep + "loggp.json") as f:
+    assert json.load(f)["changes_verdict"] == "decided"
+with open(keep + "params.json") as f:
+    assert json.load(f) == {"ranges": "stand-in"}
+measured, _ = bc.one_round(fake, "1", [], work, False)
+assert sorted(os.listdir(os.path.dirname(keep))) == ["round-2-loggp.json", "round-2-params.json"]
+"##,
+    );
+}
+
 /// bench-ucx (issue 33): every launch of a round runs in every position equally
 /// often over 2n rounds; a round whose launches sat at different levels of the
 /// host (one at ~3x its tool's best) is a level flip, set apart, while a tool
