@@ -844,10 +844,11 @@ pub struct LoggpArgs {
 
     /// Time to spend measuring again, in fresh interleaved passes, the sizes
     /// where a stretch's floor is above the target, until each is decided or
-    /// the time is spent (per transport, at most as long as the sweep took; 0s:
-    /// none). Example: --doubt-budget 10s
-    #[arg(long, default_value = "3s", value_name = "TIME", value_parser = parse_check_time)]
-    pub doubt_budget: f64,
+    /// the time is spent, per transport (0s: none). Without it, 3s and at most
+    /// as long as the sweep took; a time given is spent whole. Example:
+    /// --doubt-budget 10s
+    #[arg(long, value_name = "TIME", value_parser = parse_check_time)]
+    pub doubt_budget: Option<f64>,
 
     /// Write Netgauge's column file (size n PRTT(1,0,s) PRTT(n,0,s) PRTT(n,d,s) L
     /// o_s o_r g G lsq) to FILE.

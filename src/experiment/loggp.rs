@@ -364,8 +364,7 @@ type MeasureRounds<'a> = dyn FnMut(Option<&mut [Plan]>, &mut dyn FnMut() -> bool
 /// confirmation ([`Plan::doubt`]) as fresh interleaved passes through `measure`
 /// ([`pattern::verify::verify_while`]); then again with the new bounds, until
 /// no boundary is left to open or the budget is spent (checked before every
-/// pass): `plan.doubt_budget`, and at most `so_far`, the time the run took
-/// until then (a short sweep, as in a test, buys a short doubt phase). Collective: `changes` is `Some` on rank 0 only, which plans
+/// pass): [`doubt_budget`]. Collective: `changes` is `Some` on rank 0 only, which plans
 /// and gets one [`DoubtRun`] per pair. A budget of zero measures nothing and
 /// sends nothing: `None` on every rank.
 fn resolve_doubts<C: Clock>(
@@ -382,7 +381,7 @@ fn resolve_doubts<C: Clock>(
     };
     let start = clock.now();
     let spent = || clock.rate().to_nanos(clock.now().since(start));
-    let budget = Nanos(plan.doubt_budget.0.min(so_far.0));
+    let budget = doubt_budget(plan, so_far);
     let readings: Vec<Vec<Reading>> = results
         .iter()
         .map(|r| r.points.iter().map(pattern::verify::reading).collect())
@@ -441,6 +440,17 @@ fn resolve_doubts<C: Clock>(
             })
             .collect()
     }))
+}
+
+/// The time the doubt rounds may take: the plan's budget; the default one at
+/// most `so_far`, the time the run took until then (a short sweep, as in a
+/// test, buys a short doubt phase), while a budget the user gave is spent whole.
+fn doubt_budget(plan: &LoggpPlan, so_far: Nanos) -> Nanos {
+    if plan.doubt_budget_capped {
+        Nanos(plan.doubt_budget.0.min(so_far.0))
+    } else {
+        plan.doubt_budget
+    }
 }
 
 /// Pools every pair's passes over each size into one point per size, ascending.
@@ -512,7 +522,7 @@ mod tests {
             warmup: 1,
             attempts: 2,
             decide_target_pct: target_pct,
-            doubt_budget_s: budget_s,
+            doubt_budget_s: Some(budget_s),
             ..LoggpSpec::default()
         }
         .plan()
@@ -819,6 +829,18 @@ mod tests {
             moved_located >= 6,
             "moved and located in {moved_located} of 8"
         );
+    }
+
+    /// The default budget is cut to the run's time so far; one the user gave is
+    /// spent whole, after a short sweep too.
+    #[test]
+    fn issue_36_a_given_doubt_budget_is_not_cut_to_the_sweeps_time() {
+        let sweep = Nanos(2e9);
+        let default = LoggpSpec::default().plan().unwrap();
+        assert_eq!(doubt_budget(&default, sweep), sweep);
+        assert_eq!(doubt_budget(&default, Nanos(10e9)), Nanos(3e9));
+        let given = plan_to(16, 20.0, 2.0);
+        assert_eq!(doubt_budget(&given, sweep), Nanos(20e9));
     }
 
     /// A budget of zero measures nothing, sends nothing and changes nothing.

@@ -72,8 +72,8 @@ pub struct DoubtDoc {
     pub passes: usize,
     /// Time spent, s.
     pub time_s: f64,
-    /// Time allowed, s: `--doubt-budget`, or the time the run took before
-    /// when shorter.
+    /// Time allowed, s: `--doubt-budget` when given; otherwise 3 s, or the
+    /// time the run took before when shorter.
     pub budget_s: f64,
 }
 

@@ -60,9 +60,10 @@ pub struct LoggpSpec {
     /// percentage of it fits the run's data ([`crate::model::sensitivity`]).
     pub decide_target_pct: f64,
     /// Time to spend, per transport, re-measuring the boundaries of stretches
-    /// whose floor is above the target, seconds (0: none); at most as long as
-    /// the run took until then.
-    pub doubt_budget_s: f64,
+    /// whose floor is above the target, seconds (0: none). Absent:
+    /// [`DEFAULT_DOUBT_BUDGET_S`], and at most as long as the run took until then
+    /// (a short sweep keeps a short run); a time given is spent whole.
+    pub doubt_budget_s: Option<f64>,
 }
 
 impl Default for LoggpSpec {
@@ -85,12 +86,13 @@ impl Default for LoggpSpec {
             refine: true,
             samples: false,
             decide_target_pct: sensitivity::DEFAULT_TARGET * 100.0,
-            doubt_budget_s: DEFAULT_DOUBT_BUDGET_S,
+            doubt_budget_s: None,
         }
     }
 }
 
-/// Default of [`LoggpSpec::doubt_budget_s`], seconds.
+/// Default of [`LoggpSpec::doubt_budget_s`], seconds (then at most as long as
+/// the run took until then).
 pub const DEFAULT_DOUBT_BUDGET_S: f64 = 3.0;
 
 /// What a [`LoggpSpec`] asks of the pattern and the model.
@@ -110,6 +112,9 @@ pub struct LoggpPlan {
     /// Time to spend re-measuring doubtful boundaries, ns (0: none; without
     /// confirmation, none).
     pub doubt_budget: Nanos,
+    /// Whether `doubt_budget` is the default, which the run's time so far caps
+    /// (a budget the spec gives is spent whole).
+    pub doubt_budget_capped: bool,
 }
 
 impl LoggpSpec {
@@ -152,7 +157,10 @@ impl LoggpSpec {
             ("floor_us", self.floor_us),
             ("penalty", self.penalty),
             ("decide_target_pct", self.decide_target_pct),
-            ("doubt_budget_s", self.doubt_budget_s),
+            (
+                "doubt_budget_s",
+                self.doubt_budget_s.unwrap_or(DEFAULT_DOUBT_BUDGET_S),
+            ),
         ] {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(SpecError::new(
@@ -194,7 +202,8 @@ impl LoggpSpec {
             },
             passes: self.passes as usize,
             decide_target: self.decide_target_pct / 100.0,
-            doubt_budget: Nanos(self.doubt_budget_s * 1e9),
+            doubt_budget: Nanos(self.doubt_budget_s.unwrap_or(DEFAULT_DOUBT_BUDGET_S) * 1e9),
+            doubt_budget_capped: self.doubt_budget_s.is_none(),
             // The paper's detector stays as Netgauge runs it; no detector, no changes.
             refine: match self.detector {
                 DetectorKind::Lookahead | DetectorKind::Segmented if self.confirm => {
@@ -254,5 +263,25 @@ mod tests {
             }),
             "n"
         );
+        assert_eq!(
+            err(LoggpSpec {
+                doubt_budget_s: Some(-1.0),
+                ..LoggpSpec::default()
+            }),
+            "doubt_budget_s"
+        );
+    }
+
+    /// Without a budget the plan has the default one, capped by the run's time
+    /// so far; a budget given is the plan's, uncapped.
+    #[test]
+    fn a_given_doubt_budget_is_spent_whole_and_the_default_is_capped() {
+        let p = LoggpSpec::default().plan().unwrap();
+        assert_eq!(p.doubt_budget, Nanos(DEFAULT_DOUBT_BUDGET_S * 1e9));
+        assert!(p.doubt_budget_capped);
+        let s: LoggpSpec = serde_json::from_str(r#"{"doubt_budget_s": 20}"#).unwrap();
+        let p = s.plan().unwrap();
+        assert_eq!(p.doubt_budget, Nanos(20e9));
+        assert!(!p.doubt_budget_capped);
     }
 }
