@@ -6,9 +6,16 @@
 use std::process::Command;
 
 /// Defined before every snippet: `load_script("bench-latency")` loads a script
-/// of `scripts/` that has no `.py` (so no `import` finds it) as a module.
+/// of `scripts/` that has no `.py` (so no `import` finds it) as a module;
+/// `stand_in(path, text)` writes an executable that a script runs in place of
+/// a real tool.
 const LOAD_SCRIPT: &str = r#"
-import importlib.machinery, importlib.util, os
+import importlib.machinery, importlib.util, os, stat
+def stand_in(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, stat.S_IRWXU)
+    return path
 def load_script(name):
     path = os.path.join(os.environ["PYTHONPATH"], name)
     loader = importlib.machinery.SourceFileLoader(name.replace("-", "_"), path)
@@ -131,16 +138,13 @@ assert word == "fails" and "6 of 80 against 0 of 80" in text and "not slow 1.000
 fn bench_verbs_knows_a_binary_without_verbs_and_a_perftest_run_without_a_figure() {
     python(
         r##"
-import stat, tempfile
+import tempfile
 bv = load_script("bench-verbs")
 d = tempfile.mkdtemp()
 def fake(name, transports):
-    p = os.path.join(d, name)
-    with open(p, "w") as f:
-        f.write("#!/bin/sh\necho 'ngauge 0.1.0'\necho 'build:      release'\n"
-                f"echo 'transports: {transports}'\n")
-    os.chmod(p, stat.S_IRWXU)
-    return p
+    return stand_in(os.path.join(d, name),
+                    "#!/bin/sh\necho 'ngauge 0.1.0'\necho 'build:      release'\n"
+                    f"echo 'transports: {transports}'\n")
 assert bv.has_verbs(fake("a", "tcp,udp,verbs"))
 assert bv.has_verbs(fake("b", "verbs,tcp"))
 assert not bv.has_verbs(fake("c", "tcp,udp"))
@@ -277,12 +281,10 @@ assert bl.chunk_medians([5.7, 5.6, 5.8, 10.1, 10.3, 10.2, 9.9], 3) == [5.7, 10.2
 fn bench_params_chain_keeps_each_rounds_loggp_report_and_parameters() {
     python(
         r##"
-import json, os, stat, tempfile
+import json, tempfile
 bc = load_script("bench-params-chain")
 d = tempfile.mkdtemp()
-fake = os.path.join(d, "ngauge")
-with open(fake, "w") as f:
-    f.write("""#!/usr/bin/env python3
+fake = stand_in(os.path.join(d, "ngauge"), """#!/usr/bin/env python3
 import json, sys
 a = sys.argv[1:]
 if "pingpong" in a:
@@ -295,7 +297,6 @@ elif "loggp" in a:
 else:
     print(json.dumps({"results": [{"size": 1, "finish_us": [4.0, 5.0], "predicted_us": 5.0}]}))
 """)
-os.chmod(fake, os.stat(fake).st_mode | stat.S_IEXEC)
 work = tempfile.mkdtemp()
 keep = os.path.join(d, "kept", "round-2-")
 os.makedirs(os.path.dirname(keep))

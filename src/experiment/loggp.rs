@@ -738,8 +738,8 @@ mod tests {
     /// seeds. With [`crate::model::refine::MAX_PASSES`] it is found to the byte in
     /// 9 of 10 seeds or more; a run that misses it says its stretch is undecided
     /// (never a silent miss), and nothing is confirmed in the same world without
-    /// the step. Over seeds 0-39 it was missed in 1 to 3 (which ones moves with
-    /// the timing of the run: the windows are of time, not of sizes).
+    /// the step. Which seeds miss it moves with the run's timing (the windows
+    /// are of time, not of sizes), so the test claims a rate, not every seed.
     #[test]
     fn issue_36_a_large_step_near_the_sweeps_end_beside_a_hog_is_found_or_left_undecided() {
         const FIRST: u64 = 23000;
@@ -786,10 +786,10 @@ mod tests {
     /// the candidate moves to the switch's boundary, nothing is confirmed
     /// elsewhere, and what is confirmed is placed to the byte. At this level of
     /// disturbance the passes at a switch stay spread after 30 in some seeds,
-    /// moved candidate or not: over seeds 0-11 the moved ones were located in
-    /// 19-20 of 24, those proposed at the switch in 10-11 of 12, which ones
-    /// moving with the run's timing (the windows are of time). The moved
-    /// candidate is located in three quarters of these runs at least. In the
+    /// moved candidate or not, about as often either way, which ones moving with
+    /// the run's timing (the windows are of time; the rates are in
+    /// docs/findings/2026-11-29-real-switches.md). The moved candidate is
+    /// located in three quarters of these runs at least. In the
     /// same disturbed world without the step, the sweep's candidate confirms
     /// nothing.
     #[test]
