@@ -119,6 +119,9 @@ crate::names::named_enum! {
         Disturbed = "disturbed",
         /// The interval of the step holds both zero and the floor.
         Spread = "spread",
+        /// The time ran out (the doubt budget, or the plan's limit on rounds)
+        /// before the candidate had the clean passes of its first judgement.
+        Unfinished = "unfinished",
         /// The slopes change, but a side of the boundary bends: a change lies
         /// nearby, not at this boundary.
         Bent = "bent",

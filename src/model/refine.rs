@@ -629,14 +629,19 @@ fn unplaced_doubt(change: &mut Change) {
     }
 }
 
-/// Ends a candidate still in progress: undecided while confirming, located
-/// within its brackets while bisecting.
+/// Ends a candidate still in progress: undecided ([`Undecided::Unfinished`])
+/// before its first judgement, as judged last when opened again for doubt,
+/// located within its brackets while bisecting.
 fn give_up(c: &mut Candidate) {
     match c.stage {
-        Stage::Confirming { .. } => {
+        // A candidate judged before (and opened again for doubt) keeps that
+        // judgement: the passes since were too few for another.
+        Stage::Confirming { .. } if c.change.confirmation.is_none() => {
             c.change.verdict = Verdict::Undecided;
-            c.change.undecided.get_or_insert(Undecided::Disturbed);
+            c.change.undecided = Some(Undecided::Unfinished);
+            c.change.confirmation = Some(confirmation(c, Vec::new(), Vec::new()));
         }
+        Stage::Confirming { .. } => {}
         Stage::Locating {
             old,
             new,
@@ -2134,6 +2139,26 @@ mod tests {
         assert_eq!(c.verdict, Verdict::Undecided, "{c:?}");
         assert_eq!(c.undecided, Some(Undecided::Disturbed));
         assert_eq!(c.confirmation.as_ref().unwrap().passes, MAX_PASSES);
+    }
+
+    /// A plan ended (its budget spent) before a candidate's first judgement:
+    /// undecided because unfinished, with the passes it had, not "disturbed"
+    /// (none of its passes was).
+    #[test]
+    fn a_candidate_cut_before_its_judgement_is_unfinished() {
+        let world = stepped_world(0.3);
+        let mut plan = Plan::new(&world.sweep(), &[20480], RefineOptions::default());
+        for round in 1..PASSES {
+            let sizes = plan.next_round().unwrap();
+            let readings: Vec<Reading> = sizes.iter().map(|&s| world.read(s, round)).collect();
+            plan.feed(&readings);
+        }
+        let changes = plan.finish();
+        let c = &changes[0];
+        assert_eq!(c.verdict, Verdict::Undecided, "{c:?}");
+        assert_eq!(c.undecided, Some(Undecided::Unfinished), "{c:?}");
+        let conf = c.confirmation.as_ref().unwrap();
+        assert_eq!((conf.passes, conf.clean_passes), (PASSES - 1, PASSES - 1));
     }
 
     /// Passes that scatter as widely as the step itself: after every pass

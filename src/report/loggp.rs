@@ -75,6 +75,9 @@ pub struct DoubtDoc {
     /// Time allowed, s: `--doubt-budget` when given; otherwise 3 s, or the
     /// time the run took before when shorter.
     pub budget_s: f64,
+    /// Every boundary measured again, with its passes'
+    /// evidence per series (a confirmed one is among the pair's `changes` too).
+    pub remeasured: Vec<Change>,
 }
 
 impl PairAnalysis {
@@ -342,6 +345,10 @@ fn why_undecided(reason: Undecided) -> &'static str {
     match reason {
         Undecided::Disturbed => "the host disturbed too many confirmation passes",
         Undecided::Spread => "the confirmation passes disagree",
+        Undecided::Unfinished => {
+            "the time ran out before the passes were enough to judge (--doubt-budget gives \
+                         the doubt rounds more)"
+        }
         Undecided::Bent => {
             "the curve bends beside them, a change may lie one sweep size off (a \
                          finer sweep step tells)"
@@ -425,6 +432,7 @@ fn doubt_doc(run: &DoubtRun, stretches: &[Stretch]) -> DoubtDoc {
         passes: run.passes,
         time_s: run.time.0 / 1e9,
         budget_s: run.budget.0 / 1e9,
+        remeasured: run.changes.clone(),
     }
 }
 
@@ -982,11 +990,45 @@ pub(crate) mod fixtures {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::refine::Proposer;
 
     /// A clean sweep with a switch at 8 KiB: gap 2 + 0.001 (s-1) below, 20 +
     /// 0.0005 (s-1) above.
     fn analysis() -> PairAnalysis {
         super::fixtures::synthetic_analysis(2.0, 1.25, Some(8192))
+    }
+
+    /// The doubt rounds' boundaries are in the JSON one by one, each with its
+    /// verdict, beside the counts.
+    #[test]
+    fn the_doubt_rounds_list_every_boundary_measured_again() {
+        let mut pa = analysis();
+        let sizes: Vec<u64> = pa.points.iter().map(|p| p.size).collect();
+        let judged = |bytes: u64, verdict: Verdict| Change {
+            verdict,
+            proposed_by: Proposer::Doubt,
+            ..Change::unconfirmed(&sizes, bytes, Vec::new())
+        };
+        pa.doubt = Some(DoubtRun {
+            changes: vec![
+                judged(4096, Verdict::Rejected),
+                judged(16384, Verdict::Undecided),
+            ],
+            passes: 12,
+            time: Nanos(1e9),
+            budget: Nanos(3e9),
+        });
+        let doc = serde_json::to_value(pair_doc(&pa, 0.5, sensitivity::DEFAULT_TARGET, &[], false))
+            .unwrap();
+        let doubt = &doc["doubt"];
+        assert_eq!(doubt["boundaries"], 2, "{doubt:#}");
+        let listed: Vec<(u64, &str)> = doubt["remeasured"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| (c["bytes"].as_u64().unwrap(), c["verdict"].as_str().unwrap()))
+            .collect();
+        assert_eq!(listed, [(4096, "rejected"), (16384, "undecided")]);
     }
 
     #[test]
