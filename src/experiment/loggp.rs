@@ -14,6 +14,7 @@ use crate::model::confirm::Reading;
 use crate::model::confirm::{Undecided, Verdict};
 use crate::model::loggp::{assess, assess_with_changes, AssessOptions};
 use crate::model::refine::{Change, Plan, RefineOptions};
+use crate::model::sensitivity::doubt_order;
 use crate::patterns::loggp::{self as pattern, PairResult, PairsMode, Params};
 use crate::patterns::order;
 use crate::report::loggp::{
@@ -348,9 +349,9 @@ fn analyse(
     })
 }
 
-/// Boundaries opened for doubt per pair and round of [`resolve_doubts`], the
-/// worst first: each costs six sizes a pass, and the budget is checked between
-/// passes.
+/// Boundaries opened for doubt per pair and round of [`resolve_doubts`], in
+/// [`doubt_order`] (each stretch's worst in turn): each costs six sizes a pass,
+/// and the budget is checked between passes.
 const DOUBTS_PER_ROUND: usize = 2;
 
 /// Measures plans' rounds on every rank while rank 0's budget check says so
@@ -407,12 +408,7 @@ fn resolve_doubts<C: Clock>(
                 ) else {
                     continue;
                 };
-                let mut at: Vec<(u64, f64)> = loggp_report::stretches(&pa, plan.decide_target)
-                    .into_iter()
-                    .flat_map(|s| s.doubtful)
-                    .collect();
-                at.sort_by(|a, b| b.1.total_cmp(&a.1));
-                let at: Vec<u64> = at.into_iter().map(|d| d.0).collect();
+                let at = doubt_order(&loggp_report::stretches(&pa, plan.decide_target));
                 let fences: Vec<u64> = pa
                     .assessment
                     .ranges

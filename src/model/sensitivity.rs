@@ -224,6 +224,26 @@ pub fn stretches(
         .collect()
 }
 
+/// The order in which the doubt rounds open the doubtful boundaries of
+/// `stretches` (first sizes after each): every undecided stretch's worst
+/// boundary first, then every stretch's second worst, and so on, the worse
+/// first among equals in rank. Each stretch is a claim of its own ("no switch
+/// larger than ..."), and one with the widest floors, as beyond a rendezvous,
+/// would otherwise take the whole budget while the others keep theirs.
+pub fn doubt_order(stretches: &[Stretch]) -> Vec<u64> {
+    let mut ranked: Vec<(usize, f64, u64)> = stretches
+        .iter()
+        .flat_map(|s| {
+            s.doubtful
+                .iter()
+                .enumerate()
+                .map(|(rank, &(bytes, ratio))| (rank, ratio, bytes))
+        })
+        .collect();
+    ranked.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)));
+    ranked.into_iter().map(|r| r.2).collect()
+}
+
 /// The bounds at one boundary.
 struct Bounds {
     /// `|step| + Z se`, us.
@@ -368,6 +388,30 @@ mod tests {
         assert_eq!(st.len(), 2);
         assert!(st[0].noise_us > 0.0, "{st:?}");
         assert!(st.iter().all(Stretch::decided), "{st:?}");
+    }
+
+    /// Two undecided stretches, one with far wider floors: their worst
+    /// boundaries are opened in turn, not the wide one's all first.
+    #[test]
+    fn the_doubt_rounds_take_each_stretchs_worst_boundary_in_turn() {
+        let stretch = |doubtful: Vec<(u64, f64)>| Stretch {
+            from_bytes: 0,
+            to_bytes: 0,
+            step_floor_us: 0.0,
+            worst_at_bytes: None,
+            target_us: 0.0,
+            slope_floor_us_per_kib: 0.0,
+            noise_us: 0.0,
+            verdict: ChangesVerdict::Undecided,
+            floor_from: FloorSource::Sweep,
+            remeasured_boundaries: 0,
+            doubtful,
+        };
+        let st = [
+            stretch(vec![(7168, 9.0), (9216, 5.0), (6144, 2.0)]),
+            stretch(vec![(18432, 30.0), (19456, 25.0)]),
+        ];
+        assert_eq!(doubt_order(&st), [18432, 7168, 19456, 9216, 6144]);
     }
 
     /// The silent miss of `docs/findings/2026-11-28-vader-8192-miss.json`: its
