@@ -875,7 +875,8 @@ pub struct PingpongArgs {
     #[arg(long, default_value_t = 1000, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
     pub reps: u64,
 
-    /// Untimed round trips before the timed ones, per size.
+    /// Untimed round trips before the timed ones, per size (at least 100 before
+    /// the first: the transport's setup on its first messages).
     #[arg(long, default_value_t = 100, value_name = "NUM", value_parser = clap::value_parser!(u64).range(0..=100_000_000))]
     pub warmup: u64,
 

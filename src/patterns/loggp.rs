@@ -3,7 +3,7 @@
 //!
 //! Ranks are paired `(0,1), (2,3), ...`; the even rank is the client. Per message
 //! size `s`, every measurement repeated `reps` times after `warmup` untimed rounds
-//! (before the first size of a run at least [`FIRST_SIZE_WARMUP`]):
+//! (before the first size of a run at least [`super::FIRST_SIZE_WARMUP`]):
 //!
 //! - `PRTT(1,0,s)`: the client sends one message of `s` bytes, the server answers with
 //!   one of `s` bytes; the client times send to the end of the answer.
@@ -480,23 +480,11 @@ struct Exchange<'a, C: Clock, T: Transport + ?Sized> {
     warmup: usize,
 }
 
-/// Untimed rounds before the first size a run measures, at least: that size also
-/// pays for what the transport sets up on its first messages (UCX wires up its
-/// shared-memory lanes, over `-t ucx` and under MPICH), which a few `warmup`
-/// rounds do not cover, and one slow size bounds every boundary of its stretch
-/// ([`crate::model::sensitivity`]). Twice what made the first size read as its
-/// neighbours (docs/findings/2026-11-29-real-switches.md).
-pub const FIRST_SIZE_WARMUP: usize = 100;
-
 /// The untimed rounds before a size: `params.warmup`, and at least
-/// [`FIRST_SIZE_WARMUP`] before the first size of the run. Client and server
+/// [`super::FIRST_SIZE_WARMUP`] before the first size of the run. Client and server
 /// count alike.
 pub(crate) fn warmup_rounds(params: &Params, first_size: bool) -> usize {
-    if first_size {
-        params.warmup.max(FIRST_SIZE_WARMUP)
-    } else {
-        params.warmup
-    }
+    super::warmup_rounds(params.warmup, first_size)
 }
 
 /// One timed `PRTT(k, d, s)` at the client, in ticks.

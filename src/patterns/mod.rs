@@ -20,6 +20,24 @@ use crate::coll::{check, CollError};
 use crate::sync::SyncError;
 use ngauge_transport::{ControlError, Rank};
 
+/// Untimed round trips before the first size a run measures, at least: that
+/// size also pays for what the transport sets up on its first messages (UCX
+/// wires up its shared-memory lanes, over `-t ucx` and under MPICH: a ping-pong
+/// with `--warmup 1` read its first size 10 times slower than its neighbours),
+/// which a few warmup rounds do not cover. Twice what made `loggp`'s first size
+/// read as its neighbours (docs/findings/2026-11-29-real-switches.md).
+pub const FIRST_SIZE_WARMUP: usize = 100;
+
+/// The untimed round trips before a size: `warmup`, and at least
+/// [`FIRST_SIZE_WARMUP`] before the first size of a run.
+pub(crate) fn warmup_rounds(warmup: usize, first_size: bool) -> usize {
+    if first_size {
+        warmup.max(FIRST_SIZE_WARMUP)
+    } else {
+        warmup
+    }
+}
+
 /// What can go wrong in a pattern that times collective calls in windows (`coll`,
 /// `late`, `nbc`); `pattern` names the measurement (`late arrivals`).
 #[derive(Debug, thiserror::Error)]

@@ -8,7 +8,8 @@
 //! Carpen-Amarie, sec. 3 on reporting distributions). The half round-trip time
 //! RTT/2 is Netgauge's latency; it is PRTT(1,0,s)/2 in the LogGP paper's notation.
 //!
-//! Per size: `warmup` untimed round trips, then `reps` timed ones; the result holds the
+//! Per size: `warmup` untimed round trips (before the run's first size at least
+//! [`super::FIRST_SIZE_WARMUP`]), then `reps` timed ones; the result holds the
 //! min/median/mean/p99/max of RTT/2 in microseconds and the bandwidth
 //! `size / median(RTT/2)` in MB/s with MB = 10^6 bytes (bytes per microsecond).
 //!
@@ -95,7 +96,8 @@ pub struct Params {
     pub sizes: Vec<usize>,
     /// Timed round trips per size.
     pub reps: usize,
-    /// Untimed round trips before the timed ones, per size.
+    /// Untimed round trips before the timed ones, per size (at least
+    /// [`super::FIRST_SIZE_WARMUP`] before the first).
     pub warmup: usize,
     /// Verify payloads (outside the timed region).
     pub check: bool,
@@ -582,12 +584,16 @@ pub fn run<C: Clock + ?Sized, T: Transport + ?Sized>(
     let mut more = Vec::with_capacity(1);
     let mut results = Vec::new();
 
-    for &size in &params.sizes {
+    for (i, &size) in params.sizes.iter().enumerate() {
         let before = transport.counters();
         let (mut timing_loop, mut intact) = (TimingLoop::Generic, true);
         let (mut measured, mut verdict) = (0, None);
         loop {
-            batch.warmup = if measured == 0 { params.warmup } else { 0 };
+            batch.warmup = if measured == 0 {
+                super::warmup_rounds(params.warmup, i == 0)
+            } else {
+                0
+            };
             batch.reps = params.reps.min(cap - measured);
             let these = &mut ticks[measured..measured + batch.reps];
             if let (Some(sbuf), Some(rbuf)) = (sbuf, rbuf) {
@@ -991,6 +997,81 @@ mod tests {
             },
         );
         assert!(out[0].as_ref().unwrap_err().contains("at least 2 ranks"));
+    }
+
+    /// An in-process transport that counts its sends into `sent`, which the
+    /// rank's [`SettingUpClock`] reads.
+    struct CountingSends {
+        inner: inproc::InprocTransport,
+        sent: std::rc::Rc<Cell<u64>>,
+    }
+
+    impl Transport for CountingSends {
+        ngauge_transport::forward_transport!(inner, except name, send);
+        fn name(&self) -> &'static str {
+            "counting"
+        }
+        fn send(&mut self, peer: Rank, region: Region) -> Result<(), TransportError> {
+            self.sent.set(self.sent.get() + 1);
+            self.inner.send(peer, region)
+        }
+    }
+
+    /// A clock of 1 GHz whose readings advance by 1 ms while its rank has sent
+    /// at most `setup` messages and by 3 us after: a transport that sets itself
+    /// up on its first messages (UCX wires up its lanes).
+    struct SettingUpClock {
+        next: Cell<u64>,
+        sent: std::rc::Rc<Cell<u64>>,
+        setup: u64,
+    }
+
+    impl Clock for SettingUpClock {
+        fn now(&self) -> Ticks {
+            let step = if self.sent.get() <= self.setup {
+                1_000_000
+            } else {
+                3000
+            };
+            let t = self.next.get() + step;
+            self.next.set(t);
+            Ticks(t)
+        }
+        fn rate(&self) -> TickRate {
+            TickRate::new(1e9)
+        }
+    }
+
+    /// The first 60 round trips of a run are slow (the transport's setup): the
+    /// first size's warmup takes them all, even with `--warmup 1`, and its
+    /// median is the network's, as the second size's is.
+    #[test]
+    fn the_first_size_warms_up_past_the_transports_setup() {
+        assert!(super::super::warmup_rounds(1, true) > 60);
+        let handles: Vec<_> = inproc::world(2)
+            .into_iter()
+            .map(|(t, mut c)| {
+                std::thread::spawn(move || {
+                    let sent = std::rc::Rc::new(Cell::new(0));
+                    let clock = SettingUpClock {
+                        next: Cell::new(0),
+                        sent: sent.clone(),
+                        setup: 60,
+                    };
+                    let mut t = CountingSends { inner: t, sent };
+                    let params = Params {
+                        native_loop: false,
+                        samples: false,
+                        ..params(vec![64, 128], 20, 1)
+                    };
+                    run(&clock, &mut t, &mut c, &params, &mut |_, _| Ok(())).unwrap()
+                })
+            })
+            .collect();
+        let out: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        for r in &out[0] {
+            assert_eq!(r.half_rtt_us.median, 1.5, "{r:?}");
+        }
     }
 
     /// An in-process transport that damages the first byte of every message rank 1

@@ -28,7 +28,7 @@ pub struct LoggpSpec {
     /// Timed repetitions of each PRTT per size.
     pub reps: u64,
     /// Untimed round trips before each size (before the first at least
-    /// `patterns::loggp::FIRST_SIZE_WARMUP`).
+    /// `patterns::FIRST_SIZE_WARMUP`).
     pub warmup: u64,
     /// Measurements of a size at most.
     pub attempts: u64,

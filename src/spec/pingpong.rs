@@ -18,7 +18,8 @@ pub struct PingpongSpec {
     pub sizes: SizeList,
     /// Timed round trips per size.
     pub reps: u64,
-    /// Untimed round trips before the timed ones, per size.
+    /// Untimed round trips before the timed ones, per size (at least
+    /// `patterns::FIRST_SIZE_WARMUP` before the first).
     pub warmup: u64,
     /// Verify every size's payloads (outside the timed region).
     pub check: bool,
