@@ -144,7 +144,7 @@ pub struct Confirmation {
     /// Other confirmed series that placed the midpoint in rounds where the
     /// brackets of `located_with` were not a step apart (its step had changed with
     /// the host's state since the confirmation).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub located_also: Vec<&'static str>,
     /// Bisection rounds measured.
     pub locate_rounds: usize,
@@ -161,7 +161,7 @@ pub struct Confirmation {
     /// Midpoints whose side the bisection took back and measured again, in
     /// order: the step after each could not be decided, as when both its
     /// brackets lie on one side of the switch ([`RETAKES`]).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub retaken_midpoints_bytes: Vec<u64>,
 }
 

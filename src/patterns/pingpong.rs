@@ -1047,7 +1047,7 @@ mod tests {
     /// median is the network's, as the second size's is.
     #[test]
     fn the_first_size_warms_up_past_the_transports_setup() {
-        assert!(super::super::warmup_rounds(1, true) > 60);
+        assert!(crate::patterns::warmup_rounds(1, true) > 60);
         let handles: Vec<_> = inproc::world(2)
             .into_iter()
             .map(|(t, mut c)| {

@@ -75,8 +75,8 @@ pub struct DoubtDoc {
     /// Time allowed, s: `--doubt-budget` when given; otherwise 3 s, or the
     /// time the run took before when shorter.
     pub budget_s: f64,
-    /// Every boundary measured again, with its passes'
-    /// evidence per series (a confirmed one is among the pair's `changes` too).
+    /// Every boundary measured again, with its verdict and the passes' steps
+    /// per series (a confirmed one is among the pair's `changes` too).
     pub remeasured: Vec<Change>,
 }
 
@@ -1009,11 +1009,18 @@ mod tests {
             proposed_by: Proposer::Doubt,
             ..Change::unconfirmed(&sizes, bytes, Vec::new())
         };
+        // Cut before its first judgement: a confirmation with its passes only.
+        let unfinished = Change {
+            undecided: Some(Undecided::Unfinished),
+            confirmation: Some(crate::model::refine::Confirmation {
+                passes: 2,
+                clean_passes: 2,
+                ..Default::default()
+            }),
+            ..judged(16384, Verdict::Undecided)
+        };
         pa.doubt = Some(DoubtRun {
-            changes: vec![
-                judged(4096, Verdict::Rejected),
-                judged(16384, Verdict::Undecided),
-            ],
+            changes: vec![judged(4096, Verdict::Rejected), unfinished],
             passes: 12,
             time: Nanos(1e9),
             budget: Nanos(3e9),
@@ -1029,6 +1036,14 @@ mod tests {
             .map(|c| (c["bytes"].as_u64().unwrap(), c["verdict"].as_str().unwrap()))
             .collect();
         assert_eq!(listed, [(4096, "rejected"), (16384, "undecided")]);
+        // As the committed schema describes it (a field left out when empty is
+        // not required).
+        let schema: serde_json::Value =
+            serde_json::from_str(include_str!("../../docs/schemas/loggp.schema.json")).unwrap();
+        let pair = serde_json::json!({"$ref": "#/$defs/PairDoc", "$defs": schema["$defs"]});
+        let validator = jsonschema::validator_for(&pair).unwrap();
+        let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{errors:#?}");
     }
 
     #[test]
