@@ -20,11 +20,14 @@
 //!
 //! **A rank that is gone** (its listener refuses: it dropped its transport) is
 //! linked to a stream that is already closed, so every operation with it fails as
-//! with a connection that closed later ([`TransportError::PeerClosed`]).
+//! with a connection that closed later ([`TransportError::PeerClosed`]). A dial
+//! that connected but is not greeted asks again ([`Links::greeted`]).
 
-use crate::{configure, new_socket, timeout_err, TcpOptions, NAME};
+use crate::{configure, errno_err, new_socket, timeout_err, TcpOptions, NAME};
 use ngauge_transport::auth::{self, AcceptLimits, Admit, AuthError, AuthKey, RefusalLog};
 use ngauge_transport::{util, Rank, TransportError};
+use rustix::event::{poll, PollFd, PollFlags};
+use rustix::io::Errno;
 use socket2::{SockAddr, Socket};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -34,6 +37,13 @@ use std::time::{Duration, Instant};
 
 /// How long a connection to the data listener may take to prove itself.
 const HANDSHAKE_GRACE: Duration = Duration::from_secs(5);
+
+/// The first wait for a listener's greeting before asking whether the listener is
+/// still there ([`Links::greeted`]); each wait after it doubles, up to
+/// [`GREETING_WAIT_MOST`].
+const GREETING_WAIT_FIRST: Duration = Duration::from_millis(50);
+/// The longest wait for a greeting between two asks.
+const GREETING_WAIT_MOST: Duration = Duration::from_secs(1);
 
 /// Where a pair stands, as this rank sees it.
 #[derive(Debug)]
@@ -228,12 +238,17 @@ impl Links {
             connected => connected.map_err(io)?,
         }
         let socket = self.ready(peer, op, socket)?;
+        if !self.greeted(&socket, endpoint, peer, op)? {
+            return Ok(Dialed::Gone);
+        }
         match auth::prove(&mut &socket, key, self.me as u32, peer as u32) {
             Ok(()) => {}
             Err(AuthError::Io(e)) => return Err(io(e)),
             // A listener that closes instead of answering was shut down as its rank
             // ended (it then refuses new connections), or is not this job's.
-            Err(AuthError::Refused(_)) if is_gone(endpoint) => return Ok(Dialed::Gone),
+            Err(AuthError::Refused(_)) if is_gone(endpoint, self.opts.timeout) => {
+                return Ok(Dialed::Gone)
+            }
             Err(AuthError::Refused(why)) => {
                 let what = format!("proving to rank {peer} at {endpoint} that this rank");
                 let why = format!("{what} belongs to the job: {why}");
@@ -246,6 +261,47 @@ impl Links {
             1 => Dialed::Won(socket),
             _ => Dialed::Lost,
         })
+    }
+
+    /// Waits until the listener at `endpoint` greets `socket`, just connected to it
+    /// (or it closed or failed: `prove` reads which); `false` when the listener is
+    /// gone instead.
+    ///
+    /// A connect can succeed against a listener that is closing at that moment and
+    /// leave this end established with nothing behind it: Linux may drop the
+    /// handshake's last ACK when the listener's port is already released but its
+    /// state not yet changed, and later the half-made connection, without a reset
+    /// (`ListenDrops` counts it). This rank sends nothing before the greeting, so
+    /// no reset ever comes, and a peer that ended as it was dialed would be
+    /// reported as a timeout, not as closed. So the listener is asked between waits
+    /// that double from 50 ms to 1 s: a live but busy one is asked a few times (it
+    /// refuses each ask as a stranger that sent no proof).
+    fn greeted(
+        &self,
+        socket: &Socket,
+        endpoint: &SocketAddr,
+        peer: Rank,
+        op: &'static str,
+    ) -> Result<bool, TransportError> {
+        let deadline = Instant::now() + self.opts.timeout;
+        let mut wait = GREETING_WAIT_FIRST;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(timeout_err(peer, op, self.opts.timeout));
+            }
+            let mut fds = [PollFd::new(socket, PollFlags::IN)];
+            match poll(&mut fds, Some(&util::timespec(wait.min(left)))) {
+                Ok(0) => {}
+                Ok(_) => return Ok(true),
+                Err(Errno::INTR) => continue,
+                Err(e) => return Err(errno_err(peer, op, e)),
+            }
+            if is_gone(endpoint, left) {
+                return Ok(false);
+            }
+            wait = (wait * 2).min(GREETING_WAIT_MOST);
+        }
     }
 
     /// Waits for `peer`'s own dial, which its listener's `0` promised.
@@ -275,9 +331,11 @@ impl Links {
     }
 }
 
-/// Whether nothing listens at `endpoint` any more.
-fn is_gone(endpoint: &SocketAddr) -> bool {
-    matches!(TcpStream::connect(endpoint), Err(e) if e.kind() == ErrorKind::ConnectionRefused)
+/// Whether nothing listens at `endpoint` any more (a listener that does not answer
+/// `within` is there).
+fn is_gone(endpoint: &SocketAddr, within: Duration) -> bool {
+    matches!(TcpStream::connect_timeout(endpoint, within),
+        Err(e) if e.kind() == ErrorKind::ConnectionRefused)
 }
 
 /// A stream whose other end is closed already: what a rank that is gone is linked to.
@@ -320,6 +378,51 @@ mod tests {
             let (listener, key) = it.next().unwrap();
             Links::start(me, listener, key, endpoints.clone(), &opts).unwrap()
         })
+    }
+
+    /// Rank 0's links, with rank 1's endpoint at `one` (nothing of rank 1 runs).
+    fn zero_towards(one: SocketAddr) -> Links {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let keys = [AuthKey::random().unwrap(), AuthKey::random().unwrap()];
+        let endpoints = vec![
+            (keys[0].clone(), listener.local_addr().unwrap()),
+            (keys[1].clone(), one),
+        ];
+        let opts = TcpOptions {
+            timeout: Duration::from_secs(10),
+            ..TcpOptions::default()
+        };
+        Links::start(0, listener, keys[0].clone(), endpoints, &opts).unwrap()
+    }
+
+    /// Conformance check `closed_peer_is_named` (block) once failed with a 10 s
+    /// timeout: rank 0's dial connected while rank 1's listener was closing, and
+    /// the greeting never came. Linux can complete such a connect and then drop
+    /// the server's half of it without a reset (`ListenDrops` counts it), leaving
+    /// this end established with nothing behind it. Here a stream accepted and
+    /// never answered stands in for that half, and the listener is closed after
+    /// the connect: the dial finds rank 1 gone instead of waiting out the timeout.
+    #[test]
+    fn a_dial_that_connects_as_the_listener_closes_and_is_never_greeted_finds_it_gone() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let zero = zero_towards(listener.local_addr().unwrap());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let one = std::thread::spawn(move || {
+            let (silent, _) = listener.accept().unwrap();
+            drop(listener);
+            // Silent until the dial has ended.
+            rx.recv().unwrap();
+            drop(silent);
+        });
+        let dialed = zero.dial(1, "recv");
+        tx.send(()).unwrap();
+        one.join().unwrap();
+        match dialed {
+            Ok(Dialed::Gone) => {}
+            Ok(Dialed::Won(_)) => panic!("won a dial nobody answered"),
+            Ok(Dialed::Lost) => panic!("lost a dial nobody answered"),
+            Err(e) => panic!("expected rank 1 gone, got: {e}"),
+        }
     }
 
     /// Issue 34: rank 0 and rank 1 dial each other at once, and rank 1's dial (the
