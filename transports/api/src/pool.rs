@@ -76,9 +76,25 @@ pub struct BufferPool {
 
 #[derive(Debug)]
 struct Slot {
-    /// The pool's headroom, then the buffer's bytes.
+    /// `lead` bytes of padding, the pool's headroom, then the buffer's bytes.
     bytes: Vec<u8>,
+    /// Padding that puts the buffer's first byte at the start of a page.
+    lead: usize,
     holds: Holds,
+}
+
+impl Slot {
+    /// The pool's headroom, then the buffer's bytes.
+    #[inline]
+    fn stored(&self) -> &[u8] {
+        &self.bytes[self.lead..]
+    }
+
+    /// [`Slot::stored`], mutable.
+    #[inline]
+    fn stored_mut(&mut self) -> &mut [u8] {
+        &mut self.bytes[self.lead..]
+    }
 }
 
 /// The parts of one buffer that pending requests hold, like a `RwLock` per byte
@@ -325,7 +341,7 @@ impl BufferPool {
     /// (the transport itself reads busy buffers while it progresses them).
     #[inline]
     pub fn region(&self, region: Region) -> Result<&[u8], TransportError> {
-        let bytes = &self.slot(region.buffer)?.bytes;
+        let bytes = self.slot(region.buffer)?.stored();
         let range = self.range(region, bytes.len())?;
         Ok(&bytes[range])
     }
@@ -335,12 +351,12 @@ impl BufferPool {
     pub fn region_mut(&mut self, region: Region) -> Result<&mut [u8], TransportError> {
         let (transport, headroom) = (self.transport, self.headroom);
         let slot = self.slot_mut(region.buffer)?;
-        match locate(region, slot.bytes.len(), headroom) {
-            Some(range) => Ok(&mut slot.bytes[range]),
+        match locate(region, slot.stored().len(), headroom) {
+            Some(range) => Ok(&mut slot.stored_mut()[range]),
             None => Err(out_of_bounds(
                 transport,
                 region,
-                slot.bytes.len() - headroom,
+                slot.stored().len() - headroom,
             )),
         }
     }
@@ -355,12 +371,12 @@ impl BufferPool {
     pub fn framed_mut(&mut self, region: Region) -> Result<&mut [u8], TransportError> {
         let (transport, headroom) = (self.transport, self.headroom);
         let slot = self.slot_mut(region.buffer)?;
-        match locate(region, slot.bytes.len(), headroom) {
-            Some(range) => Ok(&mut slot.bytes[range.start - headroom..range.end]),
+        match locate(region, slot.stored().len(), headroom) {
+            Some(range) => Ok(&mut slot.stored_mut()[range.start - headroom..range.end]),
             None => Err(out_of_bounds(
                 transport,
                 region,
-                slot.bytes.len() - headroom,
+                slot.stored().len() - headroom,
             )),
         }
     }
@@ -371,11 +387,11 @@ impl BufferPool {
     #[inline]
     pub fn region_for_read(&self, region: Region) -> Result<&[u8], TransportError> {
         let slot = self.slot(region.buffer)?;
-        let range = self.range(region, slot.bytes.len())?;
+        let range = self.range(region, slot.stored().len())?;
         if !slot.holds.allows(&span(region), Access::Read) {
             return Err(busy(self.transport, region.buffer));
         }
-        Ok(&slot.bytes[range])
+        Ok(&slot.stored()[range])
     }
 
     /// Mutable bytes of `region` for a blocking receive: bounds checked, and refused
@@ -384,17 +400,17 @@ impl BufferPool {
     pub fn region_for_write(&mut self, region: Region) -> Result<&mut [u8], TransportError> {
         let (transport, headroom) = (self.transport, self.headroom);
         let slot = self.slot_mut(region.buffer)?;
-        let Some(range) = locate(region, slot.bytes.len(), headroom) else {
+        let Some(range) = locate(region, slot.stored().len(), headroom) else {
             return Err(out_of_bounds(
                 transport,
                 region,
-                slot.bytes.len() - headroom,
+                slot.stored().len() - headroom,
             ));
         };
         if !slot.holds.allows(&span(region), Access::Write) {
             return Err(busy(transport, region.buffer));
         }
-        Ok(&mut slot.bytes[range])
+        Ok(&mut slot.stored_mut()[range])
     }
 
     /// [`locate`] with this pool's headroom, or the error naming the capacity.
@@ -414,7 +430,7 @@ impl BufferPool {
     /// [`BufferPool::release_region`].
     pub fn acquire_as(&mut self, region: Region, access: Access) -> Result<(), TransportError> {
         let transport = self.transport;
-        let capacity = self.slot(region.buffer)?.bytes.len();
+        let capacity = self.slot(region.buffer)?.stored().len();
         self.range(region, capacity)?;
         if !self
             .slot_mut(region.buffer)?
@@ -464,9 +480,15 @@ impl Buffers for BufferPool {
     /// of `/proc/meminfo`, within `RLIMIT_AS`) or the allocator refuses it
     /// (fallible reservation: an address-space limit gives an error, not an abort).
     ///
-    /// At least a cache line is reserved, so that two small buffers (a ping-pong's
-    /// send and receive buffers of 1 byte) never share one: sharing adds ~5 ns to an
-    /// MPI shared-memory round trip of ~500 ns (scripts/bench-mpi).
+    /// The buffer's first byte (after the headroom) starts a page, as OSU's and
+    /// perftest's buffers do: a stack whose cost grows per page a message touches
+    /// (UCX's rendezvous over shared memory, about 0.6 us more per round trip for
+    /// each page) then steps at the same sizes in every run, the multiples of the
+    /// page size, instead of at sizes that move with where the allocator put the
+    /// buffer (docs/findings/2026-12-01-page-steps.md). Two small buffers (a
+    /// ping-pong's send and receive buffers of 1 byte) never share a cache line:
+    /// sharing adds ~5 ns to an MPI shared-memory round trip of ~500 ns
+    /// (scripts/bench-mpi).
     fn try_alloc(&mut self, len: usize) -> Result<BufferId, TransportError> {
         let oom = |detail: String| TransportError::OutOfMemory {
             transport: self.transport,
@@ -483,13 +505,19 @@ impl Buffers for BufferPool {
         let with_headroom = len
             .checked_add(self.headroom)
             .ok_or_else(|| oom("larger than the address space".to_string()))?;
+        let page = page_bytes();
+        let reserved = with_headroom
+            .checked_add(page - 1)
+            .ok_or_else(|| oom("larger than the address space".to_string()))?;
         let mut bytes = Vec::new();
         bytes
-            .try_reserve_exact(with_headroom.max(CACHE_LINE))
+            .try_reserve_exact(reserved)
             .map_err(|e| oom(format!("{e} (an address-space limit such as ulimit -v?)")))?;
-        bytes.resize(with_headroom, 0);
+        let lead = lead_to_page(bytes.as_ptr() as usize, self.headroom, page);
+        bytes.resize(lead + with_headroom, 0);
         let slot = Some(Slot {
             bytes,
+            lead,
             holds: Holds::default(),
         });
         if let Some(free) = self.slots.iter().position(Option::is_none) {
@@ -509,13 +537,13 @@ impl Buffers for BufferPool {
 
     fn get(&self, buffer: BufferId) -> Result<&[u8], TransportError> {
         self.check_idle(buffer)?;
-        Ok(&self.slot(buffer)?.bytes[self.headroom..])
+        Ok(&self.slot(buffer)?.stored()[self.headroom..])
     }
 
     fn get_mut(&mut self, buffer: BufferId) -> Result<&mut [u8], TransportError> {
         self.check_idle(buffer)?;
         let headroom = self.headroom;
-        Ok(&mut self.slot_mut(buffer)?.bytes[headroom..])
+        Ok(&mut self.slot_mut(buffer)?.stored_mut()[headroom..])
     }
 }
 
@@ -529,8 +557,16 @@ fn locate(region: Region, stored: usize, headroom: usize) -> Option<std::ops::Ra
     }
 }
 
-/// The smallest allocation behind a buffer, in bytes.
-const CACHE_LINE: usize = 64;
+/// The kernel's page size in bytes (4096 on x86-64).
+fn page_bytes() -> usize {
+    rustix::param::page_size()
+}
+
+/// The padding after an allocation at `address` that puts the byte after
+/// `headroom` bytes at the start of a page of `page` bytes (a power of two).
+fn lead_to_page(address: usize, headroom: usize, page: usize) -> usize {
+    address.wrapping_add(headroom).wrapping_neg() & (page - 1)
+}
 
 /// Out of line, so that a lookup on a latency-critical path (a transport's `send`,
 /// inlined) neither builds nor drops an error value when the buffer exists.
@@ -558,6 +594,45 @@ fn out_of_bounds(transport: &'static str, region: Region, capacity: usize) -> Tr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_buffer_starts_a_page_after_its_headroom() {
+        let page = page_bytes();
+        for headroom in [0, 8, 100] {
+            let mut pool = BufferPool::with_headroom("test", headroom);
+            let ids: Vec<BufferId> = [1, 7, 63, 4096, 5000, 20480, 200_000]
+                .into_iter()
+                .map(|len| pool.alloc(len))
+                .collect();
+            for (id, len) in ids.into_iter().zip([1, 7, 63, 4096, 5000, 20480, 200_000]) {
+                let buffer = pool.get(id).unwrap();
+                assert_eq!(buffer.len(), len);
+                assert_eq!(
+                    buffer.as_ptr() as usize % page,
+                    0,
+                    "headroom {headroom}, len {len}"
+                );
+                assert!(buffer.iter().all(|&b| b == 0));
+                let frame = pool.framed_mut(id.prefix(len)).unwrap();
+                assert_eq!(frame.len(), headroom + len);
+            }
+        }
+    }
+
+    #[test]
+    fn the_lead_puts_the_byte_after_the_headroom_on_a_page() {
+        assert_eq!(lead_to_page(4096, 0, 4096), 0);
+        assert_eq!(lead_to_page(4096 + 16, 0, 4096), 4080);
+        assert_eq!(lead_to_page(4096 - 8, 8, 4096), 0);
+        assert_eq!(lead_to_page(4096 + 1, 8, 4096), 4087);
+        for address in (0..3 * 4096).step_by(37) {
+            for headroom in [0, 8, 5000] {
+                let lead = lead_to_page(address, headroom, 4096);
+                assert!(lead < 4096);
+                assert_eq!((address + lead + headroom) % 4096, 0);
+            }
+        }
+    }
 
     #[test]
     fn a_window_of_equal_sends_is_one_counted_hold() {
