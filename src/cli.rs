@@ -745,8 +745,8 @@ pub struct LoggpArgs {
     #[arg(long, default_value_t = 50, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub reps: u64,
 
-    /// Untimed round trips before each size (before the first at least 100: the
-    /// transport's connection setup).
+    /// Untimed round trips before each size (in the first pass at least 100: a
+    /// path the stack takes first, such as its connection, can be slow at first).
     #[arg(long, default_value_t = 5, value_name = "NUM")]
     pub warmup: u64,
 

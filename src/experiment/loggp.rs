@@ -104,6 +104,7 @@ pub fn run(
     for (pass, sizes, i) in chunks {
         let params = Params {
             sizes,
+            warm: pass > 0,
             ..plan.params.clone()
         };
         let name = open[i].name;

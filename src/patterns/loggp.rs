@@ -3,7 +3,8 @@
 //!
 //! Ranks are paired `(0,1), (2,3), ...`; the even rank is the client. Per message
 //! size `s`, every measurement repeated `reps` times after `warmup` untimed rounds
-//! (before the first size of a run at least [`super::FIRST_SIZE_WARMUP`]):
+//! (at least [`super::FIRST_SIZE_WARMUP`] before the first size of a sweep, and
+//! before every size the run meets for the first time: [`Params::warm`]):
 //!
 //! - `PRTT(1,0,s)`: the client sends one message of `s` bytes, the server answers with
 //!   one of `s` bytes; the client times send to the end of the answer.
@@ -102,6 +103,13 @@ pub struct Params {
     pub reps: usize,
     /// Untimed `PRTT(1,0,s)` rounds before each size.
     pub warmup: usize,
+    /// Whether the run has measured these sizes before (a later pass, a
+    /// confirmation round): then each size gets `warmup` rounds. Otherwise each
+    /// size's first attempt gets at least [`super::FIRST_SIZE_WARMUP`]: the first
+    /// messages a stack sends on a path can be slow for tens of round trips
+    /// (UCX's `egr/bcopy` under MPICH and over `-t ucx`: its first size read 10
+    /// times its neighbours after 30 warmup rounds, as them after 50).
+    pub warm: bool,
     /// The delay for `PRTT(n,d,s)`.
     pub delay: DelayChoice,
     /// How pairs take turns.
@@ -120,6 +128,7 @@ impl Default for Params {
             n: 10,
             reps: 50,
             warmup: 5,
+            warm: false,
             delay: DelayChoice::OneRtt,
             pairs: PairsMode::InTurn,
             attempts: 3,
@@ -338,7 +347,7 @@ pub fn run<C: Clock, T: Transport + ?Sized>(
                     transport: &mut *transport,
                     params,
                     size: s as usize,
-                    warmup: warmup_rounds(params, index == 0 && attempt == 1),
+                    warmup: warmup_rounds(params, attempt == 1 && (index == 0 || !params.warm)),
                 };
                 let mut disturbed = false;
                 match (pending, my_role, buffers) {
@@ -481,10 +490,11 @@ struct Exchange<'a, C: Clock, T: Transport + ?Sized> {
 }
 
 /// The untimed rounds before a size: `params.warmup`, and at least
-/// [`super::FIRST_SIZE_WARMUP`] before the first size of the run. Client and server
-/// count alike.
-pub(crate) fn warmup_rounds(params: &Params, first_size: bool) -> usize {
-    super::warmup_rounds(params.warmup, first_size)
+/// [`super::FIRST_SIZE_WARMUP`] before a first contact (the first size of a
+/// sweep, every size of a cold one: [`Params::warm`]). Client and server count
+/// alike.
+pub(crate) fn warmup_rounds(params: &Params, first_contact: bool) -> usize {
+    super::warmup_rounds(params.warmup, first_contact)
 }
 
 /// One timed `PRTT(k, d, s)` at the client, in ticks.
@@ -822,6 +832,7 @@ mod tests {
             n: 4,
             reps: 5,
             warmup: 1,
+            warm: true,
             delay,
             pairs,
             attempts: 2,
@@ -923,12 +934,12 @@ mod tests {
         assert_eq!(disturbed_fraction(&[]), 0.0);
     }
 
-    /// A clock whose first `disturbed_calls` readings make three of every five
-    /// round trips (pairs of readings) look 1 ms longer.
+    /// A clock whose readings numbered in `disturbed` (from 0) make three of
+    /// every five round trips (pairs of readings) look 1 ms longer.
     struct DisturbedClock<C> {
         inner: C,
         calls: std::sync::atomic::AtomicU64,
-        disturbed_calls: u64,
+        disturbed: std::ops::Range<u64>,
     }
 
     impl<C: Clock> Clock for DisturbedClock<C> {
@@ -937,7 +948,8 @@ mod tests {
                 .calls
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let t = self.inner.now();
-            if i < self.disturbed_calls && i % 2 == 1 && (i / 2) % 5 < 3 {
+            let j = i.wrapping_sub(self.disturbed.start);
+            if self.disturbed.contains(&i) && j % 2 == 1 && (j / 2) % 5 < 3 {
                 t.plus(self.rate().to_ticks(crate::clock::Nanos(1e6)))
             } else {
                 t
@@ -955,6 +967,15 @@ mod tests {
     /// `disturbed_calls` clock readings disturbed as [`DisturbedClock`] does;
     /// rank 0's results.
     fn run_disturbed(params: &Params, disturbed_calls: u64) -> Vec<PairResult> {
+        run_disturbed_in(params, 0..disturbed_calls).0
+    }
+
+    /// [`run_disturbed`] with rank 0's clock readings numbered in `disturbed`
+    /// disturbed; rank 0's results and how many readings it took.
+    fn run_disturbed_in(
+        params: &Params,
+        disturbed: std::ops::Range<u64>,
+    ) -> (Vec<PairResult>, u64) {
         let net = sim::Network::uniform(sim::LogGp {
             l_ps: 5_000_000,
             os_ps: 1_500_000,
@@ -982,7 +1003,7 @@ mod tests {
         let clock = DisturbedClock {
             inner: zero.clock,
             calls: Default::default(),
-            disturbed_calls,
+            disturbed,
         };
         let res = run(
             &clock,
@@ -993,7 +1014,7 @@ mod tests {
         )
         .unwrap();
         server.join().unwrap().unwrap();
-        res
+        (res, clock.calls.into_inner())
     }
 
     /// PRTT(1,0,s) of the simulated network of [`run_disturbed`] at 64 bytes:
@@ -1040,6 +1061,45 @@ mod tests {
             (point.prtt_1_0_us.median - RTT_64_US).abs() < 1e-6,
             "{point:?}"
         );
+    }
+
+    /// A stack whose path for larger messages is slow for its first 60 round
+    /// trips (UCX's `egr/bcopy`), met at the second size: in a cold sweep (a
+    /// run's first pass) that size warms up past it and reads as the network;
+    /// in a warm one (a later pass, whose sizes the first pass met) it would not,
+    /// which is what the first pass prevents.
+    #[test]
+    fn every_size_of_a_cold_sweep_warms_up_past_a_new_path() {
+        let params = |warm| Params {
+            attempts: 1,
+            warmup: 5,
+            reps: 20,
+            warm,
+            ..small(vec![64, 128], DelayChoice::OneRtt, PairsMode::InTurn)
+        };
+        let first_size_calls = |warm| {
+            let one_size = Params {
+                sizes: vec![64],
+                ..params(warm)
+            };
+            run_disturbed_in(&one_size, 0..0).1
+        };
+        for warm in [false, true] {
+            let from = first_size_calls(warm);
+            let (res, _) = run_disturbed_in(&params(warm), from..from + 2 * 60);
+            let second = &res[0].points[1];
+            assert_eq!(second.size, 128);
+            let undisturbed = 2.0 * (1.5 + 5.0 + 127.0 * 0.0008 + 2.0);
+            let off_us = (second.prtt_1_0_us.median - undisturbed).abs();
+            if warm {
+                assert!(
+                    off_us > 100.0,
+                    "a warm sweep's 5 rounds cover it: {second:?}"
+                );
+            } else {
+                assert!(off_us < 1e-6, "{second:?}");
+            }
+        }
     }
 
     #[test]

@@ -25,13 +25,16 @@ use ngauge_transport::{ControlError, Rank};
 /// wires up its shared-memory lanes, over `-t ucx` and under MPICH: a ping-pong
 /// with `--warmup 1` read its first size 10 times slower than its neighbours),
 /// which a few warmup rounds do not cover. Twice what made `loggp`'s first size
-/// read as its neighbours (docs/findings/2026-11-29-real-switches.md).
+/// read as its neighbours (docs/findings/2026-11-29-real-switches.md). `loggp`
+/// gives it to every size of its first pass ([`loggp::Params::warm`]): a path
+/// a stack takes first at a later size is as slow at first (UCX's `egr/bcopy`:
+/// 50 rounds, docs/findings/2026-12-01-first-contact-warmup.md).
 pub const FIRST_SIZE_WARMUP: usize = 100;
 
 /// The untimed round trips before a size: `warmup`, and at least
-/// [`FIRST_SIZE_WARMUP`] before the first size of a run.
-pub(crate) fn warmup_rounds(warmup: usize, first_size: bool) -> usize {
-    if first_size {
+/// [`FIRST_SIZE_WARMUP`] before a first contact (the first size of a run).
+pub(crate) fn warmup_rounds(warmup: usize, first_contact: bool) -> usize {
+    if first_contact {
         warmup.max(FIRST_SIZE_WARMUP)
     } else {
         warmup

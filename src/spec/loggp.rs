@@ -196,6 +196,7 @@ impl LoggpSpec {
                 n: self.n as usize,
                 reps: self.reps as usize,
                 warmup: self.warmup as usize,
+                warm: false,
                 delay: self.dg,
                 pairs: self.pairs,
                 attempts: self.attempts as usize,

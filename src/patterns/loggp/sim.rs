@@ -114,6 +114,7 @@ mod tests {
             n: 6,
             reps: 3,
             warmup: 1,
+            warm: true,
             delay: DelayChoice::OneRtt,
             pairs: PairsMode::InTurn,
             attempts: 2,

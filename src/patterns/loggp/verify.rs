@@ -105,6 +105,7 @@ pub fn verify_while<C: Clock, T: Transport + ?Sized>(
         }
         let round = Params {
             sizes,
+            warm: true,
             ..params.clone()
         };
         let results = run(clock, transport, control, &round, |_, _| {})?;
@@ -142,6 +143,7 @@ mod tests {
             n: 6,
             reps: 3,
             warmup: 1,
+            warm: true,
             delay: DelayChoice::OneRtt,
             pairs: PairsMode::InTurn,
             attempts: 2,
