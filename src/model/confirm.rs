@@ -34,7 +34,7 @@
 //! to 8 passes at 95% it is `[min, max]`, i.e. all passes agree in sign). With
 //! `f` the step floor (10% of the level, or [`STEP_SE`] standard errors of one
 //! pass's step where that is smaller, so that quiet passes confirm a small step
-//! they show beyond doubt; at least 0.05 us, a few timer readings, and twice the
+//! they show beyond doubt; at least [`CONFIRM_FLOOR_US`], and twice the
 //! series' [`roughness`], its own moves between neighbours):
 //!
 //! - **confirmed** when `I` excludes `[-f/2, f/2]` and the median is beyond `f`;
@@ -220,6 +220,14 @@ pub const KINK_FLOOR: f64 = 0.5;
 
 /// Smallest step of a protocol, us: a few timer readings.
 pub const STEP_FLOOR_US: f64 = 0.05;
+
+/// Smallest step fresh passes confirm in one series, us: lower than
+/// [`STEP_FLOOR_US`], since each pass's step is a difference of medians over
+/// many repetitions, and a switch that adds 0.1 us to a round trip of 0.5 us adds
+/// 0.02-0.05 us to the gap, `o_s` and the late send (UCX's `egr/short` to
+/// `egr/bcopy`), which every pass shows; boundaries without a switch moved these
+/// series by at most 0.03 us there (story: docs/findings/2026-12-01-first-contact-warmup.md).
+pub const CONFIRM_FLOOR_US: f64 = 0.03;
 
 /// The step of one series at a boundary in one pass.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -671,7 +679,7 @@ pub fn steps(passes: &[&[Reading]], left: &[u64], right: &[u64]) -> Vec<StepEvid
                 .unwrap_or(f64::INFINITY);
             let floor = (STEP_FLOOR * level.abs())
                 .min(STEP_SE * pass_se)
-                .max(STEP_FLOOR_US)
+                .max(CONFIRM_FLOOR_US)
                 .max(2.0 * roughness.unwrap_or(0.0));
             let values: Vec<f64> = per_pass.iter().map(|s| s.step_us).collect();
             Some(StepEvidence {
