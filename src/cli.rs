@@ -845,7 +845,8 @@ pub struct LoggpArgs {
     /// Time to spend measuring again, in fresh interleaved passes, the sizes
     /// where a stretch's floor is above the target, until each is decided or
     /// the time is spent, per transport (0s: none). Without it, 3s and at most
-    /// as long as the sweep took; a time given is spent whole. Example:
+    /// as long as the sweep took, but at least 0.5s; a time given is spent whole.
+    /// Example:
     /// --doubt-budget 10s
     #[arg(long, value_name = "TIME", value_parser = parse_check_time)]
     pub doubt_budget: Option<f64>,

@@ -22,7 +22,7 @@ use crate::report::loggp::{
 };
 use crate::report::loggp_compare::compare;
 use crate::report::loggp_doc::{LoggpBody, LoggpDoc, TransportFit};
-use crate::spec::loggp::LoggpPlan;
+use crate::spec::loggp::{LoggpPlan, MIN_CAPPED_DOUBT_BUDGET_S};
 use crate::spec::{LoggpSpec, SpecError};
 use crate::units::Nanos;
 
@@ -441,10 +441,12 @@ fn resolve_doubts<C: Clock>(
 
 /// The time the doubt rounds may take: the plan's budget; the default one at
 /// most `so_far`, the time the run took until then (a short sweep, as in a
-/// test, buys a short doubt phase), while a budget the user gave is spent whole.
+/// test, buys a short doubt phase), but at least
+/// [`MIN_CAPPED_DOUBT_BUDGET_S`], while a budget the user gave is spent whole.
 fn doubt_budget(plan: &LoggpPlan, so_far: Nanos) -> Nanos {
     if plan.doubt_budget_capped {
-        Nanos(plan.doubt_budget.0.min(so_far.0))
+        let least = Nanos(MIN_CAPPED_DOUBT_BUDGET_S * 1e9);
+        Nanos(plan.doubt_budget.0.min(so_far.0.max(least.0)))
     } else {
         plan.doubt_budget
     }
@@ -828,14 +830,15 @@ mod tests {
         );
     }
 
-    /// The default budget is cut to the run's time so far; one the user gave is
-    /// spent whole, after a short sweep too.
+    /// The default budget is cut to the run's time so far, but not below half a
+    /// second; one the user gave is spent whole, after a short sweep too.
     #[test]
     fn issue_36_a_given_doubt_budget_is_not_cut_to_the_sweeps_time() {
         let sweep = Nanos(2e9);
         let default = LoggpSpec::default().plan().unwrap();
         assert_eq!(doubt_budget(&default, sweep), sweep);
         assert_eq!(doubt_budget(&default, Nanos(10e9)), Nanos(3e9));
+        assert_eq!(doubt_budget(&default, Nanos(0.05e9)), Nanos(0.5e9));
         let given = plan_to(16, 20.0, 2.0);
         assert_eq!(doubt_budget(&given, sweep), Nanos(20e9));
     }

@@ -62,7 +62,8 @@ pub struct LoggpSpec {
     /// Time to spend, per transport, re-measuring the boundaries of stretches
     /// whose floor is above the target, seconds (0: none). Absent:
     /// [`DEFAULT_DOUBT_BUDGET_S`], and at most as long as the run took until then
-    /// (a short sweep keeps a short run); a time given is spent whole.
+    /// (a short sweep keeps a short run) but at least [`MIN_CAPPED_DOUBT_BUDGET_S`];
+    /// a time given is spent whole.
     pub doubt_budget_s: Option<f64>,
 }
 
@@ -94,6 +95,12 @@ impl Default for LoggpSpec {
 /// Default of [`LoggpSpec::doubt_budget_s`], seconds (then at most as long as
 /// the run took until then).
 pub const DEFAULT_DOUBT_BUDGET_S: f64 = 3.0;
+
+/// The least the default doubt budget is cut to, seconds: a sweep of small
+/// messages takes 0.05-0.3 s, and its doubt rounds then ended after 3-10 passes,
+/// before their first judgement of the switch (UCX's `egr/bcopy`, four passes in
+/// 0.04 s: docs/findings/2026-12-01-first-contact-warmup.md).
+pub const MIN_CAPPED_DOUBT_BUDGET_S: f64 = 0.5;
 
 /// What a [`LoggpSpec`] asks of the pattern and the model.
 #[derive(Clone, Debug)]
