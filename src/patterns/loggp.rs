@@ -105,10 +105,9 @@ pub struct Params {
     pub warmup: usize,
     /// Whether the run has measured these sizes before (a later pass, a
     /// confirmation round): then each size gets `warmup` rounds. Otherwise each
-    /// size's first attempt gets at least [`super::FIRST_SIZE_WARMUP`]: the first
-    /// messages a stack sends on a path can be slow for tens of round trips
-    /// (UCX's `egr/bcopy` under MPICH and over `-t ucx`: its first size read 10
-    /// times its neighbours after 30 warmup rounds, as them after 50).
+    /// size's first attempt gets at least [`super::FIRST_SIZE_WARMUP`], since the
+    /// first messages a stack sends on a path can be slow for tens of round trips
+    /// (docs/findings/2026-12-01-first-contact-warmup.md).
     pub warm: bool,
     /// The delay for `PRTT(n,d,s)`.
     pub delay: DelayChoice,

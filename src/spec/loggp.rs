@@ -97,9 +97,9 @@ impl Default for LoggpSpec {
 pub const DEFAULT_DOUBT_BUDGET_S: f64 = 3.0;
 
 /// The least the default doubt budget is cut to, seconds: a sweep of small
-/// messages takes 0.05-0.3 s, and its doubt rounds then ended after 3-10 passes,
-/// before their first judgement of the switch (UCX's `egr/bcopy`, four passes in
-/// 0.04 s: docs/findings/2026-12-01-first-contact-warmup.md).
+/// messages takes 0.05-0.3 s, which buys its doubt rounds 3-10 passes, fewer than
+/// a boundary needs for its first judgement; half a second buys tens
+/// (docs/findings/2026-12-01-first-contact-warmup.md).
 pub const MIN_CAPPED_DOUBT_BUDGET_S: f64 = 0.5;
 
 /// What a [`LoggpSpec`] asks of the pattern and the model.

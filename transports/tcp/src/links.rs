@@ -397,13 +397,13 @@ mod tests {
         Links::start(0, listener, keys[0].clone(), endpoints, &opts).unwrap()
     }
 
-    /// Conformance check `closed_peer_is_named` (block) once failed with a 10 s
-    /// timeout: rank 0's dial connected while rank 1's listener was closing, and
-    /// the greeting never came. Linux can complete such a connect and then drop
-    /// the server's half of it without a reset (`ListenDrops` counts it), leaving
-    /// this end established with nothing behind it. Here a stream accepted and
-    /// never answered stands in for that half, and the listener is closed after
-    /// the connect: the dial finds rank 1 gone instead of waiting out the timeout.
+    /// A dial that connects while the peer's listener closes is never greeted
+    /// (conformance check `closed_peer_is_named`, block): Linux can complete such
+    /// a connect and then drop the server's half of it without a reset
+    /// (`ListenDrops` counts it), leaving this end established with nothing
+    /// behind it. Here a stream accepted and never answered stands in for that
+    /// half, and the listener is closed after the connect: the dial finds rank 1
+    /// gone instead of waiting out the timeout.
     #[test]
     fn a_dial_that_connects_as_the_listener_closes_and_is_never_greeted_finds_it_gone() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
