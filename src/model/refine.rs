@@ -25,7 +25,7 @@
 //! side's own move between neighbours ([`confirm::roughness`]) raises the floor
 //! above the step, and the passes reject it or find a side bent. At each
 //! judgement that does not confirm it, the passes' sides are therefore also cut
-//! one sweep size to either side (`step_beside`); where more series confirm a
+//! one sweep size to either side (`step_beside`); where more witnesses confirm a
 //! step there than here, the candidate moves to that boundary once, for fresh
 //! passes (`Candidate::moved`). A flat boundary has no neighbour that steps,
 //! and the fresh passes judge a moved candidate as any other.
@@ -57,7 +57,7 @@
 //! disturbed, not a level) is rejected.
 
 use super::confirm::{
-    self, between_levels, by_clarity, combine, decide_side, judge_slopes, propose_kinks,
+    self, between_levels, by_clarity, combine_steps, decide_side, judge_slopes, propose_kinks,
     span_position, third_level, ChangeKind, Reading, SlopeEvidence, StepEvidence, Undecided,
     Verdict,
 };
@@ -732,7 +732,7 @@ fn judge_candidate(c: &mut Candidate, opts: &RefineOptions, held: &[u64]) {
     let (steps, slopes, verdict, fault) = match c.kind {
         ChangeKind::Step => {
             let ev = confirm::steps(&clean, &c.left, &c.right);
-            let v = combine(ev.iter().map(|e| e.step_us.verdict));
+            let v = combine_steps(&ev);
             // The detector may propose a slope-only change as a step: no step
             // persists, but the slopes differ.
             let sl = match v {
@@ -923,7 +923,7 @@ fn sides_of_step(
 /// between `left` and `right` (each nearest the boundary first), whose step
 /// evidence is `here`: the sides cut one sweep size to the right (`Some(true)`)
 /// or to the left (`Some(false)`), each keeping two sizes at least, where more
-/// series confirm a step ([`confirm::steps`]) than here, at least one; `None`
+/// witnesses confirm a step ([`confirm::confirmed_witnesses`]) than here, at least one; `None`
 /// when neither cut does, or both alike. A step inside a side raises that side's
 /// roughness, and with it the floor, above the step, so the boundary that holds
 /// it is the one where its series confirm it.
@@ -933,11 +933,7 @@ fn step_beside(
     right: &[u64],
     here: &[StepEvidence],
 ) -> Option<bool> {
-    let confirmed = |ev: &[StepEvidence]| {
-        ev.iter()
-            .filter(|e| e.step_us.verdict == Verdict::Confirmed)
-            .count()
-    };
+    let confirmed = confirm::confirmed_witnesses;
     if left.is_empty() || right.is_empty() {
         return None;
     }
