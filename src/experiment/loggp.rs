@@ -350,6 +350,13 @@ fn analyse(
     })
 }
 
+/// The time past the doubt budget, as a fraction of it, that [`resolve_doubts`]
+/// gives the bisections under way when the budget is spent, measuring them
+/// alone ([`Plan::locate_only`]): a bisection needs tens of rounds of three
+/// sizes, and without them a change the passes confirmed would be reported
+/// undecided for want of time ([`crate::model::confirm::Undecided::Unplaced`]).
+pub const LOCATE_GRACE: f64 = 1.0;
+
 /// Boundaries opened for doubt per pair and round of [`resolve_doubts`], in
 /// [`doubt_order`] (each stretch's worst in turn): each costs six sizes a pass,
 /// and the budget is checked between passes.
@@ -425,6 +432,14 @@ fn resolve_doubts<C: Clock>(
             break;
         }
     }
+    // A change the rounds confirmed and are bisecting is placed at its byte
+    // (or found at none) before it is reported; otherwise it would stay
+    // unplaced because the time ran out, though its passes confirmed it.
+    if let Some(plans) = plans.as_mut() {
+        plans.iter_mut().for_each(Plan::locate_only);
+    }
+    let grace = Nanos(budget.0 * (1.0 + LOCATE_GRACE));
+    measure(plans.as_deref_mut(), &mut || spent().0 < grace.0)?;
     let time = spent();
     Ok(plans.map(|plans| {
         plans
@@ -858,7 +873,8 @@ mod tests {
     }
 
     /// Passes as noisy as the sweep keep boundaries in doubt: the rounds stop
-    /// once the budget is spent, at most one round late.
+    /// once the budget is spent, at most one round late (no change confirmed
+    /// is being located then, which would earn [`LOCATE_GRACE`]).
     #[test]
     fn issue_36_the_doubt_budget_is_honoured() {
         let net = noisy(Network::new(vec![(1, EAGER)]).unwrap(), 3000.0);

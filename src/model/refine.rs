@@ -414,6 +414,8 @@ pub struct Plan {
     asked: Vec<(usize, std::ops::Range<usize>)>,
     round: usize,
     rng: SplitMix64,
+    /// Only candidates being located take part in the rounds ([`Plan::locate_only`]).
+    locate_only: bool,
 }
 
 impl Plan {
@@ -476,7 +478,25 @@ impl Plan {
             asked: Vec::new(),
             round: 0,
             rng: SplitMix64(0x6e67_6175_6765_7266),
+            locate_only: false,
         }
+    }
+
+    /// From now on, the rounds measure only the candidates being located:
+    /// those still being confirmed keep their judgement so far, and no boundary
+    /// is added. For the end of the doubt rounds: a change they confirmed is
+    /// placed at a byte, or found not to be at one, before the run reports it
+    /// ([`unplaced_doubt`]), rather than left unplaced because the time ran out
+    /// while it was being bisected.
+    pub fn locate_only(&mut self) {
+        self.locate_only = true;
+    }
+
+    /// Whether a candidate is being located.
+    pub fn locating(&self) -> bool {
+        self.candidates
+            .iter()
+            .any(|c| matches!(c.stage, Stage::Locating { .. }))
     }
 
     /// Adds step candidates at doubtful boundaries (issue 36: where the run's
@@ -488,6 +508,9 @@ impl Plan {
     /// narrow the interval that bounds its step. At most `most` boundaries are
     /// added or opened again, the first of `at` first; returns how many.
     pub fn doubt(&mut self, sweep: &[Reading], at: &[u64], fences: &[u64], most: usize) -> usize {
+        if self.locate_only {
+            return 0;
+        }
         let sizes: Vec<u64> = sweep.iter().map(|r| r.size).collect();
         let fenced: Vec<usize> = fences
             .iter()
@@ -548,6 +571,7 @@ impl Plan {
         for k in 0..self.candidates.len() {
             let start = out.len();
             match self.candidates[k].stage.clone() {
+                Stage::Confirming { .. } if self.locate_only => continue,
                 Stage::Confirming { .. } => {
                     let c = &self.candidates[k];
                     let mut pairs: Vec<Vec<u64>> = (0..c.left.len().max(c.right.len()))
@@ -1455,6 +1479,45 @@ mod tests {
         assert!(c.confirmation.is_some(), "{c:?}");
     }
 
+    /// At the end of the doubt rounds a plan measures only the bisections
+    /// under way: a candidate still being confirmed keeps its state (unfinished)
+    /// and adds no sizes to the rounds, no boundary is added, and the change
+    /// being located is placed at its byte.
+    #[test]
+    fn issue_36_a_plan_that_only_locates_finishes_its_bisections_alone() {
+        let world = stepped_world(0.3);
+        let sweep = world.sweep();
+        let mut plan = Plan::without_candidates(RefineOptions::default());
+        assert_eq!(plan.doubt(&sweep, &[20480], &[], 2), 1);
+        let mut round = 0;
+        while !plan.locating() {
+            let sizes = plan.next_round().expect("confirmed before its end");
+            round += 1;
+            let readings: Vec<Reading> = sizes.iter().map(|&s| world.read(s, round)).collect();
+            plan.feed(&readings);
+        }
+        assert_eq!(plan.doubt(&sweep, &[40960], &[], 2), 1);
+        plan.locate_only();
+        assert_eq!(plan.doubt(&sweep, &[50176], &[], 2), 0);
+        while let Some(sizes) = plan.next_round() {
+            assert!(
+                sizes.iter().all(|s| (19456..=20480).contains(s)),
+                "{sizes:?}"
+            );
+            round += 1;
+            let readings: Vec<Reading> = sizes.iter().map(|&s| world.read(s, round)).collect();
+            plan.feed(&readings);
+        }
+        let changes = plan.finish();
+        let [located, flat] = &changes[..] else {
+            panic!("{changes:?}")
+        };
+        assert_eq!(located.verdict, Verdict::Confirmed, "{located:?}");
+        assert_eq!(located.first_bytes, Some(SWITCH), "{located:?}");
+        assert_eq!(flat.bytes, 40960);
+        assert_eq!(flat.undecided, Some(Undecided::Unfinished), "{flat:?}");
+    }
+
     /// Of 100 seeded worlds with a step of `step` us at a random size under
     /// jitter of `noise` us: how many confirmed it and how many of those located
     /// it to the byte, and the changes of the others.
@@ -2086,6 +2149,7 @@ mod tests {
             asked: Vec::new(),
             round: 0,
             rng: SplitMix64(7),
+            locate_only: false,
         }
     }
 
