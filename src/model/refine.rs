@@ -808,6 +808,11 @@ fn judge_candidate(c: &mut Candidate, opts: &RefineOptions, held: &[u64]) {
     // More passes would not make the sides two lines that meet, nor part them by
     // more.
     if verdict == Verdict::Undecided && total < MAX_PASSES && fault.is_none() {
+        // The judgement so far stands if the rounds end before the next one:
+        // its passes bound the step there ([`super::sensitivity::passes_bounds`]).
+        c.change.verdict = Verdict::Undecided;
+        c.change.undecided = Some(Undecided::Spread);
+        c.change.confirmation = Some(confirmation(c, steps, slopes));
         c.stage = Stage::Confirming {
             target: target + PASSES,
         };
@@ -1477,6 +1482,39 @@ mod tests {
         assert_eq!(c.verdict, Verdict::Undecided, "{c:?}");
         assert_eq!(c.undecided, Some(Undecided::Unplaced), "{c:?}");
         assert!(c.confirmation.is_some(), "{c:?}");
+    }
+
+    /// Rounds that end while a candidate judged spread waits for more passes
+    /// leave it with that judgement and its passes (`spread`), not as one never
+    /// judged (`unfinished`).
+    #[test]
+    fn a_candidate_judged_spread_keeps_its_judgement_when_the_rounds_end() {
+        // Every series steps by 4 us in every other pass and not in the others.
+        let read = |size: u64, round: usize| {
+            let level = if size >= 20480 && round % 2 == 0 {
+                4.0
+            } else {
+                0.0
+            };
+            leveled_reading(size, level, |k, amp| jitter(size, round, k, amp))
+        };
+        let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| read(s, 0)).collect();
+        let mut plan = Plan::without_candidates(RefineOptions::default());
+        assert_eq!(plan.doubt(&sweep, &[20480], &[], 2), 1);
+        for round in 1..=PASSES + 2 {
+            let sizes = plan.next_round().expect("not judged to its end yet");
+            let readings: Vec<Reading> = sizes.iter().map(|&s| read(s, round)).collect();
+            plan.feed(&readings);
+        }
+        let [c] = &plan.finish()[..] else { panic!() };
+        assert_eq!(
+            (c.verdict, c.undecided),
+            (Verdict::Undecided, Some(Undecided::Spread)),
+            "{c:?}"
+        );
+        let conf = c.confirmation.as_ref().unwrap();
+        assert_eq!(conf.passes, PASSES, "{conf:?}");
+        assert!(!conf.steps.is_empty(), "{conf:?}");
     }
 
     /// At the end of the doubt rounds a plan measures only the bisections
