@@ -355,7 +355,7 @@ fn analyse(
 /// alone ([`Plan::locate_only`]): a bisection needs tens of rounds of three
 /// sizes, and without them a change the passes confirmed would be reported
 /// undecided for want of time ([`crate::model::confirm::Undecided::Unplaced`]).
-pub const LOCATE_GRACE: f64 = 1.0;
+const LOCATE_GRACE: f64 = 1.0;
 
 /// Boundaries opened for doubt per pair and round of [`resolve_doubts`], in
 /// [`doubt_order`] (each stretch's worst in turn): each costs six sizes a pass,

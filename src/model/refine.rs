@@ -486,7 +486,7 @@ impl Plan {
     /// those still being confirmed keep their judgement so far, and no boundary
     /// is added. For the end of the doubt rounds: a change they confirmed is
     /// placed at a byte, or found not to be at one, before the run reports it
-    /// ([`unplaced_doubt`]), rather than left unplaced because the time ran out
+    /// ([`Undecided::Unplaced`]), rather than left unplaced because the time ran out
     /// while it was being bisected.
     pub fn locate_only(&mut self) {
         self.locate_only = true;
