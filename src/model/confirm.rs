@@ -912,17 +912,19 @@ pub fn witness(series: Series) -> Series {
 /// confirms when one of its series does, else is undecided when one of them is,
 /// else rejects.
 pub fn witness_verdicts(evidence: &[StepEvidence]) -> Vec<Verdict> {
-    let rank = |v: Verdict| match v {
+    let strength = |v: Verdict| match v {
         Verdict::Confirmed => 2,
         Verdict::Undecided | Verdict::Unconfirmed => 1,
         Verdict::Rejected => 0,
     };
-    let mut by_witness: Vec<(Option<Series>, Verdict)> = Vec::new();
+    let mut by_witness: Vec<(Series, Verdict)> = Vec::new();
     for e in evidence {
-        let w = e.series.parse::<Series>().ok().map(witness);
-        let v = e.step_us.verdict;
-        match by_witness.iter_mut().find(|(k, _)| w.is_some() && *k == w) {
-            Some((_, best)) if rank(v) > rank(*best) => *best = v,
+        let Ok(series) = e.series.parse::<Series>() else {
+            continue;
+        };
+        let (w, v) = (witness(series), e.step_us.verdict);
+        match by_witness.iter_mut().find(|(k, _)| *k == w) {
+            Some((_, best)) if strength(v) > strength(*best) => *best = v,
             Some(_) => {}
             None => by_witness.push((w, v)),
         }

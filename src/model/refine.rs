@@ -492,13 +492,6 @@ impl Plan {
         self.locate_only = true;
     }
 
-    /// Whether a candidate is being located.
-    pub fn locating(&self) -> bool {
-        self.candidates
-            .iter()
-            .any(|c| matches!(c.stage, Stage::Locating { .. }))
-    }
-
     /// Adds step candidates at doubtful boundaries (issue 36: where the run's
     /// data leave a step above the target possible, [`super::sensitivity`]):
     /// `at` are first sizes after a boundary in `sweep` (others are ignored),
@@ -962,11 +955,10 @@ fn step_beside(
     right: &[u64],
     here: &[StepEvidence],
 ) -> Option<bool> {
-    let confirmed = confirm::confirmed_witnesses;
     if left.is_empty() || right.is_empty() {
         return None;
     }
-    let floor = confirmed(here);
+    let floor = confirm::confirmed_witnesses(here);
     let beside = |to_right: bool| {
         let (l, r): (Vec<u64>, Vec<u64>) = if to_right {
             (
@@ -982,7 +974,7 @@ fn step_beside(
         if l.len() < 2 || r.len() < 2 {
             return 0;
         }
-        confirmed(&confirm::steps(passes, &l, &r))
+        confirm::confirmed_witnesses(&confirm::steps(passes, &l, &r))
     };
     let (to_left, to_right) = (beside(false), beside(true));
     if to_left.max(to_right) <= floor || to_left == to_right {
@@ -1527,8 +1519,13 @@ mod tests {
         let sweep = world.sweep();
         let mut plan = Plan::without_candidates(RefineOptions::default());
         assert_eq!(plan.doubt(&sweep, &[20480], &[], 2), 1);
+        let locating = |plan: &Plan| {
+            plan.candidates
+                .iter()
+                .any(|c| matches!(c.stage, Stage::Locating { .. }))
+        };
         let mut round = 0;
-        while !plan.locating() {
+        while !locating(&plan) {
             let sizes = plan.next_round().expect("confirmed before its end");
             round += 1;
             let readings: Vec<Reading> = sizes.iter().map(|&s| world.read(s, round)).collect();
