@@ -499,7 +499,9 @@ impl Plan {
     /// boundary the plan already holds and did not confirm is opened again for
     /// [`PASSES`] more clean passes (up to [`DOUBT_MAX_PASSES`] in all): more passes
     /// narrow the interval that bounds its step. At most `most` boundaries are
-    /// added or opened again, the first of `at` first; returns how many.
+    /// added or opened again, returns how many: first those whose passes confirm
+    /// a step in one witness (a second decides it), then those never measured,
+    /// then the others, each group in the order of `at`.
     pub fn doubt(&mut self, sweep: &[Reading], at: &[u64], fences: &[u64], most: usize) -> usize {
         if self.locate_only {
             return 0;
@@ -509,8 +511,24 @@ impl Plan {
             .iter()
             .filter_map(|f| sizes.iter().position(|s| s == f))
             .collect();
+        let witnessed = |c: &Candidate| {
+            c.change
+                .confirmation
+                .as_ref()
+                .is_some_and(|f| confirm::confirmed_witnesses(&f.steps) > 0)
+        };
+        let group = |bytes: u64| {
+            let held = self.candidates.iter().find(|c| c.change.bytes == bytes);
+            match held.map(witnessed) {
+                Some(true) => 0,
+                None => 1,
+                Some(false) => 2,
+            }
+        };
+        let mut at = at.to_vec();
+        at.sort_by_key(|&bytes| group(bytes));
         let mut opened = 0;
-        for &bytes in at {
+        for bytes in at {
             if opened >= most {
                 break;
             }
@@ -806,8 +824,16 @@ fn judge_candidate(c: &mut Candidate, opts: &RefineOptions, held: &[u64]) {
         c.change.verdict = Verdict::Undecided;
         c.change.undecided = Some(Undecided::Spread);
         c.change.confirmation = Some(confirmation(c, steps, slopes));
-        c.stage = Stage::Confirming {
-            target: target + PASSES,
+        // A boundary opened for doubt gets `PASSES` at a time: the doubt rounds
+        // then choose where the next passes go ([`Plan::doubt`]), so that one
+        // boundary whose noise the passes narrow slowly does not take the
+        // budget from boundaries never measured.
+        c.stage = if c.change.proposed_by == Proposer::Doubt {
+            Stage::Done
+        } else {
+            Stage::Confirming {
+                target: target + PASSES,
+            }
         };
         return;
     }
@@ -1239,12 +1265,7 @@ mod tests {
 
     /// Runs `plan` against `read(size, round)` to its end.
     fn drive(mut plan: Plan, read: impl Fn(u64, usize) -> Reading) -> Vec<Change> {
-        let mut round = 0;
-        while let Some(sizes) = plan.next_round() {
-            round += 1;
-            let readings: Vec<Reading> = sizes.iter().map(|&s| read(s, round)).collect();
-            plan.feed(&readings);
-        }
+        rounds_to_end(&mut plan, read);
         plan.finish()
     }
 
@@ -1476,23 +1497,41 @@ mod tests {
         assert!(c.confirmation.is_some(), "{c:?}");
     }
 
+    /// Every series steps by 4 us at 20480 in every other pass and not in the
+    /// others: passes spread, a step neither confirmed nor excluded.
+    fn spread_at_20480(size: u64, round: usize) -> Reading {
+        let level = if size >= 20480 && round % 2 == 0 {
+            4.0
+        } else {
+            0.0
+        };
+        leveled_reading(size, level, |k, amp| jitter(size, round, k, amp))
+    }
+
+    /// Measures `plan`'s rounds with `read` until it has none left; returns
+    /// the rounds.
+    fn rounds_to_end(plan: &mut Plan, read: impl Fn(u64, usize) -> Reading) -> usize {
+        let mut round = 0;
+        while let Some(sizes) = plan.next_round() {
+            round += 1;
+            let readings: Vec<Reading> = sizes.iter().map(|&s| read(s, round)).collect();
+            plan.feed(&readings);
+        }
+        round
+    }
+
     /// Rounds that end while a candidate judged spread waits for more passes
     /// leave it with that judgement and its passes (`spread`), not as one never
     /// judged (`unfinished`).
     #[test]
     fn a_candidate_judged_spread_keeps_its_judgement_when_the_rounds_end() {
-        // Every series steps by 4 us in every other pass and not in the others.
-        let read = |size: u64, round: usize| {
-            let level = if size >= 20480 && round % 2 == 0 {
-                4.0
-            } else {
-                0.0
-            };
-            leveled_reading(size, level, |k, amp| jitter(size, round, k, amp))
-        };
+        let read = spread_at_20480;
         let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| read(s, 0)).collect();
-        let mut plan = Plan::without_candidates(RefineOptions::default());
-        assert_eq!(plan.doubt(&sweep, &[20480], &[], 2), 1);
+        let opts = RefineOptions {
+            propose: false,
+            ..RefineOptions::default()
+        };
+        let mut plan = Plan::new(&sweep, &[20480], opts);
         for round in 1..=PASSES + 2 {
             let sizes = plan.next_round().expect("not judged to its end yet");
             let readings: Vec<Reading> = sizes.iter().map(|&s| read(s, round)).collect();
@@ -1507,6 +1546,61 @@ mod tests {
         let conf = c.confirmation.as_ref().unwrap();
         assert_eq!(conf.passes, PASSES, "{conf:?}");
         assert!(!conf.steps.is_empty(), "{conf:?}");
+    }
+
+    /// A boundary opened for doubt and judged spread gets no more passes than
+    /// the opening's: the doubt rounds open a boundary never measured before
+    /// they open it again, and then it gets `PASSES` more.
+    #[test]
+    fn issue_36_a_doubt_boundary_judged_spread_gives_way_to_one_never_measured() {
+        let read = spread_at_20480;
+        let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| read(s, 0)).collect();
+        let mut plan = Plan::without_candidates(RefineOptions::default());
+        assert_eq!(plan.doubt(&sweep, &[20480], &[], 2), 1);
+        assert_eq!(rounds_to_end(&mut plan, read), PASSES);
+        let opened = |plan: &Plan| -> Vec<(u64, usize)> {
+            plan.candidates
+                .iter()
+                .map(|c| (c.change.bytes, c.passes.len()))
+                .collect()
+        };
+        assert_eq!(opened(&plan), [(20480, PASSES)]);
+        assert_eq!(plan.doubt(&sweep, &[20480, 40960], &[], 1), 1);
+        assert_eq!(opened(&plan), [(20480, PASSES), (40960, 0)]);
+        rounds_to_end(&mut plan, read);
+        assert_eq!(plan.doubt(&sweep, &[20480, 40960], &[], 1), 1);
+        rounds_to_end(&mut plan, read);
+        assert_eq!(opened(&plan)[0], (20480, 2 * PASSES));
+        let spread = plan.finish();
+        assert_eq!(spread[0].undecided, Some(Undecided::Spread), "{spread:?}");
+    }
+
+    /// A boundary whose doubt passes confirm a step in one witness (`o_r`
+    /// here, the round trip and the gap spread) is opened again before one
+    /// never measured: a second witness decides it.
+    #[test]
+    fn issue_36_a_doubt_boundary_one_witness_confirms_is_opened_again_first() {
+        let read = |size: u64, round: usize| {
+            let mut r = spread_at_20480(size, round);
+            if size >= 20480 {
+                r.or_us += 0.5;
+            }
+            r
+        };
+        let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| read(s, 0)).collect();
+        let mut plan = Plan::without_candidates(RefineOptions::default());
+        assert_eq!(plan.doubt(&sweep, &[20480], &[], 2), 1);
+        rounds_to_end(&mut plan, read);
+        let c = &plan.candidates[0].change;
+        let steps = &c.confirmation.as_ref().unwrap().steps;
+        assert_eq!(
+            (c.undecided, confirm::confirmed_witnesses(steps)),
+            (Some(Undecided::Spread), 1),
+            "{c:?}"
+        );
+        assert_eq!(plan.doubt(&sweep, &[40960, 20480], &[], 1), 1);
+        assert_eq!(plan.candidates.len(), 1, "nothing added");
+        assert!(matches!(plan.candidates[0].stage, Stage::Confirming { .. }));
     }
 
     /// At the end of the doubt rounds a plan measures only the bisections
