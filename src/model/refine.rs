@@ -286,6 +286,11 @@ enum Stage {
     Confirming {
         /// Clean passes wanted before the next judgement.
         target: usize,
+        /// Opened by the doubt rounds ([`Plan::doubt`]): a judgement of
+        /// `spread` at `target` ends the opening, and the rounds choose where
+        /// the next passes go, so that one boundary whose noise the passes
+        /// narrow slowly does not take the budget from boundaries never measured.
+        opening: bool,
     },
     Locating {
         /// The confirmed series, clearest first.
@@ -369,7 +374,10 @@ impl Candidate {
             left_range: sweep[lo..i].to_vec(),
             right_range: sweep[i..hi].to_vec(),
             passes: Vec::new(),
-            stage: Stage::Confirming { target: PASSES },
+            stage: Stage::Confirming {
+                target: PASSES,
+                opening: false,
+            },
             change,
         }
     }
@@ -401,6 +409,12 @@ impl Candidate {
         let proposed_by = self.change.proposed_by;
         let mut c = Candidate::new(&range, at, 0..range.len(), ChangeKind::Step, proposed_by);
         c.change.moved_from_bytes = Some(self.change.bytes);
+        if let Stage::Confirming { opening: true, .. } = self.stage {
+            c.stage = Stage::Confirming {
+                target: PASSES,
+                opening: true,
+            };
+        }
         Some(c)
     }
 }
@@ -544,6 +558,7 @@ impl Plan {
                     let clean = confirm::clean(&c.passes).len();
                     c.stage = Stage::Confirming {
                         target: clean + PASSES,
+                        opening: true,
                     };
                     opened += 1;
                 }
@@ -555,7 +570,11 @@ impl Plan {
             let lo = fenced.iter().copied().filter(|&f| f < i).max().unwrap_or(0);
             let hi = fenced.iter().copied().filter(|&f| f > i).min();
             let range = lo..hi.unwrap_or(sizes.len());
-            let c = Candidate::new(sweep, i, range, ChangeKind::Step, Proposer::Doubt);
+            let mut c = Candidate::new(sweep, i, range, ChangeKind::Step, Proposer::Doubt);
+            c.stage = Stage::Confirming {
+                target: PASSES,
+                opening: true,
+            };
             self.candidates.push(c);
             opened += 1;
         }
@@ -742,7 +761,7 @@ fn end_undecided(change: &mut Change, bracket: [u64; 2], split: MidpointSplit, u
 /// Judges a confirming candidate on its passes so far; `held` are the
 /// boundaries (first sizes) of the plan's candidates, which a move avoids.
 fn judge_candidate(c: &mut Candidate, opts: &RefineOptions, held: &[u64]) {
-    let Stage::Confirming { target } = c.stage else {
+    let Stage::Confirming { target, opening } = c.stage else {
         return;
     };
     let clean = confirm::clean(&c.passes);
@@ -824,15 +843,12 @@ fn judge_candidate(c: &mut Candidate, opts: &RefineOptions, held: &[u64]) {
         c.change.verdict = Verdict::Undecided;
         c.change.undecided = Some(Undecided::Spread);
         c.change.confirmation = Some(confirmation(c, steps, slopes));
-        // A boundary opened for doubt gets `PASSES` at a time: the doubt rounds
-        // then choose where the next passes go ([`Plan::doubt`]), so that one
-        // boundary whose noise the passes narrow slowly does not take the
-        // budget from boundaries never measured.
-        c.stage = if c.change.proposed_by == Proposer::Doubt {
+        c.stage = if opening {
             Stage::Done
         } else {
             Stage::Confirming {
                 target: target + PASSES,
+                opening: false,
             }
         };
         return;
@@ -1603,6 +1619,37 @@ mod tests {
         assert!(matches!(plan.candidates[0].stage, Stage::Confirming { .. }));
     }
 
+    /// A sweep's candidate that the doubt rounds open again gets the
+    /// opening's passes, as a boundary they proposed: judged spread, it waits
+    /// for the next opening instead of taking passes up to [`MAX_PASSES`].
+    #[test]
+    fn issue_36_a_sweep_candidate_opened_for_doubt_gets_one_openings_passes() {
+        let flat = |size: u64, round: usize| {
+            leveled_reading(size, 0.0, |k, amp| jitter(size, round, k, amp))
+        };
+        let stepped = |size: u64, round: usize| {
+            let level = if size >= 20480 { 4.0 } else { 0.0 };
+            leveled_reading(size, level, |k, amp| jitter(size, round, k, amp))
+        };
+        let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| flat(s, 0)).collect();
+        let opts = RefineOptions {
+            propose: false,
+            ..RefineOptions::default()
+        };
+        let mut plan = Plan::new(&sweep, &[20480], opts);
+        let swept = rounds_to_end(&mut plan, flat);
+        assert_eq!(plan.candidates[0].change.verdict, Verdict::Rejected);
+        assert_eq!(plan.doubt(&sweep, &[20480], &[], 1), 1);
+        assert_eq!(rounds_to_end(&mut plan, stepped), PASSES);
+        let c = &plan.candidates[0];
+        assert_eq!(
+            (c.passes.len(), c.change.undecided),
+            (swept + PASSES, Some(Undecided::Spread)),
+            "{:?}",
+            c.change
+        );
+    }
+
     /// At the end of the doubt rounds a plan measures only the bisections
     /// under way: a candidate still being confirmed keeps its state (unfinished)
     /// and adds no sizes to the rounds, no boundary is added, and the change
@@ -2272,7 +2319,10 @@ mod tests {
                 left_range: sweep[8..i].to_vec(),
                 right_range: sweep[i..].to_vec(),
                 passes: Vec::new(),
-                stage: Stage::Confirming { target: PASSES },
+                stage: Stage::Confirming {
+                    target: PASSES,
+                    opening: false,
+                },
                 change,
             }],
             asked: Vec::new(),
