@@ -1,6 +1,6 @@
 //! Issue 8: the verbs transport on a real (software) RDMA device. Boots the host's
 //! Debian kernel under qemu with soft-RoCE (`scripts/rxe-vm`, one boot) and runs,
-//! inside it, `ngauge pingpong -t verbs --check` with both data paths over 1 B .. 1 MiB,
+//! inside it, `ngauge pingpong -t verbs --check` with both data paths over 1 B .. 256 KiB,
 //! the same with `--wait block` (completion channel) for three sizes, `ngauge info`,
 //! `ngauge loggp -t verbs`, `ngauge sync -t verbs`, `ngauge rma -t verbs --check` (every
 //! one-sided op with both synchronizations), the transport's own self test
