@@ -473,6 +473,12 @@ fn check_fan(doc: &Value, shaped: (u64, u64)) {
 /// The seed of the shaped test's `ebb` bisections (one of them pairs 3 -> 1).
 const EBB_SEED: &str = "6";
 
+/// How many times below its class median the shaped test's matrix names a link.
+/// The shaped link (20 Mbit/s against about 1.5 GB/s over a veth) is some 600
+/// times below; at np 4 on 2 cores an unshaped link under a busy host has read
+/// 15 times below (two links of one run, with a compile beside the suite).
+const OUTLIER_FACTOR: &str = "50";
+
 #[test]
 fn matrix_names_exactly_the_shaped_link_and_it_bounds_ebb() {
     let _heavy = support::heavy();
@@ -505,7 +511,7 @@ fn matrix_names_exactly_the_shaped_link_and_it_bounds_ebb() {
             "--window",
             "4",
             "--outlier-factor",
-            "5",
+            OUTLIER_FACTOR,
             "--check",
         ],
     );
