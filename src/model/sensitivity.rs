@@ -15,8 +15,11 @@
 //! `PRTT` grows with the size), otherwise the sweep's relative scatter times the
 //! level. Step: at every boundary inside a stretch, up to [`WINDOW`] sizes a
 //! side fitted with one common slope and an intercept each (analysis of
-//! covariance, as the confirmation's [`super::confirm::pass_step`]); its standard
-//! error is [`super::confirm::step_se`]. The
+//! covariance, as the confirmation's [`super::confirm::pass_step`]), leaving out
+//! the sizes disturbed alone ([`disturbed_alone`]: one size whose repetitions all
+//! met the host's slow state would move the step of every boundary within
+//! [`WINDOW`] sizes of it, and the doubt rounds would open those first); its
+//! standard error is [`super::confirm::step_se`]. The
 //! largest step the data leave possible there is `|step| + Z se` ([`Z`] standard
 //! errors): a small step bounds how large a switch can hide, a large one that no
 //! reported change explains is itself a switch the run did not report. Where
@@ -42,6 +45,13 @@ pub const WINDOW: usize = 8;
 /// A boundary takes its noise from at least this many triples of neighbouring
 /// sizes around it; with fewer, from the sweep's relative scatter.
 pub const MIN_OWN_TRIPLES: usize = 5;
+
+/// Sizes a side whose line predicts a size in [`disturbed_alone`] (at least 2).
+pub const ALONE_SIDE: usize = 3;
+
+/// A size is disturbed alone when both sides' lines predict it this many of
+/// their prediction's standard errors off, the same way.
+pub const ALONE_Z: f64 = 4.0;
 
 /// Median absolute deviation of Gaussian noise in standard deviations.
 const MAD_PER_SIGMA: f64 = 0.6745;
@@ -178,14 +188,18 @@ pub fn stretches(
                 remeasured_boundaries: 0,
                 doubtful: Vec::new(),
             };
+            let alone = disturbed_alone(&x[a..=b], &prtt_us[a..=b], |i| sigma(a + i));
+            let kept = |r: std::ops::Range<usize>| -> Vec<usize> {
+                r.filter(|&i| !alone[i - a]).collect()
+            };
             let mut worst = f64::NEG_INFINITY;
             // Boundaries with two sizes a side (one size fits no slope of its own,
             // and no detector splits off a range of one size).
             for (j, &size) in sizes.iter().enumerate().take(b).skip(a + 2) {
-                let left = j.saturating_sub(WINDOW).max(a)..j;
-                let right = j..(j + WINDOW).min(b + 1);
+                let left = kept(j.saturating_sub(WINDOW).max(a)..j);
+                let right = kept(j..(j + WINDOW).min(b + 1));
                 let target_us = target * level(j);
-                let (bound, from_passes) = match boundary(&x, prtt_us, left, right, sigma(j)) {
+                let (bound, from_passes) = match boundary(&x, prtt_us, &left, &right, sigma(j)) {
                     Some(bd) => {
                         stretch.slope_floor_us_per_kib =
                             stretch.slope_floor_us_per_kib.max(bd.slope_bound * 1024.0);
@@ -253,27 +267,21 @@ struct Bounds {
 }
 
 /// The step (common slope, an intercept a side) and the change of slope (a line
-/// a side) of `y` between the sizes `left` and `right`; `None` when no slope can
-/// be fitted (one size in all) or a value is not finite.
-fn boundary(
-    x: &[f64],
-    y: &[f64],
-    left: std::ops::Range<usize>,
-    right: std::ops::Range<usize>,
-    sigma: f64,
-) -> Option<Bounds> {
-    let side = |r: std::ops::Range<usize>| {
+/// a side) of `y` between the sizes at the indices `left` and `right`; `None`
+/// when no slope can be fitted (one size in all) or a value is not finite.
+fn boundary(x: &[f64], y: &[f64], left: &[usize], right: &[usize], sigma: f64) -> Option<Bounds> {
+    let side = |r: &[usize]| {
         let k = r.len() as f64;
         let (mx, my) = (
-            r.clone().map(|i| x[i]).sum::<f64>() / k,
-            r.clone().map(|i| y[i]).sum::<f64>() / k,
+            r.iter().map(|&i| x[i]).sum::<f64>() / k,
+            r.iter().map(|&i| y[i]).sum::<f64>() / k,
         );
-        let sxx: f64 = r.clone().map(|i| (x[i] - mx).powi(2)).sum();
-        let sxy: f64 = r.map(|i| (x[i] - mx) * (y[i] - my)).sum();
+        let sxx: f64 = r.iter().map(|&i| (x[i] - mx).powi(2)).sum();
+        let sxy: f64 = r.iter().map(|&i| (x[i] - mx) * (y[i] - my)).sum();
         (k, mx, my, sxx, sxy)
     };
-    let xs = |r: &std::ops::Range<usize>| x[r.clone()].to_vec();
-    let se = super::confirm::step_se(&xs(&left), &xs(&right), sigma)?;
+    let xs = |r: &[usize]| -> Vec<f64> { r.iter().map(|&i| x[i]).collect() };
+    let se = super::confirm::step_se(&xs(left), &xs(right), sigma)?;
     let (kl, xl, yl, sxx_l, sxy_l) = side(left);
     let (kr, xr, yr, sxx_r, sxy_r) = side(right);
     let sxx = sxx_l + sxx_r;
@@ -291,6 +299,44 @@ fn boundary(
         step_bound: step.abs() + Z * se,
         slope_bound,
     })
+}
+
+/// Which of the sizes `x` (ascending, values `y`, noise `sigma(i)` of one value)
+/// were disturbed alone: the straight lines through up to [`ALONE_SIDE`] sizes
+/// on each side (at least 2 each) both put it more than [`ALONE_Z`] standard
+/// errors of their prediction off, the same way. A step between two sizes
+/// leaves each of them on its own side's line, so only a size off both its
+/// neighbourhoods is left out: one that met the host's slow state through all
+/// its repetitions (the sweep measures its sizes in a shuffled order, so a slow
+/// spell of the host lands on scattered sizes). A size without two neighbours a
+/// side is kept, and so may be two disturbed neighbours (each bends the line
+/// that judges the other).
+pub fn disturbed_alone(x: &[f64], y: &[f64], sigma: impl Fn(usize) -> f64) -> Vec<bool> {
+    let off = |i: usize, side: std::ops::Range<usize>| -> Option<f64> {
+        if side.len() < 2 {
+            return None;
+        }
+        let k = side.len() as f64;
+        let mx = side.clone().map(|j| x[j]).sum::<f64>() / k;
+        let my = side.clone().map(|j| y[j]).sum::<f64>() / k;
+        let sxx: f64 = side.clone().map(|j| (x[j] - mx).powi(2)).sum();
+        let sxy: f64 = side.map(|j| (x[j] - mx) * (y[j] - my)).sum();
+        let se = sigma(i) * (1.0 + 1.0 / k + (x[i] - mx).powi(2) / sxx).sqrt();
+        let z = (y[i] - (my + sxy / sxx * (x[i] - mx))) / se;
+        (sxx > 0.0 && z.is_finite()).then_some(z)
+    };
+    (0..x.len())
+        .map(|i| {
+            let beyond = |z: f64| z.abs() > ALONE_Z;
+            off(i, i.saturating_sub(ALONE_SIDE)..i)
+                .filter(|&l| beyond(l))
+                .and_then(|l| {
+                    let right = off(i, i + 1..(i + 1 + ALONE_SIDE).min(x.len()))?;
+                    Some(beyond(right) && l.signum() == right.signum())
+                })
+                .unwrap_or(false)
+        })
+        .collect()
 }
 
 /// Per rejected candidate of `changes` (and per boundary re-measured for doubt
@@ -388,6 +434,37 @@ mod tests {
         assert_eq!(st.len(), 2);
         assert!(st[0].noise_us > 0.0, "{st:?}");
         assert!(st.iter().all(Stretch::decided), "{st:?}");
+    }
+
+    /// One size disturbed through all its repetitions (5 us up, the host's slow
+    /// state) beside a real step of 0.5 us four sizes on: the step's boundary is
+    /// the stretch's worst, the first the doubt rounds open, and the boundaries
+    /// whose windows hold the disturbed size do not bound a step above 1 us. A
+    /// least-squares step moves by the disturbance over a side's sizes there.
+    #[test]
+    fn one_disturbed_size_does_not_make_its_neighbours_the_worst_boundaries() {
+        let (s, mut y) = sweep(Some(24576), 0.5, 0.01, 5);
+        let disturbed = s.iter().position(|&b| b == 20480).unwrap();
+        y[disturbed] += 5.0;
+        let st = stretches(&s, &y, &[(1024, 32768)], &[], DEFAULT_TARGET);
+        assert_eq!(st[0].worst_at_bytes, Some(24576), "{st:?}");
+        assert_eq!(doubt_order(&st).first(), Some(&24576), "{st:?}");
+        assert!(st[0].step_floor_us < 1.0, "{st:?}");
+    }
+
+    /// A step leaves both its sizes on their own sides' lines; a size 5 us up
+    /// alone is off both; the ends, with one neighbour a side, are kept.
+    #[test]
+    fn a_size_off_both_its_neighbourhoods_is_disturbed_alone_and_a_step_is_not() {
+        let (s, mut y) = sweep(Some(24576), 0.5, 0.01, 6);
+        let x: Vec<f64> = s.iter().map(|&b| b as f64).collect();
+        let at = |bytes: u64| s.iter().position(|&b| b == bytes).unwrap();
+        assert!(disturbed_alone(&x, &y, |_| 0.01).iter().all(|d| !d));
+        y[at(20480)] += 5.0;
+        y[0] += 5.0;
+        let alone = disturbed_alone(&x, &y, |_| 0.01);
+        let flagged: Vec<u64> = (0..s.len()).filter(|&i| alone[i]).map(|i| s[i]).collect();
+        assert_eq!(flagged, [20480]);
     }
 
     /// Two undecided stretches, one with far wider floors: their worst
