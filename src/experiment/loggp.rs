@@ -14,7 +14,7 @@ use crate::model::confirm::Reading;
 use crate::model::confirm::{Undecided, Verdict};
 use crate::model::loggp::{assess, assess_with_changes, AssessOptions};
 use crate::model::refine::{Change, Plan, RefineOptions};
-use crate::model::sensitivity::doubt_order;
+use crate::model::sensitivity::{beside_shape_faults, doubt_order};
 use crate::patterns::loggp::{self as pattern, PairResult, PairsMode, Params};
 use crate::patterns::order;
 use crate::report::loggp::{
@@ -403,8 +403,18 @@ fn resolve_doubts<C: Clock>(
                 if spent().0 >= budget.0 {
                     break;
                 }
+                let opened = p.clone().finish();
+                let sizes: Vec<u64> = results[i].points.iter().map(|p| p.size).collect();
+                let beside = beside_shape_faults(
+                    &sizes,
+                    &changes[i]
+                        .iter()
+                        .chain(&opened)
+                        .cloned()
+                        .collect::<Vec<_>>(),
+                );
                 let doubt = DoubtRun {
-                    changes: p.clone().finish(),
+                    changes: opened,
                     ..DoubtRun::default()
                 };
                 let Ok(pa) = analyse(
@@ -416,7 +426,7 @@ fn resolve_doubts<C: Clock>(
                 ) else {
                     continue;
                 };
-                let at = doubt_order(&loggp_report::stretches(&pa, plan.decide_target));
+                let at = doubt_order(&loggp_report::stretches(&pa, plan.decide_target), &beside);
                 let fences: Vec<u64> = pa
                     .assessment
                     .ranges

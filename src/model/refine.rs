@@ -118,7 +118,7 @@ pub const RETAKES: usize = 2;
 /// as the host shows it now ([`confirm::current_step`]).
 const RECENT_SPANS: usize = 8;
 /// Sweep sizes per side of a step candidate in a confirmation pass.
-const STEP_SIDE: usize = 3;
+pub const STEP_SIDE: usize = 3;
 /// Sweep sizes per side of a slope-only candidate (a slope needs a wider base).
 const SLOPE_SIDE: usize = 4;
 /// Rounds at most, whatever the candidates (a guard; the per-candidate limits end

@@ -27,8 +27,8 @@
 //! tighter. Slope changes are bounded the same way from each side's own line
 //! (reported, not judged: a bend of the curve changes the slope as much).
 
-use super::confirm::{StepEvidence, Verdict};
-use super::refine::{Change, Proposer};
+use super::confirm::{StepEvidence, Undecided, Verdict};
+use super::refine::{Change, Proposer, STEP_SIDE};
 use crate::stats::median;
 use serde::Serialize;
 
@@ -239,12 +239,14 @@ pub fn stretches(
 }
 
 /// The order in which the doubt rounds open the doubtful boundaries of
-/// `stretches` (first sizes after each): every undecided stretch's worst
-/// boundary first, then every stretch's second worst, and so on, the worse
-/// first among equals in rank. Each stretch is a claim of its own ("no switch
-/// larger than ..."), and one with the widest floors, as beyond a rendezvous,
-/// would otherwise take the whole budget while the others keep theirs.
-pub fn doubt_order(stretches: &[Stretch]) -> Vec<u64> {
+/// `stretches` (first sizes after each): those in `beside` (the boundaries
+/// beside a shape fault, [`beside_shape_faults`]) first, then the others; in
+/// each part, every undecided stretch's worst boundary first, then every
+/// stretch's second worst, and so on, the worse first among equals in rank.
+/// Each stretch is a claim of its own ("no switch larger than ..."), and one
+/// with the widest floors, as beyond a rendezvous, would otherwise take the
+/// whole budget while the others keep theirs.
+pub fn doubt_order(stretches: &[Stretch], beside: &[u64]) -> Vec<u64> {
     let mut ranked: Vec<(usize, f64, u64)> = stretches
         .iter()
         .flat_map(|s| {
@@ -255,7 +257,33 @@ pub fn doubt_order(stretches: &[Stretch]) -> Vec<u64> {
         })
         .collect();
     ranked.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)));
-    ranked.into_iter().map(|r| r.2).collect()
+    let (first, rest): (Vec<u64>, Vec<u64>) = ranked
+        .into_iter()
+        .map(|r| r.2)
+        .partition(|bytes| beside.contains(bytes));
+    first.into_iter().chain(rest).collect()
+}
+
+/// The boundaries (first sizes after each, of the ascending sweep `sizes`)
+/// within [`STEP_SIDE`] sizes of a step candidate left undecided for the shape
+/// of its sides (`bent`: a side hides a step; `apart`: the lines do not meet as
+/// their ranges' do): the confirmation's judgement that a step may lie nearby.
+/// In noise the sweep proposes a small switch a size or three off, where its
+/// measured sides hold the step inside one of them.
+pub fn beside_shape_faults(sizes: &[u64], changes: &[Change]) -> Vec<u64> {
+    let mut beside: Vec<u64> = changes
+        .iter()
+        .filter(|c| matches!(c.undecided, Some(Undecided::Bent | Undecided::Apart)))
+        .filter_map(|c| sizes.iter().position(|&s| s == c.bytes))
+        .flat_map(|k| {
+            let from = k.saturating_sub(STEP_SIDE).max(1);
+            let to = (k + STEP_SIDE).min(sizes.len().saturating_sub(1));
+            (from..=to).filter(move |&j| j != k).map(|j| sizes[j])
+        })
+        .collect();
+    beside.sort_unstable();
+    beside.dedup();
+    beside
 }
 
 /// The bounds at one boundary.
@@ -448,7 +476,7 @@ mod tests {
         y[disturbed] += 5.0;
         let st = stretches(&s, &y, &[(1024, 32768)], &[], DEFAULT_TARGET);
         assert_eq!(st[0].worst_at_bytes, Some(24576), "{st:?}");
-        assert_eq!(doubt_order(&st).first(), Some(&24576), "{st:?}");
+        assert_eq!(doubt_order(&st, &[]).first(), Some(&24576), "{st:?}");
         assert!(st[0].step_floor_us < 1.0, "{st:?}");
     }
 
@@ -488,7 +516,37 @@ mod tests {
             stretch(vec![(7168, 9.0), (9216, 5.0), (6144, 2.0)]),
             stretch(vec![(18432, 30.0), (19456, 25.0)]),
         ];
-        assert_eq!(doubt_order(&st), [18432, 7168, 19456, 9216, 6144]);
+        assert_eq!(doubt_order(&st, &[]), [18432, 7168, 19456, 9216, 6144]);
+        // Those beside a shape fault first, each part in the same order.
+        assert_eq!(
+            doubt_order(&st, &[6144, 19456]),
+            [19456, 6144, 18432, 7168, 9216]
+        );
+    }
+
+    /// A candidate whose side bent, or whose lines stand apart, puts the
+    /// boundaries within 3 sizes of it first; a confirmed one, one left spread
+    /// and a rejected one put none; the sweep's first size bounds no boundary.
+    #[test]
+    fn the_boundaries_beside_a_shape_fault_are_named() {
+        let sizes: Vec<u64> = (1..=32).map(|k| k * 1024).collect();
+        let change = |bytes: u64, verdict: Verdict, undecided: Option<Undecided>| Change {
+            verdict,
+            undecided,
+            ..Change::unconfirmed(&sizes, bytes, Vec::new())
+        };
+        let changes = [
+            change(2048, Verdict::Undecided, Some(Undecided::Apart)),
+            change(10240, Verdict::Undecided, Some(Undecided::Bent)),
+            change(20480, Verdict::Confirmed, None),
+            change(25600, Verdict::Undecided, Some(Undecided::Spread)),
+            change(30720, Verdict::Rejected, None),
+        ];
+        assert_eq!(
+            beside_shape_faults(&sizes, &changes),
+            [3072, 4096, 5120, 7168, 8192, 9216, 11264, 12288, 13312]
+        );
+        assert!(beside_shape_faults(&sizes, &changes[2..]).is_empty());
     }
 
     /// The silent miss of `docs/findings/2026-11-28-vader-8192-miss.json`: its
