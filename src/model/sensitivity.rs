@@ -335,10 +335,10 @@ fn boundary(x: &[f64], y: &[f64], left: &[usize], right: &[usize], sigma: f64) -
 /// errors of their prediction off, the same way. A step between two sizes
 /// leaves each of them on its own side's line, so only a size off both its
 /// neighbourhoods is left out: one that met the host's slow state through all
-/// its repetitions (the sweep measures its sizes in a shuffled order, so a slow
-/// spell of the host lands on scattered sizes). A size without two neighbours a
-/// side is kept, and so may be two disturbed neighbours (each bends the line
-/// that judges the other).
+/// its repetitions while its neighbours did not. A size without two neighbours
+/// a side is kept, and so may be two disturbed neighbours (each bends the line
+/// that judges the other); a slow spell over a run of sizes (one ascending
+/// pass) reads as a level and stays.
 pub fn disturbed_alone(x: &[f64], y: &[f64], sigma: impl Fn(usize) -> f64) -> Vec<bool> {
     let off = |i: usize, side: std::ops::Range<usize>| -> Option<f64> {
         if side.len() < 2 {
