@@ -404,15 +404,8 @@ fn resolve_doubts<C: Clock>(
                     break;
                 }
                 let opened = p.clone().finish();
-                let sizes: Vec<u64> = results[i].points.iter().map(|p| p.size).collect();
-                let beside = beside_shape_faults(
-                    &sizes,
-                    &changes[i]
-                        .iter()
-                        .chain(&opened)
-                        .cloned()
-                        .collect::<Vec<_>>(),
-                );
+                let sizes: Vec<u64> = results[i].points.iter().map(|point| point.size).collect();
+                let beside = beside_shape_faults(&sizes, changes[i].iter().chain(&opened));
                 let doubt = DoubtRun {
                     changes: opened,
                     ..DoubtRun::default()

@@ -270,9 +270,12 @@ pub fn doubt_order(stretches: &[Stretch], beside: &[u64]) -> Vec<u64> {
 /// their ranges' do): the confirmation's judgement that a step may lie nearby.
 /// In noise the sweep proposes a small switch a size or three off, where its
 /// measured sides hold the step inside one of them.
-pub fn beside_shape_faults(sizes: &[u64], changes: &[Change]) -> Vec<u64> {
+pub fn beside_shape_faults<'a>(
+    sizes: &[u64],
+    changes: impl IntoIterator<Item = &'a Change>,
+) -> Vec<u64> {
     let mut beside: Vec<u64> = changes
-        .iter()
+        .into_iter()
         .filter(|c| matches!(c.undecided, Some(Undecided::Bent | Undecided::Apart)))
         .filter_map(|c| sizes.iter().position(|&s| s == c.bytes))
         .flat_map(|k| {
@@ -298,16 +301,7 @@ struct Bounds {
 /// a side) of `y` between the sizes at the indices `left` and `right`; `None`
 /// when no slope can be fitted (one size in all) or a value is not finite.
 fn boundary(x: &[f64], y: &[f64], left: &[usize], right: &[usize], sigma: f64) -> Option<Bounds> {
-    let side = |r: &[usize]| {
-        let k = r.len() as f64;
-        let (mx, my) = (
-            r.iter().map(|&i| x[i]).sum::<f64>() / k,
-            r.iter().map(|&i| y[i]).sum::<f64>() / k,
-        );
-        let sxx: f64 = r.iter().map(|&i| (x[i] - mx).powi(2)).sum();
-        let sxy: f64 = r.iter().map(|&i| (x[i] - mx) * (y[i] - my)).sum();
-        (k, mx, my, sxx, sxy)
-    };
+    let side = |r: &[usize]| moments(x, y, r.iter().copied());
     let xs = |r: &[usize]| -> Vec<f64> { r.iter().map(|&i| x[i]).collect() };
     let se = super::confirm::step_se(&xs(left), &xs(right), sigma)?;
     let (kl, xl, yl, sxx_l, sxy_l) = side(left);
@@ -329,6 +323,22 @@ fn boundary(x: &[f64], y: &[f64], left: &[usize], right: &[usize], sigma: f64) -
     })
 }
 
+/// The count, means and centred sums of squares and products of the points
+/// `indices` of `x` and `y`: `(k, mean x, mean y, S_xx, S_xy)`, a straight
+/// line's least squares (slope `S_xy / S_xx`).
+fn moments(
+    x: &[f64],
+    y: &[f64],
+    indices: impl Iterator<Item = usize> + Clone,
+) -> (f64, f64, f64, f64, f64) {
+    let k = indices.clone().count() as f64;
+    let mx = indices.clone().map(|i| x[i]).sum::<f64>() / k;
+    let my = indices.clone().map(|i| y[i]).sum::<f64>() / k;
+    let sxx: f64 = indices.clone().map(|i| (x[i] - mx).powi(2)).sum();
+    let sxy: f64 = indices.map(|i| (x[i] - mx) * (y[i] - my)).sum();
+    (k, mx, my, sxx, sxy)
+}
+
 /// Which of the sizes `x` (ascending, values `y`, noise `sigma(i)` of one value)
 /// were disturbed alone: the straight lines through up to [`ALONE_SIDE`] sizes
 /// on each side (at least 2 each) both put it more than [`ALONE_Z`] standard
@@ -344,11 +354,7 @@ pub fn disturbed_alone(x: &[f64], y: &[f64], sigma: impl Fn(usize) -> f64) -> Ve
         if side.len() < 2 {
             return None;
         }
-        let k = side.len() as f64;
-        let mx = side.clone().map(|j| x[j]).sum::<f64>() / k;
-        let my = side.clone().map(|j| y[j]).sum::<f64>() / k;
-        let sxx: f64 = side.clone().map(|j| (x[j] - mx).powi(2)).sum();
-        let sxy: f64 = side.map(|j| (x[j] - mx) * (y[j] - my)).sum();
+        let (k, mx, my, sxx, sxy) = moments(x, y, side);
         let se = sigma(i) * (1.0 + 1.0 / k + (x[i] - mx).powi(2) / sxx).sqrt();
         let z = (y[i] - (my + sxy / sxx * (x[i] - mx))) / se;
         (sxx > 0.0 && z.is_finite()).then_some(z)
