@@ -741,7 +741,8 @@ pub struct LoggpArgs {
     #[arg(long = "n", default_value_t = 10, value_name = "NUM", value_parser = clap::value_parser!(u64).range(2..=100_000))]
     pub n: u64,
 
-    /// Timed repetitions of each PRTT per size (summarised by their median).
+    /// Timed repetitions of each PRTT per size (summarised by their median), over
+    /// all passes.
     #[arg(long, default_value_t = 50, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub reps: u64,
 
@@ -756,14 +757,13 @@ pub struct LoggpArgs {
     #[arg(long, default_value_t = 3, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=100))]
     pub attempts: u64,
 
-    /// Sweeps over all sizes. 1: one ascending sweep, as Netgauge. 2 or more:
-    /// every sweep visits the sizes in its own shuffled order and each size's
-    /// repetitions from all sweeps are pooled (Hunold and Carpen-Amarie's
-    /// randomised, replicated design), so a slow phase of the host hits scattered
-    /// sizes instead of a run of neighbours. Note: a size's time can depend on the
-    /// size measured before it (Open MPI's shared-memory eager/rendezvous step at
-    /// 8 KiB was smaller shuffled than ascending)
-    #[arg(long, default_value_t = 1, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=100))]
+    /// Sweeps over all sizes, sharing the repetitions (at most one pass per
+    /// repetition). 2 or more: every sweep visits the sizes in its own shuffled
+    /// order and each size's repetitions from all sweeps are pooled (Hunold and
+    /// Carpen-Amarie's randomised, replicated design), so a slow phase of the host
+    /// hits scattered sizes instead of a run of neighbours, which a detector takes
+    /// for a protocol range. 1: one ascending sweep, as Netgauge.
+    #[arg(long, default_value_t = ngauge::spec::loggp::DEFAULT_PASSES, value_name = "NUM", value_parser = clap::value_parser!(u64).range(1..=100))]
     pub passes: u64,
 
     /// Delay d of PRTT(n,d,s): one or two round trips.

@@ -263,7 +263,8 @@ fn loggp_runs_from_its_spec_on_two_ranks() {
         .map(|p| p["size"].as_u64().unwrap())
         .collect();
     assert_eq!(sizes, [1024, 2048, 3072, 4096]);
-    assert_eq!(*records, 4, "one record per point");
+    assert_eq!(value["passes"], 3, "3 repetitions: 3 passes of 1");
+    assert_eq!(*records, 3 * 4, "one record per point and pass");
     assert!(doc.render().contains("L [us]"));
     // The exports come from the document: one file each, for its one transport.
     let params = doc.export(Export::Params);

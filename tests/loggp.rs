@@ -82,10 +82,20 @@ fn json_and_every_output_file() {
     assert_eq!(doc["meta"]["transport"][0], "tcp");
     assert_eq!(doc["n"], 10);
 
+    // One record per size and pass (3 repetitions: 3 passes of 1).
+    assert_eq!(doc["passes"], 3);
     let jsonl = std::fs::read_to_string(path("points.jsonl")).unwrap();
-    assert_eq!(jsonl.lines().count(), 8);
-    let first: Value = serde_json::from_str(jsonl.lines().next().unwrap()).unwrap();
-    assert_eq!(first["point"]["size"], 1024);
+    assert_eq!(jsonl.lines().count(), 3 * 8);
+    let mut first_pass: Vec<u64> = jsonl
+        .lines()
+        .take(8)
+        .map(|l| {
+            let r: Value = serde_json::from_str(l).unwrap();
+            r["point"]["size"].as_u64().unwrap()
+        })
+        .collect();
+    first_pass.sort_unstable();
+    assert_eq!(first_pass, (1..=8).map(|k| k * 1024).collect::<Vec<u64>>());
 
     let svg = std::fs::read_to_string(path("gap.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.contains("o_s(s)"));
@@ -111,7 +121,7 @@ fn json_and_every_output_file() {
 }
 
 /// `--passes 3`: every pass streams every size once, in its own shuffled order,
-/// and the document pools them (reps x passes repetitions per point); with several
+/// sharing the repetitions (3 each of 9), and the document pools them; with several
 /// transports, each pass still alternates them size by size.
 #[test]
 fn passes_are_shuffled_streamed_and_pooled() {
@@ -119,7 +129,7 @@ fn passes_are_shuffled_streamed_and_pooled() {
     let jsonl = dir.path().join("points.jsonl");
     let out = ngauge()
         .args(["-t", "tcp,udp", "loggp", "--json", "--sizes", "1K-8K:1K"])
-        .args(["--reps", "3", "--warmup", "1", "--passes", "3", "-o"])
+        .args(["--reps", "9", "--warmup", "1", "--passes", "3", "-o"])
         .arg(&jsonl)
         .output()
         .unwrap();
@@ -355,6 +365,8 @@ fn two_transports_side_by_side() {
             "loggp",
             "--sizes",
             "1,1025,2049,3073,4096",
+            "--passes",
+            "1",
             "--json",
         ])
         .args(["--reps", "3", "--warmup", "1", "--plot"])
@@ -418,7 +430,8 @@ fn two_transports_side_by_side() {
         );
     }
     assert_eq!(doc["meta"]["transport"], serde_json::json!(["tcp", "udp"]));
-    // Measured interleaved: size by size, alternating transports.
+    // Measured interleaved: size by size, alternating transports (one pass:
+    // ascending).
     let order: Vec<(String, u64)> = std::fs::read_to_string(&jsonl)
         .unwrap()
         .lines()

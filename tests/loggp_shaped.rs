@@ -106,6 +106,10 @@ fn loggp_g_matches_iperf3_on_a_shaped_link() {
         // to 141 s in some suites (docs/findings/2026-11-24-suite-time.md).
         "--detector",
         "none",
+        // One ascending pass: shared between passes, the few repetitions would
+        // each pay the per-size warm-up again on a slow wire.
+        "--passes",
+        "1",
         "--sizes",
         "4K-64K:4K",
         "--reps",

@@ -105,6 +105,7 @@ pub fn run(
         let params = Params {
             sizes,
             warm: pass > 0,
+            reps: order::share(plan.params.reps, plan.passes, pass),
             ..plan.params.clone()
         };
         let name = open[i].name;

@@ -34,6 +34,15 @@ pub fn passes<T: Copy>(sizes: &[T], passes: usize) -> Vec<Vec<T>> {
         .collect()
 }
 
+/// Repetitions that pass `pass` of `passes` takes of `total`: the total split as
+/// evenly as whole repetitions allow, the first passes taking one more, so the
+/// passes together take exactly `total` (a size's sample count does not depend
+/// on how many passes it is spread over).
+pub fn share(total: usize, passes: usize, pass: usize) -> usize {
+    let passes = passes.max(1);
+    total / passes + usize::from(pass < total % passes)
+}
+
 /// `items` in a uniformly random order drawn from `seed` ([`SplitMix64::shuffle`]):
 /// the same seed gives the same order on every machine. The suites shuffle the
 /// experiments of each launch with it (`suite::plan`).
@@ -69,6 +78,22 @@ mod tests {
         }
         assert_ne!(orders[0], orders[1]);
         assert_ne!(orders[1], orders[2]);
+    }
+
+    #[test]
+    fn the_shares_add_up_to_the_total_and_differ_by_at_most_one() {
+        for (total, passes) in [(50, 4), (20, 4), (3, 3), (7, 1), (9, 3), (5, 0)] {
+            let shares: Vec<usize> = (0..passes.max(1))
+                .map(|p| share(total, passes, p))
+                .collect();
+            assert_eq!(shares.iter().sum::<usize>(), total, "{total} over {passes}");
+            let (lo, hi) = (shares.iter().min(), shares.iter().max());
+            assert!(hi.unwrap() - lo.unwrap() <= 1, "{shares:?}");
+        }
+        assert_eq!(
+            (0..4).map(|p| share(50, 4, p)).collect::<Vec<_>>(),
+            [13, 13, 12, 12]
+        );
     }
 
     #[test]

@@ -287,8 +287,8 @@ pub enum LoggpWarning {
     #[error(
         "cannot tell whether the protocol changes between {from_bytes} and {to_bytes} bytes: \
          a step of up to {step_floor_us:.3} us in PRTT(1,0,s) (at {at_bytes} bytes) fits this \
-         run's data, above the target of {target_us:.3} us (--decide-target); more --passes \
-         or --reps narrow it"
+         run's data, above the target of {target_us:.3} us (--decide-target); more --reps or \
+         a longer --doubt-budget narrow it"
     )]
     Insensitive {
         /// First size of the stretch, bytes.

@@ -25,14 +25,15 @@ pub struct LoggpSpec {
     pub sizes: Option<SizeList>,
     /// Messages per PRTT(n,.,s).
     pub n: u64,
-    /// Timed repetitions of each PRTT per size.
+    /// Timed repetitions of each PRTT per size, over all passes.
     pub reps: u64,
     /// Untimed round trips before each size (before the first at least
     /// `patterns::FIRST_SIZE_WARMUP`).
     pub warmup: u64,
     /// Measurements of a size at most.
     pub attempts: u64,
-    /// Sweeps over all sizes, each in its own shuffled order when more than one.
+    /// Sweeps over all sizes, each in its own shuffled order when more than one,
+    /// sharing `reps` between them (at most `reps` passes).
     pub passes: u64,
     /// Delay d of PRTT(n,d,s).
     pub dg: DelayChoice,
@@ -75,7 +76,7 @@ impl Default for LoggpSpec {
             reps: 50,
             warmup: 5,
             attempts: 3,
-            passes: 1,
+            passes: DEFAULT_PASSES,
             dg: DelayChoice::OneRtt,
             pairs: PairsMode::InTurn,
             detector: DetectorKind::Lookahead,
@@ -91,6 +92,12 @@ impl Default for LoggpSpec {
         }
     }
 }
+
+/// Default of [`LoggpSpec::passes`]: four shuffled passes of a quarter of the
+/// repetitions each found every switch of `scripts/bench-detect` more often than
+/// one ascending pass of them all, in the same time
+/// (docs/findings/2026-12-01-tcp-segment-misses.md).
+pub const DEFAULT_PASSES: u64 = 4;
 
 /// Default of [`LoggpSpec::doubt_budget_s`], seconds (then at most as long as
 /// the run took until then).
@@ -208,7 +215,7 @@ impl LoggpSpec {
                 pairs: self.pairs,
                 attempts: self.attempts as usize,
             },
-            passes: self.passes as usize,
+            passes: self.passes.min(self.reps) as usize,
             decide_target: self.decide_target_pct / 100.0,
             doubt_budget: Nanos(self.doubt_budget_s.unwrap_or(DEFAULT_DOUBT_BUDGET_S) * 1e9),
             doubt_budget_capped: self.doubt_budget_s.is_none(),
