@@ -846,8 +846,8 @@ pub struct LoggpArgs {
     /// where a stretch's floor is above the target, until each is decided or
     /// the time is spent, per transport (0s: none). Without it, 3s and at most
     /// as long as the sweep took, but at least 0.5s; a time given is spent whole.
-    /// A change being located to its byte when it is spent gets up to as long
-    /// again. Example:
+    /// A change being located to its byte when it is spent gets up to the
+    /// budget again (without it, 3s whatever the sweep took). Example:
     /// --doubt-budget 10s
     #[arg(long, value_name = "TIME", value_parser = parse_check_time)]
     pub doubt_budget: Option<f64>,

@@ -351,7 +351,8 @@ fn analyse(
     })
 }
 
-/// The time past the doubt budget, as a fraction of it, that [`resolve_doubts`]
+/// The time past the doubt budget, as a fraction of the plan's budget before
+/// any cut to the sweep's time ([`locate_grace`]), that [`resolve_doubts`]
 /// gives the bisections under way when the budget is spent, measuring them
 /// alone ([`Plan::locate_only`]): a bisection needs tens of rounds of three
 /// sizes, and without them a change the passes confirmed would be reported
@@ -442,7 +443,7 @@ fn resolve_doubts<C: Clock>(
     if let Some(plans) = plans.as_mut() {
         plans.iter_mut().for_each(Plan::locate_only);
     }
-    let grace = Nanos(budget.0 * (1.0 + LOCATE_GRACE));
+    let grace = locate_grace(plan, budget);
     measure(plans.as_deref_mut(), &mut || spent().0 < grace.0)?;
     let time = spent();
     Ok(plans.map(|plans| {
@@ -469,6 +470,15 @@ fn doubt_budget(plan: &LoggpPlan, so_far: Nanos) -> Nanos {
     } else {
         plan.doubt_budget
     }
+}
+
+/// When the bisections under way must end: `budget` (the doubt rounds' time)
+/// and [`LOCATE_GRACE`] of the plan's budget as given or defaulted, not of the
+/// cut one. A short sweep (shared memory: under a second) cuts the doubt rounds
+/// to its time, but a change they confirmed there still needs its tens of
+/// bisection rounds; cut too, it was left 8 bytes from its byte.
+fn locate_grace(plan: &LoggpPlan, budget: Nanos) -> Nanos {
+    Nanos(budget.0 + LOCATE_GRACE * plan.doubt_budget.0.max(budget.0))
 }
 
 /// Pools every pair's passes over each size into one point per size, ascending.
@@ -863,6 +873,24 @@ mod tests {
         assert_eq!(doubt_budget(&default, Nanos(0.05e9)), Nanos(0.5e9));
         let given = plan_to(16, 20.0, 2.0);
         assert_eq!(doubt_budget(&given, sweep), Nanos(20e9));
+    }
+
+    /// The bisections under way get the plan's whole budget again, also when
+    /// the doubt rounds were cut to a short sweep's time.
+    #[test]
+    fn issue_36_a_change_being_located_gets_the_whole_budget_again() {
+        let default = LoggpSpec::default().plan().unwrap();
+        let cut = doubt_budget(&default, Nanos(0.7e9));
+        assert_eq!(cut, Nanos(0.7e9));
+        assert_eq!(locate_grace(&default, cut), Nanos(3.7e9));
+        assert_eq!(locate_grace(&default, Nanos(3e9)), Nanos(6e9));
+        let given = plan_to(16, 20.0, 2.0);
+        assert_eq!(
+            locate_grace(&given, doubt_budget(&given, Nanos(1e9))),
+            Nanos(40e9)
+        );
+        let small = plan_to(16, 0.2, 2.0);
+        assert_eq!(locate_grace(&small, Nanos(0.2e9)), Nanos(0.4e9));
     }
 
     /// A budget of zero measures nothing, sends nothing and changes nothing.
