@@ -29,9 +29,8 @@ const NGAUGE: &str = env!("CARGO_BIN_EXE_ngauge");
 ///
 /// The tests sweep in the default's shuffled passes: in one ascending sweep a
 /// level flip of this VM that lasts seconds (every series 20-30% lower from one
-/// size on) looks like a protocol switch, and did so in 1 of ~25 test-suite runs
-/// of the 16 KiB vader test (and 0 of 40 sweeps run by hand); shuffled, it
-/// scatters over sizes and passes (60 of 60 with three passes).
+/// size on) looks like a protocol switch; shuffled, it scatters over sizes and
+/// passes (docs/findings/2026-11-22-mpi-protocol-switches.md).
 fn changes(mpi_args: &[&str], env: &[(&str, &str)], sizes: &str) -> Vec<Found> {
     changes_in_passes(mpi_args, env, sizes, None, &[])
 }
@@ -256,15 +255,12 @@ const VADER_HEADER: u64 = 56;
 /// detector's resolution: a step must reach two noise levels with the noise
 /// floored at 10% of the value.
 ///
-/// Ignored: not yet every run. It passed 15 of 15 runs for its author, then failed in
-/// a clean CI run: there the step at 8192 B was 6% in PRTT(1,0,s) and about 20% in
-/// the gap and o_s. In one ascending sweep a launch's step ranged 3-16% (38-39 of
-/// 40 runs, 2026-11-22). In the default's four shuffled passes, without doubt
-/// rounds: 14 of 15 quiet runs and 10 of 10 beside a CPU hog (2026-12-02); the
-/// miss said `undecided` (the change bent at 7168 B beside five sizes disturbed
-/// by the host). The bar of issue #6 is every run; run it with `-- --ignored`.
+/// Ignored: not yet every run. A launch's step ranges 3-16%, and beside sizes
+/// the host disturbed the change can read bent and stay `undecided` (runs in
+/// docs/findings/2026-12-02-four-passes-default.md). The bar of issue #6 is
+/// every run; run it with `-- --ignored`.
 #[test]
-#[ignore = "24 of 25 runs: a vader step of 3-16% beside disturbed sizes is left undecided (issue #6)"]
+#[ignore = "not every run: a vader step of 3-16% beside disturbed sizes can stay undecided (issue #6)"]
 fn open_mpi_shared_memory_eager_limit_8192_is_found() {
     if !built_for(
         "open_mpi_shared_memory_eager_limit_8192_is_found",

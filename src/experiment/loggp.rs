@@ -474,9 +474,9 @@ fn doubt_budget(plan: &LoggpPlan, so_far: Nanos) -> Nanos {
 
 /// When the bisections under way must end: `budget` (the doubt rounds' time)
 /// and [`LOCATE_GRACE`] of the plan's budget as given or defaulted, not of the
-/// cut one. A short sweep (shared memory: under a second) cuts the doubt rounds
-/// to its time, but a change they confirmed there still needs its tens of
-/// bisection rounds; cut too, it was left 8 bytes from its byte.
+/// cut one: a short sweep (shared memory: under a second) cuts the doubt rounds
+/// to its time, but a change they confirmed there needs as many bisection
+/// rounds as anywhere else to reach its byte.
 fn locate_grace(plan: &LoggpPlan, budget: Nanos) -> Nanos {
     Nanos(budget.0 + LOCATE_GRACE * plan.doubt_budget.0.max(budget.0))
 }

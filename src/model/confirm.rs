@@ -89,7 +89,7 @@
 //! are one byte apart.
 
 use super::loggp::{Sample, Series};
-use super::lsq::fit_line;
+use super::lsq::{fit_line, moments};
 use super::robust::huber_line;
 use super::segment::{self, SegmentOptions};
 use crate::stats::{median, median_interval};
@@ -309,19 +309,11 @@ fn all_finite(left: &[(f64, f64)], right: &[(f64, f64)]) -> bool {
 /// The slope of [`pass_step`]'s model: least squares over the deviations of the
 /// points from their own side's mean; zero without spread in size.
 fn common_slope(left: &[(f64, f64)], right: &[(f64, f64)]) -> f64 {
-    let (mut sxx, mut sxy) = (0.0, 0.0);
-    for points in [left, right] {
-        if points.is_empty() {
-            continue;
-        }
-        let n = points.len() as f64;
-        let mx = points.iter().map(|v| v.0).sum::<f64>() / n;
-        let my = points.iter().map(|v| v.1).sum::<f64>() / n;
-        for &(x, y) in points {
-            sxx += (x - mx) * (x - mx);
-            sxy += (x - mx) * (y - my);
-        }
-    }
+    let (sxx, sxy) = [left, right]
+        .iter()
+        .filter(|points| !points.is_empty())
+        .map(|points| moments(points.iter().copied()))
+        .fold((0.0, 0.0), |(sxx, sxy), m| (sxx + m.sxx, sxy + m.sxy));
     if sxx > 0.0 {
         sxy / sxx
     } else {

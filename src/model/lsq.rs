@@ -22,6 +22,42 @@ impl Line {
     }
 }
 
+/// The count, means and centred sums of squares and products of points `(x, y)`:
+/// what a straight line's least squares needs (slope `sxy / sxx`), kept apart so
+/// fits with a slope common to several groups (a step between two sides) can add
+/// the groups' sums.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Moments {
+    /// Points.
+    pub n: f64,
+    /// Mean of `x`.
+    pub mean_x: f64,
+    /// Mean of `y`.
+    pub mean_y: f64,
+    /// `sum (x - mean_x)^2`.
+    pub sxx: f64,
+    /// `sum (x - mean_x)(y - mean_y)`.
+    pub sxy: f64,
+}
+
+/// The [`Moments`] of `points` (means NaN without a point).
+pub fn moments(points: impl Iterator<Item = (f64, f64)> + Clone) -> Moments {
+    let n = points.clone().count() as f64;
+    let mean_x = points.clone().map(|p| p.0).sum::<f64>() / n;
+    let mean_y = points.clone().map(|p| p.1).sum::<f64>() / n;
+    let (sxx, sxy) = points.fold((0.0, 0.0), |(sxx, sxy), (x, y)| {
+        let dx = x - mean_x;
+        (sxx + dx * dx, sxy + dx * (y - mean_y))
+    });
+    Moments {
+        n,
+        mean_x,
+        mean_y,
+        sxx,
+        sxy,
+    }
+}
+
 /// Fits `ys` against `xs` by ordinary least squares.
 ///
 /// `None` when there are fewer than two points, the lengths differ, all `xs` are equal,
@@ -272,5 +308,20 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn moments_give_the_least_squares_slope_and_means() {
+        let pts = [(1.0, 3.0), (2.0, 5.0), (3.0, 7.0), (4.0, 9.0)];
+        let m = moments(pts.iter().copied());
+        assert_eq!((m.n, m.mean_x, m.mean_y), (4.0, 2.5, 6.0));
+        assert_eq!((m.sxx, m.sxy), (5.0, 10.0));
+        assert_eq!(
+            m.sxy / m.sxx,
+            fit_line(&[1.0, 2.0, 3.0, 4.0], &[3.0, 5.0, 7.0, 9.0])
+                .unwrap()
+                .slope
+        );
+        assert!(moments(std::iter::empty()).mean_x.is_nan());
     }
 }

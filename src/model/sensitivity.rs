@@ -28,6 +28,7 @@
 //! (reported, not judged: a bend of the curve changes the slope as much).
 
 use super::confirm::{StepEvidence, Undecided, Verdict};
+use super::lsq::{moments, Moments};
 use super::refine::{Change, Proposer, STEP_SIDE};
 use crate::stats::median;
 use serde::Serialize;
@@ -301,19 +302,18 @@ struct Bounds {
 /// a side) of `y` between the sizes at the indices `left` and `right`; `None`
 /// when no slope can be fitted (one size in all) or a value is not finite.
 fn boundary(x: &[f64], y: &[f64], left: &[usize], right: &[usize], sigma: f64) -> Option<Bounds> {
-    let side = |r: &[usize]| moments(x, y, r.iter().copied());
+    let side = |r: &[usize]| moments(r.iter().map(|&i| (x[i], y[i])));
     let xs = |r: &[usize]| -> Vec<f64> { r.iter().map(|&i| x[i]).collect() };
     let se = super::confirm::step_se(&xs(left), &xs(right), sigma)?;
-    let (kl, xl, yl, sxx_l, sxy_l) = side(left);
-    let (kr, xr, yr, sxx_r, sxy_r) = side(right);
-    let sxx = sxx_l + sxx_r;
-    if sxx <= 0.0 || !(yl.is_finite() && yr.is_finite() && sigma.is_finite()) {
+    let (l, r) = (side(left), side(right));
+    let sxx = l.sxx + r.sxx;
+    if sxx <= 0.0 || !(l.mean_y.is_finite() && r.mean_y.is_finite() && sigma.is_finite()) {
         return None;
     }
-    let slope = (sxy_l + sxy_r) / sxx;
-    let step = yr - yl - slope * (xr - xl);
-    let slope_bound = if sxx_l > 0.0 && sxx_r > 0.0 && kl >= 2.0 && kr >= 2.0 {
-        (sxy_r / sxx_r - sxy_l / sxx_l).abs() + Z * sigma * (1.0 / sxx_l + 1.0 / sxx_r).sqrt()
+    let slope = (l.sxy + r.sxy) / sxx;
+    let step = r.mean_y - l.mean_y - slope * (r.mean_x - l.mean_x);
+    let slope_bound = if l.sxx > 0.0 && r.sxx > 0.0 && l.n >= 2.0 && r.n >= 2.0 {
+        (r.sxy / r.sxx - l.sxy / l.sxx).abs() + Z * sigma * (1.0 / l.sxx + 1.0 / r.sxx).sqrt()
     } else {
         0.0
     };
@@ -321,22 +321,6 @@ fn boundary(x: &[f64], y: &[f64], left: &[usize], right: &[usize], sigma: f64) -
         step_bound: step.abs() + Z * se,
         slope_bound,
     })
-}
-
-/// The count, means and centred sums of squares and products of the points
-/// `indices` of `x` and `y`: `(k, mean x, mean y, S_xx, S_xy)`, a straight
-/// line's least squares (slope `S_xy / S_xx`).
-fn moments(
-    x: &[f64],
-    y: &[f64],
-    indices: impl Iterator<Item = usize> + Clone,
-) -> (f64, f64, f64, f64, f64) {
-    let k = indices.clone().count() as f64;
-    let mx = indices.clone().map(|i| x[i]).sum::<f64>() / k;
-    let my = indices.clone().map(|i| y[i]).sum::<f64>() / k;
-    let sxx: f64 = indices.clone().map(|i| (x[i] - mx).powi(2)).sum();
-    let sxy: f64 = indices.map(|i| (x[i] - mx) * (y[i] - my)).sum();
-    (k, mx, my, sxx, sxy)
 }
 
 /// Which of the sizes `x` (ascending, values `y`, noise `sigma(i)` of one value)
@@ -354,7 +338,13 @@ pub fn disturbed_alone(x: &[f64], y: &[f64], sigma: impl Fn(usize) -> f64) -> Ve
         if side.len() < 2 {
             return None;
         }
-        let (k, mx, my, sxx, sxy) = moments(x, y, side);
+        let Moments {
+            n: k,
+            mean_x: mx,
+            mean_y: my,
+            sxx,
+            sxy,
+        } = moments(side.map(|j| (x[j], y[j])));
         let se = sigma(i) * (1.0 + 1.0 / k + (x[i] - mx).powi(2) / sxx).sqrt();
         let z = (y[i] - (my + sxy / sxx * (x[i] - mx))) / se;
         (sxx > 0.0 && z.is_finite()).then_some(z)
