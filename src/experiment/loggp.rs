@@ -141,6 +141,7 @@ pub fn run(
     let results: Vec<Vec<PairResult>> = results.into_iter().map(pool_passes).collect();
     // Every candidate change measured again, and located, before it is reported.
     // Every rank takes part; rank 0 plans.
+    let round_params = confirmation_round(&plan);
     let mut changes: Vec<Option<Vec<Vec<Change>>>> = vec![None; open.len()];
     let mut doubts: Vec<Option<Vec<DoubtRun>>> = vec![None; open.len()];
     if let Some(opts) = plan.refine {
@@ -160,7 +161,7 @@ pub fn run(
                 &clock,
                 o.transport.as_mut(),
                 world.control.as_mut(),
-                &plan.params,
+                &round_params,
                 plans.as_deref_mut(),
             )?;
             *changes = plans.map(|p| p.into_iter().map(Plan::finish).collect());
@@ -169,7 +170,7 @@ pub fn run(
                     &clock,
                     o.transport.as_mut(),
                     world.control.as_mut(),
-                    &plan.params,
+                    &round_params,
                     plans,
                     more,
                 )
@@ -289,6 +290,18 @@ fn plan_for(assess_opts: &AssessOptions, r: &PairResult, opts: RefineOptions) ->
         .map(|a| a.changes)
         .unwrap_or_default();
     Plan::new(&readings, &steps, opts)
+}
+
+/// The parameters of a confirmation, location or doubt round: one more pass
+/// over its sizes, taking one pass's share of the repetitions as the sweep's
+/// passes do ([`order::share`]). A round that took the whole total would cost
+/// as much per size as the sweep's passes together, and a bisection takes tens
+/// of rounds.
+fn confirmation_round(plan: &LoggpPlan) -> Params {
+    Params {
+        reps: order::share(plan.params.reps, plan.passes, 0),
+        ..plan.params.clone()
+    }
 }
 
 /// Appends the points of a sweep over more sizes to the pairs measured so far.
@@ -891,6 +904,26 @@ mod tests {
         );
         let small = plan_to(16, 0.2, 2.0);
         assert_eq!(locate_grace(&small, Nanos(0.2e9)), Nanos(0.4e9));
+    }
+
+    /// The rounds after the sweep take the largest pass's share of `--reps`:
+    /// 13 of the default 50 over 4 passes, the whole with one pass.
+    #[test]
+    fn a_confirmation_round_takes_one_passes_share_of_the_repetitions() {
+        let plan = |reps: u64, passes: u64| {
+            LoggpSpec {
+                reps,
+                passes,
+                ..LoggpSpec::default()
+            }
+            .plan()
+            .unwrap()
+        };
+        assert_eq!(confirmation_round(&plan(50, 4)).reps, 13);
+        assert_eq!(confirmation_round(&plan(60, 3)).reps, 20);
+        assert_eq!(confirmation_round(&plan(50, 1)).reps, 50);
+        let round = confirmation_round(&plan(50, 4));
+        assert_eq!((round.n, round.sizes), (10, plan(50, 4).params.sizes));
     }
 
     /// A budget of zero measures nothing, sends nothing and changes nothing.
