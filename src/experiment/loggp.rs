@@ -345,8 +345,10 @@ fn analyse(
     // The doubt rounds' changes are reported when confirmed, and when confirmed
     // by the passes but not placed at a byte (undecided, which the run must say).
     let found = doubt.iter().flat_map(|d| &d.changes);
-    let reported =
-        |c: &&Change| c.verdict == Verdict::Confirmed || c.undecided == Some(Undecided::Unplaced);
+    let reported = |c: &&Change| {
+        c.verdict == Verdict::Confirmed
+            || matches!(c.undecided, Some(Undecided::Unplaced | Undecided::Split))
+    };
     changes.extend(found.filter(reported).cloned());
     changes.sort_by_key(|c| c.bytes);
     let confirmed: Vec<u64> = changes

@@ -143,6 +143,12 @@ crate::names::named_enum! {
         /// passes' sign test at some of them; only a switch keeps one byte
         /// between the two protocols round after round.
         Unplaced = "unplaced",
+        /// A part of a bisection split at a third level (its midpoint read
+        /// between the two protocols' levels round after round) that the
+        /// rounds did not place at one byte: the passes confirmed one change
+        /// across the whole bracket, and a disturbance that holds a midpoint
+        /// between the levels makes such a part as a second switch would.
+        Split = "split",
     }
 }
 

@@ -745,17 +745,22 @@ fn trusted_bracket(bracket: [u64; 2], retaken_to: Option<[u64; 2]>) -> [u64; 2] 
 }
 
 /// Ends a bisection short of the byte: the change is located within `bracket`,
-/// with the `split` of its last midpoint; a part of a split bisection that
-/// never placed a midpoint (`unproven`) is rejected.
+/// with the `split` of its last midpoint; a part of a split bisection is
+/// rejected when it never placed a midpoint (`unproven`), and undecided
+/// ([`Undecided::Split`]) otherwise: only its byte would show it is a switch
+/// of its own rather than a midpoint a disturbance held between the levels.
 fn end_undecided(change: &mut Change, bracket: [u64; 2], split: MidpointSplit, unproven: bool) {
     change.bracket_bytes = bracket;
-    if unproven {
-        change.verdict = Verdict::Rejected;
-    }
     let conf = change
         .confirmation
         .get_or_insert_with(Confirmation::default);
     conf.undecided_midpoint = Some(split);
+    if unproven {
+        change.verdict = Verdict::Rejected;
+    } else if conf.split_at_bytes.is_some() {
+        change.verdict = Verdict::Undecided;
+        change.undecided = Some(Undecided::Split);
+    }
 }
 
 /// Judges a confirming candidate on its passes so far; `held` are the
@@ -1965,6 +1970,59 @@ mod tests {
         // are the whole step's.
         let bounds = super::super::sensitivity::passes_bounds(&changes);
         assert!(bounds.is_empty(), "{bounds:?}");
+    }
+
+    /// A third level halfway whose upper switch reads at either level over its
+    /// first 64 bytes (60% of the rounds new): every part of a split is located
+    /// (at the lower switch, or the upper within that stretch), rejected, or
+    /// left `undecided` (`split`), never confirmed without its byte.
+    #[test]
+    fn issue_36_a_split_part_not_placed_at_a_byte_is_undecided() {
+        const STEP: f64 = 4.0;
+        const SOFT: u64 = 64;
+        let mut left_undecided = 0;
+        for seed in 0..20u64 {
+            let mut rng = SplitMix64(seed ^ 0x73_706c_6974);
+            let kib = 16 + rng.next() % 8;
+            let lower = kib * 1024 + 1 + rng.next() % 512;
+            let upper = lower + 200 + rng.next() % 200;
+            let read = |size: u64, round: usize| {
+                let round = round + 1000 * seed as usize;
+                let j = |k, amp| jitter(size, round, k, amp);
+                let level = match size {
+                    s if s >= upper + SOFT || (s >= upper && j(7, 1.0) > -0.2) => 1.0,
+                    s if s >= lower => 0.5,
+                    _ => 0.0,
+                };
+                leveled_reading(size, level * STEP, j)
+            };
+            let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| read(s, 0)).collect();
+            let proposed = sweep_sizes().into_iter().find(|&s| s >= upper).unwrap();
+            let changes = drive(
+                Plan::new(&sweep, &[proposed], RefineOptions::default()),
+                read,
+            );
+            let parts = changes.iter().filter(|c| {
+                c.confirmation
+                    .as_ref()
+                    .is_some_and(|f| f.split_at_bytes.is_some())
+            });
+            for c in parts {
+                match (c.verdict, c.first_bytes) {
+                    (Verdict::Confirmed, Some(first)) => assert!(
+                        first == lower || (upper..=upper + SOFT).contains(&first),
+                        "seed {seed}: {c:?}"
+                    ),
+                    (Verdict::Undecided, None) => {
+                        assert_eq!(c.undecided, Some(Undecided::Split), "{c:?}");
+                        left_undecided += 1;
+                    }
+                    (Verdict::Rejected, _) => {}
+                    _ => panic!("seed {seed}: a part of a split {c:?}"),
+                }
+            }
+        }
+        assert!(left_undecided > 0, "no part was left undecided in 20 seeds");
     }
 
     /// A third level near one protocol's (15% of the step, outside the band of

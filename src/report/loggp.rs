@@ -371,6 +371,11 @@ fn why_undecided(reason: Undecided) -> &'static str {
                          one byte, as a switch would be (a disturbance that comes and goes \
                          makes such steps; more repetitions or a quieter host tell)"
         }
+        Undecided::Split => {
+            "the bisection read a level between the two protocols' and went on as two \
+                         parts, and this part was not placed at one byte (a second switch, or \
+                         a disturbance that held the midpoint between the levels)"
+        }
     }
 }
 
