@@ -1290,6 +1290,26 @@ mod tests {
         plan.finish()
     }
 
+    /// Runs a plan with `opts` on the sweep `read` gives in round 0, its one
+    /// candidate proposed at the first sweep size from `switch` on (as a
+    /// detector would), to its end.
+    fn drive_sweep(
+        switch: u64,
+        opts: RefineOptions,
+        read: impl Fn(u64, usize) -> Reading,
+    ) -> Vec<Change> {
+        let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| read(s, 0)).collect();
+        let proposed = sweep_sizes().into_iter().find(|&s| s >= switch).unwrap();
+        drive(Plan::new(&sweep, &[proposed], opts), read)
+    }
+
+    /// Whether `size` reads at the new level of a switch at `switch` whose
+    /// first `soft` bytes read new in about 60% of the rounds (`draw`, a jitter
+    /// in [-1, 1] of the round).
+    fn soft_new(size: u64, switch: u64, soft: u64, draw: f64) -> bool {
+        size >= switch + soft || (size >= switch && draw > -0.2)
+    }
+
     /// The one change `world` gives a candidate proposed at `proposed` (no
     /// proposals of the plan's own), or a panic naming `what`.
     fn only_change_from<P: Fn(u64) -> f64, G: Fn(u64) -> f64>(
@@ -1711,10 +1731,7 @@ mod tests {
             let gap = move |s: u64| flat_gap(s) + if s >= switch { step / 2.0 } else { 0.0 };
             let world = World { prtt, gap, noise };
             let read = |s: u64, r: usize| world.read(s, r + 1000 * seed as usize);
-            let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| read(s, 0)).collect();
-            let proposed = sweep_sizes().into_iter().find(|&s| s >= switch).unwrap();
-            let plan = Plan::new(&sweep, &[proposed], RefineOptions::default());
-            let changes = drive(plan, read);
+            let changes = drive_sweep(switch, RefineOptions::default(), read);
             let found: Vec<_> = changes
                 .iter()
                 .filter(|c| c.verdict == Verdict::Confirmed)
@@ -1747,13 +1764,11 @@ mod tests {
                 let level = if size >= switch { step } else { 0.0 };
                 leveled_reading(size, level, j)
             };
-            let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| read(s, 0)).collect();
-            let proposed = sweep_sizes().into_iter().find(|&s| s >= switch).unwrap();
             let opts = RefineOptions {
                 propose: false,
                 ..RefineOptions::default()
             };
-            let changes = drive(Plan::new(&sweep, &[proposed], opts), read);
+            let changes = drive_sweep(switch, opts, read);
             for c in changes.iter().filter(|c| c.verdict == Verdict::Confirmed) {
                 let [lo, hi] = c.bracket_bytes;
                 assert!(lo < switch && switch <= hi, "{switch}: {c:?}");
@@ -1845,10 +1860,7 @@ mod tests {
                 };
                 leveled_reading(size, between * STEP, j)
             };
-            let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| read(s, 0)).collect();
-            let proposed = sweep_sizes().into_iter().find(|&s| s >= switch).unwrap();
-            let plan = Plan::new(&sweep, &[proposed], RefineOptions::default());
-            let changes = drive(plan, read);
+            let changes = drive_sweep(switch, RefineOptions::default(), read);
             let found: Vec<&Change> = changes
                 .iter()
                 .filter(|c| c.verdict == Verdict::Confirmed)
@@ -1893,10 +1905,7 @@ mod tests {
                     };
                     leveled_reading(size, level * STEP, j)
                 };
-                let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| read(s, 0)).collect();
-                let proposed = sweep_sizes().into_iter().find(|&s| s >= upper).unwrap();
-                let plan = Plan::new(&sweep, &[proposed], RefineOptions::default());
-                let confirmed = drive(plan, read)
+                let confirmed = drive_sweep(upper, RefineOptions::default(), read)
                     .into_iter()
                     .filter(|c| c.verdict == Verdict::Confirmed)
                     .collect();
@@ -1990,18 +1999,13 @@ mod tests {
                 let round = round + 1000 * seed as usize;
                 let j = |k, amp| jitter(size, round, k, amp);
                 let level = match size {
-                    s if s >= upper + SOFT || (s >= upper && j(7, 1.0) > -0.2) => 1.0,
+                    s if soft_new(s, upper, SOFT, j(7, 1.0)) => 1.0,
                     s if s >= lower => 0.5,
                     _ => 0.0,
                 };
                 leveled_reading(size, level * STEP, j)
             };
-            let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| read(s, 0)).collect();
-            let proposed = sweep_sizes().into_iter().find(|&s| s >= upper).unwrap();
-            let changes = drive(
-                Plan::new(&sweep, &[proposed], RefineOptions::default()),
-                read,
-            );
+            let changes = drive_sweep(upper, RefineOptions::default(), read);
             let parts = changes.iter().filter(|c| {
                 c.confirmation
                     .as_ref()
@@ -2053,16 +2057,11 @@ mod tests {
             let read = |size: u64, round: usize| {
                 let round = round + 1000 * seed as usize;
                 let j = |k, amp| jitter(size, round, k, amp);
-                let new = size >= switch + SOFT || (size >= switch && j(7, 1.0) > -0.2);
+                let new = soft_new(size, switch, SOFT, j(7, 1.0));
                 let level = if new { 1.0 } else { 0.0 };
                 leveled_reading(size, level * STEP, j)
             };
-            let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| read(s, 0)).collect();
-            let proposed = sweep_sizes().into_iter().find(|&s| s >= switch).unwrap();
-            let changes = drive(
-                Plan::new(&sweep, &[proposed], RefineOptions::default()),
-                read,
-            );
+            let changes = drive_sweep(switch, RefineOptions::default(), read);
             for c in changes.iter().filter(|c| c.verdict == Verdict::Confirmed) {
                 let [lo, hi] = c.bracket_bytes;
                 assert!(lo < switch + SOFT && switch <= hi, "seed {seed}: {c:?}");
@@ -2121,10 +2120,7 @@ mod tests {
                 noise: noise * 20.0,
             };
             let read = |s: u64, r: usize| world.read(s, r + 1000 * seed as usize);
-            let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| read(s, 0)).collect();
-            let proposed = sweep_sizes().into_iter().find(|&s| s >= switch).unwrap();
-            let plan = Plan::new(&sweep, &[proposed], RefineOptions::default());
-            let changes = drive(plan, read);
+            let changes = drive_sweep(switch, RefineOptions::default(), read);
             for c in changes {
                 if c.verdict != Verdict::Confirmed {
                     continue;

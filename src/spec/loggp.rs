@@ -104,10 +104,9 @@ pub const DEFAULT_PASSES: u64 = 4;
 pub const DEFAULT_DOUBT_BUDGET_S: f64 = 3.0;
 
 /// The least the default doubt budget is cut to, seconds: a sweep of small
-/// messages takes 0.05-0.3 s, which buys its doubt rounds 3-10 passes, fewer than
-/// a boundary needs for its first judgement; and a switch that only the doubt
-/// rounds find (UCX's 8249 beside a hog) needs a boundary opened again after
-/// its first 6 passes, which a budget of one second did not always leave
+/// messages takes 0.05-0.3 s, and a switch that only the doubt rounds find
+/// needs its boundary judged and then opened again for more passes, beside
+/// the other boundaries in doubt, before the budget is spent
 /// (docs/findings/2026-12-02-round-reps.md).
 pub const MIN_CAPPED_DOUBT_BUDGET_S: f64 = 1.5;
 
