@@ -13,6 +13,7 @@ use crate::launch::World;
 use crate::model::confirm::Reading;
 use crate::model::confirm::{Undecided, Verdict};
 use crate::model::loggp::{assess, assess_with_changes, AssessOptions};
+use crate::model::propose::hint_steps;
 use crate::model::refine::{Change, Plan, RefineOptions};
 use crate::model::sensitivity::{beside_shape_faults, doubt_order};
 use crate::patterns::loggp::{self as pattern, PairResult, PairsMode, Params};
@@ -414,6 +415,14 @@ fn resolve_doubts<C: Clock>(
         .collect();
     let mut plans: Option<Vec<Plan>> =
         changes.map(|c| c.iter().map(|_| Plan::without_candidates(opts)).collect());
+    let hints: Vec<Vec<u64>> = match changes {
+        Some(changes) => readings
+            .iter()
+            .zip(changes)
+            .map(|(sweep, changes)| sweep_hints(sweep, changes))
+            .collect(),
+        None => Vec::new(),
+    };
     loop {
         if let (Some(plans), Some(changes)) = (plans.as_mut(), changes) {
             for (i, p) in plans.iter_mut().enumerate() {
@@ -436,7 +445,8 @@ fn resolve_doubts<C: Clock>(
                 ) else {
                     continue;
                 };
-                let at = doubt_order(&loggp_report::stretches(&pa, plan.decide_target), &beside);
+                let order = doubt_order(&loggp_report::stretches(&pa, plan.decide_target), &beside);
+                let at = openings(&hints[i], order, |bytes| p.holds(bytes));
                 let fences: Vec<u64> = pa
                     .assessment
                     .ranges
@@ -472,6 +482,36 @@ fn resolve_doubts<C: Clock>(
             })
             .collect()
     }))
+}
+
+/// The boundaries of a pair's sweep (`sweep`, its readings) where a series
+/// steps by the confirmation's floor though neither the detector nor the step
+/// test proposed them ([`hint_steps`]), away from the confirmation's `changes`
+/// (which fresh passes judged already): first sizes after each, best first.
+fn sweep_hints(sweep: &[Reading], changes: &[Change]) -> Vec<u64> {
+    let sizes: Vec<u64> = sweep.iter().map(|r| r.size).collect();
+    let given: Vec<usize> = changes
+        .iter()
+        .flat_map(|c| [Some(c.bytes), c.moved_from_bytes])
+        .flatten()
+        .filter_map(|bytes| sizes.iter().position(|&s| s == bytes))
+        .collect();
+    hint_steps(sweep, &given)
+        .into_iter()
+        .map(|i| sizes[i])
+        .collect()
+}
+
+/// The boundaries the doubt rounds of a pair open next, in order: the sweep's
+/// `hints` that the plan does not hold yet (`held`), whether or not their
+/// stretch is in doubt, then the doubt `order` without them. A hint is where
+/// the sweep saw a step that its tests did not trust beside a disturbed size,
+/// and where one opening most likely confirms a change; the doubt order ranks
+/// by the round trip, which a switch of the receive side may leave alone.
+fn openings(hints: &[u64], order: Vec<u64>, held: impl Fn(u64) -> bool) -> Vec<u64> {
+    let first: Vec<u64> = hints.iter().copied().filter(|&b| !held(b)).collect();
+    let rest = order.into_iter().filter(|b| !first.contains(b));
+    first.iter().copied().chain(rest).collect()
 }
 
 /// The time the doubt rounds may take: the plan's budget; the default one at
@@ -875,6 +915,21 @@ mod tests {
             moved_located >= 6,
             "moved and located in {moved_located} of 8"
         );
+    }
+
+    /// The sweep's hints come first until the plan holds them, each once.
+    #[test]
+    fn the_doubt_rounds_open_the_sweeps_hints_first() {
+        let order = vec![6144, 8192, 10240];
+        assert_eq!(
+            openings(&[8192, 10752], order.clone(), |_| false),
+            vec![8192, 10752, 6144, 10240]
+        );
+        assert_eq!(
+            openings(&[8192, 10752], order.clone(), |b| b == 8192),
+            vec![10752, 6144, 8192, 10240]
+        );
+        assert_eq!(openings(&[], order.clone(), |_| false), order);
     }
 
     /// The default budget is cut to the run's time so far, but not below one

@@ -515,7 +515,10 @@ impl Plan {
     /// narrow the interval that bounds its step. At most `most` boundaries are
     /// added or opened again, returns how many: first those whose passes confirm
     /// a step in one witness (a second decides it), then those never measured,
-    /// then the others, each group in the order of `at`.
+    /// then the others, each group in the order of `at`. When none is left to
+    /// open so, those whose passes confirm a step in one witness are opened
+    /// again up to [`MAX_PASSES`], a sweep candidate's limit: the budget left
+    /// goes where a switch most likely is.
     pub fn doubt(&mut self, sweep: &[Reading], at: &[u64], fences: &[u64], most: usize) -> usize {
         if self.locate_only {
             return 0;
@@ -541,27 +544,14 @@ impl Plan {
         };
         let mut at = at.to_vec();
         at.sort_by_key(|&bytes| group(bytes));
+        let witnessed: Vec<u64> = at.iter().copied().filter(|&b| group(b) == 0).collect();
         let mut opened = 0;
         for bytes in at {
             if opened >= most {
                 break;
             }
             if let Some(c) = self.candidates.iter_mut().find(|c| c.change.bytes == bytes) {
-                let split = c
-                    .change
-                    .confirmation
-                    .as_ref()
-                    .is_some_and(|f| f.split_at_bytes.is_some());
-                let more = c.passes.len() + PASSES <= DOUBT_MAX_PASSES && !split;
-                if matches!(c.stage, Stage::Done) && c.change.verdict != Verdict::Confirmed && more
-                {
-                    let clean = confirm::clean(&c.passes).len();
-                    c.stage = Stage::Confirming {
-                        target: clean + PASSES,
-                        opening: true,
-                    };
-                    opened += 1;
-                }
+                opened += usize::from(reopen(c, DOUBT_MAX_PASSES));
                 continue;
             }
             let Some(i) = sizes.iter().position(|&s| s == bytes).filter(|&i| i > 0) else {
@@ -578,8 +568,28 @@ impl Plan {
             self.candidates.push(c);
             opened += 1;
         }
+        // Nothing else left to open: a boundary one witness confirmed takes
+        // passes up to a sweep candidate's limit, for the second witness.
+        if opened == 0 {
+            for bytes in witnessed {
+                if opened >= most {
+                    break;
+                }
+                if let Some(c) = self.candidates.iter_mut().find(|c| c.change.bytes == bytes) {
+                    opened += usize::from(reopen(c, MAX_PASSES));
+                }
+            }
+        }
         self.candidates.sort_by_key(|c| c.change.bytes);
         opened
+    }
+
+    /// Whether the plan holds a candidate at the boundary before `bytes` (the
+    /// first size after it), measured or still to be, or one moved from there.
+    pub fn holds(&self, bytes: u64) -> bool {
+        self.candidates
+            .iter()
+            .any(|c| c.change.bytes == bytes || c.change.moved_from_bytes == Some(bytes))
     }
 
     /// Rounds measured so far.
@@ -684,6 +694,27 @@ impl Plan {
             })
             .collect()
     }
+}
+
+/// Opens `c` again for [`PASSES`] more clean passes when it is judged, not
+/// confirmed, not split, and more passes keep it within `max_passes`; returns
+/// whether it did.
+fn reopen(c: &mut Candidate, max_passes: usize) -> bool {
+    let split = c
+        .change
+        .confirmation
+        .as_ref()
+        .is_some_and(|f| f.split_at_bytes.is_some());
+    let more = c.passes.len() + PASSES <= max_passes && !split;
+    if !(matches!(c.stage, Stage::Done) && c.change.verdict != Verdict::Confirmed && more) {
+        return false;
+    }
+    let clean = confirm::clean(&c.passes).len();
+    c.stage = Stage::Confirming {
+        target: clean + PASSES,
+        opening: true,
+    };
+    true
 }
 
 /// A change proposed for doubt ([`Proposer::Doubt`]) counts as confirmed only
@@ -1642,6 +1673,47 @@ mod tests {
         assert_eq!(plan.doubt(&sweep, &[40960, 20480], &[], 1), 1);
         assert_eq!(plan.candidates.len(), 1, "nothing added");
         assert!(matches!(plan.candidates[0].stage, Stage::Confirming { .. }));
+    }
+
+    /// When nothing else is left to open, a boundary whose passes confirm a
+    /// step in one witness is opened again up to [`MAX_PASSES`], one without
+    /// a witness only up to [`DOUBT_MAX_PASSES`].
+    #[test]
+    fn issue_36_a_one_witness_boundary_takes_the_passes_nothing_else_needs() {
+        // Every series steps up and down by turns; `o_r` also steps by 0.5 us
+        // in every pass with one witness.
+        let up_and_down = |size: u64, round: usize, or_step: f64| {
+            let level = match (size >= 20480, round % 2 == 0) {
+                (false, _) => 0.0,
+                (true, true) => 4.0,
+                (true, false) => -4.0,
+            };
+            let mut r = leveled_reading(size, level, |k, amp| jitter(size, round, k, amp));
+            if size >= 20480 {
+                r.or_us += or_step;
+            }
+            r
+        };
+        let passes_at_end = |read: &dyn Fn(u64, usize) -> Reading| {
+            let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| read(s, 0)).collect();
+            let mut plan = Plan::without_candidates(RefineOptions::default());
+            while plan.doubt(&sweep, &[20480], &[], 1) == 1 {
+                rounds_to_end(&mut plan, read);
+            }
+            let c = &plan.candidates[0];
+            assert_eq!(
+                c.change.undecided,
+                Some(Undecided::Spread),
+                "{:?}",
+                c.change
+            );
+            c.passes.len()
+        };
+        assert_eq!(passes_at_end(&|s, r| up_and_down(s, r, 0.5)), MAX_PASSES);
+        assert_eq!(
+            passes_at_end(&|s, r| up_and_down(s, r, 0.0)),
+            DOUBT_MAX_PASSES
+        );
     }
 
     /// A sweep's candidate that the doubt rounds open again gets the
