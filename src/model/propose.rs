@@ -234,9 +234,9 @@ mod tests {
     }
 
     /// Open MPI shared memory at its 8 KiB eager limit (first byte 8137) beside
-    /// a CPU hog: the medians of the bench-detect run (ompi-vader-8192+hog,
-    /// 2026-12-02) whose sweep proposed nothing. The receive overhead doubles
-    /// at 8192 and the round trip hardly moves, but the hog slowed 8704 and
+    /// a CPU hog: the medians of a bench-detect run whose sweep proposed nothing
+    /// (docs/findings/2026-12-02-doubt-hints.md). The receive overhead rises by
+    /// 80% at 8192 and the round trip hardly moves, but the hog slowed 8704 and
     /// 9728 in that series: their differences make the local noise larger than
     /// the step, so the step test proposes nothing. The hint names the switch.
     #[test]

@@ -1680,8 +1680,8 @@ mod tests {
     /// a witness only up to [`DOUBT_MAX_PASSES`].
     #[test]
     fn issue_36_a_one_witness_boundary_takes_the_passes_nothing_else_needs() {
-        // Every series steps up and down by turns; `o_r` also steps by 0.5 us
-        // in every pass with one witness.
+        // Every series steps up and down by turns, and `o_r` by `or_step` in
+        // every pass: a witness when it is not 0.
         let up_and_down = |size: u64, round: usize, or_step: f64| {
             let level = match (size >= 20480, round % 2 == 0) {
                 (false, _) => 0.0,
