@@ -376,8 +376,9 @@ fn analyse(
 const LOCATE_GRACE: f64 = 1.0;
 
 /// Boundaries opened for doubt per pair and round of [`resolve_doubts`], in
-/// [`doubt_order`] (each stretch's worst in turn): each costs six sizes a pass,
-/// and the budget is checked between passes.
+/// [`doubt_order`] (each stretch's worst in turn), before their neighbours
+/// ([`Plan::doubt`]): each costs six sizes a pass, a neighbour one or two, and
+/// the budget is checked between passes.
 const DOUBTS_PER_ROUND: usize = 2;
 
 /// Measures plans' rounds on every rank while rank 0's budget check says so
@@ -995,13 +996,34 @@ mod tests {
         assert_eq!(out.before, out.after);
     }
 
+    /// A short sweep whose boundaries are in doubt has them opened together:
+    /// a round measures its 16 sizes once for all of them (13 of the 15 here),
+    /// and a budget of a few such rounds gives each its opening's passes.
+    #[test]
+    fn issue_36_a_short_sweeps_doubtful_boundaries_are_opened_together() {
+        let net = noisy(Network::new(vec![(1, EAGER)]).unwrap(), 3000.0);
+        let plan = spec_plan(0.25, 0.5);
+        let out = run_doubts(&net, &net, &plan);
+        let d = out.doubt.unwrap();
+        let passes: Vec<(u64, usize)> = d
+            .changes
+            .iter()
+            .map(|c| (c.bytes, c.confirmation.as_ref().map_or(0, |f| f.passes)))
+            .collect();
+        assert!(passes.len() >= 12, "{passes:?}");
+        let opening = crate::model::refine::PASSES;
+        assert!(passes.iter().all(|&(_, p)| p >= opening), "{passes:?}");
+        let longest = out.rounds_ns.iter().copied().fold(0.0, f64::max);
+        assert!(longest < 0.25e9 / opening as f64, "{longest}");
+    }
+
     /// Passes as noisy as the sweep keep boundaries in doubt: the rounds stop
     /// once the budget is spent, at most one round late (no change confirmed
     /// is being located then, which would earn [`LOCATE_GRACE`]).
     #[test]
     fn issue_36_the_doubt_budget_is_honoured() {
         let net = noisy(Network::new(vec![(1, EAGER)]).unwrap(), 3000.0);
-        let budget_s = 0.02;
+        let budget_s = 0.06;
         let plan = spec_plan(budget_s, 0.5);
         let out = run_doubts(&net, &net, &plan);
         let d = out.doubt.unwrap();

@@ -98,6 +98,15 @@ pub const PASSES: usize = 6;
 pub const MAX_PASSES: usize = 30;
 /// Passes at most per candidate that [`Plan::doubt`] opens again.
 pub const DOUBT_MAX_PASSES: usize = 18;
+/// Sizes a round does not measure already that a boundary [`Plan::doubt`]
+/// opens beyond its first ones may add: a neighbour within two sweep sizes of
+/// one opened, whose passes cost a size or two a round instead of six.
+pub const SHARED_OPENING_SIZES: usize = 2;
+/// Sizes at most that a round of the confirmation measures with the
+/// neighbours [`Plan::doubt`] adds: four boundaries' own, so that a round
+/// beside a hog (about 10 ms a size) ends within a quarter of a second and the
+/// budget is checked between rounds.
+pub const DOUBT_ROUND_SIZES: usize = 24;
 /// Placed rounds at most per bisection step before its last look
 /// ([`confirm::decide_side_at_last`]) and, without a clear majority there,
 /// giving up the location: the sequential sign test of [`confirm::decide_side`]
@@ -382,6 +391,11 @@ impl Candidate {
         }
     }
 
+    /// The sizes its passes measure, left side then right.
+    fn sides(&self) -> Vec<u64> {
+        self.left.iter().chain(&self.right).copied().collect()
+    }
+
     /// The same step candidate one sweep size to the right (`right`) or left,
     /// within its ranges, without passes (they measured other sides): up to
     /// [`MAX_PASSES`] there, as at any boundary, since a step beside a hog needs
@@ -424,8 +438,10 @@ impl Candidate {
 pub struct Plan {
     opts: RefineOptions,
     candidates: Vec<Candidate>,
-    /// Per candidate, its sizes' span in the current round.
-    asked: Vec<(usize, std::ops::Range<usize>)>,
+    /// Per candidate, the positions of its readings in the current round.
+    asked: Vec<(usize, Vec<usize>)>,
+    /// Sizes in the current round.
+    round_len: usize,
     round: usize,
     rng: SplitMix64,
     /// Only candidates being located take part in the rounds ([`Plan::locate_only`]).
@@ -490,6 +506,7 @@ impl Plan {
             opts,
             candidates: Vec::new(),
             asked: Vec::new(),
+            round_len: 0,
             round: 0,
             rng: SplitMix64(0x6e67_6175_6765_7266),
             locate_only: false,
@@ -513,12 +530,17 @@ impl Plan {
     /// boundary the plan already holds and did not confirm is opened again for
     /// [`PASSES`] more clean passes (up to [`DOUBT_MAX_PASSES`] in all): more passes
     /// narrow the interval that bounds its step. At most `most` boundaries are
-    /// added or opened again, returns how many: first those whose passes confirm
-    /// a step in one witness (a second decides it), then those never measured,
-    /// then the others, each group in the order of `at`. When none is left to
-    /// open so, those whose passes confirm a step in one witness are opened
-    /// again up to [`MAX_PASSES`], a sweep candidate's limit: the budget left
-    /// goes where a switch most likely is.
+    /// added or opened again in order: first those whose passes confirm a step
+    /// in one witness (a second decides it), then those never measured, then
+    /// the others, each group in the order of `at`. Then the others of `at`
+    /// that cost a round at most [`SHARED_OPENING_SIZES`] sizes it does not
+    /// measure already (neighbours of those opened), cheapest first, while the
+    /// round's confirmation sizes stay within [`DOUBT_ROUND_SIZES`]: a round
+    /// measures a shared size once ([`Plan::next_round`]). Returns how many
+    /// were opened. When none is left to open so, they are opened again the
+    /// same way up to [`MAX_PASSES`], a sweep candidate's limit: the budget
+    /// left goes to the boundaries still in doubt, those a witness confirms
+    /// first, where a switch most likely is.
     pub fn doubt(&mut self, sweep: &[Reading], at: &[u64], fences: &[u64], most: usize) -> usize {
         if self.locate_only {
             return 0;
@@ -544,44 +566,118 @@ impl Plan {
         };
         let mut at = at.to_vec();
         at.sort_by_key(|&bytes| group(bytes));
-        let witnessed: Vec<u64> = at.iter().copied().filter(|&b| group(b) == 0).collect();
         let mut opened = 0;
-        for bytes in at {
-            if opened >= most {
-                break;
-            }
-            if let Some(c) = self.candidates.iter_mut().find(|c| c.change.bytes == bytes) {
-                opened += usize::from(reopen(c, DOUBT_MAX_PASSES));
-                continue;
-            }
-            let Some(i) = sizes.iter().position(|&s| s == bytes).filter(|&i| i > 0) else {
-                continue;
-            };
-            let lo = fenced.iter().copied().filter(|&f| f < i).max().unwrap_or(0);
-            let hi = fenced.iter().copied().filter(|&f| f > i).min();
-            let range = lo..hi.unwrap_or(sizes.len());
-            let mut c = Candidate::new(sweep, i, range, ChangeKind::Step, Proposer::Doubt);
-            c.stage = Stage::Confirming {
-                target: PASSES,
-                opening: true,
-            };
-            self.candidates.push(c);
-            opened += 1;
-        }
-        // Nothing else left to open: a boundary one witness confirmed takes
-        // passes up to a sweep candidate's limit, for the second witness.
-        if opened == 0 {
-            for bytes in witnessed {
-                if opened >= most {
-                    break;
-                }
-                if let Some(c) = self.candidates.iter_mut().find(|c| c.change.bytes == bytes) {
-                    opened += usize::from(reopen(c, MAX_PASSES));
-                }
+        for max_passes in [DOUBT_MAX_PASSES, MAX_PASSES] {
+            if opened == 0 {
+                opened = self.open_doubts(sweep, &sizes, &fenced, &at, most, max_passes);
             }
         }
         self.candidates.sort_by_key(|c| c.change.bytes);
         opened
+    }
+
+    /// [`Plan::doubt`]'s openings at `at` (in order) of boundaries that
+    /// [`PASSES`] more passes keep within `max_passes`; returns how many.
+    fn open_doubts(
+        &mut self,
+        sweep: &[Reading],
+        sizes: &[u64],
+        fenced: &[usize],
+        at: &[u64],
+        most: usize,
+        max_passes: usize,
+    ) -> usize {
+        // Each boundary of `at` that can be opened: its first size, the sides it
+        // measures, and the candidate to add when the plan holds none there.
+        let mut openable: Vec<(u64, Vec<u64>, Option<Candidate>)> = Vec::new();
+        for &bytes in at {
+            if openable.iter().any(|(b, ..)| *b == bytes) {
+                continue;
+            }
+            let held = self.candidates.iter().find(|c| c.change.bytes == bytes);
+            let (sides, new) = match held {
+                Some(c) if can_reopen(c, max_passes) => (c.sides(), None),
+                Some(_) => continue,
+                None => match self.doubt_candidate(sweep, sizes, fenced, bytes) {
+                    Some(c) => (c.sides(), Some(c)),
+                    None => continue,
+                },
+            };
+            openable.push((bytes, sides, new));
+        }
+        let mut measured: Vec<u64> = self
+            .candidates
+            .iter()
+            .filter(|c| matches!(c.stage, Stage::Confirming { .. }))
+            .flat_map(Candidate::sides)
+            .collect();
+        measured.sort_unstable();
+        measured.dedup();
+        let mut opened = 0;
+        let open = |plan: &mut Plan,
+                    opening: (u64, Vec<u64>, Option<Candidate>),
+                    measured: &mut Vec<u64>| {
+            let (bytes, sides, new) = opening;
+            measured.extend(sides);
+            measured.sort_unstable();
+            measured.dedup();
+            match new {
+                Some(c) => plan.candidates.push(c),
+                None => {
+                    if let Some(c) = plan.candidates.iter_mut().find(|c| c.change.bytes == bytes) {
+                        reopen(c, max_passes);
+                    }
+                }
+            }
+        };
+        while opened < most && !openable.is_empty() {
+            open(self, openable.remove(0), &mut measured);
+            opened += 1;
+        }
+        if opened == most {
+            let cost = |sides: &[u64], measured: &[u64]| {
+                sides.iter().filter(|s| !measured.contains(s)).count()
+            };
+            loop {
+                let cheapest = openable
+                    .iter()
+                    .enumerate()
+                    .map(|(k, (_, sides, _))| (cost(sides, &measured), k))
+                    .min();
+                match cheapest {
+                    Some((added, k))
+                        if added <= SHARED_OPENING_SIZES
+                            && measured.len() + added <= DOUBT_ROUND_SIZES =>
+                    {
+                        open(self, openable.remove(k), &mut measured);
+                        opened += 1;
+                    }
+                    _ => break,
+                }
+            }
+        }
+        opened
+    }
+
+    /// A step candidate proposed for doubt at the boundary before `bytes` (a
+    /// size of the sweep, not its first), its sides within the `fenced` ranges.
+    fn doubt_candidate(
+        &self,
+        sweep: &[Reading],
+        sizes: &[u64],
+        fenced: &[usize],
+        bytes: u64,
+    ) -> Option<Candidate> {
+        let i = sizes.iter().position(|&s| s == bytes).filter(|&i| i > 0)?;
+        let lo = fenced.iter().copied().filter(|&f| f < i).max().unwrap_or(0);
+        let hi = fenced.iter().copied().filter(|&f| f > i).min();
+        let range = lo..hi.unwrap_or(sizes.len());
+        let mut c = Candidate::new(sweep, i, range, ChangeKind::Step, Proposer::Doubt);
+        c.stage = Stage::Confirming {
+            target: PASSES,
+            opening: true,
+        };
+        Some(c)
     }
 
     /// Whether the plan holds a candidate at the boundary before `bytes` (the
@@ -598,18 +694,24 @@ impl Plan {
     }
 
     /// The sizes of the next round, in the order to measure them; `None` when the
-    /// experiment is over.
+    /// experiment is over. A size that several candidates being confirmed
+    /// share is measured once, where the first of them asks for it, and its
+    /// reading goes to each of their passes: neighbouring boundaries (a short
+    /// sweep's doubt rounds open most of them) cost a size each, not a pass.
+    /// A bisection's three sizes are always its own, measured together.
     pub fn next_round(&mut self) -> Option<Vec<u64>> {
         self.asked.clear();
+        self.round_len = 0;
         if self.round >= MAX_ROUNDS {
             for c in &mut self.candidates {
                 give_up(c);
             }
             return None;
         }
-        let mut out = Vec::new();
+        let mut out: Vec<u64> = Vec::new();
+        let mut confirming_at: Vec<(u64, usize)> = Vec::new();
         for k in 0..self.candidates.len() {
-            let start = out.len();
+            let mut mine = Vec::new();
             match self.candidates[k].stage.clone() {
                 Stage::Confirming { .. } if self.locate_only => continue,
                 Stage::Confirming { .. } => {
@@ -629,21 +731,33 @@ impl Plan {
                         if self.rng.coin() {
                             p.reverse();
                         }
-                        out.extend(p);
+                        for size in p {
+                            let at = match confirming_at.iter().find(|(s, _)| *s == size) {
+                                Some(&(_, at)) => at,
+                                None => {
+                                    out.push(size);
+                                    confirming_at.push((size, out.len() - 1));
+                                    out.len() - 1
+                                }
+                            };
+                            mine.push(at);
+                        }
                     }
                 }
                 Stage::Locating { old, new, .. } => {
                     let mut three = [old, old + (new - old) / 2, new];
                     self.rng.shuffle(&mut three);
+                    mine.extend(out.len()..out.len() + 3);
                     out.extend(three);
                 }
                 Stage::Done => continue,
             }
-            self.asked.push((k, start..out.len()));
+            self.asked.push((k, mine));
         }
         if out.is_empty() {
             return None;
         }
+        self.round_len = out.len();
         self.round += 1;
         Some(out)
     }
@@ -654,11 +768,14 @@ impl Plan {
     /// When `readings` has another length than the round.
     pub fn feed(&mut self, readings: &[Reading]) {
         let asked = std::mem::take(&mut self.asked);
-        let total = asked.last().map_or(0, |a| a.1.end);
-        assert_eq!(readings.len(), total, "one reading per size of the round");
+        assert_eq!(
+            readings.len(),
+            self.round_len,
+            "one reading per size of the round"
+        );
         let mut split_off = Vec::new();
-        for (k, span) in asked {
-            let pass = readings[span].to_vec();
+        for (k, positions) in asked {
+            let pass: Vec<Reading> = positions.iter().map(|&i| readings[i]).collect();
             let opts = self.opts;
             // The boundaries the other candidates hold, which none moves onto.
             let held: Vec<u64> = self.candidates.iter().map(|c| c.change.bytes).collect();
@@ -696,17 +813,22 @@ impl Plan {
     }
 }
 
-/// Opens `c` again for [`PASSES`] more clean passes when it is judged, not
-/// confirmed, not split, and more passes keep it within `max_passes`; returns
-/// whether it did.
-fn reopen(c: &mut Candidate, max_passes: usize) -> bool {
+/// Whether [`reopen`] would open `c` again: it is judged, not confirmed, not
+/// split, and [`PASSES`] more passes keep it within `max_passes`.
+fn can_reopen(c: &Candidate, max_passes: usize) -> bool {
     let split = c
         .change
         .confirmation
         .as_ref()
         .is_some_and(|f| f.split_at_bytes.is_some());
     let more = c.passes.len() + PASSES <= max_passes && !split;
-    if !(matches!(c.stage, Stage::Done) && c.change.verdict != Verdict::Confirmed && more) {
+    matches!(c.stage, Stage::Done) && c.change.verdict != Verdict::Confirmed && more
+}
+
+/// Opens `c` again for [`PASSES`] more clean passes when [`can_reopen`] says
+/// so; returns whether it did.
+fn reopen(c: &mut Candidate, max_passes: usize) -> bool {
+    if !can_reopen(c, max_passes) {
         return false;
     }
     let clean = confirm::clean(&c.passes).len();
@@ -1675,11 +1797,60 @@ mod tests {
         assert!(matches!(plan.candidates[0].stage, Stage::Confirming { .. }));
     }
 
-    /// When nothing else is left to open, a boundary whose passes confirm a
-    /// step in one witness is opened again up to [`MAX_PASSES`], one without
-    /// a witness only up to [`DOUBT_MAX_PASSES`].
+    /// Boundaries beside one opened for doubt cost a round a size or two each,
+    /// and the doubt rounds open them with it, cheapest first, up to
+    /// [`DOUBT_ROUND_SIZES`] sizes a round; a boundary far from it waits for
+    /// the next opening.
     #[test]
-    fn issue_36_a_one_witness_boundary_takes_the_passes_nothing_else_needs() {
+    fn issue_36_the_neighbours_of_a_doubt_boundary_are_opened_with_it() {
+        let read = spread_at_20480;
+        let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| read(s, 0)).collect();
+        let mut plan = Plan::without_candidates(RefineOptions::default());
+        let at = [20480, 40960, 22528, 21504, 19456];
+        assert_eq!(plan.doubt(&sweep, &at, &[], 1), 4);
+        let opened: Vec<u64> = plan.candidates.iter().map(|c| c.change.bytes).collect();
+        assert_eq!(opened, [19456, 20480, 21504, 22528]);
+        // 16 KiB to 24 KiB: 9 sizes for 4 boundaries, against 24 alone.
+        let round = plan.next_round().unwrap();
+        assert_eq!(round.len(), 9, "{round:?}");
+
+        let mut wide = Plan::without_candidates(RefineOptions::default());
+        let every: Vec<u64> = sweep_sizes()[10..50].to_vec();
+        let opened = wide.doubt(&sweep, &every, &[], 1);
+        assert_eq!(wide.next_round().unwrap().len(), DOUBT_ROUND_SIZES);
+        assert_eq!(opened, DOUBT_ROUND_SIZES - 2 * STEP_SIDE + 1);
+    }
+
+    /// A size that several candidates share is measured once a round, and
+    /// its reading goes to the pass of each: every candidate gets a pass of
+    /// its own sides a round, as when measured alone.
+    #[test]
+    fn a_size_shared_by_candidates_is_measured_once_a_round_for_each() {
+        let read = spread_at_20480;
+        let sweep: Vec<Reading> = sweep_sizes().iter().map(|&s| read(s, 0)).collect();
+        let mut plan = Plan::without_candidates(RefineOptions::default());
+        assert_eq!(plan.doubt(&sweep, &[20480, 21504], &[], 2), 2);
+        let round = plan.next_round().unwrap();
+        let mut unique = round.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!((round.len(), unique.len()), (7, 7), "{round:?}");
+        let readings: Vec<Reading> = round.iter().map(|&s| read(s, 1)).collect();
+        plan.feed(&readings);
+        for c in &plan.candidates {
+            let mut got: Vec<u64> = c.passes[0].iter().map(|r| r.size).collect();
+            let mut sides = c.sides();
+            got.sort_unstable();
+            sides.sort_unstable();
+            assert_eq!(got, sides, "{:?}", c.change.bytes);
+        }
+    }
+
+    /// When nothing else is left to open, a boundary still in doubt is opened
+    /// again past [`DOUBT_MAX_PASSES`], up to [`MAX_PASSES`], with a witness
+    /// or without.
+    #[test]
+    fn issue_36_a_boundary_in_doubt_takes_the_passes_nothing_else_needs() {
         // Every series steps up and down by turns, and `o_r` by `or_step` in
         // every pass: a witness when it is not 0.
         let up_and_down = |size: u64, round: usize, or_step: f64| {
@@ -1710,10 +1881,7 @@ mod tests {
             c.passes.len()
         };
         assert_eq!(passes_at_end(&|s, r| up_and_down(s, r, 0.5)), MAX_PASSES);
-        assert_eq!(
-            passes_at_end(&|s, r| up_and_down(s, r, 0.0)),
-            DOUBT_MAX_PASSES
-        );
+        assert_eq!(passes_at_end(&|s, r| up_and_down(s, r, 0.0)), MAX_PASSES);
     }
 
     /// A sweep's candidate that the doubt rounds open again gets the
@@ -2452,6 +2620,7 @@ mod tests {
                 change,
             }],
             asked: Vec::new(),
+            round_len: 0,
             round: 0,
             rng: SplitMix64(7),
             locate_only: false,
