@@ -440,8 +440,6 @@ pub struct Plan {
     candidates: Vec<Candidate>,
     /// Per candidate, the positions of its readings in the current round.
     asked: Vec<(usize, Vec<usize>)>,
-    /// Sizes in the current round.
-    round_len: usize,
     round: usize,
     rng: SplitMix64,
     /// Only candidates being located take part in the rounds ([`Plan::locate_only`]).
@@ -506,7 +504,6 @@ impl Plan {
             opts,
             candidates: Vec::new(),
             asked: Vec::new(),
-            round_len: 0,
             round: 0,
             rng: SplitMix64(0x6e67_6175_6765_7266),
             locate_only: false,
@@ -701,7 +698,6 @@ impl Plan {
     /// A bisection's three sizes are always its own, measured together.
     pub fn next_round(&mut self) -> Option<Vec<u64>> {
         self.asked.clear();
-        self.round_len = 0;
         if self.round >= MAX_ROUNDS {
             for c in &mut self.candidates {
                 give_up(c);
@@ -757,7 +753,6 @@ impl Plan {
         if out.is_empty() {
             return None;
         }
-        self.round_len = out.len();
         self.round += 1;
         Some(out)
     }
@@ -768,11 +763,9 @@ impl Plan {
     /// When `readings` has another length than the round.
     pub fn feed(&mut self, readings: &[Reading]) {
         let asked = std::mem::take(&mut self.asked);
-        assert_eq!(
-            readings.len(),
-            self.round_len,
-            "one reading per size of the round"
-        );
+        // Every size of the round is some candidate's.
+        let total = asked.iter().flat_map(|a| &a.1).max().map_or(0, |&i| i + 1);
+        assert_eq!(readings.len(), total, "one reading per size of the round");
         let mut split_off = Vec::new();
         for (k, positions) in asked {
             let pass: Vec<Reading> = positions.iter().map(|&i| readings[i]).collect();
@@ -2620,7 +2613,6 @@ mod tests {
                 change,
             }],
             asked: Vec::new(),
-            round_len: 0,
             round: 0,
             rng: SplitMix64(7),
             locate_only: false,
